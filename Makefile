@@ -1,0 +1,38 @@
+# kafkaforensics: `make demo` and `make test` on a fresh machine; `make bench` for the figures.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test bench fixtures clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	@echo "== kfx verify: the bundled sample log dir (three partitions, every codec, magic 0/1/2)"
+	$(BIN)/kfx verify tests/fixtures/sample-logdir
+	@echo "== kfx dump: a segment in kafka-dump-log.sh's format (first lines)"
+	$(BIN)/kfx dump --deep tests/fixtures/sample-logdir/orders-0/00000000000000000225.log | head -n 8
+	@echo "== round trip: dump --deep --format json | write | verify"
+	rm -rf .demo && mkdir -p .demo
+	$(BIN)/kfx dump --deep --format json tests/fixtures/sample-logdir/orders-0/*.log > .demo/orders.jsonl
+	$(BIN)/kfx write --out .demo/orders-0 --segment-bytes 16384 --index-interval-bytes 1024 < .demo/orders.jsonl
+	$(BIN)/kfx verify .demo/orders-0
+
+test: install
+	$(BIN)/python -m pytest -q
+
+bench: install
+	$(BIN)/python benchmarks/run.py
+
+fixtures: install
+	$(BIN)/python tests/fixtures/generate.py
+
+clean:
+	rm -rf .demo benchmarks/data

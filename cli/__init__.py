@@ -1,0 +1,1 @@
+"""The ``kfx`` command line: a thin typer layer over :mod:`kafkaforensics`."""

@@ -1,0 +1,73 @@
+"""Crash-safe file changes: temp file, fsync, atomic rename, backups, directory fsync."""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+
+def fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: str, data: bytes, *, backup_dir: str | None = None) -> None:
+    """Replace ``path`` with ``data``: written to a temp file, fsynced, renamed over, dir fsynced.
+
+    With ``backup_dir`` the old file (if any) is copied there first (and fsynced).
+    """
+    d = os.path.dirname(os.path.abspath(path))
+    if backup_dir and os.path.exists(path):
+        backup_file(path, backup_dir)
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".kfx-tmp", dir=d)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    fsync_dir(d)
+
+
+def backup_file(path: str, backup_dir: str) -> str:
+    """Copy ``path`` into ``backup_dir`` (created if needed), fsynced; returns the copy's path."""
+    os.makedirs(backup_dir, exist_ok=True)
+    dest = os.path.join(backup_dir, os.path.basename(path))
+    if os.path.exists(dest):  # never overwrite an earlier backup: the first one is the original
+        return dest
+    shutil.copy2(path, dest + ".kfx-tmp")
+    with open(dest + ".kfx-tmp", "rb+") as f:
+        os.fsync(f.fileno())
+    os.replace(dest + ".kfx-tmp", dest)
+    fsync_dir(backup_dir)
+    return dest
+
+
+def truncate_file(path: str, size: int, *, backup_dir: str | None = None) -> None:
+    """Shrink ``path`` to ``size`` bytes durably (a backup of the full file first, if asked)."""
+    if backup_dir:
+        backup_file(path, backup_dir)
+    with open(path, "rb+") as f:
+        f.truncate(size)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def remove_file(path: str, *, backup_dir: str | None = None) -> None:
+    """Delete ``path`` (moving it into ``backup_dir`` instead when one is given)."""
+    if backup_dir:
+        backup_file(path, backup_dir)
+    os.unlink(path)
+    fsync_dir(os.path.dirname(os.path.abspath(path)))
+
+
+def rename(src: str, dst: str) -> None:
+    os.replace(src, dst)
+    fsync_dir(os.path.dirname(os.path.abspath(dst)))

@@ -1,0 +1,33 @@
+"""``.index`` files: sparse (relative offset, position) entries, Kafka's OffsetIndex."""
+from __future__ import annotations
+
+import bisect
+
+from specs.indexes import OFFSET_ENTRY
+
+ENTRY_SIZE = OFFSET_ENTRY.size
+
+
+def read_entries(data: bytes, base_offset: int) -> tuple[list[tuple[int, int]], int]:
+    """Parse entries as (absolute offset, position); returns them and the count of zero-tail slots.
+
+    Like kafka-dump-log.sh, an entry whose offset equals the base offset after the first one marks
+    the start of the preallocated zero tail a crash leaves behind.
+    """
+    n = len(data) // ENTRY_SIZE
+    out = []
+    for i, (rel, pos) in enumerate(OFFSET_ENTRY.iter_unpack(data[:n * ENTRY_SIZE])):
+        if i > 0 and rel == 0 and pos == 0:
+            return out, n - i
+        out.append((base_offset + rel, pos))
+    return out, 0
+
+
+def to_bytes(entries, base_offset: int) -> bytes:
+    return b"".join(OFFSET_ENTRY.pack(off - base_offset, pos) for off, pos in entries)
+
+
+def lookup(entries: list[tuple[int, int]], target: int, base_offset: int) -> tuple[int, int]:
+    """Largest entry with offset <= target; (base_offset, 0) when there is none."""
+    i = bisect.bisect_right(entries, (target, float("inf"))) - 1
+    return entries[i] if i >= 0 else (base_offset, 0)

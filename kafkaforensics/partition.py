@@ -1,0 +1,141 @@
+"""The files of a partition directory and a log dir: discovery, naming, checkpoint reading."""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+from specs import checkpoints as C
+
+from .errors import KafkaFormatError
+from .segment import offset_from_name
+
+LOG, INDEX, TIMEINDEX, TXNINDEX, SNAPSHOT = ".log", ".index", ".timeindex", ".txnindex", ".snapshot"
+LEFTOVER_SUFFIXES = (".swap", ".cleaned", ".deleted")
+_DIR_RE = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)(?P<suffix>(?:\.[0-9a-f]+-(?:delete|future))|-delete|-future)?$")
+
+
+def parse_partition_dir_name(name: str) -> tuple[str, int] | None:
+    m = _DIR_RE.match(os.path.basename(os.path.normpath(name)))
+    if not m:
+        return None
+    return m.group("topic"), int(m.group("partition"))
+
+
+@dataclass
+class SegmentFiles:
+    base_offset: int
+    dir: str
+
+    def path(self, suffix: str) -> str:
+        return os.path.join(self.dir, f"{self.base_offset:020d}{suffix}")
+
+    @property
+    def log(self) -> str:
+        return self.path(LOG)
+
+    def existing(self, suffix: str) -> str | None:
+        p = self.path(suffix)
+        return p if os.path.exists(p) else None
+
+
+@dataclass
+class PartitionDir:
+    path: str
+    topic: str | None
+    partition: int | None
+    segments: list[SegmentFiles] = field(default_factory=list)
+    snapshots: list[int] = field(default_factory=list)
+    leftovers: list[str] = field(default_factory=list)
+    orphan_indexes: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(os.path.normpath(self.path))
+
+    @classmethod
+    def scan(cls, path: str) -> "PartitionDir":
+        tp = parse_partition_dir_name(path)
+        pd = cls(path, tp[0] if tp else None, tp[1] if tp else None)
+        names = sorted(os.listdir(path))
+        logs = set()
+        for n in names:
+            full = os.path.join(path, n)
+            if not os.path.isfile(full):
+                continue
+            if n.endswith(LEFTOVER_SUFFIXES):
+                pd.leftovers.append(full)
+                continue
+            off = offset_from_name(n)
+            if off is None:
+                if n not in (C.LEADER_EPOCH_FILE, C.PARTITION_METADATA_FILE) and not n.endswith(".kfx-tmp"):
+                    pd.unknown.append(full)
+                continue
+            if n.endswith(LOG):
+                logs.add(off)
+            elif n.endswith(SNAPSHOT):
+                pd.snapshots.append(off)
+        for n in names:
+            off = offset_from_name(n)
+            if off is not None and n.endswith((INDEX, TIMEINDEX, TXNINDEX)) and off not in logs:
+                pd.orphan_indexes.append(os.path.join(path, n))
+        pd.segments = [SegmentFiles(o, path) for o in sorted(logs)]
+        pd.snapshots.sort()
+        return pd
+
+    def leader_epochs(self) -> list[dict] | None:
+        p = os.path.join(self.path, C.LEADER_EPOCH_FILE)
+        if not os.path.exists(p):
+            return None
+        with open(p, encoding="utf-8", errors="replace") as f:
+            return C.LeaderEpochCheckpoint.parse(f.read(), file=p)
+
+    def partition_metadata(self) -> dict | None:
+        p = os.path.join(self.path, C.PARTITION_METADATA_FILE)
+        if not os.path.exists(p):
+            return None
+        with open(p, encoding="utf-8", errors="replace") as f:
+            return C.parse_partition_metadata(f.read(), file=p)
+
+
+def is_partition_dir(path: str) -> bool:
+    if not os.path.isdir(path):
+        return False
+    if parse_partition_dir_name(path) is not None:
+        return True
+    return any(offset_from_name(n) is not None for n in os.listdir(path))
+
+
+def find_partitions(path: str) -> list[PartitionDir]:
+    """A partition dir gives itself; a log dir gives every partition dir inside it."""
+    if is_partition_dir(path) and any(n.endswith(LOG) or n.endswith(LEFTOVER_SUFFIXES) for n in os.listdir(path)):
+        return [PartitionDir.scan(path)]
+    out = []
+    for n in sorted(os.listdir(path)):
+        full = os.path.join(path, n)
+        if os.path.isdir(full) and parse_partition_dir_name(n) is not None:
+            out.append(PartitionDir.scan(full))
+    if not out and is_partition_dir(path):
+        out.append(PartitionDir.scan(path))
+    return out
+
+
+def read_offset_checkpoints(log_dir: str) -> dict[str, dict[tuple[str, int], int]]:
+    """The log dir's offset checkpoint files: file name -> {(topic, partition): offset}."""
+    out = {}
+    for name in C.OFFSET_CHECKPOINT_FILES:
+        p = os.path.join(log_dir, name)
+        if os.path.exists(p):
+            with open(p, encoding="utf-8", errors="replace") as f:
+                entries = C.OffsetCheckpoint.parse(f.read(), file=p)
+            out[name] = {(e["topic"], e["partition"]): e["offset"] for e in entries}
+    return out
+
+
+def read_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError as e:
+        raise KafkaFormatError("io", str(e), file=path) from None

@@ -1,0 +1,158 @@
+"""Producer state: what Kafka rebuilds from batches and stores in ``<offset>.snapshot`` files.
+
+:class:`ProducerState` replays batches with Kafka's replication-origin rules (ProducerAppendInfo:
+no validation, just state): per producer the epoch, the last batch's sequence range, offset and
+timestamp, the coordinator epoch of the last marker and the first offset of its open transaction.
+Completed transactions come back from :meth:`append` with the last stable offset Kafka puts in
+the ``.txnindex`` entry of an aborted one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from crc32c import crc32c
+
+from specs import producer_snapshot as S
+
+from .errors import KafkaFormatError
+from .txn_index import AbortedTxn
+
+_VERSION_CRC = __import__("struct").Struct(">hI")
+_COUNT = __import__("struct").Struct(">i")
+
+
+@dataclass
+class ProducerEntry:
+    producer_id: int
+    epoch: int = -1
+    last_sequence: int = -1
+    last_offset: int = -1
+    offset_delta: int = 0
+    timestamp: int = -1
+    coordinator_epoch: int = -1
+    current_txn_first_offset: int = -1
+
+    @property
+    def first_sequence(self) -> int:
+        return -1 if self.last_sequence < 0 else self.last_sequence - self.offset_delta
+
+    def to_json(self) -> dict:
+        return {"producerId": self.producer_id, "producerEpoch": self.epoch,
+                "lastSequence": self.last_sequence, "firstSequence": self.first_sequence,
+                "lastOffset": self.last_offset, "offsetDelta": self.offset_delta,
+                "lastTimestamp": self.timestamp, "coordinatorEpoch": self.coordinator_epoch,
+                "currentTxnFirstOffset": self.current_txn_first_offset}
+
+
+@dataclass(frozen=True)
+class CompletedTxn:
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    aborted: bool
+    last_stable_offset: int
+
+    def aborted_entry(self) -> AbortedTxn:
+        return AbortedTxn(self.producer_id, self.first_offset, self.last_offset, self.last_stable_offset)
+
+
+class ProducerState:
+    def __init__(self):
+        self.producers: dict[int, ProducerEntry] = {}
+        self.ongoing: dict[int, int] = {}  # first offset -> producer id (Kafka keeps them ordered)
+        self.map_end_offset = 0
+
+    def append(self, batch) -> CompletedTxn | None:
+        """Apply one batch; returns the transaction its marker completes, if any."""
+        done = None
+        if batch.magic >= 2 and batch.producer_id >= 0:
+            pid = batch.producer_id
+            e = self.producers.get(pid)
+            if e is None:
+                e = self.producers[pid] = ProducerEntry(pid)
+            if batch.producer_epoch != e.epoch and not batch.is_control:
+                # a new epoch resets the sequence state (Kafka: a fresh entry for the epoch)
+                e.last_sequence, e.last_offset, e.offset_delta = -1, -1, 0
+            if batch.is_control:
+                marker = _marker(batch)
+                if marker is not None:
+                    aborted, coord_epoch = marker
+                    first = e.current_txn_first_offset
+                    if first >= 0:
+                        self.ongoing.pop(first, None)
+                        lso = self._next_incomplete_other(pid, batch.last_offset + 1)
+                        done = CompletedTxn(pid, first, batch.last_offset, aborted, lso)
+                    e.coordinator_epoch = coord_epoch
+                e.epoch = batch.producer_epoch
+                e.current_txn_first_offset = -1
+                e.timestamp = batch.max_timestamp
+            else:
+                e.epoch = batch.producer_epoch
+                e.last_sequence = batch.last_sequence
+                e.last_offset = batch.last_offset
+                e.offset_delta = batch.last_offset - batch.base_offset
+                e.timestamp = batch.max_timestamp
+                if batch.is_transactional and e.current_txn_first_offset < 0:
+                    e.current_txn_first_offset = batch.base_offset
+                    self.ongoing[batch.base_offset] = pid
+        self.map_end_offset = batch.last_offset + 1
+        return done
+
+    def _next_incomplete_other(self, pid: int, default: int) -> int:
+        """Kafka's lastStableOffset(completedTxn): first offset of another producer's open txn."""
+        for first in sorted(self.ongoing):
+            if self.ongoing[first] != pid:
+                return first
+        return default
+
+    def first_unstable_offset(self) -> int | None:
+        return min(self.ongoing) if self.ongoing else None
+
+    # -- snapshot files ------------------------------------------------------------------------
+    def to_snapshot(self) -> bytes:
+        return snapshot_bytes(sorted(self.producers.values(), key=lambda e: e.producer_id))
+
+    @classmethod
+    def from_snapshot(cls, entries: list[ProducerEntry], end_offset: int) -> "ProducerState":
+        st = cls()
+        for e in entries:
+            st.producers[e.producer_id] = e
+            if e.current_txn_first_offset >= 0:
+                st.ongoing[e.current_txn_first_offset] = e.producer_id
+        st.map_end_offset = end_offset
+        return st
+
+
+def _marker(batch):
+    recs = batch.records()
+    if not recs:
+        return None
+    ctl = recs[0].control()
+    if not ctl or ctl["type"] not in ("ABORT", "COMMIT"):
+        return None
+    return ctl["type"] == "ABORT", ctl.get("coordinatorEpoch") if ctl.get("coordinatorEpoch") is not None else -1
+
+
+def snapshot_bytes(entries: list[ProducerEntry]) -> bytes:
+    body = _COUNT.pack(len(entries)) + b"".join(
+        S.ENTRY_STRUCT.pack(e.producer_id, e.epoch, e.last_sequence, e.last_offset, e.offset_delta,
+                            e.timestamp, e.coordinator_epoch, e.current_txn_first_offset) for e in entries)
+    return _VERSION_CRC.pack(S.VERSION, crc32c(body)) + body
+
+
+def read_snapshot(data: bytes, *, file: str | None = None) -> list[ProducerEntry]:
+    """Parse a producer snapshot, checking version, CRC and the entry count against the size."""
+    if len(data) < _VERSION_CRC.size + _COUNT.size:
+        raise KafkaFormatError("snapshot", f"file of {len(data)} bytes is too short", file=file, position=0)
+    version, crc = _VERSION_CRC.unpack_from(data, 0)
+    if version != S.VERSION:
+        raise KafkaFormatError("snapshot", f"unknown snapshot version {version}", file=file, position=0)
+    if crc32c(data[6:]) != crc:
+        raise KafkaFormatError("snapshot", f"CRC mismatch (stored {crc}, computed {crc32c(data[6:])})",
+                               file=file, position=2)
+    (count,) = _COUNT.unpack_from(data, 6)
+    size = S.ENTRY_STRUCT.size
+    if count < 0 or 10 + count * size != len(data):
+        raise KafkaFormatError("snapshot", f"entry count {count} does not match the file size {len(data)}",
+                               file=file, position=6)
+    return [ProducerEntry(*S.ENTRY_STRUCT.unpack_from(data, 10 + i * size)) for i in range(count)]

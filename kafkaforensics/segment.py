@@ -1,0 +1,159 @@
+"""A segment's ``.log`` file: memory-mapped, walked batch by batch in constant memory.
+
+The walk follows Kafka's FileLogInputStream and ``ensureValid``: a batch is read when 17 header
+bytes remain; a size below 14 is corrupt; a batch running past the end ends the walk; a v2 batch
+must be at least 61 bytes; legacy entries at least their magic's overhead.  On top of Kafka, the
+scanner reports *why* the walk stopped, with file, byte position and offset.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import re
+from contextlib import contextmanager
+
+from specs import legacy as L
+from specs import record_batch as R
+
+from .batch import Batch, parse_legacy_header, parse_v2_header, resolve_legacy_wrapper
+from .errors import KafkaFormatError, Problem
+
+_SEGMENT_RE = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)((?:\.\w+)?)$")
+_INT32_MAX = 2**31 - 1
+
+
+def offset_from_name(name: str) -> int | None:
+    """The base offset in a segment-family file name (``00000000000000000042.log`` -> 42)."""
+    m = _SEGMENT_RE.match(os.path.basename(name))
+    return int(m.group(1)) if m else None
+
+
+def file_name(base_offset: int, suffix: str) -> str:
+    """Kafka's file naming: the offset as 20 zero-padded digits plus the suffix (``.log`` ...)."""
+    return f"{base_offset:020d}{suffix}"
+
+
+@contextmanager
+def open_buffer(path: str):
+    """Map a file read-only; empty files give an empty buffer (mmap refuses length 0)."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            yield b""
+            return
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            mm.madvise(mmap.MADV_SEQUENTIAL)
+        except (AttributeError, OSError):
+            pass
+        view = memoryview(mm)
+        try:
+            yield view
+        finally:
+            try:
+                view.release()
+                mm.close()
+            except BufferError:
+                pass  # a caller still holds a batch slice: the mapping closes when it is freed
+
+
+class BatchScanner:
+    """Iterate the batches of a buffer the way Kafka walks a segment.
+
+    Yields every batch whose framing is sound (its CRC is *not* checked here: call
+    ``batch.crc_valid()``).  When the walk ends, ``stop`` is None for a clean end or the
+    :class:`Problem` that ended it, and ``valid_bytes`` is where the last sound batch ends.
+    ``base_offset`` (the segment's) enables the relative-offset range check.
+    ``max_batch_bytes`` adds the broker's max-message-size check.
+    """
+
+    def __init__(self, buf, *, start: int = 0, end: int | None = None, file: str | None = None,
+                 base_offset: int | None = None, max_batch_bytes: int | None = None):
+        self.buf = buf
+        self.start = start
+        self.end = len(buf) if end is None else min(end, len(buf))
+        self.file = file
+        self.base_offset = base_offset
+        self.max_batch_bytes = max_batch_bytes
+        self.stop: Problem | None = None
+        self.valid_bytes = start
+
+    def _problem(self, pos, offset, kind, detail):
+        self.stop = Problem(self.file, pos, offset, kind, detail)
+
+    def __iter__(self):
+        buf, end, pos = self.buf, self.end, self.start
+        file = self.file
+        while True:
+            self.valid_bytes = pos
+            if pos >= end - R.HEADER_SIZE_UP_TO_MAGIC:
+                if pos < end:
+                    self._problem(pos, None, "trailing-bytes",
+                                  f"{end - pos} bytes after the last batch, too few for a batch header")
+                return
+            offset = int.from_bytes(buf[pos:pos + 8], "big", signed=True)
+            size = int.from_bytes(buf[pos + 8:pos + 12], "big", signed=True)
+            magic = buf[pos + 16]
+            if size < L.RECORD_OVERHEAD_V0:
+                kind = "zeroed-tail" if _all_zero(buf, pos, min(end, pos + 4096)) else "bad-size"
+                self._problem(pos, offset, kind,
+                              f"batch size {size} is below the minimum record overhead {L.RECORD_OVERHEAD_V0}")
+                return
+            if pos + L.LOG_OVERHEAD + size > end:
+                self._problem(pos, offset, "truncated-batch",
+                              f"batch of {size + 12} bytes runs {pos + 12 + size - end} bytes past the end")
+                return
+            if self.max_batch_bytes is not None and size + L.LOG_OVERHEAD > self.max_batch_bytes:
+                self._problem(pos, offset, "oversized-batch",
+                              f"batch of {size + 12} bytes exceeds the max message size {self.max_batch_bytes}")
+                return
+            if magic == 2:
+                if size + L.LOG_OVERHEAD < R.HEADER_SIZE:
+                    self._problem(pos, offset, "bad-size",
+                                  f"v2 batch size {size + 12} is below the {R.HEADER_SIZE}-byte header")
+                    return
+                batch = parse_v2_header(buf, pos, file)
+                if batch.last_offset < batch.base_offset:
+                    self._problem(pos, offset, "bad-header", f"lastOffsetDelta {batch.last_offset - offset} is negative")
+                    return
+            elif magic in (0, 1):
+                overhead = L.RECORD_OVERHEAD_V0 if magic == 0 else L.RECORD_OVERHEAD_V1
+                if size < overhead:
+                    self._problem(pos, offset, "bad-size",
+                                  f"magic {magic} message size {size} is below its overhead {overhead}")
+                    return
+                batch = parse_legacy_header(buf, pos, file)
+                if batch.count is None:  # a compressed wrapper: its first offset is inside
+                    try:
+                        resolve_legacy_wrapper(batch)
+                    except KafkaFormatError:
+                        batch._records = None  # left for records() to report where it is read
+            else:
+                self._problem(pos, offset, "bad-magic", f"unknown magic byte {magic}")
+                return
+            if self.base_offset is not None and not (
+                    0 <= batch.last_offset - self.base_offset <= _INT32_MAX):
+                self._problem(pos, offset, "offset-overflow",
+                              f"offset {batch.last_offset} is out of the int32 range of segment base {self.base_offset}")
+                return
+            yield batch
+            pos += batch.size
+
+
+def _all_zero(buf, start: int, end: int) -> bool:
+    chunk = bytes(buf[start:end])
+    return chunk.count(0) == len(chunk)
+
+
+def iter_batches(path: str, **kw):
+    """Yield the batches of a ``.log`` file (convenience over :class:`BatchScanner`)."""
+    base = offset_from_name(path)
+    with open_buffer(path) as buf:
+        scanner = BatchScanner(buf, file=path, base_offset=base, **kw)
+        yield from scanner
+
+
+def iter_records(path: str):
+    """Yield every record of a ``.log`` file (deep iteration)."""
+    for batch in iter_batches(path):
+        yield from batch.records()

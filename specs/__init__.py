@@ -1,0 +1,14 @@
+"""Declarative ``construct`` schemas: the single source of truth for every Kafka format.
+
+Each module holds one family of formats and can both parse and build it:
+
+* :mod:`specs.primitives`      -- zigzag varints, nullable byte strings, CRC-sealed blocks, compression.
+* :mod:`specs.record_batch`    -- record batch v2 (magic 2), records, headers, control records.
+* :mod:`specs.legacy`          -- message sets of magic 0 and 1, including compressed wrappers.
+* :mod:`specs.indexes`         -- .index, .timeindex and .txnindex entries.
+* :mod:`specs.producer_snapshot` -- ``<offset>.snapshot`` producer state files.
+* :mod:`specs.checkpoints`     -- the text files of a partition and a log dir.
+
+The library's fast paths derive their layouts from these specs (see ``specs.primitives.struct_of``)
+and are tested equal to them.
+"""

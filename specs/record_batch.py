@@ -1,0 +1,113 @@
+"""Record batch v2 (magic 2): header, attributes, records, headers, control records.
+
+Facts from Kafka's DefaultRecordBatch / DefaultRecord / ControlRecordType / EndTransactionMarker:
+the 61-byte header is big-endian; the CRC-32C covers attributes..end; the record count stays
+outside the compressed block; record fields are zigzag varints; partitionLeaderEpoch is not
+covered by the CRC.
+"""
+from __future__ import annotations
+
+import construct as c
+from crc32c import crc32c
+
+from .primitives import CrcSealed, KafkaCompressed, NullableBytes, NullableString, Varint, struct_of
+
+MAGIC = 2
+HEADER_SIZE = 61          # RECORD_BATCH_OVERHEAD
+LOG_OVERHEAD = 12         # baseOffset + batchLength
+HEADER_SIZE_UP_TO_MAGIC = 17
+CRC_OFFSET = 17
+ATTRIBUTES_OFFSET = 21    # the CRC covers from here to the end
+
+CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08
+TRANSACTIONAL_MASK = 0x10
+CONTROL_MASK = 0x20
+DELETE_HORIZON_MASK = 0x40
+
+NO_PRODUCER_ID = -1
+NO_SEQUENCE = -1
+NO_TIMESTAMP = -1
+
+#: The whole 61-byte header as fixed-width fields (the fast path derives its struct from this).
+BatchHeader = c.Struct(
+    "baseOffset" / c.Int64sb,
+    "batchLength" / c.Int32sb,
+    "partitionLeaderEpoch" / c.Int32sb,
+    "magic" / c.Int8sb,
+    "crc" / c.Int32ub,
+    "attributes" / c.Int16sb,
+    "lastOffsetDelta" / c.Int32sb,
+    "baseTimestamp" / c.Int64sb,
+    "maxTimestamp" / c.Int64sb,
+    "producerId" / c.Int64sb,
+    "producerEpoch" / c.Int16sb,
+    "baseSequence" / c.Int32sb,
+    "recordCount" / c.Int32sb,
+)
+HEADER_STRUCT, HEADER_FIELDS = struct_of(BatchHeader)
+
+#: The attributes int16, bit by bit (bit 0 is the least significant).
+BatchAttributes = c.BitStruct(
+    "unused" / c.BitsInteger(9),
+    "hasDeleteHorizon" / c.Flag,
+    "isControl" / c.Flag,
+    "isTransactional" / c.Flag,
+    "timestampType" / c.Enum(c.Bit, CreateTime=0, LogAppendTime=1),
+    "compression" / c.Enum(c.BitsInteger(3), none=0, gzip=1, snappy=2, lz4=3, zstd=4),
+)
+
+RecordHeader = c.Struct(
+    "key" / NullableString(NullableBytes(Varint)),
+    "value" / NullableBytes(Varint),
+)
+
+#: One record; the length prefix is a zigzag varint of the bytes that follow it.
+Record = c.Prefixed(
+    Varint,
+    c.Struct(
+        "attributes" / c.Int8sb,
+        "timestampDelta" / Varint,
+        "offsetDelta" / Varint,
+        "key" / NullableBytes(Varint),
+        "value" / NullableBytes(Varint),
+        "headers" / c.PrefixedArray(Varint, RecordHeader),
+    ),
+)
+
+#: Everything the CRC covers: attributes to the end of the records.
+_Sealed = c.Struct(
+    "attributes" / c.Int16sb,
+    "lastOffsetDelta" / c.Int32sb,
+    "baseTimestamp" / c.Int64sb,
+    "maxTimestamp" / c.Int64sb,
+    "producerId" / c.Int64sb,
+    "producerEpoch" / c.Int16sb,
+    "baseSequence" / c.Int32sb,
+    "recordCount" / c.Rebuild(c.Int32sb, c.len_(c.this.records)),
+    "records" / KafkaCompressed(
+        c.Array(c.this.recordCount, Record),
+        codec=lambda ctx: ctx.attributes & COMPRESSION_MASK,
+        magic=lambda ctx: MAGIC,
+    ),
+)
+
+#: A complete v2 batch: parse gives every field (``crcValid`` included); build seals length and CRC.
+RecordBatch = c.Struct(
+    "baseOffset" / c.Int64sb,
+    "body" / c.Prefixed(
+        c.Int32sb,
+        c.Struct(
+            "partitionLeaderEpoch" / c.Int32sb,
+            "magic" / c.Const(MAGIC, c.Int8sb),
+            "sealed" / CrcSealed(c.Int32ub, crc32c, _Sealed),
+        ),
+    ),
+)
+
+#: Control records (transaction markers and KRaft control records): key and value layouts.
+CONTROL_TYPES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER",
+                 4: "SNAPSHOT_FOOTER", 5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
+ControlRecordKey = c.Struct("version" / c.Int16sb, "type" / c.Int16sb)
+EndTransactionMarker = c.Struct("version" / c.Int16sb, "coordinatorEpoch" / c.Int32sb)

@@ -1,0 +1,140 @@
+"""Bad input gets the project's own error with a position: never another exception, never a hang."""
+import os
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafkaforensics import builder, compression
+from kafkaforensics.batch import Record
+from kafkaforensics.errors import KafkaFormatError
+from kafkaforensics.producer_state import read_snapshot
+from kafkaforensics.segment import BatchScanner
+from kafkaforensics.txn_index import read_entries as read_txn
+from kafkaforensics.verify import verify
+from specs import checkpoints as C
+from specs import legacy as L
+from specs import producer_snapshot as S
+from specs import record_batch as R
+from specs.primitives import parse
+
+FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _valid_log(n=5, codec=0):
+    out, off = [], 0
+    for i in range(n):
+        recs = [Record(off + j, 1000 + j, b"k%d" % j, b"v" * j, [("h", b"x")]) for j in range(4)]
+        out.append(builder.build_v2(recs, base_offset=off, codec=codec))
+        off += 4
+    return b"".join(out)
+
+
+def _drain(data):
+    """Walk and deep-decode everything; only KafkaFormatError may escape a batch."""
+    sc = BatchScanner(data, file="fuzz.log", base_offset=0)
+    for b in sc:
+        b.crc_valid()
+        try:
+            b.records()
+        except KafkaFormatError as e:
+            assert e.problem.position is not None and e.problem.file == "fuzz.log"
+    if sc.stop is not None:
+        assert sc.stop.position is not None and sc.stop.kind
+    return sc
+
+
+@FUZZ
+@given(st.binary(max_size=2048))
+def test_scanner_on_arbitrary_bytes(data):
+    _drain(data)
+
+
+@FUZZ
+@given(st.data())
+def test_scanner_on_mutated_valid_logs(data):
+    log = bytearray(_valid_log(codec=data.draw(st.integers(0, 4))))
+    for _ in range(data.draw(st.integers(1, 8))):
+        i = data.draw(st.integers(0, len(log) - 1))
+        log[i] = data.draw(st.integers(0, 255))
+    cut = data.draw(st.integers(0, len(log)))
+    _drain(bytes(log[:cut]))
+
+
+@FUZZ
+@given(st.integers(0, 4), st.binary(max_size=512))
+def test_decompress_garbage(codec, data):
+    for magic in (0, 1, 2):
+        try:
+            compression.decompress(codec, data, magic=magic)
+        except KafkaFormatError:
+            pass
+
+
+@FUZZ
+@given(st.binary(max_size=512))
+def test_specs_on_garbage(data):
+    for spec in (R.RecordBatch, R.Record, L.MessageSet, S.ProducerSnapshot):
+        try:
+            parse(spec, data, file="x")
+        except KafkaFormatError as e:
+            assert e.problem.position is not None
+
+
+@FUZZ
+@given(st.binary(max_size=300))
+def test_snapshot_and_txnindex_on_garbage(data):
+    for fn in (read_snapshot, read_txn):
+        try:
+            fn(data, file="x")
+        except KafkaFormatError as e:
+            assert e.problem.position is not None
+
+
+@FUZZ
+@given(st.text(max_size=200))
+def test_checkpoints_on_garbage(text):
+    for spec in (C.OffsetCheckpoint, C.LeaderEpochCheckpoint):
+        try:
+            spec.parse(text)
+        except KafkaFormatError:
+            pass
+    try:
+        C.parse_partition_metadata(text)
+    except KafkaFormatError:
+        pass
+
+
+def test_huge_length_fields_do_not_allocate():
+    """A 2 GiB batch length, record count and varint lengths are bounded before use."""
+    hdr = bytearray(_valid_log(1))
+    hdr[8:12] = (2**31 - 1).to_bytes(4, "big")
+    sc = _drain(bytes(hdr))
+    assert sc.stop.kind == "truncated-batch"
+    hdr = bytearray(_valid_log(1))
+    hdr[57:61] = (2**31 - 1).to_bytes(4, "big")  # record count
+    b = next(iter(BatchScanner(bytes(hdr))))
+    try:
+        b.records()
+        raise AssertionError("must fail")
+    except KafkaFormatError as e:
+        assert "record count" in str(e)
+
+
+def test_verify_on_fuzzed_partition_never_crashes(tmp_path):
+    import random
+    rnd = random.Random(7)
+    base = _valid_log(20, codec=1)
+    for trial in range(40):
+        d = tmp_path / f"t-{trial}"
+        d.mkdir()
+        log = bytearray(base)
+        for _ in range(rnd.randint(1, 6)):
+            log[rnd.randrange(len(log))] = rnd.randrange(256)
+        (d / "00000000000000000000.log").write_bytes(bytes(log[: rnd.randint(0, len(log))]))
+        (d / "00000000000000000000.index").write_bytes(os.urandom(rnd.choice([0, 8, 13, 64])))
+        (d / "00000000000000000000.timeindex").write_bytes(os.urandom(rnd.choice([0, 12, 20])))
+        (d / "00000000000000000000.txnindex").write_bytes(os.urandom(rnd.choice([0, 34, 40])))
+        (d / "leader-epoch-checkpoint").write_bytes(os.urandom(rnd.choice([0, 10])))
+        rep = verify([str(d)])
+        for p in rep.problems:
+            assert p.kind and p.file

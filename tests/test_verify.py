@@ -1,0 +1,193 @@
+"""`kfx verify`: each kind of damage is found where it was planted; clean data gives no problem."""
+import json
+import os
+
+import pytest
+
+from kafkaforensics.verify import verify
+from tests.conftest import SAMPLE
+
+SEG0 = "orders-0/00000000000000000000"
+SEG1 = "orders-0/00000000000000000225"
+
+
+def kinds(rep):
+    return sorted({p.kind for p in rep.problems})
+
+
+def test_clean_sample_is_clean(kfx):
+    rep = verify([SAMPLE])
+    assert rep.ok, rep.problems
+    assert {p["partition"] for p in rep.partitions} == {"orders-0", "clients-0", "legacy-0"}
+    r = kfx("verify", SAMPLE, "--json")
+    assert r.exit_code == 0
+    out = json.loads(r.stdout)
+    assert out["ok"] is True and out["problems"] == []
+
+
+def _path(sample, rel):
+    return os.path.join(sample, rel)
+
+
+def _patch(path, pos, data):
+    with open(path, "r+b") as f:
+        f.seek(pos)
+        f.write(data)
+
+
+def _second_batch_position(log):
+    from kafkaforensics.segment import iter_batches
+    return [b.position for b in iter_batches(log)][1]
+
+
+def test_flipped_byte_in_middle_batch(sample, kfx):
+    log = _path(sample, SEG0 + ".log")
+    pos = _second_batch_position(log)
+    _patch(log, pos + 70, b"\xff")
+    rep = verify([sample])
+    (p,) = rep.problems
+    assert p.kind == "crc-mismatch" and p.position == pos and p.file == log and p.offset == 11
+    r = kfx("verify", sample, "--json")
+    assert r.exit_code == 1
+    out = json.loads(r.stdout)
+    assert out["ok"] is False
+    assert set(out["problems"][0]) == {"file", "position", "offset", "kind", "detail"}
+
+
+def test_torn_last_batch(sample):
+    log = _path(sample, SEG1 + ".log")
+    size = os.path.getsize(log)
+    os.truncate(log, size - 7)
+    rep = verify([sample])
+    assert "truncated-batch" in kinds(rep)
+    p = next(p for p in rep.problems if p.kind == "truncated-batch")
+    assert p.file == log and p.position < size - 7
+
+
+def test_zeroed_tail(sample):
+    log = _path(sample, SEG1 + ".log")
+    size = os.path.getsize(log)
+    with open(log, "ab") as f:
+        f.write(b"\0" * 8192)
+    rep = verify([sample])
+    p = next(p for p in rep.problems if p.kind == "zeroed-tail")
+    assert p.position == size
+
+
+def test_garbage_appended(sample):
+    log = _path(sample, SEG1 + ".log")
+    size = os.path.getsize(log)
+    with open(log, "ab") as f:
+        f.write(os.urandom(20) + b"\x7f" * 100)
+    rep = verify([sample])
+    assert any(p.position == size and p.file == log for p in rep.problems)
+
+
+def test_bad_size_field(sample):
+    log = _path(sample, SEG0 + ".log")
+    pos = _second_batch_position(log)
+    _patch(log, pos + 8, (5).to_bytes(4, "big"))
+    rep = verify([sample])
+    p = next(p for p in rep.problems if p.kind == "bad-size")
+    assert p.position == pos and p.offset == 11
+
+
+def test_truncated_index_and_stale_index(sample):
+    idx = _path(sample, SEG0 + ".index")
+    data = open(idx, "rb").read()
+    with open(idx, "wb") as f:
+        f.write(data[:-3])
+    assert "index-size" in kinds(verify([sample]))
+    # a stale index pointing past the end of a truncated log
+    with open(idx, "wb") as f:
+        f.write(data)
+    log = _path(sample, SEG0 + ".log")
+    from kafkaforensics.segment import iter_batches
+    cut = [b.position for b in iter_batches(log)][5]
+    os.truncate(log, cut)
+    rep = verify([sample])
+    assert "index-past-end" in kinds(rep)
+    assert all(p.position >= cut for p in rep.problems if p.kind == "index-past-end")
+
+
+def test_zero_tail_in_rolled_index_is_a_problem_but_not_in_active(sample):
+    with open(_path(sample, SEG0 + ".index"), "ab") as f:
+        f.write(b"\0" * 80)
+    rep = verify([sample])
+    assert "index-zero-tail" in kinds(rep)
+    sample2 = sample + "-2"
+    import shutil
+    shutil.copytree(SAMPLE, sample2)
+    with open(os.path.join(sample2, SEG1 + ".index"), "ab") as f:
+        f.write(b"\0" * 80)
+    with open(os.path.join(sample2, SEG1 + ".timeindex"), "ab") as f:
+        f.write(b"\0" * 120)
+    rep = verify([sample2])
+    assert rep.ok, rep.problems
+    assert {n.kind for n in rep.notes} == {"preallocated-index"}
+
+
+def test_timeindex_mismatch(sample):
+    t = _path(sample, SEG0 + ".timeindex")
+    _patch(t, 0, (1).to_bytes(8, "big"))
+    assert "timeindex-mismatch" in kinds(verify([sample]))
+
+
+def test_txnindex_missing_and_extra(sample):
+    t = _path(sample, SEG1 + ".txnindex")
+    data = open(t, "rb").read()
+    os.unlink(t)
+    assert kinds(verify([sample])) == ["txnindex-missing"]
+    with open(_path(sample, SEG0 + ".txnindex"), "wb") as f:
+        f.write(data)
+    assert "txnindex-extra" in kinds(verify([sample]))
+
+
+@pytest.mark.parametrize("suffix", [".log.swap", ".log.cleaned", ".log.deleted", ".index.deleted"])
+def test_leftover_files(sample, suffix):
+    src = _path(sample, SEG0 + ".log")
+    import shutil
+    shutil.copy(src, _path(sample, "orders-0/00000000000000000500" + suffix))
+    rep = verify([sample])
+    assert kinds(rep) == ["leftover-file"]
+
+
+def test_orphan_index(sample):
+    import shutil
+    shutil.copy(_path(sample, SEG0 + ".index"), _path(sample, "orders-0/00000000000000000999.index"))
+    assert kinds(verify([sample])) == ["orphan-index"]
+
+
+def test_checkpoints_beyond_log_end(sample):
+    with open(os.path.join(sample, "recovery-point-offset-checkpoint"), "w") as f:
+        f.write("0\n1\norders 0 9999\n")
+    with open(_path(sample, "orders-0/leader-epoch-checkpoint"), "w") as f:
+        f.write("0\n2\n0 0\n1 5000\n")
+    rep = verify([sample])
+    assert kinds(rep) == ["checkpoint-beyond-log-end", "epoch-beyond-log-end"]
+
+
+def test_corrupt_snapshot_and_snapshot_beyond_end(sample):
+    snap = _path(sample, "orders-0/00000000000000000404.snapshot")
+    _patch(snap, 20, b"\x01\x02")
+    import shutil
+    shutil.copy(_path(sample, "orders-0/00000000000000000225.snapshot"), _path(sample, "orders-0/00000000000000009000.snapshot"))
+    rep = verify([sample])
+    assert kinds(rep) == ["snapshot", "snapshot-beyond-log-end"]
+
+
+def test_single_files_and_usage_errors(kfx, tmp_path):
+    assert kfx("verify", os.path.join(SAMPLE, SEG0 + ".log")).exit_code == 0
+    assert kfx("verify", os.path.join(SAMPLE, SEG0 + ".index")).exit_code == 0
+    assert kfx("verify", os.path.join(SAMPLE, "orders-0", "leader-epoch-checkpoint")).exit_code == 0
+    assert kfx("verify", str(tmp_path / "nope")).exit_code == 2
+    r = kfx("verify", SAMPLE)
+    assert r.exit_code == 0 and "OK" in r.stdout and "orders-0" in r.stdout
+
+
+def test_segment_overlap(sample):
+    import shutil
+    # a copy of segment 0 named as if it started at 100: overlapping offsets
+    shutil.copy(_path(sample, SEG0 + ".log"), _path(sample, "orders-0/00000000000000000100.log"))
+    rep = verify([sample])
+    assert "segment-overlap" in kinds(rep) or "offset-before-segment-base" in kinds(rep)
