@@ -155,6 +155,130 @@ def write(out: str = typer.Option(..., "--out", help="Partition directory to cre
     err.print(f"wrote {w.batches} batches in {len(w.segments)} segment(s) to {out}", highlight=False)
 
 
+def _print_actions(report_json: dict, title: str) -> None:
+    out = Console()
+    t = Table(title=title)
+    for col in ("action", "file", "detail"):
+        t.add_column(col)
+    for a in report_json["actions"]:
+        t.add_row(a["action"], os.path.basename(a["file"]) + (f" -> {os.path.basename(a['target'])}" if a.get("target") else ""),
+                  a["detail"])
+    if report_json["actions"]:
+        out.print(t)
+    else:
+        out.print(f"{title}: nothing to do")
+
+
+def _backup_opts(backup_dir, no_backup):
+    if backup_dir and no_backup:
+        _fail("--backup-dir and --no-backup exclude each other")
+    return {"backup": not no_backup, "backup_dir": backup_dir}
+
+
+@app.command()
+def recover(partition_dir: str = typer.Argument(..., help="A partition directory (topic-N)"),
+            dry_run: bool = typer.Option(False, "--dry-run", help="Report what would be done; change nothing"),
+            backup_dir: Optional[str] = typer.Option(None, "--backup-dir", help="Where to keep the original files"),
+            no_backup: bool = typer.Option(False, "--no-backup", help="Do not keep the original files"),
+            index_interval_bytes: int = typer.Option(4096, "--index-interval-bytes", min=0),
+            max_message_bytes: Optional[int] = typer.Option(None, "--max-message-bytes", min=14,
+                                                            help="Also treat larger batches as corrupt"),
+            recovery_point: Optional[int] = typer.Option(None, "--recovery-point", min=0,
+                                                         help="First unflushed offset (default: the log dir's checkpoint, else 0)"),
+            full: bool = typer.Option(False, "--full", help="Validate every segment, whatever the checkpoint says"),
+            as_json: bool = typer.Option(False, "--json")):
+    """Do what Kafka's log loading does after an unclean shutdown: finish swaps, truncate, rebuild."""
+    from kafkaforensics.recovery import recover as recover_partition
+    if not os.path.isdir(partition_dir):
+        _fail(f"{partition_dir}: not a directory")
+    try:
+        rep = recover_partition(partition_dir, dry_run=dry_run, index_interval_bytes=index_interval_bytes,
+                                max_message_bytes=max_message_bytes, recovery_point=recovery_point, full=full,
+                                **_backup_opts(backup_dir, no_backup))
+    except OSError as e:
+        _fail(str(e))
+    j = rep.to_json()
+    if as_json:
+        print(json.dumps(j))
+    else:
+        _print_actions(j, f"kfx recover {rep.partition}" + (" (dry run)" if dry_run else ""))
+        if rep.truncated_at:
+            t = rep.truncated_at
+            Console().print(f"truncated {t['segment']} at byte {t['position']} (log end offset {t['offset']}): "
+                            f"{t['reason']}", highlight=False)
+        for n in rep.notes:
+            Console().print(f"[dim]note: {n}[/dim]", highlight=False)
+        if rep.backup:
+            Console().print(f"backup: {rep.backup}", highlight=False)
+    raise typer.Exit(EXIT_PROBLEMS if rep.actions else EXIT_OK)
+
+
+@app.command()
+def reindex(path: str = typer.Argument(..., help="A <offset>.log segment or a partition directory"),
+            index_interval_bytes: int = typer.Option(4096, "--index-interval-bytes", min=0),
+            dry_run: bool = typer.Option(False, "--dry-run"),
+            backup_dir: Optional[str] = typer.Option(None, "--backup-dir"),
+            no_backup: bool = typer.Option(False, "--no-backup"),
+            as_json: bool = typer.Option(False, "--json")):
+    """Rebuild .index/.timeindex/.txnindex exactly as Kafka's recovery writes them."""
+    from kafkaforensics.reindex import reindex as reindex_path
+    if not os.path.exists(path):
+        _fail(f"{path}: no such file or directory")
+    try:
+        rep = reindex_path(path, index_interval_bytes=index_interval_bytes, dry_run=dry_run,
+                           **_backup_opts(backup_dir, no_backup))
+    except (OSError, ValueError) as e:
+        _fail(str(e))
+    j = rep.to_json()
+    if as_json:
+        print(json.dumps(j))
+    else:
+        _print_actions(j, "kfx reindex" + (" (dry run)" if dry_run else ""))
+        for n in rep.notes:
+            Console().print(f"[dim]note: {n}[/dim]", highlight=False)
+    raise typer.Exit(EXIT_PROBLEMS if rep.actions else EXIT_OK)
+
+
+@app.command()
+def salvage(inputs: List[str] = typer.Argument(..., help="Damaged segment files, partition dirs or raw disk images"),
+            out: str = typer.Option(..., "--out", help="New partition directory to write (must be new or empty)"),
+            segment_bytes: int = typer.Option(DEFAULT_SEGMENT_BYTES, "--segment-bytes", min=14),
+            index_interval_bytes: int = typer.Option(4096, "--index-interval-bytes", min=0),
+            dry_run: bool = typer.Option(False, "--dry-run", help="Report only; write nothing"),
+            as_json: bool = typer.Option(False, "--json")):
+    """Recover every valid batch, including those after corrupted regions, into a new partition."""
+    from kafkaforensics.salvage import salvage as salvage_files
+    for p in inputs:
+        if not os.path.exists(p):
+            _fail(f"{p}: no such file or directory")
+    total = _total_bytes(inputs)
+    try:
+        with progress_bar(total, "salvage") as bar:
+            task = bar.add_task("salvage", total=total)
+            rep = salvage_files(inputs, out, segment_bytes=segment_bytes, index_interval_bytes=index_interval_bytes,
+                                progress=lambda n: bar.advance(task, n), dry_run=dry_run)
+    except (OSError, ValueError) as e:
+        _fail(str(e))
+    if as_json:
+        print(json.dumps(rep.to_json()))
+    else:
+        c = Console()
+        t = Table(title="recovered offset ranges")
+        t.add_column("first", justify="right")
+        t.add_column("last", justify="right")
+        for r in rep.recovered:
+            t.add_row(str(r["first"]), str(r["last"]))
+        c.print(t)
+        for s in rep.skipped:
+            c.print(f"skipped {s['bytes']} bytes of {s['file']} [{s['start']}, {s['end']})", highlight=False)
+        for x in rep.conflicts:
+            c.print(f"[yellow]conflict:[/yellow] offsets {x['baseOffset']}..{x['lastOffset']} at {x['file']}@{x['position']} "
+                    f"differ from the batch kept from {x['keptFile']}@{x['keptPosition']}", highlight=False)
+        c.print(f"{rep.batches} batches, {rep.records} records, {rep.duplicates} duplicates"
+                + (f" -> {rep.out}" if rep.out else " (dry run)"), highlight=False)
+    raise typer.Exit(EXIT_PROBLEMS if (rep.skipped or rep.conflicts) else EXIT_OK)
+
+
 def main() -> None:
     app()
 

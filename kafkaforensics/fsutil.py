@@ -5,6 +5,15 @@ import os
 import shutil
 import tempfile
 
+#: Called with the operation's name before every change this module makes to a file system.
+#: Tests set it to a function that raises after N calls, to prove each step is crash-safe.
+FAULT_HOOK = None
+
+
+def _step(name: str) -> None:
+    if FAULT_HOOK is not None:
+        FAULT_HOOK(name)
+
 
 def fsync_dir(path: str) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
@@ -22,12 +31,14 @@ def atomic_write(path: str, data: bytes, *, backup_dir: str | None = None) -> No
     d = os.path.dirname(os.path.abspath(path))
     if backup_dir and os.path.exists(path):
         backup_file(path, backup_dir)
+    _step("write")
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".kfx-tmp", dir=d)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        _step("rename")
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -38,6 +49,7 @@ def atomic_write(path: str, data: bytes, *, backup_dir: str | None = None) -> No
 
 def backup_file(path: str, backup_dir: str) -> str:
     """Copy ``path`` into ``backup_dir`` (created if needed), fsynced; returns the copy's path."""
+    _step("backup")
     os.makedirs(backup_dir, exist_ok=True)
     dest = os.path.join(backup_dir, os.path.basename(path))
     if os.path.exists(dest):  # never overwrite an earlier backup: the first one is the original
@@ -54,6 +66,7 @@ def truncate_file(path: str, size: int, *, backup_dir: str | None = None) -> Non
     """Shrink ``path`` to ``size`` bytes durably (a backup of the full file first, if asked)."""
     if backup_dir:
         backup_file(path, backup_dir)
+    _step("truncate")
     with open(path, "rb+") as f:
         f.truncate(size)
         f.flush()
@@ -64,10 +77,35 @@ def remove_file(path: str, *, backup_dir: str | None = None) -> None:
     """Delete ``path`` (moving it into ``backup_dir`` instead when one is given)."""
     if backup_dir:
         backup_file(path, backup_dir)
+    _step("delete")
     os.unlink(path)
     fsync_dir(os.path.dirname(os.path.abspath(path)))
 
 
 def rename(src: str, dst: str) -> None:
+    _step("rename")
     os.replace(src, dst)
     fsync_dir(os.path.dirname(os.path.abspath(dst)))
+
+
+BACKUP_DIR_NAME = ".kfx-backup"
+
+
+def default_backup_dir(partition_dir: str) -> str:
+    """``<partition>/.kfx-backup/<UTC time>``: Kafka's log loading skips directories inside a
+    partition directory, so backups there are invisible to the broker."""
+    import datetime as _dt
+
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+    return os.path.join(os.path.abspath(partition_dir), BACKUP_DIR_NAME, stamp)
+
+
+def same_content(path: str, data: bytes) -> bool:
+    """True when ``path`` exists and holds exactly ``data`` (so rewriting it would change nothing)."""
+    try:
+        if os.path.getsize(path) != len(data):
+            return False
+        with open(path, "rb") as f:
+            return f.read() == data
+    except OSError:
+        return False

@@ -3,7 +3,7 @@
 Segments roll as LogSegment.shouldRoll says (the next batch would push the segment past
 ``segment_bytes``, or its last offset would not fit a relative int32); each closed segment gets its
 .index/.timeindex (trimmed to their entries, as on roll) and .txnindex; producer snapshots are
-taken at every roll and at the end (when there are producers); the leader-epoch-checkpoint lists each epoch's first offset.
+taken at every roll and at the end (as ProducerStateManager.takeSnapshot does, empty or not); the leader-epoch-checkpoint lists each epoch's first offset.
 The directory is built beside the target and renamed into place, so a crash leaves no half output.
 """
 from __future__ import annotations
@@ -62,7 +62,7 @@ class PartitionWriter:
     def _roll(self, base: int) -> None:
         if self._log is not None:
             self._finish_segment()
-            if self.snapshots and self.state.producers:
+            if self.snapshots:
                 self._snapshot(base)
         self._log = open(self._path(base, LOG), "wb")
         self._idx = SegmentIndexes(base, self.interval)
@@ -108,7 +108,7 @@ class PartitionWriter:
         if self._log is None:
             self._roll(0)
         self._finish_segment()
-        if self.snapshots and self.state.producers:
+        if self.snapshots:
             self._snapshot(self.next_offset)
         if self.epochs:
             _write(os.path.join(self.tmp_dir, C.LEADER_EPOCH_FILE),

@@ -1,0 +1,412 @@
+"""``kfx recover``: what Kafka's log loading does to a partition after an unclean shutdown, offline.
+
+Rule for rule after LogLoader and LogSegment.recover:
+
+1. leftovers -- ``.deleted`` files are removed; ``.cleaned`` files are removed, and with them every
+   ``.swap`` file at or above the lowest cleaned offset (an interrupted split); the remaining
+   ``.swap`` log files replace the segments whose base offsets fall in [swap base, swap next
+   offset), and every ``.swap`` file is renamed to its final name;
+2. index files without a ``.log`` are removed;
+3. from the first unflushed segment (the recovery point, unless a clean-shutdown marker says
+   there is nothing to recover; ``full`` validates every segment) each segment is walked batch by
+   batch: framing (size bounds, magic), CRC, offsets increasing and, if asked, the max message
+   size; it is truncated at the end of the last valid batch and every later segment is removed;
+4. the offset, time and transaction indexes of every recovered segment are rebuilt;
+5. producer snapshots past the new log end, corrupt ones and stray ones are removed and the
+   state is rebuilt from the batches (snapshots at the recovered segments' ends and the log end);
+   the leader-epoch cache is truncated at the log end and extended by the recovered batches.
+
+Everything is planned first (``dry_run`` returns the plan) and then applied in a crash-safe order:
+later segments are moved aside before a segment is truncated, files are replaced through a temp
+file, fsync and rename, and every changed or removed file is backed up unless ``backup=False``.
+Running it twice changes nothing the second time.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from specs import checkpoints as C
+
+from . import fsutil, offset_index, time_index, txn_index
+from .errors import KafkaFormatError
+from .indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentIndexes
+from .partition import (INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, parse_partition_dir_name,
+                        read_offset_checkpoints)
+from .producer_state import ProducerState, read_snapshot
+from .segment import BatchScanner, offset_from_name, open_buffer
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+#: Crash-safe order of application: leftovers in Kafka's order, then segments after the truncation
+#: point are moved aside *before* the truncation, then indexes, snapshots and checkpoints.
+PHASES = {"leftover-delete": 0, "leftover-rename": 1, "orphan": 2, "remove-segment": 3, "truncate": 4,
+          "index": 5, "snapshot": 6, "epochs": 7}
+_INDEX_SUFFIXES = (INDEX, TIMEINDEX, TXNINDEX)
+
+
+@dataclass
+class Action:
+    action: str                 # delete | rename | truncate | write
+    file: str
+    detail: str
+    target: str | None = None   # rename destination
+    size: int | None = None     # truncate: new size
+    data: bytes | None = field(default=None, repr=False)  # write: new content
+    phase: int = field(default=9, repr=False)  # the order they are applied in (see PHASES)
+
+    def to_json(self) -> dict:
+        out = {"action": self.action, "file": self.file, "detail": self.detail}
+        if self.target is not None:
+            out["target"] = self.target
+        if self.size is not None:
+            out["size"] = self.size
+        if self.data is not None:
+            out["bytes"] = len(self.data)
+        return out
+
+
+@dataclass
+class RecoveryReport:
+    partition: str
+    recovery_point: int
+    truncated_at: dict | None = None
+    removed_segments: list[str] = field(default_factory=list)
+    rebuilt_indexes: list[str] = field(default_factory=list)
+    backup: str | None = None
+    actions: list[Action] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    log_end_offset: int = 0
+    dry_run: bool = False
+
+    def to_json(self) -> dict:
+        return {"partition": self.partition, "truncatedAt": self.truncated_at,
+                "removedSegments": self.removed_segments, "rebuiltIndexes": self.rebuilt_indexes,
+                "backup": self.backup, "actions": [a.to_json() for a in self.actions],
+                "recoveryPoint": self.recovery_point, "logEndOffset": self.log_end_offset,
+                "notes": self.notes, "dryRun": self.dry_run}
+
+
+class _Dir:
+    """The partition directory as the plan sees it: final name -> the file that holds its bytes."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.files = {n: os.path.join(path, n) for n in sorted(os.listdir(path))
+                      if os.path.isfile(os.path.join(path, n))}
+
+    def full(self, name: str) -> str:
+        return os.path.join(self.path, name)
+
+    def with_offset(self, suffixes=None):
+        for n in sorted(self.files):
+            off = offset_from_name(n)
+            if off is not None and (suffixes is None or n.endswith(suffixes)):
+                yield n, off
+
+
+def _offset_of(name: str) -> int | None:
+    """Base offset of any segment-family name, leftover suffix included."""
+    stem = name
+    for suf in (".swap", ".cleaned", ".deleted"):
+        if stem.endswith(suf):
+            stem = stem[: -len(suf)]
+    return offset_from_name(stem)
+
+
+def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, backup_dir: str | None = None,
+            index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, max_message_bytes: int | None = None,
+            recovery_point: int | None = None, full: bool = False) -> RecoveryReport:
+    path = os.path.abspath(partition_dir)
+    if not os.path.isdir(path):
+        raise FileNotFoundError(partition_dir)
+    log_dir = os.path.dirname(path)
+    tp = parse_partition_dir_name(path)
+    rp, clean = 0, False
+    if not full:
+        clean = os.path.exists(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE))
+        if recovery_point is not None:
+            rp = recovery_point
+        elif tp is not None:
+            try:
+                table = read_offset_checkpoints(log_dir).get("recovery-point-offset-checkpoint", {})
+                rp = table.get(tp, 0)
+            except KafkaFormatError:
+                rp = 0
+    rep = RecoveryReport(os.path.basename(path), rp, dry_run=dry_run)
+    if backup:
+        rep.backup = os.path.abspath(backup_dir) if backup_dir else fsutil.default_backup_dir(path)
+    d = _Dir(path)
+    plan: list[Action] = []
+    _plan_leftovers(d, plan)
+    _plan_orphans(d, plan)
+    state = ProducerState()
+    epochs = _load_epochs(d, rep)
+    segments = [off for _n, off in d.with_offset((LOG,))]
+    if clean and not full:
+        rep.notes.append("clean-shutdown marker present: Kafka skips segment recovery (use --full to validate)")
+    leo = segments[0] if segments else 0
+    truncated = False
+    removed: list[int] = []
+    recovered: list[tuple[int, int]] = []  # (segment base, its next offset)
+    limits: dict[int, int] = {}            # segment base -> valid bytes, where the plan truncates
+    for i, base in enumerate(segments):
+        name = f"{base:020d}{LOG}"
+        src = d.files[name]
+        nxt = segments[i + 1] if i + 1 < len(segments) else None
+        unflushed = not clean and (nxt is None or nxt > rp)
+        if truncated:
+            removed.append(base)
+            continue
+        if not unflushed and f"{base:020d}{INDEX}" in d.files:
+            leo = _replay(src, base, state, leo)
+            continue
+        res = _recover_segment(src, base, state, epochs, index_interval_bytes, max_message_bytes)
+        leo = res["next_offset"] if res["next_offset"] is not None else max(leo, base)
+        recovered.append((base, leo))
+        _plan_index_writes(d, base, res["indexes"], plan, rep)
+        if res["valid_bytes"] < res["size"]:
+            limits[base] = res["valid_bytes"]
+            # a segment below the recovery point is only recovered for a missing index
+            # (LogLoader.loadSegmentFiles): its truncation does not remove later segments
+            truncated = unflushed
+            rep.truncated_at = {"segment": name, "position": res["valid_bytes"], "offset": leo,
+                                "reason": res["reason"]}
+            plan.append(Action("truncate", d.full(name), f"truncate at byte {res['valid_bytes']} "
+                               f"(end of the last valid batch): {res['reason']}", size=res["valid_bytes"],
+                               phase=PHASES["truncate"]))
+    # later segments go before the truncation when the plan is applied (see PHASES)
+    for base in removed:
+        rep.removed_segments.append(f"{base:020d}{LOG}")
+        for suf in (LOG,) + _INDEX_SUFFIXES:
+            n = f"{base:020d}{suf}"
+            if n in d.files:
+                plan.append(Action("delete", d.full(n), "segment after the truncation point",
+                                   phase=PHASES["remove-segment"]))
+                del d.files[n]
+    rep.log_end_offset = leo
+    kept = [b for b in segments if b not in removed]
+    _plan_snapshots(d, kept, leo, recovered, limits, plan)
+    _plan_epochs(d, epochs, leo, plan)
+    rep.actions = sorted(plan, key=lambda a: a.phase)  # stable: Kafka's order within a phase
+    if not rep.actions:
+        rep.backup = None
+    if not dry_run and rep.actions:
+        apply_actions(rep.actions, rep.backup)
+    return rep
+
+
+def _plan_leftovers(d: _Dir, plan: list[Action]) -> None:
+    swaps, cleaned = [], []
+    min_cleaned = None
+    for n in list(d.files):
+        if n.endswith(".deleted") and not n.endswith(".checkpoint.deleted"):
+            plan.append(Action("delete", d.full(n), "stray file marked for deletion", phase=PHASES["leftover-delete"]))
+            del d.files[n]
+        elif n.endswith(".cleaned"):
+            off = _offset_of(n)
+            if off is not None:
+                min_cleaned = off if min_cleaned is None else min(min_cleaned, off)
+            cleaned.append(n)
+        elif n.endswith(".swap"):
+            swaps.append(n)
+    valid = []
+    for n in swaps:
+        off = _offset_of(n)
+        if min_cleaned is not None and off is not None and off >= min_cleaned:
+            plan.append(Action("delete", d.full(n), f"swap file of an incomplete split (at or above the lowest "
+                                                    f".cleaned offset {min_cleaned})", phase=PHASES["leftover-delete"]))
+            del d.files[n]
+        else:
+            valid.append(n)
+    for n in cleaned:
+        plan.append(Action("delete", d.full(n), "stray .cleaned file of an interrupted cleaning",
+                           phase=PHASES["leftover-delete"]))
+        del d.files[n]
+    lo, hi = None, None
+    for n in valid:
+        if not n.endswith(LOG + ".swap"):
+            continue
+        base = _offset_of(n)
+        nxt = base
+        with open_buffer(d.files[n]) as buf:
+            for b in BatchScanner(buf, file=d.files[n]):
+                nxt = b.last_offset + 1
+        lo = base if lo is None else min(lo, base)
+        hi = nxt if hi is None else max(hi, nxt)
+    if lo is not None:
+        for n, off in list(d.with_offset()):
+            if not n.endswith(".swap") and lo <= off < hi:
+                plan.append(Action("delete", d.full(n), f"replaced by the swap segment(s) covering [{lo}, {hi})",
+                                   phase=PHASES["leftover-delete"]))
+                del d.files[n]
+    for n in valid:
+        final = n[: -len(".swap")]
+        plan.append(Action("rename", d.full(n), "complete the interrupted swap", target=d.full(final),
+                           phase=PHASES["leftover-rename"]))
+        d.files[final] = d.files.pop(n)
+
+
+def _plan_orphans(d: _Dir, plan: list[Action]) -> None:
+    for n, off in list(d.with_offset(_INDEX_SUFFIXES)):
+        if f"{off:020d}{LOG}" not in d.files:
+            plan.append(Action("delete", d.full(n), "index file without a .log", phase=PHASES["orphan"]))
+            del d.files[n]
+
+
+def _replay(src: str, base: int, state: ProducerState, leo: int) -> int:
+    with open_buffer(src) as buf:
+        for b in BatchScanner(buf, file=src, base_offset=base):
+            state.append(b)
+            leo = b.last_offset + 1
+    return max(leo, base)
+
+
+def _recover_segment(src, base, state, epochs, interval, max_bytes) -> dict:
+    idx = SegmentIndexes(base, interval)
+    reason = None
+    prev_last = None
+    nxt = None
+    with open_buffer(src) as buf:
+        size = len(buf)
+        sc = BatchScanner(buf, file=src, base_offset=base, max_batch_bytes=max_bytes)
+        for b in sc:
+            if not b.crc_valid():
+                reason = f"CRC mismatch in the batch at byte {b.position} (offset {b.base_offset})"
+                break
+            if prev_last is not None and b.base_offset <= prev_last:
+                reason = f"offset {b.base_offset} at byte {b.position} does not advance past {prev_last}"
+                break
+            try:
+                completed = state.append(b)
+            except KafkaFormatError as e:  # an unreadable control record
+                reason = f"unreadable batch at byte {b.position}: {e.problem.detail}"
+                break
+            idx.add(b, completed)
+            if b.magic >= 2 and b.partition_leader_epoch >= 0 and (
+                    not epochs or b.partition_leader_epoch > epochs[-1][0]):
+                epochs.append((b.partition_leader_epoch, b.base_offset))
+            prev_last = b.last_offset
+            nxt = b.last_offset + 1
+        else:
+            if sc.stop is not None:
+                reason = f"{sc.stop.kind}: {sc.stop.detail}"
+        valid = idx.valid_bytes
+    idx.close()
+    return {"size": size, "valid_bytes": valid, "next_offset": nxt, "indexes": idx,
+            "reason": reason or "invalid bytes"}
+
+
+def _plan_index_writes(d: _Dir, base: int, idx: SegmentIndexes, plan, rep: RecoveryReport) -> None:
+    for suf, data in ((INDEX, offset_index.to_bytes(idx.offsets, base)),
+                      (TIMEINDEX, time_index.to_bytes(idx.times, base)),
+                      (TXNINDEX, txn_index.to_bytes(idx.aborted))):
+        n = f"{base:020d}{suf}"
+        current = d.files.get(n)
+        if suf == TXNINDEX and not data and current is None:
+            continue
+        if current is not None and fsutil.same_content(current, data):
+            continue
+        plan.append(Action("write", d.full(n), "rebuild index from the segment's valid batches", data=data,
+                           phase=PHASES["index"]))
+        rep.rebuilt_indexes.append(n)
+        d.files[n] = d.full(n)
+
+
+def _load_epochs(d: _Dir, rep: RecoveryReport) -> list:
+    p = d.files.get(C.LEADER_EPOCH_FILE)
+    if p is None:
+        return []
+    try:
+        with open(p, encoding="utf-8", errors="replace") as f:
+            return [(e["epoch"], e["startOffset"]) for e in C.LeaderEpochCheckpoint.parse(f.read(), file=p)]
+    except KafkaFormatError as e:
+        rep.notes.append(f"leader-epoch-checkpoint unreadable ({e.problem.detail}); rebuilt from the batches")
+        return []
+
+
+def _plan_epochs(d: _Dir, epochs: list, leo: int, plan) -> None:
+    name = C.LEADER_EPOCH_FILE
+    if name not in d.files and not epochs:
+        return
+    kept = [(e, o) for e, o in epochs if o < leo]  # truncateFromEnd(logEndOffset)
+    data = C.LeaderEpochCheckpoint.build([{"epoch": e, "startOffset": o} for e, o in kept]).encode()
+    if name in d.files and fsutil.same_content(d.files[name], data):
+        return
+    plan.append(Action("write", d.full(name), "leader epochs truncated at the log end and extended by the "
+                                              "recovered batches", data=data, phase=PHASES["epochs"]))
+
+
+def _plan_snapshots(d: _Dir, segments: list[int], leo: int, recovered, limits, plan) -> None:
+    """Snapshots past the log end or corrupt go; the state is rebuilt at the end of every recovered
+    segment and at the log end (recoverSegment and rebuildProducerState take those); then Kafka's
+    removeStraySnapshots rule: keep segment-base snapshots and only the latest stray one, if it lies
+    beyond the last segment's base offset."""
+    phase = PHASES["snapshot"]
+    present = set()
+    for n, off in list(d.with_offset((SNAPSHOT,))):
+        if off > leo:
+            plan.append(Action("delete", d.full(n), f"producer snapshot past the log end offset {leo}", phase=phase))
+            del d.files[n]
+            continue
+        try:
+            with open(d.files[n], "rb") as f:
+                read_snapshot(f.read(), file=d.files[n])
+            present.add(off)
+        except KafkaFormatError as e:
+            plan.append(Action("delete", d.full(n), f"corrupt producer snapshot: {e.problem.detail}", phase=phase))
+            del d.files[n]
+    if not segments:
+        return
+    wanted = {nxt for _b, nxt in recovered if nxt <= leo} | {leo}
+    final = present | wanted
+    bases = set(segments)
+    strays = sorted(o for o in final if o not in bases)
+    keep = strays[-1] if strays and strays[-1] > max(segments) else None
+    drop = {o for o in strays if o != keep}
+    for o in sorted(present & drop):
+        n = f"{o:020d}{SNAPSHOT}"
+        plan.append(Action("delete", d.full(n), "stray producer snapshot with no segment at its offset", phase=phase))
+        del d.files[n]
+    wanted -= drop
+    for off, data in _states_at(d, segments, sorted(wanted), limits).items():
+        n = f"{off:020d}{SNAPSHOT}"
+        if n in d.files and fsutil.same_content(d.files[n], data):
+            continue
+        plan.append(Action("write", d.full(n), "producer state rebuilt from the batches", data=data, phase=phase))
+        d.files[n] = d.full(n)
+
+
+def _states_at(d: _Dir, segments: list[int], offsets: list[int], limits: dict) -> dict[int, bytes]:
+    """Replay the log as the plan leaves it and take the producer state snapshot at each offset."""
+    out = {}
+    state = ProducerState()
+    todo = list(offsets)
+    for base in segments:
+        src = d.files.get(f"{base:020d}{LOG}")
+        if src is None:
+            continue
+        with open_buffer(src) as buf:
+            for b in BatchScanner(buf, end=limits.get(base), file=src, base_offset=base):
+                while todo and b.base_offset >= todo[0]:
+                    out[todo.pop(0)] = state.to_snapshot()
+                state.append(b)
+    while todo:
+        out[todo.pop(0)] = state.to_snapshot()
+    return out
+
+
+def apply_actions(actions: list[Action], backup_dir: str | None) -> None:
+    for a in actions:
+        if a.action == "delete":
+            if os.path.exists(a.file):
+                fsutil.remove_file(a.file, backup_dir=backup_dir)
+        elif a.action == "rename":
+            if os.path.exists(a.file):
+                fsutil.rename(a.file, a.target)
+        elif a.action == "truncate":
+            if os.path.getsize(a.file) > a.size:
+                fsutil.truncate_file(a.file, a.size, backup_dir=backup_dir)
+        elif a.action == "write":
+            fsutil.atomic_write(a.file, a.data, backup_dir=backup_dir)
+        else:
+            raise ValueError(a.action)
