@@ -22,7 +22,7 @@ from specs import record_batch as R
 
 from .batch import parse_legacy_header, parse_v2_header, resolve_legacy_wrapper
 from .errors import KafkaFormatError
-from .segment import open_buffer
+from .segment import RESIDENT_WINDOW, open_buffer, release_pages
 from .writer import DEFAULT_SEGMENT_BYTES, PartitionWriter
 
 # A plausible header at the match position: a positive size of at least 14 bytes, then either
@@ -51,8 +51,34 @@ class SalvageReport:
                 "conflicts": self.conflicts, "scannedBytes": self.scanned_bytes}
 
 
-def valid_batch_at(buf, pos: int, file: str | None = None):
-    """The batch starting at ``pos`` if its framing, CRC and records are all valid, else None."""
+#: Largest batch a search candidate may claim to be (a false candidate could otherwise make the
+#: CRC check read far ahead). Walking sound bytes from a valid batch has no such limit.
+MAX_CANDIDATE_BYTES = 64 << 20
+
+
+def _plausible_v2(b) -> bool:
+    """Header checks a real v2 batch always passes; random bytes almost never do."""
+    return (0 <= b.count <= b.last_offset - b.base_offset + 1 and b.compression <= 4
+            and b.producer_id >= -1 and b.producer_epoch >= -1 and b.base_sequence >= -1
+            and b.size <= MAX_CANDIDATE_BYTES)
+
+
+def _legacy_lengths_fit(buf, pos: int, size: int, magic: int) -> bool:
+    """A legacy message's key and value lengths must account for its size exactly."""
+    p = pos + 18 + (8 if magic == 1 else 0)
+    klen = int.from_bytes(buf[p:p + 4], "big", signed=True)
+    if klen < -1 or p + 4 + max(klen, 0) + 4 > pos + 12 + size:
+        return False
+    q = p + 4 + max(klen, 0)
+    vlen = int.from_bytes(buf[q:q + 4], "big", signed=True)
+    return q + 4 + max(vlen, 0) == pos + 12 + size and vlen >= -1
+
+
+def valid_batch_at(buf, pos: int, file: str | None = None, *, deep: bool = True):
+    """The batch starting at ``pos`` if its framing, CRC and (``deep``) records are valid, else None.
+
+    Batches met while walking sound bytes are taken on their CRC, as Kafka takes them; a candidate
+    found by searching damaged bytes must also decode record by record."""
     n = len(buf)
     if pos + R.HEADER_SIZE_UP_TO_MAGIC > n:
         return None
@@ -65,16 +91,21 @@ def valid_batch_at(buf, pos: int, file: str | None = None):
             if size + 12 < R.HEADER_SIZE:
                 return None
             b = parse_v2_header(buf, pos, file)
-            if b.last_offset < b.base_offset or b.base_offset < 0 or not b.crc_valid():
+            if b.last_offset < b.base_offset or b.base_offset < 0 or (deep and not _plausible_v2(b)):
                 return None
-            recs = b.records()
-            if recs and (recs[0].offset < b.base_offset or recs[-1].offset > b.last_offset):
+            if not b.crc_valid():
                 return None
+            if deep:
+                recs = b.records()
+                if recs and (recs[0].offset < b.base_offset or recs[-1].offset > b.last_offset):
+                    return None
             return b
         if magic in (0, 1):
             if size < (L.RECORD_OVERHEAD_V0 if magic == 0 else L.RECORD_OVERHEAD_V1):
                 return None
             b = parse_legacy_header(buf, pos, file)
+            if deep and (b.compression > 3 or b.size > MAX_CANDIDATE_BYTES or not _legacy_lengths_fit(buf, pos, size, magic)):
+                return None
             if not b.crc_valid():
                 return None
             resolve_legacy_wrapper(b)
@@ -93,12 +124,16 @@ def scan_file(buf, file: str, *, progress=None):
     pos = 0
     gap = None
     reported = 0
+    released = 0
     while pos + R.HEADER_SIZE_UP_TO_MAGIC <= n:
-        b = valid_batch_at(buf, pos, file)
+        b = valid_batch_at(buf, pos, file, deep=gap is not None or pos == 0)
         if b is not None:
             yield b, ((gap, pos) if gap is not None else None)
             gap = None
             pos += b.size
+            if pos - released > RESIDENT_WINDOW:
+                release_pages(buf, released, pos - (1 << 20))
+                released = pos - (1 << 20)
         else:
             if gap is None:
                 gap = pos
@@ -168,8 +203,12 @@ def salvage(paths, out_dir: str, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES, 
             else:
                 rep.recovered.append({"first": base, "last": last})
         if not dry_run:
+            released = [0] * len(bufs)
             with PartitionWriter(out_dir, segment_bytes=segment_bytes, index_interval_bytes=index_interval_bytes) as w:
                 for _b, _e, _l, _c, fi, pos, size, _n in kept:
                     w.append(bytes(bufs[fi][pos:pos + size]))
+                    if abs(pos - released[fi]) > RESIDENT_WINDOW:  # keep memory flat on huge images
+                        release_pages(bufs[fi], 0, len(bufs[fi]))
+                        released[fi] = pos
             rep.out = out_abs
     return rep

@@ -8,6 +8,7 @@ scanner reports *why* the walk stopped, with file, byte position and offset.
 from __future__ import annotations
 
 import mmap
+import struct
 import os
 import re
 from contextlib import contextmanager
@@ -20,6 +21,25 @@ from .errors import KafkaFormatError, Problem
 
 _SEGMENT_RE = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)((?:\.\w+)?)$")
 _INT32_MAX = 2**31 - 1
+_PREFIX = struct.Struct(">qi")  # baseOffset, batchLength: the LOG_OVERHEAD every magic shares
+#: How much of a mapped file a walk keeps resident: pages behind the walk are dropped from this
+#: process (they stay in the page cache), so walking a 1 GiB segment needs constant memory.
+RESIDENT_WINDOW = 64 << 20
+_PAGE = mmap.PAGESIZE
+
+
+def release_pages(buf, start: int, end: int) -> None:
+    """Drop the pages of [start, end) of a mapped buffer from this process's resident set."""
+    mm = getattr(buf, "obj", None)
+    if not isinstance(mm, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    start = start - start % _PAGE
+    end = end - end % _PAGE
+    if end > start:
+        try:
+            mm.madvise(mmap.MADV_DONTNEED, start, end - start)
+        except (OSError, ValueError):
+            pass
 
 
 def offset_from_name(name: str) -> int | None:
@@ -84,15 +104,18 @@ class BatchScanner:
     def __iter__(self):
         buf, end, pos = self.buf, self.end, self.start
         file = self.file
+        released = pos
         while True:
+            if pos - released > RESIDENT_WINDOW:
+                release_pages(buf, released, pos - (1 << 20))
+                released = pos - (1 << 20)
             self.valid_bytes = pos
             if pos >= end - R.HEADER_SIZE_UP_TO_MAGIC:
                 if pos < end:
                     self._problem(pos, None, "trailing-bytes",
                                   f"{end - pos} bytes after the last batch, too few for a batch header")
                 return
-            offset = int.from_bytes(buf[pos:pos + 8], "big", signed=True)
-            size = int.from_bytes(buf[pos + 8:pos + 12], "big", signed=True)
+            offset, size = _PREFIX.unpack_from(buf, pos)
             magic = buf[pos + 16]
             if size < L.RECORD_OVERHEAD_V0:
                 kind = "zeroed-tail" if _all_zero(buf, pos, min(end, pos + 4096)) else "bad-size"

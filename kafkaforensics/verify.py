@@ -84,7 +84,8 @@ def _verify_file(path: str, rep: VerifyReport, progress, max_batch_bytes) -> Non
     try:
         if name.endswith(LOG) and base is not None:
             seg = SegmentFiles(base, os.path.dirname(os.path.abspath(path)))
-            verify_segment(seg, rep, ProducerState(), active=True, progress=progress, max_batch_bytes=max_batch_bytes)
+            verify_segment(seg, rep, ProducerState(), active=True, progress=progress, max_batch_bytes=max_batch_bytes,
+                           require_index=False)
         elif name.endswith(LOG):
             with open_buffer(path) as buf:
                 _scan(buf, path, None, rep, ProducerState(), None, None, progress, max_batch_bytes)
@@ -185,7 +186,7 @@ def _check_epochs(epochs, path, leo, rep: VerifyReport) -> None:
 
 
 def verify_segment(seg: SegmentFiles, rep: VerifyReport, state: ProducerState, *, active: bool,
-                   progress=None, max_batch_bytes=None) -> SegmentSummary:
+                   progress=None, max_batch_bytes=None, require_index: bool = True) -> SegmentSummary:
     """Check one segment's .log and its indexes; ``state`` carries producer state along the partition."""
     log = seg.log
     base = seg.base_offset
@@ -209,7 +210,7 @@ def verify_segment(seg: SegmentFiles, rep: VerifyReport, state: ProducerState, *
         s = _scan(buf, log, base, rep, state, offsets, times, progress, max_batch_bytes)
         found_aborted = s.pop("aborted")
         summary = SegmentSummary(base, len(buf), s["valid_bytes"], s["batches"], 0, s["first"], s["next"], s["max_ts"])
-    if summary.batches and not idx_path:
+    if summary.batches and not idx_path and require_index:
         rep.add(seg.path(INDEX), None, None, "missing-index", "segment has batches but no offset index (Kafka rebuilds it)")
     _compare_aborted(aborted, found_aborted, txn_path or seg.path(TXNINDEX), rep)
     return summary

@@ -1,0 +1,241 @@
+"""`make bench`: every figure in one run, each next to its ceiling or its peers on the same bytes.
+
+Each measurement runs in a child process (so its peak RSS is its own) over data generated into
+benchmarks/data/.  Prints a table and writes benchmarks/results.json.
+
+    python benchmarks/run.py [--size-mb 1024] [--only NAME ...]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+DATA = os.path.join(HERE, "data")
+sys.path.insert(0, ROOT)
+
+T0 = 1_700_000_000_000
+
+
+# ---------------------------------------------------------------- data generation (parent) ----
+def _template(codec: int, n: int, value_size: int):
+    from kafkaforensics.batch import Record
+    from kafkaforensics.builder import build_v2
+    import random
+    rnd = random.Random(codec)
+    recs = [Record(j, T0 + j, f"key-{j % 1000:04d}".encode(),
+                   (b"%08d " % j) + bytes(rnd.choice(b"abcdefghij klmnop") for _ in range(value_size)),
+                   [("trace", b"abc")] if j % 10 == 0 else []) for j in range(n)]
+    return bytearray(build_v2(recs, base_offset=0, codec=codec)), n
+
+
+def make_segment(path: str, size: int, codec: int = 0, records_per_batch: int = 100, value_size: int = 150) -> str:
+    """A segment of about ``size`` bytes: one template batch repeated with advancing base offsets
+    (the base offset lies outside the CRC, so every batch stays valid)."""
+    if os.path.exists(path) and abs(os.path.getsize(path) - size) < 1 << 20:
+        return path
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmpl, n = _template(codec, records_per_batch, value_size)
+    off = 0
+    with open(path + ".tmp", "wb") as f:
+        written = 0
+        while written < size:
+            tmpl[0:8] = off.to_bytes(8, "big")
+            f.write(tmpl)
+            written += len(tmpl)
+            off += n
+    os.replace(path + ".tmp", path)
+    return path
+
+
+def partition_with(seg_path: str, name: str) -> str:
+    d = os.path.join(DATA, name)
+    os.makedirs(d, exist_ok=True)
+    target = os.path.join(d, "00000000000000000000.log")
+    if not os.path.exists(target):
+        os.link(seg_path, target)
+    return d
+
+
+# --------------------------------------------------------------------- measurements (child) ----
+def _records_ours(path):
+    from kafkaforensics.segment import iter_batches
+    n = 0
+    for b in iter_batches(path):
+        for r in b.records():
+            r.key, r.value, r.headers, r.timestamp
+            n += 1
+    return n
+
+
+def _records_peer(path, mod):
+    MemoryRecords = __import__(mod + ".record.memory_records", fromlist=["MemoryRecords"]).MemoryRecords
+    with open(path, "rb") as f:
+        data = f.read()
+    mr = MemoryRecords(data)
+    n = 0
+    while True:
+        b = mr.next_batch()
+        if b is None:
+            return n
+        for r in b:
+            r.key, r.value, r.headers, r.timestamp
+            n += 1
+
+
+def child(name: str, arg: str) -> dict:
+    size = os.path.getsize(arg) if os.path.isfile(arg) else sum(
+        os.path.getsize(os.path.join(arg, f)) for f in os.listdir(arg) if f.endswith(".log"))
+    t = time.perf_counter()
+    out = {"bytes": size}
+    if name == "crc32c-ceiling":
+        import crc32c
+        from kafkaforensics.segment import open_buffer, release_pages
+        with open_buffer(arg) as buf:
+            step = 1 << 24
+            for i in range(0, len(buf), step):
+                crc32c.crc32c(buf[i:i + step])
+                release_pages(buf, 0, i)
+    elif name == "disk-write-ceiling":
+        from kafkaforensics.segment import open_buffer, release_pages
+        dest = os.path.join(DATA, "ceiling.out")
+        with open_buffer(arg) as buf, open(dest, "wb") as f:
+            step = 1 << 24
+            for i in range(0, len(buf), step):
+                f.write(buf[i:i + step])
+                release_pages(buf, 0, i)
+            f.flush()
+            os.fsync(f.fileno())
+        os.unlink(dest)
+    elif name == "verify":
+        from kafkaforensics.verify import verify
+        rep = verify([arg])
+        out["batches"] = rep.batches
+        assert rep.ok, rep.problems[:3]
+    elif name == "dump-json":
+        from kafkaforensics.dump import DumpOptions, dump
+        with open(os.devnull, "w") as null:
+            dump([arg], DumpOptions(fmt="json"), out=null, err=sys.stderr)
+    elif name.startswith("deep-"):
+        impl = name.split("-", 2)[2]
+        out["records"] = _records_ours(arg) if impl == "kafkaforensics" else _records_peer(arg, {"kafka-python": "kafka", "aiokafka": "aiokafka"}[impl])
+    elif name == "write":
+        import shutil
+        from kafkaforensics.segment import iter_batches
+        from kafkaforensics.writer import write_partition
+        dest = os.path.join(DATA, "written-0")
+        shutil.rmtree(dest, ignore_errors=True)
+        write_partition(dest, (bytes(b.data) for b in iter_batches(arg)))
+        shutil.rmtree(dest, ignore_errors=True)
+    elif name == "reindex":
+        from kafkaforensics.reindex import reindex
+        reindex(arg, backup=False)
+    elif name == "recover":
+        from kafkaforensics.recovery import recover
+        rep = recover(arg, backup=False, full=True)
+        out["truncated"] = rep.truncated_at is not None
+    elif name == "salvage":
+        import shutil
+        from kafkaforensics.salvage import salvage
+        dest = os.path.join(DATA, "salvaged-0")
+        shutil.rmtree(dest, ignore_errors=True)
+        rep = salvage([arg], dest)
+        out["batches"] = rep.batches
+        shutil.rmtree(dest, ignore_errors=True)
+    else:
+        raise SystemExit(f"unknown benchmark {name}")
+    out["seconds"] = time.perf_counter() - t
+    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out
+
+
+def run_child(name: str, arg: str) -> dict:
+    r = subprocess.run([sys.executable, __file__, "--child", name, arg], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"{name} failed:\n{r.stderr}")
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    res["name"] = name
+    res["mb_per_s"] = res["bytes"] / res["seconds"] / 1e6
+    if "records" in res:
+        res["records_per_s"] = res["records"] / res["seconds"]
+    return res
+
+
+# ---------------------------------------------------------------------------------- main ----
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size-mb", type=int, default=1024)
+    ap.add_argument("--deep-mb", type=int, default=64)
+    ap.add_argument("--child", nargs=2)
+    args = ap.parse_args()
+    if args.child:
+        print(json.dumps(child(*args.child)))
+        return
+    size = args.size_mb << 20
+    big = make_segment(os.path.join(DATA, "big", "00000000000000000000.log"), size)
+    results = []
+    # warm the page cache so every reader sees the same (cached) bytes
+    run_child("crc32c-ceiling", big)
+    results.append(run_child("crc32c-ceiling", big))
+    results.append(run_child("verify", big))
+    results.append(run_child("dump-json", big))
+    results.append(run_child("reindex", os.path.dirname(big)))
+    results.append(run_child("disk-write-ceiling", big))
+    results.append(run_child("write", big))
+    # recovery of a 1 GiB segment with a torn last batch
+    rec = os.path.join(DATA, "recover-0")
+    os.makedirs(rec, exist_ok=True)
+    seg = os.path.join(rec, "00000000000000000000.log")
+    subprocess.run(["cp", "--reflink=auto", big, seg], check=True)
+    os.truncate(seg, os.path.getsize(seg) - 100)
+    results.append(run_child("recover", rec))
+    # salvage over a damaged image: the big segment with garbage and zeroed regions punched in
+    img = os.path.join(DATA, "damaged.img")
+    subprocess.run(["cp", "--reflink=auto", big, img], check=True)
+    with open(img, "r+b") as f:
+        n = os.path.getsize(img)
+        for k in range(1, 16):
+            f.seek(n * k // 16)
+            f.write(os.urandom(1 << 16) if k % 2 else b"\0" * (1 << 16))
+    results.append(run_child("salvage", img))
+    deep = {}
+    for codec, cname in ((0, "none"), (3, "lz4"), (4, "zstd")):
+        p = make_segment(os.path.join(DATA, f"deep-{cname}", "00000000000000000000.log"), args.deep_mb << 20, codec=codec)
+        for impl in ("kafkaforensics", "kafka-python", "aiokafka"):
+            r = run_child(f"deep-{cname}-{impl}", p)
+            r["codec"] = cname
+            results.append(r)
+            deep[(cname, impl)] = r["records_per_s"]
+    ceiling = results[0]["mb_per_s"]
+    summary = {
+        "verify_vs_crc32c_ceiling": results[1]["mb_per_s"] / ceiling,
+        **{f"deep_{c}_vs_kafka_python": deep[(c, "kafkaforensics")] / deep[(c, "kafka-python")] for c in ("none", "lz4", "zstd")},
+        **{f"deep_{c}_vs_aiokafka": deep[(c, "kafkaforensics")] / deep[(c, "aiokafka")] for c in ("none", "lz4", "zstd")},
+    }
+    machine = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
+               "python": platform.python_version(), "system": platform.platform()}
+    with open(os.path.join(HERE, "results.json"), "w") as f:
+        json.dump({"machine": machine, "results": results, "summary": summary}, f, indent=1)
+    from rich.console import Console
+    from rich.table import Table
+    t = Table(title=f"kafkaforensics benchmarks ({args.size_mb} MiB segment, {args.deep_mb} MiB deep)")
+    for c in ("benchmark", "MB/s", "records/s", "seconds", "peak RSS MB"):
+        t.add_column(c, justify="left" if c == "benchmark" else "right")
+    for r in results:
+        t.add_row(r["name"], f"{r['mb_per_s']:.0f}", f"{r['records_per_s']:,.0f}" if "records_per_s" in r else "",
+                  f"{r['seconds']:.2f}", f"{r['peak_rss_mb']:.0f}")
+    c = Console()
+    c.print(t)
+    for k, v in summary.items():
+        c.print(f"{k}: {v:.2f}")
+
+
+if __name__ == "__main__":
+    main()
