@@ -209,10 +209,11 @@ def verify_segment(seg: SegmentFiles, rep: VerifyReport, state: ProducerState, *
     with open_buffer(log) as buf:
         s = _scan(buf, log, base, rep, state, offsets, times, progress, max_batch_bytes)
         found_aborted = s.pop("aborted")
+        markers = s.pop("abort_markers")
         summary = SegmentSummary(base, len(buf), s["valid_bytes"], s["batches"], 0, s["first"], s["next"], s["max_ts"])
     if summary.batches and not idx_path and require_index:
         rep.add(seg.path(INDEX), None, None, "missing-index", "segment has batches but no offset index (Kafka rebuilds it)")
-    _compare_aborted(aborted, found_aborted, txn_path or seg.path(TXNINDEX), rep)
+    _compare_aborted(aborted, found_aborted, markers, txn_path or seg.path(TXNINDEX), rep)
     return summary
 
 
@@ -247,6 +248,7 @@ def _scan(buf, log, base, rep: VerifyReport, state, offsets, times, progress, ma
     batches = 0
     done_bytes = 0
     aborted = []
+    abort_markers = set()  # (producer id, offset) of every ABORT marker in the segment
     for b in scanner:
         batches += 1
         if not b.crc_valid():
@@ -279,6 +281,14 @@ def _scan(buf, log, base, rep: VerifyReport, state, offsets, times, progress, ma
             unseen_idx_offsets.discard(b.last_offset)
         if b.last_offset in time_by_off:
             time_seen[b.last_offset] = b.max_timestamp
+        if b.is_control:
+            try:
+                ctl = b.records()[0].control() if b.count else None
+            except KafkaFormatError as e:
+                rep.problems.append(e.problem)
+                ctl = None
+            if ctl and ctl["type"] == "ABORT":
+                abort_markers.add((b.producer_id, b.last_offset))
         completed = state.append(b)
         if completed is not None and completed.aborted:
             aborted.append(completed.aborted_entry())
@@ -311,10 +321,12 @@ def _scan(buf, log, base, rep: VerifyReport, state, offsets, times, progress, ma
             rep.add(log, None, off, "timeindex-order", f"timestamp {ts} does not increase past {prev_ts}")
         prev_ts = ts
     return {"valid_bytes": scanner.valid_bytes, "batches": batches, "first": first, "next": nxt,
-            "max_ts": max_ts, "aborted": aborted}
+            "max_ts": max_ts, "aborted": aborted, "abort_markers": abort_markers}
 
 
-def _compare_aborted(stored, found, path, rep: VerifyReport) -> None:
+def _compare_aborted(stored, found, markers, path, rep: VerifyReport) -> None:
+    """Every aborted transaction replayed from the log must be indexed; an indexed one needs its
+    ABORT marker in the segment (after compaction the marker can outlive the transaction's data)."""
     have = {(e.producer_id, e.last_offset): e for e in stored}
     want = {(e.producer_id, e.last_offset): e for e in found}
     for k, e in want.items():
@@ -324,6 +336,6 @@ def _compare_aborted(stored, found, path, rep: VerifyReport) -> None:
         elif have[k] != e:
             rep.add(path, None, e.last_offset, "txnindex-mismatch", f"indexed {have[k].to_json()} but the log says {e.to_json()}")
     for k, e in have.items():
-        if k not in want:
+        if k not in want and k not in markers:
             rep.add(path, None, e.last_offset, "txnindex-extra",
                     f"indexed aborted transaction of producer {e.producer_id} ending at {e.last_offset} has no ABORT marker here")
