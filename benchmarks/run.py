@@ -40,7 +40,13 @@ def make_segment(path: str, size: int, codec: int = 0, records_per_batch: int = 
     """A segment of about ``size`` bytes: one template batch repeated with advancing base offsets
     (the base offset lies outside the CRC, so every batch stays valid)."""
     if os.path.exists(path) and abs(os.path.getsize(path) - size) < 1 << 20:
+        d = os.path.dirname(path)
+        for n in os.listdir(d):  # indexes left by an earlier run (reindex builds them afresh)
+            if n != os.path.basename(path):
+                os.unlink(os.path.join(d, n))
         return path
+    import shutil
+    shutil.rmtree(os.path.dirname(path), ignore_errors=True)  # stale indexes of an older size must go too
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmpl, n = _template(codec, records_per_batch, value_size)
     off = 0
@@ -53,6 +59,27 @@ def make_segment(path: str, size: int, codec: int = 0, records_per_batch: int = 
             off += n
     os.replace(path + ".tmp", path)
     return path
+
+
+def make_compaction_log(d: str, records: int, keys: int) -> str:
+    """``records`` records over ``keys`` distinct keys, 100 a batch, several segments."""
+    from kafkaforensics.batch import Record
+    from kafkaforensics.builder import build_v2
+    from kafkaforensics.writer import write_partition
+    if os.path.isdir(d):
+        return d
+    tmp = d + ".tmp"
+    import shutil
+    shutil.rmtree(tmp, ignore_errors=True)
+
+    def batches():
+        for b in range(records // 100):
+            base = b * 100
+            yield build_v2([Record(base + j, T0 + base + j, b"key-%08d" % ((base + j) * 7919 % keys),
+                                   b"value-%012d" % (base + j), []) for j in range(100)], base_offset=base)
+    write_partition(tmp, batches(), segment_bytes=32 << 20)
+    os.rename(tmp, d)
+    return d
 
 
 def partition_with(seg_path: str, name: str) -> str:
@@ -137,6 +164,13 @@ def child(name: str, arg: str) -> dict:
     elif name == "reindex":
         from kafkaforensics.reindex import reindex
         reindex(arg, backup=False)
+    elif name == "compact":
+        from kafkaforensics.cleaner import CompactOptions, compact
+        rep = compact(arg, CompactOptions(now=T0 + 10**9, segment_bytes=1 << 30, include_active=True))
+        j = rep.to_json()
+        out["records"] = j["records"]["before"]
+        out["records_after"] = j["records"]["after"]
+        out["offset_map_mb"] = j["offsetMapBytes"] / 1e6
     elif name == "recover":
         from kafkaforensics.recovery import recover
         rep = recover(arg, backup=False, full=True)
@@ -173,6 +207,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--size-mb", type=int, default=1024)
     ap.add_argument("--deep-mb", type=int, default=64)
+    ap.add_argument("--compact-records", type=int, default=10_000_000)
+    ap.add_argument("--compact-keys", type=int, default=1_000_000)
     ap.add_argument("--child", nargs=2)
     args = ap.parse_args()
     if args.child:
@@ -205,6 +241,14 @@ def main() -> None:
             f.seek(n * k // 16)
             f.write(os.urandom(1 << 16) if k % 2 else b"\0" * (1 << 16))
     results.append(run_child("salvage", img))
+    if args.compact_records:
+        src = make_compaction_log(os.path.join(DATA, f"compact-src-{args.compact_records}-0"), args.compact_records,
+                                  args.compact_keys)
+        work = os.path.join(DATA, "compact-work-0")
+        subprocess.run(["rm", "-rf", work], check=True)
+        subprocess.run(["cp", "-r", src, work], check=True)
+        r = run_child("compact", work)
+        results.append(r)
     deep = {}
     for codec, cname in ((0, "none"), (3, "lz4"), (4, "zstd")):
         p = make_segment(os.path.join(DATA, f"deep-{cname}", "00000000000000000000.log"), args.deep_mb << 20, codec=codec)

@@ -238,8 +238,9 @@ def _read_index(path, module, base, active, rep: VerifyReport):
 def _scan(buf, log, base, rep: VerifyReport, state, offsets, times, progress, max_batch_bytes) -> dict:
     """The streaming pass: framing, CRC, offset order, and the index entries checked on the way."""
     idx_by_pos = {pos: off for off, pos in (offsets or [])}
-    unseen_idx_offsets = {off for off, _ in (offsets or [])}
-    time_by_off = {off: ts for ts, off in (times or [])}
+    # time index entries in offset order, matched against the batch whose range holds each offset
+    time_queue = sorted(((off, ts) for ts, off in (times or [])))
+    tq = 0
     time_seen = {}
     scanner = BatchScanner(buf, file=log, base_offset=base, max_batch_bytes=max_batch_bytes)
     prev_last = None
@@ -274,13 +275,16 @@ def _scan(buf, log, base, rep: VerifyReport, state, offsets, times, progress, ma
         max_ts = max(max_ts, b.max_timestamp)
         if idx_by_pos:
             want = idx_by_pos.pop(b.position, None)
-            if want is not None and b.last_offset > want:
+            # a lookup of any offset >= the entry's must find its batch at or after the position:
+            # the batch there must not start past the entry's offset (Kafka's cleaner indexes the
+            # largest retained offset of a chunk, so the entry need not be a batch's last offset)
+            if want is not None and b.base_offset > want:
                 rep.add(log, b.position, want, "index-mismatch",
-                        f"offset index entry {want} points at a batch ending at {b.last_offset}")
-        if unseen_idx_offsets:
-            unseen_idx_offsets.discard(b.last_offset)
-        if b.last_offset in time_by_off:
-            time_seen[b.last_offset] = b.max_timestamp
+                        f"offset index entry {want} points at a batch starting at {b.base_offset}")
+        while tq < len(time_queue) and time_queue[tq][0] <= b.last_offset:
+            if time_queue[tq][0] >= b.base_offset:
+                time_seen[time_queue[tq][0]] = b.max_timestamp
+            tq += 1
         if b.is_control:
             try:
                 ctl = b.records()[0].control() if b.count else None
@@ -308,13 +312,14 @@ def _scan(buf, log, base, rep: VerifyReport, state, offsets, times, progress, ma
             rep.add(log, pos, off, "index-past-end", f"offset index entry {off} points at byte {pos}, past the valid log end {scanner.valid_bytes}")
         else:
             rep.add(log, pos, off, "index-mismatch", f"offset index entry {off} points at byte {pos}, not a batch boundary")
-    for off, pos in (offsets or []):
-        if pos < scanner.valid_bytes and off in unseen_idx_offsets and pos not in idx_by_pos:
-            rep.add(log, pos, off, "index-mismatch", f"offset index entry {off} is not the last offset of any batch")
+    if offsets and nxt is not None:
+        for off, pos in offsets:
+            if pos < scanner.valid_bytes and off >= nxt:
+                rep.add(log, pos, off, "index-mismatch", f"offset index entry {off} is past the segment's last offset {nxt - 1}")
     prev_ts = None
     for ts, off in (times or []):
         if off not in time_seen:
-            rep.add(log, None, off, "timeindex-mismatch", f"time index entry ({ts}, {off}) names no batch's last offset")
+            rep.add(log, None, off, "timeindex-mismatch", f"time index entry ({ts}, {off}) names an offset no batch holds")
         elif time_seen[off] != ts:
             rep.add(log, None, off, "timeindex-mismatch", f"time index says {ts} but the batch's max timestamp is {time_seen[off]}")
         if prev_ts is not None and ts <= prev_ts:

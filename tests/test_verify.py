@@ -191,3 +191,13 @@ def test_segment_overlap(sample):
     shutil.copy(_path(sample, SEG0 + ".log"), _path(sample, "orders-0/00000000000000000100.log"))
     rep = verify([sample])
     assert "segment-overlap" in kinds(rep) or "offset-before-segment-base" in kinds(rep)
+
+
+def test_index_entry_pointing_past_its_offset(sample):
+    """A lookup would start after the offset it is asked for: the entry is wrong."""
+    from kafkaforensics.segment import iter_batches
+    log = _path(sample, SEG0 + ".log")
+    later = [b.position for b in iter_batches(log)][-2]
+    idx = _path(sample, SEG0 + ".index")
+    _patch(idx, 4, later.to_bytes(4, "big"))
+    assert "index-mismatch" in kinds(verify([sample]))
