@@ -164,6 +164,26 @@ def child(name: str, arg: str) -> dict:
     elif name == "reindex":
         from kafkaforensics.reindex import reindex
         reindex(arg, backup=False)
+    elif name.startswith("scan-"):
+        import shutil
+        master = name.split("-", 1)[1]
+        dest = os.path.join(DATA, "scan-out")
+        shutil.rmtree(dest, ignore_errors=True)
+        r = subprocess.run([os.path.join(os.path.dirname(sys.executable), "kfx"), "scan", arg, "--out", dest,
+                            "--master", master, "--level", "records", "--split-bytes", str(16 << 20)],
+                           capture_output=True, text=True)
+        if r.returncode not in (0, 1):
+            raise SystemExit(r.stderr)
+        from pyarrow import parquet
+        out["records"] = parquet.read_table(os.path.join(dest, "records"), columns=["offset"]).num_rows
+        shutil.rmtree(dest, ignore_errors=True)
+    elif name == "dump-deep-json":
+        from kafkaforensics.dump import DumpOptions, dump
+        with open(os.devnull, "w") as null:
+            dump([os.path.join(arg, f) for f in sorted(os.listdir(arg)) if f.endswith(".log")],
+                 DumpOptions(fmt="json", deep=True), out=null, err=sys.stderr)
+        out["records"] = sum(b.count for f in os.listdir(arg) if f.endswith(".log")
+                             for b in __import__("kafkaforensics.segment", fromlist=["x"]).iter_batches(os.path.join(arg, f)))
     elif name == "compact":
         from kafkaforensics.cleaner import CompactOptions, compact
         rep = compact(arg, CompactOptions(now=T0 + 10**9, segment_bytes=1 << 30, include_active=True))
@@ -209,6 +229,7 @@ def main() -> None:
     ap.add_argument("--deep-mb", type=int, default=64)
     ap.add_argument("--compact-records", type=int, default=10_000_000)
     ap.add_argument("--compact-keys", type=int, default=1_000_000)
+    ap.add_argument("--spark-mb", type=int, default=256)
     ap.add_argument("--child", nargs=2)
     args = ap.parse_args()
     if args.child:
@@ -249,6 +270,11 @@ def main() -> None:
         subprocess.run(["cp", "-r", src, work], check=True)
         r = run_child("compact", work)
         results.append(r)
+    if args.spark_mb:
+        sp = make_segment(os.path.join(DATA, "spark", "scan-0", "00000000000000000000.log"), args.spark_mb << 20)
+        for nm in ("dump-deep-json", "scan-local[1]", "scan-local[2]"):
+            r = run_child(nm, os.path.dirname(sp))
+            results.append(r)
     deep = {}
     for codec, cname in ((0, "none"), (3, "lz4"), (4, "zstd")):
         p = make_segment(os.path.join(DATA, f"deep-{cname}", "00000000000000000000.log"), args.deep_mb << 20, codec=codec)
@@ -258,10 +284,17 @@ def main() -> None:
             results.append(r)
             deep[(cname, impl)] = r["records_per_s"]
     ceiling = results[0]["mb_per_s"]
+    by = {r["name"]: r for r in results}
+    if "scan-local[1]" in by:
+        summary_spark = {"spark_local2_vs_local1": by["scan-local[2]"]["mb_per_s"] / by["scan-local[1]"]["mb_per_s"],
+                         "spark_local2_vs_single_process_dump": by["scan-local[2]"]["mb_per_s"] / by["dump-deep-json"]["mb_per_s"]}
+    else:
+        summary_spark = {}
     summary = {
         "verify_vs_crc32c_ceiling": results[1]["mb_per_s"] / ceiling,
         **{f"deep_{c}_vs_kafka_python": deep[(c, "kafkaforensics")] / deep[(c, "kafka-python")] for c in ("none", "lz4", "zstd")},
         **{f"deep_{c}_vs_aiokafka": deep[(c, "kafkaforensics")] / deep[(c, "aiokafka")] for c in ("none", "lz4", "zstd")},
+        **summary_spark,
     }
     machine = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
                "python": platform.python_version(), "system": platform.platform()}

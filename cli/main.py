@@ -362,6 +362,53 @@ def retention(partition_dir: str = typer.Argument(..., help="A partition directo
     raise typer.Exit(EXIT_OK)
 
 
+class Level(str, Enum):
+    batches = "batches"
+    records = "records"
+    anomalies = "anomalies"
+
+
+@app.command()
+def scan(inputs: List[str] = typer.Argument(..., help="Segment files, partition dirs or log dirs (file://, hdfs://, s3a://)"),
+         out: str = typer.Option(..., "--out", help="Directory for the Parquet results"),
+         master: str = typer.Option("local[*]", "--master", help="Spark master (local[*] runs embedded)"),
+         level: Level = typer.Option(Level.batches, "--level", help="Rows to export: batches, records or anomalies"),
+         search: Optional[str] = typer.Option(None, "--search", help="Also write records matching this regex"),
+         split_bytes: int = typer.Option(128 << 20, "--split-bytes", min=1 << 16,
+                                         help="Split segments larger than this at batch boundaries")):
+    """Scan a fleet of segments with Spark: inventory, export and anomalies as Parquet."""
+    from spark_jobs.common import get_spark, read
+    from spark_jobs.inventory import inventory
+    c = Console(stderr=True)
+    c.print(f"starting Spark ({master})...", highlight=False)
+    spark = get_spark(master)
+    rows = read(spark, inputs, level.value, split_bytes)
+    rows.write.mode("overwrite").parquet(os.path.join(out, level.value))
+    inv = inventory(spark, inputs, split_bytes)
+    inv.write.mode("overwrite").parquet(os.path.join(out, "inventory"))
+    hits = None
+    if search:
+        from spark_jobs.search import search as search_job
+        found = search_job(spark, inputs, search)
+        found.write.mode("overwrite").parquet(os.path.join(out, "search"))
+        hits = found.count()
+    table = Table(title=f"kfx scan -> {out}")
+    for col in ("partition", "segments", "records", "offsets", "bytes", "codecs", "anomalies"):
+        table.add_column(col, no_wrap=col == "partition")
+    inv_rows = spark.read.parquet(os.path.join(out, "inventory")).orderBy("topic", "partition").collect()
+    for r in inv_rows:
+        table.add_row(f"{r['topic']}-{r['partition']}", str(r["segments"]), str(r["records"]),
+                      f"{r['firstOffset']}..{r['lastOffset']}", str(r["bytes"]), ",".join(r["codecs"]),
+                      str(r["anomalies"]))
+    Console().print(table)
+    written = spark.read.parquet(os.path.join(out, level.value)).count()
+    damaged = sum(r["anomalies"] for r in inv_rows)
+    Console().print(f"{written} {level.value} rows -> {os.path.join(out, level.value)}; {damaged} anomalies"
+                    + (f"; {hits} search hits -> {os.path.join(out, 'search')}" if hits is not None else ""),
+                    highlight=False)
+    raise typer.Exit(EXIT_PROBLEMS if damaged else EXIT_OK)
+
+
 def main() -> None:
     app()
 

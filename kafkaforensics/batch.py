@@ -137,30 +137,14 @@ class Batch:
         return self._records
 
     def to_json(self) -> dict:
-        """The batch-level fields of ``kfx dump --format json`` (the contract's key set and order)."""
-        is_v2 = self.magic >= 2
-        return {
-            "baseOffset": self.base_offset,
-            "lastOffset": self.last_offset,
-            "count": self.count,
-            "position": self.position,
-            "size": self.size,
-            "magic": self.magic,
-            "crc": self.crc,
-            "crcValid": self.crc_valid(),
-            "compression": self.compression_name,
-            "timestampType": self.timestamp_type,
-            "isTransactional": self.is_transactional,
-            "isControl": self.is_control,
-            "producerId": self.producer_id,
-            "producerEpoch": self.producer_epoch,
-            "baseSequence": self.base_sequence,
-            "lastSequence": self.last_sequence,
-            "partitionLeaderEpoch": self.partition_leader_epoch,
-            "firstTimestamp": self.first_timestamp,
-            "maxTimestamp": self.max_timestamp,
-            "deleteHorizonMs": self.delete_horizon_ms if is_v2 else None,
-        }
+        """The batch-level fields of ``kfx dump --format json`` (``schema.BATCH_COLUMNS``, in order)."""
+        from .schema import BATCH_KEYS
+        values = (self.base_offset, self.last_offset, self.count, self.position, self.size, self.magic, self.crc,
+                  self.crc_valid(), self.compression_name, self.timestamp_type, self.is_transactional,
+                  self.is_control, self.producer_id, self.producer_epoch, self.base_sequence, self.last_sequence,
+                  self.partition_leader_epoch, self.first_timestamp, self.max_timestamp,
+                  self.delete_horizon_ms if self.magic >= 2 else None)
+        return dict(zip(BATCH_KEYS, values))
 
     def __repr__(self):
         return (f"Batch(magic={self.magic}, offsets={self.base_offset}..{self.last_offset}, "

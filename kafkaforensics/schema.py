@@ -1,0 +1,78 @@
+"""The row model of batches, records and anomalies, derived from the specs.
+
+One table of columns drives ``kfx dump --format json`` (key names and order), the Spark data
+source's schema (types from the construct field of each column) and the Parquet outputs.  A column
+either mirrors a spec field (its type comes from that field) or is derived (its type is stated once
+here, next to how it is derived).
+"""
+from __future__ import annotations
+
+import construct as c
+
+from specs import record_batch as R
+
+_SPEC = {sc.name: sc.subcon for sc in R.BatchHeader.subcons}
+
+#: construct fixed-width formats -> Spark SQL types (unsigned 32-bit needs bigint)
+_SPARK = {"q": "bigint", "l": "int", "i": "int", "h": "smallint", "b": "tinyint", "L": "bigint", "I": "bigint"}
+
+
+def _spark_type(field: c.Construct) -> str:
+    return _SPARK[field.fmtstr[-1]]
+
+
+# (column, spec field name or Spark type of a derived column)
+BATCH_COLUMNS = (
+    ("baseOffset", "baseOffset"),
+    ("lastOffset", "baseOffset"),             # baseOffset + lastOffsetDelta
+    ("count", "recordCount"),
+    ("position", "bigint"),
+    ("size", "batchLength"),                  # batchLength + 12
+    ("magic", "magic"),
+    ("crc", "crc"),
+    ("crcValid", "boolean"),
+    ("compression", "string"),
+    ("timestampType", "string"),
+    ("isTransactional", "boolean"),
+    ("isControl", "boolean"),
+    ("producerId", "producerId"),
+    ("producerEpoch", "producerEpoch"),
+    ("baseSequence", "baseSequence"),
+    ("lastSequence", "baseSequence"),
+    ("partitionLeaderEpoch", "partitionLeaderEpoch"),
+    ("firstTimestamp", "baseTimestamp"),
+    ("maxTimestamp", "maxTimestamp"),
+    ("deleteHorizonMs", "baseTimestamp"),     # null unless the delete-horizon attribute bit is set
+)
+BATCH_KEYS = tuple(name for name, _ in BATCH_COLUMNS)
+
+RECORD_COLUMNS = (
+    ("offset", "baseOffset"),
+    ("timestamp", "baseTimestamp"),
+    ("timestampType", "string"),
+    ("key", "binary"),
+    ("value", "binary"),
+    ("headers", "array<struct<key:string,value:binary>>"),
+    ("batchBaseOffset", "baseOffset"),
+    ("producerId", "producerId"),
+    ("isTransactional", "boolean"),
+    ("isControl", "boolean"),
+)
+
+ANOMALY_COLUMNS = (
+    ("position", "bigint"),
+    ("offset", "baseOffset"),
+    ("kind", "string"),
+    ("detail", "string"),
+)
+
+#: every row names where it came from
+SOURCE_COLUMNS = (("topic", "string"), ("partition", "int"), ("file", "string"))
+
+
+def spark_ddl(columns) -> str:
+    parts = []
+    for name, src in SOURCE_COLUMNS + tuple(columns):
+        t = _spark_type(_SPEC[src]) if src in _SPEC else src
+        parts.append(f"`{name}` {t}")
+    return ", ".join(parts)

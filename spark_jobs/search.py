@@ -1,0 +1,37 @@
+"""Find records whose key, value or a header value matches a pattern (a Java regular expression
+over the bytes read as UTF-8), with topic, partition, offset and timestamp.
+
+    spark-submit spark_jobs/search.py --pattern 'order-42\\b' --out s3a://bucket/hits s3a://bucket/kafka-logs
+"""
+from __future__ import annotations
+
+import argparse
+
+from pyspark.sql import functions as F
+
+from spark_jobs.common import get_spark, read
+
+
+def search(spark, paths, pattern: str):
+    r = read(spark, paths, "records")
+    key = F.col("key").cast("string")
+    value = F.col("value").cast("string")
+    header_hit = F.exists("headers", lambda h: h["value"].cast("string").rlike(pattern))
+    hit = key.rlike(pattern) | value.rlike(pattern) | header_hit
+    return (r.where(hit).select("topic", "partition", "offset", "timestamp", key.alias("key"), value.alias("value"),
+                               "headers", "file")
+            .orderBy("topic", "partition", "offset"))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("paths", nargs="+")
+    ap.add_argument("--pattern", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--master")
+    args = ap.parse_args(argv)
+    search(get_spark(args.master), args.paths, args.pattern).write.mode("overwrite").parquet(args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""The kafka_segments data source and `kfx scan` on a local SparkSession, checked against `kfx dump`."""
+import base64
+import json
+import os
+import shutil
+
+import pytest
+
+from kafkaforensics.dump import DumpOptions, dump
+from tests.conftest import SAMPLE
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from spark_jobs.common import get_spark
+    s = get_spark("local[2]", app="kafkaforensics-tests")
+    yield s
+    s.stop()
+
+
+def _dump_json(paths, deep=False):
+    import io
+    out = io.StringIO()
+    dump(paths, DumpOptions(fmt="json", deep=deep), out=out, err=io.StringIO())
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def _logs(root):
+    return sorted(os.path.join(d, f) for d, _s, fs in os.walk(root) for f in fs if f.endswith(".log"))
+
+
+def test_batches_level_equals_dump(spark):
+    from spark_jobs.common import read
+    rows = read(spark, SAMPLE, "batches").collect()
+    got = sorted((r["file"], r["position"]) + tuple(r[k] for k in _dump_json([_logs(SAMPLE)[0]])[0]) for r in rows)
+    want = []
+    for f in _logs(SAMPLE):
+        for o in _dump_json([f]):
+            want.append((f, o["position"]) + tuple(o.values()))
+    assert got == sorted(want)
+    topics = {(r["topic"], r["partition"]) for r in rows}
+    assert topics == {("orders", 0), ("clients", 0), ("legacy", 0)}
+
+
+def test_records_level_equals_deep_dump(spark):
+    from spark_jobs.common import read
+    rows = read(spark, SAMPLE, "records").collect()
+    got = sorted((r["file"], r["offset"], r["timestamp"], r["key"], r["value"],
+                  tuple((h["key"], h["value"]) for h in r["headers"])) for r in rows)
+    want = []
+    dec = lambda s: None if s is None else base64.b64decode(s)  # noqa: E731
+    for f in _logs(SAMPLE):
+        for o in _dump_json([f], deep=True):
+            for rec in o["records"]:
+                want.append((f, rec["offset"], rec["timestamp"], dec(rec["key"]), dec(rec["value"]),
+                             tuple((h["key"], dec(h["value"])) for h in rec["headers"])))
+    assert got == sorted(want)
+    assert {r["timestampType"] for r in rows} >= {"CreateTime", "LogAppendTime", "NoTimestampType"}
+
+
+def test_damaged_file_valid_prefix_read_and_damage_reported(spark, tmp_path):
+    from spark_jobs.common import read
+    d = tmp_path / "orders-0"
+    shutil.copytree(os.path.join(SAMPLE, "orders-0"), d)
+    seg = str(d / "00000000000000000225.log")
+    data = bytearray(open(seg, "rb").read())
+    batches = _dump_json([seg])
+    cut = batches[5]["position"]
+    data[batches[2]["position"] + 40] ^= 0xFF          # CRC damage in batch 2
+    data = data[:cut] + b"\x00" * 300                   # zeroed tail from batch 5 on
+    open(seg, "wb").write(bytes(data))
+    b = read(spark, str(d), "batches").where(f"file = '{seg}'").collect()
+    assert sorted(r["position"] for r in b) == [x["position"] for x in batches[:5]]
+    assert [r["crcValid"] for r in sorted(b, key=lambda r: r["position"])] == [True, True, False, True, True]
+    a = read(spark, str(d), "anomalies").collect()
+    kinds = {(r["kind"], r["position"]) for r in a}
+    assert kinds == {("crc-mismatch", batches[2]["position"]), ("zeroed-tail", cut)}
+    assert all(r["topic"] == "orders" and r["partition"] == 0 for r in a)
+
+
+def test_large_segment_is_split_at_index_positions(spark, tmp_path):
+    from kafkaforensics.spark_source import KafkaSegmentsReader
+    from spark_jobs.common import read
+    d = tmp_path / "orders-0"
+    shutil.copytree(os.path.join(SAMPLE, "orders-0"), d)
+    splits = KafkaSegmentsReader({"path": str(d), "splitBytes": "4000"}, "batches").partitions()
+    assert len(splits) > 3
+    df = spark.read.format("kafka_segments").option("splitBytes", "4000").load(str(d))
+    assert df.count() == len(_dump_json(_logs(str(d))))
+
+
+def test_kfx_scan_writes_parquet_that_matches(spark, kfx, tmp_path):
+    out = tmp_path / "scan"
+    r = kfx("scan", SAMPLE, "--out", out, "--master", "local[2]", "--level", "records", "--search", "txn-40")
+    assert r.exit_code == 0, r.output
+    recs = spark.read.parquet(str(out / "records"))
+    assert recs.count() == sum(len(o["records"]) for f in _logs(SAMPLE) for o in _dump_json([f], deep=True))
+    inv = {(x["topic"], x["partition"]): x for x in spark.read.parquet(str(out / "inventory")).collect()}
+    assert inv[("orders", 0)]["firstOffset"] == 0 and inv[("orders", 0)]["lastOffset"] == 403
+    assert inv[("orders", 0)]["records"] == 404 and inv[("orders", 0)]["anomalies"] == 0
+    hits = spark.read.parquet(str(out / "search")).collect()
+    assert hits and all("txn-40" in h["key"] for h in hits)
+    assert "orders-0" in r.stdout and "legacy-0" in r.stdout
