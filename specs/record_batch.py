@@ -76,15 +76,12 @@ Record = c.Prefixed(
     ),
 )
 
-#: Everything the CRC covers: attributes to the end of the records.
+#: Everything the CRC covers: attributes to the end of the records (the header fields from
+#: ``attributes`` to ``baseSequence`` are BatchHeader's own, not restated).
+_COVERED = [sc for sc in BatchHeader.subcons if sc.name not in
+            ("baseOffset", "batchLength", "partitionLeaderEpoch", "magic", "crc", "recordCount")]
 _Sealed = c.Struct(
-    "attributes" / c.Int16sb,
-    "lastOffsetDelta" / c.Int32sb,
-    "baseTimestamp" / c.Int64sb,
-    "maxTimestamp" / c.Int64sb,
-    "producerId" / c.Int64sb,
-    "producerEpoch" / c.Int16sb,
-    "baseSequence" / c.Int32sb,
+    *_COVERED,
     "recordCount" / c.Rebuild(c.Int32sb, c.len_(c.this.records)),
     "records" / KafkaCompressed(
         c.Array(c.this.recordCount, Record),
