@@ -101,3 +101,20 @@ def test_kfx_scan_writes_parquet_that_matches(spark, kfx, tmp_path):
     hits = spark.read.parquet(str(out / "search")).collect()
     assert hits and all("txn-40" in h["key"] for h in hits)
     assert "orders-0" in r.stdout and "legacy-0" in r.stdout
+
+
+def test_export_and_anomaly_jobs(spark, tmp_path):
+    from spark_jobs.anomalies import anomalies, summary
+    from spark_jobs.export import export
+    d = tmp_path / "logs"
+    shutil.copytree(SAMPLE, d)
+    seg = d / "orders-0" / "00000000000000000000.log"
+    with open(seg, "ab") as f:
+        f.write(b"\x01" * 40)  # garbage after the last batch
+    out = export(spark, [str(d)], "records", str(tmp_path / "export"))
+    df = spark.read.parquet(out)
+    assert df.count() == 668 and {r["topic"] for r in df.select("topic").distinct().collect()} == {"orders", "clients", "legacy"}
+    a = anomalies(spark, [str(d)])
+    rows = a.collect()
+    assert len(rows) == 1 and rows[0]["file"] == str(seg) and rows[0]["position"] == os.path.getsize(seg) - 40
+    assert summary(a).collect()[0]["count"] == 1
