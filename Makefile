@@ -7,6 +7,11 @@ STAMP := $(VENV)/.installed
 .PHONY: install demo test bench fixtures clean
 
 $(STAMP): pyproject.toml
+	@# system tools the tests drive: Debian's chromium (HTML report) and kcat (a real client)
+	@if ! command -v chromium >/dev/null 2>&1 || ! command -v kcat >/dev/null 2>&1; then \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    (apt-get update -qq && apt-get install -y -qq chromium kcat) >/dev/null 2>&1 || echo "note: could not install chromium/kcat"; \
+	  else echo "note: install chromium and kcat for the full test suite"; fi; fi
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e ".[test]"

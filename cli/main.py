@@ -409,6 +409,84 @@ def scan(inputs: List[str] = typer.Argument(..., help="Segment files, partition 
     raise typer.Exit(EXIT_PROBLEMS if damaged else EXIT_OK)
 
 
+@app.command()
+def analyze(paths: List[str] = typer.Argument(..., help="Segments, partition dirs or log dirs"),
+            as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON"),
+            html_out: Optional[str] = typer.Option(None, "--html", help="Write a self-contained HTML report here"),
+            now: Optional[int] = typer.Option(None, "--now", help="Reference time for far-future checks (epoch ms)")):
+    """Find damage and suspicious patterns: offsets, timestamps, producers, transactions, leader epochs."""
+    from kafkaforensics.analyzer import AnalyzeOptions, analyze as analyze_paths
+    for p in paths:
+        if not os.path.exists(p):
+            _fail(f"{p}: no such file or directory")
+    try:
+        rep = analyze_paths(paths, AnalyzeOptions(now=now))
+    except OSError as e:
+        _fail(str(e))
+    if html_out:
+        from kafkaforensics.report_html import render
+        from kafkaforensics.fsutil import atomic_write
+        atomic_write(html_out, render(rep, "kfx analyze " + " ".join(paths)).encode())
+    if as_json:
+        print(json.dumps(rep.to_json()))
+    else:
+        c = Console()
+        t = Table(title="kfx analyze")
+        for col in ("partition", "offsets", "time span", "bytes", "codecs", "producers", "txns c/a/open", "findings"):
+            t.add_column(col)
+        for p in rep.partitions:
+            n = sum(1 for f in rep.findings if f.partition == p.partition and f.severity != "info")
+            span = f"{p.first_timestamp}..{p.last_timestamp}" if p.first_timestamp is not None else "-"
+            tx = p.transactions
+            t.add_row(p.partition, f"{p.log_start_offset}..{(p.log_end_offset or 1) - 1}", span, str(p.bytes),
+                      ",".join(sorted(p.codecs)), str(p.producers), f"{tx['committed']}/{tx['aborted']}/{tx['open']}",
+                      f"[red]{n}[/red]" if n else "0")
+        c.print(t)
+        for f in rep.findings:
+            style = {"error": "red", "warning": "yellow", "info": "dim"}[f.severity]
+            c.print(f"[{style}]{f.severity}[/{style}] {f.partition} {f.kind} offsets {f.first_offset}..{f.last_offset}"
+                    + (f" @ byte {f.position}" if f.position is not None else "") + f": {f.explanation}",
+                    highlight=False)
+        if html_out:
+            c.print(f"report: {html_out}", highlight=False)
+    raise typer.Exit(EXIT_PROBLEMS if rep.problems else EXIT_OK)
+
+
+@app.command()
+def diff(dir_a: str = typer.Argument(..., help="Replica A (the leader's copy)"),
+         dir_b: str = typer.Argument(..., help="Replica B"),
+         as_json: bool = typer.Option(False, "--json")):
+    """Compare two replicas of a partition: first divergence, one-sided batches, epoch truncation point."""
+    from kafkaforensics.diff import diff as diff_dirs
+    for p in (dir_a, dir_b):
+        if not os.path.isdir(p):
+            _fail(f"{p}: not a directory")
+    rep = diff_dirs(dir_a, dir_b)
+    if as_json:
+        print(json.dumps(rep.to_json()))
+    else:
+        c = Console()
+        if rep.identical:
+            c.print(f"identical: {rep.same_batches} batches, log end offset {rep.log_end_offsets[0]}")
+        else:
+            c.print(f"first diverging offset: {rep.first_diverging_offset}; same batches before/around: "
+                    f"{rep.same_batches}; log end offsets A={rep.log_end_offsets[0]} B={rep.log_end_offsets[1]}",
+                    highlight=False)
+            for label, items in (("only in A", rep.only_in_a), ("only in B", rep.only_in_b)):
+                for x in items[:20]:
+                    c.print(f"{label}: offsets {x['baseOffset']}..{x['lastOffset']} (epoch {x['epoch']})", highlight=False)
+            for d in rep.different[:20]:
+                c.print(f"different bytes: offsets {d['a']['baseOffset']}..{d['a']['lastOffset']} "
+                        f"(A crc {d['a']['crc']} epoch {d['a']['epoch']}, B crc {d['b']['crc']} epoch {d['b']['epoch']})",
+                        highlight=False)
+            c.print(f"truncating B to offset {rep.truncate_b_to} reconciles it with A", highlight=False)
+            if rep.epoch_truncation:
+                e = rep.epoch_truncation
+                c.print(f"by leader epoch (OffsetsForLeaderEpoch): B's epoch {e['epoch']} ends at {e['endOffsetInA']} "
+                        f"in A, so B truncates to {e['truncateBTo']}", highlight=False)
+    raise typer.Exit(EXIT_OK if rep.identical else EXIT_PROBLEMS)
+
+
 def main() -> None:
     app()
 
