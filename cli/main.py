@@ -69,13 +69,23 @@ def dump(paths: List[str] = typer.Argument(..., help="Files to dump (.log .index
          encoding: Optional[Encoding] = typer.Option(None, "--encoding", help="Key/value encoding (text: utf8, json: base64)"),
          max_bytes: Optional[int] = typer.Option(None, "--max-bytes", min=0, help="Only read batches within the first N bytes"),
          verify_index_only: bool = typer.Option(False, "--verify-index-only", help="Check index entries, print only mismatches"),
-         index_sanity_check: bool = typer.Option(False, "--index-sanity-check", help="Run Kafka's index sanity check only")):
+         index_sanity_check: bool = typer.Option(False, "--index-sanity-check", help="Run Kafka's index sanity check only"),
+         offsets_decoder: bool = typer.Option(False, "--offsets-decoder", help="Decode __consumer_offsets records"),
+         transaction_log_decoder: bool = typer.Option(False, "--transaction-log-decoder",
+                                                      help="Decode __transaction_state records"),
+         cluster_metadata_decoder: bool = typer.Option(False, "--cluster-metadata-decoder",
+                                                       help="Decode KRaft __cluster_metadata records")):
     """Print Kafka storage files like kafka-dump-log.sh, or as JSON lines."""
     for p in paths:
         if not os.path.isfile(p):
             _fail(f"{p}: no such file")
+    decoders = [n for n, on in (("offsets", offsets_decoder), ("transaction-log", transaction_log_decoder),
+                                ("cluster-metadata", cluster_metadata_decoder)) if on]
+    if len(decoders) > 1:
+        _fail("choose one decoder")
     opts = DumpOptions(deep=deep, print_data=print_data, fmt=fmt.value, encoding=encoding.value if encoding else None,
-                       max_bytes=max_bytes, verify_index_only=verify_index_only, index_sanity_check=index_sanity_check)
+                       max_bytes=max_bytes, verify_index_only=verify_index_only, index_sanity_check=index_sanity_check,
+                       decoder=decoders[0] if decoders else None)
     try:
         res = dump_files(paths, opts)
     except BrokenPipeError:  # `kfx dump ... | head`: stop quietly, as a Unix filter should
@@ -485,6 +495,28 @@ def diff(dir_a: str = typer.Argument(..., help="Replica A (the leader's copy)"),
                 c.print(f"by leader epoch (OffsetsForLeaderEpoch): B's epoch {e['epoch']} ends at {e['endOffsetInA']} "
                         f"in A, so B truncates to {e['truncateBTo']}", highlight=False)
     raise typer.Exit(EXIT_OK if rep.identical else EXIT_PROBLEMS)
+
+
+@app.command()
+def groups(log_dir: str = typer.Argument(..., help="A log dir holding __consumer_offsets-N partitions"),
+           as_json: bool = typer.Option(False, "--json")):
+    """Latest committed offset of every group/topic/partition, and its lag against the log dir's partitions."""
+    from kafkaforensics.groups import committed_offsets
+    if not os.path.isdir(log_dir):
+        _fail(f"{log_dir}: not a directory")
+    rows = committed_offsets(log_dir)
+    if as_json:
+        print(json.dumps({"offsets": rows}))
+    else:
+        t = Table(title=f"kfx groups {log_dir}")
+        for col in ("group", "topic", "partition", "committed", "log end", "lag", "metadata"):
+            t.add_column(col)
+        for r in rows:
+            t.add_row(r["group"], r["topic"], str(r["partition"]), str(r["offset"]),
+                      "" if r["logEndOffset"] is None else str(r["logEndOffset"]),
+                      "" if r["lag"] is None else str(r["lag"]), r["metadata"])
+        Console().print(t)
+    raise typer.Exit(EXIT_OK)
 
 
 def main() -> None:

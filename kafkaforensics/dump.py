@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from specs import checkpoints as C
 
-from . import offset_index, time_index, txn_index
+from . import internal_topics, offset_index, time_index, txn_index
 from .batch import resolve_legacy_wrapper
 from .batch_json import batch_to_json, encode
 from .errors import KafkaFormatError, Problem
@@ -32,6 +32,7 @@ class DumpOptions:
     max_bytes: int | None = None
     verify_index_only: bool = False
     index_sanity_check: bool = False
+    decoder: str | None = None   # "offsets" | "transaction-log" | "cluster-metadata"
 
     @property
     def value_encoding(self) -> str:
@@ -152,7 +153,7 @@ def _emit(out, opts: DumpOptions, obj: dict, text_fmt: str) -> None:
 
 def _dump_log(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
     base = _base_offset(path)
-    deep = opts.deep or opts.print_data
+    deep = opts.deep or opts.print_data or opts.decoder is not None
     enc = opts.value_encoding
     if opts.fmt == "text":
         print(f"Log starting offset: {base}", file=out)
@@ -173,6 +174,9 @@ def _dump_log(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
                 if deep:
                     try:
                         obj = batch_to_json(b, deep=True, encoding=enc)
+                        if opts.decoder:
+                            for rj, r in zip(obj["records"], b.records()):
+                                rj["decoded"] = decode_record(opts.decoder, b, r)
                     except KafkaFormatError as e:
                         obj["records"] = None
                         res.problems.append(e.problem)
@@ -192,7 +196,7 @@ def _dump_log(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
                 if last_offset is not None and r.offset != last_offset + 1:
                     gaps.append((last_offset, r.offset))
                 last_offset = r.offset
-                _print_record_line(b, r, opts.print_data, enc, out)
+                _print_record_line(b, r, opts.print_data, enc, out, opts.decoder)
         stop = scanner.stop
         if stop is not None and opts.max_bytes is None:
             res.problems.append(stop)
@@ -220,7 +224,32 @@ def _print_batch_line(b, out) -> None:
           file=out)
 
 
-def _print_record_line(b, r, print_data: bool, enc: str, out) -> None:
+def decode_record(decoder: str, b, r) -> dict:
+    """Decode an internal topic's record; problems come back as {"error": ...} so a dump goes on."""
+    try:
+        if decoder == "offsets":
+            if b.is_control:
+                return {"control": r.control()}
+            k, v = internal_topics.decode_offsets(r.key, r.value)
+        elif decoder == "transaction-log":
+            if b.is_control:
+                return {"control": r.control()}
+            k, v = internal_topics.decode_transaction_log(r.key, r.value)
+        elif decoder == "cluster-metadata":
+            if b.is_control:
+                ctype = int.from_bytes(bytes(r.key[2:4]), "big") if r.key is not None and len(r.key) >= 4 else -1
+                if ctype in (0, 1):
+                    return {"control": r.control()}
+                return {"control": internal_topics.decode_metadata_control(ctype, r.value)}
+            return {"value": internal_topics.decode_metadata(r.value)}
+        else:
+            raise ValueError(decoder)
+        return {"key": k, "value": v}
+    except KafkaFormatError as e:
+        return {"error": f"offset {r.offset}: {e.problem.detail}"}
+
+
+def _print_record_line(b, r, print_data: bool, enc: str, out, decoder: str | None = None) -> None:
     parts = [f"| offset: {r.offset} {b.timestamp_type}: {r.timestamp} "
              f"keySize: {-1 if r.key is None else len(r.key)} valueSize: {-1 if r.value is None else len(r.value)}"]
     if b.magic >= 2:
@@ -231,7 +260,17 @@ def _print_record_line(b, r, print_data: bool, enc: str, out) -> None:
             parts.append(f" endTxnMarker: {ctl['type']} coordinatorEpoch: {ctl['coordinatorEpoch']}")
         elif ctl:
             parts.append(f" controlType: {ctl['type']}")
-    if print_data and not b.is_control:
+    if decoder is not None:
+        d = decode_record(decoder, b, r)
+        if "error" in d:
+            parts.append(f" error: {d['error']}")
+        elif "key" in d:
+            parts.append(f" key: {json.dumps(d['key'])} payload: {json.dumps(d['value'])}")
+        elif "value" in d:
+            parts.append(f" payload: {json.dumps(d['value'])}")
+        elif "control" in d and b.is_control and decoder == "cluster-metadata":
+            parts.append(f" {json.dumps(d['control'])}")
+    elif print_data and not b.is_control:
         if r.key is not None:
             parts.append(f" key: {encode(r.key, enc)}")
         if r.value is not None:
