@@ -519,6 +519,26 @@ def groups(log_dir: str = typer.Argument(..., help="A log dir holding __consumer
     raise typer.Exit(EXIT_OK)
 
 
+@app.command()
+def serve(log_dir: str = typer.Argument(..., help="A log dir: every <topic>-<partition> dir is served"),
+          host: str = typer.Option("127.0.0.1", "--host"),
+          port: int = typer.Option(9092, "--port", min=0, max=65535),
+          advertised_host: Optional[str] = typer.Option(None, "--advertised-host"),
+          node_id: int = typer.Option(0, "--node-id", min=0)):
+    """Serve log directories to real Kafka clients over the Kafka protocol (read-only)."""
+    import logging
+    from kafkaforensics.server import serve_forever
+    if not os.path.isdir(log_dir):
+        _fail(f"{log_dir}: not a directory")
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    try:
+        serve_forever(log_dir, host, port, advertised_host, node_id)
+    except KeyboardInterrupt:
+        raise typer.Exit(EXIT_OK)
+    except OSError as e:
+        _fail(str(e))
+
+
 def main() -> None:
     app()
 

@@ -39,8 +39,11 @@ def _in(rng, v) -> bool:
 class F:
     """One field: name, type (``int32``, ``string``, ``[]int32``, ``[]SomeStruct``, ``SomeStruct``...)."""
 
-    def __init__(self, name, type, versions, nullable=None, tagged=None, tag=None, default=None, fields=None):
+    def __init__(self, name, type, versions, nullable=None, tagged=None, tag=None, default=None, fields=None,
+                 flexible=None):
         self.name, self.type = name, type
+        # a field may keep the old encoding in flexible versions (RequestHeader.ClientId does)
+        self.flexible = _range(flexible) if flexible is not None else "inherit"
         self.versions, self.nullable, self.tagged = _range(versions), _range(nullable), _range(tagged)
         self.tag, self.fields = tag, fields
         self.default = _default(type, default)
@@ -114,13 +117,18 @@ class Message:
     def read(self, data: bytes, version: int, *, whole: bool = True) -> dict:
         if not _in(self.valid, version):
             raise KafkaFormatError("schema", f"{self.name} has no version {version}")
-        ctx = _Ctx(bytes(data), 0, self.is_flexible(version), self.structs)
-        out = _read_struct(ctx, self.fields, version)
-        if whole and ctx.pos != len(ctx.data):
-            raise KafkaFormatError("schema", f"{len(ctx.data) - ctx.pos} bytes left after {self.name} v{version}",
-                                   position=ctx.pos)
-        self.consumed = ctx.pos
+        out, used = self.read_prefix(data, version)
+        if whole and used != len(data):
+            raise KafkaFormatError("schema", f"{len(data) - used} bytes left after {self.name} v{version}",
+                                   position=used)
         return out
+
+    def read_prefix(self, data: bytes, version: int) -> tuple[dict, int]:
+        """Read the message at the start of ``data``; returns it and how many bytes it took."""
+        if not _in(self.valid, version):
+            raise KafkaFormatError("schema", f"{self.name} has no version {version}")
+        ctx = _Ctx(bytes(data), 0, self.is_flexible(version), self.structs)
+        return _read_struct(ctx, self.fields, version), ctx.pos
 
     # -- building --------------------------------------------------------------------------------
     def build(self, obj: dict, version: int) -> bytes:
@@ -164,6 +172,12 @@ def _read_struct(ctx: _Ctx, fields, version) -> dict:
 
 
 def _read_value(ctx: _Ctx, f: F, version, type_=None):
+    if f.flexible != "inherit" and ctx.flexible != _in(f.flexible, version):
+        saved, ctx.flexible = ctx.flexible, _in(f.flexible, version)
+        try:
+            return _read_value(ctx, f, version, type_)
+        finally:
+            ctx.flexible = saved
     t = type_ or f.type
     nullable = _in(f.nullable, version)
     if t in _STRUCTS:
@@ -181,6 +195,8 @@ def _read_value(ctx: _Ctx, f: F, version, type_=None):
                 return None
             raise KafkaFormatError("schema", f"{f.name}: null where it is not nullable", position=ctx.pos)
         raw = ctx.take(n)
+        if t == "records":
+            return raw  # record batches stay bytes: the record-batch specs read them
         return raw.decode("utf-8", "replace") if t == "string" else base64.b64encode(raw).decode()
     if t.startswith("[]"):
         n = ctx.uvarint() - 1 if ctx.flexible else _STRUCTS["int32"].unpack(ctx.take(4))[0]
@@ -220,6 +236,8 @@ def _build_struct(out: bytearray, fields, obj: dict, version, flexible, structs)
 
 
 def _build_value(out: bytearray, f: F, v, version, flexible, structs, type_=None) -> None:
+    if f.flexible != "inherit":
+        flexible = _in(f.flexible, version)
     t = type_ or f.type
     if t in _STRUCTS:
         out += _STRUCTS[t].pack(v)
@@ -229,7 +247,7 @@ def _build_value(out: bytearray, f: F, v, version, flexible, structs, type_=None
         if v is None:
             out += uvarint(0) if flexible else (_STRUCTS["int16"].pack(-1) if t == "string" else _STRUCTS["int32"].pack(-1))
             return
-        raw = v.encode("utf-8") if t == "string" else base64.b64decode(v)
+        raw = v.encode("utf-8") if t == "string" else bytes(v) if t == "records" else base64.b64decode(v)
         if flexible:
             out += uvarint(len(raw) + 1)
         else:

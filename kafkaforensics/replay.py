@@ -1,0 +1,252 @@
+"""The replay broker's logic, without I/O: a request in, a response body out.
+
+Every ``<topic>-<partition>`` directory under the log dir is a partition this one-node cluster
+leads, served as it is on disk.  Implemented (and advertised, with the versions below):
+ApiVersions, Metadata, ListOffsets (earliest, latest, by timestamp), Fetch (read_uncommitted and
+read_committed with the aborted-transaction list from the .txnindex files), FindCoordinator.
+Nothing on disk is written.  Topic names are validated and only ever matched against the
+partition directories found at start-up, so no request can reach outside the log dir.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+from . import offset_index
+from .partition import find_partitions
+from .producer_state import ProducerState
+from .segment import BatchScanner, open_buffer
+from .txn_index import read_entries as read_txn_entries
+
+NONE, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION = 0, 1, 3
+INVALID_TOPIC, UNSUPPORTED_VERSION, POLICY_VIOLATION = 17, 35, 44
+EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
+_TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+
+#: api key -> (min, max) versions implemented
+#: (Produce is answered -- with POLICY_VIOLATION while read-only -- so that clients see a broker of
+#: the v2 message format era and fetch with v4+.)
+SUPPORTED = {18: (0, 3), 3: (1, 12), 2: (1, 7), 1: (4, 12), 10: (0, 4), 0: (3, 9)}
+
+
+@dataclass
+class Served:
+    topic: str
+    partition: int
+    path: str
+    segments: list = field(default_factory=list)   # base offsets
+    log_start: int = 0
+    log_end: int = 0
+    last_stable: int = 0
+    leader_epoch: int = 0
+    topic_id: str = "AAAAAAAAAAAAAAAAAAAAAA"
+
+    def seg_path(self, base: int, suffix: str) -> str:
+        return os.path.join(self.path, f"{base:020d}{suffix}")
+
+
+def valid_topic(name) -> bool:
+    return isinstance(name, str) and bool(_TOPIC_RE.match(name)) and name not in (".", "..")
+
+
+class ReplayBroker:
+    def __init__(self, log_dir: str, *, node_id: int = 0, host: str = "127.0.0.1", port: int = 9092):
+        self.log_dir = os.path.abspath(log_dir)
+        self.node_id, self.host, self.port = node_id, host, port
+        self.partitions: dict[tuple[str, int], Served] = {}
+        self.reload()
+
+    # -- the log dir ---------------------------------------------------------------------------
+    def reload(self) -> None:
+        for pd in find_partitions(self.log_dir):
+            if pd.topic is None or not valid_topic(pd.topic):
+                continue
+            s = Served(pd.topic, pd.partition, pd.path, [seg.base_offset for seg in pd.segments])
+            state = ProducerState()
+            leo = s.segments[0] if s.segments else 0
+            for seg in pd.segments:
+                with open_buffer(seg.log) as buf:
+                    for b in BatchScanner(buf, file=seg.log, base_offset=seg.base_offset):
+                        if not b.crc_valid():
+                            break
+                        state.append(b)
+                        leo = b.last_offset + 1
+                        if b.magic >= 2 and b.partition_leader_epoch > s.leader_epoch:
+                            s.leader_epoch = b.partition_leader_epoch
+            s.log_start = s.segments[0] if s.segments else 0
+            s.log_end = leo
+            s.last_stable = state.first_unstable_offset() if state.first_unstable_offset() is not None else leo
+            try:
+                md = pd.partition_metadata()
+                if md:
+                    s.topic_id = md["topicId"]
+            except Exception:
+                pass
+            self.partitions[(s.topic, s.partition)] = s
+
+    def topics(self) -> dict[str, list[Served]]:
+        out: dict[str, list[Served]] = {}
+        for (t, _p), s in sorted(self.partitions.items()):
+            out.setdefault(t, []).append(s)
+        return out
+
+    # -- dispatch --------------------------------------------------------------------------------
+    def handle(self, api_key: int, version: int, body: dict) -> dict:
+        return {18: self.api_versions, 3: self.metadata, 2: self.list_offsets, 1: self.fetch,
+                10: self.find_coordinator, 0: self.produce}[api_key](version, body)
+
+    def produce(self, version: int, body: dict) -> dict:
+        """Read-only: every partition answers POLICY_VIOLATION ('kfx serve' without --writable)."""
+        return {"ThrottleTimeMs": 0, "Responses": [
+            {"Name": t.get("Name"), "PartitionResponses": [
+                {"Index": p["Index"], "ErrorCode": POLICY_VIOLATION, "BaseOffset": -1, "LogStartOffset": -1,
+                 "RecordErrors": [], "ErrorMessage": "this replay broker is read-only (start it with --writable)"}
+                for p in t.get("PartitionData", [])]} for t in body.get("TopicData", [])]}
+
+    def supports(self, api_key: int, version: int) -> bool:
+        lo_hi = SUPPORTED.get(api_key)
+        return lo_hi is not None and lo_hi[0] <= version <= lo_hi[1]
+
+    def api_versions(self, version: int, body: dict, error: int = NONE) -> dict:
+        return {"ErrorCode": error, "ThrottleTimeMs": 0,
+                "ApiKeys": [{"ApiKey": k, "MinVersion": lo, "MaxVersion": hi} for k, (lo, hi) in sorted(SUPPORTED.items())]}
+
+    def metadata(self, version: int, body: dict) -> dict:
+        topics = self.topics()
+        wanted = body.get("Topics")
+        names = sorted(topics) if wanted is None else [t.get("Name") for t in wanted]
+        out = []
+        for name in names:
+            if not valid_topic(name):
+                out.append({"ErrorCode": INVALID_TOPIC, "Name": name, "Partitions": []})
+            elif name not in topics:
+                out.append({"ErrorCode": UNKNOWN_TOPIC_OR_PARTITION, "Name": name, "Partitions": []})
+            else:
+                parts = topics[name]
+                out.append({"ErrorCode": NONE, "Name": name, "TopicId": parts[0].topic_id,
+                            "IsInternal": name.startswith("__"),
+                            "Partitions": [{"ErrorCode": NONE, "PartitionIndex": s.partition, "LeaderId": self.node_id,
+                                            "LeaderEpoch": s.leader_epoch, "ReplicaNodes": [self.node_id],
+                                            "IsrNodes": [self.node_id], "OfflineReplicas": []} for s in parts]})
+        return {"ThrottleTimeMs": 0, "Brokers": [{"NodeId": self.node_id, "Host": self.host, "Port": self.port,
+                                                   "Rack": None}],
+                "ClusterId": "kfx-replay", "ControllerId": self.node_id, "Topics": out}
+
+    def find_coordinator(self, version: int, body: dict) -> dict:
+        me = {"NodeId": self.node_id, "Host": self.host, "Port": self.port, "ErrorCode": NONE, "ErrorMessage": None}
+        if version >= 4:
+            return {"ThrottleTimeMs": 0, "Coordinators": [dict(me, Key=k) for k in body.get("CoordinatorKeys", [])]}
+        return dict(me, ThrottleTimeMs=0)
+
+    # -- offsets ---------------------------------------------------------------------------------
+    def list_offsets(self, version: int, body: dict) -> dict:
+        committed = body.get("IsolationLevel", 0) == 1
+        topics = []
+        for t in body.get("Topics", []):
+            parts = []
+            for p in t.get("Partitions", []):
+                s = self.partitions.get((t.get("Name"), p["PartitionIndex"]))
+                r = {"PartitionIndex": p["PartitionIndex"], "ErrorCode": NONE, "Timestamp": -1, "Offset": -1,
+                     "LeaderEpoch": s.leader_epoch if s else -1}
+                if s is None:
+                    r["ErrorCode"] = UNKNOWN_TOPIC_OR_PARTITION
+                elif p["Timestamp"] == EARLIEST:
+                    r["Offset"] = s.log_start
+                elif p["Timestamp"] == LATEST:
+                    r["Offset"] = s.last_stable if committed else s.log_end
+                else:
+                    r["Offset"], r["Timestamp"] = self.offset_for_time(s, p["Timestamp"])
+                parts.append(r)
+            topics.append({"Name": t.get("Name"), "Partitions": parts})
+        return {"ThrottleTimeMs": 0, "Topics": topics}
+
+    def offset_for_time(self, s: Served, ts: int) -> tuple[int, int]:
+        """First offset whose record timestamp is >= ts (Kafka's ListOffsets by time)."""
+        for base in s.segments:
+            with open_buffer(s.seg_path(base, ".log")) as buf:
+                for b in BatchScanner(buf, base_offset=base):
+                    if b.max_timestamp < ts:
+                        continue
+                    for r in b.records():
+                        if r.timestamp >= ts:
+                            return r.offset, r.timestamp
+        return -1, -1
+
+    # -- fetch -----------------------------------------------------------------------------------
+    def fetch(self, version: int, body: dict) -> dict:
+        committed = body.get("IsolationLevel", 0) == 1
+        budget = body.get("MaxBytes", 0x7FFFFFFF)
+        responses = []
+        for t in body.get("Topics", []):
+            parts = []
+            for p in t.get("Partitions", []):
+                s = self.partitions.get((t.get("Topic"), p["Partition"]))
+                r = {"PartitionIndex": p["Partition"], "ErrorCode": NONE, "HighWatermark": -1,
+                     "LastStableOffset": -1, "LogStartOffset": -1, "AbortedTransactions": None,
+                     "PreferredReadReplica": -1, "Records": b""}
+                if s is None:
+                    r["ErrorCode"] = UNKNOWN_TOPIC_OR_PARTITION
+                else:
+                    r.update(HighWatermark=s.log_end, LastStableOffset=s.last_stable, LogStartOffset=s.log_start)
+                    off = p["FetchOffset"]
+                    if off < s.log_start or off > s.log_end:
+                        r["ErrorCode"] = OFFSET_OUT_OF_RANGE
+                    else:
+                        limit = s.last_stable if committed else s.log_end
+                        data, upper = self.read(s, off, min(p["PartitionMaxBytes"], max(budget, 0)), limit,
+                                                first=not any(x["Records"] for tp in responses for x in tp["Partitions"]))
+                        budget -= len(data)
+                        r["Records"] = data
+                        if committed:
+                            r["AbortedTransactions"] = self.aborted(s, off, upper)
+                parts.append(r)
+            responses.append({"Topic": t.get("Topic"), "Partitions": parts})
+        return {"ThrottleTimeMs": 0, "ErrorCode": NONE, "SessionId": 0, "Responses": responses}
+
+    def read(self, s: Served, offset: int, max_bytes: int, limit: int, first: bool) -> tuple[bytes, int]:
+        """Whole batches from the one that holds ``offset``, at most ``max_bytes`` (but at least one
+        batch when ``first``, as KIP-74 says), never past ``limit``; returns the bytes and the next offset."""
+        bases = [b for b in s.segments if b <= offset] or s.segments[:1]
+        if not bases or offset >= limit:
+            return b"", offset
+        start_seg = s.segments.index(bases[-1])
+        for base in s.segments[start_seg:]:
+            idx_path = s.seg_path(base, ".index")
+            pos = 0
+            if os.path.exists(idx_path):
+                with open(idx_path, "rb") as f:
+                    entries, _ = offset_index.read_entries(f.read(), base)
+                pos = offset_index.lookup(entries, offset, base)[1]
+            with open_buffer(s.seg_path(base, ".log")) as buf:
+                begin = end = None
+                upper = offset
+                for b in BatchScanner(buf, start=pos, base_offset=base):
+                    if b.last_offset < offset:
+                        continue
+                    if b.base_offset >= limit:
+                        break
+                    if begin is None:
+                        begin = b.position
+                    elif b.position + b.size - begin > max_bytes:
+                        break
+                    if b.position + b.size - begin > max_bytes and not first:
+                        begin = None
+                        break
+                    end = b.position + b.size
+                    upper = b.last_offset + 1
+                if begin is not None and end is not None:
+                    return bytes(buf[begin:end]), upper
+        return b"", offset
+
+    def aborted(self, s: Served, first: int, upper: int) -> list[dict]:
+        out = []
+        for base in s.segments:
+            p = s.seg_path(base, ".txnindex")
+            if base >= upper or not os.path.exists(p):
+                continue
+            with open(p, "rb") as f:
+                for e in read_txn_entries(f.read(), file=p):
+                    if e.last_offset >= first and e.first_offset < upper:
+                        out.append({"ProducerId": e.producer_id, "FirstOffset": e.first_offset})
+        return out

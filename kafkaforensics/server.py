@@ -1,0 +1,125 @@
+"""The asyncio edge of the replay broker: sockets in, :mod:`protocol` and :mod:`replay` do the rest.
+
+``serve_forever`` for ``kfx serve``; :class:`BrokerThread` runs one on a free port in a background
+thread for tests (``with BrokerThread(log_dir) as b: ... b.bootstrap``).  A malformed or oversized
+request closes that connection with a logged reason; the server goes on.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+
+from .protocol import Connection, ProtocolViolation, Request, UnsupportedRequest, encode_response
+from .replay import UNSUPPORTED_VERSION, ReplayBroker
+
+log = logging.getLogger("kfx.serve")
+MAX_WAIT_CAP_MS = 500
+
+
+class _Server:
+    def __init__(self, broker: ReplayBroker):
+        self.broker = broker
+
+    async def client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = Connection()
+        peer = writer.get_extra_info("peername")
+        try:
+            while True:
+                data = await reader.read(1 << 16)
+                if not data:
+                    return
+                for ev in conn.receive_data(data):
+                    if isinstance(ev, ProtocolViolation):
+                        log.warning("closing %s: %s", peer, ev.reason)
+                        return
+                    writer.write(await self.respond(ev))
+                await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            return
+        except Exception:  # a bug must cost one connection, never the server
+            log.exception("closing %s after an internal error", peer)
+        finally:
+            writer.close()
+
+    async def respond(self, ev) -> bytes:
+        b = self.broker
+        if isinstance(ev, UnsupportedRequest) or not b.supports(ev.api_key, ev.api_version):
+            if ev.api_key == 18:  # ApiVersions: answer at v0 with the versions we do support
+                return encode_response(18, 0, ev.correlation_id, b.api_versions(0, {}, error=UNSUPPORTED_VERSION))
+            log.warning("unsupported %s v%d from %s", getattr(ev, "name", ev.api_key), ev.api_version, ev.client_id)
+            return _error_response(ev)
+        body = b.handle(ev.api_key, ev.api_version, ev.body)
+        if ev.api_key == 1 and not any(p["Records"] for t in body["Responses"] for p in t["Partitions"]):
+            wait = min(ev.body.get("MaxWaitMs", 0), MAX_WAIT_CAP_MS)
+            if wait > 0:  # long poll: nothing to send yet, so the client gets to wait as it asked
+                await asyncio.sleep(wait / 1000)
+        return encode_response(ev.api_key, ev.api_version, ev.correlation_id, body)
+
+
+def _error_response(ev) -> bytes:
+    """Nothing sensible can answer an API this broker does not know: an empty frame with only the
+    correlation id makes the client fail that request, not hang."""
+    import struct
+    return struct.pack(">ii", 4, ev.correlation_id)
+
+
+async def start(log_dir: str, host: str = "127.0.0.1", port: int = 9092, advertised_host: str | None = None,
+                node_id: int = 0):
+    broker = ReplayBroker(log_dir, node_id=node_id, host=advertised_host or host, port=port)
+    srv = _Server(broker)
+    server = await asyncio.start_server(srv.client, host, port)
+    actual = server.sockets[0].getsockname()[1]
+    broker.port = actual
+    return server, broker
+
+
+def serve_forever(log_dir: str, host: str, port: int, advertised_host: str | None, node_id: int) -> None:
+    async def main():
+        server, broker = await start(log_dir, host, port, advertised_host, node_id)
+        log.warning("serving %d partitions of %s on %s:%d", len(broker.partitions), log_dir, host, broker.port)
+        async with server:
+            await server.serve_forever()
+    asyncio.run(main())
+
+
+class BrokerThread:
+    """A replay broker on 127.0.0.1 and a free port, in a background thread (tests, notebooks)."""
+
+    def __init__(self, log_dir: str, node_id: int = 0):
+        self.log_dir, self.node_id = log_dir, node_id
+        self.loop = asyncio.new_event_loop()
+        self.port = None
+
+    def __enter__(self) -> "BrokerThread":
+        ready = threading.Event()
+
+        def run():
+            asyncio.set_event_loop(self.loop)
+            self.server, self.broker = self.loop.run_until_complete(start(self.log_dir, "127.0.0.1", 0,
+                                                                          node_id=self.node_id))
+            self.port = self.broker.port
+            ready.set()
+            self.loop.run_forever()
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+        if not ready.wait(30):
+            raise RuntimeError("replay broker did not start")
+        return self
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def __exit__(self, *exc) -> None:
+        async def stop():
+            self.server.close()
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:  # open client connections end with the broker
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await self.server.wait_closed()
+        asyncio.run_coroutine_threadsafe(stop(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()

@@ -1,0 +1,517 @@
+"""The Kafka protocol messages the replay broker speaks: field facts (names, types, versions, tags,
+defaults, api keys) carried over from apache/kafka's clients/src/main/resources/common/message
+definitions into :mod:`specs.message_schema`'s declarative form."""
+from .message_schema import F, Message
+
+RequestHeader = Message('RequestHeader', valid='0-2', flexible='2+', fields=(
+    F('RequestApiKey', 'int16', '0+'),
+    F('RequestApiVersion', 'int16', '0+'),
+    F('CorrelationId', 'int32', '0+'),
+    F('ClientId', 'string', '1+', nullable='1+', flexible='none'),
+))
+
+ResponseHeader = Message('ResponseHeader', valid='0-1', flexible='1+', fields=(
+    F('CorrelationId', 'int32', '0+'),
+))
+
+ApiVersionsRequest = Message('ApiVersionsRequest', valid='0-4', flexible='3+', api_key=18, fields=(
+    F('ClientSoftwareName', 'string', '3+'),
+    F('ClientSoftwareVersion', 'string', '3+'),
+))
+
+ApiVersionsResponse = Message('ApiVersionsResponse', valid='0-4', flexible='3+', api_key=18, fields=(
+    F('ErrorCode', 'int16', '0+'),
+    F('ApiKeys', '[]ApiVersion', '0+', fields=(
+        F('ApiKey', 'int16', '0+'),
+        F('MinVersion', 'int16', '0+'),
+        F('MaxVersion', 'int16', '0+'),
+    )),
+    F('ThrottleTimeMs', 'int32', '1+'),
+    F('SupportedFeatures', '[]SupportedFeatureKey', '3+', tagged='3+', tag=0, fields=(
+        F('Name', 'string', '3+'),
+        F('MinVersion', 'int16', '3+'),
+        F('MaxVersion', 'int16', '3+'),
+    )),
+    F('FinalizedFeaturesEpoch', 'int64', '3+', tagged='3+', tag=1, default='-1'),
+    F('FinalizedFeatures', '[]FinalizedFeatureKey', '3+', tagged='3+', tag=2, fields=(
+        F('Name', 'string', '3+'),
+        F('MaxVersionLevel', 'int16', '3+'),
+        F('MinVersionLevel', 'int16', '3+'),
+    )),
+    F('ZkMigrationReady', 'bool', '3+', tagged='3+', tag=3, default='false'),
+))
+
+MetadataRequest = Message('MetadataRequest', valid='0-12', flexible='9+', api_key=3, fields=(
+    F('Topics', '[]MetadataRequestTopic', '0+', nullable='1+', fields=(
+        F('TopicId', 'uuid', '10+'),
+        F('Name', 'string', '0+', nullable='10+'),
+    )),
+    F('AllowAutoTopicCreation', 'bool', '4+', default='true'),
+    F('IncludeClusterAuthorizedOperations', 'bool', '8-10'),
+    F('IncludeTopicAuthorizedOperations', 'bool', '8+'),
+))
+
+MetadataResponse = Message('MetadataResponse', valid='0-12', flexible='9+', api_key=3, fields=(
+    F('ThrottleTimeMs', 'int32', '3+'),
+    F('Brokers', '[]MetadataResponseBroker', '0+', fields=(
+        F('NodeId', 'int32', '0+'),
+        F('Host', 'string', '0+'),
+        F('Port', 'int32', '0+'),
+        F('Rack', 'string', '1+', nullable='1+', default='null'),
+    )),
+    F('ClusterId', 'string', '2+', nullable='2+', default='null'),
+    F('ControllerId', 'int32', '1+', default='-1'),
+    F('Topics', '[]MetadataResponseTopic', '0+', fields=(
+        F('ErrorCode', 'int16', '0+'),
+        F('Name', 'string', '0+', nullable='12+'),
+        F('TopicId', 'uuid', '10+'),
+        F('IsInternal', 'bool', '1+', default='false'),
+        F('Partitions', '[]MetadataResponsePartition', '0+', fields=(
+            F('ErrorCode', 'int16', '0+'),
+            F('PartitionIndex', 'int32', '0+'),
+            F('LeaderId', 'int32', '0+'),
+            F('LeaderEpoch', 'int32', '7+', default='-1'),
+            F('ReplicaNodes', '[]int32', '0+'),
+            F('IsrNodes', '[]int32', '0+'),
+            F('OfflineReplicas', '[]int32', '5+'),
+        )),
+        F('TopicAuthorizedOperations', 'int32', '8+', default='-2147483648'),
+    )),
+    F('ClusterAuthorizedOperations', 'int32', '8-10', default='-2147483648'),
+))
+
+ListOffsetsRequest = Message('ListOffsetsRequest', valid='0-10', flexible='6+', api_key=2, fields=(
+    F('ReplicaId', 'int32', '0+'),
+    F('IsolationLevel', 'int8', '2+'),
+    F('Topics', '[]ListOffsetsTopic', '0+', fields=(
+        F('Name', 'string', '0+'),
+        F('Partitions', '[]ListOffsetsPartition', '0+', fields=(
+            F('PartitionIndex', 'int32', '0+'),
+            F('CurrentLeaderEpoch', 'int32', '4+', default='-1'),
+            F('Timestamp', 'int64', '0+'),
+            F('MaxNumOffsets', 'int32', '0', default='1'),
+        )),
+    )),
+    F('TimeoutMs', 'int32', '10+'),
+))
+
+ListOffsetsResponse = Message('ListOffsetsResponse', valid='0-10', flexible='6+', api_key=2, fields=(
+    F('ThrottleTimeMs', 'int32', '2+'),
+    F('Topics', '[]ListOffsetsTopicResponse', '0+', fields=(
+        F('Name', 'string', '0+'),
+        F('Partitions', '[]ListOffsetsPartitionResponse', '0+', fields=(
+            F('PartitionIndex', 'int32', '0+'),
+            F('ErrorCode', 'int16', '0+'),
+            F('OldStyleOffsets', '[]int64', '0'),
+            F('Timestamp', 'int64', '1+', default='-1'),
+            F('Offset', 'int64', '1+', default='-1'),
+            F('LeaderEpoch', 'int32', '4+', default='-1'),
+        )),
+    )),
+))
+
+FetchRequest = Message('FetchRequest', valid='0-17', flexible='12+', api_key=1, fields=(
+    F('ClusterId', 'string', '12+', nullable='12+', tagged='12+', tag=0, default='null'),
+    F('ReplicaId', 'int32', '0-14', default='-1'),
+    F('ReplicaState', 'ReplicaState', '15+', tagged='15+', tag=1, fields=(
+        F('ReplicaId', 'int32', '15+', default='-1'),
+        F('ReplicaEpoch', 'int64', '15+', default='-1'),
+    )),
+    F('MaxWaitMs', 'int32', '0+'),
+    F('MinBytes', 'int32', '0+'),
+    F('MaxBytes', 'int32', '3+', default='0x7fffffff'),
+    F('IsolationLevel', 'int8', '4+', default='0'),
+    F('SessionId', 'int32', '7+', default='0'),
+    F('SessionEpoch', 'int32', '7+', default='-1'),
+    F('Topics', '[]FetchTopic', '0+', fields=(
+        F('Topic', 'string', '0-12'),
+        F('TopicId', 'uuid', '13+'),
+        F('Partitions', '[]FetchPartition', '0+', fields=(
+            F('Partition', 'int32', '0+'),
+            F('CurrentLeaderEpoch', 'int32', '9+', default='-1'),
+            F('FetchOffset', 'int64', '0+'),
+            F('LastFetchedEpoch', 'int32', '12+', default='-1'),
+            F('LogStartOffset', 'int64', '5+', default='-1'),
+            F('PartitionMaxBytes', 'int32', '0+'),
+            F('ReplicaDirectoryId', 'uuid', '17+', tagged='17+', tag=0),
+        )),
+    )),
+    F('ForgottenTopicsData', '[]ForgottenTopic', '7+', fields=(
+        F('Topic', 'string', '7-12'),
+        F('TopicId', 'uuid', '13+'),
+        F('Partitions', '[]int32', '7+'),
+    )),
+    F('RackId', 'string', '11+', default=''),
+))
+
+FetchResponse = Message('FetchResponse', valid='0-17', flexible='12+', api_key=1, fields=(
+    F('ThrottleTimeMs', 'int32', '1+'),
+    F('ErrorCode', 'int16', '7+'),
+    F('SessionId', 'int32', '7+', default='0'),
+    F('Responses', '[]FetchableTopicResponse', '0+', fields=(
+        F('Topic', 'string', '0-12'),
+        F('TopicId', 'uuid', '13+'),
+        F('Partitions', '[]PartitionData', '0+', fields=(
+            F('PartitionIndex', 'int32', '0+'),
+            F('ErrorCode', 'int16', '0+'),
+            F('HighWatermark', 'int64', '0+'),
+            F('LastStableOffset', 'int64', '4+', default='-1'),
+            F('LogStartOffset', 'int64', '5+', default='-1'),
+            F('DivergingEpoch', 'EpochEndOffset', '12+', tagged='12+', tag=0, fields=(
+                F('Epoch', 'int32', '12+', default='-1'),
+                F('EndOffset', 'int64', '12+', default='-1'),
+            )),
+            F('CurrentLeader', 'LeaderIdAndEpoch', '12+', tagged='12+', tag=1, fields=(
+                F('LeaderId', 'int32', '12+', default='-1'),
+                F('LeaderEpoch', 'int32', '12+', default='-1'),
+            )),
+            F('SnapshotId', 'SnapshotId', '12+', tagged='12+', tag=2, fields=(
+                F('EndOffset', 'int64', '0+', default='-1'),
+                F('Epoch', 'int32', '0+', default='-1'),
+            )),
+            F('AbortedTransactions', '[]AbortedTransaction', '4+', nullable='4+', fields=(
+                F('ProducerId', 'int64', '4+'),
+                F('FirstOffset', 'int64', '4+'),
+            )),
+            F('PreferredReadReplica', 'int32', '11+', default='-1'),
+            F('Records', 'records', '0+', nullable='0+'),
+        )),
+    )),
+    F('NodeEndpoints', '[]NodeEndpoint', '16+', tagged='16+', tag=0, fields=(
+        F('NodeId', 'int32', '16+'),
+        F('Host', 'string', '16+'),
+        F('Port', 'int32', '16+'),
+        F('Rack', 'string', '16+', nullable='16+', default='null'),
+    )),
+))
+
+FindCoordinatorRequest = Message('FindCoordinatorRequest', valid='0-6', flexible='3+', api_key=10, fields=(
+    F('Key', 'string', '0-3'),
+    F('KeyType', 'int8', '1+', default='0'),
+    F('CoordinatorKeys', '[]string', '4+'),
+))
+
+FindCoordinatorResponse = Message('FindCoordinatorResponse', valid='0-6', flexible='3+', api_key=10, fields=(
+    F('ThrottleTimeMs', 'int32', '1+'),
+    F('ErrorCode', 'int16', '0-3'),
+    F('ErrorMessage', 'string', '1-3', nullable='1-3'),
+    F('NodeId', 'int32', '0-3'),
+    F('Host', 'string', '0-3'),
+    F('Port', 'int32', '0-3'),
+    F('Coordinators', '[]Coordinator', '4+', fields=(
+        F('Key', 'string', '4+'),
+        F('NodeId', 'int32', '4+'),
+        F('Host', 'string', '4+'),
+        F('Port', 'int32', '4+'),
+        F('ErrorCode', 'int16', '4+'),
+        F('ErrorMessage', 'string', '4+', nullable='4+'),
+    )),
+))
+
+OffsetCommitRequest = Message('OffsetCommitRequest', valid='0-9', flexible='8+', api_key=8, fields=(
+    F('GroupId', 'string', '0+'),
+    F('GenerationIdOrMemberEpoch', 'int32', '1+', default='-1'),
+    F('MemberId', 'string', '1+'),
+    F('GroupInstanceId', 'string', '7+', nullable='7+', default='null'),
+    F('RetentionTimeMs', 'int64', '2-4', default='-1'),
+    F('Topics', '[]OffsetCommitRequestTopic', '0+', fields=(
+        F('Name', 'string', '0+'),
+        F('Partitions', '[]OffsetCommitRequestPartition', '0+', fields=(
+            F('PartitionIndex', 'int32', '0+'),
+            F('CommittedOffset', 'int64', '0+'),
+            F('CommittedLeaderEpoch', 'int32', '6+', default='-1'),
+            F('CommitTimestamp', 'int64', '1', default='-1'),
+            F('CommittedMetadata', 'string', '0+', nullable='0+'),
+        )),
+    )),
+))
+
+OffsetCommitResponse = Message('OffsetCommitResponse', valid='0-9', flexible='8+', api_key=8, fields=(
+    F('ThrottleTimeMs', 'int32', '3+'),
+    F('Topics', '[]OffsetCommitResponseTopic', '0+', fields=(
+        F('Name', 'string', '0+'),
+        F('Partitions', '[]OffsetCommitResponsePartition', '0+', fields=(
+            F('PartitionIndex', 'int32', '0+'),
+            F('ErrorCode', 'int16', '0+'),
+        )),
+    )),
+))
+
+OffsetFetchRequest = Message('OffsetFetchRequest', valid='0-9', flexible='6+', api_key=9, fields=(
+    F('GroupId', 'string', '0-7'),
+    F('Topics', '[]OffsetFetchRequestTopic', '0-7', nullable='2-7', fields=(
+        F('Name', 'string', '0-7'),
+        F('PartitionIndexes', '[]int32', '0-7'),
+    )),
+    F('Groups', '[]OffsetFetchRequestGroup', '8+', fields=(
+        F('GroupId', 'string', '8+'),
+        F('MemberId', 'string', '9+', nullable='9+', default='null'),
+        F('MemberEpoch', 'int32', '9+', default='-1'),
+        F('Topics', '[]OffsetFetchRequestTopics', '8+', nullable='8+', fields=(
+            F('Name', 'string', '8+'),
+            F('PartitionIndexes', '[]int32', '8+'),
+        )),
+    )),
+    F('RequireStable', 'bool', '7+', default='false'),
+))
+
+OffsetFetchResponse = Message('OffsetFetchResponse', valid='0-9', flexible='6+', api_key=9, fields=(
+    F('ThrottleTimeMs', 'int32', '3+'),
+    F('Topics', '[]OffsetFetchResponseTopic', '0-7', fields=(
+        F('Name', 'string', '0-7'),
+        F('Partitions', '[]OffsetFetchResponsePartition', '0-7', fields=(
+            F('PartitionIndex', 'int32', '0-7'),
+            F('CommittedOffset', 'int64', '0-7'),
+            F('CommittedLeaderEpoch', 'int32', '5-7', default='-1'),
+            F('Metadata', 'string', '0-7', nullable='0-7'),
+            F('ErrorCode', 'int16', '0-7'),
+        )),
+    )),
+    F('ErrorCode', 'int16', '2-7', default='0'),
+    F('Groups', '[]OffsetFetchResponseGroup', '8+', fields=(
+        F('GroupId', 'string', '8+'),
+        F('Topics', '[]OffsetFetchResponseTopics', '8+', fields=(
+            F('Name', 'string', '8+'),
+            F('Partitions', '[]OffsetFetchResponsePartitions', '8+', fields=(
+                F('PartitionIndex', 'int32', '8+'),
+                F('CommittedOffset', 'int64', '8+'),
+                F('CommittedLeaderEpoch', 'int32', '8+', default='-1'),
+                F('Metadata', 'string', '8+', nullable='8+'),
+                F('ErrorCode', 'int16', '8+'),
+            )),
+        )),
+        F('ErrorCode', 'int16', '8+', default='0'),
+    )),
+))
+
+JoinGroupRequest = Message('JoinGroupRequest', valid='0-9', flexible='6+', api_key=11, fields=(
+    F('GroupId', 'string', '0+'),
+    F('SessionTimeoutMs', 'int32', '0+'),
+    F('RebalanceTimeoutMs', 'int32', '1+', default='-1'),
+    F('MemberId', 'string', '0+'),
+    F('GroupInstanceId', 'string', '5+', nullable='5+', default='null'),
+    F('ProtocolType', 'string', '0+'),
+    F('Protocols', '[]JoinGroupRequestProtocol', '0+', fields=(
+        F('Name', 'string', '0+'),
+        F('Metadata', 'bytes', '0+'),
+    )),
+    F('Reason', 'string', '8+', nullable='8+', default='null'),
+))
+
+JoinGroupResponse = Message('JoinGroupResponse', valid='0-9', flexible='6+', api_key=11, fields=(
+    F('ThrottleTimeMs', 'int32', '2+'),
+    F('ErrorCode', 'int16', '0+'),
+    F('GenerationId', 'int32', '0+', default='-1'),
+    F('ProtocolType', 'string', '7+', nullable='7+', default='null'),
+    F('ProtocolName', 'string', '0+', nullable='7+'),
+    F('Leader', 'string', '0+'),
+    F('SkipAssignment', 'bool', '9+', default='false'),
+    F('MemberId', 'string', '0+'),
+    F('Members', '[]JoinGroupResponseMember', '0+', fields=(
+        F('MemberId', 'string', '0+'),
+        F('GroupInstanceId', 'string', '5+', nullable='5+', default='null'),
+        F('Metadata', 'bytes', '0+'),
+    )),
+))
+
+SyncGroupRequest = Message('SyncGroupRequest', valid='0-5', flexible='4+', api_key=14, fields=(
+    F('GroupId', 'string', '0+'),
+    F('GenerationId', 'int32', '0+'),
+    F('MemberId', 'string', '0+'),
+    F('GroupInstanceId', 'string', '3+', nullable='3+', default='null'),
+    F('ProtocolType', 'string', '5+', nullable='5+', default='null'),
+    F('ProtocolName', 'string', '5+', nullable='5+', default='null'),
+    F('Assignments', '[]SyncGroupRequestAssignment', '0+', fields=(
+        F('MemberId', 'string', '0+'),
+        F('Assignment', 'bytes', '0+'),
+    )),
+))
+
+SyncGroupResponse = Message('SyncGroupResponse', valid='0-5', flexible='4+', api_key=14, fields=(
+    F('ThrottleTimeMs', 'int32', '1+'),
+    F('ErrorCode', 'int16', '0+'),
+    F('ProtocolType', 'string', '5+', nullable='5+', default='null'),
+    F('ProtocolName', 'string', '5+', nullable='5+', default='null'),
+    F('Assignment', 'bytes', '0+'),
+))
+
+HeartbeatRequest = Message('HeartbeatRequest', valid='0-4', flexible='4+', api_key=12, fields=(
+    F('GroupId', 'string', '0+'),
+    F('GenerationId', 'int32', '0+'),
+    F('MemberId', 'string', '0+'),
+    F('GroupInstanceId', 'string', '3+', nullable='3+', default='null'),
+))
+
+HeartbeatResponse = Message('HeartbeatResponse', valid='0-4', flexible='4+', api_key=12, fields=(
+    F('ThrottleTimeMs', 'int32', '1+'),
+    F('ErrorCode', 'int16', '0+'),
+))
+
+LeaveGroupRequest = Message('LeaveGroupRequest', valid='0-5', flexible='4+', api_key=13, fields=(
+    F('GroupId', 'string', '0+'),
+    F('MemberId', 'string', '0-2'),
+    F('Members', '[]MemberIdentity', '3+', fields=(
+        F('MemberId', 'string', '3+'),
+        F('GroupInstanceId', 'string', '3+', nullable='3+', default='null'),
+        F('Reason', 'string', '5+', nullable='5+', default='null'),
+    )),
+))
+
+LeaveGroupResponse = Message('LeaveGroupResponse', valid='0-5', flexible='4+', api_key=13, fields=(
+    F('ThrottleTimeMs', 'int32', '1+'),
+    F('ErrorCode', 'int16', '0+'),
+    F('Members', '[]MemberResponse', '3+', fields=(
+        F('MemberId', 'string', '3+'),
+        F('GroupInstanceId', 'string', '3+', nullable='3+'),
+        F('ErrorCode', 'int16', '3+'),
+    )),
+))
+
+ProduceRequest = Message('ProduceRequest', valid='0-11', flexible='9+', api_key=0, fields=(
+    F('TransactionalId', 'string', '3+', nullable='3+', default='null'),
+    F('Acks', 'int16', '0+'),
+    F('TimeoutMs', 'int32', '0+'),
+    F('TopicData', '[]TopicProduceData', '0+', fields=(
+        F('Name', 'string', '0+'),
+        F('PartitionData', '[]PartitionProduceData', '0+', fields=(
+            F('Index', 'int32', '0+'),
+            F('Records', 'records', '0+', nullable='0+'),
+        )),
+    )),
+))
+
+ProduceResponse = Message('ProduceResponse', valid='0-11', flexible='9+', api_key=0, fields=(
+    F('Responses', '[]TopicProduceResponse', '0+', fields=(
+        F('Name', 'string', '0+'),
+        F('PartitionResponses', '[]PartitionProduceResponse', '0+', fields=(
+            F('Index', 'int32', '0+'),
+            F('ErrorCode', 'int16', '0+'),
+            F('BaseOffset', 'int64', '0+'),
+            F('LogAppendTimeMs', 'int64', '2+', default='-1'),
+            F('LogStartOffset', 'int64', '5+', default='-1'),
+            F('RecordErrors', '[]BatchIndexAndErrorMessage', '8+', fields=(
+                F('BatchIndex', 'int32', '8+'),
+                F('BatchIndexErrorMessage', 'string', '8+', nullable='8+', default='null'),
+            )),
+            F('ErrorMessage', 'string', '8+', nullable='8+', default='null'),
+            F('CurrentLeader', 'LeaderIdAndEpoch', '10+', tagged='10+', tag=0, fields=(
+                F('LeaderId', 'int32', '10+', default='-1'),
+                F('LeaderEpoch', 'int32', '10+', default='-1'),
+            )),
+        )),
+    )),
+    F('ThrottleTimeMs', 'int32', '1+', default='0'),
+    F('NodeEndpoints', '[]NodeEndpoint', '10+', tagged='10+', tag=0, fields=(
+        F('NodeId', 'int32', '10+'),
+        F('Host', 'string', '10+'),
+        F('Port', 'int32', '10+'),
+        F('Rack', 'string', '10+', nullable='10+', default='null'),
+    )),
+))
+
+InitProducerIdRequest = Message('InitProducerIdRequest', valid='0-5', flexible='2+', api_key=22, fields=(
+    F('TransactionalId', 'string', '0+', nullable='0+'),
+    F('TransactionTimeoutMs', 'int32', '0+'),
+    F('ProducerId', 'int64', '3+', default='-1'),
+    F('ProducerEpoch', 'int16', '3+', default='-1'),
+))
+
+InitProducerIdResponse = Message('InitProducerIdResponse', valid='0-5', flexible='2+', api_key=22, fields=(
+    F('ThrottleTimeMs', 'int32', '0+'),
+    F('ErrorCode', 'int16', '0+'),
+    F('ProducerId', 'int64', '0+', default=-1),
+    F('ProducerEpoch', 'int16', '0+'),
+))
+
+AddPartitionsToTxnRequest = Message('AddPartitionsToTxnRequest', valid='0-5', flexible='3+', api_key=24, fields=(
+    F('Transactions', '[]AddPartitionsToTxnTransaction', '4+', fields=(
+        F('TransactionalId', 'string', '4+'),
+        F('ProducerId', 'int64', '4+'),
+        F('ProducerEpoch', 'int16', '4+'),
+        F('VerifyOnly', 'bool', '4+', default=False),
+        F('Topics', '[]AddPartitionsToTxnTopic', '4+'),
+    )),
+    F('V3AndBelowTransactionalId', 'string', '0-3'),
+    F('V3AndBelowProducerId', 'int64', '0-3'),
+    F('V3AndBelowProducerEpoch', 'int16', '0-3'),
+    F('V3AndBelowTopics', '[]AddPartitionsToTxnTopic', '0-3'),
+), structs={
+    'AddPartitionsToTxnTopic': (
+        F('Name', 'string', '0+'),
+        F('Partitions', '[]int32', '0+'),
+    ),
+})
+
+AddPartitionsToTxnResponse = Message('AddPartitionsToTxnResponse', valid='0-5', flexible='3+', api_key=24, fields=(
+    F('ThrottleTimeMs', 'int32', '0+'),
+    F('ErrorCode', 'int16', '4+'),
+    F('ResultsByTransaction', '[]AddPartitionsToTxnResult', '4+', fields=(
+        F('TransactionalId', 'string', '4+'),
+        F('TopicResults', '[]AddPartitionsToTxnTopicResult', '4+'),
+    )),
+    F('ResultsByTopicV3AndBelow', '[]AddPartitionsToTxnTopicResult', '0-3'),
+), structs={
+    'AddPartitionsToTxnTopicResult': (
+        F('Name', 'string', '0+'),
+        F('ResultsByPartition', '[]AddPartitionsToTxnPartitionResult', '0+'),
+    ),
+    'AddPartitionsToTxnPartitionResult': (
+        F('PartitionIndex', 'int32', '0+'),
+        F('PartitionErrorCode', 'int16', '0+'),
+    ),
+})
+
+EndTxnRequest = Message('EndTxnRequest', valid='0-5', flexible='3+', api_key=26, fields=(
+    F('TransactionalId', 'string', '0+'),
+    F('ProducerId', 'int64', '0+'),
+    F('ProducerEpoch', 'int16', '0+'),
+    F('Committed', 'bool', '0+'),
+))
+
+EndTxnResponse = Message('EndTxnResponse', valid='0-5', flexible='3+', api_key=26, fields=(
+    F('ThrottleTimeMs', 'int32', '0+'),
+    F('ErrorCode', 'int16', '0+'),
+    F('ProducerId', 'int64', '5+', default='-1'),
+    F('ProducerEpoch', 'int16', '5+', default='-1'),
+))
+
+CreateTopicsRequest = Message('CreateTopicsRequest', valid='0-7', flexible='5+', api_key=19, fields=(
+    F('Topics', '[]CreatableTopic', '0+', fields=(
+        F('Name', 'string', '0+'),
+        F('NumPartitions', 'int32', '0+'),
+        F('ReplicationFactor', 'int16', '0+'),
+        F('Assignments', '[]CreatableReplicaAssignment', '0+', fields=(
+            F('PartitionIndex', 'int32', '0+'),
+            F('BrokerIds', '[]int32', '0+'),
+        )),
+        F('Configs', '[]CreatableTopicConfig', '0+', fields=(
+            F('Name', 'string', '0+'),
+            F('Value', 'string', '0+', nullable='0+'),
+        )),
+    )),
+    F('timeoutMs', 'int32', '0+', default='60000'),
+    F('validateOnly', 'bool', '1+', default='false'),
+))
+
+CreateTopicsResponse = Message('CreateTopicsResponse', valid='0-7', flexible='5+', api_key=19, fields=(
+    F('ThrottleTimeMs', 'int32', '2+'),
+    F('Topics', '[]CreatableTopicResult', '0+', fields=(
+        F('Name', 'string', '0+'),
+        F('TopicId', 'uuid', '7+'),
+        F('ErrorCode', 'int16', '0+'),
+        F('ErrorMessage', 'string', '1+', nullable='0+'),
+        F('TopicConfigErrorCode', 'int16', '5+', tagged='5+', tag=0),
+        F('NumPartitions', 'int32', '5+', default='-1'),
+        F('ReplicationFactor', 'int16', '5+', default='-1'),
+        F('Configs', '[]CreatableTopicConfigs', '5+', nullable='5+', fields=(
+            F('Name', 'string', '5+'),
+            F('Value', 'string', '5+', nullable='5+'),
+            F('ReadOnly', 'bool', '5+'),
+            F('ConfigSource', 'int8', '5+', default='-1'),
+            F('IsSensitive', 'bool', '5+'),
+        )),
+    )),
+))
+
+REQUESTS = {m.api_key: m for m in (ApiVersionsRequest, MetadataRequest, ListOffsetsRequest, FetchRequest, FindCoordinatorRequest, OffsetCommitRequest, OffsetFetchRequest, JoinGroupRequest, SyncGroupRequest, HeartbeatRequest, LeaveGroupRequest, ProduceRequest, InitProducerIdRequest, AddPartitionsToTxnRequest, EndTxnRequest, CreateTopicsRequest)}
+RESPONSES = {m.api_key: m for m in (ApiVersionsResponse, MetadataResponse, ListOffsetsResponse, FetchResponse, FindCoordinatorResponse, OffsetCommitResponse, OffsetFetchResponse, JoinGroupResponse, SyncGroupResponse, HeartbeatResponse, LeaveGroupResponse, ProduceResponse, InitProducerIdResponse, AddPartitionsToTxnResponse, EndTxnResponse, CreateTopicsResponse)}

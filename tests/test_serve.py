@@ -1,0 +1,215 @@
+"""The replay broker with REAL clients (kafka-python, aiokafka, confluent-kafka, kcat) on 127.0.0.1."""
+import asyncio
+import json
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import time
+
+import pytest
+
+from kafkaforensics.dump import DumpOptions, dump
+from kafkaforensics.server import BrokerThread
+from tests.conftest import SAMPLE
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    d = tmp_path_factory.mktemp("serve") / "logs"
+    shutil.copytree(SAMPLE, d)
+    with BrokerThread(str(d)) as b:
+        yield b
+
+
+def expected(topic, start=0):
+    """(offset, key, value) of every data record of a served sample partition, from `kfx dump`."""
+    import io
+    logs = sorted(os.path.join(SAMPLE, f"{topic}-0", f) for f in os.listdir(os.path.join(SAMPLE, f"{topic}-0"))
+                  if f.endswith(".log"))
+    out = io.StringIO()
+    dump(logs, DumpOptions(fmt="json", deep=True, encoding="hex"), out=out, err=io.StringIO())
+    recs = []
+    for line in out.getvalue().splitlines():
+        b = json.loads(line)
+        if b["isControl"]:
+            continue
+        for r in b["records"]:
+            if r["offset"] >= start:
+                recs.append((r["offset"], None if r["key"] is None else bytes.fromhex(r["key"]),
+                             None if r["value"] is None else bytes.fromhex(r["value"]), r["timestamp"]))
+    return recs
+
+
+def _kp(broker, topic, *, offset=None, timestamp=None):
+    from kafka import KafkaConsumer, TopicPartition
+    c = KafkaConsumer(bootstrap_servers=broker.bootstrap, enable_auto_commit=False, consumer_timeout_ms=3000)
+    tp = TopicPartition(topic, 0)
+    c.assign([tp])
+    if timestamp is not None:
+        offset = c.offsets_for_times({tp: timestamp})[tp].offset
+    if offset is None:
+        c.seek_to_beginning(tp)
+    else:
+        c.seek(tp, offset)
+    got = [(m.offset, m.key, m.value, m.timestamp) for m in c]
+    c.close()
+    return got
+
+
+def _aio(broker, topic, *, offset=None, timestamp=None):
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    async def run():
+        c = AIOKafkaConsumer(bootstrap_servers=broker.bootstrap, enable_auto_commit=False)
+        await c.start()
+        tp = TopicPartition(topic, 0)
+        c.assign([tp])
+        off = offset
+        if timestamp is not None:
+            off = (await c.offsets_for_times({tp: timestamp}))[tp].offset
+        if off is None:
+            await c.seek_to_beginning(tp)
+        else:
+            c.seek(tp, off)
+        got = []
+        while True:
+            r = await c.getmany(tp, timeout_ms=1500)
+            if not r:
+                break
+            got += [(m.offset, m.key, m.value, m.timestamp) for ms in r.values() for m in ms]
+        await c.stop()
+        return got
+    return asyncio.run(run())
+
+
+def _ck(broker, topic, *, offset=None, timestamp=None, isolation="read_uncommitted"):
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "ck", "enable.auto.commit": False,
+                  "isolation.level": isolation})
+    if timestamp is not None:
+        offset = c.offsets_for_times([TopicPartition(topic, 0, timestamp)], timeout=10)[0].offset
+    c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING if offset is None else offset)])
+    got, idle = [], 0
+    while idle < 3:
+        m = c.poll(1.0)
+        if m is None:
+            idle += 1
+            continue
+        assert not m.error(), m.error()
+        got.append((m.offset(), m.key(), m.value(), m.timestamp()[1]))
+    c.close()
+    return got
+
+
+def _kcat(broker, topic, *, offset=None, timestamp=None):
+    o = "beginning" if offset is None else (f"s@{timestamp}" if timestamp is not None else str(offset))
+    if timestamp is not None:
+        o = f"s@{timestamp}"
+    r = subprocess.run(["kcat", "-b", broker.bootstrap, "-X", "isolation.level=read_uncommitted", "-C", "-t", topic,
+                        "-p", "0", "-o", o, "-e", "-q",
+                        "-f", "%o\\t%k\\t%T\\n"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return [(int(a), b, int(t)) for a, b, t in (line.split("\t") for line in r.stdout.splitlines())]
+
+
+CLIENTS = {"kafka-python": _kp, "aiokafka": _aio, "confluent-kafka": _ck}
+
+
+@pytest.mark.parametrize("client,topic", [
+    (c, t) for c in sorted(CLIENTS) for t in ("orders", "clients", "legacy")
+    # aiokafka refuses magic-0 LZ4 outright (UnsupportedCodecError), from any broker
+    if not (c == "aiokafka" and t == "legacy")])
+def test_consume_from_beginning(broker, client, topic):
+    got = CLIENTS[client](broker, topic)
+    want = expected(topic)
+    if topic == "legacy":  # magic 0 carries no timestamp: clients report their own notion of "none"
+        got, want = [g[:3] for g in got], [w[:3] for w in want]
+    assert got == want
+
+
+@pytest.mark.parametrize("client", sorted(CLIENTS))
+def test_consume_from_offset_and_timestamp(broker, client):
+    want = expected("orders", start=300)
+    assert CLIENTS[client](broker, "orders", offset=300) == want
+    ts = want[0][3]  # the first record at or after this time is offset 300's (timestamps rise here)
+    first = [r for r in expected("orders") if r[3] >= ts][0]
+    got = CLIENTS[client](broker, "orders", timestamp=ts)
+    assert got[0][0] == first[0]
+
+
+def aborted_offsets(topic):
+    import io
+    logs = sorted(os.path.join(SAMPLE, f"{topic}-0", f) for f in os.listdir(os.path.join(SAMPLE, f"{topic}-0"))
+                  if f.endswith(".txnindex"))
+    out = io.StringIO()
+    dump(logs, DumpOptions(fmt="json"), out=out, err=io.StringIO())
+    return [(e["producerId"], e["firstOffset"], e["lastOffset"]) for e in map(json.loads, out.getvalue().splitlines())]
+
+
+def test_read_committed_skips_aborted_transactions(broker):
+    (pid, first, last), = aborted_offsets("orders")
+    committed = _ck(broker, "orders", isolation="read_committed")
+    uncommitted = _ck(broker, "orders")
+    skipped = sorted(set(r[0] for r in uncommitted) - set(r[0] for r in committed))
+    assert skipped and all(first <= o < last for o in skipped)
+    assert len(committed) == len(uncommitted) - len(skipped)
+    # kafka-python with read_committed agrees
+    from kafka import KafkaConsumer, TopicPartition
+    c = KafkaConsumer(bootstrap_servers=broker.bootstrap, enable_auto_commit=False, consumer_timeout_ms=3000,
+                      isolation_level="read_committed")
+    c.assign([TopicPartition("orders", 0)])
+    c.seek_to_beginning(TopicPartition("orders", 0))
+    assert [m.offset for m in c] == [r[0] for r in committed]
+    c.close()
+
+
+def test_kcat(broker):
+    want = expected("orders")
+    got = _kcat(broker, "orders")
+    assert [(o, t) for o, _k, t in got] == [(w[0], w[3]) for w in want]
+    assert [k for _o, k, _t in got] == [("" if w[1] is None else w[1].decode()) for w in want]
+    got = _kcat(broker, "orders", offset=300)
+    assert [g[0] for g in got] == [w[0] for w in want if w[0] >= 300]
+    ts = expected("orders", start=200)[0][3]
+    got = _kcat(broker, "orders", offset=0, timestamp=ts)
+    assert got[0][0] == [w for w in want if w[3] >= ts][0][0]
+
+
+def _raw(broker, payload: bytes, read: bool = True) -> bytes:
+    s = socket.create_connection(("127.0.0.1", broker.port), timeout=5)
+    s.sendall(payload)
+    data = b""
+    if read:
+        try:
+            s.settimeout(2)
+            data = s.recv(65536)
+        except socket.timeout:
+            pass
+    s.close()
+    return data
+
+
+def test_robustness_then_a_client_still_works(broker):
+    from specs import protocol_messages as P
+    _raw(broker, b"\x00\x00", read=False)                               # truncated frame
+    _raw(broker, os.urandom(4096))                                        # garbage
+    _raw(broker, struct.pack(">i", 2**31 - 1) + b"x" * 100)              # a 2 GiB length prefix
+    hdr = P.RequestHeader.build({"RequestApiKey": 999, "RequestApiVersion": 0, "CorrelationId": 5,
+                                 "ClientId": "t"}, 1)
+    resp = _raw(broker, struct.pack(">i", len(hdr)) + hdr)               # unknown API key: answered
+    assert struct.unpack(">ii", resp[:8]) == (4, 5)
+    hdr = P.RequestHeader.build({"RequestApiKey": 18, "RequestApiVersion": 99, "CorrelationId": 6,
+                                 "ClientId": "t"}, 2)
+    resp = _raw(broker, struct.pack(">i", len(hdr)) + hdr)               # unknown ApiVersions version
+    body = P.ApiVersionsResponse.read(resp[8:], 0)
+    assert struct.unpack(">i", resp[4:8])[0] == 6 and body["ErrorCode"] == 35 and body["ApiKeys"]
+    # a path-like topic name never reaches the file system
+    from kafka import KafkaConsumer, TopicPartition
+    c = KafkaConsumer(bootstrap_servers=broker.bootstrap, consumer_timeout_ms=1000)
+    assert not c.partitions_for_topic("../x")
+    c.close()
+    md = broker.broker.metadata(12, {"Topics": [{"Name": "../x"}, {"Name": "orders-0/../../etc"}]})
+    assert [t["ErrorCode"] for t in md["Topics"]] == [17, 17]  # INVALID_TOPIC_EXCEPTION
+    assert len(_kp(broker, "legacy")) == 64
