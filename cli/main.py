@@ -524,7 +524,9 @@ def serve(log_dir: str = typer.Argument(..., help="A log dir: every <topic>-<par
           host: str = typer.Option("127.0.0.1", "--host"),
           port: int = typer.Option(9092, "--port", min=0, max=65535),
           advertised_host: Optional[str] = typer.Option(None, "--advertised-host"),
-          node_id: int = typer.Option(0, "--node-id", min=0)):
+          node_id: int = typer.Option(0, "--node-id", min=0),
+          state_file: Optional[str] = typer.Option(None, "--state-file",
+                                                   help="Where committed group offsets persist (default ~/.local/state/kfx/serve/...)")):
     """Serve log directories to real Kafka clients over the Kafka protocol (read-only)."""
     import logging
     from kafkaforensics.server import serve_forever
@@ -532,7 +534,7 @@ def serve(log_dir: str = typer.Argument(..., help="A log dir: every <topic>-<par
         _fail(f"{log_dir}: not a directory")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     try:
-        serve_forever(log_dir, host, port, advertised_host, node_id)
+        serve_forever(log_dir, host, port, advertised_host, node_id, state_file)
     except KeyboardInterrupt:
         raise typer.Exit(EXIT_OK)
     except OSError as e:

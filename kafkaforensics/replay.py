@@ -27,7 +27,9 @@ _TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 #: api key -> (min, max) versions implemented
 #: (Produce is answered -- with POLICY_VIOLATION while read-only -- so that clients see a broker of
 #: the v2 message format era and fetch with v4+.)
-SUPPORTED = {18: (0, 3), 3: (1, 12), 2: (1, 7), 1: (4, 12), 10: (0, 4), 0: (3, 9)}
+SUPPORTED = {18: (0, 3), 3: (1, 12), 2: (1, 7), 1: (4, 12), 10: (0, 4), 0: (3, 9),
+             # the group coordinator (kafkaforensics.group_coordinator)
+             11: (0, 9), 14: (0, 5), 12: (0, 4), 13: (0, 5), 8: (0, 8), 9: (0, 8)}
 
 
 @dataclass

@@ -10,6 +10,7 @@ import asyncio
 import logging
 import threading
 
+from .group_coordinator import GroupCoordinator
 from .protocol import Connection, ProtocolViolation, Request, UnsupportedRequest, encode_response
 from .replay import UNSUPPORTED_VERSION, ReplayBroker
 
@@ -18,8 +19,9 @@ MAX_WAIT_CAP_MS = 500
 
 
 class _Server:
-    def __init__(self, broker: ReplayBroker):
+    def __init__(self, broker: ReplayBroker, groups: GroupCoordinator):
         self.broker = broker
+        self.groups = groups
 
     async def client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = Connection()
@@ -49,7 +51,21 @@ class _Server:
                 return encode_response(18, 0, ev.correlation_id, b.api_versions(0, {}, error=UNSUPPORTED_VERSION))
             log.warning("unsupported %s v%d from %s", getattr(ev, "name", ev.api_key), ev.api_version, ev.client_id)
             return _error_response(ev)
-        body = b.handle(ev.api_key, ev.api_version, ev.body)
+        g, k, v = self.groups, ev.api_key, ev.api_version
+        if k == 11:
+            body = await g.join(v, ev.body, ev.client_id)
+        elif k == 14:
+            body = await g.sync(v, ev.body)
+        elif k == 12:
+            body = g.heartbeat(v, ev.body)
+        elif k == 13:
+            body = g.leave(v, ev.body)
+        elif k == 8:
+            body = g.commit(v, ev.body)
+        elif k == 9:
+            body = g.fetch_offsets(v, ev.body)
+        else:
+            body = b.handle(k, v, ev.body)
         if ev.api_key == 1 and not any(p["Records"] for t in body["Responses"] for p in t["Partitions"]):
             wait = min(ev.body.get("MaxWaitMs", 0), MAX_WAIT_CAP_MS)
             if wait > 0:  # long poll: nothing to send yet, so the client gets to wait as it asked
@@ -64,19 +80,31 @@ def _error_response(ev) -> bytes:
     return struct.pack(">ii", 4, ev.correlation_id)
 
 
+def default_state_path(log_dir: str) -> str:
+    """Committed offsets live outside the log dir (it stays read-only): ~/.local/state/kfx/serve/."""
+    import hashlib
+    import os
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    key = hashlib.sha1(os.path.abspath(log_dir).encode()).hexdigest()[:16]
+    return os.path.join(base, "kfx", "serve", key, "group-offsets.json")
+
+
 async def start(log_dir: str, host: str = "127.0.0.1", port: int = 9092, advertised_host: str | None = None,
-                node_id: int = 0):
+                node_id: int = 0, state_path: str | None = None):
     broker = ReplayBroker(log_dir, node_id=node_id, host=advertised_host or host, port=port)
-    srv = _Server(broker)
+    groups = GroupCoordinator(state_path or default_state_path(log_dir))
+    srv = _Server(broker, groups)
+    asyncio.get_running_loop().create_task(groups.expire_loop())
     server = await asyncio.start_server(srv.client, host, port)
     actual = server.sockets[0].getsockname()[1]
     broker.port = actual
     return server, broker
 
 
-def serve_forever(log_dir: str, host: str, port: int, advertised_host: str | None, node_id: int) -> None:
+def serve_forever(log_dir: str, host: str, port: int, advertised_host: str | None, node_id: int,
+                  state_path: str | None = None) -> None:
     async def main():
-        server, broker = await start(log_dir, host, port, advertised_host, node_id)
+        server, broker = await start(log_dir, host, port, advertised_host, node_id, state_path)
         log.warning("serving %d partitions of %s on %s:%d", len(broker.partitions), log_dir, host, broker.port)
         async with server:
             await server.serve_forever()
@@ -86,8 +114,8 @@ def serve_forever(log_dir: str, host: str, port: int, advertised_host: str | Non
 class BrokerThread:
     """A replay broker on 127.0.0.1 and a free port, in a background thread (tests, notebooks)."""
 
-    def __init__(self, log_dir: str, node_id: int = 0):
-        self.log_dir, self.node_id = log_dir, node_id
+    def __init__(self, log_dir: str, node_id: int = 0, state_path: str | None = None):
+        self.log_dir, self.node_id, self.state_path = log_dir, node_id, state_path
         self.loop = asyncio.new_event_loop()
         self.port = None
 
@@ -97,7 +125,8 @@ class BrokerThread:
         def run():
             asyncio.set_event_loop(self.loop)
             self.server, self.broker = self.loop.run_until_complete(start(self.log_dir, "127.0.0.1", 0,
-                                                                          node_id=self.node_id))
+                                                                          node_id=self.node_id,
+                                                                          state_path=self.state_path))
             self.port = self.broker.port
             ready.set()
             self.loop.run_forever()

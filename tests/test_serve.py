@@ -213,3 +213,94 @@ def test_robustness_then_a_client_still_works(broker):
     md = broker.broker.metadata(12, {"Topics": [{"Name": "../x"}, {"Name": "orders-0/../../etc"}]})
     assert [t["ErrorCode"] for t in md["Topics"]] == [17, 17]  # INVALID_TOPIC_EXCEPTION
     assert len(_kp(broker, "legacy")) == 64
+
+
+# ------------------------------------------------------------------------------ consumer groups ----
+def _multi(tmp_path, partitions=4, n=10):
+    from kafkaforensics.batch import Record
+    from kafkaforensics.builder import build_v2
+    from kafkaforensics.writer import write_partition
+    d = tmp_path / "glogs"
+    for p in range(partitions):
+        write_partition(str(d / f"multi-{p}"), [build_v2([Record(i, 1_700_000_000_000 + i, b"k", b"p%d-%d" % (p, i), [])
+                                                          for i in range(n)], base_offset=0)])
+    return str(d)
+
+
+def _group_kp(b, group, out, name, commit_at):
+    from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
+    c = KafkaConsumer("multi", bootstrap_servers=b.bootstrap, group_id=group, auto_offset_reset="earliest",
+                      consumer_timeout_ms=5000, enable_auto_commit=False)
+    got = [(m.partition, m.offset) for m in c]
+    parts = sorted({p for p, _ in got})
+    if commit_at is not None:
+        c.commit({TopicPartition("multi", p): OffsetAndMetadata(commit_at, "", -1) for p in parts})
+    c.close()
+    out[name] = got
+
+
+def _group_ck(b, group, out, name, commit_at):
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False, "session.timeout.ms": 6000})
+    c.subscribe(["multi"])
+    got, idle = [], 0
+    while idle < 5:
+        m = c.poll(1.0)
+        if m is None:
+            idle += 1
+            continue
+        assert not m.error(), m.error()
+        got.append((m.partition(), m.offset()))
+    parts = sorted({p for p, _ in got})
+    if commit_at is not None and parts:
+        c.commit(offsets=[TopicPartition("multi", p, commit_at) for p in parts], asynchronous=False)
+    c.close()
+    out[name] = got
+
+
+def _group_aio(b, group, out, name, commit_at):
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    async def run():
+        c = AIOKafkaConsumer("multi", bootstrap_servers=b.bootstrap, group_id=group, auto_offset_reset="earliest",
+                             enable_auto_commit=False)
+        await c.start()
+        got, idle = [], 0
+        while idle < 3:
+            r = await c.getmany(timeout_ms=1500)
+            if not r:
+                idle += 1
+                continue
+            got += [(m.partition, m.offset) for ms in r.values() for m in ms]
+        parts = sorted({p for p, _ in got})
+        if commit_at is not None and parts:
+            await c.commit({TopicPartition("multi", p): commit_at for p in parts})
+        await c.stop()
+        return got
+    out[name] = asyncio.run(run())
+
+
+GROUP_CLIENTS = {"kafka-python": _group_kp, "confluent-kafka": _group_ck, "aiokafka": _group_aio}
+
+
+@pytest.mark.parametrize("client", sorted(GROUP_CLIENTS))
+def test_consumer_group_splits_commits_restarts_and_resumes(tmp_path, client):
+    import threading
+    logs, state = _multi(tmp_path), str(tmp_path / "state" / "offsets.json")
+    run = GROUP_CLIENTS[client]
+    with BrokerThread(logs, state_path=state) as b:
+        out = {}
+        ts = [threading.Thread(target=run, args=(b, "g1", out, n, 6)) for n in ("m1", "m2")]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(90)
+        parts = [sorted({p for p, _ in out[n]}) for n in ("m1", "m2")]
+        assert sorted(parts[0] + parts[1]) == [0, 1, 2, 3] and parts[0] and parts[1], parts  # split, no overlap
+        assert sorted(out["m1"] + out["m2"]) == [(p, o) for p in range(4) for o in range(10)]
+    assert os.path.exists(state)
+    with BrokerThread(logs, state_path=state) as b:  # a restarted server resumes the committed offsets
+        out = {}
+        run(b, "g1", out, "again", None)
+        assert sorted(out["again"]) == [(p, o) for p in range(4) for o in range(6, 10)]

@@ -1,0 +1,288 @@
+"""The replay broker's group coordinator: the classic (eager) consumer-group protocol and offsets.
+
+JoinGroup (MEMBER_ID_REQUIRED first for v4+, as KIP-394 asks), a rebalance that completes when
+every known member has rejoined or the rebalance timeout passes (a new group waits a short initial
+delay so that members starting together land in one generation), SyncGroup (the leader's
+assignment handed to each member), Heartbeat (REBALANCE_IN_PROGRESS / ILLEGAL_GENERATION /
+UNKNOWN_MEMBER_ID), LeaveGroup, session expiry, and OffsetCommit / OffsetFetch persisted to a JSON
+file outside the log dir so that a restarted server resumes them.  Waiting uses asyncio futures:
+this module lives at the server's edge; the protocol and the log logic stay I/O-free.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from .fsutil import atomic_write
+
+NONE, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS = 0, 22, 25, 27
+INVALID_GROUP_ID, INCONSISTENT_GROUP_PROTOCOL, MEMBER_ID_REQUIRED = 24, 23, 79
+
+
+@dataclass
+class Member:
+    member_id: str
+    client_id: str
+    session_ms: int
+    rebalance_ms: int
+    protocols: list
+    instance_id: str | None = None
+    last_seen: float = field(default_factory=time.monotonic)
+    join: asyncio.Future | None = None
+    sync: asyncio.Future | None = None
+    assignment: str = ""
+
+
+@dataclass
+class Group:
+    group_id: str
+    state: str = "Empty"
+    generation: int = 0
+    protocol_type: str | None = None
+    protocol: str | None = None
+    leader: str | None = None
+    members: dict = field(default_factory=dict)
+    completing: asyncio.Task | None = None
+    initial_delay_pending: bool = False
+
+
+class GroupCoordinator:
+    def __init__(self, state_path: str | None, initial_delay_ms: int = 300):
+        self.groups: dict[str, Group] = {}
+        self.state_path = state_path
+        self.initial_delay = initial_delay_ms / 1000
+        self.offsets: dict[str, dict] = {}
+        if state_path and os.path.exists(state_path):
+            with open(state_path, encoding="utf-8") as f:
+                self.offsets = json.load(f)
+
+    # -- offsets ---------------------------------------------------------------------------------
+    def _persist(self) -> None:
+        if self.state_path:
+            os.makedirs(os.path.dirname(self.state_path), exist_ok=True)
+            atomic_write(self.state_path, json.dumps(self.offsets, sort_keys=True).encode())
+
+    def commit(self, version: int, body: dict) -> dict:
+        gid = body.get("GroupId", "")
+        gen = body.get("GenerationIdOrMemberEpoch", -1)
+        g = self.groups.get(gid)
+        err = NONE
+        if gen >= 0:
+            if g is None or body.get("MemberId") not in g.members:
+                err = UNKNOWN_MEMBER_ID
+            elif gen != g.generation:
+                err = ILLEGAL_GENERATION
+            elif g.state == "PreparingRebalance":
+                err = REBALANCE_IN_PROGRESS
+        topics = []
+        for t in body.get("Topics", []):
+            parts = []
+            for p in t.get("Partitions", []):
+                if err == NONE:
+                    self.offsets.setdefault(gid, {})[f"{t['Name']}:{p['PartitionIndex']}"] = {
+                        "offset": p["CommittedOffset"], "leaderEpoch": p.get("CommittedLeaderEpoch", -1),
+                        "metadata": p.get("CommittedMetadata")}
+                parts.append({"PartitionIndex": p["PartitionIndex"], "ErrorCode": err})
+            topics.append({"Name": t["Name"], "Partitions": parts})
+        if err == NONE:
+            self._persist()
+        return {"ThrottleTimeMs": 0, "Topics": topics}
+
+    def _fetch_group(self, gid: str, topics) -> list:
+        stored = self.offsets.get(gid, {})
+        if topics is None:
+            pairs = {}
+            for k in stored:
+                name, part = k.rsplit(":", 1)
+                pairs.setdefault(name, []).append(int(part))
+            topics = [{"Name": n, "PartitionIndexes": sorted(ps)} for n, ps in sorted(pairs.items())]
+        out = []
+        for t in topics:
+            parts = []
+            for p in t.get("PartitionIndexes", []):
+                c = stored.get(f"{t['Name']}:{p}")
+                parts.append({"PartitionIndex": p, "CommittedOffset": c["offset"] if c else -1,
+                              "CommittedLeaderEpoch": c["leaderEpoch"] if c else -1,
+                              "Metadata": (c["metadata"] if c else "") or "", "ErrorCode": NONE})
+            out.append({"Name": t["Name"], "Partitions": parts})
+        return out
+
+    def fetch_offsets(self, version: int, body: dict) -> dict:
+        if version >= 8:
+            return {"ThrottleTimeMs": 0, "Groups": [
+                {"GroupId": g["GroupId"], "Topics": self._fetch_group(g["GroupId"], g.get("Topics")), "ErrorCode": NONE}
+                for g in body.get("Groups", [])]}
+        return {"ThrottleTimeMs": 0, "ErrorCode": NONE,
+                "Topics": self._fetch_group(body.get("GroupId", ""), body.get("Topics"))}
+
+    # -- membership ------------------------------------------------------------------------------
+    def _response(self, g: Group, m: Member, err=NONE) -> dict:
+        leader = m.member_id == g.leader
+        return {"ThrottleTimeMs": 0, "ErrorCode": err, "GenerationId": g.generation, "ProtocolType": g.protocol_type,
+                "ProtocolName": g.protocol, "Leader": g.leader or "", "MemberId": m.member_id,
+                "Members": [{"MemberId": x.member_id, "GroupInstanceId": x.instance_id,
+                             "Metadata": dict(x.protocols).get(g.protocol, "")} for x in g.members.values()]
+                if leader else []}
+
+    async def join(self, version: int, body: dict, client_id: str | None) -> dict:
+        gid = body.get("GroupId") or ""
+        if not gid:
+            return {"ErrorCode": INVALID_GROUP_ID, "GenerationId": -1, "Leader": "", "MemberId": "", "Members": [],
+                    "ProtocolName": None}
+        g = self.groups.setdefault(gid, Group(gid))
+        mid = body.get("MemberId") or ""
+        protocols = [(p["Name"], p["Metadata"]) for p in body.get("Protocols", [])]
+        if g.protocol_type and body.get("ProtocolType") != g.protocol_type and g.members:
+            return {"ErrorCode": INCONSISTENT_GROUP_PROTOCOL, "GenerationId": -1, "Leader": "", "MemberId": mid,
+                    "Members": [], "ProtocolName": None}
+        if not mid:
+            mid = f"{client_id or 'member'}-{uuid.uuid4()}"
+            if version >= 4:
+                return {"ErrorCode": MEMBER_ID_REQUIRED, "GenerationId": -1, "Leader": "", "MemberId": mid,
+                        "Members": [], "ProtocolName": None}
+        rebalance_ms = body.get("RebalanceTimeoutMs", -1)
+        session_ms = body.get("SessionTimeoutMs", 10000)
+        m = g.members.get(mid)
+        if m is None:
+            m = g.members[mid] = Member(mid, client_id or "", session_ms, rebalance_ms if rebalance_ms > 0 else session_ms,
+                                        protocols, body.get("GroupInstanceId"))
+        else:
+            m.protocols, m.session_ms = protocols, session_ms
+        m.last_seen = time.monotonic()
+        g.protocol_type = body.get("ProtocolType")
+        m.join = asyncio.get_running_loop().create_future()
+        self._prepare_rebalance(g)
+        self._maybe_complete(g)
+        return await m.join
+
+    def _prepare_rebalance(self, g: Group) -> None:
+        if g.state == "PreparingRebalance":
+            return
+        was_empty = g.state == "Empty"
+        for x in g.members.values():  # members waiting in SyncGroup must rejoin
+            if x.sync is not None and not x.sync.done():
+                x.sync.set_result({"ThrottleTimeMs": 0, "ErrorCode": REBALANCE_IN_PROGRESS, "Assignment": ""})
+        g.state = "PreparingRebalance"
+        g.initial_delay_pending = was_empty  # members starting together land in one generation
+        timeout = max((x.rebalance_ms for x in g.members.values()), default=5000) / 1000
+        g.completing = asyncio.get_running_loop().create_task(self._complete_later(g, timeout, was_empty))
+
+    @staticmethod
+    def _all_rejoined(g: Group) -> bool:
+        return all(x.join is not None and not x.join.done() for x in g.members.values())
+
+    async def _complete_later(self, g: Group, timeout: float, initial: bool) -> None:
+        if initial:
+            await asyncio.sleep(self.initial_delay)
+            g.initial_delay_pending = False
+            if self._all_rejoined(g):
+                self._complete(g)
+                return
+            timeout -= self.initial_delay
+        await asyncio.sleep(max(0.0, timeout))
+        if g.state == "PreparingRebalance":
+            self._complete(g)
+
+    def _maybe_complete(self, g: Group) -> None:
+        if g.state == "PreparingRebalance" and not g.initial_delay_pending and self._all_rejoined(g):
+            self._complete(g)
+
+    def _complete(self, g: Group) -> None:
+        if g.state != "PreparingRebalance":
+            return
+        for mid in [mid for mid, x in g.members.items() if x.join is None or x.join.done()]:
+            del g.members[mid]  # did not rejoin in time
+        if g.completing is not None and g.completing is not asyncio.current_task():
+            g.completing.cancel()
+        g.generation += 1
+        if not g.members:
+            g.state, g.leader, g.protocol = "Empty", None, None
+            return
+        if g.leader not in g.members:
+            g.leader = next(iter(g.members))
+        names = [n for n, _ in g.members[g.leader].protocols]
+        common = [n for n in names if all(n in dict(x.protocols) for x in g.members.values())]
+        g.protocol = common[0] if common else (names[0] if names else None)
+        g.state = "CompletingRebalance"
+        for x in g.members.values():
+            x.assignment = ""
+            x.join.set_result(self._response(g, x))
+            x.join = None
+
+    async def sync(self, version: int, body: dict) -> dict:
+        g = self.groups.get(body.get("GroupId", ""))
+        mid = body.get("MemberId", "")
+        if g is None or mid not in g.members:
+            return {"ThrottleTimeMs": 0, "ErrorCode": UNKNOWN_MEMBER_ID, "Assignment": ""}
+        if body.get("GenerationId") != g.generation:
+            return {"ThrottleTimeMs": 0, "ErrorCode": ILLEGAL_GENERATION, "Assignment": ""}
+        if g.state == "PreparingRebalance":
+            return {"ThrottleTimeMs": 0, "ErrorCode": REBALANCE_IN_PROGRESS, "Assignment": ""}
+        m = g.members[mid]
+        m.last_seen = time.monotonic()
+        base = {"ThrottleTimeMs": 0, "ErrorCode": NONE, "ProtocolType": g.protocol_type, "ProtocolName": g.protocol}
+        if g.state == "Stable":
+            return dict(base, Assignment=m.assignment)
+        if mid == g.leader:
+            given = {a["MemberId"]: a["Assignment"] for a in body.get("Assignments", [])}
+            g.state = "Stable"
+            for x in g.members.values():
+                x.assignment = given.get(x.member_id, "")
+                if x.sync is not None and not x.sync.done():
+                    x.sync.set_result(dict(base, Assignment=x.assignment))
+            return dict(base, Assignment=m.assignment)
+        m.sync = asyncio.get_running_loop().create_future()
+        return await m.sync
+
+    def heartbeat(self, version: int, body: dict) -> dict:
+        g = self.groups.get(body.get("GroupId", ""))
+        mid = body.get("MemberId", "")
+        if g is None or mid not in g.members:
+            err = UNKNOWN_MEMBER_ID
+        elif body.get("GenerationId") != g.generation:
+            err = ILLEGAL_GENERATION
+        elif g.state == "PreparingRebalance":
+            err = REBALANCE_IN_PROGRESS
+        else:
+            err = NONE
+        if g is not None and mid in g.members:
+            g.members[mid].last_seen = time.monotonic()
+        return {"ThrottleTimeMs": 0, "ErrorCode": err}
+
+    def leave(self, version: int, body: dict) -> dict:
+        g = self.groups.get(body.get("GroupId", ""))
+        ids = [m["MemberId"] for m in body.get("Members", [])] if version >= 3 else [body.get("MemberId", "")]
+        results = []
+        for mid in ids:
+            ok = g is not None and mid in g.members
+            if ok:
+                self._remove(g, mid)
+            results.append({"MemberId": mid, "GroupInstanceId": None, "ErrorCode": NONE if ok else UNKNOWN_MEMBER_ID})
+        err = NONE if version >= 3 or all(r["ErrorCode"] == NONE for r in results) else UNKNOWN_MEMBER_ID
+        return {"ThrottleTimeMs": 0, "ErrorCode": err, "Members": results}
+
+    def _remove(self, g: Group, mid: str) -> None:
+        m = g.members.pop(mid)
+        for fut in (m.join, m.sync):
+            if fut is not None and not fut.done():
+                fut.cancel()
+        if g.members:
+            self._prepare_rebalance(g)
+            self._maybe_complete(g)
+        else:
+            g.state, g.leader, g.protocol = "Empty", None, None
+            g.generation += 1
+
+    async def expire_loop(self) -> None:
+        while True:
+            await asyncio.sleep(0.2)
+            now = time.monotonic()
+            for g in list(self.groups.values()):
+                for mid, m in list(g.members.items()):
+                    waiting = m.join is not None and not m.join.done()
+                    if not waiting and now - m.last_seen > m.session_ms / 1000:
+                        self._remove(g, mid)
