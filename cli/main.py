@@ -525,16 +525,17 @@ def serve(log_dir: str = typer.Argument(..., help="A log dir: every <topic>-<par
           port: int = typer.Option(9092, "--port", min=0, max=65535),
           advertised_host: Optional[str] = typer.Option(None, "--advertised-host"),
           node_id: int = typer.Option(0, "--node-id", min=0),
+          writable: bool = typer.Option(False, "--writable", help="Accept Produce, transactions and CreateTopics"),
           state_file: Optional[str] = typer.Option(None, "--state-file",
                                                    help="Where committed group offsets persist (default ~/.local/state/kfx/serve/...)")):
-    """Serve log directories to real Kafka clients over the Kafka protocol (read-only)."""
+    """Serve log directories to real Kafka clients over the Kafka protocol (read-only unless --writable)."""
     import logging
     from kafkaforensics.server import serve_forever
     if not os.path.isdir(log_dir):
         _fail(f"{log_dir}: not a directory")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     try:
-        serve_forever(log_dir, host, port, advertised_host, node_id, state_file)
+        serve_forever(log_dir, host, port, advertised_host, node_id, state_file, writable)
     except KeyboardInterrupt:
         raise typer.Exit(EXIT_OK)
     except OSError as e:

@@ -4,8 +4,11 @@ Every ``<topic>-<partition>`` directory under the log dir is a partition this on
 leads, served as it is on disk.  Implemented (and advertised, with the versions below):
 ApiVersions, Metadata, ListOffsets (earliest, latest, by timestamp), Fetch (read_uncommitted and
 read_committed with the aborted-transaction list from the .txnindex files), FindCoordinator.
-Nothing on disk is written.  Topic names are validated and only ever matched against the
-partition directories found at start-up, so no request can reach outside the log dir.
+Without ``writable`` nothing on disk is written; with it, Produce (acks 0/1/all, idempotent
+producers), InitProducerId, AddPartitionsToTxn, EndTxn (control batches and .txnindex entries) and
+CreateTopics append through :class:`~kafkaforensics.live_log.LiveLog`.  Topic names are validated
+and only ever matched against partition directories this broker knows, so no request can reach
+outside the log dir.
 """
 from __future__ import annotations
 
@@ -52,11 +55,21 @@ def valid_topic(name) -> bool:
     return isinstance(name, str) and bool(_TOPIC_RE.match(name)) and name not in (".", "..")
 
 
+WRITE_APIS = {22: (0, 4), 24: (0, 3), 26: (0, 3), 19: (0, 7)}
+TOPIC_ALREADY_EXISTS, INVALID_PRODUCER_ID_MAPPING, INVALID_PARTITIONS = 36, 49, 37
+INVALID_TXN_STATE = 48
+
+
 class ReplayBroker:
-    def __init__(self, log_dir: str, *, node_id: int = 0, host: str = "127.0.0.1", port: int = 9092):
+    def __init__(self, log_dir: str, *, node_id: int = 0, host: str = "127.0.0.1", port: int = 9092,
+                 writable: bool = False):
         self.log_dir = os.path.abspath(log_dir)
         self.node_id, self.host, self.port = node_id, host, port
+        self.writable = writable
         self.partitions: dict[tuple[str, int], Served] = {}
+        self.live: dict = {}
+        self.txns: dict[str, dict] = {}
+        self.next_producer_id = 1000
         self.reload()
 
     # -- the log dir ---------------------------------------------------------------------------
@@ -76,6 +89,8 @@ class ReplayBroker:
                         leo = b.last_offset + 1
                         if b.magic >= 2 and b.partition_leader_epoch > s.leader_epoch:
                             s.leader_epoch = b.partition_leader_epoch
+            if state.producers:
+                self.next_producer_id = max(self.next_producer_id, max(state.producers) + 1)
             s.log_start = s.segments[0] if s.segments else 0
             s.log_end = leo
             s.last_stable = state.first_unstable_offset() if state.first_unstable_offset() is not None else leo
@@ -96,23 +111,146 @@ class ReplayBroker:
     # -- dispatch --------------------------------------------------------------------------------
     def handle(self, api_key: int, version: int, body: dict) -> dict:
         return {18: self.api_versions, 3: self.metadata, 2: self.list_offsets, 1: self.fetch,
-                10: self.find_coordinator, 0: self.produce}[api_key](version, body)
+                10: self.find_coordinator, 0: self.produce, 22: self.init_producer_id,
+                24: self.add_partitions_to_txn, 26: self.end_txn, 19: self.create_topics}[api_key](version, body)
+
+    # -- writing (--writable) ----------------------------------------------------------------------
+    def _live(self, s: Served):
+        from .live_log import LiveLog
+        key = (s.topic, s.partition)
+        if key not in self.live:
+            self.live[key] = LiveLog(s.path)
+        return self.live[key]
+
+    def _refresh(self, s: Served, log) -> None:
+        s.log_end, s.last_stable = log.next_offset, log.last_stable_offset
+        if log.active not in s.segments:
+            s.segments.append(log.active)
 
     def produce(self, version: int, body: dict) -> dict:
-        """Read-only: every partition answers POLICY_VIOLATION ('kfx serve' without --writable)."""
-        return {"ThrottleTimeMs": 0, "Responses": [
-            {"Name": t.get("Name"), "PartitionResponses": [
-                {"Index": p["Index"], "ErrorCode": POLICY_VIOLATION, "BaseOffset": -1, "LogStartOffset": -1,
-                 "RecordErrors": [], "ErrorMessage": "this replay broker is read-only (start it with --writable)"}
-                for p in t.get("PartitionData", [])]} for t in body.get("TopicData", [])]}
+        """Read-only: every partition answers POLICY_VIOLATION; writable: append (see LiveLog)."""
+        out = []
+        for t in body.get("TopicData", []):
+            parts = []
+            for p in t.get("PartitionData", []):
+                r = {"Index": p["Index"], "ErrorCode": NONE, "BaseOffset": -1, "LogStartOffset": -1,
+                     "RecordErrors": [], "ErrorMessage": None, "LogAppendTimeMs": -1}
+                s = self.partitions.get((t.get("Name"), p["Index"]))
+                if not self.writable:
+                    r.update(ErrorCode=POLICY_VIOLATION,
+                             ErrorMessage="this replay broker is read-only (start it with --writable)")
+                elif s is None:
+                    r["ErrorCode"] = UNKNOWN_TOPIC_OR_PARTITION
+                else:
+                    log = self._live(s)
+                    err, base = log.append(p.get("Records") or b"", s.leader_epoch)
+                    self._refresh(s, log)
+                    r.update(ErrorCode=err, BaseOffset=base, LogStartOffset=s.log_start)
+                    self._note_txn_partition(p.get("Records") or b"", s)
+                parts.append(r)
+            out.append({"Name": t.get("Name"), "PartitionResponses": parts})
+        return {"ThrottleTimeMs": 0, "Responses": out}
+
+    def _note_txn_partition(self, data: bytes, s: Served) -> None:
+        pass  # partitions join a transaction through AddPartitionsToTxn
+
+    def init_producer_id(self, version: int, body: dict) -> dict:
+        tid = body.get("TransactionalId")
+        if tid is None:
+            pid = self.next_producer_id
+            self.next_producer_id += 1
+            return {"ThrottleTimeMs": 0, "ErrorCode": NONE, "ProducerId": pid, "ProducerEpoch": 0}
+        t = self.txns.get(tid)
+        if t is None:
+            t = self.txns[tid] = {"pid": self.next_producer_id, "epoch": 0, "partitions": set()}
+            self.next_producer_id += 1
+        else:
+            if t["partitions"]:  # a new session of the same transactional id aborts what was open
+                self._end(t, commit=False)
+            t["epoch"] += 1
+        return {"ThrottleTimeMs": 0, "ErrorCode": NONE, "ProducerId": t["pid"], "ProducerEpoch": t["epoch"]}
+
+    def add_partitions_to_txn(self, version: int, body: dict) -> dict:
+        tid, pid, epoch = (body.get("V3AndBelowTransactionalId"), body.get("V3AndBelowProducerId"),
+                           body.get("V3AndBelowProducerEpoch"))
+        t = self.txns.get(tid)
+        err = NONE
+        if t is None or t["pid"] != pid:
+            err = INVALID_PRODUCER_ID_MAPPING
+        elif t["epoch"] != epoch:
+            err = INVALID_PRODUCER_EPOCH
+        results = []
+        for topic in body.get("V3AndBelowTopics", []):
+            rs = []
+            for p in topic.get("Partitions", []):
+                e = err
+                if e == NONE and (topic["Name"], p) not in self.partitions:
+                    e = UNKNOWN_TOPIC_OR_PARTITION
+                if e == NONE:
+                    t["partitions"].add((topic["Name"], p))
+                rs.append({"PartitionIndex": p, "PartitionErrorCode": e})
+            results.append({"Name": topic["Name"], "ResultsByPartition": rs})
+        return {"ThrottleTimeMs": 0, "ResultsByTopicV3AndBelow": results}
+
+    def end_txn(self, version: int, body: dict) -> dict:
+        t = self.txns.get(body.get("TransactionalId"))
+        if t is None or t["pid"] != body.get("ProducerId"):
+            return {"ThrottleTimeMs": 0, "ErrorCode": INVALID_PRODUCER_ID_MAPPING}
+        if t["epoch"] != body.get("ProducerEpoch"):
+            return {"ThrottleTimeMs": 0, "ErrorCode": INVALID_PRODUCER_EPOCH}
+        self._end(t, commit=bool(body.get("Committed")))
+        return {"ThrottleTimeMs": 0, "ErrorCode": NONE}
+
+    def _end(self, t: dict, commit: bool) -> None:
+        import time as _t
+        for key in sorted(t["partitions"]):
+            s = self.partitions.get(key)
+            if s is None:
+                continue
+            log = self._live(s)
+            log.append_marker(t["pid"], t["epoch"], commit, s.leader_epoch, timestamp=int(_t.time() * 1000))
+            self._refresh(s, log)
+        t["partitions"] = set()
+
+    def create_topics(self, version: int, body: dict) -> dict:
+        import base64
+        import uuid
+        from specs import checkpoints as C
+        out = []
+        for t in body.get("Topics", []):
+            name, n = t.get("Name"), t.get("NumPartitions", 1)
+            r = {"Name": name, "ErrorCode": NONE, "ErrorMessage": None, "NumPartitions": n, "ReplicationFactor": 1,
+                 "Configs": None, "TopicId": "AAAAAAAAAAAAAAAAAAAAAA"}
+            if not valid_topic(name):
+                r.update(ErrorCode=INVALID_TOPIC, ErrorMessage=f"illegal topic name {name!r}")
+            elif any(k[0] == name for k in self.partitions):
+                r.update(ErrorCode=TOPIC_ALREADY_EXISTS, ErrorMessage=f"topic {name} already exists")
+            elif n == -1 or n < 1:
+                n = 1 if n == -1 else n
+                if n < 1:
+                    r.update(ErrorCode=INVALID_PARTITIONS, ErrorMessage="partitions must be at least 1")
+            if r["ErrorCode"] == NONE and not body.get("validateOnly"):
+                tid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+                r.update(TopicId=tid, NumPartitions=n)
+                for p in range(n):
+                    d = os.path.join(self.log_dir, f"{name}-{p}")
+                    os.makedirs(d, exist_ok=False)
+                    with open(os.path.join(d, C.PARTITION_METADATA_FILE), "w") as f:
+                        f.write(C.build_partition_metadata(tid))
+                    s = Served(name, p, d, [0], topic_id=tid)
+                    self.partitions[(name, p)] = s
+                    self._live(s)
+            out.append(r)
+        return {"ThrottleTimeMs": 0, "Topics": out}
 
     def supports(self, api_key: int, version: int) -> bool:
-        lo_hi = SUPPORTED.get(api_key)
+        lo_hi = SUPPORTED.get(api_key) or (WRITE_APIS.get(api_key) if self.writable else None)
         return lo_hi is not None and lo_hi[0] <= version <= lo_hi[1]
 
     def api_versions(self, version: int, body: dict, error: int = NONE) -> dict:
         return {"ErrorCode": error, "ThrottleTimeMs": 0,
-                "ApiKeys": [{"ApiKey": k, "MinVersion": lo, "MaxVersion": hi} for k, (lo, hi) in sorted(SUPPORTED.items())]}
+                "ApiKeys": [{"ApiKey": k, "MinVersion": lo, "MaxVersion": hi} for k, (lo, hi) in
+                            sorted({**SUPPORTED, **(WRITE_APIS if self.writable else {})}.items())]}
 
     def metadata(self, version: int, body: dict) -> dict:
         topics = self.topics()

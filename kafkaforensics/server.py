@@ -22,6 +22,7 @@ class _Server:
     def __init__(self, broker: ReplayBroker, groups: GroupCoordinator):
         self.broker = broker
         self.groups = groups
+        self.appended = asyncio.Event()  # set when a produce lands: wakes long-polling fetches
 
     async def client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = Connection()
@@ -35,7 +36,9 @@ class _Server:
                     if isinstance(ev, ProtocolViolation):
                         log.warning("closing %s: %s", peer, ev.reason)
                         return
-                    writer.write(await self.respond(ev))
+                    resp = await self.respond(ev)
+                    if resp:  # acks=0 produce requests get no response
+                        writer.write(resp)
                 await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
             return
@@ -66,10 +69,19 @@ class _Server:
             body = g.fetch_offsets(v, ev.body)
         else:
             body = b.handle(k, v, ev.body)
-        if ev.api_key == 1 and not any(p["Records"] for t in body["Responses"] for p in t["Partitions"]):
-            wait = min(ev.body.get("MaxWaitMs", 0), MAX_WAIT_CAP_MS)
-            if wait > 0:  # long poll: nothing to send yet, so the client gets to wait as it asked
-                await asyncio.sleep(wait / 1000)
+        if k in (0, 26):
+            self.appended.set()
+            self.appended = asyncio.Event()
+        if k == 0 and ev.body.get("Acks") == 0:
+            return b""
+        if k == 1 and not any(p["Records"] for t in body["Responses"] for p in t["Partitions"]):
+            wait = ev.body.get("MaxWaitMs", 0)
+            if wait > 0:  # long poll: wait for data as the client asked, then look again
+                try:
+                    await asyncio.wait_for(self.appended.wait(), min(wait, 30_000) / 1000)
+                except asyncio.TimeoutError:
+                    pass
+                body = b.handle(k, v, ev.body)
         return encode_response(ev.api_key, ev.api_version, ev.correlation_id, body)
 
 
@@ -90,8 +102,8 @@ def default_state_path(log_dir: str) -> str:
 
 
 async def start(log_dir: str, host: str = "127.0.0.1", port: int = 9092, advertised_host: str | None = None,
-                node_id: int = 0, state_path: str | None = None):
-    broker = ReplayBroker(log_dir, node_id=node_id, host=advertised_host or host, port=port)
+                node_id: int = 0, state_path: str | None = None, writable: bool = False):
+    broker = ReplayBroker(log_dir, node_id=node_id, host=advertised_host or host, port=port, writable=writable)
     groups = GroupCoordinator(state_path or default_state_path(log_dir))
     srv = _Server(broker, groups)
     asyncio.get_running_loop().create_task(groups.expire_loop())
@@ -102,9 +114,9 @@ async def start(log_dir: str, host: str = "127.0.0.1", port: int = 9092, adverti
 
 
 def serve_forever(log_dir: str, host: str, port: int, advertised_host: str | None, node_id: int,
-                  state_path: str | None = None) -> None:
+                  state_path: str | None = None, writable: bool = False) -> None:
     async def main():
-        server, broker = await start(log_dir, host, port, advertised_host, node_id, state_path)
+        server, broker = await start(log_dir, host, port, advertised_host, node_id, state_path, writable)
         log.warning("serving %d partitions of %s on %s:%d", len(broker.partitions), log_dir, host, broker.port)
         async with server:
             await server.serve_forever()
@@ -114,8 +126,8 @@ def serve_forever(log_dir: str, host: str, port: int, advertised_host: str | Non
 class BrokerThread:
     """A replay broker on 127.0.0.1 and a free port, in a background thread (tests, notebooks)."""
 
-    def __init__(self, log_dir: str, node_id: int = 0, state_path: str | None = None):
-        self.log_dir, self.node_id, self.state_path = log_dir, node_id, state_path
+    def __init__(self, log_dir: str, node_id: int = 0, state_path: str | None = None, writable: bool = False):
+        self.log_dir, self.node_id, self.state_path, self.writable = log_dir, node_id, state_path, writable
         self.loop = asyncio.new_event_loop()
         self.port = None
 
@@ -126,7 +138,8 @@ class BrokerThread:
             asyncio.set_event_loop(self.loop)
             self.server, self.broker = self.loop.run_until_complete(start(self.log_dir, "127.0.0.1", 0,
                                                                           node_id=self.node_id,
-                                                                          state_path=self.state_path))
+                                                                          state_path=self.state_path,
+                                                                          writable=self.writable))
             self.port = self.broker.port
             ready.set()
             self.loop.run_forever()
