@@ -282,9 +282,8 @@ def _recover_segment(src, base, state, epochs, interval, max_bytes) -> dict:
                 reason = f"unreadable batch at byte {b.position}: {e.problem.detail}"
                 break
             idx.add(b, completed)
-            if b.magic >= 2 and b.partition_leader_epoch >= 0 and (
-                    not epochs or b.partition_leader_epoch > epochs[-1][0]):
-                epochs.append((b.partition_leader_epoch, b.base_offset))
+            if b.magic >= 2:
+                assign_epoch(epochs, b.partition_leader_epoch, b.base_offset)
             prev_last = b.last_offset
             nxt = b.last_offset + 1
         else:
@@ -294,6 +293,15 @@ def _recover_segment(src, base, state, epochs, interval, max_bytes) -> dict:
     idx.close()
     return {"size": size, "valid_bytes": valid, "next_offset": nxt, "indexes": idx,
             "reason": reason or "invalid bytes"}
+
+
+def assign_epoch(epochs: list, epoch: int, start: int) -> None:
+    """LeaderEpochFileCache.assign: a newer epoch is appended after dropping every entry that would
+    not stay monotonic with it (an epoch at least as new, or a start offset at or after its start)."""
+    if epoch < 0 or (epochs and epoch <= epochs[-1][0]):
+        return
+    epochs[:] = [(e, o) for e, o in epochs if e < epoch and o < start]
+    epochs.append((epoch, start))
 
 
 def _plan_index_writes(d: _Dir, base: int, idx: SegmentIndexes, plan, rep: RecoveryReport) -> None:

@@ -256,3 +256,25 @@ def test_cli_recover_dry_run_and_json(part, kfx):
     assert kfx("recover", part, "--index-interval-bytes", INTERVAL).exit_code == 0
     assert kfx("recover", str(part) + "-nope").exit_code == 2
     assert kfx("recover", part, "--no-backup", "--backup-dir", "/tmp/x").exit_code == 2
+
+
+def test_leader_epoch_cache_stays_monotonic_like_kafkas(part):
+    """An epoch newer than the cache's latest drops the entries that start at or after it."""
+    from kafkaforensics.recovery import assign_epoch
+    epochs = [(0, 0), (1, 50), (3, 159)]
+    assign_epoch(epochs, 7, 29)
+    assert epochs == [(0, 0), (7, 29)]
+    assign_epoch(epochs, 5, 40)  # not newer than the latest: ignored
+    assert epochs == [(0, 0), (7, 29)]
+    # on disk: a batch whose partitionLeaderEpoch (outside the CRC) was damaged to a huge value
+    lay = layout(part)
+    seg, batches = lay[1]
+    with open(seg, "r+b") as f:
+        f.seek(batches[0][0] + 12)
+        f.write((1 << 24).to_bytes(4, "big"))
+    _recover(part, full=True)
+    v = verify([part])
+    assert v.ok, v.problems
+    text = open(os.path.join(part, "leader-epoch-checkpoint")).read().split("\n")
+    entries = [tuple(map(int, line.split())) for line in text[2:] if line]
+    assert entries == sorted(entries) and entries[-1][0] == 1 << 24

@@ -68,7 +68,6 @@ def test_random_damage_recover_keeps_the_longest_valid_prefix(tmp_path_factory, 
     # nothing was invented: whatever survived is a prefix of the original batches (a batch whose
     # damage falls outside the CRC, e.g. in partitionLeaderEpoch, may survive with that change)
     assert len(kept) <= len(original)
-    assert rep.truncated_at is not None or len(kept) == len(original)
     assert recover(part, index_interval_bytes=INTERVAL).actions == []
     # salvage never invents a record: everything it found was in the original log
     got = _records(str(salvaged))
