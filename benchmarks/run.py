@@ -184,6 +184,58 @@ def child(name: str, arg: str) -> dict:
                  DumpOptions(fmt="json", deep=True), out=null, err=sys.stderr)
         out["records"] = sum(b.count for f in os.listdir(arg) if f.endswith(".log")
                              for b in __import__("kafkaforensics.segment", fromlist=["x"]).iter_batches(os.path.join(arg, f)))
+    elif name == "sendfile-ceiling":
+        import socket
+        import threading
+        srv = socket.socket()
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(1)
+        port = srv.getsockname()[1]
+
+        def send():
+            conn, _ = srv.accept()
+            with open(arg, "rb") as f:
+                off, n = 0, os.path.getsize(arg)
+                while off < n:
+                    off += os.sendfile(conn.fileno(), f.fileno(), off, n - off)
+            conn.close()
+        t0 = time.perf_counter()
+        th = threading.Thread(target=send)
+        th.start()
+        c = socket.create_connection(("127.0.0.1", port))
+        buf = bytearray(1 << 20)
+        while c.recv_into(buf):
+            pass
+        th.join()
+        c.close()
+        out["seconds_override"] = time.perf_counter() - t0
+    elif name == "serve-kcat":
+        import socket
+        part_dir = arg
+        s0 = socket.socket()
+        s0.bind(("127.0.0.1", 0))
+        port = s0.getsockname()[1]
+        s0.close()
+        kfx = os.path.join(os.path.dirname(sys.executable), "kfx")
+        srv = subprocess.Popen([kfx, "serve", os.path.dirname(part_dir), "--port", str(port)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(300):
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+            topic = os.path.basename(part_dir).rsplit("-", 1)[0]
+            t0 = time.perf_counter()
+            r = subprocess.run(["kcat", "-b", f"127.0.0.1:{port}", "-C", "-t", topic, "-p", "0", "-o", "beginning",
+                                "-e", "-q", "-X", "fetch.message.max.bytes=8388608", "-f", "%o\n"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            out["seconds_override"] = time.perf_counter() - t0
+            out["records"] = r.stdout.count(b"\n")
+        finally:
+            srv.terminate()
+            srv.wait(10)
     elif name == "compact":
         from kafkaforensics.cleaner import CompactOptions, compact
         rep = compact(arg, CompactOptions(now=T0 + 10**9, segment_bytes=1 << 30, include_active=True))
@@ -205,7 +257,7 @@ def child(name: str, arg: str) -> dict:
         shutil.rmtree(dest, ignore_errors=True)
     else:
         raise SystemExit(f"unknown benchmark {name}")
-    out["seconds"] = time.perf_counter() - t
+    out["seconds"] = out.pop("seconds_override", None) or (time.perf_counter() - t)
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return out
 
@@ -262,6 +314,21 @@ def main() -> None:
             f.seek(n * k // 16)
             f.write(os.urandom(1 << 16) if k % 2 else b"\0" * (1 << 16))
     results.append(run_child("salvage", img))
+    # the replay broker: a librdkafka consumer (kcat) reading a whole partition, and the ceiling
+    serve_dir = os.path.join(DATA, "serve", "bench-0")
+    os.makedirs(serve_dir, exist_ok=True)
+    seg = os.path.join(serve_dir, "00000000000000000000.log")
+    if not os.path.exists(seg) or os.path.getsize(seg) != os.path.getsize(big):
+        if os.path.exists(seg):
+            os.unlink(seg)
+        os.link(big, seg)
+        for n in os.listdir(serve_dir):
+            if n != os.path.basename(seg):
+                os.unlink(os.path.join(serve_dir, n))
+        from kafkaforensics.reindex import reindex
+        reindex(serve_dir, backup=False)
+    results.append(run_child("sendfile-ceiling", big))
+    results.append(run_child("serve-kcat", serve_dir))
     if args.compact_records:
         src = make_compaction_log(os.path.join(DATA, f"compact-src-{args.compact_records}-0"), args.compact_records,
                                   args.compact_keys)
@@ -285,6 +352,7 @@ def main() -> None:
             deep[(cname, impl)] = r["records_per_s"]
     ceiling = results[0]["mb_per_s"]
     by = {r["name"]: r for r in results}
+    summary_serve = {"serve_kcat_vs_sendfile_ceiling": by["serve-kcat"]["mb_per_s"] / by["sendfile-ceiling"]["mb_per_s"]}
     if "scan-local[1]" in by:
         summary_spark = {"spark_local2_vs_local1": by["scan-local[2]"]["mb_per_s"] / by["scan-local[1]"]["mb_per_s"],
                          "spark_local2_vs_single_process_dump": by["scan-local[2]"]["mb_per_s"] / by["dump-deep-json"]["mb_per_s"]}
@@ -295,6 +363,7 @@ def main() -> None:
         **{f"deep_{c}_vs_kafka_python": deep[(c, "kafkaforensics")] / deep[(c, "kafka-python")] for c in ("none", "lz4", "zstd")},
         **{f"deep_{c}_vs_aiokafka": deep[(c, "kafkaforensics")] / deep[(c, "aiokafka")] for c in ("none", "lz4", "zstd")},
         **summary_spark,
+        **summary_serve,
     }
     machine = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
                "python": platform.python_version(), "system": platform.platform()}

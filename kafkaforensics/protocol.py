@@ -114,3 +114,20 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: d
     header = P.ResponseHeader.build({"CorrelationId": correlation_id}, 1 if flexible else 0)
     payload = header + m.build(body, api_version)
     return _I32.pack(len(payload)) + payload
+
+
+def encode_response_parts(api_key: int, api_version: int, correlation_id: int, body: dict) -> list:
+    """The framed response as a list of ``bytes`` and :class:`~specs.message_schema.FileRegion` parts:
+    record bytes left in their segment files, for the transport to sendfile."""
+    m = P.RESPONSES[api_key]
+    flexible = m.is_flexible(api_version) and api_key != API_VERSIONS_KEY
+    header = P.ResponseHeader.build({"CorrelationId": correlation_id}, 1 if flexible else 0)
+    chunks = m.build_chunks(body, api_version)
+    total = len(header) + len(chunks) + sum(r.length for _pos, r in chunks.regions)
+    parts, last = [_I32.pack(total) + header], 0
+    for pos, region in chunks.regions:
+        parts.append(bytes(chunks[last:pos]))
+        parts.append(region)
+        last = pos
+    parts.append(bytes(chunks[last:]))
+    return [p for p in parts if not isinstance(p, bytes) or p]

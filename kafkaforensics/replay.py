@@ -21,6 +21,7 @@ from .partition import find_partitions
 from .producer_state import ProducerState
 from .segment import BatchScanner, open_buffer
 from .txn_index import read_entries as read_txn_entries
+from specs.message_schema import FileRegion
 
 NONE, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION = 0, 1, 3
 INVALID_TOPIC, UNSUPPORTED_VERSION, POLICY_VIOLATION = 17, 35, 44
@@ -346,7 +347,8 @@ class ReplayBroker:
 
     def read(self, s: Served, offset: int, max_bytes: int, limit: int, first: bool) -> tuple[bytes, int]:
         """Whole batches from the one that holds ``offset``, at most ``max_bytes`` (but at least one
-        batch when ``first``, as KIP-74 says), never past ``limit``; returns the bytes and the next offset."""
+        batch when ``first``, as KIP-74 says), never past ``limit``; returns them as a FileRegion of
+        the segment (sent with sendfile) and the next offset."""
         bases = [b for b in s.segments if b <= offset] or s.segments[:1]
         if not bases or offset >= limit:
             return b"", offset
@@ -376,7 +378,7 @@ class ReplayBroker:
                     end = b.position + b.size
                     upper = b.last_offset + 1
                 if begin is not None and end is not None:
-                    return bytes(buf[begin:end]), upper
+                    return FileRegion(s.seg_path(base, ".log"), begin, end - begin), upper
         return b"", offset
 
     def aborted(self, s: Served, first: int, upper: int) -> list[dict]:

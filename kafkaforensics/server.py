@@ -11,7 +11,8 @@ import logging
 import threading
 
 from .group_coordinator import GroupCoordinator
-from .protocol import Connection, ProtocolViolation, Request, UnsupportedRequest, encode_response
+from .protocol import (Connection, ProtocolViolation, Request, UnsupportedRequest, encode_response,
+                       encode_response_parts)
 from .replay import UNSUPPORTED_VERSION, ReplayBroker
 
 log = logging.getLogger("kfx.serve")
@@ -37,7 +38,9 @@ class _Server:
                         log.warning("closing %s: %s", peer, ev.reason)
                         return
                     resp = await self.respond(ev)
-                    if resp:  # acks=0 produce requests get no response
+                    if isinstance(resp, list):
+                        await self.send_parts(writer, resp)
+                    elif resp:  # acks=0 produce requests get no response
                         writer.write(resp)
                 await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
@@ -82,7 +85,20 @@ class _Server:
                 except asyncio.TimeoutError:
                     pass
                 body = b.handle(k, v, ev.body)
+        if k == 1:
+            return encode_response_parts(ev.api_key, ev.api_version, ev.correlation_id, body)
         return encode_response(ev.api_key, ev.api_version, ev.correlation_id, body)
+
+    async def send_parts(self, writer: asyncio.StreamWriter, parts: list) -> None:
+        """Bytes through the stream, record regions straight from the segment files (sendfile)."""
+        loop = asyncio.get_running_loop()
+        for part in parts:
+            if isinstance(part, bytes):
+                writer.write(part)
+                continue
+            await writer.drain()
+            with open(part.path, "rb") as f:
+                await loop.sendfile(writer.transport, f, part.offset, part.length, fallback=True)
 
 
 def _error_response(ev) -> bytes:

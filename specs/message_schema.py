@@ -138,6 +138,12 @@ class Message:
         _build_struct(out, self.fields, obj, version, self.is_flexible(version), self.structs)
         return bytes(out)
 
+    def build_chunks(self, obj: dict, version: int) -> Chunks:
+        """Like :meth:`build`, but :class:`FileRegion` values become holes listed in ``regions``."""
+        out = Chunks()
+        _build_struct(out, self.fields, obj, version, self.is_flexible(version), self.structs)
+        return out
+
 
 def _sub_fields(f: F, structs: dict):
     if f.fields is not None:
@@ -235,6 +241,27 @@ def _build_struct(out: bytearray, fields, obj: dict, version, flexible, structs)
             out += uvarint(tag) + uvarint(len(data)) + data
 
 
+class FileRegion:
+    """Record bytes that stay in a file: the builder writes their length and leaves a hole that the
+    transport fills with sendfile (zero copy), as Kafka's broker sends fetched records."""
+
+    __slots__ = ("path", "offset", "length")
+
+    def __init__(self, path: str, offset: int, length: int):
+        self.path, self.offset, self.length = path, offset, length
+
+    def __len__(self) -> int:
+        return self.length
+
+
+class Chunks(bytearray):
+    """A build buffer that can hold :class:`FileRegion` holes: ``regions`` lists (position, region)."""
+
+    def __init__(self):
+        super().__init__()
+        self.regions: list = []
+
+
 def _build_value(out: bytearray, f: F, v, version, flexible, structs, type_=None) -> None:
     if f.flexible != "inherit":
         flexible = _in(f.flexible, version)
@@ -246,6 +273,10 @@ def _build_value(out: bytearray, f: F, v, version, flexible, structs, type_=None
     elif t in ("string", "bytes", "records"):
         if v is None:
             out += uvarint(0) if flexible else (_STRUCTS["int16"].pack(-1) if t == "string" else _STRUCTS["int32"].pack(-1))
+            return
+        if isinstance(v, FileRegion):
+            out += uvarint(v.length + 1) if flexible else _STRUCTS["int32"].pack(v.length)
+            out.regions.append((len(out), v))
             return
         raw = v.encode("utf-8") if t == "string" else bytes(v) if t == "records" else base64.b64decode(v)
         if flexible:

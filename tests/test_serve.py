@@ -231,10 +231,23 @@ def _group_kp(b, group, out, name, commit_at):
     from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
     c = KafkaConsumer("multi", bootstrap_servers=b.bootstrap, group_id=group, auto_offset_reset="earliest",
                       consumer_timeout_ms=5000, enable_auto_commit=False)
-    got = [(m.partition, m.offset) for m in c]
-    parts = sorted({p for p, _ in got})
-    if commit_at is not None:
-        c.commit({TopicPartition("multi", p): OffsetAndMetadata(commit_at, "", -1) for p in parts})
+    got, done = [], set()
+    for m in c:
+        got.append((m.partition, m.offset))
+        if commit_at is not None and m.offset == 9:  # commit while the group is stable
+            try:
+                c.commit({TopicPartition("multi", m.partition): OffsetAndMetadata(commit_at, "", -1)})
+                done.add(m.partition)
+            except Exception:
+                pass
+    parts = sorted({p for p, _ in got} - done)
+    if commit_at is not None and parts:
+        for _ in range(20):  # the other member leaving may start a rebalance: rejoin, then commit
+            try:
+                c.commit({TopicPartition("multi", p): OffsetAndMetadata(commit_at, "", -1) for p in parts})
+                break
+            except Exception:
+                c.poll(500)
     c.close()
     out[name] = got
 
@@ -244,7 +257,7 @@ def _group_ck(b, group, out, name, commit_at):
     c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
                   "enable.auto.commit": False, "session.timeout.ms": 6000})
     c.subscribe(["multi"])
-    got, idle = [], 0
+    got, idle, done = [], 0, set()
     while idle < 5:
         m = c.poll(1.0)
         if m is None:
@@ -252,9 +265,20 @@ def _group_ck(b, group, out, name, commit_at):
             continue
         assert not m.error(), m.error()
         got.append((m.partition(), m.offset()))
-    parts = sorted({p for p, _ in got})
+        if commit_at is not None and m.offset() == 9:  # commit while the group is stable
+            try:
+                c.commit(offsets=[TopicPartition("multi", m.partition(), commit_at)], asynchronous=False)
+                done.add(m.partition())
+            except Exception:
+                pass
+    parts = sorted({p for p, _ in got} - done)
     if commit_at is not None and parts:
-        c.commit(offsets=[TopicPartition("multi", p, commit_at) for p in parts], asynchronous=False)
+        for _ in range(20):  # the other member leaving may start a rebalance: rejoin, then commit
+            try:
+                c.commit(offsets=[TopicPartition("multi", p, commit_at) for p in parts], asynchronous=False)
+                break
+            except Exception:
+                c.poll(0.5)
     c.close()
     out[name] = got
 
@@ -266,16 +290,29 @@ def _group_aio(b, group, out, name, commit_at):
         c = AIOKafkaConsumer("multi", bootstrap_servers=b.bootstrap, group_id=group, auto_offset_reset="earliest",
                              enable_auto_commit=False)
         await c.start()
-        got, idle = [], 0
+        got, idle, done = [], 0, set()
         while idle < 3:
             r = await c.getmany(timeout_ms=1500)
             if not r:
                 idle += 1
                 continue
-            got += [(m.partition, m.offset) for ms in r.values() for m in ms]
-        parts = sorted({p for p, _ in got})
+            batch = [(m.partition, m.offset) for ms in r.values() for m in ms]
+            got += batch
+            ends = [p for p, o in batch if o == 9]
+            if commit_at is not None and ends:  # commit while the group is stable
+                try:
+                    await c.commit({TopicPartition("multi", p): commit_at for p in ends})
+                    done.update(ends)
+                except Exception:
+                    pass
+        parts = sorted({p for p, _ in got} - done)
         if commit_at is not None and parts:
-            await c.commit({TopicPartition("multi", p): commit_at for p in parts})
+            for _ in range(20):  # the other member leaving may start a rebalance: rejoin, then commit
+                try:
+                    await c.commit({TopicPartition("multi", p): commit_at for p in parts})
+                    break
+                except Exception:
+                    await c.getmany(timeout_ms=500)
         await c.stop()
         return got
     out[name] = asyncio.run(run())
