@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import struct
 import os
 import time
 import uuid
@@ -50,8 +51,26 @@ class Group:
     initial_delay_pending: bool = False
 
 
+OFFSETS_TOPIC_PARTITIONS = 50  # offsets.topic.num.partitions' default
+
+
+def java_string_hash(s: str) -> int:
+    """String.hashCode() over UTF-16 code units, as an int32."""
+    h = 0
+    for unit in struct.unpack(f"<{len(s.encode('utf-16-le')) // 2}H", s.encode("utf-16-le")):
+        h = (31 * h + unit) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def offsets_partition_for(group_id: str, partitions: int = OFFSETS_TOPIC_PARTITIONS) -> int:
+    """Kafka's Utils.abs(groupId.hashCode) % partitions (abs of MIN_VALUE is 0)."""
+    h = java_string_hash(group_id)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
 class GroupCoordinator:
-    def __init__(self, state_path: str | None, initial_delay_ms: int = 300):
+    def __init__(self, state_path: str | None, initial_delay_ms: int = 300, offsets_writer=None):
+        self.offsets_writer = offsets_writer  # writable broker: commits also go to __consumer_offsets
         self.groups: dict[str, Group] = {}
         self.state_path = state_path
         self.initial_delay = initial_delay_ms / 1000
@@ -90,6 +109,10 @@ class GroupCoordinator:
             topics.append({"Name": t["Name"], "Partitions": parts})
         if err == NONE:
             self._persist()
+            if self.offsets_writer is not None:
+                self.offsets_writer(gid, [(t["Name"], p["PartitionIndex"], p["CommittedOffset"],
+                                           p.get("CommittedLeaderEpoch", -1), p.get("CommittedMetadata") or "")
+                                          for t in body.get("Topics", []) for p in t.get("Partitions", [])])
         return {"ThrottleTimeMs": 0, "Topics": topics}
 
     def _fetch_group(self, gid: str, topics) -> list:

@@ -69,6 +69,7 @@ class ReplayBroker:
         self.writable = writable
         self.partitions: dict[tuple[str, int], Served] = {}
         self.live: dict = {}
+        self._index_cache: dict[str, tuple] = {}  # .index path -> (size, mtime, entries)
         self.txns: dict[str, dict] = {}
         self.next_producer_id = 1000
         self.reload()
@@ -147,13 +148,35 @@ class ReplayBroker:
                     err, base = log.append(p.get("Records") or b"", s.leader_epoch)
                     self._refresh(s, log)
                     r.update(ErrorCode=err, BaseOffset=base, LogStartOffset=s.log_start)
-                    self._note_txn_partition(p.get("Records") or b"", s)
                 parts.append(r)
             out.append({"Name": t.get("Name"), "PartitionResponses": parts})
         return {"ThrottleTimeMs": 0, "Responses": out}
 
-    def _note_txn_partition(self, data: bytes, s: Served) -> None:
-        pass  # partitions join a transaction through AddPartitionsToTxn
+    def write_offset_commits(self, group: str, commits: list) -> None:
+        """Append the commits to __consumer_offsets-N as the group coordinator writes them
+        (key v1, value v3), N = abs(group.hashCode) % 50; the partition dir is created on first use."""
+        import time as _t
+        from .batch import Record
+        from .builder import build_v2
+        from .group_coordinator import offsets_partition_for
+        from .internal_topics import encode_offset_commit
+        n = offsets_partition_for(group)
+        key = ("__consumer_offsets", n)
+        s = self.partitions.get(key)
+        if s is None:
+            d = os.path.join(self.log_dir, f"__consumer_offsets-{n}")
+            os.makedirs(d, exist_ok=True)
+            s = self.partitions[key] = Served("__consumer_offsets", n, d, [0])
+        log = self._live(s)
+        now = int(_t.time() * 1000)
+        recs = []
+        for i, (topic, part, offset, epoch, metadata) in enumerate(commits):
+            k, v = encode_offset_commit(group, topic, part, offset, metadata=metadata, commit_ts=now,
+                                        leader_epoch=epoch)
+            recs.append(Record(log.next_offset + i, now, k, v, []))
+        if recs:
+            log.append(build_v2(recs, base_offset=log.next_offset), s.leader_epoch)
+            self._refresh(s, log)
 
     def init_producer_id(self, version: int, body: dict) -> dict:
         tid = body.get("TransactionalId")
@@ -354,12 +377,8 @@ class ReplayBroker:
             return b"", offset
         start_seg = s.segments.index(bases[-1])
         for base in s.segments[start_seg:]:
-            idx_path = s.seg_path(base, ".index")
-            pos = 0
-            if os.path.exists(idx_path):
-                with open(idx_path, "rb") as f:
-                    entries, _ = offset_index.read_entries(f.read(), base)
-                pos = offset_index.lookup(entries, offset, base)[1]
+            entries = self._index(s.seg_path(base, ".index"), base)
+            pos = offset_index.lookup(entries, offset, base)[1] if entries else 0
             with open_buffer(s.seg_path(base, ".log")) as buf:
                 begin = end = None
                 upper = offset
@@ -380,6 +399,20 @@ class ReplayBroker:
                 if begin is not None and end is not None:
                     return FileRegion(s.seg_path(base, ".log"), begin, end - begin), upper
         return b"", offset
+
+    def _index(self, path: str, base: int) -> list:
+        """A segment's offset index entries, parsed once and re-read only when the file changes."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return []
+        hit = self._index_cache.get(path)
+        if hit is not None and hit[0] == st.st_size and hit[1] == st.st_mtime_ns:
+            return hit[2]
+        with open(path, "rb") as f:
+            entries, _ = offset_index.read_entries(f.read(), base)
+        self._index_cache[path] = (st.st_size, st.st_mtime_ns, entries)
+        return entries
 
     def aborted(self, s: Served, first: int, upper: int) -> list[dict]:
         out = []

@@ -120,7 +120,8 @@ def default_state_path(log_dir: str) -> str:
 async def start(log_dir: str, host: str = "127.0.0.1", port: int = 9092, advertised_host: str | None = None,
                 node_id: int = 0, state_path: str | None = None, writable: bool = False):
     broker = ReplayBroker(log_dir, node_id=node_id, host=advertised_host or host, port=port, writable=writable)
-    groups = GroupCoordinator(state_path or default_state_path(log_dir))
+    groups = GroupCoordinator(state_path or default_state_path(log_dir),
+                              offsets_writer=broker.write_offset_commits if writable else None)
     srv = _Server(broker, groups)
     asyncio.get_running_loop().create_task(groups.expire_loop())
     server = await asyncio.start_server(srv.client, host, port)

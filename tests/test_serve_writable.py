@@ -195,3 +195,36 @@ def test_read_only_broker_refuses_produce_and_changes_nothing(tmp_path):
             p.send("orders", value=b"nope", partition=0).get(timeout=10)
         p.close()
     assert snapshot_files(str(d)) == before
+
+
+def test_group_commits_land_in_consumer_offsets_and_decode(wbroker, kfx):
+    """Offsets committed by real clients through the writable broker are real __consumer_offsets
+    records: `kfx groups` and `kfx dump --offsets-decoder` read them back."""
+    import json
+    from confluent_kafka import Consumer, TopicPartition
+    from kafka import KafkaConsumer, OffsetAndMetadata
+    from kafka import TopicPartition as KTP
+    from kafkaforensics.group_coordinator import offsets_partition_for
+    _create(wbroker, "work", partitions=2)
+    produce_kp(wbroker, "work", "none", [b"a", b"b", b"c"])
+    c = Consumer({"bootstrap.servers": wbroker.bootstrap, "group.id": "ck-group", "enable.auto.commit": False})
+    c.assign([TopicPartition("work", 0, 0)])
+    c.commit(offsets=[TopicPartition("work", 0, 2)], asynchronous=False)
+    c.close()
+    k = KafkaConsumer(bootstrap_servers=wbroker.bootstrap, group_id="kp-group", enable_auto_commit=False)
+    k.assign([KTP("work", 0)])
+    k.commit({KTP("work", 0): OffsetAndMetadata(3, "meta", -1)})
+    k.close()
+    r = kfx("groups", wbroker.dir, "--json")
+    rows = {(x["group"], x["topic"], x["partition"]): x for x in json.loads(r.stdout)["offsets"]}
+    assert rows[("ck-group", "work", 0)]["offset"] == 2 and rows[("ck-group", "work", 0)]["lag"] == 1
+    assert rows[("kp-group", "work", 0)]["offset"] == 3 and rows[("kp-group", "work", 0)]["metadata"] == "meta"
+    n = offsets_partition_for("kp-group")
+    seg = os.path.join(wbroker.dir, f"__consumer_offsets-{n}", "00000000000000000000.log")
+    r = kfx("dump", seg, "--offsets-decoder", "--format", "json")
+    decoded = [rec["decoded"] for line in r.stdout.splitlines() for rec in json.loads(line)["records"]]
+    assert {"key": {"type": "1", "kind": "offset_commit", "data": {"group": "kp-group", "topic": "work", "partition": 0}},
+            "value": {"version": "3", "data": {"offset": 3, "leaderEpoch": -1, "metadata": "meta",
+                                               "commitTimestamp": decoded[-1]["value"]["data"]["commitTimestamp"],
+                                               "expireTimestamp": -1}}} in decoded
+    assert verify([wbroker.dir]).ok
