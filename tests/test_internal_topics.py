@@ -156,3 +156,30 @@ def test_groups_and_the_offsets_decoder(tmp_path, kfx):
     r = kfx("dump", seg, "--offsets-decoder", "--format", "json")
     recs = [rec for line in r.stdout.splitlines() for rec in json.loads(line)["records"]]
     assert recs[-1]["decoded"]["value"] is None and recs[0]["decoded"]["key"]["data"]["topic"] == "orders"
+
+
+def test_cluster_metadata_log_with_snapshot_header_footer(tmp_path, kfx):
+    """A KRaft metadata log: control batches (snapshot header/footer) and records, decoded by dump."""
+    from kafkaforensics.builder import control_record_key
+    header = K.SnapshotHeaderRecord.build({"Version": 0, "LastContainedLogTimestamp": T0}, 0)
+    footer = K.SnapshotFooterRecord.build({"Version": 0}, 0)
+    topic = uvarint(1) + uvarint(K.TopicRecord.api_key) + uvarint(0) + K.TopicRecord.build(
+        {"Name": "orders", "TopicId": "q3Bq1nEAR5uD4qPQ0Kh0bw"}, 0)
+    part = uvarint(1) + uvarint(K.PartitionRecord.api_key) + uvarint(0) + K.PartitionRecord.build(
+        {"PartitionId": 0, "TopicId": "q3Bq1nEAR5uD4qPQ0Kh0bw", "Replicas": [1], "Isr": [1], "Leader": 1,
+         "LeaderEpoch": 3, "PartitionEpoch": 0}, 0)
+    batches = [build_v2([Record(0, T0, control_record_key(3), header, [])], base_offset=0, control=True),
+               build_v2([Record(1, T0, None, topic, []), Record(2, T0, None, part, [])], base_offset=1),
+               build_v2([Record(3, T0, control_record_key(4), footer, [])], base_offset=3, control=True)]
+    p = write_partition(str(tmp_path / "__cluster_metadata-0"), batches)
+    seg = os.path.join(p, "00000000000000000000.log")
+    r = kfx("dump", seg, "--cluster-metadata-decoder", "--format", "json")
+    assert r.exit_code == 0
+    dec = [rec["decoded"] for line in r.stdout.splitlines() for rec in json.loads(line)["records"]]
+    assert dec[0]["control"]["type"] == "SnapshotHeaderRecord"
+    assert dec[0]["control"]["data"]["LastContainedLogTimestamp"] == T0
+    assert dec[1]["value"]["type"] == "TopicRecord" and dec[1]["value"]["data"]["Name"] == "orders"
+    assert dec[2]["value"]["data"]["Leader"] == 1 and dec[2]["value"]["data"]["LeaderEpoch"] == 3
+    assert dec[3]["control"]["type"] == "SnapshotFooterRecord"
+    r = kfx("dump", seg, "--cluster-metadata-decoder")
+    assert "SnapshotHeaderRecord" in r.stdout and '"Name": "orders"' in r.stdout
