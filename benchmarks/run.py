@@ -238,7 +238,8 @@ def child(name: str, arg: str) -> dict:
             srv.wait(10)
     elif name == "compact":
         from kafkaforensics.cleaner import CompactOptions, compact
-        rep = compact(arg, CompactOptions(now=T0 + 10**9, segment_bytes=1 << 30, include_active=True))
+        rep = compact(arg, CompactOptions(now=T0 + 10**9, segment_bytes=1 << 30, include_active=True,
+                                          ignore_checkpoint=True))  # a fresh copy: clean it all
         j = rep.to_json()
         out["records"] = j["records"]["before"]
         out["records_after"] = j["records"]["after"]
