@@ -352,9 +352,6 @@ class _Walk:
         s.last_stable_offset = min(self.state.ongoing) if self.state.ongoing else s.log_end_offset
         s.producers = len(self.state.producers)
         if len(self.epochs) > 1:
-            for (e, start), (_e2, nxt) in zip(self.epochs, self.epochs[1:]):
-                if s.log_end_offset is not None and nxt < s.log_end_offset:
-                    pass
             ends = ", ".join(f"epoch {e}: [{start}, {nxt})" for (e, start), (_n, nxt) in zip(self.epochs, self.epochs[1:]))
             self.rep.findings.append(Finding(
                 "leader-epoch-boundaries", "info", self.name, self.epochs[0][1], (s.log_end_offset or 1) - 1, None,

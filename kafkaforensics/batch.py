@@ -7,6 +7,7 @@ log entry (possibly a compressed wrapper) at a byte position of a file.
 """
 from __future__ import annotations
 
+import struct
 import zlib
 
 from crc32c import crc32c
@@ -19,10 +20,10 @@ from .errors import KafkaFormatError
 
 _HDR = R.HEADER_STRUCT
 _LEG = L.PREFIX_STRUCT
-_I16 = __import__("struct").Struct(">h")
-_I32 = __import__("struct").Struct(">i")
-_I64 = __import__("struct").Struct(">q")
-_CTRL_VALUE = __import__("struct").Struct(">hi")
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_CTRL_VALUE = struct.Struct(">hi")
 _INT32_MAX = 2**31 - 1
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections import deque
 from dataclasses import dataclass, field
 
 from specs import checkpoints as C
@@ -161,14 +162,14 @@ class _TxnMetadata:
     """CleanedTransactionMetadata: which transactional batches are aborted, which markers can go."""
 
     def __init__(self, aborted: list[AbortedTxn]):
-        self.pending = sorted(aborted, key=lambda a: a.first_offset)
+        self.pending = deque(sorted(aborted, key=lambda a: a.first_offset))
         self.ongoing_aborted: dict[int, list] = {}   # pid -> [AbortedTxn, last observed batch offset]
         self.ongoing_committed: set[int] = set()
         self.cleaned_index: list[AbortedTxn] | None = None
 
     def _consume_up_to(self, offset: int) -> None:
         while self.pending and self.pending[0].first_offset <= offset:
-            a = self.pending.pop(0)
+            a = self.pending.popleft()
             self.ongoing_aborted.setdefault(a.producer_id, [a, None])
 
     def on_control(self, b: Batch) -> bool:

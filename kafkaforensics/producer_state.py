@@ -8,6 +8,7 @@ the ``.txnindex`` entry of an aborted one.
 """
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 from crc32c import crc32c
@@ -17,8 +18,8 @@ from specs import producer_snapshot as S
 from .errors import KafkaFormatError
 from .txn_index import AbortedTxn
 
-_VERSION_CRC = __import__("struct").Struct(">hI")
-_COUNT = __import__("struct").Struct(">i")
+_VERSION_CRC = struct.Struct(">hI")
+_COUNT = struct.Struct(">i")
 
 
 @dataclass
