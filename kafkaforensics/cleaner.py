@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -453,7 +454,7 @@ def compact(partition_dir: str, opts: CompactOptions | None = None, *, out: str 
                          f"({os.path.basename(pd0.leftovers[0])}, ...): run `kfx recover` first")
     tp = parse_partition_dir_name(src)
     rep = CompactReport(os.path.basename(src), None, dry_run)
-    now = opts.now if opts.now is not None else int(__import__("time").time() * 1000)
+    now = opts.now if opts.now is not None else int(time.time() * 1000)
     if dry_run or out:
         parent = os.path.dirname(os.path.abspath(out)) if out else os.path.dirname(src)
         work_parent = tempfile.mkdtemp(prefix=".kfx-compact-", dir=parent)
