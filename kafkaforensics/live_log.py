@@ -14,6 +14,8 @@ import os
 import struct
 from collections import deque
 
+from specs import record_batch as R
+
 from . import offset_index, time_index, txn_index
 from .batch import Record
 from .builder import build_v2, control_record_key, end_txn_marker_value
@@ -111,8 +113,8 @@ class LiveLog:
 
     def _write(self, raw: bytearray, leader_epoch: int) -> int:
         base = self.next_offset
-        struct.pack_into(">q", raw, 0, base)
-        struct.pack_into(">i", raw, 12, leader_epoch)
+        struct.pack_into(">q", raw, 0, base)  # baseOffset and partitionLeaderEpoch lie outside the CRC
+        struct.pack_into(">i", raw, R.PARTITION_LEADER_EPOCH_OFFSET, leader_epoch)
         b = next(iter(BatchScanner(bytes(raw))))
         if self.idx.valid_bytes and (self.idx.valid_bytes > self.segment_bytes - b.size
                                      or b.last_offset - self.active > _INT32_MAX):

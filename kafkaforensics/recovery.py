@@ -148,7 +148,7 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
     truncated = False
     removed: list[int] = []
     recovered: list[tuple[int, int]] = []  # (segment base, its next offset)
-    limits: dict[int, int] = {}            # segment base -> valid bytes, where the plan truncates
+    states: dict[int, bytes] = {}          # next offset of each segment walked -> producer snapshot there
     for i, base in enumerate(segments):
         name = f"{base:020d}{LOG}"
         src = d.files[name]
@@ -159,13 +159,14 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
             continue
         if not unflushed and f"{base:020d}{INDEX}" in d.files:
             leo = _replay(src, base, state, leo)
+            states[leo] = state.to_snapshot()
             continue
         res = _recover_segment(src, base, state, epochs, index_interval_bytes, max_message_bytes)
         leo = res["next_offset"] if res["next_offset"] is not None else max(leo, base)
         recovered.append((base, leo))
+        states[leo] = state.to_snapshot()  # the state one walk gives: no second pass for snapshots
         _plan_index_writes(d, base, res["indexes"], plan, rep)
         if res["valid_bytes"] < res["size"]:
-            limits[base] = res["valid_bytes"]
             # a segment below the recovery point is only recovered for a missing index
             # (LogLoader.loadSegmentFiles): its truncation does not remove later segments
             truncated = unflushed
@@ -185,7 +186,7 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
                 del d.files[n]
     rep.log_end_offset = leo
     kept = [b for b in segments if b not in removed]
-    _plan_snapshots(d, kept, leo, recovered, limits, plan)
+    _plan_snapshots(d, kept, leo, recovered, states, plan)
     _plan_epochs(d, epochs, leo, plan)
     rep.actions = sorted(plan, key=lambda a: a.phase)  # stable: Kafka's order within a phase
     if not rep.actions:
@@ -344,7 +345,7 @@ def _plan_epochs(d: _Dir, epochs: list, leo: int, plan) -> None:
                                               "recovered batches", data=data, phase=PHASES["epochs"]))
 
 
-def _plan_snapshots(d: _Dir, segments: list[int], leo: int, recovered, limits, plan) -> None:
+def _plan_snapshots(d: _Dir, segments: list[int], leo: int, recovered, states: dict, plan) -> None:
     """Snapshots past the log end or corrupt go; the state is rebuilt at the end of every recovered
     segment and at the log end (recoverSegment and rebuildProducerState take those); then Kafka's
     removeStraySnapshots rule: keep segment-base snapshots and only the latest stray one, if it lies
@@ -376,31 +377,13 @@ def _plan_snapshots(d: _Dir, segments: list[int], leo: int, recovered, limits, p
         plan.append(Action("delete", d.full(n), "stray producer snapshot with no segment at its offset", phase=phase))
         del d.files[n]
     wanted -= drop
-    for off, data in _states_at(d, segments, sorted(wanted), limits).items():
+    for off in sorted(wanted):
+        data = states[off]
         n = f"{off:020d}{SNAPSHOT}"
         if n in d.files and fsutil.same_content(d.files[n], data):
             continue
         plan.append(Action("write", d.full(n), "producer state rebuilt from the batches", data=data, phase=phase))
         d.files[n] = d.full(n)
-
-
-def _states_at(d: _Dir, segments: list[int], offsets: list[int], limits: dict) -> dict[int, bytes]:
-    """Replay the log as the plan leaves it and take the producer state snapshot at each offset."""
-    out = {}
-    state = ProducerState()
-    todo = list(offsets)
-    for base in segments:
-        src = d.files.get(f"{base:020d}{LOG}")
-        if src is None:
-            continue
-        with open_buffer(src) as buf:
-            for b in BatchScanner(buf, end=limits.get(base), file=src, base_offset=base):
-                while todo and b.base_offset >= todo[0]:
-                    out[todo.pop(0)] = state.to_snapshot()
-                state.append(b)
-    while todo:
-        out[todo.pop(0)] = state.to_snapshot()
-    return out
 
 
 def apply_actions(actions: list[Action], backup_dir: str | None) -> None:

@@ -22,7 +22,7 @@ from specs import record_batch as R
 
 from .batch import parse_legacy_header, parse_v2_header, resolve_legacy_wrapper
 from .errors import KafkaFormatError
-from .segment import RESIDENT_WINDOW, open_buffer, release_pages
+from .segment import LOG_PREFIX, RESIDENT_WINDOW, open_buffer, release_pages
 from .writer import DEFAULT_SEGMENT_BYTES, PartitionWriter
 
 # A plausible header at the match position: a positive size of at least 14 bytes, then either
@@ -82,7 +82,7 @@ def valid_batch_at(buf, pos: int, file: str | None = None, *, deep: bool = True)
     n = len(buf)
     if pos + R.HEADER_SIZE_UP_TO_MAGIC > n:
         return None
-    size = int.from_bytes(buf[pos + 8:pos + 12], "big", signed=True)
+    _offset, size = LOG_PREFIX.unpack_from(buf, pos)
     magic = buf[pos + 16]
     if size < L.RECORD_OVERHEAD_V0 or pos + 12 + size > n:
         return None

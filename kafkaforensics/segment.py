@@ -21,7 +21,8 @@ from .errors import KafkaFormatError, Problem
 
 _SEGMENT_RE = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)((?:\.\w+)?)$")
 _INT32_MAX = 2**31 - 1
-_PREFIX = struct.Struct(">qi")  # baseOffset, batchLength: the LOG_OVERHEAD every magic shares
+#: baseOffset, batchLength: the LOG_OVERHEAD every magic shares
+LOG_PREFIX = struct.Struct(">qi")
 #: How much of a mapped file a walk keeps resident: pages behind the walk are dropped from this
 #: process (they stay in the page cache), so walking a 1 GiB segment needs constant memory.
 RESIDENT_WINDOW = 64 << 20
@@ -115,7 +116,7 @@ class BatchScanner:
                     self._problem(pos, None, "trailing-bytes",
                                   f"{end - pos} bytes after the last batch, too few for a batch header")
                 return
-            offset, size = _PREFIX.unpack_from(buf, pos)
+            offset, size = LOG_PREFIX.unpack_from(buf, pos)
             magic = buf[pos + 16]
             if size < L.RECORD_OVERHEAD_V0:
                 kind = "zeroed-tail" if _all_zero(buf, pos, min(end, pos + 4096)) else "bad-size"

@@ -115,6 +115,16 @@ class KafkaCompressed(c.Construct):
         return obj
 
 
+def field_offset(spec: c.Struct, name: str) -> int:
+    """Byte offset of field ``name`` in a spec of fixed-width fields."""
+    size = 0
+    for sc in spec.subcons:
+        if sc.name == name:
+            return size
+        size += sc.sizeof()
+    raise KeyError(name)
+
+
 def struct_of(spec: c.Struct) -> tuple[struct.Struct, tuple[str, ...]]:
     """Derive a :class:`struct.Struct` and its field names from a spec of fixed-width fields.
 

@@ -10,14 +10,12 @@ from __future__ import annotations
 import construct as c
 from crc32c import crc32c
 
-from .primitives import CrcSealed, KafkaCompressed, NullableBytes, NullableString, Varint, struct_of
+from .primitives import CrcSealed, KafkaCompressed, NullableBytes, NullableString, Varint, field_offset, struct_of
 
 MAGIC = 2
 HEADER_SIZE = 61          # RECORD_BATCH_OVERHEAD
 LOG_OVERHEAD = 12         # baseOffset + batchLength
 HEADER_SIZE_UP_TO_MAGIC = 17
-CRC_OFFSET = 17
-ATTRIBUTES_OFFSET = 21    # the CRC covers from here to the end
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 COMPRESSION_MASK = 0x07
@@ -47,6 +45,9 @@ BatchHeader = c.Struct(
     "recordCount" / c.Int32sb,
 )
 HEADER_STRUCT, HEADER_FIELDS = struct_of(BatchHeader)
+PARTITION_LEADER_EPOCH_OFFSET = field_offset(BatchHeader, "partitionLeaderEpoch")  # outside the CRC
+CRC_OFFSET = field_offset(BatchHeader, "crc")
+ATTRIBUTES_OFFSET = field_offset(BatchHeader, "attributes")  # the CRC covers from here to the end
 
 #: The attributes int16, bit by bit (bit 0 is the least significant).
 BatchAttributes = c.BitStruct(

@@ -175,3 +175,14 @@ def test_cli_dump_exit_codes(kfx, tmp_path):
     assert kfx("dump", str(p)).exit_code == 1
     assert kfx("dump", str(tmp_path / "missing.log")).exit_code == 2
     assert kfx("dump", SEG0, "--format", "yaml").exit_code == 2
+
+
+def test_python_dash_m_is_kfx():
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-m", "kafkaforensics", "dump", SEG0, "--format", "json"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and [json.loads(x)["baseOffset"] for x in r.stdout.splitlines()][0] == 0
+    r = subprocess.run([sys.executable, "-m", "kafkaforensics", "verify", "/nonexistent"], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2

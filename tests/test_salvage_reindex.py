@@ -103,9 +103,11 @@ def test_reindex_rebuilds_byte_identical_indexes(tmp_path, kfx):
     r = kfx("reindex", seg, "--dry-run", "--json", "--index-interval-bytes", INTERVAL)
     assert r.exit_code == 1 and json.loads(r.stdout)["rebuiltIndexes"] == [os.path.basename(idx)]
     assert snapshot_files(part) == files
-    r = kfx("reindex", seg, "--index-interval-bytes", INTERVAL)
+    r = kfx("reindex", seg, "--index-interval-bytes", INTERVAL, "--json")
     assert r.exit_code == 1
     assert open(idx, "rb").read() == originals[os.path.basename(idx)]
+    backup = json.loads(r.stdout)["backup"]  # the replaced file is kept, as every repair keeps it
+    assert open(os.path.join(backup, os.path.basename(idx)), "rb").read() == b"\1" * 16
     assert verify([part]).ok
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from kafkaforensics.dump import DumpOptions, dump
 from kafkaforensics.server import BrokerThread
+from tests.clients import drain
 from tests.conftest import SAMPLE
 
 
@@ -91,14 +92,7 @@ def _ck(broker, topic, *, offset=None, timestamp=None, isolation="read_uncommitt
     if timestamp is not None:
         offset = c.offsets_for_times([TopicPartition(topic, 0, timestamp)], timeout=10)[0].offset
     c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING if offset is None else offset)])
-    got, idle = [], 0
-    while idle < 3:
-        m = c.poll(1.0)
-        if m is None:
-            idle += 1
-            continue
-        assert not m.error(), m.error()
-        got.append((m.offset(), m.key(), m.value(), m.timestamp()[1]))
+    got = [(m.offset(), m.key(), m.value(), m.timestamp()[1]) for m in drain(c)]
     c.close()
     return got
 

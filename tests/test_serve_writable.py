@@ -10,6 +10,7 @@ import pytest
 from kafkaforensics.segment import iter_batches
 from kafkaforensics.server import BrokerThread
 from kafkaforensics.verify import verify
+from tests.clients import drain
 from tests.corruption import snapshot_files
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -163,16 +164,8 @@ def test_transactions_commit_and_abort(wbroker):
     for iso in ("read_committed", "read_uncommitted"):
         c = Consumer({"bootstrap.servers": wbroker.bootstrap, "group.id": iso, "isolation.level": iso})
         c.assign([TopicPartition("tx", 0, 0)])
-        vals, idle = [], 0
-        while idle < 3:
-            m = c.poll(1.0)
-            if m is None:
-                idle += 1
-                continue
-            assert not m.error(), m.error()
-            vals.append(m.value())
+        got[iso] = [m.value() for m in drain(c)]
         c.close()
-        got[iso] = vals
     assert got["read_committed"] == [b"commit-0", b"commit-1", b"commit-2"]
     assert got["read_uncommitted"] == got["read_committed"] + [b"abort-0", b"abort-1", b"abort-2"]
     v = verify([wbroker.dir])
@@ -228,3 +221,39 @@ def test_group_commits_land_in_consumer_offsets_and_decode(wbroker, kfx):
                                                "commitTimestamp": decoded[-1]["value"]["data"]["commitTimestamp"],
                                                "expireTimestamp": -1}}} in decoded
     assert verify([wbroker.dir]).ok
+
+
+def test_acks_zero_gets_no_response_but_lands(wbroker):
+    from kafka import KafkaProducer
+    _create(wbroker, "fire")
+    p = KafkaProducer(bootstrap_servers=wbroker.bootstrap, acks=0)
+    for i in range(5):
+        p.send("fire", value=b"f%d" % i, partition=0)
+    p.flush()
+    p.close()
+    import time
+    for _ in range(50):  # nothing acknowledges acks=0: wait for the bytes to land
+        if len(_records(wbroker.dir, "fire")) == 5:
+            break
+        time.sleep(0.1)
+    assert [v for _o, _k, v in _records(wbroker.dir, "fire")] == [b"f%d" % i for i in range(5)]
+
+
+def test_long_poll_fetch_wakes_up_when_data_arrives(wbroker):
+    """A consumer at the log end waits in the broker (MaxWaitMs) and gets the record produced meanwhile."""
+    import threading
+    import time
+    from confluent_kafka import Consumer, TopicPartition
+    _create(wbroker, "lp")
+    c = Consumer({"bootstrap.servers": wbroker.bootstrap, "group.id": "lp", "fetch.wait.max.ms": 5000})
+    c.assign([TopicPartition("lp", 0, 0)])
+    assert c.poll(1.0) is None  # nothing yet: its fetch is parked in the broker
+    t = threading.Timer(0.5, produce_kp, args=(wbroker, "lp", "none", [b"late"]))
+    t.start()
+    start = time.monotonic()
+    m = None
+    while m is None and time.monotonic() - start < 20:
+        m = c.poll(1.0)
+    t.join()
+    c.close()
+    assert m is not None and not m.error() and m.value() == b"late"
