@@ -3,7 +3,7 @@
 Each measurement runs in a child process (so its peak RSS is its own) over data generated into
 benchmarks/data/.  Prints a table and writes benchmarks/results.json.
 
-    python benchmarks/run.py [--size-mb 1024] [--only NAME ...]
+    python benchmarks/run.py [--size-mb 1024] [--deep-mb 64] [--repeat 3] [--compact-records 0] [--spark-mb 0]
 """
 from __future__ import annotations
 
@@ -22,6 +22,9 @@ DATA = os.path.join(HERE, "data")
 sys.path.insert(0, ROOT)
 
 T0 = 1_700_000_000_000
+#: deep iteration: ours per record (Record objects), ours to columns, and the peers' readers
+OUR_DEEP = ("kafkaforensics", "kafkaforensics-columns")
+DEEP_IMPLS = OUR_DEEP + ("kafka-python", "aiokafka")
 
 
 # ---------------------------------------------------------------- data generation (parent) ----
@@ -102,6 +105,17 @@ def _records_ours(path):
     return n
 
 
+def _records_columns(path):
+    """Every record decoded to columns: offsets, timestamps and attributes as arrays, keys and
+    values as spans of the decompressed bytes, headers as lists (no object per record)."""
+    from kafkaforensics.record_columns import iter_record_columns
+    n = 0
+    for cols in iter_record_columns(path):
+        cols.offset, cols.timestamp, cols.key_start, cols.value_start, cols.headers
+        n += len(cols)
+    return n
+
+
 def _records_peer(path, mod):
     MemoryRecords = __import__(mod + ".record.memory_records", fromlist=["MemoryRecords"]).MemoryRecords
     with open(path, "rb") as f:
@@ -120,6 +134,10 @@ def _records_peer(path, mod):
 def child(name: str, arg: str) -> dict:
     size = os.path.getsize(arg) if os.path.isfile(arg) else sum(
         os.path.getsize(os.path.join(arg, f)) for f in os.listdir(arg) if f.endswith(".log"))
+    if name.startswith("deep-"):  # imports (numpy, the peers' modules) are not part of the figure
+        import aiokafka.record.memory_records  # noqa: F401
+        import kafka.record.memory_records  # noqa: F401
+        import kafkaforensics.record_columns  # noqa: F401
     t = time.perf_counter()
     out = {"bytes": size}
     if name == "crc32c-ceiling":
@@ -152,7 +170,12 @@ def child(name: str, arg: str) -> dict:
             dump([arg], DumpOptions(fmt="json"), out=null, err=sys.stderr)
     elif name.startswith("deep-"):
         impl = name.split("-", 2)[2]
-        out["records"] = _records_ours(arg) if impl == "kafkaforensics" else _records_peer(arg, {"kafka-python": "kafka", "aiokafka": "aiokafka"}[impl])
+        if impl == "kafkaforensics":
+            out["records"] = _records_ours(arg)
+        elif impl == "kafkaforensics-columns":
+            out["records"] = _records_columns(arg)
+        else:
+            out["records"] = _records_peer(arg, {"kafka-python": "kafka", "aiokafka": "aiokafka"}[impl])
     elif name == "write":
         import shutil
         from kafkaforensics.segment import iter_batches
@@ -269,10 +292,32 @@ def run_child(name: str, arg: str) -> dict:
         raise SystemExit(f"{name} failed:\n{r.stderr}")
     res = json.loads(r.stdout.strip().splitlines()[-1])
     res["name"] = name
+    return res
+
+
+def _finish(res: dict) -> dict:
     res["mb_per_s"] = res["bytes"] / res["seconds"] / 1e6
     if "records" in res:
         res["records_per_s"] = res["records"] / res["seconds"]
     return res
+
+
+def run_group(jobs, repeat: int) -> list[dict]:
+    """Run each (name, arg) ``repeat`` times, the group interleaved (a ceiling and what is compared
+    with it see the same moments of this shared machine); each keeps its median run, and all run
+    times are kept in ``runs``."""
+    runs = {name: [] for name, _ in jobs}
+    for _ in range(repeat):
+        for name, arg in jobs:
+            runs[name].append(run_child(name, arg))
+    out = []
+    for name, _ in jobs:
+        rs = sorted(runs[name], key=lambda r: r["seconds"])
+        med = dict(rs[len(rs) // 2])
+        med["runs"] = [round(r["seconds"], 4) for r in runs[name]]
+        med["peak_rss_mb"] = max(r["peak_rss_mb"] for r in rs)
+        out.append(_finish(med))
+    return out
 
 
 # ---------------------------------------------------------------------------------- main ----
@@ -283,29 +328,35 @@ def main() -> None:
     ap.add_argument("--compact-records", type=int, default=10_000_000)
     ap.add_argument("--compact-keys", type=int, default=1_000_000)
     ap.add_argument("--spark-mb", type=int, default=256)
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each figure (the median is kept)")
     ap.add_argument("--child", nargs=2)
     args = ap.parse_args()
     if args.child:
         print(json.dumps(child(*args.child)))
         return
     size = args.size_mb << 20
+    rep = args.repeat
     big = make_segment(os.path.join(DATA, "big", "00000000000000000000.log"), size)
     results = []
     # warm the page cache so every reader sees the same (cached) bytes
     run_child("crc32c-ceiling", big)
-    results.append(run_child("crc32c-ceiling", big))
-    results.append(run_child("verify", big))
-    results.append(run_child("dump-json", big))
-    results.append(run_child("reindex", os.path.dirname(big)))
-    results.append(run_child("disk-write-ceiling", big))
-    results.append(run_child("write", big))
-    # recovery of a 1 GiB segment with a torn last batch
+    results += run_group([("crc32c-ceiling", big), ("verify", big)], rep)
+    results += run_group([("dump-json", big), ("reindex", os.path.dirname(big))], rep)
+    results += run_group([("disk-write-ceiling", big), ("write", big)], rep)
+    # recovery of a 1 GiB segment with a torn last batch (each run truncates it again: a fresh copy)
     rec = os.path.join(DATA, "recover-0")
     os.makedirs(rec, exist_ok=True)
     seg = os.path.join(rec, "00000000000000000000.log")
-    subprocess.run(["cp", "--reflink=auto", big, seg], check=True)
-    os.truncate(seg, os.path.getsize(seg) - 100)
-    results.append(run_child("recover", rec))
+    rec_runs = []
+    for _ in range(rep):
+        subprocess.run(["cp", "--reflink=auto", big, seg], check=True)
+        for n in os.listdir(rec):
+            if n != os.path.basename(seg):
+                os.unlink(os.path.join(rec, n))
+        os.truncate(seg, os.path.getsize(seg) - 100)
+        rec_runs.append(run_child("recover", rec))
+    rec_runs.sort(key=lambda r: r["seconds"])
+    results.append(_finish(dict(rec_runs[len(rec_runs) // 2], runs=[round(r["seconds"], 4) for r in rec_runs])))
     # salvage over a damaged image: the big segment with garbage and zeroed regions punched in
     img = os.path.join(DATA, "damaged.img")
     subprocess.run(["cp", "--reflink=auto", big, img], check=True)
@@ -314,7 +365,7 @@ def main() -> None:
         for k in range(1, 16):
             f.seek(n * k // 16)
             f.write(os.urandom(1 << 16) if k % 2 else b"\0" * (1 << 16))
-    results.append(run_child("salvage", img))
+    results += run_group([("salvage", img)], rep)
     # the replay broker: a librdkafka consumer (kcat) reading a whole partition of 16 KB records
     # (so that the byte path, not kcat's per-message printing, is measured), and the ceiling
     serve_dir = os.path.join(DATA, "serve-16k", "bench-0")
@@ -325,31 +376,27 @@ def main() -> None:
         from kafkaforensics.reindex import reindex
         reindex(serve_dir, backup=False)
     run_child("sendfile-ceiling", seg)  # warm the page cache first, as for the crc32c ceiling
-    results.append(run_child("sendfile-ceiling", seg))
-    results.append(run_child("serve-kcat", serve_dir))
+    results += run_group([("sendfile-ceiling", seg), ("serve-kcat", serve_dir)], rep)
     if args.compact_records:
         src = make_compaction_log(os.path.join(DATA, f"compact-src-{args.compact_records}-0"), args.compact_records,
                                   args.compact_keys)
         work = os.path.join(DATA, "compact-work-0")
         subprocess.run(["rm", "-rf", work], check=True)
         subprocess.run(["cp", "-r", src, work], check=True)
-        r = run_child("compact", work)
-        results.append(r)
+        results.append(_finish(run_child("compact", work)))  # one run: it takes a minute
     if args.spark_mb:
         sp = make_segment(os.path.join(DATA, "spark", "scan-0", "00000000000000000000.log"), args.spark_mb << 20)
         for nm in ("dump-deep-json", "scan-local[1]", "scan-local[2]"):
-            r = run_child(nm, os.path.dirname(sp))
-            results.append(r)
+            results.append(_finish(run_child(nm, os.path.dirname(sp))))  # one run each: Spark start-up dominates
     deep = {}
     for codec, cname in ((0, "none"), (3, "lz4"), (4, "zstd")):
         p = make_segment(os.path.join(DATA, f"deep-{cname}", "00000000000000000000.log"), args.deep_mb << 20, codec=codec)
-        for impl in ("kafkaforensics", "kafka-python", "aiokafka"):
-            r = run_child(f"deep-{cname}-{impl}", p)
+        for r in run_group([(f"deep-{cname}-{impl}", p) for impl in DEEP_IMPLS], max(rep, 5)):
             r["codec"] = cname
             results.append(r)
-            deep[(cname, impl)] = r["records_per_s"]
-    ceiling = results[0]["mb_per_s"]
+            deep[(cname, r["name"].split("-", 2)[2])] = r["records_per_s"]
     by = {r["name"]: r for r in results}
+    ceiling = by["crc32c-ceiling"]["mb_per_s"]
     summary_serve = {"serve_kcat_vs_sendfile_ceiling": by["serve-kcat"]["mb_per_s"] / by["sendfile-ceiling"]["mb_per_s"]}
     if "scan-local[1]" in by:
         summary_spark = {"spark_local2_vs_local1": by["scan-local[2]"]["mb_per_s"] / by["scan-local[1]"]["mb_per_s"],
@@ -357,9 +404,9 @@ def main() -> None:
     else:
         summary_spark = {}
     summary = {
-        "verify_vs_crc32c_ceiling": results[1]["mb_per_s"] / ceiling,
-        **{f"deep_{c}_vs_kafka_python": deep[(c, "kafkaforensics")] / deep[(c, "kafka-python")] for c in ("none", "lz4", "zstd")},
-        **{f"deep_{c}_vs_aiokafka": deep[(c, "kafkaforensics")] / deep[(c, "aiokafka")] for c in ("none", "lz4", "zstd")},
+        "verify_vs_crc32c_ceiling": by["verify"]["mb_per_s"] / ceiling,
+        **{f"deep_{c}_{ours}_vs_{peer}": deep[(c, ours)] / deep[(c, peer)]
+           for c in ("none", "lz4", "zstd") for ours in OUR_DEEP for peer in ("kafka-python", "aiokafka")},
         **summary_spark,
         **summary_serve,
     }
@@ -369,7 +416,8 @@ def main() -> None:
         json.dump({"machine": machine, "results": results, "summary": summary}, f, indent=1)
     from rich.console import Console
     from rich.table import Table
-    t = Table(title=f"kafkaforensics benchmarks ({args.size_mb} MiB segment, {args.deep_mb} MiB deep)")
+    t = Table(title=f"kafkaforensics benchmarks ({args.size_mb} MiB segment, {args.deep_mb} MiB deep, "
+                    f"median of {rep} runs)")
     for c in ("benchmark", "MB/s", "records/s", "seconds", "peak RSS MB"):
         t.add_column(c, justify="left" if c == "benchmark" else "right")
     for r in results:

@@ -1,7 +1,7 @@
 """Batches and records as the library hands them out, decoded on the fast path.
 
 The fast path reads headers with a :class:`struct.Struct` derived from ``specs.record_batch`` /
-``specs.legacy`` and decodes records with inlined varint arithmetic; ``tests/test_fastpath.py``
+``specs.legacy`` and decodes records with inlined varint arithmetic; ``tests/test_specs.py``
 proves it equal to the construct specs.  A :class:`Batch` is one v2 record batch or one legacy
 log entry (possibly a compressed wrapper) at a byte position of a file.
 """
@@ -229,47 +229,103 @@ def _varint_slow(data: bytes, pos: int):
             raise KafkaFormatError("record", "varint longer than 10 bytes")
 
 
+def decode_headers(data, pos: int, end: int):
+    """The headers of one record: the count varint at ``pos``, then key/value pairs; returns
+    (list of (str, bytes|None), position after).  May raise IndexError past the data's end."""
+    vs = _varint_slow
+    b = data[pos]
+    if b < 0x80:
+        hcount = (b >> 1) ^ -(b & 1)
+        pos += 1
+    else:
+        hcount, pos = vs(data, pos)
+    if hcount < 0 or hcount > end - pos:
+        raise KafkaFormatError("record", f"header count {hcount} out of range")
+    headers = []
+    for _h in range(hcount):
+        b = data[pos]
+        if b < 0x80:
+            hk = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            hk, pos = vs(data, pos)
+        if hk < 0:
+            raise KafkaFormatError("record", f"negative header key length {hk}")
+        hkey = data[pos:pos + hk].decode("utf-8", "replace")
+        pos += hk
+        b = data[pos]
+        if b < 0x80:
+            hv = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            hv, pos = vs(data, pos)
+        if hv < 0:
+            hval = None
+        else:
+            hval = data[pos:pos + hv]
+            pos += hv
+        headers.append((hkey, hval))
+    return headers, pos
+
+
 def decode_records(data: bytes, count: int, base_offset: int, base_ts: int, base_seq: int,
                    log_append_time: int | None) -> list[Record]:
-    """Decode ``count`` v2 records from ``data`` (uncompressed record bytes)."""
+    """Decode ``count`` v2 records from ``data`` (uncompressed record bytes).
+
+    Varints of one and two bytes (nearly all of them) are decoded inline; longer ones call
+    :func:`_varint_slow`.
+    """
     n = len(data)
-    if count < 0 or count > n // 7 + 1:  # a record takes at least 7 bytes: bound before allocating
+    if count < 0 or count > n // 7 + 1:
         raise KafkaFormatError("record", f"record count {count} does not fit in {n} bytes")
     out = []
     append = out.append
     vs = _varint_slow
     pos = 0
+    R = Record
+    seq = base_seq >= 0
     try:
         for _ in range(count):
             b = data[pos]
             if b < 0x80:
-                length = (b >> 1) ^ -(b & 1)
-                pos += 1
+                length = (b >> 1) ^ -(b & 1); pos += 1
             else:
-                length, pos = vs(data, pos)
+                c = data[pos + 1]
+                if c < 0x80:
+                    b = (b & 0x7F) | (c << 7); length = (b >> 1) ^ -(b & 1); pos += 2
+                else:
+                    length, pos = vs(data, pos)
             end = pos + length
             if length < 6 or end > n:
                 raise KafkaFormatError("record", f"record length {length} runs past the batch ({n - pos} bytes left)")
             attrs = data[pos]
-            pos += 1
+            b = data[pos + 1]
+            if b < 0x80:
+                ts_delta = (b >> 1) ^ -(b & 1); pos += 2
+            else:
+                c = data[pos + 2]
+                if c < 0x80:
+                    b = (b & 0x7F) | (c << 7); ts_delta = (b >> 1) ^ -(b & 1); pos += 3
+                else:
+                    ts_delta, pos = vs(data, pos + 1)
             b = data[pos]
             if b < 0x80:
-                ts_delta = (b >> 1) ^ -(b & 1)
-                pos += 1
+                off_delta = (b >> 1) ^ -(b & 1); pos += 1
             else:
-                ts_delta, pos = vs(data, pos)
+                c = data[pos + 1]
+                if c < 0x80:
+                    b = (b & 0x7F) | (c << 7); off_delta = (b >> 1) ^ -(b & 1); pos += 2
+                else:
+                    off_delta, pos = vs(data, pos)
             b = data[pos]
             if b < 0x80:
-                off_delta = (b >> 1) ^ -(b & 1)
-                pos += 1
+                klen = (b >> 1) ^ -(b & 1); pos += 1
             else:
-                off_delta, pos = vs(data, pos)
-            b = data[pos]
-            if b < 0x80:
-                klen = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                klen, pos = vs(data, pos)
+                c = data[pos + 1]
+                if c < 0x80:
+                    b = (b & 0x7F) | (c << 7); klen = (b >> 1) ^ -(b & 1); pos += 2
+                else:
+                    klen, pos = vs(data, pos)
             if klen < 0:
                 key = None
                 if klen != -1:
@@ -279,10 +335,13 @@ def decode_records(data: bytes, count: int, base_offset: int, base_ts: int, base
                 pos += klen
             b = data[pos]
             if b < 0x80:
-                vlen = (b >> 1) ^ -(b & 1)
-                pos += 1
+                vlen = (b >> 1) ^ -(b & 1); pos += 1
             else:
-                vlen, pos = vs(data, pos)
+                c = data[pos + 1]
+                if c < 0x80:
+                    b = (b & 0x7F) | (c << 7); vlen = (b >> 1) ^ -(b & 1); pos += 2
+                else:
+                    vlen, pos = vs(data, pos)
             if vlen < 0:
                 value = None
                 if vlen != -1:
@@ -290,40 +349,19 @@ def decode_records(data: bytes, count: int, base_offset: int, base_ts: int, base
             else:
                 value = data[pos:pos + vlen]
                 pos += vlen
-            b = data[pos]
-            if b < 0x80:
-                hcount = (b >> 1) ^ -(b & 1)
+            if data[pos] == 0:
                 pos += 1
-            else:
-                hcount, pos = vs(data, pos)
-            if hcount:
-                if hcount < 0 or hcount > end - pos:
-                    raise KafkaFormatError("record", f"header count {hcount} out of range")
                 headers = []
-                for _h in range(hcount):
-                    hk, pos = vs(data, pos)
-                    if hk < 0:
-                        raise KafkaFormatError("record", f"negative header key length {hk}")
-                    hkey = data[pos:pos + hk].decode("utf-8", "replace")
-                    pos += hk
-                    hv, pos = vs(data, pos)
-                    if hv < 0:
-                        hval = None
-                    else:
-                        hval = data[pos:pos + hv]
-                        pos += hv
-                    headers.append((hkey, hval))
             else:
-                headers = []
+                headers, pos = decode_headers(data, pos, end)
             if pos != end:
                 raise KafkaFormatError("record", f"record body is {length} bytes but its fields span {length + pos - end}")
             if log_append_time is None:
-                append(Record(base_offset + off_delta, base_ts + ts_delta, key, value, headers, attrs,
-                              -1 if base_seq < 0 else (base_seq + off_delta) & _INT32_MAX))
+                append(R(base_offset + off_delta, base_ts + ts_delta, key, value, headers, attrs,
+                              (base_seq + off_delta) & _INT32_MAX if seq else -1))
             else:
-                append(Record(base_offset + off_delta, log_append_time, key, value, headers, attrs,
-                              -1 if base_seq < 0 else (base_seq + off_delta) & _INT32_MAX,
-                              base_ts + ts_delta))
+                append(R(base_offset + off_delta, log_append_time, key, value, headers, attrs,
+                              (base_seq + off_delta) & _INT32_MAX if seq else -1, base_ts + ts_delta))
     except IndexError:
         raise KafkaFormatError("record", f"records run past the end of the batch ({n} bytes)") from None
     if pos != n:
@@ -331,15 +369,20 @@ def decode_records(data: bytes, count: int, base_offset: int, base_ts: int, base
     return out
 
 
-def _decode_v2_records(b: Batch) -> list[Record]:
+def v2_record_bytes(b: Batch) -> bytes:
+    """The records section of a v2 batch, decompressed (raises an unlocated KafkaFormatError)."""
     if b.size < R.HEADER_SIZE:
         raise KafkaFormatError("batch", f"batch size {b.size} is below the {R.HEADER_SIZE}-byte header")
     body = bytes(b.data[R.HEADER_SIZE:])
     codec = b.compression
     if codec:
         body = compression.decompress(codec, body, magic=2)
+    return body
+
+
+def _decode_v2_records(b: Batch) -> list[Record]:
     lat = b.max_timestamp if b.attributes & R.TIMESTAMP_TYPE_MASK else None
-    return decode_records(body, b.count, b.base_offset, b.first_timestamp, b.base_sequence, lat)
+    return decode_records(v2_record_bytes(b), b.count, b.base_offset, b.first_timestamp, b.base_sequence, lat)
 
 
 def iter_legacy_entries(data: bytes, *, depth: int = 0):

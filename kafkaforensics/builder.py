@@ -1,7 +1,7 @@
 """Build batch bytes: record batches v2 and legacy message sets (the writer's fast path).
 
 The output is byte-identical to building ``specs.record_batch.RecordBatch`` /
-``specs.legacy.LogEntry`` with construct (``tests/test_fastpath.py``), and to Kafka's own
+``specs.legacy.LogEntry`` with construct (``tests/test_specs.py``), and to Kafka's own
 MemoryRecordsBuilder for uncompressed batches.
 """
 from __future__ import annotations

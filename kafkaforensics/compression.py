@@ -10,8 +10,8 @@
 from __future__ import annotations
 
 import gzip
-import io
 import struct
+import threading
 import zlib
 
 import lz4.block
@@ -167,16 +167,56 @@ def _unlz4(data: bytes, magic: int, bound: int) -> bytes:
         hc = (xxh32(data[4:end]) >> 8) & 0xFF  # accept the broken checksum: replace with the right one
         data = data[:end] + bytes([hc]) + data[end + 1:]
     d = lz4.frame.LZ4FrameDecompressor()
-    out = d.decompress(data, max_length=bound + 1)
+    # grow the output in steps: asking for ``bound`` at once would allocate the whole bound per batch
+    step = _first_step(len(data), bound)
+    out = d.decompress(data, max_length=step)
+    if not d.eof and not d.needs_input:
+        parts, total = [out], len(out)
+        while not d.eof and not d.needs_input and total <= bound:
+            step = min(step * 2, bound + 1 - total)
+            part = d.decompress(b"", max_length=step)
+            parts.append(part)
+            total += len(part)
+        out = b"".join(parts)
     if not d.eof and len(out) <= bound:
         raise CompressionError("LZ4 frame is truncated")
     return out
 
 
+_ZSTD = threading.local()
+
+
 def _unzstd(data, bound: int) -> bytes:
-    reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True)
-    out = reader.read(bound + 1)
-    return out
+    d = getattr(_ZSTD, "d", None)
+    if d is None:  # one decompressor a thread: building one per batch costs more than the batch
+        d = _ZSTD.d = zstandard.ZstdDecompressor()
+    data = memoryview(data)
+    obj = d.decompressobj()
+    parts, total, pos = [], 0, 0
+    while True:
+        # feed input in slices small enough that one slice cannot blow far past the bound:
+        # a zstd block expands at most ~32768-fold (4 bytes of RLE block -> 128 KiB)
+        step = max(1024, (bound + 1 - total) >> 15)
+        out = obj.decompress(data[pos:pos + step])
+        pos = min(pos + step, len(data))
+        if out:
+            parts.append(out)
+            total += len(out)
+            if total > bound:
+                break
+        if obj.eof:  # a frame ended: Kafka's stream reads on into a following frame, if any
+            rest = obj.unused_data + bytes(data[pos:])
+            if not rest:
+                break
+            data, pos, obj = memoryview(rest), 0, d.decompressobj()
+        elif pos >= len(data):
+            raise CompressionError("zstd frame is truncated")
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def _first_step(compressed: int, bound: int) -> int:
+    """First output size to ask a streaming decompressor for (then doubled up to ``bound`` + 1)."""
+    return min(max(1 << 16, 8 * compressed), bound + 1)
 
 
 # --- xxHash32, only ever run over an LZ4 frame header (at most 15 bytes) --------------------

@@ -21,6 +21,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from .batch import resolve_legacy_wrapper
 from .errors import KafkaFormatError
 from .partition import parse_partition_dir_name
+from .record_columns import decode_columns
 from .schema import ANOMALY_COLUMNS, BATCH_COLUMNS, RECORD_COLUMNS, spark_ddl
 from .segment import BatchScanner, offset_from_name, open_buffer
 
@@ -116,6 +117,8 @@ class _Range:
 
 
 ARROW_BATCH_ROWS = 8192
+#: bytes of batches decoded together into one Arrow batch at the records level
+RECORDS_RUN_BYTES = 4 << 20
 
 
 class KafkaSegmentsReader(DataSourceReader):
@@ -146,30 +149,75 @@ class KafkaSegmentsReader(DataSourceReader):
         topic, part = tp if tp else (None, None)
         src = (topic, part, split.uri)
         base = offset_from_name(name)
-        rows = []
+        rows, run, run_bytes = [], [], 0
         with _Range(split.uri, split.start, split.end) as (buf, shift, start, end):
             sc = BatchScanner(buf, start=start, end=end if not split.last else len(buf), file=split.uri,
                               base_offset=base)
             for b in sc:
+                if self.level == "records":  # decoded a run of batches at a time, straight to columns
+                    if b.magic < 2 and b.count is None:
+                        try:
+                            resolve_legacy_wrapper(b)
+                        except KafkaFormatError:
+                            continue
+                    run.append(b)
+                    run_bytes += b.size
+                    if run_bytes >= RECORDS_RUN_BYTES:
+                        yield from self._records_arrow(run, src)
+                        run, run_bytes = [], 0
+                    continue
                 rows.extend(self._rows(b, shift, src))
                 if len(rows) >= ARROW_BATCH_ROWS:
                     yield self._arrow(rows)
                     rows = []
+            if run:
+                yield from self._records_arrow(run, src)
             if sc.stop is not None and self.level == "anomalies":
                 p = sc.stop
                 rows.append(src + (p.position + shift if p.position is not None else None, p.offset, p.kind, p.detail))
         if rows:
             yield self._arrow(rows)
 
-    def _arrow(self, rows):
-        """Rows as one Arrow record batch: Spark takes it without a per-row conversion."""
-        import pyarrow as pa
+    def _arrow_schema(self):
         if self._schema is None:
             from pyspark.sql.pandas.types import to_arrow_schema
             self._schema = to_arrow_schema(self.spark_schema)
+        return self._schema
+
+    def _records_arrow(self, run, src):
+        """The records of a run of batches as one Arrow record batch, built column by column from
+        :func:`~kafkaforensics.record_columns.decode_columns` (a batch that does not decode is left
+        out, as the anomalies level reports it)."""
+        import numpy as np
+        import pyarrow as pa
+        try:
+            cols = decode_columns(run)
+        except KafkaFormatError:
+            if len(run) > 1:  # find the batch at fault: the others' records still go out
+                for b in run:
+                    yield from self._records_arrow([b], src)
+            return
+        if not len(cols):
+            return
+        schema = self._arrow_schema()
+        n, which, bl = len(cols), cols.batch, cols.batches
+
+        def per_batch(values):
+            return np.array(values, dtype=object)[which] if values and isinstance(values[0], str) \
+                else np.array(values)[which]
+        data = [[src[0]] * n, [src[1]] * n, [src[2]] * n, cols.offset, cols.timestamp,
+                per_batch([b.timestamp_type for b in bl]), cols.keys(), cols.values(), cols.header_lists(),
+                per_batch([b.base_offset for b in bl]), per_batch([b.producer_id for b in bl]),
+                per_batch([b.is_transactional for b in bl]), per_batch([b.is_control for b in bl])]
+        yield pa.RecordBatch.from_arrays([pa.array(col, type=f.type) for col, f in zip(data, schema)], schema=schema)
+
+    def _arrow(self, rows):
+        """Rows as one Arrow record batch: Spark takes it without a per-row conversion."""
+        import pyarrow as pa
+        schema = self._arrow_schema()
         cols = list(zip(*rows))
-        return pa.RecordBatch.from_arrays([pa.array(col, type=f.type) for col, f in zip(cols, self._schema)],
-                                          schema=self._schema)
+        return pa.RecordBatch.from_arrays([pa.array(col, type=f.type) for col, f in zip(cols, schema)],
+                                          schema=schema)
 
     def _rows(self, b, shift, src):
         level = self.level
@@ -188,21 +236,9 @@ class KafkaSegmentsReader(DataSourceReader):
                 resolve_legacy_wrapper(b)
             except KafkaFormatError:
                 return
-        if level == "batches":
-            row = b.to_json()
-            row["position"] = b.position + shift
-            yield src + tuple(row.values())
-            return
-        try:
-            recs = b.records()
-        except KafkaFormatError:
-            return  # reported by the anomalies level
-        ts_type = b.timestamp_type
-        for r in recs:
-            yield src + (r.offset, r.timestamp, ts_type, None if r.key is None else bytes(r.key),
-                         None if r.value is None else bytes(r.value),
-                         [(k, None if v is None else bytes(v)) for k, v in r.headers],
-                         b.base_offset, b.producer_id, b.is_transactional, b.is_control)
+        row = b.to_json()  # the batches level (records go through _records_arrow)
+        row["position"] = b.position + shift
+        yield src + tuple(row.values())
 
 
 class KafkaSegments(DataSource):

@@ -4,6 +4,9 @@ from hypothesis import strategies as st
 from kafkaforensics.batch import Record
 
 small_bytes = st.one_of(st.none(), st.binary(max_size=64))
+#: sometimes a value over 8 KiB, so that record and value lengths take three-byte varints
+values = st.one_of(small_bytes, st.tuples(st.binary(min_size=1, max_size=8), st.integers(8200, 8300)).map(
+    lambda t: (t[0] * t[1])[:t[1]]))
 header = st.tuples(st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=16)))
 
 
@@ -15,7 +18,7 @@ def records(draw, base_offset=0, max_records=12):
     out = []
     for o in offs:
         out.append(Record(base_offset + o, ts0 + draw(st.integers(-10**6, 10**6)), draw(small_bytes),
-                          draw(small_bytes), draw(st.lists(header, max_size=3))))
+                          draw(values), draw(st.lists(header, max_size=3))))
     return out
 
 

@@ -138,3 +138,22 @@ def test_verify_on_fuzzed_partition_never_crashes(tmp_path):
         rep = verify([str(d)])
         for p in rep.problems:
             assert p.kind and p.file
+
+
+def test_decompression_is_bounded_and_grows_in_steps():
+    """A compression bomb stops at the bound; output far above the first step comes back whole."""
+    import pytest
+    from kafkaforensics.errors import CompressionError
+    big = os.urandom(256) * 32768  # 8 MiB that compresses to little: many growth steps
+    for codec in (compression.GZIP, compression.SNAPPY, compression.LZ4, compression.ZSTD):
+        for magic in (0, 1, 2):
+            if codec == compression.ZSTD and magic < 2:
+                continue
+            packed = compression.compress(codec, big, magic=magic)
+            assert len(packed) < len(big) // 8
+            assert compression.decompress(codec, packed, magic=magic) == big
+            assert compression.decompress(codec, packed, magic=magic, bound=len(big)) == big
+            with pytest.raises(CompressionError, match="bound"):
+                compression.decompress(codec, packed, magic=magic, bound=len(big) - 1)
+            with pytest.raises(CompressionError):
+                compression.decompress(codec, packed[: len(packed) // 2], magic=magic)

@@ -1,0 +1,282 @@
+"""Records of many batches decoded at once into columns (numpy): for scans, exports and Spark.
+
+``batch.decode_records`` walks a batch record by record in Python.  Here the only per-record
+Python work is the walk over the record-length varints; every other field of every record of a
+run of batches is decoded together with vectorised numpy gathers.  Keys and values stay
+``(start, length)`` pairs into one buffer, so a consumer that wants Arrow columns never makes a
+Python object per record; :meth:`RecordColumns.keys`, :meth:`~RecordColumns.values` and
+:meth:`~RecordColumns.records` make them when asked.
+
+Anything the vectorised checks do not accept -- a malformed record, a varint over nine bytes,
+offsets near the int64 limits, a legacy entry -- is decoded by ``Batch.records()`` instead, which
+also raises the same located error.  ``tests/test_record_columns.py`` proves the two paths equal.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from specs import record_batch as R
+
+from .batch import Batch, Record, _varint_slow, decode_headers, v2_record_bytes
+from .errors import KafkaFormatError
+from .segment import BatchScanner, offset_from_name, open_buffer
+
+_INT32_MAX = 2**31 - 1
+_SAFE = 2**61  # bases and deltas below this cannot overflow int64 when added
+#: batches' bytes gathered into one decode by :func:`iter_record_columns`
+CHUNK_BYTES = 1 << 20
+
+
+class _Fallback(Exception):
+    """The vectorised path declines these batches: decode them one by one."""
+
+
+class RecordColumns:
+    """The records of ``batches``, column by column (all arrays of one length, in log order).
+
+    ``buf`` holds the batches' record bytes (decompressed); ``key_start``/``key_length`` and
+    ``value_start``/``value_length`` index into it, a length of -1 meaning null.  ``batch`` is the
+    index into ``batches`` of each record's batch.  ``headers`` maps a record's index to its header
+    list, for the records that have headers.
+    """
+
+    __slots__ = ("batches", "buf", "batch", "offset", "timestamp", "create_time", "attributes",
+                 "key_start", "key_length", "value_start", "value_length", "headers")
+
+    def __len__(self) -> int:
+        return len(self.offset)
+
+    def _slices(self, start, length) -> list:
+        buf = self.buf
+        s = start.tolist()
+        e = (start + np.maximum(length, 0)).tolist()
+        out = list(map(buf.__getitem__, map(slice, s, e)))
+        for i in np.flatnonzero(length < 0).tolist():
+            out[i] = None
+        return out
+
+    def keys(self) -> list:
+        """Each record's key as bytes (None for a null key)."""
+        return self._slices(self.key_start, self.key_length)
+
+    def values(self) -> list:
+        """Each record's value as bytes (None for a null value)."""
+        return self._slices(self.value_start, self.value_length)
+
+    def header_lists(self) -> list:
+        """Each record's headers as a list of (key, value) pairs."""
+        out = [[] for _ in range(len(self))]
+        for i, h in self.headers.items():
+            out[i] = h
+        return out
+
+    def sequences(self) -> np.ndarray:
+        """Each record's producer sequence (-1 without one); sequences wrap at Integer.MAX_VALUE."""
+        base = np.array([b.base_sequence for b in self.batches], np.int64)[self.batch]
+        first = np.array([b.base_offset for b in self.batches], np.int64)[self.batch]
+        return np.where(base >= 0, (base + self.offset - first) & _INT32_MAX, -1)
+
+    def records(self) -> list[Record]:
+        """The records as :class:`Record` objects, equal to the batches' ``records()`` joined."""
+        lat = np.array([bool(b.attributes & R.TIMESTAMP_TYPE_MASK) for b in self.batches], bool)
+        create = self.create_time.tolist() if lat.any() else None
+        if create is not None:
+            is_lat = lat[self.batch].tolist()
+            create = [c if f else None for c, f in zip(create, is_lat)]
+            return list(map(Record, self.offset.tolist(), self.timestamp.tolist(), self.keys(), self.values(),
+                            self.header_lists(), self.attributes.tolist(), self.sequences().tolist(), create))
+        return list(map(Record, self.offset.tolist(), self.timestamp.tolist(), self.keys(), self.values(),
+                        self.header_lists(), self.attributes.tolist(), self.sequences().tolist()))
+
+
+def decode_columns(batches: list[Batch]) -> RecordColumns:
+    """Decode every record of ``batches`` (any magic; v2 batches take the vectorised path)."""
+    try:
+        if any(b.magic < 2 for b in batches):
+            raise _Fallback
+        return _vectorised(batches)
+    except _Fallback:
+        return _from_records(batches)
+
+
+def iter_record_columns(path: str, *, chunk_bytes: int = CHUNK_BYTES):
+    """Yield :class:`RecordColumns` for runs of about ``chunk_bytes`` of a ``.log`` file's batches.
+
+    The walk is :class:`~kafkaforensics.segment.BatchScanner`'s (it ends where framing breaks);
+    a batch whose records cannot be decoded raises its located :class:`KafkaFormatError`.
+    """
+    with open_buffer(path) as buf:
+        run, size = [], 0
+        for b in BatchScanner(buf, file=path, base_offset=offset_from_name(path)):
+            run.append(b)
+            size += b.size
+            if size >= chunk_bytes:
+                yield decode_columns(run)
+                run, size = [], 0
+        if run:
+            yield decode_columns(run)
+
+
+# --------------------------------------------------------------------------------------------
+def _from_records(batches) -> RecordColumns:
+    """The exact path: each batch's ``records()`` (raises its error), then laid out as columns."""
+    parts, key_start, key_length, value_start, value_length = [], [], [], [], []
+    offs, tss, creates, attrs, which, headers = [], [], [], [], [], {}
+    at = 0
+    for i, b in enumerate(batches):
+        for r in b.records():
+            for v, starts, lengths in ((r.key, key_start, key_length), (r.value, value_start, value_length)):
+                if v is None:
+                    starts.append(at)
+                    lengths.append(-1)
+                else:
+                    v = bytes(v)
+                    parts.append(v)
+                    starts.append(at)
+                    lengths.append(len(v))
+                    at += len(v)
+            if r.headers:
+                headers[len(offs)] = r.headers
+            offs.append(r.offset)
+            tss.append(r.timestamp)
+            creates.append(r.timestamp if r.create_time is None else r.create_time)
+            attrs.append(r.attributes)
+            which.append(i)
+    c = RecordColumns()
+    c.batches = batches
+    c.buf = b"".join(parts)
+    c.batch = np.array(which, np.int64)
+    c.offset = np.array(offs, np.int64)
+    c.timestamp = np.array(tss, np.int64)
+    c.create_time = np.array(creates, np.int64)
+    c.attributes = np.array(attrs, np.int64)
+    c.key_start, c.key_length = np.array(key_start, np.int64), np.array(key_length, np.int64)
+    c.value_start, c.value_length = np.array(value_start, np.int64), np.array(value_length, np.int64)
+    c.headers = headers
+    return c
+
+
+def _walk(data: bytes, pos: int, end: int, count: int, starts: list) -> None:
+    """Append the position of each of ``count`` records from ``pos``; they must fill [pos, end)
+    exactly (checked once at the end: a bad length only sends the walk astray until then)."""
+    append = starts.append
+    for _ in range(count):
+        append(pos)
+        b = data[pos]
+        if b < 0x80:
+            if b & 1:
+                raise _Fallback  # a negative length: the exact path reports it
+            pos += 1 + (b >> 1)
+        else:
+            c = data[pos + 1]
+            if c < 0x80:
+                v = (b & 0x7F) | (c << 7)
+                if v & 1:
+                    raise _Fallback
+                pos += 2 + (v >> 1)
+            else:
+                v, pos = _varint_slow(data, pos)
+                if v < 0:
+                    raise _Fallback
+                pos += v
+    if pos != end:
+        raise _Fallback
+
+
+def _varints(arr: np.ndarray, p: np.ndarray):
+    """Zigzag varints at positions ``p`` (at most nine bytes each): (values, positions after)."""
+    last = len(arr) - 1
+    b = arr[np.minimum(p, last)].astype(np.int64)
+    v = b & 0x7F
+    cont = np.flatnonzero(b & 0x80)
+    q = p + 1
+    shift = 7
+    while len(cont):
+        if shift > 56:
+            raise _Fallback
+        qi = q[cont]
+        bb = arr[np.minimum(qi, last)].astype(np.int64)
+        v[cont] |= (bb & 0x7F) << shift
+        q[cont] = qi + 1
+        cont = cont[(bb & 0x80) != 0]
+        shift += 7
+    return (v >> 1) ^ -(v & 1), q
+
+
+def _vectorised(batches) -> RecordColumns:
+    bodies, firsts, counts = [], [], []
+    at = 0
+    for b in batches:
+        try:
+            body = v2_record_bytes(b)
+        except KafkaFormatError:
+            raise _Fallback from None
+        n = len(body)
+        if b.count < 0 or b.count > n // 7 + 1:
+            raise _Fallback
+        bodies.append(body)
+        firsts.append(at)
+        counts.append(b.count)
+        at += n
+    buf = bodies[0] if len(bodies) == 1 else b"".join(bodies)
+    starts: list = []
+    try:
+        for body, first, count in zip(bodies, firsts, counts):
+            _walk(buf, first, first + len(body), count, starts)
+    except (IndexError, KafkaFormatError):
+        raise _Fallback from None
+    arr = np.frombuffer(buf, np.uint8) if buf else np.zeros(1, np.uint8)
+    counts_a = np.array(counts, np.int64)
+    which = np.repeat(np.arange(len(batches), dtype=np.int64), counts_a)
+    p = np.array(starts, np.int64)
+    length, body = _varints(arr, p)
+    end = body + length
+    attrs = arr[np.minimum(body, len(arr) - 1)].astype(np.int64)
+    ts_delta, q = _varints(arr, body + 1)
+    off_delta, q = _varints(arr, q)
+    key_length, q = _varints(arr, q)
+    key_start = q
+    q = q + np.maximum(key_length, 0)
+    value_length, q = _varints(arr, q)
+    value_start = q
+    q = q + np.maximum(value_length, 0)
+    header_count = arr[np.minimum(q, len(arr) - 1)]
+    if ((length < 6) | (key_length < -1) | (value_length < -1)).any():
+        raise _Fallback
+    plain = header_count == 0
+    if (q[plain] + 1 != end[plain]).any():
+        raise _Fallback
+    headers = {}
+    for i in np.flatnonzero(~plain).tolist():  # header decoding stays per record (rare and small)
+        pos, stop = int(q[i]), int(end[i])
+        if pos >= stop:
+            raise _Fallback
+        try:
+            h, pos = decode_headers(buf, pos, stop)
+        except (IndexError, KafkaFormatError):
+            raise _Fallback from None
+        if pos != stop:
+            raise _Fallback
+        headers[i] = h
+    if any(not (-_SAFE < b.base_offset < _SAFE and -_SAFE < b.first_timestamp < _SAFE) for b in batches) or (
+            len(p) and (np.abs(off_delta).max() >= _SAFE or np.abs(ts_delta).max() >= _SAFE)):
+        raise _Fallback  # int64 sums could overflow where Python's ints do not
+    base_offset = np.array([b.base_offset for b in batches], np.int64)
+    base_ts = np.array([b.first_timestamp for b in batches], np.int64)
+    c = RecordColumns()
+    c.batches = batches
+    c.buf = buf
+    c.batch = which
+    c.offset = base_offset[which] + off_delta
+    c.create_time = base_ts[which] + ts_delta
+    lat = np.array([bool(b.attributes & R.TIMESTAMP_TYPE_MASK) for b in batches], bool)
+    if lat.any():
+        max_ts = np.array([b.max_timestamp for b in batches], np.int64)
+        c.timestamp = np.where(lat[which], max_ts[which], c.create_time)
+    else:
+        c.timestamp = c.create_time
+    c.attributes = attrs
+    c.key_start, c.key_length = key_start, key_length
+    c.value_start, c.value_length = value_start, value_length
+    c.headers = headers
+    return c

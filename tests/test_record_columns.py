@@ -1,0 +1,108 @@
+"""The columnar decoder equals the per-record decoder: same records, same errors, same positions."""
+import pathlib
+import random
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafkaforensics import builder
+from kafkaforensics.batch import Record
+from kafkaforensics.errors import KafkaFormatError
+from kafkaforensics.record_columns import _vectorised, decode_columns, iter_record_columns
+from kafkaforensics.segment import BatchScanner
+from tests.conftest import SAMPLE
+from tests.strategies import batch_kwargs, records
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _log(batch_specs):
+    out, base = [], 0
+    for recs, kw, lat in batch_specs:
+        shifted = [Record(base + r.offset, r.timestamp, r.key, r.value, r.headers) for r in recs]
+        out.append(builder.build_v2(shifted, base_offset=base, log_append_time=lat, **kw))
+        base = shifted[-1].offset + 1
+    return b"".join(out)
+
+
+def _per_record(batches):
+    return [r for b in batches for r in b.records()]
+
+
+@SETTINGS
+@given(st.lists(st.tuples(records(max_records=8), batch_kwargs, st.booleans()), min_size=1, max_size=6))
+def test_columns_equal_records(specs):
+    batches = list(BatchScanner(_log(specs)))
+    cols = decode_columns(batches)
+    want = _per_record(batches)
+    assert cols.records() == want
+    assert cols.keys() == [r.key for r in want] and cols.values() == [r.value for r in want]
+    assert cols.offset.tolist() == [r.offset for r in want]
+    assert cols.timestamp.tolist() == [r.timestamp for r in want]
+    assert cols.header_lists() == [r.headers for r in want]
+    assert cols.sequences().tolist() == [r.sequence for r in want]
+    _vectorised(batches)  # well-formed v2 input never needs the fallback
+
+
+@SETTINGS
+@given(st.lists(st.tuples(records(max_records=6), batch_kwargs.filter(lambda k: k["codec"] == 0), st.booleans()),
+                min_size=1, max_size=4), st.randoms(use_true_random=False), st.integers(1, 6))
+def test_damaged_records_give_the_same_records_or_the_same_error(specs, rnd, flips):
+    """Bytes of the records section changed (framing and CRC ignored): both decoders agree."""
+    data = bytearray(_log(specs))
+    batches = list(BatchScanner(bytes(data)))
+    for _ in range(flips):  # damage only inside records sections, so the walk still frames batches
+        b = rnd.choice(batches)
+        if b.size > 61:
+            data[b.position + rnd.randrange(61, b.size)] = rnd.randrange(256)
+    batches = list(BatchScanner(bytes(data)))
+    try:
+        want = _per_record(batches)
+    except KafkaFormatError as e:
+        try:
+            decode_columns(batches)
+        except KafkaFormatError as e2:
+            assert e2.problem.to_json() == e.problem.to_json()
+        else:
+            raise AssertionError("the columnar decoder accepted what the record decoder refuses")
+    else:
+        assert decode_columns(batches).records() == want
+
+
+def test_huge_varints_and_offsets_take_the_exact_path():
+    """Deltas near the int64 limits would overflow numpy's sums: the fallback keeps Python's ints."""
+    recs = [Record(2**62, 2**62, b"k", b"v", []), Record(2**62 + 1, -(2**62), None, None, [("h", None)])]
+    data = builder.build_v2(recs, base_offset=2**62)
+    batches = list(BatchScanner(data))
+    assert decode_columns(batches).records() == _per_record(batches)
+
+
+def test_iter_record_columns_over_the_sample():
+    """Every partition of the bundled sample (legacy, compressed, transactional) in small chunks."""
+    logs = sorted(pathlib.Path(SAMPLE).glob("*/*.log"))
+    assert logs
+    for log in logs:
+        for chunk in (1, 1 << 12, 1 << 20):
+            got = [r for c in iter_record_columns(str(log), chunk_bytes=chunk) for r in c.records()]
+            want = [r for b in BatchScanner(log.read_bytes()) for r in b.records()]
+            assert got == want, log
+
+
+def test_empty_and_random_garbage():
+    assert len(decode_columns([])) == 0
+    rnd = random.Random(3)
+    for _ in range(200):
+        data = bytearray(_log([([Record(0, 5, b"k", b"v" * 30, [("a", b"b")])] * 1, {}, False)]))
+        for _ in range(3):
+            data[rnd.randrange(61, len(data))] = rnd.randrange(256)
+        batches = list(BatchScanner(bytes(data)))
+        try:
+            want = _per_record(batches)
+        except KafkaFormatError:
+            try:
+                decode_columns(batches)
+                raise AssertionError("accepted")
+            except KafkaFormatError:
+                pass
+        else:
+            assert decode_columns(batches).records() == want
