@@ -2,6 +2,8 @@
 import pathlib
 import random
 
+import pytest
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -106,3 +108,22 @@ def test_empty_and_random_garbage():
                 pass
         else:
             assert decode_columns(batches).records() == want
+
+
+@pytest.mark.parametrize("where, byte, detail", [
+    (5, 6, "fields span"),          # value length one short: a stray byte looks like 'no headers'
+    (4, 3, "negative key length"),  # key length -2
+    (5, 5, "negative value length"),  # value length -3
+])
+def test_malformed_fields_are_refused_by_both(where, byte, detail):
+    data = bytearray(builder.build_v2([Record(0, 5, None, b"abc\x00", [])], base_offset=0))
+    assert data[61 + 4:61 + 6] == b"\x01\x08"  # after len, attributes, timestamp and offset deltas: key, value
+    data[61 + where] = byte
+    batches = list(BatchScanner(bytes(data)))
+    errors = []
+    for decode in (_per_record, lambda bs: decode_columns(bs).records()):
+        try:
+            decode(batches)
+        except KafkaFormatError as e:
+            errors.append(e.problem.to_json())
+    assert len(errors) == 2 and errors[0] == errors[1] and detail in errors[0]["detail"]
