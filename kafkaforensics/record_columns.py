@@ -78,15 +78,12 @@ class RecordColumns:
 
     def records(self) -> list[Record]:
         """The records as :class:`Record` objects, equal to the batches' ``records()`` joined."""
-        lat = np.array([bool(b.attributes & R.TIMESTAMP_TYPE_MASK) for b in self.batches], bool)
-        create = self.create_time.tolist() if lat.any() else None
-        if create is not None:
-            is_lat = lat[self.batch].tolist()
-            create = [c if f else None for c, f in zip(create, is_lat)]
-            return list(map(Record, self.offset.tolist(), self.timestamp.tolist(), self.keys(), self.values(),
-                            self.header_lists(), self.attributes.tolist(), self.sequences().tolist(), create))
-        return list(map(Record, self.offset.tolist(), self.timestamp.tolist(), self.keys(), self.values(),
-                        self.header_lists(), self.attributes.tolist(), self.sequences().tolist()))
+        columns = [self.offset.tolist(), self.timestamp.tolist(), self.keys(), self.values(),
+                   self.header_lists(), self.attributes.tolist(), self.sequences().tolist()]
+        lat = np.array([bool(b.attributes & R.TIMESTAMP_TYPE_MASK) for b in self.batches], bool)[self.batch]
+        if lat.any():  # LogAppendTime batches keep the producer's timestamp as create_time
+            columns.append([c if f else None for c, f in zip(self.create_time.tolist(), lat.tolist())])
+        return list(map(Record, *columns))
 
 
 def decode_columns(batches: list[Batch]) -> RecordColumns:
