@@ -134,13 +134,20 @@ def _records_peer(path, mod):
 def child(name: str, arg: str) -> dict:
     size = os.path.getsize(arg) if os.path.isfile(arg) else sum(
         os.path.getsize(os.path.join(arg, f)) for f in os.listdir(arg) if f.endswith(".log"))
-    if name.startswith("deep-"):  # imports (numpy, the peers' modules) are not part of the figure
+    # imports (numpy, the peers' modules, ours) are not part of any figure: each is a once-per-process cost
+    import crc32c  # noqa: F401
+    import kafkaforensics.dump  # noqa: F401
+    import kafkaforensics.recovery  # noqa: F401
+    import kafkaforensics.reindex  # noqa: F401
+    import kafkaforensics.salvage  # noqa: F401
+    import kafkaforensics.verify  # noqa: F401
+    if name.startswith("deep-"):
         import aiokafka.record.memory_records  # noqa: F401
         import kafka.record.memory_records  # noqa: F401
         import kafkaforensics.record_columns  # noqa: F401
     t = time.perf_counter()
     out = {"bytes": size}
-    if name == "crc32c-ceiling":
+    if name == "crc32c-ceiling-mmap":  # crc32c over the mapped file, 16 MiB per call
         import crc32c
         from kafkaforensics.segment import open_buffer, release_pages
         with open_buffer(arg) as buf:
@@ -148,6 +155,15 @@ def child(name: str, arg: str) -> dict:
             for i in range(0, len(buf), step):
                 crc32c.crc32c(buf[i:i + step])
                 release_pages(buf, 0, i)
+    elif name == "crc32c-ceiling-read":  # crc32c over the file read 1 MiB at a time into one buffer
+        import crc32c
+        chunk = memoryview(bytearray(1 << 20))
+        with open(arg, "rb", buffering=0) as f:
+            while True:
+                n = f.readinto(chunk)
+                if not n:
+                    break
+                crc32c.crc32c(chunk[:n])
     elif name == "disk-write-ceiling":
         from kafkaforensics.segment import open_buffer, release_pages
         dest = os.path.join(DATA, "ceiling.out")
@@ -250,12 +266,18 @@ def child(name: str, arg: str) -> dict:
                 except OSError:
                     time.sleep(0.1)
             topic = os.path.basename(part_dir).rsplit("-", 1)[0]
+            from kafkaforensics.segment import iter_batches
+            want = sum(b.count for f in sorted(os.listdir(part_dir)) if f.endswith(".log")
+                       for b in iter_batches(os.path.join(part_dir, f)))
+            # -c: done at the last record.  (-e would add the final empty fetch, which the broker --
+            # any Kafka broker -- holds for fetch.wait.max.ms, 500 ms, waiting for new data.)
             t0 = time.perf_counter()
             r = subprocess.run(["kcat", "-b", f"127.0.0.1:{port}", "-C", "-t", topic, "-p", "0", "-o", "beginning",
-                                "-e", "-q", "-X", "fetch.message.max.bytes=8388608", "-f", "%o\n"],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                                "-c", str(want), "-q", "-X", "fetch.message.max.bytes=8388608", "-f", "%o\n"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=300)
             out["seconds_override"] = time.perf_counter() - t0
             out["records"] = r.stdout.count(b"\n")
+            assert out["records"] == want, (out["records"], want)
         finally:
             srv.terminate()
             srv.wait(10)
@@ -339,8 +361,10 @@ def main() -> None:
     big = make_segment(os.path.join(DATA, "big", "00000000000000000000.log"), size)
     results = []
     # warm the page cache so every reader sees the same (cached) bytes
-    run_child("crc32c-ceiling", big)
-    results += run_group([("crc32c-ceiling", big), ("verify", big)], rep)
+    run_child("crc32c-ceiling-mmap", big)
+    # the ceiling is the faster of two ways of feeding crc32c the same bytes; verify is noisy on a
+    # shared machine, so this group takes at least five runs
+    results += run_group([("crc32c-ceiling-mmap", big), ("crc32c-ceiling-read", big), ("verify", big)], max(rep, 5))
     results += run_group([("dump-json", big), ("reindex", os.path.dirname(big))], rep)
     results += run_group([("disk-write-ceiling", big), ("write", big)], rep)
     # recovery of a 1 GiB segment with a torn last batch (each run truncates it again: a fresh copy)
@@ -396,7 +420,7 @@ def main() -> None:
             results.append(r)
             deep[(cname, r["name"].split("-", 2)[2])] = r["records_per_s"]
     by = {r["name"]: r for r in results}
-    ceiling = by["crc32c-ceiling"]["mb_per_s"]
+    ceiling = max(by["crc32c-ceiling-mmap"]["mb_per_s"], by["crc32c-ceiling-read"]["mb_per_s"])
     summary_serve = {"serve_kcat_vs_sendfile_ceiling": by["serve-kcat"]["mb_per_s"] / by["sendfile-ceiling"]["mb_per_s"]}
     if "scan-local[1]" in by:
         summary_spark = {"spark_local2_vs_local1": by["scan-local[2]"]["mb_per_s"] / by["scan-local[1]"]["mb_per_s"],

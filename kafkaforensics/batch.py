@@ -404,14 +404,17 @@ def iter_legacy_entries(data: bytes, *, depth: int = 0):
             ts = -1
         else:
             raise KafkaFormatError("message", f"inner message magic {magic}")
-        klen = _I32.unpack_from(data, p)[0]
-        p += 4
-        key = None if klen < 0 else data[p:p + klen]
-        p += max(klen, 0)
-        vlen = _I32.unpack_from(data, p)[0]
-        p += 4
-        value = None if vlen < 0 else data[p:p + vlen]
-        p += max(vlen, 0)
+        fields = []
+        for name in ("key", "value"):  # int32 length (-1: null) and bytes, each within the message
+            if p + 4 > end:
+                raise KafkaFormatError("message", f"inner message {name} length runs past its {size} bytes")
+            length = _I32.unpack_from(data, p)[0]
+            p += 4
+            if length > end - p:
+                raise KafkaFormatError("message", f"inner message {name} of {length} bytes runs past its {size} bytes")
+            fields.append(None if length < 0 else data[p:p + length])
+            p += max(length, 0)
+        key, value = fields
         if p != end:
             raise KafkaFormatError("message", f"inner message fields span {p - start} of {size} bytes")
         yield offset, magic, attrs, ts, key, value, crc, (zlib.crc32(data[start + 4:end]) & 0xFFFFFFFF) == crc

@@ -3,24 +3,27 @@ from __future__ import annotations
 
 import bisect
 
-from specs.indexes import OFFSET_ENTRY
+from specs.indexes import OFFSET_ENTRY, OFFSET_FIELDS
+
+from .index_file import entry_columns
 
 ENTRY_SIZE = OFFSET_ENTRY.size
 
 
-def read_entries(data: bytes, base_offset: int) -> tuple[list[tuple[int, int]], int]:
-    """Parse entries as (absolute offset, position); returns them and the count of zero-tail slots.
+def read_columns(data: bytes, base_offset: int):
+    """Entries as numpy columns (absolute offsets, positions) and the count of zero-tail slots.
 
     Like kafka-dump-log.sh, an entry whose offset equals the base offset after the first one marks
     the start of the preallocated zero tail a crash leaves behind.
     """
-    n = len(data) // ENTRY_SIZE
-    out = []
-    for i, (rel, pos) in enumerate(OFFSET_ENTRY.iter_unpack(data[:n * ENTRY_SIZE])):
-        if i > 0 and rel == 0 and pos == 0:
-            return out, n - i
-        out.append((base_offset + rel, pos))
-    return out, 0
+    (rel, pos), zero_tail = entry_columns(data, OFFSET_ENTRY, OFFSET_FIELDS)
+    return rel + base_offset, pos, zero_tail
+
+
+def read_entries(data: bytes, base_offset: int) -> tuple[list[tuple[int, int]], int]:
+    """Parse entries as (absolute offset, position); returns them and the count of zero-tail slots."""
+    offsets, positions, zero_tail = read_columns(data, base_offset)
+    return list(zip(offsets.tolist(), positions.tolist())), zero_tail
 
 
 def to_bytes(entries, base_offset: int) -> bytes:

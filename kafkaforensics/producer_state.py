@@ -11,9 +11,11 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+import numpy as np
 from crc32c import crc32c
 
 from specs import producer_snapshot as S
+from specs import record_batch as R
 
 from .errors import KafkaFormatError
 from .txn_index import AbortedTxn
@@ -99,6 +101,32 @@ class ProducerState:
         self.map_end_offset = batch.last_offset + 1
         return done
 
+    def append_run(self, run, lo: int, hi: int) -> None:
+        """Apply batches ``lo:hi`` of a :class:`~.header_run.HeaderRun`, none of them a control
+        batch: the state :meth:`append` leaves after each in turn, touching one batch per producer
+        (the last; and the first transactional one, which opens its transaction)."""
+        if hi <= lo:
+            return
+        pid = run.header["producerId"][lo:hi]
+        has = np.flatnonzero(pid >= 0)
+        if len(has):
+            p = pid[has]
+            producers, first = np.unique(p, return_index=True)
+            _, last_rev = np.unique(p[::-1], return_index=True)
+            last = len(p) - 1 - last_rev
+            for u in producers[np.argsort(first)].tolist():  # entries are made in log order
+                if u not in self.producers:
+                    self.producers[u] = ProducerEntry(u)
+            tx = has[(run.header["attributes"][lo:hi][has] & R.TRANSACTIONAL_MASK) != 0]
+            if len(tx):
+                _, tx_first = np.unique(pid[tx], return_index=True)
+                for i in np.sort(tx[tx_first]).tolist():
+                    if self.producers[int(pid[i])].current_txn_first_offset < 0:
+                        self.append(run.batch(lo + i))
+            for i in has[last].tolist():
+                self.append(run.batch(lo + i))
+        self.map_end_offset = int(run.last_offset[hi - 1]) + 1
+
     def _next_incomplete_other(self, pid: int, default: int) -> int:
         """Kafka's lastStableOffset(completedTxn): first offset of another producer's open txn."""
         for first in sorted(self.ongoing):
@@ -125,7 +153,12 @@ class ProducerState:
 
 
 def _marker(batch):
-    recs = batch.records()
+    """(aborted, coordinator epoch) of an end-transaction marker; None for any other control
+    record, and for one that cannot be read (whoever walks the log reports that problem)."""
+    try:
+        recs = batch.records()
+    except KafkaFormatError:
+        return None
     if not recs:
         return None
     ctl = recs[0].control()

@@ -3,20 +3,23 @@ from __future__ import annotations
 
 import bisect
 
-from specs.indexes import TIME_ENTRY
+from specs.indexes import TIME_ENTRY, TIME_FIELDS
+
+from .index_file import entry_columns
 
 ENTRY_SIZE = TIME_ENTRY.size
 
 
+def read_columns(data: bytes, base_offset: int):
+    """Entries as numpy columns (timestamps, absolute offsets) and the count of zero-tail slots."""
+    (ts, rel), zero_tail = entry_columns(data, TIME_ENTRY, TIME_FIELDS)
+    return ts, rel + base_offset, zero_tail
+
+
 def read_entries(data: bytes, base_offset: int) -> tuple[list[tuple[int, int]], int]:
     """Parse entries as (timestamp, absolute offset) and count the zero-tail slots."""
-    n = len(data) // ENTRY_SIZE
-    out = []
-    for i, (ts, rel) in enumerate(TIME_ENTRY.iter_unpack(data[:n * ENTRY_SIZE])):
-        if i > 0 and ts == 0 and rel == 0:
-            return out, n - i
-        out.append((ts, base_offset + rel))
-    return out, 0
+    ts, offsets, zero_tail = read_columns(data, base_offset)
+    return list(zip(ts.tolist(), offsets.tolist())), zero_tail
 
 
 def to_bytes(entries, base_offset: int) -> bytes:

@@ -2,19 +2,25 @@
 
 One streaming pass per segment (constant memory in the log's size: only the sparse index entries
 are held), checking every batch's framing and CRC, offset order, and each index entry against the
-batch it names.  Everything found is a located :class:`Problem`; ``notes`` hold the conditions a
+batch it names.  v2 batches are checked a run at a time on numpy header columns
+(:meth:`.segment.BatchScanner.iter_runs`); anything else batch by batch, with the same checks.  Everything found is a located :class:`Problem`; ``notes`` hold the conditions a
 live broker leaves behind normally (the active segment's preallocated zero index tail).
 """
 from __future__ import annotations
 
+import bisect
 import os
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from specs import checkpoints as C
+from specs import record_batch as R
 
 from . import offset_index, time_index, txn_index
 from .batch import resolve_legacy_wrapper
 from .errors import KafkaFormatError, Problem
+from .header_run import HeaderRun
 from .partition import (INDEX, LOG, TIMEINDEX, TXNINDEX, PartitionDir, SegmentFiles, find_partitions,
                         read_offset_checkpoints)
 from .producer_state import ProducerState, read_snapshot
@@ -192,7 +198,8 @@ def verify_segment(seg: SegmentFiles, rep: VerifyReport, state: ProducerState, *
     base = seg.base_offset
     rep.files += 1
     idx_path, tidx_path, txn_path = seg.existing(INDEX), seg.existing(TIMEINDEX), seg.existing(TXNINDEX)
-    offsets, times, aborted = [], [], []
+    offsets = times = None
+    aborted = []
     if idx_path:
         rep.files += 1
         offsets = _read_index(idx_path, offset_index, base, active, rep)
@@ -223,7 +230,7 @@ def _read_index(path, module, base, active, rep: VerifyReport):
     if len(data) % module.ENTRY_SIZE:
         rep.add(path, len(data) - len(data) % module.ENTRY_SIZE, None, "index-size",
                 f"size {len(data)} is not a multiple of the {module.ENTRY_SIZE}-byte entry")
-    entries, zero_tail = module.read_entries(data, base)
+    *columns, zero_tail = module.read_columns(data, base)
     if zero_tail:
         where = (len(data) // module.ENTRY_SIZE - zero_tail) * module.ENTRY_SIZE
         if active:
@@ -232,26 +239,48 @@ def _read_index(path, module, base, active, rep: VerifyReport):
         else:
             rep.add(path, where, None, "index-zero-tail",
                     f"{zero_tail} zero entries in a rolled segment's index (left by a crash)")
-    return entries
+    return columns
+
+
+#: walk v2 batches as header runs (False: batch by batch, the reference the tests compare with)
+WALK_RUNS = True
 
 
 def _scan(buf, log, base, rep: VerifyReport, state, offsets, times, progress, max_batch_bytes) -> dict:
-    """The streaming pass: framing, CRC, offset order, and the index entries checked on the way."""
-    idx_by_pos = {pos: off for off, pos in (offsets or [])}
-    # time index entries in offset order, matched against the batch whose range holds each offset
-    time_queue = sorted(((off, ts) for ts, off in (times or [])))
-    tq = 0
-    time_seen = {}
+    """The streaming pass: framing, CRC, offset order, and the index entries checked on the way.
+
+    Stretches of v2 batches are checked as :class:`~.header_run.HeaderRun` columns, the rest batch
+    by batch (everything, when ``WALK_RUNS`` is off).
+    """
+    scan = _SegmentScan(log, base, rep, state, offsets, times, progress)
     scanner = BatchScanner(buf, file=log, base_offset=base, max_batch_bytes=max_batch_bytes)
-    prev_last = None
-    first = nxt = None
-    max_ts = -1
-    batches = 0
-    done_bytes = 0
-    aborted = []
-    abort_markers = set()  # (producer id, offset) of every ABORT marker in the segment
-    for b in scanner:
-        batches += 1
+    with open(log, "rb", buffering=0) as f:
+        for item in (scanner.iter_runs(f.fileno()) if WALK_RUNS else scanner):
+            if isinstance(item, HeaderRun):
+                scan.run(item)
+            else:
+                scan.batch(item)
+    return scan.finish(scanner, len(buf))
+
+
+class _SegmentScan:
+    """What verify carries along one segment's walk, fed a batch or a run of batches at a time."""
+
+    def __init__(self, log, base, rep: VerifyReport, state, offsets, times, progress):
+        self.log, self.base, self.rep, self.state, self.offsets, self.times = log, base, rep, state, offsets, times
+        self.progress = progress
+        self.index = _OffsetIndexCheck(*offsets) if offsets is not None and len(offsets[0]) else None
+        self.time_index = _TimeIndexCheck(*times) if times is not None and len(times[0]) else None
+        self.prev_last = self.first = self.next = None
+        self.max_ts = -1
+        self.batches = 0
+        self.done_bytes = 0
+        self.aborted = []
+        self.abort_markers = set()  # (producer id, offset) of every ABORT marker in the segment
+
+    def batch(self, b) -> None:
+        rep, log = self.rep, self.log
+        self.batches += 1
         if not b.crc_valid():
             rep.add(log, b.position, b.base_offset, "crc-mismatch", f"stored CRC {b.crc} does not match the batch")
         if b.magic < 2 and b.count is None:
@@ -259,74 +288,223 @@ def _scan(buf, log, base, rep: VerifyReport, state, offsets, times, progress, ma
                 resolve_legacy_wrapper(b)
             except KafkaFormatError as e:
                 rep.problems.append(e.problem)
+        prev_last = self.prev_last
         if prev_last is not None and b.base_offset <= prev_last and b.magic >= 2:
             rep.add(log, b.position, b.base_offset, "offset-order",
                     f"batch starts at {b.base_offset} but the previous batch ended at {prev_last}")
         elif prev_last is not None and b.last_offset <= prev_last:
             rep.add(log, b.position, b.last_offset, "offset-order",
                     f"offset {b.last_offset} does not advance past {prev_last}")
-        if base is not None and first is None and b.base_offset < base:
-            rep.add(log, b.position, b.base_offset, "offset-before-segment-base",
-                    f"first batch starts at {b.base_offset}, below the segment's base offset {base}")
-        if first is None:
-            first = b.base_offset
-        prev_last = b.last_offset
-        nxt = b.last_offset + 1
-        max_ts = max(max_ts, b.max_timestamp)
-        if idx_by_pos:
-            want = idx_by_pos.pop(b.position, None)
-            # a lookup of any offset >= the entry's must find its batch at or after the position:
-            # the batch there must not start past the entry's offset (Kafka's cleaner indexes the
-            # largest retained offset of a chunk, so the entry need not be a batch's last offset)
-            if want is not None and b.base_offset > want:
-                rep.add(log, b.position, want, "index-mismatch",
-                        f"offset index entry {want} points at a batch starting at {b.base_offset}")
-        while tq < len(time_queue) and time_queue[tq][0] <= b.last_offset:
-            if time_queue[tq][0] >= b.base_offset:
-                time_seen[time_queue[tq][0]] = b.max_timestamp
-            tq += 1
+        self._first(b.position, b.base_offset)
+        self.prev_last = b.last_offset
+        self.next = b.last_offset + 1
+        self.max_ts = max(self.max_ts, b.max_timestamp)
+        if self.index is not None:
+            want = self.index.one(b.position)
+            if want is not None:
+                self._index_entry(b.position, b.base_offset, want)
+        if self.time_index is not None:
+            self.time_index.one(b.base_offset, b.last_offset, b.max_timestamp)
         if b.is_control:
-            try:
-                ctl = b.records()[0].control() if b.count else None
-            except KafkaFormatError as e:
-                rep.problems.append(e.problem)
-                ctl = None
-            if ctl and ctl["type"] == "ABORT":
-                abort_markers.add((b.producer_id, b.last_offset))
-        completed = state.append(b)
-        if completed is not None and completed.aborted:
-            aborted.append(completed.aborted_entry())
-        if progress is not None:
-            done_bytes += b.size
-            if done_bytes >= 1 << 22:
-                progress(done_bytes)
-                done_bytes = 0
-    if progress is not None:
-        progress(done_bytes + len(buf) - scanner.valid_bytes)
-    rep.batches += batches
-    rep.bytes += scanner.valid_bytes
-    if scanner.stop is not None:
-        rep.problems.append(scanner.stop)
-    for pos, off in sorted(idx_by_pos.items()):
-        if pos >= scanner.valid_bytes:
-            rep.add(log, pos, off, "index-past-end", f"offset index entry {off} points at byte {pos}, past the valid log end {scanner.valid_bytes}")
+            self._control(b)
         else:
-            rep.add(log, pos, off, "index-mismatch", f"offset index entry {off} points at byte {pos}, not a batch boundary")
-    if offsets and nxt is not None:
-        for off, pos in offsets:
-            if pos < scanner.valid_bytes and off >= nxt:
-                rep.add(log, pos, off, "index-mismatch", f"offset index entry {off} is past the segment's last offset {nxt - 1}")
-    prev_ts = None
-    for ts, off in (times or []):
-        if off not in time_seen:
-            rep.add(log, None, off, "timeindex-mismatch", f"time index entry ({ts}, {off}) names an offset no batch holds")
-        elif time_seen[off] != ts:
-            rep.add(log, None, off, "timeindex-mismatch", f"time index says {ts} but the batch's max timestamp is {time_seen[off]}")
-        if prev_ts is not None and ts <= prev_ts:
-            rep.add(log, None, off, "timeindex-order", f"timestamp {ts} does not increase past {prev_ts}")
-        prev_ts = ts
-    return {"valid_bytes": scanner.valid_bytes, "batches": batches, "first": first, "next": nxt,
-            "max_ts": max_ts, "aborted": aborted, "abort_markers": abort_markers}
+            self.state.append(b)
+        self._progress(b.size)
+
+    def run(self, r: HeaderRun) -> None:
+        """The same checks as :meth:`batch` over every batch of ``r``, problems in the same order."""
+        rep, log, n = self.rep, self.log, len(r)
+        self.batches += n
+        pos, base, last = r.position, r.base_offset, r.last_offset
+        found = []  # (batch index, problem), sorted into batch order at the end
+        for i in np.flatnonzero(~r.crc_ok).tolist():
+            found.append((i, Problem(log, int(pos[i]), int(base[i]), "crc-mismatch",
+                                     f"stored CRC {int(r.header['crc'][i])} does not match the batch")))
+        prev = np.empty(n, np.int64)
+        prev[1:] = last[:-1]
+        prev[0] = base[0] if self.prev_last is None else self.prev_last  # the first one is never out of order
+        for i in np.flatnonzero(base <= prev).tolist():
+            if i or self.prev_last is not None:
+                found.append((i, Problem(log, int(pos[i]), int(base[i]), "offset-order",
+                                         f"batch starts at {int(base[i])} but the previous batch ended at {int(prev[i])}")))
+        if self.first is None:
+            before = len(rep.problems)
+            self._first(int(pos[0]), int(base[0]))
+            found += [(0, p) for p in rep.problems[before:]]
+            del rep.problems[before:]
+        self.prev_last = int(last[-1])
+        self.next = self.prev_last + 1
+        self.max_ts = max(self.max_ts, int(r.header["maxTimestamp"].max()))
+        if self.index is not None:
+            hit, wants = self.index.run(pos)
+            for i in np.flatnonzero(base[hit] > wants).tolist():
+                before = len(rep.problems)
+                self._index_entry(int(pos[hit[i]]), int(base[hit[i]]), int(wants[i]))
+                found += [(int(hit[i]), p) for p in rep.problems[before:]]
+                del rep.problems[before:]
+        if self.time_index is not None:
+            self.time_index.run(base, last, r.header["maxTimestamp"])
+        controls = np.flatnonzero(r.header["attributes"] & R.CONTROL_MASK).tolist()
+        lo = 0
+        for c in controls:
+            self.state.append_run(r, lo, c)
+            before = len(rep.problems)
+            self._control(r.batch(c))
+            found += [(c, p) for p in rep.problems[before:]]
+            del rep.problems[before:]
+            lo = c + 1
+        self.state.append_run(r, lo, n)
+        found.sort(key=lambda t: t[0])  # stable: a batch's problems keep their order
+        rep.problems += [p for _, p in found]
+        self._progress(int(r.size.sum()))
+
+    def _first(self, position: int, base_offset: int) -> None:
+        if self.first is None:
+            if self.base is not None and base_offset < self.base:
+                self.rep.add(self.log, position, base_offset, "offset-before-segment-base",
+                             f"first batch starts at {base_offset}, below the segment's base offset {self.base}")
+            self.first = base_offset
+
+    def _index_entry(self, position: int, base_offset: int, want: int) -> None:
+        # a lookup of any offset >= the entry's must find its batch at or after the position: the
+        # batch there must not start past the entry's offset (Kafka's cleaner indexes the largest
+        # retained offset of a chunk, so the entry need not be a batch's last offset)
+        if base_offset > want:
+            self.rep.add(self.log, position, want, "index-mismatch",
+                         f"offset index entry {want} points at a batch starting at {base_offset}")
+
+    def _control(self, b) -> None:
+        try:
+            ctl = b.records()[0].control() if b.count else None
+        except KafkaFormatError as e:
+            self.rep.problems.append(e.problem)
+            ctl = None
+        if ctl and ctl["type"] == "ABORT":
+            self.abort_markers.add((b.producer_id, b.last_offset))
+        completed = self.state.append(b)
+        if completed is not None and completed.aborted:
+            self.aborted.append(completed.aborted_entry())
+
+    def _progress(self, nbytes: int) -> None:
+        if self.progress is not None:
+            self.done_bytes += nbytes
+            if self.done_bytes >= 1 << 22:
+                self.progress(self.done_bytes)
+                self.done_bytes = 0
+
+    def finish(self, scanner, size: int) -> dict:
+        rep, log, offsets, nxt = self.rep, self.log, self.offsets, self.next
+        if self.progress is not None:
+            self.progress(self.done_bytes + size - scanner.valid_bytes)
+        rep.batches += self.batches
+        rep.bytes += scanner.valid_bytes
+        if scanner.stop is not None:
+            rep.problems.append(scanner.stop)
+        valid = scanner.valid_bytes
+        if self.index is not None:
+            for pos, off in self.index.unmatched():
+                if pos >= valid:
+                    rep.add(log, pos, off, "index-past-end", f"offset index entry {off} points at byte {pos}, past the valid log end {valid}")
+                else:
+                    rep.add(log, pos, off, "index-mismatch", f"offset index entry {off} points at byte {pos}, not a batch boundary")
+            if nxt is not None:
+                offs, poss = offsets
+                for k in np.flatnonzero((poss < valid) & (offs >= nxt)).tolist():
+                    rep.add(log, int(poss[k]), int(offs[k]), "index-mismatch",
+                            f"offset index entry {int(offs[k])} is past the segment's last offset {nxt - 1}")
+        if self.time_index is not None:
+            self.time_index.report(log, rep)
+        return {"valid_bytes": scanner.valid_bytes, "batches": self.batches, "first": self.first, "next": nxt,
+                "max_ts": self.max_ts, "aborted": self.aborted, "abort_markers": self.abort_markers}
+
+
+class _OffsetIndexCheck:
+    """A segment's offset index entries (file order), matched to batch starts as the walk goes;
+    of entries sharing a position the last one counts."""
+
+    def __init__(self, offsets, positions):
+        order = np.argsort(positions, kind="stable")
+        p = positions[order]
+        last = np.append(p[1:] != p[:-1], True)
+        self.keys, self.wants = p[last], offsets[order][last]
+        self.matched = np.zeros(len(self.keys), dtype=bool)
+        self._keys = None
+
+    def one(self, position: int) -> int | None:
+        """The entry at a batch's position, if any."""
+        if self._keys is None:
+            self._keys = self.keys.tolist()
+        j = bisect.bisect_left(self._keys, position)
+        if j < len(self._keys) and self._keys[j] == position and not self.matched[j]:
+            self.matched[j] = True
+            return int(self.wants[j])
+        return None
+
+    def run(self, positions):
+        """The indices into ``positions`` that have an entry, and those entries' offsets."""
+        j = np.minimum(np.searchsorted(self.keys, positions), len(self.keys) - 1)
+        hit = np.flatnonzero((self.keys[j] == positions) & ~self.matched[j])
+        self.matched[j[hit]] = True
+        return hit, self.wants[j[hit]]
+
+    def unmatched(self):
+        """(position, offset) of every entry no batch started at, by position."""
+        rest = ~self.matched
+        return zip(self.keys[rest].tolist(), self.wants[rest].tolist())
+
+
+class _TimeIndexCheck:
+    """A segment's time index entries, each matched with the batch that holds its offset: entries
+    in offset order are consumed by the first batch whose last offset (running maximum) reaches
+    them, and count as seen when that batch starts at or before the offset."""
+
+    def __init__(self, timestamps, offsets):
+        self.timestamps, self.offsets = timestamps, offsets
+        self.order = np.lexsort((timestamps, offsets))
+        self.sorted = offsets[self.order]
+        self.seen = np.zeros(len(offsets), dtype=bool)  # by sorted position
+        self.value = np.zeros(len(offsets), dtype=np.int64)
+        self.next = 0
+        self._sorted = None
+
+    def one(self, base: int, last: int, max_ts: int) -> None:
+        if self._sorted is None:
+            self._sorted = self.sorted.tolist()
+        q, k = self._sorted, self.next
+        while k < len(q) and q[k] <= last:
+            if q[k] >= base:
+                self.seen[k], self.value[k] = True, max_ts
+            k += 1
+        self.next = k
+
+    def run(self, base, last, max_ts) -> None:
+        k = self.next
+        if k >= len(self.sorted):
+            return
+        reach = np.maximum.accumulate(last)
+        end = k + int(np.searchsorted(self.sorted[k:], reach[-1], side="right"))
+        offs = self.sorted[k:end]
+        at = np.searchsorted(reach, offs, side="left")
+        keep = offs >= base[at]
+        self.seen[k:end] = keep
+        self.value[k:end][keep] = max_ts[at[keep]]
+        self.next = end
+
+    def report(self, log, rep: VerifyReport) -> None:
+        n = len(self.offsets)
+        seen, value = np.empty(n, dtype=bool), np.empty(n, dtype=np.int64)
+        seen[self.order], value[self.order] = self.seen, self.value
+        ts = self.timestamps
+        order_bad = np.zeros(n, dtype=bool)
+        order_bad[1:] = ts[1:] <= ts[:-1]
+        for k in np.flatnonzero(~seen | (value != ts) | order_bad).tolist():
+            t, off = int(ts[k]), int(self.offsets[k])
+            if not seen[k]:
+                rep.add(log, None, off, "timeindex-mismatch", f"time index entry ({t}, {off}) names an offset no batch holds")
+            elif value[k] != t:
+                rep.add(log, None, off, "timeindex-mismatch", f"time index says {t} but the batch's max timestamp is {int(value[k])}")
+            if order_bad[k]:
+                rep.add(log, None, off, "timeindex-order", f"timestamp {t} does not increase past {int(ts[k - 1])}")
 
 
 def _compare_aborted(stored, found, markers, path, rep: VerifyReport) -> None:

@@ -26,6 +26,6 @@ OffsetIndexFile = c.GreedyRange(OffsetIndexEntry)
 TimeIndexFile = c.GreedyRange(TimeIndexEntry)
 TxnIndexFile = c.GreedyRange(AbortedTxnEntry)
 
-OFFSET_ENTRY, _ = struct_of(OffsetIndexEntry)
-TIME_ENTRY, _ = struct_of(TimeIndexEntry)
+OFFSET_ENTRY, OFFSET_FIELDS = struct_of(OffsetIndexEntry)
+TIME_ENTRY, TIME_FIELDS = struct_of(TimeIndexEntry)
 TXN_ENTRY, TXN_FIELDS = struct_of(AbortedTxnEntry)

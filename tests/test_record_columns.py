@@ -15,7 +15,8 @@ from kafkaforensics.segment import BatchScanner
 from tests.conftest import SAMPLE
 from tests.strategies import batch_kwargs, records
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=150, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
 
 
 def _log(batch_specs):
@@ -110,6 +111,17 @@ def test_empty_and_random_garbage():
             assert decode_columns(batches).records() == want
 
 
+def _errors_of_both(batches) -> list:
+    """The located errors the record decoder and the columnar decoder raise over ``batches``."""
+    errors = []
+    for decode in (_per_record, lambda bs: decode_columns(bs).records()):
+        try:
+            decode(batches)
+        except KafkaFormatError as e:
+            errors.append(e.problem.to_json())
+    return errors
+
+
 @pytest.mark.parametrize("where, byte, detail", [
     (5, 6, "fields span"),          # value length one short: a stray byte looks like 'no headers'
     (4, 3, "negative key length"),  # key length -2
@@ -120,10 +132,19 @@ def test_malformed_fields_are_refused_by_both(where, byte, detail):
     assert data[61 + 4:61 + 6] == b"\x01\x08"  # after len, attributes, timestamp and offset deltas: key, value
     data[61 + where] = byte
     batches = list(BatchScanner(bytes(data)))
-    errors = []
-    for decode in (_per_record, lambda bs: decode_columns(bs).records()):
-        try:
-            decode(batches)
-        except KafkaFormatError as e:
-            errors.append(e.problem.to_json())
+    errors = _errors_of_both(batches)
     assert len(errors) == 2 and errors[0] == errors[1] and detail in errors[0]["detail"]
+
+
+@pytest.mark.parametrize("delta", [-1, 1])
+def test_record_count_disagreeing_with_the_records_is_refused_by_both(delta):
+    """recordCount one too low leaves bytes after the last record, one too high runs out of them:
+    the walk over record lengths must end exactly at the batch's end."""
+    import struct
+    data = bytearray(b"".join(builder.build_v2([Record(o, 5, b"k", b"v" * o, [])], base_offset=o) for o in range(40)))
+    pos = [b.position for b in BatchScanner(bytes(data))][17]
+    count = struct.unpack_from(">i", data, pos + 57)[0]
+    struct.pack_into(">i", data, pos + 57, count + delta)
+    batches = list(BatchScanner(bytes(data)))
+    errors = _errors_of_both(batches)
+    assert len(errors) == 2 and errors[0] == errors[1]
