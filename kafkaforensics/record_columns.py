@@ -17,7 +17,7 @@ import numpy as np
 
 from specs import record_batch as R
 
-from .batch import Batch, Record, _varint_slow, decode_headers, v2_record_bytes
+from .batch import Batch, Record, _varint_slow, v2_record_bytes
 from .errors import KafkaFormatError
 from .segment import BatchScanner, offset_from_name, open_buffer
 
@@ -36,12 +36,15 @@ class RecordColumns:
 
     ``buf`` holds the batches' record bytes (decompressed); ``key_start``/``key_length`` and
     ``value_start``/``value_length`` index into it, a length of -1 meaning null.  ``batch`` is the
-    index into ``batches`` of each record's batch.  ``headers`` maps a record's index to its header
-    list, for the records that have headers.
+    index into ``batches`` of each record's batch.  Headers are spans too, one row per header in
+    log order: ``header_record`` (the record's index), ``header_key_start``/``header_key_length``
+    and ``header_value_start``/``header_value_length``; :attr:`headers` makes them Python objects.
     """
 
     __slots__ = ("batches", "buf", "batch", "offset", "timestamp", "create_time", "attributes",
-                 "key_start", "key_length", "value_start", "value_length", "headers")
+                 "key_start", "key_length", "value_start", "value_length",
+                 "header_record", "header_key_start", "header_key_length",
+                 "header_value_start", "header_value_length", "_header_map")
 
     def __len__(self) -> int:
         return len(self.offset)
@@ -62,6 +65,19 @@ class RecordColumns:
     def values(self) -> list:
         """Each record's value as bytes (None for a null value)."""
         return self._slices(self.value_start, self.value_length)
+
+    @property
+    def headers(self) -> dict:
+        """Record index -> its list of (key, value) headers, for the records that have headers
+        (keys decoded as UTF-8, as ``Batch.records()`` does; made once, when first asked)."""
+        if self._header_map is None:
+            keys = [k.decode("utf-8", "replace") for k in self._slices(self.header_key_start, self.header_key_length)]
+            pairs = list(zip(keys, self._slices(self.header_value_start, self.header_value_length)))
+            out: dict = {}
+            for i, pair in zip(self.header_record.tolist(), pairs):
+                out.setdefault(i, []).append(pair)
+            self._header_map = out
+        return self._header_map
 
     def header_lists(self) -> list:
         """Each record's headers as a list of (key, value) pairs."""
@@ -117,23 +133,32 @@ def iter_record_columns(path: str, *, chunk_bytes: int = CHUNK_BYTES):
 # --------------------------------------------------------------------------------------------
 def _from_records(batches) -> RecordColumns:
     """The exact path: each batch's ``records()`` (raises its error), then laid out as columns."""
-    parts, key_start, key_length, value_start, value_length = [], [], [], [], []
-    offs, tss, creates, attrs, which, headers = [], [], [], [], [], {}
+    parts = []
+    key_start, key_length, value_start, value_length = [], [], [], []
+    h_record, h_key_start, h_key_length, h_value_start, h_value_length = [], [], [], [], []
+    offs, tss, creates, attrs, which = [], [], [], [], []
     at = 0
+
+    def span(v, starts, lengths):
+        nonlocal at
+        if v is None:
+            starts.append(at)
+            lengths.append(-1)
+        else:
+            v = bytes(v)
+            parts.append(v)
+            starts.append(at)
+            lengths.append(len(v))
+            at += len(v)
+
     for i, b in enumerate(batches):
         for r in b.records():
-            for v, starts, lengths in ((r.key, key_start, key_length), (r.value, value_start, value_length)):
-                if v is None:
-                    starts.append(at)
-                    lengths.append(-1)
-                else:
-                    v = bytes(v)
-                    parts.append(v)
-                    starts.append(at)
-                    lengths.append(len(v))
-                    at += len(v)
-            if r.headers:
-                headers[len(offs)] = r.headers
+            span(r.key, key_start, key_length)
+            span(r.value, value_start, value_length)
+            for hk, hv in r.headers:
+                h_record.append(len(offs))
+                span(hk.encode("utf-8"), h_key_start, h_key_length)  # decoded with "replace": stable
+                span(hv, h_value_start, h_value_length)
             offs.append(r.offset)
             tss.append(r.timestamp)
             creates.append(r.timestamp if r.create_time is None else r.create_time)
@@ -149,7 +174,11 @@ def _from_records(batches) -> RecordColumns:
     c.attributes = np.array(attrs, np.int64)
     c.key_start, c.key_length = np.array(key_start, np.int64), np.array(key_length, np.int64)
     c.value_start, c.value_length = np.array(value_start, np.int64), np.array(value_length, np.int64)
-    c.headers = headers
+    c.header_record = np.array(h_record, np.int64)
+    c.header_key_start, c.header_key_length = np.array(h_key_start, np.int64), np.array(h_key_length, np.int64)
+    c.header_value_start = np.array(h_value_start, np.int64)
+    c.header_value_length = np.array(h_value_length, np.int64)
+    c._header_map = None
     return c
 
 
@@ -243,18 +272,8 @@ def _vectorised(batches) -> RecordColumns:
     plain = header_count == 0
     if (q[plain] + 1 != end[plain]).any():
         raise _Fallback
-    headers = {}
-    for i in np.flatnonzero(~plain).tolist():  # header decoding stays per record (rare and small)
-        pos, stop = int(q[i]), int(end[i])
-        if pos >= stop:
-            raise _Fallback
-        try:
-            h, pos = decode_headers(buf, pos, stop)
-        except (IndexError, KafkaFormatError):
-            raise _Fallback from None
-        if pos != stop:
-            raise _Fallback
-        headers[i] = h
+    with_headers = np.flatnonzero(~plain)
+    spans = _header_spans(arr, with_headers, q[with_headers], end[with_headers])
     if any(not (-_SAFE < b.base_offset < _SAFE and -_SAFE < b.first_timestamp < _SAFE) for b in batches) or (
             len(p) and (np.abs(off_delta).max() >= _SAFE or np.abs(ts_delta).max() >= _SAFE)):
         raise _Fallback  # int64 sums could overflow where Python's ints do not
@@ -275,5 +294,47 @@ def _vectorised(batches) -> RecordColumns:
     c.attributes = attrs
     c.key_start, c.key_length = key_start, key_length
     c.value_start, c.value_length = value_start, value_length
-    c.headers = headers
+    (c.header_record, c.header_key_start, c.header_key_length,
+     c.header_value_start, c.header_value_length) = spans
+    c._header_map = None
     return c
+
+
+#: records with more headers than this take the exact path (the vectorised decoder makes one
+#: round of numpy gathers per header slot)
+MAX_HEADER_ROUNDS = 64
+
+
+def _header_spans(arr: np.ndarray, record: np.ndarray, at: np.ndarray, end: np.ndarray) -> tuple:
+    """Decode the headers of the records ``record`` whose header-count varint is at ``at`` and
+    whose bodies end at ``end``: (record index, key start, key length, value start, value length)
+    per header, record by record.  Every length is bounded by what is left of its record, and the
+    headers must end exactly where the record does; anything else goes to the exact path."""
+    if (at >= end).any():
+        raise _Fallback
+    count, p = _varints(arr, at)
+    if ((count < 0) | (count > end - p)).any():
+        raise _Fallback
+    rounds = int(count.max()) if len(count) else 0
+    if rounds > MAX_HEADER_ROUNDS:
+        raise _Fallback
+    first = np.cumsum(count) - count  # where each record's headers start among all headers
+    total = int(count.sum())
+    key_start, key_length, value_start, value_length = (np.empty(total, np.int64) for _ in range(4))
+    live = np.arange(len(count))
+    for k in range(rounds):  # the k-th header of every record that has more than k
+        live = live[count[live] > k]
+        slot, stop = first[live] + k, end[live]
+        klen, pk = _varints(arr, p[live])
+        if ((klen < 0) | (klen > stop - pk)).any():
+            raise _Fallback
+        key_start[slot], key_length[slot] = pk, klen
+        vlen, pv = _varints(arr, pk + klen)
+        vlen = np.maximum(vlen, -1)  # any negative value length is a null value
+        if (vlen > stop - pv).any():
+            raise _Fallback
+        value_start[slot], value_length[slot] = pv, vlen
+        p[live] = pv + np.maximum(vlen, 0)
+    if (p != end).any():
+        raise _Fallback
+    return np.repeat(record, count), key_start, key_length, value_start, value_length

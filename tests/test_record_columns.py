@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from kafkaforensics import builder
 from kafkaforensics.batch import Record
 from kafkaforensics.errors import KafkaFormatError
-from kafkaforensics.record_columns import _vectorised, decode_columns, iter_record_columns
+from kafkaforensics.record_columns import MAX_HEADER_ROUNDS, _Fallback, _vectorised, decode_columns, iter_record_columns
 from kafkaforensics.segment import BatchScanner
 from tests.conftest import SAMPLE
 from tests.strategies import batch_kwargs, records
@@ -148,3 +148,39 @@ def test_record_count_disagreeing_with_the_records_is_refused_by_both(delta):
     batches = list(BatchScanner(bytes(data)))
     errors = _errors_of_both(batches)
     assert len(errors) == 2 and errors[0] == errors[1]
+
+
+def test_header_spans_and_their_malformed_lengths():
+    """Headers are decoded as spans: a negative header value length (-3 here) is a null value,
+    shown as -1 in the column; a negative key length and a key running past the record are refused
+    by both decoders; a record with more headers than the vectorised rounds takes the exact path."""
+    recs = [Record(0, 5, b"k", b"v", [("h", b"xy"), ("é", None)]), Record(1, 6, None, b"w", [("last", None)])]
+    data = bytearray(builder.build_v2(recs, base_offset=0))
+    batches = list(BatchScanner(bytes(data)))
+    cols = _vectorised(batches)
+    assert cols.header_record.tolist() == [0, 0, 1]
+    assert cols.header_value_length.tolist() == [2, -1, -1]
+    assert [cols.buf[s:s + n] for s, n in zip(cols.header_key_start.tolist(), cols.header_key_length.tolist())] == \
+        [b"h", "é".encode(), b"last"]
+    assert cols.records() == _per_record(batches)
+
+    assert data[-1] == 0x01  # the last header's value length: -1
+    data[-1] = 0x05  # -3: still a null value for both
+    batches = list(BatchScanner(bytes(data)))
+    cols = _vectorised(batches)
+    assert cols.header_value_length.tolist() == [2, -1, -1]
+    assert cols.records() == _per_record(batches)
+
+    at = len(data) - 6  # the last header's key length (4), before b"last" and the value length
+    assert data[at] == 8
+    for byte, detail in ((3, "negative header key length"), (10, "")):  # key length -2; 5 runs past the end
+        bad = bytearray(data)
+        bad[at] = byte
+        errors = _errors_of_both(list(BatchScanner(bytes(bad))))
+        assert len(errors) == 2 and errors[0] == errors[1] and detail in errors[0]["detail"]
+
+    many = [Record(0, 5, b"k", b"v", [(str(i), b"%d" % i) for i in range(MAX_HEADER_ROUNDS + 1)])]
+    batches = list(BatchScanner(builder.build_v2(many, base_offset=0)))
+    with pytest.raises(_Fallback):
+        _vectorised(batches)
+    assert decode_columns(batches).records() == _per_record(batches)
