@@ -242,9 +242,3 @@ def iter_batches(path: str, **kw):
     with open_buffer(path) as buf:
         scanner = BatchScanner(buf, file=path, base_offset=base, **kw)
         yield from scanner
-
-
-def iter_records(path: str):
-    """Yield every record of a ``.log`` file (deep iteration)."""
-    for batch in iter_batches(path):
-        yield from batch.records()

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from kafkaforensics import builder
 from kafkaforensics.batch import Record
 from kafkaforensics.errors import KafkaFormatError
-from kafkaforensics.record_columns import MAX_HEADER_ROUNDS, _Fallback, _vectorised, decode_columns, iter_record_columns
+from kafkaforensics.record_columns import (MAX_HEADER_ROUNDS, _Fallback, _vectorised, decode_columns,
+                                           iter_record_columns, iter_records)
 from kafkaforensics.segment import BatchScanner
 from tests.conftest import SAMPLE
 from tests.strategies import batch_kwargs, records
@@ -89,6 +90,7 @@ def test_iter_record_columns_over_the_sample():
             got = [r for c in iter_record_columns(str(log), chunk_bytes=chunk) for r in c.records()]
             want = [r for b in BatchScanner(log.read_bytes()) for r in b.records()]
             assert got == want, log
+        assert list(iter_records(str(log))) == want, log
 
 
 def test_empty_and_random_garbage():
