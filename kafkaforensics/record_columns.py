@@ -1,8 +1,10 @@
 """Records of many batches decoded at once into columns (numpy): for scans, exports and Spark.
 
-``batch.decode_records`` walks a batch record by record in Python.  Here the only per-record
-Python work is the walk over the record-length varints; every other field of every record of a
-run of batches is decoded together with vectorised numpy gathers.  Keys and values stay
+``batch.decode_records`` walks a batch record by record in Python.  Here every field of every
+record of a run of batches is decoded together with vectorised numpy gathers.  Only finding where
+each record starts is sequential (each length says where the next record is): with many batches
+in a run it is done in lockstep -- step k reads the k-th record length of every batch at once --
+and with few, by a Python walk over the record-length varints.  Keys and values stay
 ``(start, length)`` pairs into one buffer, so a consumer that wants Arrow columns never makes a
 Python object per record; :meth:`RecordColumns.keys`, :meth:`~RecordColumns.values` and
 :meth:`~RecordColumns.records` make them when asked.
@@ -26,7 +28,13 @@ from .segment import BatchScanner, offset_from_name, open_buffer
 _INT32_MAX = 2**31 - 1
 _SAFE = 2**61  # bases and deltas below this cannot overflow int64 when added
 #: batches' bytes gathered into one decode by :func:`iter_record_columns`
-CHUNK_BYTES = 1 << 20
+CHUNK_BYTES = 4 << 20
+#: the same for :func:`iter_records`: its per-record lists stay in the CPU cache (measured: 1 MiB
+#: runs make Record objects 15-25 % faster than 4 MiB runs)
+RECORDS_CHUNK_BYTES = 1 << 20
+#: records are walked in lockstep when each step advances at least this many batches on average
+#: (a step is a dozen numpy calls on small arrays; below this many batches the Python walk is faster)
+LOCKSTEP_MIN_BATCHES = 128
 
 
 class _Fallback(Exception):
@@ -123,12 +131,13 @@ def decode_columns(batches: list[Batch]) -> RecordColumns:
         return _from_records(batches)
 
 
-def iter_record_columns(path: str, *, chunk_bytes: int = CHUNK_BYTES):
+def iter_record_columns(path: str, *, chunk_bytes: int | None = None):
     """Yield :class:`RecordColumns` for runs of about ``chunk_bytes`` of a ``.log`` file's batches.
 
     The walk is :class:`~kafkaforensics.segment.BatchScanner`'s (it ends where framing breaks);
     a batch whose records cannot be decoded raises its located :class:`KafkaFormatError`.
     """
+    chunk_bytes = chunk_bytes or CHUNK_BYTES
     with open_buffer(path) as buf:
         run, size = [], 0
         for b in BatchScanner(buf, file=path, base_offset=offset_from_name(path)):
@@ -145,7 +154,8 @@ def iter_records(path: str):
     """Every record of a ``.log`` file as a :class:`Record` (deep iteration), decoded a run of
     batches at a time by the columnar decoder; equal to each batch's ``records()`` in turn.
     (Chained in C: a Python generator here would cost a frame switch per record.)"""
-    return chain.from_iterable(map(RecordColumns.iter_records, iter_record_columns(path)))
+    return chain.from_iterable(map(RecordColumns.iter_records,
+                                   iter_record_columns(path, chunk_bytes=RECORDS_CHUNK_BYTES)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -227,6 +237,30 @@ def _walk(data: bytes, pos: int, end: int, count: int, starts: list) -> None:
         raise _Fallback
 
 
+def _walk_lockstep(arr: np.ndarray, first: np.ndarray, size: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """What :func:`_walk` finds, for all batches at once: step k reads the k-th record length of
+    every batch that has a k-th record (one numpy pass per step instead of one Python step per
+    record).  Record positions come out in log order."""
+    out = np.empty(int(count.sum()), np.int64)
+    slot = np.cumsum(count) - count  # where each batch's first record goes in ``out``
+    pos = first.copy()
+    active = np.flatnonzero(count > 0)
+    k = 0
+    limit = len(arr)
+    while len(active):
+        p = pos[active]
+        out[slot[active] + k] = p
+        length, after = _varints(arr, p)
+        if (length < 0).any() or (length > limit).any():
+            raise _Fallback  # a negative length (the exact path reports it), or one no buffer holds
+        pos[active] = after + length
+        k += 1
+        active = active[count[active] > k]
+    if (pos != first + size).any():
+        raise _Fallback
+    return out
+
+
 def _varints(arr: np.ndarray, p: np.ndarray):
     """Zigzag varints at positions ``p`` (at most nine bytes each): (values, positions after)."""
     last = len(arr) - 1
@@ -263,16 +297,19 @@ def _vectorised(batches) -> RecordColumns:
         counts.append(b.count)
         at += n
     buf = bodies[0] if len(bodies) == 1 else b"".join(bodies)
-    starts: list = []
-    try:
-        for body, first, count in zip(bodies, firsts, counts):
-            _walk(buf, first, first + len(body), count, starts)
-    except (IndexError, KafkaFormatError):
-        raise _Fallback from None
     arr = np.frombuffer(buf, np.uint8) if buf else np.zeros(1, np.uint8)
     counts_a = np.array(counts, np.int64)
+    if max(counts, default=0) * LOCKSTEP_MIN_BATCHES <= sum(counts):  # each step would advance many batches
+        p = _walk_lockstep(arr, np.array(firsts, np.int64), np.array([len(b) for b in bodies], np.int64), counts_a)
+    else:
+        starts: list = []
+        try:
+            for body, first, count in zip(bodies, firsts, counts):
+                _walk(buf, first, first + len(body), count, starts)
+        except (IndexError, KafkaFormatError):
+            raise _Fallback from None
+        p = np.array(starts, np.int64)
     which = np.repeat(np.arange(len(batches), dtype=np.int64), counts_a)
-    p = np.array(starts, np.int64)
     length, body = _varints(arr, p)
     end = body + length
     attrs = arr[np.minimum(body, len(arr) - 1)].astype(np.int64)

@@ -1,13 +1,14 @@
 """The columnar decoder equals the per-record decoder: same records, same errors, same positions."""
 import pathlib
 import random
+from contextlib import contextmanager
 
 import pytest
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkaforensics import builder
+from kafkaforensics import builder, record_columns
 from kafkaforensics.batch import Record
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.record_columns import (MAX_HEADER_ROUNDS, _Fallback, _vectorised, decode_columns,
@@ -33,11 +34,24 @@ def _per_record(batches):
     return [r for b in batches for r in b.records()]
 
 
+@contextmanager
+def _walk_with(lockstep: bool):
+    """Find record starts in lockstep (for any number of batches) or with the Python walk."""
+    saved = record_columns.LOCKSTEP_MIN_BATCHES
+    record_columns.LOCKSTEP_MIN_BATCHES = 0 if lockstep else 10**9
+    try:
+        yield
+    finally:
+        record_columns.LOCKSTEP_MIN_BATCHES = saved
+
+
+@pytest.mark.parametrize("lockstep", [False, True])
 @SETTINGS
 @given(st.lists(st.tuples(records(max_records=8), batch_kwargs, st.booleans()), min_size=1, max_size=6))
-def test_columns_equal_records(specs):
+def test_columns_equal_records(lockstep, specs):
     batches = list(BatchScanner(_log(specs)))
-    cols = decode_columns(batches)
+    with _walk_with(lockstep):
+        cols = decode_columns(batches)
     want = _per_record(batches)
     assert cols.records() == want
     assert cols.keys() == [r.key for r in want] and cols.values() == [r.value for r in want]
@@ -45,13 +59,15 @@ def test_columns_equal_records(specs):
     assert cols.timestamp.tolist() == [r.timestamp for r in want]
     assert cols.header_lists() == [r.headers for r in want]
     assert cols.sequences().tolist() == [r.sequence for r in want]
-    _vectorised(batches)  # well-formed v2 input never needs the fallback
+    with _walk_with(lockstep):
+        _vectorised(batches)  # well-formed v2 input never needs the fallback
 
 
+@pytest.mark.parametrize("lockstep", [False, True])
 @SETTINGS
 @given(st.lists(st.tuples(records(max_records=6), batch_kwargs.filter(lambda k: k["codec"] == 0), st.booleans()),
                 min_size=1, max_size=4), st.randoms(use_true_random=False), st.integers(1, 6))
-def test_damaged_records_give_the_same_records_or_the_same_error(specs, rnd, flips):
+def test_damaged_records_give_the_same_records_or_the_same_error(lockstep, specs, rnd, flips):
     """Bytes of the records section changed (framing and CRC ignored): both decoders agree."""
     data = bytearray(_log(specs))
     batches = list(BatchScanner(bytes(data)))
@@ -64,13 +80,15 @@ def test_damaged_records_give_the_same_records_or_the_same_error(specs, rnd, fli
         want = _per_record(batches)
     except KafkaFormatError as e:
         try:
-            decode_columns(batches)
+            with _walk_with(lockstep):
+                decode_columns(batches)
         except KafkaFormatError as e2:
             assert e2.problem.to_json() == e.problem.to_json()
         else:
             raise AssertionError("the columnar decoder accepted what the record decoder refuses")
     else:
-        assert decode_columns(batches).records() == want
+        with _walk_with(lockstep):
+            assert decode_columns(batches).records() == want
 
 
 def test_huge_varints_and_offsets_take_the_exact_path():
@@ -114,11 +132,13 @@ def test_empty_and_random_garbage():
 
 
 def _errors_of_both(batches) -> list:
-    """The located errors the record decoder and the columnar decoder raise over ``batches``."""
+    """The located errors the record decoder and the columnar decoder (with either way of finding
+    record starts) raise over ``batches``."""
     errors = []
-    for decode in (_per_record, lambda bs: decode_columns(bs).records()):
+    for decode, lockstep in ((_per_record, False), (decode_columns, False), (decode_columns, True)):
         try:
-            decode(batches)
+            with _walk_with(lockstep):
+                decode(batches)
         except KafkaFormatError as e:
             errors.append(e.problem.to_json())
     return errors
@@ -135,7 +155,7 @@ def test_malformed_fields_are_refused_by_both(where, byte, detail):
     data[61 + where] = byte
     batches = list(BatchScanner(bytes(data)))
     errors = _errors_of_both(batches)
-    assert len(errors) == 2 and errors[0] == errors[1] and detail in errors[0]["detail"]
+    assert len(errors) == 3 and errors[0] == errors[1] == errors[2] and detail in errors[0]["detail"]
 
 
 @pytest.mark.parametrize("delta", [-1, 1])
@@ -149,7 +169,7 @@ def test_record_count_disagreeing_with_the_records_is_refused_by_both(delta):
     struct.pack_into(">i", data, pos + 57, count + delta)
     batches = list(BatchScanner(bytes(data)))
     errors = _errors_of_both(batches)
-    assert len(errors) == 2 and errors[0] == errors[1]
+    assert len(errors) == 3 and errors[0] == errors[1] == errors[2]
 
 
 def test_header_spans_and_their_malformed_lengths():
@@ -179,7 +199,7 @@ def test_header_spans_and_their_malformed_lengths():
         bad = bytearray(data)
         bad[at] = byte
         errors = _errors_of_both(list(BatchScanner(bytes(bad))))
-        assert len(errors) == 2 and errors[0] == errors[1] and detail in errors[0]["detail"]
+        assert len(errors) == 3 and errors[0] == errors[1] == errors[2] and detail in errors[0]["detail"]
 
     many = [Record(0, 5, b"k", b"v", [(str(i), b"%d" % i) for i in range(MAX_HEADER_ROUNDS + 1)])]
     batches = list(BatchScanner(builder.build_v2(many, base_offset=0)))
