@@ -30,7 +30,7 @@ from specs import checkpoints as C
 
 from . import fsutil, offset_index, time_index, txn_index
 from .errors import KafkaFormatError
-from .indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentIndexes
+from .indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentIndexes, SegmentRebuild
 from .partition import (INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, parse_partition_dir_name,
                         read_offset_checkpoints)
 from .producer_state import ProducerState, read_snapshot
@@ -263,46 +263,9 @@ def _replay(src: str, base: int, state: ProducerState, leo: int) -> int:
 
 
 def _recover_segment(src, base, state, epochs, interval, max_bytes) -> dict:
-    idx = SegmentIndexes(base, interval)
-    reason = None
-    prev_last = None
-    nxt = None
-    with open_buffer(src) as buf:
-        size = len(buf)
-        sc = BatchScanner(buf, file=src, base_offset=base, max_batch_bytes=max_bytes)
-        for b in sc:
-            if not b.crc_valid():
-                reason = f"CRC mismatch in the batch at byte {b.position} (offset {b.base_offset})"
-                break
-            if prev_last is not None and b.base_offset <= prev_last:
-                reason = f"offset {b.base_offset} at byte {b.position} does not advance past {prev_last}"
-                break
-            try:
-                completed = state.append(b)
-            except KafkaFormatError as e:  # an unreadable control record
-                reason = f"unreadable batch at byte {b.position}: {e.problem.detail}"
-                break
-            idx.add(b, completed)
-            if b.magic >= 2:
-                assign_epoch(epochs, b.partition_leader_epoch, b.base_offset)
-            prev_last = b.last_offset
-            nxt = b.last_offset + 1
-        else:
-            if sc.stop is not None:
-                reason = f"{sc.stop.kind}: {sc.stop.detail}"
-        valid = idx.valid_bytes
-    idx.close()
-    return {"size": size, "valid_bytes": valid, "next_offset": nxt, "indexes": idx,
-            "reason": reason or "invalid bytes"}
-
-
-def assign_epoch(epochs: list, epoch: int, start: int) -> None:
-    """LeaderEpochFileCache.assign: a newer epoch is appended after dropping every entry that would
-    not stay monotonic with it (an epoch at least as new, or a start offset at or after its start)."""
-    if epoch < 0 or (epochs and epoch <= epochs[-1][0]):
-        return
-    epochs[:] = [(e, o) for e, o in epochs if e < epoch and o < start]
-    epochs.append((epoch, start))
+    walk = SegmentRebuild(src, base, state, interval=interval, epochs=epochs, max_batch_bytes=max_bytes).walk()
+    return {"size": walk.size, "valid_bytes": walk.indexes.valid_bytes, "next_offset": walk.next_offset,
+            "indexes": walk.indexes, "reason": walk.stop[3] if walk.stop else "invalid bytes"}
 
 
 def _plan_index_writes(d: _Dir, base: int, idx: SegmentIndexes, plan, rep: RecoveryReport) -> None:

@@ -12,12 +12,12 @@ import os
 from dataclasses import dataclass, field
 
 from . import offset_index, time_index, txn_index
-from .indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentIndexes
+from .indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentRebuild
 from .partition import INDEX, LOG, TIMEINDEX, TXNINDEX, PartitionDir
 from .producer_state import ProducerState
 from .fsutil import default_backup_dir, same_content
 from .recovery import Action, apply_actions
-from .segment import BatchScanner, offset_from_name, open_buffer
+from .segment import offset_from_name
 
 
 @dataclass
@@ -47,20 +47,13 @@ def reindex(path: str, *, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYT
     rep = ReindexReport()
     state = ProducerState()
     for seg in pd.segments:
-        idx = SegmentIndexes(seg.base_offset, index_interval_bytes)
-        with open_buffer(seg.log) as buf:
-            sc = BatchScanner(buf, file=seg.log, base_offset=seg.base_offset)
-            for b in sc:
-                if not b.crc_valid():
-                    sc.stop = None
-                    rep.notes.append(f"{os.path.basename(seg.log)}: indexed up to byte {b.position} "
-                                     f"(CRC mismatch at offset {b.base_offset}); `kfx recover` truncates")
-                    break
-                idx.add(b, state.append(b))
-            if sc.stop is not None:
-                rep.notes.append(f"{os.path.basename(seg.log)}: indexed up to byte {sc.valid_bytes} "
-                                 f"({sc.stop.kind}); `kfx recover` truncates")
-        idx.close()
+        walk = SegmentRebuild(seg.log, seg.base_offset, state, interval=index_interval_bytes, strict=False).walk()
+        idx = walk.indexes
+        if walk.stop is not None:
+            _pos, offset, kind, _reason = walk.stop
+            why = f"CRC mismatch at offset {offset}" if kind == "crc-mismatch" else kind
+            rep.notes.append(f"{os.path.basename(seg.log)}: indexed up to byte {idx.valid_bytes} ({why}); "
+                             "`kfx recover` truncates")
         if only is not None and seg.base_offset != only:
             continue
         for suf, data in ((INDEX, offset_index.to_bytes(idx.offsets, seg.base_offset)),

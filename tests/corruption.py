@@ -62,3 +62,83 @@ def snapshot_files(part_dir):
             with open(p, "rb") as fh:
                 out[os.path.relpath(p, part_dir)] = fh.read()
     return out
+
+
+def mixed_batches(seed):
+    """The corruption corpus's batches (transactions, markers, five codecs) plus legacy entries,
+    batches without a producer, an open transaction and a second epoch."""
+    import random as _random
+
+    from kafkaforensics.batch import Record
+    from kafkaforensics.builder import build_legacy, build_v2
+    from kafkaforensics.segment import BatchScanner
+
+    rnd = _random.Random(seed)
+    out = list(batches(seed, n=40))
+    off = max(b.last_offset for d in out for b in BatchScanner(d)) + 1
+    ts = 1_700_000_100_000
+    for i in range(24):
+        # timestamps that sometimes repeat or go back; partition leader epochs that go up and down
+        ts = rnd.choice((ts, ts + rnd.randint(1, 50), ts - rnd.randint(1, 50)))
+        recs = [Record(off + j, ts, b"k%d" % j, rnd.randbytes(rnd.randint(0, 90))) for j in range(rnd.randint(1, 4))]
+        leader = {"partition_leader_epoch": rnd.choice((0, 1, 1, 2, 4))}
+        kind = i % 4
+        if kind == 0:
+            out += [bytes(b.data) for b in BatchScanner(build_legacy(recs, magic=1, codec=rnd.choice((0, 1))))]
+        elif kind == 1:
+            out.append(build_v2(recs, base_offset=off, codec=rnd.randint(0, 4), **leader))
+        elif kind == 2:
+            out.append(build_v2(recs, base_offset=off, transactional=True, producer_id=900, producer_epoch=1,
+                                base_sequence=i, **leader))
+        else:
+            out.append(build_v2(recs, base_offset=off, producer_id=7, producer_epoch=2, base_sequence=i, **leader))
+        off += len(recs)
+    return out
+
+
+def damaged_partition(part, data):
+    """A partition of :func:`mixed_batches` in small segments, then damaged as hypothesis's
+    ``data`` draws: bytes of logs and indexes flipped, header fields set, a batch's base offset set
+    back to its predecessor's (outside the CRC: offsets that do not advance), files cut."""
+    import os
+    import struct as _struct
+
+    from hypothesis import strategies as st
+
+    from kafkaforensics import segment as seg_mod
+    from kafkaforensics.writer import write_partition
+
+    write_partition(part, mixed_batches(data.draw(st.integers(0, 9))), segment_bytes=3000,
+                    index_interval_bytes=INTERVAL // 4)
+    files = sorted(os.path.join(part, f) for f in os.listdir(part) if f.endswith((".log", ".index", ".timeindex")))
+    logs = [f for f in files if f.endswith(".log")]
+    header = {"baseOffset": (0, ">q"), "batchLength": (8, ">i"), "magic": (16, ">b"), "attributes": (21, ">h"),
+              "lastOffsetDelta": (23, ">i"), "maxTimestamp": (35, ">q"), "producerId": (43, ">q")}
+    for _ in range(data.draw(st.integers(0, 4))):
+        how = data.draw(st.sampled_from(["byte", "field", "cut", "index", "order"]))
+        path = data.draw(st.sampled_from(files if how == "index" else logs))
+        buf = bytearray(open(path, "rb").read())
+        if not buf:
+            continue
+        at = data.draw(st.integers(0, 2**32)) % (len(buf) + 1)  # spread over the file, not near 0
+        if how in ("byte", "index"):
+            buf[min(at, len(buf) - 1)] ^= data.draw(st.integers(1, 255))
+        elif how == "cut":
+            del buf[at:]
+        elif how == "order":
+            starts = [b.position for b in seg_mod.BatchScanner(bytes(buf))]
+            if len(starts) > 1:
+                i = 1 + at % (len(starts) - 1)
+                buf[starts[i]:starts[i] + 8] = buf[starts[i - 1]:starts[i - 1] + 8]
+        else:
+            starts = [b.position for b in seg_mod.BatchScanner(bytes(buf))] or [0]
+            at, fmt = header[data.draw(st.sampled_from(sorted(header)))]
+            pos = data.draw(st.sampled_from(starts)) + at
+            width = _struct.calcsize(fmt)
+            if pos + width <= len(buf):
+                lo, hi = -(1 << (8 * width - 1)), (1 << (8 * width - 1)) - 1
+                value = data.draw(st.one_of(st.integers(-3, 3), st.integers(lo, hi),
+                                            st.just(_struct.unpack_from(fmt, buf, pos)[0] + 1)))
+                _struct.pack_into(fmt, buf, pos, max(lo, min(hi, value)))
+        with open(path, "wb") as f:
+            f.write(bytes(buf))

@@ -4,6 +4,8 @@ import os
 import shutil
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kafkaforensics.recovery import recover
 from kafkaforensics.segment import iter_batches
@@ -260,7 +262,7 @@ def test_cli_recover_dry_run_and_json(part, kfx):
 
 def test_leader_epoch_cache_stays_monotonic_like_kafkas(part):
     """An epoch newer than the cache's latest drops the entries that start at or after it."""
-    from kafkaforensics.recovery import assign_epoch
+    from kafkaforensics.indexing import assign_epoch
     epochs = [(0, 0), (1, 50), (3, 159)]
     assign_epoch(epochs, 7, 29)
     assert epochs == [(0, 0), (7, 29)]
@@ -278,3 +280,80 @@ def test_leader_epoch_cache_stays_monotonic_like_kafkas(part):
     text = open(os.path.join(part, "leader-epoch-checkpoint")).read().split("\n")
     entries = [tuple(map(int, line.split())) for line in text[2:] if line]
     assert entries == sorted(entries) and entries[-1][0] == 1 << 24
+
+
+def _tree(d) -> dict:
+    """Every file under ``d`` (backups aside) by relative path -> bytes."""
+    out = {}
+    for root, _dirs, files in os.walk(d):
+        for f in files:
+            p = os.path.join(root, f)
+            out[os.path.relpath(p, d)] = open(p, "rb").read()
+    return out
+
+
+def _rebuilt_both_ways(root, src, monkeypatch, interval, limit=None) -> list:
+    """recover and reindex copies of ``src`` over header runs, then batch by batch: for each way
+    the reports (partition paths taken out) and every file both leave."""
+    from kafkaforensics import indexing
+    from kafkaforensics.reindex import reindex
+
+    results = []
+    for runs in (True, False):
+        monkeypatch.setattr(indexing, "WALK_RUNS", runs)
+        rec, rei = str(root / f"rec-{runs}" / "t-0"), str(root / f"rei-{runs}" / "t-0")
+        shutil.copytree(src, rec)
+        shutil.copytree(src, rei)
+        r1 = recover(rec, backup=False, full=True, max_message_bytes=limit, index_interval_bytes=interval).to_json()
+        r2 = reindex(rei, backup=False, index_interval_bytes=interval).to_json()
+        text = json.dumps([r1, r2]).replace(str(root / f"rec-{runs}"), "R").replace(str(root / f"rei-{runs}"), "R")
+        results.append((json.loads(text), _tree(rec), _tree(rei)))
+    return results
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                 HealthCheck.too_slow])
+@given(data=st.data())
+def test_recover_and_reindex_over_header_runs_equal_batch_by_batch(tmp_path_factory, monkeypatch, data):
+    """Whatever the damage, recover and reindex walking header runs -- in small windows and short
+    runs -- leave exactly the files (and report exactly what) the batch-by-batch walk does."""
+    from kafkaforensics import segment as seg_mod
+    from tests.corruption import damaged_partition
+
+    root = tmp_path_factory.mktemp("rebuild")
+    src = str(root / "src" / "t-0")
+    damaged_partition(src, data)
+    if data.draw(st.booleans()):  # the leader-epoch cache is then rebuilt from the batches' epochs alone
+        os.remove(os.path.join(src, "leader-epoch-checkpoint"))
+    monkeypatch.setattr(seg_mod, "RUN_WINDOW", data.draw(st.sampled_from([128, 700, 1 << 20])))
+    monkeypatch.setattr(seg_mod, "RUN_BYTES", data.draw(st.sampled_from([100, 2000, 16 << 20])))
+    limit = data.draw(st.sampled_from([None, None, 1000]))
+    interval = data.draw(st.sampled_from([1, 256, 4096]))
+    runs, batches = _rebuilt_both_ways(root, src, monkeypatch, interval, limit)
+    assert runs == batches
+
+
+@pytest.mark.parametrize("run_bytes", [100, 2000, 16 << 20])
+@pytest.mark.parametrize("rewound", [1, 3])
+def test_rebuild_over_runs_where_offsets_go_back(tmp_path, monkeypatch, run_bytes, rewound):
+    """Batches whose base offsets go back (outside the CRC): recover stops at the first of them
+    wherever a run starts, reindex indexes past them; over runs exactly as batch by batch."""
+    from kafkaforensics import segment as seg_mod
+    from kafkaforensics.batch import Record
+    from kafkaforensics.builder import build_v2
+    from kafkaforensics.segment import BatchScanner
+    from kafkaforensics.writer import write_partition
+
+    src = str(tmp_path / "src" / "t-0")
+    write_partition(src, [build_v2([Record(i * 2 + j, 1000 + i, b"k", b"v" * 50) for j in range(2)], base_offset=i * 2)
+                          for i in range(30)], index_interval_bytes=100)
+    log = os.path.join(src, "00000000000000000000.log")
+    buf = bytearray(open(log, "rb").read())
+    starts = [b.position for b in BatchScanner(bytes(buf))]
+    for t in range(rewound):  # batches 12.. take the base offsets of batches 6..
+        buf[starts[12 + t]:starts[12 + t] + 8] = buf[starts[6 + t]:starts[6 + t] + 8]
+    open(log, "wb").write(bytes(buf))
+    monkeypatch.setattr(seg_mod, "RUN_BYTES", run_bytes)
+    runs, batches = _rebuilt_both_ways(tmp_path, src, monkeypatch, 100)
+    assert runs[0][0]["truncatedAt"]["position"] == starts[12]
+    assert runs == batches

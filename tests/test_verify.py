@@ -206,36 +206,6 @@ def test_index_entry_pointing_past_its_offset(sample):
 
 
 # ---------------------------------------------------------------- runs == batch by batch ----
-def _mixed_batches(seed):
-    """The corruption corpus's batches (transactions, markers, five codecs) plus legacy entries,
-    batches without a producer, an open transaction and a second epoch."""
-    import random as _random
-
-    from kafkaforensics.batch import Record
-    from kafkaforensics.builder import build_legacy, build_v2
-    from kafkaforensics.segment import BatchScanner
-    from tests.corruption import batches as corpus
-
-    rnd = _random.Random(seed)
-    out = list(corpus(seed, n=40))
-    off = max(b.last_offset for d in out for b in BatchScanner(d)) + 1
-    for i in range(12):
-        recs = [Record(off + j, 1_700_000_100_000 + off + j, b"k%d" % j, rnd.randbytes(rnd.randint(0, 90)))
-                for j in range(rnd.randint(1, 4))]
-        kind = i % 4
-        if kind == 0:
-            out += [bytes(b.data) for b in BatchScanner(build_legacy(recs, magic=1, codec=rnd.choice((0, 1))))]
-        elif kind == 1:
-            out.append(build_v2(recs, base_offset=off, codec=rnd.randint(0, 4)))
-        elif kind == 2:
-            out.append(build_v2(recs, base_offset=off, transactional=True, producer_id=900, producer_epoch=1,
-                                base_sequence=i))
-        else:
-            out.append(build_v2(recs, base_offset=off, producer_id=7, producer_epoch=2, base_sequence=i))
-        off += len(recs)
-    return out
-
-
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 @given(data=st.data())
@@ -243,43 +213,12 @@ def test_verify_over_header_runs_equals_batch_by_batch(tmp_path_factory, monkeyp
     """Whatever the damage (bytes of logs and indexes, header fields, cuts), verify over header
     runs -- in small windows and short runs, so that batches straddle windows and runs end
     anywhere -- reports exactly what the batch-by-batch walk reports."""
-    import struct as _struct
-
     from kafkaforensics import segment as seg_mod
     from kafkaforensics import verify as verify_mod
-    from kafkaforensics.writer import write_partition
-    from tests.corruption import INTERVAL
+    from tests.corruption import damaged_partition
 
     part = str(tmp_path_factory.mktemp("runs") / "t-0")
-    write_partition(part, _mixed_batches(data.draw(st.integers(0, 9))), segment_bytes=3000,
-                    index_interval_bytes=INTERVAL // 4)
-    files = sorted(os.path.join(part, f) for f in os.listdir(part) if f.endswith((".log", ".index", ".timeindex")))
-    logs = [f for f in files if f.endswith(".log")]
-    header = {"baseOffset": (0, ">q"), "batchLength": (8, ">i"), "magic": (16, ">b"), "attributes": (21, ">h"),
-              "lastOffsetDelta": (23, ">i"), "maxTimestamp": (35, ">q"), "producerId": (43, ">q")}
-    for _ in range(data.draw(st.integers(0, 4))):
-        how = data.draw(st.sampled_from(["byte", "field", "cut", "index"]))
-        path = data.draw(st.sampled_from(files if how == "index" else logs))
-        buf = bytearray(open(path, "rb").read())
-        if not buf:
-            continue
-        at = data.draw(st.integers(0, 2**32)) % (len(buf) + 1)  # spread over the file, not near 0
-        if how in ("byte", "index"):
-            buf[min(at, len(buf) - 1)] ^= data.draw(st.integers(1, 255))
-        elif how == "cut":
-            del buf[at:]
-        else:
-            starts = [b.position for b in seg_mod.BatchScanner(bytes(buf))] or [0]
-            at, fmt = header[data.draw(st.sampled_from(sorted(header)))]
-            pos = data.draw(st.sampled_from(starts)) + at
-            width = _struct.calcsize(fmt)
-            if pos + width <= len(buf):
-                lo, hi = -(1 << (8 * width - 1)), (1 << (8 * width - 1)) - 1
-                value = data.draw(st.one_of(st.integers(-3, 3), st.integers(lo, hi),
-                                            st.just(_struct.unpack_from(fmt, buf, pos)[0] + 1)))
-                _struct.pack_into(fmt, buf, pos, max(lo, min(hi, value)))
-        with open(path, "wb") as f:
-            f.write(bytes(buf))
+    damaged_partition(part, data)
     monkeypatch.setattr(seg_mod, "RUN_WINDOW", data.draw(st.sampled_from([128, 700, 1 << 20])))
     monkeypatch.setattr(seg_mod, "RUN_BYTES", data.draw(st.sampled_from([100, 2000, 16 << 20])))
     limit = data.draw(st.sampled_from([None, None, 1000]))
