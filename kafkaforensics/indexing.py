@@ -12,7 +12,6 @@ runs where it can) into producer state and indexes, up to the first batch that m
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -72,16 +71,13 @@ class SegmentIndexes:
         if len(entries):
             # offset entries: only past the last one; its offset is the largest so far
             e_last = last[entries]
-            before = np.empty_like(e_last)
+            before = np.empty_like(e_last)  # the largest offset entry before each
             before[1:] = np.maximum.accumulate(e_last)[:-1]
-            keep = np.empty(len(entries), bool)
             if self.offsets:
                 before[0] = self.offsets[-1][0]
-                before = np.maximum(before, self.offsets[-1][0])
-                keep[:] = e_last > before
-            else:
-                keep[1:] = e_last[1:] > before[1:]
-                keep[0] = True
+                before[1:] = np.maximum(before[1:], before[0])
+            keep = e_last > before
+            keep[0] |= not self.offsets
             self.offsets += zip(e_last[keep].tolist(), starts[entries][keep].tolist())
             # time entries: each entry appends the running max when it is past the last appended,
             # which is the running max at the entry before (it never decreases)
