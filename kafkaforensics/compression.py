@@ -161,12 +161,18 @@ def _lz4_with_broken_hc(frame: bytes) -> bytes:
     return frame[:end] + bytes([hc]) + frame[end + 1:]
 
 
+_LZ4 = threading.local()
+
+
 def _unlz4(data: bytes, magic: int, bound: int) -> bytes:
     if magic == 0:
         end = _lz4_header_end(data)
         hc = (xxh32(data[4:end]) >> 8) & 0xFF  # accept the broken checksum: replace with the right one
         data = data[:end] + bytes([hc]) + data[end + 1:]
-    d = lz4.frame.LZ4FrameDecompressor()
+    d = getattr(_LZ4, "d", None)
+    if d is None:  # one decompressor a thread, reset per frame: a fresh one maps fresh buffers per batch
+        d = _LZ4.d = lz4.frame.LZ4FrameDecompressor()
+    d.reset()
     # grow the output in steps: asking for ``bound`` at once would allocate the whole bound per batch
     step = _first_step(len(data), bound)
     out = d.decompress(data, max_length=step)
