@@ -151,10 +151,13 @@ class SegmentRebuild:
         self.path, self.base, self.state, self.strict, self.epochs = path, base, state, strict, epochs
         self.max_batch_bytes = max_batch_bytes
         self.indexes = SegmentIndexes(base, interval)
-        self.prev_last: int | None = None
-        self.next_offset: int | None = None
+        self.prev_last: int | None = None  # the last offset of the last kept batch
         self.size = 0
         self.stop: tuple | None = None
+
+    @property
+    def next_offset(self) -> int | None:
+        return None if self.prev_last is None else self.prev_last + 1
 
     def walk(self) -> "SegmentRebuild":
         with open_buffer(self.path) as buf, open(self.path, "rb", buffering=0) as f:
@@ -189,7 +192,6 @@ class SegmentRebuild:
         if b.magic >= 2 and self.epochs is not None:
             assign_epoch(self.epochs, b.partition_leader_epoch, b.base_offset)
         self.prev_last = b.last_offset
-        self.next_offset = b.last_offset + 1
         return None
 
     def run(self, r: HeaderRun) -> tuple | None:
@@ -225,7 +227,6 @@ class SegmentRebuild:
             for i in np.concatenate(([0], np.flatnonzero(ep[1:] != ep[:-1]) + 1)).tolist():
                 assign_epoch(self.epochs, int(ep[i]), int(r.base_offset[lo + i]))
         self.prev_last = int(r.last_offset[hi - 1])
-        self.next_offset = self.prev_last + 1
 
     def _stop(self, position: int, offset: int, kind: str, reason: str) -> tuple:
         self.stop = (position, offset, kind, reason)

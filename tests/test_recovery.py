@@ -8,7 +8,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkaforensics.recovery import recover
-from kafkaforensics.segment import iter_batches
 from kafkaforensics.verify import verify
 from tests.corruption import INTERVAL, all_records, layout, make_partition, snapshot_files
 
