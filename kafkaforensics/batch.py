@@ -231,34 +231,20 @@ def _varint_slow(data: bytes, pos: int):
 
 def decode_headers(data, pos: int, end: int):
     """The headers of one record: the count varint at ``pos``, then key/value pairs; returns
-    (list of (str, bytes|None), position after).  May raise IndexError past the data's end."""
-    vs = _varint_slow
-    b = data[pos]
-    if b < 0x80:
-        hcount = (b >> 1) ^ -(b & 1)
-        pos += 1
-    else:
-        hcount, pos = vs(data, pos)
+    (list of (str, bytes|None), position after).  May raise IndexError past the data's end.
+    (Only the record-by-record decoder calls this, for records that have headers: the columnar
+    decoder decodes headers as spans, so the varints here go through the shared reader.)"""
+    hcount, pos = _varint_slow(data, pos)
     if hcount < 0 or hcount > end - pos:
         raise KafkaFormatError("record", f"header count {hcount} out of range")
     headers = []
     for _h in range(hcount):
-        b = data[pos]
-        if b < 0x80:
-            hk = (b >> 1) ^ -(b & 1)
-            pos += 1
-        else:
-            hk, pos = vs(data, pos)
+        hk, pos = _varint_slow(data, pos)
         if hk < 0:
             raise KafkaFormatError("record", f"negative header key length {hk}")
         hkey = data[pos:pos + hk].decode("utf-8", "replace")
         pos += hk
-        b = data[pos]
-        if b < 0x80:
-            hv = (b >> 1) ^ -(b & 1)
-            pos += 1
-        else:
-            hv, pos = vs(data, pos)
+        hv, pos = _varint_slow(data, pos)
         if hv < 0:
             hval = None
         else:

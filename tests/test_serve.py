@@ -221,6 +221,19 @@ def _multi(tmp_path, partitions=4, n=10):
     return str(d)
 
 
+def _commit_rest(got, done, commit_at, commit, wait) -> None:
+    """Commit ``commit_at`` for the partitions consumed (``got``) but not committed yet (``done``):
+    the other member leaving may start a rebalance, so rejoin (``wait``) and try again."""
+    parts = sorted({p for p, _ in got} - done)
+    if commit_at is not None and parts:
+        for _ in range(20):
+            try:
+                commit(parts)
+                break
+            except Exception:
+                wait()
+
+
 def _group_kp(b, group, out, name, commit_at):
     from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
     c = KafkaConsumer("multi", bootstrap_servers=b.bootstrap, group_id=group, auto_offset_reset="earliest",
@@ -234,14 +247,8 @@ def _group_kp(b, group, out, name, commit_at):
                 done.add(m.partition)
             except Exception:
                 pass
-    parts = sorted({p for p, _ in got} - done)
-    if commit_at is not None and parts:
-        for _ in range(20):  # the other member leaving may start a rebalance: rejoin, then commit
-            try:
-                c.commit({TopicPartition("multi", p): OffsetAndMetadata(commit_at, "", -1) for p in parts})
-                break
-            except Exception:
-                c.poll(500)
+    _commit_rest(got, done, commit_at, lambda parts: c.commit(
+        {TopicPartition("multi", p): OffsetAndMetadata(commit_at, "", -1) for p in parts}), lambda: c.poll(500))
     c.close()
     out[name] = got
 
@@ -265,14 +272,8 @@ def _group_ck(b, group, out, name, commit_at):
                 done.add(m.partition())
             except Exception:
                 pass
-    parts = sorted({p for p, _ in got} - done)
-    if commit_at is not None and parts:
-        for _ in range(20):  # the other member leaving may start a rebalance: rejoin, then commit
-            try:
-                c.commit(offsets=[TopicPartition("multi", p, commit_at) for p in parts], asynchronous=False)
-                break
-            except Exception:
-                c.poll(0.5)
+    _commit_rest(got, done, commit_at, lambda parts: c.commit(
+        offsets=[TopicPartition("multi", p, commit_at) for p in parts], asynchronous=False), lambda: c.poll(0.5))
     c.close()
     out[name] = got
 
