@@ -1,24 +1,11 @@
 """Runs of v2 batch headers as numpy columns: the header-only walk behind ``kfx verify``.
 
 Walking a segment is sequential (each batch's length says where the next one starts), so the walk
-loop does per batch only that; every header field of a whole run of batches is
+loop does per batch only that and the CRC check; every header field of a whole run of batches is
 then gathered at once into a structured array whose layout is derived from
 ``specs.record_batch.BatchHeader``.  :meth:`.segment.BatchScanner.iter_runs` hands these runs
 out; what the run walk declines (legacy entries, anything the scanner would stop at or look at
 twice) is left to the scanner's batch-by-batch step.
-
-In a writable copy of the file (:func:`walk_window`) the CRCs of a whole window of batches are
-checked by one CRC-32C call instead of one a batch.  CRC-32C is affine over GF(2): with the
-all-ones initial value absorbed into each batch's first four covered bytes (complemented) and the
-complement of each batch's stored CRC written little-endian right after the batch, a batch
-contributes zero to the CRC of the window (initial register 0) exactly when its stored CRC
-matches; the 21 header bytes the CRC does not cover are zeroed, which contributes nothing.  A
-window whose CRC is not zero is checked again batch by batch, so a bad CRC is always located
-exactly.  A window with one bad batch (any number of bad bytes in it) never passes: its
-contribution is that batch's CRC error times a power of x, never zero modulo the CRC polynomial.
-Two or more bad batches pass only if their errors cancel, a 1 in 2**32 coincidence for damage
-that is not built for it -- the odds with which one damaged batch passes its own CRC-32C.
-``tests/test_verify.py`` proves the aggregate equal to the per-batch check.
 """
 from __future__ import annotations
 
@@ -35,69 +22,36 @@ from .batch import Batch, parse_v2_header
 #: the 61-byte v2 header as a numpy record, field for field from the spec's struct
 HEADER_DTYPE = numpy_dtype(R.HEADER_STRUCT, R.HEADER_FIELDS)
 assert HEADER_DTYPE.itemsize == R.HEADER_SIZE
-#: batchLength and magic (the bytes between skipped): what the window walk reads of each batch
-_CODE = dict(zip(R.HEADER_FIELDS, R.HEADER_STRUCT.format[1:]))
-_LENGTH_TO_MAGIC = struct.Struct(">%s%dx%s" % (
-    _CODE["batchLength"], R.MAGIC_OFFSET - R.BATCH_LENGTH_OFFSET - struct.calcsize(">" + _CODE["batchLength"]),
-    _CODE["magic"]))
-#: the columns of one header in the window's byte array
-_HEADER_COLUMNS = np.arange(R.HEADER_SIZE)
-#: crc32c's ``value`` that starts the register at 0 (it complements the value it is given), and
-#: what it then returns for a window whose every batch contributes zero
-_REGISTER_ZERO = 0xFFFFFFFF
+#: baseOffset .. crc: what the walk loop reads of each batch
+_UP_TO_CRC = struct.Struct(">" + R.HEADER_STRUCT.format[1:R.HEADER_FIELDS.index("crc") + 2])
 _INT32_MAX = 2**31 - 1
 _SAFE_OFFSET = 2**62  # base + lastOffsetDelta cannot overflow int64 below this
 
 
-def walk_window(copy, n: int, size_limit: int, max_bytes: int):
-    """Step over the v2 batches at the start of ``copy`` (the first ``n`` bytes: a writable
-    window, bytearray-backed memoryview at least ``n + 4`` long, that this call may change) while
-    each is whole, at least a header long and at most ``size_limit`` (batchLength); stop after
-    ``max_bytes``.  Every CRC of the window is checked at once (see the module docstring).
-
-    Returns ``(stop, declined, positions, headers, crcs_ok)``: where the walk stopped and whether
-    at a batch it declined, the batches' positions in the window (int64 array, None when there are
-    none), their 61 header bytes (uint8 rows, read before the window was changed), and whether
-    every batch's CRC matches.  When it is False the window's bytes are changed: read it again to
-    check batch by batch (:func:`crcs_ok`)."""
-    positions = []
-    append, unpack = positions.append, _LENGTH_TO_MAGIC.unpack_from
-    overhead, length_at, min_size = R.LOG_OVERHEAD, R.BATCH_LENGTH_OFFSET, R.HEADER_SIZE - R.LOG_OVERHEAD
-    pos, declined = 0, False
-    bound = min(max_bytes, n - R.HEADER_SIZE + 1)
+def walk_run(buf, pos: int, end: int, size_limit: int, max_bytes: int,
+             positions: list, bad_crc: list, headers: bytearray, origin: int = 0) -> tuple[int, bool]:
+    """Step over v2 batches of ``buf`` from ``pos`` while each is whole, at least a header long and
+    at most ``size_limit`` (batchLength); stop after ``max_bytes``.  Appends each batch's position
+    plus ``origin`` to ``positions``, its index there to ``bad_crc`` when its CRC-32C does not
+    match, and its 61 header bytes to ``headers``.  Returns where the walk stopped and whether it
+    stopped at a batch it declined (rather than at the end of ``buf`` or of ``max_bytes``)."""
+    append, add_header, unpack, crc_of = positions.append, headers.extend, _UP_TO_CRC.unpack_from, crc32c
+    overhead, header_size, crc_from = R.LOG_OVERHEAD, R.HEADER_SIZE, R.ATTRIBUTES_OFFSET
+    min_size = header_size - overhead
+    bound = min(pos + max_bytes, end - header_size + 1)  # a batch starting before this gets a look
     while pos < bound:
-        size, magic = unpack(copy, pos + length_at)
+        _offset, size, _epoch, magic, crc = unpack(buf, pos)
         if magic != 2 or not min_size <= size <= size_limit:
-            declined = True
-            break
+            return pos, True
         nxt = pos + overhead + size
-        if nxt > n:
-            break
-        append(pos)
+        if nxt > end:
+            return pos, False
+        if crc_of(buf[pos + crc_from:nxt]) != crc:
+            bad_crc.append(len(positions))
+        append(pos + origin)
+        add_header(buf[pos:pos + header_size])
         pos = nxt
-    if not positions:
-        return pos, declined, None, None, True
-    at = np.array(positions, dtype=np.int64)
-    window = np.frombuffer(copy.obj if isinstance(copy, memoryview) else copy, dtype=np.uint8)
-    where = at[:, None] + _HEADER_COLUMNS
-    headers = window[where]
-    # after batch k: ~crc_k little-endian (the stored CRC is big-endian: its bytes reversed)
-    trailer = 255 - headers[:, R.CRC_OFFSET:R.CRC_OFFSET + 4][:, ::-1]
-    covered = R.ATTRIBUTES_OFFSET
-    lead = np.zeros((len(at), covered + 4), dtype=np.uint8)
-    lead[1:, :4] = trailer[:-1]                     # batch k-1's trailer overwrites batch k's first bytes
-    lead[:, covered:] = headers[:, covered:covered + 4] ^ 0xFF  # the initial all-ones register
-    window[where[:, :covered + 4]] = lead
-    window[pos:pos + 4] = trailer[-1]
-    return pos, declined, at, headers, crc32c(copy[:pos + 4], _REGISTER_ZERO) == _REGISTER_ZERO
-
-
-def crcs_ok(buf, positions, headers) -> np.ndarray:
-    """Each batch's CRC checked on its own: ``positions`` in ``buf`` and their header rows."""
-    h = headers.view(HEADER_DTYPE).ravel()
-    ends = positions + R.LOG_OVERHEAD + h["batchLength"]
-    return np.array([crc32c(buf[a + R.ATTRIBUTES_OFFSET:e]) == c
-                     for a, e, c in zip(positions.tolist(), ends.tolist(), h["crc"].tolist())], dtype=bool)
+    return pos, False
 
 
 class HeaderRun:
@@ -107,11 +61,12 @@ class HeaderRun:
 
     __slots__ = ("buf", "file", "position", "crc_ok", "header", "base_offset", "last_offset", "size")
 
-    def __init__(self, buf, position: np.ndarray, crc_ok: np.ndarray, headers: np.ndarray, file=None):
-        """``headers``: the batches' 61 header bytes, one uint8 row each."""
+    def __init__(self, buf, positions, bad_crc, headers: bytes, file=None):
         self.buf, self.file = buf, file
-        self.position, self.crc_ok = position, crc_ok
-        self.header = np.ascontiguousarray(headers).view(HEADER_DTYPE).ravel()
+        self.position = np.array(positions, dtype=np.int64)
+        self.crc_ok = np.ones(len(positions), dtype=bool)
+        self.crc_ok[bad_crc] = False
+        self.header = np.frombuffer(headers, dtype=HEADER_DTYPE)
         self._derive()
 
     def _derive(self) -> None:

@@ -13,8 +13,6 @@ import mmap
 import struct
 import os
 import re
-
-import numpy as np
 from contextlib import contextmanager
 
 from specs import legacy as L
@@ -132,44 +130,36 @@ class BatchScanner:
         """The same walk, but stretches of v2 batches come as :class:`~.header_run.HeaderRun`
         columns (CRCs checked on the way) and only what the run walk declines comes as a Batch.
 
-        Runs are walked in ``window``-sized copies -- read with ``preadv`` from ``fd`` (the same
-        file, open for reading), else copied from the buffer -- in which the CRCs of a window are
-        checked at once (:func:`~.header_run.walk_window`) over bytes the copy left in the CPU
-        cache; a batch larger than the window is left to the batch-by-batch step.
-        ``tests/test_verify.py`` proves verify over runs equal to verify batch by batch.
+        With ``fd`` (the same file, open for reading) runs are walked in ``window``-sized copies
+        read with ``preadv``: the CRCs then run over bytes the copy left in the CPU cache, not over
+        mapped pages touched for the first time; a batch larger than the window is left to the
+        batch-by-batch step.  ``tests/test_verify.py`` proves verify over runs equal to verify
+        batch by batch.
         """
-        from .header_run import HeaderRun, crcs_ok, walk_window
+        from .header_run import HeaderRun, walk_run
         buf, end = self.buf, self.end
         limit = _INT64_MAX if self.max_batch_bytes is None else self.max_batch_bytes - L.LOG_OVERHEAD
         window = window or RUN_WINDOW
-        copy = memoryview(bytearray(window + 4))  # + 4: walk_window writes after the last batch
-
-        def fill(at: int) -> int:
-            n = min(window, end - at)
-            if fd is not None:
-                return os.preadv(fd, [copy[:n]], at)
-            copy[:n] = buf[at:at + n]
-            return n
-
+        copy = memoryview(bytearray(window)) if fd is not None else None
         pos = released = self.start
         while True:
             released = self._release(pos, released)
-            parts = []  # (positions, crc_ok, header rows) of each window walked
+            positions, bad_crc, headers = [], [], bytearray()
             run_end = min(end, pos + RUN_BYTES)
             declined = False
             while pos < run_end and not declined:
-                n = fill(pos)
-                nxt, declined, at, rows, ok = walk_window(copy, n, limit, run_end - pos)
-                if at is not None:
-                    if not ok:  # some CRC of the window fails: which, batch by batch, in a fresh copy
-                        fill(pos)
-                    parts.append((at + pos, np.ones(len(at), dtype=bool) if ok else crcs_ok(copy, at, rows), rows))
-                if nxt == 0:
+                if copy is None:
+                    nxt, declined = walk_run(buf, pos, end, limit, run_end - pos, positions, bad_crc, headers)
+                else:
+                    n = os.preadv(fd, [copy[:min(window, end - pos)]], pos)
+                    nxt, declined = walk_run(copy, 0, n, limit, run_end - pos, positions, bad_crc, headers, pos)
+                    nxt += pos
+                if nxt == pos:
                     break  # the batch at pos is not for the run walk (or does not fit a window)
-                pos += nxt
+                pos = nxt
             full = pos >= run_end and run_end < end
-            if parts:
-                run = HeaderRun(buf, *(np.concatenate(c) for c in zip(*parts)), self.file)
+            if positions:
+                run = HeaderRun(buf, positions, bad_crc, bytes(headers), self.file)
                 k = run.accepted(self.base_offset)
                 if k:
                     self.valid_bytes = int(run.position[k - 1] + run.size[k - 1])

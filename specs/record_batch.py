@@ -47,8 +47,6 @@ BatchHeader = c.Struct(
 HEADER_STRUCT, HEADER_FIELDS = struct_of(BatchHeader)
 PARTITION_LEADER_EPOCH_OFFSET = field_offset(BatchHeader, "partitionLeaderEpoch")  # outside the CRC
 CRC_OFFSET = field_offset(BatchHeader, "crc")
-BATCH_LENGTH_OFFSET = field_offset(BatchHeader, "batchLength")
-MAGIC_OFFSET = field_offset(BatchHeader, "magic")
 ATTRIBUTES_OFFSET = field_offset(BatchHeader, "attributes")  # the CRC covers from here to the end
 
 #: The attributes int16, bit by bit (bit 0 is the least significant).
