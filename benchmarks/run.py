@@ -176,6 +176,29 @@ def child(name: str, arg: str) -> dict:
                     crc32c.crc32c(chunk[bounds[i][0] - origin:bounds[i][1] - origin])
                     i += 1
         out["batches"] = n_b
+    elif name == "copy-floor":
+        # the 1 MiB preadv copies verify walks, and nothing else: what a walk over copies pays
+        # before any CRC (the read ceiling is this plus crc32c over each copy)
+        chunk = memoryview(bytearray(1 << 20))
+        with open(arg, "rb", buffering=0) as f:
+            fd, pos = f.fileno(), 0
+            while n := os.preadv(fd, [chunk], pos):
+                pos += n
+    elif name == "walk-mapping-floor":
+        # the header walk over the mapped file (each batch's length read where it lies), and
+        # nothing else: what a walk without copies pays before any CRC
+        import struct
+        from kafkaforensics.segment import open_buffer, release_pages
+        length = struct.Struct(">i").unpack_from
+        with open_buffer(arg) as buf:
+            pos, end, released, n_b = 0, len(buf), 0, 0
+            while pos + 61 <= end:
+                pos += 12 + length(buf, pos + 8)[0]
+                n_b += 1
+                if pos - released > 64 << 20:
+                    release_pages(buf, released, pos - (1 << 20))
+                    released = pos - (1 << 20)
+        out["batches"] = n_b
     elif name == "crc32c-ceiling-mmap":  # crc32c over the mapped file, 16 MiB per call
         import crc32c
         from kafkaforensics.segment import open_buffer, release_pages
@@ -394,7 +417,7 @@ def main() -> None:
     # the ceiling is the faster of two ways of feeding crc32c the same bytes; verify is noisy on a
     # shared machine, so this group takes at least five runs
     results += run_group([("crc32c-ceiling-mmap", big), ("crc32c-ceiling-read", big), ("crc32c-per-batch", big),
-                          ("verify", big)], max(rep, 5))
+                          ("copy-floor", big), ("walk-mapping-floor", big), ("verify", big)], max(rep, 5))
     results += run_group([("dump-json", big), ("reindex", os.path.dirname(big))], rep)
     results += run_group([("disk-write-ceiling", big), ("write", big)], rep)
     # recovery of a 1 GiB segment with a torn last batch (each run truncates it again: a fresh copy)
@@ -462,6 +485,9 @@ def main() -> None:
         "verify_vs_crc32c_ceiling": by["verify"]["mb_per_s"] / ceiling,
         "verify_vs_crc32c_per_batch": by["verify"]["mb_per_s"] / by["crc32c-per-batch"]["mb_per_s"],
         "crc32c_per_batch_vs_crc32c_ceiling": by["crc32c-per-batch"]["mb_per_s"] / ceiling,
+        # time shares of the ceiling's time that a walk pays before any CRC (> 0.3: 70 % is out of reach)
+        "copy_floor_time_vs_ceiling_time": ceiling / by["copy-floor"]["mb_per_s"],
+        "walk_mapping_floor_time_vs_ceiling_time": ceiling / by["walk-mapping-floor"]["mb_per_s"],
         **{f"deep_{c}_{ours}_vs_{peer}": deep[(c, ours)] / deep[(c, peer)]
            for c in ("none", "lz4", "zstd") for ours in OUR_DEEP for peer in ("kafka-python", "aiokafka")},
         **summary_spark,
