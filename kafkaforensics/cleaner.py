@@ -29,19 +29,29 @@ import tempfile
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from itertools import takewhile
+from typing import NamedTuple
+
+import numpy as np
 
 from specs import checkpoints as C
 
 from . import builder, fsutil, offset_index, time_index, txn_index
 from .batch import Batch, parse_legacy_header, parse_v2_header, resolve_legacy_wrapper
 from .indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentIndexes
-from .offset_map import OffsetMap
+from .errors import KafkaFormatError
+from .offset_map import OffsetMap, digests
 from .partition import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, PartitionDir, parse_partition_dir_name
 from .producer_state import ProducerState
+from .record_columns import decode_columns, runs
 from .segment import BatchScanner, open_buffer
 from .txn_index import AbortedTxn
 
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
+#: both passes take a run of batches at a time: records decoded by the columnar decoder, keys
+#: hashed and put or looked up in the offset map together (False: batch by batch, record by
+#: record -- the reference the tests compare with)
+DECODE_RUNS = True
 _INT32_MAX = 2**31 - 1
 
 
@@ -213,19 +223,46 @@ def _build_offset_map(segs, start, end, aborted, omap: OffsetMap) -> None:
     dirty = [s for s in segs if s.next_offset > start and s.base < end]
     for s in dirty:
         with open_buffer(s.path) as buf:
-            for b in BatchScanner(buf, file=s.path, base_offset=s.base):
-                if b.base_offset >= end:
-                    break
-                if b.is_control:
-                    txn.on_control(b)
-                elif not txn.on_data(b):
-                    for r in b.records():
-                        if r.key is not None and r.offset >= start:
-                            if not omap.put(bytes(r.key), r.offset):
-                                return  # full: the round ends at the last offset mapped
-                if b.last_offset >= start:
-                    omap.update_latest_offset(b.last_offset)
+            batches = takewhile(lambda b: b.base_offset < end, BatchScanner(buf, file=s.path, base_offset=s.base))
+            for run in (runs(batches) if DECODE_RUNS else ([b] for b in batches)):
+                if not _map_run(run, start, txn, omap):
+                    return  # full: the round ends at the last offset mapped
         omap.update_latest_offset(min(s.next_offset, end) - 1)
+
+
+def _map_run(run: list, start: int, txn: "_TxnMetadata", omap: OffsetMap) -> bool:
+    """Put the keys of ``run``'s records from ``start`` on (not those of control batches or
+    aborted transactions) in log order; False when the map is full (the batch whose key did not
+    fit, and all after it, are left out of the map's latest offset)."""
+    try:
+        cols = decode_columns(run) if DECODE_RUNS else None
+    except KafkaFormatError:
+        cols = None  # record by record: each batch's records() raises its error if it is reached
+    if cols is None:
+        for b in run:
+            if b.is_control:
+                txn.on_control(b)
+            elif not txn.on_data(b):
+                for r in b.records():
+                    if r.key is not None and r.offset >= start:
+                        if not omap.put(bytes(r.key), r.offset):
+                            return False
+            if b.last_offset >= start:
+                omap.update_latest_offset(b.last_offset)
+        return True
+    mapped = np.zeros(len(run), dtype=bool)
+    for i, b in enumerate(run):  # transactions are followed batch by batch, in order
+        if b.is_control:
+            txn.on_control(b)
+        else:
+            mapped[i] = not txn.on_data(b)
+    rec = np.flatnonzero(mapped[cols.batch] & (cols.key_length >= 0) & (cols.offset >= start))
+    done = omap.put_many(digests(cols.keys_at(rec)), cols.offset[rec])
+    whole = len(run) if done == len(rec) else int(cols.batch[rec[done]])  # batches wholly mapped
+    for b in run[:whole]:
+        if b.last_offset >= start:
+            omap.update_latest_offset(b.last_offset)
+    return done == len(rec)
 
 
 def _group_segments(segs, max_size, max_index, first_uncleanable):
@@ -265,26 +302,65 @@ class _Filter:
             return b.last_offset == last_data
         return b.is_control and b.producer_epoch == epoch
 
-    def _keep_record(self, b: Batch, r) -> bool:
-        if r.offset > self.omap.latest_offset:
-            return True
-        if r.key is None:
-            self.stats.keyless_records_removed += 1
-            return False
-        if r.offset < self.omap.get(bytes(r.key)):
-            return False
-        if r.value is not None:
-            return True
+    def _tombstones_stay(self, b: Batch) -> bool:
         if b.magic >= 2:
-            keep = b.delete_horizon_ms is None or self.now < b.delete_horizon_ms
-        else:
-            keep = self.retain_legacy_deletes
-        if not keep:
-            self.stats.tombstones_removed += 1
-        return keep
+            return b.delete_horizon_ms is None or self.now < b.delete_horizon_ms
+        return self.retain_legacy_deletes
 
-    def apply(self, b: Batch) -> tuple[bytes | None, int]:
-        """The batch's bytes after cleaning (None when it goes) and how many records it keeps."""
+    def verdict(self, b: Batch) -> "_Verdict":
+        """The record filter over a data batch's ``records()``, one record at a time: a record
+        past the map stays; else a keyless one goes, one older than its key's latest goes, a
+        tombstone goes once its delete horizon has passed."""
+        latest, get, stay = self.omap.latest_offset, self.omap.get, self._tombstones_stay(b)
+        keep, keyless, gone, tombstones = [], 0, 0, 0
+        for r in b.records():
+            if r.offset > latest:
+                k = True
+            elif r.key is None:
+                k = False
+                keyless += 1
+            elif r.offset < get(bytes(r.key)):
+                k = False
+            elif r.value is not None:
+                k = True
+            else:
+                k = stay
+                gone += not stay
+            tombstones += k and r.value is None
+            keep.append(k)
+        return _Verdict(len(keep), keep, sum(keep), keyless, gone, tombstones)
+
+    def verdicts(self, run: list) -> list:
+        """:meth:`verdict` of every batch of ``run`` at once (columnar decoder, keys looked up
+        together); None for each batch when the run is not for the columnar decoder."""
+        try:
+            cols = decode_columns(run)
+        except KafkaFormatError:
+            return [None] * len(run)
+        off, key_null, value_null = cols.offset, cols.key_length < 0, cols.value_length < 0
+        old = off <= self.omap.latest_offset
+        ask = np.flatnonzero(old & ~key_null)
+        latest = np.full(len(off), -1, dtype=np.int64)
+        latest[ask] = self.omap.get_many(digests(cols.keys_at(ask)))
+        stay = np.array([self._tombstones_stay(b) for b in run], dtype=bool)[cols.batch]
+        keyless = old & key_null
+        stale = old & ~key_null & (off < latest)
+        gone = old & ~key_null & ~stale & value_null & ~stay
+        keep = ~(keyless | stale | gone)
+        at = np.concatenate(([0], np.cumsum(np.bincount(cols.batch, minlength=len(run))))).tolist()
+        sums = [np.concatenate(([0], np.cumsum(x))).tolist() for x in (keep, keyless, gone, keep & value_null)]
+        flags = keep.tolist()
+        return [_Verdict(z - a, flags[a:z], *(c[z] - c[a] for c in sums)) for a, z in zip(at, at[1:])]
+
+    def judged(self, batches):
+        """Each batch with its :meth:`verdicts` verdict (None: :meth:`apply` judges it itself)."""
+        if not DECODE_RUNS:
+            return ((b, None) for b in batches)
+        return ((b, v) for run in runs(batches) for b, v in zip(run, self.verdicts(run)))
+
+    def apply(self, b: Batch, verdict: "_Verdict | None" = None) -> tuple[bytes | None, int]:
+        """The batch's bytes after cleaning (None when it goes) and how many records it keeps;
+        ``verdict``: the record filter's, if :meth:`verdicts` gave one."""
         can_discard = self.txn.on_control(b) if b.is_control else self.txn.on_data(b)
         if b.is_control:
             discard_records = can_discard and b.delete_horizon_ms is not None and b.delete_horizon_ms <= self.now
@@ -296,31 +372,35 @@ class _Filter:
             retain_empty = True  # the round's last batch keeps the last offset known
         else:
             retain_empty = False
-        recs = b.records()
+        n = len(b.records()) if verdict is None else verdict.records
         st = self.stats
+        v = None  # the record filter's verdict, for a data batch that is not discarded
         if discard_records:
-            kept = []
+            kept = 0
             if not b.is_control and b.is_transactional:
-                st.aborted_records_removed += len(recs)
+                st.aborted_records_removed += n
         elif b.is_control:
-            kept = list(recs)
+            kept = n
         else:
-            kept = [r for r in recs if self._keep_record(b, r)]
+            v = verdict or self.verdict(b)
+            kept = v.kept
+            st.keyless_records_removed += v.keyless_removed
+            st.tombstones_removed += v.tombstones_removed
+            st.tombstones_kept += v.tombstones_kept
         if b.is_control:
             if kept:
                 st.markers_kept += 1
             else:
                 st.markers_removed += 1
-        else:
-            st.tombstones_kept += sum(1 for r in kept if r.value is None)
         if kept:
-            has_tombstone = not b.is_control and any(r.value is None for r in kept)
+            has_tombstone = v is not None and v.tombstones_kept > 0
             marker_for_empty_txn = can_discard and b.is_control
             set_horizon = b.magic >= 2 and (has_tombstone or marker_for_empty_txn) and b.delete_horizon_ms is None
-            if len(kept) == len(recs) and not set_horizon:
-                return bytes(b.data), len(kept)  # writeOriginalBatch: the bytes as they were
+            if kept == n and not set_horizon:
+                return bytes(b.data), kept  # writeOriginalBatch: the bytes as they were
             horizon = self.now + self.opts.delete_retention_ms if set_horizon else b.delete_horizon_ms
-            return _rebuild(b, kept, horizon), len(kept)
+            recs = b.records()
+            return _rebuild(b, recs if v is None else [r for r, k in zip(recs, v.keep) if k], horizon), kept
         if retain_empty and b.magic >= 2:
             st.batches_emptied += 1
             return builder.build_v2([], base_offset=b.base_offset, last_offset_delta=b.last_offset - b.base_offset,
@@ -331,6 +411,17 @@ class _Filter:
                                     base_sequence=b.base_sequence, base_timestamp=-1,
                                     max_timestamp=b.max_timestamp), 0
         return None, 0
+
+
+class _Verdict(NamedTuple):
+    """The record filter's word on a data batch: ``keep``, one flag a record, how many it keeps,
+    and how many go as keyless or as tombstones past their horizon, how many tombstones stay."""
+    records: int
+    keep: list
+    kept: int
+    keyless_removed: int
+    tombstones_removed: int
+    tombstones_kept: int
 
 
 def _rebuild(b: Batch, kept, horizon) -> bytes:
@@ -358,8 +449,8 @@ def _clean_group(pdir, group, omap, txn, active, upper, now, opts, stats, legacy
         for s in group:
             flt = _Filter(omap, txn, active, upper, now, opts, stats, s.mtime * 1000 > legacy_horizon)
             with open_buffer(s.path) as buf:
-                for b in BatchScanner(buf, file=s.path, base_offset=s.base):
-                    data, kept = flt.apply(b)
+                for b, verdict in flt.judged(BatchScanner(buf, file=s.path, base_offset=s.base)):
+                    data, kept = flt.apply(b, verdict)
                     if data is None:
                         continue
                     out.write(data)

@@ -75,6 +75,10 @@ class RecordColumns:
         """Each record's value as bytes (None for a null value)."""
         return self._slices(self.value_start, self.value_length)
 
+    def keys_at(self, idx: np.ndarray) -> list:
+        """The keys of the records ``idx`` (an index array) as bytes (None for a null key)."""
+        return self._slices(self.key_start[idx], self.key_length[idx])
+
     @property
     def headers(self) -> dict:
         """Record index -> its list of (key, value) headers, for the records that have headers
@@ -140,22 +144,29 @@ def decode_columns(batches: list[Batch]) -> RecordColumns:
         return _from_records(batches)
 
 
+def runs(batches, chunk_bytes: int | None = None):
+    """``batches`` in consecutive lists of about ``chunk_bytes`` (default :data:`CHUNK_BYTES`): the
+    runs the columnar decoder takes at once."""
+    chunk_bytes = chunk_bytes or CHUNK_BYTES
+    run, size = [], 0
+    for b in batches:
+        run.append(b)
+        size += b.size
+        if size >= chunk_bytes:
+            yield run
+            run, size = [], 0
+    if run:
+        yield run
+
+
 def iter_record_columns(path: str, *, chunk_bytes: int | None = None):
     """Yield :class:`RecordColumns` for runs of about ``chunk_bytes`` of a ``.log`` file's batches.
 
     The walk is :class:`~kafkaforensics.segment.BatchScanner`'s (it ends where framing breaks);
     a batch whose records cannot be decoded raises its located :class:`KafkaFormatError`.
     """
-    chunk_bytes = chunk_bytes or CHUNK_BYTES
     with open_buffer(path) as buf:
-        run, size = [], 0
-        for b in BatchScanner(buf, file=path, base_offset=offset_from_name(path)):
-            run.append(b)
-            size += b.size
-            if size >= chunk_bytes:
-                yield decode_columns(run)
-                run, size = [], 0
-        if run:
+        for run in runs(BatchScanner(buf, file=path, base_offset=offset_from_name(path)), chunk_bytes):
             yield decode_columns(run)
 
 

@@ -287,3 +287,55 @@ def test_crash_at_every_step_of_the_swap_then_recover(tmp_path):
             break
         steps += 1
     assert steps >= 5
+
+
+@SETTINGS
+@given(logs(), st.data())
+def test_compaction_over_runs_equals_batch_by_batch(tmp_path_factory, monkeypatch, log, data):
+    """Both passes a run of batches at a time (columnar decoder, keys hashed, put and looked up
+    together) -- in runs so small or large that they end anywhere, with offset maps so small that
+    rounds end inside runs, and now and then a damaged record -- leave exactly the partition, the
+    report or the error that the batch-by-batch, record-by-record cleaner leaves."""
+    import shutil
+
+    from kafkaforensics import cleaner, record_columns
+
+    part = write_partition(str(tmp_path_factory.mktemp("src") / "t-0"), build(*log), segment_bytes=400,
+                           index_interval_bytes=100)
+    if data.draw(st.booleans()):  # one byte of some batch's records changed
+        f = os.path.join(part, data.draw(st.sampled_from(sorted(n for n in os.listdir(part) if n.endswith(".log")))))
+        b = data.draw(st.sampled_from([b for b in iter_batches(f) if b.size > 61] or [None]))
+        if b is not None:
+            at = b.position + 61 + data.draw(st.integers(0, b.size - 62))
+            with open(f, "r+b") as fh:
+                fh.seek(at)
+                old = fh.read(1)[0]
+                fh.seek(at)
+                fh.write(bytes([old ^ data.draw(st.integers(1, 255))]))
+    monkeypatch.setattr(record_columns, "CHUNK_BYTES", data.draw(st.sampled_from([1, 150, 1000, 1 << 22])))
+    later = data.draw(st.sampled_from([0, RET + 1]))
+    # now and then a cleaner checkpoint already there, anywhere (inside a segment too): the map
+    # then takes only the records from it on
+    first_dirty = data.draw(st.one_of(st.none(), st.integers(0, max(b.last_offset for f in os.listdir(part)
+                                                                    if f.endswith(".log")
+                                                                    for b in iter_batches(os.path.join(part, f))))))
+    kw = dict(include_active=data.draw(st.booleans()), index_interval_bytes=100, segment_bytes=400,
+              dedupe_buffer_bytes=data.draw(st.sampled_from([1 << 20, 24 * 20, 24 * 40])))
+    outcomes = []
+    for runs in (True, False):
+        d = tmp_path_factory.mktemp("dst") / "t-0"
+        shutil.copytree(part, d)
+        monkeypatch.setattr(cleaner, "DECODE_RUNS", runs)
+        if first_dirty is not None:
+            cleaner._write_cleaner_checkpoint(str(d), ("t", 0), first_dirty)
+        reps = []
+        for now in (T0 + 10**6, T0 + 10**6 + later):  # a second cleaning: horizons stamped by the first
+            try:
+                rep = compact(str(d), CompactOptions(now=now, ignore_checkpoint=now > T0 + 10**6, **kw)).to_json()
+                rep.pop("partition")
+            except Exception as e:  # the same error, at the same place, either way
+                rep = (type(e).__name__, str(e).replace(str(d), "<part>"))
+            reps.append(rep)
+        files = {n: (d / n).read_bytes() for n in sorted(os.listdir(d)) if (d / n).is_file()}
+        outcomes.append((reps, files))
+    assert outcomes[0] == outcomes[1]
