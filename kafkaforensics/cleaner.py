@@ -40,7 +40,7 @@ from . import builder, fsutil, offset_index, time_index, txn_index
 from .batch import Batch, parse_legacy_header, parse_v2_header, resolve_legacy_wrapper
 from .indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentIndexes
 from .errors import KafkaFormatError
-from .offset_map import OffsetMap, digests
+from .offset_map import OffsetMap, span_digests
 from .partition import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, PartitionDir, parse_partition_dir_name
 from .producer_state import ProducerState
 from .record_columns import decode_columns, runs
@@ -257,7 +257,7 @@ def _map_run(run: list, start: int, txn: "_TxnMetadata", omap: OffsetMap) -> boo
         else:
             mapped[i] = not txn.on_data(b)
     rec = np.flatnonzero(mapped[cols.batch] & (cols.key_length >= 0) & (cols.offset >= start))
-    done = omap.put_many(digests(cols.keys_at(rec)), cols.offset[rec])
+    done = omap.put_many(span_digests(cols.buf, cols.key_start[rec], cols.key_length[rec]), cols.offset[rec])
     whole = len(run) if done == len(rec) else int(cols.batch[rec[done]])  # batches wholly mapped
     for b in run[:whole]:
         if b.last_offset >= start:
@@ -341,7 +341,7 @@ class _Filter:
         old = off <= self.omap.latest_offset
         ask = np.flatnonzero(old & ~key_null)
         latest = np.full(len(off), -1, dtype=np.int64)
-        latest[ask] = self.omap.get_many(digests(cols.keys_at(ask)))
+        latest[ask] = self.omap.get_many(span_digests(cols.buf, cols.key_start[ask], cols.key_length[ask]))
         stay = np.array([self._tombstones_stay(b) for b in run], dtype=bool)[cols.batch]
         keyless = old & key_null
         stale = old & ~key_null & (off < latest)

@@ -17,6 +17,8 @@ from operator import methodcaller
 
 import numpy as np
 
+from .md5_many import ONE_BLOCK, md5_spans
+
 HASH_SIZE = 16
 SLOT_BYTES = HASH_SIZE + 8
 LOAD_FACTOR = 0.9
@@ -27,6 +29,20 @@ _DIGEST = methodcaller("digest")
 def digests(keys) -> np.ndarray:
     """The MD5 of each key (bytes-like), as rows of two little-endian uint64 words."""
     return np.frombuffer(b"".join(map(_DIGEST, map(hashlib.md5, keys))), dtype="<u8").reshape(-1, 2)
+
+
+def span_digests(buf, start: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """:func:`digests` of the keys ``buf[start[i]:start[i] + length[i]]``: keys that fit one MD5
+    block are hashed together (:mod:`.md5_many`), longer ones one by one."""
+    data = np.frombuffer(buf, dtype=np.uint8)
+    short = length <= ONE_BLOCK
+    if short.all():
+        return md5_spans(data, start, length)
+    out = np.empty((len(start), 2), dtype="<u8")
+    out[short] = md5_spans(data, start[short], length[short])
+    long_ = np.flatnonzero(~short)
+    out[long_] = digests(bytes(data[a:a + n]) for a, n in zip(start[long_].tolist(), length[long_].tolist()))
+    return out
 
 
 def _occurrences(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -75,10 +75,6 @@ class RecordColumns:
         """Each record's value as bytes (None for a null value)."""
         return self._slices(self.value_start, self.value_length)
 
-    def keys_at(self, idx: np.ndarray) -> list:
-        """The keys of the records ``idx`` (an index array) as bytes (None for a null key)."""
-        return self._slices(self.key_start[idx], self.key_length[idx])
-
     @property
     def headers(self) -> dict:
         """Record index -> its list of (key, value) headers, for the records that have headers

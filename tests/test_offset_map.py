@@ -4,7 +4,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkaforensics.offset_map import OffsetMap, digests
+from kafkaforensics import md5_many
+from kafkaforensics.offset_map import OffsetMap, digests, span_digests
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.integers(0, 10**6), min_size=1, max_size=60, unique=True), st.integers(5, 150),
@@ -60,3 +61,27 @@ def test_digests_are_the_md5_put_uses():
     d = digests([b"a", b"", b"key-1"])
     assert d.tobytes() == b"".join(hashlib.md5(k).digest() for k in (b"a", b"", b"key-1"))
     assert digests([]).shape == (0, 2)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(max_size=80), max_size=60), st.binary(max_size=20), st.sampled_from([1, 7, 1 << 14]),
+       st.randoms(use_true_random=False))
+def test_span_digests_are_hashlib_md5(keys, gap, chunk, rnd):
+    """Keys anywhere in a buffer (gaps between them, in any order), short ones hashed by the
+    numpy MD5 (in chunks that split the keys anywhere), long ones by hashlib: the same digests."""
+    import hashlib
+
+    md5_many.CHUNK = chunk
+    try:
+        buf, start = bytearray(), []
+        for k in keys:
+            buf += gap
+            start.append(len(buf))
+            buf += k
+        order = list(range(len(keys)))
+        rnd.shuffle(order)
+        got = span_digests(bytes(buf), np.array([start[i] for i in order], dtype=np.int64),
+                           np.array([len(keys[i]) for i in order], dtype=np.int64))
+        assert got.tobytes() == b"".join(hashlib.md5(keys[i]).digest() for i in order)
+    finally:
+        md5_many.CHUNK = 1 << 14
