@@ -187,13 +187,13 @@ def child(name: str, arg: str) -> dict:
     elif name == "walk-mapping-floor":
         # the header walk over the mapped file (each batch's length read where it lies), and
         # nothing else: what a walk without copies pays before any CRC
-        import struct
-        from kafkaforensics.segment import open_buffer, release_pages
-        length = struct.Struct(">i").unpack_from
+        from kafkaforensics.segment import LOG_PREFIX, open_buffer, release_pages
+        from specs.record_batch import HEADER_SIZE, LOG_OVERHEAD
+        prefix = LOG_PREFIX.unpack_from
         with open_buffer(arg) as buf:
             pos, end, released, n_b = 0, len(buf), 0, 0
-            while pos + 61 <= end:
-                pos += 12 + length(buf, pos + 8)[0]
+            while pos + HEADER_SIZE <= end:
+                pos += LOG_OVERHEAD + prefix(buf, pos)[1]
                 n_b += 1
                 if pos - released > 64 << 20:
                     release_pages(buf, released, pos - (1 << 20))

@@ -328,7 +328,7 @@ class _Filter:
                 gone += not stay
             tombstones += k and r.value is None
             keep.append(k)
-        return _Verdict(len(keep), keep, sum(keep), keyless, gone, tombstones)
+        return _Verdict(keep, keyless, gone, tombstones)
 
     def verdicts(self, run: list) -> list:
         """:meth:`verdict` of every batch of ``run`` at once (columnar decoder, keys looked up
@@ -348,9 +348,9 @@ class _Filter:
         gone = old & ~key_null & ~stale & value_null & ~stay
         keep = ~(keyless | stale | gone)
         at = np.concatenate(([0], np.cumsum(np.bincount(cols.batch, minlength=len(run))))).tolist()
-        sums = [np.concatenate(([0], np.cumsum(x))).tolist() for x in (keep, keyless, gone, keep & value_null)]
+        sums = [np.concatenate(([0], np.cumsum(x))).tolist() for x in (keyless, gone, keep & value_null)]
         flags = keep.tolist()
-        return [_Verdict(z - a, flags[a:z], *(c[z] - c[a] for c in sums)) for a, z in zip(at, at[1:])]
+        return [_Verdict(flags[a:z], *(c[z] - c[a] for c in sums)) for a, z in zip(at, at[1:])]
 
     def judged(self, batches):
         """Each batch with its :meth:`verdicts` verdict (None: :meth:`apply` judges it itself)."""
@@ -372,7 +372,7 @@ class _Filter:
             retain_empty = True  # the round's last batch keeps the last offset known
         else:
             retain_empty = False
-        n = len(b.records()) if verdict is None else verdict.records
+        n = len(b.records()) if verdict is None else len(verdict.keep)
         st = self.stats
         v = None  # the record filter's verdict, for a data batch that is not discarded
         if discard_records:
@@ -383,7 +383,7 @@ class _Filter:
             kept = n
         else:
             v = verdict or self.verdict(b)
-            kept = v.kept
+            kept = sum(v.keep)
             st.keyless_records_removed += v.keyless_removed
             st.tombstones_removed += v.tombstones_removed
             st.tombstones_kept += v.tombstones_kept
@@ -414,11 +414,9 @@ class _Filter:
 
 
 class _Verdict(NamedTuple):
-    """The record filter's word on a data batch: ``keep``, one flag a record, how many it keeps,
-    and how many go as keyless or as tombstones past their horizon, how many tombstones stay."""
-    records: int
+    """The record filter's word on a data batch: ``keep``, one flag a record; how many go as
+    keyless or as tombstones past their horizon, and how many tombstones stay."""
     keep: list
-    kept: int
     keyless_removed: int
     tombstones_removed: int
     tombstones_kept: int
