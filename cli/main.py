@@ -385,38 +385,38 @@ def scan(inputs: List[str] = typer.Argument(..., help="Segment files, partition 
          level: Level = typer.Option(Level.batches, "--level", help="Rows to export: batches, records or anomalies"),
          search: Optional[str] = typer.Option(None, "--search", help="Also write records matching this regex"),
          split_bytes: int = typer.Option(128 << 20, "--split-bytes", min=1 << 16,
-                                         help="Split segments larger than this at batch boundaries")):
-    """Scan a fleet of segments with Spark: inventory, export and anomalies as Parquet."""
-    from spark_jobs.common import get_spark, read
-    from spark_jobs.inventory import inventory
+                                         help="Split segments larger than this at batch boundaries"),
+         include_corrupt: bool = typer.Option(False, "--include-corrupt",
+                                              help="Export the records of batches whose CRC fails (crcValid false)")):
+    """Scan a fleet of segments with Spark, reading it once: export, inventory, anomalies (and search hits) as Parquet."""
+    from spark_jobs.common import get_spark
+    from spark_jobs.scan import scan as scan_fleet
     c = Console(stderr=True)
     c.print(f"starting Spark ({master})...", highlight=False)
-    spark = get_spark(master)
-    rows = read(spark, inputs, level.value, split_bytes)
-    rows.write.mode("overwrite").parquet(os.path.join(out, level.value))
-    inv = inventory(spark, inputs, split_bytes)
-    inv.write.mode("overwrite").parquet(os.path.join(out, "inventory"))
-    hits = None
-    if search:
-        from spark_jobs.search import search as search_job
-        found = search_job(spark, inputs, search)
-        found.write.mode("overwrite").parquet(os.path.join(out, "search"))
-        hits = found.count()
+    spark = get_spark(master, console_progress=False)
+    options = {"includeCorrupt": "true"} if include_corrupt else {}
+    with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
+                  TextColumn("{task.completed}/{task.total} splits"), TimeRemainingColumn(),
+                  console=c, transient=True) as bar:
+        task = bar.add_task("scanning", total=None)
+
+        def progress(done, total):
+            bar.update(task, completed=done, total=total)
+        result = scan_fleet(spark, inputs, out, level.value, search, split_bytes, options, progress)
+    p = result.plan
+    c.print(f"read {p.segments} segments, {p.bytes:,} bytes in {p.splits} splits", highlight=False)
     table = Table(title=f"kfx scan -> {out}")
-    for col in ("partition", "segments", "records", "offsets", "bytes", "codecs", "anomalies"):
+    for col in ("partition", "segments", "batches", "records", "offsets", "bytes", "codecs", "anomalies"):
         table.add_column(col, no_wrap=col == "partition")
-    inv_rows = spark.read.parquet(os.path.join(out, "inventory")).orderBy("topic", "partition").collect()
-    for r in inv_rows:
-        table.add_row(f"{r['topic']}-{r['partition']}", str(r["segments"]), str(r["records"]),
-                      f"{r['firstOffset']}..{r['lastOffset']}", str(r["bytes"]), ",".join(r["codecs"]),
-                      str(r["anomalies"]))
+    for r in result.inventory:
+        offsets = f"{r['firstOffset']}..{r['lastOffset']}" if r["firstOffset"] is not None else ""
+        table.add_row(f"{r['topic']}-{r['partition']}", str(r["segments"]), str(r["batches"]), str(r["records"]),
+                      offsets, str(r["bytes"]), ",".join(r["codecs"]), str(r["anomalies"]))
     Console().print(table)
-    written = spark.read.parquet(os.path.join(out, level.value)).count()
-    damaged = sum(r["anomalies"] for r in inv_rows)
-    Console().print(f"{written} {level.value} rows -> {os.path.join(out, level.value)}; {damaged} anomalies"
-                    + (f"; {hits} search hits -> {os.path.join(out, 'search')}" if hits is not None else ""),
+    Console().print(f"{result.rows} {level.value} rows -> {os.path.join(out, level.value)}; {result.anomalies} anomalies"
+                    + (f"; {result.hits} search hits -> {os.path.join(out, 'search')}" if result.hits is not None else ""),
                     highlight=False)
-    raise typer.Exit(EXIT_PROBLEMS if damaged else EXIT_OK)
+    raise typer.Exit(EXIT_PROBLEMS if result.anomalies else EXIT_OK)
 
 
 @app.command()

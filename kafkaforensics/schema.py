@@ -54,9 +54,11 @@ RECORD_COLUMNS = (
     ("value", "binary"),
     ("headers", "array<struct<key:string,value:binary>>"),
     ("batchBaseOffset", "baseOffset"),
+    ("batchPosition", "bigint"),              # the record's batch's byte position in the file
     ("producerId", "producerId"),
     ("isTransactional", "boolean"),
     ("isControl", "boolean"),
+    ("crcValid", "boolean"),                  # its batch's CRC (false rows only with includeCorrupt)
 )
 
 ANOMALY_COLUMNS = (
@@ -68,6 +70,13 @@ ANOMALY_COLUMNS = (
 
 #: every row names where it came from
 SOURCE_COLUMNS = (("topic", "string"), ("partition", "int"), ("file", "string"))
+
+#: the ``scan`` level: batches, records and anomalies in one read (what ``kfx scan`` decodes once),
+#: ``rowKind`` saying which; a column two levels share has one meaning and type in both
+#: (``offset``: a record's or an anomaly's; ``position``: a batch's or an anomaly's)
+ROW_KINDS = {"batch": BATCH_COLUMNS, "record": RECORD_COLUMNS, "anomaly": ANOMALY_COLUMNS}
+SCAN_COLUMNS = (("rowKind", "string"),) + tuple(
+    {name: src for cols in ROW_KINDS.values() for name, src in cols}.items())
 
 
 def spark_ddl(columns) -> str:

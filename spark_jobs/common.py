@@ -5,7 +5,7 @@ import os
 import sys
 
 
-def get_spark(master: str | None = None, app: str = "kafkaforensics"):
+def get_spark(master: str | None = None, app: str = "kafkaforensics", console_progress: bool = True):
     """A SparkSession with the ``kafka_segments`` data source registered.
 
     Locally it binds to 127.0.0.1, has no UI, and runs its Python workers with this interpreter
@@ -15,9 +15,9 @@ def get_spark(master: str | None = None, app: str = "kafkaforensics"):
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    from kafkaforensics.spark_source import KafkaSegments
-
     b = SparkSession.builder.appName(app)
+    if not console_progress:  # the caller shows its own progress instead of Spark's stage bars
+        b = b.config("spark.ui.showConsoleProgress", "false")
     if master:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         b = (b.master(master).config("spark.ui.enabled", "false")
@@ -25,12 +25,25 @@ def get_spark(master: str | None = None, app: str = "kafkaforensics"):
              .config("spark.sql.shuffle.partitions", "4"))
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    spark.dataSource.register(KafkaSegments)
+    register(spark)
     return spark
 
 
-def read(spark, paths, level: str, split_bytes: int | None = None):
+def register(spark) -> None:
+    """Register ``kafka_segments`` in ``spark`` and let it prune with pushed filters (Spark 4.1+
+    passes filters to a Python data source only with ``spark.sql.python.filterPushdown.enabled``)."""
+    from kafkaforensics.spark_source import KafkaSegments
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    spark.dataSource.register(KafkaSegments)
+
+
+def read(spark, paths, level: str, split_bytes: int | None = None, options: dict | None = None):
+    """``paths`` read by ``kafka_segments`` at ``level``, with the source's ``options``; the scan is
+    spread over at least the session's default parallelism."""
     r = spark.read.format("kafka_segments").option("level", level)
+    r = r.option("minPartitions", str(spark.sparkContext.defaultParallelism))
     if split_bytes:
         r = r.option("splitBytes", str(split_bytes))
+    for k, v in (options or {}).items():
+        r = r.option(k, str(v))
     return r.load(",".join(paths) if isinstance(paths, (list, tuple)) else paths)

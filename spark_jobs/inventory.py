@@ -11,25 +11,32 @@ from pyspark.sql import functions as F
 from spark_jobs.common import get_spark, read
 
 
-def inventory(spark, paths, split_bytes=None):
-    b = read(spark, paths, "batches", split_bytes)
-    a = read(spark, paths, "anomalies", split_bytes)
-    inv = b.groupBy("topic", "partition").agg(
-        F.count(F.lit(1)).alias("batches"),
-        F.sum("count").alias("records"),
-        F.min("baseOffset").alias("firstOffset"),
-        F.max("lastOffset").alias("lastOffset"),
-        F.min(F.when(F.col("firstTimestamp") >= 0, F.col("firstTimestamp"))).alias("firstTimestamp"),
-        F.max("maxTimestamp").alias("lastTimestamp"),
-        F.sum("size").alias("bytes"),
+def inventory_of(rows):
+    """The inventory of ``scan``-level rows (batches and anomalies, records ignored), in one
+    aggregation: a partition with only damage still has its row."""
+    batch = F.col("rowKind") == "batch"
+
+    def of_batches(col):
+        return F.when(batch, col)
+    return rows.where(F.col("rowKind") != "record").groupBy("topic", "partition").agg(
+        F.count(of_batches(F.lit(1))).alias("batches"),
+        F.coalesce(F.sum(of_batches(F.col("count"))), F.lit(0)).cast("bigint").alias("records"),
+        F.min(of_batches(F.col("baseOffset"))).alias("firstOffset"),
+        F.max(of_batches(F.col("lastOffset"))).alias("lastOffset"),
+        F.min(F.when(batch & (F.col("firstTimestamp") >= 0), F.col("firstTimestamp"))).alias("firstTimestamp"),
+        F.max(of_batches(F.col("maxTimestamp"))).alias("lastTimestamp"),
+        F.coalesce(F.sum(of_batches(F.col("size"))), F.lit(0)).cast("bigint").alias("bytes"),
         F.countDistinct("file").alias("segments"),
-        F.sort_array(F.collect_set("compression")).alias("codecs"),
-        F.countDistinct(F.when(F.col("producerId") >= 0, F.col("producerId"))).alias("producers"),
-        F.sum(F.when(F.col("isTransactional") & ~F.col("isControl"), 1).otherwise(0)).alias("transactionalBatches"),
-    )
-    damage = a.groupBy("topic", "partition").agg(F.count(F.lit(1)).alias("anomalies"))
-    return (inv.join(damage, ["topic", "partition"], "left").fillna({"anomalies": 0})
-            .orderBy("topic", "partition"))
+        F.sort_array(F.collect_set(of_batches(F.col("compression")))).alias("codecs"),
+        F.countDistinct(F.when(batch & (F.col("producerId") >= 0), F.col("producerId"))).alias("producers"),
+        F.count(F.when(batch & F.col("isTransactional") & ~F.col("isControl"), 1)).alias("transactionalBatches"),
+        F.count(F.when(F.col("rowKind") == "anomaly", 1)).alias("anomalies"),
+    ).orderBy("topic", "partition")
+
+
+def inventory(spark, paths, split_bytes=None, options=None):
+    """The inventory of a fleet, from one read of its batches and anomalies."""
+    return inventory_of(read(spark, paths, "scan", split_bytes, options))
 
 
 def main(argv=None):

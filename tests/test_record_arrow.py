@@ -1,0 +1,55 @@
+"""The Spark records level's Arrow columns, built from spans without a Python object per record,
+equal the records' own values (``Batch.records()``)."""
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kafkaforensics import record_arrow
+from kafkaforensics.batch import Record
+from kafkaforensics.builder import build_v2
+from kafkaforensics.record_columns import decode_columns
+from kafkaforensics.segment import BatchScanner
+from tests.strategies import batch_kwargs, records
+
+HEADERS = pa.list_(pa.field("element", pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])))
+
+
+def _batches(batch_specs):
+    data, base = b"", 0
+    for recs, kw in batch_specs:
+        recs = [Record(r.offset + base, r.timestamp, r.key, r.value, r.headers) for r in recs]
+        data += build_v2(recs, base_offset=base, codec=kw["codec"])
+        base = recs[-1].offset + 1
+    return list(BatchScanner(data))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(records(), batch_kwargs), min_size=1, max_size=5))
+def test_spans_and_headers_equal_the_records(batch_specs):
+    batches = _batches(batch_specs)
+    cols = decode_columns(batches)
+    want = [r for b in batches for r in b.records()]
+    assert record_arrow.spans(cols.buf, cols.key_start, cols.key_length).to_pylist() == [r.key for r in want]
+    assert record_arrow.spans(cols.buf, cols.value_start, cols.value_length).to_pylist() == [r.value for r in want]
+    got = record_arrow.headers(cols, HEADERS).to_pylist()
+    assert got == [[{"key": k, "value": v} for k, v in r.headers] for r in want]
+
+
+def test_header_key_that_is_not_utf8_is_replaced_as_the_record_decoder_does():
+    data = bytearray(build_v2([Record(0, 1, b"k", b"v", [("ab", b"x")])], base_offset=0))
+    at = bytes(data).index(b"ab")
+    data[at] = 0xFF  # an invalid UTF-8 byte in the header key (CRC no longer matters here)
+    batches = list(BatchScanner(bytes(data)))
+    cols = decode_columns(batches)
+    want = [r.headers for b in batches for r in b.records()]
+    assert want[0][0][0] == "\ufffdb"
+    assert record_arrow.headers(cols, HEADERS).to_pylist() == [[{"key": k, "value": v} for k, v in h] for h in want]
+
+
+def test_spans_refuse_overlapping_input():
+    import numpy as np
+    try:
+        record_arrow.spans(b"abcdef", np.array([0, 1]), np.array([3, 2]))
+    except ValueError:
+        return
+    raise AssertionError("overlapping spans were accepted")

@@ -1,0 +1,138 @@
+"""The records level's integrity flag, filter pushdown (segments and byte ranges skipped through the
+indexes, results equal to an unpruned scan) and `kfx scan`'s one-read outputs."""
+import os
+import shutil
+
+import pytest
+from pyspark.sql import functions as F
+from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual, LessThanOrEqual
+
+from kafkaforensics.batch import Record
+from kafkaforensics.builder import build_v2
+from kafkaforensics.spark_source import KafkaSegmentsReader
+from kafkaforensics.writer import write_partition
+from tests.conftest import SAMPLE
+from tests.test_spark import _dump_json, spark  # noqa: F401  (the session fixture)
+
+T0 = 1_700_000_000_000
+HOUR = 3_600_000
+
+
+@pytest.fixture(scope="module")
+def timeline(tmp_path_factory):
+    """A log dir with two partitions of many small segments: 600 batches of 10 records, one
+    batch a minute (records 6 s apart), every segment indexed densely."""
+    root = tmp_path_factory.mktemp("timeline")
+    for p in (0, 1):
+        def batches():
+            for i in range(600):
+                base = i * 10
+                yield build_v2([Record(base + j, T0 + (base + j) * 6000, b"key-%05d" % (base + j), b"v" * 40, [])
+                                for j in range(10)], base_offset=base)
+        write_partition(str(root / f"events-{p}"), batches(), segment_bytes=16 << 10, index_interval_bytes=256)
+    return str(root)
+
+
+def _reader(spark, path, level="records", **options):  # noqa: F811
+    schema = spark.read.format("kafka_segments").option("level", level).load(path).schema
+    return KafkaSegmentsReader({"path": path, **options}, level, schema)
+
+
+def _read_in_process(reader):
+    out = []
+    for split in reader.partitions():
+        for batch in reader.read(split):
+            out += batch.to_pylist()
+    return out
+
+
+def _planned_bytes(reader):
+    return sum(s.end - s.start for s in reader.partitions())
+
+
+def test_records_of_a_batch_whose_crc_fails_are_left_out_or_flagged(spark, tmp_path):  # noqa: F811
+    from spark_jobs.common import read
+    d = tmp_path / "orders-0"
+    shutil.copytree(os.path.join(SAMPLE, "orders-0"), d)
+    seg = str(d / "00000000000000000225.log")
+    batches = _dump_json([seg], deep=True)
+    data = bytearray(open(seg, "rb").read())
+    data[batches[2]["position"] + 70] ^= 0xFF  # inside batch 2's records: its CRC no longer matches
+    open(seg, "wb").write(bytes(data))
+    bad = {r["offset"] for r in batches[2]["records"]}
+    rows = read(spark, str(d), "records").where(F.col("file") == seg).collect()
+    assert bad and not bad & {r["offset"] for r in rows}
+    assert all(r["crcValid"] for r in rows)
+    assert len(rows) == sum(len(b["records"]) for b in batches) - len(bad)
+    flagged = read(spark, str(d), "records", options={"includeCorrupt": "true"}).where(F.col("file") == seg).collect()
+    assert {r["offset"] for r in flagged if not r["crcValid"]} == bad
+    assert {r["batchPosition"] for r in flagged if not r["crcValid"]} == {batches[2]["position"]}
+
+
+def test_timestamp_window_reads_only_the_segments_that_can_hold_it(spark, timeline):  # noqa: F811
+    lo, hi = T0 + 5 * HOUR, T0 + 6 * HOUR - 1
+    full = _reader(spark, timeline)
+    pruned = _reader(spark, timeline, timestampDisorderMs="0")
+    pruned.pushFilters([GreaterThanOrEqual(("timestamp",), lo), LessThanOrEqual(("timestamp",), hi)])
+    # 10 hours of log, a one-hour window: a tenth of the bytes, give or take a segment each side
+    assert _planned_bytes(pruned) < _planned_bytes(full) * 0.2
+    want = sorted((r["topic"], r["partition"], r["offset"]) for r in _read_in_process(full) if lo <= r["timestamp"] <= hi)
+    got = sorted((r["topic"], r["partition"], r["offset"]) for r in _read_in_process(pruned) if lo <= r["timestamp"] <= hi)
+    assert got == want and len(want) == 2 * 600
+
+
+def test_pushed_filters_give_the_rows_of_an_unpruned_scan(spark, timeline):  # noqa: F811
+    def rows(pushdown, condition):
+        df = (spark.read.format("kafka_segments").option("level", "records").option("pushdown", pushdown)
+              .load(timeline).where(condition))
+        return sorted((r["topic"], r["partition"], r["offset"]) for r in df.collect())
+    for condition in (F.col("timestamp").between(T0 + 2 * HOUR, T0 + 2 * HOUR + 600_000),
+                      F.col("offset").between(1234, 1300) & (F.col("partition") == 1),
+                      F.col("key") == F.lit(b"key-03000"),
+                      (F.col("topic") == "events") & (F.col("offset") > 5990)):
+        want = rows("false", condition)
+        assert want and rows("true", condition) == want
+
+
+def test_offset_and_partition_bounds_skip_segments(spark, timeline):  # noqa: F811
+    r = _reader(spark, timeline)
+    r.pushFilters([GreaterThanOrEqual(("offset",), 3000), LessThanOrEqual(("offset",), 3009), EqualTo(("partition",), 0)])
+    splits = r.partitions()
+    assert len({s.uri for s in splits}) == 1 and "events-0" in splits[0].uri
+    got = [x["offset"] for x in _read_in_process(r) if 3000 <= x["offset"] <= 3009]
+    assert got == list(range(3000, 3010))
+
+
+def test_late_records_are_found_when_the_disorder_bound_is_off(spark, tmp_path):  # noqa: F811
+    """A record appended hours after its timestamp (a replay) sits past the window's end: the
+    default one-hour disorder bound stops before it; ``timestampDisorderMs=-1`` finds it."""
+    def batches():
+        for i in range(300):
+            ts = T0 + i * 60_000 if i != 290 else T0 + 30 * 60_000  # batch 290 carries a 4-hour-old timestamp
+            yield build_v2([Record(i, ts, b"k", b"v" * 40, [])], base_offset=i)
+    d = write_partition(str(tmp_path / "late-0"), batches(), segment_bytes=4096, index_interval_bytes=128)
+    window = [GreaterThanOrEqual(("timestamp",), T0 + 30 * 60_000), LessThanOrEqual(("timestamp",), T0 + 30 * 60_000)]
+    found = {}
+    for bound in ("3600000", "-1"):
+        r = _reader(spark, d, timestampDisorderMs=bound)
+        r.pushFilters(window)
+        found[bound] = sorted(x["offset"] for x in _read_in_process(r) if x["timestamp"] == T0 + 30 * 60_000)
+    assert found["-1"] == [30, 290]
+    assert found["3600000"] == [30]
+
+
+def test_kfx_scan_reads_once_and_writes_every_output(spark, kfx, tmp_path):  # noqa: F811
+    d = tmp_path / "logs"
+    shutil.copytree(SAMPLE, d)
+    seg = d / "orders-0" / "00000000000000000000.log"
+    with open(seg, "ab") as f:
+        f.write(b"\x01" * 40)  # garbage after the last batch
+    out = tmp_path / "scan"
+    r = kfx("scan", d, "--out", out, "--master", "local[2]", "--level", "records")
+    assert r.exit_code == 1, r.output  # damage found
+    anomalies = spark.read.parquet(str(out / "anomalies")).collect()
+    assert [(a["file"], a["position"]) for a in anomalies] == [(str(seg), os.path.getsize(seg) - 40)]
+    inv = {(x["topic"], x["partition"]): x for x in spark.read.parquet(str(out / "inventory")).collect()}
+    assert inv[("orders", 0)]["anomalies"] == 1 and inv[("clients", 0)]["anomalies"] == 0
+    assert spark.read.parquet(str(out / "records")).count() == sum(x["records"] for x in inv.values())
+    assert "read 5 segments" in r.output
