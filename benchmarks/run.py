@@ -255,14 +255,12 @@ def child(name: str, arg: str) -> dict:
     elif name == "reindex":
         from kafkaforensics.reindex import reindex
         reindex(arg, backup=False)
-    elif name.startswith("scan-"):
+    elif name == "scan-small-fleet":  # the whole `kfx scan` process, Spark's start-up included
         import shutil
-        master = name.split("-", 1)[1]
         dest = os.path.join(DATA, "scan-out")
         shutil.rmtree(dest, ignore_errors=True)
         r = subprocess.run([os.path.join(os.path.dirname(sys.executable), "kfx"), "scan", arg, "--out", dest,
-                            "--master", master, "--level", "records", "--split-bytes", str(16 << 20)],
-                           capture_output=True, text=True)
+                            "--master", "local[2]", "--level", "records"], capture_output=True, text=True)
         if r.returncode not in (0, 1):
             raise SystemExit(r.stderr)
         from pyarrow import parquet
@@ -376,6 +374,17 @@ def _finish(res: dict) -> dict:
     return res
 
 
+def run_spark_group(seg_dir: str, size: int, repeat: int) -> dict:
+    """The Spark group (benchmarks/spark_group.py) in its own process: one session, interleaved."""
+    from benchmarks.spark_group import make_timeline
+    timeline = make_timeline(os.path.join(DATA, "spark-timeline", "events-0"), size)
+    out = os.path.join(DATA, "spark-group.json")
+    subprocess.run([sys.executable, os.path.join(HERE, "spark_group.py"), seg_dir, os.path.dirname(timeline), out,
+                    "--repeat", str(repeat)], check=True)
+    with open(out) as f:
+        return json.load(f)
+
+
 def run_group(jobs, repeat: int) -> list[dict]:
     """Run each (name, arg) ``repeat`` times, the group interleaved (a ceiling and what is compared
     with it see the same moments of this shared machine); each keeps its median run, and all run
@@ -462,10 +471,12 @@ def main() -> None:
         subprocess.run(["rm", "-rf", work], check=True)
         subprocess.run(["cp", "-r", src, work], check=True)
         results.append(_finish(run_child("compact", work)))  # one run: it takes a minute
+    spark_group = None
     if args.spark_mb:
         sp = make_segment(os.path.join(DATA, "spark", "scan-0", "00000000000000000000.log"), args.spark_mb << 20)
-        for nm in ("dump-deep-json", "scan-local[1]", "scan-local[2]"):
-            results.append(_finish(run_child(nm, os.path.dirname(sp))))  # one run each: Spark start-up dominates
+        results.append(_finish(run_child("dump-deep-json", os.path.dirname(sp))))
+        results.append(_finish(run_child("scan-small-fleet", os.path.join(ROOT, "tests", "fixtures", "sample-logdir"))))
+        spark_group = run_spark_group(os.path.dirname(sp), args.spark_mb << 20, rep)
     deep = {}
     for codec, cname in ((0, "none"), (3, "lz4"), (4, "zstd")):
         p = make_segment(os.path.join(DATA, f"deep-{cname}", "00000000000000000000.log"), args.deep_mb << 20, codec=codec)
@@ -476,11 +487,7 @@ def main() -> None:
     by = {r["name"]: r for r in results}
     ceiling = max(by["crc32c-ceiling-mmap"]["mb_per_s"], by["crc32c-ceiling-read"]["mb_per_s"])
     summary_serve = {"serve_kcat_vs_sendfile_ceiling": by["serve-kcat"]["mb_per_s"] / by["sendfile-ceiling"]["mb_per_s"]}
-    if "scan-local[1]" in by:
-        summary_spark = {"spark_local2_vs_local1": by["scan-local[2]"]["mb_per_s"] / by["scan-local[1]"]["mb_per_s"],
-                         "spark_local2_vs_single_process_dump": by["scan-local[2]"]["mb_per_s"] / by["dump-deep-json"]["mb_per_s"]}
-    else:
-        summary_spark = {}
+    summary_spark = spark_group["ratios"] if spark_group else {}
     summary = {
         "verify_vs_crc32c_ceiling": by["verify"]["mb_per_s"] / ceiling,
         "verify_vs_crc32c_per_batch": by["verify"]["mb_per_s"] / by["crc32c-per-batch"]["mb_per_s"],
@@ -496,7 +503,7 @@ def main() -> None:
     machine = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
                "python": platform.python_version(), "system": platform.platform()}
     with open(os.path.join(HERE, "results.json"), "w") as f:
-        json.dump({"machine": machine, "results": results, "summary": summary}, f, indent=1)
+        json.dump({"machine": machine, "results": results, "summary": summary, "spark": spark_group}, f, indent=1)
     from rich.console import Console
     from rich.table import Table
     t = Table(title=f"kafkaforensics benchmarks ({args.size_mb} MiB segment, {args.deep_mb} MiB deep, "
@@ -508,6 +515,16 @@ def main() -> None:
                   f"{r['seconds']:.2f}", f"{r['peak_rss_mb']:.0f}")
     c = Console()
     c.print(t)
+    if spark_group:
+        st = Table(title=f"Spark, one local[2] session ({spark_group['segment_bytes'] >> 20} MiB segment, "
+                         f"{spark_group['records']:,} records; median of {rep} interleaved runs)")
+        for col in ("figure", "seconds", "runs"):
+            st.add_column(col, justify="left" if col == "figure" else "right")
+        for name, sec in spark_group["median_s"].items():
+            st.add_row(name, f"{sec:.2f}", " ".join(f"{x:.2f}" for x in spark_group["runs"][name]))
+        c.print(st)
+        c.print(f"window: {spark_group['window_rows']} rows (full scan: {spark_group['window_rows_full_scan']}); "
+                f"planned {spark_group['planned']}")
     for k, v in summary.items():
         c.print(f"{k}: {v:.2f}")
 
