@@ -39,8 +39,6 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from .batch import resolve_legacy_wrapper
 from .errors import KafkaFormatError
 from .partition import parse_partition_dir_name
-from . import record_arrow
-from .record_columns import decode_columns
 from .scan_plan import DEFAULT_DISORDER_MS, Bounds, Range, SegmentIndexes, bounds_from_filters, segment_range
 from .schema import ANOMALY_COLUMNS, BATCH_COLUMNS, RECORD_COLUMNS, SCAN_COLUMNS, spark_ddl
 from .segment import BatchScanner, offset_from_name, open_buffer
@@ -325,6 +323,7 @@ class KafkaSegmentsReader(DataSourceReader):
             crc = [True] * len(run)
         if not run:
             return
+        from .record_columns import decode_columns
         try:
             cols = decode_columns(run)
         except KafkaFormatError:
@@ -338,6 +337,8 @@ class KafkaSegmentsReader(DataSourceReader):
     def _columns_arrow(self, cols, crc, src, shift):
         import numpy as np
         import pyarrow as pa
+
+        from . import record_arrow
         schema = self._arrow_schema()
         n, which, bl = len(cols), cols.batch, cols.batches
         types = {f.name: f.type for f in schema}

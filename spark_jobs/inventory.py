@@ -11,14 +11,15 @@ from pyspark.sql import functions as F
 from spark_jobs.common import get_spark, read
 
 
-def inventory_of(rows):
-    """The inventory of ``scan``-level rows (batches and anomalies, records ignored), in one
-    aggregation: a partition with only damage still has its row."""
+def inventory_of(rows, *extra):
+    """The inventory of ``scan``-level rows (from batches and anomalies; records only count in the
+    ``extra`` aggregates asked for), in one aggregation: a partition with only damage still has
+    its row."""
     batch = F.col("rowKind") == "batch"
 
     def of_batches(col):
         return F.when(batch, col)
-    return rows.where(F.col("rowKind") != "record").groupBy("topic", "partition").agg(
+    return rows.groupBy("topic", "partition").agg(
         F.count(of_batches(F.lit(1))).alias("batches"),
         F.coalesce(F.sum(of_batches(F.col("count"))), F.lit(0)).cast("bigint").alias("records"),
         F.min(of_batches(F.col("baseOffset"))).alias("firstOffset"),
@@ -31,6 +32,7 @@ def inventory_of(rows):
         F.countDistinct(F.when(batch & (F.col("producerId") >= 0), F.col("producerId"))).alias("producers"),
         F.count(F.when(batch & F.col("isTransactional") & ~F.col("isControl"), 1)).alias("transactionalBatches"),
         F.count(F.when(F.col("rowKind") == "anomaly", 1)).alias("anomalies"),
+        *extra,
     ).orderBy("topic", "partition")
 
 

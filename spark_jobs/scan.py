@@ -76,6 +76,7 @@ def scan(spark, paths, out: str, level: str = "batches", search: str | None = No
     opts["scanRecords"] = "true" if level == "records" or search else "false"
     parallelism = spark.sparkContext.defaultParallelism
     scan_plan = plan(paths, split_bytes, opts, parallelism)
+    kind = LEVEL_KINDS[level]
     rows = read(spark, paths, "scan", split_bytes, opts).persist()
     stop = threading.Event()
     watcher = None
@@ -83,31 +84,33 @@ def scan(spark, paths, out: str, level: str = "batches", search: str | None = No
         watcher = threading.Thread(target=_watch, args=(spark, max(1, scan_plan.splits), progress, stop), daemon=True)
         watcher.start()
     try:
-        counts = {r["rowKind"]: r["count"] for r in rows.groupBy("rowKind").count().collect()}  # reads once
+        columns = [name for name, _ in SOURCE_COLUMNS + ROW_KINDS[kind]]
+        # the one read of the segments: this write fills the cache every later output comes from
+        rows.where(F.col("rowKind") == kind).select(*columns).write.mode("overwrite").parquet(os.path.join(out, level))
     finally:
         stop.set()
         if watcher is not None:
             watcher.join()
             progress(scan_plan.splits, scan_plan.splits)
     try:
-        kind = LEVEL_KINDS[level]
-        columns = [name for name, _ in SOURCE_COLUMNS + ROW_KINDS[kind]]
-        rows.where(F.col("rowKind") == kind).select(*columns).write.mode("overwrite").parquet(os.path.join(out, level))
         if level != "anomalies":
             anomaly_columns = [name for name, _ in SOURCE_COLUMNS + ROW_KINDS["anomaly"]]
             (rows.where(F.col("rowKind") == "anomaly").select(*anomaly_columns)
              .write.mode("overwrite").parquet(os.path.join(out, "anomalies")))
-        inventory_of(rows).write.mode("overwrite").parquet(os.path.join(out, "inventory"))
+        inv_df = inventory_of(rows, F.count(F.when(F.col("rowKind") == kind, 1)).alias("_rows")).persist()
+        inv = [r.asDict() for r in inv_df.collect()]
+        inv_df.drop("_rows").write.mode("overwrite").parquet(os.path.join(out, "inventory"))
+        inv_df.unpersist()
         hits = None
         if search:
-            found = matches(rows.where(F.col("rowKind") == "record"), search)
+            found = matches(rows.where(F.col("rowKind") == "record"), search).persist()
             found.write.mode("overwrite").parquet(os.path.join(out, "search"))
-            hits = spark.read.parquet(os.path.join(out, "search")).count()
-        inv = [r.asDict() for r in spark.read.parquet(os.path.join(out, "inventory"))
-               .orderBy("topic", "partition").collect()]
+            hits = found.count()
+            found.unpersist()
     finally:
         rows.unpersist()
-    return ScanResult(out, level, counts.get(kind, 0), counts.get("anomaly", 0), hits, inv, scan_plan)
+    written = sum(r.pop("_rows") for r in inv)
+    return ScanResult(out, level, written, sum(r["anomalies"] for r in inv), hits, inv, scan_plan)
 
 
 def main(argv=None):
