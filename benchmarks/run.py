@@ -377,7 +377,7 @@ def _finish(res: dict) -> dict:
 def run_spark_group(seg_dir: str, size: int, repeat: int) -> dict:
     """The Spark group (benchmarks/spark_group.py) in its own process: one session, interleaved."""
     from benchmarks.spark_group import make_timeline
-    timeline = make_timeline(os.path.join(DATA, "spark-timeline", "events-0"), size)
+    timeline = make_timeline(os.path.join(DATA, "spark-timeline", "events-0"), 4 * size)  # "a year of archive"
     out = os.path.join(DATA, "spark-group.json")
     subprocess.run([sys.executable, os.path.join(HERE, "spark_group.py"), seg_dir, os.path.dirname(timeline), out,
                     "--repeat", str(repeat)], check=True)

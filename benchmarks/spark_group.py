@@ -54,6 +54,19 @@ def make_timeline(d: str, size: int) -> str:
     return d
 
 
+def window_start(timeline: str) -> int:
+    """Ten minutes before the first indexed timestamp of the middle segment: a window that holds
+    records, half way through the year."""
+    from kafkaforensics import time_index
+    from kafkaforensics.segment import offset_from_name
+    part = os.path.join(timeline, sorted(os.listdir(timeline))[0])
+    segs = sorted(f for f in os.listdir(part) if f.endswith(".timeindex"))
+    mid = os.path.join(part, segs[len(segs) // 2])
+    with open(mid, "rb") as f:
+        entries, _ = time_index.read_entries(f.read(), offset_from_name(mid))
+    return entries[0][0] - 600_000
+
+
 def main() -> None:
     seg_dir, timeline, out_json = sys.argv[1:4]
     repeat = int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 3
@@ -63,14 +76,14 @@ def main() -> None:
     from spark_jobs.common import get_spark, read
     from pyspark.sql.datasource import GreaterThanOrEqual, LessThanOrEqual
     t_start = time.perf_counter()
-    spark = get_spark("local[2]", app="kafkaforensics-bench")
+    spark = get_spark("local[2]", app="kafkaforensics-bench", console_progress=False)
     session_s = time.perf_counter() - t_start
     work = os.path.join(os.path.dirname(out_json), "spark-work")
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     src_parquet, copy_parquet = os.path.join(work, "records"), os.path.join(work, "copy")
     size = sum(os.path.getsize(os.path.join(seg_dir, f)) for f in os.listdir(seg_dir) if f.endswith(".log"))
-    lo = T0 + YEAR_MS // 2
+    lo = window_start(timeline)
     hi = lo + HOUR_MS - 1
     window = F.col("timestamp").between(lo, hi)
 

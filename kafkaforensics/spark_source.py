@@ -41,42 +41,11 @@ from .errors import KafkaFormatError
 from .partition import parse_partition_dir_name
 from .scan_plan import DEFAULT_DISORDER_MS, Bounds, Range, SegmentIndexes, bounds_from_filters, segment_range
 from .schema import ANOMALY_COLUMNS, BATCH_COLUMNS, RECORD_COLUMNS, SCAN_COLUMNS, spark_ddl
-from .segment import BatchScanner, offset_from_name, open_buffer
+from .segment import BatchScanner, offset_from_name
+from .storage import Storage
 
 LEVELS = {"batches": BATCH_COLUMNS, "records": RECORD_COLUMNS, "anomalies": ANOMALY_COLUMNS, "scan": SCAN_COLUMNS}
 DEFAULT_SPLIT_BYTES = 128 << 20
-
-
-def _fs_and_path(uri: str):
-    """(pyarrow FileSystem or None for local, path within it)."""
-    if "://" not in uri or uri.startswith("file://"):
-        return None, uri[7:] if uri.startswith("file://") else uri
-    from pyarrow import fs
-    if uri.startswith("s3a://") or uri.startswith("s3n://"):
-        uri = "s3://" + uri.split("://", 1)[1]
-    return fs.FileSystem.from_uri(uri)
-
-
-def _list(uri: str):
-    """Every ``<offset>.log`` under ``uri``: [(file uri, size)]."""
-    fs, path = _fs_and_path(uri)
-    out = []
-    if fs is None:
-        if os.path.isfile(path):
-            return [(path, os.path.getsize(path))]
-        for root, _d, files in os.walk(path):
-            out += [(os.path.join(root, f), os.path.getsize(os.path.join(root, f)))
-                    for f in sorted(files) if f.endswith(".log") and offset_from_name(f) is not None]
-        return sorted(out)
-    from pyarrow import fs as pafs
-    info = fs.get_file_info(path)
-    if info.type == pafs.FileType.File:
-        return [(uri, info.size)]
-    scheme = uri.split("://", 1)[0]
-    for fi in fs.get_file_info(pafs.FileSelector(path, recursive=True)):
-        if fi.type == pafs.FileType.File and fi.base_name.endswith(".log") and offset_from_name(fi.base_name) is not None:
-            out.append((f"{scheme}://{fi.path}", fi.size))
-    return sorted(out)
 
 
 class SegmentSplit(InputPartition):
@@ -88,55 +57,6 @@ class SegmentSplit(InputPartition):
         super().__init__((uri, start, end))
         self.uri, self.start, self.end, self.last = uri, start, end, last
         self.first_offset, self.last_offset = first_offset, last_offset
-
-
-def _split_points(uri: str, size: int, split_bytes: int) -> list[int]:
-    """Batch boundaries near every ``split_bytes`` of a local segment: from its offset index, or,
-    without one, from a header-only walk (17 bytes read a batch)."""
-    fs, path = _fs_and_path(uri)
-    if size <= split_bytes or fs is not None:
-        return []
-    idx = path[:-4] + ".index"
-    if os.path.exists(idx):
-        from .offset_index import read_entries
-        with open(idx, "rb") as f:
-            entries, _ = read_entries(f.read(), offset_from_name(path) or 0)
-        positions = (pos for _off, pos in entries)
-    else:
-        def walk():
-            with open_buffer(path) as buf:
-                for b in BatchScanner(buf, file=path):
-                    yield b.position
-        positions = walk()
-    points, target = [], split_bytes
-    for pos in positions:
-        if pos >= target and pos < size:
-            points.append(pos)
-            target = pos + split_bytes
-    return points
-
-
-class _Range:
-    """A byte range of a segment as a buffer; ``shift`` turns buffer positions into file positions."""
-
-    def __init__(self, uri: str, start: int, end: int):
-        self.uri, self.start, self.end = uri, start, end
-
-    def __enter__(self):
-        fs, path = _fs_and_path(self.uri)
-        if fs is None:
-            self._cm = open_buffer(path)
-            buf = self._cm.__enter__()
-            return buf, 0, self.start, min(self.end, len(buf))
-        self._cm = None
-        with fs.open_input_file(path) as f:
-            data = f.read_at(self.end - self.start, self.start)
-        return bytes(data), self.start, 0, len(data)
-
-    def __exit__(self, *exc):
-        if self._cm is not None:
-            return self._cm.__exit__(*exc)
-        return False
 
 
 ARROW_BATCH_ROWS = 8192
@@ -151,27 +71,14 @@ def _true(v) -> bool:
     return str(v).lower() in ("1", "true", "yes")
 
 
-def _read_small(uri: str) -> bytes | None:
-    """A whole small file (an index) or None when it does not exist."""
-    fs, path = _fs_and_path(uri)
-    try:
-        if fs is None:
-            with open(path, "rb") as f:
-                return f.read()
-        with fs.open_input_file(path) as f:
-            return f.read()
-    except (FileNotFoundError, OSError):
-        return None
-
-
-def _segment_indexes(uri: str, base: int) -> SegmentIndexes:
+def _segment_indexes(storage: Storage, uri: str, base: int) -> SegmentIndexes:
     from . import offset_index, time_index
     stem = uri[:-4]
     ix = SegmentIndexes(base)
-    data = _read_small(stem + ".index")
+    data = storage.read_file(stem + ".index")
     if data:
         ix.offsets = offset_index.read_entries(data, base)[0]
-    data = _read_small(stem + ".timeindex")
+    data = storage.read_file(stem + ".timeindex")
     if data:
         ix.times = time_index.read_entries(data, base)[0]
     return ix
@@ -198,6 +105,7 @@ class KafkaSegmentsReader(DataSourceReader):
         self.scan_records = _true(options.get("scanRecords", "false"))
         self.disorder_ms = int(options.get("timestampDisorderMs", DEFAULT_DISORDER_MS))
         self.bounds = Bounds(disorder_ms=self.disorder_ms)
+        self.storage = Storage(options)
 
     def pushFilters(self, filters):
         """Prune with what the filters allow (see :mod:`~kafkaforensics.scan_plan`); every filter
@@ -213,7 +121,7 @@ class KafkaSegmentsReader(DataSourceReader):
         left out."""
         by_dir: dict = {}
         for p in self.paths:
-            for uri, size in _list(p):
+            for uri, size in self.storage.list_segments(p):
                 by_dir.setdefault(posixpath.dirname(uri), []).append((offset_from_name(uri) or 0, uri, size))
         out = []
         b = self.bounds
@@ -225,7 +133,7 @@ class KafkaSegmentsReader(DataSourceReader):
             prior = None
             for i, (base, uri, size) in enumerate(segs):
                 nxt = segs[i + 1][0] if i + 1 < len(segs) else None
-                r, seg_max = segment_range(b, base, nxt, lambda: _segment_indexes(uri, base), prior)
+                r, seg_max = segment_range(b, base, nxt, lambda: _segment_indexes(self.storage, uri, base), prior)
                 if seg_max is not None:
                     prior = seg_max if prior is None else max(prior, seg_max)
                 if r is not None:
@@ -239,7 +147,7 @@ class KafkaSegmentsReader(DataSourceReader):
         out = []
         for uri, r, size in plan:
             end = size if r.end is None else min(r.end, size)
-            points = [p for p in _split_points(uri, size, split) if r.start < p < end]
+            points = [p for p in self.storage.split_points(uri, size, split) if r.start < p < end]
             bounds = [r.start] + points + [end]
             for i in range(len(bounds) - 1):
                 out.append(SegmentSplit(uri, bounds[i], bounds[i + 1], i == len(bounds) - 2 and r.end is None,
@@ -282,9 +190,9 @@ class KafkaSegmentsReader(DataSourceReader):
         level = self.level
         records = level == "records" or (level == "scan" and self.scan_records)
         rows, run, run_bytes = [], [], 0
-        with _Range(split.uri, split.start, split.end) as (buf, shift, start, end):
-            sc = BatchScanner(buf, start=start, end=end if not split.last else len(buf), file=split.uri,
-                              base_offset=base)
+        with self.storage.open_range(split.uri, split.start, None if split.last else split.end) as (
+                buf, shift, start, end):
+            sc = BatchScanner(buf, start=start, end=end, file=split.uri, base_offset=base)
             for b in self._batches(sc, split):
                 if level != "records":
                     rows.extend(self._rows(b, shift))
