@@ -387,14 +387,20 @@ def scan(inputs: List[str] = typer.Argument(..., help="Segment files, partition 
          split_bytes: int = typer.Option(128 << 20, "--split-bytes", min=1 << 16,
                                          help="Split segments larger than this at batch boundaries"),
          include_corrupt: bool = typer.Option(False, "--include-corrupt",
-                                              help="Export the records of batches whose CRC fails (crcValid false)")):
+                                              help="Export the records of batches whose CRC fails (crcValid false)"),
+         s3_endpoint: Optional[str] = typer.Option(None, "--s3-endpoint", help="S3-compatible endpoint, e.g. http://127.0.0.1:9000"),
+         s3_access_key: Optional[str] = typer.Option(None, "--s3-access-key", help="S3 access key (else AWS_ACCESS_KEY_ID)"),
+         s3_secret_key: Optional[str] = typer.Option(None, "--s3-secret-key", help="S3 secret key (else AWS_SECRET_ACCESS_KEY)"),
+         s3_region: Optional[str] = typer.Option(None, "--s3-region", help="S3 region (else AWS_REGION)")):
     """Scan a fleet of segments with Spark, reading it once: export, inventory, anomalies (and search hits) as Parquet."""
     from spark_jobs.common import get_spark
     from spark_jobs.scan import scan as scan_fleet
     c = Console(stderr=True)
     c.print(f"starting Spark ({master})...", highlight=False)
     spark = get_spark(master, console_progress=False)
-    options = {"includeCorrupt": "true"} if include_corrupt else {}
+    options = {k: v for k, v in (("includeCorrupt", "true" if include_corrupt else None), ("s3.endpoint", s3_endpoint),
+                                 ("s3.accessKey", s3_access_key), ("s3.secretKey", s3_secret_key),
+                                 ("s3.region", s3_region)) if v}
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
                   TextColumn("{task.completed}/{task.total} splits"), TimeRemainingColumn(),
                   console=c, transient=True) as bar:

@@ -8,11 +8,11 @@ import argparse
 
 from pyspark.sql import functions as F
 
-from spark_jobs.common import get_spark, read
+from spark_jobs.common import add_source_arguments, get_spark, read, source_options
 
 
-def anomalies(spark, paths):
-    return read(spark, paths, "anomalies").orderBy("topic", "partition", "file", "position")
+def anomalies(spark, paths, options=None):
+    return read(spark, paths, "anomalies", options=options).orderBy("topic", "partition", "file", "position")
 
 
 def summary(df):
@@ -24,9 +24,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("paths", nargs="+")
     ap.add_argument("--out", required=True)
-    ap.add_argument("--master")
+    add_source_arguments(ap)
     args = ap.parse_args(argv)
-    df = anomalies(get_spark(args.master), args.paths)
+    df = anomalies(get_spark(args.master), args.paths, source_options(args))
     df.write.mode("overwrite").parquet(args.out)
     summary(df).show(truncate=False)
 

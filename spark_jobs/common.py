@@ -47,3 +47,22 @@ def read(spark, paths, level: str, split_bytes: int | None = None, options: dict
     for k, v in (options or {}).items():
         r = r.option(k, str(v))
     return r.load(",".join(paths) if isinstance(paths, (list, tuple)) else paths)
+
+
+def add_source_arguments(ap) -> None:
+    """The command-line options every job passes to the source: ``--option KEY=VALUE`` (repeatable;
+    e.g. ``s3.endpoint=http://127.0.0.1:9000``, ``includeCorrupt=true``) and ``--master``."""
+    ap.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                    help="a kafka_segments option (s3.endpoint, s3.accessKey, s3.secretKey, s3.region, ...)")
+    ap.add_argument("--master", help="Spark master (spark-submit's own wins when it gives one)")
+
+
+def source_options(args) -> dict:
+    """The ``--option KEY=VALUE`` pairs as a dict."""
+    out = {}
+    for pair in args.option:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"--option takes KEY=VALUE, not {pair!r}")
+        out[key] = value
+    return out

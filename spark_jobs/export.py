@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import argparse
 
-from spark_jobs.common import get_spark, read
+from spark_jobs.common import add_source_arguments, get_spark, read, source_options
 
 
-def export(spark, paths, level: str, out: str):
-    df = read(spark, paths, level)
+def export(spark, paths, level: str, out: str, options=None):
+    df = read(spark, paths, level, options=options)
     df.write.mode("overwrite").partitionBy("topic").parquet(out)
     return out
 
@@ -20,9 +20,9 @@ def main(argv=None):
     ap.add_argument("paths", nargs="+")
     ap.add_argument("--out", required=True)
     ap.add_argument("--level", default="records", choices=["batches", "records", "anomalies"])
-    ap.add_argument("--master")
+    add_source_arguments(ap)
     args = ap.parse_args(argv)
-    export(get_spark(args.master), args.paths, args.level, args.out)
+    export(get_spark(args.master), args.paths, args.level, args.out, source_options(args))
 
 
 if __name__ == "__main__":

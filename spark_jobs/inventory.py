@@ -8,7 +8,7 @@ import argparse
 
 from pyspark.sql import functions as F
 
-from spark_jobs.common import get_spark, read
+from spark_jobs.common import add_source_arguments, get_spark, read, source_options
 
 
 def inventory_of(rows, *extra):
@@ -45,10 +45,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("paths", nargs="+")
     ap.add_argument("--out", required=True)
-    ap.add_argument("--master")
+    add_source_arguments(ap)
     args = ap.parse_args(argv)
     spark = get_spark(args.master)
-    inventory(spark, args.paths).write.mode("overwrite").parquet(args.out)
+    inventory(spark, args.paths, options=source_options(args)).write.mode("overwrite").parquet(args.out)
 
 
 if __name__ == "__main__":

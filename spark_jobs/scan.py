@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import functions as F
 
 from kafkaforensics.schema import ROW_KINDS, SOURCE_COLUMNS
-from spark_jobs.common import get_spark, read
+from spark_jobs.common import add_source_arguments, get_spark, read, source_options
 from spark_jobs.inventory import inventory_of
 from spark_jobs.search import matches
 
@@ -119,9 +119,9 @@ def main(argv=None):
     ap.add_argument("--out", required=True)
     ap.add_argument("--level", default="batches", choices=sorted(LEVEL_KINDS))
     ap.add_argument("--search")
-    ap.add_argument("--master")
+    add_source_arguments(ap)
     args = ap.parse_args(argv)
-    r = scan(get_spark(args.master), args.paths, args.out, args.level, args.search)
+    r = scan(get_spark(args.master), args.paths, args.out, args.level, args.search, options=source_options(args))
     print(f"{r.rows} {r.level} rows, {r.anomalies} anomalies" + (f", {r.hits} search hits" if r.hits is not None else ""))
 
 

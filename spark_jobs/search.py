@@ -9,7 +9,7 @@ import argparse
 
 from pyspark.sql import functions as F
 
-from spark_jobs.common import get_spark, read
+from spark_jobs.common import add_source_arguments, get_spark, read, source_options
 
 #: what a hit says: where the record is and what it holds
 HIT_COLUMNS = ("topic", "partition", "offset", "timestamp", "key", "value", "headers", "file", "batchPosition")
@@ -34,9 +34,9 @@ def main(argv=None):
     ap.add_argument("paths", nargs="+")
     ap.add_argument("--pattern", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--master")
+    add_source_arguments(ap)
     args = ap.parse_args(argv)
-    search(get_spark(args.master), args.paths, args.pattern).write.mode("overwrite").parquet(args.out)
+    search(get_spark(args.master), args.paths, args.pattern, source_options(args)).write.mode("overwrite").parquet(args.out)
 
 
 if __name__ == "__main__":
