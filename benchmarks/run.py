@@ -255,12 +255,16 @@ def child(name: str, arg: str) -> dict:
     elif name == "reindex":
         from kafkaforensics.reindex import reindex
         reindex(arg, backup=False)
-    elif name == "scan-small-fleet":  # the whole `kfx scan` process, Spark's start-up included
+    elif name in ("scan-small-fleet", "scan-small-fleet-first"):  # the whole `kfx scan` process, Spark's start-up included
         import shutil
         dest = os.path.join(DATA, "scan-out")
         shutil.rmtree(dest, ignore_errors=True)
+        cache = os.path.join(DATA, "kfx-cache")  # the driver JVM's class archive: the first run records it
+        if name == "scan-small-fleet-first":
+            shutil.rmtree(cache, ignore_errors=True)
         r = subprocess.run([os.path.join(os.path.dirname(sys.executable), "kfx"), "scan", arg, "--out", dest,
-                            "--master", "local[2]", "--level", "records"], capture_output=True, text=True)
+                            "--master", "local[2]", "--level", "records"], capture_output=True, text=True,
+                           env={**os.environ, "KFX_CACHE_DIR": cache})
         if r.returncode not in (0, 1):
             raise SystemExit(r.stderr)
         from pyarrow import parquet
@@ -475,7 +479,9 @@ def main() -> None:
     if args.spark_mb:
         sp = make_segment(os.path.join(DATA, "spark", "scan-0", "00000000000000000000.log"), args.spark_mb << 20)
         results.append(_finish(run_child("dump-deep-json", os.path.dirname(sp))))
-        results.append(_finish(run_child("scan-small-fleet", os.path.join(ROOT, "tests", "fixtures", "sample-logdir"))))
+        fleet = os.path.join(ROOT, "tests", "fixtures", "sample-logdir")
+        results.append(_finish(run_child("scan-small-fleet-first", fleet)))  # one run: it records the class archive
+        results += run_group([("scan-small-fleet", fleet)], rep)
         spark_group = run_spark_group(os.path.dirname(sp), args.spark_mb << 20, rep)
     deep = {}
     for codec, cname in ((0, "none"), (3, "lz4"), (4, "zstd")):
@@ -487,7 +493,10 @@ def main() -> None:
     by = {r["name"]: r for r in results}
     ceiling = max(by["crc32c-ceiling-mmap"]["mb_per_s"], by["crc32c-ceiling-read"]["mb_per_s"])
     summary_serve = {"serve_kcat_vs_sendfile_ceiling": by["serve-kcat"]["mb_per_s"] / by["sendfile-ceiling"]["mb_per_s"]}
-    summary_spark = spark_group["ratios"] if spark_group else {}
+    summary_spark = dict(spark_group["ratios"]) if spark_group else {}
+    if "scan-small-fleet" in by:  # target: under 15 s once the class archive is recorded
+        summary_spark["scan_small_fleet_seconds"] = by["scan-small-fleet"]["seconds"]
+        summary_spark["scan_small_fleet_first_run_seconds"] = by["scan-small-fleet-first"]["seconds"]
     summary = {
         "verify_vs_crc32c_ceiling": by["verify"]["mb_per_s"] / ceiling,
         "verify_vs_crc32c_per_batch": by["verify"]["mb_per_s"] / by["crc32c-per-batch"]["mb_per_s"],

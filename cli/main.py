@@ -393,14 +393,20 @@ def scan(inputs: List[str] = typer.Argument(..., help="Segment files, partition 
          s3_secret_key: Optional[str] = typer.Option(None, "--s3-secret-key", help="S3 secret key (else AWS_SECRET_ACCESS_KEY)"),
          s3_region: Optional[str] = typer.Option(None, "--s3-region", help="S3 region (else AWS_REGION)")):
     """Scan a fleet of segments with Spark, reading it once: export, inventory, anomalies (and search hits) as Parquet."""
-    from spark_jobs.common import get_spark
-    from spark_jobs.scan import scan as scan_fleet
+    from spark_jobs.common import SHORT_RUN_BYTES, end_session, get_spark, records_class_archive
+    from spark_jobs.scan import plan, scan as scan_fleet
+    for p in inputs:
+        if "://" not in p and not os.path.exists(p):
+            _fail(f"{p}: no such file or directory")
     c = Console(stderr=True)
-    c.print(f"starting Spark ({master})...", highlight=False)
-    spark = get_spark(master, console_progress=False)
     options = {k: v for k, v in (("includeCorrupt", "true" if include_corrupt else None), ("s3.endpoint", s3_endpoint),
                                  ("s3.accessKey", s3_access_key), ("s3.secretKey", s3_secret_key),
                                  ("s3.region", s3_region)) if v}
+    c.print(f"starting Spark ({master})...", highlight=False)
+    spark = get_spark(master, console_progress=False, class_archive=True,
+                      short_run=plan(inputs, split_bytes, options).bytes <= SHORT_RUN_BYTES)
+    if records_class_archive(spark):
+        c.print("first run: recording the driver JVM's classes for faster starts (once)", highlight=False)
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
                   TextColumn("{task.completed}/{task.total} splits"), TimeRemainingColumn(),
                   console=c, transient=True) as bar:
@@ -422,6 +428,7 @@ def scan(inputs: List[str] = typer.Argument(..., help="Segment files, partition 
     Console().print(f"{result.rows} {level.value} rows -> {os.path.join(out, level.value)}; {result.anomalies} anomalies"
                     + (f"; {result.hits} search hits -> {os.path.join(out, 'search')}" if result.hits is not None else ""),
                     highlight=False)
+    end_session(spark)
     raise typer.Exit(EXIT_PROBLEMS if result.anomalies else EXIT_OK)
 
 

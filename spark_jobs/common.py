@@ -5,11 +5,87 @@ import os
 import sys
 
 
-def get_spark(master: str | None = None, app: str = "kafkaforensics", console_progress: bool = True):
+#: a scan of at most this many bytes is short enough that the driver JVM's start-up dominates it:
+#: its JIT stops at the quick C1 compiler (``short_run``)
+SHORT_RUN_BYTES = 256 << 20
+
+
+def class_archive_path() -> str | None:
+    """Where the driver JVM's class-data archive (Java's AppCDS) for this Java and this PySpark
+    lives: ``$KFX_CACHE_DIR`` or ``~/.cache/kafkaforensics``; None when no ``java`` is found."""
+    import hashlib
+    import shutil
+
+    import pyspark
+    java = (os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME")
+            else shutil.which("java"))
+    if not java or not os.path.exists(java):
+        return None
+    java = os.path.realpath(java)
+    key = f"{java}:{os.stat(java).st_mtime_ns}:{pyspark.__version__}:{os.path.dirname(pyspark.__file__)}"
+    return os.path.join(_cache_dir(), f"spark-driver-{hashlib.sha1(key.encode()).hexdigest()[:16]}.jsa")
+
+
+#: the driver JVM's own log lines (class-archive notes among them) go to stderr, errors only
+QUIET_JVM_LOG = ["-Xlog:disable", "-Xlog:all=error:stderr"]
+
+
+#: Spark's own log, errors only, on stderr: what a command that shows its own progress wants
+QUIET_LOG4J = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = stderr
+appender.stderr.type = Console
+appender.stderr.name = stderr
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+"""
+
+
+def _cache_dir() -> str:
+    return os.environ.get("KFX_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "kafkaforensics")
+
+
+def _quiet_log4j_file() -> str:
+    """The path of a log4j2 configuration holding :data:`QUIET_LOG4J` (written once)."""
+    path = os.path.join(_cache_dir(), "log4j2-quiet.properties")
+    if not os.path.exists(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            f.write(QUIET_LOG4J)
+        os.replace(tmp, path)
+    return path
+
+
+def _driver_java_options(short_run: bool, class_archive: bool, quiet: bool = False) -> tuple[list[str], str | None]:
+    """The driver JVM's start-up options, and the file it records its class archive into (None
+    when it uses one already recorded, or none)."""
+    opts = ["-XX:TieredStopAtLevel=1"] if short_run else []
+    if quiet:
+        opts.append(f"-Dlog4j2.configurationFile=file:{_quiet_log4j_file()}")
+    archive = class_archive_path() if class_archive else None
+    if archive is None:
+        return opts, None
+    opts += QUIET_JVM_LOG
+    if os.path.exists(archive):  # a stale or foreign archive is ignored by the JVM (-Xshare:auto)
+        return opts + [f"-XX:SharedArchiveFile={archive}", "-Xshare:auto"], None
+    os.makedirs(os.path.dirname(archive), exist_ok=True)
+    recording = f"{archive}.{os.getpid()}.tmp"
+    return opts + [f"-XX:ArchiveClassesAtExit={recording}"], recording
+
+
+def get_spark(master: str | None = None, app: str = "kafkaforensics", console_progress: bool = True,
+              short_run: bool = False, class_archive: bool = False):
     """A SparkSession with the ``kafka_segments`` data source registered.
 
     Locally it binds to 127.0.0.1, has no UI, and runs its Python workers with this interpreter
     (so they see the same installed packages).  Under spark-submit the submitted master wins.
+
+    When this process starts the driver JVM (not under spark-submit), two options shorten its
+    start: ``short_run`` stops its JIT at the C1 compiler (for scans of up to ``SHORT_RUN_BYTES``),
+    and ``class_archive`` maps the classes Spark loads from an archive recorded by an earlier run
+    (:func:`class_archive_path`); the first run records it, and :func:`stop_spark` saves it.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -18,6 +94,13 @@ def get_spark(master: str | None = None, app: str = "kafkaforensics", console_pr
     b = SparkSession.builder.appName(app)
     if not console_progress:  # the caller shows its own progress instead of Spark's stage bars
         b = b.config("spark.ui.showConsoleProgress", "false")
+    recording = None
+    from pyspark import SparkContext
+    # under spark-submit, or with a session in this process, the driver JVM runs already
+    if "PYSPARK_GATEWAY_PORT" not in os.environ and SparkContext._gateway is None:
+        java_options, recording = _driver_java_options(short_run, class_archive, quiet=not console_progress)
+        if java_options:
+            b = b.config("spark.driver.extraJavaOptions", " ".join(java_options))
     if master:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         b = (b.master(master).config("spark.ui.enabled", "false")
@@ -25,8 +108,47 @@ def get_spark(master: str | None = None, app: str = "kafkaforensics", console_pr
              .config("spark.sql.shuffle.partitions", "4"))
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    spark._kfx_class_archive_recording = recording
     register(spark)
     return spark
+
+
+def records_class_archive(spark) -> bool:
+    """Whether ``spark``'s driver JVM is recording its class archive (the first run does)."""
+    return bool(getattr(spark, "_kfx_class_archive_recording", None))
+
+
+def end_session(spark, timeout: float = 120.0) -> None:
+    """End a command's Spark work before its process exits.  When the driver JVM is recording its
+    class archive (the first ``class_archive`` run), stop the session and the JVM and keep the
+    archive, renamed into place whole so that a concurrent run never maps half of one; otherwise
+    do nothing: the session and its JVM end with the process."""
+    recording = getattr(spark, "_kfx_class_archive_recording", None)
+    if not recording:
+        return
+    from pyspark import SparkContext
+    gateway = SparkContext._gateway
+    spark.stop()
+    proc = getattr(gateway, "proc", None)
+    if proc is not None:
+        try:
+            gateway.shutdown()
+        except Exception:  # the JVM may be gone already; the wait below is what matters
+            pass
+        if proc.stdin is not None:
+            proc.stdin.close()  # the gateway JVM exits when its stdin closes, writing the archive
+        try:
+            proc.wait(timeout)
+        except Exception:
+            proc.kill()
+            proc.wait()
+        SparkContext._gateway = SparkContext._jvm = None
+    spark._kfx_class_archive_recording = None
+    if os.path.exists(recording):
+        if proc is not None and proc.returncode == 0 and os.path.getsize(recording) > 0:
+            os.replace(recording, recording[:-len(f".{os.getpid()}.tmp")])
+        else:
+            os.unlink(recording)
 
 
 def register(spark) -> None:

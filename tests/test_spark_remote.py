@@ -163,13 +163,20 @@ def wheel(tmp_path_factory):
 
 
 def test_kfx_scan_on_a_standalone_cluster_equals_local(spark, cluster, tmp_path):  # noqa: F811
+    """Also the driver JVM's class archive: the first process records it, the second maps it."""
+    cache = tmp_path / "cache"
+    env = {**os.environ, "KFX_CACHE_DIR": str(cache)}
     outs = {}
     for name, master in (("cluster", cluster), ("local", "local[2]")):
         out = tmp_path / name
         r = subprocess.run([os.path.join(os.path.dirname(sys.executable), "kfx"), "scan", SAMPLE, "--out", str(out),
                             "--master", master, "--level", "records", "--search", "txn-40"],
-                           capture_output=True, text=True, timeout=300)
+                           capture_output=True, text=True, timeout=300, env=env)
         assert r.returncode == 0, r.stderr[-3000:]
+        assert ("recording the driver JVM's classes" in r.stderr) == (name == "cluster")
+        assert "[warning]" not in r.stdout + r.stderr and "NativeCodeLoader" not in r.stderr
+        archives = sorted(os.listdir(cache))
+        assert [a for a in archives if a.endswith(".jsa")] and not [a for a in archives if a.endswith(".tmp")]
         outs[name] = out
     cols = ["topic", "partition", "offset", "timestamp", "key", "value", "batchPosition", "crcValid"]
     assert _rows(spark, str(outs["cluster"] / "records"), cols) == _rows(spark, str(outs["local"] / "records"), cols)

@@ -136,3 +136,20 @@ def test_kfx_scan_reads_once_and_writes_every_output(spark, kfx, tmp_path):  # n
     assert inv[("orders", 0)]["anomalies"] == 1 and inv[("clients", 0)]["anomalies"] == 0
     assert spark.read.parquet(str(out / "records")).count() == sum(x["records"] for x in inv.values())
     assert "read 5 segments" in r.output
+
+
+def test_driver_jvm_options_record_then_map_the_class_archive(tmp_path, monkeypatch):
+    from spark_jobs import common
+    monkeypatch.setenv("KFX_CACHE_DIR", str(tmp_path))
+    archive = common.class_archive_path()
+    assert archive is not None and os.path.dirname(archive) == str(tmp_path)
+    opts, recording = common._driver_java_options(short_run=True, class_archive=True, quiet=True)
+    assert recording == f"{archive}.{os.getpid()}.tmp"
+    assert f"-XX:ArchiveClassesAtExit={recording}" in opts and "-XX:TieredStopAtLevel=1" in opts
+    log4j = [o for o in opts if o.startswith("-Dlog4j2.configurationFile=file:")]
+    assert log4j and "rootLogger.level = error" in open(log4j[0].split("file:", 1)[1]).read()
+    open(archive, "wb").close()
+    opts, recording = common._driver_java_options(short_run=False, class_archive=True)
+    assert recording is None and f"-XX:SharedArchiveFile={archive}" in opts and "-Xshare:auto" in opts
+    assert "-XX:TieredStopAtLevel=1" not in opts
+    assert common._driver_java_options(short_run=False, class_archive=False) == ([], None)
