@@ -76,7 +76,9 @@ def main() -> None:
     from spark_jobs.common import get_spark, read
     from pyspark.sql.datasource import GreaterThanOrEqual, LessThanOrEqual
     t_start = time.perf_counter()
-    spark = get_spark("local[2]", app="kafkaforensics-bench", console_progress=False)
+    # binaryFile holds a whole segment in one row: the driver (local mode's executor) needs room for it
+    spark = get_spark("local[2]", app="kafkaforensics-bench", console_progress=False,
+                      conf={"spark.driver.memory": "4g"})
     session_s = time.perf_counter() - t_start
     work = os.path.join(os.path.dirname(out_json), "spark-work")
     shutil.rmtree(work, ignore_errors=True)

@@ -76,11 +76,12 @@ def _driver_java_options(short_run: bool, class_archive: bool, quiet: bool = Fal
 
 
 def get_spark(master: str | None = None, app: str = "kafkaforensics", console_progress: bool = True,
-              short_run: bool = False, class_archive: bool = False):
+              short_run: bool = False, class_archive: bool = False, conf: dict | None = None):
     """A SparkSession with the ``kafka_segments`` data source registered.
 
     Locally it binds to 127.0.0.1, has no UI, and runs its Python workers with this interpreter
     (so they see the same installed packages).  Under spark-submit the submitted master wins.
+    ``conf``: more Spark settings (e.g. ``spark.driver.memory``).
 
     When this process starts the driver JVM (not under spark-submit), two options shorten its
     start: ``short_run`` stops its JIT at the C1 compiler (for scans of up to ``SHORT_RUN_BYTES``),
@@ -94,6 +95,8 @@ def get_spark(master: str | None = None, app: str = "kafkaforensics", console_pr
     b = SparkSession.builder.appName(app)
     if not console_progress:  # the caller shows its own progress instead of Spark's stage bars
         b = b.config("spark.ui.showConsoleProgress", "false")
+    for k, v in (conf or {}).items():
+        b = b.config(k, v)
     recording = None
     from pyspark import SparkContext
     # under spark-submit, or with a session in this process, the driver JVM runs already
