@@ -143,6 +143,24 @@ def _batch_bounds(path: str) -> list:
     return out
 
 
+KFX = os.path.join(os.path.dirname(sys.executable), "kfx")
+#: a whole process reading a file 1 MiB at a time and crc32c'ing it: what `kfx verify` is judged against
+READ_CRC = ("import crc32c, sys\nc = 0\nwith open(sys.argv[1], 'rb', buffering=0) as f:\n"
+            "    while b := f.read(1 << 20):\n        c = crc32c.crc32c(b, c)\n")
+#: a whole process reading a file 1 MiB at a time: what `kfx dump --format json` is judged against
+READ = "import sys\nwith open(sys.argv[1], 'rb', buffering=0) as f:\n    while f.read(1 << 20):\n        pass\n"
+PROCESSES = {
+    "process-bare-interpreter": lambda a: [sys.executable, "-c", "pass"],
+    "process-kfx-help": lambda a: [KFX, "--help"],
+    "process-kfx-dump-small": lambda a: [KFX, "dump", a],
+    "process-kfx-verify-small": lambda a: [KFX, "verify", a],
+    "process-read-crc32c": lambda a: [sys.executable, "-c", READ_CRC, a],
+    "process-kfx-verify": lambda a: [KFX, "verify", a],
+    "process-read": lambda a: [sys.executable, "-c", READ, a],
+    "process-kfx-dump-json": lambda a: [KFX, "dump", "--format", "json", a],
+}
+
+
 def child(name: str, arg: str) -> dict:
     size = os.path.getsize(arg) if os.path.isfile(arg) else sum(
         os.path.getsize(os.path.join(arg, f)) for f in os.listdir(arg) if f.endswith(".log"))
@@ -355,10 +373,16 @@ def child(name: str, arg: str) -> dict:
         rep = salvage([arg], dest)
         out["batches"] = rep.batches
         shutil.rmtree(dest, ignore_errors=True)
+    elif name in PROCESSES:  # a whole process as a user starts it: interpreter, imports and work
+        r = subprocess.run(PROCESSES[name](arg), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        if r.returncode not in (0, 1):
+            raise SystemExit(r.stderr.decode(errors="replace"))
+        out["seconds_override"] = time.perf_counter() - t
+        out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     else:
         raise SystemExit(f"unknown benchmark {name}")
     out["seconds"] = out.pop("seconds_override", None) or (time.perf_counter() - t)
-    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out.setdefault("peak_rss_mb", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     return out
 
 
@@ -432,6 +456,14 @@ def main() -> None:
     results += run_group([("crc32c-ceiling-mmap", big), ("crc32c-ceiling-read", big), ("crc32c-per-batch", big),
                           ("copy-floor", big), ("walk-mapping-floor", big), ("verify", big)], max(rep, 5))
     results += run_group([("dump-json", big), ("reindex", os.path.dirname(big))], rep)
+    # whole processes, as an operator's shell loop meets them: start-up on a small segment next to a
+    # bare interpreter, and a 512 MiB segment next to a process that reads it (and crc32c's it)
+    small = os.path.join(ROOT, "tests", "fixtures", "sample-logdir", "orders-0", "00000000000000000225.log")
+    results += run_group([(n, small) for n in ("process-bare-interpreter", "process-kfx-help",
+                                               "process-kfx-dump-small", "process-kfx-verify-small")], max(rep, 5))
+    mid = make_segment(os.path.join(DATA, "mid", "00000000000000000000.log"), 512 << 20)
+    results += run_group([(n, mid) for n in ("process-read-crc32c", "process-kfx-verify", "process-read",
+                                             "process-kfx-dump-json")], max(rep, 5))
     results += run_group([("disk-write-ceiling", big), ("write", big)], rep)
     # recovery of a 1 GiB segment with a torn last batch (each run truncates it again: a fresh copy)
     rec = os.path.join(DATA, "recover-0")
@@ -498,6 +530,11 @@ def main() -> None:
         summary_spark["scan_small_fleet_seconds"] = by["scan-small-fleet"]["seconds"]
         summary_spark["scan_small_fleet_first_run_seconds"] = by["scan-small-fleet-first"]["seconds"]
     summary = {
+        # whole processes (targets: --help, dump and verify of a small file within 0.15 s; verify of
+        # 512 MiB at >= 0.70 of the read+crc32c process)
+        **{f"{n[len('process-'):]}_seconds": by[n]["seconds"] for n in PROCESSES if n.endswith(("small", "help", "interpreter"))},
+        "verify_process_vs_read_crc32c_process": by["process-read-crc32c"]["seconds"] / by["process-kfx-verify"]["seconds"],
+        "dump_json_process_vs_read_process": by["process-read"]["seconds"] / by["process-kfx-dump-json"]["seconds"],
         "verify_vs_crc32c_ceiling": by["verify"]["mb_per_s"] / ceiling,
         "verify_vs_crc32c_per_batch": by["verify"]["mb_per_s"] / by["crc32c-per-batch"]["mb_per_s"],
         "crc32c_per_batch_vs_crc32c_ceiling": by["crc32c-per-batch"]["mb_per_s"] / ceiling,

@@ -1,6 +1,11 @@
 """``kfx``: every command is a few lines over a public library function.
 
 Exit codes: 0 clean, 1 problems found, 2 usage or I/O error.
+
+Start-up is part of the interface (operators run ``kfx dump``/``verify`` in shell loops over
+thousands of files): this module imports only typer and the standard library; each command
+imports the library module it runs, and rich, numpy, construct and pyspark load only where a
+command needs them.
 """
 from __future__ import annotations
 
@@ -8,22 +13,24 @@ import json
 import os
 import sys
 from enum import Enum
+from functools import lru_cache
 from typing import List, Optional
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
-from rich.table import Table
 
-from kafkaforensics import batch_json
-from kafkaforensics.dump import DumpOptions, dump as dump_files
-from kafkaforensics.errors import KafkaFormatError
-from kafkaforensics.verify import verify as verify_paths
-from kafkaforensics.writer import DEFAULT_SEGMENT_BYTES, PartitionWriter
+from kafkaforensics.defaults import DEFAULT_SEGMENT_BYTES
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+# plain help text: typer's rich help panels import rich and markdown-it (~0.1 s) before a line is printed
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Forensics for Apache Kafka's storage: dump, verify, write, repair.")
-err = Console(stderr=True)
+
+
+@lru_cache(maxsize=None)
+def _err():
+    """The rich console on stderr (made on first use)."""
+    from rich.console import Console
+    return Console(stderr=True)
+
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 
@@ -40,7 +47,7 @@ class Encoding(str, Enum):
 
 
 def _fail(msg: str) -> None:
-    err.print(f"[red]error:[/red] {msg}", highlight=False, soft_wrap=True)
+    _err().print(f"[red]error:[/red] {msg}", highlight=False, soft_wrap=True)
     raise typer.Exit(EXIT_USAGE)
 
 
@@ -57,8 +64,9 @@ def _total_bytes(paths) -> int:
 
 def progress_bar(total: int, label: str):
     """A rich progress bar on stderr (hidden when stderr is not a terminal)."""
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
     return Progress(TextColumn(label), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
-                    console=err, transient=True, disable=not err.is_terminal)
+                    console=_err(), transient=True, disable=not _err().is_terminal)
 
 
 @app.command()
@@ -76,6 +84,7 @@ def dump(paths: List[str] = typer.Argument(..., help="Files to dump (.log .index
          cluster_metadata_decoder: bool = typer.Option(False, "--cluster-metadata-decoder",
                                                        help="Decode KRaft __cluster_metadata records")):
     """Print Kafka storage files like kafka-dump-log.sh, or as JSON lines."""
+    from kafkaforensics.dump import DumpOptions, dump as dump_files
     for p in paths:
         if not os.path.isfile(p):
             _fail(f"{p}: no such file")
@@ -100,6 +109,9 @@ def verify(paths: List[str] = typer.Argument(..., help="Segment files, partition
            max_message_bytes: Optional[int] = typer.Option(None, "--max-message-bytes", min=14,
                                                            help="Also flag batches larger than this")):
     """Check CRCs, structure, indexes and checkpoints. Exit 0 clean, 1 problems, 2 usage/IO error."""
+    from rich.console import Console
+    from rich.table import Table
+    from kafkaforensics.verify import verify as verify_paths
     for p in paths:
         if not os.path.exists(p):
             _fail(f"{p}: no such file or directory")
@@ -137,6 +149,9 @@ def write(out: str = typer.Option(..., "--out", help="Partition directory to cre
           index_interval_bytes: int = typer.Option(4096, "--index-interval-bytes", min=0),
           encoding: Encoding = typer.Option(Encoding.base64, "--encoding", help="Encoding the dump used for keys/values")):
     """Read `kfx dump --deep --format json` lines on stdin and write a valid partition directory."""
+    from kafkaforensics import batch_json
+    from kafkaforensics.errors import KafkaFormatError
+    from kafkaforensics.writer import PartitionWriter
     try:
         w = PartitionWriter(out, segment_bytes=segment_bytes, index_interval_bytes=index_interval_bytes)
     except (FileExistsError, OSError) as e:
@@ -162,10 +177,12 @@ def write(out: str = typer.Option(..., "--out", help="Partition directory to cre
     except BaseException:
         w.abort()
         raise
-    err.print(f"wrote {w.batches} batches in {len(w.segments)} segment(s) to {out}", highlight=False)
+    _err().print(f"wrote {w.batches} batches in {len(w.segments)} segment(s) to {out}", highlight=False)
 
 
 def _print_actions(report_json: dict, title: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
     out = Console()
     t = Table(title=title)
     for col in ("action", "file", "detail"):
@@ -198,6 +215,7 @@ def recover(partition_dir: str = typer.Argument(..., help="A partition directory
             full: bool = typer.Option(False, "--full", help="Validate every segment, whatever the checkpoint says"),
             as_json: bool = typer.Option(False, "--json")):
     """Do what Kafka's log loading does after an unclean shutdown: finish swaps, truncate, rebuild."""
+    from rich.console import Console
     from kafkaforensics.recovery import recover as recover_partition
     if not os.path.isdir(partition_dir):
         _fail(f"{partition_dir}: not a directory")
@@ -231,6 +249,7 @@ def reindex(path: str = typer.Argument(..., help="A <offset>.log segment or a pa
             no_backup: bool = typer.Option(False, "--no-backup"),
             as_json: bool = typer.Option(False, "--json")):
     """Rebuild .index/.timeindex/.txnindex exactly as Kafka's recovery writes them."""
+    from rich.console import Console
     from kafkaforensics.reindex import reindex as reindex_path
     if not os.path.exists(path):
         _fail(f"{path}: no such file or directory")
@@ -257,6 +276,8 @@ def salvage(inputs: List[str] = typer.Argument(..., help="Damaged segment files,
             dry_run: bool = typer.Option(False, "--dry-run", help="Report only; write nothing"),
             as_json: bool = typer.Option(False, "--json")):
     """Recover every valid batch, including those after corrupted regions, into a new partition."""
+    from rich.console import Console
+    from rich.table import Table
     from kafkaforensics.salvage import salvage as salvage_files
     for p in inputs:
         if not os.path.exists(p):
@@ -306,6 +327,8 @@ def compact(partition_dir: str = typer.Argument(..., help="A partition directory
             dry_run: bool = typer.Option(False, "--dry-run", help="Report what compaction would do; change nothing"),
             as_json: bool = typer.Option(False, "--json")):
     """Run Kafka's log cleaner offline, with its crash-safe .cleaned/.swap/.deleted file swap."""
+    from rich.console import Console
+    from rich.table import Table
     from kafkaforensics.cleaner import CompactOptions, compact as compact_partition
     if not os.path.isdir(partition_dir):
         _fail(f"{partition_dir}: not a directory")
@@ -348,6 +371,9 @@ def retention(partition_dir: str = typer.Argument(..., help="A partition directo
               dry_run: bool = typer.Option(False, "--dry-run"),
               as_json: bool = typer.Option(False, "--json")):
     """Apply Kafka's time, size and log-start-offset retention rules (deletion via .deleted renames)."""
+    from rich.console import Console
+    from rich.table import Table
+    from kafkaforensics.errors import KafkaFormatError
     from kafkaforensics.retention import retention as apply_retention
     if not os.path.isdir(partition_dir):
         _fail(f"{partition_dir}: not a directory")
@@ -393,6 +419,9 @@ def scan(inputs: List[str] = typer.Argument(..., help="Segment files, partition 
          s3_secret_key: Optional[str] = typer.Option(None, "--s3-secret-key", help="S3 secret key (else AWS_SECRET_ACCESS_KEY)"),
          s3_region: Optional[str] = typer.Option(None, "--s3-region", help="S3 region (else AWS_REGION)")):
     """Scan a fleet of segments with Spark, reading it once: export, inventory, anomalies (and search hits) as Parquet."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
     from spark_jobs.common import SHORT_RUN_BYTES, end_session, get_spark, records_class_archive
     from spark_jobs.scan import plan, scan as scan_fleet
     for p in inputs:
@@ -438,6 +467,8 @@ def analyze(paths: List[str] = typer.Argument(..., help="Segments, partition dir
             html_out: Optional[str] = typer.Option(None, "--html", help="Write a self-contained HTML report here"),
             now: Optional[int] = typer.Option(None, "--now", help="Reference time for far-future checks (epoch ms)")):
     """Find damage and suspicious patterns: offsets, timestamps, producers, transactions, leader epochs."""
+    from rich.console import Console
+    from rich.table import Table
     from kafkaforensics.analyzer import AnalyzeOptions, analyze as analyze_paths
     for p in paths:
         if not os.path.exists(p):
@@ -480,6 +511,7 @@ def diff(dir_a: str = typer.Argument(..., help="Replica A (the leader's copy)"),
          dir_b: str = typer.Argument(..., help="Replica B"),
          as_json: bool = typer.Option(False, "--json")):
     """Compare two replicas of a partition: first divergence, one-sided batches, epoch truncation point."""
+    from rich.console import Console
     from kafkaforensics.diff import diff as diff_dirs
     for p in (dir_a, dir_b):
         if not os.path.isdir(p):
@@ -514,6 +546,8 @@ def diff(dir_a: str = typer.Argument(..., help="Replica A (the leader's copy)"),
 def groups(log_dir: str = typer.Argument(..., help="A log dir holding __consumer_offsets-N partitions"),
            as_json: bool = typer.Option(False, "--json")):
     """Latest committed offset of every group/topic/partition, and its lag against the log dir's partitions."""
+    from rich.console import Console
+    from rich.table import Table
     from kafkaforensics.groups import committed_offsets
     if not os.path.isdir(log_dir):
         _fail(f"{log_dir}: not a directory")

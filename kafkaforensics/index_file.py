@@ -6,14 +6,13 @@ that tail.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from specs.primitives import numpy_dtype
 
 
-def entry_columns(data: bytes, entry, names) -> tuple[list[np.ndarray], int]:
+def entry_columns(data: bytes, entry, names) -> tuple[list, int]:
     """The entries of ``data`` (``entry``: the spec's struct, ``names`` its fields) as int64
     columns up to the zero tail, and how many zero-tail slots follow."""
+    import numpy as np  # here: `kfx dump` of a segment alone never loads numpy
     n = len(data) // entry.size
     rows = np.frombuffer(data, dtype=numpy_dtype(entry, names), count=n)
     zero = np.ones(n, dtype=bool)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-import numpy as np
 from crc32c import crc32c
 
 from specs import producer_snapshot as S
@@ -107,6 +106,7 @@ class ProducerState:
         (the last; and the first transactional one, which opens its transaction)."""
         if hi <= lo:
             return
+        import numpy as np  # runs come from numpy columns; a plain read of a snapshot never loads numpy
         pid = run.header["producerId"][lo:hi]
         has = np.flatnonzero(pid >= 0)
         if len(has):

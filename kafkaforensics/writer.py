@@ -16,12 +16,12 @@ from specs import checkpoints as C
 
 from . import offset_index, time_index, txn_index
 from .batch import parse_legacy_header, parse_v2_header, resolve_legacy_wrapper
+from .defaults import DEFAULT_SEGMENT_BYTES
 from .fsutil import fsync_dir
 from .indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentIndexes
 from .partition import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX
 from .producer_state import ProducerState
 
-DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024
 _INT32_MAX = 2**31 - 1
 
 
