@@ -6,6 +6,9 @@
 * lz4    -- LZ4 frames; magic 0 wrote the header checksum over the magic bytes too (KafkaLZ4 quirk):
             read both, write the quirk for magic 0.
 * zstd   -- streamed frames carry no content size, so decompression always streams with a bound.
+
+Each codec's library is imported by the functions that use it: reading a segment's headers, or
+gzip batches alone, never loads the others.
 """
 from __future__ import annotations
 
@@ -13,11 +16,6 @@ import gzip
 import struct
 import threading
 import zlib
-
-import lz4.block
-import lz4.frame
-import snappy
-import zstandard
 
 from .errors import CompressionError
 
@@ -74,10 +72,12 @@ def compress(codec: int, data: bytes, *, magic: int = 2) -> bytes:
     if codec == SNAPPY:
         return _snappy_xerial(data)
     if codec == LZ4:
+        import lz4.frame
         out = lz4.frame.compress(data, block_size=lz4.frame.BLOCKSIZE_MAX64KB, block_linked=False,
                                  content_checksum=False, store_size=False)
         return _lz4_with_broken_hc(out) if magic == 0 else out
     if codec == ZSTD:
+        import zstandard
         return zstandard.ZstdCompressor(level=3, write_content_size=False).compress(data)
     raise CompressionError(f"unknown compression codec id {codec}")
 
@@ -96,6 +96,7 @@ def _gunzip(data, bound: int) -> bytes:
 
 
 def _unsnappy(data: bytes, bound: int) -> bytes:
+    import snappy
     if data.startswith(XERIAL_MAGIC):
         if len(data) < XERIAL_HEADER.size:
             raise CompressionError("snappy-java header is truncated")
@@ -135,6 +136,7 @@ def _snappy_raw_length(block: bytes) -> int:
 
 
 def _snappy_xerial(data: bytes) -> bytes:
+    import snappy
     parts = [XERIAL_HEADER.pack(XERIAL_MAGIC, 1, 1)]
     for i in range(0, len(data), XERIAL_BLOCK):
         block = snappy.compress(data[i:i + XERIAL_BLOCK])
@@ -165,6 +167,7 @@ _LZ4 = threading.local()
 
 
 def _unlz4(data: bytes, magic: int, bound: int) -> bytes:
+    import lz4.frame
     if magic == 0:
         end = _lz4_header_end(data)
         hc = (xxh32(data[4:end]) >> 8) & 0xFF  # accept the broken checksum: replace with the right one
@@ -193,6 +196,7 @@ _ZSTD = threading.local()
 
 
 def _unzstd(data, bound: int) -> bytes:
+    import zstandard
     d = getattr(_ZSTD, "d", None)
     if d is None:  # one decompressor a thread: building one per batch costs more than the batch
         d = _ZSTD.d = zstandard.ZstdDecompressor()
