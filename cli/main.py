@@ -436,7 +436,7 @@ def analyze(paths: List[str] = typer.Argument(..., help="Segments, partition dir
     if html_out:
         from kafkaforensics.report_html import render
         from kafkaforensics.fsutil import atomic_write
-        atomic_write(html_out, render(rep, "kfx analyze " + " ".join(paths)).encode())
+        atomic_write(html_out, render(rep, "kfx analyze " + " ".join(paths), paths).encode())
     if as_json:
         print(json.dumps(rep.to_json()))
     else:
@@ -461,7 +461,7 @@ def analyze(paths: List[str] = typer.Argument(..., help="Segments, partition dir
             if f.remedy:
                 c.print(f"  remedy: {f.remedy}", highlight=False, soft_wrap=True, markup=False)
         if html_out:
-            c.print(f"report: {html_out}", highlight=False)
+            c.print(f"report: {html_out}", highlight=False, soft_wrap=True, markup=False)
     raise typer.Exit(EXIT_PROBLEMS if rep.problems else EXIT_OK)
 
 

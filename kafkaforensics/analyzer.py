@@ -166,6 +166,7 @@ def _camel(s: str) -> str:
 class AnalysisReport:
     partitions: list[PartitionSummary] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    rows_kept: int = 0   # batch rows held for the report, against AnalyzeOptions.max_rows
 
     def to_json(self) -> dict:
         return {"partitions": [p.to_json() for p in self.partitions],
@@ -183,6 +184,7 @@ class AnalyzeOptions:
     future_tolerance_ms: int = 3_600_000   # log.message.timestamp.after.max.ms's default
     timeline_points: int = 2000
     batch_rows: int = 2000          # a segment with more batches is shown as byte-range buckets
+    max_rows: int = 6000            # batch rows kept in the whole report (later segments: buckets only)
     buckets: int = 40               # ... this many per segment
     max_txns: int = 2000            # transactions kept for the report (open ones always)
 
@@ -304,9 +306,11 @@ class _Walk:
                + ("txn" if b.magic >= 2 and b.is_transactional else ""), b.magic)
         if g["buckets"] is None:
             g["rows"].append(row)
-            if len(g["rows"]) > self.opts.batch_rows:
+            self.rep.rows_kept += 1
+            if len(g["rows"]) > self.opts.batch_rows or self.rep.rows_kept > self.opts.max_rows:
                 g["buckets"] = [None] * self.opts.buckets
                 rows, g["rows"] = g["rows"], []
+                self.rep.rows_kept -= len(rows)
                 for r in rows:
                     self._bucket(g, r)
         else:

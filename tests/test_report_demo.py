@@ -62,3 +62,109 @@ def test_findings_without_offsets_print_none_of_them(damaged):
     assert hang.offsets_text() == f"offsets {hang.first_offset}..{hang.last_offset}"
     p = [p for p in rep.partitions if p.partition == "payments-0"][0]
     assert [t["producerId"] for t in p.txns if t["state"] == "open"] == [TXN_PID]
+
+
+class _Page:
+    """What a page holds, from Python's HTML parser: tags with their attributes, ids, and text."""
+
+    def __init__(self, text):
+        from html.parser import HTMLParser
+        self.tags, self.ids, self.text = [], set(), []
+        page = self
+
+        class P(HTMLParser):
+            def handle_starttag(self, tag, attrs):
+                a = dict(attrs)
+                page.tags.append((tag, a))
+                if "id" in a:
+                    page.ids.add(a["id"])
+
+            def handle_data(self, data):
+                page.text.append(data)
+
+        P().feed(text)
+        self.text = " ".join(self.text)
+
+
+def _fetching(page: _Page) -> list:
+    """Everything on the page that would make the browser fetch something."""
+    bad = [(t, a) for t, a in page.tags if t in ("script", "link", "img", "iframe", "object", "embed", "audio",
+                                                  "video", "source", "base", "form", "meta") and
+           not (t == "meta" and set(a) == {"charset"})]
+    for t, a in page.tags:
+        for k in ("src", "srcset", "data", "action", "poster", "xlink:href", "background"):
+            if k in a:
+                bad.append((t, a))
+        if "href" in a and not a["href"].startswith("#"):
+            bad.append((t, a))
+    return bad
+
+
+def _report(logdir, tmp_path, kfx, **kw):
+    out = tmp_path / "report.html"
+    r = kfx("analyze", logdir, "--html", out, "--now", NOW)
+    assert r.exit_code == 1 and f"report: {out}" in r.stdout
+    return out
+
+
+def test_report_findings_link_into_batch_tables(damaged, tmp_path, kfx):
+    logdir, planted = damaged
+    out = _report(logdir, tmp_path, kfx)
+    text = out.read_text()
+    page = _Page(text)
+    assert not _fetching(page) and "url(" not in text and "@import" not in text
+    assert "None" not in page.text
+    rep = analyze([logdir], AnalyzeOptions(now=NOW))
+    for f in rep.findings:
+        assert f.explanation in page.text.replace("\n", " ") or f.explanation in text.replace("&#x27;", "'")
+    # every link resolves to an anchor on the page; the torn tail, the hanging transaction's first batch
+    # and the index entry's segment are among the targets
+    hrefs = [a["href"][1:] for t, a in page.tags if t == "a"]
+    assert hrefs and set(hrefs) <= page.ids
+    assert "p-orders-0-s-225-tail" in hrefs
+    hang = [f for f in rep.findings if f.kind == "hanging-transaction"][0]
+    assert f"p-payments-0-s-0-b{hang.position}" in hrefs
+    # times in UTC ISO beside the milliseconds; the summary for the ticket names each problem and remedy
+    assert "2023-11-14T22:13:20.019Z" in page.text and "(1700000000019 ms)" in page.text
+    summary = [t for t in page.text.split("Errors (damage)")][0]
+    for kind in ("truncated-batch", "leftover-file", "index-mismatch", "sequence-gap", "hanging-transaction"):
+        assert kind in summary
+    assert "kafka-transactions.sh --bootstrap-server HOST:PORT abort --topic payments" in summary
+    # the timelines: segments with the damaged tail, the open transaction pinned with the LSO it holds
+    assert 'class="timeline segments"' in text and 'class="damage"' in text
+    assert 'class="txn-open"' in text and f"open: pins LSO {hang.first_offset}" in text
+
+
+def _many_batches(path, n, tail=b""):
+    """A partition of ``n`` small v2 batches (one built, copied with its base offset changed: the
+    base offset lies outside the CRC) in several segments."""
+    from kafkaforensics.batch import Record
+    from kafkaforensics.builder import build_v2
+    from kafkaforensics.writer import write_partition
+    one = build_v2([Record(0, 1_700_000_000_000, b"k", b"v" * 20, [])], base_offset=0)
+    write_partition(str(path), (i.to_bytes(8, "big") + one[8:] for i in range(n)), segment_bytes=len(one) * (n // 3 + 1),
+                    index_interval_bytes=4096)
+    return str(path)
+
+
+def test_large_logs_are_aggregated_per_segment(tmp_path):
+    from kafkaforensics.report_html import render
+    p = _many_batches(tmp_path / "big-0", 9000)
+    rep = analyze([p], AnalyzeOptions(now=NOW))
+    assert rep.partitions[0].batches == 9000 and len(rep.partitions[0].segment_info) == 3
+    page = render(rep)
+    assert all(g["buckets"] is not None and not g["rows"] for g in rep.partitions[0].segment_info)
+    assert page.count("batches: shown as 40 byte ranges") == 3
+    assert len(page.encode()) < 150_000
+    # without aggregation the same page carries a row per batch
+    full = render(analyze([p], AnalyzeOptions(now=NOW, batch_rows=10**9, max_rows=10**9)))
+    assert len(full.encode()) > 10 * len(page.encode())
+
+
+def test_report_row_budget_spans_segments(tmp_path):
+    """Segments under the per-segment threshold still stop keeping rows once the report's budget is spent."""
+    p = _many_batches(tmp_path / "mid-0", 3000)
+    rep = analyze([p], AnalyzeOptions(now=NOW, batch_rows=1500, max_rows=1200))
+    segs = rep.partitions[0].segment_info
+    assert sum(len(g["rows"]) for g in segs) <= 1200 and rep.rows_kept <= 1200
+    assert any(g["buckets"] is not None for g in segs)
