@@ -168,3 +168,59 @@ def test_report_row_budget_spans_segments(tmp_path):
     segs = rep.partitions[0].segment_info
     assert sum(len(g["rows"]) for g in segs) <= 1200 and rep.rows_kept <= 1200
     assert any(g["buckets"] is not None for g in segs)
+
+
+def _png_rows(png: bytes):
+    """(width, height, filtered scanlines) of a PNG, with zlib only: enough to tell a blank page."""
+    import struct
+    import zlib
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, w, h = 8, [], None, None
+    while pos < len(png):
+        n, kind = struct.unpack(">I4s", png[pos:pos + 8])
+        body = png[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            w, h = struct.unpack(">II", body[:8])
+        elif kind == b"IDAT":
+            idat.append(body)
+        pos += 12 + n
+    raw = zlib.decompress(b"".join(idat))
+    stride = len(raw) // h
+    return w, h, [raw[i * stride:(i + 1) * stride] for i in range(h)]
+
+
+def _chromium():
+    import shutil
+    c = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert c, "Debian's chromium is installed by `make install` (and the CI image)"
+    return c
+
+
+def _run_chromium(tmp_path, *args):
+    import subprocess
+    return subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                           f"--user-data-dir={tmp_path / 'profile'}", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_report_in_headless_chromium(damaged, tmp_path, kfx):
+    logdir, _ = damaged
+    out = _report(logdir, tmp_path, kfx)
+    png = tmp_path / "shot.png"
+    proc = _run_chromium(tmp_path, "--window-size=1200,2400", f"--screenshot={png}", f"file://{out}")
+    assert png.exists(), proc.stderr[-2000:]
+    w, h, rows = _png_rows(png.read_bytes())
+    assert (w, h) == (1200, 2400)
+    drawn = [r for r in rows if len(set(r[1:])) > 2]   # a row with more than background in it
+    assert len(drawn) > h // 5 and len(set(b"".join(rows))) > 64
+    dom = _run_chromium(tmp_path, "--dump-dom", f"file://{out}")
+    assert dom.returncode == 0 and "</html>" in dom.stdout, dom.stderr[-2000:]
+    page = _Page(dom.stdout)
+    rep = analyze([logdir], AnalyzeOptions(now=NOW))
+    findings = [t for t, a in page.tags if t == "tr" and "finding" in a.get("class", "")]
+    assert len(findings) == len(rep.findings)
+    for f in rep.findings:
+        assert f.kind in page.text and f.remedy in page.text
+    svgs = [a.get("class", "") for t, a in page.tags if t == "svg"]
+    assert svgs.count("timeline segments") == 4 and "timeline txns" in svgs
+    assert not _fetching(page)
