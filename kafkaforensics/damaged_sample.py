@@ -134,3 +134,10 @@ def _segment_base(target: str, topic: str, partition: int) -> int:
     """The base offset of the partition's active segment: a checkpoint flushed before it was written."""
     d = os.path.join(target, f"{topic}-{partition}")
     return max(int(f[:20]) for f in os.listdir(d) if f.endswith(".log"))
+
+
+if __name__ == "__main__":  # python -m kafkaforensics.damaged_sample TARGET
+    import sys
+
+    for kind, where in make_damaged_logdir(sys.argv[1]).items():
+        print(f"planted {kind}: " + ", ".join(f"{k} {v}" for k, v in where.items()))

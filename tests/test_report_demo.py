@@ -224,3 +224,63 @@ def test_report_in_headless_chromium(damaged, tmp_path, kfx):
     svgs = [a.get("class", "") for t, a in page.tags if t == "svg"]
     assert svgs.count("timeline segments") == 4 and "timeline txns" in svgs
     assert not _fetching(page)
+
+
+def test_each_planted_problem_is_found_then_recovered(damaged, tmp_path, kfx):
+    """The demo's sequence through the CLI: verify finds the storage damage (exit 1), analyze the data
+    problems too, recover repairs what Kafka's log loading would, verify exits 0; the hanging
+    transaction stays (only the cluster can abort it)."""
+    logdir = _copy(damaged, tmp_path)
+    planted = damaged[1]
+    r = kfx("verify", logdir, "--json")
+    assert r.exit_code == 1
+    probs = json.loads(r.stdout)["problems"]
+    rel = lambda p: os.path.relpath(p, damaged[0])  # noqa: E731
+    mine = lambda p: os.path.relpath(p, logdir)  # noqa: E731
+    found = {(p["kind"], mine(p["file"]).replace(".index", ".log") if p["kind"] != "leftover-file" else mine(p["file"]),
+              p["position"]) for p in probs}
+    torn = planted["torn-tail"]
+    assert ("truncated-batch", rel(torn["file"]), torn["position"]) in found
+    ci = planted["corrupt-index"]
+    assert ("index-mismatch", rel(ci["file"])[:-len(".index")] + ".log", ci["position"]) in found
+    assert ("leftover-file", rel(planted["leftover-swap"]["file"]), None) in found
+    kinds = {f["kind"] for f in json.loads(kfx("analyze", logdir, "--json", "--now", NOW).stdout)["findings"]}
+    assert {"sequence-gap", "hanging-transaction", "truncated-batch", "index-mismatch", "leftover-file"} <= kinds
+    assert kfx("recover", "--dry-run", os.path.join(logdir, "orders-0")).exit_code == 1
+    assert kfx("verify", logdir).exit_code == 1  # the dry run changed nothing
+    for part in sorted(os.listdir(logdir)):
+        if os.path.isdir(os.path.join(logdir, part)):
+            r = kfx("recover", "--backup-dir", tmp_path / "backup" / part, os.path.join(logdir, part))
+            assert r.exit_code in (0, 1)
+    assert os.path.exists(tmp_path / "backup" / "orders-0")
+    r = kfx("verify", logdir)
+    assert r.exit_code == 0, r.stdout
+    left = {f["kind"] for f in json.loads(kfx("analyze", logdir, "--json", "--now", NOW).stdout)["findings"]}
+    assert "hanging-transaction" in left and not left & {"truncated-batch", "index-mismatch", "leftover-file"}
+    assert all(kfx("recover", os.path.join(logdir, p)).exit_code == 0 for p in ("orders-0", "clients-0"))  # idempotent
+
+
+def test_make_demo_script_end_to_end(tmp_path):
+    """`make demo` runs demo/run.sh: the whole story, kfx serve included, each step's exit code checked."""
+    import signal
+    import subprocess
+    import sys
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = tmp_path / "demo"
+    proc = subprocess.Popen(["sh", os.path.join(repo, "demo", "run.sh"), os.path.dirname(sys.executable), str(out)],
+                            cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        text, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:  # the script and the kfx serve it started, by their process group
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=10)
+    assert proc.returncode == 0, text[-3000:]
+    assert (out / "report.html").exists() and f"The report: {out}/report.html" in text
+    assert "25 files, 112 batches, 47089 bytes: OK" in text
+    assert re.search(r"orders-0 offset 0: .*\n.*orders-0 offset 1:", text)
+    assert "kafka-transactions.sh --bootstrap-server HOST:PORT abort --topic payments --partition 0" in text
+    # the backups hold the originals: the torn segment as it was
+    assert os.path.getsize(out / "backup" / "orders-0" / "00000000000000000225.log") > \
+        os.path.getsize(out / "logs" / "orders-0" / "00000000000000000225.log")
