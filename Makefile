@@ -20,15 +20,8 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 demo: install
-	@echo "== kfx verify: the bundled sample log dir (three partitions, every codec, magic 0/1/2)"
-	$(BIN)/kfx verify tests/fixtures/sample-logdir
-	@echo "== kfx dump: a segment in kafka-dump-log.sh's format (first lines)"
-	$(BIN)/kfx dump --deep tests/fixtures/sample-logdir/orders-0/00000000000000000225.log | head -n 8
-	@echo "== round trip: dump --deep --format json | write | verify"
-	rm -rf .demo && mkdir -p .demo
-	$(BIN)/kfx dump --deep --format json tests/fixtures/sample-logdir/orders-0/*.log > .demo/orders.jsonl
-	$(BIN)/kfx write --out .demo/orders-0 --segment-bytes 16384 --index-interval-bytes 1024 < .demo/orders.jsonl
-	$(BIN)/kfx verify .demo/orders-0
+	@# the forensic story on a bundled damaged sample: verify, analyze (+ HTML report), recover, verify, serve
+	sh demo/run.sh $(BIN) .demo
 
 test: install
 	$(BIN)/python -m pytest -q

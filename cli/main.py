@@ -480,7 +480,7 @@ def analyze(paths: List[str] = typer.Argument(..., help="Segments, partition dir
     if html_out:
         from kafkaforensics.report_html import render
         from kafkaforensics.fsutil import atomic_write
-        atomic_write(html_out, render(rep, "kfx analyze " + " ".join(paths)).encode())
+        atomic_write(html_out, render(rep, "kfx analyze " + " ".join(paths), paths).encode())
     if as_json:
         print(json.dumps(rep.to_json()))
     else:
@@ -492,17 +492,20 @@ def analyze(paths: List[str] = typer.Argument(..., help="Segments, partition dir
             n = sum(1 for f in rep.findings if f.partition == p.partition and f.severity != "info")
             span = f"{p.first_timestamp}..{p.last_timestamp}" if p.first_timestamp is not None else "-"
             tx = p.transactions
-            t.add_row(p.partition, f"{p.log_start_offset}..{(p.log_end_offset or 1) - 1}", span, str(p.bytes),
+            offs = f"{p.log_start_offset}..{p.log_end_offset - 1}" if p.log_start_offset is not None else "-"
+            t.add_row(p.partition, offs, span, str(p.bytes),
                       ",".join(sorted(p.codecs)), str(p.producers), f"{tx['committed']}/{tx['aborted']}/{tx['open']}",
                       f"[red]{n}[/red]" if n else "0")
         c.print(t)
         for f in rep.findings:
             style = {"error": "red", "warning": "yellow", "info": "dim"}[f.severity]
-            c.print(f"[{style}]{f.severity}[/{style}] {f.partition} {f.kind} offsets {f.first_offset}..{f.last_offset}"
-                    + (f" @ byte {f.position}" if f.position is not None else "") + f": {f.explanation}",
-                    highlight=False)
+            where = " ".join(x for x in (f.offsets_text(), f"@ byte {f.position}" if f.position is not None else "") if x)
+            c.print(f"[{style}]{f.severity}[/{style}] {f.partition} {f.kind}" + (f" {where}" if where else "")
+                    + f": {f.explanation}", highlight=False, soft_wrap=True)
+            if f.remedy:
+                c.print(f"  remedy: {f.remedy}", highlight=False, soft_wrap=True, markup=False)
         if html_out:
-            c.print(f"report: {html_out}", highlight=False)
+            c.print(f"report: {html_out}", highlight=False, soft_wrap=True, markup=False)
     raise typer.Exit(EXIT_PROBLEMS if rep.problems else EXIT_OK)
 
 

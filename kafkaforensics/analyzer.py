@@ -24,7 +24,7 @@ from specs import checkpoints as C
 
 from .batch import resolve_legacy_wrapper
 from .errors import KafkaFormatError
-from .partition import PartitionDir, find_partitions, read_offset_checkpoints
+from .partition import PartitionDir, find_partitions, parse_partition_dir_name, read_offset_checkpoints
 from .producer_state import ProducerState, read_snapshot
 from .segment import BatchScanner, open_buffer
 from .verify import VerifyReport, verify_partition
@@ -43,12 +43,84 @@ class Finding:
     position: int | None
     file: str | None
     explanation: str
+    remedy: str = ""   # one line: what to do about it (filled in per partition, see remedy_for)
 
     def to_json(self) -> dict:
         d = asdict(self)
         return {"kind": d["kind"], "severity": d["severity"], "partition": d["partition"],
                 "offsetRange": [d["first_offset"], d["last_offset"]], "position": d["position"],
-                "file": d["file"], "explanation": d["explanation"]}
+                "file": d["file"], "explanation": d["explanation"], "remedy": d["remedy"]}
+
+    def offsets_text(self) -> str:
+        """"offsets 3..7", "offset 3", or "" when the finding names no offset (never "None")."""
+        a, b = self.first_offset, self.last_offset
+        if a is None and b is None:
+            return ""
+        if a is None or b is None or a == b:
+            return f"offset {a if a is not None else b}"
+        return f"offsets {a}..{b}"
+
+
+_INDEX_KINDS = {"index-mismatch", "index-past-end", "index-size", "index-zero-tail", "missing-index",
+                "timeindex-mismatch", "timeindex-order", "txnindex-missing", "txnindex-mismatch", "txnindex-extra",
+                "orphan-index"}
+#: damage Kafka's log loading truncates away (LogSegment.recover): the tail from the first bad batch
+_TAIL_KINDS = {"crc-mismatch", "zeroed-tail", "bad-size", "truncated-batch", "trailing-bytes", "oversized-batch",
+               "bad-header", "bad-magic", "offset-overflow", "offset-order", "offset-before-segment-base",
+               "compression", "record"}
+
+
+def remedy_for(f: Finding, partition_dir: str) -> str:
+    """One line saying what to do about a finding, with the real paths, topic, partition and offsets."""
+    k, d = f.kind, partition_dir
+    tp = parse_partition_dir_name(d)
+    if k == "hanging-transaction":
+        topic, part = tp if tp else ("TOPIC", "PARTITION")
+        return (f"abort it through the cluster: kafka-transactions.sh --bootstrap-server HOST:PORT abort "
+                f"--topic {topic} --partition {part} --start-offset {f.first_offset} "
+                "(kfx recover cannot: the marker must come from the transaction coordinator)")
+    if k in _INDEX_KINDS:
+        target = f.file or d
+        if k == "orphan-index":
+            return f"kfx recover {d} removes it, as Kafka's log loading does"
+        if target.endswith((".index", ".timeindex", ".txnindex")):
+            target = target.rsplit(".", 1)[0] + ".log"
+        return f"kfx reindex {target} (rebuilds the segment's indexes as Kafka's recovery does, with a backup)"
+    if k in _TAIL_KINDS:
+        return (f"kfx recover --dry-run {d} shows the truncation Kafka would do at start-up; then kfx recover {d} "
+                "(backup kept); kfx salvage copies out any valid batches after the damage first")
+    if k == "leftover-file":
+        what = ("Kafka renames a .swap over the segments it replaces (an interrupted compaction or split)"
+                if (f.file or "").endswith(".swap") else
+                "Kafka deletes .cleaned/.deleted leftovers on start-up")
+        return f"{what}: kfx recover --dry-run {d}, then kfx recover {d} does the same with a backup"
+    if k == "sequence-gap":
+        return ("records this producer sent between those sequences are not in this replica (lost to an unclean "
+                "leader election or a truncation?): compare the other replicas with kfx diff, check the broker logs "
+                "for unclean elections and the producer's logs for OutOfOrderSequence errors")
+    if k == "duplicate-sequence":
+        return "the same producer batch was written twice: check for a retried send after a leader change; kfx diff the replicas"
+    if k in ("fenced-producer-write", "epoch-regression"):
+        return "a zombie producer kept writing: find the second instance with the same transactional.id"
+    if k == "offset-gap":
+        return f"if the topic is not compacted, compare the replicas (kfx diff {d} OTHER_REPLICA) for the missing offsets"
+    if k in ("timestamp-regression", "far-future-timestamp", "pre-epoch-timestamp", "timestamp-type-mixed"):
+        return "check the producing clients' clocks and the topic's message.timestamp.type; time-based lookups and retention use these"
+    if k == "marker-without-data":
+        return "harmless after compaction or retention; otherwise compare the replicas with kfx diff"
+    if k == "aborted-transaction":
+        return "nothing to do: read_committed consumers skip these records"
+    if k in ("leader-epoch-mismatch", "leader-epoch-regression", "epoch-order", "epoch-beyond-log-end"):
+        return f"kfx recover {d} truncates leader-epoch-checkpoint at the log end; kfx diff the replicas to find the divergence"
+    if k == "leader-epoch-boundaries":
+        return "nothing to do: where a diverging follower would truncate"
+    if k in ("snapshot-mismatch", "snapshot-beyond-log-end"):
+        return f"kfx recover {d} rebuilds producer snapshots from the log (backup kept)"
+    if k == "checkpoint-beyond-log-end":
+        return "the log lost data the checkpoint had seen (a truncated disk?): kfx diff against another replica before restarting"
+    if k == "segment-overlap":
+        return f"kfx recover --dry-run {d}; keep the original files as evidence and kfx salvage into a new directory"
+    return f"kfx recover --dry-run {d} shows what Kafka's log loading would do"
 
 
 @dataclass
@@ -70,11 +142,18 @@ class PartitionSummary:
     last_stable_offset: int | None = None
     timeline: list = field(default_factory=list)   # (byte position, offset, max timestamp)
     segment_starts: list = field(default_factory=list)
+    #: per segment: file, base offset, byte start in the partition, size, valid bytes, batches, offsets,
+    #: timestamps, codecs, and either its batch rows or (above ``batch_rows`` batches) byte-range buckets
+    segment_info: list = field(default_factory=list)
+    #: transactions: producer, first/last offset, byte positions, timestamps, state (committed/aborted/open)
+    txns: list = field(default_factory=list)
+    #: producer id -> [first offset, last offset, batches, first timestamp, last timestamp]
+    producer_spans: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
         d = asdict(self)
-        d.pop("timeline")
-        d.pop("segment_starts")
+        for k in ("timeline", "segment_starts", "segment_info", "txns", "producer_spans"):
+            d.pop(k)
         return {_camel(k): v for k, v in d.items()}
 
 
@@ -87,6 +166,7 @@ def _camel(s: str) -> str:
 class AnalysisReport:
     partitions: list[PartitionSummary] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    rows_kept: int = 0   # batch rows held for the report, against AnalyzeOptions.max_rows
 
     def to_json(self) -> dict:
         return {"partitions": [p.to_json() for p in self.partitions],
@@ -103,6 +183,10 @@ class AnalyzeOptions:
     now: int | None = None
     future_tolerance_ms: int = 3_600_000   # log.message.timestamp.after.max.ms's default
     timeline_points: int = 2000
+    batch_rows: int = 2000          # a segment with more batches is shown as byte-range buckets
+    max_rows: int = 6000            # batch rows kept in the whole report (later segments: buckets only)
+    buckets: int = 40               # ... this many per segment
+    max_txns: int = 2000            # transactions kept for the report (open ones always)
 
 
 def analyze(paths, opts: AnalyzeOptions | None = None) -> AnalysisReport:
@@ -145,10 +229,12 @@ def _analyze_partition(pd: PartitionDir, ckpts: dict, now: int, opts: AnalyzeOpt
         except KafkaFormatError:
             pass  # reported by verify
     a = _Walk(name, summ, rep, now, opts, cleaner_ck, epochs)
+    first_finding = len(rep.findings) - len(vr.problems)
     base_pos = 0
     for seg in pd.segments:
         summ.segment_starts.append((base_pos, seg.base_offset))
         with open_buffer(seg.log) as buf:
+            a.segment(seg.log, seg.base_offset, base_pos, len(buf))
             sc = BatchScanner(buf, file=seg.log, base_offset=seg.base_offset)
             for b in sc:
                 if not b.crc_valid():
@@ -160,10 +246,13 @@ def _analyze_partition(pd: PartitionDir, ckpts: dict, now: int, opts: AnalyzeOpt
                         break
                 a.snapshot_check(b.base_offset, snapshots)
                 a.batch(b, base_pos)
+            summ.segment_info[-1]["validBytes"] = (a.seg_end if a.seg_end is not None else 0)
             summ.bytes += len(buf)
         base_pos += os.path.getsize(seg.log)
     a.snapshot_check(None, snapshots)
     a.finish()
+    for f in rep.findings[first_finding:]:
+        f.remedy = remedy_for(f, pd.path)
 
 
 class _Walk:
@@ -182,15 +271,99 @@ class _Walk:
         self.producers = {}          # pid -> [epoch, last_seq, max epoch seen]
         self.pending_gaps = []
         self.tl_every = 1
+        self.seg_end = None
+        self.open_txn = {}           # pid -> the transaction being written (a dict of summ.txns' form)
 
     def add(self, kind, severity, first, last, b, explanation):
         self.rep.findings.append(Finding(kind, severity, self.name, first, last,
                                          b.position if b is not None else None,
                                          b.file if b is not None else None, explanation))
 
+    def segment(self, log: str, base_offset: int, start: int, size: int) -> None:
+        self.summ.segment_info.append({"file": log, "baseOffset": base_offset, "start": start, "size": size,
+                                       "validBytes": 0, "batches": 0, "records": 0, "firstOffset": None,
+                                       "lastOffset": None, "firstTimestamp": None, "lastTimestamp": None,
+                                       "codecs": {}, "rows": [], "buckets": None})
+        self.seg_end = 0
+
+    def _row(self, b) -> None:
+        """The batch's row in its segment's table, or its share of a byte-range bucket."""
+        g = self.summ.segment_info[-1] if self.summ.segment_info else None
+        if g is None:
+            return
+        g["batches"] += 1
+        g["records"] += b.count or 0
+        g["codecs"][b.compression_name] = g["codecs"].get(b.compression_name, 0) + 1
+        if g["firstOffset"] is None:
+            g["firstOffset"] = b.base_offset
+        g["lastOffset"] = b.last_offset
+        if b.max_timestamp >= 0:
+            g["firstTimestamp"] = b.max_timestamp if g["firstTimestamp"] is None else g["firstTimestamp"]
+            g["lastTimestamp"] = b.max_timestamp if g["lastTimestamp"] is None else max(g["lastTimestamp"], b.max_timestamp)
+        self.seg_end = b.position + b.size
+        row = (b.position, b.size, b.base_offset, b.last_offset, b.count, b.compression_name, b.max_timestamp,
+               b.producer_id if b.magic >= 2 else -1, ("control " if b.is_control else "")
+               + ("txn" if b.magic >= 2 and b.is_transactional else ""), b.magic)
+        if g["buckets"] is None:
+            g["rows"].append(row)
+            self.rep.rows_kept += 1
+            if len(g["rows"]) > self.opts.batch_rows or self.rep.rows_kept > self.opts.max_rows:
+                g["buckets"] = [None] * self.opts.buckets
+                rows, g["rows"] = g["rows"], []
+                self.rep.rows_kept -= len(rows)
+                for r in rows:
+                    self._bucket(g, r)
+        else:
+            self._bucket(g, row)
+
+    def _bucket(self, g, r) -> None:
+        k = min(self.opts.buckets - 1, r[0] * self.opts.buckets // max(1, g["size"]))
+        bk = g["buckets"][k]
+        if bk is None:  # [first byte, end byte, first offset, last offset, batches, records, codecs]
+            g["buckets"][k] = [r[0], r[0] + r[1], r[2], r[3], 1, r[4] or 0, {r[5]}]
+        else:
+            bk[1], bk[3], bk[4], bk[5] = r[0] + r[1], max(bk[3], r[3]), bk[4] + 1, bk[5] + (r[4] or 0)
+            bk[6].add(r[5])
+
+    def _txn_spans(self, b) -> None:
+        """Transactions from their first batch to their marker, and producers' offset spans."""
+        if b.magic < 2 or b.producer_id < 0:
+            return
+        pid = b.producer_id
+        sp = self.summ.producer_spans.get(pid)
+        ts = b.max_timestamp if b.max_timestamp >= 0 else None
+        if sp is None:
+            self.summ.producer_spans[pid] = [b.base_offset, b.last_offset, 1, ts, ts]
+        else:
+            sp[1], sp[2] = b.last_offset, sp[2] + 1
+            if ts is not None:
+                sp[3] = ts if sp[3] is None else sp[3]
+                sp[4] = ts if sp[4] is None else max(sp[4], ts)
+        if b.is_transactional and not b.is_control and pid not in self.open_txn:
+            self.open_txn[pid] = {"producerId": pid, "firstOffset": b.base_offset, "lastOffset": b.last_offset,
+                                  "file": b.file, "position": b.position, "firstTimestamp": ts, "endTimestamp": ts,
+                                  "markerFile": None, "markerPosition": None, "state": "open"}
+        elif pid in self.open_txn:
+            t = self.open_txn[pid]
+            t["lastOffset"] = b.last_offset
+            if ts is not None:
+                t["endTimestamp"] = ts
+            if b.is_control:
+                del self.open_txn[pid]
+                t["markerFile"], t["markerPosition"] = b.file, b.position
+                try:
+                    ctl = b.records()[0].control() if b.count else None
+                except KafkaFormatError:
+                    ctl = None
+                t["state"] = "aborted" if ctl and ctl["type"] == "ABORT" else "committed"
+                if len(self.summ.txns) < self.opts.max_txns:
+                    self.summ.txns.append(t)
+
     def batch(self, b, base_pos: int) -> None:
         s = self.summ
         s.batches += 1
+        self._row(b)
+        self._txn_spans(b)
         s.records += b.count or 0
         s.codecs[b.compression_name] = s.codecs.get(b.compression_name, 0) + 1
         s.magics[str(b.magic)] = s.magics.get(str(b.magic), 0) + 1
@@ -345,10 +518,14 @@ class _Walk:
                 None, "batches mix " + " and ".join(f"{k} ({v})" for k, v in sorted(self.ts_types.items()))))
         for first, pid in sorted(self.state.ongoing.items()):
             s.transactions["open"] += 1
+            t = self.open_txn.get(pid)
+            if t is not None:
+                s.txns.append(t)
             self.rep.findings.append(Finding(
-                "hanging-transaction", "warning", self.name, first, (s.log_end_offset or first + 1) - 1, None, None,
+                "hanging-transaction", "warning", self.name, first, (s.log_end_offset or first + 1) - 1,
+                t["position"] if t else None, t["file"] if t else None,
                 f"producer {pid}'s transaction from offset {first} has no marker: it pins the last stable offset "
-                f"at {min(self.state.ongoing)}"))
+                f"at {min(self.state.ongoing)}, so read_committed consumers stop there"))
         s.last_stable_offset = min(self.state.ongoing) if self.state.ongoing else s.log_end_offset
         s.producers = len(self.state.producers)
         if len(self.epochs) > 1:
