@@ -499,14 +499,17 @@ def diff(dir_a: str = typer.Argument(..., help="Replica A (the leader's copy)"),
 
 @app.command()
 def groups(log_dir: str = typer.Argument(..., help="A log dir holding __consumer_offsets-N partitions"),
-           as_json: bool = typer.Option(False, "--json")):
+           as_json: bool = typer.Option(False, "--json"),
+           members: bool = typer.Option(False, "--members", help="Also list the members of classic, consumer "
+                                        "(KIP-848) and share groups")):
     """Latest committed offset of every group/topic/partition, and its lag against the log dir's partitions."""
-    from kafkaforensics.groups import committed_offsets
+    from kafkaforensics.groups import committed_offsets, group_members
     if not os.path.isdir(log_dir):
         _fail(f"{log_dir}: not a directory")
     rows = committed_offsets(log_dir)
+    mrows = group_members(log_dir) if members else None
     if as_json:
-        print(json.dumps({"offsets": rows}))
+        print(json.dumps({"offsets": rows, **({"members": mrows} if members else {})}))
     else:
         t = Table(title=f"kfx groups {log_dir}")
         for col in ("group", "topic", "partition", "committed", "log end", "lag", "metadata"):
@@ -516,6 +519,14 @@ def groups(log_dir: str = typer.Argument(..., help="A log dir holding __consumer
                       "" if r["logEndOffset"] is None else str(r["logEndOffset"]),
                       "" if r["lag"] is None else str(r["lag"]), r["metadata"])
         Console().print(t)
+        if members:
+            t = Table(title="members")
+            for col in ("group", "protocol", "member", "client", "host", "subscribed", "assigned"):
+                t.add_column(col)
+            for m in mrows:
+                t.add_row(m["group"], m["protocol"], m["memberId"], m["clientId"] or "", m["clientHost"] or "",
+                          ",".join(m["subscribedTopics"] or []), " ".join(m["assignment"] or []))
+            Console().print(t)
     raise typer.Exit(EXIT_OK)
 
 

@@ -1,10 +1,14 @@
 """Decoders for Kafka's internal logs: __consumer_offsets, __transaction_state, __cluster_metadata.
 
 Record keys and values are framed as Kafka's coordinators and metadata serde frame them:
-* __consumer_offsets: key = int16 version + OffsetCommitKey (v0, v1) or GroupMetadataKey (v2);
-  value = int16 version + OffsetCommitValue / GroupMetadataValue, or null (a tombstone);
+* __consumer_offsets: key = int16 record type + its key (0-1 offset commit, 2 classic group, 3-8 KIP-848
+  consumer group, 9-15 share group, 16 consumer group regex, 17 streams group); value = int16 version +
+  value, or null (a tombstone);
 * __transaction_state: key = int16 version + TransactionLogKey; value = int16 version +
   TransactionLogValue, or null;
+* __share_group_state: key = int16 record type + ShareSnapshotKey (0) / ShareUpdateKey (1), value =
+  int16 version + value, or null;
+* __remote_log_metadata: value = unsigned varints apiKey and version, then the record;
 * __cluster_metadata: value = unsigned varints frame version (1), record type (apiKey) and version,
   then the record (flexible); control batches hold LeaderChange / SnapshotHeader / SnapshotFooter /
   KRaftVersion / Voters records.
@@ -12,10 +16,11 @@ Schemas: :mod:`specs.kafka_messages`.
 """
 from __future__ import annotations
 
+import base64
 import struct
 
 from specs import kafka_messages as K
-from specs.message_schema import _Ctx
+from specs.message_schema import _Ctx, _in
 
 from .errors import KafkaFormatError
 
@@ -30,20 +35,82 @@ def _versioned(data: bytes):
     return _I16.unpack_from(data, 0)[0], bytes(data[2:])
 
 
+def _undecoded(body: bytes) -> dict:
+    return {"undecoded": base64.b64encode(bytes(body)).decode()}
+
+
+def _expand_consumer_protocol(value: dict) -> None:
+    """Classic ``consumer`` groups: each member's subscription and assignment bytes hold an int16
+    version + ConsumerProtocolSubscription / ConsumerProtocolAssignment; expanded in place as
+    kafka-dump-log's offsets decoder does (bytes that do not parse stay as they are)."""
+    if value.get("protocolType") != "consumer":
+        return
+    for m in value.get("members") or ():
+        for name, schema in (("subscription", K.ConsumerProtocolSubscription),
+                             ("assignment", K.ConsumerProtocolAssignment)):
+            raw = base64.b64decode(m.get(name) or "")
+            if len(raw) < 2:
+                continue
+            v = _I16.unpack_from(raw, 0)[0]
+            try:
+                # newer clients may send a higher version: read it as the highest one known, prefix only
+                m[name] = {"version": v, "data": schema.read_prefix(raw[2:], min(v, schema.valid[1]))[0]}
+            except KafkaFormatError:
+                pass
+
+
 def decode_offsets(key: bytes | None, value: bytes | None) -> tuple[dict, dict | None]:
-    """(key JSON, value JSON or None for a tombstone) of a __consumer_offsets record."""
+    """(key JSON, value JSON or None for a tombstone) of a __consumer_offsets record.
+
+    Every record type of every group protocol in :data:`specs.kafka_messages.OFFSETS_RECORDS` is
+    decoded; a type this decoder does not know is shown ``undecoded`` (base64), so a value is only
+    ever ``None`` when the record really is a tombstone."""
     kv, kbody = _versioned(key)
-    if kv in (0, 1):
-        kdata, kind, schema = K.OffsetCommitKey.read(kbody, kv), "offset_commit", K.OffsetCommitValue
-    elif kv == 2:
-        kdata, kind, schema = K.GroupMetadataKey.read(kbody, kv), "group_metadata", K.GroupMetadataValue
-    else:
-        return {"type": str(kv), "unknown": True}, None
-    k = {"type": str(kv), "kind": kind, "data": kdata}
+    entry = K.OFFSETS_RECORDS.get(kv)
+    if entry is None:
+        k = {"type": str(kv), "unknown": True, **_undecoded(kbody)}
+        if value is None:
+            return k, None
+        return k, _undecoded(value)
+    kind, kschema, vschema = entry
+    k = {"type": str(kv), "kind": kind, "data": kschema.read(kbody, kv)}
     if value is None:
         return k, None
     vv, vbody = _versioned(value)
-    return k, {"version": str(vv), "data": schema.read(vbody, vv)}
+    if not _in(vschema.valid, vv):
+        return k, {"version": str(vv), **_undecoded(vbody)}
+    data = vschema.read(vbody, vv)
+    if kind == "group_metadata":
+        _expand_consumer_protocol(data)
+    return k, {"version": str(vv), "data": data}
+
+
+def decode_share_group_state(key: bytes | None, value: bytes | None) -> tuple[dict, dict | None]:
+    """(key JSON, value JSON or None) of a __share_group_state record (ShareSnapshot / ShareUpdate)."""
+    kv, kbody = _versioned(key)
+    entry = K.SHARE_STATE_RECORDS.get(kv)
+    if entry is None:
+        return {"type": str(kv), "unknown": True, **_undecoded(kbody)}, (None if value is None else _undecoded(value))
+    kind, kschema, vschema = entry
+    k = {"type": str(kv), "kind": kind, "data": kschema.read(kbody, kv)}
+    if value is None:
+        return k, None
+    vv, vbody = _versioned(value)
+    if not _in(vschema.valid, vv):
+        return k, {"version": str(vv), **_undecoded(vbody)}
+    return k, {"version": str(vv), "data": vschema.read(vbody, vv)}
+
+
+def decode_remote_log_metadata(value: bytes | None) -> dict | None:
+    """A __remote_log_metadata value: unsigned varints apiKey and version, then the record (flexible)."""
+    if value is None:
+        return None
+    ctx = _Ctx(bytes(value), 0, True, {})
+    api_key, version = ctx.uvarint(), ctx.uvarint()
+    schema = K.REMOTE_LOG_METADATA_RECORDS.get(api_key)
+    if schema is None or not _in(schema.valid, version):
+        return {"type": f"UNKNOWN({api_key})", "version": version, **_undecoded(bytes(value)[ctx.pos:])}
+    return {"type": schema.name, "version": version, "data": schema.read(bytes(value)[ctx.pos:], version)}
 
 
 def decode_transaction_log(key: bytes | None, value: bytes | None) -> tuple[dict, dict | None]:
@@ -61,8 +128,8 @@ def decode_metadata(value: bytes) -> dict:
     if frame != 1:
         raise KafkaFormatError("schema", f"metadata record frame version {frame} (only 1 exists)")
     schema = K.METADATA_RECORDS.get(api_key)
-    if schema is None:
-        return {"type": f"UNKNOWN({api_key})", "version": version}
+    if schema is None or not _in(schema.valid, version):
+        return {"type": f"UNKNOWN({api_key})", "version": version, **_undecoded(bytes(value)[ctx.pos:])}
     return {"type": schema.name, "version": version, "data": schema.read(bytes(value)[ctx.pos:], version)}
 
 
