@@ -5,7 +5,8 @@ problems become ``error`` findings) looks for what is well-formed but suspicious
 
 * offset gaps that compaction does not explain, overlapping segments (from verify);
 * timestamps: regressions, far-future and pre-epoch values, LogAppendTime/CreateTime mixing;
-* producers: sequence gaps, duplicate sequences, epoch regressions, a fenced producer still writing;
+* producers: sequence gaps, duplicate sequences, epoch regressions, a fenced producer still writing
+  (an epoch bump by each end marker -- transactions v2, KIP-890 -- is normal);
 * transactions: hanging (no marker: they pin the last stable offset), aborted, markers without data;
 * leader epochs: batches whose epoch disagrees with leader-epoch-checkpoint, epoch regressions, and
   the truncation points the checkpoint implies;
@@ -252,6 +253,10 @@ class _Walk:
                      f"producer {pid} wrote with epoch {b.producer_epoch} after epoch {max_epoch} had been seen"
                      + (" (a fenced producer kept writing)" if kind == "fenced-producer-write" else ""))
         if b.is_control:
+            if b.producer_epoch != epoch:
+                # transactions v2 (KIP-890): the coordinator writes each end marker with the epoch
+                # bumped, and the producer's next transaction starts at sequence 0 under it
+                p[1] = -1
             p[0], p[2] = b.producer_epoch, max(max_epoch, b.producer_epoch)
             return
         if b.producer_epoch == epoch and b.base_sequence >= 0 and last_seq >= 0:

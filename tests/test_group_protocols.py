@@ -144,3 +144,18 @@ def test_members_of_classic_consumer_and_share_groups(tmp_path, kfx):
     r = kfx("dump", seg, "--offsets-decoder")
     assert r.exit_code == 0 and "consumer_group_member_metadata" in r.stdout and "payload: null" in r.stdout
     assert r.stdout.count("payload: null") == 1
+
+
+def test_transaction_log_4x_tags_are_named():
+    """TransactionLogValue v1: PreviousProducerId (0), NextProducerId (1), ClientTransactionVersion (2)
+    and NextProducerEpoch (3) tagged fields, read by name."""
+    from kafkaforensics.internal_topics import decode_transaction_log
+    v = {"ProducerId": 4000, "PreviousProducerId": 3999, "NextProducerId": 4001, "ProducerEpoch": 32766,
+         "TransactionTimeoutMs": 60000, "TransactionStatus": 2, "TransactionPartitions": [],
+         "TransactionLastUpdateTimestampMs": T0, "TransactionStartTimestampMs": T0,
+         "ClientTransactionVersion": 2, "NextProducerEpoch": 0}
+    raw = K.TransactionLogValue.build(v, 1)
+    assert raw.endswith(b"\x02\x02\x00\x02" + b"\x03\x02\x00\x00")   # tag 2 = 2, tag 3 = 0 (epoch overflowed)
+    k, got = decode_transaction_log(I16.pack(0) + K.TransactionLogKey.build({"TransactionalId": "tx"}, 0),
+                                    I16.pack(1) + raw)
+    assert got["data"] == v and k["data"]["TransactionalId"] == "tx"
