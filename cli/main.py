@@ -74,13 +74,19 @@ def dump(paths: List[str] = typer.Argument(..., help="Files to dump (.log .index
          transaction_log_decoder: bool = typer.Option(False, "--transaction-log-decoder",
                                                       help="Decode __transaction_state records"),
          cluster_metadata_decoder: bool = typer.Option(False, "--cluster-metadata-decoder",
-                                                       help="Decode KRaft __cluster_metadata records")):
+                                                       help="Decode KRaft __cluster_metadata records"),
+         share_group_state_decoder: bool = typer.Option(False, "--share-group-state-decoder",
+                                                        help="Decode __share_group_state records"),
+         remote_log_metadata_decoder: bool = typer.Option(False, "--remote-log-metadata-decoder",
+                                                          help="Decode __remote_log_metadata records")):
     """Print Kafka storage files like kafka-dump-log.sh, or as JSON lines."""
     for p in paths:
         if not os.path.isfile(p):
             _fail(f"{p}: no such file")
     decoders = [n for n, on in (("offsets", offsets_decoder), ("transaction-log", transaction_log_decoder),
-                                ("cluster-metadata", cluster_metadata_decoder)) if on]
+                                ("cluster-metadata", cluster_metadata_decoder),
+                                ("share-group-state", share_group_state_decoder),
+                                ("remote-log-metadata", remote_log_metadata_decoder)) if on]
     if len(decoders) > 1:
         _fail("choose one decoder")
     opts = DumpOptions(deep=deep, print_data=print_data, fmt=fmt.value, encoding=encoding.value if encoding else None,

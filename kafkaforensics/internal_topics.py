@@ -8,7 +8,7 @@ Record keys and values are framed as Kafka's coordinators and metadata serde fra
   TransactionLogValue, or null;
 * __share_group_state: key = int16 record type + ShareSnapshotKey (0) / ShareUpdateKey (1), value =
   int16 version + value, or null;
-* __remote_log_metadata: value = unsigned varints apiKey and version, then the record;
+* __remote_log_metadata: value framed as a metadata record (frame version, apiKey, version);
 * __cluster_metadata: value = unsigned varints frame version (1), record type (apiKey) and version,
   then the record (flexible); control batches hold LeaderChange / SnapshotHeader / SnapshotFooter /
   KRaftVersion / Voters records.
@@ -20,7 +20,7 @@ import base64
 import struct
 
 from specs import kafka_messages as K
-from specs.message_schema import _Ctx, _in
+from specs.message_schema import _Ctx, _in, uvarint
 
 from .errors import KafkaFormatError
 
@@ -102,15 +102,9 @@ def decode_share_group_state(key: bytes | None, value: bytes | None) -> tuple[di
 
 
 def decode_remote_log_metadata(value: bytes | None) -> dict | None:
-    """A __remote_log_metadata value: unsigned varints apiKey and version, then the record (flexible)."""
-    if value is None:
-        return None
-    ctx = _Ctx(bytes(value), 0, True, {})
-    api_key, version = ctx.uvarint(), ctx.uvarint()
-    schema = K.REMOTE_LOG_METADATA_RECORDS.get(api_key)
-    if schema is None or not _in(schema.valid, version):
-        return {"type": f"UNKNOWN({api_key})", "version": version, **_undecoded(bytes(value)[ctx.pos:])}
-    return {"type": schema.name, "version": version, "data": schema.read(bytes(value)[ctx.pos:], version)}
+    """A __remote_log_metadata value: framed as metadata records are (frame version 1, apiKey and
+    version as unsigned varints, then the record; Kafka's RemoteLogMetadataSerde)."""
+    return None if value is None else _decode_framed(value, K.REMOTE_LOG_METADATA_RECORDS)
 
 
 def decode_transaction_log(key: bytes | None, value: bytes | None) -> tuple[dict, dict | None]:
@@ -123,14 +117,23 @@ def decode_transaction_log(key: bytes | None, value: bytes | None) -> tuple[dict
 
 
 def decode_metadata(value: bytes) -> dict:
+    return _decode_framed(value, K.METADATA_RECORDS)
+
+
+def _decode_framed(value: bytes, registry: dict) -> dict:
     ctx = _Ctx(bytes(value), 0, True, {})
     frame, api_key, version = ctx.uvarint(), ctx.uvarint(), ctx.uvarint()
     if frame != 1:
-        raise KafkaFormatError("schema", f"metadata record frame version {frame} (only 1 exists)")
-    schema = K.METADATA_RECORDS.get(api_key)
+        raise KafkaFormatError("schema", f"record frame version {frame} (only 1 exists)")
+    schema = registry.get(api_key)
     if schema is None or not _in(schema.valid, version):
         return {"type": f"UNKNOWN({api_key})", "version": version, **_undecoded(bytes(value)[ctx.pos:])}
     return {"type": schema.name, "version": version, "data": schema.read(bytes(value)[ctx.pos:], version)}
+
+
+def encode_metadata(schema, version: int, obj: dict) -> bytes:
+    """A __cluster_metadata record value: frame version 1, apiKey and version (unsigned varints), record."""
+    return uvarint(1) + uvarint(schema.api_key) + uvarint(version) + schema.build(obj, version)
 
 
 def decode_metadata_control(ctype: int, value: bytes) -> dict:
