@@ -69,6 +69,7 @@ class PartitionSummary:
     producers: int = 0
     transactions: dict = field(default_factory=lambda: {"committed": 0, "aborted": 0, "open": 0})
     last_stable_offset: int | None = None
+    remote_segments: list | None = None   # tiered storage: what __remote_log_metadata says exists remotely
     timeline: list = field(default_factory=list)   # (byte position, offset, max timestamp)
     segment_starts: list = field(default_factory=list)
 
@@ -121,7 +122,34 @@ def analyze(paths, opts: AnalyzeOptions | None = None) -> AnalysisReport:
             ckpts = {}
         for pd in parts:
             _analyze_partition(pd, ckpts, now, opts, rep)
+        _tiered(path, parts, rep)
     return rep
+
+
+def _tiered(log_dir: str, parts, rep: AnalysisReport) -> None:
+    """Attach the remote segments __remote_log_metadata (in the same log dir) lists for each partition,
+    and flag offsets held by neither tier: between the last copied remote segment and where the local
+    log begins."""
+    from .tiered import remote_segments
+    remote = remote_segments(log_dir)
+    if not remote:
+        return
+    by_name = {s.path: s for s in rep.partitions}
+    for pd in parts:
+        r = remote.get((pd.topic, pd.partition))
+        summ = by_name.get(pd.path)
+        if r is None or summ is None:
+            continue
+        summ.remote_segments = r["segments"]
+        done = [e for e in r["segments"] if e["state"] == "COPY_SEGMENT_FINISHED"]
+        if done and summ.log_start_offset is not None:
+            remote_end = max(e["endOffset"] for e in done)
+            if summ.log_start_offset > remote_end + 1:
+                rep.findings.append(Finding("tiered-gap", "warning", summ.partition, remote_end + 1,
+                                            summ.log_start_offset - 1, None, None,
+                                            f"remote segments end at {remote_end} but the local log begins at "
+                                            f"{summ.log_start_offset}: offsets {remote_end + 1}.."
+                                            f"{summ.log_start_offset - 1} are in neither tier"))
 
 
 def _analyze_partition(pd: PartitionDir, ckpts: dict, now: int, opts: AnalyzeOptions, rep: AnalysisReport) -> None:

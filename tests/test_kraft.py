@@ -125,12 +125,12 @@ def test_share_group_state_and_remote_log_metadata_decoders(kfx):
     r = kfx("dump", os.path.join(KRAFT, "__remote_log_metadata-0", "00000000000000000000.log"),
             "--remote-log-metadata-decoder", "--format", "json")
     recs = [x["decoded"]["value"] for x in _lines(r.stdout)[0]["records"]]
-    assert [x["type"] for x in recs] == ["RemoteLogSegmentMetadataRecord", "RemoteLogSegmentMetadataUpdateRecord"]
-    assert recs[0]["data"]["EndOffset"] == 99 and recs[1]["data"]["RemoteLogSegmentState"] == 1
+    assert [x["type"] for x in recs] == ["RemoteLogSegmentMetadataRecord", "RemoteLogSegmentMetadataUpdateRecord"] * 2
+    assert recs[2]["data"]["EndOffset"] == 199 and recs[3]["data"]["RemoteLogSegmentState"] == 1
 
 
 def test_remote_index_cache_file_read_at_its_base_offset(kfx):
-    path = os.path.join(KRAFT, "remote-log-index-cache", "100_Rm9yZW5zaWNTZWdtZW50AQ.index")
+    path = os.path.join(KRAFT, "remote-log-index-cache", "100_Rm9yZW5zaWNTZWdtZW50Ag.index")
     r = kfx("dump", path)
     assert r.exit_code == 0 and "offset: 100 position: 0" in r.stdout and "offset: 180 position: 8192" in r.stdout
     assert "Mismatches" not in r.stdout + r.stderr
@@ -173,3 +173,22 @@ def test_clean_shutdown_file(logdir, kfx):
         f.write("{}")
     r = kfx("verify", logdir, "--json")
     assert r.exit_code == 1 and json.loads(r.stdout)["problems"][0]["kind"] == "clean-shutdown"
+
+
+def test_analyze_lists_remote_segments_and_a_gap_between_tiers(logdir, kfx):
+    from kafkaforensics.analyzer import AnalyzeOptions, analyze
+    from kafkaforensics.batch import Record
+    from kafkaforensics.builder import build_v2
+    from kafkaforensics.writer import write_partition
+    r = kfx("analyze", logdir, "--json", "--now", 1_700_000_000_000)
+    assert r.exit_code == 0
+    orders = next(p for p in json.loads(r.stdout)["partitions"] if p["partition"] == "orders-0")
+    assert orders["logStartOffset"] == 200
+    assert [(s["startOffset"], s["endOffset"], s["state"]) for s in orders["remoteSegments"]] == \
+        [(0, 99, "COPY_SEGMENT_FINISHED"), (100, 199, "COPY_SEGMENT_FINISHED")]
+    # the local log now begins at 250: 200..249 are in neither tier
+    shutil.rmtree(os.path.join(logdir, "orders-0"))
+    write_partition(os.path.join(logdir, "orders-0"), [build_v2([Record(250, 1, b"k", b"v", [])], base_offset=250)])
+    rep = analyze([logdir], AnalyzeOptions(now=1_700_000_000_000))
+    gap = [f for f in rep.findings if f.kind == "tiered-gap"]
+    assert [(f.partition, f.first_offset, f.last_offset) for f in gap] == [("orders-0", 200, 249)]
