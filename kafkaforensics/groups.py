@@ -8,7 +8,6 @@ directory in the same log dir, when there is one.
 """
 from __future__ import annotations
 
-import os
 
 from .errors import KafkaFormatError
 from .internal_topics import decode_offsets

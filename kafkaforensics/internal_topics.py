@@ -39,24 +39,32 @@ def _undecoded(body: bytes) -> dict:
     return {"undecoded": base64.b64encode(bytes(body)).decode()}
 
 
-def _expand_consumer_protocol(value: dict) -> None:
-    """Classic ``consumer`` groups: each member's subscription and assignment bytes hold an int16
-    version + ConsumerProtocolSubscription / ConsumerProtocolAssignment; expanded in place as
-    kafka-dump-log's offsets decoder does (bytes that do not parse stay as they are)."""
-    if value.get("protocolType") != "consumer":
-        return
-    for m in value.get("members") or ():
-        for name, schema in (("subscription", K.ConsumerProtocolSubscription),
-                             ("assignment", K.ConsumerProtocolAssignment)):
-            raw = base64.b64decode(m.get(name) or "")
-            if len(raw) < 2:
-                continue
-            v = _I16.unpack_from(raw, 0)[0]
-            try:
-                # newer clients may send a higher version: read it as the highest one known, prefix only
-                m[name] = {"version": v, "data": schema.read_prefix(raw[2:], min(v, schema.valid[1]))[0]}
-            except KafkaFormatError:
-                pass
+def _expand(b64: str | None, schema):
+    """int16 version + a consumer-protocol message, as {"version", "data"}; None when it does not parse."""
+    raw = base64.b64decode(b64 or "")
+    if len(raw) < 2:
+        return None
+    v = _I16.unpack_from(raw, 0)[0]
+    try:
+        # newer clients may send a higher version: read as the highest one known, prefix only
+        return {"version": v, "data": schema.read_prefix(raw[2:], min(max(v, 0), schema.valid[1]))[0]}
+    except KafkaFormatError:
+        return None
+
+
+def _expand_consumer_protocol(kind: str, value: dict) -> None:
+    """Consumer-protocol bytes expanded in place as kafka-dump-log's offsets decoder does (bytes that
+    do not parse stay as they are): a classic ``consumer`` group's member subscriptions and assignments
+    (ConsumerProtocolSubscription / ConsumerProtocolAssignment, each after an int16 version), and the
+    protocols a classic member of a KIP-848 group supports."""
+    if kind == "group_metadata" and value.get("protocolType") == "consumer":
+        for m in value.get("members") or ():
+            for name, schema in (("subscription", K.ConsumerProtocolSubscription),
+                                 ("assignment", K.ConsumerProtocolAssignment)):
+                m[name] = _expand(m.get(name), schema) or m.get(name)
+    elif kind == "consumer_group_member_metadata" and value.get("ClassicMemberMetadata"):
+        for p in value["ClassicMemberMetadata"].get("SupportedProtocols") or ():
+            p["Metadata"] = _expand(p.get("Metadata"), K.ConsumerProtocolSubscription) or p.get("Metadata")
 
 
 def decode_offsets(key: bytes | None, value: bytes | None) -> tuple[dict, dict | None]:
@@ -80,8 +88,7 @@ def decode_offsets(key: bytes | None, value: bytes | None) -> tuple[dict, dict |
     if not _in(vschema.valid, vv):
         return k, {"version": str(vv), **_undecoded(vbody)}
     data = vschema.read(vbody, vv)
-    if kind == "group_metadata":
-        _expand_consumer_protocol(data)
+    _expand_consumer_protocol(kind, data)
     return k, {"version": str(vv), "data": data}
 
 

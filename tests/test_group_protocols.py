@@ -85,6 +85,14 @@ def test_classic_subscription_and_assignment_are_expanded():
     assert m["assignment"]["data"]["AssignedPartitions"] == [{"Topic": "orders", "Partitions": [0, 1]}]
 
 
+def test_classic_member_of_a_consumer_group_has_its_protocols_expanded():
+    _, v = decode_offsets(*rec(5, {"GroupId": "g", "MemberId": "m"}, {
+        "ClientId": "c", "SubscribedTopicNames": ["orders"], "ClassicMemberMetadata": {
+            "SessionTimeoutMs": 45000, "SupportedProtocols": [{"Name": "range", "Metadata": _subscription(["orders"])}]}}))
+    proto = v["data"]["ClassicMemberMetadata"]["SupportedProtocols"][0]
+    assert proto["Metadata"]["data"]["Topics"] == ["orders"] and proto["Metadata"]["version"] == 1
+
+
 def _txn(pid, records, base):
     return build_v2([Record(base + i, T0, k, v, []) for i, (k, v) in enumerate(records)], base_offset=base,
                     transactional=True, producer_id=pid, producer_epoch=0, base_sequence=0)

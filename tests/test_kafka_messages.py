@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from specs import kafka_messages as K
-from specs.message_schema import _FIXED, _in, _sub_fields
+from specs.message_schema import _in, _sub_fields
 
 _INTS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
 
