@@ -82,14 +82,20 @@ def dump(paths: List[str] = typer.Argument(..., help="Files to dump (.log .index
          transaction_log_decoder: bool = typer.Option(False, "--transaction-log-decoder",
                                                       help="Decode __transaction_state records"),
          cluster_metadata_decoder: bool = typer.Option(False, "--cluster-metadata-decoder",
-                                                       help="Decode KRaft __cluster_metadata records")):
+                                                       help="Decode KRaft __cluster_metadata records"),
+         share_group_state_decoder: bool = typer.Option(False, "--share-group-state-decoder",
+                                                        help="Decode __share_group_state records"),
+         remote_log_metadata_decoder: bool = typer.Option(False, "--remote-log-metadata-decoder",
+                                                          help="Decode __remote_log_metadata records")):
     """Print Kafka storage files like kafka-dump-log.sh, or as JSON lines."""
     from kafkaforensics.dump import DumpOptions, dump as dump_files
     for p in paths:
         if not os.path.isfile(p):
             _fail(f"{p}: no such file")
     decoders = [n for n, on in (("offsets", offsets_decoder), ("transaction-log", transaction_log_decoder),
-                                ("cluster-metadata", cluster_metadata_decoder)) if on]
+                                ("cluster-metadata", cluster_metadata_decoder),
+                                ("share-group-state", share_group_state_decoder),
+                                ("remote-log-metadata", remote_log_metadata_decoder)) if on]
     if len(decoders) > 1:
         _fail("choose one decoder")
     opts = DumpOptions(deep=deep, print_data=print_data, fmt=fmt.value, encoding=encoding.value if encoding else None,
@@ -547,16 +553,19 @@ def diff(dir_a: str = typer.Argument(..., help="Replica A (the leader's copy)"),
 
 @app.command()
 def groups(log_dir: str = typer.Argument(..., help="A log dir holding __consumer_offsets-N partitions"),
-           as_json: bool = typer.Option(False, "--json")):
+           as_json: bool = typer.Option(False, "--json"),
+           members: bool = typer.Option(False, "--members", help="Also list the members of classic, consumer "
+                                        "(KIP-848) and share groups")):
     """Latest committed offset of every group/topic/partition, and its lag against the log dir's partitions."""
     from rich.console import Console
     from rich.table import Table
-    from kafkaforensics.groups import committed_offsets
+    from kafkaforensics.groups import committed_offsets, group_members
     if not os.path.isdir(log_dir):
         _fail(f"{log_dir}: not a directory")
     rows = committed_offsets(log_dir)
+    mrows = group_members(log_dir) if members else None
     if as_json:
-        print(json.dumps({"offsets": rows}))
+        print(json.dumps({"offsets": rows, **({"members": mrows} if members else {})}))
     else:
         t = Table(title=f"kfx groups {log_dir}")
         for col in ("group", "topic", "partition", "committed", "log end", "lag", "metadata"):
@@ -566,6 +575,14 @@ def groups(log_dir: str = typer.Argument(..., help="A log dir holding __consumer
                       "" if r["logEndOffset"] is None else str(r["logEndOffset"]),
                       "" if r["lag"] is None else str(r["lag"]), r["metadata"])
         Console().print(t)
+        if members:
+            t = Table(title="members")
+            for col in ("group", "protocol", "member", "client", "host", "subscribed", "assigned"):
+                t.add_column(col)
+            for m in mrows:
+                t.add_row(m["group"], m["protocol"], m["memberId"], m["clientId"] or "", m["clientHost"] or "",
+                          ",".join(m["subscribedTopics"] or []), " ".join(m["assignment"] or []))
+            Console().print(t)
     raise typer.Exit(EXIT_OK)
 
 

@@ -5,7 +5,8 @@ problems become ``error`` findings) looks for what is well-formed but suspicious
 
 * offset gaps that compaction does not explain, overlapping segments (from verify);
 * timestamps: regressions, far-future and pre-epoch values, LogAppendTime/CreateTime mixing;
-* producers: sequence gaps, duplicate sequences, epoch regressions, a fenced producer still writing;
+* producers: sequence gaps, duplicate sequences, epoch regressions, a fenced producer still writing
+  (an epoch bump by each end marker -- transactions v2, KIP-890 -- is normal);
 * transactions: hanging (no marker: they pin the last stable offset), aborted, markers without data;
 * leader epochs: batches whose epoch disagrees with leader-epoch-checkpoint, epoch regressions, and
   the truncation points the checkpoint implies;
@@ -140,6 +141,7 @@ class PartitionSummary:
     producers: int = 0
     transactions: dict = field(default_factory=lambda: {"committed": 0, "aborted": 0, "open": 0})
     last_stable_offset: int | None = None
+    remote_segments: list | None = None   # tiered storage: what __remote_log_metadata says exists remotely
     timeline: list = field(default_factory=list)   # (byte position, offset, max timestamp)
     segment_starts: list = field(default_factory=list)
     #: per segment: file, base offset, byte start in the partition, size, valid bytes, batches, offsets,
@@ -204,7 +206,34 @@ def analyze(paths, opts: AnalyzeOptions | None = None) -> AnalysisReport:
             ckpts = {}
         for pd in parts:
             _analyze_partition(pd, ckpts, now, opts, rep)
+        _tiered(path, parts, rep)
     return rep
+
+
+def _tiered(log_dir: str, parts, rep: AnalysisReport) -> None:
+    """Attach the remote segments __remote_log_metadata (in the same log dir) lists for each partition,
+    and flag offsets held by neither tier: between the last copied remote segment and where the local
+    log begins."""
+    from .tiered import remote_segments
+    remote = remote_segments(log_dir)
+    if not remote:
+        return
+    by_name = {s.path: s for s in rep.partitions}
+    for pd in parts:
+        r = remote.get((pd.topic, pd.partition))
+        summ = by_name.get(pd.path)
+        if r is None or summ is None:
+            continue
+        summ.remote_segments = r["segments"]
+        done = [e for e in r["segments"] if e["state"] == "COPY_SEGMENT_FINISHED"]
+        if done and summ.log_start_offset is not None:
+            remote_end = max(e["endOffset"] for e in done)
+            if summ.log_start_offset > remote_end + 1:
+                rep.findings.append(Finding("tiered-gap", "warning", summ.partition, remote_end + 1,
+                                            summ.log_start_offset - 1, None, None,
+                                            f"remote segments end at {remote_end} but the local log begins at "
+                                            f"{summ.log_start_offset}: offsets {remote_end + 1}.."
+                                            f"{summ.log_start_offset - 1} are in neither tier"))
 
 
 def _analyze_partition(pd: PartitionDir, ckpts: dict, now: int, opts: AnalyzeOptions, rep: AnalysisReport) -> None:
@@ -425,6 +454,10 @@ class _Walk:
                      f"producer {pid} wrote with epoch {b.producer_epoch} after epoch {max_epoch} had been seen"
                      + (" (a fenced producer kept writing)" if kind == "fenced-producer-write" else ""))
         if b.is_control:
+            if b.producer_epoch != epoch:
+                # transactions v2 (KIP-890): the coordinator writes each end marker with the epoch
+                # bumped, and the producer's next transaction starts at sequence 0 under it
+                p[1] = -1
             p[0], p[2] = b.producer_epoch, max(max_epoch, b.producer_epoch)
             return
         if b.producer_epoch == epoch and b.base_sequence >= 0 and last_seq >= 0:

@@ -8,19 +8,25 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from specs import checkpoints as C
 
-from . import internal_topics, offset_index, time_index, txn_index
+from . import internal_topics, kraft, offset_index, time_index, txn_index
+from .logdir import CLEAN_SHUTDOWN_FILE, read_clean_shutdown
 from .batch import resolve_legacy_wrapper
 from .batch_json import batch_to_json, encode
 from .errors import KafkaFormatError, Problem
 from .partition import LEFTOVER_SUFFIXES, read_text
 from .producer_state import read_snapshot
 from .segment import BatchScanner, offset_from_name, open_buffer
+
+
+# remote-log-index-cache/<start offset>_<remote segment uuid>.{index,timeindex,txnindex} (RemoteIndexCache)
+REMOTE_INDEX_RE = re.compile(r"^(\d+)_[A-Za-z0-9_-]{22}\.(?:index|timeindex|txnindex)$")
 
 
 @dataclass
@@ -32,7 +38,8 @@ class DumpOptions:
     max_bytes: int | None = None
     verify_index_only: bool = False
     index_sanity_check: bool = False
-    decoder: str | None = None   # "offsets" | "transaction-log" | "cluster-metadata"
+    # "offsets" | "transaction-log" | "cluster-metadata" | "share-group-state" | "remote-log-metadata"
+    decoder: str | None = None
 
     @property
     def value_encoding(self) -> str:
@@ -58,6 +65,12 @@ def file_kind(path: str) -> str:
         return "partition-metadata"
     if name == C.META_PROPERTIES_FILE:
         return "meta-properties"
+    if kraft.snapshot_id(name) is not None:
+        return "kraft-snapshot"
+    if name == kraft.QUORUM_STATE_FILE:
+        return "quorum-state"
+    if name == CLEAN_SHUTDOWN_FILE:
+        return "clean-shutdown"
     ext = os.path.splitext(name)[1]
     return {".log": "log", ".index": "index", ".timeindex": "timeindex", ".txnindex": "txnindex",
             ".snapshot": "snapshot"}.get(ext, "unknown")
@@ -69,6 +82,9 @@ def _base_offset(path: str) -> int:
         if name.endswith(suf):
             name = name[: -len(suf)]
     off = offset_from_name(name)
+    if off is None:
+        m = REMOTE_INDEX_RE.match(name)   # tiered storage's index cache: <start offset>_<segment uuid>.index
+        off = int(m.group(1)) if m else None
     return 0 if off is None else off
 
 
@@ -120,6 +136,19 @@ def dump(paths, opts: DumpOptions, out=None, err=None) -> DumpResult:
             elif kind == "partition-metadata":
                 _emit(out, opts, C.parse_partition_metadata(read_text(path), file=path),
                       "version: {version} topicId: {topicId}")
+            elif kind == "kraft-snapshot":
+                _dump_kraft_snapshot(path, opts, out, err, res)
+            elif kind == "quorum-state":
+                qs = kraft.read_quorum_state(path)
+                if opts.fmt == "json":
+                    print(json.dumps(qs), file=out)
+                else:
+                    print(f"data_version: {qs['version']}", file=out)
+                    for k, v in qs["data"].items():
+                        print(f"{k}: {json.dumps(v)}", file=out)
+            elif kind == "clean-shutdown":
+                cs = read_clean_shutdown(path)
+                _emit(out, opts, cs, "version: {version} brokerEpoch: {brokerEpoch}")
             elif kind == "meta-properties":
                 props = C.parse_properties(read_text(path))
                 if opts.fmt == "json":
@@ -142,6 +171,24 @@ def dump(paths, opts: DumpOptions, out=None, err=None) -> DumpResult:
             res.problems.append(p)
             print(str(p), file=err)
     return res
+
+
+def _dump_kraft_snapshot(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
+    """A KRaft snapshot / bootstrap checkpoint: its batches as a log (records decoded as metadata
+    records unless another decoder is asked for), then its summary; a missing header or footer, a bad
+    CRC or an undecodable record is a problem."""
+    from dataclasses import replace
+    _dump_log(path, replace(opts, decoder=opts.decoder or "cluster-metadata"), out, err, res)
+    snap = kraft.read_snapshot(path)
+    summary = {k: snap[k] for k in ("snapshotId", "header", "footer", "records", "recordTypes", "controlRecords")}
+    if opts.fmt == "json":
+        print(json.dumps({"snapshot": summary}), file=out)
+    else:
+        print(f"Snapshot {json.dumps(summary)}", file=out)
+    for p in snap["problems"]:
+        if p not in res.problems:
+            res.problems.append(p)
+            print(str(p), file=err)
 
 
 def _emit(out, opts: DumpOptions, obj: dict, text_fmt: str) -> None:
@@ -242,6 +289,14 @@ def decode_record(decoder: str, b, r) -> dict:
                     return {"control": r.control()}
                 return {"control": internal_topics.decode_metadata_control(ctype, r.value)}
             return {"value": internal_topics.decode_metadata(r.value)}
+        elif decoder == "share-group-state":
+            if b.is_control:
+                return {"control": r.control()}
+            k, v = internal_topics.decode_share_group_state(r.key, r.value)
+        elif decoder == "remote-log-metadata":
+            if b.is_control:
+                return {"control": r.control()}
+            return {"value": internal_topics.decode_remote_log_metadata(r.value)}
         else:
             raise ValueError(decoder)
         return {"key": k, "value": v}
@@ -301,10 +356,15 @@ def _dump_index(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
         print(f"{path} is empty.", file=out)
         return
     log = _sibling(path, ".log")
+    remote = REMOTE_INDEX_RE.match(os.path.basename(path)) is not None
     mismatches = []
     with open_buffer(log) if os.path.exists(log) else _no_buffer() as buf:
         for off, pos in entries:
-            found = _last_offset_at(buf, pos, base, log)
+            if remote:
+                # a tiered-storage cache index: its segment lives in remote storage, nothing to compare
+                found = off
+            else:
+                found = _last_offset_at(buf, pos, base, log)
             if found != off:
                 mismatches.append((off, -1 if found is None else found))
             if not opts.verify_index_only:

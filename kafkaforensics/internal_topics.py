@@ -1,10 +1,14 @@
 """Decoders for Kafka's internal logs: __consumer_offsets, __transaction_state, __cluster_metadata.
 
 Record keys and values are framed as Kafka's coordinators and metadata serde frame them:
-* __consumer_offsets: key = int16 version + OffsetCommitKey (v0, v1) or GroupMetadataKey (v2);
-  value = int16 version + OffsetCommitValue / GroupMetadataValue, or null (a tombstone);
+* __consumer_offsets: key = int16 record type + its key (0-1 offset commit, 2 classic group, 3-8 KIP-848
+  consumer group, 9-15 share group, 16 consumer group regex, 17 streams group); value = int16 version +
+  value, or null (a tombstone);
 * __transaction_state: key = int16 version + TransactionLogKey; value = int16 version +
   TransactionLogValue, or null;
+* __share_group_state: key = int16 record type + ShareSnapshotKey (0) / ShareUpdateKey (1), value =
+  int16 version + value, or null;
+* __remote_log_metadata: value framed as a metadata record (frame version, apiKey, version);
 * __cluster_metadata: value = unsigned varints frame version (1), record type (apiKey) and version,
   then the record (flexible); control batches hold LeaderChange / SnapshotHeader / SnapshotFooter /
   KRaftVersion / Voters records.
@@ -12,10 +16,11 @@ Schemas: :mod:`specs.kafka_messages`.
 """
 from __future__ import annotations
 
+import base64
 import struct
 
 from specs import kafka_messages as K
-from specs.message_schema import _Ctx
+from specs.message_schema import _Ctx, _in, uvarint
 
 from .errors import KafkaFormatError
 
@@ -30,20 +35,83 @@ def _versioned(data: bytes):
     return _I16.unpack_from(data, 0)[0], bytes(data[2:])
 
 
+def _undecoded(body: bytes) -> dict:
+    return {"undecoded": base64.b64encode(bytes(body)).decode()}
+
+
+def _expand(b64: str | None, schema):
+    """int16 version + a consumer-protocol message, as {"version", "data"}; None when it does not parse."""
+    raw = base64.b64decode(b64 or "")
+    if len(raw) < 2:
+        return None
+    v = _I16.unpack_from(raw, 0)[0]
+    try:
+        # newer clients may send a higher version: read as the highest one known, prefix only
+        return {"version": v, "data": schema.read_prefix(raw[2:], min(max(v, 0), schema.valid[1]))[0]}
+    except KafkaFormatError:
+        return None
+
+
+def _expand_consumer_protocol(kind: str, value: dict) -> None:
+    """Consumer-protocol bytes expanded in place as kafka-dump-log's offsets decoder does (bytes that
+    do not parse stay as they are): a classic ``consumer`` group's member subscriptions and assignments
+    (ConsumerProtocolSubscription / ConsumerProtocolAssignment, each after an int16 version), and the
+    protocols a classic member of a KIP-848 group supports."""
+    if kind == "group_metadata" and value.get("protocolType") == "consumer":
+        for m in value.get("members") or ():
+            for name, schema in (("subscription", K.ConsumerProtocolSubscription),
+                                 ("assignment", K.ConsumerProtocolAssignment)):
+                m[name] = _expand(m.get(name), schema) or m.get(name)
+    elif kind == "consumer_group_member_metadata" and value.get("ClassicMemberMetadata"):
+        for p in value["ClassicMemberMetadata"].get("SupportedProtocols") or ():
+            p["Metadata"] = _expand(p.get("Metadata"), K.ConsumerProtocolSubscription) or p.get("Metadata")
+
+
 def decode_offsets(key: bytes | None, value: bytes | None) -> tuple[dict, dict | None]:
-    """(key JSON, value JSON or None for a tombstone) of a __consumer_offsets record."""
+    """(key JSON, value JSON or None for a tombstone) of a __consumer_offsets record.
+
+    Every record type of every group protocol in :data:`specs.kafka_messages.OFFSETS_RECORDS` is
+    decoded; a type this decoder does not know is shown ``undecoded`` (base64), so a value is only
+    ever ``None`` when the record really is a tombstone."""
     kv, kbody = _versioned(key)
-    if kv in (0, 1):
-        kdata, kind, schema = K.OffsetCommitKey.read(kbody, kv), "offset_commit", K.OffsetCommitValue
-    elif kv == 2:
-        kdata, kind, schema = K.GroupMetadataKey.read(kbody, kv), "group_metadata", K.GroupMetadataValue
-    else:
-        return {"type": str(kv), "unknown": True}, None
-    k = {"type": str(kv), "kind": kind, "data": kdata}
+    entry = K.OFFSETS_RECORDS.get(kv)
+    if entry is None:
+        k = {"type": str(kv), "unknown": True, **_undecoded(kbody)}
+        if value is None:
+            return k, None
+        return k, _undecoded(value)
+    kind, kschema, vschema = entry
+    k = {"type": str(kv), "kind": kind, "data": kschema.read(kbody, kv)}
     if value is None:
         return k, None
     vv, vbody = _versioned(value)
-    return k, {"version": str(vv), "data": schema.read(vbody, vv)}
+    if not _in(vschema.valid, vv):
+        return k, {"version": str(vv), **_undecoded(vbody)}
+    data = vschema.read(vbody, vv)
+    _expand_consumer_protocol(kind, data)
+    return k, {"version": str(vv), "data": data}
+
+
+def decode_share_group_state(key: bytes | None, value: bytes | None) -> tuple[dict, dict | None]:
+    """(key JSON, value JSON or None) of a __share_group_state record (ShareSnapshot / ShareUpdate)."""
+    kv, kbody = _versioned(key)
+    entry = K.SHARE_STATE_RECORDS.get(kv)
+    if entry is None:
+        return {"type": str(kv), "unknown": True, **_undecoded(kbody)}, (None if value is None else _undecoded(value))
+    kind, kschema, vschema = entry
+    k = {"type": str(kv), "kind": kind, "data": kschema.read(kbody, kv)}
+    if value is None:
+        return k, None
+    vv, vbody = _versioned(value)
+    if not _in(vschema.valid, vv):
+        return k, {"version": str(vv), **_undecoded(vbody)}
+    return k, {"version": str(vv), "data": vschema.read(vbody, vv)}
+
+
+def decode_remote_log_metadata(value: bytes | None) -> dict | None:
+    """A __remote_log_metadata value: framed as metadata records are (frame version 1, apiKey and
+    version as unsigned varints, then the record; Kafka's RemoteLogMetadataSerde)."""
+    return None if value is None else _decode_framed(value, K.REMOTE_LOG_METADATA_RECORDS)
 
 
 def decode_transaction_log(key: bytes | None, value: bytes | None) -> tuple[dict, dict | None]:
@@ -56,14 +124,23 @@ def decode_transaction_log(key: bytes | None, value: bytes | None) -> tuple[dict
 
 
 def decode_metadata(value: bytes) -> dict:
+    return _decode_framed(value, K.METADATA_RECORDS)
+
+
+def _decode_framed(value: bytes, registry: dict) -> dict:
     ctx = _Ctx(bytes(value), 0, True, {})
     frame, api_key, version = ctx.uvarint(), ctx.uvarint(), ctx.uvarint()
     if frame != 1:
-        raise KafkaFormatError("schema", f"metadata record frame version {frame} (only 1 exists)")
-    schema = K.METADATA_RECORDS.get(api_key)
-    if schema is None:
-        return {"type": f"UNKNOWN({api_key})", "version": version}
+        raise KafkaFormatError("schema", f"record frame version {frame} (only 1 exists)")
+    schema = registry.get(api_key)
+    if schema is None or not _in(schema.valid, version):
+        return {"type": f"UNKNOWN({api_key})", "version": version, **_undecoded(bytes(value)[ctx.pos:])}
     return {"type": schema.name, "version": version, "data": schema.read(bytes(value)[ctx.pos:], version)}
+
+
+def encode_metadata(schema, version: int, obj: dict) -> bytes:
+    """A __cluster_metadata record value: frame version 1, apiKey and version (unsigned varints), record."""
+    return uvarint(1) + uvarint(schema.api_key) + uvarint(version) + schema.build(obj, version)
 
 
 def decode_metadata_control(ctype: int, value: bytes) -> dict:

@@ -72,8 +72,9 @@ class ProducerState:
             e = self.producers.get(pid)
             if e is None:
                 e = self.producers[pid] = ProducerEntry(pid)
-            if batch.producer_epoch != e.epoch and not batch.is_control:
-                # a new epoch resets the sequence state (Kafka: a fresh entry for the epoch)
+            if batch.producer_epoch != e.epoch and (not batch.is_control or e.epoch >= 0):
+                # a new epoch resets the sequence state (Kafka: a fresh entry for the epoch); an end
+                # marker bumping it (transactions v2, KIP-890) does too
                 e.last_sequence, e.last_offset, e.offset_delta = -1, -1, 0
             if batch.is_control:
                 marker = _marker(batch)

@@ -21,6 +21,8 @@ from . import offset_index, time_index, txn_index
 from .batch import resolve_legacy_wrapper
 from .errors import KafkaFormatError, Problem
 from .header_run import HeaderRun
+from .logdir import (CLEAN_SHUTDOWN_FILE, METADATA_PARTITION, check_log_dirs, check_topic_ids, metadata_topic_ids,
+                     read_clean_shutdown, read_meta_properties)
 from .partition import (INDEX, LOG, TIMEINDEX, TXNINDEX, PartitionDir, SegmentFiles, find_partitions,
                         read_offset_checkpoints)
 from .producer_state import ProducerState, read_snapshot
@@ -78,9 +80,57 @@ def verify(paths, *, progress=None, max_batch_bytes: int | None = None) -> Verif
                 rep.notes.append(Problem(path, None, None, "empty", "no partition directories or segments found"))
             for pd in parts:
                 verify_partition(pd, rep, checkpoints=ckpts, progress=progress, max_batch_bytes=max_batch_bytes)
+            _verify_kraft_files(path, parts, rep)
         else:
             _verify_file(path, rep, progress, max_batch_bytes)
+    dirs = [p for p in paths if os.path.isdir(p)]
+    if dirs:
+        _verify_identity(dirs, rep)
     return rep
+
+
+def _verify_kraft_files(log_dir: str, parts, rep: VerifyReport) -> None:
+    """The metadata partition's snapshots and quorum-state, and a controller's bootstrap.checkpoint."""
+    from . import kraft
+    files = [os.path.join(log_dir, kraft.BOOTSTRAP_FILE)]
+    for pd in parts:
+        if pd.name == METADATA_PARTITION:
+            files += [os.path.join(pd.path, n) for n in sorted(os.listdir(pd.path))
+                      if kraft.SNAPSHOT_RE.match(n) or n == kraft.QUORUM_STATE_FILE]
+    for f in files:
+        if os.path.exists(f):
+            rep.files += 1
+            _check_kraft_file(f, rep)
+
+
+def _check_kraft_file(path: str, rep: VerifyReport) -> None:
+    from . import kraft
+    try:
+        if os.path.basename(path) == kraft.QUORUM_STATE_FILE:
+            kraft.read_quorum_state(path)
+        else:
+            rep.problems.extend(kraft.read_snapshot(path)["problems"])
+    except KafkaFormatError as e:
+        e.located(file=path)
+        rep.problems.append(e.problem)
+
+
+def _verify_identity(dirs, rep: VerifyReport) -> None:
+    """meta.properties of every log dir given (cross-checked as one broker's dirs), .kafka_cleanshutdown,
+    and partition.metadata topic ids against a metadata log found among them."""
+    problems, rows = check_log_dirs(dirs)
+    rep.problems.extend(problems)
+    for r in rows:
+        if r["cleanShutdown"] is not None:
+            rep.notes.append(Problem(os.path.join(r["logDir"], CLEAN_SHUTDOWN_FILE), None, None, "clean-shutdown",
+                                     f"clean shutdown at broker epoch {r['cleanShutdown']['brokerEpoch']}: "
+                                     "Kafka loads these logs without recovery"))
+    meta = next((os.path.join(d, METADATA_PARTITION) for d in dirs
+                 if os.path.isdir(os.path.join(d, METADATA_PARTITION))), None)
+    if meta is not None:
+        ids = metadata_topic_ids(meta)
+        for d in dirs:
+            rep.problems.extend(check_topic_ids(d, ids))
 
 
 def _verify_file(path: str, rep: VerifyReport, progress, max_batch_bytes) -> None:
@@ -111,11 +161,24 @@ def _verify_file(path: str, rep: VerifyReport, progress, max_batch_bytes) -> Non
             C.OffsetCheckpoint.parse(_read(path), file=path)
         elif name == C.PARTITION_METADATA_FILE:
             C.parse_partition_metadata(_read(path), file=path)
+        elif name == C.META_PROPERTIES_FILE:
+            read_meta_properties(path)
+        elif name == CLEAN_SHUTDOWN_FILE:
+            read_clean_shutdown(path)
+        elif _is_kraft_file(name):
+            rep.files -= 1
+            _check_kraft_file(path, rep)
+            rep.files += 1
         else:
             rep.notes.append(Problem(path, None, None, "unknown-file", "not a Kafka storage file; skipped"))
     except KafkaFormatError as e:
         e.located(file=path)
         rep.problems.append(e.problem)
+
+
+def _is_kraft_file(name: str) -> bool:
+    from . import kraft
+    return kraft.snapshot_id(name) is not None or name == kraft.QUORUM_STATE_FILE
 
 
 def _read(path: str) -> str:

@@ -1,10 +1,30 @@
-"""Kafka's internal-topic record schemas: field facts (names, types, versions, tags, defaults) carried
-over from the message definitions of apache/kafka (group-coordinator, transaction-coordinator,
-metadata and clients resources) into :mod:`specs.message_schema`'s declarative form.
+"""Kafka's internal-topic and KRaft record schemas: field facts (names, types, versions, tags, defaults)
+carried over from apache/kafka's message definitions (clients, metadata, group-coordinator,
+transaction-coordinator, share-coordinator, storage and raft resources) into
+:mod:`specs.message_schema`'s declarative form.  Tags are integers, as on the wire.
+
+Coordinator keys keep Kafka's older numbering of their definitions: a key's version *is* its record
+type (the int16 that prefixes every ``__consumer_offsets`` / ``__share_group_state`` key).
 """
 from .message_schema import F, Message
 
-# --- __consumer_offsets -------------------------------------------------------------------
+# --- __consumer_offsets: classic protocol (record types 0-2) -----------------------------------
+
+OffsetCommitKey = Message('OffsetCommitKey', valid='0-1', flexible='none', fields=(
+    F('group', 'string', '0-1'),
+    F('topic', 'string', '0-1'),
+    F('partition', 'int32', '0-1'),
+))
+
+OffsetCommitValue = Message('OffsetCommitValue', valid='0-4', flexible='4+', fields=(
+    F('offset', 'int64', '0+'),
+    F('leaderEpoch', 'int32', '3+', default=-1),
+    F('metadata', 'string', '0+'),
+    F('commitTimestamp', 'int64', '0+'),
+    F('expireTimestamp', 'int64', '1', default=-1),
+    F('topicId', 'uuid', '4+', tagged='4+', tag=0),
+))
+
 GroupMetadataKey = Message('GroupMetadataKey', valid='2', flexible='none', fields=(
     F('group', 'string', '2'),
 ))
@@ -29,21 +49,214 @@ GroupMetadataValue = Message('GroupMetadataValue', valid='0-4', flexible='4+', f
     ),
 })
 
-OffsetCommitKey = Message('OffsetCommitKey', valid='0-1', flexible='none', fields=(
-    F('group', 'string', '0-1'),
-    F('topic', 'string', '0-1'),
-    F('partition', 'int32', '0-1'),
+# --- __consumer_offsets: KIP-848 consumer, share and streams group records (types 3+) ----------
+
+ConsumerGroupCurrentMemberAssignmentKey = Message('ConsumerGroupCurrentMemberAssignmentKey', valid='8', flexible='none', fields=(
+    F('GroupId', 'string', '8'),
+    F('MemberId', 'string', '8'),
 ))
 
-OffsetCommitValue = Message('OffsetCommitValue', valid='0-4', flexible='4+', fields=(
-    F('offset', 'int64', '0+'),
-    F('leaderEpoch', 'int32', '3+', default=-1),
-    F('metadata', 'string', '0+'),
-    F('commitTimestamp', 'int64', '0+'),
-    F('expireTimestamp', 'int64', '1', default=-1),
+ConsumerGroupCurrentMemberAssignmentValue = Message('ConsumerGroupCurrentMemberAssignmentValue', valid='0', flexible='0+', fields=(
+    F('MemberEpoch', 'int32', '0+'),
+    F('PreviousMemberEpoch', 'int32', '0+'),
+    F('State', 'int8', '0+'),
+    F('AssignedPartitions', '[]TopicPartitions', '0+'),
+    F('PartitionsPendingRevocation', '[]TopicPartitions', '0+'),
+), structs={
+    'TopicPartitions': (
+        F('TopicId', 'uuid', '0+'),
+        F('Partitions', '[]int32', '0+'),
+    ),
+})
+
+ConsumerGroupMemberMetadataKey = Message('ConsumerGroupMemberMetadataKey', valid='5', flexible='none', fields=(
+    F('GroupId', 'string', '5'),
+    F('MemberId', 'string', '5'),
 ))
 
-# --- __transaction_state ------------------------------------------------------------------
+ConsumerGroupMemberMetadataValue = Message('ConsumerGroupMemberMetadataValue', valid='0', flexible='0+', fields=(
+    F('InstanceId', 'string', '0+', nullable='0+'),
+    F('RackId', 'string', '0+', nullable='0+'),
+    F('ClientId', 'string', '0+'),
+    F('ClientHost', 'string', '0+'),
+    F('SubscribedTopicNames', '[]string', '0+'),
+    F('SubscribedTopicRegex', 'string', '0+', nullable='0+'),
+    F('RebalanceTimeoutMs', 'int32', '0+', default=-1),
+    F('ServerAssignor', 'string', '0+', nullable='0+'),
+    F('ClassicMemberMetadata', 'ClassicMemberMetadata', '0+', nullable='0+', tagged='0+', tag=0, default=None, fields=(
+        F('SessionTimeoutMs', 'int32', '0+'),
+        F('SupportedProtocols', '[]ClassicProtocol', '0+', fields=(
+            F('Name', 'string', '0+'),
+            F('Metadata', 'bytes', '0+'),
+        )),
+    )),
+))
+
+ConsumerGroupMetadataKey = Message('ConsumerGroupMetadataKey', valid='3', flexible='none', fields=(
+    F('GroupId', 'string', '3'),
+))
+
+ConsumerGroupMetadataValue = Message('ConsumerGroupMetadataValue', valid='0', flexible='0+', fields=(
+    F('Epoch', 'int32', '0+'),
+))
+
+ConsumerGroupPartitionMetadataKey = Message('ConsumerGroupPartitionMetadataKey', valid='4', flexible='none', fields=(
+    F('GroupId', 'string', '4'),
+))
+
+ConsumerGroupPartitionMetadataValue = Message('ConsumerGroupPartitionMetadataValue', valid='0', flexible='0+', fields=(
+    F('Topics', '[]TopicMetadata', '0+', fields=(
+        F('TopicId', 'uuid', '0+'),
+        F('TopicName', 'string', '0+'),
+        F('NumPartitions', 'int32', '0+'),
+        F('PartitionMetadata', '[]PartitionMetadata', '0+', fields=(
+            F('Partition', 'int32', '0+'),
+            F('Racks', '[]string', '0+'),
+        )),
+    )),
+))
+
+ConsumerGroupTargetAssignmentMemberKey = Message('ConsumerGroupTargetAssignmentMemberKey', valid='7', flexible='none', fields=(
+    F('GroupId', 'string', '7'),
+    F('MemberId', 'string', '7'),
+))
+
+ConsumerGroupTargetAssignmentMemberValue = Message('ConsumerGroupTargetAssignmentMemberValue', valid='0', flexible='0+', fields=(
+    F('TopicPartitions', '[]TopicPartition', '0+', fields=(
+        F('TopicId', 'uuid', '0+'),
+        F('Partitions', '[]int32', '0+'),
+    )),
+))
+
+ConsumerGroupTargetAssignmentMetadataKey = Message('ConsumerGroupTargetAssignmentMetadataKey', valid='6', flexible='none', fields=(
+    F('GroupId', 'string', '6'),
+))
+
+ConsumerGroupTargetAssignmentMetadataValue = Message('ConsumerGroupTargetAssignmentMetadataValue', valid='0', flexible='0+', fields=(
+    F('AssignmentEpoch', 'int32', '0+'),
+))
+
+ShareGroupCurrentMemberAssignmentKey = Message('ShareGroupCurrentMemberAssignmentKey', valid='14', flexible='none', fields=(
+    F('GroupId', 'string', '14'),
+    F('MemberId', 'string', '14'),
+))
+
+ShareGroupCurrentMemberAssignmentValue = Message('ShareGroupCurrentMemberAssignmentValue', valid='0', flexible='0+', fields=(
+    F('MemberEpoch', 'int32', '0+'),
+    F('PreviousMemberEpoch', 'int32', '0+'),
+    F('State', 'int8', '0+'),
+    F('AssignedPartitions', '[]TopicPartitions', '0+'),
+), structs={
+    'TopicPartitions': (
+        F('TopicId', 'uuid', '0+'),
+        F('Partitions', '[]int32', '0+'),
+    ),
+})
+
+ShareGroupMemberMetadataKey = Message('ShareGroupMemberMetadataKey', valid='10', flexible='none', fields=(
+    F('GroupId', 'string', '10'),
+    F('MemberId', 'string', '10'),
+))
+
+ShareGroupMemberMetadataValue = Message('ShareGroupMemberMetadataValue', valid='0', flexible='0+', fields=(
+    F('RackId', 'string', '0+', nullable='0+'),
+    F('ClientId', 'string', '0+'),
+    F('ClientHost', 'string', '0+'),
+    F('SubscribedTopicNames', '[]string', '0+'),
+))
+
+ShareGroupMetadataKey = Message('ShareGroupMetadataKey', valid='11', flexible='none', fields=(
+    F('GroupId', 'string', '11'),
+))
+
+ShareGroupMetadataValue = Message('ShareGroupMetadataValue', valid='0', flexible='0+', fields=(
+    F('Epoch', 'int32', '0+'),
+))
+
+ShareGroupPartitionMetadataKey = Message('ShareGroupPartitionMetadataKey', valid='9', flexible='none', fields=(
+    F('GroupId', 'string', '9'),
+))
+
+ShareGroupPartitionMetadataValue = Message('ShareGroupPartitionMetadataValue', valid='0', flexible='0+', fields=(
+    F('Topics', '[]TopicMetadata', '0+', fields=(
+        F('TopicId', 'uuid', '0+'),
+        F('TopicName', 'string', '0+'),
+        F('NumPartitions', 'int32', '0+'),
+        F('PartitionMetadata', '[]PartitionMetadata', '0+', fields=(
+            F('Partition', 'int32', '0+'),
+            F('Racks', '[]string', '0+'),
+        )),
+    )),
+))
+
+ShareGroupStatePartitionMetadataKey = Message('ShareGroupStatePartitionMetadataKey', valid='15', flexible='none', fields=(
+    F('GroupId', 'string', '15'),
+))
+
+ShareGroupStatePartitionMetadataValue = Message('ShareGroupStatePartitionMetadataValue', valid='0', flexible='0+', fields=(
+    F('InitializedTopics', '[]TopicPartitionsInfo', '0+'),
+    F('DeletingTopics', '[]TopicInfo', '0+'),
+), structs={
+    'TopicPartitionsInfo': (
+        F('TopicId', 'uuid', '0+'),
+        F('TopicName', 'string', '0+'),
+        F('Partitions', '[]int32', '0+'),
+    ),
+    'TopicInfo': (
+        F('TopicId', 'uuid', '0+'),
+        F('TopicName', 'string', '0+'),
+    ),
+})
+
+ShareGroupTargetAssignmentMemberKey = Message('ShareGroupTargetAssignmentMemberKey', valid='13', flexible='none', fields=(
+    F('GroupId', 'string', '13'),
+    F('MemberId', 'string', '13'),
+))
+
+ShareGroupTargetAssignmentMemberValue = Message('ShareGroupTargetAssignmentMemberValue', valid='0', flexible='0+', fields=(
+    F('TopicPartitions', '[]TopicPartition', '0+', fields=(
+        F('TopicId', 'uuid', '0+'),
+        F('Partitions', '[]int32', '0+'),
+    )),
+))
+
+ShareGroupTargetAssignmentMetadataKey = Message('ShareGroupTargetAssignmentMetadataKey', valid='12', flexible='none', fields=(
+    F('GroupId', 'string', '12'),
+))
+
+ShareGroupTargetAssignmentMetadataValue = Message('ShareGroupTargetAssignmentMetadataValue', valid='0', flexible='0+', fields=(
+    F('AssignmentEpoch', 'int32', '0+'),
+))
+
+ConsumerGroupRegularExpressionKey = Message('ConsumerGroupRegularExpressionKey', valid='16', flexible='none', fields=(
+    F('GroupId', 'string', '16'),
+    F('RegularExpression', 'string', '16'),
+))
+
+ConsumerGroupRegularExpressionValue = Message('ConsumerGroupRegularExpressionValue', valid='0', flexible='0+', fields=(
+    F('Topics', '[]string', '0+'),
+    F('Version', 'int64', '0+'),
+    F('Timestamp', 'int64', '0+'),
+))
+
+StreamsGroupMetadataKey = Message('StreamsGroupMetadataKey', valid='17', flexible='none', fields=(
+    F('GroupId', 'string', '17'),
+))
+
+StreamsGroupMetadataValue = Message('StreamsGroupMetadataValue', valid='0', flexible='0+', fields=(
+    F('Epoch', 'int32', '0+'),
+    F('MetadataHash', 'int64', '0+'),
+    F('ValidatedTopologyEpoch', 'int32', '0+', tagged='0+', tag=0, default=-1),
+    F('AssignmentConfigs', '[]AssignmentConfig', '0+'),
+), structs={
+    'AssignmentConfig': (
+        F('Key', 'string', '0+'),
+        F('Value', 'string', '0+'),
+    ),
+})
+
+# --- __transaction_state -----------------------------------------------------------------------
+
 TransactionLogKey = Message('TransactionLogKey', valid='0', flexible='none', fields=(
     F('TransactionalId', 'string', '0'),
 ))
@@ -62,9 +275,11 @@ TransactionLogValue = Message('TransactionLogValue', valid='0-1', flexible='1+',
     F('TransactionLastUpdateTimestampMs', 'int64', '0+'),
     F('TransactionStartTimestampMs', 'int64', '0+'),
     F('ClientTransactionVersion', 'int16', '1+', tagged='1+', tag=2, default=0),
+    F('NextProducerEpoch', 'int16', '1+', tagged='1+', tag=3, default=-1),
 ))
 
-# --- __cluster_metadata control records -----------------------------------------------------
+# --- __cluster_metadata control records --------------------------------------------------------
+
 KRaftVersionRecord = Message('KRaftVersionRecord', valid='0', flexible='0+', fields=(
     F('Version', 'int16', '0+'),
     F('KRaftVersion', 'int16', '0+'),
@@ -108,7 +323,8 @@ VotersRecord = Message('VotersRecord', valid='0', flexible='0+', fields=(
     )),
 ))
 
-# --- __cluster_metadata records (by apiKey) -------------------------------------------------
+# --- __cluster_metadata records (by apiKey) ----------------------------------------------------
+
 AbortTransactionRecord = Message('AbortTransactionRecord', valid='0', flexible='0+', api_key=25, fields=(
     F('Reason', 'string', '0+', nullable='0+', tagged='0+', tag=0, default='null'),
 ))
@@ -133,7 +349,7 @@ BrokerRegistrationChangeRecord = Message('BrokerRegistrationChangeRecord', valid
     F('BrokerEpoch', 'int64', '0+'),
     F('Fenced', 'int8', '0+', tagged='0+', tag=0),
     F('InControlledShutdown', 'int8', '1+', tagged='1+', tag=1),
-    F('LogDirs', '[]uuid', '2+', tagged='2+', tag='2'),
+    F('LogDirs', '[]uuid', '2+', tagged='2+', tag=2),
 ))
 
 ClientQuotaRecord = Message('ClientQuotaRecord', valid='0', flexible='0+', api_key=14, fields=(
@@ -234,7 +450,7 @@ RegisterBrokerRecord = Message('RegisterBrokerRecord', valid='0-3', flexible='0+
     F('Rack', 'string', '0+', nullable='0+'),
     F('Fenced', 'bool', '0+', default='true'),
     F('InControlledShutdown', 'bool', '1+', default='false'),
-    F('LogDirs', '[]uuid', '3+', tagged='3+', tag='0'),
+    F('LogDirs', '[]uuid', '3+', tagged='3+', tag=0),
 ))
 
 RegisterControllerRecord = Message('RegisterControllerRecord', valid='0', flexible='0+', api_key=27, fields=(
@@ -299,4 +515,195 @@ ZkMigrationStateRecord = Message('ZkMigrationStateRecord', valid='0', flexible='
     F('ZkMigrationState', 'int8', '0+'),
 ))
 
-METADATA_RECORDS = {m.api_key: m for m in (AbortTransactionRecord, AccessControlEntryRecord, BeginTransactionRecord, BrokerRegistrationChangeRecord, ClientQuotaRecord, ConfigRecord, DelegationTokenRecord, EndTransactionRecord, FeatureLevelRecord, FenceBrokerRecord, NoOpRecord, PartitionChangeRecord, PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord, RegisterControllerRecord, RemoveAccessControlEntryRecord, RemoveDelegationTokenRecord, RemoveTopicRecord, RemoveUserScramCredentialRecord, TopicRecord, UnfenceBrokerRecord, UnregisterBrokerRecord, UserScramCredentialRecord, ZkMigrationStateRecord)}
+ClearElrRecord = Message('ClearElrRecord', valid='0', flexible='0+', api_key=28, fields=(
+    F('TopicName', 'string', '0+'),
+))
+
+# --- __share_group_state -----------------------------------------------------------------------
+
+ShareSnapshotKey = Message('ShareSnapshotKey', valid='0', flexible='none', fields=(
+    F('GroupId', 'string', '0'),
+    F('TopicId', 'uuid', '0'),
+    F('Partition', 'int32', '0'),
+))
+
+ShareSnapshotValue = Message('ShareSnapshotValue', valid='0', flexible='0+', fields=(
+    F('SnapshotEpoch', 'uint16', '0'),
+    F('StateEpoch', 'int32', '0+'),
+    F('LeaderEpoch', 'int32', '0+'),
+    F('StartOffset', 'int64', '0'),
+    F('StateBatches', '[]StateBatch', '0', fields=(
+        F('FirstOffset', 'int64', '0'),
+        F('LastOffset', 'int64', '0'),
+        F('DeliveryState', 'int8', '0'),
+        F('DeliveryCount', 'int16', '0'),
+    )),
+))
+
+ShareUpdateKey = Message('ShareUpdateKey', valid='1', flexible='none', fields=(
+    F('GroupId', 'string', '1'),
+    F('TopicId', 'uuid', '1'),
+    F('Partition', 'int32', '1'),
+))
+
+ShareUpdateValue = Message('ShareUpdateValue', valid='0', flexible='0+', fields=(
+    F('SnapshotEpoch', 'uint16', '0'),
+    F('LeaderEpoch', 'int32', '0+'),
+    F('StartOffset', 'int64', '0'),
+    F('StateBatches', '[]StateBatch', '0', fields=(
+        F('FirstOffset', 'int64', '0'),
+        F('LastOffset', 'int64', '0'),
+        F('DeliveryState', 'int8', '0'),
+        F('DeliveryCount', 'int16', '0'),
+    )),
+))
+
+# --- __remote_log_metadata ---------------------------------------------------------------------
+
+RemoteLogSegmentMetadataRecord = Message('RemoteLogSegmentMetadataRecord', valid='0', flexible='0+', api_key=0, fields=(
+    F('RemoteLogSegmentId', 'RemoteLogSegmentIdEntry', '0+', fields=(
+        F('TopicIdPartition', 'TopicIdPartitionEntry', '0+', fields=(
+            F('Name', 'string', '0+'),
+            F('Id', 'uuid', '0+'),
+            F('Partition', 'int32', '0+'),
+        )),
+        F('Id', 'uuid', '0+'),
+    )),
+    F('StartOffset', 'int64', '0+'),
+    F('EndOffset', 'int64', '0+'),
+    F('BrokerId', 'int32', '0+'),
+    F('MaxTimestampMs', 'int64', '0+'),
+    F('EventTimestampMs', 'int64', '0+'),
+    F('SegmentLeaderEpochs', '[]SegmentLeaderEpochEntry', '0+', fields=(
+        F('LeaderEpoch', 'int32', '0+'),
+        F('Offset', 'int64', '0+'),
+    )),
+    F('SegmentSizeInBytes', 'int32', '0+'),
+    F('CustomMetadata', 'bytes', '0+', nullable='0+', default='null'),
+    F('RemoteLogSegmentState', 'int8', '0+'),
+))
+
+RemoteLogSegmentMetadataUpdateRecord = Message('RemoteLogSegmentMetadataUpdateRecord', valid='0', flexible='0+', api_key=1, fields=(
+    F('RemoteLogSegmentId', 'RemoteLogSegmentIdEntry', '0+', fields=(
+        F('TopicIdPartition', 'TopicIdPartitionEntry', '0+', fields=(
+            F('Name', 'string', '0+'),
+            F('Id', 'uuid', '0+'),
+            F('Partition', 'int32', '0+'),
+        )),
+        F('Id', 'uuid', '0+'),
+    )),
+    F('BrokerId', 'int32', '0+'),
+    F('EventTimestampMs', 'int64', '0+'),
+    F('CustomMetadata', 'bytes', '0+', nullable='0+', default='null'),
+    F('RemoteLogSegmentState', 'int8', '0+'),
+))
+
+RemotePartitionDeleteMetadataRecord = Message('RemotePartitionDeleteMetadataRecord', valid='0', flexible='0+', api_key=2, fields=(
+    F('TopicIdPartition', 'TopicIdPartitionEntry', '0+', fields=(
+        F('Name', 'string', '0+'),
+        F('Id', 'uuid', '0+'),
+        F('Partition', 'int32', '0+'),
+    )),
+    F('BrokerId', 'int32', '0+'),
+    F('EventTimestampMs', 'int64', '0+'),
+    F('RemotePartitionDeleteState', 'int8', '0+'),
+))
+
+RemoteLogSegmentMetadataSnapshotRecord = Message('RemoteLogSegmentMetadataSnapshotRecord', valid='0', flexible='0+', api_key=3, fields=(
+    F('SegmentId', 'uuid', '0+'),
+    F('StartOffset', 'int64', '0+'),
+    F('EndOffset', 'int64', '0+'),
+    F('BrokerId', 'int32', '0+'),
+    F('MaxTimestampMs', 'int64', '0+'),
+    F('EventTimestampMs', 'int64', '0+'),
+    F('SegmentLeaderEpochs', '[]SegmentLeaderEpochEntry', '0+', fields=(
+        F('LeaderEpoch', 'int32', '0+'),
+        F('Offset', 'int64', '0+'),
+    )),
+    F('SegmentSizeInBytes', 'int32', '0+'),
+    F('CustomMetadata', 'bytes', '0+', nullable='0+', default='null'),
+    F('RemoteLogSegmentState', 'int8', '0+'),
+))
+
+# --- quorum-state and the classic consumer protocol --------------------------------------------
+
+QuorumStateData = Message('QuorumStateData', valid='0-1', flexible='0+', fields=(
+    F('ClusterId', 'string', '0'),
+    F('LeaderId', 'int32', '0+', default='-1'),
+    F('LeaderEpoch', 'int32', '0+', default='-1'),
+    F('VotedId', 'int32', '0+', default='-1'),
+    F('VotedDirectoryId', 'uuid', '1+'),
+    F('AppliedOffset', 'int64', '0'),
+    F('CurrentVoters', '[]Voter', '0', nullable='0', fields=(
+        F('VoterId', 'int32', '0'),
+    )),
+))
+
+ConsumerProtocolSubscription = Message('ConsumerProtocolSubscription', valid='0-3', flexible='none', fields=(
+    F('Topics', '[]string', '0+'),
+    F('UserData', 'bytes', '0+', nullable='0+', default='null'),
+    F('OwnedPartitions', '[]TopicPartition', '1+', fields=(
+        F('Topic', 'string', '1+'),
+        F('Partitions', '[]int32', '1+'),
+    )),
+    F('GenerationId', 'int32', '2+', default='-1'),
+    F('RackId', 'string', '3+', nullable='3+', default='null'),
+))
+
+ConsumerProtocolAssignment = Message('ConsumerProtocolAssignment', valid='0-3', flexible='none', fields=(
+    F('AssignedPartitions', '[]TopicPartition', '0+', fields=(
+        F('Topic', 'string', '0+'),
+        F('Partitions', '[]int32', '0+'),
+    )),
+    F('UserData', 'bytes', '0+', nullable='0+', default='null'),
+))
+
+
+METADATA_RECORDS = {m.api_key: m for m in (
+    AbortTransactionRecord, AccessControlEntryRecord, BeginTransactionRecord, BrokerRegistrationChangeRecord,
+    ClearElrRecord, ClientQuotaRecord, ConfigRecord, DelegationTokenRecord, EndTransactionRecord,
+    FeatureLevelRecord, FenceBrokerRecord, NoOpRecord, PartitionChangeRecord, PartitionRecord, ProducerIdsRecord,
+    RegisterBrokerRecord, RegisterControllerRecord, RemoveAccessControlEntryRecord, RemoveDelegationTokenRecord,
+    RemoveTopicRecord, RemoveUserScramCredentialRecord, TopicRecord, UnfenceBrokerRecord, UnregisterBrokerRecord,
+    UserScramCredentialRecord, ZkMigrationStateRecord)}
+
+# __consumer_offsets record type (the key's int16 version prefix) -> (kind, key schema, value schema)
+OFFSETS_RECORDS = {
+    0: ("offset_commit", OffsetCommitKey, OffsetCommitValue),
+    1: ("offset_commit", OffsetCommitKey, OffsetCommitValue),
+    2: ("group_metadata", GroupMetadataKey, GroupMetadataValue),
+    3: ("consumer_group_metadata", ConsumerGroupMetadataKey, ConsumerGroupMetadataValue),
+    4: ("consumer_group_partition_metadata", ConsumerGroupPartitionMetadataKey, ConsumerGroupPartitionMetadataValue),
+    5: ("consumer_group_member_metadata", ConsumerGroupMemberMetadataKey, ConsumerGroupMemberMetadataValue),
+    6: ("consumer_group_target_assignment_metadata", ConsumerGroupTargetAssignmentMetadataKey,
+        ConsumerGroupTargetAssignmentMetadataValue),
+    7: ("consumer_group_target_assignment_member", ConsumerGroupTargetAssignmentMemberKey,
+        ConsumerGroupTargetAssignmentMemberValue),
+    8: ("consumer_group_current_member_assignment", ConsumerGroupCurrentMemberAssignmentKey,
+        ConsumerGroupCurrentMemberAssignmentValue),
+    9: ("share_group_partition_metadata", ShareGroupPartitionMetadataKey, ShareGroupPartitionMetadataValue),
+    10: ("share_group_member_metadata", ShareGroupMemberMetadataKey, ShareGroupMemberMetadataValue),
+    11: ("share_group_metadata", ShareGroupMetadataKey, ShareGroupMetadataValue),
+    12: ("share_group_target_assignment_metadata", ShareGroupTargetAssignmentMetadataKey,
+         ShareGroupTargetAssignmentMetadataValue),
+    13: ("share_group_target_assignment_member", ShareGroupTargetAssignmentMemberKey,
+         ShareGroupTargetAssignmentMemberValue),
+    14: ("share_group_current_member_assignment", ShareGroupCurrentMemberAssignmentKey,
+         ShareGroupCurrentMemberAssignmentValue),
+    15: ("share_group_state_partition_metadata", ShareGroupStatePartitionMetadataKey,
+         ShareGroupStatePartitionMetadataValue),
+    16: ("consumer_group_regular_expression", ConsumerGroupRegularExpressionKey, ConsumerGroupRegularExpressionValue),
+    17: ("streams_group_metadata", StreamsGroupMetadataKey, StreamsGroupMetadataValue),
+}
+
+# __share_group_state record type -> (kind, key, value)
+SHARE_STATE_RECORDS = {0: ("share_snapshot", ShareSnapshotKey, ShareSnapshotValue),
+                       1: ("share_update", ShareUpdateKey, ShareUpdateValue)}
+
+# __remote_log_metadata: the value is an ApiMessageAndVersion (apiKey, version as unsigned varints)
+REMOTE_LOG_METADATA_RECORDS = {m.api_key: m for m in (
+    RemoteLogSegmentMetadataRecord, RemoteLogSegmentMetadataUpdateRecord, RemotePartitionDeleteMetadataRecord,
+    RemoteLogSegmentMetadataSnapshotRecord)}
+
+# every schema in this module (for the round-trip property tests)
+ALL_MESSAGES = tuple(v for v in dict(globals()).values() if isinstance(v, Message))

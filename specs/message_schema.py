@@ -45,7 +45,8 @@ class F:
         # a field may keep the old encoding in flexible versions (RequestHeader.ClientId does)
         self.flexible = _range(flexible) if flexible is not None else "inherit"
         self.versions, self.nullable, self.tagged = _range(versions), _range(nullable), _range(tagged)
-        self.tag, self.fields = tag, fields
+        # Kafka's JSON sometimes spells a tag as a string ("0"); on the wire it is an unsigned varint
+        self.tag, self.fields = (None if tag is None else int(tag)), fields
         self.default = _default(type, default)
 
 
@@ -219,6 +220,10 @@ def _read_value(ctx: _Ctx, f: F, version, type_=None):
     sub = _sub_fields(f, ctx.structs)
     if sub is None:
         raise KafkaFormatError("schema", f"unknown type {t} of {f.name}")
+    if nullable:  # a nullable struct is preceded by an int8: -1 null, 1 present
+        marker = _STRUCTS["int8"].unpack(ctx.take(1))[0]
+        if marker < 0:
+            return None
     return _read_struct(ctx, sub, version)
 
 
@@ -296,4 +301,8 @@ def _build_value(out: bytearray, f: F, v, version, flexible, structs, type_=None
             else:
                 _build_value(out, f, item, version, flexible, structs, t[2:])
     else:
+        if _in(f.nullable, version):
+            out += _STRUCTS["int8"].pack(-1 if v is None else 1)
+            if v is None:
+                return
         _build_struct(out, _sub_fields(f, structs), v or {}, version, flexible, structs)

@@ -192,3 +192,19 @@ def test_diff_replicas(tmp_path, kfx):
     short = part(tmp_path, a[:2], name="d-0")
     rep = diff(pa, short)
     assert rep.first_diverging_offset == 5 and len(rep.only_in_a) == 1
+
+
+def test_transactions_v2_epoch_bump_per_transaction_is_normal(tmp_path):
+    """KIP-890 (transactions v2): every end marker carries the producer epoch bumped by one and the
+    next transaction starts at sequence 0 under it -- no producer finding; a write at an old epoch
+    after the bump is still a fenced producer."""
+    txn = lambda base, n, epoch: v2(base, n, producer_id=9, producer_epoch=epoch, base_sequence=0,  # noqa: E731
+                                    transactional=True, partition_leader_epoch=0)
+    batches = [txn(0, 2, 0), marker(2, 9, epoch=1), txn(3, 1, 1), marker(4, 9, abort=True, epoch=2),
+               txn(5, 3, 2), marker(8, 9, epoch=3)]
+    p = part(tmp_path, batches)
+    rep = analyze([p], AnalyzeOptions(now=NOW))
+    assert [(f.kind, f.first_offset) for f in rep.findings] == [("aborted-transaction", 3)]
+    assert rep.partitions[0].transactions == {"committed": 2, "aborted": 1, "open": 0}
+    p2 = part(tmp_path, batches + [txn(9, 1, 2)], name="p-1")
+    assert ("fenced-producer-write", 9, 9) in findings(p2)

@@ -1,0 +1,194 @@
+"""A KRaft 3.x/4.x log dir with each file kind (tests/fixtures/kraft-logdir, built by
+tests/fixtures/generate.py:kraft_main from specs/): snapshots, bootstrap.checkpoint and quorum-state
+read and checked; __share_group_state / __remote_log_metadata decoders; tiered-storage cache indexes at
+their real base; meta.properties, partition.metadata and .kafka_cleanshutdown identity checks."""
+import filecmp
+import json
+import os
+import shutil
+import sys
+
+import pytest
+
+from kafkaforensics import kraft
+from kafkaforensics.errors import KafkaFormatError
+from kafkaforensics.logdir import check_log_dirs, metadata_topic_ids, read_meta_properties
+from kafkaforensics.verify import verify
+from tests.conftest import FIXTURES
+
+KRAFT = os.path.join(FIXTURES, "kraft-logdir")
+MD = os.path.join(KRAFT, "__cluster_metadata-0")
+SNAP = os.path.join(MD, "00000000000000000005-0000000001.checkpoint")
+
+
+@pytest.fixture
+def logdir(tmp_path):
+    dst = tmp_path / "kraft"
+    shutil.copytree(KRAFT, dst)
+    return str(dst)
+
+
+def _lines(out):
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def test_fixture_is_what_the_generator_builds(tmp_path):
+    sys.path.insert(0, FIXTURES)
+    try:
+        import generate
+    finally:
+        sys.path.remove(FIXTURES)
+    built = generate.kraft_main(str(tmp_path / "again"))
+    cmp = filecmp.dircmp(KRAFT, built)
+    stack = [cmp]
+    while stack:
+        c = stack.pop()
+        assert not c.left_only and not c.right_only, (c.left_only, c.right_only)
+        _, mismatch, errors = filecmp.cmpfiles(c.left, c.right, c.common_files, shallow=False)
+        assert not mismatch and not errors, (c.left, mismatch, errors)
+        stack.extend(c.subdirs.values())
+
+
+def test_verify_the_kraft_logdir_is_clean(kfx):
+    rep = verify([KRAFT])
+    assert rep.ok, [str(p) for p in rep.problems]
+    assert [n.kind for n in rep.notes] == ["clean-shutdown"]
+    r = kfx("verify", KRAFT, "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["ok"]
+
+
+def test_snapshot_dump_text_and_json(kfx):
+    r = kfx("dump", SNAP)
+    assert r.exit_code == 0
+    assert "controlType: SNAPSHOT_HEADER" in r.stdout and "SNAPSHOT_FOOTER" in r.stdout
+    assert '"LogDirs": ["7V8tY5gLQk2vN3cFq1o8Zw"]' in r.stdout        # tagged field 0 of RegisterBrokerRecord v3
+    r = kfx("dump", SNAP, "--format", "json")
+    objs = _lines(r.stdout)
+    snap = objs[-1]["snapshot"]
+    assert snap["snapshotId"] == {"endOffset": 5, "epoch": 1}
+    assert snap["recordTypes"] == {"FeatureLevelRecord": 2, "RegisterBrokerRecord": 1, "UnfenceBrokerRecord": 1,
+                                   "TopicRecord": 1}
+    assert objs[0]["records"][0]["decoded"]["control"]["type"] == "SnapshotHeaderRecord"
+    r = kfx("dump", os.path.join(KRAFT, "bootstrap.checkpoint"), "--format", "json")
+    assert r.exit_code == 0 and _lines(r.stdout)[-1]["snapshot"]["snapshotId"] == {"endOffset": 0, "epoch": 0}
+
+
+def test_metadata_log_decodes_clear_elr_and_leader_change(kfx):
+    r = kfx("dump", os.path.join(MD, "00000000000000000000.log"), "--cluster-metadata-decoder")
+    assert r.exit_code == 0
+    assert '"type": "ClearElrRecord", "version": 0, "data": {"TopicName": "orders"}' in r.stdout
+    assert '"type": "LeaderChangeMessage"' in r.stdout and "UNKNOWN" not in r.stdout
+
+
+def test_quorum_state_dump_and_errors(kfx, tmp_path):
+    qs = os.path.join(MD, "quorum-state")
+    r = kfx("dump", qs, "--format", "json")
+    assert r.exit_code == 0
+    assert json.loads(r.stdout) == {"version": 1, "data": {"LeaderId": 1, "LeaderEpoch": 1, "VotedId": 1,
+                                                           "VotedDirectoryId": "7V8tY5gLQk2vN3cFq1o8Zw"}}
+    bad = tmp_path / "quorum-state"
+    bad.write_text('{"leaderId":1,"leaderEpoch":2,"votedId":-1,"appliedOffset":0,"data_version":0}')
+    with pytest.raises(KafkaFormatError, match="clusterId missing"):
+        kraft.read_quorum_state(str(bad))
+    v0 = '{"clusterId":"","leaderId":1,"leaderEpoch":2,"votedId":-1,"appliedOffset":0,"currentVoters":[{"voterId":1}],' \
+         '"data_version":0}'
+    bad.write_text(v0)
+    assert kraft.read_quorum_state(str(bad))["data"]["CurrentVoters"] == [{"VoterId": 1}]
+    bad.write_text(v0.replace('"leaderEpoch":2', '"leaderEpoch":"2"'))
+    r = kfx("verify", str(bad))
+    assert r.exit_code == 1 and "leaderEpoch is str, not int32" in r.stdout + r.stderr
+    bad.write_text("{not json")
+    r = kfx("dump", str(bad))
+    assert r.exit_code != 0 and "not JSON" in r.stdout + r.stderr
+
+
+def test_truncated_snapshot_has_no_footer(logdir, kfx):
+    snap = os.path.join(logdir, "__cluster_metadata-0", os.path.basename(SNAP))
+    data = open(snap, "rb").read()
+    footer_at = kraft.read_snapshot(snap)
+    assert footer_at["footer"] == {"Version": 0}
+    with open(snap, "r+b") as f:
+        f.truncate(377)                      # the footer batch starts at byte 377
+    got = kraft.read_snapshot(snap)
+    assert [p.kind for p in got["problems"]] == ["missing-footer"]
+    r = kfx("verify", logdir, "--json")
+    assert r.exit_code == 1
+    assert [p["kind"] for p in json.loads(r.stdout)["problems"]] == ["missing-footer"]
+    assert len(data) > 377
+
+
+def test_share_group_state_and_remote_log_metadata_decoders(kfx):
+    r = kfx("dump", os.path.join(KRAFT, "__share_group_state-0", "00000000000000000000.log"),
+            "--share-group-state-decoder", "--format", "json")
+    rec = _lines(r.stdout)[0]["records"][0]["decoded"]
+    assert rec["key"]["kind"] == "share_snapshot" and rec["value"]["data"]["StateBatches"][0]["DeliveryCount"] == 1
+    r = kfx("dump", os.path.join(KRAFT, "__remote_log_metadata-0", "00000000000000000000.log"),
+            "--remote-log-metadata-decoder", "--format", "json")
+    recs = [x["decoded"]["value"] for x in _lines(r.stdout)[0]["records"]]
+    assert [x["type"] for x in recs] == ["RemoteLogSegmentMetadataRecord", "RemoteLogSegmentMetadataUpdateRecord"] * 2
+    assert recs[2]["data"]["EndOffset"] == 199 and recs[3]["data"]["RemoteLogSegmentState"] == 1
+
+
+def test_remote_index_cache_file_read_at_its_base_offset(kfx):
+    path = os.path.join(KRAFT, "remote-log-index-cache", "100_Rm9yZW5zaWNTZWdtZW50Ag.index")
+    r = kfx("dump", path)
+    assert r.exit_code == 0 and "offset: 100 position: 0" in r.stdout and "offset: 180 position: 8192" in r.stdout
+    assert "Mismatches" not in r.stdout + r.stderr
+
+
+def test_meta_properties_validation_and_cross_check(logdir, tmp_path):
+    assert read_meta_properties(os.path.join(logdir, "meta.properties")) == {
+        "version": 1, "clusterId": "kfxKRaftClusterId00001", "nodeId": 1, "directoryId": "7V8tY5gLQk2vN3cFq1o8Zw"}
+    other = tmp_path / "second"
+    other.mkdir()
+    mp = other / "meta.properties"
+    mp.write_text("version=1\nnode.id=2\ncluster.id=elsewhere\ndirectory.id=7V8tY5gLQk2vN3cFq1o8Zw\n")
+    problems, _ = check_log_dirs([logdir, str(other)])
+    assert sorted(p.kind for p in problems) == ["cluster-id-mismatch", "duplicate-directory-id", "node-id-mismatch"]
+    for text, msg in (("version=1\ncluster.id=c\n", "node.id was not specified"),
+                      ("version=1\nnode.id=1\n", "cluster.id was not specified"),
+                      ("version=2\n", "only 0 and 1"),
+                      ("version=1\nnode.id=1\ncluster.id=c\ndirectory.id=AAAAAAAAAAAAAAAAAAAAAQ\n", "reserved"),
+                      ("version=1\nnode.id=1\ncluster.id=c\ndirectory.id=nope\n", "not a Kafka Uuid")):
+        mp.write_text(text)
+        with pytest.raises(KafkaFormatError, match=msg):
+            read_meta_properties(str(mp))
+    mp.write_text("broker.id=3\n")                          # v0, as ZooKeeper-era brokers wrote it
+    assert read_meta_properties(str(mp)) == {"version": 0, "clusterId": None, "nodeId": 3, "directoryId": None}
+
+
+def test_partition_metadata_topic_id_against_the_metadata_log(logdir, kfx):
+    assert metadata_topic_ids(os.path.join(logdir, "__cluster_metadata-0")) == {"orders": "q3Bq1nEAR5uD4qPQ0Kh0bw"}
+    with open(os.path.join(logdir, "orders-0", "partition.metadata"), "w") as f:
+        f.write("version: 0\ntopic_id: Zm9yZWlnblRvcGljSWQwMA\n")
+    r = kfx("verify", logdir, "--json")
+    assert r.exit_code == 1
+    assert [p["kind"] for p in json.loads(r.stdout)["problems"]] == ["topic-id-mismatch"]
+
+
+def test_clean_shutdown_file(logdir, kfx):
+    r = kfx("dump", os.path.join(logdir, ".kafka_cleanshutdown"), "--format", "json")
+    assert json.loads(r.stdout) == {"version": 0, "brokerEpoch": 7}
+    with open(os.path.join(logdir, ".kafka_cleanshutdown"), "w") as f:
+        f.write("{}")
+    r = kfx("verify", logdir, "--json")
+    assert r.exit_code == 1 and json.loads(r.stdout)["problems"][0]["kind"] == "clean-shutdown"
+
+
+def test_analyze_lists_remote_segments_and_a_gap_between_tiers(logdir, kfx):
+    from kafkaforensics.analyzer import AnalyzeOptions, analyze
+    from kafkaforensics.batch import Record
+    from kafkaforensics.builder import build_v2
+    from kafkaforensics.writer import write_partition
+    r = kfx("analyze", logdir, "--json", "--now", 1_700_000_000_000)
+    assert r.exit_code == 0
+    orders = next(p for p in json.loads(r.stdout)["partitions"] if p["partition"] == "orders-0")
+    assert orders["logStartOffset"] == 200
+    assert [(s["startOffset"], s["endOffset"], s["state"]) for s in orders["remoteSegments"]] == \
+        [(0, 99, "COPY_SEGMENT_FINISHED"), (100, 199, "COPY_SEGMENT_FINISHED")]
+    # the local log now begins at 250: 200..249 are in neither tier
+    shutil.rmtree(os.path.join(logdir, "orders-0"))
+    write_partition(os.path.join(logdir, "orders-0"), [build_v2([Record(250, 1, b"k", b"v", [])], base_offset=250)])
+    rep = analyze([logdir], AnalyzeOptions(now=1_700_000_000_000))
+    gap = [f for f in rep.findings if f.kind == "tiered-gap"]
+    assert [(f.partition, f.first_offset, f.last_offset) for f in gap] == [("orders-0", 200, 249)]
