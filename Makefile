@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test bench fixtures clean
+.PHONY: install demo test bench fixtures clean fuzz crashpoints
 
 $(STAMP): pyproject.toml
 	@# system tools the tests drive: Debian's chromium (HTML report) and kcat (a real client)
@@ -25,6 +25,16 @@ demo: install
 
 test: install
 	$(BIN)/python -m pytest -q
+
+# the long fuzzing campaign (resumable: state in tests/fixtures/fuzz-corpus/campaign.json)
+FUZZ_MINUTES ?= 20
+FUZZ_PER_TARGET ?= 1000000
+fuzz: install
+	nice -n 10 $(BIN)/python -m kafkaforensics.fuzz --minutes $(FUZZ_MINUTES) --per-target $(FUZZ_PER_TARGET)
+
+# recover, reindex, compact and retention killed (SIGKILL) at every crash point of the atomic-write path
+crashpoints: install
+	KFX_CRASH_ALL=1 nice -n 10 $(BIN)/python -m pytest -q -s -p no:cacheprovider tests/test_crash_points.py
 
 bench: install
 	$(BIN)/python benchmarks/run.py

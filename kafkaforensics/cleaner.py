@@ -456,14 +456,17 @@ def _clean_group(pdir, group, omap, txn, active, upper, now, opts, stats, legacy
                     stats.records_after += kept
                     stats.bytes_after += len(data)
         out.flush()
+        fsutil._step("fsync")
         os.fsync(out.fileno())
     idx.close()
     for suf, data in ((INDEX, offset_index.to_bytes(idx.offsets, base)),
                       (TIMEINDEX, time_index.to_bytes(idx.times, base)),
                       (TXNINDEX, txn_index.to_bytes(txn.cleaned_index))):
+        fsutil._step("write")
         with open(names[suf], "wb") as f:
             f.write(data)
             f.flush()
+            fsutil._step("fsync")
             os.fsync(f.fileno())
     mtime = group[-1].mtime  # the cleaned segment keeps the last source segment's modification time
     os.utime(names[LOG], (mtime, mtime))

@@ -1,4 +1,10 @@
-"""Crash-safe file changes: temp file, fsync, atomic rename, backups, directory fsync."""
+"""Crash-safe file changes: temp file, fsync, atomic rename, backups, directory fsync.
+
+Every change to a file system that a repair makes goes through :func:`_step` first, between each
+write, fsync and rename. Two fault-injection hooks sit there: :data:`FAULT_HOOK` (in-process tests
+raise from it) and the environment variable ``KFX_CRASH_AT=N``, which kills the process with SIGKILL
+at the N-th step (no cleanup, no flush: what a power cut or ``kill -9`` leaves), counted per process.
+"""
 from __future__ import annotations
 
 import os
@@ -8,11 +14,24 @@ import tempfile
 #: Called with the operation's name before every change this module makes to a file system.
 #: Tests set it to a function that raises after N calls, to prove each step is crash-safe.
 FAULT_HOOK = None
+CRASH_ENV = "KFX_CRASH_AT"
+_steps = [0]
 
 
 def _step(name: str) -> None:
     if FAULT_HOOK is not None:
         FAULT_HOOK(name)
+    at = os.environ.get(CRASH_ENV)
+    if at:
+        _steps[0] += 1
+        if _steps[0] >= int(at):
+            import signal
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def reset_crash_counter() -> None:
+    """Count ``KFX_CRASH_AT`` steps from zero again (a forked child starting its own run)."""
+    _steps[0] = 0
 
 
 def fsync_dir(path: str) -> None:
@@ -37,6 +56,7 @@ def atomic_write(path: str, data: bytes, *, backup_dir: str | None = None) -> No
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
+            _step("fsync")
             os.fsync(f.fileno())
         _step("rename")
         os.replace(tmp, path)
@@ -44,6 +64,7 @@ def atomic_write(path: str, data: bytes, *, backup_dir: str | None = None) -> No
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    _step("fsync-dir")
     fsync_dir(d)
 
 
@@ -55,8 +76,10 @@ def backup_file(path: str, backup_dir: str) -> str:
     if os.path.exists(dest):  # never overwrite an earlier backup: the first one is the original
         return dest
     shutil.copy2(path, dest + ".kfx-tmp")
+    _step("fsync")
     with open(dest + ".kfx-tmp", "rb+") as f:
         os.fsync(f.fileno())
+    _step("rename")
     os.replace(dest + ".kfx-tmp", dest)
     fsync_dir(backup_dir)
     return dest
@@ -70,6 +93,7 @@ def truncate_file(path: str, size: int, *, backup_dir: str | None = None) -> Non
     with open(path, "rb+") as f:
         f.truncate(size)
         f.flush()
+        _step("fsync")
         os.fsync(f.fileno())
 
 
@@ -79,12 +103,14 @@ def remove_file(path: str, *, backup_dir: str | None = None) -> None:
         backup_file(path, backup_dir)
     _step("delete")
     os.unlink(path)
+    _step("fsync-dir")
     fsync_dir(os.path.dirname(os.path.abspath(path)))
 
 
 def rename(src: str, dst: str) -> None:
     _step("rename")
     os.replace(src, dst)
+    _step("fsync-dir")
     fsync_dir(os.path.dirname(os.path.abspath(dst)))
 
 

@@ -55,6 +55,15 @@ class Connection:
         self.max_frame = max_frame
         self.closed = False
 
+    def pending(self) -> int:
+        """Bytes of the unfinished frame in the buffer, as its size prefix declares them (what a
+        server reserves before reading the rest); 0 with no frame begun."""
+        if not self.buf:
+            return 0
+        if len(self.buf) < 4:
+            return 4
+        return 4 + max(0, _I32.unpack_from(self.buf, 0)[0])
+
     def receive_data(self, data: bytes) -> list:
         if self.closed:
             return []

@@ -200,7 +200,11 @@ def _plan_leftovers(d: _Dir, plan: list[Action]) -> None:
     swaps, cleaned = [], []
     min_cleaned = None
     for n in list(d.files):
-        if n.endswith(".deleted") and not n.endswith(".checkpoint.deleted"):
+        if n.endswith(".kfx-tmp"):  # a temp file of a kfx repair killed before its rename
+            plan.append(Action("delete", d.full(n), "temp file of an interrupted kfx write",
+                               phase=PHASES["leftover-delete"]))
+            del d.files[n]
+        elif n.endswith(".deleted") and not n.endswith(".checkpoint.deleted"):
             plan.append(Action("delete", d.full(n), "stray file marked for deletion", phase=PHASES["leftover-delete"]))
             del d.files[n]
         elif n.endswith(".cleaned"):

@@ -142,6 +142,9 @@ class BatchScanner:
         window = window or RUN_WINDOW
         copy = memoryview(bytearray(window)) if fd is not None else None
         pos = released = self.start
+        if pos < 0:
+            self._step(pos)
+            return
         while True:
             released = self._release(pos, released)
             positions, bad_crc, headers = [], [], bytearray()
@@ -179,6 +182,9 @@ class BatchScanner:
         """The batch at ``pos``, or None when the walk ends there (``stop`` says why)."""
         buf, end = self.buf, self.end
         self.valid_bytes = pos
+        if pos < 0:  # a start taken from a damaged index entry
+            self._problem(pos, None, "bad-position", f"position {pos} is before the start of the file")
+            return None
         if pos >= end - R.HEADER_SIZE_UP_TO_MAGIC:
             if pos < end:
                 self._problem(pos, None, "trailing-bytes",

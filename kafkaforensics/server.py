@@ -3,37 +3,84 @@
 ``serve_forever`` for ``kfx serve``; :class:`BrokerThread` runs one on a free port in a background
 thread for tests (``with BrokerThread(log_dir) as b: ... b.bootstrap``).  A malformed or oversized
 request closes that connection with a logged reason; the server goes on.
+
+Caps in the socket layer, as Kafka's broker has them: a request frame larger than
+``max_request_bytes`` (``socket.request.max.bytes``, 100 MiB) closes its connection before anything
+is buffered; connections beyond ``max_connections`` (``max.connections``) are closed as they are
+accepted; bytes buffered in unfinished frames over all connections are capped
+(``max_buffered_bytes``, like ``queued.max.request.bytes`` and its memory pool): a connection
+reserves the declared size of its unfinished frame before reading on, and waits while the
+reservations of the others exceed the cap; a connection that sends nothing for ``idle_ms``
+(``connections.max.idle.ms``, 10 minutes) is closed.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 import threading
+from dataclasses import dataclass
 
 from .group_coordinator import GroupCoordinator
-from .protocol import (Connection, ProtocolViolation, Request, UnsupportedRequest, encode_response,
-                       encode_response_parts)
+from .protocol import (MAX_FRAME_BYTES, Connection, ProtocolViolation, Request, UnsupportedRequest,
+                       encode_response, encode_response_parts)
 from .replay import UNSUPPORTED_VERSION, ReplayBroker
 
 log = logging.getLogger("kfx.serve")
 MAX_WAIT_CAP_MS = 500
 
 
+MAX_CONNECTIONS = 1000
+MAX_BUFFERED_BYTES = 512 * 1024 * 1024
+IDLE_MS = 600_000
+
+
+@dataclass
+class Limits:
+    """The socket layer's caps (see the module docstring); Kafka's defaults where Kafka has one."""
+    max_request_bytes: int = MAX_FRAME_BYTES
+    max_connections: int = MAX_CONNECTIONS
+    max_buffered_bytes: int = MAX_BUFFERED_BYTES
+    idle_ms: int = IDLE_MS
+
+
 class _Server:
-    def __init__(self, broker: ReplayBroker, groups: GroupCoordinator):
+    def __init__(self, broker: ReplayBroker, groups: GroupCoordinator, limits: Limits | None = None):
         self.broker = broker
         self.groups = groups
         self.appended = asyncio.Event()  # set when a produce lands: wakes long-polling fetches
+        self.limits = limits or Limits()
+        self.connections = 0
+        self.buffered = 0  # bytes held in unfinished frames, all connections together
 
     async def client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        conn = Connection()
         peer = writer.get_extra_info("peername")
+        lim = self.limits
+        if self.connections >= lim.max_connections:
+            log.warning("closing %s: %d connections open (max_connections)", peer, self.connections)
+            writer.close()
+            return
+        self.connections += 1
+        conn = Connection(max_frame=lim.max_request_bytes)
+        held = 0
         try:
             while True:
-                data = await reader.read(1 << 16)
+                need = conn.pending()
+                if need:  # an unfinished frame: reserve its declared size before reading on
+                    waited = 0.0
+                    while self.buffered >= lim.max_buffered_bytes and waited * 1000 < lim.idle_ms:
+                        await asyncio.sleep(0.01)  # back-pressure: wait until others' frames are done
+                        waited += 0.01
+                    held, self.buffered = need, self.buffered + need
+                try:
+                    data = await asyncio.wait_for(reader.read(1 << 16), lim.idle_ms / 1000)
+                except asyncio.TimeoutError:
+                    log.warning("closing %s: idle for %d ms", peer, lim.idle_ms)
+                    return
                 if not data:
                     return
-                for ev in conn.receive_data(data):
+                events = conn.receive_data(data)
+                self.buffered, held = self.buffered - held, 0
+                for ev in events:
                     if isinstance(ev, ProtocolViolation):
                         log.warning("closing %s: %s", peer, ev.reason)
                         return
@@ -48,6 +95,8 @@ class _Server:
         except Exception:  # a bug must cost one connection, never the server
             log.exception("closing %s after an internal error", peer)
         finally:
+            self.buffered -= held
+            self.connections -= 1
             writer.close()
 
     async def respond(self, ev) -> bytes:
@@ -118,13 +167,15 @@ def default_state_path(log_dir: str) -> str:
 
 
 async def start(log_dir: str, host: str = "127.0.0.1", port: int = 9092, advertised_host: str | None = None,
-                node_id: int = 0, state_path: str | None = None, writable: bool = False):
+                node_id: int = 0, state_path: str | None = None, writable: bool = False,
+                limits: Limits | None = None):
     broker = ReplayBroker(log_dir, node_id=node_id, host=advertised_host or host, port=port, writable=writable)
     groups = GroupCoordinator(state_path or default_state_path(log_dir),
                               offsets_writer=broker.write_offset_commits if writable else None)
-    srv = _Server(broker, groups)
+    srv = _Server(broker, groups, limits)
     asyncio.get_running_loop().create_task(groups.expire_loop())
     server = await asyncio.start_server(srv.client, host, port)
+    server.edge = srv  # the socket layer's counters (connections, buffered bytes), for tests
     actual = server.sockets[0].getsockname()[1]
     broker.port = actual
     return server, broker
@@ -143,8 +194,10 @@ def serve_forever(log_dir: str, host: str, port: int, advertised_host: str | Non
 class BrokerThread:
     """A replay broker on 127.0.0.1 and a free port, in a background thread (tests, notebooks)."""
 
-    def __init__(self, log_dir: str, node_id: int = 0, state_path: str | None = None, writable: bool = False):
+    def __init__(self, log_dir: str, node_id: int = 0, state_path: str | None = None, writable: bool = False,
+                 limits: Limits | None = None):
         self.log_dir, self.node_id, self.state_path, self.writable = log_dir, node_id, state_path, writable
+        self.limits = limits
         self.loop = asyncio.new_event_loop()
         self.port = None
 
@@ -156,8 +209,10 @@ class BrokerThread:
             self.server, self.broker = self.loop.run_until_complete(start(self.log_dir, "127.0.0.1", 0,
                                                                           node_id=self.node_id,
                                                                           state_path=self.state_path,
-                                                                          writable=self.writable))
+                                                                          writable=self.writable,
+                                                                          limits=self.limits))
             self.port = self.broker.port
+            self.edge = self.server.edge
             ready.set()
             self.loop.run_forever()
         self.thread = threading.Thread(target=run, daemon=True)
