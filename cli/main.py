@@ -433,6 +433,7 @@ def analyze(paths: List[str] = typer.Argument(..., help="Segments, partition dir
         rep = analyze_paths(paths, AnalyzeOptions(now=now))
     except OSError as e:
         _fail(str(e))
+    from kafkaforensics.report_html import iso
     if html_out:
         from kafkaforensics.report_html import render
         from kafkaforensics.fsutil import atomic_write
@@ -446,7 +447,7 @@ def analyze(paths: List[str] = typer.Argument(..., help="Segments, partition dir
             t.add_column(col)
         for p in rep.partitions:
             n = sum(1 for f in rep.findings if f.partition == p.partition and f.severity != "info")
-            span = f"{p.first_timestamp}..{p.last_timestamp}" if p.first_timestamp is not None else "-"
+            span = f"{iso(p.first_timestamp)}..{iso(p.last_timestamp)}" if p.first_timestamp is not None else "-"
             tx = p.transactions
             offs = f"{p.log_start_offset}..{p.log_end_offset - 1}" if p.log_start_offset is not None else "-"
             t.add_row(p.partition, offs, span, str(p.bytes),

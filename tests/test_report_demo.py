@@ -39,6 +39,7 @@ def test_remedies_in_json_and_text(damaged, kfx):
     assert hang["offsetRange"][0] == first and hang["position"] is not None
     assert (f"kafka-transactions.sh --bootstrap-server HOST:PORT abort --topic payments --partition 0 "
             f"--start-offset {first}") in hang["remedy"]
+    assert f"--producer-id {TXN_PID} --producer-epoch 0 --coordinator-epoch 0" in hang["remedy"]  # brokers < 3.0
     idx = by_kind["index-mismatch"][0]
     assert idx["remedy"].startswith("kfx reindex " + planted["corrupt-index"]["file"][:-len(".index")] + ".log")
     torn = by_kind["truncated-batch"][0]
