@@ -110,8 +110,12 @@ def verify(paths: List[str] = typer.Argument(..., help="Segment files, partition
             rep = verify_paths(paths, progress=lambda n: bar.advance(task, n), max_batch_bytes=max_message_bytes)
     except OSError as e:
         _fail(str(e))
+    from kafkaforensics.analyzer import problem_remedy
     if as_json:
-        print(json.dumps(rep.to_json()))
+        j = rep.to_json()
+        for d, p in zip(j["problems"], rep.problems):
+            d["remedy"] = problem_remedy(p)
+        print(json.dumps(j))
     else:
         out = Console()
         t = Table(title="kfx verify")
@@ -125,7 +129,8 @@ def verify(paths: List[str] = typer.Argument(..., help="Segment files, partition
         for n in rep.notes:
             out.print(f"[dim]note: {n}[/dim]", highlight=False)
         for p in rep.problems:
-            out.print(f"[red]problem:[/red] {p}", highlight=False)
+            out.print(f"[red]problem:[/red] {p}", highlight=False, soft_wrap=True)
+            out.print(f"  remedy: {problem_remedy(p)}", highlight=False, soft_wrap=True, markup=False)
         out.print(f"{rep.files} files, {rep.batches} batches, {rep.bytes} bytes: "
                   + ("[green]OK[/green]" if rep.ok else f"[red]{len(rep.problems)} problem(s)[/red]"))
     raise typer.Exit(EXIT_OK if rep.ok else EXIT_PROBLEMS)

@@ -129,6 +129,13 @@ def remedy_for(f: Finding, partition_dir: str, producer: tuple | None = None) ->
     return f"kfx recover --dry-run {d} shows what Kafka's log loading would do"
 
 
+def problem_remedy(p) -> str:
+    """The remedy for a :class:`~.errors.Problem` of ``kfx verify`` (the partition dir taken from its file)."""
+    f = Finding(p.kind, "error", "", p.offset, p.offset, p.position, p.file, p.detail)
+    d = os.path.dirname(os.path.abspath(p.file)) if p.file else "."
+    return remedy_for(f, d if parse_partition_dir_name(d) else (p.file or "."))
+
+
 @dataclass
 class PartitionSummary:
     partition: str

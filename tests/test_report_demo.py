@@ -236,6 +236,8 @@ def test_each_planted_problem_is_found_then_recovered(damaged, tmp_path, kfx):
     r = kfx("verify", logdir, "--json")
     assert r.exit_code == 1
     probs = json.loads(r.stdout)["problems"]
+    assert all(p["remedy"] for p in probs)  # verify's problems carry the same remedies as analyze's findings
+    assert any(p["remedy"].startswith("kfx reindex ") for p in probs if p["kind"] == "index-mismatch")
     rel = lambda p: os.path.relpath(p, damaged[0])  # noqa: E731
     mine = lambda p: os.path.relpath(p, logdir)  # noqa: E731
     found = {(p["kind"], mine(p["file"]).replace(".index", ".log") if p["kind"] != "leftover-file" else mine(p["file"]),
