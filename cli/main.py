@@ -445,6 +445,8 @@ def analyze(paths: List[str] = typer.Argument(..., help="Segments, partition dir
         atomic_write(html_out, render(rep, "kfx analyze " + " ".join(paths), paths).encode())
     if as_json:
         print(json.dumps(rep.to_json()))
+        if html_out:
+            err.print(f"report: {html_out}", highlight=False, soft_wrap=True, markup=False)
     else:
         c = Console()
         t = Table(title="kfx analyze")
