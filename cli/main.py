@@ -128,8 +128,12 @@ def verify(paths: List[str] = typer.Argument(..., help="Segment files, partition
             rep = verify_paths(paths, progress=lambda n: bar.advance(task, n), max_batch_bytes=max_message_bytes)
     except OSError as e:
         _fail(str(e))
+    from kafkaforensics.analyzer import problem_remedy
     if as_json:
-        print(json.dumps(rep.to_json()))
+        j = rep.to_json()
+        for d, p in zip(j["problems"], rep.problems):
+            d["remedy"] = problem_remedy(p)
+        print(json.dumps(j))
     else:
         out = Console()
         t = Table(title="kfx verify")
@@ -143,7 +147,8 @@ def verify(paths: List[str] = typer.Argument(..., help="Segment files, partition
         for n in rep.notes:
             out.print(f"[dim]note: {n}[/dim]", highlight=False)
         for p in rep.problems:
-            out.print(f"[red]problem:[/red] {p}", highlight=False)
+            out.print(f"[red]problem:[/red] {p}", highlight=False, soft_wrap=True)
+            out.print(f"  remedy: {problem_remedy(p)}", highlight=False, soft_wrap=True, markup=False)
         out.print(f"{rep.files} files, {rep.batches} batches, {rep.bytes} bytes: "
                   + ("[green]OK[/green]" if rep.ok else f"[red]{len(rep.problems)} problem(s)[/red]"))
     raise typer.Exit(EXIT_OK if rep.ok else EXIT_PROBLEMS)
@@ -483,12 +488,15 @@ def analyze(paths: List[str] = typer.Argument(..., help="Segments, partition dir
         rep = analyze_paths(paths, AnalyzeOptions(now=now))
     except OSError as e:
         _fail(str(e))
+    from kafkaforensics.report_html import iso
     if html_out:
         from kafkaforensics.report_html import render
         from kafkaforensics.fsutil import atomic_write
         atomic_write(html_out, render(rep, "kfx analyze " + " ".join(paths), paths).encode())
     if as_json:
         print(json.dumps(rep.to_json()))
+        if html_out:
+            err.print(f"report: {html_out}", highlight=False, soft_wrap=True, markup=False)
     else:
         c = Console()
         t = Table(title="kfx analyze")
@@ -496,7 +504,7 @@ def analyze(paths: List[str] = typer.Argument(..., help="Segments, partition dir
             t.add_column(col)
         for p in rep.partitions:
             n = sum(1 for f in rep.findings if f.partition == p.partition and f.severity != "info")
-            span = f"{p.first_timestamp}..{p.last_timestamp}" if p.first_timestamp is not None else "-"
+            span = f"{iso(p.first_timestamp)}..{iso(p.last_timestamp)}" if p.first_timestamp is not None else "-"
             tx = p.transactions
             offs = f"{p.log_start_offset}..{p.log_end_offset - 1}" if p.log_start_offset is not None else "-"
             t.add_row(p.partition, offs, span, str(p.bytes),

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import time as _time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 from specs import checkpoints as C
 
@@ -71,15 +71,20 @@ _TAIL_KINDS = {"crc-mismatch", "zeroed-tail", "bad-size", "truncated-batch", "tr
                "compression", "record"}
 
 
-def remedy_for(f: Finding, partition_dir: str) -> str:
-    """One line saying what to do about a finding, with the real paths, topic, partition and offsets."""
+def remedy_for(f: Finding, partition_dir: str, producer: tuple | None = None) -> str:
+    """One line saying what to do about a finding, with the real paths, topic, partition and offsets.
+
+    ``producer``: (producer id, epoch, coordinator epoch) of a hanging transaction, for the form of
+    the abort command that brokers before 3.0 need (TransactionsCommand's abort options)."""
     k, d = f.kind, partition_dir
     tp = parse_partition_dir_name(d)
     if k == "hanging-transaction":
         topic, part = tp if tp else ("TOPIC", "PARTITION")
+        old = (f"; brokers before 3.0: --producer-id {producer[0]} --producer-epoch {producer[1]} "
+               f"--coordinator-epoch {max(0, producer[2])} instead of --start-offset" if producer else "")
         return (f"abort it through the cluster: kafka-transactions.sh --bootstrap-server HOST:PORT abort "
                 f"--topic {topic} --partition {part} --start-offset {f.first_offset} "
-                "(kfx recover cannot: the marker must come from the transaction coordinator)")
+                f"(kfx recover cannot: the marker must come from the transaction coordinator{old})")
     if k in _INDEX_KINDS:
         target = f.file or d
         if k == "orphan-index":
@@ -112,7 +117,8 @@ def remedy_for(f: Finding, partition_dir: str) -> str:
     if k == "aborted-transaction":
         return "nothing to do: read_committed consumers skip these records"
     if k in ("leader-epoch-mismatch", "leader-epoch-regression", "epoch-order", "epoch-beyond-log-end"):
-        return f"kfx recover {d} truncates leader-epoch-checkpoint at the log end; kfx diff the replicas to find the divergence"
+        return (f"kfx recover --dry-run {d} (recovery rewrites leader-epoch-checkpoint up to the log end); "
+                "kfx diff the replicas to find where they diverge")
     if k == "leader-epoch-boundaries":
         return "nothing to do: where a diverging follower would truncate"
     if k in ("snapshot-mismatch", "snapshot-beyond-log-end"):
@@ -122,6 +128,13 @@ def remedy_for(f: Finding, partition_dir: str) -> str:
     if k == "segment-overlap":
         return f"kfx recover --dry-run {d}; keep the original files as evidence and kfx salvage into a new directory"
     return f"kfx recover --dry-run {d} shows what Kafka's log loading would do"
+
+
+def problem_remedy(p) -> str:
+    """The remedy for a :class:`~.errors.Problem` of ``kfx verify`` (the partition dir taken from its file)."""
+    f = Finding(p.kind, "error", "", p.offset, p.offset, p.position, p.file, p.detail)
+    d = os.path.dirname(os.path.abspath(p.file)) if p.file else "."
+    return remedy_for(f, d if parse_partition_dir_name(d) else (p.file or "."))
 
 
 @dataclass
@@ -153,10 +166,8 @@ class PartitionSummary:
     producer_spans: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
-        d = asdict(self)
-        for k in ("timeline", "segment_starts", "segment_info", "txns", "producer_spans"):
-            d.pop(k)
-        return {_camel(k): v for k, v in d.items()}
+        skip = ("timeline", "segment_starts", "segment_info", "txns", "producer_spans")  # the report's material
+        return {_camel(f.name): getattr(self, f.name) for f in fields(self) if f.name not in skip}
 
 
 def _camel(s: str) -> str:
@@ -258,6 +269,7 @@ def _analyze_partition(pd: PartitionDir, ckpts: dict, now: int, opts: AnalyzeOpt
         except KafkaFormatError:
             pass  # reported by verify
     a = _Walk(name, summ, rep, now, opts, cleaner_ck, epochs)
+    a.path = pd.path
     first_finding = len(rep.findings) - len(vr.problems)
     base_pos = 0
     for seg in pd.segments:
@@ -281,7 +293,8 @@ def _analyze_partition(pd: PartitionDir, ckpts: dict, now: int, opts: AnalyzeOpt
     a.snapshot_check(None, snapshots)
     a.finish()
     for f in rep.findings[first_finding:]:
-        f.remedy = remedy_for(f, pd.path)
+        if not f.remedy:
+            f.remedy = remedy_for(f, pd.path)
 
 
 class _Walk:
@@ -301,6 +314,7 @@ class _Walk:
         self.pending_gaps = []
         self.tl_every = 1
         self.seg_end = None
+        self.path = name
         self.open_txn = {}           # pid -> the transaction being written (a dict of summ.txns' form)
 
     def add(self, kind, severity, first, last, b, explanation):
@@ -554,11 +568,14 @@ class _Walk:
             t = self.open_txn.get(pid)
             if t is not None:
                 s.txns.append(t)
-            self.rep.findings.append(Finding(
+            f = Finding(
                 "hanging-transaction", "warning", self.name, first, (s.log_end_offset or first + 1) - 1,
                 t["position"] if t else None, t["file"] if t else None,
                 f"producer {pid}'s transaction from offset {first} has no marker: it pins the last stable offset "
-                f"at {min(self.state.ongoing)}, so read_committed consumers stop there"))
+                f"at {min(self.state.ongoing)}, so read_committed consumers stop there")
+            e = self.state.producers[pid]
+            f.remedy = remedy_for(f, self.path, (pid, e.epoch, e.coordinator_epoch))
+            self.rep.findings.append(f)
         s.last_stable_offset = min(self.state.ongoing) if self.state.ongoing else s.log_end_offset
         s.producers = len(self.state.producers)
         if len(self.epochs) > 1:

@@ -139,5 +139,10 @@ def _segment_base(target: str, topic: str, partition: int) -> int:
 if __name__ == "__main__":  # python -m kafkaforensics.damaged_sample TARGET
     import sys
 
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m kafkaforensics.damaged_sample NEW_DIR")
+    if os.path.exists(sys.argv[1]):
+        print(f"error: {sys.argv[1]} exists (the damaged copy is made in a new directory)", file=sys.stderr)
+        sys.exit(2)
     for kind, where in make_damaged_logdir(sys.argv[1]).items():
         print(f"planted {kind}: " + ", ".join(f"{k} {v}" for k, v in where.items()))

@@ -22,6 +22,8 @@ W, H, PAD = 900, 220, 40
 SEVERITIES = (("error", "Errors (damage)"), ("warning", "Warnings (suspicious)"), ("info", "Notes"))
 #: findings listed per kind and partition; the rest are counted (a log with a regression on every batch)
 MAX_FINDINGS_PER_KIND = 100
+#: byte-range rows on the whole page: with more segments, adjacent ranges of a segment are merged
+MAX_BUCKET_ROWS = 4000
 
 _e = html.escape
 
@@ -67,7 +69,26 @@ def _seg_of(p: PartitionSummary, file: str | None):
                  or (name[:20].isdigit() and g["baseOffset"] == int(name[:20]))), None)
 
 
-def _target(p: PartitionSummary, f: Finding) -> str | None:
+def _merged(g: dict, factor: int) -> list:
+    """A segment's byte-range buckets, ``factor`` adjacent ones merged into one."""
+    if factor == 1:
+        return g["buckets"]
+    out = []
+    for i in range(0, len(g["buckets"]), factor):
+        group = [b for b in g["buckets"][i:i + factor] if b is not None]
+        out.append(None if not group else [group[0][0], group[-1][1], group[0][2], max(b[3] for b in group),
+                                           sum(b[4] for b in group), sum(b[5] for b in group),
+                                           set().union(*(b[6] for b in group))])
+    return out
+
+
+def _bucket_factor(rep: AnalysisReport) -> int:
+    n = sum(sum(1 for b in g["buckets"] if b is not None)
+            for p in rep.partitions for g in p.segment_info if g["buckets"] is not None)
+    return max(1, -(-n // MAX_BUCKET_ROWS))
+
+
+def _target(p: PartitionSummary, f: Finding, factor: int = 1) -> str | None:
     """The anchor a finding links to: its batch's row, the bucket holding its byte, the segment's
     damaged tail, or the segment; else the row holding its first offset."""
     g = _seg_of(p, f.file)
@@ -79,7 +100,7 @@ def _target(p: PartitionSummary, f: Finding) -> str | None:
             if any(r[0] == f.position for r in g["rows"]):
                 return seg + f"-b{f.position}"
         else:
-            for k, bk in enumerate(g["buckets"]):
+            for k, bk in enumerate(_merged(g, factor)):
                 if bk is not None and bk[0] <= f.position < bk[1]:
                     return seg + f"-k{k}"
         return seg
@@ -237,7 +258,7 @@ def _offsets_svg(p: PartitionSummary, findings) -> str:
             "</svg>")
 
 
-def _batch_table(p: PartitionSummary, g: dict, marked: set) -> str:
+def _batch_table(p: PartitionSummary, g: dict, marked: set, factor: int = 1) -> str:
     a = _anchor("p", p.partition, "s", g["baseOffset"])
     offs = f"offsets {g['firstOffset']}..{g['lastOffset']}" if g["firstOffset"] is not None else "no batches"
     out = [f"<h4 id='{_e(a)}'>{_e(os.path.basename(g['file']))}: bytes {g['start']:,}..{g['start'] + g['size']:,} "
@@ -252,10 +273,11 @@ def _batch_table(p: PartitionSummary, g: dict, marked: set) -> str:
                        f"<td>{_v(count)}</td><td>{codec}</td><td>{_ts(ts if ts >= 0 else None)}</td>"
                        f"<td>{'' if pid < 0 else pid}</td><td>{_e(flags)}</td><td>{magic}</td></tr>")
     else:
-        out.append(f"<p class='note'>{g['batches']:,} batches: shown as {len(g['buckets'])} byte ranges.</p>"
+        buckets = _merged(g, factor)
+        out.append(f"<p class='note'>{g['batches']:,} batches: shown as {sum(1 for b in buckets if b)} byte ranges.</p>"
                    "<table class='batches'><tr><th>bytes</th><th>offsets</th><th>batches</th><th>records</th>"
                    "<th>codecs</th></tr>")
-        for k, bk in enumerate(g["buckets"]):
+        for k, bk in enumerate(buckets):
             if bk is None:
                 continue
             out.append(f"<tr id='{_e(a)}-k{k}'><td>{bk[0]}..{bk[1]}</td><td>{bk[2]}..{bk[3]}</td><td>{bk[4]}</td>"
@@ -289,6 +311,7 @@ def render(rep: AnalysisReport, title: str = "kfx analyze", paths=()) -> str:
            f"Report written {_e(iso(int(_dt.datetime.now(_dt.timezone.utc).timestamp() * 1000)))}.</p>",
            "<h2>Summary for the incident ticket</h2>",
            f"<pre class='summary' id='summary'>{_e(ticket_summary(rep, paths))}</pre>"]
+    factor = _bucket_factor(rep)
     marked = {}
     for f in rep.findings:
         p = parts.get(f.partition)
@@ -310,7 +333,7 @@ def render(rep: AnalysisReport, title: str = "kfx analyze", paths=()) -> str:
             if shown[k] > MAX_FINDINGS_PER_KIND:
                 continue
             p = parts.get(f.partition)
-            t = _target(p, f) if p else None
+            t = _target(p, f, factor) if p else None
             link = (lambda text: f"<a href='#{_e(t)}'>{text}</a>" if t and text else (text or _v(None)))
             out.append(f"<tr class='finding {sev}'><td>{_e(f.partition)}</td><td>{_e(f.kind)}</td>"
                        f"<td>{link(_e(os.path.basename(f.file)) if f.file else '')}</td>"
@@ -339,6 +362,6 @@ def render(rep: AnalysisReport, title: str = "kfx analyze", paths=()) -> str:
         out.append("<h3>Offsets and timestamps over the bytes</h3>" + _offsets_svg(p, fs))
         out.append("<h3>Batches</h3>")
         for g in p.segment_info:
-            out.append(_batch_table(p, g, marked.get((p.partition, g["baseOffset"]), set())))
+            out.append(_batch_table(p, g, marked.get((p.partition, g["baseOffset"]), set()), factor))
     out.append("</body></html>")
     return "\n".join(out)

@@ -39,6 +39,7 @@ def test_remedies_in_json_and_text(damaged, kfx):
     assert hang["offsetRange"][0] == first and hang["position"] is not None
     assert (f"kafka-transactions.sh --bootstrap-server HOST:PORT abort --topic payments --partition 0 "
             f"--start-offset {first}") in hang["remedy"]
+    assert f"--producer-id {TXN_PID} --producer-epoch 0 --coordinator-epoch 0" in hang["remedy"]  # brokers < 3.0
     idx = by_kind["index-mismatch"][0]
     assert idx["remedy"].startswith("kfx reindex " + planted["corrupt-index"]["file"][:-len(".index")] + ".log")
     torn = by_kind["truncated-batch"][0]
@@ -235,6 +236,8 @@ def test_each_planted_problem_is_found_then_recovered(damaged, tmp_path, kfx):
     r = kfx("verify", logdir, "--json")
     assert r.exit_code == 1
     probs = json.loads(r.stdout)["problems"]
+    assert all(p["remedy"] for p in probs)  # verify's problems carry the same remedies as analyze's findings
+    assert any(p["remedy"].startswith("kfx reindex ") for p in probs if p["kind"] == "index-mismatch")
     rel = lambda p: os.path.relpath(p, damaged[0])  # noqa: E731
     mine = lambda p: os.path.relpath(p, logdir)  # noqa: E731
     found = {(p["kind"], mine(p["file"]).replace(".index", ".log") if p["kind"] != "leftover-file" else mine(p["file"]),
@@ -284,3 +287,34 @@ def test_make_demo_script_end_to_end(tmp_path):
     # the backups hold the originals: the torn segment as it was
     assert os.path.getsize(out / "backup" / "orders-0" / "00000000000000000225.log") > \
         os.path.getsize(out / "logs" / "orders-0" / "00000000000000000225.log")
+
+
+def test_many_segments_merge_byte_ranges_and_links_still_resolve(tmp_path):
+    """Past MAX_BUCKET_ROWS byte-range rows on the page, adjacent ranges merge; a finding inside an
+    aggregated segment still links to the row holding its byte."""
+    from kafkaforensics import report_html
+    from kafkaforensics.batch import Record
+    from kafkaforensics.builder import build_v2
+    from kafkaforensics.writer import write_partition
+    one = build_v2([Record(0, 1_700_000_000_000, b"k", b"v" * 20, [])], base_offset=0)
+    early = build_v2([Record(0, 1_600_000_000_000, b"k", b"v" * 20, [])], base_offset=0)
+    assert len(one) == len(early)
+    n = 9000
+    p = write_partition(str(tmp_path / "many-0"), ((i.to_bytes(8, "big") + (early if i == 4510 else one)[8:])
+                                                    for i in range(n)), segment_bytes=len(one) * 60,
+                        index_interval_bytes=4096)
+    rep = analyze([p], AnalyzeOptions(now=NOW, batch_rows=10))
+    assert len(rep.partitions[0].segment_info) == 150
+    assert report_html._bucket_factor(rep) == 2  # 150 segments x 40 ranges = 6000 > 4000
+    page = report_html.render(rep)
+    doc = _Page(page)
+    assert sum(1 for t, a in doc.tags if t == "tr" and "-k" in a.get("id", "")) <= report_html.MAX_BUCKET_ROWS
+    hrefs = [a["href"][1:] for t, a in doc.tags if t == "a"]
+    reg = [f for f in rep.findings if f.kind == "timestamp-regression"][0]
+    assert (reg.first_offset, reg.position) == (4510, 10 * len(one))
+    target = report_html._target(rep.partitions[0], reg, 2)
+    assert target.startswith("p-many-0-s-4500-k") and target in hrefs and target in doc.ids
+    k = int(target.rsplit("-k", 1)[1])
+    bk = report_html._merged(rep.partitions[0].segment_info[75], 2)[k]
+    assert bk[0] <= reg.position < bk[1] and bk[2] <= 4510 <= bk[3]
+    assert set(hrefs) <= doc.ids

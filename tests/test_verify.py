@@ -53,7 +53,7 @@ def test_flipped_byte_in_middle_batch(sample, kfx):
     assert r.exit_code == 1
     out = json.loads(r.stdout)
     assert out["ok"] is False
-    assert set(out["problems"][0]) == {"file", "position", "offset", "kind", "detail"}
+    assert set(out["problems"][0]) == {"file", "position", "offset", "kind", "detail", "remedy"}
 
 
 def test_torn_last_batch(sample):
