@@ -26,6 +26,7 @@ from .logdir import (CLEAN_SHUTDOWN_FILE, METADATA_PARTITION, check_log_dirs, ch
 from .partition import (INDEX, LOG, TIMEINDEX, TXNINDEX, PartitionDir, SegmentFiles, find_partitions,
                         read_offset_checkpoints)
 from .producer_state import ProducerState, read_snapshot
+from .tiered import REMOTE_INDEX_RE, check_remote_index
 from .segment import BatchScanner, offset_from_name, open_buffer
 
 
@@ -165,6 +166,8 @@ def _verify_file(path: str, rep: VerifyReport, progress, max_batch_bytes) -> Non
             read_meta_properties(path)
         elif name == CLEAN_SHUTDOWN_FILE:
             read_clean_shutdown(path)
+        elif REMOTE_INDEX_RE.match(name):
+            rep.problems.extend(check_remote_index(path))
         elif _is_kraft_file(name):
             rep.files -= 1
             _check_kraft_file(path, rep)

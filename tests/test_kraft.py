@@ -134,6 +134,18 @@ def test_remote_index_cache_file_read_at_its_base_offset(kfx):
     r = kfx("dump", path)
     assert r.exit_code == 0 and "offset: 100 position: 0" in r.stdout and "offset: 180 position: 8192" in r.stdout
     assert "Mismatches" not in r.stdout + r.stderr
+    r = kfx("verify", path, "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["notes"] == []
+
+
+def test_remote_index_below_its_base_is_a_problem(tmp_path, kfx):
+    from kafkaforensics import offset_index
+    path = tmp_path / "500_Rm9yZW5zaWNTZWdtZW50Ag.index"
+    path.write_bytes(offset_index.to_bytes([(100, 0)], 0))     # relative 100 -> absolute 600 ...
+    assert kfx("verify", str(path)).exit_code == 0
+    path.write_bytes(offset_index.to_bytes([(600, 0), (550, 10)], 500))   # ... a decreasing entry is not
+    r = kfx("verify", str(path), "--json")
+    assert r.exit_code == 1 and json.loads(r.stdout)["problems"][0]["kind"] == "index-order"
 
 
 def test_meta_properties_validation_and_cross_check(logdir, tmp_path):
