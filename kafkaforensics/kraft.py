@@ -95,6 +95,8 @@ def read_snapshot(path: str) -> dict:
         except KafkaFormatError as e:
             e.located(file=path)
             problems.append(e.problem)
+        if scanner.stop is not None:   # torn or damaged bytes where the next batch should begin
+            problems.append(scanner.stop)
     if out["header"] is None and not any(p.kind == "missing-header" for p in problems):
         problems.append(Problem(path, 0, None, "missing-header", "no SnapshotHeader control record"))
     if out["footer"] is None:

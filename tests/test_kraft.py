@@ -115,6 +115,12 @@ def test_truncated_snapshot_has_no_footer(logdir, kfx):
     assert r.exit_code == 1
     assert [p["kind"] for p in json.loads(r.stdout)["problems"]] == ["missing-footer"]
     assert len(data) > 377
+    with open(snap, "wb") as f:
+        f.write(data[:380])                  # torn inside the footer batch
+    kinds = [p.kind for p in kraft.read_snapshot(snap)["problems"]]
+    assert kinds[-1] == "missing-footer" and len(kinds) == 2 and kinds[0] != "missing-footer"
+    r = kfx("dump", snap)
+    assert r.exit_code == 1 and "@ byte 377" in r.stderr
 
 
 def test_share_group_state_and_remote_log_metadata_decoders(kfx):
