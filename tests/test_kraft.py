@@ -210,3 +210,14 @@ def test_analyze_lists_remote_segments_and_a_gap_between_tiers(logdir, kfx):
     rep = analyze([logdir], AnalyzeOptions(now=1_700_000_000_000))
     gap = [f for f in rep.findings if f.kind == "tiered-gap"]
     assert [(f.partition, f.first_offset, f.last_offset) for f in gap] == [("orders-0", 200, 249)]
+
+
+def test_groups_of_the_kraft_logdir(kfx):
+    """Classic and KIP-848 members (topic ids named through the metadata log); the exactly-once
+    application's aborted commit (offset 9) is not its committed offset."""
+    r = kfx("groups", KRAFT, "--members", "--json")
+    out = json.loads(r.stdout)
+    assert {(x["group"], x["offset"], x["lag"]) for x in out["offsets"]} == \
+        {("billing", 4, 206), ("eos-app", 6, 204), ("shipping", 5, 205)}
+    assert [(m["group"], m["protocol"], m["assignment"]) for m in out["members"]] == \
+        [("billing", "classic", ["orders:0"]), ("shipping", "consumer", ["orders:0"])]
