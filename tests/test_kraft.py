@@ -182,6 +182,10 @@ def test_partition_metadata_topic_id_against_the_metadata_log(logdir, kfx):
     r = kfx("verify", logdir, "--json")
     assert r.exit_code == 1
     assert [p["kind"] for p in json.loads(r.stdout)["problems"]] == ["topic-id-mismatch"]
+    with open(os.path.join(logdir, "__cluster_metadata-0", "partition.metadata"), "w") as f:
+        f.write("version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAg\n")     # not Kafka's fixed metadata topic id
+    problems = json.loads(kfx("verify", logdir, "--json").stdout)["problems"]
+    assert [p["kind"] for p in problems] == ["topic-id-mismatch", "topic-id-mismatch"]
 
 
 def test_clean_shutdown_file(logdir, kfx):
