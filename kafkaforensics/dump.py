@@ -61,7 +61,7 @@ def file_kind(path: str) -> str:
         return "partition-metadata"
     if name == C.META_PROPERTIES_FILE:
         return "meta-properties"
-    if kraft.snapshot_id(name) is not None:
+    if kraft.snapshot_id(name) is not None or name.endswith(kraft.PARTIAL_SUFFIX):
         return "kraft-snapshot"
     if name == kraft.QUORUM_STATE_FILE:
         return "quorum-state"

@@ -25,6 +25,7 @@ from .internal_topics import decode_metadata, decode_metadata_control, encode_me
 SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 BOOTSTRAP_FILE = "bootstrap.checkpoint"
 QUORUM_STATE_FILE = "quorum-state"
+PARTIAL_SUFFIX = ".checkpoint.part"   # a snapshot still being written (Kafka deletes it on start-up)
 SNAPSHOT_HEADER, SNAPSHOT_FOOTER = 3, 4
 
 

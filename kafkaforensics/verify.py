@@ -102,6 +102,12 @@ def _verify_kraft_files(log_dir: str, parts, rep: VerifyReport) -> None:
         if os.path.exists(f):
             rep.files += 1
             _check_kraft_file(f, rep)
+    for pd in parts:
+        if pd.name == METADATA_PARTITION:
+            for n in sorted(os.listdir(pd.path)):
+                if n.endswith(kraft.PARTIAL_SUFFIX):
+                    rep.notes.append(Problem(os.path.join(pd.path, n), None, None, "partial-snapshot",
+                                             "a snapshot whose writing did not complete; Kafka deletes it on start-up"))
 
 
 def _check_kraft_file(path: str, rep: VerifyReport) -> None:

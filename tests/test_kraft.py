@@ -121,6 +121,9 @@ def test_truncated_snapshot_has_no_footer(logdir, kfx):
     assert kinds[-1] == "missing-footer" and len(kinds) == 2 and kinds[0] != "missing-footer"
     r = kfx("dump", snap)
     assert r.exit_code == 1 and "@ byte 377" in r.stderr
+    os.rename(snap, snap.replace(".checkpoint", "-8152.checkpoint.part"))   # as Kafka names one being written
+    rep = json.loads(kfx("verify", logdir, "--json").stdout)
+    assert rep["ok"] and "partial-snapshot" in [n["kind"] for n in rep["notes"]]
 
 
 def test_share_group_state_and_remote_log_metadata_decoders(kfx):
