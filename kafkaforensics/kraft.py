@@ -193,3 +193,23 @@ def quorum_state_json(data: dict, version: int) -> str:
         obj["currentVoters"] = [{"voterId": x["VoterId"]} for x in obj["currentVoters"]]
     obj["data_version"] = version
     return json.dumps(obj, separators=(",", ":"))
+
+
+def check_snapshot_ids(pd) -> list[Problem]:
+    """Each snapshot's id against the metadata log it was taken from: Kafka names a snapshot
+    (end offset, epoch) after the last record it contains, so when the log still holds offset
+    end - 1 the batch there carries that epoch (KafkaMetadataLog validates this when it creates one)."""
+    from .segment import BatchScanner, open_buffer
+    snaps = [(snapshot_id(n), os.path.join(pd.path, n)) for n in sorted(os.listdir(pd.path)) if SNAPSHOT_RE.match(n)]
+    want = {sid[0] - 1: (sid[1], path) for sid, path in snaps if sid[0] > 0}
+    problems = []
+    for seg in pd.segments:
+        with open_buffer(seg.log) as buf:
+            for b in BatchScanner(buf, file=seg.log, base_offset=seg.base_offset):
+                for off in [o for o in want if b.base_offset <= o <= b.last_offset]:
+                    epoch, path = want.pop(off)
+                    if b.partition_leader_epoch != epoch:
+                        problems.append(Problem(path, None, off, "snapshot-epoch",
+                                                f"snapshot epoch {epoch}, but offset {off} in the log has leader "
+                                                f"epoch {b.partition_leader_epoch}"))
+    return problems

@@ -104,6 +104,7 @@ def _verify_kraft_files(log_dir: str, parts, rep: VerifyReport) -> None:
             _check_kraft_file(f, rep)
     for pd in parts:
         if pd.name == METADATA_PARTITION:
+            rep.problems.extend(kraft.check_snapshot_ids(pd))
             for n in sorted(os.listdir(pd.path)):
                 if n.endswith(kraft.PARTIAL_SUFFIX):
                     rep.notes.append(Problem(os.path.join(pd.path, n), None, None, "partial-snapshot",

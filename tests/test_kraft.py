@@ -228,3 +228,12 @@ def test_groups_of_the_kraft_logdir(kfx):
         {("billing", 4, 206), ("eos-app", 6, 204), ("shipping", 5, 205)}
     assert [(m["group"], m["protocol"], m["assignment"]) for m in out["members"]] == \
         [("billing", "classic", ["orders:0"]), ("shipping", "consumer", ["orders:0"])]
+
+
+def test_snapshot_id_epoch_against_the_metadata_log(logdir, kfx):
+    md = os.path.join(logdir, "__cluster_metadata-0")
+    os.rename(os.path.join(md, os.path.basename(SNAP)), os.path.join(md, kraft.snapshot_file_name(5, 3)))
+    r = kfx("verify", logdir, "--json")
+    assert r.exit_code == 1
+    (p,) = json.loads(r.stdout)["problems"]
+    assert p["kind"] == "snapshot-epoch" and p["offset"] == 4 and "leader epoch 1" in p["detail"]
