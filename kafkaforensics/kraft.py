@@ -196,20 +196,33 @@ def quorum_state_json(data: dict, version: int) -> str:
 
 
 def check_snapshot_ids(pd) -> list[Problem]:
-    """Each snapshot's id against the metadata log it was taken from: Kafka names a snapshot
-    (end offset, epoch) after the last record it contains, so when the log still holds offset
-    end - 1 the batch there carries that epoch (KafkaMetadataLog validates this when it creates one)."""
+    """Each snapshot's id against the metadata log, by Kafka's rule for a valid (offset, epoch)
+    (ReplicatedLog.validateOffsetAndEpoch, which KafkaMetadataLog applies when it creates a snapshot):
+    where the log covers the offset, the epoch must be one of the log's leader epochs and end at or
+    after the offset.  A log start offset above zero needs a snapshot to start from."""
     from .segment import BatchScanner, open_buffer
     snaps = [(snapshot_id(n), os.path.join(pd.path, n)) for n in sorted(os.listdir(pd.path)) if SNAPSHOT_RE.match(n)]
-    want = {sid[0] - 1: (sid[1], path) for sid, path in snaps if sid[0] > 0}
-    problems = []
+    starts: dict[int, int] = {}      # leader epoch -> its first offset in the log
+    log_start = leo = None
     for seg in pd.segments:
         with open_buffer(seg.log) as buf:
             for b in BatchScanner(buf, file=seg.log, base_offset=seg.base_offset):
-                for off in [o for o in want if b.base_offset <= o <= b.last_offset]:
-                    epoch, path = want.pop(off)
-                    if b.partition_leader_epoch != epoch:
-                        problems.append(Problem(path, None, off, "snapshot-epoch",
-                                                f"snapshot epoch {epoch}, but offset {off} in the log has leader "
-                                                f"epoch {b.partition_leader_epoch}"))
+                log_start = b.base_offset if log_start is None else log_start
+                leo = b.last_offset + 1
+                starts.setdefault(b.partition_leader_epoch, b.base_offset)
+    problems = []
+    if log_start is not None and log_start > 0 and not snaps:
+        problems.append(Problem(pd.path, None, log_start, "missing-snapshot",
+                                f"the metadata log starts at {log_start} but no snapshot holds what came before"))
+    epochs = sorted(starts)
+    for (offset, epoch), path in snaps:
+        if log_start is None or offset <= log_start or offset > leo:
+            continue
+        later = [starts[e] for e in epochs if e > epoch]
+        end = min(later) if later else leo
+        if epoch not in starts or end < offset:
+            problems.append(Problem(path, None, offset - 1, "snapshot-epoch",
+                                    f"snapshot ({offset}, {epoch}) diverges from the metadata log: epoch {epoch} "
+                                    + ("is not among the log's leader epochs" if epoch not in starts
+                                       else f"ends at offset {end}")))
     return problems

@@ -236,4 +236,14 @@ def test_snapshot_id_epoch_against_the_metadata_log(logdir, kfx):
     r = kfx("verify", logdir, "--json")
     assert r.exit_code == 1
     (p,) = json.loads(r.stdout)["problems"]
-    assert p["kind"] == "snapshot-epoch" and p["offset"] == 4 and "leader epoch 1" in p["detail"]
+    assert p["kind"] == "snapshot-epoch" and p["offset"] == 4 and "not among the log's leader epochs" in p["detail"]
+    os.remove(os.path.join(md, kraft.snapshot_file_name(5, 3)))
+    assert kfx("verify", logdir).exit_code == 0            # a log from offset 0 needs no snapshot ...
+    from kafkaforensics.batch import Record
+    from kafkaforensics.builder import build_v2
+    from kafkaforensics.partition import PartitionDir
+    from kafkaforensics.writer import write_partition
+    shutil.rmtree(md)
+    write_partition(md, [build_v2([Record(3, 1, None, b"x", [])], base_offset=3, partition_leader_epoch=1)])
+    (p,) = kraft.check_snapshot_ids(PartitionDir.scan(md))   # ... one from offset 3 does
+    assert p.kind == "missing-snapshot" and p.offset == 3
