@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -17,16 +16,13 @@ from specs import checkpoints as C
 
 from . import internal_topics, kraft, offset_index, time_index, txn_index
 from .logdir import CLEAN_SHUTDOWN_FILE, read_clean_shutdown
+from .tiered import REMOTE_INDEX_RE
 from .batch import resolve_legacy_wrapper
 from .batch_json import batch_to_json, encode
 from .errors import KafkaFormatError, Problem
 from .partition import LEFTOVER_SUFFIXES, read_text
 from .producer_state import read_snapshot
 from .segment import BatchScanner, offset_from_name, open_buffer
-
-
-# remote-log-index-cache/<start offset>_<remote segment uuid>.{index,timeindex,txnindex} (RemoteIndexCache)
-REMOTE_INDEX_RE = re.compile(r"^(\d+)_[A-Za-z0-9_-]{22}\.(?:index|timeindex|txnindex)$")
 
 
 @dataclass
@@ -65,7 +61,7 @@ def file_kind(path: str) -> str:
         return "partition-metadata"
     if name == C.META_PROPERTIES_FILE:
         return "meta-properties"
-    if kraft.snapshot_id(name) is not None:
+    if kraft.snapshot_id(name) is not None or name.endswith(kraft.PARTIAL_SUFFIX):
         return "kraft-snapshot"
     if name == kraft.QUORUM_STATE_FILE:
         return "quorum-state"

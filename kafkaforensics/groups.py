@@ -9,8 +9,11 @@ directory in the same log dir, when there is one.
 from __future__ import annotations
 
 
+import os
+
 from .errors import KafkaFormatError
 from .internal_topics import decode_offsets
+from .logdir import METADATA_PARTITION, metadata_topic_ids
 from .partition import find_partitions
 from .segment import BatchScanner, open_buffer
 
@@ -89,11 +92,12 @@ def committed_offsets(log_dir: str) -> list[dict]:
     return rows
 
 
-def _tps(parts) -> list[str]:
-    """``topic:partitions`` strings of an assignment (topic names or topic ids)."""
+def _tps(parts, names: dict | None = None) -> list[str]:
+    """``topic:partitions`` strings of an assignment (topic ids named through ``names`` when known)."""
     out = []
     for tp in parts or ():
-        name = tp.get("Topic") or tp.get("TopicId") or tp.get("topic")
+        tid = tp.get("TopicId")
+        name = tp.get("Topic") or (names or {}).get(tid) or tid
         out.append(f"{name}:{','.join(str(p) for p in tp.get('Partitions') or tp.get('partitions') or [])}")
     return out
 
@@ -123,6 +127,10 @@ def group_members(log_dir: str) -> list[dict]:
                     table.pop(key, None)
                 else:
                     table[key] = v["data"]
+    names = {}
+    md = os.path.join(log_dir, METADATA_PARTITION)
+    if assignments and os.path.isdir(md):   # KIP-848 assignments name topics by id: the metadata log knows them
+        names = {tid: name for name, tid in metadata_topic_ids(md).items()}
     rows = []
     for group, g in sorted(classic.items()):
         for m in g.get("members") or ():
@@ -138,6 +146,6 @@ def group_members(log_dir: str) -> list[dict]:
         rows.append({"group": group, "protocol": proto, "protocolType": proto, "memberId": member,
                      "instanceId": m.get("InstanceId"), "clientId": m.get("ClientId"),
                      "clientHost": m.get("ClientHost"), "subscribedTopics": m.get("SubscribedTopicNames"),
-                     "assignment": _tps(a.get("AssignedPartitions")) if a else None,
+                     "assignment": _tps(a.get("AssignedPartitions"), names) if a else None,
                      "generation": a.get("MemberEpoch")})
     return rows

@@ -25,6 +25,7 @@ from .internal_topics import decode_metadata, decode_metadata_control, encode_me
 SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 BOOTSTRAP_FILE = "bootstrap.checkpoint"
 QUORUM_STATE_FILE = "quorum-state"
+PARTIAL_SUFFIX = ".checkpoint.part"   # a snapshot still being written (Kafka deletes it on start-up)
 SNAPSHOT_HEADER, SNAPSHOT_FOOTER = 3, 4
 
 
@@ -95,6 +96,8 @@ def read_snapshot(path: str) -> dict:
         except KafkaFormatError as e:
             e.located(file=path)
             problems.append(e.problem)
+        if scanner.stop is not None:   # torn or damaged bytes where the next batch should begin
+            problems.append(scanner.stop)
     if out["header"] is None and not any(p.kind == "missing-header" for p in problems):
         problems.append(Problem(path, 0, None, "missing-header", "no SnapshotHeader control record"))
     if out["footer"] is None:
@@ -190,3 +193,36 @@ def quorum_state_json(data: dict, version: int) -> str:
         obj["currentVoters"] = [{"voterId": x["VoterId"]} for x in obj["currentVoters"]]
     obj["data_version"] = version
     return json.dumps(obj, separators=(",", ":"))
+
+
+def check_snapshot_ids(pd) -> list[Problem]:
+    """Each snapshot's id against the metadata log, by Kafka's rule for a valid (offset, epoch)
+    (ReplicatedLog.validateOffsetAndEpoch, which KafkaMetadataLog applies when it creates a snapshot):
+    where the log covers the offset, the epoch must be one of the log's leader epochs and end at or
+    after the offset.  A log start offset above zero needs a snapshot to start from."""
+    from .segment import BatchScanner, open_buffer
+    snaps = [(snapshot_id(n), os.path.join(pd.path, n)) for n in sorted(os.listdir(pd.path)) if SNAPSHOT_RE.match(n)]
+    starts: dict[int, int] = {}      # leader epoch -> its first offset in the log
+    log_start = leo = None
+    for seg in pd.segments:
+        with open_buffer(seg.log) as buf:
+            for b in BatchScanner(buf, file=seg.log, base_offset=seg.base_offset):
+                log_start = b.base_offset if log_start is None else log_start
+                leo = b.last_offset + 1
+                starts.setdefault(b.partition_leader_epoch, b.base_offset)
+    problems = []
+    if log_start is not None and log_start > 0 and not snaps:
+        problems.append(Problem(pd.path, None, log_start, "missing-snapshot",
+                                f"the metadata log starts at {log_start} but no snapshot holds what came before"))
+    epochs = sorted(starts)
+    for (offset, epoch), path in snaps:
+        if log_start is None or offset <= log_start or offset > leo:
+            continue
+        later = [starts[e] for e in epochs if e > epoch]
+        end = min(later) if later else leo
+        if epoch not in starts or end < offset:
+            problems.append(Problem(path, None, offset - 1, "snapshot-epoch",
+                                    f"snapshot ({offset}, {epoch}) diverges from the metadata log: epoch {epoch} "
+                                    + ("is not among the log's leader epochs" if epoch not in starts
+                                       else f"ends at offset {end}")))
+    return problems

@@ -23,6 +23,7 @@ from .errors import KafkaFormatError, Problem
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 METADATA_PARTITION = "__cluster_metadata-0"
+METADATA_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"   # Kafka's Uuid.METADATA_TOPIC_ID (0, 1)
 
 
 def _read(path: str) -> str:
@@ -168,14 +169,14 @@ def check_topic_ids(log_dir: str, topic_ids: dict[str, str]) -> list[Problem]:
     problems = []
     for pd in find_partitions(log_dir):
         pm = os.path.join(pd.path, C.PARTITION_METADATA_FILE)
-        if pd.topic is None or pd.topic == METADATA_PARTITION.rsplit("-", 1)[0] or not os.path.exists(pm):
+        if pd.topic is None or not os.path.exists(pm):
             continue
         try:
             tid = C.parse_partition_metadata(_read(pm), file=pm)["topicId"]
         except KafkaFormatError as e:
             problems.append(e.problem)
             continue
-        want = topic_ids.get(pd.topic)
+        want = METADATA_TOPIC_ID if pd.name == METADATA_PARTITION else topic_ids.get(pd.topic)
         if want is None:
             problems.append(Problem(pm, None, None, "topic-not-in-metadata",
                                     f"topic {pd.topic} (id {tid}) is not in the metadata log"))

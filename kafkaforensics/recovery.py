@@ -31,12 +31,12 @@ from specs import checkpoints as C
 from . import fsutil, offset_index, time_index, txn_index
 from .errors import KafkaFormatError
 from .indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentIndexes, SegmentRebuild
+from .logdir import CLEAN_SHUTDOWN_FILE
 from .partition import (INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, parse_partition_dir_name,
                         read_offset_checkpoints)
 from .producer_state import ProducerState, read_snapshot
 from .segment import BatchScanner, offset_from_name, open_buffer
 
-CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 #: Crash-safe order of application: leftovers in Kafka's order, then segments after the truncation
 #: point are moved aside *before* the truncation, then indexes, snapshots and checkpoints.
 PHASES = {"leftover-delete": 0, "leftover-rename": 1, "orphan": 2, "remove-segment": 3, "truncate": 4,

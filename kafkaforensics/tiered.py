@@ -9,10 +9,15 @@ whole in the manager's local snapshot files, not in the topic.
 """
 from __future__ import annotations
 
+import re
+
 from .errors import KafkaFormatError
 from .internal_topics import decode_remote_log_metadata
 from .partition import find_partitions
 from .segment import BatchScanner, open_buffer
+
+# remote-log-index-cache/<start offset>_<remote segment uuid>.{index,timeindex,txnindex} (RemoteIndexCache)
+REMOTE_INDEX_RE = re.compile(r"^(\d+)_[A-Za-z0-9_-]{22}\.(index|timeindex|txnindex)$")
 
 SEGMENT_STATES = {0: "COPY_SEGMENT_STARTED", 1: "COPY_SEGMENT_FINISHED", 2: "DELETE_SEGMENT_STARTED",
                   3: "DELETE_SEGMENT_FINISHED"}
@@ -66,3 +71,29 @@ def remote_segments(log_dir: str) -> dict[tuple[str, int], dict]:
     for p in parts.values():
         p["segments"].sort(key=lambda e: (e["startOffset"], e["endOffset"]))
     return parts
+
+
+def check_remote_index(path: str) -> list:
+    """A tiered-storage cache index (offset or time index) read at the base offset its name gives:
+    whole entries, offsets not below the base and not decreasing."""
+    import os
+    from . import offset_index, time_index
+    from .errors import Problem
+    m = REMOTE_INDEX_RE.match(os.path.basename(path))
+    if m is None or m.group(2) == "txnindex":
+        return []
+    base, mod = int(m.group(1)), offset_index if m.group(2) == "index" else time_index
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) % mod.ENTRY_SIZE:
+        return [Problem(path, len(data) - len(data) % mod.ENTRY_SIZE, None, "index-size",
+                        f"size {len(data)} is not a multiple of {mod.ENTRY_SIZE}")]
+    entries, _ = mod.read_entries(data, base)
+    offs = [e[0] if mod is offset_index else e[1] for e in entries]
+    out = []
+    for i, o in enumerate(offs):
+        if o < base or (i and o < offs[i - 1]):
+            out.append(Problem(path, i * mod.ENTRY_SIZE, o, "index-order",
+                               f"entry {i}: offset {o} is below the base {base} or the previous entry"))
+            break
+    return out

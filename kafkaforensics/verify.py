@@ -26,6 +26,7 @@ from .logdir import (CLEAN_SHUTDOWN_FILE, METADATA_PARTITION, check_log_dirs, ch
 from .partition import (INDEX, LOG, TIMEINDEX, TXNINDEX, PartitionDir, SegmentFiles, find_partitions,
                         read_offset_checkpoints)
 from .producer_state import ProducerState, read_snapshot
+from .tiered import REMOTE_INDEX_RE, check_remote_index
 from .segment import BatchScanner, offset_from_name, open_buffer
 
 
@@ -101,6 +102,13 @@ def _verify_kraft_files(log_dir: str, parts, rep: VerifyReport) -> None:
         if os.path.exists(f):
             rep.files += 1
             _check_kraft_file(f, rep)
+    for pd in parts:
+        if pd.name == METADATA_PARTITION:
+            rep.problems.extend(kraft.check_snapshot_ids(pd))
+            for n in sorted(os.listdir(pd.path)):
+                if n.endswith(kraft.PARTIAL_SUFFIX):
+                    rep.notes.append(Problem(os.path.join(pd.path, n), None, None, "partial-snapshot",
+                                             "a snapshot whose writing did not complete; Kafka deletes it on start-up"))
 
 
 def _check_kraft_file(path: str, rep: VerifyReport) -> None:
@@ -165,6 +173,8 @@ def _verify_file(path: str, rep: VerifyReport, progress, max_batch_bytes) -> Non
             read_meta_properties(path)
         elif name == CLEAN_SHUTDOWN_FILE:
             read_clean_shutdown(path)
+        elif REMOTE_INDEX_RE.match(name):
+            rep.problems.extend(check_remote_index(path))
         elif _is_kraft_file(name):
             rep.files -= 1
             _check_kraft_file(path, rep)

@@ -115,6 +115,15 @@ def test_truncated_snapshot_has_no_footer(logdir, kfx):
     assert r.exit_code == 1
     assert [p["kind"] for p in json.loads(r.stdout)["problems"]] == ["missing-footer"]
     assert len(data) > 377
+    with open(snap, "wb") as f:
+        f.write(data[:380])                  # torn inside the footer batch
+    kinds = [p.kind for p in kraft.read_snapshot(snap)["problems"]]
+    assert kinds[-1] == "missing-footer" and len(kinds) == 2 and kinds[0] != "missing-footer"
+    r = kfx("dump", snap)
+    assert r.exit_code == 1 and "@ byte 377" in r.stderr
+    os.rename(snap, snap.replace(".checkpoint", "-8152.checkpoint.part"))   # as Kafka names one being written
+    rep = json.loads(kfx("verify", logdir, "--json").stdout)
+    assert rep["ok"] and "partial-snapshot" in [n["kind"] for n in rep["notes"]]
 
 
 def test_share_group_state_and_remote_log_metadata_decoders(kfx):
@@ -134,6 +143,18 @@ def test_remote_index_cache_file_read_at_its_base_offset(kfx):
     r = kfx("dump", path)
     assert r.exit_code == 0 and "offset: 100 position: 0" in r.stdout and "offset: 180 position: 8192" in r.stdout
     assert "Mismatches" not in r.stdout + r.stderr
+    r = kfx("verify", path, "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["notes"] == []
+
+
+def test_remote_index_below_its_base_is_a_problem(tmp_path, kfx):
+    from kafkaforensics import offset_index
+    path = tmp_path / "500_Rm9yZW5zaWNTZWdtZW50Ag.index"
+    path.write_bytes(offset_index.to_bytes([(100, 0)], 0))     # relative 100 -> absolute 600 ...
+    assert kfx("verify", str(path)).exit_code == 0
+    path.write_bytes(offset_index.to_bytes([(600, 0), (550, 10)], 500))   # ... a decreasing entry is not
+    r = kfx("verify", str(path), "--json")
+    assert r.exit_code == 1 and json.loads(r.stdout)["problems"][0]["kind"] == "index-order"
 
 
 def test_meta_properties_validation_and_cross_check(logdir, tmp_path):
@@ -164,6 +185,10 @@ def test_partition_metadata_topic_id_against_the_metadata_log(logdir, kfx):
     r = kfx("verify", logdir, "--json")
     assert r.exit_code == 1
     assert [p["kind"] for p in json.loads(r.stdout)["problems"]] == ["topic-id-mismatch"]
+    with open(os.path.join(logdir, "__cluster_metadata-0", "partition.metadata"), "w") as f:
+        f.write("version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAg\n")     # not Kafka's fixed metadata topic id
+    problems = json.loads(kfx("verify", logdir, "--json").stdout)["problems"]
+    assert [p["kind"] for p in problems] == ["topic-id-mismatch", "topic-id-mismatch"]
 
 
 def test_clean_shutdown_file(logdir, kfx):
@@ -192,3 +217,33 @@ def test_analyze_lists_remote_segments_and_a_gap_between_tiers(logdir, kfx):
     rep = analyze([logdir], AnalyzeOptions(now=1_700_000_000_000))
     gap = [f for f in rep.findings if f.kind == "tiered-gap"]
     assert [(f.partition, f.first_offset, f.last_offset) for f in gap] == [("orders-0", 200, 249)]
+
+
+def test_groups_of_the_kraft_logdir(kfx):
+    """Classic and KIP-848 members (topic ids named through the metadata log); the exactly-once
+    application's aborted commit (offset 9) is not its committed offset."""
+    r = kfx("groups", KRAFT, "--members", "--json")
+    out = json.loads(r.stdout)
+    assert {(x["group"], x["offset"], x["lag"]) for x in out["offsets"]} == \
+        {("billing", 4, 206), ("eos-app", 6, 204), ("shipping", 5, 205)}
+    assert [(m["group"], m["protocol"], m["assignment"]) for m in out["members"]] == \
+        [("billing", "classic", ["orders:0"]), ("shipping", "consumer", ["orders:0"])]
+
+
+def test_snapshot_id_epoch_against_the_metadata_log(logdir, kfx):
+    md = os.path.join(logdir, "__cluster_metadata-0")
+    os.rename(os.path.join(md, os.path.basename(SNAP)), os.path.join(md, kraft.snapshot_file_name(5, 3)))
+    r = kfx("verify", logdir, "--json")
+    assert r.exit_code == 1
+    (p,) = json.loads(r.stdout)["problems"]
+    assert p["kind"] == "snapshot-epoch" and p["offset"] == 4 and "not among the log's leader epochs" in p["detail"]
+    os.remove(os.path.join(md, kraft.snapshot_file_name(5, 3)))
+    assert kfx("verify", logdir).exit_code == 0            # a log from offset 0 needs no snapshot ...
+    from kafkaforensics.batch import Record
+    from kafkaforensics.builder import build_v2
+    from kafkaforensics.partition import PartitionDir
+    from kafkaforensics.writer import write_partition
+    shutil.rmtree(md)
+    write_partition(md, [build_v2([Record(3, 1, None, b"x", [])], base_offset=3, partition_leader_epoch=1)])
+    (p,) = kraft.check_snapshot_ids(PartitionDir.scan(md))   # ... one from offset 3 does
+    assert p.kind == "missing-snapshot" and p.offset == 3

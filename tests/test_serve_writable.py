@@ -219,7 +219,8 @@ def test_group_commits_land_in_consumer_offsets_and_decode(wbroker, kfx):
     assert {"key": {"type": "1", "kind": "offset_commit", "data": {"group": "kp-group", "topic": "work", "partition": 0}},
             "value": {"version": "3", "data": {"offset": 3, "leaderEpoch": -1, "metadata": "meta",
                                                "commitTimestamp": decoded[-1]["value"]["data"]["commitTimestamp"],
-                                               "expireTimestamp": -1}}} in decoded
+                                               "expireTimestamp": -1,
+                                               "topicId": "AAAAAAAAAAAAAAAAAAAAAA"}}} in decoded  # zero: none
     assert verify([wbroker.dir]).ok
 
 
