@@ -270,13 +270,11 @@ def _print_batch_line(b, out) -> None:
 def decode_record(decoder: str, b, r) -> dict:
     """Decode an internal topic's record; problems come back as {"error": ...} so a dump goes on."""
     try:
+        if b.is_control and decoder != "cluster-metadata":  # markers: the metadata log has control records of its own
+            return {"control": r.control()}
         if decoder == "offsets":
-            if b.is_control:
-                return {"control": r.control()}
             k, v = internal_topics.decode_offsets(r.key, r.value)
         elif decoder == "transaction-log":
-            if b.is_control:
-                return {"control": r.control()}
             k, v = internal_topics.decode_transaction_log(r.key, r.value)
         elif decoder == "cluster-metadata":
             if b.is_control:
@@ -286,12 +284,8 @@ def decode_record(decoder: str, b, r) -> dict:
                 return {"control": internal_topics.decode_metadata_control(ctype, r.value)}
             return {"value": internal_topics.decode_metadata(r.value)}
         elif decoder == "share-group-state":
-            if b.is_control:
-                return {"control": r.control()}
             k, v = internal_topics.decode_share_group_state(r.key, r.value)
         elif decoder == "remote-log-metadata":
-            if b.is_control:
-                return {"control": r.control()}
             return {"value": internal_topics.decode_remote_log_metadata(r.value)}
         else:
             raise ValueError(decoder)

@@ -67,37 +67,15 @@ def _expand_consumer_protocol(kind: str, value: dict) -> None:
             p["Metadata"] = _expand(p.get("Metadata"), K.ConsumerProtocolSubscription) or p.get("Metadata")
 
 
-def decode_offsets(key: bytes | None, value: bytes | None) -> tuple[dict, dict | None]:
-    """(key JSON, value JSON or None for a tombstone) of a __consumer_offsets record.
-
-    Every record type of every group protocol in :data:`specs.kafka_messages.OFFSETS_RECORDS` is
-    decoded; a type this decoder does not know is shown ``undecoded`` (base64), so a value is only
-    ever ``None`` when the record really is a tombstone."""
+def _decode_keyed(key: bytes | None, value: bytes | None, registry: dict) -> tuple[dict, dict | None]:
+    """(key JSON, value JSON or None for a tombstone) of a coordinator record whose key's version
+    names its record type in ``registry`` (type -> (kind, key schema, value schema)); a type or
+    value version not in it is shown ``undecoded`` (base64)."""
     kv, kbody = _versioned(key)
-    entry = K.OFFSETS_RECORDS.get(kv)
+    entry = registry.get(kv)
     if entry is None:
         k = {"type": str(kv), "unknown": True, **_undecoded(kbody)}
-        if value is None:
-            return k, None
-        return k, _undecoded(value)
-    kind, kschema, vschema = entry
-    k = {"type": str(kv), "kind": kind, "data": kschema.read(kbody, kv)}
-    if value is None:
-        return k, None
-    vv, vbody = _versioned(value)
-    if not _in(vschema.valid, vv):
-        return k, {"version": str(vv), **_undecoded(vbody)}
-    data = vschema.read(vbody, vv)
-    _expand_consumer_protocol(kind, data)
-    return k, {"version": str(vv), "data": data}
-
-
-def decode_share_group_state(key: bytes | None, value: bytes | None) -> tuple[dict, dict | None]:
-    """(key JSON, value JSON or None) of a __share_group_state record (ShareSnapshot / ShareUpdate)."""
-    kv, kbody = _versioned(key)
-    entry = K.SHARE_STATE_RECORDS.get(kv)
-    if entry is None:
-        return {"type": str(kv), "unknown": True, **_undecoded(kbody)}, (None if value is None else _undecoded(value))
+        return k, (None if value is None else _undecoded(value))
     kind, kschema, vschema = entry
     k = {"type": str(kv), "kind": kind, "data": kschema.read(kbody, kv)}
     if value is None:
@@ -106,6 +84,23 @@ def decode_share_group_state(key: bytes | None, value: bytes | None) -> tuple[di
     if not _in(vschema.valid, vv):
         return k, {"version": str(vv), **_undecoded(vbody)}
     return k, {"version": str(vv), "data": vschema.read(vbody, vv)}
+
+
+def decode_offsets(key: bytes | None, value: bytes | None) -> tuple[dict, dict | None]:
+    """(key JSON, value JSON or None for a tombstone) of a __consumer_offsets record.
+
+    Every record type of every group protocol in :data:`specs.kafka_messages.OFFSETS_RECORDS` is
+    decoded; a type this decoder does not know is shown ``undecoded`` (base64), so a value is only
+    ever ``None`` when the record really is a tombstone."""
+    k, v = _decode_keyed(key, value, K.OFFSETS_RECORDS)
+    if v is not None and "data" in v:
+        _expand_consumer_protocol(k["kind"], v["data"])
+    return k, v
+
+
+def decode_share_group_state(key: bytes | None, value: bytes | None) -> tuple[dict, dict | None]:
+    """(key JSON, value JSON or None) of a __share_group_state record (ShareSnapshot / ShareUpdate)."""
+    return _decode_keyed(key, value, K.SHARE_STATE_RECORDS)
 
 
 def decode_remote_log_metadata(value: bytes | None) -> dict | None:
