@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 from .fsutil import atomic_write
 
-NONE, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS = 0, 22, 25, 27
-INVALID_GROUP_ID, INCONSISTENT_GROUP_PROTOCOL, MEMBER_ID_REQUIRED = 24, 23, 79
+from specs.kafka_errors import (ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, INVALID_GROUP_ID,
+                                MEMBER_ID_REQUIRED, NONE, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID)
 
 
 @dataclass

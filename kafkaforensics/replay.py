@@ -23,8 +23,9 @@ from .segment import BatchScanner, open_buffer
 from .txn_index import read_entries as read_txn_entries
 from specs.message_schema import FileRegion
 
-NONE, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION = 0, 1, 3
-INVALID_TOPIC, UNSUPPORTED_VERSION, POLICY_VIOLATION = 17, 35, 44
+from specs.kafka_errors import (INVALID_PARTITIONS, INVALID_PRODUCER_EPOCH, INVALID_PRODUCER_ID_MAPPING,
+                                INVALID_TOPIC, NONE, OFFSET_OUT_OF_RANGE, POLICY_VIOLATION, TOPIC_ALREADY_EXISTS,
+                                UNKNOWN_TOPIC_OR_PARTITION, UNSUPPORTED_VERSION)
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
 _TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 
@@ -57,8 +58,6 @@ def valid_topic(name) -> bool:
 
 
 WRITE_APIS = {22: (0, 4), 24: (0, 3), 26: (0, 3), 19: (0, 7)}
-TOPIC_ALREADY_EXISTS, INVALID_PRODUCER_ID_MAPPING, INVALID_PARTITIONS = 36, 49, 37
-INVALID_TXN_STATE = 48
 
 
 class ReplayBroker:
