@@ -15,6 +15,8 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e ".[test]"
+	@# an older client generation beside the 3.x above, for tests/test_serve_generations.py
+	$(BIN)/python -m pip install -q --target .clients/kafka-python-2.0.2 kafka-python==2.0.2
 	touch $(STAMP)
 
 install: $(STAMP)

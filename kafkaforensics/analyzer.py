@@ -118,8 +118,8 @@ def analyze(paths, opts: AnalyzeOptions | None = None) -> AnalysisReport:
                 read_offset_checkpoints(os.path.dirname(os.path.abspath(path)))
         except KafkaFormatError:
             ckpts = {}
-        for pd in parts:
-            _analyze_partition(pd, ckpts, now, opts, rep)
+        for pd in parts:  # a -delete/-future/-stray copy is analysed under its own name, without checkpoints
+            _analyze_partition(pd, ckpts if pd.state == "live" else {}, now, opts, rep)
     return rep
 
 
