@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from .fsutil import atomic_write
 
 from specs.kafka_errors import (ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, INVALID_GROUP_ID,
-                                MEMBER_ID_REQUIRED, NONE, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID)
+                                GROUP_ID_NOT_FOUND, MEMBER_ID_REQUIRED, NONE, REBALANCE_IN_PROGRESS,
+                                UNKNOWN_MEMBER_ID)
 
 
 @dataclass
@@ -97,23 +98,23 @@ class GroupCoordinator:
                 err = ILLEGAL_GENERATION
             elif g.state == "PreparingRebalance":
                 err = REBALANCE_IN_PROGRESS
-        topics = []
-        for t in body.get("Topics", []):
-            parts = []
-            for p in t.get("Partitions", []):
-                if err == NONE:
-                    self.offsets.setdefault(gid, {})[f"{t['Name']}:{p['PartitionIndex']}"] = {
-                        "offset": p["CommittedOffset"], "leaderEpoch": p.get("CommittedLeaderEpoch", -1),
-                        "metadata": p.get("CommittedMetadata")}
-                parts.append({"PartitionIndex": p["PartitionIndex"], "ErrorCode": err})
-            topics.append({"Name": t["Name"], "Partitions": parts})
+        topics = [{"Name": t["Name"], "Partitions": [{"PartitionIndex": p["PartitionIndex"], "ErrorCode": err}
+                                                      for p in t.get("Partitions", [])]}
+                  for t in body.get("Topics", [])]
         if err == NONE:
-            self._persist()
-            if self.offsets_writer is not None:
-                self.offsets_writer(gid, [(t["Name"], p["PartitionIndex"], p["CommittedOffset"],
-                                           p.get("CommittedLeaderEpoch", -1), p.get("CommittedMetadata") or "")
-                                          for t in body.get("Topics", []) for p in t.get("Partitions", [])])
+            self.store(gid, [(t["Name"], p["PartitionIndex"], p["CommittedOffset"], p.get("CommittedLeaderEpoch", -1),
+                              p.get("CommittedMetadata")) for t in body.get("Topics", []) for p in t.get("Partitions", [])])
         return {"ThrottleTimeMs": 0, "Topics": topics}
+
+    def store(self, gid: str, commits: list, write: bool = True) -> None:
+        """Keep (topic, partition, offset, leader epoch, metadata) commits of a group; ``write``: also
+        append them to __consumer_offsets (a transaction's commits are there already)."""
+        for topic, part, offset, epoch, metadata in commits:
+            self.offsets.setdefault(gid, {})[f"{topic}:{part}"] = {"offset": offset, "leaderEpoch": epoch,
+                                                                   "metadata": metadata}
+        self._persist()
+        if write and self.offsets_writer is not None:
+            self.offsets_writer(gid, [(t, p, o, e, m or "") for t, p, o, e, m in commits])
 
     def _fetch_group(self, gid: str, topics) -> list:
         stored = self.offsets.get(gid, {})
@@ -141,6 +142,46 @@ class GroupCoordinator:
                 for g in body.get("Groups", [])]}
         return {"ThrottleTimeMs": 0, "ErrorCode": NONE,
                 "Topics": self._fetch_group(body.get("GroupId", ""), body.get("Topics"))}
+
+    # -- admin: ListGroups, DescribeGroups --------------------------------------------------------
+    def known_groups(self, logged=()) -> dict[str, Group]:
+        """Live groups, and the groups only their committed offsets tell of (this coordinator's and
+        ``logged``, the log's __consumer_offsets): those are Empty consumer groups."""
+        out = {gid: Group(gid, protocol_type="consumer") for gid in [*logged, *self.offsets]}
+        out.update(self.groups)
+        return out
+
+    def list_groups(self, version: int, body: dict, logged=()) -> dict:
+        states = body.get("StatesFilter") or []
+        types = body.get("TypesFilter") or []
+        out = []
+        for gid, g in sorted(self.known_groups(logged).items()):
+            if (states and g.state not in states) or (types and "classic" not in types):
+                continue
+            out.append({"GroupId": gid, "ProtocolType": g.protocol_type or "", "GroupState": g.state,
+                        "GroupType": "classic"})
+        return {"ThrottleTimeMs": 0, "ErrorCode": NONE, "Groups": out}
+
+    def describe_groups(self, version: int, body: dict, logged=()) -> dict:
+        known = self.known_groups(logged)
+        out = []
+        for gid in body.get("Groups", []):
+            g = known.get(gid)
+            if g is None:  # Kafka describes an unknown group as Dead, with no error (GROUP_ID_NOT_FOUND from v6)
+                out.append({"ErrorCode": GROUP_ID_NOT_FOUND if version >= 6 else NONE, "ErrorMessage": None,
+                            "GroupId": gid, "GroupState": "Dead", "ProtocolType": "", "ProtocolData": "",
+                            "Members": [], "AuthorizedOperations": -2147483648})
+                continue
+            stable = g.state == "Stable"
+            out.append({"ErrorCode": NONE, "ErrorMessage": None, "GroupId": gid, "GroupState": g.state,
+                        "ProtocolType": g.protocol_type or "", "ProtocolData": (g.protocol or "") if stable else "",
+                        "AuthorizedOperations": -2147483648,
+                        "Members": [{"MemberId": m.member_id, "GroupInstanceId": m.instance_id,
+                                     "ClientId": m.client_id, "ClientHost": "/127.0.0.1",
+                                     "MemberMetadata": dict(m.protocols).get(g.protocol, b"") if stable else b"",
+                                     "MemberAssignment": (m.assignment or b"") if stable else b""}
+                                    for m in g.members.values()]})
+        return {"ThrottleTimeMs": 0, "Groups": out}
 
     # -- membership ------------------------------------------------------------------------------
     def _response(self, g: Group, m: Member, err=NONE) -> dict:

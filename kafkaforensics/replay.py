@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from . import offset_index
 from .partition import derived_topic_id, find_partitions, partition_dir_state, write_partition_metadata
 from .producer_state import ProducerState
+from .replay_admin import AdminAPIs, WriteAdminAPIs
 from .segment import BatchScanner, open_buffer
 from .txn_index import read_entries as read_txn_entries
 from specs import protocol_messages as P
@@ -31,7 +32,7 @@ EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
 _TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 
 #: the APIs that change the log dir: advertised only with ``writable``
-WRITE_ONLY = {19, 22, 24, 26}
+WRITE_ONLY = {19, 20, 21, 22, 24, 25, 26, 28, 37}
 #: api key -> (min, max) advertised read-only, as Kafka 4.x lists them (specs.protocol_messages)
 #: (Produce is answered -- with POLICY_VIOLATION while read-only -- so that clients see a broker of
 #: the v2 message format era and fetch with v4+.)
@@ -50,6 +51,7 @@ class Served:
     leader_epoch: int = 0
     topic_id: str = ""
     epochs: list = field(default_factory=list)     # the leader-epoch cache: [(epoch, start offset)]
+    producers: object = None                       # the ProducerState the log holds (DescribeProducers)
 
     def epoch_at(self, offset: int) -> int:
         """The leader epoch an offset was written in (the last cache entry starting at or before it)."""
@@ -72,7 +74,7 @@ WRITE_APIS = {k: P.ADVERTISED[k] for k in WRITE_ONLY}
 INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state", "__share_group_state"}
 
 
-class ReplayBroker:
+class ReplayBroker(AdminAPIs, WriteAdminAPIs):
     def __init__(self, log_dir: str, *, node_id: int = 0, host: str = "127.0.0.1", port: int = 9092,
                  writable: bool = False, auto_create: bool = True, partitions: int = 1):
         self.log_dir = os.path.abspath(log_dir)
@@ -84,11 +86,17 @@ class ReplayBroker:
         self.live: dict = {}
         self._index_cache: dict[str, tuple] = {}  # .index path -> (size, mtime, entries)
         self.txns: dict[str, dict] = {}
+        self.on_txn_offsets = None  # (group, commits) -> None: a committed transaction's offsets
         self.next_producer_id = 1000
         self.reload()
 
     # -- the log dir ---------------------------------------------------------------------------
     def reload(self) -> None:
+        from .partition import read_offset_checkpoints
+        try:
+            starts = read_offset_checkpoints(self.log_dir).get("log-start-offset-checkpoint", {})
+        except Exception:  # a damaged checkpoint: the first segment's base serves
+            starts = {}
         for pd in find_partitions(self.log_dir):
             if pd.topic is None or not valid_topic(pd.topic) or partition_dir_state(pd.path) not in ("live", None):
                 continue  # a -delete, -future or -stray copy never stands in for the partition
@@ -111,6 +119,9 @@ class ReplayBroker:
             if state.producers:
                 self.next_producer_id = max(self.next_producer_id, max(state.producers) + 1)
             s.log_start = s.segments[0] if s.segments else 0
+            if s.log_start < starts.get((s.topic, s.partition), -1) <= leo:  # DeleteRecords moved it
+                s.log_start = starts[(s.topic, s.partition)]
+            s.producers = state
             s.log_end = leo
             s.last_stable = state.first_unstable_offset() if state.first_unstable_offset() is not None else leo
             try:  # Kafka's leader-epoch cache when the checkpoint is there, else the batches' epochs
@@ -129,6 +140,13 @@ class ReplayBroker:
             tid = next((s.topic_id for s in parts if s.topic_id), None) or derived_topic_id(parts[0].topic)
             for s in parts:
                 s.topic_id = tid
+
+    def logged_groups(self) -> list[str]:
+        """The groups with offsets committed in the log dir's __consumer_offsets."""
+        if not any(t == "__consumer_offsets" for t, _p in self.partitions):
+            return []
+        from .groups import committed_offsets
+        return sorted({row["group"] for row in committed_offsets(self.log_dir)})
 
     def topic_ids(self) -> dict[str, str]:
         """Topic id -> topic name."""
@@ -163,7 +181,11 @@ class ReplayBroker:
     def handle(self, api_key: int, version: int, body: dict) -> dict:
         return {18: self.api_versions, 3: self.metadata, 2: self.list_offsets, 1: self.fetch,
                 10: self.find_coordinator, 0: self.produce, 22: self.init_producer_id,
-                24: self.add_partitions_to_txn, 26: self.end_txn, 19: self.create_topics}[api_key](version, body)
+                24: self.add_partitions_to_txn, 26: self.end_txn, 19: self.create_topics,
+                60: self.describe_cluster, 32: self.describe_configs, 35: self.describe_log_dirs,
+                23: self.offset_for_leader_epoch, 61: self.describe_producers, 66: self.list_transactions,
+                65: self.describe_transactions, 25: self.add_offsets_to_txn, 28: self.txn_offset_commit,
+                21: self.delete_records, 20: self.delete_topics, 37: self.create_partitions}[api_key](version, body)
 
     # -- writing (--writable) ----------------------------------------------------------------------
     def _live(self, s: Served):
@@ -204,14 +226,9 @@ class ReplayBroker:
             out.append({"Name": t.get("Name"), "TopicId": t.get("TopicId"), "PartitionResponses": parts})
         return {"ThrottleTimeMs": 0, "Responses": out}
 
-    def write_offset_commits(self, group: str, commits: list) -> None:
-        """Append the commits to __consumer_offsets-N as the group coordinator writes them
-        (key v1, value v3), N = abs(group.hashCode) % 50; the partition dir is created on first use."""
-        import time as _t
-        from .batch import Record
-        from .builder import build_v2
+    def offsets_partition(self, group: str) -> Served:
+        """__consumer_offsets-N of a group, N = abs(group.hashCode) % 50; created on first use."""
         from .group_coordinator import offsets_partition_for
-        from .internal_topics import encode_offset_commit
         n = offsets_partition_for(group)
         key = ("__consumer_offsets", n)
         s = self.partitions.get(key)
@@ -222,6 +239,16 @@ class ReplayBroker:
                        None) or derived_topic_id("__consumer_offsets")
             write_partition_metadata(d, tid)
             s = self.partitions[key] = Served("__consumer_offsets", n, d, [0], topic_id=tid, epochs=[(0, 0)])
+        return s
+
+    def write_offset_commits(self, group: str, commits: list) -> None:
+        """Append the commits to __consumer_offsets-N as the group coordinator writes them
+        (key v1, value v3), N = abs(group.hashCode) % 50; the partition dir is created on first use."""
+        import time as _t
+        from .batch import Record
+        from .builder import build_v2
+        from .internal_topics import encode_offset_commit
+        s = self.offsets_partition(group)
         log = self._live(s)
         now = int(_t.time() * 1000)
         recs = []
@@ -290,6 +317,10 @@ class ReplayBroker:
             log.append_marker(t["pid"], t["epoch"], commit, s.leader_epoch, timestamp=int(_t.time() * 1000))
             self._refresh(s, log)
         t["partitions"] = set()
+        offsets, t["offsets"] = t.get("offsets") or {}, {}
+        if commit and self.on_txn_offsets is not None:
+            for group, commits in offsets.items():
+                self.on_txn_offsets(group, commits)
 
     def create_topics(self, version: int, body: dict) -> dict:
         out = []
@@ -376,7 +407,7 @@ class ReplayBroker:
                                             "IsrNodes": [self.node_id], "OfflineReplicas": []} for s in parts]})
         return {"ThrottleTimeMs": 0, "Brokers": [{"NodeId": self.node_id, "Host": self.host, "Port": self.port,
                                                    "Rack": None}],
-                "ClusterId": "kfx-replay", "ControllerId": self.node_id, "Topics": out, "ErrorCode": NONE}
+                "ClusterId": self.cluster_id(), "ControllerId": self.node_id, "Topics": out, "ErrorCode": NONE}
 
     def find_coordinator(self, version: int, body: dict) -> dict:
         me = {"NodeId": self.node_id, "Host": self.host, "Port": self.port, "ErrorCode": NONE, "ErrorMessage": None}

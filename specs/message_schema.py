@@ -219,6 +219,8 @@ def _read_value(ctx: _Ctx, f: F, version, type_=None):
     sub = _sub_fields(f, ctx.structs)
     if sub is None:
         raise KafkaFormatError("schema", f"unknown type {t} of {f.name}")
+    if nullable and _STRUCTS["int8"].unpack(ctx.take(1))[0] < 0:  # a nullable struct: int8 -1 null, 1 present
+        return None
     return _read_struct(ctx, sub, version)
 
 
@@ -296,4 +298,8 @@ def _build_value(out: bytearray, f: F, v, version, flexible, structs, type_=None
             else:
                 _build_value(out, f, item, version, flexible, structs, t[2:])
     else:
+        if _in(f.nullable, version):  # a nullable struct: int8 -1 null, 1 present
+            out += _STRUCTS["int8"].pack(-1 if v is None else 1)
+            if v is None:
+                return
         _build_struct(out, _sub_fields(f, structs), v or {}, version, flexible, structs)

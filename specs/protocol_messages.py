@@ -846,10 +846,46 @@ CreatePartitionsResponse = Message('CreatePartitionsResponse', valid='0-3', flex
     )),
 ))
 
+# KIP-848's consumer group protocol
+ConsumerGroupHeartbeatRequest = Message('ConsumerGroupHeartbeatRequest', valid='0-1', flexible='0+', api_key=68, fields=(
+    F('GroupId', 'string', '0+'),
+    F('MemberId', 'string', '0+'),
+    F('MemberEpoch', 'int32', '0+'),
+    F('InstanceId', 'string', '0+', nullable='0+', default='null'),
+    F('RackId', 'string', '0+', nullable='0+', default='null'),
+    F('RebalanceTimeoutMs', 'int32', '0+', default='-1'),
+    F('SubscribedTopicNames', '[]string', '0+', nullable='0+', default='null'),
+    F('SubscribedTopicRegex', 'string', '1+', nullable='1+', default='null'),
+    F('ServerAssignor', 'string', '0+', nullable='0+', default='null'),
+    F('TopicPartitions', '[]TopicPartitions', '0+', nullable='0+', default='null', fields=(
+        F('TopicId', 'uuid', '0+'),
+        F('Partitions', '[]int32', '0+'),
+    )),
+))
+
+ConsumerGroupHeartbeatResponse = Message('ConsumerGroupHeartbeatResponse', valid='0-1', flexible='0+', api_key=68, fields=(
+    F('ThrottleTimeMs', 'int32', '0+'),
+    F('ErrorCode', 'int16', '0+'),
+    F('ErrorMessage', 'string', '0+', nullable='0+', default='null'),
+    F('MemberId', 'string', '0+', nullable='0+', default='null'),
+    F('MemberEpoch', 'int32', '0+'),
+    F('HeartbeatIntervalMs', 'int32', '0+'),
+    F('Assignment', 'Assignment', '0+', nullable='0+', default='null', fields=(
+        F('TopicPartitions', '[]TopicPartitions', '0+'),
+    )),
+), structs={
+    'TopicPartitions': (
+        F('TopicId', 'uuid', '0+'),
+        F('Partitions', '[]int32', '0+'),
+    ),
+})
+
 REQUESTS = {m.api_key: m for m in (ApiVersionsRequest, MetadataRequest, ListOffsetsRequest, FetchRequest, FindCoordinatorRequest, OffsetCommitRequest, OffsetFetchRequest, JoinGroupRequest, SyncGroupRequest, HeartbeatRequest, LeaveGroupRequest, ProduceRequest, InitProducerIdRequest, AddPartitionsToTxnRequest, EndTxnRequest, CreateTopicsRequest,
-    ListGroupsRequest, DescribeGroupsRequest, DescribeConfigsRequest, DescribeClusterRequest, DescribeLogDirsRequest, OffsetForLeaderEpochRequest, DescribeProducersRequest, ListTransactionsRequest, DescribeTransactionsRequest, AddOffsetsToTxnRequest, TxnOffsetCommitRequest, DeleteRecordsRequest, DeleteTopicsRequest, CreatePartitionsRequest)}
+    ListGroupsRequest, DescribeGroupsRequest, DescribeConfigsRequest, DescribeClusterRequest, DescribeLogDirsRequest, OffsetForLeaderEpochRequest, DescribeProducersRequest, ListTransactionsRequest, DescribeTransactionsRequest, AddOffsetsToTxnRequest, TxnOffsetCommitRequest, DeleteRecordsRequest, DeleteTopicsRequest, CreatePartitionsRequest,
+    ConsumerGroupHeartbeatRequest)}
 RESPONSES = {m.api_key: m for m in (ApiVersionsResponse, MetadataResponse, ListOffsetsResponse, FetchResponse, FindCoordinatorResponse, OffsetCommitResponse, OffsetFetchResponse, JoinGroupResponse, SyncGroupResponse, HeartbeatResponse, LeaveGroupResponse, ProduceResponse, InitProducerIdResponse, AddPartitionsToTxnResponse, EndTxnResponse, CreateTopicsResponse,
-    ListGroupsResponse, DescribeGroupsResponse, DescribeConfigsResponse, DescribeClusterResponse, DescribeLogDirsResponse, OffsetForLeaderEpochResponse, DescribeProducersResponse, ListTransactionsResponse, DescribeTransactionsResponse, AddOffsetsToTxnResponse, TxnOffsetCommitResponse, DeleteRecordsResponse, DeleteTopicsResponse, CreatePartitionsResponse)}
+    ListGroupsResponse, DescribeGroupsResponse, DescribeConfigsResponse, DescribeClusterResponse, DescribeLogDirsResponse, OffsetForLeaderEpochResponse, DescribeProducersResponse, ListTransactionsResponse, DescribeTransactionsResponse, AddOffsetsToTxnResponse, TxnOffsetCommitResponse, DeleteRecordsResponse, DeleteTopicsResponse, CreatePartitionsResponse,
+    ConsumerGroupHeartbeatResponse)}
 
 #: Api key -> (min, max) as Kafka 4.x's ApiVersions lists them, for the APIs the replay broker
 #: implements.  Produce lists 0-2 although only 3+ are accepted: librdkafka before 2.11.1 enables
@@ -872,6 +908,20 @@ ADVERTISED = {
     22: (0, 5),   # InitProducerId
     24: (0, 5),   # AddPartitionsToTxn
     26: (0, 5),   # EndTxn
+    15: (0, 6),   # DescribeGroups
+    16: (0, 5),   # ListGroups
+    23: (2, 4),   # OffsetForLeaderEpoch
+    32: (1, 4),   # DescribeConfigs
+    35: (1, 5),   # DescribeLogDirs
+    60: (0, 2),   # DescribeCluster
+    61: (0, 0),   # DescribeProducers
+    65: (0, 0),   # DescribeTransactions
+    66: (0, 2),   # ListTransactions
+    20: (1, 6),   # DeleteTopics
+    21: (0, 2),   # DeleteRecords
+    25: (0, 4),   # AddOffsetsToTxn
+    28: (0, 5),   # TxnOffsetCommit
+    37: (0, 3),   # CreatePartitions
 }
 #: API name (the message name less Request) -> api key
 API_KEYS = {m.name[:-len("Request")]: k for k, m in REQUESTS.items()}

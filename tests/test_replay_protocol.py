@@ -179,3 +179,26 @@ E_MAX = -3
 def sample_broker():
     from tests.conftest import SAMPLE
     return ReplayBroker(SAMPLE)
+
+
+ADMIN_BODIES = {
+    60: {}, 35: {"Topics": None}, 61: {"Topics": [{"Name": "orders", "PartitionIndexes": [0, 9]}]},
+    66: {"StateFilters": ["Ongoing", "NoSuchState"]}, 65: {"TransactionalIds": ["x"]},
+    23: {"Topics": [{"Topic": "orders", "Partitions": [{"Partition": 0, "LeaderEpoch": 0}]}]},
+    32: {"Resources": [{"ResourceType": 2, "ResourceName": "orders", "ConfigurationKeys": None},
+                       {"ResourceType": 2, "ResourceName": "nope", "ConfigurationKeys": None},
+                       {"ResourceType": 4, "ResourceName": "0", "ConfigurationKeys": ["log.dirs"]}]},
+}
+
+
+@pytest.mark.parametrize("api_key", sorted(ADMIN_BODIES))
+def test_admin_apis_answer_every_advertised_version_over_the_wire(sample_broker, api_key):
+    lo, hi = P.ADVERTISED[api_key]
+    for v in range(lo, hi + 1):
+        r = roundtrip(sample_broker, api_key, v, ADMIN_BODIES[api_key])
+        assert r, (api_key, v)
+    if api_key == 66:
+        assert r["UnknownStateFilters"] == ["NoSuchState"]
+    if api_key == 32:
+        assert [x["ErrorCode"] for x in r["Results"]] == [0, E.UNKNOWN_TOPIC_OR_PARTITION, 0]
+        assert [c["Name"] for c in r["Results"][2]["Configs"]] == ["log.dirs"]
