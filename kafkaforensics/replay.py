@@ -1,7 +1,8 @@
 """The replay broker's logic, without I/O: a request in, a response body out.
 
-Every ``<topic>-<partition>`` directory under the log dir is a partition this one-node cluster
-leads, served as it is on disk.  Implemented (and advertised, with the versions below):
+Every live ``<topic>-<partition>`` directory under the log dir is a partition this one-node cluster
+leads, served as it is on disk (the versions advertised are Kafka 4.x's, ``specs.protocol_messages.ADVERTISED``;
+the admin APIs are in :mod:`replay_admin`).  Implemented:
 ApiVersions, Metadata, ListOffsets (earliest, latest, by timestamp), Fetch (read_uncommitted and
 read_committed with the aborted-transaction list from the .txnindex files), FindCoordinator.
 Without ``writable`` nothing on disk is written; with it, Produce (acks 0/1/all, idempotent

@@ -75,6 +75,9 @@ class _Server:
             body = g.commit(v, ev.body)
         elif k == 9:
             body = g.fetch_offsets(v, ev.body)
+        elif k == 68:  # KIP-848
+            body = g.consumer_heartbeat(v, ev.body, ev.client_id,
+                                        {t: (ps[0].topic_id, len(ps)) for t, ps in b.topics().items()})
         elif k in (15, 16):  # DescribeGroups, ListGroups: live groups and those the log's commits tell of
             body = (g.describe_groups if k == 15 else g.list_groups)(v, ev.body, b.logged_groups())
         else:
@@ -132,6 +135,7 @@ async def start(log_dir: str, host: str = "127.0.0.1", port: int = 9092, adverti
     groups = GroupCoordinator(state_path or default_state_path(log_dir),
                               offsets_writer=broker.write_offset_commits if writable else None)
     broker.on_txn_offsets = lambda group, commits: groups.store(group, commits, write=False)
+    broker.coordinator = groups  # for tests and notebooks: the group state
     srv = _Server(broker, groups)
     asyncio.get_running_loop().create_task(groups.expire_loop())
     server = await asyncio.start_server(srv.client, host, port)

@@ -922,6 +922,7 @@ ADVERTISED = {
     25: (0, 4),   # AddOffsetsToTxn
     28: (0, 5),   # TxnOffsetCommit
     37: (0, 3),   # CreatePartitions
+    68: (0, 1),   # ConsumerGroupHeartbeat (KIP-848)
 }
 #: API name (the message name less Request) -> api key
 API_KEYS = {m.name[:-len("Request")]: k for k, m in REQUESTS.items()}
