@@ -268,6 +268,34 @@ class GroupCoordinator:
             out["Assignment"] = {"TopicPartitions": [{"TopicId": t, "Partitions": ps} for t, ps in sorted(new.items())]}
         return dict(out, MemberId=mid, MemberEpoch=m.epoch)
 
+    def consumer_describe(self, version: int, body: dict, topics: dict) -> dict:
+        """ConsumerGroupDescribe: a KIP-848 group's members, their assignments and targets
+        (GROUP_ID_NOT_FOUND for a group that is not one, as Kafka answers)."""
+        names = {tid: name for name, (tid, _n) in topics.items()}
+
+        def assignment(parts: dict) -> dict:
+            return {"TopicPartitions": [{"TopicId": t, "TopicName": names.get(t, ""), "Partitions": ps}
+                                        for t, ps in sorted(parts.items())]}
+        out = []
+        for gid in body.get("GroupIds", []):
+            g = self.consumer_groups.get(gid)
+            if g is None:
+                out.append({"ErrorCode": GROUP_ID_NOT_FOUND, "ErrorMessage": f"group {gid} is not a consumer group",
+                            "GroupId": gid, "GroupState": "Dead", "GroupEpoch": -1, "AssignmentEpoch": -1,
+                            "AssignorName": "", "Members": []})
+                continue
+            target = self._target(g, topics)
+            out.append({"ErrorCode": NONE, "ErrorMessage": None, "GroupId": gid,
+                        "GroupState": "Stable" if g.members else "Empty", "GroupEpoch": g.epoch,
+                        "AssignmentEpoch": g.epoch, "AssignorName": "uniform",
+                        "Members": [{"MemberId": m.member_id, "InstanceId": None, "RackId": None, "MemberEpoch": m.epoch,
+                                     "ClientId": m.client_id, "ClientHost": "/127.0.0.1",
+                                     "SubscribedTopicNames": m.subscribed, "SubscribedTopicRegex": None,
+                                     "Assignment": assignment(m.assigned),
+                                     "TargetAssignment": assignment(target.get(m.member_id, {}))}
+                                    for m in g.members.values()]})
+        return {"ThrottleTimeMs": 0, "Groups": out}
+
     @staticmethod
     def _target(g: ConsumerGroup, topics: dict) -> dict:
         """member id -> {topic id: partitions}: each subscribed topic's partitions round-robin over
@@ -292,6 +320,12 @@ class GroupCoordinator:
                 if leader else []}
 
     async def join(self, version: int, body: dict, client_id: str | None) -> dict:
+        r = await self._join(version, body, client_id)
+        if version < 7 and r.get("ProtocolName") is None:  # null only from v7: older versions carry ""
+            r = dict(r, ProtocolName="")
+        return r
+
+    async def _join(self, version: int, body: dict, client_id: str | None) -> dict:
         gid = body.get("GroupId") or ""
         if not gid:
             return {"ErrorCode": INVALID_GROUP_ID, "GenerationId": -1, "Leader": "", "MemberId": "", "Members": [],

@@ -75,9 +75,10 @@ class _Server:
             body = g.commit(v, ev.body)
         elif k == 9:
             body = g.fetch_offsets(v, ev.body)
-        elif k == 68:  # KIP-848
-            body = g.consumer_heartbeat(v, ev.body, ev.client_id,
-                                        {t: (ps[0].topic_id, len(ps)) for t, ps in b.topics().items()})
+        elif k in (68, 69):  # KIP-848
+            topics = {t: (ps[0].topic_id, len(ps)) for t, ps in b.topics().items()}
+            body = (g.consumer_heartbeat(v, ev.body, ev.client_id, topics) if k == 68
+                    else g.consumer_describe(v, ev.body, topics))
         elif k in (15, 16):  # DescribeGroups, ListGroups: live groups and those the log's commits tell of
             body = (g.describe_groups if k == 15 else g.list_groups)(v, ev.body, b.logged_groups())
         else:

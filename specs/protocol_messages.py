@@ -880,12 +880,52 @@ ConsumerGroupHeartbeatResponse = Message('ConsumerGroupHeartbeatResponse', valid
     ),
 })
 
+ConsumerGroupDescribeRequest = Message('ConsumerGroupDescribeRequest', valid='0', flexible='0+', api_key=69, fields=(
+    F('GroupIds', '[]string', '0+'),
+    F('IncludeAuthorizedOperations', 'bool', '0+'),
+))
+
+ConsumerGroupDescribeResponse = Message('ConsumerGroupDescribeResponse', valid='0', flexible='0+', api_key=69, fields=(
+    F('ThrottleTimeMs', 'int32', '0+'),
+    F('Groups', '[]DescribedGroup', '0+', fields=(
+        F('ErrorCode', 'int16', '0+'),
+        F('ErrorMessage', 'string', '0+', nullable='0+', default='null'),
+        F('GroupId', 'string', '0+'),
+        F('GroupState', 'string', '0+'),
+        F('GroupEpoch', 'int32', '0+'),
+        F('AssignmentEpoch', 'int32', '0+'),
+        F('AssignorName', 'string', '0+'),
+        F('Members', '[]Member', '0+', fields=(
+            F('MemberId', 'string', '0+'),
+            F('InstanceId', 'string', '0+', nullable='0+', default='null'),
+            F('RackId', 'string', '0+', nullable='0+', default='null'),
+            F('MemberEpoch', 'int32', '0+'),
+            F('ClientId', 'string', '0+'),
+            F('ClientHost', 'string', '0+'),
+            F('SubscribedTopicNames', '[]string', '0+'),
+            F('SubscribedTopicRegex', 'string', '0+', nullable='0+', default='null'),
+            F('Assignment', 'Assignment', '0+'),
+            F('TargetAssignment', 'Assignment', '0+'),
+        )),
+        F('AuthorizedOperations', 'int32', '0+', default='-2147483648'),
+    )),
+), structs={
+    'TopicPartitions': (
+        F('TopicId', 'uuid', '0+'),
+        F('TopicName', 'string', '0+'),
+        F('Partitions', '[]int32', '0+'),
+    ),
+    'Assignment': (
+        F('TopicPartitions', '[]TopicPartitions', '0+'),
+    ),
+})
+
 REQUESTS = {m.api_key: m for m in (ApiVersionsRequest, MetadataRequest, ListOffsetsRequest, FetchRequest, FindCoordinatorRequest, OffsetCommitRequest, OffsetFetchRequest, JoinGroupRequest, SyncGroupRequest, HeartbeatRequest, LeaveGroupRequest, ProduceRequest, InitProducerIdRequest, AddPartitionsToTxnRequest, EndTxnRequest, CreateTopicsRequest,
     ListGroupsRequest, DescribeGroupsRequest, DescribeConfigsRequest, DescribeClusterRequest, DescribeLogDirsRequest, OffsetForLeaderEpochRequest, DescribeProducersRequest, ListTransactionsRequest, DescribeTransactionsRequest, AddOffsetsToTxnRequest, TxnOffsetCommitRequest, DeleteRecordsRequest, DeleteTopicsRequest, CreatePartitionsRequest,
-    ConsumerGroupHeartbeatRequest)}
+    ConsumerGroupHeartbeatRequest, ConsumerGroupDescribeRequest)}
 RESPONSES = {m.api_key: m for m in (ApiVersionsResponse, MetadataResponse, ListOffsetsResponse, FetchResponse, FindCoordinatorResponse, OffsetCommitResponse, OffsetFetchResponse, JoinGroupResponse, SyncGroupResponse, HeartbeatResponse, LeaveGroupResponse, ProduceResponse, InitProducerIdResponse, AddPartitionsToTxnResponse, EndTxnResponse, CreateTopicsResponse,
     ListGroupsResponse, DescribeGroupsResponse, DescribeConfigsResponse, DescribeClusterResponse, DescribeLogDirsResponse, OffsetForLeaderEpochResponse, DescribeProducersResponse, ListTransactionsResponse, DescribeTransactionsResponse, AddOffsetsToTxnResponse, TxnOffsetCommitResponse, DeleteRecordsResponse, DeleteTopicsResponse, CreatePartitionsResponse,
-    ConsumerGroupHeartbeatResponse)}
+    ConsumerGroupHeartbeatResponse, ConsumerGroupDescribeResponse)}
 
 #: Api key -> (min, max) as Kafka 4.x's ApiVersions lists them, for the APIs the replay broker
 #: implements.  Produce lists 0-2 although only 3+ are accepted: librdkafka before 2.11.1 enables
@@ -923,6 +963,7 @@ ADVERTISED = {
     28: (0, 5),   # TxnOffsetCommit
     37: (0, 3),   # CreatePartitions
     68: (0, 1),   # ConsumerGroupHeartbeat (KIP-848)
+    69: (0, 0),   # ConsumerGroupDescribe (KIP-848)
 }
 #: API name (the message name less Request) -> api key
 API_KEYS = {m.name[:-len("Request")]: k for k, m in REQUESTS.items()}

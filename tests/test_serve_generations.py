@@ -109,3 +109,42 @@ def test_unsupported_api_versions_version_gets_error_35_and_the_list(broker):
     assert {a["ApiKey"] for a in r["ApiKeys"]} >= {0, 1, 2, 3, 18}
     # and the connection goes on: a supported request after it is answered
     assert _exchange(broker, frame(3, 0, {"Topics": []})) is not None
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_debians_kcat_keeps_its_batches_compressed(tmp_path, codec):
+    """kcat 1.7.1 on librdkafka 2.0.2 enables gzip, snappy and lz4 only when it sees Produce v0
+    listed (KAFKA-18659): listed, its batches land compressed, not silently plain."""
+    if shutil.which("kcat") is None:
+        pytest.skip("kcat is not installed (make install puts Debian's in)")
+    d = tmp_path / "logs"
+    d.mkdir()
+    with BrokerThread(str(d), writable=True, state_path=str(tmp_path / "state.json")) as b:
+        r = subprocess.run(["kcat", "-b", b.bootstrap, "-P", "-t", "z", "-p", "0", "-z", codec, "-X", "linger.ms=50"],
+                           input=b"".join(b"value-%d-%s\n" % (i, b"x" * 50) for i in range(50)),
+                           capture_output=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+    codecs = [bt.compression_name for f in sorted(os.listdir(d / "z-0")) if f.endswith(".log")
+              for bt in iter_batches(os.path.join(d, "z-0", f))]
+    assert codecs and set(codecs) == {codec}
+
+
+def test_every_api_and_version_with_empty_fields_is_answered_never_a_crash(tmp_path):
+    """Each advertised API at each version, its fields at their defaults (empty names, no topics):
+    an answer that parses, or -- Produce v0-2 only -- the connection closed; the server goes on."""
+    d = tmp_path / "logs"
+    shutil.copytree(SAMPLE, d)
+    with BrokerThread(str(d), writable=True, state_path=str(tmp_path / "state.json")) as b:
+        for key, (lo, hi) in sorted(P.ADVERTISED.items()):
+            for v in range(lo, hi + 1):
+                body = {"Acks": 1} if key == 0 else {}
+                if key == 0 and v < 3:
+                    assert _exchange(b, _with_version(0, 3, body, v)) is None
+                    continue
+                out = _exchange(b, frame(key, v, body))
+                assert out is not None, (P.REQUESTS[key].name, v)
+                m = P.RESPONSES[key]
+                hv = 1 if m.is_flexible(v) and key != 18 else 0
+                _h, used = P.ResponseHeader.read_prefix(out, hv)
+                m.read(out[used:], v)
+        assert b.broker.partitions[("orders", 0)].log_end == 404   # and it still serves

@@ -46,6 +46,11 @@ def test_consumer_protocol_members_share_commit_and_resume(tmp_path):
         a.commit(offsets=[TopicPartition("multi", tp.partition, 7) for tp in a.assignment()], asynchronous=False)
         groups = {g["GroupId"]: g["GroupType"] for g in b.broker.coordinator.list_groups(5, {})["Groups"]}
         assert groups["g848"] == "consumer"
+        from confluent_kafka.admin import AdminClient
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})   # ConsumerGroupDescribe
+        desc = admin.describe_consumer_groups(["g848"])["g848"].result(15)
+        assert len(desc.members) == 2 and sorted(tp.partition for m in desc.members
+                                                 for tp in m.assignment.topic_partitions) == [0, 1, 2, 3]
         committed = sorted(tp.partition for tp in a.assignment())
         a.close()
         second.close()
