@@ -148,3 +148,20 @@ def test_every_api_and_version_with_empty_fields_is_answered_never_a_crash(tmp_p
                 _h, used = P.ResponseHeader.read_prefix(out, hv)
                 m.read(out[used:], v)
         assert b.broker.partitions[("orders", 0)].log_end == 404   # and it still serves
+
+
+def test_offset_commit_and_fetch_v10_name_topics_by_id(broker):
+    tid = broker.broker.partitions[("orders", 0)].topic_id
+
+    def ask(key, version, body):
+        out = _exchange(broker, frame(key, version, body))
+        _h, used = P.ResponseHeader.read_prefix(out, 1)
+        return P.RESPONSES[key].read(out[used:], version)
+    r = ask(8, 10, {"GroupId": "v10", "Topics": [{"TopicId": tid, "Partitions": [
+        {"PartitionIndex": 0, "CommittedOffset": 77, "CommittedMetadata": "m"}]}]})
+    assert [(x["TopicId"], x["Partitions"]) for x in r["Topics"]] == [(tid, [{"PartitionIndex": 0, "ErrorCode": 0}])]
+    r = ask(9, 10, {"Groups": [{"GroupId": "v10", "Topics": [{"TopicId": tid, "PartitionIndexes": [0]}]}]})
+    (t,) = r["Groups"][0]["Topics"]
+    assert t["TopicId"] == tid and t["Partitions"][0]["CommittedOffset"] == 77
+    r = ask(9, 9, {"Groups": [{"GroupId": "v10", "Topics": None}]})   # the same commit, by name
+    assert [(x["Name"], x["Partitions"][0]["CommittedOffset"]) for x in r["Groups"][0]["Topics"]] == [("orders", 77)]
