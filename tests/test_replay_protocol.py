@@ -259,3 +259,21 @@ def _subset(sent, got) -> bool:
     if isinstance(sent, list):
         return isinstance(got, list) and len(sent) == len(got) and all(map(_subset, sent, got))
     return sent == got
+
+
+@pytest.mark.parametrize("version", [3, 9, 12, 13])
+def test_produce_by_name_and_by_topic_id(wb, version):
+    from kafkaforensics.batch import Record
+    from kafkaforensics.builder import build_v2
+    recs = build_v2([Record(0, 1000, b"k", b"v", [])], base_offset=0)
+    tid = wb.partitions[("t", 0)].topic_id
+    topic = {"TopicId": tid} if version >= 13 else {"Name": "t"}
+    r = roundtrip(wb, 0, version, {"Acks": 1, "TopicData": [
+        dict(topic, PartitionData=[{"Index": 0, "Records": recs}]),
+        dict({"TopicId": "AAAAAAAAAAAAAAAAAAAAAQ"} if version >= 13 else {"Name": "bad/name"},
+             PartitionData=[{"Index": 0, "Records": recs}])]})
+    ok, bad = r["Responses"]
+    assert ok["PartitionResponses"][0]["ErrorCode"] == 0 and ok["PartitionResponses"][0]["BaseOffset"] == 0
+    assert bad["PartitionResponses"][0]["ErrorCode"] == (E.UNKNOWN_TOPIC_ID if version >= 13 else
+                                                         E.UNKNOWN_TOPIC_OR_PARTITION)
+    assert wb.partitions[("t", 0)].log_end == 1
