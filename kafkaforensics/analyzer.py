@@ -21,7 +21,6 @@ import os
 import time as _time
 from dataclasses import asdict, dataclass, field, fields
 
-from specs import checkpoints as C
 
 from .batch import resolve_legacy_wrapper
 from .errors import KafkaFormatError
@@ -215,9 +214,9 @@ def analyze(paths, opts: AnalyzeOptions | None = None) -> AnalysisReport:
                 read_offset_checkpoints(os.path.dirname(os.path.abspath(path)))
         except KafkaFormatError:
             ckpts = {}
-        for pd in parts:
-            _analyze_partition(pd, ckpts, now, opts, rep)
-        _tiered(path, parts, rep)
+        for pd in parts:  # a -delete/-future/-stray copy is analysed under its own name, without checkpoints
+            _analyze_partition(pd, ckpts if pd.state == "live" else {}, now, opts, rep)
+        _tiered(path, [pd for pd in parts if pd.state == "live"], rep)
     return rep
 
 

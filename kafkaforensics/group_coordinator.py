@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 
 from .fsutil import atomic_write
 
-NONE, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS = 0, 22, 25, 27
-INVALID_GROUP_ID, INCONSISTENT_GROUP_PROTOCOL, MEMBER_ID_REQUIRED = 24, 23, 79
+from specs.kafka_errors import (ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, INVALID_GROUP_ID,
+                                FENCED_MEMBER_EPOCH, GROUP_ID_NOT_FOUND, INVALID_REQUEST, MEMBER_ID_REQUIRED, NONE,
+                                REBALANCE_IN_PROGRESS, STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID)
 
 
 @dataclass
@@ -52,6 +53,26 @@ class Group:
 
 
 OFFSETS_TOPIC_PARTITIONS = 50  # offsets.topic.num.partitions' default
+#: KIP-848 defaults: group.consumer.heartbeat.interval.ms, group.consumer.session.timeout.ms
+CONSUMER_HEARTBEAT_MS, CONSUMER_SESSION_MS = 5000, 45000
+
+
+@dataclass
+class ConsumerMember:
+    """A member of a KIP-848 (``group.protocol=consumer``) group."""
+    member_id: str
+    client_id: str
+    epoch: int = 0
+    subscribed: list = field(default_factory=list)
+    assigned: dict = field(default_factory=dict)   # topic id -> sorted partitions
+    last_seen: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class ConsumerGroup:
+    group_id: str
+    epoch: int = 0
+    members: dict = field(default_factory=dict)
 
 
 def java_string_hash(s: str) -> int:
@@ -72,6 +93,8 @@ class GroupCoordinator:
     def __init__(self, state_path: str | None, initial_delay_ms: int = 300, offsets_writer=None):
         self.offsets_writer = offsets_writer  # writable broker: commits also go to __consumer_offsets
         self.groups: dict[str, Group] = {}
+        self.consumer_groups: dict[str, ConsumerGroup] = {}
+        self.heartbeat_ms = CONSUMER_HEARTBEAT_MS
         self.state_path = state_path
         self.initial_delay = initial_delay_ms / 1000
         self.offsets: dict[str, dict] = {}
@@ -90,30 +113,34 @@ class GroupCoordinator:
         gen = body.get("GenerationIdOrMemberEpoch", -1)
         g = self.groups.get(gid)
         err = NONE
-        if gen >= 0:
+        cg = self.consumer_groups.get(gid)
+        if cg is not None and gen >= 0:  # a KIP-848 member commits with its member epoch
+            m = cg.members.get(body.get("MemberId"))
+            err = UNKNOWN_MEMBER_ID if m is None else STALE_MEMBER_EPOCH if gen > m.epoch else NONE
+        elif gen >= 0:
             if g is None or body.get("MemberId") not in g.members:
                 err = UNKNOWN_MEMBER_ID
             elif gen != g.generation:
                 err = ILLEGAL_GENERATION
             elif g.state == "PreparingRebalance":
                 err = REBALANCE_IN_PROGRESS
-        topics = []
-        for t in body.get("Topics", []):
-            parts = []
-            for p in t.get("Partitions", []):
-                if err == NONE:
-                    self.offsets.setdefault(gid, {})[f"{t['Name']}:{p['PartitionIndex']}"] = {
-                        "offset": p["CommittedOffset"], "leaderEpoch": p.get("CommittedLeaderEpoch", -1),
-                        "metadata": p.get("CommittedMetadata")}
-                parts.append({"PartitionIndex": p["PartitionIndex"], "ErrorCode": err})
-            topics.append({"Name": t["Name"], "Partitions": parts})
+        topics = [{"Name": t["Name"], "Partitions": [{"PartitionIndex": p["PartitionIndex"], "ErrorCode": err}
+                                                      for p in t.get("Partitions", [])]}
+                  for t in body.get("Topics", [])]
         if err == NONE:
-            self._persist()
-            if self.offsets_writer is not None:
-                self.offsets_writer(gid, [(t["Name"], p["PartitionIndex"], p["CommittedOffset"],
-                                           p.get("CommittedLeaderEpoch", -1), p.get("CommittedMetadata") or "")
-                                          for t in body.get("Topics", []) for p in t.get("Partitions", [])])
+            self.store(gid, [(t["Name"], p["PartitionIndex"], p["CommittedOffset"], p.get("CommittedLeaderEpoch", -1),
+                              p.get("CommittedMetadata")) for t in body.get("Topics", []) for p in t.get("Partitions", [])])
         return {"ThrottleTimeMs": 0, "Topics": topics}
+
+    def store(self, gid: str, commits: list, write: bool = True) -> None:
+        """Keep (topic, partition, offset, leader epoch, metadata) commits of a group; ``write``: also
+        append them to __consumer_offsets (a transaction's commits are there already)."""
+        for topic, part, offset, epoch, metadata in commits:
+            self.offsets.setdefault(gid, {})[f"{topic}:{part}"] = {"offset": offset, "leaderEpoch": epoch,
+                                                                   "metadata": metadata}
+        self._persist()
+        if write and self.offsets_writer is not None:
+            self.offsets_writer(gid, [(t, p, o, e, m or "") for t, p, o, e, m in commits])
 
     def _fetch_group(self, gid: str, topics) -> list:
         stored = self.offsets.get(gid, {})
@@ -142,6 +169,147 @@ class GroupCoordinator:
         return {"ThrottleTimeMs": 0, "ErrorCode": NONE,
                 "Topics": self._fetch_group(body.get("GroupId", ""), body.get("Topics"))}
 
+    # -- admin: ListGroups, DescribeGroups --------------------------------------------------------
+    def known_groups(self, logged=()) -> dict[str, Group]:
+        """Live groups, and the groups only their committed offsets tell of (this coordinator's and
+        ``logged``, the log's __consumer_offsets): those are Empty consumer groups."""
+        out = {gid: Group(gid, protocol_type="consumer") for gid in [*logged, *self.offsets]}
+        out.update(self.groups)
+        for gid, cg in self.consumer_groups.items():  # KIP-848 groups (GroupType "consumer")
+            out[gid] = Group(gid, state="Stable" if cg.members else "Empty", protocol_type="consumer",
+                             generation=cg.epoch)
+            out[gid].kip848 = True
+        return out
+
+    def list_groups(self, version: int, body: dict, logged=()) -> dict:
+        states = body.get("StatesFilter") or []
+        types = body.get("TypesFilter") or []
+        out = []
+        for gid, g in sorted(self.known_groups(logged).items()):
+            kind = "consumer" if getattr(g, "kip848", False) else "classic"
+            if (states and g.state not in states) or (types and kind not in types):
+                continue
+            out.append({"GroupId": gid, "ProtocolType": g.protocol_type or "", "GroupState": g.state,
+                        "GroupType": kind})
+        return {"ThrottleTimeMs": 0, "ErrorCode": NONE, "Groups": out}
+
+    def describe_groups(self, version: int, body: dict, logged=()) -> dict:
+        known = self.known_groups(logged)
+        out = []
+        for gid in body.get("Groups", []):
+            g = known.get(gid)
+            if g is None:  # Kafka describes an unknown group as Dead, with no error (GROUP_ID_NOT_FOUND from v6)
+                out.append({"ErrorCode": GROUP_ID_NOT_FOUND if version >= 6 else NONE, "ErrorMessage": None,
+                            "GroupId": gid, "GroupState": "Dead", "ProtocolType": "", "ProtocolData": "",
+                            "Members": [], "AuthorizedOperations": -2147483648})
+                continue
+            stable = g.state == "Stable"
+            out.append({"ErrorCode": NONE, "ErrorMessage": None, "GroupId": gid, "GroupState": g.state,
+                        "ProtocolType": g.protocol_type or "", "ProtocolData": (g.protocol or "") if stable else "",
+                        "AuthorizedOperations": -2147483648,
+                        "Members": [{"MemberId": m.member_id, "GroupInstanceId": m.instance_id,
+                                     "ClientId": m.client_id, "ClientHost": "/127.0.0.1",
+                                     "MemberMetadata": dict(m.protocols).get(g.protocol, b"") if stable else b"",
+                                     "MemberAssignment": (m.assignment or b"") if stable else b""}
+                                    for m in g.members.values()]})
+        return {"ThrottleTimeMs": 0, "Groups": out}
+
+    # -- KIP-848: ConsumerGroupHeartbeat ----------------------------------------------------------
+    def consumer_heartbeat(self, version: int, body: dict, client_id: str | None, topics: dict) -> dict:
+        """One heartbeat of a ``group.protocol=consumer`` member.  ``topics``: name -> (topic id,
+        partition count).  Epoch 0 joins (the member id the client chose, or a new one), -1 leaves;
+        the group's target assignment spreads the subscribed partitions round-robin over the members
+        in id order, and a member is handed a partition only once no other member holds it (the
+        previous owner drops it on its own next heartbeat), as the incremental protocol requires."""
+        gid, mid, epoch = body.get("GroupId") or "", body.get("MemberId") or "", body.get("MemberEpoch", 0)
+        out = {"ThrottleTimeMs": 0, "ErrorCode": NONE, "ErrorMessage": None, "MemberId": mid, "MemberEpoch": epoch,
+               "HeartbeatIntervalMs": self.heartbeat_ms, "Assignment": None}
+        if not gid:
+            return dict(out, ErrorCode=INVALID_GROUP_ID, ErrorMessage="empty group id")
+        g = self.consumer_groups.setdefault(gid, ConsumerGroup(gid))
+        now = time.monotonic()
+        for other in [x for x in g.members.values() if now - x.last_seen > CONSUMER_SESSION_MS / 1000]:
+            del g.members[other.member_id]
+            g.epoch += 1
+        if epoch == -1 or epoch == -2:  # leave (or a static member going away)
+            if g.members.pop(mid, None) is not None:
+                g.epoch += 1
+            return dict(out, MemberEpoch=-1)
+        m = g.members.get(mid)
+        if epoch == 0:
+            if m is None:
+                mid = mid or str(uuid.uuid4())
+                m = g.members[mid] = ConsumerMember(mid, client_id or "")
+                g.epoch += 1
+            if body.get("SubscribedTopicNames") is None:
+                return dict(out, ErrorCode=INVALID_REQUEST, ErrorMessage="SubscribedTopicNames is required to join")
+        elif m is None:
+            return dict(out, ErrorCode=UNKNOWN_MEMBER_ID, ErrorMessage=f"unknown member {mid}")
+        elif epoch > m.epoch:
+            return dict(out, ErrorCode=FENCED_MEMBER_EPOCH, ErrorMessage=f"epoch {epoch} is ahead of {m.epoch}")
+        m.last_seen = now
+        if body.get("SubscribedTopicNames") is not None and sorted(body["SubscribedTopicNames"]) != m.subscribed:
+            m.subscribed = sorted(body["SubscribedTopicNames"])
+            g.epoch += 1
+        if body.get("TopicPartitions") is not None:  # what the member owns now: revocations confirmed
+            owned = {t["TopicId"]: set(t["Partitions"]) for t in body["TopicPartitions"]}
+            m.assigned = {tid: sorted(set(ps) & owned.get(tid, set())) for tid, ps in m.assigned.items()}
+        target = self._target(g, topics).get(mid, {})
+        held = {(tid, p) for x in g.members.values() if x is not m for tid, ps in x.assigned.items() for p in ps}
+        new = {}
+        for tid in set(target) | set(m.assigned):
+            keep = [p for p in m.assigned.get(tid, []) if p in target.get(tid, ())]
+            add = [p for p in target.get(tid, []) if (tid, p) not in held]
+            ps = sorted(set(keep) | set(add))
+            if ps:
+                new[tid] = ps
+        if new != m.assigned or epoch == 0 or m.epoch != g.epoch:
+            m.assigned, m.epoch = new, g.epoch
+            out["Assignment"] = {"TopicPartitions": [{"TopicId": t, "Partitions": ps} for t, ps in sorted(new.items())]}
+        return dict(out, MemberId=mid, MemberEpoch=m.epoch)
+
+    def consumer_describe(self, version: int, body: dict, topics: dict) -> dict:
+        """ConsumerGroupDescribe: a KIP-848 group's members, their assignments and targets
+        (GROUP_ID_NOT_FOUND for a group that is not one, as Kafka answers)."""
+        names = {tid: name for name, (tid, _n) in topics.items()}
+
+        def assignment(parts: dict) -> dict:
+            return {"TopicPartitions": [{"TopicId": t, "TopicName": names.get(t, ""), "Partitions": ps}
+                                        for t, ps in sorted(parts.items())]}
+        out = []
+        for gid in body.get("GroupIds", []):
+            g = self.consumer_groups.get(gid)
+            if g is None:
+                out.append({"ErrorCode": GROUP_ID_NOT_FOUND, "ErrorMessage": f"group {gid} is not a consumer group",
+                            "GroupId": gid, "GroupState": "Dead", "GroupEpoch": -1, "AssignmentEpoch": -1,
+                            "AssignorName": "", "Members": []})
+                continue
+            target = self._target(g, topics)
+            out.append({"ErrorCode": NONE, "ErrorMessage": None, "GroupId": gid,
+                        "GroupState": "Stable" if g.members else "Empty", "GroupEpoch": g.epoch,
+                        "AssignmentEpoch": g.epoch, "AssignorName": "uniform",
+                        "Members": [{"MemberId": m.member_id, "InstanceId": None, "RackId": None, "MemberEpoch": m.epoch,
+                                     "ClientId": m.client_id, "ClientHost": "/127.0.0.1",
+                                     "SubscribedTopicNames": m.subscribed, "SubscribedTopicRegex": None,
+                                     "Assignment": assignment(m.assigned),
+                                     "TargetAssignment": assignment(target.get(m.member_id, {}))}
+                                    for m in g.members.values()]})
+        return {"ThrottleTimeMs": 0, "Groups": out}
+
+    @staticmethod
+    def _target(g: ConsumerGroup, topics: dict) -> dict:
+        """member id -> {topic id: partitions}: each subscribed topic's partitions round-robin over
+        its subscribers (in member id order)."""
+        out: dict = {mid: {} for mid in g.members}
+        for name in sorted({t for x in g.members.values() for t in x.subscribed}):
+            if name not in topics:
+                continue
+            tid, count = topics[name]
+            subs = sorted(x.member_id for x in g.members.values() if name in x.subscribed)
+            for p in range(count):
+                out[subs[p % len(subs)]].setdefault(tid, []).append(p)
+        return out
+
     # -- membership ------------------------------------------------------------------------------
     def _response(self, g: Group, m: Member, err=NONE) -> dict:
         leader = m.member_id == g.leader
@@ -152,6 +320,12 @@ class GroupCoordinator:
                 if leader else []}
 
     async def join(self, version: int, body: dict, client_id: str | None) -> dict:
+        r = await self._join(version, body, client_id)
+        if version < 7 and r.get("ProtocolName") is None:  # null only from v7: older versions carry ""
+            r = dict(r, ProtocolName="")
+        return r
+
+    async def _join(self, version: int, body: dict, client_id: str | None) -> dict:
         gid = body.get("GroupId") or ""
         if not gid:
             return {"ErrorCode": INVALID_GROUP_ID, "GenerationId": -1, "Leader": "", "MemberId": "", "Members": [],

@@ -68,7 +68,7 @@ def committed_offsets(log_dir: str) -> list[dict]:
     parts = find_partitions(log_dir)
     latest: dict[tuple, dict] = {}
     for pd in parts:
-        if pd.topic != "__consumer_offsets":
+        if pd.topic != "__consumer_offsets" or pd.state != "live":
             continue
         for k, v, offset in replay_offsets(pd):
             if k.get("kind") != "offset_commit":
@@ -81,7 +81,8 @@ def committed_offsets(log_dir: str) -> list[dict]:
                 latest[key] = {"offset": v["data"]["offset"], "metadata": v["data"]["metadata"],
                                "commitTimestamp": v["data"]["commitTimestamp"],
                                "leaderEpoch": v["data"]["leaderEpoch"], "recordOffset": offset}
-    leos = {(pd.topic, pd.partition): _log_end_offset(pd) for pd in parts if pd.topic != "__consumer_offsets"}
+    leos = {(pd.topic, pd.partition): _log_end_offset(pd) for pd in parts
+            if pd.topic != "__consumer_offsets" and pd.state == "live"}  # a -delete copy never stands in
     rows = []
     for (group, topic, part), c in sorted(latest.items()):
         leo = leos.get((topic, part))

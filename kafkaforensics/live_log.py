@@ -25,8 +25,8 @@ from .partition import PartitionDir
 from .producer_state import ProducerState
 from .segment import BatchScanner, open_buffer
 
-NONE, CORRUPT_MESSAGE, OUT_OF_ORDER_SEQUENCE, INVALID_PRODUCER_EPOCH = 0, 2, 45, 47
-UNSUPPORTED_FOR_MESSAGE_FORMAT = 43
+from specs.kafka_errors import (CORRUPT_MESSAGE, INVALID_PRODUCER_EPOCH, NONE, OUT_OF_ORDER_SEQUENCE,
+                                UNSUPPORTED_FOR_MESSAGE_FORMAT)
 _INT32_MAX = 2**31 - 1
 
 

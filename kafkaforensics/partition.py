@@ -12,7 +12,8 @@ from .segment import offset_from_name
 
 LOG, INDEX, TIMEINDEX, TXNINDEX, SNAPSHOT = ".log", ".index", ".timeindex", ".txnindex", ".snapshot"
 LEFTOVER_SUFFIXES = (".swap", ".cleaned", ".deleted")
-_DIR_RE = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)(?P<suffix>(?:\.[0-9a-f]+-(?:delete|future))|-delete|-future)?$")
+_DIR_RE = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)"
+                     r"(?:\.[0-9a-f]+-(?P<state>delete|future|stray)|-(?P<bare>delete|future|stray))?$")
 
 
 def parse_partition_dir_name(name: str) -> tuple[str, int] | None:
@@ -20,6 +21,37 @@ def parse_partition_dir_name(name: str) -> tuple[str, int] | None:
     if not m:
         return None
     return m.group("topic"), int(m.group("partition"))
+
+
+def partition_dir_state(name: str) -> str | None:
+    """Kafka's name for what a partition directory is: ``live`` (``topic-N``), or ``delete``,
+    ``future`` or ``stray`` (``topic-N.<id>-delete`` and the like: a deleted copy awaiting removal,
+    a move between log dirs in progress, a partition the controller no longer assigns here);
+    None for a name that is no partition directory."""
+    m = _DIR_RE.match(os.path.basename(os.path.normpath(name)))
+    if not m:
+        return None
+    return m.group("state") or m.group("bare") or "live"
+
+
+def derived_topic_id(topic: str) -> str:
+    """A stable topic id for a topic whose ``partition.metadata`` is missing: a name-based UUID
+    (version 5, so never Kafka's all-zero or metadata-topic id) in Kafka's base64 form, re-derived
+    while it would start with '-' (Kafka never hands out such ids)."""
+    import base64
+    import uuid
+    seed = topic
+    while True:
+        tid = base64.urlsafe_b64encode(uuid.uuid5(uuid.NAMESPACE_URL, "kafka-topic:" + seed).bytes).decode().rstrip("=")
+        if not tid.startswith("-"):
+            return tid
+        seed += "'"
+
+
+def write_partition_metadata(path: str, topic_id: str) -> None:
+    """``partition.metadata`` (version 0, the topic id) as Kafka writes it in a partition dir."""
+    from .fsutil import atomic_write
+    atomic_write(os.path.join(path, C.PARTITION_METADATA_FILE), C.build_partition_metadata(topic_id).encode())
 
 
 @dataclass
@@ -53,6 +85,11 @@ class PartitionDir:
     @property
     def name(self) -> str:
         return os.path.basename(os.path.normpath(self.path))
+
+    @property
+    def state(self) -> str:
+        """``live``, or ``delete``/``future``/``stray`` for the copies Kafka names so (never the partition)."""
+        return partition_dir_state(self.path) or "live"
 
     @classmethod
     def scan(cls, path: str) -> "PartitionDir":

@@ -1,7 +1,8 @@
 """The replay broker's logic, without I/O: a request in, a response body out.
 
-Every ``<topic>-<partition>`` directory under the log dir is a partition this one-node cluster
-leads, served as it is on disk.  Implemented (and advertised, with the versions below):
+Every live ``<topic>-<partition>`` directory under the log dir is a partition this one-node cluster
+leads, served as it is on disk (the versions advertised are Kafka 4.x's, ``specs.protocol_messages.ADVERTISED``;
+the admin APIs are in :mod:`replay_admin`).  Implemented:
 ApiVersions, Metadata, ListOffsets (earliest, latest, by timestamp), Fetch (read_uncommitted and
 read_committed with the aborted-transaction list from the .txnindex files), FindCoordinator.
 Without ``writable`` nothing on disk is written; with it, Produce (acks 0/1/all, idempotent
@@ -17,23 +18,26 @@ import re
 from dataclasses import dataclass, field
 
 from . import offset_index
-from .partition import find_partitions
+from .partition import derived_topic_id, find_partitions, partition_dir_state, write_partition_metadata
 from .producer_state import ProducerState
+from .replay_admin import AdminAPIs, WriteAdminAPIs
 from .segment import BatchScanner, open_buffer
 from .txn_index import read_entries as read_txn_entries
+from specs import protocol_messages as P
 from specs.message_schema import FileRegion
 
-NONE, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION = 0, 1, 3
-INVALID_TOPIC, UNSUPPORTED_VERSION, POLICY_VIOLATION = 17, 35, 44
+from specs.kafka_errors import (INVALID_PARTITIONS, INVALID_PRODUCER_EPOCH, INVALID_PRODUCER_ID_MAPPING,
+                                INVALID_TOPIC, NONE, OFFSET_OUT_OF_RANGE, POLICY_VIOLATION, TOPIC_ALREADY_EXISTS,
+                                UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, UNSUPPORTED_VERSION)
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
 _TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 
-#: api key -> (min, max) versions implemented
+#: the APIs that change the log dir: advertised only with ``writable``
+WRITE_ONLY = {19, 20, 21, 22, 24, 25, 26, 28, 37}
+#: api key -> (min, max) advertised read-only, as Kafka 4.x lists them (specs.protocol_messages)
 #: (Produce is answered -- with POLICY_VIOLATION while read-only -- so that clients see a broker of
 #: the v2 message format era and fetch with v4+.)
-SUPPORTED = {18: (0, 3), 3: (1, 12), 2: (1, 7), 1: (4, 12), 10: (0, 4), 0: (3, 9),
-             # the group coordinator (kafkaforensics.group_coordinator)
-             11: (0, 9), 14: (0, 5), 12: (0, 4), 13: (0, 5), 8: (0, 8), 9: (0, 8)}
+SUPPORTED = {k: v for k, v in P.ADVERTISED.items() if k not in WRITE_ONLY}
 
 
 @dataclass
@@ -46,7 +50,17 @@ class Served:
     log_end: int = 0
     last_stable: int = 0
     leader_epoch: int = 0
-    topic_id: str = "AAAAAAAAAAAAAAAAAAAAAA"
+    topic_id: str = ""
+    epochs: list = field(default_factory=list)     # the leader-epoch cache: [(epoch, start offset)]
+    producers: object = None                       # the ProducerState the log holds (DescribeProducers)
+
+    def epoch_at(self, offset: int) -> int:
+        """The leader epoch an offset was written in (the last cache entry starting at or before it)."""
+        found = -1
+        for epoch, start in self.epochs:
+            if start <= offset:
+                found = epoch
+        return found
 
     def seg_path(self, base: int, suffix: str) -> str:
         return os.path.join(self.path, f"{base:020d}{suffix}")
@@ -56,31 +70,40 @@ def valid_topic(name) -> bool:
     return isinstance(name, str) and bool(_TOPIC_RE.match(name)) and name not in (".", "..")
 
 
-WRITE_APIS = {22: (0, 4), 24: (0, 3), 26: (0, 3), 19: (0, 7)}
-TOPIC_ALREADY_EXISTS, INVALID_PRODUCER_ID_MAPPING, INVALID_PARTITIONS = 36, 49, 37
-INVALID_TXN_STATE = 48
+WRITE_APIS = {k: P.ADVERTISED[k] for k in WRITE_ONLY}
+#: created by their coordinators, never by a client's Metadata or Produce
+INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state", "__share_group_state"}
 
 
-class ReplayBroker:
+class ReplayBroker(AdminAPIs, WriteAdminAPIs):
     def __init__(self, log_dir: str, *, node_id: int = 0, host: str = "127.0.0.1", port: int = 9092,
-                 writable: bool = False):
+                 writable: bool = False, auto_create: bool = True, partitions: int = 1):
         self.log_dir = os.path.abspath(log_dir)
         self.node_id, self.host, self.port = node_id, host, port
         self.writable = writable
+        # auto.create.topics.enable (Kafka's default: true) and num.partitions, with writable only
+        self.auto_create, self.default_partitions = auto_create, max(1, partitions)
         self.partitions: dict[tuple[str, int], Served] = {}
         self.live: dict = {}
         self._index_cache: dict[str, tuple] = {}  # .index path -> (size, mtime, entries)
         self.txns: dict[str, dict] = {}
+        self.on_txn_offsets = None  # (group, commits) -> None: a committed transaction's offsets
         self.next_producer_id = 1000
         self.reload()
 
     # -- the log dir ---------------------------------------------------------------------------
     def reload(self) -> None:
+        from .partition import read_offset_checkpoints
+        try:
+            starts = read_offset_checkpoints(self.log_dir).get("log-start-offset-checkpoint", {})
+        except Exception:  # a damaged checkpoint: the first segment's base serves
+            starts = {}
         for pd in find_partitions(self.log_dir):
-            if pd.topic is None or not valid_topic(pd.topic):
-                continue
+            if pd.topic is None or not valid_topic(pd.topic) or partition_dir_state(pd.path) not in ("live", None):
+                continue  # a -delete, -future or -stray copy never stands in for the partition
             s = Served(pd.topic, pd.partition, pd.path, [seg.base_offset for seg in pd.segments])
             state = ProducerState()
+            batch_epochs: list = []
             leo = s.segments[0] if s.segments else 0
             for seg in pd.segments:
                 with open_buffer(seg.log) as buf:
@@ -91,18 +114,63 @@ class ReplayBroker:
                         leo = b.last_offset + 1
                         if b.magic >= 2 and b.partition_leader_epoch > s.leader_epoch:
                             s.leader_epoch = b.partition_leader_epoch
+                        if b.magic >= 2 and b.partition_leader_epoch >= 0 and (
+                                not batch_epochs or b.partition_leader_epoch > batch_epochs[-1][0]):
+                            batch_epochs.append((b.partition_leader_epoch, b.base_offset))
             if state.producers:
                 self.next_producer_id = max(self.next_producer_id, max(state.producers) + 1)
             s.log_start = s.segments[0] if s.segments else 0
+            if s.log_start < starts.get((s.topic, s.partition), -1) <= leo:  # DeleteRecords moved it
+                s.log_start = starts[(s.topic, s.partition)]
+            s.producers = state
             s.log_end = leo
             s.last_stable = state.first_unstable_offset() if state.first_unstable_offset() is not None else leo
+            try:  # Kafka's leader-epoch cache when the checkpoint is there, else the batches' epochs
+                cache = pd.leader_epochs()
+                s.epochs = [(e["epoch"], e["startOffset"]) for e in cache] if cache else batch_epochs
+            except Exception:
+                s.epochs = batch_epochs
             try:
                 md = pd.partition_metadata()
                 if md:
                     s.topic_id = md["topicId"]
-            except Exception:
+            except Exception:  # a damaged partition.metadata: the derived id still serves
                 pass
             self.partitions[(s.topic, s.partition)] = s
+        for parts in self.topics().values():  # one id a topic: its partition.metadata's, else derived
+            tid = next((s.topic_id for s in parts if s.topic_id), None) or derived_topic_id(parts[0].topic)
+            for s in parts:
+                s.topic_id = tid
+
+    def logged_groups(self) -> list[str]:
+        """The groups with offsets committed in the log dir's __consumer_offsets."""
+        if not any(t == "__consumer_offsets" for t, _p in self.partitions):
+            return []
+        from .groups import committed_offsets
+        return sorted({row["group"] for row in committed_offsets(self.log_dir)})
+
+    def topic_ids(self) -> dict[str, str]:
+        """Topic id -> topic name."""
+        return {s.topic_id: t for (t, _p), s in self.partitions.items()}
+
+    def _name(self, version: int, topic: dict, first_id_version: int, name_key: str = "Name"):
+        """The topic a request names: by name before ``first_id_version``, by TopicId from it on."""
+        if version >= first_id_version:
+            return self.topic_ids().get(topic.get("TopicId"))
+        return topic.get(name_key)
+
+    def names_for_ids(self, topics: list | None) -> None:
+        """Fill in Name from TopicId (OffsetCommit v10+, OffsetFetch v10+), for the group coordinator."""
+        ids = self.topic_ids()
+        for t in topics or []:
+            if t.get("TopicId") and not t.get("Name"):
+                t["Name"] = ids.get(t["TopicId"], "")
+
+    def ids_for_names(self, topics: list | None) -> None:
+        """Fill in TopicId from Name in a group coordinator's answer."""
+        ids = {n: i for i, n in self.topic_ids().items()}
+        for t in topics or []:
+            t["TopicId"] = ids.get(t.get("Name"), "AAAAAAAAAAAAAAAAAAAAAA")
 
     def topics(self) -> dict[str, list[Served]]:
         out: dict[str, list[Served]] = {}
@@ -114,7 +182,11 @@ class ReplayBroker:
     def handle(self, api_key: int, version: int, body: dict) -> dict:
         return {18: self.api_versions, 3: self.metadata, 2: self.list_offsets, 1: self.fetch,
                 10: self.find_coordinator, 0: self.produce, 22: self.init_producer_id,
-                24: self.add_partitions_to_txn, 26: self.end_txn, 19: self.create_topics}[api_key](version, body)
+                24: self.add_partitions_to_txn, 26: self.end_txn, 19: self.create_topics,
+                60: self.describe_cluster, 32: self.describe_configs, 35: self.describe_log_dirs,
+                23: self.offset_for_leader_epoch, 61: self.describe_producers, 66: self.list_transactions,
+                65: self.describe_transactions, 25: self.add_offsets_to_txn, 28: self.txn_offset_commit,
+                21: self.delete_records, 20: self.delete_topics, 37: self.create_partitions}[api_key](version, body)
 
     # -- writing (--writable) ----------------------------------------------------------------------
     def _live(self, s: Served):
@@ -134,23 +206,41 @@ class ReplayBroker:
         out = []
         for t in body.get("TopicData", []):
             parts = []
+            name = self._name(version, t, 13)
             for p in t.get("PartitionData", []):
                 r = {"Index": p["Index"], "ErrorCode": NONE, "BaseOffset": -1, "LogStartOffset": -1,
                      "RecordErrors": [], "ErrorMessage": None, "LogAppendTimeMs": -1}
-                s = self.partitions.get((t.get("Name"), p["Index"]))
+                if name is not None and version < 13 and not any(k[0] == name for k in self.partitions):
+                    self.maybe_auto_create(name)
+                s = self.partitions.get((name, p["Index"]))
                 if not self.writable:
                     r.update(ErrorCode=POLICY_VIOLATION,
                              ErrorMessage="this replay broker is read-only (start it with --writable)")
                 elif s is None:
-                    r["ErrorCode"] = UNKNOWN_TOPIC_OR_PARTITION
+                    r["ErrorCode"] = UNKNOWN_TOPIC_ID if version >= 13 and name is None else UNKNOWN_TOPIC_OR_PARTITION
                 else:
                     log = self._live(s)
                     err, base = log.append(p.get("Records") or b"", s.leader_epoch)
                     self._refresh(s, log)
                     r.update(ErrorCode=err, BaseOffset=base, LogStartOffset=s.log_start)
                 parts.append(r)
-            out.append({"Name": t.get("Name"), "PartitionResponses": parts})
+            out.append({"Name": t.get("Name"), "TopicId": t.get("TopicId"), "PartitionResponses": parts})
         return {"ThrottleTimeMs": 0, "Responses": out}
+
+    def offsets_partition(self, group: str) -> Served:
+        """__consumer_offsets-N of a group, N = abs(group.hashCode) % 50; created on first use."""
+        from .group_coordinator import offsets_partition_for
+        n = offsets_partition_for(group)
+        key = ("__consumer_offsets", n)
+        s = self.partitions.get(key)
+        if s is None:
+            d = os.path.join(self.log_dir, f"__consumer_offsets-{n}")
+            os.makedirs(d, exist_ok=True)
+            tid = next((x.topic_id for (t, _p), x in self.partitions.items() if t == "__consumer_offsets"),
+                       None) or derived_topic_id("__consumer_offsets")
+            write_partition_metadata(d, tid)
+            s = self.partitions[key] = Served("__consumer_offsets", n, d, [0], topic_id=tid, epochs=[(0, 0)])
+        return s
 
     def write_offset_commits(self, group: str, commits: list) -> None:
         """Append the commits to __consumer_offsets-N as the group coordinator writes them
@@ -158,15 +248,8 @@ class ReplayBroker:
         import time as _t
         from .batch import Record
         from .builder import build_v2
-        from .group_coordinator import offsets_partition_for
         from .internal_topics import encode_offset_commit
-        n = offsets_partition_for(group)
-        key = ("__consumer_offsets", n)
-        s = self.partitions.get(key)
-        if s is None:
-            d = os.path.join(self.log_dir, f"__consumer_offsets-{n}")
-            os.makedirs(d, exist_ok=True)
-            s = self.partitions[key] = Served("__consumer_offsets", n, d, [0])
+        s = self.offsets_partition(group)
         log = self._live(s)
         now = int(_t.time() * 1000)
         recs = []
@@ -235,11 +318,12 @@ class ReplayBroker:
             log.append_marker(t["pid"], t["epoch"], commit, s.leader_epoch, timestamp=int(_t.time() * 1000))
             self._refresh(s, log)
         t["partitions"] = set()
+        offsets, t["offsets"] = t.get("offsets") or {}, {}
+        if commit and self.on_txn_offsets is not None:
+            for group, commits in offsets.items():
+                self.on_txn_offsets(group, commits)
 
     def create_topics(self, version: int, body: dict) -> dict:
-        import base64
-        import uuid
-        from specs import checkpoints as C
         out = []
         for t in body.get("Topics", []):
             name, n = t.get("Name"), t.get("NumPartitions", 1)
@@ -254,22 +338,42 @@ class ReplayBroker:
                 if n < 1:
                     r.update(ErrorCode=INVALID_PARTITIONS, ErrorMessage="partitions must be at least 1")
             if r["ErrorCode"] == NONE and not body.get("validateOnly"):
-                tid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-                r.update(TopicId=tid, NumPartitions=n)
-                for p in range(n):
-                    d = os.path.join(self.log_dir, f"{name}-{p}")
-                    os.makedirs(d, exist_ok=False)
-                    with open(os.path.join(d, C.PARTITION_METADATA_FILE), "w") as f:
-                        f.write(C.build_partition_metadata(tid))
-                    s = Served(name, p, d, [0], topic_id=tid)
-                    self.partitions[(name, p)] = s
-                    self._live(s)
+                r.update(TopicId=self._create_topic(name, n), NumPartitions=n)
             out.append(r)
         return {"ThrottleTimeMs": 0, "Topics": out}
 
+    def _create_topic(self, name: str, n: int) -> str:
+        """Partition dirs 0..n-1 with partition.metadata (a random id, as Kafka's controller gives)."""
+        import base64
+        import uuid
+        tid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        while tid.startswith("-"):
+            tid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        for p in range(n):
+            d = os.path.join(self.log_dir, f"{name}-{p}")
+            os.makedirs(d, exist_ok=False)
+            write_partition_metadata(d, tid)
+            s = Served(name, p, d, [0], topic_id=tid, epochs=[(0, 0)])
+            self.partitions[(name, p)] = s
+            self._live(s)
+        return tid
+
+    def maybe_auto_create(self, name) -> bool:
+        """Create a topic a Metadata or Produce request names, as Kafka does with
+        auto.create.topics.enable: only writable, only a legal name, never an internal topic."""
+        if not (self.writable and self.auto_create) or not valid_topic(name) or name in INTERNAL_TOPICS:
+            return False
+        if any(k[0] == name for k in self.partitions):
+            return True
+        self._create_topic(name, self.default_partitions)
+        return True
+
     def supports(self, api_key: int, version: int) -> bool:
+        """Advertised and parseable (Produce lists v0-2 but, as in Kafka 4, accepts v3+ only)."""
         lo_hi = SUPPORTED.get(api_key) or (WRITE_APIS.get(api_key) if self.writable else None)
-        return lo_hi is not None and lo_hi[0] <= version <= lo_hi[1]
+        m = P.REQUESTS.get(api_key)
+        return (lo_hi is not None and lo_hi[0] <= version <= lo_hi[1] and m is not None
+                and m.valid[0] <= version <= m.valid[1])
 
     def api_versions(self, version: int, body: dict, error: int = NONE) -> dict:
         return {"ErrorCode": error, "ThrottleTimeMs": 0,
@@ -277,9 +381,18 @@ class ReplayBroker:
                             sorted({**SUPPORTED, **(WRITE_APIS if self.writable else {})}.items())]}
 
     def metadata(self, version: int, body: dict) -> dict:
-        topics = self.topics()
         wanted = body.get("Topics")
-        names = sorted(topics) if wanted is None else [t.get("Name") for t in wanted]
+        if version == 0 and not wanted:  # v0 has no null array: an empty one asks for every topic
+            wanted = None
+        ids = self.topic_ids()
+        names = None if wanted is None else [t.get("Name") if t.get("Name") is not None
+                                             else ids.get(t.get("TopicId")) for t in wanted]
+        if names and body.get("AllowAutoTopicCreation", True):
+            for name in names:
+                if name is not None and name not in ids.values():
+                    self.maybe_auto_create(name)
+        topics = self.topics()
+        names = sorted(topics) if names is None else names
         out = []
         for name in names:
             if not valid_topic(name):
@@ -295,7 +408,7 @@ class ReplayBroker:
                                             "IsrNodes": [self.node_id], "OfflineReplicas": []} for s in parts]})
         return {"ThrottleTimeMs": 0, "Brokers": [{"NodeId": self.node_id, "Host": self.host, "Port": self.port,
                                                    "Rack": None}],
-                "ClusterId": "kfx-replay", "ControllerId": self.node_id, "Topics": out}
+                "ClusterId": self.cluster_id(), "ControllerId": self.node_id, "Topics": out, "ErrorCode": NONE}
 
     def find_coordinator(self, version: int, body: dict) -> dict:
         me = {"NodeId": self.node_id, "Host": self.host, "Port": self.port, "ErrorCode": NONE, "ErrorMessage": None}
@@ -305,6 +418,10 @@ class ReplayBroker:
 
     # -- offsets ---------------------------------------------------------------------------------
     def list_offsets(self, version: int, body: dict) -> dict:
+        """As Kafka's ReplicaManager answers a client: earliest (-2), latest (-1, the last stable
+        offset for read_committed), max timestamp (-3, the first record with the largest timestamp)
+        or by timestamp; a found offset is kept only below the last fetchable offset (the LSO for
+        read_committed, the high watermark otherwise), else -1.  Each with its leader epoch."""
         committed = body.get("IsolationLevel", 0) == 1
         topics = []
         for t in body.get("Topics", []):
@@ -312,30 +429,55 @@ class ReplayBroker:
             for p in t.get("Partitions", []):
                 s = self.partitions.get((t.get("Name"), p["PartitionIndex"]))
                 r = {"PartitionIndex": p["PartitionIndex"], "ErrorCode": NONE, "Timestamp": -1, "Offset": -1,
-                     "LeaderEpoch": s.leader_epoch if s else -1}
+                     "LeaderEpoch": -1}
                 if s is None:
                     r["ErrorCode"] = UNKNOWN_TOPIC_OR_PARTITION
-                elif p["Timestamp"] == EARLIEST:
-                    r["Offset"] = s.log_start
+                    parts.append(r)
+                    continue
+                fetchable = s.last_stable if committed else s.log_end
+                if p["Timestamp"] == EARLIEST:
+                    r.update(Offset=s.log_start, LeaderEpoch=s.epoch_at(s.log_start))
                 elif p["Timestamp"] == LATEST:
-                    r["Offset"] = s.last_stable if committed else s.log_end
+                    r.update(Offset=fetchable, LeaderEpoch=s.leader_epoch)
                 else:
-                    r["Offset"], r["Timestamp"] = self.offset_for_time(s, p["Timestamp"])
+                    found = (self.offset_of_max_timestamp(s) if p["Timestamp"] == MAX_TIMESTAMP
+                             else self.offset_for_time(s, p["Timestamp"]))
+                    if found[0] >= 0 and found[0] < fetchable:
+                        r.update(Offset=found[0], Timestamp=found[1], LeaderEpoch=s.epoch_at(found[0]))
                 parts.append(r)
             topics.append({"Name": t.get("Name"), "Partitions": parts})
         return {"ThrottleTimeMs": 0, "Topics": topics}
 
-    def offset_for_time(self, s: Served, ts: int) -> tuple[int, int]:
-        """First offset whose record timestamp is >= ts (Kafka's ListOffsets by time)."""
+    def _batches(self, s: Served):
         for base in s.segments:
             with open_buffer(s.seg_path(base, ".log")) as buf:
                 for b in BatchScanner(buf, base_offset=base):
-                    if b.max_timestamp < ts:
-                        continue
-                    for r in b.records():
-                        if r.timestamp >= ts:
-                            return r.offset, r.timestamp
+                    if not b.crc_valid():
+                        return
+                    yield b
+
+    def offset_for_time(self, s: Served, ts: int) -> tuple[int, int]:
+        """First offset whose record timestamp is >= ts (Kafka's ListOffsets by time)."""
+        for b in self._batches(s):
+            if b.max_timestamp < ts:
+                continue
+            for r in b.records():
+                if r.timestamp >= ts:
+                    return r.offset, r.timestamp
         return -1, -1
+
+    def offset_of_max_timestamp(self, s: Served) -> tuple[int, int]:
+        """The first record carrying the partition's largest timestamp (ListOffsets -3, KIP-734)."""
+        best = None
+        for b in self._batches(s):
+            if best is None or b.max_timestamp > best.max_timestamp:
+                best = b
+        if best is None:
+            return -1, -1
+        for r in best.records():
+            if r.timestamp == best.max_timestamp:
+                return r.offset, r.timestamp
+        return best.last_offset, best.max_timestamp
 
     # -- fetch -----------------------------------------------------------------------------------
     def fetch(self, version: int, body: dict) -> dict:
@@ -344,13 +486,14 @@ class ReplayBroker:
         responses = []
         for t in body.get("Topics", []):
             parts = []
+            name = self._name(version, t, 13, "Topic")
             for p in t.get("Partitions", []):
-                s = self.partitions.get((t.get("Topic"), p["Partition"]))
+                s = self.partitions.get((name, p["Partition"]))
                 r = {"PartitionIndex": p["Partition"], "ErrorCode": NONE, "HighWatermark": -1,
                      "LastStableOffset": -1, "LogStartOffset": -1, "AbortedTransactions": None,
                      "PreferredReadReplica": -1, "Records": b""}
                 if s is None:
-                    r["ErrorCode"] = UNKNOWN_TOPIC_OR_PARTITION
+                    r["ErrorCode"] = UNKNOWN_TOPIC_ID if version >= 13 and name is None else UNKNOWN_TOPIC_OR_PARTITION
                 else:
                     r.update(HighWatermark=s.log_end, LastStableOffset=s.last_stable, LogStartOffset=s.log_start)
                     off = p["FetchOffset"]
@@ -365,7 +508,7 @@ class ReplayBroker:
                         if committed:
                             r["AbortedTransactions"] = self.aborted(s, off, upper)
                 parts.append(r)
-            responses.append({"Topic": t.get("Topic"), "Partitions": parts})
+            responses.append({"Topic": t.get("Topic"), "TopicId": t.get("TopicId"), "Partitions": parts})
         return {"ThrottleTimeMs": 0, "ErrorCode": NONE, "SessionId": 0, "Responses": responses}
 
     def read(self, s: Served, offset: int, max_bytes: int, limit: int, first: bool) -> tuple[bytes, int]:

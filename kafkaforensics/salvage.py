@@ -162,6 +162,19 @@ def _inputs(paths) -> list[str]:
     return out
 
 
+def _source_topic_id(files) -> str | None:
+    """The topic id of the partition the salvaged segments came from, if a partition.metadata says it."""
+    from .partition import PartitionDir
+    for d in dict.fromkeys(os.path.dirname(os.path.abspath(f)) for f in files):
+        try:
+            md = PartitionDir.scan(d).partition_metadata()
+        except Exception:  # damaged evidence: the id derived from the output's name serves
+            continue
+        if md:
+            return md["topicId"]
+    return None
+
+
 def salvage(paths, out_dir: str, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES, index_interval_bytes: int = 4096,
             progress=None, dry_run: bool = False) -> SalvageReport:
     files = _inputs(paths)
@@ -204,7 +217,8 @@ def salvage(paths, out_dir: str, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES, 
                 rep.recovered.append({"first": base, "last": last})
         if not dry_run:
             released = [0] * len(bufs)
-            with PartitionWriter(out_dir, segment_bytes=segment_bytes, index_interval_bytes=index_interval_bytes) as w:
+            with PartitionWriter(out_dir, segment_bytes=segment_bytes, index_interval_bytes=index_interval_bytes,
+                                 topic_id=_source_topic_id(files)) as w:
                 for _b, _e, _l, _c, fi, pos, size, _n in kept:
                     w.append(bytes(bufs[fi][pos:pos + size]))
                     if abs(pos - released[fi]) > RESIDENT_WINDOW:  # keep memory flat on huge images

@@ -21,7 +21,7 @@ import threading
 from dataclasses import dataclass
 
 from .group_coordinator import GroupCoordinator
-from .protocol import (MAX_FRAME_BYTES, Connection, ProtocolViolation, Request, UnsupportedRequest,
+from .protocol import (MAX_FRAME_BYTES, Connection, ProtocolViolation, UnsupportedRequest,
                        encode_response, encode_response_parts)
 from .replay import UNSUPPORTED_VERSION, ReplayBroker
 
@@ -104,9 +104,14 @@ class _Server:
         if isinstance(ev, UnsupportedRequest) or not b.supports(ev.api_key, ev.api_version):
             if ev.api_key == 18:  # ApiVersions: answer at v0 with the versions we do support
                 return encode_response(18, 0, ev.correlation_id, b.api_versions(0, {}, error=UNSUPPORTED_VERSION))
-            log.warning("unsupported %s v%d from %s", getattr(ev, "name", ev.api_key), ev.api_version, ev.client_id)
-            return _error_response(ev)
+            # as Kafka does: an API or version it does not serve closes the connection
+            why = f"unsupported {getattr(ev, 'name', ev.api_key)} v{ev.api_version} from {ev.client_id}"
+            log.warning("closing the connection: %s", why)
+            raise CloseConnection(why)
         g, k, v = self.groups, ev.api_key, ev.api_version
+        if k in (8, 9) and v >= 10:  # OffsetCommit/OffsetFetch v10+ name topics by id
+            for t in [ev.body] if k == 8 else ev.body.get("Groups", []):
+                b.names_for_ids(t.get("Topics"))
         if k == 11:
             body = await g.join(v, ev.body, ev.client_id)
         elif k == 14:
@@ -119,8 +124,17 @@ class _Server:
             body = g.commit(v, ev.body)
         elif k == 9:
             body = g.fetch_offsets(v, ev.body)
+        elif k in (68, 69):  # KIP-848
+            topics = {t: (ps[0].topic_id, len(ps)) for t, ps in b.topics().items()}
+            body = (g.consumer_heartbeat(v, ev.body, ev.client_id, topics) if k == 68
+                    else g.consumer_describe(v, ev.body, topics))
+        elif k in (15, 16):  # DescribeGroups, ListGroups: live groups and those the log's commits tell of
+            body = (g.describe_groups if k == 15 else g.list_groups)(v, ev.body, b.logged_groups())
         else:
             body = b.handle(k, v, ev.body)
+        if k in (8, 9) and v >= 10:
+            for t in [body] if k == 8 else body.get("Groups", []):
+                b.ids_for_names(t.get("Topics"))
         if k in (0, 26):
             self.appended.set()
             self.appended = asyncio.Event()
@@ -150,11 +164,8 @@ class _Server:
                 await loop.sendfile(writer.transport, f, part.offset, part.length, fallback=True)
 
 
-def _error_response(ev) -> bytes:
-    """Nothing sensible can answer an API this broker does not know: an empty frame with only the
-    correlation id makes the client fail that request, not hang."""
-    import struct
-    return struct.pack(">ii", 4, ev.correlation_id)
+class CloseConnection(ConnectionError):
+    """Raised by a handler when Kafka would close the connection (an API or version it does not serve)."""
 
 
 def default_state_path(log_dir: str) -> str:
@@ -167,11 +178,14 @@ def default_state_path(log_dir: str) -> str:
 
 
 async def start(log_dir: str, host: str = "127.0.0.1", port: int = 9092, advertised_host: str | None = None,
-                node_id: int = 0, state_path: str | None = None, writable: bool = False,
-                limits: Limits | None = None):
-    broker = ReplayBroker(log_dir, node_id=node_id, host=advertised_host or host, port=port, writable=writable)
+                node_id: int = 0, state_path: str | None = None, writable: bool = False, auto_create: bool = True,
+                partitions: int = 1, limits: Limits | None = None):
+    broker = ReplayBroker(log_dir, node_id=node_id, host=advertised_host or host, port=port, writable=writable,
+                          auto_create=auto_create, partitions=partitions)
     groups = GroupCoordinator(state_path or default_state_path(log_dir),
                               offsets_writer=broker.write_offset_commits if writable else None)
+    broker.on_txn_offsets = lambda group, commits: groups.store(group, commits, write=False)
+    broker.coordinator = groups  # for tests and notebooks: the group state
     srv = _Server(broker, groups, limits)
     asyncio.get_running_loop().create_task(groups.expire_loop())
     server = await asyncio.start_server(srv.client, host, port)
@@ -182,9 +196,11 @@ async def start(log_dir: str, host: str = "127.0.0.1", port: int = 9092, adverti
 
 
 def serve_forever(log_dir: str, host: str, port: int, advertised_host: str | None, node_id: int,
-                  state_path: str | None = None, writable: bool = False) -> None:
+                  state_path: str | None = None, writable: bool = False, auto_create: bool = True,
+                  partitions: int = 1) -> None:
     async def main():
-        server, broker = await start(log_dir, host, port, advertised_host, node_id, state_path, writable)
+        server, broker = await start(log_dir, host, port, advertised_host, node_id, state_path, writable,
+                                     auto_create, partitions)
         log.warning("serving %d partitions of %s on %s:%d", len(broker.partitions), log_dir, host, broker.port)
         async with server:
             await server.serve_forever()
@@ -195,9 +211,9 @@ class BrokerThread:
     """A replay broker on 127.0.0.1 and a free port, in a background thread (tests, notebooks)."""
 
     def __init__(self, log_dir: str, node_id: int = 0, state_path: str | None = None, writable: bool = False,
-                 limits: Limits | None = None):
+                 auto_create: bool = True, partitions: int = 1, limits: Limits | None = None):
         self.log_dir, self.node_id, self.state_path, self.writable = log_dir, node_id, state_path, writable
-        self.limits = limits
+        self.auto_create, self.partitions, self.limits = auto_create, partitions, limits
         self.loop = asyncio.new_event_loop()
         self.port = None
 
@@ -210,6 +226,8 @@ class BrokerThread:
                                                                           node_id=self.node_id,
                                                                           state_path=self.state_path,
                                                                           writable=self.writable,
+                                                                          auto_create=self.auto_create,
+                                                                          partitions=self.partitions,
                                                                           limits=self.limits))
             self.port = self.broker.port
             self.edge = self.server.edge

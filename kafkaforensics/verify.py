@@ -80,7 +80,12 @@ def verify(paths, *, progress=None, max_batch_bytes: int | None = None) -> Verif
             if not parts:
                 rep.notes.append(Problem(path, None, None, "empty", "no partition directories or segments found"))
             for pd in parts:
-                verify_partition(pd, rep, checkpoints=ckpts, progress=progress, max_batch_bytes=max_batch_bytes)
+                if pd.state != "live":  # a -delete/-future/-stray copy: checked, never held to the checkpoints
+                    rep.notes.append(Problem(pd.path, None, None, f"{pd.state}-copy",
+                                             f"{pd.name} is a {pd.state} copy of {pd.topic}-{pd.partition}, "
+                                             "not the live partition"))
+                verify_partition(pd, rep, checkpoints=ckpts if pd.state == "live" else None, progress=progress,
+                                 max_batch_bytes=max_batch_bytes)
             _verify_kraft_files(path, parts, rep)
         else:
             _verify_file(path, rep, progress, max_batch_bytes)

@@ -19,7 +19,7 @@ from .batch import parse_legacy_header, parse_v2_header, resolve_legacy_wrapper
 from .defaults import DEFAULT_SEGMENT_BYTES
 from .fsutil import fsync_dir
 from .indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentIndexes
-from .partition import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX
+from .partition import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, derived_topic_id, parse_partition_dir_name
 from .producer_state import ProducerState
 
 _INT32_MAX = 2**31 - 1
@@ -29,8 +29,10 @@ class PartitionWriter:
     """Append batch bytes; ``close()`` finishes the files. Use as a context manager."""
 
     def __init__(self, out_dir: str, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
-                 index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, snapshots: bool = True):
+                 index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, snapshots: bool = True,
+                 topic_id: str | None = None):
         self.out_dir = os.path.abspath(out_dir)
+        self.topic_id = topic_id
         if os.path.exists(self.out_dir) and os.listdir(self.out_dir):
             raise FileExistsError(f"{out_dir} exists and is not empty")
         parent = os.path.dirname(self.out_dir)
@@ -113,6 +115,10 @@ class PartitionWriter:
         if self.epochs:
             _write(os.path.join(self.tmp_dir, C.LEADER_EPOCH_FILE),
                    C.LeaderEpochCheckpoint.build([{"epoch": e, "startOffset": o} for e, o in self.epochs]).encode())
+        named = parse_partition_dir_name(self.out_dir)
+        if self.topic_id or named:  # partition.metadata: the id given, else one derived from the topic name
+            _write(os.path.join(self.tmp_dir, C.PARTITION_METADATA_FILE),
+                   C.build_partition_metadata(self.topic_id or derived_topic_id(named[0])).encode())
         fsync_dir(self.tmp_dir)
         if os.path.isdir(self.out_dir):
             os.rmdir(self.out_dir)  # empty (checked at start)

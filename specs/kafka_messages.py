@@ -278,6 +278,10 @@ TransactionLogValue = Message('TransactionLogValue', valid='0-1', flexible='1+',
     F('NextProducerEpoch', 'int16', '1+', tagged='1+', tag=3, default=-1),
 ))
 
+#: TransactionLogValue.TransactionStatus -> the state name Kafka's admin APIs report
+TRANSACTION_STATES = {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareAbort", 4: "CompleteCommit",
+                      5: "CompleteAbort", 6: "Dead", 7: "PrepareEpochFence"}
+
 # --- __cluster_metadata control records --------------------------------------------------------
 
 KRaftVersionRecord = Message('KRaftVersionRecord', valid='0', flexible='0+', fields=(

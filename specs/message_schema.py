@@ -220,10 +220,8 @@ def _read_value(ctx: _Ctx, f: F, version, type_=None):
     sub = _sub_fields(f, ctx.structs)
     if sub is None:
         raise KafkaFormatError("schema", f"unknown type {t} of {f.name}")
-    if nullable:  # a nullable struct is preceded by an int8: -1 null, 1 present
-        marker = _STRUCTS["int8"].unpack(ctx.take(1))[0]
-        if marker < 0:
-            return None
+    if nullable and _STRUCTS["int8"].unpack(ctx.take(1))[0] < 0:  # a nullable struct: int8 -1 null, 1 present
+        return None
     return _read_struct(ctx, sub, version)
 
 

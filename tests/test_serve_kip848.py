@@ -1,0 +1,85 @@
+"""KIP-848: librdkafka with ``group.protocol=consumer`` joins through ConsumerGroupHeartbeat, gets
+its partitions, shares them with a second member, commits, and a restart resumes from the commits."""
+import time
+
+from kafkaforensics.server import BrokerThread
+from specs import kafka_errors as E
+from tests.test_serve import _multi
+
+
+def _consumer(b, group):
+    from confluent_kafka import Consumer
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": group, "group.protocol": "consumer",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    c.subscribe(["multi"])
+    return c
+
+
+def _poll_until(consumers, done, limit=30.0):
+    got = {id(c): [] for c in consumers}
+    end = time.monotonic() + limit
+    while time.monotonic() < end and not done(got):
+        for c in consumers:
+            m = c.poll(0.2)
+            if m is not None and not m.error():
+                got[id(c)].append((m.partition(), m.offset()))
+    return got
+
+
+def test_consumer_protocol_members_share_commit_and_resume(tmp_path):
+    d = _multi(tmp_path, partitions=4, n=10)
+    with BrokerThread(d, state_path=str(tmp_path / "state.json")) as b:
+        b.broker.coordinator.heartbeat_ms = 300  # group.consumer.heartbeat.interval.ms, short for the test
+        a = _consumer(b, "g848")
+        got = _poll_until([a], lambda g: len(g[id(a)]) == 40)
+        assert sorted(got[id(a)]) == [(p, o) for p in range(4) for o in range(10)]   # alone: every partition
+        second = _consumer(b, "g848")
+        end = time.monotonic() + 30
+        while time.monotonic() < end:   # the first member gives up half, the second gets it
+            for c in (a, second):
+                c.poll(0.2)
+            if len(a.assignment()) == 2 and len(second.assignment()) == 2:
+                break
+        parts = sorted(tp.partition for c in (a, second) for tp in c.assignment())
+        assert parts == [0, 1, 2, 3]
+        from confluent_kafka import TopicPartition
+        a.commit(offsets=[TopicPartition("multi", tp.partition, 7) for tp in a.assignment()], asynchronous=False)
+        groups = {g["GroupId"]: g["GroupType"] for g in b.broker.coordinator.list_groups(5, {})["Groups"]}
+        assert groups["g848"] == "consumer"
+        from confluent_kafka.admin import AdminClient
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})   # ConsumerGroupDescribe
+        desc = admin.describe_consumer_groups(["g848"])["g848"].result(15)
+        assert len(desc.members) == 2 and sorted(tp.partition for m in desc.members
+                                                 for tp in m.assignment.topic_partitions) == [0, 1, 2, 3]
+        committed = sorted(tp.partition for tp in a.assignment())
+        a.close()
+        second.close()
+        c = _consumer(b, "g848")
+        got = _poll_until([c], lambda g: len(g[id(c)]) >= 3 * len(committed) + 10 * (4 - len(committed)))
+        firsts = {}
+        for p, o in got[id(c)]:
+            firsts.setdefault(p, o)
+        assert all(firsts[p] == 7 for p in committed) and all(firsts[p] == 0 for p in set(range(4)) - set(committed))
+        c.close()
+
+
+def test_heartbeat_errors_sans_io():
+    from kafkaforensics.group_coordinator import GroupCoordinator
+    g = GroupCoordinator(None)
+    topics = {"t": ("AAAAAAAAAAAAAAAAAAAAAQ", 3)}
+    r = g.consumer_heartbeat(0, {"GroupId": "g", "MemberId": "m1", "MemberEpoch": 0, "SubscribedTopicNames": ["t"]},
+                             "c", topics)
+    assert r["ErrorCode"] == 0 and r["MemberId"] == "m1" and r["Assignment"]["TopicPartitions"][0]["Partitions"] == [0, 1, 2]
+    assert g.consumer_heartbeat(0, {"GroupId": "g", "MemberId": "zz", "MemberEpoch": 4}, "c", topics)[
+        "ErrorCode"] == E.UNKNOWN_MEMBER_ID
+    assert g.consumer_heartbeat(0, {"GroupId": "g", "MemberId": "m1", "MemberEpoch": 99}, "c", topics)[
+        "ErrorCode"] == E.FENCED_MEMBER_EPOCH
+    # a second member: m1 keeps what it holds until its next heartbeat gives it up
+    r2 = g.consumer_heartbeat(0, {"GroupId": "g", "MemberId": "m2", "MemberEpoch": 0, "SubscribedTopicNames": ["t"]},
+                              "c", topics)
+    assert r2["Assignment"]["TopicPartitions"] == []
+    r1 = g.consumer_heartbeat(0, {"GroupId": "g", "MemberId": "m1", "MemberEpoch": r["MemberEpoch"]}, "c", topics)
+    assert r1["Assignment"]["TopicPartitions"][0]["Partitions"] == [0, 2]
+    r2 = g.consumer_heartbeat(0, {"GroupId": "g", "MemberId": "m2", "MemberEpoch": r2["MemberEpoch"]}, "c", topics)
+    assert r2["Assignment"]["TopicPartitions"][0]["Partitions"] == [1]
+    assert g.consumer_heartbeat(0, {"GroupId": "g", "MemberId": "m1", "MemberEpoch": -1}, "c", topics)["MemberEpoch"] == -1
