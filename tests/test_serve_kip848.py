@@ -83,3 +83,30 @@ def test_heartbeat_errors_sans_io():
     r2 = g.consumer_heartbeat(0, {"GroupId": "g", "MemberId": "m2", "MemberEpoch": r2["MemberEpoch"]}, "c", topics)
     assert r2["Assignment"]["TopicPartitions"][0]["Partitions"] == [1]
     assert g.consumer_heartbeat(0, {"GroupId": "g", "MemberId": "m1", "MemberEpoch": -1}, "c", topics)["MemberEpoch"] == -1
+
+
+def test_consumer_protocol_commits_land_in_consumer_offsets_and_read_back(tmp_path, kfx):
+    """A KIP-848 member's commits, on a --writable replay, are __consumer_offsets records that
+    `kfx groups` and `kfx dump --offsets-decoder` read back (issue 17's real-client round trip)."""
+    import json
+    import os
+    from confluent_kafka import TopicPartition
+    from kafkaforensics.group_coordinator import offsets_partition_for
+    from kafkaforensics.groups import committed_offsets
+    d = _multi(tmp_path, partitions=2, n=10)
+    with BrokerThread(d, state_path=str(tmp_path / "state.json"), writable=True) as b:
+        b.broker.coordinator.heartbeat_ms = 300
+        c = _consumer(b, "g848w")
+        got = _poll_until([c], lambda g: len(g[id(c)]) == 20)
+        assert len(got[id(c)]) == 20
+        c.commit(offsets=[TopicPartition("multi", 0, 4), TopicPartition("multi", 1, 9)], asynchronous=False)
+        c.close()
+    rows = {(r["group"], r["topic"], r["partition"]): r for r in committed_offsets(d)}
+    assert rows[("g848w", "multi", 0)]["offset"] == 4 and rows[("g848w", "multi", 1)]["offset"] == 9
+    assert rows[("g848w", "multi", 0)]["lag"] == 6
+    seg = os.path.join(d, f"__consumer_offsets-{offsets_partition_for('g848w')}", "00000000000000000000.log")
+    r = kfx("dump", seg, "--offsets-decoder", "--format", "json")
+    decoded = [rec["decoded"] for line in r.stdout.splitlines() for rec in json.loads(line)["records"]]
+    commits = {(x["key"]["data"]["topic"], x["key"]["data"]["partition"]): x["value"]["data"]["offset"]
+               for x in decoded if x["key"].get("kind") == "offset_commit" and x["key"]["data"]["group"] == "g848w"}
+    assert commits == {("multi", 0): 4, ("multi", 1): 9}
