@@ -12,18 +12,20 @@ outside the log dir.
 """
 from __future__ import annotations
 
+import logging
 import os
 import re
 from dataclasses import dataclass, field
 
 from . import offset_index
+from .errors import Problem
 from .partition import find_partitions
 from .producer_state import ProducerState
 from .segment import BatchScanner, open_buffer
 from .txn_index import read_entries as read_txn_entries
 from specs.message_schema import FileRegion
 
-NONE, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION = 0, 1, 3
+NONE, OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, UNKNOWN_TOPIC_OR_PARTITION = 0, 1, 2, 3
 INVALID_TOPIC, UNSUPPORTED_VERSION, POLICY_VIOLATION = 17, 35, 44
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
 _TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
@@ -34,6 +36,18 @@ _TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 SUPPORTED = {18: (0, 3), 3: (1, 12), 2: (1, 7), 1: (4, 12), 10: (0, 4), 0: (3, 9),
              # the group coordinator (kafkaforensics.group_coordinator)
              11: (0, 9), 14: (0, 5), 12: (0, 4), 13: (0, 5), 8: (0, 8), 9: (0, 8)}
+
+
+_log = logging.getLogger("kfx.serve")
+
+
+class CorruptBatch(Exception):
+    """The batch a fetch would start with fails its CRC: Fetch answers CORRUPT_MESSAGE for that
+    partition (Kafka's consumers raise it to the application) instead of handing the bytes out."""
+
+    def __init__(self, file: str, position: int, offset: int):
+        self.problem = Problem(file, position, offset, "crc-mismatch", "batch CRC does not match its bytes")
+        super().__init__(str(self.problem))
 
 
 @dataclass
@@ -358,8 +372,14 @@ class ReplayBroker:
                         r["ErrorCode"] = OFFSET_OUT_OF_RANGE
                     else:
                         limit = s.last_stable if committed else s.log_end
-                        data, upper = self.read(s, off, min(p["PartitionMaxBytes"], max(budget, 0)), limit,
-                                                first=not any(x["Records"] for tp in responses for x in tp["Partitions"]))
+                        try:
+                            data, upper = self.read(s, off, min(p["PartitionMaxBytes"], max(budget, 0)), limit,
+                                                    first=not any(x["Records"] for tp in responses
+                                                                  for x in tp["Partitions"]))
+                        except CorruptBatch as e:
+                            _log.warning("fetch of %s-%d at offset %d: %s", s.topic, s.partition, off, e)
+                            r["ErrorCode"] = CORRUPT_MESSAGE
+                            data, upper = b"", off
                         budget -= len(data)
                         r["Records"] = data
                         if committed:
@@ -386,6 +406,10 @@ class ReplayBroker:
                     if b.last_offset < offset:
                         continue
                     if b.base_offset >= limit:
+                        break
+                    if not b.crc_valid():  # never handed out: served up to it, then reported
+                        if begin is None:
+                            raise CorruptBatch(s.seg_path(base, ".log"), b.position, b.base_offset)
                         break
                     if begin is None:
                         begin = b.position
