@@ -81,6 +81,10 @@ def batch_from_json(obj: dict, *, encoding: str = "base64") -> bytes:
     except KeyError:
         raise KafkaFormatError("json", "batch object has no 'records': dump with --deep",
                                offset=obj.get("baseOffset")) from None
+    if obj.get("crcValid") is False:  # rebuilding it would give corrupt records a valid CRC
+        raise KafkaFormatError("json", "the batch's CRC failed when dumped (crcValid false): its records are "
+                               "not trusted; drop the batch, or set crcValid to true to write it anyway",
+                               offset=obj.get("baseOffset"))
     try:
         recs = [_R(int(r["offset"]), int(r["timestamp"]), decode(r.get("key"), encoding),
                    decode(r.get("value"), encoding),

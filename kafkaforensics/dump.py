@@ -212,11 +212,20 @@ def _dump_log(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
                 except KafkaFormatError as e:
                     res.problems.append(e.problem)
                     print(str(e.problem), file=err)
+            corrupt = not b.crc_valid()
+            if corrupt:  # its records are shown (evidence) but flagged, and the dump exits 1
+                p = Problem(path, b.position, b.base_offset, "crc-mismatch",
+                            f"stored CRC {b.crc} does not match the batch's bytes: its records are not trusted")
+                res.problems.append(p)
+                print(str(p), file=err)
             if opts.fmt == "json":
                 obj = b.to_json()
                 if deep:
                     try:
                         obj = batch_to_json(b, deep=True, encoding=enc)
+                        if corrupt:
+                            for rj in obj["records"]:
+                                rj["crcValid"] = False
                         if opts.decoder:
                             for rj, r in zip(obj["records"], b.records()):
                                 rj["decoded"] = decode_record(opts.decoder, b, r)
@@ -239,7 +248,7 @@ def _dump_log(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
                 if last_offset is not None and r.offset != last_offset + 1:
                     gaps.append((last_offset, r.offset))
                 last_offset = r.offset
-                _print_record_line(b, r, opts.print_data, enc, out, opts.decoder)
+                _print_record_line(b, r, opts.print_data, enc, out, opts.decoder, corrupt)
         stop = scanner.stop
         if stop is not None and opts.max_bytes is None:
             res.problems.append(stop)
@@ -294,7 +303,8 @@ def decode_record(decoder: str, b, r) -> dict:
         return {"error": f"offset {r.offset}: {e.problem.detail}"}
 
 
-def _print_record_line(b, r, print_data: bool, enc: str, out, decoder: str | None = None) -> None:
+def _print_record_line(b, r, print_data: bool, enc: str, out, decoder: str | None = None,
+                       corrupt: bool = False) -> None:
     parts = [f"| offset: {r.offset} {b.timestamp_type}: {r.timestamp} "
              f"keySize: {-1 if r.key is None else len(r.key)} valueSize: {-1 if r.value is None else len(r.value)}"]
     if b.magic >= 2:
@@ -320,6 +330,8 @@ def _print_record_line(b, r, print_data: bool, enc: str, out, decoder: str | Non
             parts.append(f" key: {encode(r.key, enc)}")
         if r.value is not None:
             parts.append(f" payload: {encode(r.value, enc)}")
+    if corrupt:
+        parts.append(" isvalid: false")  # the batch's CRC fails: this record is not trusted
     print("".join(parts), file=out)
 
 

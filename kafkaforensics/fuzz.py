@@ -419,7 +419,10 @@ def request_seeds() -> list[bytes]:
 def _request_run(data: bytes):
     from .protocol import Connection, ProtocolViolation, Request
     conn = Connection(max_frame=1 << 20)
-    events = conn.receive_data(data)
+    try:
+        events = conn.receive_data(data)
+    except KafkaFormatError as e:  # the sans-IO contract: events, never an exception
+        raise AssertionError(f"receive_data raised instead of a ProtocolViolation: {e}") from None
     if any(isinstance(e, ProtocolViolation) for e in events):
         return LOCATED
     return sum(isinstance(e, Request) for e in events)

@@ -19,7 +19,7 @@ from specs import record_batch as R
 from . import offset_index, time_index, txn_index
 from .batch import Record
 from .builder import build_v2, control_record_key, end_txn_marker_value
-from .fsutil import atomic_write
+from .fsutil import _step, atomic_write
 from .indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentIndexes
 from .partition import PartitionDir
 from .producer_state import ProducerState
@@ -120,6 +120,7 @@ class LiveLog:
                                      or b.last_offset - self.active > _INT32_MAX):
             self._roll(base)
         b.position = self.idx.valid_bytes
+        _step("append")  # the fault-injection point of an append (KFX_CRASH_AT)
         with open(self._file(self.active, ".log"), "ab") as f:
             f.write(raw)
         self.idx.add(b, self.state.append(b))

@@ -104,7 +104,10 @@ def parse_request(frame: bytes):
         if api_key != API_VERSIONS_KEY or hv == 1:
             return ProtocolViolation(f"bad request header: {e.problem.detail}")
         # a client probing with an ApiVersions version we do not know may frame it the old way
-        header, used = P.RequestHeader.read_prefix(frame, 1)
+        try:
+            header, used = P.RequestHeader.read_prefix(frame, 1)
+        except KafkaFormatError as e1:
+            return ProtocolViolation(f"bad request header: {e1.problem.detail}")
     client = header.get("ClientId")
     if m is None or not (m.valid[0] <= api_version <= m.valid[1]):
         return UnsupportedRequest(api_key, api_version, corr, client)

@@ -13,11 +13,13 @@ outside the log dir.
 """
 from __future__ import annotations
 
+import logging
 import os
 import re
 from dataclasses import dataclass, field
 
 from . import offset_index
+from .errors import Problem
 from .partition import derived_topic_id, find_partitions, partition_dir_state, write_partition_metadata
 from .producer_state import ProducerState
 from .replay_admin import AdminAPIs, WriteAdminAPIs
@@ -26,9 +28,9 @@ from .txn_index import read_entries as read_txn_entries
 from specs import protocol_messages as P
 from specs.message_schema import FileRegion
 
-from specs.kafka_errors import (INVALID_PARTITIONS, INVALID_PRODUCER_EPOCH, INVALID_PRODUCER_ID_MAPPING,
-                                INVALID_TOPIC, NONE, OFFSET_OUT_OF_RANGE, POLICY_VIOLATION, TOPIC_ALREADY_EXISTS,
-                                UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, UNSUPPORTED_VERSION)
+from specs.kafka_errors import (CORRUPT_MESSAGE, INVALID_PARTITIONS, INVALID_PRODUCER_EPOCH,
+                                INVALID_PRODUCER_ID_MAPPING, INVALID_TOPIC, NONE, OFFSET_OUT_OF_RANGE, POLICY_VIOLATION,
+                                TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, UNSUPPORTED_VERSION)
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
 _TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 
@@ -38,6 +40,18 @@ WRITE_ONLY = {19, 20, 21, 22, 24, 25, 26, 28, 37}
 #: (Produce is answered -- with POLICY_VIOLATION while read-only -- so that clients see a broker of
 #: the v2 message format era and fetch with v4+.)
 SUPPORTED = {k: v for k, v in P.ADVERTISED.items() if k not in WRITE_ONLY}
+
+
+_log = logging.getLogger("kfx.serve")
+
+
+class CorruptBatch(Exception):
+    """The batch a fetch would start with fails its CRC: Fetch answers CORRUPT_MESSAGE for that
+    partition (Kafka's consumers raise it to the application) instead of handing the bytes out."""
+
+    def __init__(self, file: str, position: int, offset: int):
+        self.problem = Problem(file, position, offset, "crc-mismatch", "batch CRC does not match its bytes")
+        super().__init__(str(self.problem))
 
 
 @dataclass
@@ -501,8 +515,14 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
                         r["ErrorCode"] = OFFSET_OUT_OF_RANGE
                     else:
                         limit = s.last_stable if committed else s.log_end
-                        data, upper = self.read(s, off, min(p["PartitionMaxBytes"], max(budget, 0)), limit,
-                                                first=not any(x["Records"] for tp in responses for x in tp["Partitions"]))
+                        try:
+                            data, upper = self.read(s, off, min(p["PartitionMaxBytes"], max(budget, 0)), limit,
+                                                    first=not any(x["Records"] for tp in responses
+                                                                  for x in tp["Partitions"]))
+                        except CorruptBatch as e:
+                            _log.warning("fetch of %s-%d at offset %d: %s", s.topic, s.partition, off, e)
+                            r["ErrorCode"] = CORRUPT_MESSAGE
+                            data, upper = b"", off
                         budget -= len(data)
                         r["Records"] = data
                         if committed:
@@ -529,6 +549,10 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
                     if b.last_offset < offset:
                         continue
                     if b.base_offset >= limit:
+                        break
+                    if not b.crc_valid():  # never handed out: served up to it, then reported
+                        if begin is None:
+                            raise CorruptBatch(s.seg_path(base, ".log"), b.position, b.base_offset)
                         break
                     if begin is None:
                         begin = b.position

@@ -208,7 +208,10 @@ def _read_value(ctx: _Ctx, f: F, version, type_=None):
     if t.startswith("[]"):
         n = ctx.uvarint() - 1 if ctx.flexible else _STRUCTS["int32"].unpack(ctx.take(4))[0]
         if n < 0:
-            return None
+            if nullable:
+                return None
+            # Kafka: "non-nullable field ... was serialized as null" (handlers would iterate None)
+            raise KafkaFormatError("schema", f"{f.name}: null array where it is not nullable", position=ctx.pos)
         if n > len(ctx.data) - ctx.pos:
             raise KafkaFormatError("schema", f"{f.name}: {n} elements cannot fit in {len(ctx.data) - ctx.pos} bytes",
                                    position=ctx.pos)

@@ -101,3 +101,21 @@ def test_mutated_files_through_the_cli(tmp_path):
     res = fuzz.cli_campaign(48, str(tmp_path), seed=11, per_process=24)
     assert res["files"] == 48 and res["processes"] == 5
     assert res["bad"] == [], res["bad"][0]
+
+
+def test_request_decode_defects_found_by_fuzzing_are_protocol_violations():
+    """Found by the request campaign: (1) an ApiVersions request whose header failed both as v2 and
+    as the v1 fallback raised out of Connection.receive_data (the sans-IO layer must only return
+    events); (2) a null (-1) array where Kafka's schema says non-nullable (Produce's TopicData,
+    FindCoordinator v4's CoordinatorKeys) was decoded as None and crashed the handler iterating it."""
+    import struct as S
+
+    from kafkaforensics.protocol import Connection, ProtocolViolation
+    payload = S.pack(">hhih", 18, 3, 1, 36) + b"x" * 14
+    ev = Connection().receive_data(S.pack(">i", len(payload)) + payload)
+    assert len(ev) == 1 and isinstance(ev[0], ProtocolViolation)
+    from specs import protocol_messages as P
+    hdr = P.RequestHeader.build({"RequestApiKey": 0, "RequestApiVersion": 3, "CorrelationId": 2, "ClientId": "c"}, 1)
+    body = S.pack(">h", -1) + S.pack(">hi", 1, 1000) + S.pack(">i", -1)  # TransactionalId null, TopicData null
+    ev = Connection().receive_data(S.pack(">i", len(hdr + body)) + hdr + body)
+    assert len(ev) == 1 and isinstance(ev[0], ProtocolViolation) and "TopicData" in ev[0].reason
