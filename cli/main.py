@@ -62,8 +62,24 @@ def _total_bytes(paths) -> int:
     return total
 
 
+class _NoProgress:
+    """What :func:`progress_bar` gives when it would be hidden anyway: every call does nothing."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: None
+
+
 def progress_bar(total: int, label: str):
     """A rich progress bar on stderr (hidden when stderr is not a terminal)."""
+    if not sys.stderr.isatty() and not any(v in os.environ
+                                           for v in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")):
+        return _NoProgress()  # rich would hide it too: no need to import it (a shell loop's start-up)
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
     return Progress(TextColumn(label), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
                     console=_err(), transient=True, disable=not _err().is_terminal)
@@ -115,8 +131,6 @@ def verify(paths: List[str] = typer.Argument(..., help="Segment files, partition
            max_message_bytes: Optional[int] = typer.Option(None, "--max-message-bytes", min=14,
                                                            help="Also flag batches larger than this")):
     """Check CRCs, structure, indexes and checkpoints. Exit 0 clean, 1 problems, 2 usage/IO error."""
-    from rich.console import Console
-    from rich.table import Table
     from kafkaforensics.verify import verify as verify_paths
     for p in paths:
         if not os.path.exists(p):
@@ -135,6 +149,8 @@ def verify(paths: List[str] = typer.Argument(..., help="Segment files, partition
             d["remedy"] = problem_remedy(p)
         print(json.dumps(j))
     else:
+        from rich.console import Console
+        from rich.table import Table
         out = Console()
         t = Table(title="kfx verify")
         for col in ("partition", "segments", "batches", "bytes", "log start", "log end"):
@@ -496,7 +512,7 @@ def analyze(paths: List[str] = typer.Argument(..., help="Segments, partition dir
     if as_json:
         print(json.dumps(rep.to_json()))
         if html_out:
-            err.print(f"report: {html_out}", highlight=False, soft_wrap=True, markup=False)
+            _err().print(f"report: {html_out}", highlight=False, soft_wrap=True, markup=False)
     else:
         c = Console()
         t = Table(title="kfx analyze")
@@ -621,6 +637,8 @@ def serve(log_dir: str = typer.Argument(..., help="A log dir: every <topic>-<par
 
 
 def main() -> None:
+    from cli.fastpath import run  # a plain command line skips typer's per-parameter pydantic set-up
+    run(app, sys.argv[1:])
     app()
 
 

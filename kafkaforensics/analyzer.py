@@ -26,7 +26,7 @@ from .batch import resolve_legacy_wrapper
 from .errors import KafkaFormatError
 from .partition import PartitionDir, find_partitions, parse_partition_dir_name, read_offset_checkpoints
 from .producer_state import ProducerState, read_snapshot
-from .segment import BatchScanner, open_buffer
+from .segment import BatchScanner, file_name, open_buffer
 from .verify import VerifyReport, verify_partition
 
 _INT32_MAX = 2**31 - 1
@@ -261,7 +261,7 @@ def _analyze_partition(pd: PartitionDir, ckpts: dict, now: int, opts: AnalyzeOpt
         epochs = []
     snapshots = {}
     for off in pd.snapshots:
-        p = os.path.join(pd.path, f"{off:020d}.snapshot")
+        p = os.path.join(pd.path, file_name(off, ".snapshot"))
         try:
             with open(p, "rb") as f:
                 snapshots[off] = (p, read_snapshot(f.read(), file=p))

@@ -44,7 +44,7 @@ from .offset_map import OffsetMap, span_digests
 from .partition import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, PartitionDir, parse_partition_dir_name
 from .producer_state import ProducerState
 from .record_columns import decode_columns, runs
-from .segment import BatchScanner, open_buffer
+from .segment import BatchScanner, file_name, open_buffer
 from .txn_index import AbortedTxn
 
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
@@ -439,7 +439,7 @@ def _rebuild(b: Batch, kept, horizon) -> bytes:
 def _clean_group(pdir, group, omap, txn, active, upper, now, opts, stats, legacy_horizon):
     """Write the group's cleaned segment as .cleaned files; returns their paths."""
     base = group[0].base
-    names = {suf: os.path.join(pdir, f"{base:020d}{suf}.cleaned") for suf in (LOG, INDEX, TIMEINDEX, TXNINDEX)}
+    names = {suf: os.path.join(pdir, file_name(base, suf) + ".cleaned") for suf in (LOG, INDEX, TIMEINDEX, TXNINDEX)}
     idx = SegmentIndexes(base, opts.index_interval_bytes)
     txn.cleaned_index = []
     fsutil._step("write")
@@ -477,16 +477,16 @@ def _swap(pdir, group, cleaned: dict) -> None:
     """LocalLog.replaceSegments: .cleaned -> .swap, old -> .deleted, .swap -> final, drop .deleted."""
     base = group[0].base
     for suf in (LOG, INDEX, TIMEINDEX, TXNINDEX):
-        fsutil.rename(cleaned[suf], os.path.join(pdir, f"{base:020d}{suf}.swap"))
+        fsutil.rename(cleaned[suf], os.path.join(pdir, file_name(base, suf) + ".swap"))
     deleted = []
     for s in group:
         for suf in (LOG, INDEX, TIMEINDEX, TXNINDEX):
-            p = os.path.join(pdir, f"{s.base:020d}{suf}")
+            p = os.path.join(pdir, file_name(s.base, suf))
             if os.path.exists(p):
                 fsutil.rename(p, p + ".deleted")
                 deleted.append(p + ".deleted")
     for suf in (LOG, INDEX, TIMEINDEX, TXNINDEX):
-        final = os.path.join(pdir, f"{base:020d}{suf}")
+        final = os.path.join(pdir, file_name(base, suf))
         if suf == TXNINDEX and os.path.getsize(final + ".swap") == 0:
             fsutil.remove_file(final + ".swap")  # Kafka creates the transaction index lazily
             continue
@@ -653,7 +653,7 @@ def _compact_in_place(pdir: str, tp, opts: CompactOptions, now: int, rep: Compac
         # producer snapshots of segments that no longer exist are stray now (Kafka drops them)
         bases = {s.base_offset for s in PartitionDir.scan(pdir).segments}
         for s in segs:
-            p = os.path.join(pdir, f"{s.base:020d}{SNAPSHOT}")
+            p = os.path.join(pdir, file_name(s.base, SNAPSHOT))
             if s.base not in bases and os.path.exists(p):
                 fsutil.remove_file(p)
         st = rep.stats

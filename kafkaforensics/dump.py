@@ -22,7 +22,7 @@ from .batch_json import batch_to_json, encode
 from .errors import KafkaFormatError, Problem
 from .partition import LEFTOVER_SUFFIXES, read_text
 from .producer_state import read_snapshot
-from .segment import BatchScanner, offset_from_name, open_buffer
+from .segment import BatchScanner, file_name, offset_from_name, open_buffer
 
 
 @dataclass
@@ -85,7 +85,7 @@ def _base_offset(path: str) -> int:
 
 
 def _sibling(path: str, suffix: str) -> str:
-    return os.path.join(os.path.dirname(path), f"{_base_offset(path):020d}{suffix}")
+    return os.path.join(os.path.dirname(path), file_name(_base_offset(path), suffix))
 
 
 def _no_buffer():

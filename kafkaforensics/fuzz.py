@@ -609,6 +609,7 @@ def cli_campaign(files: int, workdir: str, seed: int = 0, per_process: int = 40)
     ``kfx dump --deep`` subprocesses (many files a process): exit codes must be in {0, 1, 2} and
     stderr free of tracebacks. Returns counts and the failing runs."""
     import subprocess
+    from .segment import file_name
     import sys
     rnd = random.Random(seed)
     ts = targets()
@@ -622,8 +623,7 @@ def cli_campaign(files: int, workdir: str, seed: int = 0, per_process: int = 40)
         data = input_for(t, rnd.randrange(10**9))
         d = os.path.join(workdir, f"t-{i // len(kinds)}")
         os.makedirs(d, exist_ok=True)
-        base = f"{(i // len(kinds)) * 100:020d}"
-        p = os.path.join(d, suffix if suffix.startswith("leader") else base + suffix)
+        p = os.path.join(d, suffix if suffix.startswith("leader") else file_name((i // len(kinds)) * 100, suffix))
         with open(p, "wb") as f:
             f.write(data)
         made.append(p)

@@ -23,7 +23,7 @@ from .fsutil import _step, atomic_write
 from .indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentIndexes
 from .partition import PartitionDir
 from .producer_state import ProducerState
-from .segment import BatchScanner, open_buffer
+from .segment import BatchScanner, file_name, open_buffer
 
 from specs.kafka_errors import (CORRUPT_MESSAGE, INVALID_PRODUCER_EPOCH, NONE, OUT_OF_ORDER_SEQUENCE,
                                 UNSUPPORTED_FOR_MESSAGE_FORMAT)
@@ -57,7 +57,7 @@ class LiveLog:
             open(self._file(0, ".log"), "ab").close()
 
     def _file(self, base: int, suffix: str) -> str:
-        return os.path.join(self.path, f"{base:020d}{suffix}")
+        return os.path.join(self.path, file_name(base, suffix))
 
     def _remember(self, b, base_offset: int) -> None:
         if b.producer_id >= 0 and not b.is_control and b.base_sequence >= 0:

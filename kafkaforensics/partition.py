@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from specs import checkpoints as C
 
 from .errors import KafkaFormatError
-from .segment import offset_from_name
+from .segment import file_name, offset_from_name
 
 LOG, INDEX, TIMEINDEX, TXNINDEX, SNAPSHOT = ".log", ".index", ".timeindex", ".txnindex", ".snapshot"
 LEFTOVER_SUFFIXES = (".swap", ".cleaned", ".deleted")
@@ -60,7 +60,7 @@ class SegmentFiles:
     dir: str
 
     def path(self, suffix: str) -> str:
-        return os.path.join(self.dir, f"{self.base_offset:020d}{suffix}")
+        return os.path.join(self.dir, file_name(self.base_offset, suffix))
 
     @property
     def log(self) -> str:

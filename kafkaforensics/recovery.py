@@ -35,7 +35,7 @@ from .logdir import CLEAN_SHUTDOWN_FILE
 from .partition import (INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, parse_partition_dir_name,
                         read_offset_checkpoints)
 from .producer_state import ProducerState, read_snapshot
-from .segment import BatchScanner, offset_from_name, open_buffer
+from .segment import BatchScanner, file_name, offset_from_name, open_buffer
 
 #: Crash-safe order of application: leftovers in Kafka's order, then segments after the truncation
 #: point are moved aside *before* the truncation, then indexes, snapshots and checkpoints.
@@ -150,14 +150,14 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
     recovered: list[tuple[int, int]] = []  # (segment base, its next offset)
     states: dict[int, bytes] = {}          # next offset of each segment walked -> producer snapshot there
     for i, base in enumerate(segments):
-        name = f"{base:020d}{LOG}"
+        name = file_name(base, LOG)
         src = d.files[name]
         nxt = segments[i + 1] if i + 1 < len(segments) else None
         unflushed = not clean and (nxt is None or nxt > rp)
         if truncated:
             removed.append(base)
             continue
-        if not unflushed and f"{base:020d}{INDEX}" in d.files:
+        if not unflushed and file_name(base, INDEX) in d.files:
             leo = _replay(src, base, state, leo)
             states[leo] = state.to_snapshot()
             continue
@@ -177,9 +177,9 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
                                phase=PHASES["truncate"]))
     # later segments go before the truncation when the plan is applied (see PHASES)
     for base in removed:
-        rep.removed_segments.append(f"{base:020d}{LOG}")
+        rep.removed_segments.append(file_name(base, LOG))
         for suf in (LOG,) + _INDEX_SUFFIXES:
-            n = f"{base:020d}{suf}"
+            n = file_name(base, suf)
             if n in d.files:
                 plan.append(Action("delete", d.full(n), "segment after the truncation point",
                                    phase=PHASES["remove-segment"]))
@@ -253,7 +253,7 @@ def _plan_leftovers(d: _Dir, plan: list[Action]) -> None:
 
 def _plan_orphans(d: _Dir, plan: list[Action]) -> None:
     for n, off in list(d.with_offset(_INDEX_SUFFIXES)):
-        if f"{off:020d}{LOG}" not in d.files:
+        if file_name(off, LOG) not in d.files:
             plan.append(Action("delete", d.full(n), "index file without a .log", phase=PHASES["orphan"]))
             del d.files[n]
 
@@ -276,7 +276,7 @@ def _plan_index_writes(d: _Dir, base: int, idx: SegmentIndexes, plan, rep: Recov
     for suf, data in ((INDEX, offset_index.to_bytes(idx.offsets, base)),
                       (TIMEINDEX, time_index.to_bytes(idx.times, base)),
                       (TXNINDEX, txn_index.to_bytes(idx.aborted))):
-        n = f"{base:020d}{suf}"
+        n = file_name(base, suf)
         current = d.files.get(n)
         if suf == TXNINDEX and not data and current is None:
             continue
@@ -340,13 +340,13 @@ def _plan_snapshots(d: _Dir, segments: list[int], leo: int, recovered, states: d
     keep = strays[-1] if strays and strays[-1] > max(segments) else None
     drop = {o for o in strays if o != keep}
     for o in sorted(present & drop):
-        n = f"{o:020d}{SNAPSHOT}"
+        n = file_name(o, SNAPSHOT)
         plan.append(Action("delete", d.full(n), "stray producer snapshot with no segment at its offset", phase=phase))
         del d.files[n]
     wanted -= drop
     for off in sorted(wanted):
         data = states[off]
-        n = f"{off:020d}{SNAPSHOT}"
+        n = file_name(off, SNAPSHOT)
         if n in d.files and fsutil.same_content(d.files[n], data):
             continue
         plan.append(Action("write", d.full(n), "producer state rebuilt from the batches", data=data, phase=phase))

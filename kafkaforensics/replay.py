@@ -23,7 +23,7 @@ from .errors import Problem
 from .partition import derived_topic_id, find_partitions, partition_dir_state, write_partition_metadata
 from .producer_state import ProducerState
 from .replay_admin import AdminAPIs, WriteAdminAPIs
-from .segment import BatchScanner, open_buffer
+from .segment import BatchScanner, file_name, open_buffer
 from .txn_index import read_entries as read_txn_entries
 from specs import protocol_messages as P
 from specs.message_schema import FileRegion
@@ -77,7 +77,7 @@ class Served:
         return found
 
     def seg_path(self, base: int, suffix: str) -> str:
-        return os.path.join(self.path, f"{base:020d}{suffix}")
+        return os.path.join(self.path, file_name(base, suffix))
 
 
 def valid_topic(name) -> bool:

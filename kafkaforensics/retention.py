@@ -20,7 +20,7 @@ from specs import checkpoints as C
 
 from . import fsutil, time_index
 from .partition import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, PartitionDir, parse_partition_dir_name
-from .segment import BatchScanner, open_buffer
+from .segment import BatchScanner, file_name, open_buffer
 
 
 @dataclass
@@ -113,16 +113,16 @@ def retention(partition_dir: str, *, retention_ms: int | None = None, retention_
     if log_start_offset is not None:
         rep.log_start_offset = max(rep.log_start_offset, min(log_start_offset, leo))
     if not remaining:
-        rep.rolled = f"{leo:020d}{LOG}"
+        rep.rolled = file_name(leo, LOG)
     if dry_run or not doomed:
         return rep
     if rep.rolled:  # roll first so that an active segment always exists
         for suf in (LOG, INDEX, TIMEINDEX):
-            fsutil.atomic_write(os.path.join(pd.path, f"{leo:020d}{suf}"), b"")
+            fsutil.atomic_write(os.path.join(pd.path, file_name(leo, suf)), b"")
     renamed = []
     for base in sorted(doomed):
         for suf in (LOG, INDEX, TIMEINDEX, TXNINDEX, SNAPSHOT):
-            p = os.path.join(pd.path, f"{base:020d}{suf}")
+            p = os.path.join(pd.path, file_name(base, suf))
             if os.path.exists(p):
                 fsutil.rename(p, p + ".deleted")
                 renamed.append(p + ".deleted")

@@ -27,7 +27,7 @@ from .partition import (INDEX, LOG, TIMEINDEX, TXNINDEX, PartitionDir, SegmentFi
                         read_offset_checkpoints)
 from .producer_state import ProducerState, read_snapshot
 from .tiered import REMOTE_INDEX_RE, check_remote_index
-from .segment import BatchScanner, offset_from_name, open_buffer
+from .segment import BatchScanner, file_name, offset_from_name, open_buffer
 
 
 @dataclass
@@ -234,7 +234,7 @@ def verify_partition(pd: PartitionDir, rep: VerifyReport, *, checkpoints=None, p
     except KafkaFormatError as e:
         rep.problems.append(e.problem)
     for off in pd.snapshots:
-        p = os.path.join(pd.path, f"{off:020d}.snapshot")
+        p = os.path.join(pd.path, file_name(off, ".snapshot"))
         rep.files += 1
         try:
             with open(p, "rb") as f:

@@ -21,6 +21,7 @@ from .fsutil import fsync_dir
 from .indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentIndexes
 from .partition import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, derived_topic_id, parse_partition_dir_name
 from .producer_state import ProducerState
+from .segment import file_name
 
 _INT32_MAX = 2**31 - 1
 
@@ -59,7 +60,7 @@ class PartitionWriter:
             self.abort()
 
     def _path(self, base: int, suffix: str) -> str:
-        return os.path.join(self.tmp_dir, f"{base:020d}{suffix}")
+        return os.path.join(self.tmp_dir, file_name(base, suffix))
 
     def _roll(self, base: int) -> None:
         if self._log is not None:
