@@ -124,6 +124,13 @@ def remedy_for(f: Finding, partition_dir: str, producer: tuple | None = None) ->
         return f"kfx recover {d} rebuilds producer snapshots from the log (backup kept)"
     if k == "checkpoint-beyond-log-end":
         return "the log lost data the checkpoint had seen (a truncated disk?): kfx diff against another replica before restarting"
+    if k in ("topic-not-in-metadata", "topic-id-mismatch"):
+        return (f"the metadata log does not know this directory's topic id: a stray or a recreated topic's old "
+                f"copy (a KRaft broker renames such a dir with the -stray suffix and never serves it); keep it as evidence, compare "
+                f"kfx dump --cluster-metadata-decoder of __cluster_metadata-0, and move {d} aside only once understood")
+    if k in ("cluster-id-mismatch", "node-id-mismatch", "duplicate-directory-id"):
+        return ("the broker refuses to start with these log dirs together: find which meta.properties belongs to "
+                "another broker or cluster (a disk mounted in the wrong place?) before changing any of them")
     if k == "segment-overlap":
         return f"kfx recover --dry-run {d}; keep the original files as evidence and kfx salvage into a new directory"
     return f"kfx recover --dry-run {d} shows what Kafka's log loading would do"
