@@ -18,7 +18,8 @@ from typing import List, Optional
 
 import typer
 
-from kafkaforensics.defaults import DEFAULT_SEGMENT_BYTES
+from kafkaforensics.defaults import (DEFAULT_DEDUPE_BUFFER_BYTES, DEFAULT_DELETE_RETENTION_MS, DEFAULT_INDEX_INTERVAL_BYTES,
+                                     DEFAULT_SEGMENT_BYTES, DEFAULT_SPLIT_BYTES)
 
 # plain help text: typer's rich help panels import rich and markdown-it (~0.1 s) before a line is printed
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
@@ -173,7 +174,7 @@ def verify(paths: List[str] = typer.Argument(..., help="Segment files, partition
 @app.command()
 def write(out: str = typer.Option(..., "--out", help="Partition directory to create (must be new or empty)"),
           segment_bytes: int = typer.Option(DEFAULT_SEGMENT_BYTES, "--segment-bytes", min=14),
-          index_interval_bytes: int = typer.Option(4096, "--index-interval-bytes", min=0),
+          index_interval_bytes: int = typer.Option(DEFAULT_INDEX_INTERVAL_BYTES, "--index-interval-bytes", min=0),
           encoding: Encoding = typer.Option(Encoding.base64, "--encoding", help="Encoding the dump used for keys/values")):
     """Read `kfx dump --deep --format json` lines on stdin and write a valid partition directory."""
     from kafkaforensics import batch_json
@@ -234,7 +235,7 @@ def recover(partition_dir: str = typer.Argument(..., help="A partition directory
             dry_run: bool = typer.Option(False, "--dry-run", help="Report what would be done; change nothing"),
             backup_dir: Optional[str] = typer.Option(None, "--backup-dir", help="Where to keep the original files"),
             no_backup: bool = typer.Option(False, "--no-backup", help="Do not keep the original files"),
-            index_interval_bytes: int = typer.Option(4096, "--index-interval-bytes", min=0),
+            index_interval_bytes: int = typer.Option(DEFAULT_INDEX_INTERVAL_BYTES, "--index-interval-bytes", min=0),
             max_message_bytes: Optional[int] = typer.Option(None, "--max-message-bytes", min=14,
                                                             help="Also treat larger batches as corrupt"),
             recovery_point: Optional[int] = typer.Option(None, "--recovery-point", min=0,
@@ -270,7 +271,7 @@ def recover(partition_dir: str = typer.Argument(..., help="A partition directory
 
 @app.command()
 def reindex(path: str = typer.Argument(..., help="A <offset>.log segment or a partition directory"),
-            index_interval_bytes: int = typer.Option(4096, "--index-interval-bytes", min=0),
+            index_interval_bytes: int = typer.Option(DEFAULT_INDEX_INTERVAL_BYTES, "--index-interval-bytes", min=0),
             dry_run: bool = typer.Option(False, "--dry-run"),
             backup_dir: Optional[str] = typer.Option(None, "--backup-dir"),
             no_backup: bool = typer.Option(False, "--no-backup"),
@@ -299,7 +300,7 @@ def reindex(path: str = typer.Argument(..., help="A <offset>.log segment or a pa
 def salvage(inputs: List[str] = typer.Argument(..., help="Damaged segment files, partition dirs or raw disk images"),
             out: str = typer.Option(..., "--out", help="New partition directory to write (must be new or empty)"),
             segment_bytes: int = typer.Option(DEFAULT_SEGMENT_BYTES, "--segment-bytes", min=14),
-            index_interval_bytes: int = typer.Option(4096, "--index-interval-bytes", min=0),
+            index_interval_bytes: int = typer.Option(DEFAULT_INDEX_INTERVAL_BYTES, "--index-interval-bytes", min=0),
             dry_run: bool = typer.Option(False, "--dry-run", help="Report only; write nothing"),
             as_json: bool = typer.Option(False, "--json")):
     """Recover every valid batch, including those after corrupted regions, into a new partition."""
@@ -339,16 +340,16 @@ def salvage(inputs: List[str] = typer.Argument(..., help="Damaged segment files,
 
 @app.command()
 def compact(partition_dir: str = typer.Argument(..., help="A partition directory (topic-N)"),
-            delete_retention_ms: int = typer.Option(86_400_000, "--delete-retention-ms", min=0),
+            delete_retention_ms: int = typer.Option(DEFAULT_DELETE_RETENTION_MS, "--delete-retention-ms", min=0),
             min_compaction_lag_ms: int = typer.Option(0, "--min-compaction-lag-ms", min=0),
             max_compaction_lag_ms: Optional[int] = typer.Option(None, "--max-compaction-lag-ms", min=0),
             now: Optional[int] = typer.Option(None, "--now", help="The cleaner's clock, epoch ms (default: now)"),
-            segment_bytes: int = typer.Option(1 << 30, "--segment-bytes", min=14),
+            segment_bytes: int = typer.Option(DEFAULT_SEGMENT_BYTES, "--segment-bytes", min=14),
             include_active: bool = typer.Option(False, "--include-active", help="Clean the active segment too"),
             ignore_checkpoint: bool = typer.Option(False, "--ignore-checkpoint",
                                                    help="Clean from the log start, not from cleaner-offset-checkpoint"),
-            index_interval_bytes: int = typer.Option(4096, "--index-interval-bytes", min=0),
-            dedupe_buffer_bytes: int = typer.Option(1 << 30, "--dedupe-buffer-bytes", min=1024,
+            index_interval_bytes: int = typer.Option(DEFAULT_INDEX_INTERVAL_BYTES, "--index-interval-bytes", min=0),
+            dedupe_buffer_bytes: int = typer.Option(DEFAULT_DEDUPE_BUFFER_BYTES, "--dedupe-buffer-bytes", min=1024,
                                                     help="Offset map memory (24 bytes a key, as Kafka's)"),
             out: Optional[str] = typer.Option(None, "--out", help="Write the compacted partition here; input untouched"),
             dry_run: bool = typer.Option(False, "--dry-run", help="Report what compaction would do; change nothing"),
@@ -437,7 +438,7 @@ def scan(inputs: List[str] = typer.Argument(..., help="Segment files, partition 
          master: str = typer.Option("local[*]", "--master", help="Spark master (local[*] runs embedded)"),
          level: Level = typer.Option(Level.batches, "--level", help="Rows to export: batches, records or anomalies"),
          search: Optional[str] = typer.Option(None, "--search", help="Also write records matching this regex"),
-         split_bytes: int = typer.Option(128 << 20, "--split-bytes", min=1 << 16,
+         split_bytes: int = typer.Option(DEFAULT_SPLIT_BYTES, "--split-bytes", min=1 << 16,
                                          help="Split segments larger than this at batch boundaries"),
          include_corrupt: bool = typer.Option(False, "--include-corrupt",
                                               help="Export the records of batches whose CRC fails (crcValid false)"),

@@ -38,7 +38,9 @@ from specs import checkpoints as C
 
 from . import builder, fsutil, offset_index, time_index, txn_index
 from .batch import Batch, parse_legacy_header, parse_v2_header, resolve_legacy_wrapper
-from .indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentIndexes
+from .defaults import (DEFAULT_DEDUPE_BUFFER_BYTES, DEFAULT_DELETE_RETENTION_MS, DEFAULT_INDEX_INTERVAL_BYTES,
+                       DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_SEGMENT_BYTES)
+from .indexing import SegmentIndexes
 from .errors import KafkaFormatError
 from .offset_map import OffsetMap, span_digests
 from .partition import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, PartitionDir, parse_partition_dir_name
@@ -57,16 +59,16 @@ _INT32_MAX = 2**31 - 1
 
 @dataclass
 class CompactOptions:
-    delete_retention_ms: int = 86_400_000
+    delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS
     min_compaction_lag_ms: int = 0
     max_compaction_lag_ms: int | None = None
     now: int | None = None
-    segment_bytes: int = 1 << 30
+    segment_bytes: int = DEFAULT_SEGMENT_BYTES
     max_index_bytes: int = 10 << 20
     include_active: bool = False
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
-    dedupe_buffer_bytes: int = 1 << 30
-    producer_id_expiration_ms: int = 86_400_000
+    dedupe_buffer_bytes: int = DEFAULT_DEDUPE_BUFFER_BYTES
+    producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
     ignore_checkpoint: bool = False  # clean from the log start, whatever cleaner-offset-checkpoint says
 
 

@@ -18,13 +18,12 @@ import numpy as np
 
 from specs import record_batch as R
 
+from .defaults import DEFAULT_INDEX_INTERVAL_BYTES
 from .errors import KafkaFormatError
 from .header_run import HeaderRun
 from .producer_state import ProducerState
 from .segment import BatchScanner, open_buffer
 from .txn_index import AbortedTxn
-
-DEFAULT_INDEX_INTERVAL_BYTES = 4096
 
 
 @dataclass

@@ -20,7 +20,8 @@ from . import offset_index, time_index, txn_index
 from .batch import Record
 from .builder import build_v2, control_record_key, end_txn_marker_value
 from .fsutil import _step, atomic_write
-from .indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentIndexes
+from .defaults import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_SEGMENT_BYTES
+from .indexing import SegmentIndexes
 from .partition import PartitionDir
 from .producer_state import ProducerState
 from .segment import BatchScanner, file_name, open_buffer
@@ -31,7 +32,7 @@ _INT32_MAX = 2**31 - 1
 
 
 class LiveLog:
-    def __init__(self, path: str, *, segment_bytes: int = 1 << 30, index_interval: int = DEFAULT_INDEX_INTERVAL_BYTES):
+    def __init__(self, path: str, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES, index_interval: int = DEFAULT_INDEX_INTERVAL_BYTES):
         self.path = path
         self.segment_bytes = segment_bytes
         self.interval = index_interval

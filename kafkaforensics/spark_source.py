@@ -37,6 +37,7 @@ import posixpath
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from .batch import resolve_legacy_wrapper
+from .defaults import DEFAULT_SPLIT_BYTES
 from .errors import KafkaFormatError
 from .partition import parse_partition_dir_name
 from .scan_plan import DEFAULT_DISORDER_MS, Bounds, Range, SegmentIndexes, bounds_from_filters, segment_range
@@ -45,7 +46,6 @@ from .segment import BatchScanner, offset_from_name
 from .storage import Storage
 
 LEVELS = {"batches": BATCH_COLUMNS, "records": RECORD_COLUMNS, "anomalies": ANOMALY_COLUMNS, "scan": SCAN_COLUMNS}
-DEFAULT_SPLIT_BYTES = 128 << 20
 
 
 class SegmentSplit(InputPartition):
