@@ -177,7 +177,7 @@ def write(out: str = typer.Option(..., "--out", help="Partition directory to cre
           index_interval_bytes: int = typer.Option(DEFAULT_INDEX_INTERVAL_BYTES, "--index-interval-bytes", min=0),
           encoding: Encoding = typer.Option(Encoding.base64, "--encoding", help="Encoding the dump used for keys/values")):
     """Read `kfx dump --deep --format json` lines on stdin and write a valid partition directory."""
-    from kafkaforensics import batch_json
+    from kafkaforensics.batch_json import batches_from_json_lines
     from kafkaforensics.errors import KafkaFormatError
     from kafkaforensics.writer import PartitionWriter
     try:
@@ -185,26 +185,11 @@ def write(out: str = typer.Option(..., "--out", help="Partition directory to cre
     except (FileExistsError, OSError) as e:
         _fail(str(e))
     try:
-        for lineno, line in enumerate(sys.stdin, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except ValueError as e:
-                raise KafkaFormatError("json", f"line {lineno}: {e}") from None
-            if not isinstance(obj, dict) or "baseOffset" not in obj:
-                continue  # index entries and the like: not batches
-            try:
-                w.append(batch_json.batch_from_json(obj, encoding=encoding.value))
-            except KafkaFormatError as e:
-                raise KafkaFormatError(e.kind, f"line {lineno}: {e.problem.detail}", offset=e.problem.offset) from None
-        w.close()
+        with w:  # a failure leaves no partial partition behind (the writer aborts)
+            for data in batches_from_json_lines(sys.stdin, encoding=encoding.value):
+                w.append(data)
     except KafkaFormatError as e:
-        w.abort()
         _fail(str(e.problem))
-    except BaseException:
-        w.abort()
-        raise
     _err().print(f"wrote {w.batches} batches in {len(w.segments)} segment(s) to {out}", highlight=False)
 
 

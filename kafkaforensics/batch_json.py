@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 
 from specs import record_batch as R
 
@@ -114,3 +115,22 @@ def batch_from_json(obj: dict, *, encoding: str = "base64") -> bytes:
         raise KafkaFormatError("json", f"unsupported magic {magic}", offset=obj.get("baseOffset"))
     except (KeyError, TypeError, ValueError) as e:
         raise KafkaFormatError("json", f"malformed batch object: {e!r}", offset=obj.get("baseOffset")) from None
+
+
+def batches_from_json_lines(lines, *, encoding: str = "base64"):
+    """The batches of ``kfx dump --deep --format json`` lines (an iterable of text lines), built;
+    lines that are not batches (index entries and the like) and blank lines are skipped.  A line
+    that is not JSON or not a valid batch raises :class:`KafkaFormatError` naming its line number."""
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as e:
+            raise KafkaFormatError("json", f"line {lineno}: {e}") from None
+        if not isinstance(obj, dict) or "baseOffset" not in obj:
+            continue
+        try:
+            yield batch_from_json(obj, encoding=encoding)
+        except KafkaFormatError as e:
+            raise KafkaFormatError(e.kind, f"line {lineno}: {e.problem.detail}", offset=e.problem.offset) from None
