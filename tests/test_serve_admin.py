@@ -13,6 +13,7 @@ from kafkaforensics.server import BrokerThread
 from kafkaforensics.writer import write_partition
 from specs import kafka_messages as K
 from tests.conftest import SAMPLE
+from tests.test_serve_writable import wbroker  # noqa: F401  (the writable broker fixture)
 
 
 def _txn_record(offset, tid, pid, status, partitions, start=1_700_000_000_000):
@@ -98,15 +99,6 @@ def test_offset_for_leader_epoch_follows_the_checkpoint(admin_broker):
     got = [(p["LeaderEpoch"], p["EndOffset"], p["ErrorCode"]) for t in r["Topics"] for p in t["Partitions"]]
     # orders-0's leader-epoch-checkpoint: epoch 0 from 0, epoch 1 from 203; log end 404
     assert got == [(0, 203, 0), (1, 404, 0), (-1, -1, 0), (-1, -1, 3)]
-
-
-@pytest.fixture
-def wbroker(tmp_path):
-    d = tmp_path / "logs"
-    d.mkdir()
-    with BrokerThread(str(d), writable=True, state_path=str(tmp_path / "state.json")) as b:
-        b.dir = str(d)
-        yield b
 
 
 def test_send_offsets_to_transaction_commits_with_the_transaction(wbroker):

