@@ -565,7 +565,7 @@ def diff(dir_a: str = typer.Argument(..., help="Replica A (the leader's copy)"),
 def groups(log_dir: str = typer.Argument(..., help="A log dir holding __consumer_offsets-N partitions"),
            as_json: bool = typer.Option(False, "--json"),
            members: bool = typer.Option(False, "--members", help="Also list the members of classic, consumer "
-                                        "(KIP-848) and share groups")):
+                                        "(KIP-848), share and streams groups")):
     """Latest committed offset of every group/topic/partition, and its lag against the log dir's partitions."""
     from rich.console import Console
     from rich.table import Table

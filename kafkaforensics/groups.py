@@ -3,8 +3,9 @@
 Records are replayed in offset order per __consumer_offsets partition; the latest commit of a
 (group, topic, partition) wins and a tombstone (null value) removes it, as the group coordinator's
 loading does; transactional commits count only once their producer's COMMIT marker follows
-(:func:`replay_offsets`).  :func:`group_members` lists the members of classic and KIP-848 groups.  Lag is measured against the log end offset of the matching ``<topic>-<partition>``
-directory in the same log dir, when there is one.
+(:func:`replay_offsets`).  :func:`group_members` lists the members of classic, KIP-848 consumer, share
+and streams groups.  Lag is measured against the log end offset of the matching
+``<topic>-<partition>`` directory in the same log dir, when there is one.
 """
 from __future__ import annotations
 
@@ -103,16 +104,40 @@ def _tps(parts, names: dict | None = None) -> list[str]:
     return out
 
 
+def _tasks(a: dict) -> list[str]:
+    """A streams member's tasks as ``subtopology:partitions`` strings (standby and warm-up ones marked)."""
+    out = []
+    for field, mark in (("ActiveTasks", ""), ("StandbyTasks", "(standby)"), ("WarmupTasks", "(warmup)")):
+        for t in a.get(field) or ():
+            out.append(f"{t['SubtopologyId']}:{','.join(str(p) for p in t.get('Partitions') or [])}{mark}")
+    return out
+
+
+def _source_topics(topology: dict | None) -> list[str] | None:
+    """The topics a streams group's topology reads: its subtopologies' source and repartition source topics."""
+    if topology is None:
+        return None
+    names = set()
+    for s in topology.get("Subtopologies") or ():
+        names.update(s.get("SourceTopics") or ())
+        names.update(t["Name"] for t in s.get("RepartitionSourceTopics") or ())
+    return sorted(names)
+
+
 def group_members(log_dir: str) -> list[dict]:
     """The members of every group as the offsets log leaves them: classic groups (the latest
-    GroupMetadataValue's members, subscriptions and assignments expanded) and KIP-848 consumer and
-    share groups (member metadata and current assignment records; a tombstone removes a member)."""
+    GroupMetadataValue's members, subscriptions and assignments expanded) and KIP-848 consumer, share
+    and streams groups (member metadata and current assignment records; a tombstone removes a member;
+    a streams member subscribes to its group's topology's source topics and is assigned tasks)."""
     classic: dict[str, dict] = {}
     members: dict[tuple, dict] = {}
     assignments: dict[tuple, dict] = {}
-    member_kinds = {"consumer_group_member_metadata": "consumer", "share_group_member_metadata": "share"}
+    topologies: dict[str, dict] = {}
+    member_kinds = {"consumer_group_member_metadata": "consumer", "share_group_member_metadata": "share",
+                    "streams_group_member_metadata": "streams"}
     assignment_kinds = {"consumer_group_current_member_assignment": "consumer",
-                        "share_group_current_member_assignment": "share"}
+                        "share_group_current_member_assignment": "share",
+                        "streams_group_current_member_assignment": "streams"}
     for pd in _offsets_partitions(log_dir):
         for k, v, _ in replay_offsets(pd):
             kind, d = k.get("kind"), k.get("data")
@@ -121,6 +146,11 @@ def group_members(log_dir: str) -> list[dict]:
                     classic.pop(d["group"], None)
                 else:
                     classic[d["group"]] = v["data"]
+            elif kind == "streams_group_topology":
+                if v is None or "data" not in v:
+                    topologies.pop(d["GroupId"], None)
+                else:
+                    topologies[d["GroupId"]] = v["data"]
             elif kind in member_kinds or kind in assignment_kinds:
                 table = members if kind in member_kinds else assignments
                 key = (member_kinds.get(kind) or assignment_kinds[kind], d["GroupId"], d["MemberId"])
@@ -144,9 +174,13 @@ def group_members(log_dir: str) -> list[dict]:
                          "generation": g.get("generation")})
     for (proto, group, member), m in sorted(members.items()):
         a = assignments.get((proto, group, member), {})
+        streams = proto == "streams"
         rows.append({"group": group, "protocol": proto, "protocolType": proto, "memberId": member,
                      "instanceId": m.get("InstanceId"), "clientId": m.get("ClientId"),
-                     "clientHost": m.get("ClientHost"), "subscribedTopics": m.get("SubscribedTopicNames"),
-                     "assignment": _tps(a.get("AssignedPartitions"), names) if a else None,
+                     "clientHost": m.get("ClientHost"),
+                     "subscribedTopics": (_source_topics(topologies.get(group)) if streams
+                                          else m.get("SubscribedTopicNames")),
+                     "assignment": ((_tasks(a) if streams else _tps(a.get("AssignedPartitions"), names))
+                                    if a else None),
                      "generation": a.get("MemberEpoch")})
     return rows

@@ -2,8 +2,8 @@
 
 Record keys and values are framed as Kafka's coordinators and metadata serde frame them:
 * __consumer_offsets: key = int16 record type + its key (0-1 offset commit, 2 classic group, 3-8 KIP-848
-  consumer group, 9-15 share group, 16 consumer group regex, 17 streams group); value = int16 version +
-  value, or null (a tombstone);
+  consumer group, 9-15 share group (9: Kafka 4.0 only), 16 consumer group regex, 17 and 19-23 streams
+  group); value = int16 version + value, or null (a tombstone);
 * __transaction_state: key = int16 version + TransactionLogKey; value = int16 version +
   TransactionLogValue, or null;
 * __share_group_state: key = int16 record type + ShareSnapshotKey (0) / ShareUpdateKey (1), value =
@@ -83,7 +83,24 @@ def _decode_keyed(key: bytes | None, value: bytes | None, registry: dict) -> tup
     vv, vbody = _versioned(value)
     if not _in(vschema.valid, vv):
         return k, {"version": str(vv), **_undecoded(vbody)}
-    return k, {"version": str(vv), "data": vschema.read(vbody, vv)}
+    return k, {"version": str(vv), **_read_value(vschema, vbody, vv)}
+
+
+def _read_value(schema, body: bytes, version: int) -> dict:
+    """{"data": ...} of a coordinator value; a share-group value that does not parse with the current
+    layout is tried with Kafka 4.0's (early access; version 0 changed in 4.1), then {"layout": "4.0"}."""
+    try:
+        return {"data": schema.read(body, version)}
+    except KafkaFormatError:
+        earlier = K.KAFKA_40_LAYOUTS.get(schema.name)
+        if earlier is None:
+            raise
+        label, old = earlier
+        try:
+            return {"layout": label, "data": old.read(body, version)}
+        except KafkaFormatError:
+            pass
+        raise
 
 
 def decode_offsets(key: bytes | None, value: bytes | None) -> tuple[dict, dict | None]:

@@ -1,10 +1,14 @@
 """Kafka's internal-topic and KRaft record schemas: field facts (names, types, versions, tags, defaults)
-carried over from apache/kafka's message definitions (clients, metadata, group-coordinator,
-transaction-coordinator, share-coordinator, storage and raft resources) into
-:mod:`specs.message_schema`'s declarative form.  Tags are integers, as on the wire.
+carried over from Apache Kafka's message definitions (clients, metadata, group-coordinator,
+transaction-coordinator, share-coordinator, storage and raft resources) as of Apache Kafka trunk of
+August 2026 (Kafka 4.x) into :mod:`specs.message_schema`'s declarative form.  Tags are integers, as on
+the wire.
 
 Coordinator keys keep Kafka's older numbering of their definitions: a key's version *is* its record
-type (the int16 that prefixes every ``__consumer_offsets`` / ``__share_group_state`` key).
+type (the int16 that prefixes every ``__consumer_offsets`` / ``__share_group_state`` key; Kafka now
+calls it the key's apiKey and numbers the key's own version 0).  Where an early-access record changed
+its layout within version 0 between Kafka 4.0 and 4.1 (share groups), the 4.0 layout is kept beside the
+current one (:data:`KAFKA_40_LAYOUTS`) so that 4.0 logs still decode.
 """
 from .message_schema import F, Message
 
@@ -66,6 +70,7 @@ ConsumerGroupCurrentMemberAssignmentValue = Message('ConsumerGroupCurrentMemberA
     'TopicPartitions': (
         F('TopicId', 'uuid', '0+'),
         F('Partitions', '[]int32', '0+'),
+        F('AssignmentEpochs', '[]int32', '0+', nullable='0+', tagged='0+', tag=0),
     ),
 })
 
@@ -98,6 +103,7 @@ ConsumerGroupMetadataKey = Message('ConsumerGroupMetadataKey', valid='3', flexib
 
 ConsumerGroupMetadataValue = Message('ConsumerGroupMetadataValue', valid='0', flexible='0+', fields=(
     F('Epoch', 'int32', '0+'),
+    F('MetadataHash', 'int64', '0+', tagged='0+', tag=0, default='0'),
 ))
 
 ConsumerGroupPartitionMetadataKey = Message('ConsumerGroupPartitionMetadataKey', valid='4', flexible='none', fields=(
@@ -134,6 +140,7 @@ ConsumerGroupTargetAssignmentMetadataKey = Message('ConsumerGroupTargetAssignmen
 
 ConsumerGroupTargetAssignmentMetadataValue = Message('ConsumerGroupTargetAssignmentMetadataValue', valid='0', flexible='0+', fields=(
     F('AssignmentEpoch', 'int32', '0+'),
+    F('AssignmentTimestamp', 'int64', '0+', tagged='0+', tag=0, default='0'),
 ))
 
 ShareGroupCurrentMemberAssignmentKey = Message('ShareGroupCurrentMemberAssignmentKey', valid='14', flexible='none', fields=(
@@ -171,8 +178,10 @@ ShareGroupMetadataKey = Message('ShareGroupMetadataKey', valid='11', flexible='n
 
 ShareGroupMetadataValue = Message('ShareGroupMetadataValue', valid='0', flexible='0+', fields=(
     F('Epoch', 'int32', '0+'),
+    F('MetadataHash', 'int64', '0+'),
 ))
 
+# record type 9 exists only in Kafka 4.0 (removed in 4.1); kept so that 4.0 logs decode
 ShareGroupPartitionMetadataKey = Message('ShareGroupPartitionMetadataKey', valid='9', flexible='none', fields=(
     F('GroupId', 'string', '9'),
 ))
@@ -194,6 +203,7 @@ ShareGroupStatePartitionMetadataKey = Message('ShareGroupStatePartitionMetadataK
 ))
 
 ShareGroupStatePartitionMetadataValue = Message('ShareGroupStatePartitionMetadataValue', valid='0', flexible='0+', fields=(
+    F('InitializingTopics', '[]TopicPartitionsInfo', '0+'),
     F('InitializedTopics', '[]TopicPartitionsInfo', '0+'),
     F('DeletingTopics', '[]TopicInfo', '0+'),
 ), structs={
@@ -226,6 +236,7 @@ ShareGroupTargetAssignmentMetadataKey = Message('ShareGroupTargetAssignmentMetad
 
 ShareGroupTargetAssignmentMetadataValue = Message('ShareGroupTargetAssignmentMetadataValue', valid='0', flexible='0+', fields=(
     F('AssignmentEpoch', 'int32', '0+'),
+    F('AssignmentTimestamp', 'int64', '0+', tagged='0+', tag=0, default='0'),
 ))
 
 ConsumerGroupRegularExpressionKey = Message('ConsumerGroupRegularExpressionKey', valid='16', flexible='none', fields=(
@@ -246,12 +257,120 @@ StreamsGroupMetadataKey = Message('StreamsGroupMetadataKey', valid='17', flexibl
 StreamsGroupMetadataValue = Message('StreamsGroupMetadataValue', valid='0', flexible='0+', fields=(
     F('Epoch', 'int32', '0+'),
     F('MetadataHash', 'int64', '0+'),
-    F('ValidatedTopologyEpoch', 'int32', '0+', tagged='0+', tag=0, default=-1),
-    F('AssignmentConfigs', '[]AssignmentConfig', '0+'),
+    F('ValidatedTopologyEpoch', 'int32', '0+', tagged='0+', tag=0, default='-1'),
+    F('LastAssignmentConfigs', '[]LastAssignmentConfig', '0+', nullable='0+', tagged='0+', tag=1),
+    F('StoredDescriptionTopologyEpoch', 'int32', '0+', tagged='0+', tag=2, default='-1'),
+    F('FailedDescriptionTopologyEpoch', 'int32', '0+', tagged='0+', tag=3, default='-1'),
 ), structs={
-    'AssignmentConfig': (
+    'LastAssignmentConfig': (
         F('Key', 'string', '0+'),
         F('Value', 'string', '0+'),
+    ),
+})
+
+StreamsGroupMemberMetadataKey = Message('StreamsGroupMemberMetadataKey', valid='19', flexible='none', fields=(
+    F('GroupId', 'string', '19'),
+    F('MemberId', 'string', '19'),
+))
+
+StreamsGroupMemberMetadataValue = Message('StreamsGroupMemberMetadataValue', valid='0', flexible='0+', fields=(
+    F('InstanceId', 'string', '0+', nullable='0+'),
+    F('RackId', 'string', '0+', nullable='0+'),
+    F('ClientId', 'string', '0+'),
+    F('ClientHost', 'string', '0+'),
+    F('RebalanceTimeoutMs', 'int32', '0+', default='-1'),
+    F('TopologyEpoch', 'int32', '0+'),
+    F('ProcessId', 'string', '0+'),
+    F('UserEndpoint', 'Endpoint', '0+', nullable='0+', default='null'),
+    F('ClientTags', '[]KeyValue', '0+'),
+), structs={
+    'Endpoint': (
+        F('Host', 'string', '0+'),
+        F('Port', 'uint16', '0+'),
+    ),
+    'KeyValue': (
+        F('Key', 'string', '0+'),
+        F('Value', 'string', '0+'),
+    ),
+})
+
+StreamsGroupTargetAssignmentMetadataKey = Message('StreamsGroupTargetAssignmentMetadataKey', valid='20', flexible='none', fields=(
+    F('GroupId', 'string', '20'),
+))
+
+StreamsGroupTargetAssignmentMetadataValue = Message('StreamsGroupTargetAssignmentMetadataValue', valid='0', flexible='0+', fields=(
+    F('AssignmentEpoch', 'int32', '0+'),
+    F('AssignmentTimestamp', 'int64', '0+', tagged='0+', tag=0, default='0'),
+))
+
+StreamsGroupTargetAssignmentMemberKey = Message('StreamsGroupTargetAssignmentMemberKey', valid='21', flexible='none', fields=(
+    F('GroupId', 'string', '21'),
+    F('MemberId', 'string', '21'),
+))
+
+StreamsGroupTargetAssignmentMemberValue = Message('StreamsGroupTargetAssignmentMemberValue', valid='0', flexible='0+', fields=(
+    F('ActiveTasks', '[]TaskIds', '0+'),
+    F('StandbyTasks', '[]TaskIds', '0+'),
+    F('WarmupTasks', '[]TaskIds', '0+'),
+), structs={
+    'TaskIds': (
+        F('SubtopologyId', 'string', '0+'),
+        F('Partitions', '[]int32', '0+'),
+    ),
+})
+
+StreamsGroupCurrentMemberAssignmentKey = Message('StreamsGroupCurrentMemberAssignmentKey', valid='22', flexible='none', fields=(
+    F('GroupId', 'string', '22'),
+    F('MemberId', 'string', '22'),
+))
+
+StreamsGroupCurrentMemberAssignmentValue = Message('StreamsGroupCurrentMemberAssignmentValue', valid='0', flexible='0+', fields=(
+    F('MemberEpoch', 'int32', '0+'),
+    F('PreviousMemberEpoch', 'int32', '0+'),
+    F('State', 'int8', '0+'),
+    F('ActiveTasks', '[]TaskIds', '0+'),
+    F('StandbyTasks', '[]TaskIds', '0+'),
+    F('WarmupTasks', '[]TaskIds', '0+'),
+    F('ActiveTasksPendingRevocation', '[]TaskIds', '0+'),
+    F('StandbyTasksPendingRevocation', '[]TaskIds', '0+'),
+    F('WarmupTasksPendingRevocation', '[]TaskIds', '0+'),
+), structs={
+    'TaskIds': (
+        F('SubtopologyId', 'string', '0+'),
+        F('Partitions', '[]int32', '0+'),
+        F('AssignmentEpochs', '[]int32', '0+', nullable='0+', tagged='0+', tag=0),
+    ),
+})
+
+StreamsGroupTopologyKey = Message('StreamsGroupTopologyKey', valid='23', flexible='none', fields=(
+    F('GroupId', 'string', '23'),
+))
+
+StreamsGroupTopologyValue = Message('StreamsGroupTopologyValue', valid='0', flexible='0+', fields=(
+    F('Epoch', 'int32', '0+'),
+    F('Subtopologies', '[]Subtopology', '0+', fields=(
+        F('SubtopologyId', 'string', '0+'),
+        F('SourceTopics', '[]string', '0+'),
+        F('SourceTopicRegex', '[]string', '0+'),
+        F('StateChangelogTopics', '[]TopicInfo', '0+'),
+        F('RepartitionSinkTopics', '[]string', '0+'),
+        F('RepartitionSourceTopics', '[]TopicInfo', '0+'),
+        F('CopartitionGroups', '[]CopartitionGroup', '0+', fields=(
+            F('SourceTopics', '[]int16', '0+'),
+            F('SourceTopicRegex', '[]int16', '0+'),
+            F('RepartitionSourceTopics', '[]int16', '0+'),
+        )),
+    )),
+), structs={
+    'TopicConfig': (
+        F('key', 'string', '0+'),
+        F('value', 'string', '0+'),
+    ),
+    'TopicInfo': (
+        F('Name', 'string', '0+'),
+        F('Partitions', 'int32', '0+'),
+        F('ReplicationFactor', 'int16', '0+'),
+        F('TopicConfigs', '[]TopicConfig', '0+'),
     ),
 })
 
@@ -263,9 +382,10 @@ TransactionLogKey = Message('TransactionLogKey', valid='0', flexible='none', fie
 
 TransactionLogValue = Message('TransactionLogValue', valid='0-1', flexible='1+', fields=(
     F('ProducerId', 'int64', '0+'),
-    F('PreviousProducerId', 'int64', '1+', tagged='1+', tag=0, default=-1),
-    F('NextProducerId', 'int64', '1+', tagged='1+', tag=1, default=-1),
+    F('PreviousProducerId', 'int64', '1+', tagged='1+', tag=0, default='-1'),
+    F('NextProducerId', 'int64', '1+', tagged='1+', tag=1, default='-1'),
     F('ProducerEpoch', 'int16', '0+'),
+    F('NextProducerEpoch', 'int16', '1+', tagged='1+', tag=3, default='-1'),
     F('TransactionTimeoutMs', 'int32', '0+'),
     F('TransactionStatus', 'int8', '0+'),
     F('TransactionPartitions', '[]PartitionsSchema', '0+', nullable='0+', fields=(
@@ -274,8 +394,7 @@ TransactionLogValue = Message('TransactionLogValue', valid='0-1', flexible='1+',
     )),
     F('TransactionLastUpdateTimestampMs', 'int64', '0+'),
     F('TransactionStartTimestampMs', 'int64', '0+'),
-    F('ClientTransactionVersion', 'int16', '1+', tagged='1+', tag=2, default=0),
-    F('NextProducerEpoch', 'int16', '1+', tagged='1+', tag=3, default=-1),
+    F('ClientTransactionVersion', 'int16', '1+', tagged='1+', tag=2, default='0'),
 ))
 
 #: TransactionLogValue.TransactionStatus -> the state name Kafka's admin APIs report
@@ -348,12 +467,13 @@ BeginTransactionRecord = Message('BeginTransactionRecord', valid='0', flexible='
     F('Name', 'string', '0+', nullable='0+', tagged='0+', tag=0, default='null'),
 ))
 
-BrokerRegistrationChangeRecord = Message('BrokerRegistrationChangeRecord', valid='0-2', flexible='0+', api_key=17, fields=(
+BrokerRegistrationChangeRecord = Message('BrokerRegistrationChangeRecord', valid='0-3', flexible='0+', api_key=17, fields=(
     F('BrokerId', 'int32', '0+'),
     F('BrokerEpoch', 'int64', '0+'),
     F('Fenced', 'int8', '0+', tagged='0+', tag=0),
     F('InControlledShutdown', 'int8', '1+', tagged='1+', tag=1),
     F('LogDirs', '[]uuid', '2+', tagged='2+', tag=2),
+    F('CordonedLogDirs', '[]uuid', '3+', nullable='3+', tagged='3+', tag=3, default='null'),
 ))
 
 ClientQuotaRecord = Message('ClientQuotaRecord', valid='0', flexible='0+', api_key=14, fields=(
@@ -435,7 +555,7 @@ ProducerIdsRecord = Message('ProducerIdsRecord', valid='0', flexible='0+', api_k
     F('NextProducerId', 'int64', '0+'),
 ))
 
-RegisterBrokerRecord = Message('RegisterBrokerRecord', valid='0-3', flexible='0+', api_key=0, fields=(
+RegisterBrokerRecord = Message('RegisterBrokerRecord', valid='0-4', flexible='0+', api_key=0, fields=(
     F('BrokerId', 'int32', '0+'),
     F('IsMigratingZkBroker', 'bool', '2+', default='false'),
     F('IncarnationId', 'uuid', '0+'),
@@ -455,6 +575,7 @@ RegisterBrokerRecord = Message('RegisterBrokerRecord', valid='0-3', flexible='0+
     F('Fenced', 'bool', '0+', default='true'),
     F('InControlledShutdown', 'bool', '1+', default='false'),
     F('LogDirs', '[]uuid', '3+', tagged='3+', tag=0),
+    F('CordonedLogDirs', '[]uuid', '4+', nullable='4+', tagged='4+', tag=1, default='null'),
 ))
 
 RegisterControllerRecord = Message('RegisterControllerRecord', valid='0', flexible='0+', api_key=27, fields=(
@@ -523,6 +644,10 @@ ClearElrRecord = Message('ClearElrRecord', valid='0', flexible='0+', api_key=28,
     F('TopicName', 'string', '0+'),
 ))
 
+UnregisterControllerRecord = Message('UnregisterControllerRecord', valid='0', flexible='0+', api_key=29, fields=(
+    F('ControllerId', 'int32', '0+'),
+))
+
 # --- __share_group_state -----------------------------------------------------------------------
 
 ShareSnapshotKey = Message('ShareSnapshotKey', valid='0', flexible='none', fields=(
@@ -532,15 +657,18 @@ ShareSnapshotKey = Message('ShareSnapshotKey', valid='0', flexible='none', field
 ))
 
 ShareSnapshotValue = Message('ShareSnapshotValue', valid='0', flexible='0+', fields=(
-    F('SnapshotEpoch', 'uint16', '0'),
+    F('SnapshotEpoch', 'int32', '0+'),
     F('StateEpoch', 'int32', '0+'),
     F('LeaderEpoch', 'int32', '0+'),
-    F('StartOffset', 'int64', '0'),
-    F('StateBatches', '[]StateBatch', '0', fields=(
-        F('FirstOffset', 'int64', '0'),
-        F('LastOffset', 'int64', '0'),
-        F('DeliveryState', 'int8', '0'),
-        F('DeliveryCount', 'int16', '0'),
+    F('StartOffset', 'int64', '0+'),
+    F('DeliveryCompleteCount', 'int32', '0+', tagged='0+', tag=0, default='-1'),
+    F('CreateTimestamp', 'int64', '0+'),
+    F('WriteTimestamp', 'int64', '0+'),
+    F('StateBatches', '[]StateBatch', '0+', fields=(
+        F('FirstOffset', 'int64', '0+'),
+        F('LastOffset', 'int64', '0+'),
+        F('DeliveryState', 'int8', '0+'),
+        F('DeliveryCount', 'int16', '0+'),
     )),
 ))
 
@@ -551,14 +679,15 @@ ShareUpdateKey = Message('ShareUpdateKey', valid='1', flexible='none', fields=(
 ))
 
 ShareUpdateValue = Message('ShareUpdateValue', valid='0', flexible='0+', fields=(
-    F('SnapshotEpoch', 'uint16', '0'),
+    F('SnapshotEpoch', 'int32', '0+'),
     F('LeaderEpoch', 'int32', '0+'),
-    F('StartOffset', 'int64', '0'),
-    F('StateBatches', '[]StateBatch', '0', fields=(
-        F('FirstOffset', 'int64', '0'),
-        F('LastOffset', 'int64', '0'),
-        F('DeliveryState', 'int8', '0'),
-        F('DeliveryCount', 'int16', '0'),
+    F('StartOffset', 'int64', '0+'),
+    F('DeliveryCompleteCount', 'int32', '0+', tagged='0+', tag=0, default='-1'),
+    F('StateBatches', '[]StateBatch', '0+', fields=(
+        F('FirstOffset', 'int64', '0+'),
+        F('LastOffset', 'int64', '0+'),
+        F('DeliveryState', 'int8', '0+'),
+        F('DeliveryCount', 'int16', '0+'),
     )),
 ))
 
@@ -585,6 +714,7 @@ RemoteLogSegmentMetadataRecord = Message('RemoteLogSegmentMetadataRecord', valid
     F('SegmentSizeInBytes', 'int32', '0+'),
     F('CustomMetadata', 'bytes', '0+', nullable='0+', default='null'),
     F('RemoteLogSegmentState', 'int8', '0+'),
+    F('TxnIndexEmpty', 'bool', '0+', tagged='0+', tag=0),
 ))
 
 RemoteLogSegmentMetadataUpdateRecord = Message('RemoteLogSegmentMetadataUpdateRecord', valid='0', flexible='0+', api_key=1, fields=(
@@ -627,7 +757,63 @@ RemoteLogSegmentMetadataSnapshotRecord = Message('RemoteLogSegmentMetadataSnapsh
     F('SegmentSizeInBytes', 'int32', '0+'),
     F('CustomMetadata', 'bytes', '0+', nullable='0+', default='null'),
     F('RemoteLogSegmentState', 'int8', '0+'),
+    F('TxnIndexEmpty', 'bool', '0+', tagged='0+', tag=0),
 ))
+
+# --- Kafka 4.0's layouts of the early-access share group records whose version 0 changed in 4.1 ----
+
+ShareGroupMetadataValue40 = Message('ShareGroupMetadataValue@4.0', valid='0', flexible='0+', fields=(
+    F('Epoch', 'int32', '0+'),
+))
+
+ShareGroupStatePartitionMetadataValue40 = Message('ShareGroupStatePartitionMetadataValue@4.0', valid='0', flexible='0+', fields=(
+    F('InitializedTopics', '[]TopicPartitionsInfo', '0+'),
+    F('DeletingTopics', '[]TopicInfo', '0+'),
+), structs={
+    'TopicPartitionsInfo': (
+        F('TopicId', 'uuid', '0+'),
+        F('TopicName', 'string', '0+'),
+        F('Partitions', '[]int32', '0+'),
+    ),
+    'TopicInfo': (
+        F('TopicId', 'uuid', '0+'),
+        F('TopicName', 'string', '0+'),
+    ),
+})
+
+ShareSnapshotValue40 = Message('ShareSnapshotValue@4.0', valid='0', flexible='0+', fields=(
+    F('SnapshotEpoch', 'uint16', '0'),
+    F('StateEpoch', 'int32', '0+'),
+    F('LeaderEpoch', 'int32', '0+'),
+    F('StartOffset', 'int64', '0'),
+    F('StateBatches', '[]StateBatch', '0', fields=(
+        F('FirstOffset', 'int64', '0'),
+        F('LastOffset', 'int64', '0'),
+        F('DeliveryState', 'int8', '0'),
+        F('DeliveryCount', 'int16', '0'),
+    )),
+))
+
+ShareUpdateValue40 = Message('ShareUpdateValue@4.0', valid='0', flexible='0+', fields=(
+    F('SnapshotEpoch', 'uint16', '0'),
+    F('LeaderEpoch', 'int32', '0+'),
+    F('StartOffset', 'int64', '0'),
+    F('StateBatches', '[]StateBatch', '0', fields=(
+        F('FirstOffset', 'int64', '0'),
+        F('LastOffset', 'int64', '0'),
+        F('DeliveryState', 'int8', '0'),
+        F('DeliveryCount', 'int16', '0'),
+    )),
+))
+
+#: current value schema name -> (the Kafka version whose layout it is, that layout): tried when a value
+#: does not parse with the current layout
+KAFKA_40_LAYOUTS = {
+    'ShareGroupMetadataValue': ('4.0', ShareGroupMetadataValue40),
+    'ShareGroupStatePartitionMetadataValue': ('4.0', ShareGroupStatePartitionMetadataValue40),
+    'ShareSnapshotValue': ('4.0', ShareSnapshotValue40),
+    'ShareUpdateValue': ('4.0', ShareUpdateValue40),
+}
 
 # --- quorum-state and the classic consumer protocol --------------------------------------------
 
@@ -669,10 +855,12 @@ METADATA_RECORDS = {m.api_key: m for m in (
     FeatureLevelRecord, FenceBrokerRecord, NoOpRecord, PartitionChangeRecord, PartitionRecord, ProducerIdsRecord,
     RegisterBrokerRecord, RegisterControllerRecord, RemoveAccessControlEntryRecord, RemoveDelegationTokenRecord,
     RemoveTopicRecord, RemoveUserScramCredentialRecord, TopicRecord, UnfenceBrokerRecord, UnregisterBrokerRecord,
-    UserScramCredentialRecord, ZkMigrationStateRecord)}
+    UnregisterControllerRecord, UserScramCredentialRecord, ZkMigrationStateRecord)}
 
 # __consumer_offsets record type (the key's int16 version prefix) -> (kind, key schema, value schema)
 OFFSETS_RECORDS = {
+    # type 0 is Kafka's LegacyOffsetCommitKey/Value (fields of OffsetCommitKey, value version 0 only, the
+    # fields of OffsetCommitValue v0); its values are read with OffsetCommitValue's versions, as Kafka 3.x did
     0: ("offset_commit", OffsetCommitKey, OffsetCommitValue),
     1: ("offset_commit", OffsetCommitKey, OffsetCommitValue),
     2: ("group_metadata", GroupMetadataKey, GroupMetadataValue),
@@ -685,7 +873,7 @@ OFFSETS_RECORDS = {
         ConsumerGroupTargetAssignmentMemberValue),
     8: ("consumer_group_current_member_assignment", ConsumerGroupCurrentMemberAssignmentKey,
         ConsumerGroupCurrentMemberAssignmentValue),
-    9: ("share_group_partition_metadata", ShareGroupPartitionMetadataKey, ShareGroupPartitionMetadataValue),
+    9: ("share_group_partition_metadata", ShareGroupPartitionMetadataKey, ShareGroupPartitionMetadataValue),  # 4.0
     10: ("share_group_member_metadata", ShareGroupMemberMetadataKey, ShareGroupMemberMetadataValue),
     11: ("share_group_metadata", ShareGroupMetadataKey, ShareGroupMetadataValue),
     12: ("share_group_target_assignment_metadata", ShareGroupTargetAssignmentMetadataKey,
@@ -698,6 +886,15 @@ OFFSETS_RECORDS = {
          ShareGroupStatePartitionMetadataValue),
     16: ("consumer_group_regular_expression", ConsumerGroupRegularExpressionKey, ConsumerGroupRegularExpressionValue),
     17: ("streams_group_metadata", StreamsGroupMetadataKey, StreamsGroupMetadataValue),
+    # 18 and 24 are not record types
+    19: ("streams_group_member_metadata", StreamsGroupMemberMetadataKey, StreamsGroupMemberMetadataValue),
+    20: ("streams_group_target_assignment_metadata", StreamsGroupTargetAssignmentMetadataKey,
+         StreamsGroupTargetAssignmentMetadataValue),
+    21: ("streams_group_target_assignment_member", StreamsGroupTargetAssignmentMemberKey,
+         StreamsGroupTargetAssignmentMemberValue),
+    22: ("streams_group_current_member_assignment", StreamsGroupCurrentMemberAssignmentKey,
+         StreamsGroupCurrentMemberAssignmentValue),
+    23: ("streams_group_topology", StreamsGroupTopologyKey, StreamsGroupTopologyValue),
 }
 
 # __share_group_state record type -> (kind, key, value)

@@ -1,6 +1,7 @@
 """__consumer_offsets of every group protocol: each record type decoded, unknown types shown undecoded
 (never as a tombstone), the classic consumer protocol's bytes expanded, the 4.1+ topic-id tag named;
-`kfx groups` skips aborted transactional commits and lists the members of classic and KIP-848 groups."""
+`kfx groups` skips aborted transactional commits and lists the members of classic, KIP-848 consumer,
+share and streams groups."""
 import base64
 import json
 import struct
@@ -9,6 +10,7 @@ import pytest
 
 from kafkaforensics.batch import Record
 from kafkaforensics.builder import build_v2, control_record_key, end_txn_marker_value
+from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.groups import committed_offsets, group_members
 from kafkaforensics.internal_topics import decode_offsets, encode_offset_commit
 from kafkaforensics.writer import write_partition
@@ -167,3 +169,101 @@ def test_transaction_log_4x_tags_are_named():
     k, got = decode_transaction_log(I16.pack(0) + K.TransactionLogKey.build({"TransactionalId": "tx"}, 0),
                                     I16.pack(1) + raw)
     assert got["data"] == v and k["data"]["TransactionalId"] == "tx"
+
+
+def _streams_group(group="ledger", member="s-1"):
+    """A streams group's records (types 17, 23, 19, 20, 21, 22) as Kafka 4.x writes them."""
+    return [
+        rec(17, {"GroupId": group}, {"Epoch": 5, "MetadataHash": -3, "LastAssignmentConfigs": [
+            {"Key": "num.standby.replicas", "Value": "1"}]}),
+        rec(23, {"GroupId": group}, {"Epoch": 2, "Subtopologies": [
+            {"SubtopologyId": "0", "SourceTopics": ["orders"], "RepartitionSourceTopics": [],
+             "CopartitionGroups": [{"SourceTopics": [0], "SourceTopicRegex": [], "RepartitionSourceTopics": []}]},
+            {"SubtopologyId": "1", "SourceTopics": [], "RepartitionSourceTopics": [
+                {"Name": f"{group}-by-user-repartition", "Partitions": 4, "ReplicationFactor": 3,
+                 "TopicConfigs": [{"key": "retention.ms", "value": "-1"}]}]}]}),
+        rec(19, {"GroupId": group, "MemberId": member}, {
+            "InstanceId": "i-1", "RackId": "r1", "ClientId": "app-StreamThread-1", "ClientHost": "/10.0.0.9",
+            "TopologyEpoch": 2, "ProcessId": "p-9", "UserEndpoint": {"Host": "h", "Port": 65000},
+            "ClientTags": [{"Key": "zone", "Value": "b"}]}),
+        rec(20, {"GroupId": group}, {"AssignmentEpoch": 5, "AssignmentTimestamp": T0}),
+        rec(21, {"GroupId": group, "MemberId": member}, {"ActiveTasks": [{"SubtopologyId": "0", "Partitions": [0, 1]}],
+                                                         "StandbyTasks": [{"SubtopologyId": "1", "Partitions": [2]}]}),
+        rec(22, {"GroupId": group, "MemberId": member}, {
+            "MemberEpoch": 5, "PreviousMemberEpoch": 4, "State": 0,
+            "ActiveTasks": [{"SubtopologyId": "0", "Partitions": [0, 1], "AssignmentEpochs": [5, 5]}],
+            "StandbyTasks": [{"SubtopologyId": "1", "Partitions": [2]}],
+            "WarmupTasks": [{"SubtopologyId": "1", "Partitions": [3]}],
+            "ActiveTasksPendingRevocation": [{"SubtopologyId": "0", "Partitions": [7]}]}),
+    ]
+
+
+def test_streams_group_records_decode_with_their_field_names():
+    """Types 17 and 19-23 (KIP-1071) are decoded field by field; 18 and 24 are no record types and stay
+    undecoded."""
+    got = {k["type"]: (k, v) for k, v in (decode_offsets(*r) for r in _streams_group())}
+    assert sorted(got, key=int) == ["17", "19", "20", "21", "22", "23"]
+    k, v = got["17"]
+    assert k["kind"] == "streams_group_metadata" and k["data"] == {"GroupId": "ledger"}
+    assert v["data"] == {"Epoch": 5, "MetadataHash": -3, "ValidatedTopologyEpoch": -1,
+                         "LastAssignmentConfigs": [{"Key": "num.standby.replicas", "Value": "1"}],
+                         "StoredDescriptionTopologyEpoch": -1, "FailedDescriptionTopologyEpoch": -1}
+    k, v = got["19"]
+    assert k["data"] == {"GroupId": "ledger", "MemberId": "s-1"}
+    assert (v["data"]["ProcessId"], v["data"]["UserEndpoint"], v["data"]["RebalanceTimeoutMs"]) == \
+        ("p-9", {"Host": "h", "Port": 65000}, -1)
+    assert got["20"][1]["data"] == {"AssignmentEpoch": 5, "AssignmentTimestamp": T0}
+    assert got["21"][1]["data"]["StandbyTasks"] == [{"SubtopologyId": "1", "Partitions": [2]}]
+    cur = got["22"][1]["data"]
+    assert cur["ActiveTasks"] == [{"SubtopologyId": "0", "Partitions": [0, 1], "AssignmentEpochs": [5, 5]}]
+    assert cur["StandbyTasks"][0]["AssignmentEpochs"] == [] and cur["ActiveTasksPendingRevocation"][0]["Partitions"] == [7]
+    topo = got["23"][1]["data"]["Subtopologies"]
+    assert topo[0]["CopartitionGroups"] == [{"SourceTopics": [0], "SourceTopicRegex": [], "RepartitionSourceTopics": []}]
+    assert topo[1]["RepartitionSourceTopics"][0]["TopicConfigs"] == [{"key": "retention.ms", "value": "-1"}]
+    for t in (18, 24):
+        k, v = decode_offsets(I16.pack(t) + b"\x00\x01g", b"\x00\x00\x00")
+        assert k["unknown"] and "undecoded" in v
+
+
+def test_members_of_a_streams_group(tmp_path, kfx):
+    """A streams member subscribes to its topology's source topics and holds tasks; a tombstone of its
+    member metadata removes it."""
+    recs = _streams_group() + _streams_group("gone", "x")[2:3] + [rec(19, {"GroupId": "gone", "MemberId": "x"})]
+    logdir = tmp_path / "logs"
+    write_partition(str(logdir / "__consumer_offsets-5"),
+                    [build_v2([Record(i, T0, k, v, []) for i, (k, v) in enumerate(recs)], base_offset=0)])
+    rows = group_members(str(logdir))
+    assert [(m["group"], m["protocol"], m["memberId"], m["instanceId"], m["subscribedTopics"], m["assignment"],
+             m["generation"]) for m in rows] == [
+        ("ledger", "streams", "s-1", "i-1", ["ledger-by-user-repartition", "orders"],
+         ["0:0,1", "1:2(standby)", "1:3(warmup)"], 5)]
+    r = kfx("groups", logdir, "--members", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["members"][0]["protocol"] == "streams"
+    seg = str(logdir / "__consumer_offsets-5" / "00000000000000000000.log")
+    r = kfx("dump", seg, "--offsets-decoder")
+    assert r.exit_code == 0 and "undecoded" not in r.stdout and r.stdout.count("payload: null") == 1
+    for name in ("streams_group_topology", "SubtopologyId", "ProcessId", "AssignmentEpochs", "AssignmentTimestamp"):
+        assert name in r.stdout
+
+
+@pytest.mark.parametrize("rtype,current,old", [
+    (11, {"Epoch": 4, "MetadataHash": 9}, {"Epoch": 4}),
+    (15, {"InitializingTopics": [], "InitializedTopics": [], "DeletingTopics": []},
+     {"InitializedTopics": [{"TopicId": TOPIC_ID, "TopicName": "q", "Partitions": [0]}], "DeletingTopics": []}),
+])
+def test_share_group_records_of_kafka_40_still_decode(rtype, current, old):
+    """Share groups were early access in Kafka 4.0; 4.1 changed the layout of ShareGroupMetadataValue
+    and ShareGroupStatePartitionMetadataValue within version 0. A 4.0 value is read with 4.0's layout
+    and says so; a current one is read with the current layout; type 9 (4.0 only) still decodes."""
+    kind, ks, vs = K.OFFSETS_RECORDS[rtype]
+    key = I16.pack(rtype) + ks.build({"GroupId": "sg"}, rtype)
+    _, v = decode_offsets(key, I16.pack(0) + vs.build(current, 0))
+    assert "layout" not in v and all(v["data"][f] == x for f, x in current.items())
+    label, layout = K.KAFKA_40_LAYOUTS[vs.name]
+    _, v = decode_offsets(key, I16.pack(0) + layout.build(old, 0))
+    assert label == "4.0" and v["layout"] == "4.0" and v["data"] == old
+    with pytest.raises(KafkaFormatError):   # neither layout: the schema error, as before
+        decode_offsets(key, I16.pack(0) + b"\xff")
+    k, v = decode_offsets(*rec(9, {"GroupId": "sg"}, {"Topics": [{"TopicId": TOPIC_ID, "TopicName": "q",
+                                                                  "NumPartitions": 1, "PartitionMetadata": []}]}))
+    assert k["kind"] == "share_group_partition_metadata" and v["data"]["Topics"][0]["NumPartitions"] == 1

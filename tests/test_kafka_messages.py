@@ -99,3 +99,35 @@ def test_broker_registration_log_dirs_are_tagged_fields():
     ch = K.BrokerRegistrationChangeRecord.build({"BrokerId": 1, "BrokerEpoch": 9, "LogDirs": dirs}, 2)
     assert ch[12:15] == b"\x01\x02\x21"          # ... and tag 2 here
     assert K.BrokerRegistrationChangeRecord.read(ch, 2)["LogDirs"] == dirs
+
+
+def test_current_kafka_records_are_listed():
+    """The definitions follow Kafka 4.x: the streams group records (types 17, 19-23; 18 and 24 are
+    none), UnregisterControllerRecord (apiKey 29), and every one of them in the round trips above."""
+    names = {m.name for m in K.ALL_MESSAGES}
+    for t, kind in ((17, "streams_group_metadata"), (19, "streams_group_member_metadata"),
+                    (20, "streams_group_target_assignment_metadata"), (21, "streams_group_target_assignment_member"),
+                    (22, "streams_group_current_member_assignment"), (23, "streams_group_topology")):
+        k, ks, vs = K.OFFSETS_RECORDS[t]
+        assert k == kind and ks.valid == (t, t) and {ks.name, vs.name} <= names
+    assert 18 not in K.OFFSETS_RECORDS and 24 not in K.OFFSETS_RECORDS
+    assert K.METADATA_RECORDS[29].name == "UnregisterControllerRecord"
+    assert K.RegisterBrokerRecord.valid == (0, 4) and K.BrokerRegistrationChangeRecord.valid == (0, 3)
+    assert {v[1].name for v in K.KAFKA_40_LAYOUTS.values()} <= names   # Kafka 4.0's share layouts round-trip too
+
+
+def test_cordoned_log_dirs_are_tagged_fields():
+    """KIP-1066: RegisterBrokerRecord v4 tag 1 and BrokerRegistrationChangeRecord v3 tag 3, null by
+    default (then not on the wire)."""
+    d = ["AAAAAAAAAAAAAAAAAAAAAQ"]
+    reg = {"BrokerId": 1, "IncarnationId": "AAAAAAAAAAAAAAAAAAAAAw", "BrokerEpoch": 9, "EndPoints": [],
+           "Features": [], "Rack": None, "LogDirs": d}
+    without = K.RegisterBrokerRecord.build(reg, 4)
+    assert K.RegisterBrokerRecord.read(without, 4)["CordonedLogDirs"] is None
+    raw = K.RegisterBrokerRecord.build(dict(reg, CordonedLogDirs=d), 4)
+    u = base64.urlsafe_b64decode(d[0] + "==")
+    assert raw[-39:] == b"\x02" + b"\x00\x11\x02" + u + b"\x01\x11\x02" + u   # two tagged fields: tags 0 and 1
+    assert K.RegisterBrokerRecord.read(raw, 4)["CordonedLogDirs"] == d
+    ch = K.BrokerRegistrationChangeRecord.build({"BrokerId": 1, "BrokerEpoch": 9, "CordonedLogDirs": d}, 3)
+    assert ch[12:15] == b"\x01\x03\x11"          # one tagged field, tag 3, 17 bytes: 1 uuid
+    assert K.BrokerRegistrationChangeRecord.read(ch, 3)["CordonedLogDirs"] == d

@@ -131,6 +131,10 @@ def test_share_group_state_and_remote_log_metadata_decoders(kfx):
             "--share-group-state-decoder", "--format", "json")
     rec = _lines(r.stdout)[0]["records"][0]["decoded"]
     assert rec["key"]["kind"] == "share_snapshot" and rec["value"]["data"]["StateBatches"][0]["DeliveryCount"] == 1
+    assert "layout" not in rec["value"] and rec["value"]["data"]["CreateTimestamp"] == 1_700_000_000_000
+    upd = _lines(r.stdout)[0]["records"][1]["decoded"]   # written by Kafka 4.0: uint16 SnapshotEpoch
+    assert upd["key"]["kind"] == "share_update" and upd["value"]["layout"] == "4.0"
+    assert upd["value"]["data"] == {"SnapshotEpoch": 0, "LeaderEpoch": 0, "StartOffset": 5, "StateBatches": []}
     r = kfx("dump", os.path.join(KRAFT, "__remote_log_metadata-0", "00000000000000000000.log"),
             "--remote-log-metadata-decoder", "--format", "json")
     recs = [x["decoded"]["value"] for x in _lines(r.stdout)[0]["records"]]
@@ -220,14 +224,14 @@ def test_analyze_lists_remote_segments_and_a_gap_between_tiers(logdir, kfx):
 
 
 def test_groups_of_the_kraft_logdir(kfx):
-    """Classic and KIP-848 members (topic ids named through the metadata log); the exactly-once
+    """Classic, KIP-848 and streams members (topic ids named through the metadata log); the exactly-once
     application's aborted commit (offset 9) is not its committed offset."""
     r = kfx("groups", KRAFT, "--members", "--json")
     out = json.loads(r.stdout)
     assert {(x["group"], x["offset"], x["lag"]) for x in out["offsets"]} == \
         {("billing", 4, 206), ("eos-app", 6, 204), ("shipping", 5, 205)}
     assert [(m["group"], m["protocol"], m["assignment"]) for m in out["members"]] == \
-        [("billing", "classic", ["orders:0"]), ("shipping", "consumer", ["orders:0"])]
+        [("billing", "classic", ["orders:0"]), ("shipping", "consumer", ["orders:0"]), ("ledger", "streams", ["0:0"])]
 
 
 def test_snapshot_id_epoch_against_the_metadata_log(logdir, kfx):
@@ -247,3 +251,34 @@ def test_snapshot_id_epoch_against_the_metadata_log(logdir, kfx):
     write_partition(md, [build_v2([Record(3, 1, None, b"x", [])], base_offset=3, partition_leader_epoch=1)])
     (p,) = kraft.check_snapshot_ids(PartitionDir.scan(md))   # ... one from offset 3 does
     assert p.kind == "missing-snapshot" and p.offset == 3
+
+
+STREAMS_FIELDS = {"streams_group_metadata": ("Epoch", "MetadataHash", "LastAssignmentConfigs"),
+                  "streams_group_topology": ("Subtopologies", "StateChangelogTopics", "TopicConfigs"),
+                  "streams_group_member_metadata": ("TopologyEpoch", "ProcessId", "UserEndpoint", "ClientTags"),
+                  "streams_group_target_assignment_metadata": ("AssignmentEpoch", "AssignmentTimestamp"),
+                  "streams_group_target_assignment_member": ("ActiveTasks", "StandbyTasks", "WarmupTasks"),
+                  "streams_group_current_member_assignment": ("MemberEpoch", "ActiveTasksPendingRevocation",
+                                                              "AssignmentEpochs")}
+
+
+def test_streams_group_records_are_dumped_with_their_field_names(kfx):
+    """The fixture's streams group (types 17, 19-23), text and JSON: each kind decoded, named fields,
+    nothing undecoded."""
+    seg = os.path.join(KRAFT, "__consumer_offsets-0", "00000000000000000000.log")
+    r = kfx("dump", seg, "--offsets-decoder", "--format", "json")
+    assert r.exit_code == 0
+    decoded = [x["decoded"] for b in _lines(r.stdout) for x in b.get("records", []) if "key" in x.get("decoded", {})]
+    streams = {d["key"]["kind"]: d for d in decoded if d["key"]["kind"].startswith("streams_group")}
+    assert sorted(int(d["key"]["type"]) for d in streams.values()) == [17, 19, 20, 21, 22, 23]
+    assert streams["streams_group_member_metadata"]["value"]["data"]["UserEndpoint"] == {"Host": "10.0.0.7",
+                                                                                       "Port": 8080}
+    assert streams["streams_group_current_member_assignment"]["value"]["data"]["ActiveTasks"] == \
+        [{"SubtopologyId": "0", "Partitions": [0], "AssignmentEpochs": [3]}]
+    for kind, fields in STREAMS_FIELDS.items():
+        assert all(f in json.dumps(streams[kind]["value"]["data"]) for f in fields), kind
+    text = kfx("dump", seg, "--offsets-decoder").stdout
+    assert "undecoded" not in text and "undecoded" not in r.stdout
+    for kind, fields in STREAMS_FIELDS.items():
+        line = next(x for x in text.splitlines() if f'"kind": "{kind}"' in x)
+        assert all(f'"{f}"' in line for f in fields), kind
