@@ -87,8 +87,9 @@ def _decode_keyed(key: bytes | None, value: bytes | None, registry: dict) -> tup
 
 
 def _read_value(schema, body: bytes, version: int) -> dict:
-    """{"data": ...} of a coordinator value; a share-group value that does not parse with the current
-    layout is tried with Kafka 4.0's (early access; version 0 changed in 4.1), then {"layout": "4.0"}."""
+    """{"data": ...} of a coordinator value.  A share-group value that does not parse with the current
+    layout is tried with Kafka 4.0's (early access; 4.1 changed version 0), and then comes back as
+    {"layout": "4.0", "data": ...}; when neither parses, the current layout's error is raised."""
     try:
         return {"data": schema.read(body, version)}
     except KafkaFormatError:
