@@ -37,7 +37,7 @@ import numpy as np
 from specs import checkpoints as C
 
 from . import builder, fsutil, offset_index, time_index, txn_index
-from .batch import Batch, parse_legacy_header, parse_v2_header, resolve_legacy_wrapper
+from .batch import Batch, parse_header, resolve_legacy_wrapper
 from .defaults import (DEFAULT_DEDUPE_BUFFER_BYTES, DEFAULT_DELETE_RETENTION_MS, DEFAULT_INDEX_INTERVAL_BYTES,
                        DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_SEGMENT_BYTES)
 from .indexing import SegmentIndexes
@@ -454,7 +454,7 @@ def _clean_group(pdir, group, omap, txn, active, upper, now, opts, stats, legacy
                     if data is None:
                         continue
                     out.write(data)
-                    idx.add(parse_v2_header(data, 0) if data[16] >= 2 else parse_legacy_header(data, 0))
+                    idx.add(parse_header(data))
                     stats.records_after += kept
                     stats.bytes_after += len(data)
         out.flush()

@@ -13,6 +13,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from specs import checkpoints as C
+from specs import record_batch as R
 
 from . import internal_topics, kraft, offset_index, time_index, txn_index
 from .logdir import CLEAN_SHUTDOWN_FILE, read_clean_shutdown
@@ -287,8 +288,8 @@ def decode_record(decoder: str, b, r) -> dict:
             k, v = internal_topics.decode_transaction_log(r.key, r.value)
         elif decoder == "cluster-metadata":
             if b.is_control:
-                ctype = int.from_bytes(bytes(r.key[2:4]), "big") if r.key is not None and len(r.key) >= 4 else -1
-                if ctype in (0, 1):
+                ctype = r.control_type
+                if ctype in (R.ABORT, R.COMMIT):
                     return {"control": r.control()}
                 return {"control": internal_topics.decode_metadata_control(ctype, r.value)}
             return {"value": internal_topics.decode_metadata(r.value)}
@@ -311,7 +312,7 @@ def _print_record_line(b, r, print_data: bool, enc: str, out, decoder: str | Non
         parts.append(f" sequence: {r.sequence} headerKeys: [{','.join(k for k, _ in r.headers)}]")
     if b.is_control:
         ctl = r.control()
-        if ctl and ctl["type"] in ("ABORT", "COMMIT"):
+        if ctl and ctl["type"] in (R.CONTROL_TYPES[R.ABORT], R.CONTROL_TYPES[R.COMMIT]):
             parts.append(f" endTxnMarker: {ctl['type']} coordinatorEpoch: {ctl['coordinatorEpoch']}")
         elif ctl:
             parts.append(f" controlType: {ctl['type']}")
