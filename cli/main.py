@@ -1,6 +1,8 @@
 """``kfx``: every command is a few lines over a public library function.
 
-Exit codes: 0 clean, 1 problems found, 2 usage or I/O error.
+Exit codes, the same for every command (README, *Exit codes*): 0 clean or done, 1 problems found in
+the input (damage, findings, differences; the repairs exit 1 when there was something to repair), 2 usage
+or I/O error.
 
 Start-up is part of the interface (operators run ``kfx dump``/``verify`` in shell loops over
 thousands of files): this module imports only typer and the standard library; each command
@@ -343,6 +345,7 @@ def compact(partition_dir: str = typer.Argument(..., help="A partition directory
     from rich.console import Console
     from rich.table import Table
     from kafkaforensics.cleaner import CompactOptions, compact as compact_partition
+    from kafkaforensics.verify import walk_problems
     if not os.path.isdir(partition_dir):
         _fail(f"{partition_dir}: not a directory")
     opts = CompactOptions(delete_retention_ms=delete_retention_ms, min_compaction_lag_ms=min_compaction_lag_ms,
@@ -350,10 +353,11 @@ def compact(partition_dir: str = typer.Argument(..., help="A partition directory
                           include_active=include_active, index_interval_bytes=index_interval_bytes,
                           dedupe_buffer_bytes=dedupe_buffer_bytes, ignore_checkpoint=ignore_checkpoint)
     try:
+        problems = walk_problems(partition_dir)
         rep = compact_partition(partition_dir, opts, out=out, dry_run=dry_run)
     except (OSError, ValueError) as e:
         _fail(str(e))
-    j = rep.to_json()
+    j = rep.to_json() | {"problems": [p.to_json() for p in problems]}
     if as_json:
         print(json.dumps(j))
     else:
@@ -372,7 +376,8 @@ def compact(partition_dir: str = typer.Argument(..., help="A partition directory
                 highlight=False)
         for n in rep.notes:
             c.print(f"[dim]note: {n}[/dim]", highlight=False)
-    raise typer.Exit(EXIT_OK)
+        _print_walk_problems(problems)
+    raise typer.Exit(EXIT_PROBLEMS if problems else EXIT_OK)
 
 
 @app.command()
@@ -388,15 +393,17 @@ def retention(partition_dir: str = typer.Argument(..., help="A partition directo
     from rich.table import Table
     from kafkaforensics.errors import KafkaFormatError
     from kafkaforensics.retention import retention as apply_retention
+    from kafkaforensics.verify import walk_problems
     if not os.path.isdir(partition_dir):
         _fail(f"{partition_dir}: not a directory")
     try:
+        problems = walk_problems(partition_dir)
         rep = apply_retention(partition_dir, retention_ms=retention_ms, retention_bytes=retention_bytes,
                               log_start_offset=log_start_offset, now=now, dry_run=dry_run)
     except (OSError, ValueError, KafkaFormatError) as e:
         _fail(str(e))
     if as_json:
-        print(json.dumps(rep.to_json()))
+        print(json.dumps(rep.to_json() | {"problems": [p.to_json() for p in problems]}))
     else:
         c = Console()
         t = Table(title=f"kfx retention {rep.partition}" + (" (dry run)" if dry_run else ""))
@@ -408,7 +415,15 @@ def retention(partition_dir: str = typer.Argument(..., help="A partition directo
         c.print(t if rep.deleted else "nothing to delete")
         if rep.rolled:
             c.print(f"rolled a new active segment {rep.rolled}", highlight=False)
-    raise typer.Exit(EXIT_OK)
+        _print_walk_problems(problems)
+    raise typer.Exit(EXIT_PROBLEMS if problems else EXIT_OK)
+
+
+def _print_walk_problems(problems) -> None:
+    """compact's and retention's exit 1: damage their walk stopped at (they act on what comes before it)."""
+    for p in problems:
+        _err().print(f"problem: {p} (the batches from here on were left alone; `kfx recover` "
+                     "truncates here as Kafka's log loading would)", highlight=False, soft_wrap=True, markup=False)
 
 
 class Level(str, Enum):

@@ -600,3 +600,19 @@ def _compare_aborted(stored, found, markers, path, rep: VerifyReport) -> None:
         if k not in want and k not in markers:
             rep.add(path, None, e.last_offset, "txnindex-extra",
                     f"indexed aborted transaction of producer {e.producer_id} ending at {e.last_offset} has no ABORT marker here")
+
+
+def walk_problems(partition_dir: str) -> list[Problem]:
+    """Where the walk of a partition's segments stops before a segment's end (a torn tail, a bad size,
+    magic or offset): the batches from there on are what Kafka's log loading would truncate, and what
+    ``compact`` and ``retention`` leave alone.  Framing only (no CRC): the cheap check those two
+    commands report, exiting 1, so that a script learns the partition wants ``kfx recover``."""
+    out = []
+    for seg in PartitionDir.scan(partition_dir).segments:
+        with open_buffer(seg.log) as buf:
+            scanner = BatchScanner(buf, file=seg.log, base_offset=seg.base_offset)
+            for _batch in scanner:
+                pass
+        if scanner.stop is not None:
+            out.append(scanner.stop)
+    return out
