@@ -121,7 +121,7 @@ class CompactReport:
 
 # --------------------------------------------------------------------------- log survey ----
 @dataclass
-class _Seg:
+class _SegmentSurvey:
     base: int
     path: str
     size: int
@@ -157,7 +157,7 @@ def _survey(pd: PartitionDir, opts: CompactOptions, now: int):
         records += seg_records
         st = os.stat(s.log)
         idx, tidx = s.existing(INDEX), s.existing(TIMEINDEX)
-        segs.append(_Seg(s.base_offset, s.log, size, nxt, largest if largest >= 0 else int(st.st_mtime * 1000),
+        segs.append(_SegmentSurvey(s.base_offset, s.log, size, nxt, largest if largest >= 0 else int(st.st_mtime * 1000),
                          st.st_mtime, os.path.getsize(idx) if idx else 0, os.path.getsize(tidx) if tidx else 0,
                          seg_records))
     for i in range(len(segs) - 1):

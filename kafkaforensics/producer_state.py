@@ -59,7 +59,6 @@ class ProducerState:
     def __init__(self):
         self.producers: dict[int, ProducerEntry] = {}
         self.ongoing: dict[int, int] = {}  # first offset -> producer id (Kafka keeps them ordered)
-        self.map_end_offset = 0
 
     def append(self, batch) -> CompletedTxn | None:
         """Apply one batch; returns the transaction its marker completes, if any."""
@@ -95,7 +94,6 @@ class ProducerState:
                 if batch.is_transactional and e.current_txn_first_offset < 0:
                     e.current_txn_first_offset = batch.base_offset
                     self.ongoing[batch.base_offset] = pid
-        self.map_end_offset = batch.last_offset + 1
         return done
 
     def append_run(self, run, lo: int, hi: int) -> None:
@@ -123,7 +121,6 @@ class ProducerState:
                         self.append(run.batch(lo + i))
             for i in has[last].tolist():
                 self.append(run.batch(lo + i))
-        self.map_end_offset = int(run.last_offset[hi - 1]) + 1
 
     def _next_incomplete_other(self, pid: int, default: int) -> int:
         """Kafka's lastStableOffset(completedTxn): first offset of another producer's open txn."""
@@ -138,16 +135,6 @@ class ProducerState:
     # -- snapshot files ------------------------------------------------------------------------
     def to_snapshot(self) -> bytes:
         return snapshot_bytes(sorted(self.producers.values(), key=lambda e: e.producer_id))
-
-    @classmethod
-    def from_snapshot(cls, entries: list[ProducerEntry], end_offset: int) -> "ProducerState":
-        st = cls()
-        for e in entries:
-            st.producers[e.producer_id] = e
-            if e.current_txn_first_offset >= 0:
-                st.ongoing[e.current_txn_first_offset] = e.producer_id
-        st.map_end_offset = end_offset
-        return st
 
 
 def _marker(batch):

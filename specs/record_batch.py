@@ -44,7 +44,6 @@ MAGIC_OFFSET = field_offset(BatchHeader, "magic")                           # th
 CRC_OFFSET = field_offset(BatchHeader, "crc")
 HEADER_SIZE_UP_TO_MAGIC = CRC_OFFSET                                        # what a walk needs to read, 17
 ATTRIBUTES_OFFSET = field_offset(BatchHeader, "attributes")  # the CRC covers from here to the end
-LAST_OFFSET_DELTA_OFFSET = field_offset(BatchHeader, "lastOffsetDelta")
 #: baseOffset and batchLength: the framing every magic shares (a legacy entry's offset and size)
 LOG_PREFIX_STRUCT, LOG_PREFIX_FIELDS = struct_of(c.Struct(*BatchHeader.subcons[:2]))
 
