@@ -78,6 +78,20 @@ class _NoProgress:
         return lambda *args, **kwargs: None
 
 
+def _with_progress(paths, label: str, work):
+    """``work(advance)`` under a progress bar over the bytes of ``paths``' segments."""
+    total = _total_bytes(paths)
+    with progress_bar(total, label) as bar:
+        task = bar.add_task(label, total=total)
+        return work(lambda n: bar.advance(task, n))
+
+
+def _require_paths(paths) -> None:
+    for p in paths:
+        if not os.path.exists(p):
+            _fail(f"{p}: no such file or directory")
+
+
 def progress_bar(total: int, label: str):
     """A rich progress bar on stderr (hidden when stderr is not a terminal)."""
     if not sys.stderr.isatty() and not any(v in os.environ
@@ -135,14 +149,10 @@ def verify(paths: List[str] = typer.Argument(..., help="Segment files, partition
                                                            help="Also flag batches larger than this")):
     """Check CRCs, structure, indexes and checkpoints. Exit 0 clean, 1 problems, 2 usage/IO error."""
     from kafkaforensics.verify import verify as verify_paths
-    for p in paths:
-        if not os.path.exists(p):
-            _fail(f"{p}: no such file or directory")
-    total = _total_bytes(paths)
+    _require_paths(paths)
     try:
-        with progress_bar(total, "verify") as bar:
-            task = bar.add_task("verify", total=total)
-            rep = verify_paths(paths, progress=lambda n: bar.advance(task, n), max_batch_bytes=max_message_bytes)
+        rep = _with_progress(paths, "verify", lambda advance: verify_paths(paths, progress=advance,
+                                                                           max_batch_bytes=max_message_bytes))
     except OSError as e:
         _fail(str(e))
     from kafkaforensics.analyzer import problem_remedy
@@ -294,15 +304,11 @@ def salvage(inputs: List[str] = typer.Argument(..., help="Damaged segment files,
     from rich.console import Console
     from rich.table import Table
     from kafkaforensics.salvage import salvage as salvage_files
-    for p in inputs:
-        if not os.path.exists(p):
-            _fail(f"{p}: no such file or directory")
-    total = _total_bytes(inputs)
+    _require_paths(inputs)
     try:
-        with progress_bar(total, "salvage") as bar:
-            task = bar.add_task("salvage", total=total)
-            rep = salvage_files(inputs, out, segment_bytes=segment_bytes, index_interval_bytes=index_interval_bytes,
-                                progress=lambda n: bar.advance(task, n), dry_run=dry_run)
+        rep = _with_progress(inputs, "salvage", lambda advance: salvage_files(
+            inputs, out, segment_bytes=segment_bytes, index_interval_bytes=index_interval_bytes, progress=advance,
+            dry_run=dry_run))
     except (OSError, ValueError) as e:
         _fail(str(e))
     if as_json:
@@ -498,9 +504,7 @@ def analyze(paths: List[str] = typer.Argument(..., help="Segments, partition dir
     from rich.console import Console
     from rich.table import Table
     from kafkaforensics.analyzer import AnalyzeOptions, analyze as analyze_paths
-    for p in paths:
-        if not os.path.exists(p):
-            _fail(f"{p}: no such file or directory")
+    _require_paths(paths)
     try:
         rep = analyze_paths(paths, AnalyzeOptions(now=now))
     except OSError as e:

@@ -343,18 +343,31 @@ def _last_offset_at(buf, position: int, base: int, path: str):
     return None
 
 
-def _dump_index(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
+def _read_index(path, module, kind: str, opts: DumpOptions, out, last_entry_problem):
+    """(base offset, entries) of an index file; with ``--index-sanity-check`` (kafka-dump-log's) its
+    size and last entry (``last_entry_problem(entries, base)``: what is wrong, or None) are checked
+    instead, and None comes back."""
     base = _base_offset(path)
     with open(path, "rb") as f:
         data = f.read()
-    entries, zero_tail = offset_index.read_entries(data, base)
-    if opts.index_sanity_check:
-        if len(data) % offset_index.ENTRY_SIZE:
-            raise KafkaFormatError("index", f"size {len(data)} is not a multiple of {offset_index.ENTRY_SIZE}", file=path)
-        if entries and entries[-1][0] < base:
-            raise KafkaFormatError("index", f"last offset {entries[-1][0]} is below the base offset {base}", file=path)
-        print(f"{path} passed sanity check.", file=out)
+    entries, _zero_tail = module.read_entries(data, base)
+    if not opts.index_sanity_check:
+        return base, entries
+    if len(data) % module.ENTRY_SIZE:
+        raise KafkaFormatError(kind, f"size {len(data)} is not a multiple of {module.ENTRY_SIZE}", file=path)
+    problem = last_entry_problem(entries, base) if entries else None
+    if problem:
+        raise KafkaFormatError(kind, problem, file=path)
+    print(f"{path} passed sanity check.", file=out)
+    return None
+
+
+def _dump_index(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
+    read = _read_index(path, offset_index, "index", opts, out, lambda entries, base: (
+        f"last offset {entries[-1][0]} is below the base offset {base}" if entries[-1][0] < base else None))
+    if read is None:
         return
+    base, entries = read
     if not entries:
         print(f"{path} is empty.", file=out)
         return
@@ -380,17 +393,11 @@ def _dump_index(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
 
 
 def _dump_time_index(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
-    base = _base_offset(path)
-    with open(path, "rb") as f:
-        data = f.read()
-    entries, _ = time_index.read_entries(data, base)
-    if opts.index_sanity_check:
-        if len(data) % time_index.ENTRY_SIZE:
-            raise KafkaFormatError("timeindex", f"size {len(data)} is not a multiple of {time_index.ENTRY_SIZE}", file=path)
-        if entries and entries[-1][0] < entries[0][0]:
-            raise KafkaFormatError("timeindex", "last timestamp is below the first", file=path)
-        print(f"{path} passed sanity check.", file=out)
+    read = _read_index(path, time_index, "timeindex", opts, out, lambda entries, base: (
+        "last timestamp is below the first" if entries[-1][0] < entries[0][0] else None))
+    if read is None:
         return
+    base, entries = read
     log = _sibling(path, ".log")
     by_last = {}
     if os.path.exists(log):
