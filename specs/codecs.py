@@ -18,11 +18,11 @@ import threading
 import zlib
 
 from .errors import CompressionError
-from .record_batch import CODECS
 
-#: codec ids as the batch attributes' compression bits carry them (the names from ``BatchAttributes``)
-NONE, GZIP, SNAPPY, LZ4, ZSTD = (CODECS.index(n) for n in ("none", "gzip", "snappy", "lz4", "zstd"))
-CODEC_NAMES = CODECS
+#: Kafka's CompressionType: the id the attributes' compression bits carry, and its name
+#: (``record_batch.BatchAttributes`` and ``legacy.MessageAttributes`` are built from this table).
+CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
+NONE, GZIP, SNAPPY, LZ4, ZSTD = range(len(CODEC_NAMES))
 
 #: Upper bound on what one compressed block may expand to (a batch is at most message.max.bytes
 #: compressed; Kafka itself bounds by the JVM heap). Adjustable for odd archives.

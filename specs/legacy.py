@@ -11,6 +11,7 @@ import zlib
 
 import construct as c
 
+from .codecs import CODEC_NAMES
 from .primitives import CrcSealed, KafkaCompressed, NullableBytes, bit_mask, field_offset, struct_of
 
 #: The fixed prefix of an entry up to the attributes (what a shallow walk reads).
@@ -29,7 +30,7 @@ LENGTH = c.Int32sb        # the key's and the value's length prefix (-1: null)
 MessageAttributes = c.BitStruct(
     "unused" / c.BitsInteger(4),
     "timestampType" / c.Enum(c.Bit, CreateTime=0, LogAppendTime=1),
-    "compression" / c.Enum(c.BitsInteger(3), none=0, gzip=1, snappy=2, lz4=3, zstd=4),
+    "compression" / c.Enum(c.BitsInteger(3), **{name: i for i, name in enumerate(CODEC_NAMES)}),
 )
 COMPRESSION_MASK = bit_mask(MessageAttributes, "compression")
 TIMESTAMP_TYPE_MASK = bit_mask(MessageAttributes, "timestampType")

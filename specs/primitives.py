@@ -6,6 +6,7 @@ import struct
 
 import construct as c
 
+from . import codecs
 from .errors import KafkaFormatError
 
 #: protobuf-style zigzag varint / varlong (Kafka's ByteUtils.readVarint/readVarlong).
@@ -96,8 +97,6 @@ class KafkaCompressed(c.Construct):
         self.magic = magic
 
     def _parse(self, stream, context, path):
-        from . import codecs  # here: codecs reads its ids from record_batch, which imports this module
-
         data = c.stream_read_entire(stream, path)
         codec = c.evaluate(self.codec, context)
         if codec:
@@ -105,8 +104,6 @@ class KafkaCompressed(c.Construct):
         return self.subcon._parsereport(io.BytesIO(data), context, path)
 
     def _build(self, obj, stream, context, path):
-        from . import codecs
-
         buf = io.BytesIO()
         self.subcon._build(obj, buf, context, path)
         data = buf.getvalue()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import construct as c
 from crc32c import crc32c
 
+from .codecs import CODEC_NAMES
 from .primitives import (CrcSealed, KafkaCompressed, NullableBytes, NullableString, Varint, bit_mask, enum_names,
                          field_offset, struct_of)
 
@@ -54,7 +55,7 @@ BatchAttributes = c.BitStruct(
     "isControl" / c.Flag,
     "isTransactional" / c.Flag,
     "timestampType" / c.Enum(c.Bit, CreateTime=0, LogAppendTime=1),
-    "compression" / c.Enum(c.BitsInteger(3), none=0, gzip=1, snappy=2, lz4=3, zstd=4),
+    "compression" / c.Enum(c.BitsInteger(3), **{name: i for i, name in enumerate(CODEC_NAMES)}),
 )
 #: codec names by id (Kafka's CompressionType) and the attribute masks, read off BatchAttributes
 CODECS = enum_names(BatchAttributes, "compression")

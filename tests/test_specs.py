@@ -166,6 +166,7 @@ def test_attribute_bits():
 
 # -- the fast paths' constants and hand-written struct code, proven equal to their specs ---------------
 
+@settings(deadline=None)  # the first example imports the module (numpy for the indexes)
 @given(st.sampled_from(sorted(R.CONTROL_TYPES)), i16)
 def test_control_record_key_fast_path_equals_spec(ctype, version):
     from kafkaforensics.batch import Record
@@ -176,6 +177,7 @@ def test_control_record_key_fast_path_equals_spec(ctype, version):
     assert rec.control()["version"] == version and rec.control()["type"] == R.CONTROL_TYPES[ctype]
 
 
+@settings(deadline=None)  # the first example imports the module (numpy for the indexes)
 @given(st.sampled_from([R.ABORT, R.COMMIT]), i16, i32)
 def test_end_txn_marker_fast_path_equals_spec(ctype, version, epoch):
     from kafkaforensics.batch import Record
@@ -192,6 +194,7 @@ def test_control_type_of_a_short_key_is_minus_one():
     assert Record(0, 0, b"\x00\x00\x00", None).control_type == -1 and Record(0, 0, None, None).control_type == -1
 
 
+@settings(deadline=None)  # the first example imports the module (numpy for the indexes)
 @given(st.integers(0, 2**16 - 1))
 def test_attribute_masks_equal_the_spec(raw):
     """Every mask the fast paths test a batch's attributes with picks the spec's field."""
@@ -206,6 +209,7 @@ def test_attribute_masks_equal_the_spec(raw):
     assert bool(raw & L.TIMESTAMP_TYPE_MASK) == (legacy.timestampType == "LogAppendTime")
 
 
+@settings(deadline=None)  # the first example imports the module (numpy for the indexes)
 @given(st.integers(-2**15, 2**15 - 1).filter(lambda a: a & 0x07 < 5))
 def test_batch_flags_of_the_fast_path_equal_the_spec(attributes):
     """A header read by the fast path reports the flags the spec parses from its attributes."""
@@ -233,6 +237,7 @@ def test_offsets_are_read_off_the_specs():
     assert (codecs.NONE, codecs.GZIP, codecs.SNAPPY, codecs.LZ4, codecs.ZSTD) == (0, 1, 2, 3, 4)
 
 
+@settings(deadline=None)  # the first example imports the module (numpy for the indexes)
 @given(st.lists(st.fixed_dictionaries({"relativeOffset": st.integers(1, 2**31 - 1), "position": i32}), max_size=20),
        st.integers(0, 2**40))
 def test_offset_index_fast_path_equals_spec(entries, base):
@@ -244,6 +249,7 @@ def test_offset_index_fast_path_equals_spec(entries, base):
     assert got == [(base + e["relativeOffset"], e["position"]) for e in _strip(I.OffsetIndexFile.parse(data))]
 
 
+@settings(deadline=None)  # the first example imports the module (numpy for the indexes)
 @given(st.lists(st.fixed_dictionaries({"timestamp": st.integers(1, 2**62), "relativeOffset": i32}), max_size=20),
        st.integers(0, 2**40))
 def test_time_index_fast_path_equals_spec(entries, base):
@@ -255,6 +261,7 @@ def test_time_index_fast_path_equals_spec(entries, base):
     assert got == [(e["timestamp"], base + e["relativeOffset"]) for e in _strip(I.TimeIndexFile.parse(data))]
 
 
+@settings(deadline=None)  # the first example imports the module (numpy for the indexes)
 @given(st.lists(st.fixed_dictionaries({"version": st.just(0), "producerId": i64, "firstOffset": i64,
                                         "lastOffset": i64, "lastStableOffset": i64}), max_size=10))
 def test_txn_index_fast_path_equals_spec(entries):
