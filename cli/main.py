@@ -1,6 +1,8 @@
 """``kfx``: every command is a few lines over a public library function.
 
-Exit codes: 0 clean, 1 problems found, 2 usage or I/O error.
+Exit codes, the same for every command (README, *Exit codes*): 0 clean or done, 1 problems found in
+the input (damage, findings, differences; the repairs exit 1 when there was something to repair), 2 usage
+or I/O error.
 
 Start-up is part of the interface (operators run ``kfx dump``/``verify`` in shell loops over
 thousands of files): this module imports only typer and the standard library; each command
@@ -76,6 +78,20 @@ class _NoProgress:
         return lambda *args, **kwargs: None
 
 
+def _with_progress(paths, label: str, work):
+    """``work(advance)`` under a progress bar over the bytes of ``paths``' segments."""
+    total = _total_bytes(paths)
+    with progress_bar(total, label) as bar:
+        task = bar.add_task(label, total=total)
+        return work(lambda n: bar.advance(task, n))
+
+
+def _require_paths(paths) -> None:
+    for p in paths:
+        if not os.path.exists(p):
+            _fail(f"{p}: no such file or directory")
+
+
 def progress_bar(total: int, label: str):
     """A rich progress bar on stderr (hidden when stderr is not a terminal)."""
     if not sys.stderr.isatty() and not any(v in os.environ
@@ -133,14 +149,10 @@ def verify(paths: List[str] = typer.Argument(..., help="Segment files, partition
                                                            help="Also flag batches larger than this")):
     """Check CRCs, structure, indexes and checkpoints. Exit 0 clean, 1 problems, 2 usage/IO error."""
     from kafkaforensics.verify import verify as verify_paths
-    for p in paths:
-        if not os.path.exists(p):
-            _fail(f"{p}: no such file or directory")
-    total = _total_bytes(paths)
+    _require_paths(paths)
     try:
-        with progress_bar(total, "verify") as bar:
-            task = bar.add_task("verify", total=total)
-            rep = verify_paths(paths, progress=lambda n: bar.advance(task, n), max_batch_bytes=max_message_bytes)
+        rep = _with_progress(paths, "verify", lambda advance: verify_paths(paths, progress=advance,
+                                                                           max_batch_bytes=max_message_bytes))
     except OSError as e:
         _fail(str(e))
     from kafkaforensics.analyzer import problem_remedy
@@ -292,15 +304,11 @@ def salvage(inputs: List[str] = typer.Argument(..., help="Damaged segment files,
     from rich.console import Console
     from rich.table import Table
     from kafkaforensics.salvage import salvage as salvage_files
-    for p in inputs:
-        if not os.path.exists(p):
-            _fail(f"{p}: no such file or directory")
-    total = _total_bytes(inputs)
+    _require_paths(inputs)
     try:
-        with progress_bar(total, "salvage") as bar:
-            task = bar.add_task("salvage", total=total)
-            rep = salvage_files(inputs, out, segment_bytes=segment_bytes, index_interval_bytes=index_interval_bytes,
-                                progress=lambda n: bar.advance(task, n), dry_run=dry_run)
+        rep = _with_progress(inputs, "salvage", lambda advance: salvage_files(
+            inputs, out, segment_bytes=segment_bytes, index_interval_bytes=index_interval_bytes, progress=advance,
+            dry_run=dry_run))
     except (OSError, ValueError) as e:
         _fail(str(e))
     if as_json:
@@ -343,6 +351,7 @@ def compact(partition_dir: str = typer.Argument(..., help="A partition directory
     from rich.console import Console
     from rich.table import Table
     from kafkaforensics.cleaner import CompactOptions, compact as compact_partition
+    from kafkaforensics.verify import walk_problems
     if not os.path.isdir(partition_dir):
         _fail(f"{partition_dir}: not a directory")
     opts = CompactOptions(delete_retention_ms=delete_retention_ms, min_compaction_lag_ms=min_compaction_lag_ms,
@@ -350,10 +359,11 @@ def compact(partition_dir: str = typer.Argument(..., help="A partition directory
                           include_active=include_active, index_interval_bytes=index_interval_bytes,
                           dedupe_buffer_bytes=dedupe_buffer_bytes, ignore_checkpoint=ignore_checkpoint)
     try:
+        problems = walk_problems(partition_dir)
         rep = compact_partition(partition_dir, opts, out=out, dry_run=dry_run)
     except (OSError, ValueError) as e:
         _fail(str(e))
-    j = rep.to_json()
+    j = rep.to_json() | {"problems": [p.to_json() for p in problems]}
     if as_json:
         print(json.dumps(j))
     else:
@@ -372,7 +382,8 @@ def compact(partition_dir: str = typer.Argument(..., help="A partition directory
                 highlight=False)
         for n in rep.notes:
             c.print(f"[dim]note: {n}[/dim]", highlight=False)
-    raise typer.Exit(EXIT_OK)
+        _print_walk_problems(problems)
+    raise typer.Exit(EXIT_PROBLEMS if problems else EXIT_OK)
 
 
 @app.command()
@@ -388,15 +399,17 @@ def retention(partition_dir: str = typer.Argument(..., help="A partition directo
     from rich.table import Table
     from kafkaforensics.errors import KafkaFormatError
     from kafkaforensics.retention import retention as apply_retention
+    from kafkaforensics.verify import walk_problems
     if not os.path.isdir(partition_dir):
         _fail(f"{partition_dir}: not a directory")
     try:
+        problems = walk_problems(partition_dir)
         rep = apply_retention(partition_dir, retention_ms=retention_ms, retention_bytes=retention_bytes,
                               log_start_offset=log_start_offset, now=now, dry_run=dry_run)
     except (OSError, ValueError, KafkaFormatError) as e:
         _fail(str(e))
     if as_json:
-        print(json.dumps(rep.to_json()))
+        print(json.dumps(rep.to_json() | {"problems": [p.to_json() for p in problems]}))
     else:
         c = Console()
         t = Table(title=f"kfx retention {rep.partition}" + (" (dry run)" if dry_run else ""))
@@ -408,7 +421,15 @@ def retention(partition_dir: str = typer.Argument(..., help="A partition directo
         c.print(t if rep.deleted else "nothing to delete")
         if rep.rolled:
             c.print(f"rolled a new active segment {rep.rolled}", highlight=False)
-    raise typer.Exit(EXIT_OK)
+        _print_walk_problems(problems)
+    raise typer.Exit(EXIT_PROBLEMS if problems else EXIT_OK)
+
+
+def _print_walk_problems(problems) -> None:
+    """compact's and retention's exit 1: damage their walk stopped at (they act on what comes before it)."""
+    for p in problems:
+        _err().print(f"problem: {p} (the batches from here on were left alone; `kfx recover` "
+                     "truncates here as Kafka's log loading would)", highlight=False, soft_wrap=True, markup=False)
 
 
 class Level(str, Enum):
@@ -483,9 +504,7 @@ def analyze(paths: List[str] = typer.Argument(..., help="Segments, partition dir
     from rich.console import Console
     from rich.table import Table
     from kafkaforensics.analyzer import AnalyzeOptions, analyze as analyze_paths
-    for p in paths:
-        if not os.path.exists(p):
-            _fail(f"{p}: no such file or directory")
+    _require_paths(paths)
     try:
         rep = analyze_paths(paths, AnalyzeOptions(now=now))
     except OSError as e:

@@ -30,7 +30,6 @@ from .segment import BatchScanner, file_name, open_buffer
 from .verify import VerifyReport, verify_partition
 
 _INT32_MAX = 2**31 - 1
-SEVERITY = {"warning", "error", "info"}
 
 
 @dataclass
@@ -274,7 +273,7 @@ def _analyze_partition(pd: PartitionDir, ckpts: dict, now: int, opts: AnalyzeOpt
                 snapshots[off] = (p, read_snapshot(f.read(), file=p))
         except KafkaFormatError:
             pass  # reported by verify
-    a = _Walk(name, summ, rep, now, opts, cleaner_ck, epochs)
+    a = _PartitionAnalysis(name, summ, rep, now, opts, cleaner_ck, epochs)
     a.path = pd.path
     first_finding = len(rep.findings) - len(vr.problems)
     base_pos = 0
@@ -303,7 +302,7 @@ def _analyze_partition(pd: PartitionDir, ckpts: dict, now: int, opts: AnalyzeOpt
             f.remedy = remedy_for(f, pd.path)
 
 
-class _Walk:
+class _PartitionAnalysis:
     """The per-partition state of the analysis as batches go by."""
 
     def __init__(self, name, summ: PartitionSummary, rep: AnalysisReport, now, opts, cleaner_ck, epochs):
@@ -318,7 +317,6 @@ class _Walk:
         self.compacted = cleaner_ck is not None and cleaner_ck > 0
         self.producers = {}          # pid -> [epoch, last_seq, max epoch seen]
         self.pending_gaps = []
-        self.tl_every = 1
         self.seg_end = None
         self.path = name
         self.open_txn = {}           # pid -> the transaction being written (a dict of summ.txns' form)

@@ -20,10 +20,10 @@ from .errors import KafkaFormatError
 
 _HDR = R.HEADER_STRUCT
 _LEG = L.PREFIX_STRUCT
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
-_CTRL_VALUE = struct.Struct(">hi")
+_I32 = struct.Struct(L.LENGTH.fmtstr)      # a legacy message's key and value length
+_I64 = struct.Struct(L.TIMESTAMP.fmtstr)   # the magic 1 timestamp, and offsets
+_CTRL_KEY = R.CONTROL_KEY_STRUCT        # (version, type): tests/test_specs.py proves the order
+_END_TXN = R.END_TXN_MARKER_STRUCT      # (version, coordinatorEpoch)
 _INT32_MAX = 2**31 - 1
 
 
@@ -49,17 +49,23 @@ class Record:
     def __eq__(self, other):
         return isinstance(other, Record) and all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
 
+    @property
+    def control_type(self) -> int:
+        """The type of this record's control key (``specs.record_batch.ControlRecordKey``); -1
+        when the key is too short to hold one."""
+        if self.key is None or len(self.key) < _CTRL_KEY.size:
+            return -1
+        return _CTRL_KEY.unpack_from(self.key, 0)[1]
+
     def control(self) -> dict | None:
         """Decode this record as a control record (key: version, type; value: end-txn marker)."""
-        if self.key is None or len(self.key) < 4:
+        if self.key is None or len(self.key) < _CTRL_KEY.size:
             return None
-        version, ctype = _I16.unpack_from(self.key, 0)[0], _I16.unpack_from(self.key, 2)[0]
+        version, ctype = _CTRL_KEY.unpack_from(self.key, 0)
         out = {"type": R.CONTROL_TYPES.get(ctype, f"UNKNOWN({ctype})"), "version": version}
-        if ctype in (0, 1):
-            if self.value is not None and len(self.value) >= 6:
-                v, epoch = _CTRL_VALUE.unpack_from(self.value, 0)
-                out["version"] = v
-                out["coordinatorEpoch"] = epoch
+        if ctype in (R.ABORT, R.COMMIT):
+            if self.value is not None and len(self.value) >= _END_TXN.size:
+                out["version"], out["coordinatorEpoch"] = _END_TXN.unpack_from(self.value, 0)
             else:
                 out["coordinatorEpoch"] = None
         return out
@@ -84,7 +90,7 @@ class Batch:
     @property
     def compression_name(self) -> str:
         c = self.compression
-        return compression.CODEC_NAMES[c] if c < 5 else f"unknown({c})"
+        return compression.CODEC_NAMES[c] if c < len(compression.CODEC_NAMES) else f"unknown({c})"
 
     @property
     def timestamp_type(self) -> str:
@@ -123,7 +129,7 @@ class Batch:
         """Check the stored checksum: CRC-32C over attributes..end (v2), CRC32 over magic..end (legacy)."""
         if self.magic >= 2:
             return crc32c(self.data[R.ATTRIBUTES_OFFSET:]) == self.crc
-        return (zlib.crc32(self.data[16:]) & 0xFFFFFFFF) == self.crc
+        return (zlib.crc32(self.data[L.MAGIC_OFFSET:]) & 0xFFFFFFFF) == self.crc
 
     def records(self) -> list[Record]:
         """Every record of the batch (decompressing it if needed), with absolute offsets."""
@@ -177,6 +183,13 @@ def parse_v2_header(buf, pos: int, file: str | None = None) -> Batch:
     return b
 
 
+def parse_header(buf, pos: int = 0, file: str | None = None) -> Batch:
+    """The header at ``pos`` of either kind, by the magic byte every kind holds at the same place."""
+    if buf[pos + R.MAGIC_OFFSET] >= 2:
+        return parse_v2_header(buf, pos, file)
+    return parse_legacy_header(buf, pos, file)
+
+
 def parse_legacy_header(buf, pos: int, file: str | None = None) -> Batch:
     """Read a legacy log entry at ``pos``; a compressed wrapper reports its inner offsets lazily."""
     offset, size, crc, magic, attrs = _LEG.unpack_from(buf, pos)
@@ -193,7 +206,7 @@ def parse_legacy_header(buf, pos: int, file: str | None = None) -> Batch:
     b.data = buf[pos:pos + b.size]
     b._records = None
     b.file = file
-    ts = _I64.unpack_from(buf, pos + 18)[0] if magic == 1 else -1
+    ts = _I64.unpack_from(buf, pos + L.TIMESTAMP_OFFSET)[0] if magic == 1 else -1
     b.first_timestamp = ts
     b.max_timestamp = ts
     b.last_offset = offset
@@ -375,27 +388,26 @@ def iter_legacy_entries(data: bytes, *, depth: int = 0):
     """Yield (offset, magic, attributes, timestamp, key, value, crc, crc_ok) of a legacy message set."""
     pos, n = 0, len(data)
     while pos + L.LOG_OVERHEAD <= n:
-        offset, size = _I64.unpack_from(data, pos)[0], _I32.unpack_from(data, pos + 8)[0]
+        offset, size = _I64.unpack_from(data, pos)[0], _I32.unpack_from(data, pos + L.SIZE_OFFSET)[0]
         start = pos + L.LOG_OVERHEAD
         end = start + size
         if size < L.RECORD_OVERHEAD_V0 or end > n:
             raise KafkaFormatError("message", f"inner message size {size} out of range")
-        crc = int.from_bytes(data[start:start + 4], "big")
-        magic, attrs = data[start + 4], data[start + 5]
-        p = start + 6
+        crc = int.from_bytes(data[pos + L.CRC_OFFSET:pos + L.MAGIC_OFFSET], "big")
+        magic, attrs = data[pos + L.MAGIC_OFFSET], data[pos + L.ATTRIBUTES_OFFSET]
         if magic == 1:
-            ts = _I64.unpack_from(data, p)[0]
-            p += 8
+            ts = _I64.unpack_from(data, pos + L.TIMESTAMP_OFFSET)[0]
         elif magic == 0:
             ts = -1
         else:
             raise KafkaFormatError("message", f"inner message magic {magic}")
+        p = pos + L.KEY_LENGTH_OFFSET[magic]
         fields = []
         for name in ("key", "value"):  # int32 length (-1: null) and bytes, each within the message
-            if p + 4 > end:
+            if p + _I32.size > end:
                 raise KafkaFormatError("message", f"inner message {name} length runs past its {size} bytes")
             length = _I32.unpack_from(data, p)[0]
-            p += 4
+            p += _I32.size
             if length > end - p:
                 raise KafkaFormatError("message", f"inner message {name} of {length} bytes runs past its {size} bytes")
             fields.append(None if length < 0 else data[p:p + length])
@@ -403,7 +415,7 @@ def iter_legacy_entries(data: bytes, *, depth: int = 0):
         key, value = fields
         if p != end:
             raise KafkaFormatError("message", f"inner message fields span {p - start} of {size} bytes")
-        yield offset, magic, attrs, ts, key, value, crc, (zlib.crc32(data[start + 4:end]) & 0xFFFFFFFF) == crc
+        yield offset, magic, attrs, ts, key, value, crc, (zlib.crc32(data[pos + L.MAGIC_OFFSET:end]) & 0xFFFFFFFF) == crc
         pos = end
     if pos != n:
         raise KafkaFormatError("message", f"{n - pos} stray bytes after the inner message set")

@@ -17,8 +17,6 @@ from . import builder, compression
 from .batch import Batch, Record
 from .errors import KafkaFormatError
 
-ENCODINGS = ("utf8", "hex", "base64")
-
 
 def encode(data, encoding: str):
     if data is None:
@@ -67,14 +65,6 @@ def batch_to_json(b: Batch, *, deep: bool = False, encoding: str = "base64") -> 
     return out
 
 
-class _R:
-    __slots__ = ("offset", "timestamp", "key", "value", "headers", "attributes")
-
-    def __init__(self, offset, timestamp, key, value, headers):
-        self.offset, self.timestamp, self.key, self.value, self.headers = offset, timestamp, key, value, headers
-        self.attributes = 0
-
-
 def batch_from_json(obj: dict, *, encoding: str = "base64") -> bytes:
     """Rebuild batch bytes from one ``kfx dump --deep --format json`` object."""
     try:
@@ -87,9 +77,9 @@ def batch_from_json(obj: dict, *, encoding: str = "base64") -> bytes:
                                "not trusted; drop the batch, or set crcValid to true to write it anyway",
                                offset=obj.get("baseOffset"))
     try:
-        recs = [_R(int(r["offset"]), int(r["timestamp"]), decode(r.get("key"), encoding),
-                   decode(r.get("value"), encoding),
-                   [(h["key"], decode(h.get("value"), encoding)) for h in r.get("headers") or []])
+        recs = [Record(int(r["offset"]), int(r["timestamp"]), decode(r.get("key"), encoding),
+                       decode(r.get("value"), encoding),
+                       [(h["key"], decode(h.get("value"), encoding)) for h in r.get("headers") or []])
                 for r in recs_json]
         magic = int(obj.get("magic", 2))
         codec = compression.codec_id(obj.get("compression", "none"))

@@ -12,11 +12,14 @@ from typing import Iterable, Sequence
 
 from crc32c import crc32c
 
+from specs import legacy as L
 from specs import record_batch as R
 
 from . import compression
 
 _HDR = R.HEADER_STRUCT
+_TIMESTAMP = struct.Struct(L.TIMESTAMP.fmtstr)
+_LENGTH = struct.Struct(L.LENGTH.fmtstr)
 _VARINT_CACHE = {}
 
 
@@ -101,11 +104,13 @@ def build_v2(records: Iterable, *, base_offset: int, last_offset_delta: int | No
 
 
 def control_record_key(ctype: int, version: int = 0) -> bytes:
-    return struct.pack(">hh", version, ctype)
+    """A control record's key (``specs.record_batch.ControlRecordKey``)."""
+    return R.CONTROL_KEY_STRUCT.pack(version, ctype)
 
 
 def end_txn_marker_value(coordinator_epoch: int, version: int = 0) -> bytes:
-    return struct.pack(">hi", version, coordinator_epoch)
+    """An end-transaction marker's value (``specs.record_batch.EndTransactionMarker``)."""
+    return R.END_TXN_MARKER_STRUCT.pack(version, coordinator_epoch)
 
 
 # --- legacy (magic 0 and 1) ----------------------------------------------------------------
@@ -114,16 +119,16 @@ def _legacy_message(magic: int, attributes: int, timestamp: int, key, value) -> 
     """One legacy message (crc, magic, attributes, [timestamp], key, value)."""
     parts = [struct.pack(">bb", magic, attributes)]
     if magic >= 1:
-        parts.append(struct.pack(">q", timestamp))
-    parts.append(struct.pack(">i", -1) if key is None else struct.pack(">i", len(key)) + bytes(key))
-    parts.append(struct.pack(">i", -1) if value is None else struct.pack(">i", len(value)) + bytes(value))
+        parts.append(_TIMESTAMP.pack(timestamp))
+    parts.append(_LENGTH.pack(-1) if key is None else _LENGTH.pack(len(key)) + bytes(key))
+    parts.append(_LENGTH.pack(-1) if value is None else _LENGTH.pack(len(value)) + bytes(value))
     body = b"".join(parts)
     return struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF) + body
 
 
 def legacy_entry(offset: int, magic: int, attributes: int, timestamp: int, key, value) -> bytes:
     msg = _legacy_message(magic, attributes, timestamp, key, value)
-    return struct.pack(">qi", offset, len(msg)) + msg
+    return R.LOG_PREFIX_STRUCT.pack(offset, len(msg)) + msg
 
 
 def build_legacy(records: Sequence, *, magic: int, codec: int = 0, log_append_time: bool = False,
@@ -133,7 +138,7 @@ def build_legacy(records: Sequence, *, magic: int, codec: int = 0, log_append_ti
     Inner offsets of a compressed wrapper are absolute for magic 0, relative (0..n-1 from the first
     record) for magic 1 where the wrapper carries the last offset, as Kafka writes them.
     """
-    ts_attr = 0x08 if (log_append_time and magic >= 1) else 0
+    ts_attr = L.TIMESTAMP_TYPE_MASK if (log_append_time and magic >= 1) else 0
     if not codec:
         return b"".join(legacy_entry(r.offset, magic, ts_attr, r.timestamp if magic else -1, r.key, r.value)
                         for r in records)

@@ -37,7 +37,7 @@ import numpy as np
 from specs import checkpoints as C
 
 from . import builder, fsutil, offset_index, time_index, txn_index
-from .batch import Batch, parse_legacy_header, parse_v2_header, resolve_legacy_wrapper
+from .batch import Batch, parse_header, resolve_legacy_wrapper
 from .defaults import (DEFAULT_DEDUPE_BUFFER_BYTES, DEFAULT_DELETE_RETENTION_MS, DEFAULT_INDEX_INTERVAL_BYTES,
                        DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_SEGMENT_BYTES)
 from .indexing import SegmentIndexes
@@ -121,7 +121,7 @@ class CompactReport:
 
 # --------------------------------------------------------------------------- log survey ----
 @dataclass
-class _Seg:
+class _SegmentSurvey:
     base: int
     path: str
     size: int
@@ -157,7 +157,7 @@ def _survey(pd: PartitionDir, opts: CompactOptions, now: int):
         records += seg_records
         st = os.stat(s.log)
         idx, tidx = s.existing(INDEX), s.existing(TIMEINDEX)
-        segs.append(_Seg(s.base_offset, s.log, size, nxt, largest if largest >= 0 else int(st.st_mtime * 1000),
+        segs.append(_SegmentSurvey(s.base_offset, s.log, size, nxt, largest if largest >= 0 else int(st.st_mtime * 1000),
                          st.st_mtime, os.path.getsize(idx) if idx else 0, os.path.getsize(tidx) if tidx else 0,
                          seg_records))
     for i in range(len(segs) - 1):
@@ -454,7 +454,7 @@ def _clean_group(pdir, group, omap, txn, active, upper, now, opts, stats, legacy
                     if data is None:
                         continue
                     out.write(data)
-                    idx.add(parse_v2_header(data, 0) if data[16] >= 2 else parse_legacy_header(data, 0))
+                    idx.add(parse_header(data))
                     stats.records_after += kept
                     stats.bytes_after += len(data)
         out.flush()

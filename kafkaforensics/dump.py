@@ -13,6 +13,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from specs import checkpoints as C
+from specs import record_batch as R
 
 from . import internal_topics, kraft, offset_index, time_index, txn_index
 from .logdir import CLEAN_SHUTDOWN_FILE, read_clean_shutdown
@@ -287,8 +288,8 @@ def decode_record(decoder: str, b, r) -> dict:
             k, v = internal_topics.decode_transaction_log(r.key, r.value)
         elif decoder == "cluster-metadata":
             if b.is_control:
-                ctype = int.from_bytes(bytes(r.key[2:4]), "big") if r.key is not None and len(r.key) >= 4 else -1
-                if ctype in (0, 1):
+                ctype = r.control_type
+                if ctype in (R.ABORT, R.COMMIT):
                     return {"control": r.control()}
                 return {"control": internal_topics.decode_metadata_control(ctype, r.value)}
             return {"value": internal_topics.decode_metadata(r.value)}
@@ -311,7 +312,7 @@ def _print_record_line(b, r, print_data: bool, enc: str, out, decoder: str | Non
         parts.append(f" sequence: {r.sequence} headerKeys: [{','.join(k for k, _ in r.headers)}]")
     if b.is_control:
         ctl = r.control()
-        if ctl and ctl["type"] in ("ABORT", "COMMIT"):
+        if ctl and ctl["type"] in (R.CONTROL_TYPES[R.ABORT], R.CONTROL_TYPES[R.COMMIT]):
             parts.append(f" endTxnMarker: {ctl['type']} coordinatorEpoch: {ctl['coordinatorEpoch']}")
         elif ctl:
             parts.append(f" controlType: {ctl['type']}")
@@ -342,18 +343,31 @@ def _last_offset_at(buf, position: int, base: int, path: str):
     return None
 
 
-def _dump_index(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
+def _read_index(path, module, kind: str, opts: DumpOptions, out, last_entry_problem):
+    """(base offset, entries) of an index file; with ``--index-sanity-check`` (kafka-dump-log's) its
+    size and last entry (``last_entry_problem(entries, base)``: what is wrong, or None) are checked
+    instead, and None comes back."""
     base = _base_offset(path)
     with open(path, "rb") as f:
         data = f.read()
-    entries, zero_tail = offset_index.read_entries(data, base)
-    if opts.index_sanity_check:
-        if len(data) % offset_index.ENTRY_SIZE:
-            raise KafkaFormatError("index", f"size {len(data)} is not a multiple of {offset_index.ENTRY_SIZE}", file=path)
-        if entries and entries[-1][0] < base:
-            raise KafkaFormatError("index", f"last offset {entries[-1][0]} is below the base offset {base}", file=path)
-        print(f"{path} passed sanity check.", file=out)
+    entries, _zero_tail = module.read_entries(data, base)
+    if not opts.index_sanity_check:
+        return base, entries
+    if len(data) % module.ENTRY_SIZE:
+        raise KafkaFormatError(kind, f"size {len(data)} is not a multiple of {module.ENTRY_SIZE}", file=path)
+    problem = last_entry_problem(entries, base) if entries else None
+    if problem:
+        raise KafkaFormatError(kind, problem, file=path)
+    print(f"{path} passed sanity check.", file=out)
+    return None
+
+
+def _dump_index(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
+    read = _read_index(path, offset_index, "index", opts, out, lambda entries, base: (
+        f"last offset {entries[-1][0]} is below the base offset {base}" if entries[-1][0] < base else None))
+    if read is None:
         return
+    base, entries = read
     if not entries:
         print(f"{path} is empty.", file=out)
         return
@@ -379,17 +393,11 @@ def _dump_index(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
 
 
 def _dump_time_index(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
-    base = _base_offset(path)
-    with open(path, "rb") as f:
-        data = f.read()
-    entries, _ = time_index.read_entries(data, base)
-    if opts.index_sanity_check:
-        if len(data) % time_index.ENTRY_SIZE:
-            raise KafkaFormatError("timeindex", f"size {len(data)} is not a multiple of {time_index.ENTRY_SIZE}", file=path)
-        if entries and entries[-1][0] < entries[0][0]:
-            raise KafkaFormatError("timeindex", "last timestamp is below the first", file=path)
-        print(f"{path} passed sanity check.", file=out)
+    read = _read_index(path, time_index, "timeindex", opts, out, lambda entries, base: (
+        "last timestamp is below the first" if entries[-1][0] < entries[0][0] else None))
+    if read is None:
         return
+    base, entries = read
     log = _sibling(path, ".log")
     by_last = {}
     if os.path.exists(log):

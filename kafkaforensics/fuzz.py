@@ -29,6 +29,10 @@ import time
 import traceback
 from dataclasses import asdict, dataclass, field
 
+from specs import legacy as L
+from specs import record_batch as R
+from specs.primitives import field_offset
+
 from .errors import KafkaFormatError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -60,8 +64,14 @@ class Target:
 
 
 # -- field boundaries --------------------------------------------------------------------------------
-_V2_FIELDS = (0, 8, 12, 16, 17, 21, 23, 27, 35, 43, 51, 53, 57, 61)
-_V0_FIELDS = (0, 8, 12, 16, 17, 18, 22, 26)   # offset, size, crc, magic, attrs, (ts) key length...
+def _field_starts(spec) -> tuple[int, ...]:
+    """Where each field of a fixed-width spec begins, and where the last ends."""
+    return tuple(field_offset(spec, sc.name) for sc in spec.subcons) + (spec.sizeof(),)
+
+
+_V2_FIELDS = _field_starts(R.BatchHeader)
+# offset, size, crc, magic, attrs, (magic 1 timestamp or magic 0 key length), magic 0 value length / magic 1 key length
+_V0_FIELDS = _field_starts(L.EntryPrefix) + (L.KEY_LENGTH_OFFSET[0] + L.LENGTH.sizeof(), L.KEY_LENGTH_OFFSET[1])
 
 
 def _varint_end(buf: bytes, pos: int) -> int:
@@ -79,7 +89,7 @@ def segment_boundaries(data: bytes) -> list[int]:
         fields = _V2_FIELDS if b.magic == 2 else _V0_FIELDS
         out += [p + f for f in fields]
         if b.magic == 2 and b.compression == 0:
-            q, end = p + 61, p + b.size
+            q, end = p + R.HEADER_SIZE, p + b.size
             while q < end:
                 out.append(q)
                 length_end = _varint_end(data, q)
@@ -112,15 +122,16 @@ def fix_crcs(data: bytearray) -> None:
 
     from crc32c import crc32c
     pos = 0
-    while pos + 17 <= len(data):
-        size = struct.unpack_from(">i", data, pos + 8)[0]
-        end = pos + 12 + size
-        if size < 14 or end > len(data):
+    while pos + R.HEADER_SIZE_UP_TO_MAGIC <= len(data):
+        _offset, size = R.LOG_PREFIX_STRUCT.unpack_from(data, pos)
+        end = pos + R.LOG_OVERHEAD + size
+        if size < L.RECORD_OVERHEAD_V0 or end > len(data):
             return
-        if data[pos + 16] == 2 and size >= 49:
-            struct.pack_into(">I", data, pos + 17, crc32c(bytes(data[pos + 21:end])))
-        elif data[pos + 16] in (0, 1):
-            struct.pack_into(">I", data, pos + 12, zlib.crc32(bytes(data[pos + 16:end])))
+        magic = data[pos + R.MAGIC_OFFSET]
+        if magic == 2 and size >= R.HEADER_SIZE - R.LOG_OVERHEAD:
+            struct.pack_into(">I", data, pos + R.CRC_OFFSET, crc32c(bytes(data[pos + R.ATTRIBUTES_OFFSET:end])))
+        elif magic in (0, 1):
+            struct.pack_into(">I", data, pos + L.CRC_OFFSET, zlib.crc32(bytes(data[pos + L.MAGIC_OFFSET:end])))
         pos = end
 
 
@@ -135,8 +146,8 @@ _BOMBS: dict = {}
 
 def bombs() -> dict:
     """One compressed block per codec that expands past the decompression bound (made once)."""
-    from . import compression
-    size = compression.MAX_DECOMPRESSED + (1 << 20)
+    from specs import codecs
+    size = codecs.MAX_DECOMPRESSED + (1 << 20)
     if size not in _BOMBS:
         _BOMBS[size] = {codec: _bomb(codec, size) for codec in (1, 2, 3, 4)}
     return _BOMBS[size]
@@ -212,10 +223,10 @@ def _replace_payload(rnd, buf: bytearray, bomb: bool) -> None:
         if rnd.random() < 0.5:  # a valid frame of the codec around garbage
             from . import compression
             payload = compression.compress(codec, payload, magic=2)
-    hdr = bytearray(buf[b.position:b.position + 61])
-    struct.pack_into(">i", hdr, 8, 49 + len(payload))
-    attrs = struct.unpack_from(">h", hdr, 21)[0]
-    struct.pack_into(">h", hdr, 21, (attrs & ~7) | codec)
+    hdr = bytearray(buf[b.position:b.position + R.HEADER_SIZE])
+    struct.pack_into(">i", hdr, R.BATCH_LENGTH_OFFSET, R.HEADER_SIZE - R.LOG_OVERHEAD + len(payload))
+    attrs = struct.unpack_from(">h", hdr, R.ATTRIBUTES_OFFSET)[0]
+    struct.pack_into(">h", hdr, R.ATTRIBUTES_OFFSET, (attrs & ~R.COMPRESSION_MASK) | codec)
     buf[b.position:b.position + b.size] = hdr + payload
 
 
@@ -566,8 +577,8 @@ def campaign(per_target: int, minutes: float, state_path: str, corpus: str = COR
     import resource
     limit = memory_mb << 20
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    from . import compression
-    compression.MAX_DECOMPRESSED = CAMPAIGN_DECOMPRESSED
+    from specs import codecs
+    codecs.MAX_DECOMPRESSED = CAMPAIGN_DECOMPRESSED
     ts = targets()
     state = {"targets": {}}
     if os.path.exists(state_path):

@@ -94,7 +94,7 @@ def committed_offsets(log_dir: str) -> list[dict]:
     return rows
 
 
-def _tps(parts, names: dict | None = None) -> list[str]:
+def _assignment_names(parts, names: dict | None = None) -> list[str]:
     """``topic:partitions`` strings of an assignment (topic ids named through ``names`` when known)."""
     out = []
     for tp in parts or ():
@@ -170,7 +170,7 @@ def group_members(log_dir: str) -> list[dict]:
                          "memberId": m["memberId"], "instanceId": m.get("groupInstanceId"),
                          "clientId": m["clientId"], "clientHost": m["clientHost"],
                          "subscribedTopics": sub["data"]["Topics"] if isinstance(sub, dict) else None,
-                         "assignment": _tps(asg["data"]["AssignedPartitions"]) if isinstance(asg, dict) else None,
+                         "assignment": _assignment_names(asg["data"]["AssignedPartitions"]) if isinstance(asg, dict) else None,
                          "generation": g.get("generation")})
     for (proto, group, member), m in sorted(members.items()):
         a = assignments.get((proto, group, member), {})
@@ -180,7 +180,7 @@ def group_members(log_dir: str) -> list[dict]:
                      "clientHost": m.get("ClientHost"),
                      "subscribedTopics": (_source_topics(topologies.get(group)) if streams
                                           else m.get("SubscribedTopicNames")),
-                     "assignment": ((_tasks(a) if streams else _tps(a.get("AssignedPartitions"), names))
+                     "assignment": ((_tasks(a) if streams else _assignment_names(a.get("AssignedPartitions"), names))
                                     if a else None),
                      "generation": a.get("MemberEpoch")})
     return rows

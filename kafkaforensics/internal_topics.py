@@ -20,13 +20,15 @@ import base64
 import struct
 
 from specs import kafka_messages as K
+from specs import record_batch as R
 from specs.message_schema import _Ctx, _in, uvarint
 
 from .errors import KafkaFormatError
 
 _I16 = struct.Struct(">h")
-CONTROL_SCHEMAS = {2: K.LeaderChangeMessage, 3: K.SnapshotHeaderRecord, 4: K.SnapshotFooterRecord,
-                   5: K.KRaftVersionRecord, 6: K.VotersRecord}
+CONTROL_SCHEMAS = {R.LEADER_CHANGE: K.LeaderChangeMessage, R.SNAPSHOT_HEADER: K.SnapshotHeaderRecord,
+                   R.SNAPSHOT_FOOTER: K.SnapshotFooterRecord, R.KRAFT_VERSION: K.KRaftVersionRecord,
+                   R.KRAFT_VOTERS: K.VotersRecord}
 
 
 def _versioned(data: bytes):

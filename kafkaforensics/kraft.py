@@ -17,6 +17,7 @@ import os
 import re
 
 from specs import kafka_messages as K
+from specs.record_batch import SNAPSHOT_FOOTER, SNAPSHOT_HEADER
 
 from .builder import build_v2, control_record_key
 from .errors import KafkaFormatError, Problem
@@ -26,7 +27,6 @@ SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 BOOTSTRAP_FILE = "bootstrap.checkpoint"
 QUORUM_STATE_FILE = "quorum-state"
 PARTIAL_SUFFIX = ".checkpoint.part"   # a snapshot still being written (Kafka deletes it on start-up)
-SNAPSHOT_HEADER, SNAPSHOT_FOOTER = 3, 4
 
 
 def snapshot_id(name: str) -> tuple[int, int] | None:
@@ -40,10 +40,6 @@ def snapshot_id(name: str) -> tuple[int, int] | None:
 
 def snapshot_file_name(end_offset: int, epoch: int) -> str:
     return f"{end_offset:020d}-{epoch:010d}.checkpoint"
-
-
-def _control_type(r) -> int:
-    return int.from_bytes(bytes(r.key[2:4]), "big") if r.key is not None and len(r.key) >= 4 else -1
 
 
 def read_snapshot(path: str) -> dict:
@@ -73,7 +69,7 @@ def read_snapshot(path: str) -> dict:
                     bad(b, b.base_offset, "after-footer", "a batch follows the snapshot footer")
                 for r in b.records():
                     if b.is_control:
-                        ctype = _control_type(r)
+                        ctype = r.control_type
                         d = decode_metadata_control(ctype, r.value)
                         if ctype == SNAPSHOT_HEADER:
                             if out["batches"] != 1 or out["header"] is not None:

@@ -22,7 +22,6 @@ from .md5_many import ONE_BLOCK, md5_spans
 HASH_SIZE = 16
 SLOT_BYTES = HASH_SIZE + 8
 LOAD_FACTOR = 0.9
-_EMPTY = bytes(HASH_SIZE)
 _DIGEST = methodcaller("digest")
 
 
@@ -64,10 +63,6 @@ class OffsetMap:
         self.size = 0
         self.latest_offset = -1
         self.max_entries = int(self.slots * LOAD_FACTOR)
-
-    @classmethod
-    def for_bytes(cls, buffer_bytes: int) -> "OffsetMap":
-        return cls(buffer_bytes // SLOT_BYTES)
 
     @property
     def full(self) -> bool:

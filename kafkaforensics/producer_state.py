@@ -8,7 +8,6 @@ the ``.txnindex`` entry of an aborted one.
 """
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
 from crc32c import crc32c
@@ -19,8 +18,6 @@ from specs import record_batch as R
 from .errors import KafkaFormatError
 from .txn_index import AbortedTxn
 
-_VERSION_CRC = struct.Struct(">hI")
-_COUNT = struct.Struct(">i")
 
 
 @dataclass
@@ -62,7 +59,6 @@ class ProducerState:
     def __init__(self):
         self.producers: dict[int, ProducerEntry] = {}
         self.ongoing: dict[int, int] = {}  # first offset -> producer id (Kafka keeps them ordered)
-        self.map_end_offset = 0
 
     def append(self, batch) -> CompletedTxn | None:
         """Apply one batch; returns the transaction its marker completes, if any."""
@@ -98,7 +94,6 @@ class ProducerState:
                 if batch.is_transactional and e.current_txn_first_offset < 0:
                     e.current_txn_first_offset = batch.base_offset
                     self.ongoing[batch.base_offset] = pid
-        self.map_end_offset = batch.last_offset + 1
         return done
 
     def append_run(self, run, lo: int, hi: int) -> None:
@@ -126,7 +121,6 @@ class ProducerState:
                         self.append(run.batch(lo + i))
             for i in has[last].tolist():
                 self.append(run.batch(lo + i))
-        self.map_end_offset = int(run.last_offset[hi - 1]) + 1
 
     def _next_incomplete_other(self, pid: int, default: int) -> int:
         """Kafka's lastStableOffset(completedTxn): first offset of another producer's open txn."""
@@ -142,16 +136,6 @@ class ProducerState:
     def to_snapshot(self) -> bytes:
         return snapshot_bytes(sorted(self.producers.values(), key=lambda e: e.producer_id))
 
-    @classmethod
-    def from_snapshot(cls, entries: list[ProducerEntry], end_offset: int) -> "ProducerState":
-        st = cls()
-        for e in entries:
-            st.producers[e.producer_id] = e
-            if e.current_txn_first_offset >= 0:
-                st.ongoing[e.current_txn_first_offset] = e.producer_id
-        st.map_end_offset = end_offset
-        return st
-
 
 def _marker(batch):
     """(aborted, coordinator epoch) of an end-transaction marker; None for any other control
@@ -162,32 +146,35 @@ def _marker(batch):
         return None
     if not recs:
         return None
-    ctl = recs[0].control()
-    if not ctl or ctl["type"] not in ("ABORT", "COMMIT"):
+    ctype = recs[0].control_type
+    if ctype not in (R.ABORT, R.COMMIT):
         return None
-    return ctl["type"] == "ABORT", ctl.get("coordinatorEpoch") if ctl.get("coordinatorEpoch") is not None else -1
+    epoch = recs[0].control()["coordinatorEpoch"]
+    return ctype == R.ABORT, -1 if epoch is None else epoch
 
 
 def snapshot_bytes(entries: list[ProducerEntry]) -> bytes:
-    body = _COUNT.pack(len(entries)) + b"".join(
+    header = bytearray(S.HEADER_STRUCT.pack(S.VERSION, 0, len(entries)))
+    body = b"".join(
         S.ENTRY_STRUCT.pack(e.producer_id, e.epoch, e.last_sequence, e.last_offset, e.offset_delta,
                             e.timestamp, e.coordinator_epoch, e.current_txn_first_offset) for e in entries)
-    return _VERSION_CRC.pack(S.VERSION, crc32c(body)) + body
+    crc = crc32c(body, crc32c(memoryview(header)[S.COUNT_OFFSET:]))
+    return S.HEADER_STRUCT.pack(S.VERSION, crc, len(entries)) + body
 
 
 def read_snapshot(data: bytes, *, file: str | None = None) -> list[ProducerEntry]:
     """Parse a producer snapshot, checking version, CRC and the entry count against the size."""
-    if len(data) < _VERSION_CRC.size + _COUNT.size:
+    if len(data) < S.HEADER_STRUCT.size:
         raise KafkaFormatError("snapshot", f"file of {len(data)} bytes is too short", file=file, position=0)
-    version, crc = _VERSION_CRC.unpack_from(data, 0)
+    version, crc, count = S.HEADER_STRUCT.unpack_from(data, 0)
     if version != S.VERSION:
         raise KafkaFormatError("snapshot", f"unknown snapshot version {version}", file=file, position=0)
-    if crc32c(data[6:]) != crc:
-        raise KafkaFormatError("snapshot", f"CRC mismatch (stored {crc}, computed {crc32c(data[6:])})",
-                               file=file, position=2)
-    (count,) = _COUNT.unpack_from(data, 6)
+    computed = crc32c(data[S.COUNT_OFFSET:])
+    if computed != crc:
+        raise KafkaFormatError("snapshot", f"CRC mismatch (stored {crc}, computed {computed})",
+                               file=file, position=S.CRC_OFFSET)
     size = S.ENTRY_STRUCT.size
-    if count < 0 or 10 + count * size != len(data):
+    if count < 0 or S.ENTRIES_OFFSET + count * size != len(data):
         raise KafkaFormatError("snapshot", f"entry count {count} does not match the file size {len(data)}",
-                               file=file, position=6)
-    return [ProducerEntry(*S.ENTRY_STRUCT.unpack_from(data, 10 + i * size)) for i in range(count)]
+                               file=file, position=S.COUNT_OFFSET)
+    return [ProducerEntry(*S.ENTRY_STRUCT.unpack_from(data, S.ENTRIES_OFFSET + i * size)) for i in range(count)]

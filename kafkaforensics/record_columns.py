@@ -225,7 +225,7 @@ def _from_records(batches) -> RecordColumns:
     return c
 
 
-def _walk(data: bytes, pos: int, end: int, count: int, starts: list) -> None:
+def _record_starts(data: bytes, pos: int, end: int, count: int, starts: list) -> None:
     """Append the position of each of ``count`` records from ``pos``; they must fill [pos, end)
     exactly (checked once at the end: a bad length only sends the walk astray until then)."""
     append = starts.append
@@ -253,7 +253,7 @@ def _walk(data: bytes, pos: int, end: int, count: int, starts: list) -> None:
 
 
 def _walk_lockstep(arr: np.ndarray, first: np.ndarray, size: np.ndarray, count: np.ndarray) -> np.ndarray:
-    """What :func:`_walk` finds, for all batches at once: step k reads the k-th record length of
+    """What :func:`_record_starts` finds, for all batches at once: step k reads the k-th record length of
     every batch that has a k-th record (one numpy pass per step instead of one Python step per
     record).  Record positions come out in log order."""
     out = np.empty(int(count.sum()), np.int64)
@@ -320,7 +320,7 @@ def _vectorised(batches) -> RecordColumns:
         starts: list = []
         try:
             for body, first, count in zip(bodies, firsts, counts):
-                _walk(buf, first, first + len(body), count, starts)
+                _record_starts(buf, first, first + len(body), count, starts)
         except (IndexError, KafkaFormatError):
             raise _Fallback from None
         p = np.array(starts, np.int64)

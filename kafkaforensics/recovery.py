@@ -86,7 +86,7 @@ class RecoveryReport:
                 "notes": self.notes, "dryRun": self.dry_run}
 
 
-class _Dir:
+class _PartitionFiles:
     """The partition directory as the plan sees it: final name -> the file that holds its bytes."""
 
     def __init__(self, path: str):
@@ -135,7 +135,7 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
     rep = RecoveryReport(os.path.basename(path), rp, dry_run=dry_run)
     if backup:
         rep.backup = os.path.abspath(backup_dir) if backup_dir else fsutil.default_backup_dir(path)
-    d = _Dir(path)
+    d = _PartitionFiles(path)
     plan: list[Action] = []
     _plan_leftovers(d, plan)
     _plan_orphans(d, plan)
@@ -196,7 +196,7 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
     return rep
 
 
-def _plan_leftovers(d: _Dir, plan: list[Action]) -> None:
+def _plan_leftovers(d: _PartitionFiles, plan: list[Action]) -> None:
     swaps, cleaned = [], []
     min_cleaned = None
     for n in list(d.files):
@@ -251,7 +251,7 @@ def _plan_leftovers(d: _Dir, plan: list[Action]) -> None:
         d.files[final] = d.files.pop(n)
 
 
-def _plan_orphans(d: _Dir, plan: list[Action]) -> None:
+def _plan_orphans(d: _PartitionFiles, plan: list[Action]) -> None:
     for n, off in list(d.with_offset(_INDEX_SUFFIXES)):
         if file_name(off, LOG) not in d.files:
             plan.append(Action("delete", d.full(n), "index file without a .log", phase=PHASES["orphan"]))
@@ -272,7 +272,7 @@ def _recover_segment(src, base, state, epochs, interval, max_bytes) -> dict:
             "indexes": walk.indexes, "reason": walk.stop[3] if walk.stop else "invalid bytes"}
 
 
-def _plan_index_writes(d: _Dir, base: int, idx: SegmentIndexes, plan, rep: RecoveryReport) -> None:
+def _plan_index_writes(d: _PartitionFiles, base: int, idx: SegmentIndexes, plan, rep: RecoveryReport) -> None:
     for suf, data in ((INDEX, offset_index.to_bytes(idx.offsets, base)),
                       (TIMEINDEX, time_index.to_bytes(idx.times, base)),
                       (TXNINDEX, txn_index.to_bytes(idx.aborted))):
@@ -288,7 +288,7 @@ def _plan_index_writes(d: _Dir, base: int, idx: SegmentIndexes, plan, rep: Recov
         d.files[n] = d.full(n)
 
 
-def _load_epochs(d: _Dir, rep: RecoveryReport) -> list:
+def _load_epochs(d: _PartitionFiles, rep: RecoveryReport) -> list:
     p = d.files.get(C.LEADER_EPOCH_FILE)
     if p is None:
         return []
@@ -300,7 +300,7 @@ def _load_epochs(d: _Dir, rep: RecoveryReport) -> list:
         return []
 
 
-def _plan_epochs(d: _Dir, epochs: list, leo: int, plan) -> None:
+def _plan_epochs(d: _PartitionFiles, epochs: list, leo: int, plan) -> None:
     name = C.LEADER_EPOCH_FILE
     if name not in d.files and not epochs:
         return
@@ -312,7 +312,7 @@ def _plan_epochs(d: _Dir, epochs: list, leo: int, plan) -> None:
                                               "recovered batches", data=data, phase=PHASES["epochs"]))
 
 
-def _plan_snapshots(d: _Dir, segments: list[int], leo: int, recovered, states: dict, plan) -> None:
+def _plan_snapshots(d: _PartitionFiles, segments: list[int], leo: int, recovered, states: dict, plan) -> None:
     """Snapshots past the log end or corrupt go; the state is rebuilt at the end of every recovered
     segment and at the log end (recoverSegment and rebuildProducerState take those); then Kafka's
     removeStraySnapshots rule: keep segment-base snapshots and only the latest stray one, if it lies

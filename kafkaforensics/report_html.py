@@ -47,7 +47,7 @@ def _ts(ms: int | None) -> str:
     return f"{_e(i)} <span class='ms'>({ms} ms)</span>" if i else f"{ms} ms"
 
 
-def _v(x) -> str:
+def _cell(x) -> str:
     return "<span class='absent'>&mdash;</span>" if x is None or x == "" else _e(str(x))
 
 
@@ -270,7 +270,7 @@ def _batch_table(p: PartitionSummary, g: dict, marked: set, factor: int = 1) -> 
         for pos, size, base, last, count, codec, ts, pid, flags, magic in g["rows"]:
             cls = " class='marked'" if pos in marked else ""
             out.append(f"<tr id='{_e(a)}-b{pos}'{cls}><td>{pos}</td><td>{size}</td><td>{base}..{last}</td>"
-                       f"<td>{_v(count)}</td><td>{codec}</td><td>{_ts(ts if ts >= 0 else None)}</td>"
+                       f"<td>{_cell(count)}</td><td>{codec}</td><td>{_ts(ts if ts >= 0 else None)}</td>"
                        f"<td>{'' if pid < 0 else pid}</td><td>{_e(flags)}</td><td>{magic}</td></tr>")
     else:
         buckets = _merged(g, factor)
@@ -334,7 +334,7 @@ def render(rep: AnalysisReport, title: str = "kfx analyze", paths=()) -> str:
                 continue
             p = parts.get(f.partition)
             t = _target(p, f, factor) if p else None
-            link = (lambda text: f"<a href='#{_e(t)}'>{text}</a>" if t and text else (text or _v(None)))
+            link = (lambda text: f"<a href='#{_e(t)}'>{text}</a>" if t and text else (text or _cell(None)))
             out.append(f"<tr class='finding {sev}'><td>{_e(f.partition)}</td><td>{_e(f.kind)}</td>"
                        f"<td>{link(_e(os.path.basename(f.file)) if f.file else '')}</td>"
                        f"<td>{link('' if f.position is None else str(f.position))}</td>"
@@ -349,11 +349,11 @@ def render(rep: AnalysisReport, title: str = "kfx analyze", paths=()) -> str:
         fs = [f for f in rep.findings if f.partition == p.partition]
         out.append(f"<h2 id='{_e(_anchor('p', p.partition))}'>Partition {_e(p.partition)}</h2><table>")
         rows = [("path", _e(p.path)), ("segments", p.segments), ("batches", f"{p.batches:,}"),
-                ("records", f"{p.records:,}"), ("bytes", f"{p.bytes:,}"), ("log start offset", _v(p.log_start_offset)),
-                ("log end offset", _v(p.log_end_offset)), ("last stable offset", _v(p.last_stable_offset)),
+                ("records", f"{p.records:,}"), ("bytes", f"{p.bytes:,}"), ("log start offset", _cell(p.log_start_offset)),
+                ("log end offset", _cell(p.log_end_offset)), ("last stable offset", _cell(p.last_stable_offset)),
                 ("first timestamp", _ts(p.first_timestamp)), ("last timestamp", _ts(p.last_timestamp)),
-                ("codecs", _e(", ".join(f"{k} ({v})" for k, v in sorted(p.codecs.items()))) or _v(None)),
-                ("magic", _e(", ".join(f"v{k} ({v})" for k, v in sorted(p.magics.items()))) or _v(None)),
+                ("codecs", _e(", ".join(f"{k} ({v})" for k, v in sorted(p.codecs.items()))) or _cell(None)),
+                ("magic", _e(", ".join(f"v{k} ({v})" for k, v in sorted(p.magics.items()))) or _cell(None)),
                 ("producers", p.producers),
                 ("transactions", _e(", ".join(f"{k} {v}" for k, v in p.transactions.items())))]
         out += [f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows]

@@ -65,13 +65,14 @@ def _plausible_v2(b) -> bool:
 
 def _legacy_lengths_fit(buf, pos: int, size: int, magic: int) -> bool:
     """A legacy message's key and value lengths must account for its size exactly."""
-    p = pos + 18 + (8 if magic == 1 else 0)
-    klen = int.from_bytes(buf[p:p + 4], "big", signed=True)
-    if klen < -1 or p + 4 + max(klen, 0) + 4 > pos + 12 + size:
+    p = pos + L.KEY_LENGTH_OFFSET[magic]
+    n, end = L.LENGTH.sizeof(), pos + L.LOG_OVERHEAD + size
+    klen = int.from_bytes(buf[p:p + n], "big", signed=True)
+    if klen < -1 or p + n + max(klen, 0) + n > end:
         return False
-    q = p + 4 + max(klen, 0)
-    vlen = int.from_bytes(buf[q:q + 4], "big", signed=True)
-    return q + 4 + max(vlen, 0) == pos + 12 + size and vlen >= -1
+    q = p + n + max(klen, 0)
+    vlen = int.from_bytes(buf[q:q + n], "big", signed=True)
+    return q + n + max(vlen, 0) == end and vlen >= -1
 
 
 def valid_batch_at(buf, pos: int, file: str | None = None, *, deep: bool = True):
@@ -83,12 +84,12 @@ def valid_batch_at(buf, pos: int, file: str | None = None, *, deep: bool = True)
     if pos + R.HEADER_SIZE_UP_TO_MAGIC > n:
         return None
     _offset, size = LOG_PREFIX.unpack_from(buf, pos)
-    magic = buf[pos + 16]
-    if size < L.RECORD_OVERHEAD_V0 or pos + 12 + size > n:
+    magic = buf[pos + R.MAGIC_OFFSET]
+    if size < L.RECORD_OVERHEAD_V0 or pos + L.LOG_OVERHEAD + size > n:
         return None
     try:
         if magic == 2:
-            if size + 12 < R.HEADER_SIZE:
+            if size + R.LOG_OVERHEAD < R.HEADER_SIZE:
                 return None
             b = parse_v2_header(buf, pos, file)
             if b.last_offset < b.base_offset or b.base_offset < 0 or (deep and not _plausible_v2(b)):

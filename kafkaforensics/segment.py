@@ -10,7 +10,6 @@ columns (:mod:`.header_run`), for passes that need only headers and CRCs.
 from __future__ import annotations
 
 import mmap
-import struct
 import os
 import re
 from contextlib import contextmanager
@@ -25,7 +24,7 @@ _SEGMENT_RE = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)((?
 _INT32_MAX = 2**31 - 1
 _INT64_MAX = 2**63 - 1
 #: baseOffset, batchLength: the LOG_OVERHEAD every magic shares
-LOG_PREFIX = struct.Struct(">qi")
+LOG_PREFIX = R.LOG_PREFIX_STRUCT
 #: How much of a mapped file a walk keeps resident: pages behind the walk are dropped from this
 #: process (they stay in the page cache), so walking a 1 GiB segment needs constant memory.
 RESIDENT_WINDOW = 64 << 20
@@ -191,7 +190,7 @@ class BatchScanner:
                               f"{end - pos} bytes after the last batch, too few for a batch header")
             return None
         offset, size = LOG_PREFIX.unpack_from(buf, pos)
-        magic = buf[pos + 16]
+        magic = buf[pos + R.MAGIC_OFFSET]
         if size < L.RECORD_OVERHEAD_V0:
             kind = "zeroed-tail" if _all_zero(buf, pos, min(end, pos + 4096)) else "bad-size"
             self._problem(pos, offset, kind,
@@ -199,16 +198,16 @@ class BatchScanner:
             return None
         if pos + L.LOG_OVERHEAD + size > end:
             self._problem(pos, offset, "truncated-batch",
-                          f"batch of {size + 12} bytes runs {pos + 12 + size - end} bytes past the end")
+                          f"batch of {size + L.LOG_OVERHEAD} bytes runs {pos + L.LOG_OVERHEAD + size - end} bytes past the end")
             return None
         if self.max_batch_bytes is not None and size + L.LOG_OVERHEAD > self.max_batch_bytes:
             self._problem(pos, offset, "oversized-batch",
-                          f"batch of {size + 12} bytes exceeds the max message size {self.max_batch_bytes}")
+                          f"batch of {size + L.LOG_OVERHEAD} bytes exceeds the max message size {self.max_batch_bytes}")
             return None
         if magic == 2:
             if size + L.LOG_OVERHEAD < R.HEADER_SIZE:
                 self._problem(pos, offset, "bad-size",
-                              f"v2 batch size {size + 12} is below the {R.HEADER_SIZE}-byte header")
+                              f"v2 batch size {size + R.LOG_OVERHEAD} is below the {R.HEADER_SIZE}-byte header")
                 return None
             batch = parse_v2_header(buf, pos, self.file)
             if batch.last_offset < batch.base_offset:

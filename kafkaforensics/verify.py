@@ -406,28 +406,28 @@ class _SegmentScan:
                 found.append((i, Problem(log, int(pos[i]), int(base[i]), "offset-order",
                                          f"batch starts at {int(base[i])} but the previous batch ended at {int(prev[i])}")))
         if self.first is None:
-            found += self._held(0, self._first, int(pos[0]), int(base[0]))
+            found += self._problems_of_batch(0, self._first, int(pos[0]), int(base[0]))
         self.prev_last = int(last[-1])
         self.next = self.prev_last + 1
         self.max_ts = max(self.max_ts, int(r.header["maxTimestamp"].max()))
         if self.index is not None:
             hit, wants = self.index.run(pos)
             for i in np.flatnonzero(base[hit] > wants).tolist():
-                found += self._held(int(hit[i]), self._index_entry, int(pos[hit[i]]), int(base[hit[i]]), int(wants[i]))
+                found += self._problems_of_batch(int(hit[i]), self._index_entry, int(pos[hit[i]]), int(base[hit[i]]), int(wants[i]))
         if self.time_index is not None:
             self.time_index.run(base, last, r.header["maxTimestamp"])
         controls = np.flatnonzero(r.header["attributes"] & R.CONTROL_MASK).tolist()
         lo = 0
         for c in controls:
             self.state.append_run(r, lo, c)
-            found += self._held(c, self._control, r.batch(c))
+            found += self._problems_of_batch(c, self._control, r.batch(c))
             lo = c + 1
         self.state.append_run(r, lo, n)
         found.sort(key=lambda t: t[0])  # stable: a batch's problems keep their order
         rep.problems += [p for _, p in found]
         self._progress(int(r.size.sum()))
 
-    def _held(self, i: int, check, *args) -> list:
+    def _problems_of_batch(self, i: int, check, *args) -> list:
         """Run a per-batch check for the ``i``-th batch of a run; its problems come back as
         (i, problem) pairs, to be put in batch order with the run's others."""
         before = len(self.rep.problems)
@@ -600,3 +600,19 @@ def _compare_aborted(stored, found, markers, path, rep: VerifyReport) -> None:
         if k not in want and k not in markers:
             rep.add(path, None, e.last_offset, "txnindex-extra",
                     f"indexed aborted transaction of producer {e.producer_id} ending at {e.last_offset} has no ABORT marker here")
+
+
+def walk_problems(partition_dir: str) -> list[Problem]:
+    """Where the walk of a partition's segments stops before a segment's end (a torn tail, a bad size,
+    magic or offset): the batches from there on are what Kafka's log loading would truncate, and what
+    ``compact`` and ``retention`` leave alone.  Framing only (no CRC): the cheap check those two
+    commands report, exiting 1, so that a script learns the partition wants ``kfx recover``."""
+    out = []
+    for seg in PartitionDir.scan(partition_dir).segments:
+        with open_buffer(seg.log) as buf:
+            scanner = BatchScanner(buf, file=seg.log, base_offset=seg.base_offset)
+            for _batch in scanner:
+                pass
+        if scanner.stop is not None:
+            out.append(scanner.stop)
+    return out

@@ -15,7 +15,7 @@ import tempfile
 from specs import checkpoints as C
 
 from . import offset_index, time_index, txn_index
-from .batch import parse_legacy_header, parse_v2_header, resolve_legacy_wrapper
+from .batch import parse_header, resolve_legacy_wrapper
 from .defaults import DEFAULT_SEGMENT_BYTES
 from .fsutil import fsync_dir
 from .indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentIndexes
@@ -73,7 +73,7 @@ class PartitionWriter:
 
     def append(self, data: bytes) -> None:
         """Append one batch (v2) or one legacy log entry, given as its bytes."""
-        b = parse_v2_header(data, 0) if data[16] >= 2 else parse_legacy_header(data, 0)
+        b = parse_header(data)
         if b.magic < 2:
             resolve_legacy_wrapper(b)
         if b.size != len(data):

@@ -4,11 +4,9 @@
 """
 from __future__ import annotations
 
-import argparse
-
 from pyspark.sql import functions as F
 
-from spark_jobs.common import add_source_arguments, get_spark, read, source_options
+from spark_jobs.common import get_spark, job_arguments, read, source_options
 
 
 def anomalies(spark, paths, options=None):
@@ -21,10 +19,7 @@ def summary(df):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("paths", nargs="+")
-    ap.add_argument("--out", required=True)
-    add_source_arguments(ap)
+    ap = job_arguments(__doc__)
     args = ap.parse_args(argv)
     df = anomalies(get_spark(args.master), args.paths, source_options(args))
     df.write.mode("overwrite").parquet(args.out)

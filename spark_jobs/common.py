@@ -1,6 +1,7 @@
 """The Spark session the jobs share: local by default, any master through spark-submit."""
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 
@@ -174,12 +175,17 @@ def read(spark, paths, level: str, split_bytes: int | None = None, options: dict
     return r.load(",".join(paths) if isinstance(paths, (list, tuple)) else paths)
 
 
-def add_source_arguments(ap) -> None:
-    """The command-line options every job passes to the source: ``--option KEY=VALUE`` (repeatable;
-    e.g. ``s3.endpoint=http://127.0.0.1:9000``, ``includeCorrupt=true``) and ``--master``."""
+def job_arguments(description: str):
+    """The command line every job shares: its input paths, ``--out``, and what it passes to the source:
+    ``--option KEY=VALUE`` (repeatable; e.g. ``s3.endpoint=http://127.0.0.1:9000``,
+    ``includeCorrupt=true``) and ``--master``.  The job adds its own options to the parser returned."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("paths", nargs="+")
+    ap.add_argument("--out", required=True)
     ap.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                     help="a kafka_segments option (s3.endpoint, s3.accessKey, s3.secretKey, s3.region, ...)")
     ap.add_argument("--master", help="Spark master (spark-submit's own wins when it gives one)")
+    return ap
 
 
 def source_options(args) -> dict:

@@ -4,9 +4,7 @@
 """
 from __future__ import annotations
 
-import argparse
-
-from spark_jobs.common import add_source_arguments, get_spark, read, source_options
+from spark_jobs.common import get_spark, job_arguments, read, source_options
 
 
 def export(spark, paths, level: str, out: str, options=None):
@@ -16,11 +14,8 @@ def export(spark, paths, level: str, out: str, options=None):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("paths", nargs="+")
-    ap.add_argument("--out", required=True)
+    ap = job_arguments(__doc__)
     ap.add_argument("--level", default="records", choices=["batches", "records", "anomalies"])
-    add_source_arguments(ap)
     args = ap.parse_args(argv)
     export(get_spark(args.master), args.paths, args.level, args.out, source_options(args))
 

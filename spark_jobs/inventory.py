@@ -4,11 +4,9 @@
 """
 from __future__ import annotations
 
-import argparse
-
 from pyspark.sql import functions as F
 
-from spark_jobs.common import add_source_arguments, get_spark, read, source_options
+from spark_jobs.common import get_spark, job_arguments, read, source_options
 
 
 def inventory_of(rows, *extra):
@@ -42,10 +40,7 @@ def inventory(spark, paths, split_bytes=None, options=None):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("paths", nargs="+")
-    ap.add_argument("--out", required=True)
-    add_source_arguments(ap)
+    ap = job_arguments(__doc__)
     args = ap.parse_args(argv)
     spark = get_spark(args.master)
     inventory(spark, args.paths, options=source_options(args)).write.mode("overwrite").parquet(args.out)

@@ -6,7 +6,6 @@ list and the search hits are all written.  Each segment is decoded once.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import threading
 from dataclasses import dataclass, field
@@ -14,7 +13,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import functions as F
 
 from kafkaforensics.schema import ROW_KINDS, SOURCE_COLUMNS
-from spark_jobs.common import add_source_arguments, get_spark, read, source_options
+from spark_jobs.common import get_spark, job_arguments, read, source_options
 from spark_jobs.inventory import inventory_of
 from spark_jobs.search import matches
 
@@ -114,12 +113,9 @@ def scan(spark, paths, out: str, level: str = "batches", search: str | None = No
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("paths", nargs="+")
-    ap.add_argument("--out", required=True)
+    ap = job_arguments(__doc__)
     ap.add_argument("--level", default="batches", choices=sorted(LEVEL_KINDS))
     ap.add_argument("--search")
-    add_source_arguments(ap)
     args = ap.parse_args(argv)
     r = scan(get_spark(args.master), args.paths, args.out, args.level, args.search, options=source_options(args))
     print(f"{r.rows} {r.level} rows, {r.anomalies} anomalies" + (f", {r.hits} search hits" if r.hits is not None else ""))

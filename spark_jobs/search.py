@@ -5,11 +5,9 @@ over the bytes read as UTF-8), with topic, partition, offset, timestamp, file an
 """
 from __future__ import annotations
 
-import argparse
-
 from pyspark.sql import functions as F
 
-from spark_jobs.common import add_source_arguments, get_spark, read, source_options
+from spark_jobs.common import get_spark, job_arguments, read, source_options
 
 #: what a hit says: where the record is and what it holds
 HIT_COLUMNS = ("topic", "partition", "offset", "timestamp", "key", "value", "headers", "file", "batchPosition")
@@ -30,11 +28,8 @@ def search(spark, paths, pattern: str, options=None):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("paths", nargs="+")
+    ap = job_arguments(__doc__)
     ap.add_argument("--pattern", required=True)
-    ap.add_argument("--out", required=True)
-    add_source_arguments(ap)
     args = ap.parse_args(argv)
     search(get_spark(args.master), args.paths, args.pattern, source_options(args)).write.mode("overwrite").parquet(args.out)
 

@@ -8,6 +8,10 @@ Each module holds one family of formats and can both parse and build it:
 * :mod:`specs.indexes`         -- .index, .timeindex and .txnindex entries.
 * :mod:`specs.producer_snapshot` -- ``<offset>.snapshot`` producer state files.
 * :mod:`specs.checkpoints`     -- the text files of a partition and a log dir.
+* :mod:`specs.codecs`          -- Kafka's five compression codecs with their wire quirks, bounded.
+* :mod:`specs.errors`          -- the located error every spec (and the library) raises.
+
+``specs`` imports nothing from the library; the library reads its layouts, offsets and masks from here.
 
 The library's fast paths derive their layouts from these specs (see ``specs.primitives.struct_of``)
 and are tested equal to them.

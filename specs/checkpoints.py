@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafkaforensics.errors import KafkaFormatError
+from .errors import KafkaFormatError
 
 
 @dataclass(frozen=True)

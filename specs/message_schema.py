@@ -13,7 +13,7 @@ import base64
 import struct
 from dataclasses import dataclass
 
-from kafkaforensics.errors import KafkaFormatError
+from .errors import KafkaFormatError
 
 _FIXED = {"bool": "?", "int8": "b", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I", "int64": "q",
           "float64": "d"}

@@ -6,6 +6,9 @@ import struct
 
 import construct as c
 
+from . import codecs
+from .errors import KafkaFormatError
+
 #: protobuf-style zigzag varint / varlong (Kafka's ByteUtils.readVarint/readVarlong).
 Varint = c.ZigZag
 
@@ -94,23 +97,19 @@ class KafkaCompressed(c.Construct):
         self.magic = magic
 
     def _parse(self, stream, context, path):
-        from kafkaforensics import compression
-
         data = c.stream_read_entire(stream, path)
         codec = c.evaluate(self.codec, context)
         if codec:
-            data = compression.decompress(codec, data, magic=c.evaluate(self.magic, context))
+            data = codecs.decompress(codec, data, magic=c.evaluate(self.magic, context))
         return self.subcon._parsereport(io.BytesIO(data), context, path)
 
     def _build(self, obj, stream, context, path):
-        from kafkaforensics import compression
-
         buf = io.BytesIO()
         self.subcon._build(obj, buf, context, path)
         data = buf.getvalue()
         codec = c.evaluate(self.codec, context)
         if codec:
-            data = compression.compress(codec, data, magic=c.evaluate(self.magic, context))
+            data = codecs.compress(codec, data, magic=c.evaluate(self.magic, context))
         c.stream_write(stream, data, len(data), path)
         return obj
 
@@ -123,6 +122,34 @@ def field_offset(spec: c.Struct, name: str) -> int:
             return size
         size += sc.sizeof()
     raise KeyError(name)
+
+
+def _bit_fields(bits: c.Construct) -> list:
+    inner = bits
+    while not isinstance(inner, c.Struct):  # BitStruct is a Struct inside a bytes/bits transform
+        inner = inner.subcon
+    return inner.subcons
+
+
+def bit_mask(bits: c.Construct, name: str) -> int:
+    """The mask of field ``name`` in a ``BitStruct`` (fields listed most significant first)."""
+    fields = _bit_fields(bits)
+    shift = sum(sc.sizeof() for sc in fields)
+    for sc in fields:
+        shift -= sc.sizeof()
+        if sc.name == name:
+            return ((1 << sc.sizeof()) - 1) << shift
+    raise KeyError(name)
+
+
+def enum_names(bits: c.Construct, name: str) -> tuple[str, ...]:
+    """The names of the ``Enum`` field ``name`` of a ``BitStruct``, indexed by value (values 0..n-1)."""
+    (sc,) = [sc for sc in _bit_fields(bits) if sc.name == name]
+    mapping = sc.subcon.encmapping
+    names = tuple(str(n) for n in sorted(mapping, key=mapping.get))
+    if [mapping[n] for n in names] != list(range(len(names))):
+        raise ValueError(f"{name}: enum values are not 0..{len(names) - 1}")
+    return names
 
 
 def struct_of(spec: c.Struct) -> tuple[struct.Struct, tuple[str, ...]]:
@@ -152,8 +179,6 @@ def numpy_dtype(st: struct.Struct, names) -> "numpy.dtype":
 
 def parse(spec: c.Construct, data: bytes, *, file: str | None = None):
     """Parse ``data`` with ``spec``; any failure becomes the project's error, located by byte."""
-    from kafkaforensics.errors import KafkaFormatError
-
     stream = io.BytesIO(bytes(data))
     try:
         return spec.parse_stream(stream)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import construct as c
 from crc32c import crc32c
 
-from .primitives import CrcSealed, struct_of
+from .primitives import CrcSealed, field_offset, struct_of
 
 VERSION = 1
 
@@ -24,7 +24,19 @@ ProducerEntry = c.Struct(
 )
 ENTRY_STRUCT, ENTRY_FIELDS = struct_of(ProducerEntry)
 
+#: The fixed part before the entries: version, the CRC-32C of what follows it, the entry count.
+SnapshotHeader = c.Struct(
+    "version" / c.Int16sb,
+    "crc" / c.Int32ub,
+    "count" / c.Int32sb,
+)
+HEADER_STRUCT, HEADER_FIELDS = struct_of(SnapshotHeader)
+CRC_OFFSET = field_offset(SnapshotHeader, "crc")
+COUNT_OFFSET = field_offset(SnapshotHeader, "count")   # the CRC covers from here to the end
+ENTRIES_OFFSET = SnapshotHeader.sizeof()
+
+_FIELD = {sc.name: sc.subcon for sc in SnapshotHeader.subcons}
 ProducerSnapshot = c.Struct(
-    "version" / c.Const(VERSION, c.Int16sb),
-    "sealed" / CrcSealed(c.Int32ub, crc32c, c.PrefixedArray(c.Int32sb, ProducerEntry)),
+    "version" / c.Const(VERSION, _FIELD["version"]),
+    "sealed" / CrcSealed(_FIELD["crc"], crc32c, c.PrefixedArray(_FIELD["count"], ProducerEntry)),
 )

@@ -10,19 +10,11 @@ from __future__ import annotations
 import construct as c
 from crc32c import crc32c
 
-from .primitives import CrcSealed, KafkaCompressed, NullableBytes, NullableString, Varint, field_offset, struct_of
+from .codecs import CODEC_NAMES
+from .primitives import (CrcSealed, KafkaCompressed, NullableBytes, NullableString, Varint, bit_mask, enum_names,
+                         field_offset, struct_of)
 
 MAGIC = 2
-HEADER_SIZE = 61          # RECORD_BATCH_OVERHEAD
-LOG_OVERHEAD = 12         # baseOffset + batchLength
-HEADER_SIZE_UP_TO_MAGIC = 17
-
-CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
-COMPRESSION_MASK = 0x07
-TIMESTAMP_TYPE_MASK = 0x08
-TRANSACTIONAL_MASK = 0x10
-CONTROL_MASK = 0x20
-DELETE_HORIZON_MASK = 0x40
 
 NO_PRODUCER_ID = -1
 NO_SEQUENCE = -1
@@ -45,9 +37,16 @@ BatchHeader = c.Struct(
     "recordCount" / c.Int32sb,
 )
 HEADER_STRUCT, HEADER_FIELDS = struct_of(BatchHeader)
+HEADER_SIZE = BatchHeader.sizeof()                                          # RECORD_BATCH_OVERHEAD, 61
+BATCH_LENGTH_OFFSET = field_offset(BatchHeader, "batchLength")
 PARTITION_LEADER_EPOCH_OFFSET = field_offset(BatchHeader, "partitionLeaderEpoch")  # outside the CRC
+LOG_OVERHEAD = PARTITION_LEADER_EPOCH_OFFSET                                # baseOffset + batchLength, 12
+MAGIC_OFFSET = field_offset(BatchHeader, "magic")                           # the same byte in every magic, 16
 CRC_OFFSET = field_offset(BatchHeader, "crc")
+HEADER_SIZE_UP_TO_MAGIC = CRC_OFFSET                                        # what a walk needs to read, 17
 ATTRIBUTES_OFFSET = field_offset(BatchHeader, "attributes")  # the CRC covers from here to the end
+#: baseOffset and batchLength: the framing every magic shares (a legacy entry's offset and size)
+LOG_PREFIX_STRUCT, LOG_PREFIX_FIELDS = struct_of(c.Struct(*BatchHeader.subcons[:2]))
 
 #: The attributes int16, bit by bit (bit 0 is the least significant).
 BatchAttributes = c.BitStruct(
@@ -56,8 +55,15 @@ BatchAttributes = c.BitStruct(
     "isControl" / c.Flag,
     "isTransactional" / c.Flag,
     "timestampType" / c.Enum(c.Bit, CreateTime=0, LogAppendTime=1),
-    "compression" / c.Enum(c.BitsInteger(3), none=0, gzip=1, snappy=2, lz4=3, zstd=4),
+    "compression" / c.Enum(c.BitsInteger(3), **{name: i for i, name in enumerate(CODEC_NAMES)}),
 )
+#: codec names by id (Kafka's CompressionType) and the attribute masks, read off BatchAttributes
+CODECS = enum_names(BatchAttributes, "compression")
+COMPRESSION_MASK = bit_mask(BatchAttributes, "compression")
+TIMESTAMP_TYPE_MASK = bit_mask(BatchAttributes, "timestampType")
+TRANSACTIONAL_MASK = bit_mask(BatchAttributes, "isTransactional")
+CONTROL_MASK = bit_mask(BatchAttributes, "isControl")
+DELETE_HORIZON_MASK = bit_mask(BatchAttributes, "hasDeleteHorizon")
 
 RecordHeader = c.Struct(
     "key" / NullableString(NullableBytes(Varint)),
@@ -107,5 +113,10 @@ RecordBatch = c.Struct(
 #: Control records (transaction markers and KRaft control records): key and value layouts.
 CONTROL_TYPES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER",
                  4: "SNAPSHOT_FOOTER", 5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
+(ABORT, COMMIT, LEADER_CHANGE, SNAPSHOT_HEADER, SNAPSHOT_FOOTER, KRAFT_VERSION,
+ KRAFT_VOTERS) = (next(k for k, v in CONTROL_TYPES.items() if v == name) for name in (
+    "ABORT", "COMMIT", "LEADER_CHANGE", "SNAPSHOT_HEADER", "SNAPSHOT_FOOTER", "KRAFT_VERSION", "KRAFT_VOTERS"))
 ControlRecordKey = c.Struct("version" / c.Int16sb, "type" / c.Int16sb)
 EndTransactionMarker = c.Struct("version" / c.Int16sb, "coordinatorEpoch" / c.Int32sb)
+CONTROL_KEY_STRUCT, CONTROL_KEY_FIELDS = struct_of(ControlRecordKey)
+END_TXN_MARKER_STRUCT, END_TXN_MARKER_FIELDS = struct_of(EndTransactionMarker)

@@ -11,6 +11,8 @@ from kafkaforensics.recovery import recover
 from kafkaforensics.salvage import salvage
 from kafkaforensics.segment import iter_batches
 from kafkaforensics.verify import verify
+from specs import legacy as L
+from specs import record_batch as R
 from tests.corruption import INTERVAL, layout, make_partition
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -68,6 +70,8 @@ def test_random_damage_recover_keeps_the_longest_valid_prefix(tmp_path_factory, 
     # nothing was invented: whatever survived is a prefix of the original batches (a batch whose
     # damage falls outside the CRC, e.g. in partitionLeaderEpoch, may survive with that change)
     assert len(kept) <= len(original)
+    for i, (got, want) in enumerate(zip(kept, original)):
+        assert _outside_crc_only(got, want), f"surviving batch {i} is not the original's batch {i}"
     assert recover(part, index_interval_bytes=INTERVAL).actions == []
     # salvage never invents a record: everything it found was in the original log
     got = _records(str(salvaged))
@@ -75,6 +79,23 @@ def test_random_damage_recover_keeps_the_longest_valid_prefix(tmp_path_factory, 
     for r in got:
         assert r in pool
         pool.remove(r)
+
+
+def _outside_crc_only(got: bytes, want: bytes) -> bool:
+    """``got`` is ``want`` but for bytes its CRC does not cover: the header fields before the CRC of
+    a v2 batch (baseOffset, batchLength, partitionLeaderEpoch, magic), the offset and size of a
+    legacy entry; from the CRC on, every byte is the original's."""
+    crc_from = R.CRC_OFFSET if want[R.MAGIC_OFFSET] >= 2 else L.CRC_OFFSET
+    return len(got) == len(want) and got[crc_from:] == want[crc_from:]
+
+
+def test_outside_crc_only_tells_a_changed_batch():
+    v2 = bytes(R.HEADER_SIZE)[:R.MAGIC_OFFSET] + b"\x02" + bytes(R.HEADER_SIZE - R.MAGIC_OFFSET - 1) + b"records"
+    epoch_changed = v2[:R.PARTITION_LEADER_EPOCH_OFFSET] + b"\x00\x00\x00\x07" + v2[R.PARTITION_LEADER_EPOCH_OFFSET + 4:]
+    assert _outside_crc_only(v2, v2) and _outside_crc_only(epoch_changed, v2)
+    assert not _outside_crc_only(v2[:-1] + b"X", v2)          # a covered byte
+    assert not _outside_crc_only(v2[:R.CRC_OFFSET] + b"\x01" + v2[R.CRC_OFFSET + 1:], v2)   # the CRC itself
+    assert not _outside_crc_only(v2 + b"more", v2)            # another length
 
 
 def layout_batches(lay):

@@ -162,3 +162,124 @@ def test_attribute_bits():
     attrs = R.BatchAttributes.parse((0x04 | 0x08 | 0x10 | 0x20 | 0x40).to_bytes(2, "big"))
     assert attrs.compression == "zstd" and attrs.timestampType == "LogAppendTime"
     assert attrs.isTransactional and attrs.isControl and attrs.hasDeleteHorizon
+
+
+# -- the fast paths' constants and hand-written struct code, proven equal to their specs ---------------
+
+@settings(deadline=None)  # the first example imports the module (numpy for the indexes)
+@given(st.sampled_from(sorted(R.CONTROL_TYPES)), i16)
+def test_control_record_key_fast_path_equals_spec(ctype, version):
+    from kafkaforensics.batch import Record
+    key = builder.control_record_key(ctype, version)
+    assert key == R.ControlRecordKey.build({"version": version, "type": ctype})
+    rec = Record(0, 0, key, None)
+    assert rec.control_type == R.ControlRecordKey.parse(key).type == ctype
+    assert rec.control()["version"] == version and rec.control()["type"] == R.CONTROL_TYPES[ctype]
+
+
+@settings(deadline=None)  # the first example imports the module (numpy for the indexes)
+@given(st.sampled_from([R.ABORT, R.COMMIT]), i16, i32)
+def test_end_txn_marker_fast_path_equals_spec(ctype, version, epoch):
+    from kafkaforensics.batch import Record
+    value = builder.end_txn_marker_value(epoch, version)
+    assert value == R.EndTransactionMarker.build({"version": version, "coordinatorEpoch": epoch})
+    parsed = R.EndTransactionMarker.parse(value)
+    ctl = Record(0, 0, builder.control_record_key(ctype), value).control()
+    assert (ctl["version"], ctl["coordinatorEpoch"]) == (parsed.version, parsed.coordinatorEpoch)
+    assert ctl["type"] == ("ABORT" if ctype == R.ABORT else "COMMIT")
+
+
+def test_control_type_of_a_short_key_is_minus_one():
+    from kafkaforensics.batch import Record
+    assert Record(0, 0, b"\x00\x00\x00", None).control_type == -1 and Record(0, 0, None, None).control_type == -1
+
+
+@settings(deadline=None)  # the first example imports the module (numpy for the indexes)
+@given(st.integers(0, 2**16 - 1))
+def test_attribute_masks_equal_the_spec(raw):
+    """Every mask the fast paths test a batch's attributes with picks the spec's field."""
+    attrs = R.BatchAttributes.parse(raw.to_bytes(2, "big"))
+    assert raw & R.COMPRESSION_MASK == int(attrs.compression)
+    assert bool(raw & R.TIMESTAMP_TYPE_MASK) == (attrs.timestampType == "LogAppendTime")
+    assert bool(raw & R.TRANSACTIONAL_MASK) == attrs.isTransactional
+    assert bool(raw & R.CONTROL_MASK) == attrs.isControl
+    assert bool(raw & R.DELETE_HORIZON_MASK) == attrs.hasDeleteHorizon
+    legacy = L.MessageAttributes.parse((raw & 0xFF).to_bytes(1, "big"))
+    assert raw & L.COMPRESSION_MASK == int(legacy.compression)
+    assert bool(raw & L.TIMESTAMP_TYPE_MASK) == (legacy.timestampType == "LogAppendTime")
+
+
+@settings(deadline=None)  # the first example imports the module (numpy for the indexes)
+@given(st.integers(-2**15, 2**15 - 1).filter(lambda a: a & 0x07 < 5))
+def test_batch_flags_of_the_fast_path_equal_the_spec(attributes):
+    """A header read by the fast path reports the flags the spec parses from its attributes."""
+    from kafkaforensics import compression
+    fields = dict.fromkeys(R.HEADER_FIELDS, 0) | {"batchLength": R.HEADER_SIZE - R.LOG_OVERHEAD, "magic": 2,
+                                                  "attributes": attributes}
+    data = R.HEADER_STRUCT.pack(*(fields[f] for f in R.HEADER_FIELDS))
+    b = parse_v2_header(data, 0)
+    attrs = R.BatchAttributes.parse(data[R.ATTRIBUTES_OFFSET:R.ATTRIBUTES_OFFSET + 2])
+    assert b.compression_name == str(attrs.compression) == compression.CODEC_NAMES[b.compression]
+    assert b.timestamp_type == str(attrs.timestampType)
+    assert (b.is_transactional, b.is_control, b.has_delete_horizon) == (
+        attrs.isTransactional, attrs.isControl, attrs.hasDeleteHorizon)
+
+
+def test_offsets_are_read_off_the_specs():
+    """The framing every magic shares: the same byte offsets from either spec, as Kafka's Records."""
+    assert (R.LOG_OVERHEAD, R.MAGIC_OFFSET, R.HEADER_SIZE_UP_TO_MAGIC, R.HEADER_SIZE) == (12, 16, 17, 61)
+    assert (L.LOG_OVERHEAD, L.MAGIC_OFFSET) == (R.LOG_OVERHEAD, R.MAGIC_OFFSET)
+    assert R.LOG_PREFIX_STRUCT.format == L.PREFIX_STRUCT.format[:3] == ">ql"   # int64 offset, int32 size
+    assert (L.RECORD_OVERHEAD_V0, L.RECORD_OVERHEAD_V1, L.TIMESTAMP_OFFSET, L.KEY_LENGTH_OFFSET) == (14, 22, 18, (18, 26))
+    assert (S.ENTRIES_OFFSET, S.COUNT_OFFSET, S.CRC_OFFSET) == (10, 6, 2)
+    from specs import codecs
+    assert codecs.CODEC_NAMES == R.CODECS == ("none", "gzip", "snappy", "lz4", "zstd")
+    assert (codecs.NONE, codecs.GZIP, codecs.SNAPPY, codecs.LZ4, codecs.ZSTD) == (0, 1, 2, 3, 4)
+
+
+@settings(deadline=None)  # the first example imports the module (numpy for the indexes)
+@given(st.lists(st.fixed_dictionaries({"relativeOffset": st.integers(1, 2**31 - 1), "position": i32}), max_size=20),
+       st.integers(0, 2**40))
+def test_offset_index_fast_path_equals_spec(entries, base):
+    from kafkaforensics import offset_index
+    data = I.OffsetIndexFile.build(entries)
+    assert offset_index.to_bytes([(base + e["relativeOffset"], e["position"]) for e in entries], base) == data
+    got, zero_tail = offset_index.read_entries(data, base)
+    assert zero_tail == 0
+    assert got == [(base + e["relativeOffset"], e["position"]) for e in _strip(I.OffsetIndexFile.parse(data))]
+
+
+@settings(deadline=None)  # the first example imports the module (numpy for the indexes)
+@given(st.lists(st.fixed_dictionaries({"timestamp": st.integers(1, 2**62), "relativeOffset": i32}), max_size=20),
+       st.integers(0, 2**40))
+def test_time_index_fast_path_equals_spec(entries, base):
+    from kafkaforensics import time_index
+    data = I.TimeIndexFile.build(entries)
+    assert time_index.to_bytes([(e["timestamp"], base + e["relativeOffset"]) for e in entries], base) == data
+    got, zero_tail = time_index.read_entries(data, base)
+    assert zero_tail == 0
+    assert got == [(e["timestamp"], base + e["relativeOffset"]) for e in _strip(I.TimeIndexFile.parse(data))]
+
+
+@settings(deadline=None)  # the first example imports the module (numpy for the indexes)
+@given(st.lists(st.fixed_dictionaries({"version": st.just(0), "producerId": i64, "firstOffset": i64,
+                                        "lastOffset": i64, "lastStableOffset": i64}), max_size=10))
+def test_txn_index_fast_path_equals_spec(entries):
+    from kafkaforensics import txn_index
+    data = I.TxnIndexFile.build(entries)
+    got = txn_index.read_entries(data)
+    assert [e.to_json() for e in got] == _strip(I.TxnIndexFile.parse(data))
+    assert txn_index.to_bytes(got) == data
+
+
+def test_specs_import_nothing_from_the_library():
+    """specs/ is the bottom layer: importing every spec module loads no kafkaforensics module."""
+    import subprocess
+    import sys
+    code = ("import pkgutil, importlib, sys, specs\n"
+            "for m in pkgutil.iter_modules(specs.__path__): importlib.import_module('specs.' + m.name)\n"
+            "from specs import legacy, record_batch\n"
+            "legacy.MessageSet.parse(legacy.MessageSet.build([]))\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'kafkaforensics'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
