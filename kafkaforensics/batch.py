@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 import zlib
 
-from crc32c import crc32c
+from .checksums import crc32c
 
 from specs import legacy as L
 from specs import record_batch as R

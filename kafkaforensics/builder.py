@@ -10,7 +10,7 @@ import struct
 import zlib
 from typing import Iterable, Sequence
 
-from crc32c import crc32c
+from .checksums import crc32c
 
 from specs import record_batch as R
 

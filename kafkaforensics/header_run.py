@@ -12,10 +12,10 @@ from __future__ import annotations
 import struct
 
 import numpy as np
-from crc32c import crc32c
+from .checksums import crc32c
 
 from specs import record_batch as R
-from specs.primitives import numpy_dtype
+from specs.layout import numpy_dtype
 
 from .batch import Batch, parse_v2_header
 

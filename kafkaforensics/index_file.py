@@ -6,7 +6,7 @@ that tail.
 """
 from __future__ import annotations
 
-from specs.primitives import numpy_dtype
+from specs.layout import numpy_dtype
 
 
 def entry_columns(data: bytes, entry, names) -> tuple[list, int]:

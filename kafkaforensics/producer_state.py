@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from crc32c import crc32c
+from .checksums import crc32c
 
 from specs import producer_snapshot as S
 from specs import record_batch as R

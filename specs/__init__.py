@@ -9,6 +9,8 @@ Each module holds one family of formats and can both parse and build it:
 * :mod:`specs.producer_snapshot` -- ``<offset>.snapshot`` producer state files.
 * :mod:`specs.checkpoints`     -- the text files of a partition and a log dir.
 
-The library's fast paths derive their layouts from these specs (see ``specs.primitives.struct_of``)
-and are tested equal to them.
+Fixed-width layouts are declared once as :class:`specs.layout.Layout` tables, from which both the
+fast paths' ``struct.Struct`` and the construct spec are made; the construct specs are built on
+first use (``specs.layout.lazy_specs``), so the fast paths never import construct. The fast paths
+are tested equal to the specs.
 """

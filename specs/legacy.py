@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import zlib
 
-import construct as c
-
-from .primitives import CrcSealed, KafkaCompressed, NullableBytes, struct_of
+from .layout import Layout, lazy_specs
 
 LOG_OVERHEAD = 12
 RECORD_OVERHEAD_V0 = 14   # crc, magic, attributes, key length, value length
@@ -19,44 +17,55 @@ RECORD_OVERHEAD_V1 = 22   # + timestamp
 COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_MASK = 0x08
 
-#: The fixed prefix of an entry up to the attributes (what a shallow walk reads).
-EntryPrefix = c.Struct(
-    "offset" / c.Int64sb,
-    "size" / c.Int32sb,
-    "crc" / c.Int32ub,
-    "magic" / c.Int8sb,
-    "attributes" / c.Int8sb,
+#: The fixed prefix of an entry up to the attributes (what a shallow walk reads; ``EntryPrefix``).
+ENTRY_PREFIX = Layout(
+    ("offset", "q"),
+    ("size", "l"),
+    ("crc", "L"),
+    ("magic", "b"),
+    ("attributes", "b"),
 )
-PREFIX_STRUCT, PREFIX_FIELDS = struct_of(EntryPrefix)
+PREFIX_STRUCT, PREFIX_FIELDS = ENTRY_PREFIX.struct, ENTRY_PREFIX.names
 
 
 def _crc32(data: bytes) -> int:
     return zlib.crc32(data) & 0xFFFFFFFF
 
 
-_MessageBody = c.Struct(
-    "magic" / c.Int8sb,
-    "attributes" / c.Int8sb,
-    "timestamp" / c.If(c.this.magic >= 1, c.Int64sb),
-    "key" / NullableBytes(c.Int32sb),
-    # a wrapper's value is a compressed inner message set; anything else is plain bytes
-    "value" / c.IfThenElse(
-        c.this.attributes & COMPRESSION_MASK != 0,
-        c.Prefixed(c.Int32sb, KafkaCompressed(
-            c.GreedyRange(c.LazyBound(lambda: LogEntry)),
-            codec=lambda ctx: ctx.attributes & COMPRESSION_MASK,
-            magic=lambda ctx: ctx.magic,
-        )),
-        NullableBytes(c.Int32sb),
-    ),
-)
+def _specs() -> dict:
+    """The construct specs, made on first use (``L.MessageSet`` ...): see :func:`.layout.lazy_specs`."""
+    import construct as c
 
-Message = CrcSealed(c.Int32ub, _crc32, _MessageBody)
+    from .primitives import CrcSealed, KafkaCompressed, NullableBytes
 
-#: One log entry of a legacy message set.
-LogEntry = c.Struct(
-    "offset" / c.Int64sb,
-    "message" / c.Prefixed(c.Int32sb, Message),
-)
+    _MessageBody = c.Struct(
+        "magic" / c.Int8sb,
+        "attributes" / c.Int8sb,
+        "timestamp" / c.If(c.this.magic >= 1, c.Int64sb),
+        "key" / NullableBytes(c.Int32sb),
+        # a wrapper's value is a compressed inner message set; anything else is plain bytes
+        "value" / c.IfThenElse(
+            c.this.attributes & COMPRESSION_MASK != 0,
+            c.Prefixed(c.Int32sb, KafkaCompressed(
+                c.GreedyRange(c.LazyBound(lambda: LogEntry)),
+                codec=lambda ctx: ctx.attributes & COMPRESSION_MASK,
+                magic=lambda ctx: ctx.magic,
+            )),
+            NullableBytes(c.Int32sb),
+        ),
+    )
 
-MessageSet = c.GreedyRange(LogEntry)
+    Message = CrcSealed(c.Int32ub, _crc32, _MessageBody)
+
+    #: One log entry of a legacy message set.
+    LogEntry = c.Struct(
+        "offset" / c.Int64sb,
+        "message" / c.Prefixed(c.Int32sb, Message),
+    )
+
+    MessageSet = c.GreedyRange(LogEntry)
+    return {"EntryPrefix": ENTRY_PREFIX.spec(), "_MessageBody": _MessageBody, "Message": Message,
+            "LogEntry": LogEntry, "MessageSet": MessageSet}
+
+
+__getattr__ = lazy_specs(globals(), _specs)

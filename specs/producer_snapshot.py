@@ -5,26 +5,37 @@ entries.
 """
 from __future__ import annotations
 
-import construct as c
-from crc32c import crc32c
-
-from .primitives import CrcSealed, struct_of
+from .layout import Layout, lazy_specs
 
 VERSION = 1
 
-ProducerEntry = c.Struct(
-    "producerId" / c.Int64sb,
-    "epoch" / c.Int16sb,
-    "lastSequence" / c.Int32sb,
-    "lastOffset" / c.Int64sb,
-    "offsetDelta" / c.Int32sb,
-    "timestamp" / c.Int64sb,
-    "coordinatorEpoch" / c.Int32sb,
-    "currentTxnFirstOffset" / c.Int64sb,
+PRODUCER_ENTRY = Layout(
+    ("producerId", "q"),
+    ("epoch", "h"),
+    ("lastSequence", "l"),
+    ("lastOffset", "q"),
+    ("offsetDelta", "l"),
+    ("timestamp", "q"),
+    ("coordinatorEpoch", "l"),
+    ("currentTxnFirstOffset", "q"),
 )
-ENTRY_STRUCT, ENTRY_FIELDS = struct_of(ProducerEntry)
+ENTRY_STRUCT, ENTRY_FIELDS = PRODUCER_ENTRY.struct, PRODUCER_ENTRY.names
 
-ProducerSnapshot = c.Struct(
-    "version" / c.Const(VERSION, c.Int16sb),
-    "sealed" / CrcSealed(c.Int32ub, crc32c, c.PrefixedArray(c.Int32sb, ProducerEntry)),
-)
+
+def _specs() -> dict:
+    """The construct specs, made on first use (``S.ProducerSnapshot``): see :func:`.layout.lazy_specs`."""
+    import construct as c
+
+    from kafkaforensics.checksums import crc32c
+
+    from .primitives import CrcSealed
+
+    ProducerEntry = PRODUCER_ENTRY.spec()
+    ProducerSnapshot = c.Struct(
+        "version" / c.Const(VERSION, c.Int16sb),
+        "sealed" / CrcSealed(c.Int32ub, crc32c, c.PrefixedArray(c.Int32sb, ProducerEntry)),
+    )
+    return {"ProducerEntry": ProducerEntry, "ProducerSnapshot": ProducerSnapshot}
+
+
+__getattr__ = lazy_specs(globals(), _specs)
