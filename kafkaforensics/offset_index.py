@@ -5,7 +5,7 @@ import bisect
 
 from specs.indexes import OFFSET_ENTRY, OFFSET_FIELDS
 
-from .index_file import entry_columns
+from .index_file import entry_columns, entry_lists
 
 ENTRY_SIZE = OFFSET_ENTRY.size
 
@@ -18,6 +18,15 @@ def read_columns(data: bytes, base_offset: int):
     """
     (rel, pos), zero_tail = entry_columns(data, OFFSET_ENTRY, OFFSET_FIELDS)
     return rel + base_offset, pos, zero_tail
+
+
+def read_lists(data: bytes, base_offset: int, limit: int):
+    """:func:`read_columns` as lists, without numpy; None when more than ``limit`` entries are kept."""
+    got = entry_lists(data, OFFSET_ENTRY, OFFSET_FIELDS, limit)
+    if got is None:
+        return None
+    (rel, pos), zero_tail = got
+    return [r + base_offset for r in rel], pos, zero_tail
 
 
 def read_entries(data: bytes, base_offset: int) -> tuple[list[tuple[int, int]], int]:

@@ -5,7 +5,7 @@ import bisect
 
 from specs.indexes import TIME_ENTRY, TIME_FIELDS
 
-from .index_file import entry_columns
+from .index_file import entry_columns, entry_lists
 
 ENTRY_SIZE = TIME_ENTRY.size
 
@@ -14,6 +14,15 @@ def read_columns(data: bytes, base_offset: int):
     """Entries as numpy columns (timestamps, absolute offsets) and the count of zero-tail slots."""
     (ts, rel), zero_tail = entry_columns(data, TIME_ENTRY, TIME_FIELDS)
     return ts, rel + base_offset, zero_tail
+
+
+def read_lists(data: bytes, base_offset: int, limit: int):
+    """:func:`read_columns` as lists, without numpy; None when more than ``limit`` entries are kept."""
+    got = entry_lists(data, TIME_ENTRY, TIME_FIELDS, limit)
+    if got is None:
+        return None
+    (ts, rel), zero_tail = got
+    return ts, [r + base_offset for r in rel], zero_tail
 
 
 def read_entries(data: bytes, base_offset: int) -> tuple[list[tuple[int, int]], int]:
