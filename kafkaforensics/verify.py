@@ -2,23 +2,26 @@
 
 One streaming pass per segment (constant memory in the log's size: only the sparse index entries
 are held), checking every batch's framing and CRC, offset order, and each index entry against the
-batch it names.  v2 batches of segments above :data:`SMALL_SEGMENT_BYTES` are checked a run at
-a time on numpy header columns (:meth:`.segment.BatchScanner.iter_runs`); anything else batch by
-batch, with the same checks, and a small segment's index checks run in pure Python: verifying a
-small file never imports numpy (a shell loop over files pays for start-up, not for the walk).  Everything found is a located :class:`Problem`; ``notes`` hold the conditions a
+batch it names.  v2 batches of segments above :data:`SMALL_SEGMENT_BYTES` are checked a run of
+headers at a time (:meth:`.segment.BatchScanner.iter_runs`), anything else batch by batch, with
+the same checks.  Index entries are read as lists and runs are lists of header tuples (no numpy:
+its import costs a whole process more than the checks it would vectorise), unless an index has
+more than :data:`LIST_INDEX_ENTRIES` entries (or :data:`NUMPY_RUNS` is set): then the indexes are
+numpy columns and the runs numpy header columns.  Everything found is a located :class:`Problem`; ``notes`` hold the conditions a
 live broker leaves behind normally (the active segment's preallocated zero index tail).
 """
 from __future__ import annotations
 
 import bisect
 import os
+from operator import le
 from dataclasses import dataclass, field
 
 from specs import checkpoints as C
 from specs import record_batch as R
 
 from . import offset_index, time_index, txn_index
-from .batch import resolve_legacy_wrapper
+from .batch import Batch, resolve_legacy_wrapper
 from .errors import KafkaFormatError, Problem
 from .logdir import (CLEAN_SHUTDOWN_FILE, METADATA_PARTITION, check_log_dirs, check_topic_ids, metadata_topic_ids,
                      read_clean_shutdown, read_meta_properties)
@@ -145,12 +148,13 @@ def _verify_identity(dirs, rep: VerifyReport) -> None:
             rep.problems.extend(check_topic_ids(d, ids))
 
 
-#: a segment whose .log is at most this big is walked batch by batch with its index checks in pure
-#: Python (no numpy); a larger one over numpy header runs. ``tests/test_verify.py`` proves the two
-#: ways give the same report.
+#: a segment whose .log is at most this big is walked batch by batch; a larger one in header runs
 SMALL_SEGMENT_BYTES = 1 << 20
-#: a small segment's index entries are read without numpy up to this many (beyond: numpy columns)
-SMALL_INDEX_ENTRIES = 1 << 16
+#: index entries are read as lists up to this many (beyond: numpy columns, and numpy runs)
+LIST_INDEX_ENTRIES = 1 << 20
+#: True: large segments over numpy columns whatever their indexes (``tests/test_verify.py`` proves
+#: every way - batch by batch, list runs, numpy runs - gives the same report)
+NUMPY_RUNS = False
 
 
 def _verify_file(path: str, rep: VerifyReport, progress, max_batch_bytes) -> None:
@@ -285,13 +289,13 @@ def verify_segment(seg: SegmentFiles, rep: VerifyReport, state: ProducerState, *
     idx_path, tidx_path, txn_path = seg.existing(INDEX), seg.existing(TIMEINDEX), seg.existing(TXNINDEX)
     offsets = times = None
     aborted = []
-    small = os.path.getsize(log) <= SMALL_SEGMENT_BYTES
+    lists = not NUMPY_RUNS or os.path.getsize(log) <= SMALL_SEGMENT_BYTES
     if idx_path:
         rep.files += 1
-        offsets = _read_index(idx_path, offset_index, base, active, rep, small)
+        offsets = _read_index(idx_path, offset_index, base, active, rep, lists)
     if tidx_path:
         rep.files += 1
-        times = _read_index(tidx_path, time_index, base, active, rep, small)
+        times = _read_index(tidx_path, time_index, base, active, rep, lists)
     if txn_path:
         rep.files += 1
         try:
@@ -310,15 +314,14 @@ def verify_segment(seg: SegmentFiles, rep: VerifyReport, state: ProducerState, *
     return summary
 
 
-def _read_index(path, module, base, active, rep: VerifyReport, small: bool = False):
-    """The index's entries as columns: lists for a small segment's (unless it has many entries),
-    else numpy arrays."""
+def _read_index(path, module, base, active, rep: VerifyReport, lists: bool = False):
+    """The index's entries as columns: lists (up to LIST_INDEX_ENTRIES entries), else numpy arrays."""
     with open(path, "rb") as f:
         data = f.read()
     if len(data) % module.ENTRY_SIZE:
         rep.add(path, len(data) - len(data) % module.ENTRY_SIZE, None, "index-size",
                 f"size {len(data)} is not a multiple of the {module.ENTRY_SIZE}-byte entry")
-    got = module.read_lists(data, base, SMALL_INDEX_ENTRIES) if small else None
+    got = module.read_lists(data, base, LIST_INDEX_ENTRIES) if lists else None
     *columns, zero_tail = got if got is not None else module.read_columns(data, base)
     if zero_tail:
         where = (len(data) // module.ENTRY_SIZE - zero_tail) * module.ENTRY_SIZE
@@ -347,13 +350,13 @@ def _scan(buf, log, base, rep: VerifyReport, state, offsets, times, progress, ma
         for b in scanner:
             scan.batch(b)
         return scan.finish(scanner, len(buf))
-    from .header_run import HeaderRun
+    run = scan.run_list if scan.lists else scan.run
     with open(log, "rb", buffering=0) as f:
-        for item in scanner.iter_runs(f.fileno()):
-            if isinstance(item, HeaderRun):
-                scan.run(item)
-            else:
+        for item in scanner.iter_runs(f.fileno(), lists=scan.lists):
+            if isinstance(item, Batch):
                 scan.batch(item)
+            else:
+                run(item)
     return scan.finish(scanner, len(buf))
 
 
@@ -363,7 +366,8 @@ class _SegmentScan:
     def __init__(self, log, base, rep: VerifyReport, state, offsets, times, progress):
         self.log, self.base, self.rep, self.state, self.offsets, self.times = log, base, rep, state, offsets, times
         self.progress = progress
-        lists = (offsets is None or isinstance(offsets[0], list)) and (times is None or isinstance(times[0], list))
+        self.lists = lists = ((offsets is None or isinstance(offsets[0], list))
+                              and (times is None or isinstance(times[0], list)))
         offset_check, time_check = (_OffsetIndexList, _TimeIndexList) if lists else (_OffsetIndexCheck, _TimeIndexCheck)
         if not lists:  # one index was too long for lists: both go to numpy
             import numpy as np
@@ -450,6 +454,53 @@ class _SegmentScan:
         found.sort(key=lambda t: t[0])  # stable: a batch's problems keep their order
         rep.problems += [p for _, p in found]
         self._progress(int(r.size.sum()))
+
+    def run_list(self, r) -> None:
+        """:meth:`run` over a :class:`~.header_list.ListRun` (index checks over lists)."""
+        from .header_list import FIELD
+        rep, log, n = self.rep, self.log, len(r)
+        self.batches += n
+        pos, base, last, cols = r.position, r.base_offset, r.last_offset, r.columns
+        crcs, max_ts, attrs = cols[FIELD["crc"]], cols[FIELD["maxTimestamp"]], cols[FIELD["attributes"]]
+        found = []  # (batch index, problem), sorted into batch order at the end
+        if not all(r.crc_ok):
+            for i, ok in enumerate(r.crc_ok):
+                if not ok:
+                    found.append((i, Problem(log, pos[i], base[i], "crc-mismatch",
+                                             f"stored CRC {crcs[i]} does not match the batch")))
+        if self.prev_last is not None and base[0] <= self.prev_last:  # the first one against the last run
+            found.append((0, Problem(log, pos[0], base[0], "offset-order",
+                                     f"batch starts at {base[0]} but the previous batch ended at {self.prev_last}")))
+        if any(map(le, base[1:], last)):
+            for i in range(1, n):
+                if base[i] <= last[i - 1]:
+                    found.append((i, Problem(log, pos[i], base[i], "offset-order",
+                                             f"batch starts at {base[i]} but the previous batch ended at {last[i - 1]}")))
+        if self.first is None:
+            found += self._held(0, self._first, pos[0], base[0])
+        self.prev_last = last[-1]
+        self.next = self.prev_last + 1
+        self.max_ts = max(self.max_ts, max(max_ts))
+        if self.index is not None:
+            one = self.index.one
+            for i in range(n):
+                want = one(pos[i])
+                if want is not None and base[i] > want:
+                    found += self._held(i, self._index_entry, pos[i], base[i], want)
+        if self.time_index is not None:
+            one = self.time_index.one
+            for i in range(n):
+                one(base[i], last[i], max_ts[i])
+        controls = [i for i, a in enumerate(attrs) if a & R.CONTROL_MASK] if max(attrs) & ~0x1F or min(attrs) < 0 else []
+        lo = 0
+        for c in controls:
+            self.state.append_run(r, lo, c)
+            found += self._held(c, self._control, r.batch(c))
+            lo = c + 1
+        self.state.append_run(r, lo, n)
+        found.sort(key=lambda t: t[0])  # stable: a batch's problems keep their order
+        rep.problems += [p for _, p in found]
+        self._progress(sum(r.size))
 
     def _held(self, i: int, check, *args) -> list:
         """Run a per-batch check for the ``i``-th batch of a run; its problems come back as
