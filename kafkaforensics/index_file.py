@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from specs.layout import numpy_dtype
 
+#: up to this many entries, ``read_entries`` reads an index without numpy (beyond, numpy is faster
+#: than the lists even with its import)
+LIST_ENTRIES = 1 << 16
+
 
 def entry_columns(data: bytes, entry, names) -> tuple[list, int]:
     """The entries of ``data`` (``entry``: the spec's struct, ``names`` its fields) as int64

@@ -115,6 +115,28 @@ def test_small_segment_dump_and_verify_import_nothing_heavy(tmp_path):
         text=True, timeout=120).stderr
 
 
+def test_large_segment_verify_imports_no_numpy(tmp_path):
+    """Above the small-file walk, verify goes over runs of header tuples: still no numpy (its import
+    costs a whole process more than the checks it would vectorise), and the report is the numpy one."""
+    from kafkaforensics.batch import Record
+    from kafkaforensics.builder import build_v2
+    seg = tmp_path / "00000000000000000000.log"
+    with open(seg, "wb") as f:
+        for b in range(300):  # ~3 MiB: past SMALL_SEGMENT_BYTES
+            f.write(build_v2([Record(b * 10 + i, 1700000000000 + b, b"k", bytes(1000), []) for i in range(10)],
+                             base_offset=b * 10, producer_id=7 if b % 3 else -1, producer_epoch=0,
+                             base_sequence=b * 10 if b % 3 else -1))
+    assert os.path.getsize(seg) > 2 << 20
+    code, out, mods = imported("-m", "cli.main", "verify", "--json", str(seg))
+    assert code == 0 and '"batches": 300' in out
+    assert not mods & LIGHT, sorted(mods & LIGHT)
+    numpy_run = subprocess.run([sys.executable, "-c", "import json, sys; from kafkaforensics import verify as v; "
+                                "v.NUMPY_RUNS = True; print(json.dumps(v.verify([sys.argv[1]]).to_json()))", str(seg)],
+                               cwd=ROOT, capture_output=True, text=True, timeout=120)
+    import json
+    assert json.loads(out) == json.loads(numpy_run.stdout) and json.loads(out)["problems"] == []
+
+
 # ------------------------------------------------------- the quick parse equals typer's own ----
 import functools  # noqa: E402
 

@@ -296,6 +296,7 @@ def test_index_lists_equal_numpy_columns():
             *cols, tail = module.read_columns(data, base)
             got = module.read_lists(data, base, 1 << 16)
             assert [c.tolist() for c in cols] == list(got[:-1]) and tail == got[-1]
+            assert module.read_entries(data, base) == (list(zip(*(c.tolist() for c in cols))), tail)
             kept = len(got[0])
             assert module.read_lists(data, base, kept) == got
             assert kept == 0 or module.read_lists(data, base, kept - 1) is None
