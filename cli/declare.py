@@ -1,5 +1,6 @@
-"""Command declarations made without typer: the quick parse (cli/fastpath.py) reads them as they are,
-and typer is given them (as its own Option/Argument) only when it parses a command line itself."""
+"""The kfx commands' declarations (typer's Option/Argument, App, Exit) made without importing typer."""
+# The quick parse (cli/fastpath.py) reads them as they are; typer is given them, as its own
+# Option/Argument, only when it parses a command line itself (help, an unusual line).
 from __future__ import annotations
 
 import functools

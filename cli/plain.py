@@ -1,11 +1,9 @@
-"""Plain lines the CLI prints without importing rich, where rich would print exactly the same bytes.
-
-rich styles nothing when its console is no terminal, so a line of plain ASCII text that needs no
-wrapping comes out as the text and a newline. :func:`render` gives the lines' text only where that
-holds (no markup or emoji code in what a command put in, no control or wide characters, short
-enough for rich's width); otherwise None, and the command prints through rich as before.
-``tests/test_startup.py`` proves the text equal to rich's for every line it takes.
-"""
+"""Lines the CLI prints without importing rich, where rich would print exactly the same bytes."""
+# rich styles nothing when its console is no terminal, so a line of plain ASCII text that needs no
+# wrapping comes out as the text and a newline. render() gives the lines' text only where that
+# holds (no markup or emoji code in what a command put in, no control or wide characters, short
+# enough for rich's width); otherwise None, and the command prints through rich as before.
+# tests/test_startup.py proves the text equal to rich's for every line it takes.
 from __future__ import annotations
 
 import os

@@ -1,9 +1,7 @@
-"""Runs of v2 batch headers as lists: what :mod:`.header_run` gives as numpy columns, without numpy.
-
-``kfx verify`` of a large segment whose indexes are read as lists walks it in these runs, so the
-whole process never imports numpy (its import costs more than the checks it would vectorise).
-``tests/test_verify.py`` proves verify over list runs equal to verify over numpy runs.
-"""
+"""Runs of v2 batch headers as lists of tuples: what :mod:`.header_run` gives as numpy columns, without numpy."""
+# `kfx verify` of a large segment whose indexes are read as lists walks it in these runs, so the
+# whole process never imports numpy (its import costs more than the checks it would vectorise);
+# tests/test_verify.py proves verify over list runs equal to verify over numpy runs.
 from __future__ import annotations
 
 import struct
