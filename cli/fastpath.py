@@ -1,14 +1,15 @@
 """A quick way into a ``kfx`` command for the plain command lines shell loops run.
 
-typer 0.29 coerces every parameter through pydantic: running any command imports pydantic and
-builds a TypeAdapter per parameter, about 0.1-0.2 s before the command starts (``kfx --help`` does
-not). :func:`plan` reads the command's own typer declarations (names, defaults, min/max, Enum
-choices) and parses a command line that uses only what it understands: long options with values
-(``--x v`` or ``--x=v``), flags, and positional arguments of type str/int/Enum, optional or
-list. Anything else - help, a short option, a typo, a missing or bad value, a declaration it does
-not know - gives ``None`` and typer parses the line itself, with its own messages. So every error and
-every unusual line is typer's; ``tests/test_startup.py`` proves that for the lines :func:`plan`
-accepts it passes the command exactly the values typer would.
+Importing typer takes tens of milliseconds, and typer 0.29 then coerces every parameter through
+pydantic (a TypeAdapter per parameter, about 0.1-0.2 s) before the command starts. :func:`plan`
+reads the command's own declarations (cli/declare.py: what typer's Option/Argument are given -
+names, defaults, min/max, Enum choices) and parses a command line that uses only what it
+understands: long options with values (``--x v`` or ``--x=v``), flags, and positional arguments of
+type str/int/Enum, optional or list. Anything else - help, a short option, a typo, a missing or bad
+value, a declaration it does not know - gives ``None`` and typer parses the line itself, with its
+own messages. So every error and every unusual line is typer's; ``tests/test_startup.py`` proves
+that for the lines :func:`plan` accepts typer passes the command exactly the same values. A plain
+line never imports typer.
 """
 from __future__ import annotations
 
@@ -17,8 +18,7 @@ import inspect
 import re
 import typing
 
-from typer.core import TyperCommand
-from typer.models import ArgumentInfo, OptionInfo, ParameterInfo
+from cli.declare import Param
 
 #: what a declaration may leave at typer's defaults and still be parsed here
 _PLAIN = {"callback": None, "expose_value": True, "is_eager": False, "envvar": None,
@@ -40,7 +40,7 @@ def _leaf(tp):
     return None
 
 
-def _convert(tp, text: str, info: ParameterInfo):
+def _convert(tp, text: str, info: Param):
     """``text`` as typer would pass it, or raise ValueError where typer would refuse it."""
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         for member in tp:
@@ -52,7 +52,8 @@ def _convert(tp, text: str, info: ParameterInfo):
     if not re.fullmatch(r"-?(0|[1-9][0-9]*)", text):
         raise ValueError(text)  # plain decimal integers only; anything else is typer's to judge
     value = int(text)
-    if (info.min is not None and value < info.min) or (info.max is not None and value > info.max):
+    low, high = info.get("min"), info.get("max")
+    if (low is not None and value < low) or (high is not None and value > high):
         raise ValueError(text)
     return value
 
@@ -66,15 +67,15 @@ def _params(callback):
     options, arguments = {}, []
     for name, p in inspect.signature(callback).parameters.items():
         info = p.default
-        if not isinstance(info, (OptionInfo, ArgumentInfo)) or name not in hints:
+        if not isinstance(info, Param) or name not in hints:
             return None
-        if any(getattr(info, k, v) != v for k, v in _PLAIN.items()):
+        if any(info.get(k, v) != v for k, v in _PLAIN.items()):
             return None
         leaf = _leaf(hints[name])
         if leaf is None:
             return None
         tp, many = leaf
-        if isinstance(info, ArgumentInfo):
+        if info.kind == "argument":
             if not many and info.default is not ... and info.default is not None \
                     and not isinstance(info.default, tp):
                 return None
@@ -95,19 +96,17 @@ def _params(callback):
 
 
 def plan(app, argv: list[str]):
-    """``(callback, kwargs)`` for a plain command line of ``app``, or None (typer parses it)."""
+    """``(callback, kwargs)`` for a plain command line of ``app`` (a :class:`cli.declare.App`), or
+    None (typer parses it)."""
     if not argv or argv[0].startswith("-"):
         return None
-    if app.registered_groups or app.registered_callback is not None:
-        return None
-    for cmd in app.registered_commands:
-        name = cmd.name or cmd.callback.__name__.replace("_", "-")
-        if name == argv[0]:
+    for cmd in app.commands:
+        if cmd.name == argv[0]:
             break
     else:
         return None
-    if cmd.context_settings or cmd.cls not in (None, TyperCommand) or cmd.no_args_is_help or cmd.deprecated:
-        return None
+    if cmd.settings:
+        return None  # a command declared with settings of typer's: typer's to run
     params = _params(cmd.callback)
     if params is None:
         return None
@@ -174,8 +173,6 @@ def run(app, argv: list[str]) -> bool:
     import os
     import sys
 
-    import typer
-
     found = plan(app, argv)
     if found is None:
         return False
@@ -183,11 +180,8 @@ def run(app, argv: list[str]) -> bool:
     try:
         callback(**kwargs)
         code = 0
-    except typer.Exit as e:
-        code = e.exit_code
-    except typer.Abort:
-        print("Aborted!", file=sys.stderr)
-        code = 1
+    except SystemExit as e:  # cli.declare.Exit
+        code = e.code
     except KeyboardInterrupt:
         print("\nAborted!", file=sys.stderr)
         code = 1

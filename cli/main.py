@@ -5,9 +5,12 @@ the input (damage, findings, differences; the repairs exit 1 when there was some
 or I/O error.
 
 Start-up is part of the interface (operators run ``kfx dump``/``verify`` in shell loops over
-thousands of files): this module imports only typer and the standard library; each command
-imports the library module it runs, and rich, numpy, construct and pyspark load only where a
-command needs them.
+thousands of files): this module imports only the standard library and the commands'
+declarations (cli/declare.py: typer's Option/Argument, kept until typer is needed); a plain
+command line runs through cli/fastpath.py without importing typer at all, anything else (help, an
+unusual line) through the typer application built from the same declarations (``app``). Each
+command imports the library module it runs, and rich, numpy, construct and pyspark load only where
+a command needs them.
 """
 from __future__ import annotations
 
@@ -18,14 +21,19 @@ from enum import Enum
 from functools import lru_cache
 from typing import List, Optional
 
-import typer
-
+from cli.declare import App, Argument, Exit, Option
 from kafkaforensics.defaults import (DEFAULT_DEDUPE_BUFFER_BYTES, DEFAULT_DELETE_RETENTION_MS, DEFAULT_INDEX_INTERVAL_BYTES,
                                      DEFAULT_SEGMENT_BYTES, DEFAULT_SPLIT_BYTES)
 
 # plain help text: typer's rich help panels import rich and markdown-it (~0.1 s) before a line is printed
-app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
-                  help="Forensics for Apache Kafka's storage: dump, verify, write, repair.")
+commands = App(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+               help="Forensics for Apache Kafka's storage: dump, verify, write, repair.")
+
+
+def __getattr__(name: str):
+    if name == "app":  # the typer application (typer imported here: help, tests, unusual lines)
+        return commands.typer()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @lru_cache(maxsize=None)
@@ -51,7 +59,7 @@ class Encoding(str, Enum):
 
 def _fail(msg: str) -> None:
     _err().print(f"[red]error:[/red] {msg}", highlight=False, soft_wrap=True)
-    raise typer.Exit(EXIT_USAGE)
+    raise Exit(EXIT_USAGE)
 
 
 def _total_bytes(paths) -> int:
@@ -102,23 +110,23 @@ def progress_bar(total: int, label: str):
                     console=_err(), transient=True, disable=not _err().is_terminal)
 
 
-@app.command()
-def dump(paths: List[str] = typer.Argument(..., help="Files to dump (.log .index .timeindex .txnindex .snapshot, checkpoints)"),
-         deep: bool = typer.Option(False, "--deep", "--deep-iteration", help="Decode every record"),
-         print_data: bool = typer.Option(False, "--print-data", "--print-data-log", help="Print keys and values (implies --deep)"),
-         fmt: Fmt = typer.Option(Fmt.text, "--format", help="text (kafka-dump-log.sh lines) or json (JSON lines)"),
-         encoding: Optional[Encoding] = typer.Option(None, "--encoding", help="Key/value encoding (text: utf8, json: base64)"),
-         max_bytes: Optional[int] = typer.Option(None, "--max-bytes", min=0, help="Only read batches within the first N bytes"),
-         verify_index_only: bool = typer.Option(False, "--verify-index-only", help="Check index entries, print only mismatches"),
-         index_sanity_check: bool = typer.Option(False, "--index-sanity-check", help="Run Kafka's index sanity check only"),
-         offsets_decoder: bool = typer.Option(False, "--offsets-decoder", help="Decode __consumer_offsets records"),
-         transaction_log_decoder: bool = typer.Option(False, "--transaction-log-decoder",
+@commands.command()
+def dump(paths: List[str] = Argument(..., help="Files to dump (.log .index .timeindex .txnindex .snapshot, checkpoints)"),
+         deep: bool = Option(False, "--deep", "--deep-iteration", help="Decode every record"),
+         print_data: bool = Option(False, "--print-data", "--print-data-log", help="Print keys and values (implies --deep)"),
+         fmt: Fmt = Option(Fmt.text, "--format", help="text (kafka-dump-log.sh lines) or json (JSON lines)"),
+         encoding: Optional[Encoding] = Option(None, "--encoding", help="Key/value encoding (text: utf8, json: base64)"),
+         max_bytes: Optional[int] = Option(None, "--max-bytes", min=0, help="Only read batches within the first N bytes"),
+         verify_index_only: bool = Option(False, "--verify-index-only", help="Check index entries, print only mismatches"),
+         index_sanity_check: bool = Option(False, "--index-sanity-check", help="Run Kafka's index sanity check only"),
+         offsets_decoder: bool = Option(False, "--offsets-decoder", help="Decode __consumer_offsets records"),
+         transaction_log_decoder: bool = Option(False, "--transaction-log-decoder",
                                                       help="Decode __transaction_state records"),
-         cluster_metadata_decoder: bool = typer.Option(False, "--cluster-metadata-decoder",
+         cluster_metadata_decoder: bool = Option(False, "--cluster-metadata-decoder",
                                                        help="Decode KRaft __cluster_metadata records"),
-         share_group_state_decoder: bool = typer.Option(False, "--share-group-state-decoder",
+         share_group_state_decoder: bool = Option(False, "--share-group-state-decoder",
                                                         help="Decode __share_group_state records"),
-         remote_log_metadata_decoder: bool = typer.Option(False, "--remote-log-metadata-decoder",
+         remote_log_metadata_decoder: bool = Option(False, "--remote-log-metadata-decoder",
                                                           help="Decode __remote_log_metadata records")):
     """Print Kafka storage files like kafka-dump-log.sh, or as JSON lines."""
     from kafkaforensics.dump import DumpOptions, dump as dump_files
@@ -138,14 +146,14 @@ def dump(paths: List[str] = typer.Argument(..., help="Files to dump (.log .index
         res = dump_files(paths, opts)
     except BrokenPipeError:  # `kfx dump ... | head`: stop quietly, as a Unix filter should
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        raise typer.Exit(EXIT_OK)
-    raise typer.Exit(EXIT_PROBLEMS if res.problems else EXIT_OK)
+        raise Exit(EXIT_OK)
+    raise Exit(EXIT_PROBLEMS if res.problems else EXIT_OK)
 
 
-@app.command()
-def verify(paths: List[str] = typer.Argument(..., help="Segment files, partition dirs or log dirs"),
-           as_json: bool = typer.Option(False, "--json", help="Print the report as JSON"),
-           max_message_bytes: Optional[int] = typer.Option(None, "--max-message-bytes", min=14,
+@commands.command()
+def verify(paths: List[str] = Argument(..., help="Segment files, partition dirs or log dirs"),
+           as_json: bool = Option(False, "--json", help="Print the report as JSON"),
+           max_message_bytes: Optional[int] = Option(None, "--max-message-bytes", min=14,
                                                            help="Also flag batches larger than this")):
     """Check CRCs, structure, indexes and checkpoints. Exit 0 clean, 1 problems, 2 usage/IO error."""
     from kafkaforensics.verify import verify as verify_paths
@@ -155,39 +163,50 @@ def verify(paths: List[str] = typer.Argument(..., help="Segment files, partition
                                                                            max_batch_bytes=max_message_bytes))
     except OSError as e:
         _fail(str(e))
-    from kafkaforensics.analyzer import problem_remedy
     if as_json:
+        from kafkaforensics.analyzer import problem_remedy
         j = rep.to_json()
         for d, p in zip(j["problems"], rep.problems):
             d["remedy"] = problem_remedy(p)
         print(json.dumps(j))
     else:
-        from rich.console import Console
-        from rich.table import Table
-        out = Console()
-        t = Table(title="kfx verify")
-        for col in ("partition", "segments", "batches", "bytes", "log start", "log end"):
-            t.add_column(col, justify="right" if col != "partition" else "left")
-        for p in rep.partitions:
-            t.add_row(p["partition"], str(p["segments"]), str(p["batches"]), str(p["bytes"]),
-                      str(p["logStartOffset"]), str(p["logEndOffset"]))
+        from cli.plain import print_lines
         if rep.partitions:
-            out.print(t)
-        for n in rep.notes:
-            out.print(f"[dim]note: {n}[/dim]", highlight=False)
+            from rich.console import Console
+            from rich.table import Table
+            t = Table(title="kfx verify")
+            for col in ("partition", "segments", "batches", "bytes", "log start", "log end"):
+                t.add_column(col, justify="right" if col != "partition" else "left")
+            for p in rep.partitions:
+                t.add_row(p["partition"], str(p["segments"]), str(p["batches"]), str(p["bytes"]),
+                          str(p["logStartOffset"]), str(p["logEndOffset"]))
+            Console().print(t)
+        print_lines(verify_report_lines(rep))
+    raise Exit(EXIT_OK if rep.ok else EXIT_PROBLEMS)
+
+
+def verify_report_lines(rep) -> list:
+    """The lines `kfx verify` prints after its table: notes, problems with their remedies, the total."""
+    from cli.plain import Line
+    lines = [Line(f"[dim]note: {n}[/dim]", f"note: {n}", [str(n)], highlight=False) for n in rep.notes]
+    if rep.problems:
+        from kafkaforensics.analyzer import problem_remedy
         for p in rep.problems:
-            out.print(f"[red]problem:[/red] {p}", highlight=False, soft_wrap=True)
-            out.print(f"  remedy: {problem_remedy(p)}", highlight=False, soft_wrap=True, markup=False)
-        out.print(f"{rep.files} files, {rep.batches} batches, {rep.bytes} bytes: "
-                  + ("[green]OK[/green]" if rep.ok else f"[red]{len(rep.problems)} problem(s)[/red]"))
-    raise typer.Exit(EXIT_OK if rep.ok else EXIT_PROBLEMS)
+            remedy = problem_remedy(p)
+            lines.append(Line(f"[red]problem:[/red] {p}", f"problem: {p}", [str(p)], highlight=False, soft_wrap=True))
+            lines.append(Line(f"  remedy: {remedy}", f"  remedy: {remedy}", [remedy], highlight=False, soft_wrap=True,
+                              markup=False))
+    total = f"{rep.files} files, {rep.batches} batches, {rep.bytes} bytes: "
+    verdict = "OK" if rep.ok else f"{len(rep.problems)} problem(s)"
+    lines.append(Line(total + (f"[green]{verdict}[/green]" if rep.ok else f"[red]{verdict}[/red]"), total + verdict))
+    return lines
 
 
-@app.command()
-def write(out: str = typer.Option(..., "--out", help="Partition directory to create (must be new or empty)"),
-          segment_bytes: int = typer.Option(DEFAULT_SEGMENT_BYTES, "--segment-bytes", min=14),
-          index_interval_bytes: int = typer.Option(DEFAULT_INDEX_INTERVAL_BYTES, "--index-interval-bytes", min=0),
-          encoding: Encoding = typer.Option(Encoding.base64, "--encoding", help="Encoding the dump used for keys/values")):
+@commands.command()
+def write(out: str = Option(..., "--out", help="Partition directory to create (must be new or empty)"),
+          segment_bytes: int = Option(DEFAULT_SEGMENT_BYTES, "--segment-bytes", min=14),
+          index_interval_bytes: int = Option(DEFAULT_INDEX_INTERVAL_BYTES, "--index-interval-bytes", min=0),
+          encoding: Encoding = Option(Encoding.base64, "--encoding", help="Encoding the dump used for keys/values")):
     """Read `kfx dump --deep --format json` lines on stdin and write a valid partition directory."""
     from kafkaforensics.batch_json import batches_from_json_lines
     from kafkaforensics.errors import KafkaFormatError
@@ -227,18 +246,18 @@ def _backup_opts(backup_dir, no_backup):
     return {"backup": not no_backup, "backup_dir": backup_dir}
 
 
-@app.command()
-def recover(partition_dir: str = typer.Argument(..., help="A partition directory (topic-N)"),
-            dry_run: bool = typer.Option(False, "--dry-run", help="Report what would be done; change nothing"),
-            backup_dir: Optional[str] = typer.Option(None, "--backup-dir", help="Where to keep the original files"),
-            no_backup: bool = typer.Option(False, "--no-backup", help="Do not keep the original files"),
-            index_interval_bytes: int = typer.Option(DEFAULT_INDEX_INTERVAL_BYTES, "--index-interval-bytes", min=0),
-            max_message_bytes: Optional[int] = typer.Option(None, "--max-message-bytes", min=14,
+@commands.command()
+def recover(partition_dir: str = Argument(..., help="A partition directory (topic-N)"),
+            dry_run: bool = Option(False, "--dry-run", help="Report what would be done; change nothing"),
+            backup_dir: Optional[str] = Option(None, "--backup-dir", help="Where to keep the original files"),
+            no_backup: bool = Option(False, "--no-backup", help="Do not keep the original files"),
+            index_interval_bytes: int = Option(DEFAULT_INDEX_INTERVAL_BYTES, "--index-interval-bytes", min=0),
+            max_message_bytes: Optional[int] = Option(None, "--max-message-bytes", min=14,
                                                             help="Also treat larger batches as corrupt"),
-            recovery_point: Optional[int] = typer.Option(None, "--recovery-point", min=0,
+            recovery_point: Optional[int] = Option(None, "--recovery-point", min=0,
                                                          help="First unflushed offset (default: the log dir's checkpoint, else 0)"),
-            full: bool = typer.Option(False, "--full", help="Validate every segment, whatever the checkpoint says"),
-            as_json: bool = typer.Option(False, "--json")):
+            full: bool = Option(False, "--full", help="Validate every segment, whatever the checkpoint says"),
+            as_json: bool = Option(False, "--json")):
     """Do what Kafka's log loading does after an unclean shutdown: finish swaps, truncate, rebuild."""
     from rich.console import Console
     from kafkaforensics.recovery import recover as recover_partition
@@ -263,16 +282,16 @@ def recover(partition_dir: str = typer.Argument(..., help="A partition directory
             Console().print(f"[dim]note: {n}[/dim]", highlight=False)
         if rep.backup:
             Console().print(f"backup: {rep.backup}", highlight=False)
-    raise typer.Exit(EXIT_PROBLEMS if rep.actions else EXIT_OK)
+    raise Exit(EXIT_PROBLEMS if rep.actions else EXIT_OK)
 
 
-@app.command()
-def reindex(path: str = typer.Argument(..., help="A <offset>.log segment or a partition directory"),
-            index_interval_bytes: int = typer.Option(DEFAULT_INDEX_INTERVAL_BYTES, "--index-interval-bytes", min=0),
-            dry_run: bool = typer.Option(False, "--dry-run"),
-            backup_dir: Optional[str] = typer.Option(None, "--backup-dir"),
-            no_backup: bool = typer.Option(False, "--no-backup"),
-            as_json: bool = typer.Option(False, "--json")):
+@commands.command()
+def reindex(path: str = Argument(..., help="A <offset>.log segment or a partition directory"),
+            index_interval_bytes: int = Option(DEFAULT_INDEX_INTERVAL_BYTES, "--index-interval-bytes", min=0),
+            dry_run: bool = Option(False, "--dry-run"),
+            backup_dir: Optional[str] = Option(None, "--backup-dir"),
+            no_backup: bool = Option(False, "--no-backup"),
+            as_json: bool = Option(False, "--json")):
     """Rebuild .index/.timeindex/.txnindex exactly as Kafka's recovery writes them."""
     from rich.console import Console
     from kafkaforensics.reindex import reindex as reindex_path
@@ -290,16 +309,16 @@ def reindex(path: str = typer.Argument(..., help="A <offset>.log segment or a pa
         _print_actions(j, "kfx reindex" + (" (dry run)" if dry_run else ""))
         for n in rep.notes:
             Console().print(f"[dim]note: {n}[/dim]", highlight=False)
-    raise typer.Exit(EXIT_PROBLEMS if rep.actions else EXIT_OK)
+    raise Exit(EXIT_PROBLEMS if rep.actions else EXIT_OK)
 
 
-@app.command()
-def salvage(inputs: List[str] = typer.Argument(..., help="Damaged segment files, partition dirs or raw disk images"),
-            out: str = typer.Option(..., "--out", help="New partition directory to write (must be new or empty)"),
-            segment_bytes: int = typer.Option(DEFAULT_SEGMENT_BYTES, "--segment-bytes", min=14),
-            index_interval_bytes: int = typer.Option(DEFAULT_INDEX_INTERVAL_BYTES, "--index-interval-bytes", min=0),
-            dry_run: bool = typer.Option(False, "--dry-run", help="Report only; write nothing"),
-            as_json: bool = typer.Option(False, "--json")):
+@commands.command()
+def salvage(inputs: List[str] = Argument(..., help="Damaged segment files, partition dirs or raw disk images"),
+            out: str = Option(..., "--out", help="New partition directory to write (must be new or empty)"),
+            segment_bytes: int = Option(DEFAULT_SEGMENT_BYTES, "--segment-bytes", min=14),
+            index_interval_bytes: int = Option(DEFAULT_INDEX_INTERVAL_BYTES, "--index-interval-bytes", min=0),
+            dry_run: bool = Option(False, "--dry-run", help="Report only; write nothing"),
+            as_json: bool = Option(False, "--json")):
     """Recover every valid batch, including those after corrupted regions, into a new partition."""
     from rich.console import Console
     from rich.table import Table
@@ -328,25 +347,25 @@ def salvage(inputs: List[str] = typer.Argument(..., help="Damaged segment files,
                     f"differ from the batch kept from {x['keptFile']}@{x['keptPosition']}", highlight=False)
         c.print(f"{rep.batches} batches, {rep.records} records, {rep.duplicates} duplicates"
                 + (f" -> {rep.out}" if rep.out else " (dry run)"), highlight=False)
-    raise typer.Exit(EXIT_PROBLEMS if (rep.skipped or rep.conflicts) else EXIT_OK)
+    raise Exit(EXIT_PROBLEMS if (rep.skipped or rep.conflicts) else EXIT_OK)
 
 
-@app.command()
-def compact(partition_dir: str = typer.Argument(..., help="A partition directory (topic-N)"),
-            delete_retention_ms: int = typer.Option(DEFAULT_DELETE_RETENTION_MS, "--delete-retention-ms", min=0),
-            min_compaction_lag_ms: int = typer.Option(0, "--min-compaction-lag-ms", min=0),
-            max_compaction_lag_ms: Optional[int] = typer.Option(None, "--max-compaction-lag-ms", min=0),
-            now: Optional[int] = typer.Option(None, "--now", help="The cleaner's clock, epoch ms (default: now)"),
-            segment_bytes: int = typer.Option(DEFAULT_SEGMENT_BYTES, "--segment-bytes", min=14),
-            include_active: bool = typer.Option(False, "--include-active", help="Clean the active segment too"),
-            ignore_checkpoint: bool = typer.Option(False, "--ignore-checkpoint",
+@commands.command()
+def compact(partition_dir: str = Argument(..., help="A partition directory (topic-N)"),
+            delete_retention_ms: int = Option(DEFAULT_DELETE_RETENTION_MS, "--delete-retention-ms", min=0),
+            min_compaction_lag_ms: int = Option(0, "--min-compaction-lag-ms", min=0),
+            max_compaction_lag_ms: Optional[int] = Option(None, "--max-compaction-lag-ms", min=0),
+            now: Optional[int] = Option(None, "--now", help="The cleaner's clock, epoch ms (default: now)"),
+            segment_bytes: int = Option(DEFAULT_SEGMENT_BYTES, "--segment-bytes", min=14),
+            include_active: bool = Option(False, "--include-active", help="Clean the active segment too"),
+            ignore_checkpoint: bool = Option(False, "--ignore-checkpoint",
                                                    help="Clean from the log start, not from cleaner-offset-checkpoint"),
-            index_interval_bytes: int = typer.Option(DEFAULT_INDEX_INTERVAL_BYTES, "--index-interval-bytes", min=0),
-            dedupe_buffer_bytes: int = typer.Option(DEFAULT_DEDUPE_BUFFER_BYTES, "--dedupe-buffer-bytes", min=1024,
+            index_interval_bytes: int = Option(DEFAULT_INDEX_INTERVAL_BYTES, "--index-interval-bytes", min=0),
+            dedupe_buffer_bytes: int = Option(DEFAULT_DEDUPE_BUFFER_BYTES, "--dedupe-buffer-bytes", min=1024,
                                                     help="Offset map memory (24 bytes a key, as Kafka's)"),
-            out: Optional[str] = typer.Option(None, "--out", help="Write the compacted partition here; input untouched"),
-            dry_run: bool = typer.Option(False, "--dry-run", help="Report what compaction would do; change nothing"),
-            as_json: bool = typer.Option(False, "--json")):
+            out: Optional[str] = Option(None, "--out", help="Write the compacted partition here; input untouched"),
+            dry_run: bool = Option(False, "--dry-run", help="Report what compaction would do; change nothing"),
+            as_json: bool = Option(False, "--json")):
     """Run Kafka's log cleaner offline, with its crash-safe .cleaned/.swap/.deleted file swap."""
     from rich.console import Console
     from rich.table import Table
@@ -383,17 +402,17 @@ def compact(partition_dir: str = typer.Argument(..., help="A partition directory
         for n in rep.notes:
             c.print(f"[dim]note: {n}[/dim]", highlight=False)
         _print_walk_problems(problems)
-    raise typer.Exit(EXIT_PROBLEMS if problems else EXIT_OK)
+    raise Exit(EXIT_PROBLEMS if problems else EXIT_OK)
 
 
-@app.command()
-def retention(partition_dir: str = typer.Argument(..., help="A partition directory (topic-N)"),
-              retention_ms: Optional[int] = typer.Option(None, "--retention-ms"),
-              retention_bytes: Optional[int] = typer.Option(None, "--retention-bytes"),
-              log_start_offset: Optional[int] = typer.Option(None, "--log-start-offset", min=0),
-              now: Optional[int] = typer.Option(None, "--now", help="Epoch ms (default: now)"),
-              dry_run: bool = typer.Option(False, "--dry-run"),
-              as_json: bool = typer.Option(False, "--json")):
+@commands.command()
+def retention(partition_dir: str = Argument(..., help="A partition directory (topic-N)"),
+              retention_ms: Optional[int] = Option(None, "--retention-ms"),
+              retention_bytes: Optional[int] = Option(None, "--retention-bytes"),
+              log_start_offset: Optional[int] = Option(None, "--log-start-offset", min=0),
+              now: Optional[int] = Option(None, "--now", help="Epoch ms (default: now)"),
+              dry_run: bool = Option(False, "--dry-run"),
+              as_json: bool = Option(False, "--json")):
     """Apply Kafka's time, size and log-start-offset retention rules (deletion via .deleted renames)."""
     from rich.console import Console
     from rich.table import Table
@@ -422,7 +441,7 @@ def retention(partition_dir: str = typer.Argument(..., help="A partition directo
         if rep.rolled:
             c.print(f"rolled a new active segment {rep.rolled}", highlight=False)
         _print_walk_problems(problems)
-    raise typer.Exit(EXIT_PROBLEMS if problems else EXIT_OK)
+    raise Exit(EXIT_PROBLEMS if problems else EXIT_OK)
 
 
 def _print_walk_problems(problems) -> None:
@@ -438,20 +457,20 @@ class Level(str, Enum):
     anomalies = "anomalies"
 
 
-@app.command()
-def scan(inputs: List[str] = typer.Argument(..., help="Segment files, partition dirs or log dirs (file://, hdfs://, s3a://)"),
-         out: str = typer.Option(..., "--out", help="Directory for the Parquet results"),
-         master: str = typer.Option("local[*]", "--master", help="Spark master (local[*] runs embedded)"),
-         level: Level = typer.Option(Level.batches, "--level", help="Rows to export: batches, records or anomalies"),
-         search: Optional[str] = typer.Option(None, "--search", help="Also write records matching this regex"),
-         split_bytes: int = typer.Option(DEFAULT_SPLIT_BYTES, "--split-bytes", min=1 << 16,
+@commands.command()
+def scan(inputs: List[str] = Argument(..., help="Segment files, partition dirs or log dirs (file://, hdfs://, s3a://)"),
+         out: str = Option(..., "--out", help="Directory for the Parquet results"),
+         master: str = Option("local[*]", "--master", help="Spark master (local[*] runs embedded)"),
+         level: Level = Option(Level.batches, "--level", help="Rows to export: batches, records or anomalies"),
+         search: Optional[str] = Option(None, "--search", help="Also write records matching this regex"),
+         split_bytes: int = Option(DEFAULT_SPLIT_BYTES, "--split-bytes", min=1 << 16,
                                          help="Split segments larger than this at batch boundaries"),
-         include_corrupt: bool = typer.Option(False, "--include-corrupt",
+         include_corrupt: bool = Option(False, "--include-corrupt",
                                               help="Export the records of batches whose CRC fails (crcValid false)"),
-         s3_endpoint: Optional[str] = typer.Option(None, "--s3-endpoint", help="S3-compatible endpoint, e.g. http://127.0.0.1:9000"),
-         s3_access_key: Optional[str] = typer.Option(None, "--s3-access-key", help="S3 access key (else AWS_ACCESS_KEY_ID)"),
-         s3_secret_key: Optional[str] = typer.Option(None, "--s3-secret-key", help="S3 secret key (else AWS_SECRET_ACCESS_KEY)"),
-         s3_region: Optional[str] = typer.Option(None, "--s3-region", help="S3 region (else AWS_REGION)")):
+         s3_endpoint: Optional[str] = Option(None, "--s3-endpoint", help="S3-compatible endpoint, e.g. http://127.0.0.1:9000"),
+         s3_access_key: Optional[str] = Option(None, "--s3-access-key", help="S3 access key (else AWS_ACCESS_KEY_ID)"),
+         s3_secret_key: Optional[str] = Option(None, "--s3-secret-key", help="S3 secret key (else AWS_SECRET_ACCESS_KEY)"),
+         s3_region: Optional[str] = Option(None, "--s3-region", help="S3 region (else AWS_REGION)")):
     """Scan a fleet of segments with Spark, reading it once: export, inventory, anomalies (and search hits) as Parquet."""
     from rich.console import Console
     from rich.table import Table
@@ -492,14 +511,14 @@ def scan(inputs: List[str] = typer.Argument(..., help="Segment files, partition 
                     + (f"; {result.hits} search hits -> {os.path.join(out, 'search')}" if result.hits is not None else ""),
                     highlight=False)
     end_session(spark)
-    raise typer.Exit(EXIT_PROBLEMS if result.anomalies else EXIT_OK)
+    raise Exit(EXIT_PROBLEMS if result.anomalies else EXIT_OK)
 
 
-@app.command()
-def analyze(paths: List[str] = typer.Argument(..., help="Segments, partition dirs or log dirs"),
-            as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON"),
-            html_out: Optional[str] = typer.Option(None, "--html", help="Write a self-contained HTML report here"),
-            now: Optional[int] = typer.Option(None, "--now", help="Reference time for far-future checks (epoch ms)")):
+@commands.command()
+def analyze(paths: List[str] = Argument(..., help="Segments, partition dirs or log dirs"),
+            as_json: bool = Option(False, "--json", help="Print the findings as JSON"),
+            html_out: Optional[str] = Option(None, "--html", help="Write a self-contained HTML report here"),
+            now: Optional[int] = Option(None, "--now", help="Reference time for far-future checks (epoch ms)")):
     """Find damage and suspicious patterns: offsets, timestamps, producers, transactions, leader epochs."""
     from rich.console import Console
     from rich.table import Table
@@ -541,13 +560,13 @@ def analyze(paths: List[str] = typer.Argument(..., help="Segments, partition dir
                 c.print(f"  remedy: {f.remedy}", highlight=False, soft_wrap=True, markup=False)
         if html_out:
             c.print(f"report: {html_out}", highlight=False, soft_wrap=True, markup=False)
-    raise typer.Exit(EXIT_PROBLEMS if rep.problems else EXIT_OK)
+    raise Exit(EXIT_PROBLEMS if rep.problems else EXIT_OK)
 
 
-@app.command()
-def diff(dir_a: str = typer.Argument(..., help="Replica A (the leader's copy)"),
-         dir_b: str = typer.Argument(..., help="Replica B"),
-         as_json: bool = typer.Option(False, "--json")):
+@commands.command()
+def diff(dir_a: str = Argument(..., help="Replica A (the leader's copy)"),
+         dir_b: str = Argument(..., help="Replica B"),
+         as_json: bool = Option(False, "--json")):
     """Compare two replicas of a partition: first divergence, one-sided batches, epoch truncation point."""
     from rich.console import Console
     from kafkaforensics.diff import diff as diff_dirs
@@ -577,13 +596,13 @@ def diff(dir_a: str = typer.Argument(..., help="Replica A (the leader's copy)"),
                 e = rep.epoch_truncation
                 c.print(f"by leader epoch (OffsetsForLeaderEpoch): B's epoch {e['epoch']} ends at {e['endOffsetInA']} "
                         f"in A, so B truncates to {e['truncateBTo']}", highlight=False)
-    raise typer.Exit(EXIT_OK if rep.identical else EXIT_PROBLEMS)
+    raise Exit(EXIT_OK if rep.identical else EXIT_PROBLEMS)
 
 
-@app.command()
-def groups(log_dir: str = typer.Argument(..., help="A log dir holding __consumer_offsets-N partitions"),
-           as_json: bool = typer.Option(False, "--json"),
-           members: bool = typer.Option(False, "--members", help="Also list the members of classic, consumer "
+@commands.command()
+def groups(log_dir: str = Argument(..., help="A log dir holding __consumer_offsets-N partitions"),
+           as_json: bool = Option(False, "--json"),
+           members: bool = Option(False, "--members", help="Also list the members of classic, consumer "
                                         "(KIP-848), share and streams groups")):
     """Latest committed offset of every group/topic/partition, and its lag against the log dir's partitions."""
     from rich.console import Console
@@ -612,20 +631,20 @@ def groups(log_dir: str = typer.Argument(..., help="A log dir holding __consumer
                 t.add_row(m["group"], m["protocol"], m["memberId"], m["clientId"] or "", m["clientHost"] or "",
                           ",".join(m["subscribedTopics"] or []), " ".join(m["assignment"] or []))
             Console().print(t)
-    raise typer.Exit(EXIT_OK)
+    raise Exit(EXIT_OK)
 
 
-@app.command()
-def serve(log_dir: str = typer.Argument(..., help="A log dir: every <topic>-<partition> dir is served"),
-          host: str = typer.Option("127.0.0.1", "--host"),
-          port: int = typer.Option(9092, "--port", min=0, max=65535),
-          advertised_host: Optional[str] = typer.Option(None, "--advertised-host"),
-          node_id: int = typer.Option(0, "--node-id", min=0),
-          writable: bool = typer.Option(False, "--writable", help="Accept Produce, transactions and CreateTopics"),
-          auto_create: bool = typer.Option(True, "--auto-create/--no-auto-create",
+@commands.command()
+def serve(log_dir: str = Argument(..., help="A log dir: every <topic>-<partition> dir is served"),
+          host: str = Option("127.0.0.1", "--host"),
+          port: int = Option(9092, "--port", min=0, max=65535),
+          advertised_host: Optional[str] = Option(None, "--advertised-host"),
+          node_id: int = Option(0, "--node-id", min=0),
+          writable: bool = Option(False, "--writable", help="Accept Produce, transactions and CreateTopics"),
+          auto_create: bool = Option(True, "--auto-create/--no-auto-create",
                                            help="With --writable: create a topic a client names (Kafka's auto.create.topics.enable)"),
-          partitions: int = typer.Option(1, "--partitions", min=1, help="Partitions of an auto-created topic (num.partitions)"),
-          state_file: Optional[str] = typer.Option(None, "--state-file",
+          partitions: int = Option(1, "--partitions", min=1, help="Partitions of an auto-created topic (num.partitions)"),
+          state_file: Optional[str] = Option(None, "--state-file",
                                                    help="Where committed group offsets persist (default ~/.local/state/kfx/serve/...)")):
     """Serve log directories to real Kafka clients over the Kafka protocol (read-only unless --writable)."""
     import logging
@@ -636,15 +655,15 @@ def serve(log_dir: str = typer.Argument(..., help="A log dir: every <topic>-<par
     try:
         serve_forever(log_dir, host, port, advertised_host, node_id, state_file, writable, auto_create, partitions)
     except KeyboardInterrupt:
-        raise typer.Exit(EXIT_OK)
+        raise Exit(EXIT_OK)
     except OSError as e:
         _fail(str(e))
 
 
 def main() -> None:
-    from cli.fastpath import run  # a plain command line skips typer's per-parameter pydantic set-up
-    run(app, sys.argv[1:])
-    app()
+    from cli.fastpath import run  # a plain command line runs without typer
+    run(commands, sys.argv[1:])
+    commands.typer()()
 
 
 if __name__ == "__main__":

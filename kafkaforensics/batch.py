@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 import zlib
 
-from crc32c import crc32c
+from .checksums import crc32c
 
 from specs import legacy as L
 from specs import record_batch as R
@@ -20,8 +20,8 @@ from .errors import KafkaFormatError
 
 _HDR = R.HEADER_STRUCT
 _LEG = L.PREFIX_STRUCT
-_I32 = struct.Struct(L.LENGTH.fmtstr)      # a legacy message's key and value length
-_I64 = struct.Struct(L.TIMESTAMP.fmtstr)   # the magic 1 timestamp, and offsets
+_I32 = L.LENGTH.struct      # a legacy message's key and value length
+_I64 = L.TIMESTAMP.struct   # the magic 1 timestamp, and offsets
 _CTRL_KEY = R.CONTROL_KEY_STRUCT        # (version, type): tests/test_specs.py proves the order
 _END_TXN = R.END_TXN_MARKER_STRUCT      # (version, coordinatorEpoch)
 _INT32_MAX = 2**31 - 1

@@ -10,7 +10,7 @@ import struct
 import zlib
 from typing import Iterable, Sequence
 
-from crc32c import crc32c
+from .checksums import crc32c
 
 from specs import legacy as L
 from specs import record_batch as R
@@ -18,8 +18,8 @@ from specs import record_batch as R
 from . import compression
 
 _HDR = R.HEADER_STRUCT
-_TIMESTAMP = struct.Struct(L.TIMESTAMP.fmtstr)
-_LENGTH = struct.Struct(L.LENGTH.fmtstr)
+_TIMESTAMP = L.TIMESTAMP.struct
+_LENGTH = L.LENGTH.struct
 _VARINT_CACHE = {}
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from specs import checkpoints as C
 from specs import record_batch as R
 
-from . import internal_topics, kraft, offset_index, time_index, txn_index
+from . import kraft, offset_index, time_index, txn_index
 from .logdir import CLEAN_SHUTDOWN_FILE, read_clean_shutdown
 from .tiered import REMOTE_INDEX_RE
 from .batch import resolve_legacy_wrapper
@@ -279,6 +279,7 @@ def _print_batch_line(b, out) -> None:
 
 def decode_record(decoder: str, b, r) -> dict:
     """Decode an internal topic's record; problems come back as {"error": ...} so a dump goes on."""
+    from . import internal_topics  # the message schemas: only for a decoder
     try:
         if b.is_control and decoder != "cluster-metadata":  # markers: the metadata log has control records of its own
             return {"control": r.control()}

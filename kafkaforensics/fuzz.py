@@ -71,7 +71,7 @@ def _field_starts(spec) -> tuple[int, ...]:
 
 _V2_FIELDS = _field_starts(R.BatchHeader)
 # offset, size, crc, magic, attrs, (magic 1 timestamp or magic 0 key length), magic 0 value length / magic 1 key length
-_V0_FIELDS = _field_starts(L.EntryPrefix) + (L.KEY_LENGTH_OFFSET[0] + L.LENGTH.sizeof(), L.KEY_LENGTH_OFFSET[1])
+_V0_FIELDS = _field_starts(L.EntryPrefix) + (L.KEY_LENGTH_OFFSET[0] + L.LENGTH.struct.size, L.KEY_LENGTH_OFFSET[1])
 
 
 def _varint_end(buf: bytes, pos: int) -> int:

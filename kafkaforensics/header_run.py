@@ -9,49 +9,19 @@ twice) is left to the scanner's batch-by-batch step.
 """
 from __future__ import annotations
 
-import struct
-
 import numpy as np
-from crc32c import crc32c
 
 from specs import record_batch as R
-from specs.primitives import numpy_dtype
+from specs.layout import numpy_dtype
 
 from .batch import Batch, parse_v2_header
+from .header_list import walk_run  # noqa: F401  (the walk loop both kinds of run share)
 
 #: the 61-byte v2 header as a numpy record, field for field from the spec's struct
 HEADER_DTYPE = numpy_dtype(R.HEADER_STRUCT, R.HEADER_FIELDS)
 assert HEADER_DTYPE.itemsize == R.HEADER_SIZE
-#: baseOffset .. crc: what the walk loop reads of each batch
-_UP_TO_CRC = struct.Struct(">" + R.HEADER_STRUCT.format[1:R.HEADER_FIELDS.index("crc") + 2])
 _INT32_MAX = 2**31 - 1
 _SAFE_OFFSET = 2**62  # base + lastOffsetDelta cannot overflow int64 below this
-
-
-def walk_run(buf, pos: int, end: int, size_limit: int, max_bytes: int,
-             positions: list, bad_crc: list, headers: bytearray, origin: int = 0) -> tuple[int, bool]:
-    """Step over v2 batches of ``buf`` from ``pos`` while each is whole, at least a header long and
-    at most ``size_limit`` (batchLength); stop after ``max_bytes``.  Appends each batch's position
-    plus ``origin`` to ``positions``, its index there to ``bad_crc`` when its CRC-32C does not
-    match, and its 61 header bytes to ``headers``.  Returns where the walk stopped and whether it
-    stopped at a batch it declined (rather than at the end of ``buf`` or of ``max_bytes``)."""
-    append, add_header, unpack, crc_of = positions.append, headers.extend, _UP_TO_CRC.unpack_from, crc32c
-    overhead, header_size, crc_from = R.LOG_OVERHEAD, R.HEADER_SIZE, R.ATTRIBUTES_OFFSET
-    min_size = header_size - overhead
-    bound = min(pos + max_bytes, end - header_size + 1)  # a batch starting before this gets a look
-    while pos < bound:
-        _offset, size, _epoch, magic, crc = unpack(buf, pos)
-        if magic != 2 or not min_size <= size <= size_limit:
-            return pos, True
-        nxt = pos + overhead + size
-        if nxt > end:
-            return pos, False
-        if crc_of(buf[pos + crc_from:nxt]) != crc:
-            bad_crc.append(len(positions))
-        append(pos + origin)
-        add_header(buf[pos:pos + header_size])
-        pos = nxt
-    return pos, False
 
 
 class HeaderRun:

@@ -6,7 +6,11 @@ that tail.
 """
 from __future__ import annotations
 
-from specs.primitives import numpy_dtype
+from specs.layout import numpy_dtype
+
+#: up to this many entries, ``read_entries`` reads an index without numpy (beyond, numpy is faster
+#: than the lists even with its import)
+LIST_ENTRIES = 1 << 16
 
 
 def entry_columns(data: bytes, entry, names) -> tuple[list, int]:
@@ -22,3 +26,21 @@ def entry_columns(data: bytes, entry, names) -> tuple[list, int]:
     tail = np.flatnonzero(zero)
     kept = int(tail[0]) if len(tail) else n
     return [rows[name][:kept].astype(np.int64) for name in names], n - kept
+
+
+def entry_lists(data: bytes, entry, names, limit: int) -> tuple[list, int] | None:
+    """What :func:`entry_columns` gives, as lists of ints read without numpy, or None when more than
+    ``limit`` entries precede the zero tail (numpy reads those faster than its import costs).
+    ``tests/test_verify.py`` proves the two equal."""
+    n = len(data) // entry.size
+    columns = [[] for _ in names]
+    kept = n
+    for i, row in enumerate(entry.iter_unpack(memoryview(data)[:n * entry.size])):
+        if i and not any(row):
+            kept = i
+            break
+        if i >= limit:
+            return None
+        for column, value in zip(columns, row):
+            column.append(value)
+    return columns, n - kept

@@ -16,12 +16,9 @@ import json
 import os
 import re
 
-from specs import kafka_messages as K
 from specs.record_batch import SNAPSHOT_FOOTER, SNAPSHOT_HEADER
 
-from .builder import build_v2, control_record_key
 from .errors import KafkaFormatError, Problem
-from .internal_topics import decode_metadata, decode_metadata_control, encode_metadata
 
 SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 BOOTSTRAP_FILE = "bootstrap.checkpoint"
@@ -46,6 +43,7 @@ def read_snapshot(path: str) -> dict:
     """Read a snapshot or bootstrap checkpoint whole: its id, header, footer, the metadata records by
     type, and the problems found (a missing or misplaced header/footer, a bad CRC, a record that does
     not decode), each located by byte position and offset."""
+    from .internal_topics import decode_metadata, decode_metadata_control  # the schemas: not for naming files
     from .segment import BatchScanner, open_buffer
     out = {"file": path, "snapshotId": None, "header": None, "footer": None, "controlRecords": [],
            "records": 0, "recordTypes": {}, "batches": 0, "problems": []}
@@ -106,7 +104,11 @@ def build_snapshot(records, *, last_contained_timestamp: int, epoch: int = 0, co
     """Snapshot bytes as Kafka's snapshot writer lays them out: header batch, one batch of metadata
     records (``records``: (schema, version, dict)), footer batch; ``control_records``: (control type,
     bytes) written after the header (KRaftVersion, Voters)."""
+    from specs import kafka_messages as K
+
     from .batch import Record
+    from .builder import build_v2, control_record_key
+    from .internal_topics import encode_metadata
     ts = last_contained_timestamp
     header = K.SnapshotHeaderRecord.build({"Version": 0, "LastContainedLogTimestamp": ts}, 0)
     ctl = [(SNAPSHOT_HEADER, header), *control_records]
@@ -131,6 +133,7 @@ def _json_name(name: str) -> str:
 def read_quorum_state(path: str) -> dict:
     """``{"version": data_version, "data": {...}}`` of a quorum-state file, checked against
     QuorumStateData: every field of the version present with its JSON type; clear errors otherwise."""
+    from specs import kafka_messages as K
     with open(path, encoding="utf-8", errors="replace") as f:
         text = f.read()
     try:
@@ -183,6 +186,7 @@ def _from_json(fields, obj, v, path, structs, where="") -> dict:
 
 def quorum_state_json(data: dict, version: int) -> str:
     """A quorum-state file's text, as Kafka's FileQuorumStateStore writes it."""
+    from specs import kafka_messages as K
     from specs.message_schema import _in
     obj = {_json_name(f.name): data.get(f.name, f.default) for f in K.QuorumStateData.fields if _in(f.versions, version)}
     if "currentVoters" in obj and obj["currentVoters"] is not None:

@@ -5,7 +5,7 @@ import bisect
 
 from specs.indexes import OFFSET_ENTRY, OFFSET_FIELDS
 
-from .index_file import entry_columns
+from .index_file import LIST_ENTRIES, entry_columns, entry_lists
 
 ENTRY_SIZE = OFFSET_ENTRY.size
 
@@ -20,8 +20,20 @@ def read_columns(data: bytes, base_offset: int):
     return rel + base_offset, pos, zero_tail
 
 
+def read_lists(data: bytes, base_offset: int, limit: int):
+    """:func:`read_columns` as lists, without numpy; None when more than ``limit`` entries are kept."""
+    got = entry_lists(data, OFFSET_ENTRY, OFFSET_FIELDS, limit)
+    if got is None:
+        return None
+    (rel, pos), zero_tail = got
+    return [r + base_offset for r in rel], pos, zero_tail
+
+
 def read_entries(data: bytes, base_offset: int) -> tuple[list[tuple[int, int]], int]:
     """Parse entries as (absolute offset, position); returns them and the count of zero-tail slots."""
+    got = read_lists(data, base_offset, LIST_ENTRIES)  # a small index: no numpy to import
+    if got is not None:
+        return list(zip(got[0], got[1])), got[2]
     offsets, positions, zero_tail = read_columns(data, base_offset)
     return list(zip(offsets.tolist(), positions.tolist())), zero_tail
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from crc32c import crc32c
+from .checksums import crc32c
 
 from specs import producer_snapshot as S
 from specs import record_batch as R
@@ -102,6 +102,9 @@ class ProducerState:
         (the last; and the first transactional one, which opens its transaction)."""
         if hi <= lo:
             return
+        if isinstance(run.position, list):  # a ListRun (header_list): the same, without numpy
+            self._append_rows(run, lo, hi)
+            return
         import numpy as np  # runs come from numpy columns; a plain read of a snapshot never loads numpy
         pid = run.header["producerId"][lo:hi]
         has = np.flatnonzero(pid >= 0)
@@ -121,6 +124,30 @@ class ProducerState:
                         self.append(run.batch(lo + i))
             for i in has[last].tolist():
                 self.append(run.batch(lo + i))
+
+    def _append_rows(self, run, lo: int, hi: int) -> None:
+        """:meth:`append_run` over a :class:`~.header_list.ListRun`: entries made in log order,
+        each producer's first transactional batch applied in log order, then each one's last batch
+        by producer id (as the numpy way does)."""
+        from .header_list import FIELD
+        pids, attrs = run.columns[FIELD["producerId"]], run.columns[FIELD["attributes"]]
+        last, first_tx = {}, {}
+        if max(pids[lo:hi]) >= 0:  # else no batch of the run has a producer
+            for i in range(lo, hi):
+                pid = pids[i]
+                if pid < 0:
+                    continue
+                if pid not in last and pid not in self.producers:
+                    self.producers[pid] = ProducerEntry(pid)
+                last[pid] = i
+                if attrs[i] & R.TRANSACTIONAL_MASK and pid not in first_tx:
+                    first_tx[pid] = i
+        for i in sorted(first_tx.values()):
+            if self.producers[pids[i]].current_txn_first_offset < 0:
+                self.append(run.batch(i))
+        for pid in sorted(last):
+            self.append(run.batch(last[pid]))
+        self.map_end_offset = run.last_offset[hi - 1] + 1
 
     def _next_incomplete_other(self, pid: int, default: int) -> int:
         """Kafka's lastStableOffset(completedTxn): first offset of another producer's open txn."""

@@ -66,7 +66,7 @@ def _plausible_v2(b) -> bool:
 def _legacy_lengths_fit(buf, pos: int, size: int, magic: int) -> bool:
     """A legacy message's key and value lengths must account for its size exactly."""
     p = pos + L.KEY_LENGTH_OFFSET[magic]
-    n, end = L.LENGTH.sizeof(), pos + L.LOG_OVERHEAD + size
+    n, end = L.LENGTH.struct.size, pos + L.LOG_OVERHEAD + size
     klen = int.from_bytes(buf[p:p + n], "big", signed=True)
     if klen < -1 or p + n + max(klen, 0) + n > end:
         return False

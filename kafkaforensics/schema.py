@@ -1,24 +1,23 @@
 """The row model of batches, records and anomalies, derived from the specs.
 
 One table of columns drives ``kfx dump --format json`` (key names and order), the Spark data
-source's schema (types from the construct field of each column) and the Parquet outputs.  A column
+source's schema (types from the spec field of each column) and the Parquet outputs.  A column
 either mirrors a spec field (its type comes from that field) or is derived (its type is stated once
 here, next to how it is derived).
 """
 from __future__ import annotations
 
-import construct as c
-
 from specs import record_batch as R
 
-_SPEC = {sc.name: sc.subcon for sc in R.BatchHeader.subcons}
+#: the batch header's fields and their struct codes (the layout R.BatchHeader is made from)
+_SPEC = dict(R.BATCH_HEADER.fields)
 
-#: construct fixed-width formats -> Spark SQL types (unsigned 32-bit needs bigint)
+#: fixed-width struct codes -> Spark SQL types (unsigned 32-bit needs bigint)
 _SPARK = {"q": "bigint", "l": "int", "i": "int", "h": "smallint", "b": "tinyint", "L": "bigint", "I": "bigint"}
 
 
-def _spark_type(field: c.Construct) -> str:
-    return _SPARK[field.fmtstr[-1]]
+def _spark_type(code: str) -> str:
+    return _SPARK[code]
 
 
 # (column, spec field name or Spark type of a derived column)

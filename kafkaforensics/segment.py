@@ -125,7 +125,7 @@ class BatchScanner:
             yield batch
             pos += batch.size
 
-    def iter_runs(self, fd: int | None = None, window: int | None = None):
+    def iter_runs(self, fd: int | None = None, window: int | None = None, lists: bool = False):
         """The same walk, but stretches of v2 batches come as :class:`~.header_run.HeaderRun`
         columns (CRCs checked on the way) and only what the run walk declines comes as a Batch.
 
@@ -133,9 +133,12 @@ class BatchScanner:
         read with ``preadv``: the CRCs then run over bytes the copy left in the CPU cache, not over
         mapped pages touched for the first time; a batch larger than the window is left to the
         batch-by-batch step.  ``tests/test_verify.py`` proves verify over runs equal to verify
-        batch by batch.
+        batch by batch.  With ``lists`` the runs are :class:`~.header_list.ListRun` (no numpy).
         """
-        from .header_run import HeaderRun, walk_run
+        if lists:
+            from .header_list import ListRun as Run, walk_rows as walk_run
+        else:
+            from .header_run import HeaderRun as Run, walk_run
         buf, end = self.buf, self.end
         limit = _INT64_MAX if self.max_batch_bytes is None else self.max_batch_bytes - L.LOG_OVERHEAD
         window = window or RUN_WINDOW
@@ -146,7 +149,7 @@ class BatchScanner:
             return
         while True:
             released = self._release(pos, released)
-            positions, bad_crc, headers = [], [], bytearray()
+            positions, bad_crc, headers = [], [], ([] if lists else bytearray())
             run_end = min(end, pos + RUN_BYTES)
             declined = False
             while pos < run_end and not declined:
@@ -161,7 +164,7 @@ class BatchScanner:
                 pos = nxt
             full = pos >= run_end and run_end < end
             if positions:
-                run = HeaderRun(buf, positions, bad_crc, bytes(headers), self.file)
+                run = Run(buf, positions, bad_crc, headers if lists else bytes(headers), self.file)
                 k = run.accepted(self.base_offset)
                 if k:
                     self.valid_bytes = int(run.position[k - 1] + run.size[k - 1])

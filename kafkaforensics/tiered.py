@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 
 from .errors import KafkaFormatError
-from .internal_topics import decode_remote_log_metadata
 from .partition import find_partitions
 from .segment import BatchScanner, open_buffer
 
@@ -27,6 +26,7 @@ PARTITION_STATES = {0: "DELETE_PARTITION_MARKED", 1: "DELETE_PARTITION_STARTED",
 def remote_segments(log_dir: str) -> dict[tuple[str, int], dict]:
     """(topic, partition) -> {"segments": [...by start offset], "deleteState": str | None}, replayed
     from every ``__remote_log_metadata-N`` partition of ``log_dir``."""
+    from .internal_topics import decode_remote_log_metadata  # here: verify/dump of a segment never load the message schemas
     segs: dict[str, dict] = {}
     parts: dict[tuple[str, int], dict] = {}
 

@@ -5,7 +5,7 @@ import bisect
 
 from specs.indexes import TIME_ENTRY, TIME_FIELDS
 
-from .index_file import entry_columns
+from .index_file import LIST_ENTRIES, entry_columns, entry_lists
 
 ENTRY_SIZE = TIME_ENTRY.size
 
@@ -16,8 +16,20 @@ def read_columns(data: bytes, base_offset: int):
     return ts, rel + base_offset, zero_tail
 
 
+def read_lists(data: bytes, base_offset: int, limit: int):
+    """:func:`read_columns` as lists, without numpy; None when more than ``limit`` entries are kept."""
+    got = entry_lists(data, TIME_ENTRY, TIME_FIELDS, limit)
+    if got is None:
+        return None
+    (ts, rel), zero_tail = got
+    return ts, [r + base_offset for r in rel], zero_tail
+
+
 def read_entries(data: bytes, base_offset: int) -> tuple[list[tuple[int, int]], int]:
     """Parse entries as (timestamp, absolute offset) and count the zero-tail slots."""
+    got = read_lists(data, base_offset, LIST_ENTRIES)  # a small index: no numpy to import
+    if got is not None:
+        return list(zip(got[0], got[1])), got[2]
     ts, offsets, zero_tail = read_columns(data, base_offset)
     return list(zip(ts.tolist(), offsets.tolist())), zero_tail
 

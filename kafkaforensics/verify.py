@@ -2,25 +2,27 @@
 
 One streaming pass per segment (constant memory in the log's size: only the sparse index entries
 are held), checking every batch's framing and CRC, offset order, and each index entry against the
-batch it names.  v2 batches are checked a run at a time on numpy header columns
-(:meth:`.segment.BatchScanner.iter_runs`); anything else batch by batch, with the same checks.  Everything found is a located :class:`Problem`; ``notes`` hold the conditions a
+batch it names.  v2 batches of segments above :data:`SMALL_SEGMENT_BYTES` are checked a run of
+headers at a time (:meth:`.segment.BatchScanner.iter_runs`), anything else batch by batch, with
+the same checks.  Index entries are read as lists and runs are lists of header tuples (no numpy:
+its import costs a whole process more than the checks it would vectorise), unless an index has
+more than :data:`LIST_INDEX_ENTRIES` entries (or :data:`NUMPY_RUNS` is set): then the indexes are
+numpy columns and the runs numpy header columns.  Everything found is a located :class:`Problem`; ``notes`` hold the conditions a
 live broker leaves behind normally (the active segment's preallocated zero index tail).
 """
 from __future__ import annotations
 
 import bisect
 import os
+from operator import le
 from dataclasses import dataclass, field
-
-import numpy as np
 
 from specs import checkpoints as C
 from specs import record_batch as R
 
 from . import offset_index, time_index, txn_index
-from .batch import resolve_legacy_wrapper
+from .batch import Batch, resolve_legacy_wrapper
 from .errors import KafkaFormatError, Problem
-from .header_run import HeaderRun
 from .logdir import (CLEAN_SHUTDOWN_FILE, METADATA_PARTITION, check_log_dirs, check_topic_ids, metadata_topic_ids,
                      read_clean_shutdown, read_meta_properties)
 from .partition import (INDEX, LOG, TIMEINDEX, TXNINDEX, PartitionDir, SegmentFiles, find_partitions,
@@ -144,6 +146,15 @@ def _verify_identity(dirs, rep: VerifyReport) -> None:
         ids = metadata_topic_ids(meta)
         for d in dirs:
             rep.problems.extend(check_topic_ids(d, ids))
+
+
+#: a segment whose .log is at most this big is walked batch by batch; a larger one in header runs
+SMALL_SEGMENT_BYTES = 1 << 20
+#: index entries are read as lists up to this many (beyond: numpy columns, and numpy runs)
+LIST_INDEX_ENTRIES = 1 << 20
+#: True: large segments over numpy columns whatever their indexes (``tests/test_verify.py`` proves
+#: every way - batch by batch, list runs, numpy runs - gives the same report)
+NUMPY_RUNS = False
 
 
 def _verify_file(path: str, rep: VerifyReport, progress, max_batch_bytes) -> None:
@@ -278,12 +289,13 @@ def verify_segment(seg: SegmentFiles, rep: VerifyReport, state: ProducerState, *
     idx_path, tidx_path, txn_path = seg.existing(INDEX), seg.existing(TIMEINDEX), seg.existing(TXNINDEX)
     offsets = times = None
     aborted = []
+    lists = not NUMPY_RUNS or os.path.getsize(log) <= SMALL_SEGMENT_BYTES
     if idx_path:
         rep.files += 1
-        offsets = _read_index(idx_path, offset_index, base, active, rep)
+        offsets = _read_index(idx_path, offset_index, base, active, rep, lists)
     if tidx_path:
         rep.files += 1
-        times = _read_index(tidx_path, time_index, base, active, rep)
+        times = _read_index(tidx_path, time_index, base, active, rep, lists)
     if txn_path:
         rep.files += 1
         try:
@@ -302,13 +314,15 @@ def verify_segment(seg: SegmentFiles, rep: VerifyReport, state: ProducerState, *
     return summary
 
 
-def _read_index(path, module, base, active, rep: VerifyReport):
+def _read_index(path, module, base, active, rep: VerifyReport, lists: bool = False):
+    """The index's entries as columns: lists (up to LIST_INDEX_ENTRIES entries), else numpy arrays."""
     with open(path, "rb") as f:
         data = f.read()
     if len(data) % module.ENTRY_SIZE:
         rep.add(path, len(data) - len(data) % module.ENTRY_SIZE, None, "index-size",
                 f"size {len(data)} is not a multiple of the {module.ENTRY_SIZE}-byte entry")
-    *columns, zero_tail = module.read_columns(data, base)
+    got = module.read_lists(data, base, LIST_INDEX_ENTRIES) if lists else None
+    *columns, zero_tail = got if got is not None else module.read_columns(data, base)
     if zero_tail:
         where = (len(data) // module.ENTRY_SIZE - zero_tail) * module.ENTRY_SIZE
         if active:
@@ -332,12 +346,17 @@ def _scan(buf, log, base, rep: VerifyReport, state, offsets, times, progress, ma
     """
     scan = _SegmentScan(log, base, rep, state, offsets, times, progress)
     scanner = BatchScanner(buf, file=log, base_offset=base, max_batch_bytes=max_batch_bytes)
+    if not WALK_RUNS or len(buf) <= SMALL_SEGMENT_BYTES:
+        for b in scanner:
+            scan.batch(b)
+        return scan.finish(scanner, len(buf))
+    run = scan.run_list if scan.lists else scan.run
     with open(log, "rb", buffering=0) as f:
-        for item in (scanner.iter_runs(f.fileno()) if WALK_RUNS else scanner):
-            if isinstance(item, HeaderRun):
-                scan.run(item)
-            else:
+        for item in scanner.iter_runs(f.fileno(), lists=scan.lists):
+            if isinstance(item, Batch):
                 scan.batch(item)
+            else:
+                run(item)
     return scan.finish(scanner, len(buf))
 
 
@@ -347,8 +366,16 @@ class _SegmentScan:
     def __init__(self, log, base, rep: VerifyReport, state, offsets, times, progress):
         self.log, self.base, self.rep, self.state, self.offsets, self.times = log, base, rep, state, offsets, times
         self.progress = progress
-        self.index = _OffsetIndexCheck(*offsets) if offsets is not None and len(offsets[0]) else None
-        self.time_index = _TimeIndexCheck(*times) if times is not None and len(times[0]) else None
+        self.lists = lists = ((offsets is None or isinstance(offsets[0], list))
+                              and (times is None or isinstance(times[0], list)))
+        offset_check, time_check = (_OffsetIndexList, _TimeIndexList) if lists else (_OffsetIndexCheck, _TimeIndexCheck)
+        if not lists:  # one index was too long for lists: both go to numpy
+            import numpy as np
+            offsets, times = ([np.asarray(c, dtype=np.int64) for c in cols] if cols is not None else None
+                              for cols in (offsets, times))
+            self.offsets = offsets
+        self.index = offset_check(*offsets) if offsets is not None and len(offsets[0]) else None
+        self.time_index = time_check(*times) if times is not None and len(times[0]) else None
         self.prev_last = self.first = self.next = None
         self.max_ts = -1
         self.batches = 0
@@ -391,6 +418,7 @@ class _SegmentScan:
 
     def run(self, r: HeaderRun) -> None:
         """The same checks as :meth:`batch` over every batch of ``r``, problems in the same order."""
+        import numpy as np
         rep, log, n = self.rep, self.log, len(r)
         self.batches += n
         pos, base, last = r.position, r.base_offset, r.last_offset
@@ -426,6 +454,53 @@ class _SegmentScan:
         found.sort(key=lambda t: t[0])  # stable: a batch's problems keep their order
         rep.problems += [p for _, p in found]
         self._progress(int(r.size.sum()))
+
+    def run_list(self, r) -> None:
+        """:meth:`run` over a :class:`~.header_list.ListRun` (index checks over lists)."""
+        from .header_list import FIELD
+        rep, log, n = self.rep, self.log, len(r)
+        self.batches += n
+        pos, base, last, cols = r.position, r.base_offset, r.last_offset, r.columns
+        crcs, max_ts, attrs = cols[FIELD["crc"]], cols[FIELD["maxTimestamp"]], cols[FIELD["attributes"]]
+        found = []  # (batch index, problem), sorted into batch order at the end
+        if not all(r.crc_ok):
+            for i, ok in enumerate(r.crc_ok):
+                if not ok:
+                    found.append((i, Problem(log, pos[i], base[i], "crc-mismatch",
+                                             f"stored CRC {crcs[i]} does not match the batch")))
+        if self.prev_last is not None and base[0] <= self.prev_last:  # the first one against the last run
+            found.append((0, Problem(log, pos[0], base[0], "offset-order",
+                                     f"batch starts at {base[0]} but the previous batch ended at {self.prev_last}")))
+        if any(map(le, base[1:], last)):
+            for i in range(1, n):
+                if base[i] <= last[i - 1]:
+                    found.append((i, Problem(log, pos[i], base[i], "offset-order",
+                                             f"batch starts at {base[i]} but the previous batch ended at {last[i - 1]}")))
+        if self.first is None:
+            found += self._problems_of_batch(0, self._first, pos[0], base[0])
+        self.prev_last = last[-1]
+        self.next = self.prev_last + 1
+        self.max_ts = max(self.max_ts, max(max_ts))
+        if self.index is not None:
+            one = self.index.one
+            for i in range(n):
+                want = one(pos[i])
+                if want is not None and base[i] > want:
+                    found += self._problems_of_batch(i, self._index_entry, pos[i], base[i], want)
+        if self.time_index is not None:
+            one = self.time_index.one
+            for i in range(n):
+                one(base[i], last[i], max_ts[i])
+        controls = [i for i, a in enumerate(attrs) if a & R.CONTROL_MASK] if max(attrs) & ~0x1F or min(attrs) < 0 else []
+        lo = 0
+        for c in controls:
+            self.state.append_run(r, lo, c)
+            found += self._problems_of_batch(c, self._control, r.batch(c))
+            lo = c + 1
+        self.state.append_run(r, lo, n)
+        found.sort(key=lambda t: t[0])  # stable: a batch's problems keep their order
+        rep.problems += [p for _, p in found]
+        self._progress(sum(r.size))
 
     def _problems_of_batch(self, i: int, check, *args) -> list:
         """Run a per-batch check for the ``i``-th batch of a run; its problems come back as
@@ -486,10 +561,9 @@ class _SegmentScan:
                 else:
                     rep.add(log, pos, off, "index-mismatch", f"offset index entry {off} points at byte {pos}, not a batch boundary")
             if nxt is not None:
-                offs, poss = offsets
-                for k in np.flatnonzero((poss < valid) & (offs >= nxt)).tolist():
-                    rep.add(log, int(poss[k]), int(offs[k]), "index-mismatch",
-                            f"offset index entry {int(offs[k])} is past the segment's last offset {nxt - 1}")
+                for off, pos in self.index.past(offsets, valid, nxt):
+                    rep.add(log, pos, off, "index-mismatch",
+                            f"offset index entry {off} is past the segment's last offset {nxt - 1}")
         if self.time_index is not None:
             self.time_index.report(log, rep)
         return {"valid_bytes": scanner.valid_bytes, "batches": self.batches, "first": self.first, "next": nxt,
@@ -501,6 +575,7 @@ class _OffsetIndexCheck:
     of entries sharing a position the last one counts."""
 
     def __init__(self, offsets, positions):
+        import numpy as np
         order = np.argsort(positions, kind="stable")
         p = positions[order]
         last = np.append(p[1:] != p[:-1], True)
@@ -520,6 +595,7 @@ class _OffsetIndexCheck:
 
     def run(self, positions):
         """The indices into ``positions`` that have an entry, and those entries' offsets."""
+        import numpy as np
         j = np.minimum(np.searchsorted(self.keys, positions), len(self.keys) - 1)
         hit = np.flatnonzero((self.keys[j] == positions) & ~self.matched[j])
         self.matched[j[hit]] = True
@@ -530,6 +606,15 @@ class _OffsetIndexCheck:
         rest = ~self.matched
         return zip(self.keys[rest].tolist(), self.wants[rest].tolist())
 
+    @staticmethod
+    def past(columns, valid: int, next_offset: int):
+        """(offset, position) of the entries, in file order, inside the valid log but at or past
+        ``next_offset``."""
+        import numpy as np
+        offs, poss = columns
+        k = np.flatnonzero((poss < valid) & (offs >= next_offset))
+        return zip(offs[k].tolist(), poss[k].tolist())
+
 
 class _TimeIndexCheck:
     """A segment's time index entries, each matched with the batch that holds its offset: entries
@@ -537,6 +622,7 @@ class _TimeIndexCheck:
     them, and count as seen when that batch starts at or before the offset."""
 
     def __init__(self, timestamps, offsets):
+        import numpy as np
         self.timestamps, self.offsets = timestamps, offsets
         self.order = np.lexsort((timestamps, offsets))
         self.sorted = offsets[self.order]
@@ -556,6 +642,7 @@ class _TimeIndexCheck:
         self.next = k
 
     def run(self, base, last, max_ts) -> None:
+        import numpy as np
         k = self.next
         if k >= len(self.sorted):
             return
@@ -569,6 +656,7 @@ class _TimeIndexCheck:
         self.next = end
 
     def report(self, log, rep: VerifyReport) -> None:
+        import numpy as np
         n = len(self.offsets)
         seen, value = np.empty(n, dtype=bool), np.empty(n, dtype=np.int64)
         seen[self.order], value[self.order] = self.seen, self.value
@@ -583,6 +671,71 @@ class _TimeIndexCheck:
                 rep.add(log, None, off, "timeindex-mismatch", f"time index says {t} but the batch's max timestamp is {int(value[k])}")
             if order_bad[k]:
                 rep.add(log, None, off, "timeindex-order", f"timestamp {t} does not increase past {int(ts[k - 1])}")
+
+
+class _OffsetIndexList:
+    """:class:`_OffsetIndexCheck` over lists, for a small segment walked batch by batch (no numpy)."""
+
+    def __init__(self, offsets, positions):
+        last = {}
+        for off, pos in zip(offsets, positions):
+            last[pos] = off  # of entries sharing a position the last one counts
+        self.keys = sorted(last)
+        self.wants = [last[p] for p in self.keys]
+        self.matched = [False] * len(self.keys)
+
+    def one(self, position: int) -> int | None:
+        j = bisect.bisect_left(self.keys, position)
+        if j < len(self.keys) and self.keys[j] == position and not self.matched[j]:
+            self.matched[j] = True
+            return self.wants[j]
+        return None
+
+    def unmatched(self):
+        return [(p, w) for p, w, m in zip(self.keys, self.wants, self.matched) if not m]
+
+    @staticmethod
+    def past(columns, valid: int, next_offset: int):
+        offs, poss = columns
+        return [(off, pos) for off, pos in zip(offs, poss) if pos < valid and off >= next_offset]
+
+
+class _TimeIndexList:
+    """:class:`_TimeIndexCheck` over lists, for a small segment walked batch by batch (no numpy)."""
+
+    def __init__(self, timestamps, offsets):
+        self.timestamps, self.offsets = timestamps, offsets
+        self.order = sorted(range(len(offsets)), key=lambda k: (offsets[k], timestamps[k]))  # stable, as lexsort
+        self.sorted = [offsets[k] for k in self.order]
+        self.seen = [False] * len(offsets)  # by sorted position
+        self.value = [0] * len(offsets)
+        self.next = 0
+
+    def one(self, base: int, last: int, max_ts: int) -> None:
+        q, k = self.sorted, self.next
+        while k < len(q) and q[k] <= last:
+            if q[k] >= base:
+                self.seen[k], self.value[k] = True, max_ts
+            k += 1
+        self.next = k
+
+    def report(self, log, rep: VerifyReport) -> None:
+        n = len(self.offsets)
+        seen, value = [False] * n, [0] * n
+        for j, k in enumerate(self.order):
+            seen[k], value[k] = self.seen[j], self.value[j]
+        ts = self.timestamps
+        for k in range(n):
+            t, off = ts[k], self.offsets[k]
+            order_bad = k > 0 and t <= ts[k - 1]
+            if not (not seen[k] or value[k] != t or order_bad):
+                continue
+            if not seen[k]:
+                rep.add(log, None, off, "timeindex-mismatch", f"time index entry ({t}, {off}) names an offset no batch holds")
+            elif value[k] != t:
+                rep.add(log, None, off, "timeindex-mismatch", f"time index says {t} but the batch's max timestamp is {value[k]}")
+            if order_bad:
+                rep.add(log, None, off, "timeindex-order", f"timestamp {t} does not increase past {ts[k - 1]}")
 
 
 def _compare_aborted(stored, found, markers, path, rep: VerifyReport) -> None:

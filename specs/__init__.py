@@ -13,6 +13,8 @@ Each module holds one family of formats and can both parse and build it:
 
 ``specs`` imports nothing from the library; the library reads its layouts, offsets and masks from here.
 
-The library's fast paths derive their layouts from these specs (see ``specs.primitives.struct_of``)
-and are tested equal to them.
+Fixed-width layouts are declared once as :class:`specs.layout.Layout` tables, from which both the
+fast paths' ``struct.Struct`` and the construct spec are made; the construct specs are built on
+first use (``specs.layout.lazy_specs``), so the fast paths never import construct. The fast paths
+are tested equal to the specs.
 """

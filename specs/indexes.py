@@ -7,25 +7,34 @@
 """
 from __future__ import annotations
 
-import construct as c
+from .layout import Layout, lazy_specs
 
-from .primitives import struct_of
-
-OffsetIndexEntry = c.Struct("relativeOffset" / c.Int32sb, "position" / c.Int32sb)
-TimeIndexEntry = c.Struct("timestamp" / c.Int64sb, "relativeOffset" / c.Int32sb)
-AbortedTxnEntry = c.Struct(
-    "version" / c.Int16sb,
-    "producerId" / c.Int64sb,
-    "firstOffset" / c.Int64sb,
-    "lastOffset" / c.Int64sb,
-    "lastStableOffset" / c.Int64sb,
+OFFSET_ENTRY_LAYOUT = Layout(("relativeOffset", "l"), ("position", "l"))
+TIME_ENTRY_LAYOUT = Layout(("timestamp", "q"), ("relativeOffset", "l"))
+TXN_ENTRY_LAYOUT = Layout(
+    ("version", "h"),
+    ("producerId", "q"),
+    ("firstOffset", "q"),
+    ("lastOffset", "q"),
+    ("lastStableOffset", "q"),
 )
 TXN_INDEX_VERSION = 0
 
-OffsetIndexFile = c.GreedyRange(OffsetIndexEntry)
-TimeIndexFile = c.GreedyRange(TimeIndexEntry)
-TxnIndexFile = c.GreedyRange(AbortedTxnEntry)
+OFFSET_ENTRY, OFFSET_FIELDS = OFFSET_ENTRY_LAYOUT.struct, OFFSET_ENTRY_LAYOUT.names
+TIME_ENTRY, TIME_FIELDS = TIME_ENTRY_LAYOUT.struct, TIME_ENTRY_LAYOUT.names
+TXN_ENTRY, TXN_FIELDS = TXN_ENTRY_LAYOUT.struct, TXN_ENTRY_LAYOUT.names
 
-OFFSET_ENTRY, OFFSET_FIELDS = struct_of(OffsetIndexEntry)
-TIME_ENTRY, TIME_FIELDS = struct_of(TimeIndexEntry)
-TXN_ENTRY, TXN_FIELDS = struct_of(AbortedTxnEntry)
+
+def _specs() -> dict:
+    """The construct specs, made on first use (``I.OffsetIndexFile`` ...): see :func:`.layout.lazy_specs`."""
+    import construct as c
+
+    OffsetIndexEntry = OFFSET_ENTRY_LAYOUT.spec()
+    TimeIndexEntry = TIME_ENTRY_LAYOUT.spec()
+    AbortedTxnEntry = TXN_ENTRY_LAYOUT.spec()
+    return {"OffsetIndexEntry": OffsetIndexEntry, "TimeIndexEntry": TimeIndexEntry, "AbortedTxnEntry": AbortedTxnEntry,
+            "OffsetIndexFile": c.GreedyRange(OffsetIndexEntry), "TimeIndexFile": c.GreedyRange(TimeIndexEntry),
+            "TxnIndexFile": c.GreedyRange(AbortedTxnEntry)}
+
+
+__getattr__ = lazy_specs(globals(), _specs)

@@ -9,71 +9,76 @@ from __future__ import annotations
 
 import zlib
 
-import construct as c
-
 from .codecs import CODEC_NAMES
-from .primitives import CrcSealed, KafkaCompressed, NullableBytes, bit_mask, field_offset, struct_of
+from .layout import Bits, Layout, lazy_specs
 
-#: The fixed prefix of an entry up to the attributes (what a shallow walk reads).
-EntryPrefix = c.Struct(
-    "offset" / c.Int64sb,
-    "size" / c.Int32sb,
-    "crc" / c.Int32ub,
-    "magic" / c.Int8sb,
-    "attributes" / c.Int8sb,
+#: The fixed prefix of an entry up to the attributes (what a shallow walk reads; ``EntryPrefix``).
+ENTRY_PREFIX = Layout(
+    ("offset", "q"),
+    ("size", "l"),
+    ("crc", "L"),
+    ("magic", "b"),
+    ("attributes", "b"),
 )
-PREFIX_STRUCT, PREFIX_FIELDS = struct_of(EntryPrefix)
-TIMESTAMP = c.Int64sb     # magic 1 only, right after the attributes
-LENGTH = c.Int32sb        # the key's and the value's length prefix (-1: null)
+PREFIX_STRUCT, PREFIX_FIELDS = ENTRY_PREFIX.struct, ENTRY_PREFIX.names
+TIMESTAMP = Layout(("timestamp", "q"))     # magic 1 only, right after the attributes
+LENGTH = Layout(("length", "l"))           # the key's and the value's length prefix (-1: null)
 
-#: The attributes int8 (bits 0-2 the codec, bit 3 the timestamp type in magic 1).
-MessageAttributes = c.BitStruct(
-    "unused" / c.BitsInteger(4),
-    "timestampType" / c.Enum(c.Bit, CreateTime=0, LogAppendTime=1),
-    "compression" / c.Enum(c.BitsInteger(3), **{name: i for i, name in enumerate(CODEC_NAMES)}),
-)
-COMPRESSION_MASK = bit_mask(MessageAttributes, "compression")
-TIMESTAMP_TYPE_MASK = bit_mask(MessageAttributes, "timestampType")
+#: The attributes int8 (bits 0-2 the codec, bit 3 the timestamp type in magic 1; ``MessageAttributes``).
+MESSAGE_ATTRIBUTES = Bits(8, ("compression", 3, CODEC_NAMES), ("timestampType", 1, ("CreateTime", "LogAppendTime")))
+COMPRESSION_MASK = MESSAGE_ATTRIBUTES.mask("compression")
+TIMESTAMP_TYPE_MASK = MESSAGE_ATTRIBUTES.mask("timestampType")
 
 #: Byte offsets within a log entry, from the fields above (Kafka's LegacyRecord / Records constants).
-LOG_OVERHEAD = field_offset(EntryPrefix, "crc")                # offset + size, 12
-SIZE_OFFSET = field_offset(EntryPrefix, "size")                # 8
-CRC_OFFSET = LOG_OVERHEAD                                      # the CRC covers magic..end
-MAGIC_OFFSET = field_offset(EntryPrefix, "magic")              # 16
-ATTRIBUTES_OFFSET = field_offset(EntryPrefix, "attributes")    # 17
-TIMESTAMP_OFFSET = EntryPrefix.sizeof()                        # 18 (magic 1)
-KEY_LENGTH_OFFSET = (TIMESTAMP_OFFSET, TIMESTAMP_OFFSET + TIMESTAMP.sizeof())   # by magic: 18, 26
-RECORD_OVERHEAD_V0 = KEY_LENGTH_OFFSET[0] - LOG_OVERHEAD + 2 * LENGTH.sizeof()  # crc..value length, 14
-RECORD_OVERHEAD_V1 = KEY_LENGTH_OFFSET[1] - LOG_OVERHEAD + 2 * LENGTH.sizeof()  # + timestamp, 22
+LOG_OVERHEAD = ENTRY_PREFIX.offset("crc")                  # offset + size, 12
+SIZE_OFFSET = ENTRY_PREFIX.offset("size")                  # 8
+CRC_OFFSET = LOG_OVERHEAD                                  # the CRC covers magic..end
+MAGIC_OFFSET = ENTRY_PREFIX.offset("magic")                # 16
+ATTRIBUTES_OFFSET = ENTRY_PREFIX.offset("attributes")      # 17
+TIMESTAMP_OFFSET = ENTRY_PREFIX.struct.size                # 18 (magic 1)
+KEY_LENGTH_OFFSET = (TIMESTAMP_OFFSET, TIMESTAMP_OFFSET + TIMESTAMP.struct.size)      # by magic: 18, 26
+RECORD_OVERHEAD_V0 = KEY_LENGTH_OFFSET[0] - LOG_OVERHEAD + 2 * LENGTH.struct.size    # crc..value length, 14
+RECORD_OVERHEAD_V1 = KEY_LENGTH_OFFSET[1] - LOG_OVERHEAD + 2 * LENGTH.struct.size    # + timestamp, 22
 
 
 def _crc32(data: bytes) -> int:
     return zlib.crc32(data) & 0xFFFFFFFF
 
 
-_MessageBody = c.Struct(
-    "magic" / c.Int8sb,
-    "attributes" / c.Int8sb,
-    "timestamp" / c.If(c.this.magic >= 1, TIMESTAMP),
-    "key" / NullableBytes(LENGTH),
-    # a wrapper's value is a compressed inner message set; anything else is plain bytes
-    "value" / c.IfThenElse(
-        c.this.attributes & COMPRESSION_MASK != 0,
-        c.Prefixed(LENGTH, KafkaCompressed(
-            c.GreedyRange(c.LazyBound(lambda: LogEntry)),
-            codec=lambda ctx: ctx.attributes & COMPRESSION_MASK,
-            magic=lambda ctx: ctx.magic,
-        )),
-        NullableBytes(LENGTH),
-    ),
-)
+def _specs() -> dict:
+    """The construct specs, made on first use (``L.MessageSet`` ...): see :func:`.layout.lazy_specs`."""
+    import construct as c
 
-Message = CrcSealed(c.Int32ub, _crc32, _MessageBody)
+    from .primitives import CrcSealed, KafkaCompressed, NullableBytes
 
-#: One log entry of a legacy message set.
-LogEntry = c.Struct(
-    "offset" / c.Int64sb,
-    "message" / c.Prefixed(c.Int32sb, Message),
-)
+    _MessageBody = c.Struct(
+        "magic" / c.Int8sb,
+        "attributes" / c.Int8sb,
+        "timestamp" / c.If(c.this.magic >= 1, c.Int64sb),
+        "key" / NullableBytes(c.Int32sb),
+        # a wrapper's value is a compressed inner message set; anything else is plain bytes
+        "value" / c.IfThenElse(
+            c.this.attributes & COMPRESSION_MASK != 0,
+            c.Prefixed(c.Int32sb, KafkaCompressed(
+                c.GreedyRange(c.LazyBound(lambda: LogEntry)),
+                codec=lambda ctx: ctx.attributes & COMPRESSION_MASK,
+                magic=lambda ctx: ctx.magic,
+            )),
+            NullableBytes(c.Int32sb),
+        ),
+    )
 
-MessageSet = c.GreedyRange(LogEntry)
+    Message = CrcSealed(c.Int32ub, _crc32, _MessageBody)
+
+    #: One log entry of a legacy message set.
+    LogEntry = c.Struct(
+        "offset" / c.Int64sb,
+        "message" / c.Prefixed(c.Int32sb, Message),
+    )
+
+    MessageSet = c.GreedyRange(LogEntry)
+    return {"EntryPrefix": ENTRY_PREFIX.spec(), "MessageAttributes": MESSAGE_ATTRIBUTES.spec(), "_MessageBody": _MessageBody, "Message": Message,
+            "LogEntry": LogEntry, "MessageSet": MessageSet}
+
+
+__getattr__ = lazy_specs(globals(), _specs)

@@ -167,14 +167,7 @@ def struct_of(spec: c.Struct) -> tuple[struct.Struct, tuple[str, ...]]:
     return struct.Struct(fmt), tuple(names)
 
 
-_NUMPY_CODES = {"q": "i8", "Q": "u8", "l": "i4", "L": "u4", "i": "i4", "I": "u4", "h": "i2", "H": "u2",
-                "b": "i1", "B": "u1"}
-
-
-def numpy_dtype(st: struct.Struct, names) -> "numpy.dtype":
-    """The numpy record type of a :func:`struct_of` struct (big-endian, unpadded), for columns."""
-    import numpy as np
-    return np.dtype([(name, ">" + _NUMPY_CODES[code]) for name, code in zip(names, st.format[1:])])
+from .layout import numpy_dtype  # noqa: E402,F401  (where it lived before: the layouts' numpy record type)
 
 
 def parse(spec: c.Construct, data: bytes, *, file: str | None = None):

@@ -5,38 +5,46 @@ entries.
 """
 from __future__ import annotations
 
-import construct as c
-from crc32c import crc32c
-
-from .primitives import CrcSealed, field_offset, struct_of
+from .layout import Layout, lazy_specs
 
 VERSION = 1
 
-ProducerEntry = c.Struct(
-    "producerId" / c.Int64sb,
-    "epoch" / c.Int16sb,
-    "lastSequence" / c.Int32sb,
-    "lastOffset" / c.Int64sb,
-    "offsetDelta" / c.Int32sb,
-    "timestamp" / c.Int64sb,
-    "coordinatorEpoch" / c.Int32sb,
-    "currentTxnFirstOffset" / c.Int64sb,
+PRODUCER_ENTRY = Layout(
+    ("producerId", "q"),
+    ("epoch", "h"),
+    ("lastSequence", "l"),
+    ("lastOffset", "q"),
+    ("offsetDelta", "l"),
+    ("timestamp", "q"),
+    ("coordinatorEpoch", "l"),
+    ("currentTxnFirstOffset", "q"),
 )
-ENTRY_STRUCT, ENTRY_FIELDS = struct_of(ProducerEntry)
+ENTRY_STRUCT, ENTRY_FIELDS = PRODUCER_ENTRY.struct, PRODUCER_ENTRY.names
 
 #: The fixed part before the entries: version, the CRC-32C of what follows it, the entry count.
-SnapshotHeader = c.Struct(
-    "version" / c.Int16sb,
-    "crc" / c.Int32ub,
-    "count" / c.Int32sb,
-)
-HEADER_STRUCT, HEADER_FIELDS = struct_of(SnapshotHeader)
-CRC_OFFSET = field_offset(SnapshotHeader, "crc")
-COUNT_OFFSET = field_offset(SnapshotHeader, "count")   # the CRC covers from here to the end
-ENTRIES_OFFSET = SnapshotHeader.sizeof()
+SNAPSHOT_HEADER = Layout(("version", "h"), ("crc", "L"), ("count", "l"))     # ``SnapshotHeader``
+HEADER_STRUCT, HEADER_FIELDS = SNAPSHOT_HEADER.struct, SNAPSHOT_HEADER.names
+CRC_OFFSET = SNAPSHOT_HEADER.offset("crc")
+COUNT_OFFSET = SNAPSHOT_HEADER.offset("count")   # the CRC covers from here to the end
+ENTRIES_OFFSET = SNAPSHOT_HEADER.struct.size
 
-_FIELD = {sc.name: sc.subcon for sc in SnapshotHeader.subcons}
-ProducerSnapshot = c.Struct(
-    "version" / c.Const(VERSION, _FIELD["version"]),
-    "sealed" / CrcSealed(_FIELD["crc"], crc32c, c.PrefixedArray(_FIELD["count"], ProducerEntry)),
-)
+
+def _specs() -> dict:
+    """The construct specs, made on first use (``S.ProducerSnapshot``): see :func:`.layout.lazy_specs`."""
+    import construct as c
+
+    from crc32c import crc32c
+
+    from .primitives import CrcSealed
+
+    ProducerEntry = PRODUCER_ENTRY.spec()
+    SnapshotHeader = SNAPSHOT_HEADER.spec()
+    field = {sc.name: sc.subcon for sc in SnapshotHeader.subcons}
+    ProducerSnapshot = c.Struct(
+        "version" / c.Const(VERSION, field["version"]),
+        "sealed" / CrcSealed(field["crc"], crc32c, c.PrefixedArray(field["count"], ProducerEntry)),
+    )
+    return {"ProducerEntry": ProducerEntry, "SnapshotHeader": SnapshotHeader, "ProducerSnapshot": ProducerSnapshot}
+
+
+__getattr__ = lazy_specs(globals(), _specs)

@@ -158,6 +158,38 @@ def test_header_struct_is_derived_from_the_spec():
     assert R.HEADER_FIELDS[0] == "baseOffset" and R.HEADER_FIELDS[-1] == "recordCount"
 
 
+def test_every_layout_struct_is_its_specs():
+    """The fast paths' structs and the construct specs come from one Layout table: deriving the
+    struct back from the construct spec (``struct_of``) gives the very same struct and names."""
+    from specs.primitives import field_offset, struct_of
+    specs = [(R.HEADER_STRUCT, R.HEADER_FIELDS, R.BatchHeader), (L.PREFIX_STRUCT, L.PREFIX_FIELDS, L.EntryPrefix),
+             (I.OFFSET_ENTRY, I.OFFSET_FIELDS, I.OffsetIndexEntry), (I.TIME_ENTRY, I.TIME_FIELDS, I.TimeIndexEntry),
+             (I.TXN_ENTRY, I.TXN_FIELDS, I.AbortedTxnEntry), (S.ENTRY_STRUCT, S.ENTRY_FIELDS, S.ProducerEntry)]
+    for st, names, spec in specs:
+        derived, derived_names = struct_of(spec)
+        assert derived.format == st.format and derived_names == names
+    for name in ("partitionLeaderEpoch", "crc", "attributes"):
+        assert field_offset(R.BatchHeader, name) == R.BATCH_HEADER.offset(name)
+    assert (R.PARTITION_LEADER_EPOCH_OFFSET, R.CRC_OFFSET, R.ATTRIBUTES_OFFSET) == (12, 17, 21)
+
+
+def test_spec_modules_build_construct_on_first_use():
+    """Importing a spec module does not import construct; the first construct spec asked for does."""
+    import subprocess
+    import sys
+    code = ("import sys; from specs import record_batch as R, legacy, indexes, producer_snapshot; "
+            "assert 'construct' not in sys.modules, 'imported'; R.HEADER_STRUCT; assert 'construct' not in sys.modules; "
+            "R.RecordBatch; assert 'construct' in sys.modules; legacy.MessageSet; print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "ok", out.stderr
+    try:
+        R.NoSuchSpec
+    except AttributeError as e:
+        assert "NoSuchSpec" in str(e)
+    else:
+        raise AssertionError("an unknown name must raise AttributeError")
+
+
 def test_attribute_bits():
     attrs = R.BatchAttributes.parse((0x04 | 0x08 | 0x10 | 0x20 | 0x40).to_bytes(2, "big"))
     assert attrs.compression == "zstd" and attrs.timestampType == "LogAppendTime"

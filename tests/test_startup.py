@@ -36,7 +36,8 @@ def imported(*argv):
 def test_import_cli_main_is_light():
     code, _, mods = imported("-c", "import cli.main")
     assert code == 0
-    assert "typer" in mods  # the check sees the imports at all
+    assert "cli" in mods and "json" in mods  # the check sees the imports at all
+    assert "typer" not in mods  # the declarations are typer's arguments, kept until typer parses a line
     assert not mods & HEAVY, sorted(mods & HEAVY)
     assert "rich" not in mods and "kafkaforensics" in mods  # rich: on first output only
 
@@ -79,6 +80,63 @@ def test_dump_small_segment_skips_spark_stack_and_numpy():
     assert not mods & (SPARK | {"numpy"}), sorted(mods & (SPARK | {"numpy"}))
 
 
+#: not needed to verify or dump a small segment at all: a shell loop's `kfx dump F`/`kfx verify F` runs
+#: on the standard library and the project's own modules (typer: the quick parse; numpy: a small
+#: segment's checks in lists; construct: the specs built on first use; rich: plain lines; crc32c:
+#: its extension loaded without the package's import-time work)
+LIGHT = HEAVY | SPARK | {"typer", "click", "rich", "crc32c", "importlib_metadata"}
+
+
+def test_small_segment_dump_and_verify_import_nothing_heavy(tmp_path):
+    import shutil
+    damaged = tmp_path / "t-0"
+    damaged.mkdir()
+    for suffix in (".log", ".index", ".timeindex"):
+        shutil.copy(SMALL[:-4] + suffix, damaged / ("00000000000000000225" + suffix))
+    with open(damaged / "00000000000000000225.log", "r+b") as f:  # a record byte: a CRC mismatch
+        f.seek(200)
+        byte = f.read(1)
+        f.seek(200)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    bad = str(damaged / "00000000000000000225.log")
+    lines = [(["verify", SMALL], 0, "5 files, 28 batches, 10684 bytes: OK\n"),
+             (["verify", "--json", SMALL], 0, '"ok": true'),
+             (["verify", SMALL[:-4] + ".index"], 0, "OK"),
+             (["verify", bad], 1, "crc-mismatch"),
+             (["dump", SMALL], 0, "baseOffset: 225"),
+             (["dump", "--format", "json", SMALL], 0, '"baseOffset": 225'),
+             (["dump", "--deep", "--print-data", SMALL], 0, "payload:")]
+    for argv, want_code, want_out in lines:
+        code, out, mods = imported("-m", "cli.main", *argv)
+        assert code == want_code and want_out in out, (argv, out[-500:])
+        assert "kafkaforensics" in mods and not mods & LIGHT, (argv, sorted(mods & LIGHT))
+    assert "importlib.metadata" not in subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "cli.main", "verify", SMALL], cwd=ROOT, capture_output=True,
+        text=True, timeout=120).stderr
+
+
+def test_large_segment_verify_imports_no_numpy(tmp_path):
+    """Above the small-file walk, verify goes over runs of header tuples: still no numpy (its import
+    costs a whole process more than the checks it would vectorise), and the report is the numpy one."""
+    from kafkaforensics.batch import Record
+    from kafkaforensics.builder import build_v2
+    seg = tmp_path / "00000000000000000000.log"
+    with open(seg, "wb") as f:
+        for b in range(300):  # ~3 MiB: past SMALL_SEGMENT_BYTES
+            f.write(build_v2([Record(b * 10 + i, 1700000000000 + b, b"k", bytes(1000), []) for i in range(10)],
+                             base_offset=b * 10, producer_id=7 if b % 3 else -1, producer_epoch=0,
+                             base_sequence=b * 10 if b % 3 else -1))
+    assert os.path.getsize(seg) > 2 << 20
+    code, out, mods = imported("-m", "cli.main", "verify", "--json", str(seg))
+    assert code == 0 and '"batches": 300' in out
+    assert not mods & LIGHT, sorted(mods & LIGHT)
+    numpy_run = subprocess.run([sys.executable, "-c", "import json, sys; from kafkaforensics import verify as v; "
+                                "v.NUMPY_RUNS = True; print(json.dumps(v.verify([sys.argv[1]]).to_json()))", str(seg)],
+                               cwd=ROOT, capture_output=True, text=True, timeout=120)
+    import json
+    assert json.loads(out) == json.loads(numpy_run.stdout) and json.loads(out)["problems"] == []
+
+
 # ------------------------------------------------------- the quick parse equals typer's own ----
 import functools  # noqa: E402
 
@@ -88,7 +146,7 @@ from hypothesis import strategies as st  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from cli.fastpath import plan, _params  # noqa: E402
-from cli.main import app  # noqa: E402
+from cli.main import app, commands  # noqa: E402
 
 
 def typer_kwargs(argv):
@@ -123,7 +181,7 @@ DECLINED = [
 
 def test_plain_lines_get_typers_values():
     for argv in PLAIN_LINES:
-        found = plan(app, argv)
+        found = plan(commands, argv)
         assert found is not None, argv
         code, kwargs = typer_kwargs(argv)
         assert code == 0 and found[1] == kwargs, argv
@@ -131,7 +189,7 @@ def test_plain_lines_get_typers_values():
 
 def test_unusual_lines_are_left_to_typer():
     for argv in DECLINED:
-        assert plan(app, argv) is None, argv
+        assert plan(commands, argv) is None, argv
 
 
 VALUES = ["0", "1", "13", "14", "4096", "-1", "007", "1e3", "x", "json", "text", "yaml", "hex", "base64",
@@ -142,12 +200,12 @@ VALUES = ["0", "1", "13", "14", "4096", "-1", "007", "1e3", "x", "json", "text",
 @given(st.data())
 def test_any_line_the_quick_parse_takes_typer_takes_alike(data):
     """Whatever line plan() accepts, typer accepts too and passes the very same values."""
-    cmd = data.draw(st.sampled_from(app.registered_commands))
+    cmd = data.draw(st.sampled_from(commands.commands))
     own = sorted((_params(cmd.callback) or ({}, []))[0])
     tokens = st.sampled_from(VALUES) | (st.sampled_from(own) if own else st.nothing()) | (
         st.tuples(st.sampled_from(own), st.sampled_from(VALUES)).map("=".join) if own else st.nothing())
-    argv = [cmd.name or cmd.callback.__name__, *data.draw(st.lists(tokens, max_size=7))]
-    found = plan(app, argv)
+    argv = [cmd.name, *data.draw(st.lists(tokens, max_size=7))]
+    found = plan(commands, argv)
     if found is not None:
         code, kwargs = typer_kwargs(argv)
         assert code == 0 and found[1] == kwargs, argv
@@ -160,3 +218,70 @@ def test_progress_bar_on_a_terminal():
         proc = subprocess.run([sys.executable, "-m", "cli.main", *cmd], cwd=ROOT, capture_output=True, text=True,
                               env=env, timeout=120)
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+
+
+# ------------------------------------------------- plain lines are the bytes rich prints ----
+import io  # noqa: E402
+from types import SimpleNamespace  # noqa: E402
+
+from cli.main import verify_report_lines  # noqa: E402
+from cli.plain import console_width, render  # noqa: E402
+from kafkaforensics.errors import Problem  # noqa: E402
+
+TEXT = st.text(alphabet="abz AZ09:.-_/\\[]()@\t\né", max_size=90) | st.sampled_from(
+    [":smile:", "[red]x[/red]", "x [/dim] y", "s3://b/k:v:", "a" * 79, "b" * 81, "tail ", " lead", ""])
+
+
+def _report(draw_problems, notes, counts):
+    problems = [Problem(f, pos, off, kind, detail) for f, pos, off, kind, detail in draw_problems]
+    return SimpleNamespace(notes=[Problem(f, None, None, "note", d) for f, d in notes], problems=problems,
+                           files=counts[0], batches=counts[1], bytes=counts[2], ok=not problems)
+
+
+def _rich(lines, width):
+    from rich.console import Console
+    buf = io.StringIO()
+    out = Console(file=buf, width=width, force_terminal=False, force_jupyter=False, legacy_windows=False)
+    for line in lines:
+        out.print(line.rich_text, **line.options)
+    return buf.getvalue()
+
+
+KINDS = st.sampled_from(["crc-mismatch", "index-mismatch", "truncated-batch", "leftover-file", "odd"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(problems=st.lists(st.tuples(TEXT, st.none() | st.integers(0, 10**9), st.none() | st.integers(0, 10**12),
+                                   KINDS, TEXT), max_size=3),
+       notes=st.lists(st.tuples(TEXT, TEXT), max_size=3),
+       counts=st.tuples(st.integers(0, 10**6), st.integers(0, 10**9), st.integers(0, 10**15)),
+       width=st.integers(10, 200))
+def test_plain_verify_lines_are_the_bytes_rich_prints(problems, notes, counts, width):
+    """Whenever `kfx verify` prints its lines without rich, they are byte for byte what rich prints
+    on a console of that width that is no terminal."""
+    lines = verify_report_lines(_report(problems, notes, counts))
+    got = render(lines, width)
+    if got is not None:
+        assert got == _rich(lines, width)
+
+
+def test_plain_lines_taken_for_ordinary_reports():
+    """The plain way is taken for an ordinary report (so the test above compares something)."""
+    rep = _report([("/d/t-0/00000000000000000000.log", 120, 5, "crc-mismatch", "stored CRC 1 does not match")],
+                  [("/d/t-0/00000000000000000000.index", "3 preallocated zero entries")], (5, 28, 10684))
+    lines = verify_report_lines(rep)
+    got = render(lines, 80)
+    assert got is not None and got == _rich(lines, 80)
+    assert got.endswith("5 files, 28 batches, 10684 bytes: 1 problem(s)\n") and "  remedy: " in got
+    assert render(verify_report_lines(_report([], [], (1, 2, 3))), 80) == "1 files, 2 batches, 3 bytes: OK\n"
+    assert render(lines, 20) is None  # a note longer than the width: rich wraps it
+
+
+def test_console_width_is_richs(monkeypatch):
+    from rich.console import Console
+    for columns in (None, "57", "200", "x"):
+        if columns is None:
+            monkeypatch.delenv("COLUMNS", raising=False)
+        else:
+            monkeypatch.setenv("COLUMNS", columns)
+        assert console_width() == Console(file=io.StringIO()).size.width, columns

@@ -1,0 +1,94 @@
+"""The kfx commands' declarations (typer's Option/Argument, App, Exit) made without importing typer."""
+# The quick parse (cli/fastpath.py) reads them as they are; typer is given them, as its own
+# Option/Argument, only when it parses a command line itself (help, an unusual line).
+from __future__ import annotations
+
+import functools
+import inspect
+import typing
+
+
+class Exit(SystemExit):
+    """Leave a command with an exit code (typer and click let a SystemExit through as it is)."""
+
+    @property
+    def exit_code(self) -> int:
+        return self.code
+
+
+class Param:
+    """What ``typer.Option(default, *param_decls, **settings)`` or ``typer.Argument(default, **settings)``
+    is given, kept as it was given."""
+
+    __slots__ = ("kind", "default", "param_decls", "settings")
+
+    def __init__(self, kind: str, default, param_decls: tuple, settings: dict):
+        self.kind, self.default, self.param_decls, self.settings = kind, default, param_decls, settings
+
+    def get(self, name: str, default=None):
+        """A setting as given, else ``default`` (typer's own default for it)."""
+        return self.settings.get(name, default)
+
+    def to_typer(self):
+        import typer
+        if self.kind == "argument":
+            return typer.Argument(self.default, *self.param_decls, **self.settings)
+        return typer.Option(self.default, *self.param_decls, **self.settings)
+
+
+def Option(default=..., *param_decls: str, **settings) -> Param:  # noqa: N802 (typer's name)
+    return Param("option", default, param_decls, settings)
+
+
+def Argument(default=..., *param_decls: str, **settings) -> Param:  # noqa: N802 (typer's name)
+    return Param("argument", default, param_decls, settings)
+
+
+class Command:
+    __slots__ = ("name", "callback", "settings")
+
+    def __init__(self, name: str, callback, settings: dict):
+        self.name, self.callback, self.settings = name, callback, settings
+
+
+class App:
+    """A typer application declared without importing typer: :meth:`command` registers a function
+    whose parameters default to :func:`Option`/:func:`Argument`; :meth:`typer` builds the typer
+    application of the very same declarations (once)."""
+
+    def __init__(self, **settings):
+        self.settings = settings
+        self.commands: list[Command] = []
+        self._typer = None
+
+    def command(self, name: str | None = None, **settings):
+        def register(callback):
+            self.commands.append(Command(name or callback.__name__.replace("_", "-"), callback, settings))
+            return callback
+        return register
+
+    def typer(self):
+        """The typer application (typer and its coercion imported here, not before)."""
+        if self._typer is None:
+            import typer
+            app = typer.Typer(**self.settings)
+            for cmd in self.commands:
+                app.command(cmd.name, **cmd.settings)(_typer_callback(cmd.callback))
+            self._typer = app
+        return self._typer
+
+
+def _typer_callback(callback):
+    """``callback`` with a signature whose defaults are typer's Option/Argument (annotations resolved)."""
+    hints = typing.get_type_hints(callback)
+    sig = inspect.signature(callback)
+    params = [p.replace(default=p.default.to_typer() if isinstance(p.default, Param) else p.default,
+                        annotation=hints.get(p.name, p.annotation)) for p in sig.parameters.values()]
+
+    @functools.wraps(callback)
+    def command(*args, **kwargs):
+        return callback(*args, **kwargs)
+
+    command.__signature__ = sig.replace(parameters=params)
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    return command

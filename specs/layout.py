@@ -1,0 +1,96 @@
+"""Fixed-width layouts as (field, struct code) tables, and the lazy building of construct specs."""
+from __future__ import annotations
+
+import struct
+
+#: struct codes (big-endian, standard sizes; construct's own letters) and the construct field of each
+_CONSTRUCT_FIELDS = {"q": "Int64sb", "Q": "Int64ub", "l": "Int32sb", "L": "Int32ub", "h": "Int16sb",
+                     "H": "Int16ub", "b": "Int8sb", "B": "Int8ub"}
+_NUMPY_CODES = {"q": "i8", "Q": "u8", "l": "i4", "L": "u4", "i": "i4", "I": "u4", "h": "i2", "H": "u2",
+                "b": "i1", "B": "u1"}
+
+
+class Layout:
+    """A run of big-endian fixed-width fields, declared once: :attr:`struct` is what the fast paths
+    read with, :meth:`spec` the construct Struct of the same fields (``tests/test_specs.py`` checks
+    ``struct_of(spec())`` gives the struct back)."""
+
+    def __init__(self, *fields: tuple[str, str]):
+        for name, code in fields:
+            if code not in _CONSTRUCT_FIELDS:
+                raise ValueError(f"{name}: {code!r} is not a fixed-width integer code")
+        self.fields = tuple(fields)
+        self.names = tuple(name for name, _ in fields)
+        self.struct = struct.Struct(">" + "".join(code for _, code in fields))
+
+    def offset(self, name: str) -> int:
+        """Byte offset of field ``name``."""
+        codes = ""
+        for field, code in self.fields:
+            if field == name:
+                return struct.calcsize(">" + codes)
+            codes += code
+        raise KeyError(name)
+
+    def spec(self):
+        """The construct Struct of these fields (imports construct)."""
+        import construct as c
+        return c.Struct(*(name / getattr(c, _CONSTRUCT_FIELDS[code]) for name, code in self.fields))
+
+
+class Bits:
+    """Bit fields of an attributes integer, declared once from bit 0 (the least significant) up:
+    :meth:`mask` and :meth:`names_of` are what the fast paths use, :meth:`spec` the construct
+    BitStruct of the same bits (``tests/test_specs.py`` checks them against each other)."""
+
+    def __init__(self, width: int, *fields: tuple):
+        self.width = width
+        self.fields = tuple((f[0], f[1], tuple(f[2]) if len(f) > 2 else None) for f in fields)
+        if sum(w for _, w, _ in self.fields) > width:
+            raise ValueError("bit fields wider than the integer")
+
+    def mask(self, name: str) -> int:
+        """The mask of field ``name`` within the integer."""
+        low = 0
+        for field, w, _ in self.fields:
+            if field == name:
+                return ((1 << w) - 1) << low
+            low += w
+        raise KeyError(name)
+
+    def names_of(self, name: str) -> tuple[str, ...]:
+        """The value names of an enumerated field, by value."""
+        return next(names for field, _, names in self.fields if field == name)
+
+    def spec(self):
+        """The construct BitStruct (most significant bit first, unused high bits first; imports construct)."""
+        import construct as c
+        used = sum(w for _, w, _ in self.fields)
+        subcons = ["unused" / c.BitsInteger(self.width - used)] if used < self.width else []
+        for name, w, names in reversed(self.fields):
+            raw = c.Bit if w == 1 else c.BitsInteger(w)
+            if names:
+                subcons.append(name / c.Enum(raw, **{n: i for i, n in enumerate(names)}))
+            else:
+                subcons.append(name / (c.Flag if w == 1 else raw))
+        return c.BitStruct(*subcons)
+
+
+def numpy_dtype(st: struct.Struct, names) -> "numpy.dtype":
+    """The numpy record type of a layout's struct (big-endian, unpadded), for columns."""
+    import numpy as np
+    return np.dtype([(name, ">" + _NUMPY_CODES[code]) for name, code in zip(names, st.format[1:])])
+
+
+def lazy_specs(namespace: dict, build):
+    """A module ``__getattr__`` for a spec module: its construct specs are made by ``build()`` (which
+    returns them by name) when one is first asked for, so reading a segment through the fast paths
+    never imports construct."""
+    def __getattr__(name: str):
+        if not name.startswith("__") and "_built" not in namespace:
+            namespace.update(build())
+            namespace["_built"] = True
+            if name in namespace:
+                return namespace[name]
+        raise AttributeError(f"module {namespace['__name__']!r} has no attribute {name!r}")
+    return __getattr__
