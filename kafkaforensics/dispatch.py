@@ -10,9 +10,9 @@ Kafka's broker makes them:
   ApiVersions, answered at v0 with UNSUPPORTED_VERSION and the versions it does serve; so does a
   malformed frame (a :class:`~kafkaforensics.protocol.ProtocolViolation`);
 - Produce with acks=0 gets no response (:class:`NoReply`);
-- a Fetch with fewer than MinBytes to give and no partition error waits up to MaxWaitMs (at most
-  :data:`MAX_WAIT_MS`): :class:`WaitForData` names the end offset it saw of each partition; an
-  append past one of them wakes it (:meth:`BrokerCore.wakeups`), then the edge asks again
+- a Fetch for some partitions, with fewer than MinBytes to give and no partition error, waits up
+  to MaxWaitMs (at most :data:`MAX_WAIT_MS`): :class:`WaitForData` names the end offset it saw of
+  each partition; an append past one of them wakes it (:meth:`BrokerCore.wakeups`), then the edge asks again
   (:meth:`BrokerCore.retry`) or, at the deadline, takes what there is (:meth:`BrokerCore.expire`);
 - JoinGroup and SyncGroup answer when the group's rebalance completes: :class:`Deferred` hands the
   edge the coordinator's awaitable, :meth:`BrokerCore.finish` encodes its result.
@@ -127,11 +127,11 @@ class BrokerCore:
 
     # -- long polls ------------------------------------------------------------------------------
     def _fetched(self, request: Request, body: dict, wait_id: int | None = None):
-        """Answer now, as Kafka's ReplicaManager does when the wait is over, MinBytes are there or a
-        partition has an error; else wait for an append past the ends this answer saw."""
+        """Answer now, as Kafka's ReplicaManager does when no wait is asked, no partition is, MinBytes
+        are there or a partition has an error; else wait for an append past the ends this answer saw."""
         parts = [p for t in body["Responses"] for p in t["Partitions"]]
         wait = min(request.body.get("MaxWaitMs", 0), MAX_WAIT_MS)
-        if (wait <= 0 or sum(len(p["Records"]) for p in parts) >= request.body.get("MinBytes", 1)
+        if (wait <= 0 or not parts or sum(len(p["Records"]) for p in parts) >= request.body.get("MinBytes", 1)
                 or any(p["ErrorCode"] != NONE for p in parts)):
             self.waiting.pop(wait_id, None)
             return self.finish(request, body)
