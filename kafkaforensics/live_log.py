@@ -1,12 +1,16 @@
-"""A partition being written to (``kfx serve --writable``): appends as a broker's leader does them.
+"""One served partition's state, loaded by one walk of its segments, and its appends (``kfx serve
+--writable``) as a broker's leader does them.
 
+:class:`LiveLog` is the only state the replay broker keeps per partition: its segments, log start
+and end offsets, last stable offset, leader epoch and epoch cache, topic id and producer state.
 Offsets are assigned by rewriting each batch's baseOffset and partitionLeaderEpoch (neither is
 covered by the CRC); idempotent producers are checked as ProducerStateManager checks them (a
 retried batch that matches one of a producer's last five is acknowledged with its original offset,
 a sequence gap is OUT_OF_ORDER_SEQUENCE_NUMBER, an older epoch INVALID_PRODUCER_EPOCH); transaction
 markers are appended as control batches and aborted transactions go to the segment's .txnindex.
 The active segment's indexes follow the same rule as everywhere else (:mod:`indexing`) and are
-rewritten after each append; segments roll at ``segment_bytes``, with a producer snapshot.
+rewritten after each append; segments roll at ``segment_bytes``, with a producer snapshot.  Nothing
+is written until the first append.
 """
 from __future__ import annotations
 
@@ -32,32 +36,40 @@ _INT32_MAX = 2**31 - 1
 
 
 class LiveLog:
-    def __init__(self, path: str, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES, index_interval: int = DEFAULT_INDEX_INTERVAL_BYTES):
+    def __init__(self, path: str, topic: str | None = None, partition: int | None = None, *,
+                 segment_bytes: int = DEFAULT_SEGMENT_BYTES, index_interval: int = DEFAULT_INDEX_INTERVAL_BYTES,
+                 pd: PartitionDir | None = None):
+        pd = pd or PartitionDir.scan(path)
         self.path = path
+        self.topic = pd.topic if topic is None else topic
+        self.partition = pd.partition if partition is None else partition
         self.segment_bytes = segment_bytes
         self.interval = index_interval
+        self.topic_id = ""
+        self.segments: list[int] = [seg.base_offset for seg in pd.segments]  # base offsets
         self.state = ProducerState()
         self.recent: dict[int, deque] = {}       # pid -> last 5 (epoch, first seq, last seq, base offset)
-        pd = PartitionDir.scan(path)
-        self.next_offset = 0
-        self.active = None
-        self.idx = None
+        self.leader_epoch = 0
+        self.epochs: list = []                   # the leader-epoch cache: [(epoch, start offset)]
+        self.next_offset = self.segments[0] if self.segments else 0
+        self.active = self.segments[-1] if self.segments else 0
+        self.idx = SegmentIndexes(self.active, index_interval)
         for seg in pd.segments:
-            idx = SegmentIndexes(seg.base_offset, index_interval)
+            last = seg.base_offset == self.active
             with open_buffer(seg.log) as buf:
                 for b in BatchScanner(buf, file=seg.log, base_offset=seg.base_offset):
                     if not b.crc_valid():
                         break
-                    idx.add(b, self.state.append(b))
+                    done = self.state.append(b)
+                    if last:
+                        self.idx.add(b, done)
                     self._remember(b, b.base_offset)
+                    self._note_epoch(b)
                     self.next_offset = b.last_offset + 1
-            self.active, self.idx = seg.base_offset, idx
             self.next_offset = max(self.next_offset, seg.base_offset)
-        if self.active is None:
-            self.active, self.idx = 0, SegmentIndexes(0, index_interval)
-            open(self._file(0, ".log"), "ab").close()
+        self.log_start = self.segments[0] if self.segments else 0
 
-    def _file(self, base: int, suffix: str) -> str:
+    def seg_path(self, base: int, suffix: str) -> str:
         return os.path.join(self.path, file_name(base, suffix))
 
     def _remember(self, b, base_offset: int) -> None:
@@ -65,10 +77,30 @@ class LiveLog:
             q = self.recent.setdefault(b.producer_id, deque(maxlen=5))
             q.append((b.producer_epoch, b.base_sequence, b.last_sequence, base_offset))
 
+    def _note_epoch(self, b) -> None:
+        """The batches' leader epochs: the highest is the partition's, each new one starts a cache entry."""
+        if b.magic >= 2 and b.partition_leader_epoch > self.leader_epoch:
+            self.leader_epoch = b.partition_leader_epoch
+        if b.magic >= 2 and b.partition_leader_epoch >= 0 and (
+                not self.epochs or b.partition_leader_epoch > self.epochs[-1][0]):
+            self.epochs.append((b.partition_leader_epoch, b.base_offset))
+
     @property
-    def last_stable_offset(self) -> int:
+    def log_end(self) -> int:
+        return self.next_offset
+
+    @property
+    def last_stable(self) -> int:
         f = self.state.first_unstable_offset()
         return self.next_offset if f is None else f
+
+    def epoch_at(self, offset: int) -> int:
+        """The leader epoch an offset was written in (the last cache entry starting at or before it)."""
+        found = -1
+        for epoch, start in self.epochs:
+            if start <= offset:
+                found = epoch
+        return found
 
     # -- checks -----------------------------------------------------------------------------------
     def check(self, b) -> tuple[int, int | None]:
@@ -94,7 +126,13 @@ class LiveLog:
         return NONE, None
 
     # -- appending --------------------------------------------------------------------------------
-    def append(self, data: bytes, leader_epoch: int) -> tuple[int, int]:
+    def create_active(self) -> None:
+        """The active segment's (empty) .log file, as a leader has it from the partition's creation."""
+        if self.active not in self.segments:
+            self.segments.append(self.active)
+        open(self.seg_path(self.active, ".log"), "ab").close()
+
+    def append(self, data: bytes) -> tuple[int, int]:
         """Append every batch of a produce request's records: (error, base offset of the first)."""
         batches = list(BatchScanner(bytes(data)))
         if not batches or sum(b.size for b in batches) != len(data):
@@ -107,48 +145,56 @@ class LiveLog:
             if dup is not None:
                 first = dup if first is None else first
                 continue
-            off = self._write(bytearray(b.data), leader_epoch)
+            off = self._write(bytearray(b.data))
             first = off if first is None else first
         self._flush_indexes()
         return NONE, first
 
-    def _write(self, raw: bytearray, leader_epoch: int) -> int:
+    def append_records(self, records: list, timestamp: int, **batch) -> tuple[int, int]:
+        """One v2 batch of ``(key, value)`` pairs at the log end (``batch``: build_v2's producer fields)."""
+        recs = [Record(self.next_offset + i, timestamp, k, v, []) for i, (k, v) in enumerate(records)]
+        return self.append(build_v2(recs, base_offset=self.next_offset, **batch))
+
+    def _write(self, raw: bytearray) -> int:
+        """One batch at the log end, in the partition's current leader epoch."""
         base = self.next_offset
         struct.pack_into(">q", raw, 0, base)  # baseOffset and partitionLeaderEpoch lie outside the CRC
-        struct.pack_into(">i", raw, R.PARTITION_LEADER_EPOCH_OFFSET, leader_epoch)
+        struct.pack_into(">i", raw, R.PARTITION_LEADER_EPOCH_OFFSET, self.leader_epoch)
         b = next(iter(BatchScanner(bytes(raw))))
         if self.idx.valid_bytes and (self.idx.valid_bytes > self.segment_bytes - b.size
                                      or b.last_offset - self.active > _INT32_MAX):
             self._roll(base)
+        if self.active not in self.segments:
+            self.segments.append(self.active)
         b.position = self.idx.valid_bytes
         _step("append")  # the fault-injection point of an append (KFX_CRASH_AT)
-        with open(self._file(self.active, ".log"), "ab") as f:
+        with open(self.seg_path(self.active, ".log"), "ab") as f:
             f.write(raw)
         self.idx.add(b, self.state.append(b))
         self._remember(b, base)
         self.next_offset = b.last_offset + 1
         return base
 
-    def append_marker(self, producer_id: int, producer_epoch: int, commit: bool, leader_epoch: int,
-                      coordinator_epoch: int = 0, timestamp: int = 0) -> int:
+    def append_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int = 0,
+                      timestamp: int = 0) -> int:
         rec = Record(self.next_offset, timestamp, control_record_key(1 if commit else 0),
                      end_txn_marker_value(coordinator_epoch), [])
         raw = build_v2([rec], base_offset=self.next_offset, transactional=True, control=True,
                        producer_id=producer_id, producer_epoch=producer_epoch)
-        off = self._write(bytearray(raw), leader_epoch)
+        off = self._write(bytearray(raw))
         self._flush_indexes()
         return off
 
     def _flush_indexes(self) -> None:
         base, idx = self.active, self.idx
-        atomic_write(self._file(base, ".index"), offset_index.to_bytes(idx.offsets, base))
-        atomic_write(self._file(base, ".timeindex"), time_index.to_bytes(idx.times, base))
+        atomic_write(self.seg_path(base, ".index"), offset_index.to_bytes(idx.offsets, base))
+        atomic_write(self.seg_path(base, ".timeindex"), time_index.to_bytes(idx.times, base))
         if idx.aborted:
-            atomic_write(self._file(base, ".txnindex"), txn_index.to_bytes(idx.aborted))
+            atomic_write(self.seg_path(base, ".txnindex"), txn_index.to_bytes(idx.aborted))
 
     def _roll(self, new_base: int) -> None:
         self.idx.close()
         self._flush_indexes()
-        atomic_write(self._file(new_base, ".snapshot"), self.state.to_snapshot())
+        atomic_write(self.seg_path(new_base, ".snapshot"), self.state.to_snapshot())
         self.active, self.idx = new_base, SegmentIndexes(new_base, self.interval)
-        open(self._file(new_base, ".log"), "ab").close()
+        self.create_active()

@@ -13,12 +13,12 @@ import struct
 from dataclasses import dataclass, field
 
 from specs import protocol_messages as P
+from specs.protocol_messages import ApiKey
 
 from .errors import KafkaFormatError
 
 MAX_FRAME_BYTES = 100 * 1024 * 1024
 _I32 = struct.Struct(">i")
-API_VERSIONS_KEY = 18
 
 
 @dataclass
@@ -101,7 +101,7 @@ def parse_request(frame: bytes):
     try:
         header, used = P.RequestHeader.read_prefix(frame, hv)
     except KafkaFormatError as e:
-        if api_key != API_VERSIONS_KEY or hv == 1:
+        if api_key != ApiKey.API_VERSIONS or hv == 1:
             return ProtocolViolation(f"bad request header: {e.problem.detail}")
         # a client probing with an ApiVersions version we do not know may frame it the old way
         try:
@@ -114,7 +114,7 @@ def parse_request(frame: bytes):
     try:
         body = m.read(frame[used:], api_version)
     except KafkaFormatError as e:
-        if api_key == API_VERSIONS_KEY:
+        if api_key == ApiKey.API_VERSIONS:
             return UnsupportedRequest(api_key, api_version, corr, client)
         return ProtocolViolation(f"malformed {m.name} v{api_version}: {e.problem.detail}")
     return Request(api_key, api_version, corr, client, body)
@@ -122,7 +122,7 @@ def parse_request(frame: bytes):
 
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: dict) -> bytes:
     m = P.RESPONSES[api_key]
-    flexible = m.is_flexible(api_version) and api_key != API_VERSIONS_KEY
+    flexible = m.is_flexible(api_version) and api_key != ApiKey.API_VERSIONS
     header = P.ResponseHeader.build({"CorrelationId": correlation_id}, 1 if flexible else 0)
     payload = header + m.build(body, api_version)
     return _I32.pack(len(payload)) + payload
@@ -132,7 +132,7 @@ def encode_response_parts(api_key: int, api_version: int, correlation_id: int, b
     """The framed response as a list of ``bytes`` and :class:`~specs.message_schema.FileRegion` parts:
     record bytes left in their segment files, for the transport to sendfile."""
     m = P.RESPONSES[api_key]
-    flexible = m.is_flexible(api_version) and api_key != API_VERSIONS_KEY
+    flexible = m.is_flexible(api_version) and api_key != ApiKey.API_VERSIONS
     header = P.ResponseHeader.build({"CorrelationId": correlation_id}, 1 if flexible else 0)
     chunks = m.build_chunks(body, api_version)
     total = len(header) + len(chunks) + sum(r.length for _pos, r in chunks.regions)

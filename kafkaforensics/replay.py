@@ -7,7 +7,9 @@ ApiVersions, Metadata, ListOffsets (earliest, latest, by timestamp), Fetch (read
 read_committed with the aborted-transaction list from the .txnindex files), FindCoordinator.
 Without ``writable`` nothing on disk is written; with it, Produce (acks 0/1/all, idempotent
 producers), InitProducerId, AddPartitionsToTxn, EndTxn (control batches and .txnindex entries) and
-CreateTopics append through :class:`~kafkaforensics.live_log.LiveLog`.  Topic names are validated
+CreateTopics append through each partition's one state, :class:`~kafkaforensics.live_log.LiveLog`.
+Which handler answers which API key, and what the protocol decides around them (acks, long polls,
+unsupported versions), is :mod:`dispatch`'s.  Topic names are validated
 and only ever matched against partition directories this broker knows, so no request can reach
 outside the log dir.
 """
@@ -16,26 +18,29 @@ from __future__ import annotations
 import logging
 import os
 import re
-from dataclasses import dataclass, field
+import time
 
 from . import offset_index
 from .errors import Problem
+from .live_log import LiveLog
 from .partition import derived_topic_id, find_partitions, partition_dir_state, write_partition_metadata
-from .producer_state import ProducerState
 from .replay_admin import AdminAPIs, WriteAdminAPIs
-from .segment import BatchScanner, file_name, open_buffer
+from .segment import BatchScanner, open_buffer
 from .txn_index import read_entries as read_txn_entries
 from specs import protocol_messages as P
 from specs.message_schema import FileRegion
 
 from specs.kafka_errors import (CORRUPT_MESSAGE, INVALID_PARTITIONS, INVALID_PRODUCER_EPOCH,
                                 INVALID_PRODUCER_ID_MAPPING, INVALID_TOPIC, NONE, OFFSET_OUT_OF_RANGE, POLICY_VIOLATION,
-                                TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, UNSUPPORTED_VERSION)
+                                TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION)
+from specs.protocol_messages import ApiKey
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
 _TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 
 #: the APIs that change the log dir: advertised only with ``writable``
-WRITE_ONLY = {19, 20, 21, 22, 24, 25, 26, 28, 37}
+WRITE_ONLY = {ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.DELETE_RECORDS, ApiKey.INIT_PRODUCER_ID,
+              ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN, ApiKey.TXN_OFFSET_COMMIT,
+              ApiKey.CREATE_PARTITIONS}
 #: api key -> (min, max) advertised read-only, as Kafka 4.x lists them (specs.protocol_messages)
 #: (Produce is answered -- with POLICY_VIOLATION while read-only -- so that clients see a broker of
 #: the v2 message format era and fetch with v4+.)
@@ -52,32 +57,6 @@ class CorruptBatch(Exception):
     def __init__(self, file: str, position: int, offset: int):
         self.problem = Problem(file, position, offset, "crc-mismatch", "batch CRC does not match its bytes")
         super().__init__(str(self.problem))
-
-
-@dataclass
-class Served:
-    topic: str
-    partition: int
-    path: str
-    segments: list = field(default_factory=list)   # base offsets
-    log_start: int = 0
-    log_end: int = 0
-    last_stable: int = 0
-    leader_epoch: int = 0
-    topic_id: str = ""
-    epochs: list = field(default_factory=list)     # the leader-epoch cache: [(epoch, start offset)]
-    producers: object = None                       # the ProducerState the log holds (DescribeProducers)
-
-    def epoch_at(self, offset: int) -> int:
-        """The leader epoch an offset was written in (the last cache entry starting at or before it)."""
-        found = -1
-        for epoch, start in self.epochs:
-            if start <= offset:
-                found = epoch
-        return found
-
-    def seg_path(self, base: int, suffix: str) -> str:
-        return os.path.join(self.path, file_name(base, suffix))
 
 
 def valid_topic(name) -> bool:
@@ -97,8 +76,7 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
         self.writable = writable
         # auto.create.topics.enable (Kafka's default: true) and num.partitions, with writable only
         self.auto_create, self.default_partitions = auto_create, max(1, partitions)
-        self.partitions: dict[tuple[str, int], Served] = {}
-        self.live: dict = {}
+        self.partitions: dict[tuple[str, int], LiveLog] = {}
         self._index_cache: dict[str, tuple] = {}  # .index path -> (size, mtime, entries)
         self.txns: dict[str, dict] = {}
         self.on_txn_offsets = None  # (group, commits) -> None: a committed transaction's offsets
@@ -115,35 +93,17 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
         for pd in find_partitions(self.log_dir):
             if pd.topic is None or not valid_topic(pd.topic) or partition_dir_state(pd.path) not in ("live", None):
                 continue  # a -delete, -future or -stray copy never stands in for the partition
-            s = Served(pd.topic, pd.partition, pd.path, [seg.base_offset for seg in pd.segments])
-            state = ProducerState()
-            batch_epochs: list = []
-            leo = s.segments[0] if s.segments else 0
-            for seg in pd.segments:
-                with open_buffer(seg.log) as buf:
-                    for b in BatchScanner(buf, file=seg.log, base_offset=seg.base_offset):
-                        if not b.crc_valid():
-                            break
-                        state.append(b)
-                        leo = b.last_offset + 1
-                        if b.magic >= 2 and b.partition_leader_epoch > s.leader_epoch:
-                            s.leader_epoch = b.partition_leader_epoch
-                        if b.magic >= 2 and b.partition_leader_epoch >= 0 and (
-                                not batch_epochs or b.partition_leader_epoch > batch_epochs[-1][0]):
-                            batch_epochs.append((b.partition_leader_epoch, b.base_offset))
-            if state.producers:
-                self.next_producer_id = max(self.next_producer_id, max(state.producers) + 1)
-            s.log_start = s.segments[0] if s.segments else 0
-            if s.log_start < starts.get((s.topic, s.partition), -1) <= leo:  # DeleteRecords moved it
+            s = LiveLog(pd.path, pd=pd)
+            if s.state.producers:
+                self.next_producer_id = max(self.next_producer_id, max(s.state.producers) + 1)
+            if s.log_start < starts.get((s.topic, s.partition), -1) <= s.log_end:  # DeleteRecords moved it
                 s.log_start = starts[(s.topic, s.partition)]
-            s.producers = state
-            s.log_end = leo
-            s.last_stable = state.first_unstable_offset() if state.first_unstable_offset() is not None else leo
             try:  # Kafka's leader-epoch cache when the checkpoint is there, else the batches' epochs
                 cache = pd.leader_epochs()
-                s.epochs = [(e["epoch"], e["startOffset"]) for e in cache] if cache else batch_epochs
+                if cache:
+                    s.epochs = [(e["epoch"], e["startOffset"]) for e in cache]
             except Exception:
-                s.epochs = batch_epochs
+                pass
             try:
                 md = pd.partition_metadata()
                 if md:
@@ -167,11 +127,15 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
         """Topic id -> topic name."""
         return {s.topic_id: t for (t, _p), s in self.partitions.items()}
 
-    def _name(self, version: int, topic: dict, first_id_version: int, name_key: str = "Name"):
+    def named_topic(self, version: int, topic: dict, first_id_version: int, name_key: str = "Name"):
         """The topic a request names: by name before ``first_id_version``, by TopicId from it on."""
         if version >= first_id_version:
             return self.topic_ids().get(topic.get("TopicId"))
         return topic.get(name_key)
+
+    def fetched_topic(self, version: int, topic: dict):
+        """The topic a Fetch request's topic entry names (by TopicId from v13)."""
+        return self.named_topic(version, topic, 13, "Topic")
 
     def names_for_ids(self, topics: list | None) -> None:
         """Fill in Name from TopicId (OffsetCommit v10+, OffsetFetch v10+), for the group coordinator."""
@@ -186,41 +150,29 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
         for t in topics or []:
             t["TopicId"] = ids.get(t.get("Name"), "AAAAAAAAAAAAAAAAAAAAAA")
 
-    def topics(self) -> dict[str, list[Served]]:
-        out: dict[str, list[Served]] = {}
+    def topics(self) -> dict[str, list[LiveLog]]:
+        out: dict[str, list[LiveLog]] = {}
         for (t, _p), s in sorted(self.partitions.items()):
             out.setdefault(t, []).append(s)
         return out
 
-    # -- dispatch --------------------------------------------------------------------------------
-    def handle(self, api_key: int, version: int, body: dict) -> dict:
-        return {18: self.api_versions, 3: self.metadata, 2: self.list_offsets, 1: self.fetch,
-                10: self.find_coordinator, 0: self.produce, 22: self.init_producer_id,
-                24: self.add_partitions_to_txn, 26: self.end_txn, 19: self.create_topics,
-                60: self.describe_cluster, 32: self.describe_configs, 35: self.describe_log_dirs,
-                23: self.offset_for_leader_epoch, 61: self.describe_producers, 66: self.list_transactions,
-                65: self.describe_transactions, 25: self.add_offsets_to_txn, 28: self.txn_offset_commit,
-                21: self.delete_records, 20: self.delete_topics, 37: self.create_partitions}[api_key](version, body)
-
     # -- writing (--writable) ----------------------------------------------------------------------
-    def _live(self, s: Served):
-        from .live_log import LiveLog
-        key = (s.topic, s.partition)
-        if key not in self.live:
-            self.live[key] = LiveLog(s.path)
-        return self.live[key]
-
-    def _refresh(self, s: Served, log) -> None:
-        s.log_end, s.last_stable = log.next_offset, log.last_stable_offset
-        if log.active not in s.segments:
-            s.segments.append(log.active)
+    def new_partition(self, topic: str, partition: int, topic_id: str, exist_ok: bool = False) -> LiveLog:
+        """A partition dir with its partition.metadata and empty active segment, served from now on."""
+        d = os.path.join(self.log_dir, f"{topic}-{partition}")
+        os.makedirs(d, exist_ok=exist_ok)
+        write_partition_metadata(d, topic_id)
+        s = self.partitions[(topic, partition)] = LiveLog(d, topic, partition)
+        s.topic_id, s.epochs = topic_id, [(0, 0)]
+        s.create_active()
+        return s
 
     def produce(self, version: int, body: dict) -> dict:
         """Read-only: every partition answers POLICY_VIOLATION; writable: append (see LiveLog)."""
         out = []
         for t in body.get("TopicData", []):
             parts = []
-            name = self._name(version, t, 13)
+            name = self.named_topic(version, t, 13)
             for p in t.get("PartitionData", []):
                 r = {"Index": p["Index"], "ErrorCode": NONE, "BaseOffset": -1, "LogStartOffset": -1,
                      "RecordErrors": [], "ErrorMessage": None, "LogAppendTimeMs": -1}
@@ -233,47 +185,38 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
                 elif s is None:
                     r["ErrorCode"] = UNKNOWN_TOPIC_ID if version >= 13 and name is None else UNKNOWN_TOPIC_OR_PARTITION
                 else:
-                    log = self._live(s)
-                    err, base = log.append(p.get("Records") or b"", s.leader_epoch)
-                    self._refresh(s, log)
+                    err, base = s.append(p.get("Records") or b"")
                     r.update(ErrorCode=err, BaseOffset=base, LogStartOffset=s.log_start)
                 parts.append(r)
             out.append({"Name": t.get("Name"), "TopicId": t.get("TopicId"), "PartitionResponses": parts})
         return {"ThrottleTimeMs": 0, "Responses": out}
 
-    def offsets_partition(self, group: str) -> Served:
+    def offsets_partition(self, group: str) -> LiveLog:
         """__consumer_offsets-N of a group, N = abs(group.hashCode) % 50; created on first use."""
         from .group_coordinator import offsets_partition_for
         n = offsets_partition_for(group)
         key = ("__consumer_offsets", n)
         s = self.partitions.get(key)
         if s is None:
-            d = os.path.join(self.log_dir, f"__consumer_offsets-{n}")
-            os.makedirs(d, exist_ok=True)
             tid = next((x.topic_id for (t, _p), x in self.partitions.items() if t == "__consumer_offsets"),
                        None) or derived_topic_id("__consumer_offsets")
-            write_partition_metadata(d, tid)
-            s = self.partitions[key] = Served("__consumer_offsets", n, d, [0], topic_id=tid, epochs=[(0, 0)])
+            s = self.new_partition("__consumer_offsets", n, tid, exist_ok=True)
         return s
 
     def write_offset_commits(self, group: str, commits: list) -> None:
         """Append the commits to __consumer_offsets-N as the group coordinator writes them
         (key v1, value v3), N = abs(group.hashCode) % 50; the partition dir is created on first use."""
-        import time as _t
-        from .batch import Record
-        from .builder import build_v2
+        if commits:
+            self.append_offset_commits(group, commits)
+
+    def append_offset_commits(self, group: str, commits: list, **batch) -> int:
+        """(topic, partition, offset, leader epoch, metadata) commits as one batch of __consumer_offsets-N
+        records (``batch``: a transactional producer's fields); the append's error code."""
         from .internal_topics import encode_offset_commit
-        s = self.offsets_partition(group)
-        log = self._live(s)
-        now = int(_t.time() * 1000)
-        recs = []
-        for i, (topic, part, offset, epoch, metadata) in enumerate(commits):
-            k, v = encode_offset_commit(group, topic, part, offset, metadata=metadata, commit_ts=now,
-                                        leader_epoch=epoch)
-            recs.append(Record(log.next_offset + i, now, k, v, []))
-        if recs:
-            log.append(build_v2(recs, base_offset=log.next_offset), s.leader_epoch)
-            self._refresh(s, log)
+        now = int(time.time() * 1000)
+        records = [encode_offset_commit(group, topic, part, offset, metadata=metadata, commit_ts=now,
+                                        leader_epoch=epoch) for topic, part, offset, epoch, metadata in commits]
+        return self.offsets_partition(group).append_records(records, now, **batch)[0]
 
     def init_producer_id(self, version: int, body: dict) -> dict:
         tid = body.get("TransactionalId")
@@ -285,10 +228,10 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
         if t is None:
             t = self.txns[tid] = {"pid": self.next_producer_id, "epoch": 0, "partitions": set()}
             self.next_producer_id += 1
-        else:
-            if t["partitions"]:  # a new session of the same transactional id aborts what was open
+        else:  # a new session of the same transactional id fences the old one: the epoch is bumped and
+            t["epoch"] += 1  # what was open is aborted in the new epoch, so its partitions refuse the old
+            if t["partitions"]:
                 self._end(t, commit=False)
-            t["epoch"] += 1
         return {"ThrottleTimeMs": 0, "ErrorCode": NONE, "ProducerId": t["pid"], "ProducerEpoch": t["epoch"]}
 
     def add_partitions_to_txn(self, version: int, body: dict) -> dict:
@@ -323,14 +266,10 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
         return {"ThrottleTimeMs": 0, "ErrorCode": NONE}
 
     def _end(self, t: dict, commit: bool) -> None:
-        import time as _t
         for key in sorted(t["partitions"]):
             s = self.partitions.get(key)
-            if s is None:
-                continue
-            log = self._live(s)
-            log.append_marker(t["pid"], t["epoch"], commit, s.leader_epoch, timestamp=int(_t.time() * 1000))
-            self._refresh(s, log)
+            if s is not None:
+                s.append_marker(t["pid"], t["epoch"], commit, timestamp=int(time.time() * 1000))
         t["partitions"] = set()
         offsets, t["offsets"] = t.get("offsets") or {}, {}
         if commit and self.on_txn_offsets is not None:
@@ -364,12 +303,7 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
         while tid.startswith("-"):
             tid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         for p in range(n):
-            d = os.path.join(self.log_dir, f"{name}-{p}")
-            os.makedirs(d, exist_ok=False)
-            write_partition_metadata(d, tid)
-            s = Served(name, p, d, [0], topic_id=tid, epochs=[(0, 0)])
-            self.partitions[(name, p)] = s
-            self._live(s)
+            self.new_partition(name, p, tid)
         return tid
 
     def maybe_auto_create(self, name) -> bool:
@@ -462,7 +396,7 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
             topics.append({"Name": t.get("Name"), "Partitions": parts})
         return {"ThrottleTimeMs": 0, "Topics": topics}
 
-    def _batches(self, s: Served):
+    def _batches(self, s: LiveLog):
         for base in s.segments:
             with open_buffer(s.seg_path(base, ".log")) as buf:
                 for b in BatchScanner(buf, base_offset=base):
@@ -470,7 +404,7 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
                         return
                     yield b
 
-    def offset_for_time(self, s: Served, ts: int) -> tuple[int, int]:
+    def offset_for_time(self, s: LiveLog, ts: int) -> tuple[int, int]:
         """First offset whose record timestamp is >= ts (Kafka's ListOffsets by time)."""
         for b in self._batches(s):
             if b.max_timestamp < ts:
@@ -480,7 +414,7 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
                     return r.offset, r.timestamp
         return -1, -1
 
-    def offset_of_max_timestamp(self, s: Served) -> tuple[int, int]:
+    def offset_of_max_timestamp(self, s: LiveLog) -> tuple[int, int]:
         """The first record carrying the partition's largest timestamp (ListOffsets -3, KIP-734)."""
         best = None
         for b in self._batches(s):
@@ -500,7 +434,7 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
         responses = []
         for t in body.get("Topics", []):
             parts = []
-            name = self._name(version, t, 13, "Topic")
+            name = self.fetched_topic(version, t)
             for p in t.get("Partitions", []):
                 s = self.partitions.get((name, p["Partition"]))
                 r = {"PartitionIndex": p["Partition"], "ErrorCode": NONE, "HighWatermark": -1,
@@ -531,7 +465,7 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
             responses.append({"Topic": t.get("Topic"), "TopicId": t.get("TopicId"), "Partitions": parts})
         return {"ThrottleTimeMs": 0, "ErrorCode": NONE, "SessionId": 0, "Responses": responses}
 
-    def read(self, s: Served, offset: int, max_bytes: int, limit: int, first: bool) -> tuple[bytes, int]:
+    def read(self, s: LiveLog, offset: int, max_bytes: int, limit: int, first: bool) -> tuple[bytes, int]:
         """Whole batches from the one that holds ``offset``, at most ``max_bytes`` (but at least one
         batch when ``first``, as KIP-74 says), never past ``limit``; returns them as a FileRegion of
         the segment (sent with sendfile) and the next offset."""
@@ -581,7 +515,7 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
         self._index_cache[path] = (st.st_size, st.st_mtime_ns, entries)
         return entries
 
-    def aborted(self, s: Served, first: int, upper: int) -> list[dict]:
+    def aborted(self, s: LiveLog, first: int, upper: int) -> list[dict]:
         out = []
         for base in s.segments:
             p = s.seg_path(base, ".txnindex")

@@ -142,11 +142,6 @@ class AdminAPIs:
         return {"ThrottleTimeMs": 0, "Topics": topics}
 
     # -- producers and transactions --------------------------------------------------------------
-    def producer_state(self, s):
-        """The partition's producer state: the live log's when it is being written, else the log's."""
-        live = self.live.get((s.topic, s.partition))
-        return live.state if live is not None else s.producers
-
     def describe_producers(self, version: int, body: dict) -> dict:
         topics = []
         for t in body.get("Topics", []):
@@ -157,12 +152,11 @@ class AdminAPIs:
                 if s is None:
                     r["ErrorCode"] = UNKNOWN_TOPIC_OR_PARTITION
                 else:
-                    st = self.producer_state(s)
                     r["ActiveProducers"] = [
                         {"ProducerId": e.producer_id, "ProducerEpoch": e.epoch, "LastSequence": e.last_sequence,
                          "LastTimestamp": e.timestamp, "CoordinatorEpoch": e.coordinator_epoch,
                          "CurrentTxnStartOffset": e.current_txn_first_offset}
-                        for _pid, e in sorted(st.producers.items())] if st is not None else []
+                        for _pid, e in sorted(s.state.producers.items())]
                 parts.append(r)
             topics.append({"Name": t.get("Name"), "Partitions": parts})
         return {"ThrottleTimeMs": 0, "Topics": topics}
@@ -268,10 +262,6 @@ class WriteAdminAPIs:
     def txn_offset_commit(self, version: int, body: dict) -> dict:
         """The commits go to __consumer_offsets-N in a transactional batch of the producer; they
         become the group's offsets when EndTxn commits (an abort drops them)."""
-        import time as _t
-        from .batch import Record
-        from .builder import build_v2
-        from .internal_topics import encode_offset_commit
         from specs.kafka_errors import INVALID_TXN_STATE
         tid, gid = body.get("TransactionalId"), body.get("GroupId", "")
         err = self._txn_check(tid, body.get("ProducerId"), body.get("ProducerEpoch"))
@@ -283,14 +273,8 @@ class WriteAdminAPIs:
             if (s.topic, s.partition) not in t["partitions"]:
                 err = INVALID_TXN_STATE  # AddOffsetsToTxn first, as Kafka requires
             elif commits:
-                log = self._live(s)
-                now = int(_t.time() * 1000)
-                recs = [Record(log.next_offset + i, now, *encode_offset_commit(gid, c[0], c[1], c[2], metadata=c[4],
-                                                                                commit_ts=now, leader_epoch=c[3]), [])
-                        for i, c in enumerate(commits)]
-                err, _base = log.append(build_v2(recs, base_offset=log.next_offset, transactional=True,
-                                                 producer_id=t["pid"], producer_epoch=t["epoch"]), s.leader_epoch)
-                self._refresh(s, log)
+                err = self.append_offset_commits(gid, commits, transactional=True, producer_id=t["pid"],
+                                                 producer_epoch=t["epoch"])
                 if err == NONE:
                     t.setdefault("offsets", {}).setdefault(gid, []).extend(commits)
         return {"ThrottleTimeMs": 0, "Topics": [
@@ -345,7 +329,6 @@ class WriteAdminAPIs:
                 r["TopicId"] = parts[0].topic_id
                 for s in parts:  # Kafka's rename: <topic>-<n>.<uuid hex>-delete, data kept
                     import uuid
-                    self.live.pop((s.topic, s.partition), None)
                     os.rename(s.path, f"{s.path}.{uuid.uuid4().hex}-delete")
                     del self.partitions[(s.topic, s.partition)]
             out.append(r)
@@ -353,7 +336,6 @@ class WriteAdminAPIs:
 
     def create_partitions(self, version: int, body: dict) -> dict:
         from specs.kafka_errors import INVALID_PARTITIONS
-        from .partition import write_partition_metadata
         out = []
         for t in body.get("Topics", []):
             name, count = t.get("Name"), t.get("Count", 0)
@@ -365,12 +347,7 @@ class WriteAdminAPIs:
                 r.update(ErrorCode=INVALID_PARTITIONS,
                          ErrorMessage=f"topic {name} has {len(parts)} partitions; {count} adds none")
             elif not body.get("ValidateOnly"):
-                tid = parts[0].topic_id
                 for p in range(len(parts), count):
-                    d = os.path.join(self.log_dir, f"{name}-{p}")
-                    os.makedirs(d, exist_ok=False)
-                    write_partition_metadata(d, tid)
-                    self.partitions[(name, p)] = type(parts[0])(name, p, d, [0], topic_id=tid, epochs=[(0, 0)])
-                    self._live(self.partitions[(name, p)])
+                    self.new_partition(name, p, parts[0].topic_id)
             out.append(r)
         return {"ThrottleTimeMs": 0, "Results": out}

@@ -1,8 +1,11 @@
-"""The asyncio edge of the replay broker: sockets in, :mod:`protocol` and :mod:`replay` do the rest.
+"""The asyncio edge of the replay broker: it only moves bytes, runs timers and awaits.
 
-``serve_forever`` for ``kfx serve``; :class:`BrokerThread` runs one on a free port in a background
-thread for tests (``with BrokerThread(log_dir) as b: ... b.bootstrap``).  A malformed or oversized
-request closes that connection with a logged reason; the server goes on.
+Bytes from a socket go to its :class:`~kafkaforensics.protocol.Connection`, each event to the shared
+:class:`~kafkaforensics.dispatch.BrokerCore`, which decides everything (which handler, no reply for
+acks=0, closing on an unsupported API, a long poll's wait and wake-ups); this module does what the
+outcome says.  ``serve_forever`` for ``kfx serve``; :class:`BrokerThread` runs one on a free port in
+a background thread for tests (``with BrokerThread(log_dir) as b: ... b.bootstrap``).  A malformed
+or oversized request closes that connection with a logged reason; the server goes on.
 
 Caps in the socket layer, as Kafka's broker has them: a request frame larger than
 ``max_request_bytes`` (``socket.request.max.bytes``, 100 MiB) closes its connection before anything
@@ -20,13 +23,12 @@ import logging
 import threading
 from dataclasses import dataclass
 
+from .dispatch import BrokerCore, Close, Deferred, Reply, WaitForData
 from .group_coordinator import GroupCoordinator
-from .protocol import (MAX_FRAME_BYTES, Connection, ProtocolViolation, UnsupportedRequest,
-                       encode_response, encode_response_parts)
-from .replay import UNSUPPORTED_VERSION, ReplayBroker
+from .protocol import MAX_FRAME_BYTES, Connection
+from .replay import ReplayBroker
 
 log = logging.getLogger("kfx.serve")
-MAX_WAIT_CAP_MS = 500
 
 
 MAX_CONNECTIONS = 1000
@@ -44,10 +46,9 @@ class Limits:
 
 
 class _Server:
-    def __init__(self, broker: ReplayBroker, groups: GroupCoordinator, limits: Limits | None = None):
-        self.broker = broker
-        self.groups = groups
-        self.appended = asyncio.Event()  # set when a produce lands: wakes long-polling fetches
+    def __init__(self, core: BrokerCore, limits: Limits | None = None):
+        self.core = core
+        self.woken: dict[int, asyncio.Event] = {}  # a waiting fetch's id -> its wake-up
         self.limits = limits or Limits()
         self.connections = 0
         self.buffered = 0  # bytes held in unfinished frames, all connections together
@@ -81,14 +82,12 @@ class _Server:
                 events = conn.receive_data(data)
                 self.buffered, held = self.buffered - held, 0
                 for ev in events:
-                    if isinstance(ev, ProtocolViolation):
-                        log.warning("closing %s: %s", peer, ev.reason)
+                    reply = await self.outcome(self.core.handle(ev))
+                    if isinstance(reply, Close):
+                        log.warning("closing %s: %s", peer, reply.reason)
                         return
-                    resp = await self.respond(ev)
-                    if isinstance(resp, list):
-                        await self.send_parts(writer, resp)
-                    elif resp:  # acks=0 produce requests get no response
-                        writer.write(resp)
+                    if isinstance(reply, Reply):
+                        await self.send_parts(writer, reply.parts)
                 await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
             return
@@ -99,58 +98,37 @@ class _Server:
             self.connections -= 1
             writer.close()
 
-    async def respond(self, ev) -> bytes:
-        b = self.broker
-        if isinstance(ev, UnsupportedRequest) or not b.supports(ev.api_key, ev.api_version):
-            if ev.api_key == 18:  # ApiVersions: answer at v0 with the versions we do support
-                return encode_response(18, 0, ev.correlation_id, b.api_versions(0, {}, error=UNSUPPORTED_VERSION))
-            # as Kafka does: an API or version it does not serve closes the connection
-            why = f"unsupported {getattr(ev, 'name', ev.api_key)} v{ev.api_version} from {ev.client_id}"
-            log.warning("closing the connection: %s", why)
-            raise CloseConnection(why)
-        g, k, v = self.groups, ev.api_key, ev.api_version
-        if k in (8, 9) and v >= 10:  # OffsetCommit/OffsetFetch v10+ name topics by id
-            for t in [ev.body] if k == 8 else ev.body.get("Groups", []):
-                b.names_for_ids(t.get("Topics"))
-        if k == 11:
-            body = await g.join(v, ev.body, ev.client_id)
-        elif k == 14:
-            body = await g.sync(v, ev.body)
-        elif k == 12:
-            body = g.heartbeat(v, ev.body)
-        elif k == 13:
-            body = g.leave(v, ev.body)
-        elif k == 8:
-            body = g.commit(v, ev.body)
-        elif k == 9:
-            body = g.fetch_offsets(v, ev.body)
-        elif k in (68, 69):  # KIP-848
-            topics = {t: (ps[0].topic_id, len(ps)) for t, ps in b.topics().items()}
-            body = (g.consumer_heartbeat(v, ev.body, ev.client_id, topics) if k == 68
-                    else g.consumer_describe(v, ev.body, topics))
-        elif k in (15, 16):  # DescribeGroups, ListGroups: live groups and those the log's commits tell of
-            body = (g.describe_groups if k == 15 else g.list_groups)(v, ev.body, b.logged_groups())
-        else:
-            body = b.handle(k, v, ev.body)
-        if k in (8, 9) and v >= 10:
-            for t in [body] if k == 8 else body.get("Groups", []):
-                b.ids_for_names(t.get("Topics"))
-        if k in (0, 26):
-            self.appended.set()
-            self.appended = asyncio.Event()
-        if k == 0 and ev.body.get("Acks") == 0:
-            return b""
-        if k == 1 and not any(p["Records"] for t in body["Responses"] for p in t["Partitions"]):
-            wait = ev.body.get("MaxWaitMs", 0)
-            if wait > 0:  # long poll: wait for data as the client asked, then look again
+    async def outcome(self, out):
+        """Carry out what the core decided until there is a Reply, a NoReply or a Close."""
+        self.wake()
+        if isinstance(out, Deferred):
+            out = self.core.finish(out.request, await out.awaitable)
+            self.wake()
+        if not isinstance(out, WaitForData):
+            return out
+        loop = asyncio.get_running_loop()
+        deadline, wait = loop.time() + out.timeout_ms / 1000, out
+        try:
+            while isinstance(out, WaitForData):
+                wait, woken = out, asyncio.Event()
+                self.woken[wait.id] = woken
                 try:
-                    await asyncio.wait_for(self.appended.wait(), min(wait, 30_000) / 1000)
+                    await asyncio.wait_for(woken.wait(), max(0.0, deadline - loop.time()))
                 except asyncio.TimeoutError:
-                    pass
-                body = b.handle(k, v, ev.body)
-        if k == 1:
-            return encode_response_parts(ev.api_key, ev.api_version, ev.correlation_id, body)
-        return encode_response(ev.api_key, ev.api_version, ev.correlation_id, body)
+                    return self.core.expire(wait)
+                out = self.core.retry(wait)
+            return out
+        finally:
+            self.woken.pop(wait.id, None)
+            if isinstance(out, WaitForData):  # the connection went away while it waited
+                self.core.forget(out)
+
+    def wake(self) -> None:
+        """Set the events of the fetches the core says an append has woken."""
+        for w in self.core.wakeups():
+            event = self.woken.pop(w.id, None)
+            if event is not None:
+                event.set()
 
     async def send_parts(self, writer: asyncio.StreamWriter, parts: list) -> None:
         """Bytes through the stream, record regions straight from the segment files (sendfile)."""
@@ -162,10 +140,6 @@ class _Server:
             await writer.drain()
             with open(part.path, "rb") as f:
                 await loop.sendfile(writer.transport, f, part.offset, part.length, fallback=True)
-
-
-class CloseConnection(ConnectionError):
-    """Raised by a handler when Kafka would close the connection (an API or version it does not serve)."""
 
 
 def default_state_path(log_dir: str) -> str:
@@ -182,11 +156,8 @@ async def start(log_dir: str, host: str = "127.0.0.1", port: int = 9092, adverti
                 partitions: int = 1, limits: Limits | None = None):
     broker = ReplayBroker(log_dir, node_id=node_id, host=advertised_host or host, port=port, writable=writable,
                           auto_create=auto_create, partitions=partitions)
-    groups = GroupCoordinator(state_path or default_state_path(log_dir),
-                              offsets_writer=broker.write_offset_commits if writable else None)
-    broker.on_txn_offsets = lambda group, commits: groups.store(group, commits, write=False)
-    broker.coordinator = groups  # for tests and notebooks: the group state
-    srv = _Server(broker, groups, limits)
+    groups = GroupCoordinator(state_path or default_state_path(log_dir))
+    srv = _Server(BrokerCore(broker, groups), limits)
     asyncio.get_running_loop().create_task(groups.expire_loop())
     server = await asyncio.start_server(srv.client, host, port)
     server.edge = srv  # the socket layer's counters (connections, buffered bytes), for tests

@@ -1,6 +1,9 @@
 """The Kafka protocol messages the replay broker speaks: field facts (names, types, versions, tags,
 defaults, api keys) carried over from apache/kafka's clients/src/main/resources/common/message
 definitions into :mod:`specs.message_schema`'s declarative form."""
+import re
+from enum import IntEnum
+
 from .message_schema import F, Message
 
 RequestHeader = Message('RequestHeader', valid='0-2', flexible='2+', fields=(
@@ -967,3 +970,6 @@ ADVERTISED = {
 }
 #: API name (the message name less Request) -> api key
 API_KEYS = {m.name[:-len("Request")]: k for k, m in REQUESTS.items()}
+#: Kafka's ApiKeys by their constant names (PRODUCE, FETCH, API_VERSIONS, ...), from the messages' api keys
+ApiKey = IntEnum("ApiKey", {re.sub(r"(?<!^)(?=[A-Z])", "_", name).upper(): k
+                            for name, k in sorted(API_KEYS.items(), key=lambda nk: nk[1])})

@@ -1,10 +1,13 @@
-"""The replay broker without sockets: request bytes through :mod:`kafkaforensics.protocol` and
-:class:`~kafkaforensics.replay.ReplayBroker`, response bytes decoded with the same specs."""
+"""The replay broker without sockets: request bytes through :mod:`kafkaforensics.protocol` and the
+sans-IO core (:class:`~kafkaforensics.dispatch.BrokerCore` over :class:`~kafkaforensics.replay.ReplayBroker`),
+response bytes decoded with the same specs."""
 import struct
 
 import pytest
 
-from kafkaforensics.protocol import Connection, Request, UnsupportedRequest, encode_response
+from kafkaforensics.dispatch import BrokerCore, Reply
+from kafkaforensics.group_coordinator import GroupCoordinator
+from kafkaforensics.protocol import Connection, Request, UnsupportedRequest
 from kafkaforensics.replay import ReplayBroker
 from specs import kafka_errors as E
 from specs import protocol_messages as P
@@ -23,9 +26,11 @@ def roundtrip(broker, api_key, version, body):
     """Bytes in, the broker's answer decoded from bytes out."""
     (ev,) = Connection().receive_data(frame(api_key, version, body))
     assert isinstance(ev, Request), ev
-    out = encode_response(api_key, version, ev.correlation_id, broker.handle(api_key, version, ev.body))
+    reply = BrokerCore(broker, GroupCoordinator(None)).handle(ev)
+    assert isinstance(reply, Reply), reply
+    out = reply.to_bytes()
     m = P.RESPONSES[api_key]
-    hv = 1 if m.is_flexible(version) and api_key != 18 else 0
+    hv = 1 if m.is_flexible(version) and api_key != P.ApiKey.API_VERSIONS else 0
     header, used = P.ResponseHeader.read_prefix(out[4:], hv)
     assert header["CorrelationId"] == ev.correlation_id
     return m.read(out[4 + used:], version)
@@ -139,12 +144,10 @@ def _append(b, recs, **kw):
     from kafkaforensics.batch import Record
     from kafkaforensics.builder import build_v2
     s = b.partitions[("t", 0)]
-    log = b._live(s)
-    base = log.next_offset
-    err, _ = log.append(build_v2([Record(base + i, ts, b"k", b"v", []) for i, ts in enumerate(recs)],
-                                 base_offset=base, **kw), s.leader_epoch)
+    base = s.next_offset
+    err, _ = s.append(build_v2([Record(base + i, ts, b"k", b"v", []) for i, ts in enumerate(recs)],
+                               base_offset=base, **kw))
     assert err == 0
-    b._refresh(s, log)
 
 
 def test_list_offsets_max_timestamp_isolation_and_epochs(wb):
