@@ -66,28 +66,36 @@ def segment_batches(seg: LoadedSegment, buf, *, state: ProducerState | None = No
                     epochs: LeaderEpochCache | None = None, damage: str = "keep", strict_legacy: bool = False,
                     before_apply=None):
     """The walk of one segment's mapped ``buf``: yields (batch, completed transaction or None) for
-    each batch kept, applying it to ``state`` and ``epochs`` and filling in ``seg``'s facts."""
+    each batch kept, applying it to ``state`` and ``epochs``; ``seg``'s facts are filled in when
+    the walk ends (however it ends)."""
     sc = BatchScanner(buf, file=seg.path, base_offset=seg.base_offset)
     check = damage != "keep"
-    for b in sc:
-        if check and (not b.crc_valid() or (strict_legacy and _legacy_unresolved(b))):
-            if seg.damaged is None:
-                seg.damaged = b
-            if damage == "skip":
-                continue
-            return
-        if before_apply is not None:
-            before_apply(b)
-        done = state.append(b) if state is not None else None
-        if epochs is not None and b.magic >= 2 and b.partition_leader_epoch >= 0:
-            epochs.assign_newer(b.partition_leader_epoch, b.base_offset)
-        seg.batches += 1
-        seg.next_offset = max(seg.next_offset, b.last_offset + 1)
-        if b.max_timestamp > seg.max_timestamp:
-            seg.max_timestamp = b.max_timestamp
-        seg.valid_bytes = b.position + b.size
-        yield b, done
-    seg.stop = sc.stop
+    # only an epoch above the newest can change the cache (assign_newer): one comparison a batch
+    latest = 1 << 31 if epochs is None else (-1 if epochs.latest_epoch is None else epochs.latest_epoch)
+    nxt, max_ts, n, valid = seg.next_offset, seg.max_timestamp, seg.batches, seg.valid_bytes
+    try:
+        for b in sc:
+            if check and (not b.crc_valid() or (strict_legacy and b.count is None and _legacy_unresolved(b))):
+                if seg.damaged is None:
+                    seg.damaged = b
+                if damage == "skip":
+                    continue
+                return
+            if before_apply is not None:
+                before_apply(b)
+            done = state.append(b) if state is not None else None
+            if b.partition_leader_epoch > latest and b.magic >= 2:
+                epochs.assign_newer(b.partition_leader_epoch, b.base_offset)
+                latest = epochs.latest_epoch
+            n += 1
+            nxt = b.last_offset + 1  # LogSegment.readNextOffset: the last batch's next offset
+            if b.max_timestamp > max_ts:
+                max_ts = b.max_timestamp
+            valid = b.position + b.size
+            yield b, done
+        seg.stop = sc.stop
+    finally:
+        seg.next_offset, seg.max_timestamp, seg.batches, seg.valid_bytes = nxt, max_ts, n, valid
 
 
 def replay_segment(path: str, base_offset: int, state: ProducerState | None = None,
@@ -148,17 +156,13 @@ class PartitionLog:
             self.segments.append(seg)
             with open_buffer(sf.log) as buf:
                 seg.size = len(buf)
-                inner = self._segment_batches(seg, buf)
+                inner = segment_batches(seg, buf, state=self.state, epochs=self.batch_epochs, damage=self.damage,
+                                        strict_legacy=self.strict_legacy, before_apply=self.before_apply)
                 yield seg, inner
                 for _ in inner:  # what the caller left
                     pass
-
-    def _segment_batches(self, seg: LoadedSegment, buf):
-        for item in segment_batches(seg, buf, state=self.state, epochs=self.batch_epochs, damage=self.damage,
-                                    strict_legacy=self.strict_legacy, before_apply=self.before_apply):
-            yield item
-        if seg.damaged is not None and self.damage == "stop":
-            self.stopped = True
+            if seg.damaged is not None and self.damage == "stop":
+                self.stopped = True
 
     def batches(self):
         """Every batch walked, in log order: (segment, batch, completed transaction or None)."""
