@@ -22,11 +22,12 @@ import time as _time
 from dataclasses import asdict, dataclass, field, fields
 
 
-from .batch import resolve_legacy_wrapper
 from .errors import KafkaFormatError
+from .leader_epochs import LeaderEpochCache
+from .log_loader import PartitionLog
 from .partition import PartitionDir, find_partitions, parse_partition_dir_name, read_offset_checkpoints
 from .producer_state import ProducerState, read_snapshot
-from .segment import BatchScanner, file_name, open_buffer
+from .segment import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, file_name, offset_from_name, sibling
 from .verify import VerifyReport, verify_partition
 
 _INT32_MAX = 2**31 - 1
@@ -87,8 +88,8 @@ def remedy_for(f: Finding, partition_dir: str, producer: tuple | None = None) ->
         target = f.file or d
         if k == "orphan-index":
             return f"kfx recover {d} removes it, as Kafka's log loading does"
-        if target.endswith((".index", ".timeindex", ".txnindex")):
-            target = target.rsplit(".", 1)[0] + ".log"
+        if target.endswith((INDEX, TIMEINDEX, TXNINDEX)) and offset_from_name(target) is not None:
+            target = sibling(target, LOG)
         return f"kfx reindex {target} (rebuilds the segment's indexes as Kafka's recovery does, with a backup)"
     if k in _TAIL_KINDS:
         return (f"kfx recover --dry-run {d} shows the truncation Kafka would do at start-up; then kfx recover {d} "
@@ -262,39 +263,32 @@ def _analyze_partition(pd: PartitionDir, ckpts: dict, now: int, opts: AnalyzeOpt
     rep.partitions.append(summ)
     cleaner_ck = ckpts.get("cleaner-offset-checkpoint", {}).get((pd.topic, pd.partition)) if pd.topic else None
     try:
-        epochs = pd.leader_epochs() or []
+        epochs = LeaderEpochCache.read(pd.path) or LeaderEpochCache()
     except KafkaFormatError:
-        epochs = []
+        epochs = LeaderEpochCache()
     snapshots = {}
     for off in pd.snapshots:
-        p = os.path.join(pd.path, file_name(off, ".snapshot"))
+        p = os.path.join(pd.path, file_name(off, SNAPSHOT))
         try:
             with open(p, "rb") as f:
                 snapshots[off] = (p, read_snapshot(f.read(), file=p))
         except KafkaFormatError:
             pass  # reported by verify
-    a = _PartitionAnalysis(name, summ, rep, now, opts, cleaner_ck, epochs)
+    # damage (reported by verify) ends a segment's walk: what follows it is not trustworthy
+    log = PartitionLog(pd, damage="stop-segment", strict_legacy=True,
+                       before_apply=lambda b: a.snapshot_check(b.base_offset, snapshots))
+    a = _PartitionAnalysis(name, summ, rep, now, opts, cleaner_ck, epochs, log.state)
     a.path = pd.path
     first_finding = len(rep.findings) - len(vr.problems)
     base_pos = 0
-    for seg in pd.segments:
+    for seg, batches in log.walk():
         summ.segment_starts.append((base_pos, seg.base_offset))
-        with open_buffer(seg.log) as buf:
-            a.segment(seg.log, seg.base_offset, base_pos, len(buf))
-            sc = BatchScanner(buf, file=seg.log, base_offset=seg.base_offset)
-            for b in sc:
-                if not b.crc_valid():
-                    break  # damage: reported by verify; what follows is not trustworthy
-                if b.magic < 2 and b.count is None:
-                    try:
-                        resolve_legacy_wrapper(b)
-                    except KafkaFormatError:
-                        break
-                a.snapshot_check(b.base_offset, snapshots)
-                a.batch(b, base_pos)
-            summ.segment_info[-1]["validBytes"] = (a.seg_end if a.seg_end is not None else 0)
-            summ.bytes += len(buf)
-        base_pos += os.path.getsize(seg.log)
+        a.segment(seg.log, seg.base_offset, base_pos, seg.size)
+        for b, done in batches:
+            a.batch(b, base_pos, done)
+        summ.segment_info[-1]["validBytes"] = (a.seg_end if a.seg_end is not None else 0)
+        summ.bytes += seg.size
+        base_pos += seg.size
     a.snapshot_check(None, snapshots)
     a.finish()
     for f in rep.findings[first_finding:]:
@@ -305,11 +299,12 @@ def _analyze_partition(pd: PartitionDir, ckpts: dict, now: int, opts: AnalyzeOpt
 class _PartitionAnalysis:
     """The per-partition state of the analysis as batches go by."""
 
-    def __init__(self, name, summ: PartitionSummary, rep: AnalysisReport, now, opts, cleaner_ck, epochs):
+    def __init__(self, name, summ: PartitionSummary, rep: AnalysisReport, now, opts, cleaner_ck,
+                 epochs: LeaderEpochCache, state: ProducerState):
         self.name, self.summ, self.rep, self.now, self.opts = name, summ, rep, now, opts
         self.cleaner_ck = cleaner_ck
-        self.epochs = [(e["epoch"], e["startOffset"]) for e in epochs]
-        self.state = ProducerState()
+        self.epochs = epochs
+        self.state = state           # applied by the walk (PartitionLog) before each batch comes
         self.prev_last = None
         self.prev_ts = None
         self.prev_epoch = None
@@ -406,7 +401,8 @@ class _PartitionAnalysis:
                 if len(self.summ.txns) < self.opts.max_txns:
                     self.summ.txns.append(t)
 
-    def batch(self, b, base_pos: int) -> None:
+    def batch(self, b, base_pos: int, done=None) -> None:
+        """One batch, already applied to the producer state (``done``: the transaction it completes)."""
         s = self.summ
         s.batches += 1
         self._row(b)
@@ -429,7 +425,7 @@ class _PartitionAnalysis:
         self._timestamps(b)
         if b.magic >= 2:
             self._producer(b)
-            self._transactions(b)
+            self._transactions(b, done)
             self._leader_epoch(b)
 
     # -- offsets ---------------------------------------------------------------------------------
@@ -490,10 +486,9 @@ class _PartitionAnalysis:
         p[0], p[1], p[2] = b.producer_epoch, b.last_sequence, max(max_epoch, b.producer_epoch)
 
     # -- transactions ----------------------------------------------------------------------------
-    def _transactions(self, b) -> None:
+    def _transactions(self, b, done) -> None:
         if b.is_control and b.producer_id >= 0:
-            e = self.state.producers.get(b.producer_id)
-            open_txn = e is not None and e.current_txn_first_offset >= 0
+            open_txn = done is not None  # the marker closed a transaction of its producer
             try:
                 ctl = b.records()[0].control() if b.count else None
             except KafkaFormatError:
@@ -501,7 +496,6 @@ class _PartitionAnalysis:
             if ctl and ctl["type"] in ("ABORT", "COMMIT") and not open_txn and not self.compacted:
                 self.add("marker-without-data", "warning", b.base_offset, b.last_offset, b,
                          f"{ctl['type']} marker of producer {b.producer_id} closes no open transaction")
-        done = self.state.append(b)
         if done is not None:
             if done.aborted:
                 self.summ.transactions["aborted"] += 1
@@ -523,9 +517,9 @@ class _PartitionAnalysis:
             return
         starts = [s for ep, s in self.epochs if ep == e]
         if not starts:
-            if e > self.epochs[-1][0]:
+            if e > self.epochs.latest_epoch:
                 # the checkpoint is flushed lazily; a newer epoch at the end is normal on a live log
-                self.epochs.append((e, b.base_offset))
+                self.epochs.assign_newer(e, b.base_offset)
                 return
             self.add("leader-epoch-mismatch", "warning", b.base_offset, b.last_offset, b,
                      f"epoch {e} is not in leader-epoch-checkpoint")
@@ -583,9 +577,10 @@ class _PartitionAnalysis:
         s.last_stable_offset = min(self.state.ongoing) if self.state.ongoing else s.log_end_offset
         s.producers = len(self.state.producers)
         if len(self.epochs) > 1:
-            ends = ", ".join(f"epoch {e}: [{start}, {nxt})" for (e, start), (_n, nxt) in zip(self.epochs, self.epochs[1:]))
+            es = self.epochs.entries
+            ends = ", ".join(f"epoch {e}: [{start}, {nxt})" for (e, start), (_n, nxt) in zip(es, es[1:]))
             self.rep.findings.append(Finding(
-                "leader-epoch-boundaries", "info", self.name, self.epochs[0][1], (s.log_end_offset or 1) - 1, None,
+                "leader-epoch-boundaries", "info", self.name, es[0][1], (s.log_end_offset or 1) - 1, None,
                 None, f"a replica diverging inside an epoch truncates to that epoch's end offset: {ends}"))
         step = max(1, len(s.timeline) // self.opts.timeline_points)
         s.timeline = s.timeline[::step]

@@ -34,22 +34,20 @@ from typing import NamedTuple
 
 import numpy as np
 
-from specs import checkpoints as C
-
 from . import builder, fsutil, offset_index, time_index, txn_index
 from .batch import Batch, parse_header, resolve_legacy_wrapper
 from .defaults import (DEFAULT_DEDUPE_BUFFER_BYTES, DEFAULT_DELETE_RETENTION_MS, DEFAULT_INDEX_INTERVAL_BYTES,
                        DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_SEGMENT_BYTES)
 from .indexing import SegmentIndexes
 from .errors import KafkaFormatError
+from .checkpoint_file import CLEANER_OFFSET, partition_offset, set_partition_offset
+from .log_loader import PartitionLog
 from .offset_map import OffsetMap, span_digests
 from .partition import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, PartitionDir, parse_partition_dir_name
-from .producer_state import ProducerState
 from .record_columns import decode_columns, runs
 from .segment import BatchScanner, file_name, open_buffer
 from .txn_index import AbortedTxn
 
-CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 #: both passes take a run of batches at a time: records decoded by the columnar decoder, keys
 #: hashed and put or looked up in the offset map together (False: batch by batch, record by
 #: record -- the reference the tests compare with)
@@ -135,31 +133,26 @@ class _SegmentSurvey:
 
 def _survey(pd: PartitionDir, opts: CompactOptions, now: int):
     """One pass over the log: segments, producer state at the end, aborted transactions, counts."""
-    state = ProducerState()
+    log = PartitionLog(pd)
     aborted: list[AbortedTxn] = []
     segs = []
     records = 0
-    for s in pd.segments:
-        nxt = s.base_offset
-        largest = -1
+    for s, batches in log.walk():
         seg_records = 0
-        with open_buffer(s.log) as buf:
-            size = len(buf)
-            for b in BatchScanner(buf, file=s.log, base_offset=s.base_offset):
-                done = state.append(b)
-                if done is not None and done.aborted:
-                    aborted.append(done.aborted_entry())
-                nxt = b.last_offset + 1
-                largest = max(largest, b.max_timestamp)
-                if b.magic < 2:
-                    resolve_legacy_wrapper(b)
-                seg_records += b.count or 0
+        for b, done in batches:
+            if done is not None and done.aborted:
+                aborted.append(done.aborted_entry())
+            if b.magic < 2:
+                resolve_legacy_wrapper(b)
+            seg_records += b.count or 0
         records += seg_records
         st = os.stat(s.log)
-        idx, tidx = s.existing(INDEX), s.existing(TIMEINDEX)
-        segs.append(_SegmentSurvey(s.base_offset, s.log, size, nxt, largest if largest >= 0 else int(st.st_mtime * 1000),
+        idx, tidx = s.files.existing(INDEX), s.files.existing(TIMEINDEX)
+        segs.append(_SegmentSurvey(s.base_offset, s.log, s.size, s.next_offset,
+                         s.max_timestamp if s.max_timestamp >= 0 else int(st.st_mtime * 1000),
                          st.st_mtime, os.path.getsize(idx) if idx else 0, os.path.getsize(tidx) if tidx else 0,
                          seg_records))
+    state = log.state
     for i in range(len(segs) - 1):
         segs[i].next_offset = segs[i + 1].base  # a segment ends where the next begins
     active_producers = {}
@@ -497,38 +490,15 @@ def _swap(pdir, group, cleaned: dict) -> None:
         fsutil.remove_file(p)
 
 
-def _checkpoint_path(pdir: str) -> str:
-    return os.path.join(os.path.dirname(os.path.abspath(pdir)), CLEANER_CHECKPOINT)
-
-
 def _read_cleaner_checkpoint(pdir, tp):
-    p = _checkpoint_path(pdir)
-    if tp is None or not os.path.exists(p):
-        return None
     try:
-        with open(p, encoding="utf-8") as f:
-            for e in C.OffsetCheckpoint.parse(f.read(), file=p):
-                if (e["topic"], e["partition"]) == tp:
-                    return e["offset"]
-    except Exception:  # an unreadable checkpoint: Kafka would start from the log start
+        return partition_offset(os.path.dirname(os.path.abspath(pdir)), CLEANER_OFFSET, tp)
+    except KafkaFormatError:  # an unreadable checkpoint: Kafka would start from the log start
         return None
-    return None
 
 
 def _write_cleaner_checkpoint(pdir, tp, offset) -> None:
-    if tp is None:
-        return
-    p = _checkpoint_path(pdir)
-    entries = []
-    if os.path.exists(p):
-        try:
-            with open(p, encoding="utf-8") as f:
-                entries = [e for e in C.OffsetCheckpoint.parse(f.read(), file=p)
-                           if (e["topic"], e["partition"]) != tp]
-        except Exception:
-            entries = []
-    entries.append({"topic": tp[0], "partition": tp[1], "offset": offset})
-    fsutil.atomic_write(p, C.OffsetCheckpoint.build(entries).encode())
+    set_partition_offset(os.path.dirname(os.path.abspath(pdir)), CLEANER_OFFSET, tp, offset, unreadable="replace")
 
 
 def _dirty_ratio(segs, first_dirty, first_uncleanable) -> float:

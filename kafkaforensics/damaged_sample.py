@@ -23,12 +23,11 @@ from __future__ import annotations
 import os
 import shutil
 
-from specs import checkpoints as C
-
 from .batch import Record
 from .builder import build_v2
-from .partition import find_partitions, read_offset_checkpoints
-from .segment import iter_batches
+from .checkpoint_file import LOG_START_OFFSET, RECOVERY_POINT, REPLICATION_OFFSET, read_offsets, write_offsets
+from .partition import find_partitions
+from .segment import INDEX, LOG, SWAP, TIMEINDEX, iter_batches, offset_from_name, sibling
 from .writer import write_partition
 
 T0 = 1_700_000_000_000
@@ -68,7 +67,7 @@ def make_damaged_logdir(target: str, sample: str = SAMPLE) -> dict:
 
     # orders-0: a torn tail -- the crash cut the last append after 40 bytes of the batch
     orders = os.path.join(target, "orders-0")
-    logs = sorted(f for f in os.listdir(orders) if f.endswith(".log"))
+    logs = sorted(f for f in os.listdir(orders) if f.endswith(LOG))
     active = os.path.join(orders, logs[-1])
     last = list(iter_batches(active))[-1]
     with open(active, "rb") as f:
@@ -81,16 +80,16 @@ def make_damaged_logdir(target: str, sample: str = SAMPLE) -> dict:
 
     # orders-0: the cleaner's swap of the first segment, written but not yet renamed
     first = os.path.join(orders, logs[0])
-    for suffix in (".log", ".index", ".timeindex"):
-        src = first[:-4] + suffix
+    for suffix in (LOG, INDEX, TIMEINDEX):
+        src = sibling(first, suffix)
         if os.path.exists(src):
-            shutil.copyfile(src, src + ".swap")
-    planted["leftover-swap"] = {"file": first + ".swap"}
+            shutil.copyfile(src, src + SWAP)
+    planted["leftover-swap"] = {"file": first + SWAP}
 
     # clients-0: one offset index entry of the active segment points into the middle of a batch
     clients = os.path.join(target, "clients-0")
-    clogs = sorted(f for f in os.listdir(clients) if f.endswith(".log"))
-    idx = os.path.join(clients, clogs[-1][:-4] + ".index")
+    clogs = sorted(f for f in os.listdir(clients) if f.endswith(LOG))
+    idx = sibling(os.path.join(clients, clogs[-1]), INDEX)
     with open(idx, "rb") as f:
         entries = bytearray(f.read())
     rel = int.from_bytes(entries[0:4], "big")
@@ -98,10 +97,10 @@ def make_damaged_logdir(target: str, sample: str = SAMPLE) -> dict:
     entries[4:8] = (pos + 7).to_bytes(4, "big")
     with open(idx, "wb") as f:
         f.write(bytes(entries))
-    planted["corrupt-index"] = {"file": idx, "offset": int(clogs[-1][:20]) + rel, "position": pos + 7}
+    planted["corrupt-index"] = {"file": idx, "offset": offset_from_name(clogs[-1]) + rel, "position": pos + 7}
 
     planted["sequence-gap"] = {"partition": "payments-0", "producerId": SEQ_PID}
-    txn_first = next(b.base_offset for f in sorted(os.listdir(pay)) if f.endswith(".log")
+    txn_first = next(b.base_offset for f in sorted(os.listdir(pay)) if f.endswith(LOG)
                      for b in iter_batches(os.path.join(pay, f)) if b.producer_id == TXN_PID)
     planted["hanging-transaction"] = {"partition": "payments-0", "producerId": TXN_PID, "firstOffset": txn_first}
 
@@ -110,16 +109,11 @@ def make_damaged_logdir(target: str, sample: str = SAMPLE) -> dict:
     for pd in find_partitions(target):
         leo[(pd.topic, pd.partition)] = max(
             (b.last_offset + 1 for s in pd.segments[-1:] for b in _valid_batches(s.log)), default=0)
-    old = read_offset_checkpoints(target).get("recovery-point-offset-checkpoint", {})
-    rp = [{"topic": t, "partition": p, "offset": min(old.get((t, p), 0), _segment_base(target, t, p))}
-          for (t, p) in sorted(leo)]
-    with open(os.path.join(target, "recovery-point-offset-checkpoint"), "w") as f:
-        f.write(C.OffsetCheckpoint.build(rp))
-    for name in ("replication-offset-checkpoint", "log-start-offset-checkpoint"):
-        entries = [{"topic": t, "partition": p, "offset": leo[(t, p)] if name.startswith("repl") else 0}
-                   for (t, p) in sorted(leo)]
-        with open(os.path.join(target, name), "w") as f:
-            f.write(C.OffsetCheckpoint.build(entries))
+    old = read_offsets(os.path.join(target, RECOVERY_POINT)) or {}
+    write_offsets(os.path.join(target, RECOVERY_POINT),
+                  {tp: min(old.get(tp, 0), _segment_base(target, *tp)) for tp in sorted(leo)})
+    write_offsets(os.path.join(target, REPLICATION_OFFSET), {tp: leo[tp] for tp in sorted(leo)})
+    write_offsets(os.path.join(target, LOG_START_OFFSET), {tp: 0 for tp in sorted(leo)})
     return planted
 
 
@@ -133,7 +127,7 @@ def _valid_batches(log: str):
 def _segment_base(target: str, topic: str, partition: int) -> int:
     """The base offset of the partition's active segment: a checkpoint flushed before it was written."""
     d = os.path.join(target, f"{topic}-{partition}")
-    return max(int(f[:20]) for f in os.listdir(d) if f.endswith(".log"))
+    return max(offset_from_name(f) for f in os.listdir(d) if f.endswith(LOG) and offset_from_name(f) is not None)
 
 
 if __name__ == "__main__":  # python -m kafkaforensics.damaged_sample TARGET

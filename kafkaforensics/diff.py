@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .partition import PartitionDir
-from .segment import BatchScanner, open_buffer
+from .errors import KafkaFormatError
+from .leader_epochs import LeaderEpochCache
+from .log_loader import PartitionLog
 
 
 @dataclass
@@ -38,22 +39,19 @@ class DiffReport:
                 "truncateBTo": self.truncate_b_to, "epochTruncation": self.epoch_truncation}
 
 
-def _batches(pd: PartitionDir):
-    for seg in pd.segments:
-        with open_buffer(seg.log) as buf:
-            for b in BatchScanner(buf, file=seg.log, base_offset=seg.base_offset):
-                if not b.crc_valid():
-                    return
-                yield (b.base_offset, b.last_offset, b.crc, b.partition_leader_epoch, b.size, seg.log, b.position)
+def _batches(log: PartitionLog):
+    """A replica's batches up to its first damaged one."""
+    for seg, b, _done in log.batches():
+        yield (b.base_offset, b.last_offset, b.crc, b.partition_leader_epoch, b.size, seg.log, b.position)
 
 
 def diff(dir_a: str, dir_b: str, max_listed: int = 1000) -> DiffReport:
-    pa, pb = PartitionDir.scan(dir_a), PartitionDir.scan(dir_b)
+    la, lb = (PartitionLog(d, damage="stop", producers=False) for d in (dir_a, dir_b))
+    pa, pb = la.dir, lb.dir
     rep = DiffReport(pa.path, pb.path)
-    ia, ib = _batches(pa), _batches(pb)
+    ia, ib = _batches(la), _batches(lb)
     x, y = next(ia, None), next(ib, None)
     leo_a = leo_b = 0
-    epochs_b = []
 
     def diverge(off):
         if rep.first_diverging_offset is None or off < rep.first_diverging_offset:
@@ -67,8 +65,6 @@ def diff(dir_a: str, dir_b: str, max_listed: int = 1000) -> DiffReport:
             leo_a = max(leo_a, x[1] + 1)
         if y is not None:
             leo_b = max(leo_b, y[1] + 1)
-            if y[3] >= 0 and (not epochs_b or y[3] > epochs_b[-1][0]):
-                epochs_b.append((y[3], y[0]))
         if y is None or (x is not None and x[1] < y[0]):
             diverge(x[0])
             if len(rep.only_in_a) < max_listed:
@@ -95,16 +91,13 @@ def diff(dir_a: str, dir_b: str, max_listed: int = 1000) -> DiffReport:
     if rep.first_diverging_offset is not None:
         rep.truncate_b_to = rep.first_diverging_offset
         try:
-            epochs_a = [(e["epoch"], e["startOffset"]) for e in (pa.leader_epochs() or [])]
-        except Exception:
-            epochs_a = []
-        if epochs_a and epochs_b:
-            last_b = epochs_b[-1][0]
-            shared = [e for e, _s in epochs_a if e <= last_b]
-            if shared:
-                e = max(shared)
-                later = [s for ep, s in epochs_a if ep > e]
-                end = min(later) if later else leo_a
-                rep.epoch_truncation = {"epoch": e, "endOffsetInA": end,
-                                        "truncateBTo": min(end, leo_b)}
+            epochs_a = LeaderEpochCache.read(pa.path) or LeaderEpochCache()
+        except KafkaFormatError:
+            epochs_a = LeaderEpochCache()
+        last_b = lb.batch_epochs.latest_epoch  # B's epochs, as its batches carry them
+        e = epochs_a.floor_epoch(last_b) if last_b is not None else None
+        if e is not None:
+            # the end offset, in A's history, of the last epoch the replicas share
+            _e, end = epochs_a.end_offset_for(e, leo_a)
+            rep.epoch_truncation = {"epoch": e, "endOffsetInA": end, "truncateBTo": min(end, leo_b)}
     return rep

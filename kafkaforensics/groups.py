@@ -15,18 +15,12 @@ import os
 from .errors import KafkaFormatError
 from .internal_topics import decode_offsets
 from .logdir import METADATA_PARTITION, metadata_topic_ids
+from .log_loader import PartitionLog
 from .partition import find_partitions
-from .segment import BatchScanner, open_buffer
 
 
 def _log_end_offset(pd) -> int | None:
-    leo = None
-    for seg in pd.segments:
-        with open_buffer(seg.log) as buf:
-            for b in BatchScanner(buf, file=seg.log, base_offset=seg.base_offset):
-                leo = b.last_offset + 1
-        leo = seg.base_offset if leo is None else leo
-    return leo
+    return PartitionLog(pd, producers=False).load().log_end_offset if pd.segments else None
 
 
 def replay_offsets(pd) -> list[tuple[dict, dict | None, int]]:
@@ -39,25 +33,21 @@ def replay_offsets(pd) -> list[tuple[dict, dict | None, int]]:
     Batches with a bad CRC and records that do not decode are left out."""
     applied: list[tuple[dict, dict | None, int]] = []
     pending: dict[int, list] = {}
-    for seg in pd.segments:
-        with open_buffer(seg.log) as buf:
-            for b in BatchScanner(buf, file=seg.log, base_offset=seg.base_offset):
-                if not b.crc_valid():
-                    continue
-                if b.is_control:
-                    recs = b.records()
-                    ctl = recs[0].control() if recs else None
-                    held = pending.pop(b.producer_id, [])
-                    if ctl and ctl["type"] == "COMMIT":
-                        applied.extend(held)
-                    continue
-                out = pending.setdefault(b.producer_id, []) if b.is_transactional else applied
-                for r in b.records():
-                    try:
-                        k, v = decode_offsets(r.key, r.value)
-                    except KafkaFormatError:
-                        continue
-                    out.append((k, v, r.offset))
+    for _seg, b, _done in PartitionLog(pd, damage="skip", producers=False).batches():
+        if b.is_control:
+            recs = b.records()
+            ctl = recs[0].control() if recs else None
+            held = pending.pop(b.producer_id, [])
+            if ctl and ctl["type"] == "COMMIT":
+                applied.extend(held)
+            continue
+        out = pending.setdefault(b.producer_id, []) if b.is_transactional else applied
+        for r in b.records():
+            try:
+                k, v = decode_offsets(r.key, r.value)
+            except KafkaFormatError:
+                continue
+            out.append((k, v, r.offset))
     return applied
 
 

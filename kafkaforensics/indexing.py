@@ -137,8 +137,8 @@ class SegmentRebuild:
     """One segment's batches, in log order, into ``state`` and fresh :class:`SegmentIndexes`,
     stopping at the first batch that cannot be kept: a CRC mismatch, the walk's own stops
     (framing, ``max_batch_bytes``), and with ``strict`` (recovery) offsets that do not advance and
-    an unreadable control batch.  ``epochs`` (a leader-epoch cache, list of (epoch, start offset))
-    is extended by each batch's partition leader epoch.
+    an unreadable control batch.  ``epochs`` (a :class:`~.leader_epochs.LeaderEpochCache`) is
+    extended by each batch's partition leader epoch (LogSegment.recover's rule).
 
     After :meth:`walk`: ``indexes`` (closed), ``next_offset`` (after the last kept batch, or None),
     ``size`` of the file, and ``stop`` -- None, or (position, offset, kind, reason) of the batch
@@ -146,7 +146,7 @@ class SegmentRebuild:
     """
 
     def __init__(self, path: str, base: int, state: ProducerState, *, interval: int = DEFAULT_INDEX_INTERVAL_BYTES,
-                 strict: bool = True, epochs: list | None = None, max_batch_bytes: int | None = None):
+                 strict: bool = True, epochs=None, max_batch_bytes: int | None = None):
         self.path, self.base, self.state, self.strict, self.epochs = path, base, state, strict, epochs
         self.max_batch_bytes = max_batch_bytes
         self.indexes = SegmentIndexes(base, interval)
@@ -189,7 +189,7 @@ class SegmentRebuild:
                               f"unreadable batch at byte {b.position}: {e.problem.detail}")
         self.indexes.add(b, completed)
         if b.magic >= 2 and self.epochs is not None:
-            assign_epoch(self.epochs, b.partition_leader_epoch, b.base_offset)
+            self.epochs.assign_newer(b.partition_leader_epoch, b.base_offset)
         self.prev_last = b.last_offset
         return None
 
@@ -224,18 +224,9 @@ class SegmentRebuild:
         if self.epochs is not None:  # only where the epoch changes can the cache change
             ep = r.header["partitionLeaderEpoch"][lo:hi]
             for i in np.concatenate(([0], np.flatnonzero(ep[1:] != ep[:-1]) + 1)).tolist():
-                assign_epoch(self.epochs, int(ep[i]), int(r.base_offset[lo + i]))
+                self.epochs.assign_newer(int(ep[i]), int(r.base_offset[lo + i]))
         self.prev_last = int(r.last_offset[hi - 1])
 
     def _stop(self, position: int, offset: int, kind: str, reason: str) -> tuple:
         self.stop = (position, offset, kind, reason)
         return self.stop
-
-
-def assign_epoch(epochs: list, epoch: int, start: int) -> None:
-    """LeaderEpochFileCache.assign: a newer epoch is appended after dropping every entry that would
-    not stay monotonic with it (an epoch at least as new, or a start offset at or after its start)."""
-    if epoch < 0 or (epochs and epoch <= epochs[-1][0]):
-        return
-    epochs[:] = [(e, o) for e, o in epochs if e < epoch and o < start]
-    epochs.append((epoch, start))

@@ -200,16 +200,14 @@ def check_snapshot_ids(pd) -> list[Problem]:
     (ReplicatedLog.validateOffsetAndEpoch, which KafkaMetadataLog applies when it creates a snapshot):
     where the log covers the offset, the epoch must be one of the log's leader epochs and end at or
     after the offset.  A log start offset above zero needs a snapshot to start from."""
-    from .segment import BatchScanner, open_buffer
+    from .log_loader import PartitionLog
     snaps = [(snapshot_id(n), os.path.join(pd.path, n)) for n in sorted(os.listdir(pd.path)) if SNAPSHOT_RE.match(n)]
     starts: dict[int, int] = {}      # leader epoch -> its first offset in the log
     log_start = leo = None
-    for seg in pd.segments:
-        with open_buffer(seg.log) as buf:
-            for b in BatchScanner(buf, file=seg.log, base_offset=seg.base_offset):
-                log_start = b.base_offset if log_start is None else log_start
-                leo = b.last_offset + 1
-                starts.setdefault(b.partition_leader_epoch, b.base_offset)
+    for _seg, b, _done in PartitionLog(pd, producers=False).batches():
+        log_start = b.base_offset if log_start is None else log_start
+        leo = b.last_offset + 1
+        starts.setdefault(b.partition_leader_epoch, b.base_offset)
     problems = []
     if log_start is not None and log_start > 0 and not snaps:
         problems.append(Problem(pd.path, None, log_start, "missing-snapshot",

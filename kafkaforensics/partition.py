@@ -8,10 +8,8 @@ from dataclasses import dataclass, field
 from specs import checkpoints as C
 
 from .errors import KafkaFormatError
-from .segment import file_name, offset_from_name
-
-LOG, INDEX, TIMEINDEX, TXNINDEX, SNAPSHOT = ".log", ".index", ".timeindex", ".txnindex", ".snapshot"
-LEFTOVER_SUFFIXES = (".swap", ".cleaned", ".deleted")
+from .segment import (INDEX, LEFTOVER_SUFFIXES, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX,  # noqa: F401 (re-exported)
+                      file_name, offset_from_name)
 _DIR_RE = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)"
                      r"(?:\.[0-9a-f]+-(?P<state>delete|future|stray)|-(?P<bare>delete|future|stray))?$")
 
@@ -122,11 +120,10 @@ class PartitionDir:
         return pd
 
     def leader_epochs(self) -> list[dict] | None:
-        p = os.path.join(self.path, C.LEADER_EPOCH_FILE)
-        if not os.path.exists(p):
-            return None
-        with open(p, encoding="utf-8", errors="replace") as f:
-            return C.LeaderEpochCheckpoint.parse(f.read(), file=p)
+        """``leader-epoch-checkpoint``'s lines as written (None: no file); the rules over them are
+        :class:`~.leader_epochs.LeaderEpochCache`'s."""
+        from .checkpoint_file import read_checkpoint
+        return read_checkpoint(os.path.join(self.path, C.LEADER_EPOCH_FILE), C.LeaderEpochCheckpoint)
 
     def partition_metadata(self) -> dict | None:
         p = os.path.join(self.path, C.PARTITION_METADATA_FILE)
@@ -160,13 +157,12 @@ def find_partitions(path: str) -> list[PartitionDir]:
 
 def read_offset_checkpoints(log_dir: str) -> dict[str, dict[tuple[str, int], int]]:
     """The log dir's offset checkpoint files: file name -> {(topic, partition): offset}."""
+    from .checkpoint_file import read_offsets
     out = {}
     for name in C.OFFSET_CHECKPOINT_FILES:
-        p = os.path.join(log_dir, name)
-        if os.path.exists(p):
-            with open(p, encoding="utf-8", errors="replace") as f:
-                entries = C.OffsetCheckpoint.parse(f.read(), file=p)
-            out[name] = {(e["topic"], e["partition"]): e["offset"] for e in entries}
+        table = read_offsets(os.path.join(log_dir, name))
+        if table is not None:
+            out[name] = table
     return out
 
 

@@ -32,10 +32,13 @@ from . import fsutil, offset_index, time_index, txn_index
 from .errors import KafkaFormatError
 from .indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentIndexes, SegmentRebuild
 from .logdir import CLEAN_SHUTDOWN_FILE
-from .partition import (INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, parse_partition_dir_name,
-                        read_offset_checkpoints)
+from .checkpoint_file import RECOVERY_POINT, partition_offset, read_checkpoint
+from .leader_epochs import LeaderEpochCache
+from .log_loader import replay_segment
+from .partition import parse_partition_dir_name
 from .producer_state import ProducerState, read_snapshot
-from .segment import BatchScanner, file_name, offset_from_name, open_buffer
+from .segment import (CLEANED, DELETED, INDEX, LOG, SNAPSHOT, SWAP, TIMEINDEX, TXNINDEX, BatchScanner,
+                      file_name, offset_from_name, open_buffer, without_leftover_suffix)
 
 #: Crash-safe order of application: leftovers in Kafka's order, then segments after the truncation
 #: point are moved aside *before* the truncation, then indexes, snapshots and checkpoints.
@@ -104,15 +107,6 @@ class _PartitionFiles:
                 yield n, off
 
 
-def _offset_of(name: str) -> int | None:
-    """Base offset of any segment-family name, leftover suffix included."""
-    stem = name
-    for suf in (".swap", ".cleaned", ".deleted"):
-        if stem.endswith(suf):
-            stem = stem[: -len(suf)]
-    return offset_from_name(stem)
-
-
 def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, backup_dir: str | None = None,
             index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, max_message_bytes: int | None = None,
             recovery_point: int | None = None, full: bool = False) -> RecoveryReport:
@@ -126,10 +120,9 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
         clean = os.path.exists(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE))
         if recovery_point is not None:
             rp = recovery_point
-        elif tp is not None:
+        else:
             try:
-                table = read_offset_checkpoints(log_dir).get("recovery-point-offset-checkpoint", {})
-                rp = table.get(tp, 0)
+                rp = partition_offset(log_dir, RECOVERY_POINT, tp) or 0
             except KafkaFormatError:
                 rp = 0
     rep = RecoveryReport(os.path.basename(path), rp, dry_run=dry_run)
@@ -204,19 +197,19 @@ def _plan_leftovers(d: _PartitionFiles, plan: list[Action]) -> None:
             plan.append(Action("delete", d.full(n), "temp file of an interrupted kfx write",
                                phase=PHASES["leftover-delete"]))
             del d.files[n]
-        elif n.endswith(".deleted") and not n.endswith(".checkpoint.deleted"):
+        elif n.endswith(DELETED) and not n.endswith(".checkpoint" + DELETED):
             plan.append(Action("delete", d.full(n), "stray file marked for deletion", phase=PHASES["leftover-delete"]))
             del d.files[n]
-        elif n.endswith(".cleaned"):
-            off = _offset_of(n)
+        elif n.endswith(CLEANED):
+            off = offset_from_name(n)
             if off is not None:
                 min_cleaned = off if min_cleaned is None else min(min_cleaned, off)
             cleaned.append(n)
-        elif n.endswith(".swap"):
+        elif n.endswith(SWAP):
             swaps.append(n)
     valid = []
     for n in swaps:
-        off = _offset_of(n)
+        off = offset_from_name(n)
         if min_cleaned is not None and off is not None and off >= min_cleaned:
             plan.append(Action("delete", d.full(n), f"swap file of an incomplete split (at or above the lowest "
                                                     f".cleaned offset {min_cleaned})", phase=PHASES["leftover-delete"]))
@@ -229,9 +222,9 @@ def _plan_leftovers(d: _PartitionFiles, plan: list[Action]) -> None:
         del d.files[n]
     lo, hi = None, None
     for n in valid:
-        if not n.endswith(LOG + ".swap"):
+        if not n.endswith(LOG + SWAP):
             continue
-        base = _offset_of(n)
+        base = offset_from_name(n)
         nxt = base
         with open_buffer(d.files[n]) as buf:
             for b in BatchScanner(buf, file=d.files[n]):
@@ -240,12 +233,12 @@ def _plan_leftovers(d: _PartitionFiles, plan: list[Action]) -> None:
         hi = nxt if hi is None else max(hi, nxt)
     if lo is not None:
         for n, off in list(d.with_offset()):
-            if not n.endswith(".swap") and lo <= off < hi:
+            if not n.endswith(SWAP) and lo <= off < hi:
                 plan.append(Action("delete", d.full(n), f"replaced by the swap segment(s) covering [{lo}, {hi})",
                                    phase=PHASES["leftover-delete"]))
                 del d.files[n]
     for n in valid:
-        final = n[: -len(".swap")]
+        final = without_leftover_suffix(n)
         plan.append(Action("rename", d.full(n), "complete the interrupted swap", target=d.full(final),
                            phase=PHASES["leftover-rename"]))
         d.files[final] = d.files.pop(n)
@@ -259,11 +252,9 @@ def _plan_orphans(d: _PartitionFiles, plan: list[Action]) -> None:
 
 
 def _replay(src: str, base: int, state: ProducerState, leo: int) -> int:
-    with open_buffer(src) as buf:
-        for b in BatchScanner(buf, file=src, base_offset=base):
-            state.append(b)
-            leo = b.last_offset + 1
-    return max(leo, base)
+    """A flushed segment into the producer state; the log end offset after it."""
+    seg = replay_segment(src, base, state)
+    return max(leo, base) if seg.batches == 0 else seg.next_offset
 
 
 def _recover_segment(src, base, state, epochs, interval, max_bytes) -> dict:
@@ -288,24 +279,23 @@ def _plan_index_writes(d: _PartitionFiles, base: int, idx: SegmentIndexes, plan,
         d.files[n] = d.full(n)
 
 
-def _load_epochs(d: _PartitionFiles, rep: RecoveryReport) -> list:
+def _load_epochs(d: _PartitionFiles, rep: RecoveryReport) -> LeaderEpochCache:
     p = d.files.get(C.LEADER_EPOCH_FILE)
     if p is None:
-        return []
+        return LeaderEpochCache()
     try:
-        with open(p, encoding="utf-8", errors="replace") as f:
-            return [(e["epoch"], e["startOffset"]) for e in C.LeaderEpochCheckpoint.parse(f.read(), file=p)]
+        return LeaderEpochCache.load(read_checkpoint(p, C.LeaderEpochCheckpoint) or [])
     except KafkaFormatError as e:
         rep.notes.append(f"leader-epoch-checkpoint unreadable ({e.problem.detail}); rebuilt from the batches")
-        return []
+        return LeaderEpochCache()
 
 
-def _plan_epochs(d: _PartitionFiles, epochs: list, leo: int, plan) -> None:
+def _plan_epochs(d: _PartitionFiles, epochs: LeaderEpochCache, leo: int, plan) -> None:
     name = C.LEADER_EPOCH_FILE
     if name not in d.files and not epochs:
         return
-    kept = [(e, o) for e, o in epochs if o < leo]  # truncateFromEnd(logEndOffset)
-    data = C.LeaderEpochCheckpoint.build([{"epoch": e, "startOffset": o} for e, o in kept]).encode()
+    epochs.truncate_from_end(leo)
+    data = epochs.to_bytes()
     if name in d.files and fsutil.same_content(d.files[name], data):
         return
     plan.append(Action("write", d.full(name), "leader epochs truncated at the log end and extended by the "

@@ -17,6 +17,7 @@ import html
 import os
 
 from .analyzer import AnalysisReport, Finding, PartitionSummary
+from .segment import offset_from_name
 
 W, H, PAD = 900, 220, 40
 SEVERITIES = (("error", "Errors (damage)"), ("warning", "Warnings (suspicious)"), ("info", "Notes"))
@@ -66,7 +67,7 @@ def _seg_of(p: PartitionSummary, file: str | None):
         return None
     name = os.path.basename(file)
     return next((g for g in p.segment_info if os.path.basename(g["file"]) == name
-                 or (name[:20].isdigit() and g["baseOffset"] == int(name[:20]))), None)
+                 or (offset_from_name(name) is not None and g["baseOffset"] == offset_from_name(name))), None)
 
 
 def _merged(g: dict, factor: int) -> list:

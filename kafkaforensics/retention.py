@@ -16,11 +16,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from specs import checkpoints as C
-
 from . import fsutil, time_index
-from .partition import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, PartitionDir, parse_partition_dir_name
-from .segment import BatchScanner, file_name, open_buffer
+from .checkpoint_file import LOG_START_OFFSET, set_partition_offset
+from .log_loader import PartitionLog
+from .partition import parse_partition_dir_name
+from .segment import DELETED, INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, file_name
 
 
 @dataclass
@@ -38,15 +38,11 @@ class RetentionReport:
                 "logEndOffset": self.log_end_offset}
 
 
-def _segment_facts(seg):
-    """(size, next offset, largest timestamp) of a segment."""
-    size = os.path.getsize(seg.log)
-    nxt, largest = seg.base_offset, -1
-    with open_buffer(seg.log) as buf:
-        for b in BatchScanner(buf, file=seg.log, base_offset=seg.base_offset):
-            nxt = b.last_offset + 1
-            largest = max(largest, b.max_timestamp)
-    tidx = seg.existing(TIMEINDEX)
+def _largest_timestamp(seg) -> int:
+    """LogSegment.largestTimestamp: the batches' and the time index's last entry's largest, else
+    the file's modification time."""
+    largest = seg.max_timestamp
+    tidx = seg.files.existing(TIMEINDEX)
     if tidx:
         with open(tidx, "rb") as f:
             entries, _ = time_index.read_entries(f.read(), seg.base_offset)
@@ -54,16 +50,17 @@ def _segment_facts(seg):
             largest = max(largest, entries[-1][0])
     if largest < 0:
         largest = int(os.stat(seg.log).st_mtime * 1000)
-    return size, nxt, largest
+    return largest
 
 
 def retention(partition_dir: str, *, retention_ms: int | None = None, retention_bytes: int | None = None,
               log_start_offset: int | None = None, now: int | None = None, dry_run: bool = False) -> RetentionReport:
     import time
     now = int(time.time() * 1000) if now is None else now
-    pd = PartitionDir.scan(partition_dir)
+    log = PartitionLog(partition_dir, producers=False).load()
+    pd = log.dir
     rep = RetentionReport(pd.name, dry_run)
-    segs = [(s,) + _segment_facts(s) for s in pd.segments]
+    segs = [(s.files, s.size, s.next_offset, _largest_timestamp(s)) for s in log.segments]
     if not segs:
         return rep
     leo = segs[-1][2]
@@ -94,13 +91,7 @@ def retention(partition_dir: str, *, retention_ms: int | None = None, retention_
             return False
         take(by_size, f"beyond retention.bytes={retention_bytes}")
     if log_start_offset is None:
-        tp = parse_partition_dir_name(pd.path)
-        ck = os.path.join(os.path.dirname(os.path.abspath(pd.path)), "log-start-offset-checkpoint")
-        if tp and os.path.exists(ck):
-            with open(ck, encoding="utf-8") as f:
-                for e in C.OffsetCheckpoint.parse(f.read(), file=ck):
-                    if (e["topic"], e["partition"]) == tp:
-                        log_start_offset = e["offset"]
+        log_start_offset = log.checkpointed_log_start()
     if log_start_offset is not None:
         take(lambda i, s, size, nxt, largest: i + 1 < len(segs) and segs[i + 1][0].base_offset <= log_start_offset,
              f"below the log start offset {log_start_offset}")
@@ -124,20 +115,11 @@ def retention(partition_dir: str, *, retention_ms: int | None = None, retention_
         for suf in (LOG, INDEX, TIMEINDEX, TXNINDEX, SNAPSHOT):
             p = os.path.join(pd.path, file_name(base, suf))
             if os.path.exists(p):
-                fsutil.rename(p, p + ".deleted")
-                renamed.append(p + ".deleted")
+                fsutil.rename(p, p + DELETED)
+                renamed.append(p + DELETED)
     for p in renamed:
         fsutil.remove_file(p)
-    _advance_log_start(pd, rep.log_start_offset)
+    # advance this partition's entry of log-start-offset-checkpoint (when the log dir has one)
+    set_partition_offset(log.log_dir, LOG_START_OFFSET, parse_partition_dir_name(pd.path), rep.log_start_offset,
+                         create=False)
     return rep
-
-
-def _advance_log_start(pd: PartitionDir, offset: int) -> None:
-    tp = parse_partition_dir_name(pd.path)
-    ck = os.path.join(os.path.dirname(os.path.abspath(pd.path)), "log-start-offset-checkpoint")
-    if tp is None or not os.path.exists(ck):
-        return
-    with open(ck, encoding="utf-8") as f:
-        entries = [e for e in C.OffsetCheckpoint.parse(f.read(), file=ck) if (e["topic"], e["partition"]) != tp]
-    entries.append({"topic": tp[0], "partition": tp[1], "offset": offset})
-    fsutil.atomic_write(ck, C.OffsetCheckpoint.build(entries).encode())

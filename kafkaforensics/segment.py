@@ -49,8 +49,16 @@ def release_pages(buf, start: int, end: int) -> None:
             pass
 
 
+# -- file naming (Kafka's LogFileUtils): every segment-family name is made and read here --------
+LOG, INDEX, TIMEINDEX, TXNINDEX, SNAPSHOT = ".log", ".index", ".timeindex", ".txnindex", ".snapshot"
+#: what an interrupted swap (``.swap``), cleaning (``.cleaned``) or deletion (``.deleted``) leaves
+SWAP, CLEANED, DELETED = ".swap", ".cleaned", ".deleted"
+LEFTOVER_SUFFIXES = (SWAP, CLEANED, DELETED)
+
+
 def offset_from_name(name: str) -> int | None:
-    """The base offset in a segment-family file name (``00000000000000000042.log`` -> 42)."""
+    """The base offset in a segment-family file name (``00000000000000000042.log`` -> 42), a
+    leftover suffix included (``...42.log.swap`` -> 42); None for any other name."""
     m = _SEGMENT_RE.match(os.path.basename(name))
     return int(m.group(1)) if m else None
 
@@ -58,6 +66,23 @@ def offset_from_name(name: str) -> int | None:
 def file_name(base_offset: int, suffix: str) -> str:
     """Kafka's file naming: the offset as 20 zero-padded digits plus the suffix (``.log`` ...)."""
     return f"{base_offset:020d}{suffix}"
+
+
+def sibling(path: str, suffix: str) -> str:
+    """The file of the same segment with another suffix (``.../42.log`` -> ``.../42.index``)."""
+    d, name = os.path.split(path)
+    base = offset_from_name(name)
+    if base is None:
+        raise ValueError(f"{path!r} is not a segment file name")
+    return os.path.join(d, file_name(base, suffix))
+
+
+def without_leftover_suffix(name: str) -> str:
+    """The final name of a leftover (``...42.log.swap`` -> ``...42.log``); other names unchanged."""
+    for suf in LEFTOVER_SUFFIXES:
+        if name.endswith(suf):
+            return name[: -len(suf)]
+    return name
 
 
 @contextmanager

@@ -13,7 +13,6 @@ import re
 
 from .errors import KafkaFormatError
 from .partition import find_partitions
-from .segment import BatchScanner, open_buffer
 
 # remote-log-index-cache/<start offset>_<remote segment uuid>.{index,timeindex,txnindex} (RemoteIndexCache)
 REMOTE_INDEX_RE = re.compile(r"^(\d+)_[A-Za-z0-9_-]{22}\.(index|timeindex|txnindex)$")
@@ -27,6 +26,7 @@ def remote_segments(log_dir: str) -> dict[tuple[str, int], dict]:
     """(topic, partition) -> {"segments": [...by start offset], "deleteState": str | None}, replayed
     from every ``__remote_log_metadata-N`` partition of ``log_dir``."""
     from .internal_topics import decode_remote_log_metadata  # here: verify/dump of a segment never load the message schemas
+    from .log_loader import PartitionLog
     segs: dict[str, dict] = {}
     parts: dict[tuple[str, int], dict] = {}
 
@@ -36,38 +36,36 @@ def remote_segments(log_dir: str) -> dict[tuple[str, int], dict]:
     for pd in find_partitions(log_dir):
         if pd.topic != "__remote_log_metadata":
             continue
-        for seg in pd.segments:
-            with open_buffer(seg.log) as buf:
-                for b in BatchScanner(buf, file=seg.log, base_offset=seg.base_offset):
-                    if b.is_control or not b.crc_valid():
-                        continue
-                    for r in b.records():
-                        try:
-                            d = decode_remote_log_metadata(r.value)
-                        except KafkaFormatError:
-                            continue
-                        if d is None or "data" not in d:
-                            continue
-                        x = d["data"]
-                        if d["type"] == "RemoteLogSegmentMetadataRecord":
-                            sid = x["RemoteLogSegmentId"]
-                            tip = sid["TopicIdPartition"]
-                            entry = {"segmentId": sid["Id"], "startOffset": x["StartOffset"],
-                                     "endOffset": x["EndOffset"], "brokerId": x["BrokerId"],
-                                     "maxTimestampMs": x["MaxTimestampMs"], "sizeInBytes": x["SegmentSizeInBytes"],
-                                     "leaderEpochs": [[e["LeaderEpoch"], e["Offset"]] for e in x["SegmentLeaderEpochs"]],
-                                     "state": SEGMENT_STATES.get(x["RemoteLogSegmentState"],
-                                                                 str(x["RemoteLogSegmentState"]))}
-                            segs[sid["Id"]] = entry
-                            part(tip)["segments"].append(entry)
-                        elif d["type"] == "RemoteLogSegmentMetadataUpdateRecord":
-                            e = segs.get(x["RemoteLogSegmentId"]["Id"])
-                            if e is not None:
-                                e["state"] = SEGMENT_STATES.get(x["RemoteLogSegmentState"],
-                                                                str(x["RemoteLogSegmentState"]))
-                        elif d["type"] == "RemotePartitionDeleteMetadataRecord":
-                            part(x["TopicIdPartition"])["deleteState"] = PARTITION_STATES.get(
-                                x["RemotePartitionDeleteState"], str(x["RemotePartitionDeleteState"]))
+        for _seg, b, _done in PartitionLog(pd, damage="skip", producers=False).batches():
+            if b.is_control:
+                continue
+            for r in b.records():
+                try:
+                    d = decode_remote_log_metadata(r.value)
+                except KafkaFormatError:
+                    continue
+                if d is None or "data" not in d:
+                    continue
+                x = d["data"]
+                if d["type"] == "RemoteLogSegmentMetadataRecord":
+                    sid = x["RemoteLogSegmentId"]
+                    tip = sid["TopicIdPartition"]
+                    entry = {"segmentId": sid["Id"], "startOffset": x["StartOffset"],
+                             "endOffset": x["EndOffset"], "brokerId": x["BrokerId"],
+                             "maxTimestampMs": x["MaxTimestampMs"], "sizeInBytes": x["SegmentSizeInBytes"],
+                             "leaderEpochs": [[e["LeaderEpoch"], e["Offset"]] for e in x["SegmentLeaderEpochs"]],
+                             "state": SEGMENT_STATES.get(x["RemoteLogSegmentState"],
+                                                         str(x["RemoteLogSegmentState"]))}
+                    segs[sid["Id"]] = entry
+                    part(tip)["segments"].append(entry)
+                elif d["type"] == "RemoteLogSegmentMetadataUpdateRecord":
+                    e = segs.get(x["RemoteLogSegmentId"]["Id"])
+                    if e is not None:
+                        e["state"] = SEGMENT_STATES.get(x["RemoteLogSegmentState"],
+                                                        str(x["RemoteLogSegmentState"]))
+                elif d["type"] == "RemotePartitionDeleteMetadataRecord":
+                    part(x["TopicIdPartition"])["deleteState"] = PARTITION_STATES.get(
+                        x["RemotePartitionDeleteState"], str(x["RemotePartitionDeleteState"]))
     for p in parts.values():
         p["segments"].sort(key=lambda e: (e["startOffset"], e["endOffset"]))
     return parts

@@ -19,6 +19,7 @@ from .batch import parse_header, resolve_legacy_wrapper
 from .defaults import DEFAULT_SEGMENT_BYTES
 from .fsutil import fsync_dir
 from .indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentIndexes
+from .leader_epochs import LeaderEpochCache
 from .partition import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, derived_topic_id, parse_partition_dir_name
 from .producer_state import ProducerState
 from .segment import file_name
@@ -43,7 +44,7 @@ class PartitionWriter:
         self.interval = index_interval_bytes
         self.snapshots = snapshots
         self.state = ProducerState()
-        self.epochs: list[tuple[int, int]] = []
+        self.epochs = LeaderEpochCache()
         self._log = None
         self._idx: SegmentIndexes | None = None
         self.next_offset = 0
@@ -85,9 +86,8 @@ class PartitionWriter:
             self._roll(b.base_offset)
         self._log.write(data)
         self._idx.add(b, self.state.append(b))
-        if b.magic >= 2 and b.partition_leader_epoch >= 0 and (
-                not self.epochs or b.partition_leader_epoch > self.epochs[-1][0]):
-            self.epochs.append((b.partition_leader_epoch, b.base_offset))
+        if b.magic >= 2 and b.partition_leader_epoch >= 0:
+            self.epochs.assign_newer(b.partition_leader_epoch, b.base_offset)
         self.next_offset = b.last_offset + 1
         self.batches += 1
 
@@ -114,8 +114,7 @@ class PartitionWriter:
         if self.snapshots:
             self._snapshot(self.next_offset)
         if self.epochs:
-            _write(os.path.join(self.tmp_dir, C.LEADER_EPOCH_FILE),
-                   C.LeaderEpochCheckpoint.build([{"epoch": e, "startOffset": o} for e, o in self.epochs]).encode())
+            _write(os.path.join(self.tmp_dir, C.LEADER_EPOCH_FILE), self.epochs.to_bytes())
         named = parse_partition_dir_name(self.out_dir)
         if self.topic_id or named:  # partition.metadata: the id given, else one derived from the topic name
             _write(os.path.join(self.tmp_dir, C.PARTITION_METADATA_FILE),

@@ -261,12 +261,12 @@ def test_cli_recover_dry_run_and_json(part, kfx):
 
 def test_leader_epoch_cache_stays_monotonic_like_kafkas(part):
     """An epoch newer than the cache's latest drops the entries that start at or after it."""
-    from kafkaforensics.indexing import assign_epoch
-    epochs = [(0, 0), (1, 50), (3, 159)]
-    assign_epoch(epochs, 7, 29)
-    assert epochs == [(0, 0), (7, 29)]
-    assign_epoch(epochs, 5, 40)  # not newer than the latest: ignored
-    assert epochs == [(0, 0), (7, 29)]
+    from kafkaforensics.leader_epochs import LeaderEpochCache
+    epochs = LeaderEpochCache([(0, 0), (1, 50), (3, 159)])
+    epochs.assign_newer(7, 29)
+    assert epochs.entries == [(0, 0), (7, 29)]
+    epochs.assign_newer(5, 40)  # not newer than the latest: ignored
+    assert epochs.entries == [(0, 0), (7, 29)]
     # on disk: a batch whose partitionLeaderEpoch (outside the CRC) was damaged to a huge value
     lay = layout(part)
     seg, batches = lay[1]
