@@ -7,7 +7,6 @@ log entry (possibly a compressed wrapper) at a byte position of a file.
 """
 from __future__ import annotations
 
-import struct
 import zlib
 
 from .checksums import crc32c

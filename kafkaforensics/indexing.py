@@ -23,7 +23,6 @@ from .errors import KafkaFormatError
 from .header_run import HeaderRun
 from .producer_state import ProducerState
 from .segment import BatchScanner, open_buffer
-from .txn_index import AbortedTxn
 
 
 @dataclass

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from specs import checkpoints as C
 
 from . import fsutil, offset_index, time_index, txn_index
+from .actions import PHASES, Action, apply_actions
 from .errors import KafkaFormatError
 from .indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentIndexes, SegmentRebuild
 from .logdir import CLEAN_SHUTDOWN_FILE
@@ -40,32 +41,7 @@ from .producer_state import ProducerState, read_snapshot
 from .segment import (CLEANED, DELETED, INDEX, LOG, SNAPSHOT, SWAP, TIMEINDEX, TXNINDEX, BatchScanner,
                       file_name, offset_from_name, open_buffer, without_leftover_suffix)
 
-#: Crash-safe order of application: leftovers in Kafka's order, then segments after the truncation
-#: point are moved aside *before* the truncation, then indexes, snapshots and checkpoints.
-PHASES = {"leftover-delete": 0, "leftover-rename": 1, "orphan": 2, "remove-segment": 3, "truncate": 4,
-          "index": 5, "snapshot": 6, "epochs": 7}
 _INDEX_SUFFIXES = (INDEX, TIMEINDEX, TXNINDEX)
-
-
-@dataclass
-class Action:
-    action: str                 # delete | rename | truncate | write
-    file: str
-    detail: str
-    target: str | None = None   # rename destination
-    size: int | None = None     # truncate: new size
-    data: bytes | None = field(default=None, repr=False)  # write: new content
-    phase: int = field(default=9, repr=False)  # the order they are applied in (see PHASES)
-
-    def to_json(self) -> dict:
-        out = {"action": self.action, "file": self.file, "detail": self.detail}
-        if self.target is not None:
-            out["target"] = self.target
-        if self.size is not None:
-            out["size"] = self.size
-        if self.data is not None:
-            out["bytes"] = len(self.data)
-        return out
 
 
 @dataclass
@@ -341,20 +317,3 @@ def _plan_snapshots(d: _PartitionFiles, segments: list[int], leo: int, recovered
             continue
         plan.append(Action("write", d.full(n), "producer state rebuilt from the batches", data=data, phase=phase))
         d.files[n] = d.full(n)
-
-
-def apply_actions(actions: list[Action], backup_dir: str | None) -> None:
-    for a in actions:
-        if a.action == "delete":
-            if os.path.exists(a.file):
-                fsutil.remove_file(a.file, backup_dir=backup_dir)
-        elif a.action == "rename":
-            if os.path.exists(a.file):
-                fsutil.rename(a.file, a.target)
-        elif a.action == "truncate":
-            if os.path.getsize(a.file) > a.size:
-                fsutil.truncate_file(a.file, a.size, backup_dir=backup_dir)
-        elif a.action == "write":
-            fsutil.atomic_write(a.file, a.data, backup_dir=backup_dir)
-        else:
-            raise ValueError(a.action)

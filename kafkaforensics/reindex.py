@@ -16,7 +16,7 @@ from .indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentRebuild
 from .partition import INDEX, LOG, TIMEINDEX, TXNINDEX, PartitionDir
 from .producer_state import ProducerState
 from .fsutil import default_backup_dir, same_content
-from .recovery import Action, apply_actions
+from .actions import Action, apply_actions
 from .segment import offset_from_name
 
 

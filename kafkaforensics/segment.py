@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from specs import legacy as L
 from specs import record_batch as R
 
-from .batch import Batch, parse_legacy_header, parse_v2_header, resolve_legacy_wrapper
+from .batch import parse_legacy_header, parse_v2_header, resolve_legacy_wrapper
 from .errors import KafkaFormatError, Problem
 
 _SEGMENT_RE = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)((?:\.\w+)?)$")

@@ -416,8 +416,9 @@ class _SegmentScan:
             self.state.append(b)
         self._progress(b.size)
 
-    def run(self, r: HeaderRun) -> None:
-        """The same checks as :meth:`batch` over every batch of ``r``, problems in the same order."""
+    def run(self, r) -> None:
+        """The same checks as :meth:`batch` over every batch of ``r`` (a :class:`~.header_run.HeaderRun`),
+        problems in the same order."""
         import numpy as np
         rep, log, n = self.rep, self.log, len(r)
         self.batches += n
