@@ -44,3 +44,13 @@ def entry_lists(data: bytes, entry, names, limit: int) -> tuple[list, int] | Non
         for column, value in zip(columns, row):
             column.append(value)
     return columns, n - kept
+
+
+def entry_pairs(read_lists, read_columns, data: bytes, base_offset: int) -> tuple[list[tuple[int, int]], int]:
+    """An index's entries as pairs and its zero-tail count: read as lists when it is small (no numpy to
+    import), else as numpy columns (``read_lists``/``read_columns``: the index kind's readers)."""
+    got = read_lists(data, base_offset, LIST_ENTRIES)
+    if got is not None:
+        return list(zip(got[0], got[1])), got[2]
+    first, second, zero_tail = read_columns(data, base_offset)
+    return list(zip(first.tolist(), second.tolist())), zero_tail

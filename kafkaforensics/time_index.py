@@ -5,7 +5,7 @@ import bisect
 
 from specs.indexes import TIME_ENTRY, TIME_FIELDS
 
-from .index_file import LIST_ENTRIES, entry_columns, entry_lists
+from .index_file import entry_columns, entry_lists, entry_pairs
 
 ENTRY_SIZE = TIME_ENTRY.size
 
@@ -27,11 +27,7 @@ def read_lists(data: bytes, base_offset: int, limit: int):
 
 def read_entries(data: bytes, base_offset: int) -> tuple[list[tuple[int, int]], int]:
     """Parse entries as (timestamp, absolute offset) and count the zero-tail slots."""
-    got = read_lists(data, base_offset, LIST_ENTRIES)  # a small index: no numpy to import
-    if got is not None:
-        return list(zip(got[0], got[1])), got[2]
-    ts, offsets, zero_tail = read_columns(data, base_offset)
-    return list(zip(ts.tolist(), offsets.tolist())), zero_tail
+    return entry_pairs(read_lists, read_columns, data, base_offset)
 
 
 def to_bytes(entries, base_offset: int) -> bytes:

@@ -420,7 +420,7 @@ class _SegmentScan:
         """The same checks as :meth:`batch` over every batch of ``r`` (a :class:`~.header_run.HeaderRun`),
         problems in the same order."""
         import numpy as np
-        rep, log, n = self.rep, self.log, len(r)
+        log, n = self.log, len(r)
         self.batches += n
         pos, base, last = r.position, r.base_offset, r.last_offset
         found = []  # (batch index, problem), sorted into batch order at the end
@@ -445,21 +445,12 @@ class _SegmentScan:
                 found += self._problems_of_batch(int(hit[i]), self._index_entry, int(pos[hit[i]]), int(base[hit[i]]), int(wants[i]))
         if self.time_index is not None:
             self.time_index.run(base, last, r.header["maxTimestamp"])
-        controls = np.flatnonzero(r.header["attributes"] & R.CONTROL_MASK).tolist()
-        lo = 0
-        for c in controls:
-            self.state.append_run(r, lo, c)
-            found += self._problems_of_batch(c, self._control, r.batch(c))
-            lo = c + 1
-        self.state.append_run(r, lo, n)
-        found.sort(key=lambda t: t[0])  # stable: a batch's problems keep their order
-        rep.problems += [p for _, p in found]
-        self._progress(int(r.size.sum()))
+        self._end_run(r, np.flatnonzero(r.header["attributes"] & R.CONTROL_MASK).tolist(), found, int(r.size.sum()))
 
     def run_list(self, r) -> None:
         """:meth:`run` over a :class:`~.header_list.ListRun` (index checks over lists)."""
         from .header_list import FIELD
-        rep, log, n = self.rep, self.log, len(r)
+        log, n = self.log, len(r)
         self.batches += n
         pos, base, last, cols = r.position, r.base_offset, r.last_offset, r.columns
         crcs, max_ts, attrs = cols[FIELD["crc"]], cols[FIELD["maxTimestamp"]], cols[FIELD["attributes"]]
@@ -493,15 +484,19 @@ class _SegmentScan:
             for i in range(n):
                 one(base[i], last[i], max_ts[i])
         controls = [i for i, a in enumerate(attrs) if a & R.CONTROL_MASK] if max(attrs) & ~0x1F or min(attrs) < 0 else []
+        self._end_run(r, controls, found, sum(r.size))
+
+    def _end_run(self, r, controls: list[int], found: list, size: int) -> None:
+        """A run's producer state (control batches checked in their place) and its problems in batch order."""
         lo = 0
         for c in controls:
             self.state.append_run(r, lo, c)
             found += self._problems_of_batch(c, self._control, r.batch(c))
             lo = c + 1
-        self.state.append_run(r, lo, n)
+        self.state.append_run(r, lo, len(r))
         found.sort(key=lambda t: t[0])  # stable: a batch's problems keep their order
-        rep.problems += [p for _, p in found]
-        self._progress(sum(r.size))
+        self.rep.problems += [p for _, p in found]
+        self._progress(size)
 
     def _problems_of_batch(self, i: int, check, *args) -> list:
         """Run a per-batch check for the ``i``-th batch of a run; its problems come back as
