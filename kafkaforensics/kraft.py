@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 
 from specs.record_batch import SNAPSHOT_FOOTER, SNAPSHOT_HEADER
 
 from .errors import KafkaFormatError, Problem
+from .segment import KRAFT_SNAPSHOT_RE, kraft_snapshot_file_name
 
-SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
+SNAPSHOT_RE = KRAFT_SNAPSHOT_RE
 BOOTSTRAP_FILE = "bootstrap.checkpoint"
 QUORUM_STATE_FILE = "quorum-state"
 PARTIAL_SUFFIX = ".checkpoint.part"   # a snapshot still being written (Kafka deletes it on start-up)
@@ -35,8 +35,7 @@ def snapshot_id(name: str) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-def snapshot_file_name(end_offset: int, epoch: int) -> str:
-    return f"{end_offset:020d}-{epoch:010d}.checkpoint"
+snapshot_file_name = kraft_snapshot_file_name
 
 
 def read_snapshot(path: str) -> dict:

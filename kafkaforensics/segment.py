@@ -68,6 +68,15 @@ def file_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:020d}{suffix}"
 
 
+#: a KRaft metadata snapshot: ``<end offset, 20 digits>-<epoch, 10 digits>.checkpoint`` (Kafka's Snapshots)
+KRAFT_SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
+
+
+def kraft_snapshot_file_name(end_offset: int, epoch: int) -> str:
+    """A KRaft snapshot's file name: end offset and epoch, zero-padded as Kafka's Snapshots does."""
+    return f"{end_offset:020d}-{epoch:010d}.checkpoint"
+
+
 def sibling(path: str, suffix: str) -> str:
     """The file of the same segment with another suffix (``.../42.log`` -> ``.../42.index``)."""
     d, name = os.path.split(path)
