@@ -18,8 +18,6 @@ from specs.kafka_errors import (INVALID_REQUEST, NONE, TRANSACTIONAL_ID_NOT_FOUN
 #: DescribeConfigs resource types and config sources (Kafka's ConfigResource.Type, ConfigSource)
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
-#: OffsetForLeaderEpoch's answer when the epoch is unknown
-UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET = -1, -1
 
 
 class AdminAPIs:
@@ -229,8 +227,9 @@ class AdminAPIs:
 
 class WriteAdminAPIs:
     """With ``--writable``: transactional offset commits (AddOffsetsToTxn, TxnOffsetCommit, as
-    librdkafka's send_offsets_to_transaction sends them), DeleteRecords (the log start offset moves
-    and log-start-offset-checkpoint records it; no segment is removed), DeleteTopics (the partition
+    librdkafka's send_offsets_to_transaction sends them), DeleteRecords (the log start offset moves,
+    log-start-offset-checkpoint records it and the leader-epoch cache is truncated to it; no segment
+    is removed), DeleteTopics (the partition
     dirs are renamed ``<topic>-<n>.<id>-delete`` as Kafka renames them -- kept, never removed) and
     CreatePartitions."""
 
