@@ -26,9 +26,11 @@ from .builder import build_v2, control_record_key, end_txn_marker_value
 from .fsutil import _step, atomic_write
 from .defaults import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_SEGMENT_BYTES
 from .indexing import SegmentIndexes
+from .leader_epochs import LeaderEpochCache
+from .log_loader import PartitionLog
 from .partition import PartitionDir
 from .producer_state import ProducerState
-from .segment import BatchScanner, file_name, open_buffer
+from .segment import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, BatchScanner, file_name
 
 from specs.kafka_errors import (CORRUPT_MESSAGE, INVALID_PRODUCER_EPOCH, NONE, OUT_OF_ORDER_SEQUENCE,
                                 UNSUPPORTED_FOR_MESSAGE_FORMAT)
@@ -47,27 +49,29 @@ class LiveLog:
         self.interval = index_interval
         self.topic_id = ""
         self.segments: list[int] = [seg.base_offset for seg in pd.segments]  # base offsets
-        self.state = ProducerState()
         self.recent: dict[int, deque] = {}       # pid -> last 5 (epoch, first seq, last seq, base offset)
-        self.leader_epoch = 0
-        self.epochs: list = []                   # the leader-epoch cache: [(epoch, start offset)]
-        self.next_offset = self.segments[0] if self.segments else 0
         self.active = self.segments[-1] if self.segments else 0
         self.idx = SegmentIndexes(self.active, index_interval)
-        for seg in pd.segments:
+        # one walk (log_loader): a batch failing its CRC ends its segment's walk
+        log = PartitionLog(pd, damage="stop-segment")
+        for seg, batches in log.walk():
             last = seg.base_offset == self.active
-            with open_buffer(seg.log) as buf:
-                for b in BatchScanner(buf, file=seg.log, base_offset=seg.base_offset):
-                    if not b.crc_valid():
-                        break
-                    done = self.state.append(b)
-                    if last:
-                        self.idx.add(b, done)
-                    self._remember(b, b.base_offset)
-                    self._note_epoch(b)
-                    self.next_offset = b.last_offset + 1
-            self.next_offset = max(self.next_offset, seg.base_offset)
-        self.log_start = self.segments[0] if self.segments else 0
+            for b, done in batches:
+                if last:
+                    self.idx.add(b, done)
+                self._remember(b, b.base_offset)
+        self.state: ProducerState = log.state
+        #: the log end: the newest segment's next offset (its base when it has no batch, as Kafka's)
+        self.next_offset = log.log_end_offset
+        #: the first segment's base, or log-start-offset-checkpoint's entry within the log (DeleteRecords)
+        self.log_start = log.log_start_offset
+        self.leader_epoch = log.leader_epoch    # the newest epoch the batches carry: the one appends get
+        #: the leader-epoch cache: leader-epoch-checkpoint, else the batches' epochs; as Kafka's
+        #: LogLoader truncates it, nothing from the log end on nor before a checkpointed log start
+        self.epochs: LeaderEpochCache = log.leader_epochs()
+        self.epochs.truncate_from_end(self.next_offset)
+        if self.segments and self.log_start > self.segments[0]:
+            self.epochs.truncate_from_start(self.log_start)
 
     def seg_path(self, base: int, suffix: str) -> str:
         return os.path.join(self.path, file_name(base, suffix))
@@ -76,14 +80,6 @@ class LiveLog:
         if b.producer_id >= 0 and not b.is_control and b.base_sequence >= 0:
             q = self.recent.setdefault(b.producer_id, deque(maxlen=5))
             q.append((b.producer_epoch, b.base_sequence, b.last_sequence, base_offset))
-
-    def _note_epoch(self, b) -> None:
-        """The batches' leader epochs: the highest is the partition's, each new one starts a cache entry."""
-        if b.magic >= 2 and b.partition_leader_epoch > self.leader_epoch:
-            self.leader_epoch = b.partition_leader_epoch
-        if b.magic >= 2 and b.partition_leader_epoch >= 0 and (
-                not self.epochs or b.partition_leader_epoch > self.epochs[-1][0]):
-            self.epochs.append((b.partition_leader_epoch, b.base_offset))
 
     @property
     def log_end(self) -> int:
@@ -95,12 +91,9 @@ class LiveLog:
         return self.next_offset if f is None else f
 
     def epoch_at(self, offset: int) -> int:
-        """The leader epoch an offset was written in (the last cache entry starting at or before it)."""
-        found = -1
-        for epoch, start in self.epochs:
-            if start <= offset:
-                found = epoch
-        return found
+        """The leader epoch an offset was written in (the last cache entry starting at or before it), -1: none."""
+        e = self.epochs.epoch_for_offset(offset)
+        return -1 if e is None else e
 
     # -- checks -----------------------------------------------------------------------------------
     def check(self, b) -> tuple[int, int | None]:
@@ -130,7 +123,7 @@ class LiveLog:
         """The active segment's (empty) .log file, as a leader has it from the partition's creation."""
         if self.active not in self.segments:
             self.segments.append(self.active)
-        open(self.seg_path(self.active, ".log"), "ab").close()
+        open(self.seg_path(self.active, LOG), "ab").close()
 
     def append(self, data: bytes) -> tuple[int, int]:
         """Append every batch of a produce request's records: (error, base offset of the first)."""
@@ -168,7 +161,7 @@ class LiveLog:
             self.segments.append(self.active)
         b.position = self.idx.valid_bytes
         _step("append")  # the fault-injection point of an append (KFX_CRASH_AT)
-        with open(self.seg_path(self.active, ".log"), "ab") as f:
+        with open(self.seg_path(self.active, LOG), "ab") as f:
             f.write(raw)
         self.idx.add(b, self.state.append(b))
         self._remember(b, base)
@@ -187,14 +180,14 @@ class LiveLog:
 
     def _flush_indexes(self) -> None:
         base, idx = self.active, self.idx
-        atomic_write(self.seg_path(base, ".index"), offset_index.to_bytes(idx.offsets, base))
-        atomic_write(self.seg_path(base, ".timeindex"), time_index.to_bytes(idx.times, base))
+        atomic_write(self.seg_path(base, INDEX), offset_index.to_bytes(idx.offsets, base))
+        atomic_write(self.seg_path(base, TIMEINDEX), time_index.to_bytes(idx.times, base))
         if idx.aborted:
-            atomic_write(self.seg_path(base, ".txnindex"), txn_index.to_bytes(idx.aborted))
+            atomic_write(self.seg_path(base, TXNINDEX), txn_index.to_bytes(idx.aborted))
 
     def _roll(self, new_base: int) -> None:
         self.idx.close()
         self._flush_indexes()
-        atomic_write(self.seg_path(new_base, ".snapshot"), self.state.to_snapshot())
+        atomic_write(self.seg_path(new_base, SNAPSHOT), self.state.to_snapshot())
         self.active, self.idx = new_base, SegmentIndexes(new_base, self.interval)
         self.create_active()

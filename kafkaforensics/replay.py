@@ -22,10 +22,11 @@ import time
 
 from . import offset_index
 from .errors import Problem
+from .leader_epochs import LeaderEpochCache
 from .live_log import LiveLog
 from .partition import derived_topic_id, find_partitions, partition_dir_state, write_partition_metadata
 from .replay_admin import AdminAPIs, WriteAdminAPIs
-from .segment import BatchScanner, open_buffer
+from .segment import INDEX, LOG, TXNINDEX, BatchScanner, open_buffer
 from .txn_index import read_entries as read_txn_entries
 from specs import protocol_messages as P
 from specs.message_schema import FileRegion
@@ -85,25 +86,12 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
 
     # -- the log dir ---------------------------------------------------------------------------
     def reload(self) -> None:
-        from .partition import read_offset_checkpoints
-        try:
-            starts = read_offset_checkpoints(self.log_dir).get("log-start-offset-checkpoint", {})
-        except Exception:  # a damaged checkpoint: the first segment's base serves
-            starts = {}
         for pd in find_partitions(self.log_dir):
             if pd.topic is None or not valid_topic(pd.topic) or partition_dir_state(pd.path) not in ("live", None):
                 continue  # a -delete, -future or -stray copy never stands in for the partition
-            s = LiveLog(pd.path, pd=pd)
+            s = LiveLog(pd.path, pd=pd)  # log start and epoch cache from the checkpoints, as Kafka loads them
             if s.state.producers:
                 self.next_producer_id = max(self.next_producer_id, max(s.state.producers) + 1)
-            if s.log_start < starts.get((s.topic, s.partition), -1) <= s.log_end:  # DeleteRecords moved it
-                s.log_start = starts[(s.topic, s.partition)]
-            try:  # Kafka's leader-epoch cache when the checkpoint is there, else the batches' epochs
-                cache = pd.leader_epochs()
-                if cache:
-                    s.epochs = [(e["epoch"], e["startOffset"]) for e in cache]
-            except Exception:
-                pass
             try:
                 md = pd.partition_metadata()
                 if md:
@@ -163,7 +151,7 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
         os.makedirs(d, exist_ok=exist_ok)
         write_partition_metadata(d, topic_id)
         s = self.partitions[(topic, partition)] = LiveLog(d, topic, partition)
-        s.topic_id, s.epochs = topic_id, [(0, 0)]
+        s.topic_id, s.epochs = topic_id, LeaderEpochCache([(0, 0)])
         s.create_active()
         return s
 
@@ -398,7 +386,7 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
 
     def _batches(self, s: LiveLog):
         for base in s.segments:
-            with open_buffer(s.seg_path(base, ".log")) as buf:
+            with open_buffer(s.seg_path(base, LOG)) as buf:
                 for b in BatchScanner(buf, base_offset=base):
                     if not b.crc_valid():
                         return
@@ -474,9 +462,9 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
             return b"", offset
         start_seg = s.segments.index(bases[-1])
         for base in s.segments[start_seg:]:
-            entries = self._index(s.seg_path(base, ".index"), base)
+            entries = self._index(s.seg_path(base, INDEX), base)
             pos = offset_index.lookup(entries, offset, base)[1] if entries else 0
-            with open_buffer(s.seg_path(base, ".log")) as buf:
+            with open_buffer(s.seg_path(base, LOG)) as buf:
                 begin = end = None
                 upper = offset
                 for b in BatchScanner(buf, start=pos, base_offset=base):
@@ -486,7 +474,7 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
                         break
                     if not b.crc_valid():  # never handed out: served up to it, then reported
                         if begin is None:
-                            raise CorruptBatch(s.seg_path(base, ".log"), b.position, b.base_offset)
+                            raise CorruptBatch(s.seg_path(base, LOG), b.position, b.base_offset)
                         break
                     if begin is None:
                         begin = b.position
@@ -498,7 +486,7 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
                     end = b.position + b.size
                     upper = b.last_offset + 1
                 if begin is not None and end is not None:
-                    return FileRegion(s.seg_path(base, ".log"), begin, end - begin), upper
+                    return FileRegion(s.seg_path(base, LOG), begin, end - begin), upper
         return b"", offset
 
     def _index(self, path: str, base: int) -> list:
@@ -518,7 +506,7 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
     def aborted(self, s: LiveLog, first: int, upper: int) -> list[dict]:
         out = []
         for base in s.segments:
-            p = s.seg_path(base, ".txnindex")
+            p = s.seg_path(base, TXNINDEX)
             if base >= upper or not os.path.exists(p):
                 continue
             with open(p, "rb") as f:

@@ -18,8 +18,6 @@ from specs.kafka_errors import (INVALID_REQUEST, NONE, TRANSACTIONAL_ID_NOT_FOUN
 #: DescribeConfigs resource types and config sources (Kafka's ConfigResource.Type, ConfigSource)
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
-#: OffsetForLeaderEpoch's answer when the epoch is unknown
-UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET = -1, -1
 
 
 class AdminAPIs:
@@ -44,12 +42,12 @@ class AdminAPIs:
 
     def topic_configs(self, topic: str) -> dict:
         """The topic configs the log implies: the timestamp type of its newest v1+ batches."""
-        from .segment import BatchScanner, open_buffer
+        from .segment import LOG, BatchScanner, open_buffer
         kind = None
         for s in self.topics().get(topic, []):
             for base in reversed(s.segments):
                 try:
-                    with open_buffer(s.seg_path(base, ".log")) as buf:
+                    with open_buffer(s.seg_path(base, LOG)) as buf:
                         for b in BatchScanner(buf, base_offset=base):
                             if b.magic >= 1:
                                 kind = "LogAppendTime" if b.attributes & 0x08 else "CreateTime"
@@ -116,15 +114,7 @@ class AdminAPIs:
 
     def end_offset_for_epoch(self, s, epoch: int) -> tuple[int, int]:
         """Kafka's LeaderEpochFileCache.endOffsetFor: (epoch, end offset) for a requested epoch."""
-        if epoch == UNDEFINED_EPOCH or not s.epochs:
-            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
-        if epoch == s.epochs[-1][0]:
-            return epoch, s.log_end
-        higher = next(((e, o) for e, o in s.epochs if e > epoch), None)
-        if higher is None:
-            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
-        floor = [(e, o) for e, o in s.epochs if e <= epoch]
-        return (floor[-1][0] if floor else epoch), higher[1]
+        return s.epochs.end_offset_for(epoch, s.log_end)
 
     def offset_for_leader_epoch(self, version: int, body: dict) -> dict:
         topics = []
@@ -166,11 +156,11 @@ class AdminAPIs:
         from specs.kafka_messages import TRANSACTION_STATES
         from .errors import KafkaFormatError
         from .internal_topics import decode_transaction_log
-        from .segment import BatchScanner, open_buffer
+        from .segment import LOG, BatchScanner, open_buffer
         out: dict[str, dict] = {}
         for s in self.topics().get("__transaction_state", []):
             for base in s.segments:
-                with open_buffer(s.seg_path(base, ".log")) as buf:
+                with open_buffer(s.seg_path(base, LOG)) as buf:
                     for b in BatchScanner(buf, base_offset=base):
                         if b.is_control or not b.crc_valid():
                             continue
@@ -237,8 +227,9 @@ class AdminAPIs:
 
 class WriteAdminAPIs:
     """With ``--writable``: transactional offset commits (AddOffsetsToTxn, TxnOffsetCommit, as
-    librdkafka's send_offsets_to_transaction sends them), DeleteRecords (the log start offset moves
-    and log-start-offset-checkpoint records it; no segment is removed), DeleteTopics (the partition
+    librdkafka's send_offsets_to_transaction sends them), DeleteRecords (the log start offset moves,
+    log-start-offset-checkpoint records it and the leader-epoch cache is truncated to it; no segment
+    is removed), DeleteTopics (the partition
     dirs are renamed ``<topic>-<n>.<id>-delete`` as Kafka renames them -- kept, never removed) and
     CreatePartitions."""
 
@@ -282,11 +273,18 @@ class WriteAdminAPIs:
                                                for p in t.get("Partitions", [])]} for t in body.get("Topics", [])]}
 
     def _save_log_starts(self) -> None:
-        from specs import checkpoints as C
-        from .fsutil import atomic_write
-        entries = [{"topic": t, "partition": p, "offset": s.log_start} for (t, p), s in sorted(self.partitions.items())]
-        atomic_write(os.path.join(self.log_dir, "log-start-offset-checkpoint"),
-                     C.OffsetCheckpoint.build(entries).encode())
+        """log-start-offset-checkpoint gets every served partition's log start; the entries of
+        partitions this broker does not serve are kept (temp file, fsync, rename)."""
+        from .checkpoint_file import LOG_START_OFFSET, checkpoint_path, update_offsets
+        update_offsets(checkpoint_path(self.log_dir, LOG_START_OFFSET),
+                       {tp: s.log_start for tp, s in sorted(self.partitions.items())}, unreadable="replace")
+
+    def _forget_log_starts(self, tps: list) -> None:
+        """A deleted partition's log-start-offset-checkpoint entry goes (as Kafka's next checkpoint
+        drops a deleted log), so a topic created again under the name does not inherit it."""
+        from .checkpoint_file import LOG_START_OFFSET, checkpoint_path, update_offsets
+        update_offsets(checkpoint_path(self.log_dir, LOG_START_OFFSET), dict.fromkeys(tps), create=False,
+                       unreadable="replace")
 
     def delete_records(self, version: int, body: dict) -> dict:
         from specs.kafka_errors import OFFSET_OUT_OF_RANGE
@@ -303,8 +301,10 @@ class WriteAdminAPIs:
                     if target < 0 or target > s.log_end:
                         r["ErrorCode"] = OFFSET_OUT_OF_RANGE
                     else:
-                        if target > s.log_start:
+                        if target > s.log_start:  # UnifiedLog.maybeIncrementLogStartOffset
                             s.log_start, moved = target, True
+                            if s.epochs.truncate_from_start(target):  # and the leader-epoch cache with it
+                                s.epochs.write(s.path)
                         r["LowWatermark"] = s.log_start
                 parts.append(r)
             topics.append({"Name": t.get("Name"), "Partitions": parts})
@@ -331,6 +331,7 @@ class WriteAdminAPIs:
                     import uuid
                     os.rename(s.path, f"{s.path}.{uuid.uuid4().hex}-delete")
                     del self.partitions[(s.topic, s.partition)]
+                self._forget_log_starts([(s.topic, s.partition) for s in parts])
             out.append(r)
         return {"ThrottleTimeMs": 0, "Responses": out}
 

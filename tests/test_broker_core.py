@@ -337,3 +337,49 @@ def test_the_partition_that_appends_is_the_one_served_and_reloads_the_same(core,
     assert (again.log_end, again.last_stable, again.segments, again.topic_id, again.leader_epoch) == \
         (s.log_end, s.last_stable, s.segments, s.topic_id, s.leader_epoch)
     assert sorted(again.state.producers) == sorted(s.state.producers) == [pid]
+
+
+def test_delete_records_moves_the_log_start_as_kafka_and_keeps_other_checkpoint_entries(tmp_path):
+    """DeleteRecords (UnifiedLog.maybeIncrementLogStartOffset): the log start moves, the leader-epoch
+    cache is truncated from the start and saved, log-start-offset-checkpoint keeps the entries of
+    partitions this broker does not serve; DeleteTopics drops the deleted partition's entry only."""
+    from kafkaforensics.checkpoint_file import LOG_START_OFFSET, read_offsets, update_offsets
+    from kafkaforensics.leader_epochs import LeaderEpochCache
+    from kafkaforensics.writer import write_partition
+    write_partition(str(tmp_path / "t-0"), [records(b"a", b"b", partition_leader_epoch=0),
+                                            records(b"c", b"d", b"e", base=2, partition_leader_epoch=1)])
+    ck = str(tmp_path / LOG_START_OFFSET)
+    update_offsets(ck, {("elsewhere", 3): 7})
+    b = ReplayBroker(str(tmp_path), writable=True)
+    s = b.partitions[("t", 0)]
+    assert (s.log_start, s.log_end, s.epochs) == (0, 5, LeaderEpochCache([(0, 0), (1, 2)]))
+    r = b.delete_records(2, {"Topics": [{"Name": "t", "Partitions": [{"PartitionIndex": 0, "Offset": 3}]}]})
+    assert r["Topics"][0]["Partitions"][0] == {"PartitionIndex": 0, "LowWatermark": 3, "ErrorCode": E.NONE}
+    assert read_offsets(ck) == {("elsewhere", 3): 7, ("t", 0): 3}
+    assert s.epochs == LeaderEpochCache.read(str(tmp_path / "t-0")) == LeaderEpochCache([(1, 3)])
+    assert b.end_offset_for_epoch(s, 0) == (0, 3) and b.end_offset_for_epoch(s, 1) == (1, 5)
+    again = ReplayBroker(str(tmp_path)).partitions[("t", 0)]  # a restart loads the same
+    assert (again.log_start, again.log_end, again.epochs, again.epoch_at(3)) == (3, 5, s.epochs, 1)
+    b.delete_topics(5, {"TopicNames": ["t"], "TimeoutMs": 1000})
+    assert read_offsets(ck) == {("elsewhere", 3): 7}
+
+
+def test_a_live_log_loads_as_kafkas_log_loader(tmp_path):
+    """LiveLog's one walk (PartitionLog): a batch failing its CRC ends its segment, the log end is the
+    newest segment's next offset, the epoch cache loses entries from the log end on."""
+    from kafkaforensics.leader_epochs import LeaderEpochCache
+    from kafkaforensics.live_log import LiveLog
+    from kafkaforensics.segment import LOG, file_name
+    from kafkaforensics.writer import write_partition
+    d = tmp_path / "t-0"
+    write_partition(str(d), [records(b"a", b"b", partition_leader_epoch=0),
+                             records(b"c", base=2, partition_leader_epoch=1)])
+    raw = bytearray((d / file_name(0, LOG)).read_bytes())
+    raw[-1] ^= 0xFF  # the second batch's last byte: its CRC fails
+    (d / file_name(0, LOG)).write_bytes(bytes(raw))
+    LeaderEpochCache([(0, 0), (1, 2), (4, 9)]).write(str(d))
+    s = LiveLog(str(d))
+    assert (s.log_start, s.log_end, s.leader_epoch, s.epochs) == (0, 2, 0, LeaderEpochCache([(0, 0)]))
+    (d / file_name(6, LOG)).write_bytes(b"")  # an empty newest segment: the log ends at its base
+    s = LiveLog(str(d))
+    assert (s.segments, s.log_end, s.active, s.epoch_at(1)) == ([0, 6], 6, 6, 0)
