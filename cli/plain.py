@@ -61,7 +61,8 @@ def render(lines, width: int) -> str | None:
         text = line.plain
         if not _PRINTABLE.fullmatch(text) or _EMOJI.search(text) or text != text.rstrip():
             return None
-        if line.options.get("markup", True) and any("[" in part for part in line.inputs):
+        if line.options.get("markup", True) and any("[" in part or "\\" in part for part in line.inputs):
+            # markup, or a backslash that escapes the markup after it ("note\\" + "[/dim]"): rich decides
             return None
         if not line.options.get("soft_wrap", False) and len(text) > width:
             return None

@@ -141,7 +141,7 @@ def test_large_segment_verify_imports_no_numpy(tmp_path):
 import functools  # noqa: E402
 
 import typer  # noqa: E402
-from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import HealthCheck, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
@@ -251,6 +251,7 @@ KINDS = st.sampled_from(["crc-mismatch", "index-mismatch", "truncated-batch", "l
 
 
 @settings(max_examples=400, deadline=None)
+@example(problems=[], notes=[("", "\\")], counts=(0, 0, 0), width=31)  # a backslash before [/dim]
 @given(problems=st.lists(st.tuples(TEXT, st.none() | st.integers(0, 10**9), st.none() | st.integers(0, 10**12),
                                    KINDS, TEXT), max_size=3),
        notes=st.lists(st.tuples(TEXT, TEXT), max_size=3),
