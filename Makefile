@@ -40,7 +40,7 @@ test: install
 FUZZ_MINUTES ?= 20
 FUZZ_PER_TARGET ?= 1000000
 fuzz: install
-	nice -n 10 $(BIN)/python -m kafkaforensics.fuzz --minutes $(FUZZ_MINUTES) --per-target $(FUZZ_PER_TARGET)
+	nice -n 10 $(BIN)/python -m kafkaforensics.harness.fuzz --minutes $(FUZZ_MINUTES) --per-target $(FUZZ_PER_TARGET)
 
 # recover, reindex, compact and retention killed (SIGKILL) at every crash point of the atomic-write path
 crashpoints: install

@@ -29,8 +29,8 @@ DEEP_IMPLS = OUR_DEEP + ("kafka-python", "aiokafka")
 
 # ---------------------------------------------------------------- data generation (parent) ----
 def _template(codec: int, n: int, value_size: int):
-    from kafkaforensics.batch import Record
-    from kafkaforensics.builder import build_v2
+    from kafkaforensics.records.batch import Record
+    from kafkaforensics.records.builder import build_v2
     import random
     rnd = random.Random(codec)
     recs = [Record(j, T0 + j, f"key-{j % 1000:04d}".encode(),
@@ -66,9 +66,9 @@ def make_segment(path: str, size: int, codec: int = 0, records_per_batch: int = 
 
 def make_compaction_log(d: str, records: int, keys: int) -> str:
     """``records`` records over ``keys`` distinct keys, 100 a batch, several segments."""
-    from kafkaforensics.batch import Record
-    from kafkaforensics.builder import build_v2
-    from kafkaforensics.writer import write_partition
+    from kafkaforensics.records.batch import Record
+    from kafkaforensics.records.builder import build_v2
+    from kafkaforensics.log.writer import write_partition
     if os.path.isdir(d):
         return d
     tmp = d + ".tmp"
@@ -97,7 +97,7 @@ def partition_with(seg_path: str, name: str) -> str:
 # --------------------------------------------------------------------- measurements (child) ----
 def _records_ours(path):
     """Every record as a Record object, through the library's deep iteration."""
-    from kafkaforensics.record_columns import iter_records
+    from kafkaforensics.log.record_columns import iter_records
     n = 0
     for r in iter_records(path):
         r.key, r.value, r.headers, r.timestamp
@@ -108,7 +108,7 @@ def _records_ours(path):
 def _records_columns(path):
     """Every record decoded to columns: offsets, timestamps and attributes as arrays; keys, values
     and the headers' keys and values as spans of the decompressed bytes (no object per record)."""
-    from kafkaforensics.record_columns import iter_record_columns
+    from kafkaforensics.log.record_columns import iter_record_columns
     n = 0
     for cols in iter_record_columns(path):
         cols.offset, cols.timestamp, cols.key_start, cols.value_start, cols.header_key_start, cols.header_value_start
@@ -166,15 +166,15 @@ def child(name: str, arg: str) -> dict:
         os.path.getsize(os.path.join(arg, f)) for f in os.listdir(arg) if f.endswith(".log"))
     # imports (numpy, the peers' modules, ours) are not part of any figure: each is a once-per-process cost
     import crc32c  # noqa: F401
-    import kafkaforensics.dump  # noqa: F401
-    import kafkaforensics.recovery  # noqa: F401
-    import kafkaforensics.reindex  # noqa: F401
-    import kafkaforensics.salvage  # noqa: F401
-    import kafkaforensics.verify  # noqa: F401
+    import kafkaforensics.inspect.dump  # noqa: F401
+    import kafkaforensics.repair.recovery  # noqa: F401
+    import kafkaforensics.repair.reindex  # noqa: F401
+    import kafkaforensics.repair.salvage  # noqa: F401
+    import kafkaforensics.inspect.verify  # noqa: F401
     if name.startswith("deep-"):
         import aiokafka.record.memory_records  # noqa: F401
         import kafka.record.memory_records  # noqa: F401
-        import kafkaforensics.record_columns  # noqa: F401
+        import kafkaforensics.log.record_columns  # noqa: F401
     if name == "crc32c-per-batch":
         bounds = _batch_bounds(arg)  # where each batch's CRC range starts and ends: not timed
     t = time.perf_counter()
@@ -205,7 +205,7 @@ def child(name: str, arg: str) -> dict:
     elif name == "walk-mapping-floor":
         # the header walk over the mapped file (each batch's length read where it lies), and
         # nothing else: what a walk without copies pays before any CRC
-        from kafkaforensics.segment import LOG_PREFIX, open_buffer, release_pages
+        from kafkaforensics.log.segment import LOG_PREFIX, open_buffer, release_pages
         from specs.record_batch import HEADER_SIZE, LOG_OVERHEAD
         prefix = LOG_PREFIX.unpack_from
         with open_buffer(arg) as buf:
@@ -219,7 +219,7 @@ def child(name: str, arg: str) -> dict:
         out["batches"] = n_b
     elif name == "crc32c-ceiling-mmap":  # crc32c over the mapped file, 16 MiB per call
         import crc32c
-        from kafkaforensics.segment import open_buffer, release_pages
+        from kafkaforensics.log.segment import open_buffer, release_pages
         with open_buffer(arg) as buf:
             step = 1 << 24
             for i in range(0, len(buf), step):
@@ -235,7 +235,7 @@ def child(name: str, arg: str) -> dict:
                     break
                 crc32c.crc32c(chunk[:n])
     elif name == "disk-write-ceiling":
-        from kafkaforensics.segment import open_buffer, release_pages
+        from kafkaforensics.log.segment import open_buffer, release_pages
         dest = os.path.join(DATA, "ceiling.out")
         with open_buffer(arg) as buf, open(dest, "wb") as f:
             step = 1 << 24
@@ -246,12 +246,12 @@ def child(name: str, arg: str) -> dict:
             os.fsync(f.fileno())
         os.unlink(dest)
     elif name == "verify":
-        from kafkaforensics.verify import verify
+        from kafkaforensics.inspect.verify import verify
         rep = verify([arg])
         out["batches"] = rep.batches
         assert rep.ok, rep.problems[:3]
     elif name == "dump-json":
-        from kafkaforensics.dump import DumpOptions, dump
+        from kafkaforensics.inspect.dump import DumpOptions, dump
         with open(os.devnull, "w") as null:
             dump([arg], DumpOptions(fmt="json"), out=null, err=sys.stderr)
     elif name.startswith("deep-"):
@@ -264,14 +264,14 @@ def child(name: str, arg: str) -> dict:
             out["records"] = _records_peer(arg, {"kafka-python": "kafka", "aiokafka": "aiokafka"}[impl])
     elif name == "write":
         import shutil
-        from kafkaforensics.segment import iter_batches
-        from kafkaforensics.writer import write_partition
+        from kafkaforensics.log.segment import iter_batches
+        from kafkaforensics.log.writer import write_partition
         dest = os.path.join(DATA, "written-0")
         shutil.rmtree(dest, ignore_errors=True)
         write_partition(dest, (bytes(b.data) for b in iter_batches(arg)))
         shutil.rmtree(dest, ignore_errors=True)
     elif name == "reindex":
-        from kafkaforensics.reindex import reindex
+        from kafkaforensics.repair.reindex import reindex
         reindex(arg, backup=False)
     elif name in ("scan-small-fleet", "scan-small-fleet-first"):  # the whole `kfx scan` process, Spark's start-up included
         import shutil
@@ -289,12 +289,12 @@ def child(name: str, arg: str) -> dict:
         out["records"] = parquet.read_table(os.path.join(dest, "records"), columns=["offset"]).num_rows
         shutil.rmtree(dest, ignore_errors=True)
     elif name == "dump-deep-json":
-        from kafkaforensics.dump import DumpOptions, dump
+        from kafkaforensics.inspect.dump import DumpOptions, dump
         with open(os.devnull, "w") as null:
             dump([os.path.join(arg, f) for f in sorted(os.listdir(arg)) if f.endswith(".log")],
                  DumpOptions(fmt="json", deep=True), out=null, err=sys.stderr)
         out["records"] = sum(b.count for f in os.listdir(arg) if f.endswith(".log")
-                             for b in __import__("kafkaforensics.segment", fromlist=["x"]).iter_batches(os.path.join(arg, f)))
+                             for b in __import__("kafkaforensics.log.segment", fromlist=["x"]).iter_batches(os.path.join(arg, f)))
     elif name == "sendfile-ceiling":
         import socket
         import threading
@@ -338,7 +338,7 @@ def child(name: str, arg: str) -> dict:
                 except OSError:
                     time.sleep(0.1)
             topic = os.path.basename(part_dir).rsplit("-", 1)[0]
-            from kafkaforensics.segment import iter_batches
+            from kafkaforensics.log.segment import iter_batches
             want = sum(b.count for f in sorted(os.listdir(part_dir)) if f.endswith(".log")
                        for b in iter_batches(os.path.join(part_dir, f)))
             # -c: done at the last record.  (-e would add the final empty fetch, which the broker --
@@ -354,7 +354,7 @@ def child(name: str, arg: str) -> dict:
             srv.terminate()
             srv.wait(10)
     elif name == "compact":
-        from kafkaforensics.cleaner import CompactOptions, compact
+        from kafkaforensics.repair.cleaner import CompactOptions, compact
         rep = compact(arg, CompactOptions(now=T0 + 10**9, segment_bytes=1 << 30, include_active=True,
                                           ignore_checkpoint=True))  # a fresh copy: clean it all
         j = rep.to_json()
@@ -362,12 +362,12 @@ def child(name: str, arg: str) -> dict:
         out["records_after"] = j["records"]["after"]
         out["offset_map_mb"] = j["offsetMapBytes"] / 1e6
     elif name == "recover":
-        from kafkaforensics.recovery import recover
+        from kafkaforensics.repair.recovery import recover
         rep = recover(arg, backup=False, full=True)
         out["truncated"] = rep.truncated_at is not None
     elif name == "salvage":
         import shutil
-        from kafkaforensics.salvage import salvage
+        from kafkaforensics.repair.salvage import salvage
         dest = os.path.join(DATA, "salvaged-0")
         shutil.rmtree(dest, ignore_errors=True)
         rep = salvage([arg], dest)
@@ -500,7 +500,7 @@ def main() -> None:
     if not os.path.exists(seg) or abs(os.path.getsize(seg) - size) >= 1 << 20 or \
             not os.path.exists(seg[:-4] + ".index"):
         make_segment(seg, size, records_per_batch=16, value_size=16000)
-        from kafkaforensics.reindex import reindex
+        from kafkaforensics.repair.reindex import reindex
         reindex(serve_dir, backup=False)
     run_child("sendfile-ceiling", seg)  # warm the page cache first, as for the crc32c ceiling
     # both sides of this pair swing by 2x from run to run on a shared machine: five runs, as for verify

@@ -35,7 +35,7 @@ def make_timeline(d: str, size: int) -> str:
     from crc32c import crc32c
 
     from benchmarks.run import _template
-    from kafkaforensics.writer import write_partition
+    from kafkaforensics.log.writer import write_partition
     from specs import record_batch as R
     tmpl, n = _template(0, 100, 150)
     count = max(1, size // len(tmpl))
@@ -57,8 +57,8 @@ def make_timeline(d: str, size: int) -> str:
 def window_start(timeline: str) -> int:
     """Ten minutes before the first indexed timestamp of the middle segment: a window that holds
     records, half way through the year."""
-    from kafkaforensics import time_index
-    from kafkaforensics.segment import offset_from_name
+    from kafkaforensics.log import time_index
+    from kafkaforensics.log.segment import offset_from_name
     part = os.path.join(timeline, sorted(os.listdir(timeline))[0])
     segs = sorted(f for f in os.listdir(part) if f.endswith(".timeindex"))
     mid = os.path.join(part, segs[len(segs) // 2])
@@ -72,7 +72,7 @@ def main() -> None:
     repeat = int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 3
     from pyspark.sql import functions as F
 
-    from kafkaforensics.spark_source import KafkaSegmentsReader
+    from kafkaforensics.spark.spark_source import KafkaSegmentsReader
     from spark_jobs.common import get_spark, read
     from pyspark.sql.datasource import GreaterThanOrEqual, LessThanOrEqual
     t_start = time.perf_counter()

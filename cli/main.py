@@ -129,7 +129,7 @@ def dump(paths: List[str] = Argument(..., help="Files to dump (.log .index .time
          remote_log_metadata_decoder: bool = Option(False, "--remote-log-metadata-decoder",
                                                           help="Decode __remote_log_metadata records")):
     """Print Kafka storage files like kafka-dump-log.sh, or as JSON lines."""
-    from kafkaforensics.dump import DumpOptions, dump as dump_files
+    from kafkaforensics.inspect.dump import DumpOptions, dump as dump_files
     for p in paths:
         if not os.path.isfile(p):
             _fail(f"{p}: no such file")
@@ -156,7 +156,7 @@ def verify(paths: List[str] = Argument(..., help="Segment files, partition dirs 
            max_message_bytes: Optional[int] = Option(None, "--max-message-bytes", min=14,
                                                            help="Also flag batches larger than this")):
     """Check CRCs, structure, indexes and checkpoints. Exit 0 clean, 1 problems, 2 usage/IO error."""
-    from kafkaforensics.verify import verify as verify_paths
+    from kafkaforensics.inspect.verify import verify as verify_paths
     _require_paths(paths)
     try:
         rep = _with_progress(paths, "verify", lambda advance: verify_paths(paths, progress=advance,
@@ -164,7 +164,7 @@ def verify(paths: List[str] = Argument(..., help="Segment files, partition dirs 
     except OSError as e:
         _fail(str(e))
     if as_json:
-        from kafkaforensics.analyzer import problem_remedy
+        from kafkaforensics.inspect.analyzer import problem_remedy
         j = rep.to_json()
         for d, p in zip(j["problems"], rep.problems):
             d["remedy"] = problem_remedy(p)
@@ -190,7 +190,7 @@ def verify_report_lines(rep) -> list:
     from cli.plain import Line
     lines = [Line(f"[dim]note: {n}[/dim]", f"note: {n}", [str(n)], highlight=False) for n in rep.notes]
     if rep.problems:
-        from kafkaforensics.analyzer import problem_remedy
+        from kafkaforensics.inspect.analyzer import problem_remedy
         for p in rep.problems:
             remedy = problem_remedy(p)
             lines.append(Line(f"[red]problem:[/red] {p}", f"problem: {p}", [str(p)], highlight=False, soft_wrap=True))
@@ -208,9 +208,9 @@ def write(out: str = Option(..., "--out", help="Partition directory to create (m
           index_interval_bytes: int = Option(DEFAULT_INDEX_INTERVAL_BYTES, "--index-interval-bytes", min=0),
           encoding: Encoding = Option(Encoding.base64, "--encoding", help="Encoding the dump used for keys/values")):
     """Read `kfx dump --deep --format json` lines on stdin and write a valid partition directory."""
-    from kafkaforensics.batch_json import batches_from_json_lines
+    from kafkaforensics.records.batch_json import batches_from_json_lines
     from kafkaforensics.errors import KafkaFormatError
-    from kafkaforensics.writer import PartitionWriter
+    from kafkaforensics.log.writer import PartitionWriter
     try:
         w = PartitionWriter(out, segment_bytes=segment_bytes, index_interval_bytes=index_interval_bytes)
     except (FileExistsError, OSError) as e:
@@ -260,7 +260,7 @@ def recover(partition_dir: str = Argument(..., help="A partition directory (topi
             as_json: bool = Option(False, "--json")):
     """Do what Kafka's log loading does after an unclean shutdown: finish swaps, truncate, rebuild."""
     from rich.console import Console
-    from kafkaforensics.recovery import recover as recover_partition
+    from kafkaforensics.repair.recovery import recover as recover_partition
     if not os.path.isdir(partition_dir):
         _fail(f"{partition_dir}: not a directory")
     try:
@@ -294,7 +294,7 @@ def reindex(path: str = Argument(..., help="A <offset>.log segment or a partitio
             as_json: bool = Option(False, "--json")):
     """Rebuild .index/.timeindex/.txnindex exactly as Kafka's recovery writes them."""
     from rich.console import Console
-    from kafkaforensics.reindex import reindex as reindex_path
+    from kafkaforensics.repair.reindex import reindex as reindex_path
     if not os.path.exists(path):
         _fail(f"{path}: no such file or directory")
     try:
@@ -322,7 +322,7 @@ def salvage(inputs: List[str] = Argument(..., help="Damaged segment files, parti
     """Recover every valid batch, including those after corrupted regions, into a new partition."""
     from rich.console import Console
     from rich.table import Table
-    from kafkaforensics.salvage import salvage as salvage_files
+    from kafkaforensics.repair.salvage import salvage as salvage_files
     _require_paths(inputs)
     try:
         rep = _with_progress(inputs, "salvage", lambda advance: salvage_files(
@@ -369,8 +369,8 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
     """Run Kafka's log cleaner offline, with its crash-safe .cleaned/.swap/.deleted file swap."""
     from rich.console import Console
     from rich.table import Table
-    from kafkaforensics.cleaner import CompactOptions, compact as compact_partition
-    from kafkaforensics.verify import walk_problems
+    from kafkaforensics.repair.cleaner import CompactOptions, compact as compact_partition
+    from kafkaforensics.inspect.verify import walk_problems
     if not os.path.isdir(partition_dir):
         _fail(f"{partition_dir}: not a directory")
     opts = CompactOptions(delete_retention_ms=delete_retention_ms, min_compaction_lag_ms=min_compaction_lag_ms,
@@ -417,8 +417,8 @@ def retention(partition_dir: str = Argument(..., help="A partition directory (to
     from rich.console import Console
     from rich.table import Table
     from kafkaforensics.errors import KafkaFormatError
-    from kafkaforensics.retention import retention as apply_retention
-    from kafkaforensics.verify import walk_problems
+    from kafkaforensics.repair.retention import retention as apply_retention
+    from kafkaforensics.inspect.verify import walk_problems
     if not os.path.isdir(partition_dir):
         _fail(f"{partition_dir}: not a directory")
     try:
@@ -522,15 +522,15 @@ def analyze(paths: List[str] = Argument(..., help="Segments, partition dirs or l
     """Find damage and suspicious patterns: offsets, timestamps, producers, transactions, leader epochs."""
     from rich.console import Console
     from rich.table import Table
-    from kafkaforensics.analyzer import AnalyzeOptions, analyze as analyze_paths
+    from kafkaforensics.inspect.analyzer import AnalyzeOptions, analyze as analyze_paths
     _require_paths(paths)
     try:
         rep = analyze_paths(paths, AnalyzeOptions(now=now))
     except OSError as e:
         _fail(str(e))
-    from kafkaforensics.report_html import iso
+    from kafkaforensics.inspect.report_html import iso
     if html_out:
-        from kafkaforensics.report_html import render
+        from kafkaforensics.inspect.report_html import render
         from kafkaforensics.fsutil import atomic_write
         atomic_write(html_out, render(rep, "kfx analyze " + " ".join(paths), paths).encode())
     if as_json:
@@ -569,7 +569,7 @@ def diff(dir_a: str = Argument(..., help="Replica A (the leader's copy)"),
          as_json: bool = Option(False, "--json")):
     """Compare two replicas of a partition: first divergence, one-sided batches, epoch truncation point."""
     from rich.console import Console
-    from kafkaforensics.diff import diff as diff_dirs
+    from kafkaforensics.inspect.diff import diff as diff_dirs
     for p in (dir_a, dir_b):
         if not os.path.isdir(p):
             _fail(f"{p}: not a directory")
@@ -607,7 +607,7 @@ def groups(log_dir: str = Argument(..., help="A log dir holding __consumer_offse
     """Latest committed offset of every group/topic/partition, and its lag against the log dir's partitions."""
     from rich.console import Console
     from rich.table import Table
-    from kafkaforensics.groups import committed_offsets, group_members
+    from kafkaforensics.inspect.groups import committed_offsets, group_members
     if not os.path.isdir(log_dir):
         _fail(f"{log_dir}: not a directory")
     rows = committed_offsets(log_dir)
@@ -648,7 +648,7 @@ def serve(log_dir: str = Argument(..., help="A log dir: every <topic>-<partition
                                                    help="Where committed group offsets persist (default ~/.local/state/kfx/serve/...)")):
     """Serve log directories to real Kafka clients over the Kafka protocol (read-only unless --writable)."""
     import logging
-    from kafkaforensics.server import serve_forever
+    from kafkaforensics.broker.server import serve_forever
     if not os.path.isdir(log_dir):
         _fail(f"{log_dir}: not a directory")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")

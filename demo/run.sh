@@ -11,7 +11,7 @@ expect() { want=$1; shift; "$@"; rc=$?; [ "$rc" -eq "$want" ] || { echo "demo: '
 
 rm -rf "$OUT" && mkdir -p "$OUT" || exit 2
 step "1. The broker will not start. Its log dir (a copy of the sample, damaged as a crash leaves it): $LOGS"
-"$BIN/python" -m kafkaforensics.damaged_sample "$LOGS" || exit 1
+"$BIN/python" -m kafkaforensics.harness.damaged_sample "$LOGS" || exit 1
 
 step "2. kfx verify: the storage damage, located (exit 1)"
 expect 1 "$BIN/kfx" verify "$LOGS"

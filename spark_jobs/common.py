@@ -158,7 +158,7 @@ def end_session(spark, timeout: float = 120.0) -> None:
 def register(spark) -> None:
     """Register ``kafka_segments`` in ``spark`` and let it prune with pushed filters (Spark 4.1+
     passes filters to a Python data source only with ``spark.sql.python.filterPushdown.enabled``)."""
-    from kafkaforensics.spark_source import KafkaSegments
+    from kafkaforensics.spark.spark_source import KafkaSegments
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     spark.dataSource.register(KafkaSegments)
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import functions as F
 
-from kafkaforensics.schema import ROW_KINDS, SOURCE_COLUMNS
+from kafkaforensics.records.schema import ROW_KINDS, SOURCE_COLUMNS
 from spark_jobs.common import get_spark, job_arguments, read, source_options
 from spark_jobs.inventory import inventory_of
 from spark_jobs.search import matches
@@ -42,7 +42,7 @@ class ScanResult:
 
 def plan(paths, split_bytes=None, options=None, min_partitions=None) -> ScanPlan:
     """The splits, segments and bytes a scan of ``paths`` reads (the source's own planning)."""
-    from kafkaforensics.spark_source import KafkaSegmentsReader
+    from kafkaforensics.spark.spark_source import KafkaSegmentsReader
     opts = {"path": ",".join(paths), **(options or {})}
     if split_bytes:
         opts["splitBytes"] = str(split_bytes)

@@ -2,10 +2,10 @@
 import os
 import random
 
-from kafkaforensics.batch import Record
-from kafkaforensics.builder import build_v2, control_record_key, end_txn_marker_value
-from kafkaforensics.segment import iter_batches
-from kafkaforensics.writer import write_partition
+from kafkaforensics.records.batch import Record
+from kafkaforensics.records.builder import build_v2, control_record_key, end_txn_marker_value
+from kafkaforensics.log.segment import iter_batches
+from kafkaforensics.log.writer import write_partition
 
 SEGMENT_BYTES = 4000
 INTERVAL = 1024
@@ -69,9 +69,9 @@ def mixed_batches(seed):
     batches without a producer, an open transaction and a second epoch."""
     import random as _random
 
-    from kafkaforensics.batch import Record
-    from kafkaforensics.builder import build_legacy, build_v2
-    from kafkaforensics.segment import BatchScanner
+    from kafkaforensics.records.batch import Record
+    from kafkaforensics.records.builder import build_legacy, build_v2
+    from kafkaforensics.log.segment import BatchScanner
 
     rnd = _random.Random(seed)
     out = list(batches(seed, n=40))
@@ -105,8 +105,8 @@ def damaged_partition(part, data):
 
     from hypothesis import strategies as st
 
-    from kafkaforensics import segment as seg_mod
-    from kafkaforensics.writer import write_partition
+    from kafkaforensics.log import segment as seg_mod
+    from kafkaforensics.log.writer import write_partition
 
     write_partition(part, mixed_batches(data.draw(st.integers(0, 9))), segment_bytes=3000,
                     index_interval_bytes=INTERVAL // 4)

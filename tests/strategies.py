@@ -1,7 +1,7 @@
 """Hypothesis strategies for records and batches shared by the property tests."""
 from hypothesis import strategies as st
 
-from kafkaforensics.batch import Record
+from kafkaforensics.records.batch import Record
 
 small_bytes = st.one_of(st.none(), st.binary(max_size=64))
 #: sometimes a value over 8 KiB, so that record and value lengths take three-byte varints

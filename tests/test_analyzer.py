@@ -6,11 +6,11 @@ import subprocess
 
 import pytest
 
-from kafkaforensics.analyzer import AnalyzeOptions, analyze
-from kafkaforensics.batch import Record
-from kafkaforensics.builder import build_v2, control_record_key, end_txn_marker_value
-from kafkaforensics.diff import diff
-from kafkaforensics.writer import write_partition
+from kafkaforensics.inspect.analyzer import AnalyzeOptions, analyze
+from kafkaforensics.records.batch import Record
+from kafkaforensics.records.builder import build_v2, control_record_key, end_txn_marker_value
+from kafkaforensics.inspect.diff import diff
+from kafkaforensics.log.writer import write_partition
 from tests.conftest import SAMPLE
 
 T0 = 1_700_000_000_000
@@ -128,7 +128,7 @@ def test_leader_epoch_findings(tmp_path):
 
 
 def test_snapshot_disagreeing_with_the_log(tmp_path):
-    from kafkaforensics.producer_state import read_snapshot, snapshot_bytes
+    from kafkaforensics.log.producer_state import read_snapshot, snapshot_bytes
     p = part(tmp_path, [v2(0, 2, producer_id=5, producer_epoch=0, base_sequence=0), v2(2, 2)])
     snap = os.path.join(p, "00000000000000000004.snapshot")
     entries = read_snapshot(open(snap, "rb").read())
@@ -143,7 +143,7 @@ def test_damage_leftovers_and_checkpoints_are_errors(tmp_path, kfx):
     p = part(logdir, clean_batches(), name="t-0")
     seg = os.path.join(p, "00000000000000000000.log")
     data = bytearray(open(seg, "rb").read())
-    from kafkaforensics.segment import iter_batches
+    from kafkaforensics.log.segment import iter_batches
     data[[b.position for b in iter_batches(seg)][1] + 70] ^= 0xFF  # inside the CRC-covered bytes
     open(seg, "wb").write(bytes(data))
     shutil.copy(seg, seg + ".cleaned")

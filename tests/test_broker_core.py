@@ -6,12 +6,12 @@ import struct
 
 import pytest
 
-from kafkaforensics.batch import Record
-from kafkaforensics.builder import build_v2
-from kafkaforensics.dispatch import BrokerCore, Close, Deferred, NoReply, Reply, WaitForData
-from kafkaforensics.group_coordinator import GroupCoordinator
-from kafkaforensics.protocol import Connection, request_header_version
-from kafkaforensics.replay import ReplayBroker
+from kafkaforensics.records.batch import Record
+from kafkaforensics.records.builder import build_v2
+from kafkaforensics.broker.dispatch import BrokerCore, Close, Deferred, NoReply, Reply, WaitForData
+from kafkaforensics.broker.group_coordinator import GroupCoordinator
+from kafkaforensics.broker.protocol import Connection, request_header_version
+from kafkaforensics.broker.replay import ReplayBroker
 from specs import kafka_errors as E
 from specs import protocol_messages as P
 from specs.protocol_messages import ApiKey as K
@@ -304,7 +304,7 @@ def test_offset_commit_and_fetch_v10_name_topics_by_id(core):
     (t,) = r["Groups"][0]["Topics"]
     assert t["TopicId"] == tid and t["Partitions"][0]["CommittedOffset"] == 9
     # the writable broker also wrote the commit to __consumer_offsets (one state: its log end moved)
-    from kafkaforensics.group_coordinator import offsets_partition_for
+    from kafkaforensics.broker.group_coordinator import offsets_partition_for
     assert core.broker.partitions[("__consumer_offsets", offsets_partition_for("g"))].log_end == 1
 
 
@@ -343,9 +343,9 @@ def test_delete_records_moves_the_log_start_as_kafka_and_keeps_other_checkpoint_
     """DeleteRecords (UnifiedLog.maybeIncrementLogStartOffset): the log start moves, the leader-epoch
     cache is truncated from the start and saved, log-start-offset-checkpoint keeps the entries of
     partitions this broker does not serve; DeleteTopics drops the deleted partition's entry only."""
-    from kafkaforensics.checkpoint_file import LOG_START_OFFSET, read_offsets, update_offsets
-    from kafkaforensics.leader_epochs import LeaderEpochCache
-    from kafkaforensics.writer import write_partition
+    from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, read_offsets, update_offsets
+    from kafkaforensics.log.leader_epochs import LeaderEpochCache
+    from kafkaforensics.log.writer import write_partition
     write_partition(str(tmp_path / "t-0"), [records(b"a", b"b", partition_leader_epoch=0),
                                             records(b"c", b"d", b"e", base=2, partition_leader_epoch=1)])
     ck = str(tmp_path / LOG_START_OFFSET)
@@ -367,10 +367,10 @@ def test_delete_records_moves_the_log_start_as_kafka_and_keeps_other_checkpoint_
 def test_a_live_log_loads_as_kafkas_log_loader(tmp_path):
     """LiveLog's one walk (PartitionLog): a batch failing its CRC ends its segment, the log end is the
     newest segment's next offset, the epoch cache loses entries from the log end on."""
-    from kafkaforensics.leader_epochs import LeaderEpochCache
-    from kafkaforensics.live_log import LiveLog
-    from kafkaforensics.segment import LOG, file_name
-    from kafkaforensics.writer import write_partition
+    from kafkaforensics.log.leader_epochs import LeaderEpochCache
+    from kafkaforensics.broker.live_log import LiveLog
+    from kafkaforensics.log.segment import LOG, file_name
+    from kafkaforensics.log.writer import write_partition
     d = tmp_path / "t-0"
     write_partition(str(d), [records(b"a", b"b", partition_leader_epoch=0),
                              records(b"c", base=2, partition_leader_epoch=1)])

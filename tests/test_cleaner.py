@@ -7,13 +7,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkaforensics import fsutil
-from kafkaforensics.batch import Record
-from kafkaforensics.builder import build_v2, control_record_key, end_txn_marker_value
-from kafkaforensics.cleaner import CompactOptions, compact
-from kafkaforensics.recovery import recover
-from kafkaforensics.segment import iter_batches
-from kafkaforensics.verify import verify
-from kafkaforensics.writer import write_partition
+from kafkaforensics.records.batch import Record
+from kafkaforensics.records.builder import build_v2, control_record_key, end_txn_marker_value
+from kafkaforensics.repair.cleaner import CompactOptions, compact
+from kafkaforensics.repair.recovery import recover
+from kafkaforensics.log.segment import iter_batches
+from kafkaforensics.inspect.verify import verify
+from kafkaforensics.log.writer import write_partition
 
 T0 = 1_700_000_000_000
 RET = 86_400_000
@@ -298,7 +298,9 @@ def test_compaction_over_runs_equals_batch_by_batch(tmp_path_factory, monkeypatc
     report or the error that the batch-by-batch, record-by-record cleaner leaves."""
     import shutil
 
-    from kafkaforensics import cleaner, record_columns
+    from kafkaforensics.repair import cleaner
+
+    from kafkaforensics.log import record_columns
 
     part = write_partition(str(tmp_path_factory.mktemp("src") / "t-0"), build(*log), segment_bytes=400,
                            index_interval_bytes=100)

@@ -16,13 +16,13 @@ import sys
 import pytest
 
 from kafkaforensics import fsutil
-from kafkaforensics.cleaner import CompactOptions, compact
-from kafkaforensics.recovery import recover
-from kafkaforensics.reindex import reindex
-from kafkaforensics.retention import retention
-from kafkaforensics.verify import verify
+from kafkaforensics.repair.cleaner import CompactOptions, compact
+from kafkaforensics.repair.recovery import recover
+from kafkaforensics.repair.reindex import reindex
+from kafkaforensics.repair.retention import retention
+from kafkaforensics.inspect.verify import verify
 from tests.corruption import INTERVAL, layout, make_partition
-from kafkaforensics.segment import iter_batches
+from kafkaforensics.log.segment import iter_batches
 
 NOW = 1_700_000_000_000 + 10**9
 LEFTOVER = (".swap", ".cleaned", ".deleted", ".kfx-tmp")
@@ -189,8 +189,8 @@ def _produce_until_killed(port: int, proc, limit: int = 200) -> list:
     import struct
     import time
 
-    from kafkaforensics.batch import Record
-    from kafkaforensics.builder import build_v2
+    from kafkaforensics.records.batch import Record
+    from kafkaforensics.records.builder import build_v2
     from specs import protocol_messages as P
     from tests.test_serve_hostile import frame
     deadline = time.monotonic() + 30
@@ -238,9 +238,9 @@ def test_writable_broker_killed_at_crash_points(tmp_path):
     """`kfx serve --writable` killed (SIGKILL, KFX_CRASH_AT) at a crash point of its appends and index
     writes while a producer sends acks=1 batches; after `kfx recover` every acknowledged record is
     there, nothing else but what was sent, no leftovers, and verify is clean."""
-    from kafkaforensics.writer import write_partition
-    from kafkaforensics.batch import Record
-    from kafkaforensics.builder import build_v2
+    from kafkaforensics.log.writer import write_partition
+    from kafkaforensics.records.batch import Record
+    from kafkaforensics.records.builder import build_v2
     survived = acked_total = 0
     for n in _writable_points():
         logs = tmp_path / f"n{n}" / "logs"

@@ -10,9 +10,9 @@ from kafka.record.default_records import DefaultRecordBatchBuilder as KpBuilder
 from kafka.record.legacy_records import LegacyRecordBatch as KpLegacyBatch
 from kafka.record.legacy_records import LegacyRecordBatchBuilder as KpLegacyBuilder
 
-from kafkaforensics import builder
-from kafkaforensics.batch import Record, parse_legacy_header, parse_v2_header
-from kafkaforensics.segment import BatchScanner
+from kafkaforensics.records import builder
+from kafkaforensics.records.batch import Record, parse_legacy_header, parse_v2_header
+from kafkaforensics.log.segment import BatchScanner
 from tests.strategies import batch_kwargs, records
 
 CODECS = range(5)
@@ -128,7 +128,7 @@ def test_magic0_lz4_uses_kafkas_broken_header_checksum():
     """Kafka 0.8/0.9 computed the LZ4 frame header checksum over the magic too; kafka-python does likewise."""
     from kafka.codec import lz4_encode_old_kafka
 
-    from kafkaforensics import compression
+    from kafkaforensics.records import compression
     payload = b"kafka " * 500
     ours = compression.compress(compression.LZ4, payload, magic=0)
     theirs = lz4_encode_old_kafka(payload)
@@ -139,7 +139,7 @@ def test_magic0_lz4_uses_kafkas_broken_header_checksum():
 def test_snappy_java_framing_read_and_written():
     from kafka.codec import snappy_decode, snappy_encode
 
-    from kafkaforensics import compression
+    from kafkaforensics.records import compression
     payload = bytes(range(256)) * 400
     ours = compression.compress(compression.SNAPPY, payload)
     assert ours.startswith(b"\x82SNAPPY\x00")
@@ -151,7 +151,7 @@ def test_snappy_java_framing_read_and_written():
 def test_streamed_zstd_without_content_size():
     import zstandard
 
-    from kafkaforensics import compression
+    from kafkaforensics.records import compression
     payload = b"z" * 100_000
     cobj = zstandard.ZstdCompressor().compressobj()
     framed = cobj.compress(payload) + cobj.flush()

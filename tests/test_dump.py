@@ -4,7 +4,7 @@ import json
 import os
 import re
 
-from kafkaforensics.dump import DumpOptions, dump
+from kafkaforensics.inspect.dump import DumpOptions, dump
 from tests.conftest import SAMPLE
 
 ORDERS = os.path.join(SAMPLE, "orders-0")

@@ -4,13 +4,13 @@ import os
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkaforensics import builder, compression
-from kafkaforensics.batch import Record
+from kafkaforensics.records import builder, compression
+from kafkaforensics.records.batch import Record
 from kafkaforensics.errors import KafkaFormatError
-from kafkaforensics.producer_state import read_snapshot
-from kafkaforensics.segment import BatchScanner
-from kafkaforensics.txn_index import read_entries as read_txn
-from kafkaforensics.verify import verify
+from kafkaforensics.log.producer_state import read_snapshot
+from kafkaforensics.log.segment import BatchScanner
+from kafkaforensics.log.txn_index import read_entries as read_txn
+from kafkaforensics.inspect.verify import verify
 from specs import checkpoints as C
 from specs import legacy as L
 from specs import producer_snapshot as S

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from kafkaforensics import fuzz
-from kafkaforensics.segment import BatchScanner
+from kafkaforensics.harness import fuzz
+from kafkaforensics.log.segment import BatchScanner
 
 QUICK = 3000  # inputs a target (seeded: the same inputs every run)
 
@@ -75,10 +75,11 @@ def test_decompression_bombs_in_a_capped_address_space(tmp_path):
     child whose address space is capped at 1.5 GiB: a located compression problem, no MemoryError."""
     code = r"""
 import resource, struct, sys
-from kafkaforensics import fuzz, builder, compression
-from kafkaforensics.batch import Record
+from kafkaforensics.harness import fuzz
+from kafkaforensics.records import builder, compression
+from kafkaforensics.records.batch import Record
 from kafkaforensics.errors import KafkaFormatError
-from kafkaforensics.segment import BatchScanner
+from kafkaforensics.log.segment import BatchScanner
 bombs = fuzz.bombs()
 resource.setrlimit(resource.RLIMIT_AS, (1536 << 20, 1536 << 20))
 for codec, payload in bombs.items():
@@ -110,7 +111,7 @@ def test_request_decode_defects_found_by_fuzzing_are_protocol_violations():
     FindCoordinator v4's CoordinatorKeys) was decoded as None and crashed the handler iterating it."""
     import struct as S
 
-    from kafkaforensics.protocol import Connection, ProtocolViolation
+    from kafkaforensics.broker.protocol import Connection, ProtocolViolation
     payload = S.pack(">hhih", 18, 3, 1, 36) + b"x" * 14
     ev = Connection().receive_data(S.pack(">i", len(payload)) + payload)
     assert len(ev) == 1 and isinstance(ev[0], ProtocolViolation)

@@ -8,12 +8,12 @@ import struct
 
 import pytest
 
-from kafkaforensics.batch import Record
-from kafkaforensics.builder import build_v2, control_record_key, end_txn_marker_value
+from kafkaforensics.records.batch import Record
+from kafkaforensics.records.builder import build_v2, control_record_key, end_txn_marker_value
 from kafkaforensics.errors import KafkaFormatError
-from kafkaforensics.groups import committed_offsets, group_members
-from kafkaforensics.internal_topics import decode_offsets, encode_offset_commit
-from kafkaforensics.writer import write_partition
+from kafkaforensics.inspect.groups import committed_offsets, group_members
+from kafkaforensics.records.internal_topics import decode_offsets, encode_offset_commit
+from kafkaforensics.log.writer import write_partition
 from specs import kafka_messages as K
 
 T0 = 1_700_000_000_000
@@ -159,7 +159,7 @@ def test_members_of_classic_consumer_and_share_groups(tmp_path, kfx):
 def test_transaction_log_4x_tags_are_named():
     """TransactionLogValue v1: PreviousProducerId (0), NextProducerId (1), ClientTransactionVersion (2)
     and NextProducerEpoch (3) tagged fields, read by name."""
-    from kafkaforensics.internal_topics import decode_transaction_log
+    from kafkaforensics.records.internal_topics import decode_transaction_log
     v = {"ProducerId": 4000, "PreviousProducerId": 3999, "NextProducerId": 4001, "ProducerEpoch": 32766,
          "TransactionTimeoutMs": 60000, "TransactionStatus": 2, "TransactionPartitions": [],
          "TransactionLastUpdateTimestampMs": T0, "TransactionStartTimestampMs": T0,

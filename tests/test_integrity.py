@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from kafkaforensics.server import BrokerThread
+from kafkaforensics.broker.server import BrokerThread
 from tests.corruption import layout, make_partition
 
 
@@ -72,7 +72,7 @@ def _fetch(port, offset):
 
 
 def test_fetch_never_hands_out_a_bad_crc_batch(damaged, tmp_path):
-    from kafkaforensics.segment import BatchScanner
+    from kafkaforensics.log.segment import BatchScanner
     part, _seg, pos, base, _last, batches = damaged
     with BrokerThread(os.path.dirname(part), state_path=str(tmp_path / "s.json")) as b:
         first = _fetch(b.port, 0)

@@ -5,10 +5,10 @@ import struct
 
 import pytest
 
-from kafkaforensics.batch import Record
-from kafkaforensics.builder import build_v2
-from kafkaforensics.internal_topics import decode_metadata, decode_offsets, decode_transaction_log
-from kafkaforensics.writer import write_partition
+from kafkaforensics.records.batch import Record
+from kafkaforensics.records.builder import build_v2
+from kafkaforensics.records.internal_topics import decode_metadata, decode_offsets, decode_transaction_log
+from kafkaforensics.log.writer import write_partition
 from specs import kafka_messages as K
 from specs.message_schema import uvarint
 
@@ -128,7 +128,7 @@ def test_cluster_metadata_records():
 
 
 def _offsets_partition(tmp_path):
-    from kafkaforensics.internal_topics import encode_offset_commit
+    from kafkaforensics.records.internal_topics import encode_offset_commit
     batches, off = [], 0
     for topic, part, o in (("orders", 0, 5), ("orders", 0, 9), ("orders", 1, 3), ("gone", 0, 1)):
         k, v = encode_offset_commit("g1", topic, part, o, commit_ts=T0 + off)
@@ -160,7 +160,7 @@ def test_groups_and_the_offsets_decoder(tmp_path, kfx):
 
 def test_cluster_metadata_log_with_snapshot_header_footer(tmp_path, kfx):
     """A KRaft metadata log: control batches (snapshot header/footer) and records, decoded by dump."""
-    from kafkaforensics.builder import control_record_key
+    from kafkaforensics.records.builder import control_record_key
     header = K.SnapshotHeaderRecord.build({"Version": 0, "LastContainedLogTimestamp": T0}, 0)
     footer = K.SnapshotFooterRecord.build({"Version": 0}, 0)
     topic = uvarint(1) + uvarint(K.TopicRecord.api_key) + uvarint(0) + K.TopicRecord.build(

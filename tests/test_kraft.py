@@ -10,10 +10,10 @@ import sys
 
 import pytest
 
-from kafkaforensics import kraft
+from kafkaforensics.log import kraft
 from kafkaforensics.errors import KafkaFormatError
-from kafkaforensics.logdir import check_log_dirs, metadata_topic_ids, read_meta_properties
-from kafkaforensics.verify import verify
+from kafkaforensics.log.logdir import check_log_dirs, metadata_topic_ids, read_meta_properties
+from kafkaforensics.inspect.verify import verify
 from tests.conftest import FIXTURES
 
 KRAFT = os.path.join(FIXTURES, "kraft-logdir")
@@ -152,7 +152,7 @@ def test_remote_index_cache_file_read_at_its_base_offset(kfx):
 
 
 def test_remote_index_below_its_base_is_a_problem(tmp_path, kfx):
-    from kafkaforensics import offset_index
+    from kafkaforensics.log import offset_index
     path = tmp_path / "500_Rm9yZW5zaWNTZWdtZW50Ag.index"
     path.write_bytes(offset_index.to_bytes([(100, 0)], 0))     # relative 100 -> absolute 600 ...
     assert kfx("verify", str(path)).exit_code == 0
@@ -205,10 +205,10 @@ def test_clean_shutdown_file(logdir, kfx):
 
 
 def test_analyze_lists_remote_segments_and_a_gap_between_tiers(logdir, kfx):
-    from kafkaforensics.analyzer import AnalyzeOptions, analyze
-    from kafkaforensics.batch import Record
-    from kafkaforensics.builder import build_v2
-    from kafkaforensics.writer import write_partition
+    from kafkaforensics.inspect.analyzer import AnalyzeOptions, analyze
+    from kafkaforensics.records.batch import Record
+    from kafkaforensics.records.builder import build_v2
+    from kafkaforensics.log.writer import write_partition
     r = kfx("analyze", logdir, "--json", "--now", 1_700_000_000_000)
     assert r.exit_code == 0
     orders = next(p for p in json.loads(r.stdout)["partitions"] if p["partition"] == "orders-0")
@@ -243,10 +243,10 @@ def test_snapshot_id_epoch_against_the_metadata_log(logdir, kfx):
     assert p["kind"] == "snapshot-epoch" and p["offset"] == 4 and "not among the log's leader epochs" in p["detail"]
     os.remove(os.path.join(md, kraft.snapshot_file_name(5, 3)))
     assert kfx("verify", logdir).exit_code == 0            # a log from offset 0 needs no snapshot ...
-    from kafkaforensics.batch import Record
-    from kafkaforensics.builder import build_v2
-    from kafkaforensics.partition import PartitionDir
-    from kafkaforensics.writer import write_partition
+    from kafkaforensics.records.batch import Record
+    from kafkaforensics.records.builder import build_v2
+    from kafkaforensics.log.partition import PartitionDir
+    from kafkaforensics.log.writer import write_partition
     shutil.rmtree(md)
     write_partition(md, [build_v2([Record(3, 1, None, b"x", [])], base_offset=3, partition_leader_epoch=1)])
     (p,) = kraft.check_snapshot_ids(PartitionDir.scan(md))   # ... one from offset 3 does

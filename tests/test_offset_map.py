@@ -4,8 +4,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkaforensics import md5_many
-from kafkaforensics.offset_map import OffsetMap, digests, span_digests
+from kafkaforensics.repair import md5_many
+from kafkaforensics.repair.offset_map import OffsetMap, digests, span_digests
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.integers(0, 10**6), min_size=1, max_size=60, unique=True), st.integers(5, 150),

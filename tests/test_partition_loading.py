@@ -6,18 +6,18 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from kafkaforensics.checkpoint_file import (LOG_START_OFFSET, RECOVERY_POINT, partition_offset, read_offsets,
+from kafkaforensics.log.checkpoint_file import (LOG_START_OFFSET, RECOVERY_POINT, partition_offset, read_offsets,
                                             set_partition_offset, update_offsets)
 from kafkaforensics.errors import KafkaFormatError
-from kafkaforensics.leader_epochs import UNDEFINED_EPOCH, LeaderEpochCache
-from kafkaforensics.log_loader import PartitionLog, replay_segment
-from kafkaforensics.partition import PartitionDir
-from kafkaforensics.producer_state import ProducerState
-from kafkaforensics.segment import (LEFTOVER_SUFFIXES, LOG, BatchScanner, file_name, offset_from_name,
+from kafkaforensics.log.leader_epochs import UNDEFINED_EPOCH, LeaderEpochCache
+from kafkaforensics.log.log_loader import PartitionLog, replay_segment
+from kafkaforensics.log.partition import PartitionDir
+from kafkaforensics.log.producer_state import ProducerState
+from kafkaforensics.log.segment import (LEFTOVER_SUFFIXES, LOG, BatchScanner, file_name, offset_from_name,
                                     open_buffer, sibling, without_leftover_suffix)
 from specs import checkpoints as C
 from tests.corruption import layout, make_partition, mixed_batches
-from kafkaforensics.writer import write_partition
+from kafkaforensics.log.writer import write_partition
 
 PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kafkaforensics")
 

@@ -4,11 +4,11 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkaforensics import record_arrow
-from kafkaforensics.batch import Record
-from kafkaforensics.builder import build_v2
-from kafkaforensics.record_columns import decode_columns
-from kafkaforensics.segment import BatchScanner
+from kafkaforensics.log import record_arrow
+from kafkaforensics.records.batch import Record
+from kafkaforensics.records.builder import build_v2
+from kafkaforensics.log.record_columns import decode_columns
+from kafkaforensics.log.segment import BatchScanner
 from tests.strategies import batch_kwargs, records
 
 HEADERS = pa.list_(pa.field("element", pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])))

@@ -8,12 +8,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkaforensics import builder, record_columns
-from kafkaforensics.batch import Record
+from kafkaforensics.records import builder
+
+from kafkaforensics.log import record_columns
+from kafkaforensics.records.batch import Record
 from kafkaforensics.errors import KafkaFormatError
-from kafkaforensics.record_columns import (MAX_HEADER_ROUNDS, _Fallback, _vectorised, decode_columns,
+from kafkaforensics.log.record_columns import (MAX_HEADER_ROUNDS, _Fallback, _vectorised, decode_columns,
                                            iter_record_columns, iter_records)
-from kafkaforensics.segment import BatchScanner
+from kafkaforensics.log.segment import BatchScanner
 from tests.conftest import SAMPLE
 from tests.strategies import batch_kwargs, records
 

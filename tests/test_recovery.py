@@ -7,8 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkaforensics.recovery import recover
-from kafkaforensics.verify import verify
+from kafkaforensics.repair.recovery import recover
+from kafkaforensics.inspect.verify import verify
 from tests.corruption import INTERVAL, all_records, layout, make_partition, snapshot_files
 
 
@@ -261,7 +261,7 @@ def test_cli_recover_dry_run_and_json(part, kfx):
 
 def test_leader_epoch_cache_stays_monotonic_like_kafkas(part):
     """An epoch newer than the cache's latest drops the entries that start at or after it."""
-    from kafkaforensics.leader_epochs import LeaderEpochCache
+    from kafkaforensics.log.leader_epochs import LeaderEpochCache
     epochs = LeaderEpochCache([(0, 0), (1, 50), (3, 159)])
     epochs.assign_newer(7, 29)
     assert epochs.entries == [(0, 0), (7, 29)]
@@ -294,8 +294,8 @@ def _tree(d) -> dict:
 def _rebuilt_both_ways(root, src, monkeypatch, interval, limit=None) -> list:
     """recover and reindex copies of ``src`` over header runs, then batch by batch: for each way
     the reports (partition paths taken out) and every file both leave."""
-    from kafkaforensics import indexing
-    from kafkaforensics.reindex import reindex
+    from kafkaforensics.log import indexing
+    from kafkaforensics.repair.reindex import reindex
 
     results = []
     for runs in (True, False):
@@ -316,7 +316,7 @@ def _rebuilt_both_ways(root, src, monkeypatch, interval, limit=None) -> list:
 def test_recover_and_reindex_over_header_runs_equal_batch_by_batch(tmp_path_factory, monkeypatch, data):
     """Whatever the damage, recover and reindex walking header runs -- in small windows and short
     runs -- leave exactly the files (and report exactly what) the batch-by-batch walk does."""
-    from kafkaforensics import segment as seg_mod
+    from kafkaforensics.log import segment as seg_mod
     from tests.corruption import damaged_partition
 
     root = tmp_path_factory.mktemp("rebuild")
@@ -337,11 +337,11 @@ def test_recover_and_reindex_over_header_runs_equal_batch_by_batch(tmp_path_fact
 def test_rebuild_over_runs_where_offsets_go_back(tmp_path, monkeypatch, run_bytes, rewound):
     """Batches whose base offsets go back (outside the CRC): recover stops at the first of them
     wherever a run starts, reindex indexes past them; over runs exactly as batch by batch."""
-    from kafkaforensics import segment as seg_mod
-    from kafkaforensics.batch import Record
-    from kafkaforensics.builder import build_v2
-    from kafkaforensics.segment import BatchScanner
-    from kafkaforensics.writer import write_partition
+    from kafkaforensics.log import segment as seg_mod
+    from kafkaforensics.records.batch import Record
+    from kafkaforensics.records.builder import build_v2
+    from kafkaforensics.log.segment import BatchScanner
+    from kafkaforensics.log.writer import write_partition
 
     src = str(tmp_path / "src" / "t-0")
     write_partition(src, [build_v2([Record(i * 2 + j, 1000 + i, b"k", b"v" * 50) for j in range(2)], base_offset=i * 2)

@@ -7,10 +7,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkaforensics import fsutil
-from kafkaforensics.recovery import recover
-from kafkaforensics.salvage import salvage
-from kafkaforensics.segment import iter_batches
-from kafkaforensics.verify import verify
+from kafkaforensics.repair.recovery import recover
+from kafkaforensics.repair.salvage import salvage
+from kafkaforensics.log.segment import iter_batches
+from kafkaforensics.inspect.verify import verify
 from specs import legacy as L
 from specs import record_batch as R
 from tests.corruption import INTERVAL, layout, make_partition

@@ -1,14 +1,14 @@
-"""The replay broker without sockets: request bytes through :mod:`kafkaforensics.protocol` and the
-sans-IO core (:class:`~kafkaforensics.dispatch.BrokerCore` over :class:`~kafkaforensics.replay.ReplayBroker`),
+"""The replay broker without sockets: request bytes through :mod:`kafkaforensics.broker.protocol` and the
+sans-IO core (:class:`~kafkaforensics.broker.dispatch.BrokerCore` over :class:`~kafkaforensics.broker.replay.ReplayBroker`),
 response bytes decoded with the same specs."""
 import struct
 
 import pytest
 
-from kafkaforensics.dispatch import BrokerCore, Reply
-from kafkaforensics.group_coordinator import GroupCoordinator
-from kafkaforensics.protocol import Connection, Request, UnsupportedRequest
-from kafkaforensics.replay import ReplayBroker
+from kafkaforensics.broker.dispatch import BrokerCore, Reply
+from kafkaforensics.broker.group_coordinator import GroupCoordinator
+from kafkaforensics.broker.protocol import Connection, Request, UnsupportedRequest
+from kafkaforensics.broker.replay import ReplayBroker
 from specs import kafka_errors as E
 from specs import protocol_messages as P
 
@@ -108,8 +108,8 @@ def test_metadata_every_version_names_topics_with_distinct_nonzero_ids(tmp_path,
 
 @pytest.mark.parametrize("version", [4, 12, 13, 18])
 def test_fetch_by_name_and_by_topic_id(tmp_path, version):
-    from kafkaforensics.batch import Record
-    from kafkaforensics.builder import build_v2
+    from kafkaforensics.records.batch import Record
+    from kafkaforensics.records.builder import build_v2
     b = ReplayBroker(str(tmp_path), writable=True)
     b.create_topics(2, {"Topics": [{"Name": "t", "NumPartitions": 1}]})
     recs = build_v2([Record(0, 1000, b"k", b"v", [])], base_offset=0)
@@ -141,8 +141,8 @@ def _lo(b, ts, iso=0, version=7, topic="t"):
 
 
 def _append(b, recs, **kw):
-    from kafkaforensics.batch import Record
-    from kafkaforensics.builder import build_v2
+    from kafkaforensics.records.batch import Record
+    from kafkaforensics.records.builder import build_v2
     s = b.partitions[("t", 0)]
     base = s.next_offset
     err, _ = s.append(build_v2([Record(base + i, ts, b"k", b"v", []) for i, ts in enumerate(recs)],
@@ -266,8 +266,8 @@ def _subset(sent, got) -> bool:
 
 @pytest.mark.parametrize("version", [3, 9, 12, 13])
 def test_produce_by_name_and_by_topic_id(wb, version):
-    from kafkaforensics.batch import Record
-    from kafkaforensics.builder import build_v2
+    from kafkaforensics.records.batch import Record
+    from kafkaforensics.records.builder import build_v2
     recs = build_v2([Record(0, 1000, b"k", b"v", [])], base_offset=0)
     tid = wb.partitions[("t", 0)].topic_id
     topic = {"TopicId": tid} if version >= 13 else {"Name": "t"}

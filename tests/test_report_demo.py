@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from kafkaforensics.analyzer import AnalyzeOptions, analyze
-from kafkaforensics.damaged_sample import TXN_PID, make_damaged_logdir
+from kafkaforensics.inspect.analyzer import AnalyzeOptions, analyze
+from kafkaforensics.harness.damaged_sample import TXN_PID, make_damaged_logdir
 
 NOW = 1_800_000_000_000
 
@@ -139,9 +139,9 @@ def test_report_findings_link_into_batch_tables(damaged, tmp_path, kfx):
 def _many_batches(path, n, tail=b""):
     """A partition of ``n`` small v2 batches (one built, copied with its base offset changed: the
     base offset lies outside the CRC) in several segments."""
-    from kafkaforensics.batch import Record
-    from kafkaforensics.builder import build_v2
-    from kafkaforensics.writer import write_partition
+    from kafkaforensics.records.batch import Record
+    from kafkaforensics.records.builder import build_v2
+    from kafkaforensics.log.writer import write_partition
     one = build_v2([Record(0, 1_700_000_000_000, b"k", b"v" * 20, [])], base_offset=0)
     write_partition(str(path), (i.to_bytes(8, "big") + one[8:] for i in range(n)), segment_bytes=len(one) * (n // 3 + 1),
                     index_interval_bytes=4096)
@@ -149,7 +149,7 @@ def _many_batches(path, n, tail=b""):
 
 
 def test_large_logs_are_aggregated_per_segment(tmp_path):
-    from kafkaforensics.report_html import render
+    from kafkaforensics.inspect.report_html import render
     p = _many_batches(tmp_path / "big-0", 9000)
     rep = analyze([p], AnalyzeOptions(now=NOW))
     assert rep.partitions[0].batches == 9000 and len(rep.partitions[0].segment_info) == 3
@@ -292,10 +292,10 @@ def test_make_demo_script_end_to_end(tmp_path):
 def test_many_segments_merge_byte_ranges_and_links_still_resolve(tmp_path):
     """Past MAX_BUCKET_ROWS byte-range rows on the page, adjacent ranges merge; a finding inside an
     aggregated segment still links to the row holding its byte."""
-    from kafkaforensics import report_html
-    from kafkaforensics.batch import Record
-    from kafkaforensics.builder import build_v2
-    from kafkaforensics.writer import write_partition
+    from kafkaforensics.inspect import report_html
+    from kafkaforensics.records.batch import Record
+    from kafkaforensics.records.builder import build_v2
+    from kafkaforensics.log.writer import write_partition
     one = build_v2([Record(0, 1_700_000_000_000, b"k", b"v" * 20, [])], base_offset=0)
     early = build_v2([Record(0, 1_600_000_000_000, b"k", b"v" * 20, [])], base_offset=0)
     assert len(one) == len(early)

@@ -2,11 +2,11 @@
 import json
 import os
 
-from kafkaforensics.batch import Record
-from kafkaforensics.builder import build_v2
-from kafkaforensics.retention import retention
-from kafkaforensics.verify import verify
-from kafkaforensics.writer import write_partition
+from kafkaforensics.records.batch import Record
+from kafkaforensics.records.builder import build_v2
+from kafkaforensics.repair.retention import retention
+from kafkaforensics.inspect.verify import verify
+from kafkaforensics.log.writer import write_partition
 from tests.corruption import snapshot_files
 
 T0 = 1_700_000_000_000

@@ -3,10 +3,10 @@ import json
 import os
 import shutil
 
-from kafkaforensics.reindex import reindex
-from kafkaforensics.salvage import salvage
-from kafkaforensics.segment import iter_batches
-from kafkaforensics.verify import verify
+from kafkaforensics.repair.reindex import reindex
+from kafkaforensics.repair.salvage import salvage
+from kafkaforensics.log.segment import iter_batches
+from kafkaforensics.inspect.verify import verify
 from tests.corruption import INTERVAL, all_records, layout, make_partition, snapshot_files
 
 
@@ -59,8 +59,8 @@ def test_salvage_dedupes_copies_and_orders_inputs(tmp_path):
 
 
 def test_salvage_conflict_prefers_higher_leader_epoch(tmp_path):
-    from kafkaforensics.batch import Record
-    from kafkaforensics.builder import build_v2
+    from kafkaforensics.records.batch import Record
+    from kafkaforensics.records.builder import build_v2
     a = build_v2([Record(0, 1, b"k", b"old")], base_offset=0, partition_leader_epoch=1)
     b = build_v2([Record(0, 1, b"k", b"new")], base_offset=0, partition_leader_epoch=2)
     (tmp_path / "x.log").write_bytes(a)

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from kafkaforensics.dump import DumpOptions, dump
-from kafkaforensics.server import BrokerThread
+from kafkaforensics.inspect.dump import DumpOptions, dump
+from kafkaforensics.broker.server import BrokerThread
 from tests.clients import drain
 from tests.conftest import SAMPLE
 
@@ -211,9 +211,9 @@ def test_robustness_then_a_client_still_works(broker):
 
 # ------------------------------------------------------------------------------ consumer groups ----
 def _multi(tmp_path, partitions=4, n=10):
-    from kafkaforensics.batch import Record
-    from kafkaforensics.builder import build_v2
-    from kafkaforensics.writer import write_partition
+    from kafkaforensics.records.batch import Record
+    from kafkaforensics.records.builder import build_v2
+    from kafkaforensics.log.writer import write_partition
     d = tmp_path / "glogs"
     for p in range(partitions):
         write_partition(str(d / f"multi-{p}"), [build_v2([Record(i, 1_700_000_000_000 + i, b"k", b"p%d-%d" % (p, i), [])

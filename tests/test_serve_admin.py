@@ -7,10 +7,10 @@ import struct
 
 import pytest
 
-from kafkaforensics.batch import Record
-from kafkaforensics.builder import build_v2
-from kafkaforensics.server import BrokerThread
-from kafkaforensics.writer import write_partition
+from kafkaforensics.records.batch import Record
+from kafkaforensics.records.builder import build_v2
+from kafkaforensics.broker.server import BrokerThread
+from kafkaforensics.log.writer import write_partition
 from specs import kafka_messages as K
 from tests.conftest import SAMPLE
 from tests.test_serve_writable import wbroker  # noqa: F401  (the writable broker fixture)
@@ -118,7 +118,7 @@ def test_send_offsets_to_transaction_commits_with_the_transaction(wbroker):
     (got,) = c.committed([TopicPartition("eos-in", 0)], timeout=15)
     c.close()
     assert got.offset == 5  # the committed transaction's offset; the aborted one's (7) never applies
-    from kafkaforensics.groups import committed_offsets
+    from kafkaforensics.inspect.groups import committed_offsets
     assert [(r["group"], r["topic"], r["offset"]) for r in committed_offsets(b.dir)] == [("eos-group", "eos-in", 5)]
 
 
@@ -142,6 +142,6 @@ def test_delete_records_delete_topics_create_partitions(wbroker):
     kept = [n for n in os.listdir(b.dir) if n.startswith("gone-0.")]
     assert len(kept) == 1 and kept[0].endswith("-delete")   # renamed as Kafka renames it, data kept
     # a restart keeps the moved log start (log-start-offset-checkpoint) and leaves the deleted copy out
-    from kafkaforensics.replay import ReplayBroker
+    from kafkaforensics.broker.replay import ReplayBroker
     again = ReplayBroker(b.dir, writable=True)
     assert again.partitions[("keep", 0)].log_start == 4 and ("gone", 0) not in again.partitions

@@ -5,10 +5,10 @@ import subprocess
 
 import pytest
 
-from kafkaforensics.partition import PartitionDir
-from kafkaforensics.replay import ReplayBroker, valid_topic
-from kafkaforensics.server import BrokerThread
-from kafkaforensics.verify import verify
+from kafkaforensics.log.partition import PartitionDir
+from kafkaforensics.broker.replay import ReplayBroker, valid_topic
+from kafkaforensics.broker.server import BrokerThread
+from kafkaforensics.inspect.verify import verify
 from specs import kafka_errors as E
 from tests.clients import drain
 

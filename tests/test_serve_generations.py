@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from kafkaforensics.segment import iter_batches
-from kafkaforensics.server import BrokerThread
+from kafkaforensics.log.segment import iter_batches
+from kafkaforensics.broker.server import BrokerThread
 from specs import kafka_errors as E
 from specs import protocol_messages as P
 from tests.conftest import SAMPLE

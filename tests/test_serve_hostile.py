@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from kafkaforensics.batch import Record
-from kafkaforensics.builder import build_v2
-from kafkaforensics.server import BrokerThread, Limits
+from kafkaforensics.records.batch import Record
+from kafkaforensics.records.builder import build_v2
+from kafkaforensics.broker.server import BrokerThread, Limits
 from specs import protocol_messages as P
 from tests.conftest import SAMPLE
 from tests.corruption import snapshot_files
@@ -25,7 +25,7 @@ NAMED_APIS = {0: 9, 1: 12, 2: 7, 3: 12, 8: 8, 9: 7, 10: 4, 11: 9, 14: 5, 12: 4, 
 
 
 def frame(api_key, version, body: dict, corr=1) -> bytes:
-    from kafkaforensics.protocol import request_header_version
+    from kafkaforensics.broker.protocol import request_header_version
     hdr = P.RequestHeader.build({"RequestApiKey": api_key, "RequestApiVersion": version, "CorrelationId": corr,
                                  "ClientId": "hostile"}, request_header_version(api_key, version))
     payload = hdr + P.REQUESTS[api_key].build(body, version)

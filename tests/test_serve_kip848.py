@@ -2,7 +2,7 @@
 its partitions, shares them with a second member, commits, and a restart resumes from the commits."""
 import time
 
-from kafkaforensics.server import BrokerThread
+from kafkaforensics.broker.server import BrokerThread
 from specs import kafka_errors as E
 from tests.test_serve import _multi
 
@@ -64,7 +64,7 @@ def test_consumer_protocol_members_share_commit_and_resume(tmp_path):
 
 
 def test_heartbeat_errors_sans_io():
-    from kafkaforensics.group_coordinator import GroupCoordinator
+    from kafkaforensics.broker.group_coordinator import GroupCoordinator
     g = GroupCoordinator(None)
     topics = {"t": ("AAAAAAAAAAAAAAAAAAAAAQ", 3)}
     r = g.consumer_heartbeat(0, {"GroupId": "g", "MemberId": "m1", "MemberEpoch": 0, "SubscribedTopicNames": ["t"]},
@@ -91,8 +91,8 @@ def test_consumer_protocol_commits_land_in_consumer_offsets_and_read_back(tmp_pa
     import json
     import os
     from confluent_kafka import TopicPartition
-    from kafkaforensics.group_coordinator import offsets_partition_for
-    from kafkaforensics.groups import committed_offsets
+    from kafkaforensics.broker.group_coordinator import offsets_partition_for
+    from kafkaforensics.inspect.groups import committed_offsets
     d = _multi(tmp_path, partitions=2, n=10)
     with BrokerThread(d, state_path=str(tmp_path / "state.json"), writable=True) as b:
         b.broker.coordinator.heartbeat_ms = 300

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from kafkaforensics.server import BrokerThread
+from kafkaforensics.broker.server import BrokerThread
 from tests.clients import npm_install
 from tests.conftest import SAMPLE
 

@@ -7,9 +7,9 @@ import subprocess
 
 import pytest
 
-from kafkaforensics.segment import iter_batches
-from kafkaforensics.server import BrokerThread
-from kafkaforensics.verify import verify
+from kafkaforensics.log.segment import iter_batches
+from kafkaforensics.broker.server import BrokerThread
+from kafkaforensics.inspect.verify import verify
 from tests.clients import drain
 from tests.corruption import snapshot_files
 
@@ -115,7 +115,7 @@ def test_produce_every_codec_then_verify_and_dump(wbroker, client):
 
 def _raw_produce(b, topic, batch: bytes, corr: int) -> dict:
     from specs import protocol_messages as P
-    from kafkaforensics.protocol import encode_response  # noqa: F401 (the same module frames requests)
+    from kafkaforensics.broker.protocol import encode_response  # noqa: F401 (the same module frames requests)
     body = P.ProduceRequest.build({"TransactionalId": None, "Acks": -1, "TimeoutMs": 5000,
                                    "TopicData": [{"Name": topic, "PartitionData": [{"Index": 0, "Records": batch}]}]}, 8)
     hdr = P.RequestHeader.build({"RequestApiKey": 0, "RequestApiVersion": 8, "CorrelationId": corr, "ClientId": "t"}, 1)
@@ -130,8 +130,8 @@ def _raw_produce(b, topic, batch: bytes, corr: int) -> dict:
 
 
 def test_idempotent_retries_do_not_duplicate_and_gaps_are_refused(wbroker):
-    from kafkaforensics.batch import Record
-    from kafkaforensics.builder import build_v2
+    from kafkaforensics.records.batch import Record
+    from kafkaforensics.records.builder import build_v2
     _create(wbroker, "idem")
     mk = lambda seq, n: build_v2([Record(i, 1, b"k", b"v%d" % (seq + i), []) for i in range(n)],  # noqa: E731
                                  base_offset=0, producer_id=4242, producer_epoch=0, base_sequence=seq)
@@ -197,7 +197,7 @@ def test_group_commits_land_in_consumer_offsets_and_decode(wbroker, kfx):
     from confluent_kafka import Consumer, TopicPartition
     from kafka import KafkaConsumer, OffsetAndMetadata
     from kafka import TopicPartition as KTP
-    from kafkaforensics.group_coordinator import offsets_partition_for
+    from kafkaforensics.broker.group_coordinator import offsets_partition_for
     _create(wbroker, "work", partitions=2)
     produce_kp(wbroker, "work", "none", [b"a", b"b", b"c"])
     c = Consumer({"bootstrap.servers": wbroker.bootstrap, "group.id": "ck-group", "enable.auto.commit": False})

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from kafkaforensics.dump import DumpOptions, dump
+from kafkaforensics.inspect.dump import DumpOptions, dump
 from tests.conftest import SAMPLE
 
 
@@ -79,7 +79,7 @@ def test_damaged_file_valid_prefix_read_and_damage_reported(spark, tmp_path):
 
 
 def test_large_segment_is_split_at_index_positions(spark, tmp_path):
-    from kafkaforensics.spark_source import KafkaSegmentsReader
+    from kafkaforensics.spark.spark_source import KafkaSegmentsReader
     from spark_jobs.common import read
     d = tmp_path / "orders-0"
     shutil.copytree(os.path.join(SAMPLE, "orders-0"), d)

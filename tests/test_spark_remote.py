@@ -92,7 +92,7 @@ def test_s3_fleet_reads_like_local_files(spark, s3_fleet, scheme):  # noqa: F811
 
 
 def test_s3_segments_split_through_their_remote_index(s3_fleet):
-    from kafkaforensics.spark_source import KafkaSegmentsReader
+    from kafkaforensics.spark.spark_source import KafkaSegmentsReader
     remote = KafkaSegmentsReader({"path": f"s3://{BUCKET}/logs/orders-0", "splitBytes": "4000", **s3_fleet},
                                  "batches").partitions()
     local = KafkaSegmentsReader({"path": os.path.join(SAMPLE, "orders-0"), "splitBytes": "4000"}, "batches").partitions()

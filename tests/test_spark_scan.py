@@ -7,10 +7,10 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual, LessThanOrEqual
 
-from kafkaforensics.batch import Record
-from kafkaforensics.builder import build_v2
-from kafkaforensics.spark_source import KafkaSegmentsReader
-from kafkaforensics.writer import write_partition
+from kafkaforensics.records.batch import Record
+from kafkaforensics.records.builder import build_v2
+from kafkaforensics.spark.spark_source import KafkaSegmentsReader
+from kafkaforensics.log.writer import write_partition
 from tests.conftest import SAMPLE
 from tests.test_spark import _dump_json, spark  # noqa: F401  (the session fixture)
 

@@ -5,8 +5,8 @@ import construct as c
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkaforensics import builder
-from kafkaforensics.batch import parse_legacy_header, parse_v2_header
+from kafkaforensics.records import builder
+from kafkaforensics.records.batch import parse_legacy_header, parse_v2_header
 from specs import checkpoints as C
 from specs import indexes as I
 from specs import legacy as L
@@ -119,7 +119,7 @@ def test_txn_index_spec_roundtrip(entries):
                                         "offsetDelta": i32, "timestamp": i64, "coordinatorEpoch": i32,
                                         "currentTxnFirstOffset": i64}), max_size=10))
 def test_producer_snapshot_spec_roundtrip_and_matches_library(entries):
-    from kafkaforensics.producer_state import ProducerEntry, read_snapshot, snapshot_bytes
+    from kafkaforensics.log.producer_state import ProducerEntry, read_snapshot, snapshot_bytes
     data = S.ProducerSnapshot.build({"version": 1, "sealed": {"value": entries}})
     parsed = S.ProducerSnapshot.parse(data)
     assert parsed.sealed.crcValid and _strip(parsed.sealed.value) == entries
@@ -201,7 +201,7 @@ def test_attribute_bits():
 @settings(deadline=None)  # the first example imports the module (numpy for the indexes)
 @given(st.sampled_from(sorted(R.CONTROL_TYPES)), i16)
 def test_control_record_key_fast_path_equals_spec(ctype, version):
-    from kafkaforensics.batch import Record
+    from kafkaforensics.records.batch import Record
     key = builder.control_record_key(ctype, version)
     assert key == R.ControlRecordKey.build({"version": version, "type": ctype})
     rec = Record(0, 0, key, None)
@@ -212,7 +212,7 @@ def test_control_record_key_fast_path_equals_spec(ctype, version):
 @settings(deadline=None)  # the first example imports the module (numpy for the indexes)
 @given(st.sampled_from([R.ABORT, R.COMMIT]), i16, i32)
 def test_end_txn_marker_fast_path_equals_spec(ctype, version, epoch):
-    from kafkaforensics.batch import Record
+    from kafkaforensics.records.batch import Record
     value = builder.end_txn_marker_value(epoch, version)
     assert value == R.EndTransactionMarker.build({"version": version, "coordinatorEpoch": epoch})
     parsed = R.EndTransactionMarker.parse(value)
@@ -222,7 +222,7 @@ def test_end_txn_marker_fast_path_equals_spec(ctype, version, epoch):
 
 
 def test_control_type_of_a_short_key_is_minus_one():
-    from kafkaforensics.batch import Record
+    from kafkaforensics.records.batch import Record
     assert Record(0, 0, b"\x00\x00\x00", None).control_type == -1 and Record(0, 0, None, None).control_type == -1
 
 
@@ -245,7 +245,7 @@ def test_attribute_masks_equal_the_spec(raw):
 @given(st.integers(-2**15, 2**15 - 1).filter(lambda a: a & 0x07 < 5))
 def test_batch_flags_of_the_fast_path_equal_the_spec(attributes):
     """A header read by the fast path reports the flags the spec parses from its attributes."""
-    from kafkaforensics import compression
+    from kafkaforensics.records import compression
     fields = dict.fromkeys(R.HEADER_FIELDS, 0) | {"batchLength": R.HEADER_SIZE - R.LOG_OVERHEAD, "magic": 2,
                                                   "attributes": attributes}
     data = R.HEADER_STRUCT.pack(*(fields[f] for f in R.HEADER_FIELDS))
@@ -273,7 +273,7 @@ def test_offsets_are_read_off_the_specs():
 @given(st.lists(st.fixed_dictionaries({"relativeOffset": st.integers(1, 2**31 - 1), "position": i32}), max_size=20),
        st.integers(0, 2**40))
 def test_offset_index_fast_path_equals_spec(entries, base):
-    from kafkaforensics import offset_index
+    from kafkaforensics.log import offset_index
     data = I.OffsetIndexFile.build(entries)
     assert offset_index.to_bytes([(base + e["relativeOffset"], e["position"]) for e in entries], base) == data
     got, zero_tail = offset_index.read_entries(data, base)
@@ -285,7 +285,7 @@ def test_offset_index_fast_path_equals_spec(entries, base):
 @given(st.lists(st.fixed_dictionaries({"timestamp": st.integers(1, 2**62), "relativeOffset": i32}), max_size=20),
        st.integers(0, 2**40))
 def test_time_index_fast_path_equals_spec(entries, base):
-    from kafkaforensics import time_index
+    from kafkaforensics.log import time_index
     data = I.TimeIndexFile.build(entries)
     assert time_index.to_bytes([(e["timestamp"], base + e["relativeOffset"]) for e in entries], base) == data
     got, zero_tail = time_index.read_entries(data, base)
@@ -297,7 +297,7 @@ def test_time_index_fast_path_equals_spec(entries, base):
 @given(st.lists(st.fixed_dictionaries({"version": st.just(0), "producerId": i64, "firstOffset": i64,
                                         "lastOffset": i64, "lastStableOffset": i64}), max_size=10))
 def test_txn_index_fast_path_equals_spec(entries):
-    from kafkaforensics import txn_index
+    from kafkaforensics.log import txn_index
     data = I.TxnIndexFile.build(entries)
     got = txn_index.read_entries(data)
     assert [e.to_json() for e in got] == _strip(I.TxnIndexFile.parse(data))

@@ -118,8 +118,8 @@ def test_small_segment_dump_and_verify_import_nothing_heavy(tmp_path):
 def test_large_segment_verify_imports_no_numpy(tmp_path):
     """Above the small-file walk, verify goes over runs of header tuples: still no numpy (its import
     costs a whole process more than the checks it would vectorise), and the report is the numpy one."""
-    from kafkaforensics.batch import Record
-    from kafkaforensics.builder import build_v2
+    from kafkaforensics.records.batch import Record
+    from kafkaforensics.records.builder import build_v2
     seg = tmp_path / "00000000000000000000.log"
     with open(seg, "wb") as f:
         for b in range(300):  # ~3 MiB: past SMALL_SEGMENT_BYTES

@@ -6,11 +6,11 @@ import shutil
 
 import pytest
 
-from kafkaforensics.groups import committed_offsets
-from kafkaforensics.partition import PartitionDir, derived_topic_id, find_partitions, partition_dir_state
-from kafkaforensics.replay import ReplayBroker
-from kafkaforensics.salvage import salvage
-from kafkaforensics.verify import verify
+from kafkaforensics.inspect.groups import committed_offsets
+from kafkaforensics.log.partition import PartitionDir, derived_topic_id, find_partitions, partition_dir_state
+from kafkaforensics.broker.replay import ReplayBroker
+from kafkaforensics.repair.salvage import salvage
+from kafkaforensics.inspect.verify import verify
 from tests.conftest import SAMPLE
 
 ZERO = "AAAAAAAAAAAAAAAAAAAAAA"

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkaforensics.verify import verify
+from kafkaforensics.inspect.verify import verify
 from tests.conftest import SAMPLE
 
 SEG0 = "orders-0/00000000000000000000"
@@ -38,7 +38,7 @@ def _patch(path, pos, data):
 
 
 def _second_batch_position(log):
-    from kafkaforensics.segment import iter_batches
+    from kafkaforensics.log.segment import iter_batches
     return [b.position for b in iter_batches(log)][1]
 
 
@@ -104,7 +104,7 @@ def test_truncated_index_and_stale_index(sample):
     with open(idx, "wb") as f:
         f.write(data)
     log = _path(sample, SEG0 + ".log")
-    from kafkaforensics.segment import iter_batches
+    from kafkaforensics.log.segment import iter_batches
     cut = [b.position for b in iter_batches(log)][5]
     os.truncate(log, cut)
     rep = verify([sample])
@@ -197,7 +197,7 @@ def test_segment_overlap(sample):
 
 def test_index_entry_pointing_past_its_offset(sample):
     """A lookup would start after the offset it is asked for: the entry is wrong."""
-    from kafkaforensics.segment import iter_batches
+    from kafkaforensics.log.segment import iter_batches
     log = _path(sample, SEG0 + ".log")
     later = [b.position for b in iter_batches(log)][-2]
     idx = _path(sample, SEG0 + ".index")
@@ -213,8 +213,8 @@ def test_verify_over_header_runs_equals_batch_by_batch(tmp_path_factory, monkeyp
     """Whatever the damage (bytes of logs and indexes, header fields, cuts), verify over header
     runs -- in small windows and short runs, so that batches straddle windows and runs end
     anywhere -- reports exactly what the batch-by-batch walk reports."""
-    from kafkaforensics import segment as seg_mod
-    from kafkaforensics import verify as verify_mod
+    from kafkaforensics.log import segment as seg_mod
+    from kafkaforensics.inspect import verify as verify_mod
     from tests.corruption import damaged_partition
 
     part = str(tmp_path_factory.mktemp("runs") / "t-0")
@@ -236,7 +236,7 @@ def test_verify_of_small_segments_without_numpy_equals_numpy(tmp_path_factory, m
     """A small segment is walked batch by batch with its index entries read and checked as lists
     (no numpy): whatever the damage, the report is exactly the one over numpy runs and columns,
     also when one index has more entries than the lists take (then both go to numpy)."""
-    from kafkaforensics import verify as verify_mod
+    from kafkaforensics.inspect import verify as verify_mod
     from tests.corruption import damaged_partition
 
     part = str(tmp_path_factory.mktemp("small") / "t-0")
@@ -264,8 +264,8 @@ def test_verify_over_list_runs_equals_numpy_runs(tmp_path_factory, monkeypatch, 
     """A large segment is walked in runs of header tuples with its indexes as lists (no numpy):
     whatever the damage, in small windows and short runs, the report is exactly the one over numpy
     header columns; also when an index has more entries than the lists take."""
-    from kafkaforensics import segment as seg_mod
-    from kafkaforensics import verify as verify_mod
+    from kafkaforensics.log import segment as seg_mod
+    from kafkaforensics.inspect import verify as verify_mod
     from tests.corruption import damaged_partition
 
     part = str(tmp_path_factory.mktemp("lists") / "t-0")
@@ -284,7 +284,7 @@ def test_verify_over_list_runs_equals_numpy_runs(tmp_path_factory, monkeypatch, 
 def test_index_lists_equal_numpy_columns():
     """The list reading of an index is the numpy reading: entries up to the zero tail, the tail's length."""
     import random
-    from kafkaforensics import offset_index, time_index
+    from kafkaforensics.log import offset_index, time_index
     rng = random.Random(7)
     for _ in range(500):
         for module in (offset_index, time_index):

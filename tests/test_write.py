@@ -4,12 +4,12 @@ import filecmp
 import json
 import os
 
-from kafkaforensics.batch import Record
-from kafkaforensics.builder import build_v2
-from kafkaforensics.indexing import index_segment
-from kafkaforensics.segment import iter_batches
-from kafkaforensics.verify import verify
-from kafkaforensics.writer import write_partition
+from kafkaforensics.records.batch import Record
+from kafkaforensics.records.builder import build_v2
+from kafkaforensics.log.indexing import index_segment
+from kafkaforensics.log.segment import iter_batches
+from kafkaforensics.inspect.verify import verify
+from kafkaforensics.log.writer import write_partition
 from tests.conftest import SAMPLE
 
 
@@ -112,7 +112,7 @@ def test_index_placement_follows_log_segment_recover():
     parsed = []
     pos = 0
     for data in batches:
-        b = next(iter(__import__("kafkaforensics.segment", fromlist=["BatchScanner"]).BatchScanner(data)))
+        b = next(iter(__import__("kafkaforensics.log.segment", fromlist=["BatchScanner"]).BatchScanner(data)))
         b.position = pos
         parsed.append(b)
         pos += len(data)

@@ -1,0 +1,235 @@
+"""The replay broker's sans-IO core: a request event in, what to do about it out.
+
+One dispatch by API key (:class:`specs.protocol_messages.ApiKey`): each advertised API is answered
+by the method named after it (``ApiKey.LIST_OFFSETS`` by ``list_offsets``) -- this core's for the
+group APIs, which it adapts to :class:`~kafkaforensics.broker.group_coordinator.GroupCoordinator`, else
+:class:`~kafkaforensics.broker.replay.ReplayBroker`'s.  Around the handlers, the protocol's decisions as
+Kafka's broker makes them:
+
+- an API or version this broker does not serve closes the connection (:class:`Close`), except
+  ApiVersions, answered at v0 with UNSUPPORTED_VERSION and the versions it does serve; so does a
+  malformed frame (a :class:`~kafkaforensics.broker.protocol.ProtocolViolation`);
+- Produce with acks=0 gets no response (:class:`NoReply`);
+- a Fetch for some partitions, with fewer than MinBytes to give and no partition error, waits up
+  to MaxWaitMs (at most :data:`MAX_WAIT_MS`): :class:`WaitForData` names the end offset it saw of
+  each partition; an append past one of them wakes it (:meth:`BrokerCore.wakeups`), then the edge asks again
+  (:meth:`BrokerCore.retry`) or, at the deadline, takes what there is (:meth:`BrokerCore.expire`);
+- JoinGroup and SyncGroup answer when the group's rebalance completes: :class:`Deferred` hands the
+  edge the coordinator's awaitable, :meth:`BrokerCore.finish` encodes its result.
+
+The asyncio edge (:mod:`server`) only moves bytes, runs the timers and awaits.
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Awaitable
+
+from specs.kafka_errors import NONE, UNSUPPORTED_VERSION
+from specs.message_schema import FileRegion
+from specs.protocol_messages import ADVERTISED, ApiKey
+
+from kafkaforensics.broker.protocol import ProtocolViolation, Request, UnsupportedRequest, encode_response, encode_response_parts
+
+#: the longest a Fetch waits for data, whatever its MaxWaitMs asks
+MAX_WAIT_MS = 30_000
+#: OffsetCommit and OffsetFetch name topics by id from this version on
+FIRST_TOPIC_ID_VERSION = 10
+
+
+@dataclass
+class Reply:
+    """The framed response: ``bytes`` and :class:`~specs.message_schema.FileRegion` parts, in order."""
+    parts: list
+
+    def to_bytes(self) -> bytes:
+        """The response as one byte string (the regions read from their files)."""
+        out = bytearray()
+        for p in self.parts:
+            if isinstance(p, FileRegion):
+                with open(p.path, "rb") as f:
+                    f.seek(p.offset)
+                    out += f.read(p.length)
+            else:
+                out += p
+        return bytes(out)
+
+
+@dataclass
+class NoReply:
+    """A request answered by silence (Produce with acks=0)."""
+    request: Request
+
+
+@dataclass
+class Close:
+    """Close the connection (an API or version not served, a malformed frame)."""
+    reason: str
+
+
+@dataclass
+class WaitForData:
+    """A Fetch that waits: until a partition's end passes the offset it saw, or ``timeout_ms``."""
+    id: int
+    request: Request
+    ends: dict = field(default_factory=dict)   # (topic, partition) -> the end offset the answer saw
+    timeout_ms: int = 0
+
+
+@dataclass
+class Deferred:
+    """An answer that completes later: await ``awaitable``, then :meth:`BrokerCore.finish` it."""
+    request: Request
+    awaitable: Awaitable
+
+
+class BrokerCore:
+    def __init__(self, broker, groups):
+        self.broker, self.groups = broker, groups
+        # a writable broker's commits also go to __consumer_offsets; a committed transaction's offsets
+        # become the group's (they are in the log already)
+        groups.offsets_writer = broker.write_offset_commits if broker.writable else None
+        broker.on_txn_offsets = lambda group, commits: groups.store(group, commits, write=False)
+        broker.coordinator = groups  # for tests and notebooks: the group state
+        self.handlers = {}
+        for key in ADVERTISED:
+            name = ApiKey(key).name.lower()
+            own = getattr(self, name, None)
+            self.handlers[key] = own if own is not None else _plain(getattr(broker, name))
+        self.waiting: dict[int, WaitForData] = {}
+        self._next_wait = 0
+
+    # -- requests in, outcomes out ---------------------------------------------------------------
+    def handle(self, event):
+        """Reply, NoReply, Close, WaitForData or Deferred for one event of a Connection."""
+        b = self.broker
+        if isinstance(event, ProtocolViolation):
+            return Close(event.reason)
+        if isinstance(event, UnsupportedRequest) or not b.supports(event.api_key, event.api_version):
+            if event.api_key == ApiKey.API_VERSIONS:  # at v0, with the versions this broker does serve
+                return Reply([encode_response(ApiKey.API_VERSIONS, 0, event.correlation_id,
+                                              b.api_versions(0, {}, error=UNSUPPORTED_VERSION))])
+            name = getattr(event, "name", f"api_key_{event.api_key}")
+            return Close(f"unsupported {name} v{event.api_version} from {event.client_id}")
+        body = self.handlers[event.api_key](event)
+        if inspect.isawaitable(body):
+            return Deferred(event, body)
+        if event.api_key == ApiKey.PRODUCE and event.body.get("Acks") == 0:
+            return NoReply(event)
+        if event.api_key == ApiKey.FETCH:
+            return self._fetched(event, body)
+        return self.finish(event, body)
+
+    def finish(self, request: Request, body: dict) -> Reply:
+        """The framed answer to ``request`` (Fetch's with its record regions left in the files)."""
+        encode = encode_response_parts if request.api_key == ApiKey.FETCH else _one_part
+        return Reply(encode(request.api_key, request.api_version, request.correlation_id, body))
+
+    # -- long polls ------------------------------------------------------------------------------
+    def _fetched(self, request: Request, body: dict, wait_id: int | None = None):
+        """Answer now, as Kafka's ReplicaManager does when no wait is asked, no partition is, MinBytes
+        are there or a partition has an error; else wait for an append past the ends this answer saw."""
+        parts = [p for t in body["Responses"] for p in t["Partitions"]]
+        wait = min(request.body.get("MaxWaitMs", 0), MAX_WAIT_MS)
+        if (wait <= 0 or not parts or sum(len(p["Records"]) for p in parts) >= request.body.get("MinBytes", 1)
+                or any(p["ErrorCode"] != NONE for p in parts)):
+            self.waiting.pop(wait_id, None)
+            return self.finish(request, body)
+        if wait_id is None:
+            wait_id, self._next_wait = self._next_wait, self._next_wait + 1
+        committed = request.body.get("IsolationLevel", 0) == 1
+        ends = {}
+        for key in self._fetched_partitions(request):
+            s = self.broker.partitions.get(key)
+            if s is not None:
+                ends[key] = s.last_stable if committed else s.log_end
+        w = self.waiting[wait_id] = WaitForData(wait_id, request, ends, wait)
+        return w
+
+    def _fetched_partitions(self, request: Request) -> list:
+        return [(self.broker.fetched_topic(request.api_version, t), p["Partition"])
+                for t in request.body.get("Topics", []) for p in t.get("Partitions", [])]
+
+    def wakeups(self) -> list[WaitForData]:
+        """The waiting fetches an append (or a deleted partition) has given something new."""
+        out = []
+        for w in self.waiting.values():
+            committed = w.request.body.get("IsolationLevel", 0) == 1
+            for key, seen in w.ends.items():
+                s = self.broker.partitions.get(key)
+                if s is None or (s.last_stable if committed else s.log_end) > seen:
+                    out.append(w)
+                    break
+        return out
+
+    def retry(self, wait: WaitForData):
+        """Ask a woken fetch again: a Reply, or the same wait with the ends seen now."""
+        return self._fetched(wait.request, self._fetch(wait.request), wait.id)
+
+    def expire(self, wait: WaitForData) -> Reply:
+        """The deadline passed: the answer is whatever there is now."""
+        self.waiting.pop(wait.id, None)
+        return self.finish(wait.request, self._fetch(wait.request))
+
+    def forget(self, wait: WaitForData) -> None:
+        """The connection went away while it waited."""
+        self.waiting.pop(wait.id, None)
+
+    def _fetch(self, request: Request) -> dict:
+        return self.broker.fetch(request.api_version, request.body)
+
+    # -- the group APIs, adapted to the coordinator ----------------------------------------------
+    def join_group(self, r: Request):
+        return self.groups.join(r.api_version, r.body, r.client_id)
+
+    def sync_group(self, r: Request):
+        return self.groups.sync(r.api_version, r.body)
+
+    def heartbeat(self, r: Request) -> dict:
+        return self.groups.heartbeat(r.api_version, r.body)
+
+    def leave_group(self, r: Request) -> dict:
+        return self.groups.leave(r.api_version, r.body)
+
+    def offset_commit(self, r: Request) -> dict:
+        by_id = r.api_version >= FIRST_TOPIC_ID_VERSION
+        if by_id:
+            self.broker.names_for_ids(r.body.get("Topics"))
+        body = self.groups.commit(r.api_version, r.body)
+        if by_id:
+            self.broker.ids_for_names(body.get("Topics"))
+        return body
+
+    def offset_fetch(self, r: Request) -> dict:
+        by_id = r.api_version >= FIRST_TOPIC_ID_VERSION
+        for g in r.body.get("Groups", []) if by_id else ():
+            self.broker.names_for_ids(g.get("Topics"))
+        body = self.groups.fetch_offsets(r.api_version, r.body)
+        for g in body.get("Groups", []) if by_id else ():
+            self.broker.ids_for_names(g.get("Topics"))
+        return body
+
+    def describe_groups(self, r: Request) -> dict:
+        """Live groups and those the log's commits tell of."""
+        return self.groups.describe_groups(r.api_version, r.body, self.broker.logged_groups())
+
+    def list_groups(self, r: Request) -> dict:
+        return self.groups.list_groups(r.api_version, r.body, self.broker.logged_groups())
+
+    def _topic_sizes(self) -> dict:
+        return {t: (ps[0].topic_id, len(ps)) for t, ps in self.broker.topics().items()}
+
+    def consumer_group_heartbeat(self, r: Request) -> dict:  # KIP-848
+        return self.groups.consumer_heartbeat(r.api_version, r.body, r.client_id, self._topic_sizes())
+
+    def consumer_group_describe(self, r: Request) -> dict:
+        return self.groups.consumer_describe(r.api_version, r.body, self._topic_sizes())
+
+
+def _plain(handler):
+    """A ``(version, body) -> body`` handler of the broker, called with the request."""
+    return lambda r: handler(r.api_version, r.body)
+
+
+def _one_part(api_key: int, api_version: int, correlation_id: int, body: dict) -> list:
+    return [encode_response(api_key, api_version, correlation_id, body)]

@@ -1,0 +1,354 @@
+"""The replay broker's admin and forensic APIs, answered from the log dir (no I/O of their own
+beyond reading it): what ``kafka-log-dirs.sh``, ``kafka-transactions.sh``, ``kafka-configs.sh``,
+``kafka-consumer-groups.sh`` and the clients' admin APIs ask a broker.
+
+DescribeCluster, DescribeConfigs (the read-only configs the log dir implies), DescribeLogDirs,
+OffsetForLeaderEpoch (the leader-epoch cache), DescribeProducers (the producer state the log holds),
+ListTransactions/DescribeTransactions (the latest state of each transactional id in
+``__transaction_state``).  :class:`AdminAPIs` is mixed into :class:`~kafkaforensics.broker.replay.ReplayBroker`.
+"""
+from __future__ import annotations
+
+import os
+import re
+import time
+
+from specs.kafka_errors import (INVALID_REQUEST, NONE, TRANSACTIONAL_ID_NOT_FOUND, UNKNOWN_TOPIC_OR_PARTITION)
+
+#: DescribeConfigs resource types and config sources (Kafka's ConfigResource.Type, ConfigSource)
+TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
+
+
+class AdminAPIs:
+    """Needs ``partitions``, ``topics()``, ``log_dir``, ``node_id``, ``host``, ``port``."""
+
+    # -- the cluster -----------------------------------------------------------------------------
+    def cluster_id(self) -> str:
+        """meta.properties' cluster.id (as the broker that wrote the log dir had it), else kfx-replay."""
+        from specs.checkpoints import parse_properties
+        try:
+            with open(os.path.join(self.log_dir, "meta.properties"), encoding="utf-8") as f:
+                return parse_properties(f.read()).get("cluster.id") or "kfx-replay"
+        except (OSError, ValueError):
+            return "kfx-replay"
+
+    def describe_cluster(self, version: int, body: dict) -> dict:
+        return {"ThrottleTimeMs": 0, "ErrorCode": NONE, "ErrorMessage": None, "EndpointType": 1,
+                "ClusterId": self.cluster_id(), "ControllerId": self.node_id,
+                "Brokers": [{"BrokerId": self.node_id, "Host": self.host, "Port": self.port, "Rack": None,
+                             "IsFenced": False}],
+                "ClusterAuthorizedOperations": -2147483648}
+
+    def topic_configs(self, topic: str) -> dict:
+        """The topic configs the log implies: the timestamp type of its newest v1+ batches."""
+        from kafkaforensics.log.segment import LOG, BatchScanner, open_buffer
+        kind = None
+        for s in self.topics().get(topic, []):
+            for base in reversed(s.segments):
+                try:
+                    with open_buffer(s.seg_path(base, LOG)) as buf:
+                        for b in BatchScanner(buf, base_offset=base):
+                            if b.magic >= 1:
+                                kind = "LogAppendTime" if b.attributes & 0x08 else "CreateTime"
+                except OSError:
+                    continue
+                if kind:
+                    break
+        return {"message.timestamp.type": kind or "CreateTime"}
+
+    def broker_configs(self) -> dict:
+        return {"broker.id": str(self.node_id), "node.id": str(self.node_id), "log.dirs": self.log_dir,
+                "auto.create.topics.enable": str(bool(self.writable and self.auto_create)).lower(),
+                "num.partitions": str(self.default_partitions)}
+
+    def describe_configs(self, version: int, body: dict) -> dict:
+        results = []
+        for r in body.get("Resources", []):
+            rtype, name, keys = r.get("ResourceType"), r.get("ResourceName"), r.get("ConfigurationKeys")
+            res = {"ErrorCode": NONE, "ErrorMessage": None, "ResourceType": rtype, "ResourceName": name,
+                   "Configs": []}
+            if rtype == TOPIC_RESOURCE:
+                if name not in self.topics():
+                    res.update(ErrorCode=UNKNOWN_TOPIC_OR_PARTITION, ErrorMessage=f"unknown topic {name}")
+                    results.append(res)
+                    continue
+                configs, source = self.topic_configs(name), DEFAULT_CONFIG
+            elif rtype == BROKER_RESOURCE and name in ("", str(self.node_id)):
+                configs, source = self.broker_configs(), STATIC_BROKER_CONFIG
+            else:
+                res.update(ErrorCode=INVALID_REQUEST, ErrorMessage=f"no configs of resource type {rtype} {name!r} here")
+                results.append(res)
+                continue
+            res["Configs"] = [{"Name": k, "Value": v, "ReadOnly": True, "ConfigSource": source, "IsDefault": False,
+                               "IsSensitive": False, "Synonyms": [], "ConfigType": 2 if k == "num.partitions" else 0,
+                               "Documentation": None}
+                              for k, v in sorted(configs.items()) if keys is None or k in keys]
+            results.append(res)
+        return {"ThrottleTimeMs": 0, "Results": results}
+
+    # -- the log dir -----------------------------------------------------------------------------
+    def describe_log_dirs(self, version: int, body: dict) -> dict:
+        """One log dir: every served partition's size, and its -future copies flagged IsFutureKey."""
+        import shutil
+        from kafkaforensics.log.partition import find_partitions
+        wanted = body.get("Topics")
+        want = None if wanted is None else {(t["Topic"], p) for t in wanted for p in t.get("Partitions", [])}
+        topics: dict[str, list] = {}
+        for pd in find_partitions(self.log_dir):
+            if pd.topic is None or pd.state not in ("live", "future"):
+                continue
+            if want is not None and (pd.topic, pd.partition) not in want:
+                continue
+            size = sum(os.path.getsize(seg.log) for seg in pd.segments if os.path.exists(seg.log))
+            topics.setdefault(pd.topic, []).append({"PartitionIndex": pd.partition, "PartitionSize": size,
+                                                    "OffsetLag": 0, "IsFutureKey": pd.state == "future"})
+        try:
+            du = shutil.disk_usage(self.log_dir)
+            total, usable = du.total, du.free
+        except OSError:
+            total = usable = -1
+        return {"ThrottleTimeMs": 0, "ErrorCode": NONE, "Results": [{
+            "ErrorCode": NONE, "LogDir": self.log_dir, "TotalBytes": total, "UsableBytes": usable, "IsCordoned": False,
+            "Topics": [{"Name": t, "Partitions": ps} for t, ps in sorted(topics.items())]}]}
+
+    def end_offset_for_epoch(self, s, epoch: int) -> tuple[int, int]:
+        """Kafka's LeaderEpochFileCache.endOffsetFor: (epoch, end offset) for a requested epoch."""
+        return s.epochs.end_offset_for(epoch, s.log_end)
+
+    def offset_for_leader_epoch(self, version: int, body: dict) -> dict:
+        topics = []
+        for t in body.get("Topics", []):
+            parts = []
+            for p in t.get("Partitions", []):
+                s = self.partitions.get((t.get("Topic"), p["Partition"]))
+                r = {"ErrorCode": NONE, "Partition": p["Partition"], "LeaderEpoch": -1, "EndOffset": -1}
+                if s is None:
+                    r["ErrorCode"] = UNKNOWN_TOPIC_OR_PARTITION
+                else:
+                    r["LeaderEpoch"], r["EndOffset"] = self.end_offset_for_epoch(s, p["LeaderEpoch"])
+                parts.append(r)
+            topics.append({"Topic": t.get("Topic"), "Partitions": parts})
+        return {"ThrottleTimeMs": 0, "Topics": topics}
+
+    # -- producers and transactions --------------------------------------------------------------
+    def describe_producers(self, version: int, body: dict) -> dict:
+        topics = []
+        for t in body.get("Topics", []):
+            parts = []
+            for i in t.get("PartitionIndexes", []):
+                s = self.partitions.get((t.get("Name"), i))
+                r = {"PartitionIndex": i, "ErrorCode": NONE, "ErrorMessage": None, "ActiveProducers": []}
+                if s is None:
+                    r["ErrorCode"] = UNKNOWN_TOPIC_OR_PARTITION
+                else:
+                    r["ActiveProducers"] = [
+                        {"ProducerId": e.producer_id, "ProducerEpoch": e.epoch, "LastSequence": e.last_sequence,
+                         "LastTimestamp": e.timestamp, "CoordinatorEpoch": e.coordinator_epoch,
+                         "CurrentTxnStartOffset": e.current_txn_first_offset}
+                        for _pid, e in sorted(s.state.producers.items())]
+                parts.append(r)
+            topics.append({"Name": t.get("Name"), "Partitions": parts})
+        return {"ThrottleTimeMs": 0, "Topics": topics}
+
+    def transactions(self) -> dict[str, dict]:
+        """The newest __transaction_state value of each transactional id (tombstones remove it)."""
+        from specs.kafka_messages import TRANSACTION_STATES
+        from kafkaforensics.errors import KafkaFormatError
+        from kafkaforensics.records.internal_topics import decode_transaction_log
+        from kafkaforensics.log.segment import LOG, BatchScanner, open_buffer
+        out: dict[str, dict] = {}
+        for s in self.topics().get("__transaction_state", []):
+            for base in s.segments:
+                with open_buffer(s.seg_path(base, LOG)) as buf:
+                    for b in BatchScanner(buf, base_offset=base):
+                        if b.is_control or not b.crc_valid():
+                            continue
+                        for r in b.records():
+                            try:
+                                k, v = decode_transaction_log(r.key, r.value)
+                            except (KafkaFormatError, ValueError, TypeError):
+                                continue
+                            tid = k["data"].get("TransactionalId")
+                            if v is None:
+                                out.pop(tid, None)
+                                continue
+                            d = v["data"]
+                            out[tid] = {"TransactionalId": tid, "ProducerId": d["ProducerId"],
+                                        "ProducerEpoch": d["ProducerEpoch"],
+                                        "TransactionState": TRANSACTION_STATES.get(d["TransactionStatus"], "Unknown"),
+                                        "TransactionTimeoutMs": d["TransactionTimeoutMs"],
+                                        "TransactionStartTimeMs": d["TransactionStartTimestampMs"],
+                                        "Topics": [{"Topic": p["Topic"], "Partitions": p["PartitionIds"]}
+                                                   for p in d.get("TransactionPartitions") or []]}
+        return out
+
+    def list_transactions(self, version: int, body: dict) -> dict:
+        from specs.kafka_messages import TRANSACTION_STATES
+        states = body.get("StateFilters") or []
+        pids = set(body.get("ProducerIdFilters") or [])
+        duration = body.get("DurationFilter", -1)
+        pattern = body.get("TransactionalIdPattern")
+        try:
+            rx = re.compile(pattern) if pattern else None
+        except re.error:
+            return {"ThrottleTimeMs": 0, "ErrorCode": INVALID_REQUEST, "UnknownStateFilters": [],
+                    "TransactionStates": []}
+        now = int(time.time() * 1000)
+        out = []
+        for tid, t in sorted(self.transactions().items()):
+            if states and t["TransactionState"] not in states:
+                continue
+            if pids and t["ProducerId"] not in pids:
+                continue
+            if duration is not None and duration >= 0 and now - t["TransactionStartTimeMs"] < duration:
+                continue
+            if rx is not None and not rx.fullmatch(tid):
+                continue
+            out.append({"TransactionalId": tid, "ProducerId": t["ProducerId"],
+                        "TransactionState": t["TransactionState"]})
+        return {"ThrottleTimeMs": 0, "ErrorCode": NONE,
+                "UnknownStateFilters": [s for s in states if s not in TRANSACTION_STATES.values()],
+                "TransactionStates": out}
+
+    def describe_transactions(self, version: int, body: dict) -> dict:
+        known = self.transactions()
+        out = []
+        for tid in body.get("TransactionalIds", []):
+            t = known.get(tid)
+            if t is None:
+                out.append({"ErrorCode": TRANSACTIONAL_ID_NOT_FOUND, "TransactionalId": tid, "TransactionState": "",
+                            "TransactionTimeoutMs": 0, "TransactionStartTimeMs": -1, "ProducerId": -1,
+                            "ProducerEpoch": -1, "Topics": []})
+            else:
+                out.append(dict(t, ErrorCode=NONE))
+        return {"ThrottleTimeMs": 0, "TransactionStates": out}
+
+
+class WriteAdminAPIs:
+    """With ``--writable``: transactional offset commits (AddOffsetsToTxn, TxnOffsetCommit, as
+    librdkafka's send_offsets_to_transaction sends them), DeleteRecords (the log start offset moves,
+    log-start-offset-checkpoint records it and the leader-epoch cache is truncated to it; no segment
+    is removed), DeleteTopics (the partition
+    dirs are renamed ``<topic>-<n>.<id>-delete`` as Kafka renames them -- kept, never removed) and
+    CreatePartitions."""
+
+    def _txn_check(self, tid, pid, epoch) -> int:
+        from specs.kafka_errors import INVALID_PRODUCER_EPOCH, INVALID_PRODUCER_ID_MAPPING
+        t = self.txns.get(tid)
+        if t is None or t["pid"] != pid:
+            return INVALID_PRODUCER_ID_MAPPING
+        if t["epoch"] != epoch:
+            return INVALID_PRODUCER_EPOCH
+        return NONE
+
+    def add_offsets_to_txn(self, version: int, body: dict) -> dict:
+        tid = body.get("TransactionalId")
+        err = self._txn_check(tid, body.get("ProducerId"), body.get("ProducerEpoch"))
+        if err == NONE:
+            s = self.offsets_partition(body.get("GroupId", ""))
+            self.txns[tid]["partitions"].add((s.topic, s.partition))
+        return {"ThrottleTimeMs": 0, "ErrorCode": err}
+
+    def txn_offset_commit(self, version: int, body: dict) -> dict:
+        """The commits go to __consumer_offsets-N in a transactional batch of the producer; they
+        become the group's offsets when EndTxn commits (an abort drops them)."""
+        from specs.kafka_errors import INVALID_TXN_STATE
+        tid, gid = body.get("TransactionalId"), body.get("GroupId", "")
+        err = self._txn_check(tid, body.get("ProducerId"), body.get("ProducerEpoch"))
+        commits = [(t["Name"], p["PartitionIndex"], p["CommittedOffset"], p.get("CommittedLeaderEpoch", -1),
+                    p.get("CommittedMetadata") or "") for t in body.get("Topics", []) for p in t.get("Partitions", [])]
+        if err == NONE:
+            s = self.offsets_partition(gid)
+            t = self.txns[tid]
+            if (s.topic, s.partition) not in t["partitions"]:
+                err = INVALID_TXN_STATE  # AddOffsetsToTxn first, as Kafka requires
+            elif commits:
+                err = self.append_offset_commits(gid, commits, transactional=True, producer_id=t["pid"],
+                                                 producer_epoch=t["epoch"])
+                if err == NONE:
+                    t.setdefault("offsets", {}).setdefault(gid, []).extend(commits)
+        return {"ThrottleTimeMs": 0, "Topics": [
+            {"Name": t["Name"], "Partitions": [{"PartitionIndex": p["PartitionIndex"], "ErrorCode": err}
+                                               for p in t.get("Partitions", [])]} for t in body.get("Topics", [])]}
+
+    def _save_log_starts(self) -> None:
+        """log-start-offset-checkpoint gets every served partition's log start; the entries of
+        partitions this broker does not serve are kept (temp file, fsync, rename)."""
+        from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, checkpoint_path, update_offsets
+        update_offsets(checkpoint_path(self.log_dir, LOG_START_OFFSET),
+                       {tp: s.log_start for tp, s in sorted(self.partitions.items())}, unreadable="replace")
+
+    def _forget_log_starts(self, tps: list) -> None:
+        """A deleted partition's log-start-offset-checkpoint entry goes (as Kafka's next checkpoint
+        drops a deleted log), so a topic created again under the name does not inherit it."""
+        from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, checkpoint_path, update_offsets
+        update_offsets(checkpoint_path(self.log_dir, LOG_START_OFFSET), dict.fromkeys(tps), create=False,
+                       unreadable="replace")
+
+    def delete_records(self, version: int, body: dict) -> dict:
+        from specs.kafka_errors import OFFSET_OUT_OF_RANGE
+        topics, moved = [], False
+        for t in body.get("Topics", []):
+            parts = []
+            for p in t.get("Partitions", []):
+                s = self.partitions.get((t.get("Name"), p["PartitionIndex"]))
+                r = {"PartitionIndex": p["PartitionIndex"], "LowWatermark": -1, "ErrorCode": NONE}
+                if s is None:
+                    r["ErrorCode"] = UNKNOWN_TOPIC_OR_PARTITION
+                else:
+                    target = s.log_end if p["Offset"] == -1 else p["Offset"]
+                    if target < 0 or target > s.log_end:
+                        r["ErrorCode"] = OFFSET_OUT_OF_RANGE
+                    else:
+                        if target > s.log_start:  # UnifiedLog.maybeIncrementLogStartOffset
+                            s.log_start, moved = target, True
+                            if s.epochs.truncate_from_start(target):  # and the leader-epoch cache with it
+                                s.epochs.write(s.path)
+                        r["LowWatermark"] = s.log_start
+                parts.append(r)
+            topics.append({"Name": t.get("Name"), "Partitions": parts})
+        if moved:
+            self._save_log_starts()
+        return {"ThrottleTimeMs": 0, "Topics": topics}
+
+    def delete_topics(self, version: int, body: dict) -> dict:
+        from specs.kafka_errors import INVALID_TOPIC, UNKNOWN_TOPIC_ID
+        ids = self.topic_ids()
+        wanted = ([(t.get("Name") or ids.get(t.get("TopicId")), t.get("TopicId")) for t in body.get("Topics", [])]
+                  if version >= 6 else [(n, None) for n in body.get("TopicNames", [])])
+        out = []
+        for name, tid in wanted:
+            parts = self.topics().get(name) if name else None
+            r = {"Name": name, "TopicId": tid or "AAAAAAAAAAAAAAAAAAAAAA", "ErrorCode": NONE, "ErrorMessage": None}
+            if not parts:
+                r["ErrorCode"] = UNKNOWN_TOPIC_ID if (version >= 6 and not name) else UNKNOWN_TOPIC_OR_PARTITION
+            elif name in ("__consumer_offsets", "__transaction_state"):
+                r.update(ErrorCode=INVALID_TOPIC, ErrorMessage=f"{name} is internal")
+            else:
+                r["TopicId"] = parts[0].topic_id
+                for s in parts:  # Kafka's rename: <topic>-<n>.<uuid hex>-delete, data kept
+                    import uuid
+                    os.rename(s.path, f"{s.path}.{uuid.uuid4().hex}-delete")
+                    del self.partitions[(s.topic, s.partition)]
+                self._forget_log_starts([(s.topic, s.partition) for s in parts])
+            out.append(r)
+        return {"ThrottleTimeMs": 0, "Responses": out}
+
+    def create_partitions(self, version: int, body: dict) -> dict:
+        from specs.kafka_errors import INVALID_PARTITIONS
+        out = []
+        for t in body.get("Topics", []):
+            name, count = t.get("Name"), t.get("Count", 0)
+            parts = self.topics().get(name)
+            r = {"Name": name, "ErrorCode": NONE, "ErrorMessage": None}
+            if not parts:
+                r["ErrorCode"] = UNKNOWN_TOPIC_OR_PARTITION
+            elif count <= len(parts):
+                r.update(ErrorCode=INVALID_PARTITIONS,
+                         ErrorMessage=f"topic {name} has {len(parts)} partitions; {count} adds none")
+            elif not body.get("ValidateOnly"):
+                for p in range(len(parts), count):
+                    self.new_partition(name, p, parts[0].topic_id)
+            out.append(r)
+        return {"ThrottleTimeMs": 0, "Results": out}

@@ -1,0 +1,228 @@
+"""The asyncio edge of the replay broker: it only moves bytes, runs timers and awaits.
+
+Bytes from a socket go to its :class:`~kafkaforensics.broker.protocol.Connection`, each event to the shared
+:class:`~kafkaforensics.broker.dispatch.BrokerCore`, which decides everything (which handler, no reply for
+acks=0, closing on an unsupported API, a long poll's wait and wake-ups); this module does what the
+outcome says.  ``serve_forever`` for ``kfx serve``; :class:`BrokerThread` runs one on a free port in
+a background thread for tests (``with BrokerThread(log_dir) as b: ... b.bootstrap``).  A malformed
+or oversized request closes that connection with a logged reason; the server goes on.
+
+Caps in the socket layer, as Kafka's broker has them: a request frame larger than
+``max_request_bytes`` (``socket.request.max.bytes``, 100 MiB) closes its connection before anything
+is buffered; connections beyond ``max_connections`` (``max.connections``) are closed as they are
+accepted; bytes buffered in unfinished frames over all connections are capped
+(``max_buffered_bytes``, like ``queued.max.request.bytes`` and its memory pool): a connection
+reserves the declared size of its unfinished frame before reading on, and waits while the
+reservations of the others exceed the cap; a connection that sends nothing for ``idle_ms``
+(``connections.max.idle.ms``, 10 minutes) is closed.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from dataclasses import dataclass
+
+from kafkaforensics.broker.dispatch import BrokerCore, Close, Deferred, Reply, WaitForData
+from kafkaforensics.broker.group_coordinator import GroupCoordinator
+from kafkaforensics.broker.protocol import MAX_FRAME_BYTES, Connection
+from kafkaforensics.broker.replay import ReplayBroker
+
+log = logging.getLogger("kfx.serve")
+
+
+MAX_CONNECTIONS = 1000
+MAX_BUFFERED_BYTES = 512 * 1024 * 1024
+IDLE_MS = 600_000
+
+
+@dataclass
+class Limits:
+    """The socket layer's caps (see the module docstring); Kafka's defaults where Kafka has one."""
+    max_request_bytes: int = MAX_FRAME_BYTES
+    max_connections: int = MAX_CONNECTIONS
+    max_buffered_bytes: int = MAX_BUFFERED_BYTES
+    idle_ms: int = IDLE_MS
+
+
+class _Server:
+    def __init__(self, core: BrokerCore, limits: Limits | None = None):
+        self.core = core
+        self.woken: dict[int, asyncio.Event] = {}  # a waiting fetch's id -> its wake-up
+        self.limits = limits or Limits()
+        self.connections = 0
+        self.buffered = 0  # bytes held in unfinished frames, all connections together
+
+    async def client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername")
+        lim = self.limits
+        if self.connections >= lim.max_connections:
+            log.warning("closing %s: %d connections open (max_connections)", peer, self.connections)
+            writer.close()
+            return
+        self.connections += 1
+        conn = Connection(max_frame=lim.max_request_bytes)
+        held = 0
+        try:
+            while True:
+                need = conn.pending()
+                if need:  # an unfinished frame: reserve its declared size before reading on
+                    waited = 0.0
+                    while self.buffered >= lim.max_buffered_bytes and waited * 1000 < lim.idle_ms:
+                        await asyncio.sleep(0.01)  # back-pressure: wait until others' frames are done
+                        waited += 0.01
+                    held, self.buffered = need, self.buffered + need
+                try:
+                    data = await asyncio.wait_for(reader.read(1 << 16), lim.idle_ms / 1000)
+                except asyncio.TimeoutError:
+                    log.warning("closing %s: idle for %d ms", peer, lim.idle_ms)
+                    return
+                if not data:
+                    return
+                events = conn.receive_data(data)
+                self.buffered, held = self.buffered - held, 0
+                for ev in events:
+                    reply = await self.outcome(self.core.handle(ev))
+                    if isinstance(reply, Close):
+                        log.warning("closing %s: %s", peer, reply.reason)
+                        return
+                    if isinstance(reply, Reply):
+                        await self.send_parts(writer, reply.parts)
+                await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            return
+        except Exception:  # a bug must cost one connection, never the server
+            log.exception("closing %s after an internal error", peer)
+        finally:
+            self.buffered -= held
+            self.connections -= 1
+            writer.close()
+
+    async def outcome(self, out):
+        """Carry out what the core decided until there is a Reply, a NoReply or a Close."""
+        self.wake()
+        if isinstance(out, Deferred):
+            out = self.core.finish(out.request, await out.awaitable)
+            self.wake()
+        if not isinstance(out, WaitForData):
+            return out
+        loop = asyncio.get_running_loop()
+        deadline, wait = loop.time() + out.timeout_ms / 1000, out
+        try:
+            while isinstance(out, WaitForData):
+                wait, woken = out, asyncio.Event()
+                self.woken[wait.id] = woken
+                try:
+                    await asyncio.wait_for(woken.wait(), max(0.0, deadline - loop.time()))
+                except asyncio.TimeoutError:
+                    return self.core.expire(wait)
+                out = self.core.retry(wait)
+            return out
+        finally:
+            self.woken.pop(wait.id, None)
+            if isinstance(out, WaitForData):  # the connection went away while it waited
+                self.core.forget(out)
+
+    def wake(self) -> None:
+        """Set the events of the fetches the core says an append has woken."""
+        for w in self.core.wakeups():
+            event = self.woken.pop(w.id, None)
+            if event is not None:
+                event.set()
+
+    async def send_parts(self, writer: asyncio.StreamWriter, parts: list) -> None:
+        """Bytes through the stream, record regions straight from the segment files (sendfile)."""
+        loop = asyncio.get_running_loop()
+        for part in parts:
+            if isinstance(part, bytes):
+                writer.write(part)
+                continue
+            await writer.drain()
+            with open(part.path, "rb") as f:
+                await loop.sendfile(writer.transport, f, part.offset, part.length, fallback=True)
+
+
+def default_state_path(log_dir: str) -> str:
+    """Committed offsets live outside the log dir (it stays read-only): ~/.local/state/kfx/serve/."""
+    import hashlib
+    import os
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    key = hashlib.sha1(os.path.abspath(log_dir).encode()).hexdigest()[:16]
+    return os.path.join(base, "kfx", "serve", key, "group-offsets.json")
+
+
+async def start(log_dir: str, host: str = "127.0.0.1", port: int = 9092, advertised_host: str | None = None,
+                node_id: int = 0, state_path: str | None = None, writable: bool = False, auto_create: bool = True,
+                partitions: int = 1, limits: Limits | None = None):
+    broker = ReplayBroker(log_dir, node_id=node_id, host=advertised_host or host, port=port, writable=writable,
+                          auto_create=auto_create, partitions=partitions)
+    groups = GroupCoordinator(state_path or default_state_path(log_dir))
+    srv = _Server(BrokerCore(broker, groups), limits)
+    asyncio.get_running_loop().create_task(groups.expire_loop())
+    server = await asyncio.start_server(srv.client, host, port)
+    server.edge = srv  # the socket layer's counters (connections, buffered bytes), for tests
+    actual = server.sockets[0].getsockname()[1]
+    broker.port = actual
+    return server, broker
+
+
+def serve_forever(log_dir: str, host: str, port: int, advertised_host: str | None, node_id: int,
+                  state_path: str | None = None, writable: bool = False, auto_create: bool = True,
+                  partitions: int = 1) -> None:
+    async def main():
+        server, broker = await start(log_dir, host, port, advertised_host, node_id, state_path, writable,
+                                     auto_create, partitions)
+        log.warning("serving %d partitions of %s on %s:%d", len(broker.partitions), log_dir, host, broker.port)
+        async with server:
+            await server.serve_forever()
+    asyncio.run(main())
+
+
+class BrokerThread:
+    """A replay broker on 127.0.0.1 and a free port, in a background thread (tests, notebooks)."""
+
+    def __init__(self, log_dir: str, node_id: int = 0, state_path: str | None = None, writable: bool = False,
+                 auto_create: bool = True, partitions: int = 1, limits: Limits | None = None):
+        self.log_dir, self.node_id, self.state_path, self.writable = log_dir, node_id, state_path, writable
+        self.auto_create, self.partitions, self.limits = auto_create, partitions, limits
+        self.loop = asyncio.new_event_loop()
+        self.port = None
+
+    def __enter__(self) -> "BrokerThread":
+        ready = threading.Event()
+
+        def run():
+            asyncio.set_event_loop(self.loop)
+            self.server, self.broker = self.loop.run_until_complete(start(self.log_dir, "127.0.0.1", 0,
+                                                                          node_id=self.node_id,
+                                                                          state_path=self.state_path,
+                                                                          writable=self.writable,
+                                                                          auto_create=self.auto_create,
+                                                                          partitions=self.partitions,
+                                                                          limits=self.limits))
+            self.port = self.broker.port
+            self.edge = self.server.edge
+            ready.set()
+            self.loop.run_forever()
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+        if not ready.wait(30):
+            raise RuntimeError("replay broker did not start")
+        return self
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def __exit__(self, *exc) -> None:
+        async def stop():
+            self.server.close()
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:  # open client connections end with the broker
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await self.server.wait_closed()
+        asyncio.run_coroutine_threadsafe(stop(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()

@@ -1,0 +1,1 @@
+"""Damage on purpose: the fuzzing campaign and the damaged sample of the demo."""

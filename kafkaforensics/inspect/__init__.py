@@ -1,0 +1,1 @@
+"""What reads a log and reports: dump, verify, analyze, diff, groups and the HTML report."""

@@ -1,0 +1,586 @@
+"""``kfx analyze``: what happened in a partition -- findings located by partition, offsets and bytes.
+
+One pass over each partition's batches (after :func:`kafkaforensics.inspect.verify.verify_partition`, whose
+problems become ``error`` findings) looks for what is well-formed but suspicious:
+
+* offset gaps that compaction does not explain, overlapping segments (from verify);
+* timestamps: regressions, far-future and pre-epoch values, LogAppendTime/CreateTime mixing;
+* producers: sequence gaps, duplicate sequences, epoch regressions, a fenced producer still writing
+  (an epoch bump by each end marker -- transactions v2, KIP-890 -- is normal);
+* transactions: hanging (no marker: they pin the last stable offset), aborted, markers without data;
+* leader epochs: batches whose epoch disagrees with leader-epoch-checkpoint, epoch regressions, and
+  the truncation points the checkpoint implies;
+* producer snapshots that disagree with the state replayed from the log.
+
+Severities: ``error`` (damage), ``warning`` (suspicious), ``info`` (worth knowing: aborted
+transactions, epoch boundaries).
+"""
+from __future__ import annotations
+
+import os
+import time as _time
+from dataclasses import asdict, dataclass, field, fields
+
+
+from kafkaforensics.errors import KafkaFormatError
+from kafkaforensics.log.leader_epochs import LeaderEpochCache
+from kafkaforensics.log.log_loader import PartitionLog
+from kafkaforensics.log.partition import PartitionDir, find_partitions, parse_partition_dir_name, read_offset_checkpoints
+from kafkaforensics.log.producer_state import ProducerState, read_snapshot
+from kafkaforensics.log.segment import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, file_name, offset_from_name, sibling
+from kafkaforensics.inspect.verify import VerifyReport, verify_partition
+
+_INT32_MAX = 2**31 - 1
+
+
+@dataclass
+class Finding:
+    kind: str
+    severity: str
+    partition: str
+    first_offset: int | None
+    last_offset: int | None
+    position: int | None
+    file: str | None
+    explanation: str
+    remedy: str = ""   # one line: what to do about it (filled in per partition, see remedy_for)
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        return {"kind": d["kind"], "severity": d["severity"], "partition": d["partition"],
+                "offsetRange": [d["first_offset"], d["last_offset"]], "position": d["position"],
+                "file": d["file"], "explanation": d["explanation"], "remedy": d["remedy"]}
+
+    def offsets_text(self) -> str:
+        """"offsets 3..7", "offset 3", or "" when the finding names no offset (never "None")."""
+        a, b = self.first_offset, self.last_offset
+        if a is None and b is None:
+            return ""
+        if a is None or b is None or a == b:
+            return f"offset {a if a is not None else b}"
+        return f"offsets {a}..{b}"
+
+
+_INDEX_KINDS = {"index-mismatch", "index-past-end", "index-size", "index-zero-tail", "missing-index",
+                "timeindex-mismatch", "timeindex-order", "txnindex-missing", "txnindex-mismatch", "txnindex-extra",
+                "orphan-index"}
+#: damage Kafka's log loading truncates away (LogSegment.recover): the tail from the first bad batch
+_TAIL_KINDS = {"crc-mismatch", "zeroed-tail", "bad-size", "truncated-batch", "trailing-bytes", "oversized-batch",
+               "bad-header", "bad-magic", "offset-overflow", "offset-order", "offset-before-segment-base",
+               "compression", "record"}
+
+
+def remedy_for(f: Finding, partition_dir: str, producer: tuple | None = None) -> str:
+    """One line saying what to do about a finding, with the real paths, topic, partition and offsets.
+
+    ``producer``: (producer id, epoch, coordinator epoch) of a hanging transaction, for the form of
+    the abort command that brokers before 3.0 need (TransactionsCommand's abort options)."""
+    k, d = f.kind, partition_dir
+    tp = parse_partition_dir_name(d)
+    if k == "hanging-transaction":
+        topic, part = tp if tp else ("TOPIC", "PARTITION")
+        old = (f"; brokers before 3.0: --producer-id {producer[0]} --producer-epoch {producer[1]} "
+               f"--coordinator-epoch {max(0, producer[2])} instead of --start-offset" if producer else "")
+        return (f"abort it through the cluster: kafka-transactions.sh --bootstrap-server HOST:PORT abort "
+                f"--topic {topic} --partition {part} --start-offset {f.first_offset} "
+                f"(kfx recover cannot: the marker must come from the transaction coordinator{old})")
+    if k in _INDEX_KINDS:
+        target = f.file or d
+        if k == "orphan-index":
+            return f"kfx recover {d} removes it, as Kafka's log loading does"
+        if target.endswith((INDEX, TIMEINDEX, TXNINDEX)) and offset_from_name(target) is not None:
+            target = sibling(target, LOG)
+        return f"kfx reindex {target} (rebuilds the segment's indexes as Kafka's recovery does, with a backup)"
+    if k in _TAIL_KINDS:
+        return (f"kfx recover --dry-run {d} shows the truncation Kafka would do at start-up; then kfx recover {d} "
+                "(backup kept); kfx salvage copies out any valid batches after the damage first")
+    if k == "leftover-file":
+        what = ("Kafka renames a .swap over the segments it replaces (an interrupted compaction or split)"
+                if (f.file or "").endswith(".swap") else
+                "Kafka deletes .cleaned/.deleted leftovers on start-up")
+        return f"{what}: kfx recover --dry-run {d}, then kfx recover {d} does the same with a backup"
+    if k == "sequence-gap":
+        return ("records this producer sent between those sequences are not in this replica (lost to an unclean "
+                "leader election or a truncation?): compare the other replicas with kfx diff, check the broker logs "
+                "for unclean elections and the producer's logs for OutOfOrderSequence errors")
+    if k == "duplicate-sequence":
+        return "the same producer batch was written twice: check for a retried send after a leader change; kfx diff the replicas"
+    if k in ("fenced-producer-write", "epoch-regression"):
+        return "a zombie producer kept writing: find the second instance with the same transactional.id"
+    if k == "offset-gap":
+        return f"if the topic is not compacted, compare the replicas (kfx diff {d} OTHER_REPLICA) for the missing offsets"
+    if k in ("timestamp-regression", "far-future-timestamp", "pre-epoch-timestamp", "timestamp-type-mixed"):
+        return "check the producing clients' clocks and the topic's message.timestamp.type; time-based lookups and retention use these"
+    if k == "marker-without-data":
+        return "harmless after compaction or retention; otherwise compare the replicas with kfx diff"
+    if k == "aborted-transaction":
+        return "nothing to do: read_committed consumers skip these records"
+    if k in ("leader-epoch-mismatch", "leader-epoch-regression", "epoch-order", "epoch-beyond-log-end"):
+        return (f"kfx recover --dry-run {d} (recovery rewrites leader-epoch-checkpoint up to the log end); "
+                "kfx diff the replicas to find where they diverge")
+    if k == "leader-epoch-boundaries":
+        return "nothing to do: where a diverging follower would truncate"
+    if k in ("snapshot-mismatch", "snapshot-beyond-log-end"):
+        return f"kfx recover {d} rebuilds producer snapshots from the log (backup kept)"
+    if k == "checkpoint-beyond-log-end":
+        return "the log lost data the checkpoint had seen (a truncated disk?): kfx diff against another replica before restarting"
+    if k in ("topic-not-in-metadata", "topic-id-mismatch"):
+        return (f"the metadata log does not know this directory's topic id: a stray or a recreated topic's old "
+                f"copy (a KRaft broker renames such a dir with the -stray suffix and never serves it); keep it as evidence, compare "
+                f"kfx dump --cluster-metadata-decoder of __cluster_metadata-0, and move {d} aside only once understood")
+    if k in ("cluster-id-mismatch", "node-id-mismatch", "duplicate-directory-id"):
+        return ("the broker refuses to start with these log dirs together: find which meta.properties belongs to "
+                "another broker or cluster (a disk mounted in the wrong place?) before changing any of them")
+    if k == "segment-overlap":
+        return f"kfx recover --dry-run {d}; keep the original files as evidence and kfx salvage into a new directory"
+    return f"kfx recover --dry-run {d} shows what Kafka's log loading would do"
+
+
+def problem_remedy(p) -> str:
+    """The remedy for a :class:`~.errors.Problem` of ``kfx verify`` (the partition dir taken from its file)."""
+    f = Finding(p.kind, "error", "", p.offset, p.offset, p.position, p.file, p.detail)
+    d = os.path.dirname(os.path.abspath(p.file)) if p.file else "."
+    return remedy_for(f, d if parse_partition_dir_name(d) else (p.file or "."))
+
+
+@dataclass
+class PartitionSummary:
+    partition: str
+    path: str
+    segments: int = 0
+    batches: int = 0
+    records: int = 0
+    bytes: int = 0
+    log_start_offset: int | None = None
+    log_end_offset: int | None = None
+    first_timestamp: int | None = None
+    last_timestamp: int | None = None
+    codecs: dict = field(default_factory=dict)
+    magics: dict = field(default_factory=dict)
+    producers: int = 0
+    transactions: dict = field(default_factory=lambda: {"committed": 0, "aborted": 0, "open": 0})
+    last_stable_offset: int | None = None
+    remote_segments: list | None = None   # tiered storage: what __remote_log_metadata says exists remotely
+    timeline: list = field(default_factory=list)   # (byte position, offset, max timestamp)
+    segment_starts: list = field(default_factory=list)
+    #: per segment: file, base offset, byte start in the partition, size, valid bytes, batches, offsets,
+    #: timestamps, codecs, and either its batch rows or (above ``batch_rows`` batches) byte-range buckets
+    segment_info: list = field(default_factory=list)
+    #: transactions: producer, first/last offset, byte positions, timestamps, state (committed/aborted/open)
+    txns: list = field(default_factory=list)
+    #: producer id -> [first offset, last offset, batches, first timestamp, last timestamp]
+    producer_spans: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        skip = ("timeline", "segment_starts", "segment_info", "txns", "producer_spans")  # the report's material
+        return {_camel(f.name): getattr(self, f.name) for f in fields(self) if f.name not in skip}
+
+
+def _camel(s: str) -> str:
+    head, *rest = s.split("_")
+    return head + "".join(w.title() for w in rest)
+
+
+@dataclass
+class AnalysisReport:
+    partitions: list[PartitionSummary] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    rows_kept: int = 0   # batch rows held for the report, against AnalyzeOptions.max_rows
+
+    def to_json(self) -> dict:
+        return {"partitions": [p.to_json() for p in self.partitions],
+                "findings": [f.to_json() for f in self.findings],
+                "counts": {s: sum(1 for f in self.findings if f.severity == s) for s in ("error", "warning", "info")}}
+
+    @property
+    def problems(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity in ("error", "warning")]
+
+
+@dataclass
+class AnalyzeOptions:
+    now: int | None = None
+    future_tolerance_ms: int = 3_600_000   # log.message.timestamp.after.max.ms's default
+    timeline_points: int = 2000
+    batch_rows: int = 2000          # a segment with more batches is shown as byte-range buckets
+    max_rows: int = 6000            # batch rows kept in the whole report (later segments: buckets only)
+    buckets: int = 40               # ... this many per segment
+    max_txns: int = 2000            # transactions kept for the report (open ones always)
+
+
+def analyze(paths, opts: AnalyzeOptions | None = None) -> AnalysisReport:
+    opts = opts or AnalyzeOptions()
+    now = opts.now if opts.now is not None else int(_time.time() * 1000)
+    rep = AnalysisReport()
+    for path in paths:
+        if not os.path.isdir(path):
+            path = os.path.dirname(os.path.abspath(path)) or "."
+        parts = find_partitions(path)
+        try:
+            ckpts = read_offset_checkpoints(path) if not (len(parts) == 1 and parts[0].path == path) else \
+                read_offset_checkpoints(os.path.dirname(os.path.abspath(path)))
+        except KafkaFormatError:
+            ckpts = {}
+        for pd in parts:  # a -delete/-future/-stray copy is analysed under its own name, without checkpoints
+            _analyze_partition(pd, ckpts if pd.state == "live" else {}, now, opts, rep)
+        _tiered(path, [pd for pd in parts if pd.state == "live"], rep)
+    return rep
+
+
+def _tiered(log_dir: str, parts, rep: AnalysisReport) -> None:
+    """Attach the remote segments __remote_log_metadata (in the same log dir) lists for each partition,
+    and flag offsets held by neither tier: between the last copied remote segment and where the local
+    log begins."""
+    from kafkaforensics.log.tiered import remote_segments
+    remote = remote_segments(log_dir)
+    if not remote:
+        return
+    by_name = {s.path: s for s in rep.partitions}
+    for pd in parts:
+        r = remote.get((pd.topic, pd.partition))
+        summ = by_name.get(pd.path)
+        if r is None or summ is None:
+            continue
+        summ.remote_segments = r["segments"]
+        done = [e for e in r["segments"] if e["state"] == "COPY_SEGMENT_FINISHED"]
+        if done and summ.log_start_offset is not None:
+            remote_end = max(e["endOffset"] for e in done)
+            if summ.log_start_offset > remote_end + 1:
+                rep.findings.append(Finding("tiered-gap", "warning", summ.partition, remote_end + 1,
+                                            summ.log_start_offset - 1, None, None,
+                                            f"remote segments end at {remote_end} but the local log begins at "
+                                            f"{summ.log_start_offset}: offsets {remote_end + 1}.."
+                                            f"{summ.log_start_offset - 1} are in neither tier"))
+
+
+def _analyze_partition(pd: PartitionDir, ckpts: dict, now: int, opts: AnalyzeOptions, rep: AnalysisReport) -> None:
+    name = pd.name
+    vr = VerifyReport()
+    verify_partition(pd, vr, checkpoints=ckpts)
+    for p in vr.problems:
+        rep.findings.append(Finding(p.kind, "error", name, p.offset, p.offset, p.position, p.file, p.detail))
+    summ = PartitionSummary(name, pd.path, segments=len(pd.segments))
+    rep.partitions.append(summ)
+    cleaner_ck = ckpts.get("cleaner-offset-checkpoint", {}).get((pd.topic, pd.partition)) if pd.topic else None
+    try:
+        epochs = LeaderEpochCache.read(pd.path) or LeaderEpochCache()
+    except KafkaFormatError:
+        epochs = LeaderEpochCache()
+    snapshots = {}
+    for off in pd.snapshots:
+        p = os.path.join(pd.path, file_name(off, SNAPSHOT))
+        try:
+            with open(p, "rb") as f:
+                snapshots[off] = (p, read_snapshot(f.read(), file=p))
+        except KafkaFormatError:
+            pass  # reported by verify
+    # damage (reported by verify) ends a segment's walk: what follows it is not trustworthy
+    log = PartitionLog(pd, damage="stop-segment", strict_legacy=True,
+                       before_apply=lambda b: a.snapshot_check(b.base_offset, snapshots))
+    a = _PartitionAnalysis(name, summ, rep, now, opts, cleaner_ck, epochs, log.state)
+    a.path = pd.path
+    first_finding = len(rep.findings) - len(vr.problems)
+    base_pos = 0
+    for seg, batches in log.walk():
+        summ.segment_starts.append((base_pos, seg.base_offset))
+        a.segment(seg.log, seg.base_offset, base_pos, seg.size)
+        for b, done in batches:
+            a.batch(b, base_pos, done)
+        summ.segment_info[-1]["validBytes"] = (a.seg_end if a.seg_end is not None else 0)
+        summ.bytes += seg.size
+        base_pos += seg.size
+    a.snapshot_check(None, snapshots)
+    a.finish()
+    for f in rep.findings[first_finding:]:
+        if not f.remedy:
+            f.remedy = remedy_for(f, pd.path)
+
+
+class _PartitionAnalysis:
+    """The per-partition state of the analysis as batches go by."""
+
+    def __init__(self, name, summ: PartitionSummary, rep: AnalysisReport, now, opts, cleaner_ck,
+                 epochs: LeaderEpochCache, state: ProducerState):
+        self.name, self.summ, self.rep, self.now, self.opts = name, summ, rep, now, opts
+        self.cleaner_ck = cleaner_ck
+        self.epochs = epochs
+        self.state = state           # applied by the walk (PartitionLog) before each batch comes
+        self.prev_last = None
+        self.prev_ts = None
+        self.prev_epoch = None
+        self.ts_types = {}
+        self.compacted = cleaner_ck is not None and cleaner_ck > 0
+        self.producers = {}          # pid -> [epoch, last_seq, max epoch seen]
+        self.pending_gaps = []
+        self.seg_end = None
+        self.path = name
+        self.open_txn = {}           # pid -> the transaction being written (a dict of summ.txns' form)
+
+    def add(self, kind, severity, first, last, b, explanation):
+        self.rep.findings.append(Finding(kind, severity, self.name, first, last,
+                                         b.position if b is not None else None,
+                                         b.file if b is not None else None, explanation))
+
+    def segment(self, log: str, base_offset: int, start: int, size: int) -> None:
+        self.summ.segment_info.append({"file": log, "baseOffset": base_offset, "start": start, "size": size,
+                                       "validBytes": 0, "batches": 0, "records": 0, "firstOffset": None,
+                                       "lastOffset": None, "firstTimestamp": None, "lastTimestamp": None,
+                                       "codecs": {}, "rows": [], "buckets": None})
+        self.seg_end = 0
+
+    def _row(self, b) -> None:
+        """The batch's row in its segment's table, or its share of a byte-range bucket."""
+        g = self.summ.segment_info[-1] if self.summ.segment_info else None
+        if g is None:
+            return
+        g["batches"] += 1
+        g["records"] += b.count or 0
+        g["codecs"][b.compression_name] = g["codecs"].get(b.compression_name, 0) + 1
+        if g["firstOffset"] is None:
+            g["firstOffset"] = b.base_offset
+        g["lastOffset"] = b.last_offset
+        if b.max_timestamp >= 0:
+            g["firstTimestamp"] = b.max_timestamp if g["firstTimestamp"] is None else g["firstTimestamp"]
+            g["lastTimestamp"] = b.max_timestamp if g["lastTimestamp"] is None else max(g["lastTimestamp"], b.max_timestamp)
+        self.seg_end = b.position + b.size
+        row = (b.position, b.size, b.base_offset, b.last_offset, b.count, b.compression_name, b.max_timestamp,
+               b.producer_id if b.magic >= 2 else -1, ("control " if b.is_control else "")
+               + ("txn" if b.magic >= 2 and b.is_transactional else ""), b.magic)
+        if g["buckets"] is None:
+            g["rows"].append(row)
+            self.rep.rows_kept += 1
+            if len(g["rows"]) > self.opts.batch_rows or self.rep.rows_kept > self.opts.max_rows:
+                g["buckets"] = [None] * self.opts.buckets
+                rows, g["rows"] = g["rows"], []
+                self.rep.rows_kept -= len(rows)
+                for r in rows:
+                    self._bucket(g, r)
+        else:
+            self._bucket(g, row)
+
+    def _bucket(self, g, r) -> None:
+        k = min(self.opts.buckets - 1, r[0] * self.opts.buckets // max(1, g["size"]))
+        bk = g["buckets"][k]
+        if bk is None:  # [first byte, end byte, first offset, last offset, batches, records, codecs]
+            g["buckets"][k] = [r[0], r[0] + r[1], r[2], r[3], 1, r[4] or 0, {r[5]}]
+        else:
+            bk[1], bk[3], bk[4], bk[5] = r[0] + r[1], max(bk[3], r[3]), bk[4] + 1, bk[5] + (r[4] or 0)
+            bk[6].add(r[5])
+
+    def _txn_spans(self, b) -> None:
+        """Transactions from their first batch to their marker, and producers' offset spans."""
+        if b.magic < 2 or b.producer_id < 0:
+            return
+        pid = b.producer_id
+        sp = self.summ.producer_spans.get(pid)
+        ts = b.max_timestamp if b.max_timestamp >= 0 else None
+        if sp is None:
+            self.summ.producer_spans[pid] = [b.base_offset, b.last_offset, 1, ts, ts]
+        else:
+            sp[1], sp[2] = b.last_offset, sp[2] + 1
+            if ts is not None:
+                sp[3] = ts if sp[3] is None else sp[3]
+                sp[4] = ts if sp[4] is None else max(sp[4], ts)
+        if b.is_transactional and not b.is_control and pid not in self.open_txn:
+            self.open_txn[pid] = {"producerId": pid, "firstOffset": b.base_offset, "lastOffset": b.last_offset,
+                                  "file": b.file, "position": b.position, "firstTimestamp": ts, "endTimestamp": ts,
+                                  "markerFile": None, "markerPosition": None, "state": "open"}
+        elif pid in self.open_txn:
+            t = self.open_txn[pid]
+            t["lastOffset"] = b.last_offset
+            if ts is not None:
+                t["endTimestamp"] = ts
+            if b.is_control:
+                del self.open_txn[pid]
+                t["markerFile"], t["markerPosition"] = b.file, b.position
+                try:
+                    ctl = b.records()[0].control() if b.count else None
+                except KafkaFormatError:
+                    ctl = None
+                t["state"] = "aborted" if ctl and ctl["type"] == "ABORT" else "committed"
+                if len(self.summ.txns) < self.opts.max_txns:
+                    self.summ.txns.append(t)
+
+    def batch(self, b, base_pos: int, done=None) -> None:
+        """One batch, already applied to the producer state (``done``: the transaction it completes)."""
+        s = self.summ
+        s.batches += 1
+        self._row(b)
+        self._txn_spans(b)
+        s.records += b.count or 0
+        s.codecs[b.compression_name] = s.codecs.get(b.compression_name, 0) + 1
+        s.magics[str(b.magic)] = s.magics.get(str(b.magic), 0) + 1
+        if s.log_start_offset is None:
+            s.log_start_offset = b.base_offset
+        s.log_end_offset = b.last_offset + 1
+        if b.max_timestamp >= 0:
+            s.first_timestamp = b.max_timestamp if s.first_timestamp is None else min(s.first_timestamp, b.max_timestamp)
+            s.last_timestamp = b.max_timestamp if s.last_timestamp is None else max(s.last_timestamp, b.max_timestamp)
+        if len(s.timeline) < 20 * self.opts.timeline_points:
+            s.timeline.append((base_pos + b.position, b.base_offset, b.max_timestamp))
+        if b.magic >= 2 and (b.count is not None and b.count < b.last_offset - b.base_offset + 1
+                             or b.has_delete_horizon):
+            self.compacted = True
+        self._offsets(b)
+        self._timestamps(b)
+        if b.magic >= 2:
+            self._producer(b)
+            self._transactions(b, done)
+            self._leader_epoch(b)
+
+    # -- offsets ---------------------------------------------------------------------------------
+    def _offsets(self, b) -> None:
+        if self.prev_last is not None and b.base_offset > self.prev_last + 1:
+            self.pending_gaps.append((self.prev_last + 1, b.base_offset - 1, b))
+        self.prev_last = b.last_offset if self.prev_last is None else max(self.prev_last, b.last_offset)
+
+    # -- timestamps ------------------------------------------------------------------------------
+    def _timestamps(self, b) -> None:
+        t = b.timestamp_type
+        if t != "NoTimestampType":
+            self.ts_types[t] = self.ts_types.get(t, 0) + 1
+        ts = b.max_timestamp
+        if ts < -1:
+            self.add("pre-epoch-timestamp", "warning", b.base_offset, b.last_offset, b,
+                     f"max timestamp {ts} lies before 1970 (only -1 means 'no timestamp')")
+        elif ts > self.now + self.opts.future_tolerance_ms:
+            self.add("far-future-timestamp", "warning", b.base_offset, b.last_offset, b,
+                     f"max timestamp {ts} is {(ts - self.now) // 1000} s after now ({self.now})")
+        if ts >= 0 and self.prev_ts is not None and ts < self.prev_ts:
+            self.add("timestamp-regression", "warning", b.base_offset, b.last_offset, b,
+                     f"max timestamp {ts} is {self.prev_ts - ts} ms before the previous batch's {self.prev_ts}")
+        if ts >= 0:
+            self.prev_ts = ts if self.prev_ts is None else max(self.prev_ts, ts)
+
+    # -- producers -------------------------------------------------------------------------------
+    def _producer(self, b) -> None:
+        pid = b.producer_id
+        if pid < 0:
+            return
+        p = self.producers.get(pid)
+        if p is None:
+            self.producers[pid] = [b.producer_epoch, b.last_sequence if not b.is_control else -1, b.producer_epoch]
+            return
+        epoch, last_seq, max_epoch = p
+        if b.producer_epoch < max_epoch:
+            kind = "fenced-producer-write" if not b.is_control else "epoch-regression"
+            self.add(kind, "warning", b.base_offset, b.last_offset, b,
+                     f"producer {pid} wrote with epoch {b.producer_epoch} after epoch {max_epoch} had been seen"
+                     + (" (a fenced producer kept writing)" if kind == "fenced-producer-write" else ""))
+        if b.is_control:
+            if b.producer_epoch != epoch:
+                # transactions v2 (KIP-890): the coordinator writes each end marker with the epoch
+                # bumped, and the producer's next transaction starts at sequence 0 under it
+                p[1] = -1
+            p[0], p[2] = b.producer_epoch, max(max_epoch, b.producer_epoch)
+            return
+        if b.producer_epoch == epoch and b.base_sequence >= 0 and last_seq >= 0:
+            expected = (last_seq + 1) & _INT32_MAX
+            if b.base_sequence != expected:
+                if b.base_sequence <= last_seq and not (last_seq > _INT32_MAX - 1000 and b.base_sequence < 1000):
+                    self.add("duplicate-sequence", "warning", b.base_offset, b.last_offset, b,
+                             f"producer {pid} epoch {epoch}: sequence {b.base_sequence} again (last was {last_seq})")
+                elif not self.compacted:
+                    self.add("sequence-gap", "warning", b.base_offset, b.last_offset, b,
+                             f"producer {pid} epoch {epoch}: sequence jumps from {last_seq} to {b.base_sequence}")
+        p[0], p[1], p[2] = b.producer_epoch, b.last_sequence, max(max_epoch, b.producer_epoch)
+
+    # -- transactions ----------------------------------------------------------------------------
+    def _transactions(self, b, done) -> None:
+        if b.is_control and b.producer_id >= 0:
+            open_txn = done is not None  # the marker closed a transaction of its producer
+            try:
+                ctl = b.records()[0].control() if b.count else None
+            except KafkaFormatError:
+                ctl = None
+            if ctl and ctl["type"] in ("ABORT", "COMMIT") and not open_txn and not self.compacted:
+                self.add("marker-without-data", "warning", b.base_offset, b.last_offset, b,
+                         f"{ctl['type']} marker of producer {b.producer_id} closes no open transaction")
+        if done is not None:
+            if done.aborted:
+                self.summ.transactions["aborted"] += 1
+                self.add("aborted-transaction", "info", done.first_offset, done.last_offset, b,
+                         f"producer {done.producer_id} aborted the transaction {done.first_offset}..{done.last_offset}")
+            else:
+                self.summ.transactions["committed"] += 1
+
+    # -- leader epochs ---------------------------------------------------------------------------
+    def _leader_epoch(self, b) -> None:
+        e = b.partition_leader_epoch
+        if e < 0:
+            return
+        if self.prev_epoch is not None and e < self.prev_epoch:
+            self.add("leader-epoch-regression", "warning", b.base_offset, b.last_offset, b,
+                     f"partition leader epoch {e} after epoch {self.prev_epoch}")
+        self.prev_epoch = e if self.prev_epoch is None else max(self.prev_epoch, e)
+        if not self.epochs:
+            return
+        starts = [s for ep, s in self.epochs if ep == e]
+        if not starts:
+            if e > self.epochs.latest_epoch:
+                # the checkpoint is flushed lazily; a newer epoch at the end is normal on a live log
+                self.epochs.assign_newer(e, b.base_offset)
+                return
+            self.add("leader-epoch-mismatch", "warning", b.base_offset, b.last_offset, b,
+                     f"epoch {e} is not in leader-epoch-checkpoint")
+            return
+        later = [s for ep, s in self.epochs if ep > e]
+        if b.base_offset < starts[0] or (later and b.base_offset >= min(later)):
+            self.add("leader-epoch-mismatch", "warning", b.base_offset, b.last_offset, b,
+                     f"batch of epoch {e} at offset {b.base_offset} lies outside the checkpoint's range for that epoch "
+                     f"[{starts[0]}, {min(later) if later else 'end'})")
+
+    # -- snapshots -------------------------------------------------------------------------------
+    def snapshot_check(self, next_offset, snapshots: dict) -> None:
+        """Compare each snapshot at offset X with the state replayed up to X."""
+        for off in sorted(list(snapshots)):
+            if next_offset is not None and off > next_offset:
+                break
+            path, entries = snapshots.pop(off)
+            want = {pid: (e.epoch, e.last_sequence, e.last_offset) for pid, e in self.state.producers.items()}
+            have = {e.producer_id: (e.epoch, e.last_sequence, e.last_offset) for e in entries}
+            diffs = [pid for pid in set(want) | set(have) if want.get(pid) != have.get(pid)]
+            # snapshots drop expired producers: only a disagreement on a producer the snapshot has counts
+            diffs = [pid for pid in diffs if pid in have]
+            if diffs:
+                pid = sorted(diffs)[0]
+                self.rep.findings.append(Finding(
+                    "snapshot-mismatch", "warning", self.name, off, off, None, path,
+                    f"snapshot at {off} says producer {pid} is {have.get(pid)} (epoch, last sequence, last offset) "
+                    f"but the log says {want.get(pid)}" + (f"; {len(diffs) - 1} more" if len(diffs) > 1 else "")))
+
+    # -- end of partition -----------------------------------------------------------------------
+    def finish(self) -> None:
+        s = self.summ
+        for first, last, b in self.pending_gaps:
+            explained = self.compacted or (self.cleaner_ck is not None and last < self.cleaner_ck)
+            if not explained:
+                self.add("offset-gap", "warning", first, last, b,
+                         f"offsets {first}..{last} are missing and the log shows no sign of compaction")
+        if len(self.ts_types) > 1:
+            self.rep.findings.append(Finding(
+                "timestamp-type-mixed", "warning", self.name, s.log_start_offset, (s.log_end_offset or 1) - 1, None,
+                None, "batches mix " + " and ".join(f"{k} ({v})" for k, v in sorted(self.ts_types.items()))))
+        for first, pid in sorted(self.state.ongoing.items()):
+            s.transactions["open"] += 1
+            t = self.open_txn.get(pid)
+            if t is not None:
+                s.txns.append(t)
+            f = Finding(
+                "hanging-transaction", "warning", self.name, first, (s.log_end_offset or first + 1) - 1,
+                t["position"] if t else None, t["file"] if t else None,
+                f"producer {pid}'s transaction from offset {first} has no marker: it pins the last stable offset "
+                f"at {min(self.state.ongoing)}, so read_committed consumers stop there")
+            e = self.state.producers[pid]
+            f.remedy = remedy_for(f, self.path, (pid, e.epoch, e.coordinator_epoch))
+            self.rep.findings.append(f)
+        s.last_stable_offset = min(self.state.ongoing) if self.state.ongoing else s.log_end_offset
+        s.producers = len(self.state.producers)
+        if len(self.epochs) > 1:
+            es = self.epochs.entries
+            ends = ", ".join(f"epoch {e}: [{start}, {nxt})" for (e, start), (_n, nxt) in zip(es, es[1:]))
+            self.rep.findings.append(Finding(
+                "leader-epoch-boundaries", "info", self.name, es[0][1], (s.log_end_offset or 1) - 1, None,
+                None, f"a replica diverging inside an epoch truncates to that epoch's end offset: {ends}"))
+        step = max(1, len(s.timeline) // self.opts.timeline_points)
+        s.timeline = s.timeline[::step]

@@ -1,0 +1,103 @@
+"""``kfx diff``: compare two replicas of one partition batch by batch.
+
+Reports the first diverging offset, batches present on one side only, the same offsets holding
+different bytes (CRC or layout), and where truncation by leader epoch would reconcile the replicas:
+the follower (B) truncates to the end offset, in the leader's (A's) leader-epoch history, of the
+last epoch they share -- capped by the first divergence.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kafkaforensics.errors import KafkaFormatError
+from kafkaforensics.log.leader_epochs import LeaderEpochCache
+from kafkaforensics.log.log_loader import PartitionLog
+
+
+@dataclass
+class DiffReport:
+    a: str
+    b: str
+    first_diverging_offset: int | None = None
+    only_in_a: list = field(default_factory=list)
+    only_in_b: list = field(default_factory=list)
+    different: list = field(default_factory=list)
+    log_end_offsets: tuple = (0, 0)
+    truncate_b_to: int | None = None
+    epoch_truncation: dict | None = None
+    same_batches: int = 0
+
+    @property
+    def identical(self) -> bool:
+        return self.first_diverging_offset is None
+
+    def to_json(self) -> dict:
+        return {"a": self.a, "b": self.b, "identical": self.identical,
+                "firstDivergingOffset": self.first_diverging_offset, "onlyInA": self.only_in_a,
+                "onlyInB": self.only_in_b, "differentBytes": self.different, "sameBatches": self.same_batches,
+                "logEndOffsets": {"a": self.log_end_offsets[0], "b": self.log_end_offsets[1]},
+                "truncateBTo": self.truncate_b_to, "epochTruncation": self.epoch_truncation}
+
+
+def _batches(log: PartitionLog):
+    """A replica's batches up to its first damaged one."""
+    for seg, b, _done in log.batches():
+        yield (b.base_offset, b.last_offset, b.crc, b.partition_leader_epoch, b.size, seg.log, b.position)
+
+
+def diff(dir_a: str, dir_b: str, max_listed: int = 1000) -> DiffReport:
+    la, lb = (PartitionLog(d, damage="stop", producers=False) for d in (dir_a, dir_b))
+    pa, pb = la.dir, lb.dir
+    rep = DiffReport(pa.path, pb.path)
+    ia, ib = _batches(la), _batches(lb)
+    x, y = next(ia, None), next(ib, None)
+    leo_a = leo_b = 0
+
+    def diverge(off):
+        if rep.first_diverging_offset is None or off < rep.first_diverging_offset:
+            rep.first_diverging_offset = off
+
+    def entry(t):
+        return {"baseOffset": t[0], "lastOffset": t[1], "crc": t[2], "epoch": t[3], "file": t[5], "position": t[6]}
+
+    while x is not None or y is not None:
+        if x is not None:
+            leo_a = max(leo_a, x[1] + 1)
+        if y is not None:
+            leo_b = max(leo_b, y[1] + 1)
+        if y is None or (x is not None and x[1] < y[0]):
+            diverge(x[0])
+            if len(rep.only_in_a) < max_listed:
+                rep.only_in_a.append(entry(x))
+            x = next(ia, None)
+        elif x is None or y[1] < x[0]:
+            diverge(y[0])
+            if len(rep.only_in_b) < max_listed:
+                rep.only_in_b.append(entry(y))
+            y = next(ib, None)
+        else:
+            if (x[0], x[1], x[2]) != (y[0], y[1], y[2]):
+                diverge(min(x[0], y[0]))
+                if len(rep.different) < max_listed:
+                    rep.different.append({"a": entry(x), "b": entry(y)})
+            else:
+                rep.same_batches += 1
+            ax, ay = x[1], y[1]
+            if ax <= ay:
+                x = next(ia, None)
+            if ay <= ax:
+                y = next(ib, None)
+    rep.log_end_offsets = (leo_a, leo_b)
+    if rep.first_diverging_offset is not None:
+        rep.truncate_b_to = rep.first_diverging_offset
+        try:
+            epochs_a = LeaderEpochCache.read(pa.path) or LeaderEpochCache()
+        except KafkaFormatError:
+            epochs_a = LeaderEpochCache()
+        last_b = lb.batch_epochs.latest_epoch  # B's epochs, as its batches carry them
+        e = epochs_a.floor_epoch(last_b) if last_b is not None else None
+        if e is not None:
+            # the end offset, in A's history, of the last epoch the replicas share
+            _e, end = epochs_a.end_offset_for(e, leo_a)
+            rep.epoch_truncation = {"epoch": e, "endOffsetInA": end, "truncateBTo": min(end, leo_b)}
+    return rep

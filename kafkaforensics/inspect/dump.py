@@ -1,0 +1,439 @@
+"""``kfx dump``: print any Kafka storage file, in kafka-dump-log.sh's text lines or as JSON lines.
+
+Dispatch is by file name, as kafka-dump-log.sh does (.log, .index, .timeindex, .txnindex,
+.snapshot), plus the checkpoint files; a leftover suffix (.deleted/.swap/.cleaned) is looked
+through so evidence can be read where it lies.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+
+from specs import checkpoints as C
+from specs import record_batch as R
+
+from kafkaforensics.log import kraft, offset_index, time_index, txn_index
+from kafkaforensics.log.logdir import CLEAN_SHUTDOWN_FILE, read_clean_shutdown
+from kafkaforensics.log.tiered import REMOTE_INDEX_RE
+from kafkaforensics.records.batch import resolve_legacy_wrapper
+from kafkaforensics.records.batch_json import batch_to_json, encode
+from kafkaforensics.errors import KafkaFormatError, Problem
+from kafkaforensics.log.partition import LEFTOVER_SUFFIXES, read_text
+from kafkaforensics.log.producer_state import read_snapshot
+from kafkaforensics.log.segment import BatchScanner, file_name, offset_from_name, open_buffer
+
+
+@dataclass
+class DumpOptions:
+    deep: bool = False
+    print_data: bool = False
+    fmt: str = "text"
+    encoding: str | None = None
+    max_bytes: int | None = None
+    verify_index_only: bool = False
+    index_sanity_check: bool = False
+    # "offsets" | "transaction-log" | "cluster-metadata" | "share-group-state" | "remote-log-metadata"
+    decoder: str | None = None
+
+    @property
+    def value_encoding(self) -> str:
+        return self.encoding or ("base64" if self.fmt == "json" else "utf8")
+
+
+@dataclass
+class DumpResult:
+    problems: list[Problem] = field(default_factory=list)
+    files: int = 0
+
+
+def file_kind(path: str) -> str:
+    name = os.path.basename(path)
+    for suf in LEFTOVER_SUFFIXES:
+        if name.endswith(suf):
+            name = name[: -len(suf)]
+    if name in C.OFFSET_CHECKPOINT_FILES:
+        return "offset-checkpoint"
+    if name == C.LEADER_EPOCH_FILE:
+        return "leader-epoch-checkpoint"
+    if name == C.PARTITION_METADATA_FILE:
+        return "partition-metadata"
+    if name == C.META_PROPERTIES_FILE:
+        return "meta-properties"
+    if kraft.snapshot_id(name) is not None or name.endswith(kraft.PARTIAL_SUFFIX):
+        return "kraft-snapshot"
+    if name == kraft.QUORUM_STATE_FILE:
+        return "quorum-state"
+    if name == CLEAN_SHUTDOWN_FILE:
+        return "clean-shutdown"
+    ext = os.path.splitext(name)[1]
+    return {".log": "log", ".index": "index", ".timeindex": "timeindex", ".txnindex": "txnindex",
+            ".snapshot": "snapshot"}.get(ext, "unknown")
+
+
+def _base_offset(path: str) -> int:
+    name = os.path.basename(path)
+    for suf in LEFTOVER_SUFFIXES:
+        if name.endswith(suf):
+            name = name[: -len(suf)]
+    off = offset_from_name(name)
+    if off is None:
+        m = REMOTE_INDEX_RE.match(name)   # tiered storage's index cache: <start offset>_<segment uuid>.index
+        off = int(m.group(1)) if m else None
+    return 0 if off is None else off
+
+
+def _sibling(path: str, suffix: str) -> str:
+    return os.path.join(os.path.dirname(path), file_name(_base_offset(path), suffix))
+
+
+def _no_buffer():
+    return nullcontext(b"")
+
+
+def _bool(b: bool) -> str:
+    return "true" if b else "false"
+
+
+def _opt_long(v) -> str:
+    return "OptionalLong.empty" if v is None or v < 0 else f"OptionalLong[{v}]"
+
+
+def dump(paths, opts: DumpOptions, out=None, err=None) -> DumpResult:
+    """Dump every file in ``paths`` to ``out`` (problems and mismatches go to ``err``)."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    res = DumpResult()
+    for path in paths:
+        kind = file_kind(path)
+        if opts.fmt == "text":
+            print(f"Dumping {path}", file=out)
+        try:
+            if kind == "log":
+                _dump_log(path, opts, out, err, res)
+            elif kind == "index":
+                _dump_index(path, opts, out, err, res)
+            elif kind == "timeindex":
+                _dump_time_index(path, opts, out, err, res)
+            elif kind == "txnindex":
+                with open(path, "rb") as f:
+                    for e in txn_index.read_entries(f.read(), file=path):
+                        _emit(out, opts, e.to_json(), "version: {version} producerId: {producerId} firstOffset: "
+                              "{firstOffset} lastOffset: {lastOffset} lastStableOffset: {lastStableOffset}")
+            elif kind == "snapshot":
+                _dump_snapshot(path, opts, out)
+            elif kind == "offset-checkpoint":
+                for e in C.OffsetCheckpoint.parse(read_text(path), file=path):
+                    _emit(out, opts, e, "topic: {topic} partition: {partition} offset: {offset}")
+            elif kind == "leader-epoch-checkpoint":
+                for e in C.LeaderEpochCheckpoint.parse(read_text(path), file=path):
+                    _emit(out, opts, e, "epoch: {epoch} startOffset: {startOffset}")
+            elif kind == "partition-metadata":
+                _emit(out, opts, C.parse_partition_metadata(read_text(path), file=path),
+                      "version: {version} topicId: {topicId}")
+            elif kind == "kraft-snapshot":
+                _dump_kraft_snapshot(path, opts, out, err, res)
+            elif kind == "quorum-state":
+                qs = kraft.read_quorum_state(path)
+                if opts.fmt == "json":
+                    print(json.dumps(qs), file=out)
+                else:
+                    print(f"data_version: {qs['version']}", file=out)
+                    for k, v in qs["data"].items():
+                        print(f"{k}: {json.dumps(v)}", file=out)
+            elif kind == "clean-shutdown":
+                cs = read_clean_shutdown(path)
+                _emit(out, opts, cs, "version: {version} brokerEpoch: {brokerEpoch}")
+            elif kind == "meta-properties":
+                props = C.parse_properties(read_text(path))
+                if opts.fmt == "json":
+                    print(json.dumps(props), file=out)
+                else:
+                    for k, v in props.items():
+                        print(f"{k}={v}", file=out)
+            else:
+                print(f"Ignoring unknown file {path}", file=err)
+                continue
+            res.files += 1
+        except KafkaFormatError as e:
+            e.located(file=path)
+            res.problems.append(e.problem)
+            print(str(e.problem), file=err)
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            p = Problem(path, None, None, "io", e.strerror or str(e))
+            res.problems.append(p)
+            print(str(p), file=err)
+    return res
+
+
+def _dump_kraft_snapshot(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
+    """A KRaft snapshot / bootstrap checkpoint: its batches as a log (records decoded as metadata
+    records unless another decoder is asked for), then its summary; a missing header or footer, a bad
+    CRC or an undecodable record is a problem."""
+    from dataclasses import replace
+    _dump_log(path, replace(opts, decoder=opts.decoder or "cluster-metadata"), out, err, res)
+    snap = kraft.read_snapshot(path)
+    summary = {k: snap[k] for k in ("snapshotId", "header", "footer", "records", "recordTypes", "controlRecords")}
+    if opts.fmt == "json":
+        print(json.dumps({"snapshot": summary}), file=out)
+    else:
+        print(f"Snapshot {json.dumps(summary)}", file=out)
+    for p in snap["problems"]:
+        if p not in res.problems:
+            res.problems.append(p)
+            print(str(p), file=err)
+
+
+def _emit(out, opts: DumpOptions, obj: dict, text_fmt: str) -> None:
+    if opts.fmt == "json":
+        print(json.dumps(obj), file=out)
+    else:
+        print(text_fmt.format(**obj), file=out)
+
+
+def _dump_log(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
+    base = _base_offset(path)
+    deep = opts.deep or opts.print_data or opts.decoder is not None
+    enc = opts.value_encoding
+    if opts.fmt == "text":
+        print(f"Log starting offset: {base}", file=out)
+    last_offset = None
+    gaps = []
+    with open_buffer(path) as buf:
+        end = len(buf) if opts.max_bytes is None else min(len(buf), opts.max_bytes)
+        scanner = BatchScanner(buf, end=end, file=path, base_offset=base)
+        for b in scanner:
+            if b.magic < 2:
+                try:
+                    resolve_legacy_wrapper(b)
+                except KafkaFormatError as e:
+                    res.problems.append(e.problem)
+                    print(str(e.problem), file=err)
+            corrupt = not b.crc_valid()
+            if corrupt:  # its records are shown (evidence) but flagged, and the dump exits 1
+                p = Problem(path, b.position, b.base_offset, "crc-mismatch",
+                            f"stored CRC {b.crc} does not match the batch's bytes: its records are not trusted")
+                res.problems.append(p)
+                print(str(p), file=err)
+            if opts.fmt == "json":
+                obj = b.to_json()
+                if deep:
+                    try:
+                        obj = batch_to_json(b, deep=True, encoding=enc)
+                        if corrupt:
+                            for rj in obj["records"]:
+                                rj["crcValid"] = False
+                        if opts.decoder:
+                            for rj, r in zip(obj["records"], b.records()):
+                                rj["decoded"] = decode_record(opts.decoder, b, r)
+                    except KafkaFormatError as e:
+                        obj["records"] = None
+                        res.problems.append(e.problem)
+                        print(str(e.problem), file=err)
+                print(json.dumps(obj), file=out)
+                continue
+            _print_batch_line(b, out)
+            if not deep:
+                continue
+            try:
+                recs = b.records()
+            except KafkaFormatError as e:
+                res.problems.append(e.problem)
+                print(str(e.problem), file=err)
+                continue
+            for r in recs:
+                if last_offset is not None and r.offset != last_offset + 1:
+                    gaps.append((last_offset, r.offset))
+                last_offset = r.offset
+                _print_record_line(b, r, opts.print_data, enc, out, opts.decoder, corrupt)
+        stop = scanner.stop
+        if stop is not None and opts.max_bytes is None:
+            res.problems.append(stop)
+            if opts.fmt == "text":
+                print(f"Found {len(buf) - scanner.valid_bytes} invalid bytes at the end of {os.path.basename(path)}",
+                      file=out)
+            print(str(stop), file=err)
+    if gaps:
+        print(f"Non-consecutive offsets in {os.path.abspath(path)}", file=err)
+        for a, b2 in gaps:
+            print(f"  {a} is followed by {b2}", file=err)
+
+
+def _print_batch_line(b, out) -> None:
+    if b.magic >= 2:
+        head = (f"baseOffset: {b.base_offset} lastOffset: {b.last_offset} count: {b.count} "
+                f"baseSequence: {b.base_sequence} lastSequence: {b.last_sequence} producerId: {b.producer_id} "
+                f"producerEpoch: {b.producer_epoch} partitionLeaderEpoch: {b.partition_leader_epoch} "
+                f"isTransactional: {_bool(b.is_transactional)} isControl: {_bool(b.is_control)} "
+                f"deleteHorizonMs: {_opt_long(b.delete_horizon_ms)}")
+    else:
+        head = f"offset: {b.last_offset}"
+    print(f"{head} position: {b.position} {b.timestamp_type}: {b.max_timestamp} size: {b.size} "
+          f"magic: {b.magic} compresscodec: {b.compression_name} crc: {b.crc} isvalid: {_bool(b.crc_valid())}",
+          file=out)
+
+
+def decode_record(decoder: str, b, r) -> dict:
+    """Decode an internal topic's record; problems come back as {"error": ...} so a dump goes on."""
+    from kafkaforensics.records import internal_topics  # the message schemas: only for a decoder
+    try:
+        if b.is_control and decoder != "cluster-metadata":  # markers: the metadata log has control records of its own
+            return {"control": r.control()}
+        if decoder == "offsets":
+            k, v = internal_topics.decode_offsets(r.key, r.value)
+        elif decoder == "transaction-log":
+            k, v = internal_topics.decode_transaction_log(r.key, r.value)
+        elif decoder == "cluster-metadata":
+            if b.is_control:
+                ctype = r.control_type
+                if ctype in (R.ABORT, R.COMMIT):
+                    return {"control": r.control()}
+                return {"control": internal_topics.decode_metadata_control(ctype, r.value)}
+            return {"value": internal_topics.decode_metadata(r.value)}
+        elif decoder == "share-group-state":
+            k, v = internal_topics.decode_share_group_state(r.key, r.value)
+        elif decoder == "remote-log-metadata":
+            return {"value": internal_topics.decode_remote_log_metadata(r.value)}
+        else:
+            raise ValueError(decoder)
+        return {"key": k, "value": v}
+    except KafkaFormatError as e:
+        return {"error": f"offset {r.offset}: {e.problem.detail}"}
+
+
+def _print_record_line(b, r, print_data: bool, enc: str, out, decoder: str | None = None,
+                       corrupt: bool = False) -> None:
+    parts = [f"| offset: {r.offset} {b.timestamp_type}: {r.timestamp} "
+             f"keySize: {-1 if r.key is None else len(r.key)} valueSize: {-1 if r.value is None else len(r.value)}"]
+    if b.magic >= 2:
+        parts.append(f" sequence: {r.sequence} headerKeys: [{','.join(k for k, _ in r.headers)}]")
+    if b.is_control:
+        ctl = r.control()
+        if ctl and ctl["type"] in (R.CONTROL_TYPES[R.ABORT], R.CONTROL_TYPES[R.COMMIT]):
+            parts.append(f" endTxnMarker: {ctl['type']} coordinatorEpoch: {ctl['coordinatorEpoch']}")
+        elif ctl:
+            parts.append(f" controlType: {ctl['type']}")
+    if decoder is not None:
+        d = decode_record(decoder, b, r)
+        if "error" in d:
+            parts.append(f" error: {d['error']}")
+        elif "key" in d:
+            parts.append(f" key: {json.dumps(d['key'])} payload: {json.dumps(d['value'])}")
+        elif "value" in d:
+            parts.append(f" payload: {json.dumps(d['value'])}")
+        elif "control" in d and b.is_control and decoder == "cluster-metadata":
+            parts.append(f" {json.dumps(d['control'])}")
+    elif print_data and not b.is_control:
+        if r.key is not None:
+            parts.append(f" key: {encode(r.key, enc)}")
+        if r.value is not None:
+            parts.append(f" payload: {encode(r.value, enc)}")
+    if corrupt:
+        parts.append(" isvalid: false")  # the batch's CRC fails: this record is not trusted
+    print("".join(parts), file=out)
+
+
+def _last_offset_at(buf, position: int, base: int, path: str):
+    """lastOffset of the batch read at ``position`` (what kafka-dump-log compares an entry with)."""
+    for b in BatchScanner(buf, start=position, file=path, base_offset=base):
+        return b.last_offset
+    return None
+
+
+def _read_index(path, module, kind: str, opts: DumpOptions, out, last_entry_problem):
+    """(base offset, entries) of an index file; with ``--index-sanity-check`` (kafka-dump-log's) its
+    size and last entry (``last_entry_problem(entries, base)``: what is wrong, or None) are checked
+    instead, and None comes back."""
+    base = _base_offset(path)
+    with open(path, "rb") as f:
+        data = f.read()
+    entries, _zero_tail = module.read_entries(data, base)
+    if not opts.index_sanity_check:
+        return base, entries
+    if len(data) % module.ENTRY_SIZE:
+        raise KafkaFormatError(kind, f"size {len(data)} is not a multiple of {module.ENTRY_SIZE}", file=path)
+    problem = last_entry_problem(entries, base) if entries else None
+    if problem:
+        raise KafkaFormatError(kind, problem, file=path)
+    print(f"{path} passed sanity check.", file=out)
+    return None
+
+
+def _dump_index(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
+    read = _read_index(path, offset_index, "index", opts, out, lambda entries, base: (
+        f"last offset {entries[-1][0]} is below the base offset {base}" if entries[-1][0] < base else None))
+    if read is None:
+        return
+    base, entries = read
+    if not entries:
+        print(f"{path} is empty.", file=out)
+        return
+    log = _sibling(path, ".log")
+    remote = REMOTE_INDEX_RE.match(os.path.basename(path)) is not None
+    mismatches = []
+    with open_buffer(log) if os.path.exists(log) else _no_buffer() as buf:
+        for off, pos in entries:
+            if remote:
+                # a tiered-storage cache index: its segment lives in remote storage, nothing to compare
+                found = off
+            else:
+                found = _last_offset_at(buf, pos, base, log)
+            if found != off:
+                mismatches.append((off, -1 if found is None else found))
+            if not opts.verify_index_only:
+                _emit(out, opts, {"offset": off, "position": pos}, "offset: {offset} position: {position}")
+    if mismatches:
+        print(f"Mismatches in :{os.path.abspath(path)}", file=err)
+        for a, b in mismatches:
+            print(f"  Index offset: {a}, log offset: {b}", file=err)
+            res.problems.append(Problem(path, None, a, "index-mismatch", f"index offset {a}, log offset {b}"))
+
+
+def _dump_time_index(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
+    read = _read_index(path, time_index, "timeindex", opts, out, lambda entries, base: (
+        "last timestamp is below the first" if entries[-1][0] < entries[0][0] else None))
+    if read is None:
+        return
+    base, entries = read
+    log = _sibling(path, ".log")
+    by_last = {}
+    if os.path.exists(log):
+        with open_buffer(log) as buf:
+            for b in BatchScanner(buf, file=log, base_offset=base):
+                by_last[b.last_offset] = b.max_timestamp
+    prev = -1
+    for ts, off in entries:
+        if off not in by_last:
+            print(f"The following indexed offsets are not found in the log.\nIndexed offset: {off}, found log offset: -1",
+                  file=err)
+            res.problems.append(Problem(path, None, off, "timeindex-mismatch", "indexed offset not found in the log"))
+        elif by_last[off] != ts:
+            print(f"Found timestamp mismatch in :{os.path.abspath(path)}\n  Index timestamp: {ts}, log timestamp: {by_last[off]}",
+                  file=err)
+            res.problems.append(Problem(path, None, off, "timeindex-mismatch", f"index {ts}, log {by_last[off]}"))
+        if prev >= ts:
+            print(f"Found out of order timestamp in :{os.path.abspath(path)}\n  Index timestamp: {ts}, "
+                  f"Previously indexed timestamp: {prev}", file=err)
+            res.problems.append(Problem(path, None, off, "timeindex-order", f"{ts} after {prev}"))
+        if not opts.verify_index_only:
+            _emit(out, opts, {"timestamp": ts, "offset": off}, "timestamp: {timestamp} offset: {offset}")
+        prev = ts
+
+
+def _dump_snapshot(path, opts: DumpOptions, out) -> None:
+    with open(path, "rb") as f:
+        entries = read_snapshot(f.read(), file=path)
+    for e in entries:
+        if opts.fmt == "json":
+            print(json.dumps(e.to_json()), file=out)
+            continue
+        line = (f"producerId: {e.producer_id} producerEpoch: {e.epoch} coordinatorEpoch: {e.coordinator_epoch} "
+                f"currentTxnFirstOffset: {_opt_long(e.current_txn_first_offset)} lastTimestamp: {e.timestamp} ")
+        if e.last_offset >= 0:
+            line += (f"firstSequence: {e.first_sequence} lastSequence: {e.last_sequence} lastOffset: {e.last_offset} "
+                     f"offsetDelta: {e.offset_delta} timestamp: {e.timestamp}")
+        print(line, file=out)

@@ -1,0 +1,176 @@
+"""``kfx groups``: committed offsets reconstructed from __consumer_offsets segments, with lag.
+
+Records are replayed in offset order per __consumer_offsets partition; the latest commit of a
+(group, topic, partition) wins and a tombstone (null value) removes it, as the group coordinator's
+loading does; transactional commits count only once their producer's COMMIT marker follows
+(:func:`replay_offsets`).  :func:`group_members` lists the members of classic, KIP-848 consumer, share
+and streams groups.  Lag is measured against the log end offset of the matching
+``<topic>-<partition>`` directory in the same log dir, when there is one.
+"""
+from __future__ import annotations
+
+
+import os
+
+from kafkaforensics.errors import KafkaFormatError
+from kafkaforensics.records.internal_topics import decode_offsets
+from kafkaforensics.log.logdir import METADATA_PARTITION, metadata_topic_ids
+from kafkaforensics.log.log_loader import PartitionLog
+from kafkaforensics.log.partition import find_partitions
+
+
+def _log_end_offset(pd) -> int | None:
+    return PartitionLog(pd, producers=False).load().log_end_offset if pd.segments else None
+
+
+def replay_offsets(pd) -> list[tuple[dict, dict | None, int]]:
+    """The decoded records of one __consumer_offsets partition in the order the group coordinator
+    applies them: (key, value or None, record offset).
+
+    Transactional commits (a transactional producer's TxnOffsetCommit) are held per producer id until
+    that producer's control marker: a COMMIT applies them, an ABORT drops them, and those of a
+    transaction still open at the end of the log are not applied -- as the coordinator's loading does.
+    Batches with a bad CRC and records that do not decode are left out."""
+    applied: list[tuple[dict, dict | None, int]] = []
+    pending: dict[int, list] = {}
+    for _seg, b, _done in PartitionLog(pd, damage="skip", producers=False).batches():
+        if b.is_control:
+            recs = b.records()
+            ctl = recs[0].control() if recs else None
+            held = pending.pop(b.producer_id, [])
+            if ctl and ctl["type"] == "COMMIT":
+                applied.extend(held)
+            continue
+        out = pending.setdefault(b.producer_id, []) if b.is_transactional else applied
+        for r in b.records():
+            try:
+                k, v = decode_offsets(r.key, r.value)
+            except KafkaFormatError:
+                continue
+            out.append((k, v, r.offset))
+    return applied
+
+
+def _offsets_partitions(log_dir: str):
+    return [pd for pd in find_partitions(log_dir) if pd.topic == "__consumer_offsets"]
+
+
+def committed_offsets(log_dir: str) -> list[dict]:
+    parts = find_partitions(log_dir)
+    latest: dict[tuple, dict] = {}
+    for pd in parts:
+        if pd.topic != "__consumer_offsets" or pd.state != "live":
+            continue
+        for k, v, offset in replay_offsets(pd):
+            if k.get("kind") != "offset_commit":
+                continue
+            d = k["data"]
+            key = (d["group"], d["topic"], d["partition"])
+            if v is None:
+                latest.pop(key, None)
+            elif "data" in v:
+                latest[key] = {"offset": v["data"]["offset"], "metadata": v["data"]["metadata"],
+                               "commitTimestamp": v["data"]["commitTimestamp"],
+                               "leaderEpoch": v["data"]["leaderEpoch"], "recordOffset": offset}
+    leos = {(pd.topic, pd.partition): _log_end_offset(pd) for pd in parts
+            if pd.topic != "__consumer_offsets" and pd.state == "live"}  # a -delete copy never stands in
+    rows = []
+    for (group, topic, part), c in sorted(latest.items()):
+        leo = leos.get((topic, part))
+        rows.append({"group": group, "topic": topic, "partition": part, "offset": c["offset"],
+                     "metadata": c["metadata"], "commitTimestamp": c["commitTimestamp"],
+                     "leaderEpoch": c["leaderEpoch"], "logEndOffset": leo,
+                     "lag": None if leo is None else max(0, leo - c["offset"])})
+    return rows
+
+
+def _assignment_names(parts, names: dict | None = None) -> list[str]:
+    """``topic:partitions`` strings of an assignment (topic ids named through ``names`` when known)."""
+    out = []
+    for tp in parts or ():
+        tid = tp.get("TopicId")
+        name = tp.get("Topic") or (names or {}).get(tid) or tid
+        out.append(f"{name}:{','.join(str(p) for p in tp.get('Partitions') or tp.get('partitions') or [])}")
+    return out
+
+
+def _tasks(a: dict) -> list[str]:
+    """A streams member's tasks as ``subtopology:partitions`` strings (standby and warm-up ones marked)."""
+    out = []
+    for field, mark in (("ActiveTasks", ""), ("StandbyTasks", "(standby)"), ("WarmupTasks", "(warmup)")):
+        for t in a.get(field) or ():
+            out.append(f"{t['SubtopologyId']}:{','.join(str(p) for p in t.get('Partitions') or [])}{mark}")
+    return out
+
+
+def _source_topics(topology: dict | None) -> list[str] | None:
+    """The topics a streams group's topology reads: its subtopologies' source and repartition source topics."""
+    if topology is None:
+        return None
+    names = set()
+    for s in topology.get("Subtopologies") or ():
+        names.update(s.get("SourceTopics") or ())
+        names.update(t["Name"] for t in s.get("RepartitionSourceTopics") or ())
+    return sorted(names)
+
+
+def group_members(log_dir: str) -> list[dict]:
+    """The members of every group as the offsets log leaves them: classic groups (the latest
+    GroupMetadataValue's members, subscriptions and assignments expanded) and KIP-848 consumer, share
+    and streams groups (member metadata and current assignment records; a tombstone removes a member;
+    a streams member subscribes to its group's topology's source topics and is assigned tasks)."""
+    classic: dict[str, dict] = {}
+    members: dict[tuple, dict] = {}
+    assignments: dict[tuple, dict] = {}
+    topologies: dict[str, dict] = {}
+    member_kinds = {"consumer_group_member_metadata": "consumer", "share_group_member_metadata": "share",
+                    "streams_group_member_metadata": "streams"}
+    assignment_kinds = {"consumer_group_current_member_assignment": "consumer",
+                        "share_group_current_member_assignment": "share",
+                        "streams_group_current_member_assignment": "streams"}
+    for pd in _offsets_partitions(log_dir):
+        for k, v, _ in replay_offsets(pd):
+            kind, d = k.get("kind"), k.get("data")
+            if kind == "group_metadata":
+                if v is None or "data" not in v:
+                    classic.pop(d["group"], None)
+                else:
+                    classic[d["group"]] = v["data"]
+            elif kind == "streams_group_topology":
+                if v is None or "data" not in v:
+                    topologies.pop(d["GroupId"], None)
+                else:
+                    topologies[d["GroupId"]] = v["data"]
+            elif kind in member_kinds or kind in assignment_kinds:
+                table = members if kind in member_kinds else assignments
+                key = (member_kinds.get(kind) or assignment_kinds[kind], d["GroupId"], d["MemberId"])
+                if v is None or "data" not in v:
+                    table.pop(key, None)
+                else:
+                    table[key] = v["data"]
+    names = {}
+    md = os.path.join(log_dir, METADATA_PARTITION)
+    if assignments and os.path.isdir(md):   # KIP-848 assignments name topics by id: the metadata log knows them
+        names = {tid: name for name, tid in metadata_topic_ids(md).items()}
+    rows = []
+    for group, g in sorted(classic.items()):
+        for m in g.get("members") or ():
+            sub, asg = m.get("subscription"), m.get("assignment")
+            rows.append({"group": group, "protocol": "classic", "protocolType": g.get("protocolType"),
+                         "memberId": m["memberId"], "instanceId": m.get("groupInstanceId"),
+                         "clientId": m["clientId"], "clientHost": m["clientHost"],
+                         "subscribedTopics": sub["data"]["Topics"] if isinstance(sub, dict) else None,
+                         "assignment": _assignment_names(asg["data"]["AssignedPartitions"]) if isinstance(asg, dict) else None,
+                         "generation": g.get("generation")})
+    for (proto, group, member), m in sorted(members.items()):
+        a = assignments.get((proto, group, member), {})
+        streams = proto == "streams"
+        rows.append({"group": group, "protocol": proto, "protocolType": proto, "memberId": member,
+                     "instanceId": m.get("InstanceId"), "clientId": m.get("ClientId"),
+                     "clientHost": m.get("ClientHost"),
+                     "subscribedTopics": (_source_topics(topologies.get(group)) if streams
+                                          else m.get("SubscribedTopicNames")),
+                     "assignment": ((_tasks(a) if streams else _assignment_names(a.get("AssignedPartitions"), names))
+                                    if a else None),
+                     "generation": a.get("MemberEpoch")})
+    return rows

@@ -1,0 +1,767 @@
+"""``kfx verify``: CRCs, structure, index consistency and checkpoint sanity of files, partitions, log dirs.
+
+One streaming pass per segment (constant memory in the log's size: only the sparse index entries
+are held), checking every batch's framing and CRC, offset order, and each index entry against the
+batch it names.  v2 batches of segments above :data:`SMALL_SEGMENT_BYTES` are checked a run of
+headers at a time (:meth:`.segment.BatchScanner.iter_runs`), anything else batch by batch, with
+the same checks.  Index entries are read as lists and runs are lists of header tuples (no numpy:
+its import costs a whole process more than the checks it would vectorise), unless an index has
+more than :data:`LIST_INDEX_ENTRIES` entries (or :data:`NUMPY_RUNS` is set): then the indexes are
+numpy columns and the runs numpy header columns.  Everything found is a located :class:`Problem`; ``notes`` hold the conditions a
+live broker leaves behind normally (the active segment's preallocated zero index tail).
+"""
+from __future__ import annotations
+
+import bisect
+import os
+from operator import le
+from dataclasses import dataclass, field
+
+from specs import checkpoints as C
+from specs import record_batch as R
+
+from kafkaforensics.log import offset_index, time_index, txn_index
+from kafkaforensics.records.batch import Batch, resolve_legacy_wrapper
+from kafkaforensics.errors import KafkaFormatError, Problem
+from kafkaforensics.log.logdir import (CLEAN_SHUTDOWN_FILE, METADATA_PARTITION, check_log_dirs, check_topic_ids, metadata_topic_ids,
+                     read_clean_shutdown, read_meta_properties)
+from kafkaforensics.log.partition import (INDEX, LOG, TIMEINDEX, TXNINDEX, PartitionDir, SegmentFiles, find_partitions,
+                        read_offset_checkpoints)
+from kafkaforensics.log.producer_state import ProducerState, read_snapshot
+from kafkaforensics.log.tiered import REMOTE_INDEX_RE, check_remote_index
+from kafkaforensics.log.segment import BatchScanner, file_name, offset_from_name, open_buffer
+
+
+@dataclass
+class SegmentSummary:
+    base_offset: int
+    size: int
+    valid_bytes: int
+    batches: int = 0
+    records: int = 0
+    first_offset: int | None = None
+    next_offset: int | None = None
+    max_timestamp: int = -1
+
+
+@dataclass
+class VerifyReport:
+    problems: list[Problem] = field(default_factory=list)
+    notes: list[Problem] = field(default_factory=list)
+    partitions: list[dict] = field(default_factory=list)
+    files: int = 0
+    batches: int = 0
+    bytes: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def add(self, file, position, offset, kind, detail) -> None:
+        self.problems.append(Problem(file, position, offset, kind, detail))
+
+    def to_json(self) -> dict:
+        return {"ok": self.ok, "problems": [p.to_json() for p in self.problems],
+                "notes": [p.to_json() for p in self.notes], "partitions": self.partitions,
+                "files": self.files, "batches": self.batches, "bytes": self.bytes}
+
+
+def verify(paths, *, progress=None, max_batch_bytes: int | None = None) -> VerifyReport:
+    """Verify files, partition dirs or log dirs. ``progress(nbytes)`` is called as bytes are read."""
+    rep = VerifyReport()
+    for path in paths:
+        if not os.path.exists(path):
+            raise FileNotFoundError(path)
+        if os.path.isdir(path):
+            parts = find_partitions(path)
+            ckpts = {}
+            try:
+                ckpts = read_offset_checkpoints(path)
+            except KafkaFormatError as e:
+                rep.problems.append(e.problem)
+            if not parts:
+                rep.notes.append(Problem(path, None, None, "empty", "no partition directories or segments found"))
+            for pd in parts:
+                if pd.state != "live":  # a -delete/-future/-stray copy: checked, never held to the checkpoints
+                    rep.notes.append(Problem(pd.path, None, None, f"{pd.state}-copy",
+                                             f"{pd.name} is a {pd.state} copy of {pd.topic}-{pd.partition}, "
+                                             "not the live partition"))
+                verify_partition(pd, rep, checkpoints=ckpts if pd.state == "live" else None, progress=progress,
+                                 max_batch_bytes=max_batch_bytes)
+            _verify_kraft_files(path, parts, rep)
+        else:
+            _verify_file(path, rep, progress, max_batch_bytes)
+    dirs = [p for p in paths if os.path.isdir(p)]
+    if dirs:
+        _verify_identity(dirs, rep)
+    return rep
+
+
+def _verify_kraft_files(log_dir: str, parts, rep: VerifyReport) -> None:
+    """The metadata partition's snapshots and quorum-state, and a controller's bootstrap.checkpoint."""
+    from kafkaforensics.log import kraft
+    files = [os.path.join(log_dir, kraft.BOOTSTRAP_FILE)]
+    for pd in parts:
+        if pd.name == METADATA_PARTITION:
+            files += [os.path.join(pd.path, n) for n in sorted(os.listdir(pd.path))
+                      if kraft.SNAPSHOT_RE.match(n) or n == kraft.QUORUM_STATE_FILE]
+    for f in files:
+        if os.path.exists(f):
+            rep.files += 1
+            _check_kraft_file(f, rep)
+    for pd in parts:
+        if pd.name == METADATA_PARTITION:
+            rep.problems.extend(kraft.check_snapshot_ids(pd))
+            for n in sorted(os.listdir(pd.path)):
+                if n.endswith(kraft.PARTIAL_SUFFIX):
+                    rep.notes.append(Problem(os.path.join(pd.path, n), None, None, "partial-snapshot",
+                                             "a snapshot whose writing did not complete; Kafka deletes it on start-up"))
+
+
+def _check_kraft_file(path: str, rep: VerifyReport) -> None:
+    from kafkaforensics.log import kraft
+    try:
+        if os.path.basename(path) == kraft.QUORUM_STATE_FILE:
+            kraft.read_quorum_state(path)
+        else:
+            rep.problems.extend(kraft.read_snapshot(path)["problems"])
+    except KafkaFormatError as e:
+        e.located(file=path)
+        rep.problems.append(e.problem)
+
+
+def _verify_identity(dirs, rep: VerifyReport) -> None:
+    """meta.properties of every log dir given (cross-checked as one broker's dirs), .kafka_cleanshutdown,
+    and partition.metadata topic ids against a metadata log found among them."""
+    problems, rows = check_log_dirs(dirs)
+    rep.problems.extend(problems)
+    for r in rows:
+        if r["cleanShutdown"] is not None:
+            rep.notes.append(Problem(os.path.join(r["logDir"], CLEAN_SHUTDOWN_FILE), None, None, "clean-shutdown",
+                                     f"clean shutdown at broker epoch {r['cleanShutdown']['brokerEpoch']}: "
+                                     "Kafka loads these logs without recovery"))
+    meta = next((os.path.join(d, METADATA_PARTITION) for d in dirs
+                 if os.path.isdir(os.path.join(d, METADATA_PARTITION))), None)
+    if meta is not None:
+        ids = metadata_topic_ids(meta)
+        for d in dirs:
+            rep.problems.extend(check_topic_ids(d, ids))
+
+
+#: a segment whose .log is at most this big is walked batch by batch; a larger one in header runs
+SMALL_SEGMENT_BYTES = 1 << 20
+#: index entries are read as lists up to this many (beyond: numpy columns, and numpy runs)
+LIST_INDEX_ENTRIES = 1 << 20
+#: True: large segments over numpy columns whatever their indexes (``tests/test_verify.py`` proves
+#: every way - batch by batch, list runs, numpy runs - gives the same report)
+NUMPY_RUNS = False
+
+
+def _verify_file(path: str, rep: VerifyReport, progress, max_batch_bytes) -> None:
+    name = os.path.basename(path)
+    base = offset_from_name(name)
+    rep.files += 1
+    try:
+        if name.endswith(LOG) and base is not None:
+            seg = SegmentFiles(base, os.path.dirname(os.path.abspath(path)))
+            verify_segment(seg, rep, ProducerState(), active=True, progress=progress, max_batch_bytes=max_batch_bytes,
+                           require_index=False)
+        elif name.endswith(LOG):
+            with open_buffer(path) as buf:
+                _scan(buf, path, None, rep, ProducerState(), None, None, progress, max_batch_bytes)
+        elif name.endswith(".snapshot"):
+            with open(path, "rb") as f:
+                read_snapshot(f.read(), file=path)
+        elif name.endswith((INDEX, TIMEINDEX, TXNINDEX)) and base is not None:
+            seg = SegmentFiles(base, os.path.dirname(os.path.abspath(path)))
+            if not os.path.exists(seg.log):
+                rep.add(path, None, None, "orphan-index", "index file without its .log")
+            else:
+                verify_segment(seg, rep, ProducerState(), active=True, progress=progress,
+                               max_batch_bytes=max_batch_bytes)
+        elif name == C.LEADER_EPOCH_FILE:
+            _check_epochs(C.LeaderEpochCheckpoint.parse(_read(path), file=path), path, None, rep)
+        elif name in C.OFFSET_CHECKPOINT_FILES:
+            C.OffsetCheckpoint.parse(_read(path), file=path)
+        elif name == C.PARTITION_METADATA_FILE:
+            C.parse_partition_metadata(_read(path), file=path)
+        elif name == C.META_PROPERTIES_FILE:
+            read_meta_properties(path)
+        elif name == CLEAN_SHUTDOWN_FILE:
+            read_clean_shutdown(path)
+        elif REMOTE_INDEX_RE.match(name):
+            rep.problems.extend(check_remote_index(path))
+        elif _is_kraft_file(name):
+            rep.files -= 1
+            _check_kraft_file(path, rep)
+            rep.files += 1
+        else:
+            rep.notes.append(Problem(path, None, None, "unknown-file", "not a Kafka storage file; skipped"))
+    except KafkaFormatError as e:
+        e.located(file=path)
+        rep.problems.append(e.problem)
+
+
+def _is_kraft_file(name: str) -> bool:
+    from kafkaforensics.log import kraft
+    return kraft.snapshot_id(name) is not None or name == kraft.QUORUM_STATE_FILE
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
+def verify_partition(pd: PartitionDir, rep: VerifyReport, *, checkpoints=None, progress=None,
+                     max_batch_bytes=None) -> dict:
+    for f in pd.leftovers:
+        rep.add(f, None, None, "leftover-file",
+                "interrupted " + ("swap" if f.endswith(".swap") else "cleaning" if f.endswith(".cleaned") else "deletion")
+                + "; `kfx recover` completes or removes it as Kafka's log loading would")
+    for f in pd.orphan_indexes:
+        rep.add(f, None, None, "orphan-index", "index file without its .log (Kafka deletes it on load)")
+    state = ProducerState()
+    prev: SegmentSummary | None = None
+    summaries = []
+    for i, seg in enumerate(pd.segments):
+        s = verify_segment(seg, rep, state, active=(i == len(pd.segments) - 1), progress=progress,
+                           max_batch_bytes=max_batch_bytes)
+        summaries.append(s)
+        if prev is not None and prev.next_offset is not None and seg.base_offset < prev.next_offset:
+            rep.add(seg.log, 0, seg.base_offset, "segment-overlap",
+                    f"segment starts at {seg.base_offset} but the previous one ends at {prev.next_offset - 1}")
+        if s.next_offset is not None:
+            prev = s
+    leo = next((s.next_offset for s in reversed(summaries) if s.next_offset is not None),
+               pd.segments[-1].base_offset if pd.segments else 0)
+    try:
+        epochs = pd.leader_epochs()
+        if epochs is not None:
+            _check_epochs(epochs, os.path.join(pd.path, C.LEADER_EPOCH_FILE), leo, rep)
+    except KafkaFormatError as e:
+        rep.problems.append(e.problem)
+    try:
+        pd.partition_metadata()
+    except KafkaFormatError as e:
+        rep.problems.append(e.problem)
+    for off in pd.snapshots:
+        p = os.path.join(pd.path, file_name(off, ".snapshot"))
+        rep.files += 1
+        try:
+            with open(p, "rb") as f:
+                read_snapshot(f.read(), file=p)
+        except KafkaFormatError as e:
+            rep.problems.append(e.problem)
+        if off > leo:
+            rep.add(p, None, off, "snapshot-beyond-log-end", f"producer snapshot at {off} is past the log end offset {leo}")
+    if checkpoints and pd.topic is not None:
+        for name, table in checkpoints.items():
+            off = table.get((pd.topic, pd.partition))
+            if off is not None and off > leo:
+                rep.add(os.path.join(os.path.dirname(os.path.normpath(pd.path)), name), None, off,
+                        "checkpoint-beyond-log-end", f"{pd.name}: {name} says {off} but the log ends at {leo}")
+    info = {"partition": pd.name, "path": pd.path, "segments": len(pd.segments), "logEndOffset": leo,
+            "logStartOffset": summaries[0].first_offset if summaries and summaries[0].first_offset is not None else
+            (pd.segments[0].base_offset if pd.segments else 0),
+            "batches": sum(s.batches for s in summaries), "bytes": sum(s.size for s in summaries)}
+    rep.partitions.append(info)
+    return info
+
+
+def _check_epochs(epochs, path, leo, rep: VerifyReport) -> None:
+    prev = None
+    for e in epochs:
+        if prev is not None and (e["epoch"] <= prev["epoch"] or e["startOffset"] < prev["startOffset"]):
+            rep.add(path, None, e["startOffset"], "epoch-order",
+                    f"epoch {e['epoch']}@{e['startOffset']} follows {prev['epoch']}@{prev['startOffset']}")
+        if leo is not None and e["startOffset"] > leo:
+            rep.add(path, None, e["startOffset"], "epoch-beyond-log-end",
+                    f"epoch {e['epoch']} starts at {e['startOffset']}, past the log end offset {leo}")
+        prev = e
+
+
+def verify_segment(seg: SegmentFiles, rep: VerifyReport, state: ProducerState, *, active: bool,
+                   progress=None, max_batch_bytes=None, require_index: bool = True) -> SegmentSummary:
+    """Check one segment's .log and its indexes; ``state`` carries producer state along the partition."""
+    log = seg.log
+    base = seg.base_offset
+    rep.files += 1
+    idx_path, tidx_path, txn_path = seg.existing(INDEX), seg.existing(TIMEINDEX), seg.existing(TXNINDEX)
+    offsets = times = None
+    aborted = []
+    lists = not NUMPY_RUNS or os.path.getsize(log) <= SMALL_SEGMENT_BYTES
+    if idx_path:
+        rep.files += 1
+        offsets = _read_index(idx_path, offset_index, base, active, rep, lists)
+    if tidx_path:
+        rep.files += 1
+        times = _read_index(tidx_path, time_index, base, active, rep, lists)
+    if txn_path:
+        rep.files += 1
+        try:
+            with open(txn_path, "rb") as f:
+                aborted = txn_index.read_entries(f.read(), file=txn_path)
+        except KafkaFormatError as e:
+            rep.problems.append(e.problem)
+    with open_buffer(log) as buf:
+        s = _scan(buf, log, base, rep, state, offsets, times, progress, max_batch_bytes)
+        found_aborted = s.pop("aborted")
+        markers = s.pop("abort_markers")
+        summary = SegmentSummary(base, len(buf), s["valid_bytes"], s["batches"], 0, s["first"], s["next"], s["max_ts"])
+    if summary.batches and not idx_path and require_index:
+        rep.add(seg.path(INDEX), None, None, "missing-index", "segment has batches but no offset index (Kafka rebuilds it)")
+    _compare_aborted(aborted, found_aborted, markers, txn_path or seg.path(TXNINDEX), rep)
+    return summary
+
+
+def _read_index(path, module, base, active, rep: VerifyReport, lists: bool = False):
+    """The index's entries as columns: lists (up to LIST_INDEX_ENTRIES entries), else numpy arrays."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) % module.ENTRY_SIZE:
+        rep.add(path, len(data) - len(data) % module.ENTRY_SIZE, None, "index-size",
+                f"size {len(data)} is not a multiple of the {module.ENTRY_SIZE}-byte entry")
+    got = module.read_lists(data, base, LIST_INDEX_ENTRIES) if lists else None
+    *columns, zero_tail = got if got is not None else module.read_columns(data, base)
+    if zero_tail:
+        where = (len(data) // module.ENTRY_SIZE - zero_tail) * module.ENTRY_SIZE
+        if active:
+            rep.notes.append(Problem(path, where, None, "preallocated-index",
+                                     f"{zero_tail} preallocated zero entries (an active segment's index)"))
+        else:
+            rep.add(path, where, None, "index-zero-tail",
+                    f"{zero_tail} zero entries in a rolled segment's index (left by a crash)")
+    return columns
+
+
+#: walk v2 batches as header runs (False: batch by batch, the reference the tests compare with)
+WALK_RUNS = True
+
+
+def _scan(buf, log, base, rep: VerifyReport, state, offsets, times, progress, max_batch_bytes) -> dict:
+    """The streaming pass: framing, CRC, offset order, and the index entries checked on the way.
+
+    Stretches of v2 batches are checked as :class:`~.header_run.HeaderRun` columns, the rest batch
+    by batch (everything, when ``WALK_RUNS`` is off).
+    """
+    scan = _SegmentScan(log, base, rep, state, offsets, times, progress)
+    scanner = BatchScanner(buf, file=log, base_offset=base, max_batch_bytes=max_batch_bytes)
+    if not WALK_RUNS or len(buf) <= SMALL_SEGMENT_BYTES:
+        for b in scanner:
+            scan.batch(b)
+        return scan.finish(scanner, len(buf))
+    run = scan.run_list if scan.lists else scan.run
+    with open(log, "rb", buffering=0) as f:
+        for item in scanner.iter_runs(f.fileno(), lists=scan.lists):
+            if isinstance(item, Batch):
+                scan.batch(item)
+            else:
+                run(item)
+    return scan.finish(scanner, len(buf))
+
+
+class _SegmentScan:
+    """What verify carries along one segment's walk, fed a batch or a run of batches at a time."""
+
+    def __init__(self, log, base, rep: VerifyReport, state, offsets, times, progress):
+        self.log, self.base, self.rep, self.state, self.offsets, self.times = log, base, rep, state, offsets, times
+        self.progress = progress
+        self.lists = lists = ((offsets is None or isinstance(offsets[0], list))
+                              and (times is None or isinstance(times[0], list)))
+        offset_check, time_check = (_OffsetIndexList, _TimeIndexList) if lists else (_OffsetIndexCheck, _TimeIndexCheck)
+        if not lists:  # one index was too long for lists: both go to numpy
+            import numpy as np
+            offsets, times = ([np.asarray(c, dtype=np.int64) for c in cols] if cols is not None else None
+                              for cols in (offsets, times))
+            self.offsets = offsets
+        self.index = offset_check(*offsets) if offsets is not None and len(offsets[0]) else None
+        self.time_index = time_check(*times) if times is not None and len(times[0]) else None
+        self.prev_last = self.first = self.next = None
+        self.max_ts = -1
+        self.batches = 0
+        self.done_bytes = 0
+        self.aborted = []
+        self.abort_markers = set()  # (producer id, offset) of every ABORT marker in the segment
+
+    def batch(self, b) -> None:
+        rep, log = self.rep, self.log
+        self.batches += 1
+        if not b.crc_valid():
+            rep.add(log, b.position, b.base_offset, "crc-mismatch", f"stored CRC {b.crc} does not match the batch")
+        if b.magic < 2 and b.count is None:
+            try:
+                resolve_legacy_wrapper(b)
+            except KafkaFormatError as e:
+                rep.problems.append(e.problem)
+        prev_last = self.prev_last
+        if prev_last is not None and b.base_offset <= prev_last and b.magic >= 2:
+            rep.add(log, b.position, b.base_offset, "offset-order",
+                    f"batch starts at {b.base_offset} but the previous batch ended at {prev_last}")
+        elif prev_last is not None and b.last_offset <= prev_last:
+            rep.add(log, b.position, b.last_offset, "offset-order",
+                    f"offset {b.last_offset} does not advance past {prev_last}")
+        self._first(b.position, b.base_offset)
+        self.prev_last = b.last_offset
+        self.next = b.last_offset + 1
+        self.max_ts = max(self.max_ts, b.max_timestamp)
+        if self.index is not None:
+            want = self.index.one(b.position)
+            if want is not None:
+                self._index_entry(b.position, b.base_offset, want)
+        if self.time_index is not None:
+            self.time_index.one(b.base_offset, b.last_offset, b.max_timestamp)
+        if b.is_control:
+            self._control(b)
+        else:
+            self.state.append(b)
+        self._progress(b.size)
+
+    def run(self, r) -> None:
+        """The same checks as :meth:`batch` over every batch of ``r`` (a :class:`~.header_run.HeaderRun`),
+        problems in the same order."""
+        import numpy as np
+        log, n = self.log, len(r)
+        self.batches += n
+        pos, base, last = r.position, r.base_offset, r.last_offset
+        found = []  # (batch index, problem), sorted into batch order at the end
+        for i in np.flatnonzero(~r.crc_ok).tolist():
+            found.append((i, Problem(log, int(pos[i]), int(base[i]), "crc-mismatch",
+                                     f"stored CRC {int(r.header['crc'][i])} does not match the batch")))
+        prev = np.empty(n, np.int64)
+        prev[1:] = last[:-1]
+        prev[0] = base[0] if self.prev_last is None else self.prev_last  # the first one is never out of order
+        for i in np.flatnonzero(base <= prev).tolist():
+            if i or self.prev_last is not None:
+                found.append((i, Problem(log, int(pos[i]), int(base[i]), "offset-order",
+                                         f"batch starts at {int(base[i])} but the previous batch ended at {int(prev[i])}")))
+        if self.first is None:
+            found += self._problems_of_batch(0, self._first, int(pos[0]), int(base[0]))
+        self.prev_last = int(last[-1])
+        self.next = self.prev_last + 1
+        self.max_ts = max(self.max_ts, int(r.header["maxTimestamp"].max()))
+        if self.index is not None:
+            hit, wants = self.index.run(pos)
+            for i in np.flatnonzero(base[hit] > wants).tolist():
+                found += self._problems_of_batch(int(hit[i]), self._index_entry, int(pos[hit[i]]), int(base[hit[i]]), int(wants[i]))
+        if self.time_index is not None:
+            self.time_index.run(base, last, r.header["maxTimestamp"])
+        self._end_run(r, np.flatnonzero(r.header["attributes"] & R.CONTROL_MASK).tolist(), found, int(r.size.sum()))
+
+    def run_list(self, r) -> None:
+        """:meth:`run` over a :class:`~.header_list.ListRun` (index checks over lists)."""
+        from kafkaforensics.records.header_list import FIELD
+        log, n = self.log, len(r)
+        self.batches += n
+        pos, base, last, cols = r.position, r.base_offset, r.last_offset, r.columns
+        crcs, max_ts, attrs = cols[FIELD["crc"]], cols[FIELD["maxTimestamp"]], cols[FIELD["attributes"]]
+        found = []  # (batch index, problem), sorted into batch order at the end
+        if not all(r.crc_ok):
+            for i, ok in enumerate(r.crc_ok):
+                if not ok:
+                    found.append((i, Problem(log, pos[i], base[i], "crc-mismatch",
+                                             f"stored CRC {crcs[i]} does not match the batch")))
+        if self.prev_last is not None and base[0] <= self.prev_last:  # the first one against the last run
+            found.append((0, Problem(log, pos[0], base[0], "offset-order",
+                                     f"batch starts at {base[0]} but the previous batch ended at {self.prev_last}")))
+        if any(map(le, base[1:], last)):
+            for i in range(1, n):
+                if base[i] <= last[i - 1]:
+                    found.append((i, Problem(log, pos[i], base[i], "offset-order",
+                                             f"batch starts at {base[i]} but the previous batch ended at {last[i - 1]}")))
+        if self.first is None:
+            found += self._problems_of_batch(0, self._first, pos[0], base[0])
+        self.prev_last = last[-1]
+        self.next = self.prev_last + 1
+        self.max_ts = max(self.max_ts, max(max_ts))
+        if self.index is not None:
+            one = self.index.one
+            for i in range(n):
+                want = one(pos[i])
+                if want is not None and base[i] > want:
+                    found += self._problems_of_batch(i, self._index_entry, pos[i], base[i], want)
+        if self.time_index is not None:
+            one = self.time_index.one
+            for i in range(n):
+                one(base[i], last[i], max_ts[i])
+        controls = [i for i, a in enumerate(attrs) if a & R.CONTROL_MASK] if max(attrs) & ~0x1F or min(attrs) < 0 else []
+        self._end_run(r, controls, found, sum(r.size))
+
+    def _end_run(self, r, controls: list[int], found: list, size: int) -> None:
+        """A run's producer state (control batches checked in their place) and its problems in batch order."""
+        lo = 0
+        for c in controls:
+            self.state.append_run(r, lo, c)
+            found += self._problems_of_batch(c, self._control, r.batch(c))
+            lo = c + 1
+        self.state.append_run(r, lo, len(r))
+        found.sort(key=lambda t: t[0])  # stable: a batch's problems keep their order
+        self.rep.problems += [p for _, p in found]
+        self._progress(size)
+
+    def _problems_of_batch(self, i: int, check, *args) -> list:
+        """Run a per-batch check for the ``i``-th batch of a run; its problems come back as
+        (i, problem) pairs, to be put in batch order with the run's others."""
+        before = len(self.rep.problems)
+        check(*args)
+        found = [(i, p) for p in self.rep.problems[before:]]
+        del self.rep.problems[before:]
+        return found
+
+    def _first(self, position: int, base_offset: int) -> None:
+        if self.first is None:
+            if self.base is not None and base_offset < self.base:
+                self.rep.add(self.log, position, base_offset, "offset-before-segment-base",
+                             f"first batch starts at {base_offset}, below the segment's base offset {self.base}")
+            self.first = base_offset
+
+    def _index_entry(self, position: int, base_offset: int, want: int) -> None:
+        # a lookup of any offset >= the entry's must find its batch at or after the position: the
+        # batch there must not start past the entry's offset (Kafka's cleaner indexes the largest
+        # retained offset of a chunk, so the entry need not be a batch's last offset)
+        if base_offset > want:
+            self.rep.add(self.log, position, want, "index-mismatch",
+                         f"offset index entry {want} points at a batch starting at {base_offset}")
+
+    def _control(self, b) -> None:
+        try:
+            ctl = b.records()[0].control() if b.count else None
+        except KafkaFormatError as e:
+            self.rep.problems.append(e.problem)
+            ctl = None
+        if ctl and ctl["type"] == "ABORT":
+            self.abort_markers.add((b.producer_id, b.last_offset))
+        completed = self.state.append(b)
+        if completed is not None and completed.aborted:
+            self.aborted.append(completed.aborted_entry())
+
+    def _progress(self, nbytes: int) -> None:
+        if self.progress is not None:
+            self.done_bytes += nbytes
+            if self.done_bytes >= 1 << 22:
+                self.progress(self.done_bytes)
+                self.done_bytes = 0
+
+    def finish(self, scanner, size: int) -> dict:
+        rep, log, offsets, nxt = self.rep, self.log, self.offsets, self.next
+        if self.progress is not None:
+            self.progress(self.done_bytes + size - scanner.valid_bytes)
+        rep.batches += self.batches
+        rep.bytes += scanner.valid_bytes
+        if scanner.stop is not None:
+            rep.problems.append(scanner.stop)
+        valid = scanner.valid_bytes
+        if self.index is not None:
+            for pos, off in self.index.unmatched():
+                if pos >= valid:
+                    rep.add(log, pos, off, "index-past-end", f"offset index entry {off} points at byte {pos}, past the valid log end {valid}")
+                else:
+                    rep.add(log, pos, off, "index-mismatch", f"offset index entry {off} points at byte {pos}, not a batch boundary")
+            if nxt is not None:
+                for off, pos in self.index.past(offsets, valid, nxt):
+                    rep.add(log, pos, off, "index-mismatch",
+                            f"offset index entry {off} is past the segment's last offset {nxt - 1}")
+        if self.time_index is not None:
+            self.time_index.report(log, rep)
+        return {"valid_bytes": scanner.valid_bytes, "batches": self.batches, "first": self.first, "next": nxt,
+                "max_ts": self.max_ts, "aborted": self.aborted, "abort_markers": self.abort_markers}
+
+
+class _OffsetIndexCheck:
+    """A segment's offset index entries (file order), matched to batch starts as the walk goes;
+    of entries sharing a position the last one counts."""
+
+    def __init__(self, offsets, positions):
+        import numpy as np
+        order = np.argsort(positions, kind="stable")
+        p = positions[order]
+        last = np.append(p[1:] != p[:-1], True)
+        self.keys, self.wants = p[last], offsets[order][last]
+        self.matched = np.zeros(len(self.keys), dtype=bool)
+        self._keys = None
+
+    def one(self, position: int) -> int | None:
+        """The entry at a batch's position, if any."""
+        if self._keys is None:
+            self._keys = self.keys.tolist()
+        j = bisect.bisect_left(self._keys, position)
+        if j < len(self._keys) and self._keys[j] == position and not self.matched[j]:
+            self.matched[j] = True
+            return int(self.wants[j])
+        return None
+
+    def run(self, positions):
+        """The indices into ``positions`` that have an entry, and those entries' offsets."""
+        import numpy as np
+        j = np.minimum(np.searchsorted(self.keys, positions), len(self.keys) - 1)
+        hit = np.flatnonzero((self.keys[j] == positions) & ~self.matched[j])
+        self.matched[j[hit]] = True
+        return hit, self.wants[j[hit]]
+
+    def unmatched(self):
+        """(position, offset) of every entry no batch started at, by position."""
+        rest = ~self.matched
+        return zip(self.keys[rest].tolist(), self.wants[rest].tolist())
+
+    @staticmethod
+    def past(columns, valid: int, next_offset: int):
+        """(offset, position) of the entries, in file order, inside the valid log but at or past
+        ``next_offset``."""
+        import numpy as np
+        offs, poss = columns
+        k = np.flatnonzero((poss < valid) & (offs >= next_offset))
+        return zip(offs[k].tolist(), poss[k].tolist())
+
+
+class _TimeIndexCheck:
+    """A segment's time index entries, each matched with the batch that holds its offset: entries
+    in offset order are consumed by the first batch whose last offset (running maximum) reaches
+    them, and count as seen when that batch starts at or before the offset."""
+
+    def __init__(self, timestamps, offsets):
+        import numpy as np
+        self.timestamps, self.offsets = timestamps, offsets
+        self.order = np.lexsort((timestamps, offsets))
+        self.sorted = offsets[self.order]
+        self.seen = np.zeros(len(offsets), dtype=bool)  # by sorted position
+        self.value = np.zeros(len(offsets), dtype=np.int64)
+        self.next = 0
+        self._sorted = None
+
+    def one(self, base: int, last: int, max_ts: int) -> None:
+        if self._sorted is None:
+            self._sorted = self.sorted.tolist()
+        q, k = self._sorted, self.next
+        while k < len(q) and q[k] <= last:
+            if q[k] >= base:
+                self.seen[k], self.value[k] = True, max_ts
+            k += 1
+        self.next = k
+
+    def run(self, base, last, max_ts) -> None:
+        import numpy as np
+        k = self.next
+        if k >= len(self.sorted):
+            return
+        reach = np.maximum.accumulate(last)
+        end = k + int(np.searchsorted(self.sorted[k:], reach[-1], side="right"))
+        offs = self.sorted[k:end]
+        at = np.searchsorted(reach, offs, side="left")
+        keep = offs >= base[at]
+        self.seen[k:end] = keep
+        self.value[k:end][keep] = max_ts[at[keep]]
+        self.next = end
+
+    def report(self, log, rep: VerifyReport) -> None:
+        import numpy as np
+        n = len(self.offsets)
+        seen, value = np.empty(n, dtype=bool), np.empty(n, dtype=np.int64)
+        seen[self.order], value[self.order] = self.seen, self.value
+        ts = self.timestamps
+        order_bad = np.zeros(n, dtype=bool)
+        order_bad[1:] = ts[1:] <= ts[:-1]
+        for k in np.flatnonzero(~seen | (value != ts) | order_bad).tolist():
+            t, off = int(ts[k]), int(self.offsets[k])
+            if not seen[k]:
+                rep.add(log, None, off, "timeindex-mismatch", f"time index entry ({t}, {off}) names an offset no batch holds")
+            elif value[k] != t:
+                rep.add(log, None, off, "timeindex-mismatch", f"time index says {t} but the batch's max timestamp is {int(value[k])}")
+            if order_bad[k]:
+                rep.add(log, None, off, "timeindex-order", f"timestamp {t} does not increase past {int(ts[k - 1])}")
+
+
+class _OffsetIndexList:
+    """:class:`_OffsetIndexCheck` over lists, for a small segment walked batch by batch (no numpy)."""
+
+    def __init__(self, offsets, positions):
+        last = {}
+        for off, pos in zip(offsets, positions):
+            last[pos] = off  # of entries sharing a position the last one counts
+        self.keys = sorted(last)
+        self.wants = [last[p] for p in self.keys]
+        self.matched = [False] * len(self.keys)
+
+    def one(self, position: int) -> int | None:
+        j = bisect.bisect_left(self.keys, position)
+        if j < len(self.keys) and self.keys[j] == position and not self.matched[j]:
+            self.matched[j] = True
+            return self.wants[j]
+        return None
+
+    def unmatched(self):
+        return [(p, w) for p, w, m in zip(self.keys, self.wants, self.matched) if not m]
+
+    @staticmethod
+    def past(columns, valid: int, next_offset: int):
+        offs, poss = columns
+        return [(off, pos) for off, pos in zip(offs, poss) if pos < valid and off >= next_offset]
+
+
+class _TimeIndexList:
+    """:class:`_TimeIndexCheck` over lists, for a small segment walked batch by batch (no numpy)."""
+
+    def __init__(self, timestamps, offsets):
+        self.timestamps, self.offsets = timestamps, offsets
+        self.order = sorted(range(len(offsets)), key=lambda k: (offsets[k], timestamps[k]))  # stable, as lexsort
+        self.sorted = [offsets[k] for k in self.order]
+        self.seen = [False] * len(offsets)  # by sorted position
+        self.value = [0] * len(offsets)
+        self.next = 0
+
+    def one(self, base: int, last: int, max_ts: int) -> None:
+        q, k = self.sorted, self.next
+        while k < len(q) and q[k] <= last:
+            if q[k] >= base:
+                self.seen[k], self.value[k] = True, max_ts
+            k += 1
+        self.next = k
+
+    def report(self, log, rep: VerifyReport) -> None:
+        n = len(self.offsets)
+        seen, value = [False] * n, [0] * n
+        for j, k in enumerate(self.order):
+            seen[k], value[k] = self.seen[j], self.value[j]
+        ts = self.timestamps
+        for k in range(n):
+            t, off = ts[k], self.offsets[k]
+            order_bad = k > 0 and t <= ts[k - 1]
+            if not (not seen[k] or value[k] != t or order_bad):
+                continue
+            if not seen[k]:
+                rep.add(log, None, off, "timeindex-mismatch", f"time index entry ({t}, {off}) names an offset no batch holds")
+            elif value[k] != t:
+                rep.add(log, None, off, "timeindex-mismatch", f"time index says {t} but the batch's max timestamp is {value[k]}")
+            if order_bad:
+                rep.add(log, None, off, "timeindex-order", f"timestamp {t} does not increase past {ts[k - 1]}")
+
+
+def _compare_aborted(stored, found, markers, path, rep: VerifyReport) -> None:
+    """Every aborted transaction replayed from the log must be indexed; an indexed one needs its
+    ABORT marker in the segment (after compaction the marker can outlive the transaction's data)."""
+    have = {(e.producer_id, e.last_offset): e for e in stored}
+    want = {(e.producer_id, e.last_offset): e for e in found}
+    for k, e in want.items():
+        if k not in have:
+            rep.add(path, None, e.last_offset, "txnindex-missing",
+                    f"aborted transaction of producer {e.producer_id} ({e.first_offset}..{e.last_offset}) is not indexed")
+        elif have[k] != e:
+            rep.add(path, None, e.last_offset, "txnindex-mismatch", f"indexed {have[k].to_json()} but the log says {e.to_json()}")
+    for k, e in have.items():
+        if k not in want and k not in markers:
+            rep.add(path, None, e.last_offset, "txnindex-extra",
+                    f"indexed aborted transaction of producer {e.producer_id} ending at {e.last_offset} has no ABORT marker here")
+
+
+def walk_problems(partition_dir: str) -> list[Problem]:
+    """Where the walk of a partition's segments stops before a segment's end (a torn tail, a bad size,
+    magic or offset): the batches from there on are what Kafka's log loading would truncate, and what
+    ``compact`` and ``retention`` leave alone.  Framing only (no CRC): the cheap check those two
+    commands report, exiting 1, so that a script learns the partition wants ``kfx recover``."""
+    out = []
+    for seg in PartitionDir.scan(partition_dir).segments:
+        with open_buffer(seg.log) as buf:
+            scanner = BatchScanner(buf, file=seg.log, base_offset=seg.base_offset)
+            for _batch in scanner:
+                pass
+        if scanner.stop is not None:
+            out.append(scanner.stop)
+    return out

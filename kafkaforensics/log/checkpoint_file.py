@@ -1,0 +1,106 @@
+"""Reading and editing checkpoint files (Kafka's CheckpointFile / OffsetCheckpointFile).
+
+A log dir's offset checkpoints (``recovery-point-offset-checkpoint``, ``replication-offset-
+checkpoint``, ``log-start-offset-checkpoint``, ``cleaner-offset-checkpoint``) map each
+(topic, partition) to an offset; Kafka rewrites the whole file through a temp file, fsync and
+rename.  :func:`read_offsets` reads one, :func:`partition_offset` one partition's entry and
+:func:`update_offsets` / :func:`set_partition_offset` change entries while keeping every other
+entry and its order.  The formats are ``specs.checkpoints``'s.
+"""
+from __future__ import annotations
+
+import os
+
+from specs import checkpoints as C
+
+from kafkaforensics.errors import KafkaFormatError
+
+#: the file names, as ``specs.checkpoints.OFFSET_CHECKPOINT_FILES`` lists them
+RECOVERY_POINT, REPLICATION_OFFSET, LOG_START_OFFSET, CLEANER_OFFSET = C.OFFSET_CHECKPOINT_FILES
+
+
+def read_checkpoint(path: str, spec: C.TextCheckpoint) -> list[dict] | None:
+    """The entries of a checkpoint file, None when there is no such file; a malformed file raises
+    :class:`KafkaFormatError` naming the file and line."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise KafkaFormatError("io", str(e), file=path) from None
+    return spec.parse(text, file=path)
+
+
+def read_offsets(path: str) -> dict[tuple[str, int], int] | None:
+    """An offset checkpoint as {(topic, partition): offset}, None when the file is missing."""
+    entries = read_checkpoint(path, C.OffsetCheckpoint)
+    return None if entries is None else {(e["topic"], e["partition"]): e["offset"] for e in entries}
+
+
+def checkpoint_path(log_dir: str, name: str) -> str:
+    if name not in C.OFFSET_CHECKPOINT_FILES:
+        raise ValueError(f"{name!r} is not one of Kafka's offset checkpoint files {C.OFFSET_CHECKPOINT_FILES}")
+    return os.path.join(log_dir, name)
+
+
+def partition_offset(log_dir: str, name: str, tp: tuple[str, int] | None) -> int | None:
+    """The offset the log dir's checkpoint ``name`` holds for ``tp`` (None: no file, no entry)."""
+    if tp is None:
+        return None
+    table = read_offsets(checkpoint_path(log_dir, name))
+    return None if table is None else table.get(tuple(tp))
+
+
+def build_offsets(table: dict[tuple[str, int], int]) -> bytes:
+    return C.OffsetCheckpoint.build([{"topic": t, "partition": p, "offset": o}
+                                     for (t, p), o in table.items()]).encode()
+
+
+def update_offsets(path: str, changes: dict[tuple[str, int], int | None], *, create: bool = True,
+                   unreadable: str = "raise", backup_dir: str | None = None) -> bool:
+    """Apply ``changes`` ({(topic, partition): offset, or None to remove the entry}) to an offset
+    checkpoint: other entries keep their values and order, a changed entry keeps its place, a new
+    one goes at the end; the file is replaced through temp file, fsync and rename.
+
+    ``create``: write the file when it does not exist (else leave it missing and return False).
+    ``unreadable``: ``raise`` a malformed file's :class:`KafkaFormatError`, or ``replace`` it with
+    the changes alone (the cleaner's choice: Kafka starts over from the log start).
+    Returns True when the file was written (an edit that changes nothing writes nothing)."""
+    from kafkaforensics.fsutil import atomic_write
+    try:
+        table = read_offsets(path)
+    except KafkaFormatError:
+        if unreadable != "replace":
+            raise
+        table = {}
+    if table is None:
+        if not create:
+            return False
+        table, existed = {}, False
+    else:
+        existed = True
+    new = dict(table)
+    for tp, off in changes.items():
+        tp = tuple(tp)
+        if off is None:
+            new.pop(tp, None)
+        else:
+            new[tp] = off
+    if existed and new == table and list(new) == list(table):
+        return False
+    atomic_write(path, build_offsets(new), backup_dir=backup_dir)
+    return True
+
+
+def set_partition_offset(log_dir: str, name: str, tp: tuple[str, int] | None, offset: int | None, **kw) -> bool:
+    """Set (or with None remove) one partition's entry of the log dir's checkpoint ``name``."""
+    if tp is None:
+        return False
+    return update_offsets(checkpoint_path(log_dir, name), {tuple(tp): offset}, **kw)
+
+
+def write_offsets(path: str, table: dict[tuple[str, int], int], *, backup_dir: str | None = None) -> None:
+    """Replace an offset checkpoint with exactly ``table``'s entries (a broker writing its state)."""
+    from kafkaforensics.fsutil import atomic_write
+    atomic_write(path, build_offsets(table), backup_dir=backup_dir)

@@ -1,0 +1,225 @@
+"""The KRaft metadata partition's own files: snapshot ``.checkpoint`` files, ``bootstrap.checkpoint`` and
+``quorum-state``.
+
+* A snapshot (``<end offset, 20 digits>-<epoch, 10 digits>.checkpoint`` in ``__cluster_metadata-0``) and
+  ``bootstrap.checkpoint`` (in the controller's metadata log dir) are record batches v2: a control batch
+  whose first record is a SnapshotHeader (control type 3), batches of metadata records, and a control
+  batch with a SnapshotFooter (control type 4) last (Kafka's RecordsSnapshotWriter); 3.9+ snapshots
+  also hold KRaftVersion / Voters control records after the header.
+* ``quorum-state`` is QuorumStateData as JSON (field names with a lower-case first letter) plus a
+  ``data_version`` field (Kafka's FileQuorumStateStore), versions 0 and 1.
+Schemas: :mod:`specs.kafka_messages`; records decoded by :mod:`kafkaforensics.records.internal_topics`.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+from specs.record_batch import SNAPSHOT_FOOTER, SNAPSHOT_HEADER
+
+from kafkaforensics.errors import KafkaFormatError, Problem
+from kafkaforensics.log.segment import KRAFT_SNAPSHOT_RE, kraft_snapshot_file_name
+
+SNAPSHOT_RE = KRAFT_SNAPSHOT_RE
+BOOTSTRAP_FILE = "bootstrap.checkpoint"
+QUORUM_STATE_FILE = "quorum-state"
+PARTIAL_SUFFIX = ".checkpoint.part"   # a snapshot still being written (Kafka deletes it on start-up)
+
+
+def snapshot_id(name: str) -> tuple[int, int] | None:
+    """(end offset, epoch) of a snapshot file name; (0, 0) for bootstrap.checkpoint; None otherwise."""
+    name = os.path.basename(name)
+    if name == BOOTSTRAP_FILE:
+        return (0, 0)
+    m = SNAPSHOT_RE.match(name)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+snapshot_file_name = kraft_snapshot_file_name
+
+
+def read_snapshot(path: str) -> dict:
+    """Read a snapshot or bootstrap checkpoint whole: its id, header, footer, the metadata records by
+    type, and the problems found (a missing or misplaced header/footer, a bad CRC, a record that does
+    not decode), each located by byte position and offset."""
+    from kafkaforensics.records.internal_topics import decode_metadata, decode_metadata_control  # the schemas: not for naming files
+    from kafkaforensics.log.segment import BatchScanner, open_buffer
+    out = {"file": path, "snapshotId": None, "header": None, "footer": None, "controlRecords": [],
+           "records": 0, "recordTypes": {}, "batches": 0, "problems": []}
+    sid = snapshot_id(path)
+    if sid is not None:
+        out["snapshotId"] = {"endOffset": sid[0], "epoch": sid[1]}
+    problems = out["problems"]
+
+    def bad(b, offset, kind, detail):
+        problems.append(Problem(path, None if b is None else b.position, offset, kind, detail))
+
+    with open_buffer(path) as buf:
+        scanner = BatchScanner(buf, file=path, base_offset=0)
+        try:
+            for b in scanner:
+                out["batches"] += 1
+                if not b.crc_valid():
+                    bad(b, b.base_offset, "crc", "batch CRC does not match its bytes")
+                    continue
+                if out["footer"] is not None:
+                    bad(b, b.base_offset, "after-footer", "a batch follows the snapshot footer")
+                for r in b.records():
+                    if b.is_control:
+                        ctype = r.control_type
+                        d = decode_metadata_control(ctype, r.value)
+                        if ctype == SNAPSHOT_HEADER:
+                            if out["batches"] != 1 or out["header"] is not None:
+                                bad(b, r.offset, "misplaced-header", "SnapshotHeader is not the first record")
+                            out["header"] = d.get("data")
+                        elif ctype == SNAPSHOT_FOOTER:
+                            out["footer"] = d.get("data")
+                        else:
+                            out["controlRecords"].append(d)
+                        continue
+                    if out["header"] is None:
+                        bad(b, r.offset, "missing-header", "a metadata record before any SnapshotHeader")
+                    try:
+                        d = decode_metadata(r.value)
+                    except KafkaFormatError as e:
+                        bad(b, r.offset, "record", e.problem.detail)
+                        continue
+                    out["records"] += 1
+                    out["recordTypes"][d["type"]] = out["recordTypes"].get(d["type"], 0) + 1
+        except KafkaFormatError as e:
+            e.located(file=path)
+            problems.append(e.problem)
+        if scanner.stop is not None:   # torn or damaged bytes where the next batch should begin
+            problems.append(scanner.stop)
+    if out["header"] is None and not any(p.kind == "missing-header" for p in problems):
+        problems.append(Problem(path, 0, None, "missing-header", "no SnapshotHeader control record"))
+    if out["footer"] is None:
+        problems.append(Problem(path, None, None, "missing-footer",
+                                "no SnapshotFooter control record: the snapshot was not completed"))
+    return out
+
+
+def build_snapshot(records, *, last_contained_timestamp: int, epoch: int = 0, control_records=()) -> bytes:
+    """Snapshot bytes as Kafka's snapshot writer lays them out: header batch, one batch of metadata
+    records (``records``: (schema, version, dict)), footer batch; ``control_records``: (control type,
+    bytes) written after the header (KRaftVersion, Voters)."""
+    from specs import kafka_messages as K
+
+    from kafkaforensics.records.batch import Record
+    from kafkaforensics.records.builder import build_v2, control_record_key
+    from kafkaforensics.records.internal_topics import encode_metadata
+    ts = last_contained_timestamp
+    header = K.SnapshotHeaderRecord.build({"Version": 0, "LastContainedLogTimestamp": ts}, 0)
+    ctl = [(SNAPSHOT_HEADER, header), *control_records]
+    off = 0
+    out = [build_v2([Record(off + i, ts, control_record_key(t), v, []) for i, (t, v) in enumerate(ctl)],
+                    base_offset=off, control=True, partition_leader_epoch=epoch)]
+    off += len(ctl)
+    recs = [Record(off + i, ts, None, encode_metadata(s, v, d), []) for i, (s, v, d) in enumerate(records)]
+    if recs:
+        out.append(build_v2(recs, base_offset=off, partition_leader_epoch=epoch))
+        off += len(recs)
+    footer = K.SnapshotFooterRecord.build({"Version": 0}, 0)
+    out.append(build_v2([Record(off, ts, control_record_key(SNAPSHOT_FOOTER), footer, [])], base_offset=off,
+                        control=True, partition_leader_epoch=epoch))
+    return b"".join(out)
+
+
+def _json_name(name: str) -> str:
+    return name[:1].lower() + name[1:]
+
+
+def read_quorum_state(path: str) -> dict:
+    """``{"version": data_version, "data": {...}}`` of a quorum-state file, checked against
+    QuorumStateData: every field of the version present with its JSON type; clear errors otherwise."""
+    from specs import kafka_messages as K
+    with open(path, encoding="utf-8", errors="replace") as f:
+        text = f.read()
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise KafkaFormatError("quorum-state", f"not JSON: {e.msg} at character {e.pos}", file=path,
+                               position=e.pos) from None
+    if not isinstance(obj, dict) or not isinstance(obj.get("data_version"), int):
+        raise KafkaFormatError("quorum-state", "no integer data_version field", file=path)
+    v = obj["data_version"]
+    schema = K.QuorumStateData
+    if not schema.valid[0] <= v <= schema.valid[1]:
+        raise KafkaFormatError("quorum-state", f"data_version {v} is not within {schema.valid[0]}..{schema.valid[1]}",
+                               file=path)
+    return {"version": v, "data": _from_json(schema.fields, obj, v, path, schema.structs)}
+
+
+_JSON_TYPES = {"int8": int, "int16": int, "int32": int, "int64": int, "uint16": int, "string": str, "uuid": str,
+               "bool": bool}
+
+
+def _from_json(fields, obj, v, path, structs, where="") -> dict:
+    from specs.message_schema import _in, _sub_fields
+    out = {}
+    for f in fields:
+        if not _in(f.versions, v):
+            continue
+        key = _json_name(f.name)
+        if key not in obj:
+            raise KafkaFormatError("quorum-state", f"field {where}{key} missing (required in version {v})", file=path)
+        val = obj[key]
+        if val is None:
+            if not _in(f.nullable, v):
+                raise KafkaFormatError("quorum-state", f"field {where}{key} is null", file=path)
+            out[f.name] = None
+        elif f.type.startswith("[]"):
+            if not isinstance(val, list):
+                raise KafkaFormatError("quorum-state", f"field {where}{key} is not an array", file=path)
+            sub = _sub_fields(f, structs)
+            out[f.name] = [_from_json(sub, e, v, path, structs, f"{where}{key}[{i}].") if sub else e
+                           for i, e in enumerate(val)]
+        else:
+            want = _JSON_TYPES.get(f.type)
+            if want is not None and (not isinstance(val, want) or want is int and isinstance(val, bool)):
+                raise KafkaFormatError("quorum-state", f"field {where}{key} is {type(val).__name__}, not {f.type}",
+                                       file=path)
+            out[f.name] = val
+    return out
+
+
+def quorum_state_json(data: dict, version: int) -> str:
+    """A quorum-state file's text, as Kafka's FileQuorumStateStore writes it."""
+    from specs import kafka_messages as K
+    from specs.message_schema import _in
+    obj = {_json_name(f.name): data.get(f.name, f.default) for f in K.QuorumStateData.fields if _in(f.versions, version)}
+    if "currentVoters" in obj and obj["currentVoters"] is not None:
+        obj["currentVoters"] = [{"voterId": x["VoterId"]} for x in obj["currentVoters"]]
+    obj["data_version"] = version
+    return json.dumps(obj, separators=(",", ":"))
+
+
+def check_snapshot_ids(pd) -> list[Problem]:
+    """Each snapshot's id against the metadata log, by Kafka's rule for a valid (offset, epoch)
+    (ReplicatedLog.validateOffsetAndEpoch, which KafkaMetadataLog applies when it creates a snapshot):
+    where the log covers the offset, the epoch must be one of the log's leader epochs and end at or
+    after the offset.  A log start offset above zero needs a snapshot to start from."""
+    from kafkaforensics.log.log_loader import PartitionLog
+    snaps = [(snapshot_id(n), os.path.join(pd.path, n)) for n in sorted(os.listdir(pd.path)) if SNAPSHOT_RE.match(n)]
+    starts: dict[int, int] = {}      # leader epoch -> its first offset in the log
+    log_start = leo = None
+    for _seg, b, _done in PartitionLog(pd, producers=False).batches():
+        log_start = b.base_offset if log_start is None else log_start
+        leo = b.last_offset + 1
+        starts.setdefault(b.partition_leader_epoch, b.base_offset)
+    problems = []
+    if log_start is not None and log_start > 0 and not snaps:
+        problems.append(Problem(pd.path, None, log_start, "missing-snapshot",
+                                f"the metadata log starts at {log_start} but no snapshot holds what came before"))
+    epochs = sorted(starts)
+    for (offset, epoch), path in snaps:
+        if log_start is None or offset <= log_start or offset > leo:
+            continue
+        later = [starts[e] for e in epochs if e > epoch]
+        end = min(later) if later else leo
+        if epoch not in starts or end < offset:
+            problems.append(Problem(path, None, offset - 1, "snapshot-epoch",
+                                    f"snapshot ({offset}, {epoch}) diverges from the metadata log: epoch {epoch} "
+                                    + ("is not among the log's leader epochs" if epoch not in starts
+                                       else f"ends at offset {end}")))
+    return problems

@@ -1,0 +1,286 @@
+"""A segment's ``.log`` file: memory-mapped, walked batch by batch in constant memory.
+
+The walk follows Kafka's FileLogInputStream and ``ensureValid``: a batch is read when 17 header
+bytes remain; a size below 14 is corrupt; a batch running past the end ends the walk; a v2 batch
+must be at least 61 bytes; legacy entries at least their magic's overhead.  On top of Kafka, the
+scanner reports *why* the walk stopped, with file, byte position and offset.
+:meth:`BatchScanner.iter_runs` is the same walk handing out stretches of v2 batches as header
+columns (:mod:`.header_run`), for passes that need only headers and CRCs.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import re
+from contextlib import contextmanager
+
+from specs import legacy as L
+from specs import record_batch as R
+
+from kafkaforensics.records.batch import parse_legacy_header, parse_v2_header, resolve_legacy_wrapper
+from kafkaforensics.errors import KafkaFormatError, Problem
+
+_SEGMENT_RE = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)((?:\.\w+)?)$")
+_INT32_MAX = 2**31 - 1
+_INT64_MAX = 2**63 - 1
+#: baseOffset, batchLength: the LOG_OVERHEAD every magic shares
+LOG_PREFIX = R.LOG_PREFIX_STRUCT
+#: How much of a mapped file a walk keeps resident: pages behind the walk are dropped from this
+#: process (they stay in the page cache), so walking a 1 GiB segment needs constant memory.
+RESIDENT_WINDOW = 64 << 20
+_PAGE = mmap.PAGESIZE
+#: how much of a segment :meth:`BatchScanner.iter_runs` copies at a time (fits a core's L2 cache)
+RUN_WINDOW = 1 << 20
+#: how many bytes of batches one :class:`~.header_run.HeaderRun` covers at most
+RUN_BYTES = 16 << 20
+
+
+def release_pages(buf, start: int, end: int) -> None:
+    """Drop the pages of [start, end) of a mapped buffer from this process's resident set."""
+    mm = getattr(buf, "obj", None)
+    if not isinstance(mm, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    start = start - start % _PAGE
+    end = end - end % _PAGE
+    if end > start:
+        try:
+            mm.madvise(mmap.MADV_DONTNEED, start, end - start)
+        except (OSError, ValueError):
+            pass
+
+
+# -- file naming (Kafka's LogFileUtils): every segment-family name is made and read here --------
+LOG, INDEX, TIMEINDEX, TXNINDEX, SNAPSHOT = ".log", ".index", ".timeindex", ".txnindex", ".snapshot"
+#: what an interrupted swap (``.swap``), cleaning (``.cleaned``) or deletion (``.deleted``) leaves
+SWAP, CLEANED, DELETED = ".swap", ".cleaned", ".deleted"
+LEFTOVER_SUFFIXES = (SWAP, CLEANED, DELETED)
+
+
+def offset_from_name(name: str) -> int | None:
+    """The base offset in a segment-family file name (``00000000000000000042.log`` -> 42), a
+    leftover suffix included (``...42.log.swap`` -> 42); None for any other name."""
+    m = _SEGMENT_RE.match(os.path.basename(name))
+    return int(m.group(1)) if m else None
+
+
+def file_name(base_offset: int, suffix: str) -> str:
+    """Kafka's file naming: the offset as 20 zero-padded digits plus the suffix (``.log`` ...)."""
+    return f"{base_offset:020d}{suffix}"
+
+
+#: a KRaft metadata snapshot: ``<end offset, 20 digits>-<epoch, 10 digits>.checkpoint`` (Kafka's Snapshots)
+KRAFT_SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
+
+
+def kraft_snapshot_file_name(end_offset: int, epoch: int) -> str:
+    """A KRaft snapshot's file name: end offset and epoch, zero-padded as Kafka's Snapshots does."""
+    return f"{end_offset:020d}-{epoch:010d}.checkpoint"
+
+
+def sibling(path: str, suffix: str) -> str:
+    """The file of the same segment with another suffix (``.../42.log`` -> ``.../42.index``)."""
+    d, name = os.path.split(path)
+    base = offset_from_name(name)
+    if base is None:
+        raise ValueError(f"{path!r} is not a segment file name")
+    return os.path.join(d, file_name(base, suffix))
+
+
+def without_leftover_suffix(name: str) -> str:
+    """The final name of a leftover (``...42.log.swap`` -> ``...42.log``); other names unchanged."""
+    for suf in LEFTOVER_SUFFIXES:
+        if name.endswith(suf):
+            return name[: -len(suf)]
+    return name
+
+
+@contextmanager
+def open_buffer(path: str):
+    """Map a file read-only; empty files give an empty buffer (mmap refuses length 0)."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            yield b""
+            return
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            mm.madvise(mmap.MADV_SEQUENTIAL)
+        except (AttributeError, OSError):
+            pass
+        view = memoryview(mm)
+        try:
+            yield view
+        finally:
+            try:
+                view.release()
+                mm.close()
+            except BufferError:
+                pass  # a caller still holds a batch slice: the mapping closes when it is freed
+
+
+class BatchScanner:
+    """Iterate the batches of a buffer the way Kafka walks a segment.
+
+    Yields every batch whose framing is sound (its CRC is *not* checked here: call
+    ``batch.crc_valid()``).  When the walk ends, ``stop`` is None for a clean end or the
+    :class:`Problem` that ended it, and ``valid_bytes`` is where the last sound batch ends.
+    ``base_offset`` (the segment's) enables the relative-offset range check.
+    ``max_batch_bytes`` adds the broker's max-message-size check.
+    """
+
+    def __init__(self, buf, *, start: int = 0, end: int | None = None, file: str | None = None,
+                 base_offset: int | None = None, max_batch_bytes: int | None = None):
+        self.buf = buf
+        self.start = start
+        self.end = len(buf) if end is None else min(end, len(buf))
+        self.file = file
+        self.base_offset = base_offset
+        self.max_batch_bytes = max_batch_bytes
+        self.stop: Problem | None = None
+        self.valid_bytes = start
+
+    def _problem(self, pos, offset, kind, detail):
+        self.stop = Problem(self.file, pos, offset, kind, detail)
+
+    def _release(self, pos: int, released: int) -> int:
+        """Keep at most RESIDENT_WINDOW of the mapping resident behind ``pos``."""
+        if pos - released > RESIDENT_WINDOW:
+            release_pages(self.buf, released, pos - (1 << 20))
+            released = pos - (1 << 20)
+        return released
+
+    def __iter__(self):
+        pos = released = self.start
+        while True:
+            released = self._release(pos, released)
+            batch = self._step(pos)
+            if batch is None:
+                return
+            yield batch
+            pos += batch.size
+
+    def iter_runs(self, fd: int | None = None, window: int | None = None, lists: bool = False):
+        """The same walk, but stretches of v2 batches come as :class:`~.header_run.HeaderRun`
+        columns (CRCs checked on the way) and only what the run walk declines comes as a Batch.
+
+        With ``fd`` (the same file, open for reading) runs are walked in ``window``-sized copies
+        read with ``preadv``: the CRCs then run over bytes the copy left in the CPU cache, not over
+        mapped pages touched for the first time; a batch larger than the window is left to the
+        batch-by-batch step.  ``tests/test_verify.py`` proves verify over runs equal to verify
+        batch by batch.  With ``lists`` the runs are :class:`~.header_list.ListRun` (no numpy).
+        """
+        if lists:
+            from kafkaforensics.records.header_list import ListRun as Run, walk_rows as walk_run
+        else:
+            from kafkaforensics.records.header_run import HeaderRun as Run, walk_run
+        buf, end = self.buf, self.end
+        limit = _INT64_MAX if self.max_batch_bytes is None else self.max_batch_bytes - L.LOG_OVERHEAD
+        window = window or RUN_WINDOW
+        copy = memoryview(bytearray(window)) if fd is not None else None
+        pos = released = self.start
+        if pos < 0:
+            self._step(pos)
+            return
+        while True:
+            released = self._release(pos, released)
+            positions, bad_crc, headers = [], [], ([] if lists else bytearray())
+            run_end = min(end, pos + RUN_BYTES)
+            declined = False
+            while pos < run_end and not declined:
+                if copy is None:
+                    nxt, declined = walk_run(buf, pos, end, limit, run_end - pos, positions, bad_crc, headers)
+                else:
+                    n = os.preadv(fd, [copy[:min(window, end - pos)]], pos)
+                    nxt, declined = walk_run(copy, 0, n, limit, run_end - pos, positions, bad_crc, headers, pos)
+                    nxt += pos
+                if nxt == pos:
+                    break  # the batch at pos is not for the run walk (or does not fit a window)
+                pos = nxt
+            full = pos >= run_end and run_end < end
+            if positions:
+                run = Run(buf, positions, bad_crc, headers if lists else bytes(headers), self.file)
+                k = run.accepted(self.base_offset)
+                if k:
+                    self.valid_bytes = int(run.position[k - 1] + run.size[k - 1])
+                    yield run if k == len(run) else run.head(k)
+                if k < len(run):
+                    pos, full = int(run.position[k]), False  # the step below judges what the run declined
+            if full:
+                continue  # the run ended only because it was long enough
+            # a batch the run walk declines or a window cannot hold, or the end: one step
+            batch = self._step(pos)
+            if batch is None:
+                return
+            yield batch
+            pos += batch.size
+
+    def _step(self, pos: int):
+        """The batch at ``pos``, or None when the walk ends there (``stop`` says why)."""
+        buf, end = self.buf, self.end
+        self.valid_bytes = pos
+        if pos < 0:  # a start taken from a damaged index entry
+            self._problem(pos, None, "bad-position", f"position {pos} is before the start of the file")
+            return None
+        if pos >= end - R.HEADER_SIZE_UP_TO_MAGIC:
+            if pos < end:
+                self._problem(pos, None, "trailing-bytes",
+                              f"{end - pos} bytes after the last batch, too few for a batch header")
+            return None
+        offset, size = LOG_PREFIX.unpack_from(buf, pos)
+        magic = buf[pos + R.MAGIC_OFFSET]
+        if size < L.RECORD_OVERHEAD_V0:
+            kind = "zeroed-tail" if _all_zero(buf, pos, min(end, pos + 4096)) else "bad-size"
+            self._problem(pos, offset, kind,
+                          f"batch size {size} is below the minimum record overhead {L.RECORD_OVERHEAD_V0}")
+            return None
+        if pos + L.LOG_OVERHEAD + size > end:
+            self._problem(pos, offset, "truncated-batch",
+                          f"batch of {size + L.LOG_OVERHEAD} bytes runs {pos + L.LOG_OVERHEAD + size - end} bytes past the end")
+            return None
+        if self.max_batch_bytes is not None and size + L.LOG_OVERHEAD > self.max_batch_bytes:
+            self._problem(pos, offset, "oversized-batch",
+                          f"batch of {size + L.LOG_OVERHEAD} bytes exceeds the max message size {self.max_batch_bytes}")
+            return None
+        if magic == 2:
+            if size + L.LOG_OVERHEAD < R.HEADER_SIZE:
+                self._problem(pos, offset, "bad-size",
+                              f"v2 batch size {size + R.LOG_OVERHEAD} is below the {R.HEADER_SIZE}-byte header")
+                return None
+            batch = parse_v2_header(buf, pos, self.file)
+            if batch.last_offset < batch.base_offset:
+                self._problem(pos, offset, "bad-header", f"lastOffsetDelta {batch.last_offset - offset} is negative")
+                return None
+        elif magic in (0, 1):
+            overhead = L.RECORD_OVERHEAD_V0 if magic == 0 else L.RECORD_OVERHEAD_V1
+            if size < overhead:
+                self._problem(pos, offset, "bad-size",
+                              f"magic {magic} message size {size} is below its overhead {overhead}")
+                return None
+            batch = parse_legacy_header(buf, pos, self.file)
+            if batch.count is None:  # a compressed wrapper: its first offset is inside
+                try:
+                    resolve_legacy_wrapper(batch)
+                except KafkaFormatError:
+                    batch._records = None  # left for records() to report where it is read
+        else:
+            self._problem(pos, offset, "bad-magic", f"unknown magic byte {magic}")
+            return None
+        if self.base_offset is not None and not (
+                0 <= batch.last_offset - self.base_offset <= _INT32_MAX):
+            self._problem(pos, offset, "offset-overflow",
+                          f"offset {batch.last_offset} is out of the int32 range of segment base {self.base_offset}")
+            return None
+        return batch
+
+
+def _all_zero(buf, start: int, end: int) -> bool:
+    chunk = bytes(buf[start:end])
+    return chunk.count(0) == len(chunk)
+
+
+def iter_batches(path: str, **kw):
+    """Yield the batches of a ``.log`` file (convenience over :class:`BatchScanner`)."""
+    base = offset_from_name(path)
+    with open_buffer(path) as buf:
+        scanner = BatchScanner(buf, file=path, base_offset=base, **kw)
+        yield from scanner

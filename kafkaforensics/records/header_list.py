@@ -1,0 +1,122 @@
+"""Runs of v2 batch headers as lists of tuples: what :mod:`.header_run` gives as numpy columns, without numpy."""
+# `kfx verify` of a large segment whose indexes are read as lists walks it in these runs, so the
+# whole process never imports numpy (its import costs more than the checks it would vectorise);
+# tests/test_verify.py proves verify over list runs equal to verify over numpy runs.
+from __future__ import annotations
+
+import struct
+from operator import add
+
+from specs import record_batch as R
+
+from kafkaforensics.records.batch import Batch, parse_v2_header
+from kafkaforensics.records.checksums import crc32c
+
+#: baseOffset .. crc: what the walk loop reads of each batch
+_UP_TO_CRC = struct.Struct(">" + R.HEADER_STRUCT.format[1:R.HEADER_FIELDS.index("crc") + 2])
+_INT32_MAX = 2**31 - 1
+_SAFE_OFFSET = 2**62  # base + lastOffsetDelta cannot overflow int64 below this
+#: where each header field is in a row
+FIELD = {name: i for i, name in enumerate(R.HEADER_FIELDS)}
+
+
+def walk_run(buf, pos: int, end: int, size_limit: int, max_bytes: int,
+             positions: list, bad_crc: list, headers: bytearray, origin: int = 0) -> tuple[int, bool]:
+    """Step over v2 batches of ``buf`` from ``pos`` while each is whole, at least a header long and
+    at most ``size_limit`` (batchLength); stop after ``max_bytes``.  Appends each batch's position
+    plus ``origin`` to ``positions``, its index there to ``bad_crc`` when its CRC-32C does not
+    match, and its 61 header bytes to ``headers``.  Returns where the walk stopped and whether it
+    stopped at a batch it declined (rather than at the end of ``buf`` or of ``max_bytes``)."""
+    append, add_header, unpack, crc_of = positions.append, headers.extend, _UP_TO_CRC.unpack_from, crc32c
+    overhead, header_size, crc_from = R.LOG_OVERHEAD, R.HEADER_SIZE, R.ATTRIBUTES_OFFSET
+    min_size = header_size - overhead
+    bound = min(pos + max_bytes, end - header_size + 1)  # a batch starting before this gets a look
+    while pos < bound:
+        _offset, size, _epoch, magic, crc = unpack(buf, pos)
+        if magic != 2 or not min_size <= size <= size_limit:
+            return pos, True
+        nxt = pos + overhead + size
+        if nxt > end:
+            return pos, False
+        if crc_of(buf[pos + crc_from:nxt]) != crc:
+            bad_crc.append(len(positions))
+        append(pos + origin)
+        add_header(buf[pos:pos + header_size])
+        pos = nxt
+    return pos, False
+
+
+def walk_rows(buf, pos: int, end: int, size_limit: int, max_bytes: int,
+              positions: list, bad_crc: list, rows: list, origin: int = 0) -> tuple[int, bool]:
+    """:func:`walk_run` collecting each batch's header as a tuple in ``rows`` (not its bytes): one
+    unpack a batch, the same steps, the same stops."""
+    append, add_row, unpack, crc_of = positions.append, rows.append, R.HEADER_STRUCT.unpack_from, crc32c
+    overhead, header_size, crc_from = R.LOG_OVERHEAD, R.HEADER_SIZE, R.ATTRIBUTES_OFFSET
+    min_size = header_size - overhead
+    bound = min(pos + max_bytes, end - header_size + 1)  # a batch starting before this gets a look
+    while pos < bound:
+        row = unpack(buf, pos)
+        size = row[1]
+        if row[3] != 2 or not min_size <= size <= size_limit:
+            return pos, True
+        nxt = pos + overhead + size
+        if nxt > end:
+            return pos, False
+        if crc_of(buf[pos + crc_from:nxt]) != row[4]:
+            bad_crc.append(len(positions))
+        append(pos + origin)
+        add_row(row)
+        pos = nxt
+    return pos, False
+
+
+class ListRun:
+    """:class:`~.header_run.HeaderRun` as lists: ``position`` and ``crc_ok`` per batch, ``rows`` the
+    header tuples and ``columns`` the same by field (both in :data:`FIELD` order),
+    ``base_offset``/``last_offset``/``size``."""
+
+    __slots__ = ("buf", "file", "position", "crc_ok", "rows", "columns", "base_offset", "last_offset", "size")
+
+    def __init__(self, buf, positions, bad_crc, rows: list, file=None):
+        self.buf, self.file = buf, file
+        self.position = positions
+        self.crc_ok = [True] * len(positions)
+        for i in bad_crc:
+            self.crc_ok[i] = False
+        self.rows = rows
+        self._derive()
+
+    def _derive(self) -> None:
+        self.columns = cols = list(zip(*self.rows)) if self.rows else [()] * len(FIELD)
+        base = cols[FIELD["baseOffset"]]
+        self.base_offset = list(base)
+        self.last_offset = list(map(add, base, cols[FIELD["lastOffsetDelta"]]))
+        self.size = [n + R.LOG_OVERHEAD for n in cols[FIELD["batchLength"]]]
+
+    def __len__(self) -> int:
+        return len(self.position)
+
+    def accepted(self, segment_base: int | None) -> int:
+        """As :meth:`.header_run.HeaderRun.accepted`."""
+        if not self.rows:
+            return 0
+        deltas, last = self.columns[FIELD["lastOffsetDelta"]], self.last_offset
+        if min(deltas) >= 0 and max(self.base_offset) < _SAFE_OFFSET and (
+                segment_base is None or (min(last) >= segment_base and max(last) - segment_base <= _INT32_MAX)):
+            return len(self)
+        for i, (delta, base, lst) in enumerate(zip(deltas, self.base_offset, last)):
+            if delta < 0 or base >= _SAFE_OFFSET:
+                return i
+            if segment_base is not None and not 0 <= lst - segment_base <= _INT32_MAX:
+                return i
+        return len(self)
+
+    def head(self, k: int) -> "ListRun":
+        out = ListRun.__new__(ListRun)
+        out.buf, out.file = self.buf, self.file
+        out.position, out.crc_ok, out.rows = self.position[:k], self.crc_ok[:k], self.rows[:k]
+        out._derive()
+        return out
+
+    def batch(self, i: int) -> Batch:
+        return parse_v2_header(self.buf, self.position[i], self.file)

@@ -1,0 +1,72 @@
+"""Runs of v2 batch headers as numpy columns: the header-only walk behind ``kfx verify``.
+
+Walking a segment is sequential (each batch's length says where the next one starts), so the walk
+loop does per batch only that and the CRC check; every header field of a whole run of batches is
+then gathered at once into a structured array whose layout is derived from
+``specs.record_batch.BatchHeader``.  :meth:`.segment.BatchScanner.iter_runs` hands these runs
+out; what the run walk declines (legacy entries, anything the scanner would stop at or look at
+twice) is left to the scanner's batch-by-batch step.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from specs import record_batch as R
+from specs.layout import numpy_dtype
+
+from kafkaforensics.records.batch import Batch, parse_v2_header
+from kafkaforensics.records.header_list import walk_run  # noqa: F401  (the walk loop both kinds of run share)
+
+#: the 61-byte v2 header as a numpy record, field for field from the spec's struct
+HEADER_DTYPE = numpy_dtype(R.HEADER_STRUCT, R.HEADER_FIELDS)
+assert HEADER_DTYPE.itemsize == R.HEADER_SIZE
+_INT32_MAX = 2**31 - 1
+_SAFE_OFFSET = 2**62  # base + lastOffsetDelta cannot overflow int64 below this
+
+
+class HeaderRun:
+    """Consecutive v2 batches of one file: ``position`` (in the file) and ``crc_ok`` per batch,
+    ``header`` the structured array of their header fields (spec names: ``header["baseOffset"]``
+    ...), and ``buf`` the file's buffer, which :meth:`batch` reads."""
+
+    __slots__ = ("buf", "file", "position", "crc_ok", "header", "base_offset", "last_offset", "size")
+
+    def __init__(self, buf, positions, bad_crc, headers: bytes, file=None):
+        self.buf, self.file = buf, file
+        self.position = np.array(positions, dtype=np.int64)
+        self.crc_ok = np.ones(len(positions), dtype=bool)
+        self.crc_ok[bad_crc] = False
+        self.header = np.frombuffer(headers, dtype=HEADER_DTYPE)
+        self._derive()
+
+    def _derive(self) -> None:
+        h = self.header
+        self.base_offset = h["baseOffset"].astype(np.int64)
+        self.last_offset = self.base_offset + h["lastOffsetDelta"]
+        self.size = h["batchLength"].astype(np.int64) + R.LOG_OVERHEAD
+
+    def __len__(self) -> int:
+        return len(self.position)
+
+    def accepted(self, segment_base: int | None) -> int:
+        """How many leading batches need nothing the batch-by-batch step would judge: the step
+        stops at a negative lastOffsetDelta and at offsets out of the segment's int32 range."""
+        base = self.base_offset
+        declined = (self.header["lastOffsetDelta"] < 0) | (base >= _SAFE_OFFSET)
+        if segment_base is not None:
+            rel = self.last_offset - segment_base
+            declined |= (rel < 0) | (rel > _INT32_MAX)
+        hit = np.flatnonzero(declined)
+        return int(hit[0]) if len(hit) else len(self)
+
+    def head(self, k: int) -> "HeaderRun":
+        """The first ``k`` batches."""
+        out = HeaderRun.__new__(HeaderRun)
+        out.buf, out.file = self.buf, self.file
+        out.position, out.crc_ok, out.header = self.position[:k], self.crc_ok[:k], self.header[:k]
+        out._derive()
+        return out
+
+    def batch(self, i: int) -> Batch:
+        """The ``i``-th batch as a :class:`Batch` (for the few that need their records)."""
+        return parse_v2_header(self.buf, int(self.position[i]), self.file)

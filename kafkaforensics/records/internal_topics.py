@@ -1,0 +1,177 @@
+"""Decoders for Kafka's internal logs: __consumer_offsets, __transaction_state, __cluster_metadata.
+
+Record keys and values are framed as Kafka's coordinators and metadata serde frame them:
+* __consumer_offsets: key = int16 record type + its key (0-1 offset commit, 2 classic group, 3-8 KIP-848
+  consumer group, 9-15 share group (9: Kafka 4.0 only), 16 consumer group regex, 17 and 19-23 streams
+  group); value = int16 version + value, or null (a tombstone);
+* __transaction_state: key = int16 version + TransactionLogKey; value = int16 version +
+  TransactionLogValue, or null;
+* __share_group_state: key = int16 record type + ShareSnapshotKey (0) / ShareUpdateKey (1), value =
+  int16 version + value, or null;
+* __remote_log_metadata: value framed as a metadata record (frame version, apiKey, version);
+* __cluster_metadata: value = unsigned varints frame version (1), record type (apiKey) and version,
+  then the record (flexible); control batches hold LeaderChange / SnapshotHeader / SnapshotFooter /
+  KRaftVersion / Voters records.
+Schemas: :mod:`specs.kafka_messages`.
+"""
+from __future__ import annotations
+
+import base64
+import struct
+
+from specs import kafka_messages as K
+from specs import record_batch as R
+from specs.message_schema import _Ctx, _in, uvarint
+
+from kafkaforensics.errors import KafkaFormatError
+
+_I16 = struct.Struct(">h")
+CONTROL_SCHEMAS = {R.LEADER_CHANGE: K.LeaderChangeMessage, R.SNAPSHOT_HEADER: K.SnapshotHeaderRecord,
+                   R.SNAPSHOT_FOOTER: K.SnapshotFooterRecord, R.KRAFT_VERSION: K.KRaftVersionRecord,
+                   R.KRAFT_VOTERS: K.VotersRecord}
+
+
+def _versioned(data: bytes):
+    if data is None or len(data) < 2:
+        raise KafkaFormatError("schema", "record too short for a version prefix")
+    return _I16.unpack_from(data, 0)[0], bytes(data[2:])
+
+
+def _undecoded(body: bytes) -> dict:
+    return {"undecoded": base64.b64encode(bytes(body)).decode()}
+
+
+def _expand(b64: str | None, schema):
+    """int16 version + a consumer-protocol message, as {"version", "data"}; None when it does not parse."""
+    raw = base64.b64decode(b64 or "")
+    if len(raw) < 2:
+        return None
+    v = _I16.unpack_from(raw, 0)[0]
+    try:
+        # newer clients may send a higher version: read as the highest one known, prefix only
+        return {"version": v, "data": schema.read_prefix(raw[2:], min(max(v, 0), schema.valid[1]))[0]}
+    except KafkaFormatError:
+        return None
+
+
+def _expand_consumer_protocol(kind: str, value: dict) -> None:
+    """Consumer-protocol bytes expanded in place as kafka-dump-log's offsets decoder does (bytes that
+    do not parse stay as they are): a classic ``consumer`` group's member subscriptions and assignments
+    (ConsumerProtocolSubscription / ConsumerProtocolAssignment, each after an int16 version), and the
+    protocols a classic member of a KIP-848 group supports."""
+    if kind == "group_metadata" and value.get("protocolType") == "consumer":
+        for m in value.get("members") or ():
+            for name, schema in (("subscription", K.ConsumerProtocolSubscription),
+                                 ("assignment", K.ConsumerProtocolAssignment)):
+                m[name] = _expand(m.get(name), schema) or m.get(name)
+    elif kind == "consumer_group_member_metadata" and value.get("ClassicMemberMetadata"):
+        for p in value["ClassicMemberMetadata"].get("SupportedProtocols") or ():
+            p["Metadata"] = _expand(p.get("Metadata"), K.ConsumerProtocolSubscription) or p.get("Metadata")
+
+
+def _decode_keyed(key: bytes | None, value: bytes | None, registry: dict) -> tuple[dict, dict | None]:
+    """(key JSON, value JSON or None for a tombstone) of a coordinator record whose key's version
+    names its record type in ``registry`` (type -> (kind, key schema, value schema)); a type or
+    value version not in it is shown ``undecoded`` (base64)."""
+    kv, kbody = _versioned(key)
+    entry = registry.get(kv)
+    if entry is None:
+        k = {"type": str(kv), "unknown": True, **_undecoded(kbody)}
+        return k, (None if value is None else _undecoded(value))
+    kind, kschema, vschema = entry
+    k = {"type": str(kv), "kind": kind, "data": kschema.read(kbody, kv)}
+    if value is None:
+        return k, None
+    vv, vbody = _versioned(value)
+    if not _in(vschema.valid, vv):
+        return k, {"version": str(vv), **_undecoded(vbody)}
+    return k, {"version": str(vv), **_read_value(vschema, vbody, vv)}
+
+
+def _read_value(schema, body: bytes, version: int) -> dict:
+    """{"data": ...} of a coordinator value.  A share-group value that does not parse with the current
+    layout is tried with Kafka 4.0's (early access; 4.1 changed version 0), and then comes back as
+    {"layout": "4.0", "data": ...}; when neither parses, the current layout's error is raised."""
+    try:
+        return {"data": schema.read(body, version)}
+    except KafkaFormatError:
+        earlier = K.KAFKA_40_LAYOUTS.get(schema.name)
+        if earlier is None:
+            raise
+        label, old = earlier
+        try:
+            return {"layout": label, "data": old.read(body, version)}
+        except KafkaFormatError:
+            pass
+        raise
+
+
+def decode_offsets(key: bytes | None, value: bytes | None) -> tuple[dict, dict | None]:
+    """(key JSON, value JSON or None for a tombstone) of a __consumer_offsets record.
+
+    Every record type of every group protocol in :data:`specs.kafka_messages.OFFSETS_RECORDS` is
+    decoded; a type this decoder does not know is shown ``undecoded`` (base64), so a value is only
+    ever ``None`` when the record really is a tombstone."""
+    k, v = _decode_keyed(key, value, K.OFFSETS_RECORDS)
+    if v is not None and "data" in v:
+        _expand_consumer_protocol(k["kind"], v["data"])
+    return k, v
+
+
+def decode_share_group_state(key: bytes | None, value: bytes | None) -> tuple[dict, dict | None]:
+    """(key JSON, value JSON or None) of a __share_group_state record (ShareSnapshot / ShareUpdate)."""
+    return _decode_keyed(key, value, K.SHARE_STATE_RECORDS)
+
+
+def decode_remote_log_metadata(value: bytes | None) -> dict | None:
+    """A __remote_log_metadata value: framed as metadata records are (frame version 1, apiKey and
+    version as unsigned varints, then the record; Kafka's RemoteLogMetadataSerde)."""
+    return None if value is None else _decode_framed(value, K.REMOTE_LOG_METADATA_RECORDS)
+
+
+def decode_transaction_log(key: bytes | None, value: bytes | None) -> tuple[dict, dict | None]:
+    kv, kbody = _versioned(key)
+    k = {"type": str(kv), "data": K.TransactionLogKey.read(kbody, kv)}
+    if value is None:
+        return k, None
+    vv, vbody = _versioned(value)
+    return k, {"version": str(vv), "data": K.TransactionLogValue.read(vbody, vv)}
+
+
+def decode_metadata(value: bytes) -> dict:
+    return _decode_framed(value, K.METADATA_RECORDS)
+
+
+def _decode_framed(value: bytes, registry: dict) -> dict:
+    ctx = _Ctx(bytes(value), 0, True, {})
+    frame, api_key, version = ctx.uvarint(), ctx.uvarint(), ctx.uvarint()
+    if frame != 1:
+        raise KafkaFormatError("schema", f"record frame version {frame} (only 1 exists)")
+    schema = registry.get(api_key)
+    if schema is None or not _in(schema.valid, version):
+        return {"type": f"UNKNOWN({api_key})", "version": version, **_undecoded(bytes(value)[ctx.pos:])}
+    return {"type": schema.name, "version": version, "data": schema.read(bytes(value)[ctx.pos:], version)}
+
+
+def encode_metadata(schema, version: int, obj: dict) -> bytes:
+    """A __cluster_metadata record value: frame version 1, apiKey and version (unsigned varints), record."""
+    return uvarint(1) + uvarint(schema.api_key) + uvarint(version) + schema.build(obj, version)
+
+
+def decode_metadata_control(ctype: int, value: bytes) -> dict:
+    schema = CONTROL_SCHEMAS.get(ctype)
+    if schema is None:
+        return {"type": f"UNKNOWN({ctype})"}
+    return {"type": schema.name, "data": schema.read(value, schema.valid[0], whole=False)}
+
+
+def encode_offset_commit(group: str, topic: str, partition: int, offset: int, *, key_version: int = 1,
+                         value_version: int = 3, metadata: str = "", commit_ts: int = 0, leader_epoch: int = -1,
+                         expire_ts: int = -1) -> tuple[bytes, bytes]:
+    """A __consumer_offsets record (key, value) as the group coordinator writes it."""
+    key = _I16.pack(key_version) + K.OffsetCommitKey.build({"group": group, "topic": topic, "partition": partition},
+                                                           key_version)
+    value = _I16.pack(value_version) + K.OffsetCommitValue.build(
+        {"offset": offset, "leaderEpoch": leader_epoch, "metadata": metadata, "commitTimestamp": commit_ts,
+         "expireTimestamp": expire_ts}, value_version)
+    return key, value

@@ -1,0 +1,650 @@
+"""``kfx compact``: Kafka's log cleaner, rule for rule, run offline on a partition directory.
+
+After core/.../log/LogCleaner.scala (Cleaner), LogCleanerManager.cleanableOffsets and
+MemoryRecords.filterTo:
+
+* cleanable range: from the cleaner checkpoint (reset to the log start when it is outside the log)
+  to the first uncleanable offset = min(last stable offset, active segment base, first dirty
+  segment within the min compaction lag), rounded down to its segment's base offset;
+* offset map: latest offset per key over the dirty range, skipping aborted transactions and
+  control batches, in a bounded :class:`~kafkaforensics.repair.offset_map.OffsetMap`; a full map ends
+  the round at the last offset it covers (the next round continues from there);
+* every segment below the round's end offset is rewritten, grouped as groupSegmentsBySize groups
+  them; per batch (CleanedTransactionMetadata + filterTo): aborted transactional batches go,
+  COMMIT markers go once no data of their transaction is left to clean, ABORT markers stay while
+  data of their transaction was seen (and their .txnindex entry with them), markers and tombstones
+  get a delete horizon (now + delete.retention.ms) stamped the first time they are kept and are
+  removed once a cleaning runs past it (legacy tombstones: the segment-mtime rule); a record stays
+  if its offset is the latest for its key; keyless records go; each active producer's last batch
+  and the round's last batch stay, empty if need be; a batch that loses nothing keeps its bytes;
+* the swap: ``.cleaned`` files, renamed ``.swap``, old segments renamed ``.deleted``, swaps renamed
+  into place, ``.deleted`` removed -- so an interruption is completed or rolled back by
+  ``kfx recover`` as Kafka's log loading would; then the cleaner checkpoint is updated.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from itertools import takewhile
+from typing import NamedTuple
+
+import numpy as np
+
+from kafkaforensics.records import builder
+
+from kafkaforensics import fsutil
+
+from kafkaforensics.log import offset_index, time_index, txn_index
+from kafkaforensics.records.batch import Batch, parse_header, resolve_legacy_wrapper
+from kafkaforensics.defaults import (DEFAULT_DEDUPE_BUFFER_BYTES, DEFAULT_DELETE_RETENTION_MS, DEFAULT_INDEX_INTERVAL_BYTES,
+                       DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_SEGMENT_BYTES)
+from kafkaforensics.log.indexing import SegmentIndexes
+from kafkaforensics.errors import KafkaFormatError
+from kafkaforensics.log.checkpoint_file import CLEANER_OFFSET, partition_offset, set_partition_offset
+from kafkaforensics.log.log_loader import PartitionLog
+from kafkaforensics.repair.offset_map import OffsetMap, span_digests
+from kafkaforensics.log.partition import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, PartitionDir, parse_partition_dir_name
+from kafkaforensics.log.record_columns import decode_columns, runs
+from kafkaforensics.log.segment import BatchScanner, file_name, open_buffer
+from kafkaforensics.log.txn_index import AbortedTxn
+
+#: both passes take a run of batches at a time: records decoded by the columnar decoder, keys
+#: hashed and put or looked up in the offset map together (False: batch by batch, record by
+#: record -- the reference the tests compare with)
+DECODE_RUNS = True
+_INT32_MAX = 2**31 - 1
+
+
+@dataclass
+class CompactOptions:
+    delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int | None = None
+    now: int | None = None
+    segment_bytes: int = DEFAULT_SEGMENT_BYTES
+    max_index_bytes: int = 10 << 20
+    include_active: bool = False
+    index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
+    dedupe_buffer_bytes: int = DEFAULT_DEDUPE_BUFFER_BYTES
+    producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
+    ignore_checkpoint: bool = False  # clean from the log start, whatever cleaner-offset-checkpoint says
+
+
+@dataclass
+class CompactStats:
+    records_before: int = 0
+    bytes_before: int = 0
+    records_after: int = 0
+    bytes_after: int = 0
+    tombstones_kept: int = 0
+    tombstones_removed: int = 0
+    aborted_records_removed: int = 0
+    keyless_records_removed: int = 0
+    markers_kept: int = 0
+    markers_removed: int = 0
+    batches_emptied: int = 0
+
+
+@dataclass
+class CompactReport:
+    partition: str
+    out: str | None
+    dry_run: bool
+    first_dirty_offset: int = 0
+    first_uncleanable_offset: int = 0
+    end_offset: int = 0
+    rounds: int = 0
+    dirty_ratio_before: float = 0.0
+    dirty_ratio_after: float = 0.0
+    groups: list[list[str]] = field(default_factory=list)
+    stats: CompactStats = field(default_factory=CompactStats)
+    notes: list[str] = field(default_factory=list)
+    offset_map_bytes: int = 0
+
+    def to_json(self) -> dict:
+        s = self.stats
+        return {"partition": self.partition, "out": self.out, "dryRun": self.dry_run,
+                "firstDirtyOffset": self.first_dirty_offset, "firstUncleanableOffset": self.first_uncleanable_offset,
+                "cleanedUpTo": self.end_offset, "rounds": self.rounds,
+                "records": {"before": s.records_before, "after": s.records_after},
+                "bytes": {"before": s.bytes_before, "after": s.bytes_after},
+                "tombstones": {"kept": s.tombstones_kept, "removed": s.tombstones_removed},
+                "abortedRecordsRemoved": s.aborted_records_removed,
+                "keylessRecordsRemoved": s.keyless_records_removed,
+                "markers": {"kept": s.markers_kept, "removed": s.markers_removed},
+                "emptyBatchesKept": s.batches_emptied,
+                "dirtyRatio": {"before": self.dirty_ratio_before, "after": self.dirty_ratio_after},
+                "groups": self.groups, "offsetMapBytes": self.offset_map_bytes, "notes": self.notes}
+
+
+# --------------------------------------------------------------------------- log survey ----
+@dataclass
+class _SegmentSurvey:
+    base: int
+    path: str
+    size: int
+    next_offset: int
+    largest_ts: int
+    mtime: float
+    index_bytes: int
+    timeindex_bytes: int
+    records: int = 0
+
+
+def _survey(pd: PartitionDir, opts: CompactOptions, now: int):
+    """One pass over the log: segments, producer state at the end, aborted transactions, counts."""
+    log = PartitionLog(pd)
+    aborted: list[AbortedTxn] = []
+    segs = []
+    records = 0
+    for s, batches in log.walk():
+        seg_records = 0
+        for b, done in batches:
+            if done is not None and done.aborted:
+                aborted.append(done.aborted_entry())
+            if b.magic < 2:
+                resolve_legacy_wrapper(b)
+            seg_records += b.count or 0
+        records += seg_records
+        st = os.stat(s.log)
+        idx, tidx = s.files.existing(INDEX), s.files.existing(TIMEINDEX)
+        segs.append(_SegmentSurvey(s.base_offset, s.log, s.size, s.next_offset,
+                         s.max_timestamp if s.max_timestamp >= 0 else int(st.st_mtime * 1000),
+                         st.st_mtime, os.path.getsize(idx) if idx else 0, os.path.getsize(tidx) if tidx else 0,
+                         seg_records))
+    state = log.state
+    for i in range(len(segs) - 1):
+        segs[i].next_offset = segs[i + 1].base  # a segment ends where the next begins
+    active_producers = {}
+    for pid, e in state.producers.items():
+        expired = e.current_txn_first_offset < 0 and e.timestamp < now - opts.producer_id_expiration_ms
+        if not expired:
+            active_producers[pid] = (e.last_offset if e.last_offset >= 0 else None, e.epoch)
+    return segs, state, aborted, active_producers, records
+
+
+# ------------------------------------------------------------------- transaction tracking ----
+class _TxnMetadata:
+    """CleanedTransactionMetadata: which transactional batches are aborted, which markers can go."""
+
+    def __init__(self, aborted: list[AbortedTxn]):
+        self.pending = deque(sorted(aborted, key=lambda a: a.first_offset))
+        self.ongoing_aborted: dict[int, list] = {}   # pid -> [AbortedTxn, last observed batch offset]
+        self.ongoing_committed: set[int] = set()
+        self.cleaned_index: list[AbortedTxn] | None = None
+
+    def _consume_up_to(self, offset: int) -> None:
+        while self.pending and self.pending[0].first_offset <= offset:
+            a = self.pending.popleft()
+            self.ongoing_aborted.setdefault(a.producer_id, [a, None])
+
+    def on_control(self, b: Batch) -> bool:
+        self._consume_up_to(b.last_offset)
+        recs = b.records()
+        if not recs:
+            return True  # an empty control batch was already cleaned
+        ctl = recs[0].control() or {}
+        pid = b.producer_id
+        if ctl.get("type") == "ABORT":
+            meta = self.ongoing_aborted.pop(pid, None)
+            if meta is not None and meta[1] is not None:
+                if self.cleaned_index is not None:
+                    self.cleaned_index.append(meta[0])
+                return False
+            return True
+        if ctl.get("type") == "COMMIT":
+            if pid in self.ongoing_committed:
+                self.ongoing_committed.discard(pid)
+                return False
+            return True
+        return False
+
+    def on_data(self, b: Batch) -> bool:
+        """True when the batch belongs to an aborted transaction (safe to discard)."""
+        self._consume_up_to(b.last_offset)
+        if not b.is_transactional:
+            return False
+        meta = self.ongoing_aborted.get(b.producer_id)
+        if meta is not None:
+            meta[1] = b.last_offset
+            return True
+        self.ongoing_committed.add(b.producer_id)
+        return False
+
+
+# ---------------------------------------------------------------------------- the cleaner ----
+def _build_offset_map(segs, start, end, aborted, omap: OffsetMap) -> None:
+    txn = _TxnMetadata([a for a in aborted if a.last_offset >= start and a.first_offset < end])
+    dirty = [s for s in segs if s.next_offset > start and s.base < end]
+    for s in dirty:
+        with open_buffer(s.path) as buf:
+            batches = takewhile(lambda b: b.base_offset < end, BatchScanner(buf, file=s.path, base_offset=s.base))
+            for run in (runs(batches) if DECODE_RUNS else ([b] for b in batches)):
+                if not _map_run(run, start, txn, omap):
+                    return  # full: the round ends at the last offset mapped
+        omap.update_latest_offset(min(s.next_offset, end) - 1)
+
+
+def _map_run(run: list, start: int, txn: "_TxnMetadata", omap: OffsetMap) -> bool:
+    """Put the keys of ``run``'s records from ``start`` on (not those of control batches or
+    aborted transactions) in log order; False when the map is full (the batch whose key did not
+    fit, and all after it, are left out of the map's latest offset)."""
+    try:
+        cols = decode_columns(run) if DECODE_RUNS else None
+    except KafkaFormatError:
+        cols = None  # record by record: each batch's records() raises its error if it is reached
+    if cols is None:
+        for b in run:
+            if b.is_control:
+                txn.on_control(b)
+            elif not txn.on_data(b):
+                for r in b.records():
+                    if r.key is not None and r.offset >= start:
+                        if not omap.put(bytes(r.key), r.offset):
+                            return False
+            if b.last_offset >= start:
+                omap.update_latest_offset(b.last_offset)
+        return True
+    mapped = np.zeros(len(run), dtype=bool)
+    for i, b in enumerate(run):  # transactions are followed batch by batch, in order
+        if b.is_control:
+            txn.on_control(b)
+        else:
+            mapped[i] = not txn.on_data(b)
+    rec = np.flatnonzero(mapped[cols.batch] & (cols.key_length >= 0) & (cols.offset >= start))
+    done = omap.put_many(span_digests(cols.buf, cols.key_start[rec], cols.key_length[rec]), cols.offset[rec])
+    whole = len(run) if done == len(rec) else int(cols.batch[rec[done]])  # batches wholly mapped
+    for b in run[:whole]:
+        if b.last_offset >= start:
+            omap.update_latest_offset(b.last_offset)
+    return done == len(rec)
+
+
+def _group_segments(segs, max_size, max_index, first_uncleanable):
+    groups, rest = [], list(segs)
+    while rest:
+        group = [rest.pop(0)]
+        log_size, idx_size, tidx_size = group[0].size, group[0].index_bytes, group[0].timeindex_bytes
+        while rest:
+            nxt = rest[0]
+            last_of_first = rest[1].base - 1 if len(rest) > 1 else first_uncleanable - 1
+            if not (log_size + nxt.size <= max_size and idx_size + nxt.index_bytes <= max_index
+                    and tidx_size + nxt.timeindex_bytes <= max_index
+                    and (nxt.size == 0 or last_of_first - group[-1].base <= _INT32_MAX)):
+                break
+            group.append(rest.pop(0))
+            log_size += nxt.size
+            idx_size += nxt.index_bytes
+            tidx_size += nxt.timeindex_bytes
+        groups.append(group)
+    return groups
+
+
+class _Filter:
+    """MemoryRecords.filterTo with the cleaner's RecordFilter, one batch at a time."""
+
+    def __init__(self, omap, txn, active_producers, upper_bound, now, opts, stats, retain_legacy_deletes):
+        self.omap, self.txn, self.active = omap, txn, active_producers
+        self.upper, self.now, self.opts, self.stats = upper_bound, now, opts, stats
+        self.retain_legacy_deletes = retain_legacy_deletes
+
+    def _last_of_producer(self, b: Batch) -> bool:
+        last = self.active.get(b.producer_id)
+        if last is None:
+            return False
+        last_data, epoch = last
+        if last_data is not None:
+            return b.last_offset == last_data
+        return b.is_control and b.producer_epoch == epoch
+
+    def _tombstones_stay(self, b: Batch) -> bool:
+        if b.magic >= 2:
+            return b.delete_horizon_ms is None or self.now < b.delete_horizon_ms
+        return self.retain_legacy_deletes
+
+    def verdict(self, b: Batch) -> "_Verdict":
+        """The record filter over a data batch's ``records()``, one record at a time: a record
+        past the map stays; else a keyless one goes, one older than its key's latest goes, a
+        tombstone goes once its delete horizon has passed."""
+        latest, get, stay = self.omap.latest_offset, self.omap.get, self._tombstones_stay(b)
+        keep, keyless, gone, tombstones = [], 0, 0, 0
+        for r in b.records():
+            if r.offset > latest:
+                k = True
+            elif r.key is None:
+                k = False
+                keyless += 1
+            elif r.offset < get(bytes(r.key)):
+                k = False
+            elif r.value is not None:
+                k = True
+            else:
+                k = stay
+                gone += not stay
+            tombstones += k and r.value is None
+            keep.append(k)
+        return _Verdict(keep, keyless, gone, tombstones)
+
+    def verdicts(self, run: list) -> list:
+        """:meth:`verdict` of every batch of ``run`` at once (columnar decoder, keys looked up
+        together); None for each batch when the run is not for the columnar decoder."""
+        try:
+            cols = decode_columns(run)
+        except KafkaFormatError:
+            return [None] * len(run)
+        off, key_null, value_null = cols.offset, cols.key_length < 0, cols.value_length < 0
+        old = off <= self.omap.latest_offset
+        ask = np.flatnonzero(old & ~key_null)
+        latest = np.full(len(off), -1, dtype=np.int64)
+        latest[ask] = self.omap.get_many(span_digests(cols.buf, cols.key_start[ask], cols.key_length[ask]))
+        stay = np.array([self._tombstones_stay(b) for b in run], dtype=bool)[cols.batch]
+        keyless = old & key_null
+        stale = old & ~key_null & (off < latest)
+        gone = old & ~key_null & ~stale & value_null & ~stay
+        keep = ~(keyless | stale | gone)
+        at = np.concatenate(([0], np.cumsum(np.bincount(cols.batch, minlength=len(run))))).tolist()
+        sums = [np.concatenate(([0], np.cumsum(x))).tolist() for x in (keyless, gone, keep & value_null)]
+        flags = keep.tolist()
+        return [_Verdict(flags[a:z], *(c[z] - c[a] for c in sums)) for a, z in zip(at, at[1:])]
+
+    def judged(self, batches):
+        """Each batch with its :meth:`verdicts` verdict (None: :meth:`apply` judges it itself)."""
+        if not DECODE_RUNS:
+            return ((b, None) for b in batches)
+        return ((b, v) for run in runs(batches) for b, v in zip(run, self.verdicts(run)))
+
+    def apply(self, b: Batch, verdict: "_Verdict | None" = None) -> tuple[bytes | None, int]:
+        """The batch's bytes after cleaning (None when it goes) and how many records it keeps;
+        ``verdict``: the record filter's, if :meth:`verdicts` gave one."""
+        can_discard = self.txn.on_control(b) if b.is_control else self.txn.on_data(b)
+        if b.is_control:
+            discard_records = can_discard and b.delete_horizon_ms is not None and b.delete_horizon_ms <= self.now
+        else:
+            discard_records = can_discard
+        if b.producer_id >= 0 and b.magic >= 2 and self._last_of_producer(b):
+            retain_empty = True
+        elif b.last_offset + 1 == self.upper:
+            retain_empty = True  # the round's last batch keeps the last offset known
+        else:
+            retain_empty = False
+        n = len(b.records()) if verdict is None else len(verdict.keep)
+        st = self.stats
+        v = None  # the record filter's verdict, for a data batch that is not discarded
+        if discard_records:
+            kept = 0
+            if not b.is_control and b.is_transactional:
+                st.aborted_records_removed += n
+        elif b.is_control:
+            kept = n
+        else:
+            v = verdict or self.verdict(b)
+            kept = sum(v.keep)
+            st.keyless_records_removed += v.keyless_removed
+            st.tombstones_removed += v.tombstones_removed
+            st.tombstones_kept += v.tombstones_kept
+        if b.is_control:
+            if kept:
+                st.markers_kept += 1
+            else:
+                st.markers_removed += 1
+        if kept:
+            has_tombstone = v is not None and v.tombstones_kept > 0
+            marker_for_empty_txn = can_discard and b.is_control
+            set_horizon = b.magic >= 2 and (has_tombstone or marker_for_empty_txn) and b.delete_horizon_ms is None
+            if kept == n and not set_horizon:
+                return bytes(b.data), kept  # writeOriginalBatch: the bytes as they were
+            horizon = self.now + self.opts.delete_retention_ms if set_horizon else b.delete_horizon_ms
+            recs = b.records()
+            return _rebuild(b, recs if v is None else [r for r, k in zip(recs, v.keep) if k], horizon), kept
+        if retain_empty and b.magic >= 2:
+            st.batches_emptied += 1
+            return builder.build_v2([], base_offset=b.base_offset, last_offset_delta=b.last_offset - b.base_offset,
+                                    partition_leader_epoch=b.partition_leader_epoch, codec=0,
+                                    log_append_time=b.timestamp_type == "LogAppendTime",
+                                    transactional=b.is_transactional, control=b.is_control,
+                                    producer_id=b.producer_id, producer_epoch=b.producer_epoch,
+                                    base_sequence=b.base_sequence, base_timestamp=-1,
+                                    max_timestamp=b.max_timestamp), 0
+        return None, 0
+
+
+class _Verdict(NamedTuple):
+    """The record filter's word on a data batch: ``keep``, one flag a record; how many go as
+    keyless or as tombstones past their horizon, and how many tombstones stay."""
+    keep: list
+    keyless_removed: int
+    tombstones_removed: int
+    tombstones_kept: int
+
+
+def _rebuild(b: Batch, kept, horizon) -> bytes:
+    if b.magic >= 2:
+        return builder.build_v2(kept, base_offset=b.base_offset, last_offset_delta=b.last_offset - b.base_offset,
+                                partition_leader_epoch=b.partition_leader_epoch, codec=b.compression,
+                                log_append_time=b.timestamp_type == "LogAppendTime",
+                                transactional=b.is_transactional, control=b.is_control,
+                                delete_horizon_ms=horizon, producer_id=b.producer_id,
+                                producer_epoch=b.producer_epoch, base_sequence=b.base_sequence,
+                                max_timestamp=b.max_timestamp if b.timestamp_type == "LogAppendTime" else None)
+    return builder.build_legacy(kept, magic=b.magic, codec=b.compression,
+                                log_append_time=b.timestamp_type == "LogAppendTime",
+                                wrapper_timestamp=b.max_timestamp if b.compression else None)
+
+
+def _clean_group(pdir, group, omap, txn, active, upper, now, opts, stats, legacy_horizon):
+    """Write the group's cleaned segment as .cleaned files; returns their paths."""
+    base = group[0].base
+    names = {suf: os.path.join(pdir, file_name(base, suf) + ".cleaned") for suf in (LOG, INDEX, TIMEINDEX, TXNINDEX)}
+    idx = SegmentIndexes(base, opts.index_interval_bytes)
+    txn.cleaned_index = []
+    fsutil._step("write")
+    with open(names[LOG], "wb") as out:
+        for s in group:
+            flt = _Filter(omap, txn, active, upper, now, opts, stats, s.mtime * 1000 > legacy_horizon)
+            with open_buffer(s.path) as buf:
+                for b, verdict in flt.judged(BatchScanner(buf, file=s.path, base_offset=s.base)):
+                    data, kept = flt.apply(b, verdict)
+                    if data is None:
+                        continue
+                    out.write(data)
+                    idx.add(parse_header(data))
+                    stats.records_after += kept
+                    stats.bytes_after += len(data)
+        out.flush()
+        fsutil._step("fsync")
+        os.fsync(out.fileno())
+    idx.close()
+    for suf, data in ((INDEX, offset_index.to_bytes(idx.offsets, base)),
+                      (TIMEINDEX, time_index.to_bytes(idx.times, base)),
+                      (TXNINDEX, txn_index.to_bytes(txn.cleaned_index))):
+        fsutil._step("write")
+        with open(names[suf], "wb") as f:
+            f.write(data)
+            f.flush()
+            fsutil._step("fsync")
+            os.fsync(f.fileno())
+    mtime = group[-1].mtime  # the cleaned segment keeps the last source segment's modification time
+    os.utime(names[LOG], (mtime, mtime))
+    return names
+
+
+def _swap(pdir, group, cleaned: dict) -> None:
+    """LocalLog.replaceSegments: .cleaned -> .swap, old -> .deleted, .swap -> final, drop .deleted."""
+    base = group[0].base
+    for suf in (LOG, INDEX, TIMEINDEX, TXNINDEX):
+        fsutil.rename(cleaned[suf], os.path.join(pdir, file_name(base, suf) + ".swap"))
+    deleted = []
+    for s in group:
+        for suf in (LOG, INDEX, TIMEINDEX, TXNINDEX):
+            p = os.path.join(pdir, file_name(s.base, suf))
+            if os.path.exists(p):
+                fsutil.rename(p, p + ".deleted")
+                deleted.append(p + ".deleted")
+    for suf in (LOG, INDEX, TIMEINDEX, TXNINDEX):
+        final = os.path.join(pdir, file_name(base, suf))
+        if suf == TXNINDEX and os.path.getsize(final + ".swap") == 0:
+            fsutil.remove_file(final + ".swap")  # Kafka creates the transaction index lazily
+            continue
+        fsutil.rename(final + ".swap", final)
+    for p in deleted:
+        fsutil.remove_file(p)
+
+
+def _read_cleaner_checkpoint(pdir, tp):
+    try:
+        return partition_offset(os.path.dirname(os.path.abspath(pdir)), CLEANER_OFFSET, tp)
+    except KafkaFormatError:  # an unreadable checkpoint: Kafka would start from the log start
+        return None
+
+
+def _write_cleaner_checkpoint(pdir, tp, offset) -> None:
+    set_partition_offset(os.path.dirname(os.path.abspath(pdir)), CLEANER_OFFSET, tp, offset, unreadable="replace")
+
+
+def _dirty_ratio(segs, first_dirty, first_uncleanable) -> float:
+    clean = sum(s.size for s in segs if s.next_offset <= first_dirty)
+    dirty = sum(s.size for s in segs if s.base >= first_dirty and s.base < first_uncleanable)
+    return dirty / (clean + dirty) if clean + dirty else 0.0
+
+
+def compact(partition_dir: str, opts: CompactOptions | None = None, *, out: str | None = None,
+            dry_run: bool = False) -> CompactReport:
+    """Compact a partition in place (or into ``out``, leaving the input untouched)."""
+    opts = opts or CompactOptions()
+    src = os.path.abspath(partition_dir)
+    pd0 = PartitionDir.scan(src)
+    if pd0.leftovers:
+        raise ValueError(f"{partition_dir} has leftover files of an interrupted operation "
+                         f"({os.path.basename(pd0.leftovers[0])}, ...): run `kfx recover` first")
+    tp = parse_partition_dir_name(src)
+    rep = CompactReport(os.path.basename(src), None, dry_run)
+    now = opts.now if opts.now is not None else int(time.time() * 1000)
+    if dry_run or out:
+        parent = os.path.dirname(os.path.abspath(out)) if out else os.path.dirname(src)
+        work_parent = tempfile.mkdtemp(prefix=".kfx-compact-", dir=parent)
+        work = os.path.join(work_parent, os.path.basename(out) if out else rep.partition)
+        _link_copy(src, work)
+        ck = _read_cleaner_checkpoint(src, tp)
+        if ck is not None:
+            _write_cleaner_checkpoint(work, tp, ck)
+    else:
+        work_parent, work = None, src
+    try:
+        _compact_in_place(work, tp, opts, now, rep)
+        if out:
+            final = os.path.abspath(out)
+            if os.path.exists(final):
+                if os.listdir(final):
+                    raise FileExistsError(f"{out} exists and is not empty")
+                os.rmdir(final)
+            fsutil.rename(work, final)
+            if tp is not None and rep.rounds:
+                if os.path.dirname(final) != os.path.dirname(src):
+                    _write_cleaner_checkpoint(final, tp, rep.end_offset)
+                else:  # that checkpoint file is the input's: leave it alone
+                    rep.notes.append(f"cleaner-offset-checkpoint not written: the output shares the input's log dir "
+                                     f"(the cleaned output is clean up to {rep.end_offset})")
+            rep.out = final
+    finally:
+        if work_parent is not None:
+            shutil.rmtree(work_parent, ignore_errors=True)
+    return rep
+
+
+def _link_copy(src: str, dst: str) -> None:
+    """Hard-link (or copy) the partition's files: compaction only ever renames and creates files,
+    so the input's inodes are never written."""
+    os.makedirs(dst)
+    for n in os.listdir(src):
+        p = os.path.join(src, n)
+        if os.path.isfile(p):
+            try:
+                os.link(p, os.path.join(dst, n))
+            except OSError:
+                shutil.copy2(p, os.path.join(dst, n))
+
+
+def _compact_in_place(pdir: str, tp, opts: CompactOptions, now: int, rep: CompactReport) -> None:
+    first = True
+    while True:
+        pd = PartitionDir.scan(pdir)
+        segs, state, aborted, active, records = _survey(pd, opts, now)
+        if first:
+            rep.stats.records_before = records
+            rep.stats.bytes_before = sum(s.size for s in segs)
+        if not segs:
+            return
+        log_start = segs[0].base
+        leo = segs[-1].next_offset
+        ck = None if opts.ignore_checkpoint and first else _read_cleaner_checkpoint(pdir, tp)
+        first_dirty = ck if ck is not None and log_start <= ck <= leo else log_start
+        candidates = [state.first_unstable_offset() or leo]
+        if not opts.include_active:
+            candidates.append(segs[-1].base)
+        if opts.min_compaction_lag_ms > 0:
+            for s in segs[:-1] if not opts.include_active else segs:
+                if s.next_offset > first_dirty and s.largest_ts > now - opts.min_compaction_lag_ms:
+                    candidates.append(s.base)
+                    break
+        uncleanable = max(first_dirty, min(candidates))
+        # round down to the base offset of the segment that holds it (calculateCleanableBytes)
+        holder = [s.base for s in segs if s.base <= uncleanable and (uncleanable < s.next_offset or s is segs[-1])]
+        if holder and uncleanable < leo:
+            uncleanable = holder[-1]
+        if first:
+            rep.first_dirty_offset, rep.first_uncleanable_offset = first_dirty, uncleanable
+            rep.dirty_ratio_before = _dirty_ratio(segs, first_dirty, uncleanable)
+            if opts.max_compaction_lag_ms is not None:
+                overdue = [s.base for s in segs if s.base >= first_dirty and s.largest_ts < now - opts.max_compaction_lag_ms]
+                if overdue:
+                    rep.notes.append(f"segments past max.compaction.lag.ms: {overdue} (Kafka would clean this log now)")
+        if uncleanable <= first_dirty:
+            if first:
+                rep.notes.append("nothing to clean: the dirty section is empty or uncleanable")
+                rep.end_offset = first_dirty
+                rep.stats.records_after, rep.stats.bytes_after = records, rep.stats.bytes_before
+            rep.dirty_ratio_after = _dirty_ratio(segs, rep.end_offset, uncleanable)
+            return
+        # room for every record of the log (an upper bound on its keys), within the dedupe buffer
+        slots = min(opts.dedupe_buffer_bytes // 25, max(16, int(records / 0.9) + 16))
+        omap = OffsetMap(slots)
+        rep.offset_map_bytes = max(rep.offset_map_bytes, omap.memory_bytes)
+        _build_offset_map(segs, first_dirty, uncleanable, aborted, omap)
+        end = omap.latest_offset + 1
+        clean_segs = [s for s in segs if s.base < end]
+        clean_upto = [s for s in segs if s.next_offset <= first_dirty]
+        legacy_horizon = (clean_upto[-1].mtime * 1000 - opts.delete_retention_ms) if clean_upto else 0
+        txn = _TxnMetadata(aborted)
+        groups = _group_segments(clean_segs, opts.segment_bytes, opts.max_index_bytes, uncleanable)
+        round_stats = CompactStats()
+        for g in groups:
+            rep.groups.append([os.path.basename(s.path) for s in g])
+            cleaned = _clean_group(pdir, g, omap, txn, active, uncleanable, now, opts, round_stats, legacy_horizon)
+            _swap(pdir, g, cleaned)
+        _write_cleaner_checkpoint(pdir, tp, end)
+        # producer snapshots of segments that no longer exist are stray now (Kafka drops them)
+        bases = {s.base_offset for s in PartitionDir.scan(pdir).segments}
+        for s in segs:
+            p = os.path.join(pdir, file_name(s.base, SNAPSHOT))
+            if s.base not in bases and os.path.exists(p):
+                fsutil.remove_file(p)
+        st = rep.stats
+        for k in ("tombstones_kept", "tombstones_removed", "aborted_records_removed", "keyless_records_removed",
+                  "markers_kept", "markers_removed", "batches_emptied"):
+            setattr(st, k, getattr(st, k) + getattr(round_stats, k))
+        rep.rounds += 1
+        rep.end_offset = end
+        first = False
+        untouched = [s for s in segs if s.base >= end]
+        st.records_after = round_stats.records_after + sum(s.records for s in untouched)
+        st.bytes_after = round_stats.bytes_after + sum(s.size for s in untouched)
+        if end >= uncleanable:
+            new_sizes = [s for s in segs if s.base >= end]
+            clean_bytes = round_stats.bytes_after
+            dirty_bytes = sum(s.size for s in new_sizes if s.base < uncleanable)
+            rep.dirty_ratio_after = dirty_bytes / (clean_bytes + dirty_bytes) if clean_bytes + dirty_bytes else 0.0
+            return

@@ -1,0 +1,1 @@
+"""The PySpark data source over segments, its scan plan and storage (local, s3://)."""

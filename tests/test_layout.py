@@ -1,0 +1,86 @@
+"""The package's layout: stages import only the stages before them, the README's table is the tree, and the
+modules' old flat names still import (as the same module objects)."""
+from __future__ import annotations
+
+import ast
+import importlib
+import pathlib
+import re
+
+import kafkaforensics
+
+ROOT = pathlib.Path(kafkaforensics.__file__).parent
+README = ROOT.parent / "README.md"
+#: each stage, in order: a stage may import the root modules, specs, itself and the stages before it
+STAGES = ["records", "log", "repair", "inspect", "spark", "broker", "harness"]
+#: stages that sit side by side and must not import each other
+SIBLINGS = {"repair": {"inspect", "spark"}, "inspect": {"repair", "spark"}, "spark": {"repair", "inspect"}}
+
+
+def _imports(path: pathlib.Path) -> set[str]:
+    """Every kafkaforensics.* module a file imports, at top level or inside functions."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "kafkaforensics" or node.module.count(".") == 1 and _stage(node.module + ".x"):
+                found |= {f"{node.module}.{a.name}" for a in node.names}
+            elif node.module.startswith("kafkaforensics."):
+                found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("kafkaforensics.")}
+    return found
+
+
+def _stage(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 and parts[1] in STAGES else None
+
+
+def test_the_package_is_grouped_by_stage():
+    flat = sorted(p.stem for p in ROOT.glob("*.py"))
+    assert flat == ["__init__", "__main__", "defaults", "errors", "fsutil"], flat
+    assert sorted(p.name for p in ROOT.iterdir() if p.is_dir() and (p / "__init__.py").exists()) == sorted(STAGES)
+
+
+def test_no_stage_imports_a_later_stage_or_a_sibling():
+    bad = []
+    for stage in STAGES:
+        for path in sorted((ROOT / stage).glob("*.py")):
+            for module in _imports(path):
+                target = _stage(module)
+                if target is None:
+                    assert module.split(".")[1] in {"defaults", "errors", "fsutil"}, (path, module)
+                    continue
+                if STAGES.index(target) > STAGES.index(stage) or target in SIBLINGS.get(stage, ()):
+                    bad.append(f"{path.relative_to(ROOT)} imports {module}")
+    for path in ROOT.glob("*.py"):
+        if path.stem != "__main__":
+            bad += [f"{path.name} imports {m}" for m in _imports(path) if _stage(m)]
+    assert not bad, bad
+
+
+def test_specs_import_nothing_of_the_library():
+    specs = ROOT.parent / "specs"
+    bad = [f"{p.name} imports {m}" for p in specs.glob("*.py") for m in _imports(p)]
+    bad += [p.name for p in specs.glob("*.py") if re.search(r"^\s*(from|import) kafkaforensics\b", p.read_text(), re.M)]
+    assert not bad, bad
+
+
+def test_the_readme_layout_table_is_the_tree():
+    text = README.read_text()
+    for stage in STAGES:
+        row = re.search(rf"^\| `kafkaforensics/{stage}/` \|(.*)\|$", text, re.M)
+        assert row, f"README has no layout row for kafkaforensics/{stage}/"
+        listed = set(re.findall(r"`(\w+)\.py`", row.group(1)))
+        present = {p.stem for p in (ROOT / stage).glob("*.py")} - {"__init__"}
+        assert listed == present, (stage, listed ^ present)
+
+
+def test_old_flat_names_are_the_same_modules():
+    for old, stage in kafkaforensics.MOVED.items():
+        assert importlib.import_module(f"kafkaforensics.{old}") is importlib.import_module(
+            f"kafkaforensics.{stage}.{old}")
+    assert set(kafkaforensics.MOVED) == {p.stem for s in STAGES for p in (ROOT / s).glob("*.py")} - {"__init__"}
+    from kafkaforensics import segment
+    from kafkaforensics.log.segment import file_name
+    assert segment.file_name is file_name
