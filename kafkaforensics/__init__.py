@@ -13,30 +13,15 @@ import sys
 __version__ = "0.1.0"
 
 #: flat module name -> the stage it lives in now
-MOVED = {
-    **dict.fromkeys((
-        "batch batch_json builder checksums compression header_list header_run internal_topics schema"
-    ).split(), "records"),
-    **dict.fromkeys((
-        "checkpoint_file index_file indexing kraft leader_epochs log_loader logdir offset_index partition "
-        "producer_state record_arrow record_columns segment tiered time_index txn_index writer"
-    ).split(), "log"),
-    **dict.fromkeys((
-        "actions cleaner md5_many offset_map recovery reindex retention salvage"
-    ).split(), "repair"),
-    **dict.fromkeys((
-        "analyzer diff dump groups report_html verify"
-    ).split(), "inspect"),
-    **dict.fromkeys((
-        "scan_plan spark_source storage"
-    ).split(), "spark"),
-    **dict.fromkeys((
-        "dispatch group_coordinator live_log protocol replay replay_admin server"
-    ).split(), "broker"),
-    **dict.fromkeys((
-        "damaged_sample fuzz"
-    ).split(), "harness"),
-}
+MOVED = {old: stage for stage, olds in {
+    "records": "batch batch_json builder checksums compression header_list header_run internal_topics schema",
+    "log": "checkpoint_file index_file indexing kraft leader_epochs log_loader logdir offset_index partition producer_state record_arrow record_columns segment tiered time_index txn_index writer",
+    "repair": "actions cleaner md5_many offset_map recovery reindex retention salvage",
+    "inspect": "analyzer diff dump groups report_html verify",
+    "spark": "scan_plan spark_source storage",
+    "broker": "dispatch group_coordinator live_log protocol replay replay_admin server",
+    "harness": "damaged_sample fuzz",
+}.items() for old in olds.split()}
 
 
 class _OldNames:

@@ -27,7 +27,7 @@ import signal
 import struct
 import time
 import traceback
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, make_dataclass
 
 from specs import legacy as L
 from specs import record_batch as R
@@ -499,14 +499,10 @@ def input_for(target: Target, i: int) -> bytes:
     return mutate(rnd, seed, bounds, target.segment)
 
 
-@dataclass
-class Stats:
-    inputs: int = 0
-    clean: int = 0
-    located: int = 0
-    crashes: int = 0
-    hangs: int = 0
-    seconds: float = 0.0
+#: A campaign's counts per target (a dataclass): inputs run, and how each ended; seconds spent.
+Stats = make_dataclass("Stats", [*((name, int, 0) for name in "inputs clean located crashes hangs".split()),
+                                 ("seconds", float, 0.0)])
+Stats.__module__ = __name__
 
 
 def save_crasher(name: str, data: bytes, outcome: str, corpus: str = CORPUS) -> str:

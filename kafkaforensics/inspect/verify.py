@@ -612,6 +612,17 @@ class _OffsetIndexCheck:
         return zip(offs[k].tolist(), poss[k].tolist())
 
 
+def _consume_time_entries(check, q: list, base: int, last: int, max_ts: int) -> None:
+    """One batch [base, last] against a time index check's entries in offset order ``q``: the entries
+    it reaches are consumed, and seen (with the batch's max timestamp) when they fall inside it."""
+    k = check.next
+    while k < len(q) and q[k] <= last:
+        if q[k] >= base:
+            check.seen[k], check.value[k] = True, max_ts
+        k += 1
+    check.next = k
+
+
 class _TimeIndexCheck:
     """A segment's time index entries, each matched with the batch that holds its offset: entries
     in offset order are consumed by the first batch whose last offset (running maximum) reaches
@@ -630,12 +641,7 @@ class _TimeIndexCheck:
     def one(self, base: int, last: int, max_ts: int) -> None:
         if self._sorted is None:
             self._sorted = self.sorted.tolist()
-        q, k = self._sorted, self.next
-        while k < len(q) and q[k] <= last:
-            if q[k] >= base:
-                self.seen[k], self.value[k] = True, max_ts
-            k += 1
-        self.next = k
+        _consume_time_entries(self, self._sorted, base, last, max_ts)
 
     def run(self, base, last, max_ts) -> None:
         import numpy as np
@@ -708,12 +714,7 @@ class _TimeIndexList:
         self.next = 0
 
     def one(self, base: int, last: int, max_ts: int) -> None:
-        q, k = self.sorted, self.next
-        while k < len(q) and q[k] <= last:
-            if q[k] >= base:
-                self.seen[k], self.value[k] = True, max_ts
-            k += 1
-        self.next = k
+        _consume_time_entries(self, self.sorted, base, last, max_ts)
 
     def report(self, log, rep: VerifyReport) -> None:
         n = len(self.offsets)

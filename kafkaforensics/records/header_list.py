@@ -70,12 +70,34 @@ def walk_rows(buf, pos: int, end: int, size_limit: int, max_bytes: int,
     return pos, False
 
 
-class ListRun:
+class RunOfHeaders:
+    """What a run of v2 batch headers offers whatever holds its columns (lists here, numpy arrays in
+    :class:`~.header_run.HeaderRun`): its first ``k`` batches, and one batch as a :class:`Batch`."""
+
+    __slots__ = ()
+    _SLICED: tuple[str, ...] = ()   # the per-batch fields a head keeps the first k of
+
+    def head(self, k: int):
+        """The first ``k`` batches."""
+        out = type(self).__new__(type(self))
+        out.buf, out.file = self.buf, self.file
+        for name in self._SLICED:
+            setattr(out, name, getattr(self, name)[:k])
+        out._derive()
+        return out
+
+    def batch(self, i: int) -> Batch:
+        """The ``i``-th batch as a :class:`Batch` (for the few that need their records)."""
+        return parse_v2_header(self.buf, int(self.position[i]), self.file)
+
+
+class ListRun(RunOfHeaders):
     """:class:`~.header_run.HeaderRun` as lists: ``position`` and ``crc_ok`` per batch, ``rows`` the
     header tuples and ``columns`` the same by field (both in :data:`FIELD` order),
     ``base_offset``/``last_offset``/``size``."""
 
     __slots__ = ("buf", "file", "position", "crc_ok", "rows", "columns", "base_offset", "last_offset", "size")
+    _SLICED = ("position", "crc_ok", "rows")
 
     def __init__(self, buf, positions, bad_crc, rows: list, file=None):
         self.buf, self.file = buf, file
@@ -111,12 +133,3 @@ class ListRun:
                 return i
         return len(self)
 
-    def head(self, k: int) -> "ListRun":
-        out = ListRun.__new__(ListRun)
-        out.buf, out.file = self.buf, self.file
-        out.position, out.crc_ok, out.rows = self.position[:k], self.crc_ok[:k], self.rows[:k]
-        out._derive()
-        return out
-
-    def batch(self, i: int) -> Batch:
-        return parse_v2_header(self.buf, self.position[i], self.file)

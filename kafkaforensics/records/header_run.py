@@ -14,8 +14,7 @@ import numpy as np
 from specs import record_batch as R
 from specs.layout import numpy_dtype
 
-from kafkaforensics.records.batch import Batch, parse_v2_header
-from kafkaforensics.records.header_list import walk_run  # noqa: F401  (the walk loop both kinds of run share)
+from kafkaforensics.records.header_list import RunOfHeaders, walk_run  # noqa: F401  (walk_run: the loop both kinds share)
 
 #: the 61-byte v2 header as a numpy record, field for field from the spec's struct
 HEADER_DTYPE = numpy_dtype(R.HEADER_STRUCT, R.HEADER_FIELDS)
@@ -24,12 +23,13 @@ _INT32_MAX = 2**31 - 1
 _SAFE_OFFSET = 2**62  # base + lastOffsetDelta cannot overflow int64 below this
 
 
-class HeaderRun:
+class HeaderRun(RunOfHeaders):
     """Consecutive v2 batches of one file: ``position`` (in the file) and ``crc_ok`` per batch,
     ``header`` the structured array of their header fields (spec names: ``header["baseOffset"]``
     ...), and ``buf`` the file's buffer, which :meth:`batch` reads."""
 
     __slots__ = ("buf", "file", "position", "crc_ok", "header", "base_offset", "last_offset", "size")
+    _SLICED = ("position", "crc_ok", "header")
 
     def __init__(self, buf, positions, bad_crc, headers: bytes, file=None):
         self.buf, self.file = buf, file
@@ -59,14 +59,3 @@ class HeaderRun:
         hit = np.flatnonzero(declined)
         return int(hit[0]) if len(hit) else len(self)
 
-    def head(self, k: int) -> "HeaderRun":
-        """The first ``k`` batches."""
-        out = HeaderRun.__new__(HeaderRun)
-        out.buf, out.file = self.buf, self.file
-        out.position, out.crc_ok, out.header = self.position[:k], self.crc_ok[:k], self.header[:k]
-        out._derive()
-        return out
-
-    def batch(self, i: int) -> Batch:
-        """The ``i``-th batch as a :class:`Batch` (for the few that need their records)."""
-        return parse_v2_header(self.buf, int(self.position[i]), self.file)

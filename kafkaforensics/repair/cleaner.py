@@ -28,7 +28,7 @@ import shutil
 import tempfile
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, make_dataclass
 from itertools import takewhile
 from typing import NamedTuple
 
@@ -74,19 +74,11 @@ class CompactOptions:
     ignore_checkpoint: bool = False  # clean from the log start, whatever cleaner-offset-checkpoint says
 
 
-@dataclass
-class CompactStats:
-    records_before: int = 0
-    bytes_before: int = 0
-    records_after: int = 0
-    bytes_after: int = 0
-    tombstones_kept: int = 0
-    tombstones_removed: int = 0
-    aborted_records_removed: int = 0
-    keyless_records_removed: int = 0
-    markers_kept: int = 0
-    markers_removed: int = 0
-    batches_emptied: int = 0
+#: A compaction's counters, every one an int from 0 (a dataclass: ``CompactStats(records_before=...)``).
+CompactStats = make_dataclass("CompactStats", [(name, int, 0) for name in (
+    "records_before bytes_before records_after bytes_after tombstones_kept tombstones_removed "
+    "aborted_records_removed keyless_records_removed markers_kept markers_removed batches_emptied").split()])
+CompactStats.__module__ = __name__
 
 
 @dataclass
