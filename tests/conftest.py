@@ -10,12 +10,17 @@ FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 SAMPLE = os.path.join(FIXTURES, "sample-logdir")
 
 
+def private_copy(tmp_path, src: str, name: str) -> str:
+    """A copy of the bundled log dir ``src`` under ``tmp_path`` (tests may damage it)."""
+    dst = tmp_path / name
+    shutil.copytree(src, dst)
+    return str(dst)
+
+
 @pytest.fixture
 def sample(tmp_path):
     """A private copy of the bundled sample log dir (tests may damage it)."""
-    dst = tmp_path / "logdir"
-    shutil.copytree(SAMPLE, dst)
-    return str(dst)
+    return private_copy(tmp_path, SAMPLE, "logdir")
 
 
 class Kfx:

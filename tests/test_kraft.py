@@ -14,7 +14,7 @@ from kafkaforensics.log import kraft
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.logdir import check_log_dirs, metadata_topic_ids, read_meta_properties
 from kafkaforensics.inspect.verify import verify
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, private_copy
 
 KRAFT = os.path.join(FIXTURES, "kraft-logdir")
 MD = os.path.join(KRAFT, "__cluster_metadata-0")
@@ -23,9 +23,7 @@ SNAP = os.path.join(MD, "00000000000000000005-0000000001.checkpoint")
 
 @pytest.fixture
 def logdir(tmp_path):
-    dst = tmp_path / "kraft"
-    shutil.copytree(KRAFT, dst)
-    return str(dst)
+    return private_copy(tmp_path, KRAFT, "kraft")
 
 
 def _lines(out):

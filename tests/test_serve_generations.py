@@ -18,17 +18,12 @@ from specs import kafka_errors as E
 from specs import protocol_messages as P
 from tests.conftest import SAMPLE
 from tests.test_replay_protocol import frame
+from tests.test_serve import broker  # noqa: F401  (the module's read-only broker over a copy of the sample)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KP202 = os.path.join(ROOT, ".clients", "kafka-python-2.0.2")
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    d = tmp_path_factory.mktemp("gen") / "logs"
-    shutil.copytree(SAMPLE, d)
-    with BrokerThread(str(d)) as b:
-        yield b
 
 
 @pytest.fixture(scope="module")
