@@ -1,0 +1,62 @@
+"""A log dir in use: whether a running broker holds the lock on its ``.lock`` file.
+
+Facts carried over from Kafka (LogManager.lockLogDirs, utils FileLock): at start a broker creates
+``.lock`` in every log dir and takes ``FileChannel.tryLock()`` on it, held until shutdown. On Linux
+the JVM takes that lock with ``fcntl(F_SETLK)``, a POSIX record lock over the whole file, so another
+process sees it through ``fcntl(F_GETLK)``. A ``.lock`` file alone means nothing: every broker leaves
+one behind when it stops (a stale 0-byte ``.lock`` is on every real log dir).
+
+The check only asks (``F_GETLK`` on a read-only descriptor): it takes no lock, creates nothing and
+changes no byte, so it may run on evidence.
+"""
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import os
+
+LOCK_FILE = ".lock"
+
+
+class _Flock(ctypes.Structure):
+    """``struct flock`` as Linux lays it out (off_t is a C long on every 64-bit Linux)."""
+    _fields_ = [("l_type", ctypes.c_short), ("l_whence", ctypes.c_short), ("l_start", ctypes.c_long),
+                ("l_len", ctypes.c_long), ("l_pid", ctypes.c_int)]
+
+
+def lock_holder(log_dir: str) -> int | None:
+    """The pid of the process holding a lock on ``log_dir/.lock``, or None when nobody does (no
+    ``.lock``, an unreadable one, or a platform without POSIX record locks)."""
+    path = os.path.join(log_dir, LOCK_FILE)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        query = _Flock(l_type=fcntl.F_WRLCK, l_whence=os.SEEK_SET, l_start=0, l_len=0, l_pid=0)
+        raw = fcntl.fcntl(fd, fcntl.F_GETLK, bytes(query))
+        answer = _Flock.from_buffer_copy(raw)
+        return None if answer.l_type == fcntl.F_UNLCK else int(answer.l_pid)
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
+
+
+def is_live(log_dir: str) -> bool:
+    """True when a running process (a broker) holds the log dir's lock."""
+    return lock_holder(log_dir) is not None
+
+
+def live_log_dir_of(path: str) -> str | None:
+    """The log dir holding ``path`` (the path itself, its parent or its grandparent: a log dir, a
+    partition dir or a file in one) when a running broker holds that dir's lock, else None."""
+    p = os.path.abspath(path)
+    for _ in range(3):
+        if os.path.isdir(p) and is_live(p):
+            return p
+        parent = os.path.dirname(p)
+        if parent == p:
+            break
+        p = parent
+    return None
