@@ -7,6 +7,8 @@ Each module holds one family of formats and can both parse and build it:
 * :mod:`specs.legacy`          -- message sets of magic 0 and 1, including compressed wrappers.
 * :mod:`specs.indexes`         -- .index, .timeindex and .txnindex entries.
 * :mod:`specs.producer_snapshot` -- ``<offset>.snapshot`` producer state files.
+* :mod:`specs.schemas`         -- the construct schemas of those four binary formats, declared at module
+                                  level (``specs.schemas.record_batch.RecordBatch`` ...).
 * :mod:`specs.checkpoints`     -- the text files of a partition and a log dir.
 * :mod:`specs.codecs`          -- Kafka's five compression codecs with their wire quirks, bounded.
 * :mod:`specs.errors`          -- the located error every spec (and the library) raises.
@@ -14,7 +16,8 @@ Each module holds one family of formats and can both parse and build it:
 ``specs`` imports nothing from the library; the library reads its layouts, offsets and masks from here.
 
 Fixed-width layouts are declared once as :class:`specs.layout.Layout` tables, from which both the
-fast paths' ``struct.Struct`` and the construct spec are made; the construct specs are built on
-first use (``specs.layout.lazy_specs``), so the fast paths never import construct. The fast paths
-are tested equal to the specs.
+fast paths' ``struct.Struct`` and the construct schema are made. A binary format is two modules:
+``specs/<format>.py`` holds its layouts, offsets and masks and imports no construct (the fast paths
+read it), ``specs/schemas/<format>.py`` declares its construct schemas at module level. The fast paths
+are tested equal to the schemas.
 """

@@ -20,7 +20,7 @@ import zlib
 from .errors import CompressionError
 
 #: Kafka's CompressionType: the id the attributes' compression bits carry, and its name
-#: (``record_batch.BatchAttributes`` and ``legacy.MessageAttributes`` are built from this table).
+#: (``schemas.record_batch.BatchAttributes`` and ``schemas.legacy.MessageAttributes`` are built from this table).
 CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 NONE, GZIP, SNAPPY, LZ4, ZSTD = range(len(CODEC_NAMES))
 

@@ -4,10 +4,13 @@
 * ``.timeindex`` -- timestamp int64, relativeOffset int32 (12 bytes), likewise.
 * ``.txnindex``  -- version int16 (0), producerId, firstOffset, lastOffset, lastStableOffset int64
                     (34 bytes): one per aborted transaction whose marker lies in the segment.
+
+The entry layouts of the fast paths (no construct here); the construct schemas
+(``OffsetIndexFile``, ...) are declared in :mod:`specs.schemas.indexes`.
 """
 from __future__ import annotations
 
-from .layout import Layout, lazy_specs
+from .layout import Layout
 
 OFFSET_ENTRY_LAYOUT = Layout(("relativeOffset", "l"), ("position", "l"))
 TIME_ENTRY_LAYOUT = Layout(("timestamp", "q"), ("relativeOffset", "l"))
@@ -23,18 +26,3 @@ TXN_INDEX_VERSION = 0
 OFFSET_ENTRY, OFFSET_FIELDS = OFFSET_ENTRY_LAYOUT.struct, OFFSET_ENTRY_LAYOUT.names
 TIME_ENTRY, TIME_FIELDS = TIME_ENTRY_LAYOUT.struct, TIME_ENTRY_LAYOUT.names
 TXN_ENTRY, TXN_FIELDS = TXN_ENTRY_LAYOUT.struct, TXN_ENTRY_LAYOUT.names
-
-
-def _specs() -> dict:
-    """The construct specs, made on first use (``I.OffsetIndexFile`` ...): see :func:`.layout.lazy_specs`."""
-    import construct as c
-
-    OffsetIndexEntry = OFFSET_ENTRY_LAYOUT.spec()
-    TimeIndexEntry = TIME_ENTRY_LAYOUT.spec()
-    AbortedTxnEntry = TXN_ENTRY_LAYOUT.spec()
-    return {"OffsetIndexEntry": OffsetIndexEntry, "TimeIndexEntry": TimeIndexEntry, "AbortedTxnEntry": AbortedTxnEntry,
-            "OffsetIndexFile": c.GreedyRange(OffsetIndexEntry), "TimeIndexFile": c.GreedyRange(TimeIndexEntry),
-            "TxnIndexFile": c.GreedyRange(AbortedTxnEntry)}
-
-
-__getattr__ = lazy_specs(globals(), _specs)

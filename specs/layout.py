@@ -1,4 +1,5 @@
-"""Fixed-width layouts as (field, struct code) tables, and the lazy building of construct specs."""
+"""Fixed-width layouts and bit fields as (field, struct code) tables: the struct the fast paths read with,
+and the construct Struct the schemas in :mod:`specs.schemas` are made from."""
 from __future__ import annotations
 
 import struct
@@ -80,17 +81,3 @@ def numpy_dtype(st: struct.Struct, names) -> "numpy.dtype":
     """The numpy record type of a layout's struct (big-endian, unpadded), for columns."""
     import numpy as np
     return np.dtype([(name, ">" + _NUMPY_CODES[code]) for name, code in zip(names, st.format[1:])])
-
-
-def lazy_specs(namespace: dict, build):
-    """A module ``__getattr__`` for a spec module: its construct specs are made by ``build()`` (which
-    returns them by name) when one is first asked for, so reading a segment through the fast paths
-    never imports construct."""
-    def __getattr__(name: str):
-        if not name.startswith("__") and "_built" not in namespace:
-            namespace.update(build())
-            namespace["_built"] = True
-            if name in namespace:
-                return namespace[name]
-        raise AttributeError(f"module {namespace['__name__']!r} has no attribute {name!r}")
-    return __getattr__

@@ -4,13 +4,14 @@ A log entry is ``offset int64, size int32, message``; the message is ``crc uint3
 over magic..end), magic, attributes, a timestamp for magic 1, then int32-length key and value.
 A compressed entry is a wrapper whose value is a compressed message set: inner offsets are
 absolute for magic 0 and relative for magic 1, where the wrapper carries the LAST inner offset.
+
+The layouts and offsets of the fast paths (no construct here); the construct schemas
+(``MessageSet``, ``LogEntry``, ...) are declared in :mod:`specs.schemas.legacy`.
 """
 from __future__ import annotations
 
-import zlib
-
 from .codecs import CODEC_NAMES
-from .layout import Bits, Layout, lazy_specs
+from .layout import Bits, Layout
 
 #: The fixed prefix of an entry up to the attributes (what a shallow walk reads; ``EntryPrefix``).
 ENTRY_PREFIX = Layout(
@@ -40,45 +41,3 @@ KEY_LENGTH_OFFSET = (TIMESTAMP_OFFSET, TIMESTAMP_OFFSET + TIMESTAMP.struct.size)
 RECORD_OVERHEAD_V0 = KEY_LENGTH_OFFSET[0] - LOG_OVERHEAD + 2 * LENGTH.struct.size    # crc..value length, 14
 RECORD_OVERHEAD_V1 = KEY_LENGTH_OFFSET[1] - LOG_OVERHEAD + 2 * LENGTH.struct.size    # + timestamp, 22
 
-
-def _crc32(data: bytes) -> int:
-    return zlib.crc32(data) & 0xFFFFFFFF
-
-
-def _specs() -> dict:
-    """The construct specs, made on first use (``L.MessageSet`` ...): see :func:`.layout.lazy_specs`."""
-    import construct as c
-
-    from .primitives import CrcSealed, KafkaCompressed, NullableBytes
-
-    _MessageBody = c.Struct(
-        "magic" / c.Int8sb,
-        "attributes" / c.Int8sb,
-        "timestamp" / c.If(c.this.magic >= 1, c.Int64sb),
-        "key" / NullableBytes(c.Int32sb),
-        # a wrapper's value is a compressed inner message set; anything else is plain bytes
-        "value" / c.IfThenElse(
-            c.this.attributes & COMPRESSION_MASK != 0,
-            c.Prefixed(c.Int32sb, KafkaCompressed(
-                c.GreedyRange(c.LazyBound(lambda: LogEntry)),
-                codec=lambda ctx: ctx.attributes & COMPRESSION_MASK,
-                magic=lambda ctx: ctx.magic,
-            )),
-            NullableBytes(c.Int32sb),
-        ),
-    )
-
-    Message = CrcSealed(c.Int32ub, _crc32, _MessageBody)
-
-    #: One log entry of a legacy message set.
-    LogEntry = c.Struct(
-        "offset" / c.Int64sb,
-        "message" / c.Prefixed(c.Int32sb, Message),
-    )
-
-    MessageSet = c.GreedyRange(LogEntry)
-    return {"EntryPrefix": ENTRY_PREFIX.spec(), "MessageAttributes": MESSAGE_ATTRIBUTES.spec(), "_MessageBody": _MessageBody, "Message": Message,
-            "LogEntry": LogEntry, "MessageSet": MessageSet}
-
-
-__getattr__ = lazy_specs(globals(), _specs)

@@ -2,10 +2,13 @@
 
 Version int16, then a CRC-32C of everything after the CRC field, then an int32-counted array of
 entries.
+
+The layouts of the fast path (no construct here); the construct schema ``ProducerSnapshot`` is
+declared in :mod:`specs.schemas.producer_snapshot`.
 """
 from __future__ import annotations
 
-from .layout import Layout, lazy_specs
+from .layout import Layout
 
 VERSION = 1
 
@@ -27,24 +30,3 @@ HEADER_STRUCT, HEADER_FIELDS = SNAPSHOT_HEADER.struct, SNAPSHOT_HEADER.names
 CRC_OFFSET = SNAPSHOT_HEADER.offset("crc")
 COUNT_OFFSET = SNAPSHOT_HEADER.offset("count")   # the CRC covers from here to the end
 ENTRIES_OFFSET = SNAPSHOT_HEADER.struct.size
-
-
-def _specs() -> dict:
-    """The construct specs, made on first use (``S.ProducerSnapshot``): see :func:`.layout.lazy_specs`."""
-    import construct as c
-
-    from crc32c import crc32c
-
-    from .primitives import CrcSealed
-
-    ProducerEntry = PRODUCER_ENTRY.spec()
-    SnapshotHeader = SNAPSHOT_HEADER.spec()
-    field = {sc.name: sc.subcon for sc in SnapshotHeader.subcons}
-    ProducerSnapshot = c.Struct(
-        "version" / c.Const(VERSION, field["version"]),
-        "sealed" / CrcSealed(field["crc"], crc32c, c.PrefixedArray(field["count"], ProducerEntry)),
-    )
-    return {"ProducerEntry": ProducerEntry, "SnapshotHeader": SnapshotHeader, "ProducerSnapshot": ProducerSnapshot}
-
-
-__getattr__ = lazy_specs(globals(), _specs)

@@ -4,11 +4,14 @@ Facts from Kafka's DefaultRecordBatch / DefaultRecord / ControlRecordType / EndT
 the 61-byte header is big-endian; the CRC-32C covers attributes..end; the record count stays
 outside the compressed block; record fields are zigzag varints; partitionLeaderEpoch is not
 covered by the CRC.
+
+The layouts, offsets and masks of the fast paths (no construct here); the construct schemas
+(``RecordBatch``, ``Record``, ...) are declared in :mod:`specs.schemas.record_batch`.
 """
 from __future__ import annotations
 
 from .codecs import CODEC_NAMES
-from .layout import Bits, Layout, lazy_specs
+from .layout import Bits, Layout
 
 MAGIC = 2
 
@@ -67,71 +70,3 @@ CONTROL_KEY = Layout(("version", "h"), ("type", "h"))                     # ``Co
 END_TXN_MARKER = Layout(("version", "h"), ("coordinatorEpoch", "l"))      # ``EndTransactionMarker``
 CONTROL_KEY_STRUCT, CONTROL_KEY_FIELDS = CONTROL_KEY.struct, CONTROL_KEY.names
 END_TXN_MARKER_STRUCT, END_TXN_MARKER_FIELDS = END_TXN_MARKER.struct, END_TXN_MARKER.names
-
-
-def _specs() -> dict:
-    """The construct specs, made on first use (``R.RecordBatch`` ...): see :func:`.layout.lazy_specs`."""
-    import construct as c
-
-    from crc32c import crc32c
-
-    from .primitives import CrcSealed, KafkaCompressed, NullableBytes, NullableString, Varint
-
-    BatchHeader = BATCH_HEADER.spec()
-
-    BatchAttributes = BATCH_ATTRIBUTES.spec()
-
-    RecordHeader = c.Struct(
-        "key" / NullableString(NullableBytes(Varint)),
-        "value" / NullableBytes(Varint),
-    )
-
-    #: One record; the length prefix is a zigzag varint of the bytes that follow it.
-    Record = c.Prefixed(
-        Varint,
-        c.Struct(
-            "attributes" / c.Int8sb,
-            "timestampDelta" / Varint,
-            "offsetDelta" / Varint,
-            "key" / NullableBytes(Varint),
-            "value" / NullableBytes(Varint),
-            "headers" / c.PrefixedArray(Varint, RecordHeader),
-        ),
-    )
-
-    #: Everything the CRC covers: attributes to the end of the records (the header fields from
-    #: ``attributes`` to ``baseSequence`` are BatchHeader's own, not restated).
-    _COVERED = [sc for sc in BatchHeader.subcons if sc.name not in
-                ("baseOffset", "batchLength", "partitionLeaderEpoch", "magic", "crc", "recordCount")]
-    _Sealed = c.Struct(
-        *_COVERED,
-        "recordCount" / c.Rebuild(c.Int32sb, c.len_(c.this.records)),
-        "records" / KafkaCompressed(
-            c.Array(c.this.recordCount, Record),
-            codec=lambda ctx: ctx.attributes & COMPRESSION_MASK,
-            magic=lambda ctx: MAGIC,
-        ),
-    )
-
-    #: A complete v2 batch: parse gives every field (``crcValid`` included); build seals length and CRC.
-    RecordBatch = c.Struct(
-        "baseOffset" / c.Int64sb,
-        "body" / c.Prefixed(
-            c.Int32sb,
-            c.Struct(
-                "partitionLeaderEpoch" / c.Int32sb,
-                "magic" / c.Const(MAGIC, c.Int8sb),
-                "sealed" / CrcSealed(c.Int32ub, crc32c, _Sealed),
-            ),
-        ),
-    )
-
-    ControlRecordKey = CONTROL_KEY.spec()
-    EndTransactionMarker = END_TXN_MARKER.spec()
-    return {"Varint": Varint, "BatchHeader": BatchHeader, "BatchAttributes": BatchAttributes,
-            "RecordHeader": RecordHeader, "Record": Record, "_COVERED": _COVERED, "_Sealed": _Sealed,
-            "RecordBatch": RecordBatch, "ControlRecordKey": ControlRecordKey,
-            "EndTransactionMarker": EndTransactionMarker}
-
-
-__getattr__ = lazy_specs(globals(), _specs)

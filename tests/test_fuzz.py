@@ -16,6 +16,9 @@ from specs import legacy as L
 from specs import producer_snapshot as S
 from specs import record_batch as R
 from specs.primitives import parse
+from specs.schemas import legacy as LS
+from specs.schemas import producer_snapshot as SS
+from specs.schemas import record_batch as RS
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -73,7 +76,7 @@ def test_decompress_garbage(codec, data):
 @FUZZ
 @given(st.binary(max_size=512))
 def test_specs_on_garbage(data):
-    for spec in (R.RecordBatch, R.Record, L.MessageSet, S.ProducerSnapshot):
+    for spec in (RS.RecordBatch, RS.Record, LS.MessageSet, SS.ProducerSnapshot):
         try:
             parse(spec, data, file="x")
         except KafkaFormatError as e:

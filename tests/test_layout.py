@@ -61,8 +61,8 @@ def test_no_stage_imports_a_later_stage_or_a_sibling():
 
 def test_specs_import_nothing_of_the_library():
     specs = ROOT.parent / "specs"
-    bad = [f"{p.name} imports {m}" for p in specs.glob("*.py") for m in _imports(p)]
-    bad += [p.name for p in specs.glob("*.py") if re.search(r"^\s*(from|import) kafkaforensics\b", p.read_text(), re.M)]
+    bad = [f"{p.name} imports {m}" for p in specs.rglob("*.py") for m in _imports(p)]
+    bad += [p.name for p in specs.rglob("*.py") if re.search(r"^\s*(from|import) kafkaforensics\b", p.read_text(), re.M)]
     assert not bad, bad
 
 

@@ -12,6 +12,10 @@ from specs import indexes as I
 from specs import legacy as L
 from specs import producer_snapshot as S
 from specs import record_batch as R
+from specs.schemas import indexes as IS
+from specs.schemas import legacy as LS
+from specs.schemas import producer_snapshot as SS
+from specs.schemas import record_batch as RS
 from tests.strategies import batch_kwargs, records
 
 i64 = st.integers(-2**63, 2**63 - 1)
@@ -30,8 +34,8 @@ def _strip(obj):
 
 @given(st.integers(-2**63, 2**63 - 1))
 def test_varint_roundtrip_and_matches_builder(n):
-    assert R.Varint.parse(R.Varint.build(n)) == n
-    assert builder.zigzag(n) == R.Varint.build(n)
+    assert RS.Varint.parse(RS.Varint.build(n)) == n
+    assert builder.zigzag(n) == RS.Varint.build(n)
 
 
 @given(st.fixed_dictionaries({"attributes": st.just(0), "timestampDelta": i64, "offsetDelta": i32,
@@ -41,8 +45,8 @@ def test_varint_roundtrip_and_matches_builder(n):
                                   {"key": st.text(max_size=5), "value": st.one_of(st.none(), st.binary(max_size=5))}),
                                   max_size=3)}))
 def test_record_spec_roundtrip(rec):
-    data = R.Record.build(rec)
-    assert _strip(R.Record.parse(data)) == rec
+    data = RS.Record.build(rec)
+    assert _strip(RS.Record.parse(data)) == rec
     assert data == builder.encode_record(rec["offsetDelta"], rec["timestampDelta"], rec["key"], rec["value"],
                                          [(h["key"], h["value"]) for h in rec["headers"]])
 
@@ -52,7 +56,7 @@ def test_record_spec_roundtrip(rec):
 def test_record_batch_spec_equals_fast_path(recs, kw):
     """The builder's bytes parse with the spec; spec and fast path agree field by field."""
     data = builder.build_v2(recs, base_offset=1000, **kw)
-    spec = R.RecordBatch.parse(data)
+    spec = RS.RecordBatch.parse(data)
     fast = parse_v2_header(data, 0)
     sealed = spec.body.sealed
     assert sealed.crcValid and fast.crc_valid()
@@ -70,7 +74,7 @@ def test_record_batch_spec_equals_fast_path(recs, kw):
         assert (f.key, f.value) == (s.key, s.value)
         assert [(h.key, h.value) for h in s.headers] == [tuple(h) for h in f.headers]
     if kw["codec"] == 0:  # uncompressed: the spec rebuilds the very same bytes
-        assert R.RecordBatch.build(spec) == data
+        assert RS.RecordBatch.build(spec) == data
 
 
 @settings(max_examples=40, deadline=None)
@@ -78,7 +82,7 @@ def test_record_batch_spec_equals_fast_path(recs, kw):
 def test_legacy_spec_equals_fast_path(recs, magic, codec):
     recs = [r for r in recs]
     data = builder.build_legacy(recs, magic=magic, codec=codec)
-    spec = L.MessageSet.parse(data)
+    spec = LS.MessageSet.parse(data)
     fast, pos = [], 0
     while pos < len(data):
         b = parse_legacy_header(data, pos)
@@ -88,7 +92,7 @@ def test_legacy_spec_equals_fast_path(recs, magic, codec):
     if codec == 0:
         assert [(e.offset, e.message.value.key, e.message.value.value) for e in spec] == \
             [(r.offset, r.key, r.value) for r in fast]
-        assert L.MessageSet.build(spec) == data
+        assert LS.MessageSet.build(spec) == data
     else:
         (wrapper,) = spec
         assert wrapper.message.crcValid
@@ -99,20 +103,20 @@ def test_legacy_spec_equals_fast_path(recs, magic, codec):
 
 @given(st.lists(st.fixed_dictionaries({"relativeOffset": i32, "position": i32}), max_size=20))
 def test_offset_index_spec_roundtrip(entries):
-    assert _strip(I.OffsetIndexFile.parse(I.OffsetIndexFile.build(entries))) == entries
+    assert _strip(IS.OffsetIndexFile.parse(IS.OffsetIndexFile.build(entries))) == entries
 
 
 @given(st.lists(st.fixed_dictionaries({"timestamp": i64, "relativeOffset": i32}), max_size=20))
 def test_time_index_spec_roundtrip(entries):
-    assert _strip(I.TimeIndexFile.parse(I.TimeIndexFile.build(entries))) == entries
+    assert _strip(IS.TimeIndexFile.parse(IS.TimeIndexFile.build(entries))) == entries
 
 
 @given(st.lists(st.fixed_dictionaries({"version": st.just(0), "producerId": i64, "firstOffset": i64,
                                         "lastOffset": i64, "lastStableOffset": i64}), max_size=10))
 def test_txn_index_spec_roundtrip(entries):
-    data = I.TxnIndexFile.build(entries)
+    data = IS.TxnIndexFile.build(entries)
     assert len(data) == 34 * len(entries)
-    assert _strip(I.TxnIndexFile.parse(data)) == entries
+    assert _strip(IS.TxnIndexFile.parse(data)) == entries
 
 
 @given(st.lists(st.fixed_dictionaries({"producerId": i64, "epoch": i16, "lastSequence": i32, "lastOffset": i64,
@@ -120,8 +124,8 @@ def test_txn_index_spec_roundtrip(entries):
                                         "currentTxnFirstOffset": i64}), max_size=10))
 def test_producer_snapshot_spec_roundtrip_and_matches_library(entries):
     from kafkaforensics.log.producer_state import ProducerEntry, read_snapshot, snapshot_bytes
-    data = S.ProducerSnapshot.build({"version": 1, "sealed": {"value": entries}})
-    parsed = S.ProducerSnapshot.parse(data)
+    data = SS.ProducerSnapshot.build({"version": 1, "sealed": {"value": entries}})
+    parsed = SS.ProducerSnapshot.parse(data)
     assert parsed.sealed.crcValid and _strip(parsed.sealed.value) == entries
     lib = [ProducerEntry(*(e[f] for f in S.ENTRY_FIELDS)) for e in entries]
     assert snapshot_bytes(lib) == data
@@ -154,7 +158,7 @@ def test_partition_metadata_roundtrip():
 
 
 def test_header_struct_is_derived_from_the_spec():
-    assert R.HEADER_STRUCT.size == R.HEADER_SIZE == R.BatchHeader.sizeof()
+    assert R.HEADER_STRUCT.size == R.HEADER_SIZE == RS.BatchHeader.sizeof()
     assert R.HEADER_FIELDS[0] == "baseOffset" and R.HEADER_FIELDS[-1] == "recordCount"
 
 
@@ -162,28 +166,34 @@ def test_every_layout_struct_is_its_specs():
     """The fast paths' structs and the construct specs come from one Layout table: deriving the
     struct back from the construct spec (``struct_of``) gives the very same struct and names."""
     from specs.primitives import field_offset, struct_of
-    specs = [(R.HEADER_STRUCT, R.HEADER_FIELDS, R.BatchHeader), (L.PREFIX_STRUCT, L.PREFIX_FIELDS, L.EntryPrefix),
-             (I.OFFSET_ENTRY, I.OFFSET_FIELDS, I.OffsetIndexEntry), (I.TIME_ENTRY, I.TIME_FIELDS, I.TimeIndexEntry),
-             (I.TXN_ENTRY, I.TXN_FIELDS, I.AbortedTxnEntry), (S.ENTRY_STRUCT, S.ENTRY_FIELDS, S.ProducerEntry)]
+    specs = [(R.HEADER_STRUCT, R.HEADER_FIELDS, RS.BatchHeader), (L.PREFIX_STRUCT, L.PREFIX_FIELDS, LS.EntryPrefix),
+             (I.OFFSET_ENTRY, I.OFFSET_FIELDS, IS.OffsetIndexEntry), (I.TIME_ENTRY, I.TIME_FIELDS, IS.TimeIndexEntry),
+             (I.TXN_ENTRY, I.TXN_FIELDS, IS.AbortedTxnEntry), (S.ENTRY_STRUCT, S.ENTRY_FIELDS, SS.ProducerEntry)]
     for st, names, spec in specs:
         derived, derived_names = struct_of(spec)
         assert derived.format == st.format and derived_names == names
     for name in ("partitionLeaderEpoch", "crc", "attributes"):
-        assert field_offset(R.BatchHeader, name) == R.BATCH_HEADER.offset(name)
+        assert field_offset(RS.BatchHeader, name) == R.BATCH_HEADER.offset(name)
     assert (R.PARTITION_LEADER_EPOCH_OFFSET, R.CRC_OFFSET, R.ATTRIBUTES_OFFSET) == (12, 17, 21)
 
 
-def test_spec_modules_build_construct_on_first_use():
-    """Importing a spec module does not import construct; the first construct spec asked for does."""
+def test_layout_modules_import_no_construct():
+    """The layout modules the fast paths read import no construct; the schema modules declare their
+    construct Structs at module level (an editor jumps to ``RecordBatch``), with no lazy ``__getattr__``."""
     import subprocess
     import sys
-    code = ("import sys; from specs import record_batch as R, legacy, indexes, producer_snapshot; "
-            "assert 'construct' not in sys.modules, 'imported'; R.HEADER_STRUCT; assert 'construct' not in sys.modules; "
-            "R.RecordBatch; assert 'construct' in sys.modules; legacy.MessageSet; print('ok')")
+    code = ("import sys; from specs import record_batch, legacy, indexes, producer_snapshot, checkpoints, codecs; "
+            "assert 'construct' not in sys.modules, 'imported'; "
+            "from specs.schemas import record_batch as RS, legacy as LS; assert 'construct' in sys.modules; "
+            "import construct as c; assert isinstance(RS.RecordBatch, c.Construct) and isinstance(LS.MessageSet, c.Construct); "
+            "print('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "ok", out.stderr
+    import specs.indexes, specs.legacy, specs.producer_snapshot, specs.record_batch  # noqa: E401
+    for module in (specs.record_batch, specs.legacy, specs.indexes, specs.producer_snapshot):
+        assert not hasattr(module, "__getattr__"), module.__name__
     try:
-        R.NoSuchSpec
+        RS.NoSuchSpec
     except AttributeError as e:
         assert "NoSuchSpec" in str(e)
     else:
@@ -191,7 +201,7 @@ def test_spec_modules_build_construct_on_first_use():
 
 
 def test_attribute_bits():
-    attrs = R.BatchAttributes.parse((0x04 | 0x08 | 0x10 | 0x20 | 0x40).to_bytes(2, "big"))
+    attrs = RS.BatchAttributes.parse((0x04 | 0x08 | 0x10 | 0x20 | 0x40).to_bytes(2, "big"))
     assert attrs.compression == "zstd" and attrs.timestampType == "LogAppendTime"
     assert attrs.isTransactional and attrs.isControl and attrs.hasDeleteHorizon
 
@@ -203,9 +213,9 @@ def test_attribute_bits():
 def test_control_record_key_fast_path_equals_spec(ctype, version):
     from kafkaforensics.records.batch import Record
     key = builder.control_record_key(ctype, version)
-    assert key == R.ControlRecordKey.build({"version": version, "type": ctype})
+    assert key == RS.ControlRecordKey.build({"version": version, "type": ctype})
     rec = Record(0, 0, key, None)
-    assert rec.control_type == R.ControlRecordKey.parse(key).type == ctype
+    assert rec.control_type == RS.ControlRecordKey.parse(key).type == ctype
     assert rec.control()["version"] == version and rec.control()["type"] == R.CONTROL_TYPES[ctype]
 
 
@@ -214,8 +224,8 @@ def test_control_record_key_fast_path_equals_spec(ctype, version):
 def test_end_txn_marker_fast_path_equals_spec(ctype, version, epoch):
     from kafkaforensics.records.batch import Record
     value = builder.end_txn_marker_value(epoch, version)
-    assert value == R.EndTransactionMarker.build({"version": version, "coordinatorEpoch": epoch})
-    parsed = R.EndTransactionMarker.parse(value)
+    assert value == RS.EndTransactionMarker.build({"version": version, "coordinatorEpoch": epoch})
+    parsed = RS.EndTransactionMarker.parse(value)
     ctl = Record(0, 0, builder.control_record_key(ctype), value).control()
     assert (ctl["version"], ctl["coordinatorEpoch"]) == (parsed.version, parsed.coordinatorEpoch)
     assert ctl["type"] == ("ABORT" if ctype == R.ABORT else "COMMIT")
@@ -230,13 +240,13 @@ def test_control_type_of_a_short_key_is_minus_one():
 @given(st.integers(0, 2**16 - 1))
 def test_attribute_masks_equal_the_spec(raw):
     """Every mask the fast paths test a batch's attributes with picks the spec's field."""
-    attrs = R.BatchAttributes.parse(raw.to_bytes(2, "big"))
+    attrs = RS.BatchAttributes.parse(raw.to_bytes(2, "big"))
     assert raw & R.COMPRESSION_MASK == int(attrs.compression)
     assert bool(raw & R.TIMESTAMP_TYPE_MASK) == (attrs.timestampType == "LogAppendTime")
     assert bool(raw & R.TRANSACTIONAL_MASK) == attrs.isTransactional
     assert bool(raw & R.CONTROL_MASK) == attrs.isControl
     assert bool(raw & R.DELETE_HORIZON_MASK) == attrs.hasDeleteHorizon
-    legacy = L.MessageAttributes.parse((raw & 0xFF).to_bytes(1, "big"))
+    legacy = LS.MessageAttributes.parse((raw & 0xFF).to_bytes(1, "big"))
     assert raw & L.COMPRESSION_MASK == int(legacy.compression)
     assert bool(raw & L.TIMESTAMP_TYPE_MASK) == (legacy.timestampType == "LogAppendTime")
 
@@ -250,7 +260,7 @@ def test_batch_flags_of_the_fast_path_equal_the_spec(attributes):
                                                   "attributes": attributes}
     data = R.HEADER_STRUCT.pack(*(fields[f] for f in R.HEADER_FIELDS))
     b = parse_v2_header(data, 0)
-    attrs = R.BatchAttributes.parse(data[R.ATTRIBUTES_OFFSET:R.ATTRIBUTES_OFFSET + 2])
+    attrs = RS.BatchAttributes.parse(data[R.ATTRIBUTES_OFFSET:R.ATTRIBUTES_OFFSET + 2])
     assert b.compression_name == str(attrs.compression) == compression.CODEC_NAMES[b.compression]
     assert b.timestamp_type == str(attrs.timestampType)
     assert (b.is_transactional, b.is_control, b.has_delete_horizon) == (
@@ -274,11 +284,11 @@ def test_offsets_are_read_off_the_specs():
        st.integers(0, 2**40))
 def test_offset_index_fast_path_equals_spec(entries, base):
     from kafkaforensics.log import offset_index
-    data = I.OffsetIndexFile.build(entries)
+    data = IS.OffsetIndexFile.build(entries)
     assert offset_index.to_bytes([(base + e["relativeOffset"], e["position"]) for e in entries], base) == data
     got, zero_tail = offset_index.read_entries(data, base)
     assert zero_tail == 0
-    assert got == [(base + e["relativeOffset"], e["position"]) for e in _strip(I.OffsetIndexFile.parse(data))]
+    assert got == [(base + e["relativeOffset"], e["position"]) for e in _strip(IS.OffsetIndexFile.parse(data))]
 
 
 @settings(deadline=None)  # the first example imports the module (numpy for the indexes)
@@ -286,11 +296,11 @@ def test_offset_index_fast_path_equals_spec(entries, base):
        st.integers(0, 2**40))
 def test_time_index_fast_path_equals_spec(entries, base):
     from kafkaforensics.log import time_index
-    data = I.TimeIndexFile.build(entries)
+    data = IS.TimeIndexFile.build(entries)
     assert time_index.to_bytes([(e["timestamp"], base + e["relativeOffset"]) for e in entries], base) == data
     got, zero_tail = time_index.read_entries(data, base)
     assert zero_tail == 0
-    assert got == [(e["timestamp"], base + e["relativeOffset"]) for e in _strip(I.TimeIndexFile.parse(data))]
+    assert got == [(e["timestamp"], base + e["relativeOffset"]) for e in _strip(IS.TimeIndexFile.parse(data))]
 
 
 @settings(deadline=None)  # the first example imports the module (numpy for the indexes)
@@ -298,9 +308,9 @@ def test_time_index_fast_path_equals_spec(entries, base):
                                         "lastOffset": i64, "lastStableOffset": i64}), max_size=10))
 def test_txn_index_fast_path_equals_spec(entries):
     from kafkaforensics.log import txn_index
-    data = I.TxnIndexFile.build(entries)
+    data = IS.TxnIndexFile.build(entries)
     got = txn_index.read_entries(data)
-    assert [e.to_json() for e in got] == _strip(I.TxnIndexFile.parse(data))
+    assert [e.to_json() for e in got] == _strip(IS.TxnIndexFile.parse(data))
     assert txn_index.to_bytes(got) == data
 
 
@@ -309,8 +319,8 @@ def test_specs_import_nothing_from_the_library():
     import subprocess
     import sys
     code = ("import pkgutil, importlib, sys, specs\n"
-            "for m in pkgutil.iter_modules(specs.__path__): importlib.import_module('specs.' + m.name)\n"
-            "from specs import legacy, record_batch\n"
+            "for m in pkgutil.walk_packages(specs.__path__, 'specs.'): importlib.import_module(m.name)\n"
+            "from specs.schemas import legacy\n"
             "legacy.MessageSet.parse(legacy.MessageSet.build([]))\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'kafkaforensics'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -82,8 +82,8 @@ def test_dump_small_segment_skips_spark_stack_and_numpy():
 
 #: not needed to verify or dump a small segment at all: a shell loop's `kfx dump F`/`kfx verify F` runs
 #: on the standard library and the project's own modules (typer: the quick parse; numpy: a small
-#: segment's checks in lists; construct: the specs built on first use; rich: plain lines; crc32c:
-#: its extension loaded without the package's import-time work)
+#: segment's checks in lists; construct: the schemas in specs/schemas/, which the fast paths never
+#: import; rich: plain lines; crc32c: its extension loaded without the package's import-time work)
 LIGHT = HEAVY | SPARK | {"typer", "click", "rich", "crc32c", "importlib_metadata"}
 
 

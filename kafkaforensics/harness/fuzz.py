@@ -32,6 +32,8 @@ from dataclasses import asdict, dataclass, field, make_dataclass
 from specs import legacy as L
 from specs import record_batch as R
 from specs.primitives import field_offset
+from specs.schemas import legacy as LS
+from specs.schemas import record_batch as RS
 
 from kafkaforensics.errors import KafkaFormatError
 
@@ -69,9 +71,9 @@ def _field_starts(spec) -> tuple[int, ...]:
     return tuple(field_offset(spec, sc.name) for sc in spec.subcons) + (spec.sizeof(),)
 
 
-_V2_FIELDS = _field_starts(R.BatchHeader)
+_V2_FIELDS = _field_starts(RS.BatchHeader)
 # offset, size, crc, magic, attrs, (magic 1 timestamp or magic 0 key length), magic 0 value length / magic 1 key length
-_V0_FIELDS = _field_starts(L.EntryPrefix) + (L.KEY_LENGTH_OFFSET[0] + L.LENGTH.struct.size, L.KEY_LENGTH_OFFSET[1])
+_V0_FIELDS = _field_starts(LS.EntryPrefix) + (L.KEY_LENGTH_OFFSET[0] + L.LENGTH.struct.size, L.KEY_LENGTH_OFFSET[1])
 
 
 def _varint_end(buf: bytes, pos: int) -> int:

@@ -50,7 +50,7 @@ class Record:
 
     @property
     def control_type(self) -> int:
-        """The type of this record's control key (``specs.record_batch.ControlRecordKey``); -1
+        """The type of this record's control key (``specs.schemas.record_batch.ControlRecordKey``); -1
         when the key is too short to hold one."""
         if self.key is None or len(self.key) < _CTRL_KEY.size:
             return -1

@@ -1,7 +1,7 @@
 """Build batch bytes: record batches v2 and legacy message sets (the writer's fast path).
 
-The output is byte-identical to building ``specs.record_batch.RecordBatch`` /
-``specs.legacy.LogEntry`` with construct (``tests/test_specs.py``), and to Kafka's own
+The output is byte-identical to building ``specs.schemas.record_batch.RecordBatch`` /
+``specs.schemas.legacy.LogEntry`` with construct (``tests/test_specs.py``), and to Kafka's own
 MemoryRecordsBuilder for uncompressed batches.
 """
 from __future__ import annotations
@@ -104,12 +104,12 @@ def build_v2(records: Iterable, *, base_offset: int, last_offset_delta: int | No
 
 
 def control_record_key(ctype: int, version: int = 0) -> bytes:
-    """A control record's key (``specs.record_batch.ControlRecordKey``)."""
+    """A control record's key (``specs.schemas.record_batch.ControlRecordKey``)."""
     return R.CONTROL_KEY_STRUCT.pack(version, ctype)
 
 
 def end_txn_marker_value(coordinator_epoch: int, version: int = 0) -> bytes:
-    """An end-transaction marker's value (``specs.record_batch.EndTransactionMarker``)."""
+    """An end-transaction marker's value (``specs.schemas.record_batch.EndTransactionMarker``)."""
     return R.END_TXN_MARKER_STRUCT.pack(version, coordinator_epoch)
 
 

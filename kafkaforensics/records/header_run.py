@@ -3,7 +3,7 @@
 Walking a segment is sequential (each batch's length says where the next one starts), so the walk
 loop does per batch only that and the CRC check; every header field of a whole run of batches is
 then gathered at once into a structured array whose layout is derived from
-``specs.record_batch.BatchHeader``.  :meth:`.segment.BatchScanner.iter_runs` hands these runs
+``specs.schemas.record_batch.BatchHeader``.  :meth:`.segment.BatchScanner.iter_runs` hands these runs
 out; what the run walk declines (legacy entries, anything the scanner would stop at or look at
 twice) is left to the scanner's batch-by-batch step.
 """

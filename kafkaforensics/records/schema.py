@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from specs import record_batch as R
 
-#: the batch header's fields and their struct codes (the layout R.BatchHeader is made from)
+#: the batch header's fields and their struct codes (R.BATCH_HEADER, the table the schema BatchHeader
+#: is made from too)
 _SPEC = dict(R.BATCH_HEADER.fields)
 
 #: fixed-width struct codes -> Spark SQL types (unsigned 32-bit needs bigint)
