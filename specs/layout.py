@@ -81,3 +81,9 @@ def numpy_dtype(st: struct.Struct, names) -> "numpy.dtype":
     """The numpy record type of a layout's struct (big-endian, unpadded), for columns."""
     import numpy as np
     return np.dtype([(name, ">" + _NUMPY_CODES[code]) for name, code in zip(names, st.format[1:])])
+
+
+#: Java's integer limits (``Integer.MAX_VALUE`` ...): a relative offset must fit an int32, sequences wrap past it
+INT32_MAX = 2**31 - 1
+INT32_MIN = -2**31
+INT64_MAX = 2**63 - 1

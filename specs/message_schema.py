@@ -6,6 +6,10 @@ implement the wire encoding for any version: fixed-width integers, strings (int1
 compact unsigned-varint length in flexible versions), bytes (int32 / compact), arrays (int32 /
 compact), UUIDs, nested structs and the tagged-field section of flexible versions.  Lengths are
 bounded by the bytes left before anything is allocated.
+
+``build`` takes a dict of field values: a field left out takes its default (Kafka's message JSON
+``default``, else 0, false, "", empty), a key that names no field of the message raises
+:class:`UnknownField` (a misspelling is never silently dropped).
 """
 from __future__ import annotations
 
@@ -133,17 +137,38 @@ class Message:
 
     # -- building --------------------------------------------------------------------------------
     def build(self, obj: dict, version: int) -> bytes:
+        """The bytes of ``obj`` as version ``version``; :class:`UnknownField` for a key that is no field."""
+        return bytes(self.build_into(bytearray(), obj, version))
+
+    def build_into(self, out: bytearray, obj: dict, version: int) -> bytearray:
+        """Append ``obj`` to ``out`` (and return it). A ``records`` value that is no bytes is a hole: its
+        length is written and the value handed to ``out.hole(value)`` (the broker's sendfile regions)."""
         if not _in(self.valid, version):
             raise KafkaFormatError("schema", f"{self.name} has no version {version}")
-        out = bytearray()
-        _build_struct(out, self.fields, obj, version, self.is_flexible(version), self.structs)
-        return bytes(out)
-
-    def build_chunks(self, obj: dict, version: int) -> Chunks:
-        """Like :meth:`build`, but :class:`FileRegion` values become holes listed in ``regions``."""
-        out = Chunks()
-        _build_struct(out, self.fields, obj, version, self.is_flexible(version), self.structs)
+        _build_struct(out, self.fields, obj, version, self.is_flexible(version), self.structs, self.name)
         return out
+
+
+class UnknownField(TypeError):
+    """``build`` was given a key that is no field of the message (a misspelling, a field of another message)."""
+
+    def __init__(self, where: str, key, fields):
+        self.where, self.key = where, key
+        super().__init__(f"{where} has no field {key!r} (its fields: {', '.join(f.name for f in fields)})")
+
+
+#: the field names of each field list (kept with the list, so an id is never reused while cached)
+_NAMES: dict = {}
+#: keys ``read`` adds beside the fields, accepted back by ``build``
+_READ_KEYS = frozenset({"_unknownTaggedFields"})
+
+
+def _check_keys(obj: dict, fields, where: str) -> None:
+    known = _NAMES.get(id(fields))
+    if known is None or known[0] is not fields:
+        known = _NAMES[id(fields)] = (fields, frozenset(f.name for f in fields) | _READ_KEYS)
+    if not known[1].issuperset(obj):
+        raise UnknownField(where, next(k for k in obj if k not in known[1]), fields)
 
 
 def _sub_fields(f: F, structs: dict):
@@ -228,47 +253,27 @@ def _read_value(ctx: _Ctx, f: F, version, type_=None):
     return _read_struct(ctx, sub, version)
 
 
-def _build_struct(out: bytearray, fields, obj: dict, version, flexible, structs) -> None:
+def _build_struct(out: bytearray, fields, obj: dict, version, flexible, structs, where: str) -> None:
+    _check_keys(obj, fields, where)
     tagged = []
     for f in fields:
         v = obj.get(f.name, f.default)
         if flexible and f.tag is not None and _in(f.tagged, version):
             if v != f.default:
                 buf = bytearray()
-                _build_value(buf, f, v, version, True, structs)
+                _build_value(buf, f, v, version, True, structs, where)
                 tagged.append((f.tag, bytes(buf)))
             continue
         if not _in(f.versions, version):
             continue
-        _build_value(out, f, v, version, flexible, structs)
+        _build_value(out, f, v, version, flexible, structs, where)
     if flexible:
         out += uvarint(len(tagged))
         for tag, data in sorted(tagged):
             out += uvarint(tag) + uvarint(len(data)) + data
 
 
-class FileRegion:
-    """Record bytes that stay in a file: the builder writes their length and leaves a hole that the
-    transport fills with sendfile (zero copy), as Kafka's broker sends fetched records."""
-
-    __slots__ = ("path", "offset", "length")
-
-    def __init__(self, path: str, offset: int, length: int):
-        self.path, self.offset, self.length = path, offset, length
-
-    def __len__(self) -> int:
-        return self.length
-
-
-class Chunks(bytearray):
-    """A build buffer that can hold :class:`FileRegion` holes: ``regions`` lists (position, region)."""
-
-    def __init__(self):
-        super().__init__()
-        self.regions: list = []
-
-
-def _build_value(out: bytearray, f: F, v, version, flexible, structs, type_=None) -> None:
+def _build_value(out: bytearray, f: F, v, version, flexible, structs, where: str, type_=None) -> None:
     if f.flexible != "inherit":
         flexible = _in(f.flexible, version)
     t = type_ or f.type
@@ -280,9 +285,9 @@ def _build_value(out: bytearray, f: F, v, version, flexible, structs, type_=None
         if v is None:
             out += uvarint(0) if flexible else (_STRUCTS["int16"].pack(-1) if t == "string" else _STRUCTS["int32"].pack(-1))
             return
-        if isinstance(v, FileRegion):
-            out += uvarint(v.length + 1) if flexible else _STRUCTS["int32"].pack(v.length)
-            out.regions.append((len(out), v))
+        if t == "records" and not isinstance(v, (bytes, bytearray, memoryview)) and hasattr(out, "hole"):
+            out += uvarint(len(v) + 1) if flexible else _STRUCTS["int32"].pack(len(v))
+            out.hole(v)
             return
         raw = v.encode("utf-8") if t == "string" else bytes(v) if t == "records" else base64.b64decode(v)
         if flexible:
@@ -298,12 +303,12 @@ def _build_value(out: bytearray, f: F, v, version, flexible, structs, type_=None
         sub = _sub_fields(f, structs)
         for item in v:
             if sub is not None:
-                _build_struct(out, sub, item, version, flexible, structs)
+                _build_struct(out, sub, item, version, flexible, structs, f"{where}.{f.name}[]")
             else:
-                _build_value(out, f, item, version, flexible, structs, t[2:])
+                _build_value(out, f, item, version, flexible, structs, where, t[2:])
     else:
         if _in(f.nullable, version):
             out += _STRUCTS["int8"].pack(-1 if v is None else 1)
             if v is None:
                 return
-        _build_struct(out, _sub_fields(f, structs), v or {}, version, flexible, structs)
+        _build_struct(out, _sub_fields(f, structs), v or {}, version, flexible, structs, f"{where}.{f.name}")

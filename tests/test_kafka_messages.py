@@ -131,3 +131,36 @@ def test_cordoned_log_dirs_are_tagged_fields():
     ch = K.BrokerRegistrationChangeRecord.build({"BrokerId": 1, "BrokerEpoch": 9, "CordonedLogDirs": d}, 3)
     assert ch[12:15] == b"\x01\x03\x11"          # one tagged field, tag 3, 17 bytes: 1 uuid
     assert K.BrokerRegistrationChangeRecord.read(ch, 3)["CordonedLogDirs"] == d
+
+
+# -- build accepts nothing unknown; defaults need not be written ---------------------------------
+def test_a_misspelled_key_raises_naming_it_and_the_message():
+    from specs import protocol_messages as P
+    from specs.message_schema import UnknownField
+    body = {"Brokers": [], "ClusterId": "c", "ControllerId": 0, "Topics": []}
+    P.RESPONSES[3].build(body, 12)  # the well-spelled body builds
+    with pytest.raises(UnknownField, match=r"MetadataResponse has no field 'ErrorCod'"):
+        P.RESPONSES[3].build({**body, "ErrorCod": 5}, 12)
+    topic = {"ErrorCode": 0, "Name": "t", "TopicId": "AAAAAAAAAAAAAAAAAAAAAA", "IsInternal": False, "Partitions": []}
+    with pytest.raises(UnknownField, match=r"MetadataResponse\.Topics\[\] has no field 'PartitionCount'"):
+        P.RESPONSES[3].build({**body, "Topics": [{**topic, "PartitionCount": 1}]}, 12)
+    # a field of another version is a field of the message: left out of this version's bytes, no error
+    assert P.RESPONSES[3].build({**body, "ErrorCode": 0}, 12) == P.RESPONSES[3].build(body, 12)
+
+
+def test_fields_left_out_take_their_defaults():
+    from specs import protocol_messages as P
+    m = P.RESPONSES[3]
+    for version in (0, 1, 9, 12):
+        spelled = {f.name: f.default for f in m.fields}
+        assert m.build({}, version) == m.build(spelled, version)
+        back = m.read(m.build({}, version), version)
+        assert back["ThrottleTimeMs"] == 0 and back["Topics"] == []
+
+
+def test_what_read_adds_is_accepted_back():
+    """``read`` reports tags it does not know in ``_unknownTaggedFields``; build takes a read message back."""
+    from specs import protocol_messages as P
+    m = P.RESPONSES[3]
+    read = m.read(m.build({"Topics": [], "ClusterId": "c"}, 12), 12)
+    assert m.build({**read, "_unknownTaggedFields": {7: "AA=="}}, 12) == m.build(read, 12)

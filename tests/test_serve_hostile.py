@@ -28,12 +28,28 @@ def frame(api_key, version, body: dict, corr=1) -> bytes:
     from kafkaforensics.broker.protocol import request_header_version
     hdr = P.RequestHeader.build({"RequestApiKey": api_key, "RequestApiVersion": version, "CorrelationId": corr,
                                  "ClientId": "hostile"}, request_header_version(api_key, version))
-    payload = hdr + P.REQUESTS[api_key].build(body, version)
+    m = P.REQUESTS[api_key]
+    payload = hdr + m.build(_fitted(body, m.fields, m.structs), version)
     return struct.pack(">i", len(payload)) + payload
 
 
+def _fitted(body: dict, fields, structs) -> dict:
+    """``body`` cut to the fields of ``fields``, at every level (the builder takes no unknown key)."""
+    from specs.message_schema import _sub_fields
+    out = {}
+    for f in fields:
+        if f.name in body:
+            v, sub = body[f.name], _sub_fields(f, structs)
+            if sub is not None and isinstance(v, list):
+                v = [_fitted(x, sub, structs) for x in v]
+            elif sub is not None and isinstance(v, dict):
+                v = _fitted(v, sub, structs)
+            out[f.name] = v
+    return out
+
+
 def named_body(name: str) -> dict:
-    """One body with every field name the named APIs use (the builder takes those of the version)."""
+    """One body with every field name the named APIs use (``frame`` keeps those of the message)."""
     records = build_v2([Record(0, 1_700_000_000_000, b"k", b"v", [])], base_offset=0)
     part = {"Partition": 0, "PartitionIndex": 0, "Index": 0, "FetchOffset": 0, "PartitionMaxBytes": 1 << 20,
             "Timestamp": -2, "CommittedOffset": 1, "Records": records}

@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from typing import Awaitable
 
 from specs.kafka_errors import NONE, UNSUPPORTED_VERSION
-from specs.message_schema import FileRegion
 from specs.protocol_messages import ADVERTISED, ApiKey
 
-from kafkaforensics.broker.protocol import ProtocolViolation, Request, UnsupportedRequest, encode_response, encode_response_parts
+from kafkaforensics.broker.protocol import (FileRegion, ProtocolViolation, Request, UnsupportedRequest, encode_response,
+                                            encode_response_parts)
 
 #: the longest a Fetch waits for data, whatever its MaxWaitMs asks
 MAX_WAIT_MS = 30_000
@@ -39,7 +39,7 @@ FIRST_TOPIC_ID_VERSION = 10
 
 @dataclass
 class Reply:
-    """The framed response: ``bytes`` and :class:`~specs.message_schema.FileRegion` parts, in order."""
+    """The framed response: ``bytes`` and :class:`~kafkaforensics.broker.protocol.FileRegion` parts, in order."""
     parts: list
 
     def to_bytes(self) -> bytes:

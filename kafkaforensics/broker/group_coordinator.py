@@ -130,7 +130,7 @@ class GroupCoordinator:
         if err == NONE:
             self.store(gid, [(t["Name"], p["PartitionIndex"], p["CommittedOffset"], p.get("CommittedLeaderEpoch", -1),
                               p.get("CommittedMetadata")) for t in body.get("Topics", []) for p in t.get("Partitions", [])])
-        return {"ThrottleTimeMs": 0, "Topics": topics}
+        return {"Topics": topics}
 
     def store(self, gid: str, commits: list, write: bool = True) -> None:
         """Keep (topic, partition, offset, leader epoch, metadata) commits of a group; ``write``: also
@@ -163,10 +163,10 @@ class GroupCoordinator:
 
     def fetch_offsets(self, version: int, body: dict) -> dict:
         if version >= 8:
-            return {"ThrottleTimeMs": 0, "Groups": [
+            return {"Groups": [
                 {"GroupId": g["GroupId"], "Topics": self._fetch_group(g["GroupId"], g.get("Topics")), "ErrorCode": NONE}
                 for g in body.get("Groups", [])]}
-        return {"ThrottleTimeMs": 0, "ErrorCode": NONE,
+        return {"ErrorCode": NONE,
                 "Topics": self._fetch_group(body.get("GroupId", ""), body.get("Topics"))}
 
     # -- admin: ListGroups, DescribeGroups --------------------------------------------------------
@@ -191,7 +191,7 @@ class GroupCoordinator:
                 continue
             out.append({"GroupId": gid, "ProtocolType": g.protocol_type or "", "GroupState": g.state,
                         "GroupType": kind})
-        return {"ThrottleTimeMs": 0, "ErrorCode": NONE, "Groups": out}
+        return {"ErrorCode": NONE, "Groups": out}
 
     def describe_groups(self, version: int, body: dict, logged=()) -> dict:
         known = self.known_groups(logged)
@@ -212,7 +212,7 @@ class GroupCoordinator:
                                      "MemberMetadata": dict(m.protocols).get(g.protocol, b"") if stable else b"",
                                      "MemberAssignment": (m.assignment or b"") if stable else b""}
                                     for m in g.members.values()]})
-        return {"ThrottleTimeMs": 0, "Groups": out}
+        return {"Groups": out}
 
     # -- KIP-848: ConsumerGroupHeartbeat ----------------------------------------------------------
     def consumer_heartbeat(self, version: int, body: dict, client_id: str | None, topics: dict) -> dict:
@@ -222,7 +222,7 @@ class GroupCoordinator:
         in id order, and a member is handed a partition only once no other member holds it (the
         previous owner drops it on its own next heartbeat), as the incremental protocol requires."""
         gid, mid, epoch = body.get("GroupId") or "", body.get("MemberId") or "", body.get("MemberEpoch", 0)
-        out = {"ThrottleTimeMs": 0, "ErrorCode": NONE, "ErrorMessage": None, "MemberId": mid, "MemberEpoch": epoch,
+        out = {"ErrorCode": NONE, "ErrorMessage": None, "MemberId": mid, "MemberEpoch": epoch,
                "HeartbeatIntervalMs": self.heartbeat_ms, "Assignment": None}
         if not gid:
             return dict(out, ErrorCode=INVALID_GROUP_ID, ErrorMessage="empty group id")
@@ -294,7 +294,7 @@ class GroupCoordinator:
                                      "Assignment": assignment(m.assigned),
                                      "TargetAssignment": assignment(target.get(m.member_id, {}))}
                                     for m in g.members.values()]})
-        return {"ThrottleTimeMs": 0, "Groups": out}
+        return {"Groups": out}
 
     @staticmethod
     def _target(g: ConsumerGroup, topics: dict) -> dict:
@@ -313,7 +313,7 @@ class GroupCoordinator:
     # -- membership ------------------------------------------------------------------------------
     def _response(self, g: Group, m: Member, err=NONE) -> dict:
         leader = m.member_id == g.leader
-        return {"ThrottleTimeMs": 0, "ErrorCode": err, "GenerationId": g.generation, "ProtocolType": g.protocol_type,
+        return {"ErrorCode": err, "GenerationId": g.generation, "ProtocolType": g.protocol_type,
                 "ProtocolName": g.protocol, "Leader": g.leader or "", "MemberId": m.member_id,
                 "Members": [{"MemberId": x.member_id, "GroupInstanceId": x.instance_id,
                              "Metadata": dict(x.protocols).get(g.protocol, "")} for x in g.members.values()]
@@ -362,7 +362,7 @@ class GroupCoordinator:
         was_empty = g.state == "Empty"
         for x in g.members.values():  # members waiting in SyncGroup must rejoin
             if x.sync is not None and not x.sync.done():
-                x.sync.set_result({"ThrottleTimeMs": 0, "ErrorCode": REBALANCE_IN_PROGRESS, "Assignment": ""})
+                x.sync.set_result({"ErrorCode": REBALANCE_IN_PROGRESS, "Assignment": ""})
         g.state = "PreparingRebalance"
         g.initial_delay_pending = was_empty  # members starting together land in one generation
         timeout = max((x.rebalance_ms for x in g.members.values()), default=5000) / 1000
@@ -414,14 +414,14 @@ class GroupCoordinator:
         g = self.groups.get(body.get("GroupId", ""))
         mid = body.get("MemberId", "")
         if g is None or mid not in g.members:
-            return {"ThrottleTimeMs": 0, "ErrorCode": UNKNOWN_MEMBER_ID, "Assignment": ""}
+            return {"ErrorCode": UNKNOWN_MEMBER_ID, "Assignment": ""}
         if body.get("GenerationId") != g.generation:
-            return {"ThrottleTimeMs": 0, "ErrorCode": ILLEGAL_GENERATION, "Assignment": ""}
+            return {"ErrorCode": ILLEGAL_GENERATION, "Assignment": ""}
         if g.state == "PreparingRebalance":
-            return {"ThrottleTimeMs": 0, "ErrorCode": REBALANCE_IN_PROGRESS, "Assignment": ""}
+            return {"ErrorCode": REBALANCE_IN_PROGRESS, "Assignment": ""}
         m = g.members[mid]
         m.last_seen = time.monotonic()
-        base = {"ThrottleTimeMs": 0, "ErrorCode": NONE, "ProtocolType": g.protocol_type, "ProtocolName": g.protocol}
+        base = {"ErrorCode": NONE, "ProtocolType": g.protocol_type, "ProtocolName": g.protocol}
         if g.state == "Stable":
             return dict(base, Assignment=m.assignment)
         if mid == g.leader:
@@ -448,7 +448,7 @@ class GroupCoordinator:
             err = NONE
         if g is not None and mid in g.members:
             g.members[mid].last_seen = time.monotonic()
-        return {"ThrottleTimeMs": 0, "ErrorCode": err}
+        return {"ErrorCode": err}
 
     def leave(self, version: int, body: dict) -> dict:
         g = self.groups.get(body.get("GroupId", ""))
@@ -460,7 +460,7 @@ class GroupCoordinator:
                 self._remove(g, mid)
             results.append({"MemberId": mid, "GroupInstanceId": None, "ErrorCode": NONE if ok else UNKNOWN_MEMBER_ID})
         err = NONE if version >= 3 or all(r["ErrorCode"] == NONE for r in results) else UNKNOWN_MEMBER_ID
-        return {"ThrottleTimeMs": 0, "ErrorCode": err, "Members": results}
+        return {"ErrorCode": err, "Members": results}
 
     def _remove(self, g: Group, mid: str) -> None:
         m = g.members.pop(mid)

@@ -34,7 +34,7 @@ from kafkaforensics.log.segment import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX
 
 from specs.kafka_errors import (CORRUPT_MESSAGE, INVALID_PRODUCER_EPOCH, NONE, OUT_OF_ORDER_SEQUENCE,
                                 UNSUPPORTED_FOR_MESSAGE_FORMAT)
-_INT32_MAX = 2**31 - 1
+from specs.layout import INT32_MAX
 
 
 class LiveLog:
@@ -112,7 +112,7 @@ class LiveLog:
         if e is not None and b.producer_epoch < e.epoch:
             return INVALID_PRODUCER_EPOCH, None
         if e is not None and b.producer_epoch == e.epoch and e.last_sequence >= 0:
-            if b.base_sequence != (e.last_sequence + 1) & _INT32_MAX:
+            if b.base_sequence != (e.last_sequence + 1) & INT32_MAX:
                 return OUT_OF_ORDER_SEQUENCE, None
         elif b.base_sequence not in (0, -1) and (e is None or b.producer_epoch > e.epoch):
             return OUT_OF_ORDER_SEQUENCE, None
@@ -155,7 +155,7 @@ class LiveLog:
         struct.pack_into(">i", raw, R.PARTITION_LEADER_EPOCH_OFFSET, self.leader_epoch)
         b = next(iter(BatchScanner(bytes(raw))))
         if self.idx.valid_bytes and (self.idx.valid_bytes > self.segment_bytes - b.size
-                                     or b.last_offset - self.active > _INT32_MAX):
+                                     or b.last_offset - self.active > INT32_MAX):
             self._roll(base)
         if self.active not in self.segments:
             self.segments.append(self.active)
@@ -165,7 +165,7 @@ class LiveLog:
             f.write(raw)
         self.idx.add(b, self.state.append(b))
         self._remember(b, base)
-        self.next_offset = b.last_offset + 1
+        self.next_offset = b.next_offset
         return base
 
     def append_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int = 0,

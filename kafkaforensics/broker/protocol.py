@@ -21,6 +21,31 @@ MAX_FRAME_BYTES = 100 * 1024 * 1024
 _I32 = struct.Struct(">i")
 
 
+class FileRegion:
+    """Record bytes that stay in a file: the response carries their length and leaves a hole that the
+    transport fills with sendfile (zero copy), as Kafka's broker sends fetched records."""
+
+    __slots__ = ("path", "offset", "length")
+
+    def __init__(self, path: str, offset: int, length: int):
+        self.path, self.offset, self.length = path, offset, length
+
+    def __len__(self) -> int:
+        return self.length
+
+
+class Chunks(bytearray):
+    """A response body being built, with :class:`FileRegion` holes: ``regions`` lists (position, region)
+    (``Message.build_into`` calls :meth:`hole` for a ``records`` value that is no bytes)."""
+
+    def __init__(self):
+        super().__init__()
+        self.regions: list = []
+
+    def hole(self, region: FileRegion) -> None:
+        self.regions.append((len(self), region))
+
+
 @dataclass
 class Request:
     api_key: int
@@ -129,12 +154,12 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: d
 
 
 def encode_response_parts(api_key: int, api_version: int, correlation_id: int, body: dict) -> list:
-    """The framed response as a list of ``bytes`` and :class:`~specs.message_schema.FileRegion` parts:
+    """The framed response as a list of ``bytes`` and :class:`FileRegion` parts:
     record bytes left in their segment files, for the transport to sendfile."""
     m = P.RESPONSES[api_key]
     flexible = m.is_flexible(api_version) and api_key != ApiKey.API_VERSIONS
     header = P.ResponseHeader.build({"CorrelationId": correlation_id}, 1 if flexible else 0)
-    chunks = m.build_chunks(body, api_version)
+    chunks = m.build_into(Chunks(), body, api_version)
     total = len(header) + len(chunks) + sum(r.length for _pos, r in chunks.regions)
     parts, last = [_I32.pack(total) + header], 0
     for pos, region in chunks.regions:

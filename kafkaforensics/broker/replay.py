@@ -24,12 +24,12 @@ from kafkaforensics.log import offset_index
 from kafkaforensics.errors import Problem
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.broker.live_log import LiveLog
+from kafkaforensics.broker.protocol import FileRegion
 from kafkaforensics.log.partition import derived_topic_id, find_partitions, partition_dir_state, write_partition_metadata
 from kafkaforensics.broker.replay_admin import AdminAPIs, WriteAdminAPIs
 from kafkaforensics.log.segment import INDEX, LOG, TXNINDEX, BatchScanner, open_buffer
 from kafkaforensics.log.txn_index import read_entries as read_txn_entries
 from specs import protocol_messages as P
-from specs.message_schema import FileRegion
 
 from specs.kafka_errors import (CORRUPT_MESSAGE, INVALID_PARTITIONS, INVALID_PRODUCER_EPOCH,
                                 INVALID_PRODUCER_ID_MAPPING, INVALID_TOPIC, NONE, OFFSET_OUT_OF_RANGE, POLICY_VIOLATION,
@@ -177,7 +177,7 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
                     r.update(ErrorCode=err, BaseOffset=base, LogStartOffset=s.log_start)
                 parts.append(r)
             out.append({"Name": t.get("Name"), "TopicId": t.get("TopicId"), "PartitionResponses": parts})
-        return {"ThrottleTimeMs": 0, "Responses": out}
+        return {"Responses": out}
 
     def offsets_partition(self, group: str) -> LiveLog:
         """__consumer_offsets-N of a group, N = abs(group.hashCode) % 50; created on first use."""
@@ -211,7 +211,7 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
         if tid is None:
             pid = self.next_producer_id
             self.next_producer_id += 1
-            return {"ThrottleTimeMs": 0, "ErrorCode": NONE, "ProducerId": pid, "ProducerEpoch": 0}
+            return {"ErrorCode": NONE, "ProducerId": pid, "ProducerEpoch": 0}
         t = self.txns.get(tid)
         if t is None:
             t = self.txns[tid] = {"pid": self.next_producer_id, "epoch": 0, "partitions": set()}
@@ -220,7 +220,7 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
             t["epoch"] += 1  # what was open is aborted in the new epoch, so its partitions refuse the old
             if t["partitions"]:
                 self._end(t, commit=False)
-        return {"ThrottleTimeMs": 0, "ErrorCode": NONE, "ProducerId": t["pid"], "ProducerEpoch": t["epoch"]}
+        return {"ErrorCode": NONE, "ProducerId": t["pid"], "ProducerEpoch": t["epoch"]}
 
     def add_partitions_to_txn(self, version: int, body: dict) -> dict:
         tid, pid, epoch = (body.get("V3AndBelowTransactionalId"), body.get("V3AndBelowProducerId"),
@@ -242,16 +242,16 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
                     t["partitions"].add((topic["Name"], p))
                 rs.append({"PartitionIndex": p, "PartitionErrorCode": e})
             results.append({"Name": topic["Name"], "ResultsByPartition": rs})
-        return {"ThrottleTimeMs": 0, "ResultsByTopicV3AndBelow": results}
+        return {"ResultsByTopicV3AndBelow": results}
 
     def end_txn(self, version: int, body: dict) -> dict:
         t = self.txns.get(body.get("TransactionalId"))
         if t is None or t["pid"] != body.get("ProducerId"):
-            return {"ThrottleTimeMs": 0, "ErrorCode": INVALID_PRODUCER_ID_MAPPING}
+            return {"ErrorCode": INVALID_PRODUCER_ID_MAPPING}
         if t["epoch"] != body.get("ProducerEpoch"):
-            return {"ThrottleTimeMs": 0, "ErrorCode": INVALID_PRODUCER_EPOCH}
+            return {"ErrorCode": INVALID_PRODUCER_EPOCH}
         self._end(t, commit=bool(body.get("Committed")))
-        return {"ThrottleTimeMs": 0, "ErrorCode": NONE}
+        return {"ErrorCode": NONE}
 
     def _end(self, t: dict, commit: bool) -> None:
         for key in sorted(t["partitions"]):
@@ -281,7 +281,7 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
             if r["ErrorCode"] == NONE and not body.get("validateOnly"):
                 r.update(TopicId=self._create_topic(name, n), NumPartitions=n)
             out.append(r)
-        return {"ThrottleTimeMs": 0, "Topics": out}
+        return {"Topics": out}
 
     def _create_topic(self, name: str, n: int) -> str:
         """Partition dirs 0..n-1 with partition.metadata (a random id, as Kafka's controller gives)."""
@@ -312,7 +312,7 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
                 and m.valid[0] <= version <= m.valid[1])
 
     def api_versions(self, version: int, body: dict, error: int = NONE) -> dict:
-        return {"ErrorCode": error, "ThrottleTimeMs": 0,
+        return {"ErrorCode": error,
                 "ApiKeys": [{"ApiKey": k, "MinVersion": lo, "MaxVersion": hi} for k, (lo, hi) in
                             sorted({**SUPPORTED, **(WRITE_APIS if self.writable else {})}.items())]}
 
@@ -342,15 +342,14 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
                             "Partitions": [{"ErrorCode": NONE, "PartitionIndex": s.partition, "LeaderId": self.node_id,
                                             "LeaderEpoch": s.leader_epoch, "ReplicaNodes": [self.node_id],
                                             "IsrNodes": [self.node_id], "OfflineReplicas": []} for s in parts]})
-        return {"ThrottleTimeMs": 0, "Brokers": [{"NodeId": self.node_id, "Host": self.host, "Port": self.port,
-                                                   "Rack": None}],
+        return {"Brokers": [{"NodeId": self.node_id, "Host": self.host, "Port": self.port, "Rack": None}],
                 "ClusterId": self.cluster_id(), "ControllerId": self.node_id, "Topics": out, "ErrorCode": NONE}
 
     def find_coordinator(self, version: int, body: dict) -> dict:
         me = {"NodeId": self.node_id, "Host": self.host, "Port": self.port, "ErrorCode": NONE, "ErrorMessage": None}
         if version >= 4:
-            return {"ThrottleTimeMs": 0, "Coordinators": [dict(me, Key=k) for k in body.get("CoordinatorKeys", [])]}
-        return dict(me, ThrottleTimeMs=0)
+            return {"Coordinators": [dict(me, Key=k) for k in body.get("CoordinatorKeys", [])]}
+        return me
 
     # -- offsets ---------------------------------------------------------------------------------
     def list_offsets(self, version: int, body: dict) -> dict:
@@ -382,7 +381,7 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
                         r.update(Offset=found[0], Timestamp=found[1], LeaderEpoch=s.epoch_at(found[0]))
                 parts.append(r)
             topics.append({"Name": t.get("Name"), "Partitions": parts})
-        return {"ThrottleTimeMs": 0, "Topics": topics}
+        return {"Topics": topics}
 
     def _batches(self, s: LiveLog):
         for base in s.segments:
@@ -451,7 +450,7 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
                             r["AbortedTransactions"] = self.aborted(s, off, upper)
                 parts.append(r)
             responses.append({"Topic": t.get("Topic"), "TopicId": t.get("TopicId"), "Partitions": parts})
-        return {"ThrottleTimeMs": 0, "ErrorCode": NONE, "SessionId": 0, "Responses": responses}
+        return {"ErrorCode": NONE, "SessionId": 0, "Responses": responses}
 
     def read(self, s: LiveLog, offset: int, max_bytes: int, limit: int, first: bool) -> tuple[bytes, int]:
         """Whole batches from the one that holds ``offset``, at most ``max_bytes`` (but at least one
@@ -484,7 +483,7 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
                         begin = None
                         break
                     end = b.position + b.size
-                    upper = b.last_offset + 1
+                    upper = b.next_offset
                 if begin is not None and end is not None:
                     return FileRegion(s.seg_path(base, LOG), begin, end - begin), upper
         return b"", offset

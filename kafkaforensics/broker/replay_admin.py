@@ -34,7 +34,7 @@ class AdminAPIs:
             return "kfx-replay"
 
     def describe_cluster(self, version: int, body: dict) -> dict:
-        return {"ThrottleTimeMs": 0, "ErrorCode": NONE, "ErrorMessage": None, "EndpointType": 1,
+        return {"ErrorCode": NONE, "ErrorMessage": None, "EndpointType": 1,
                 "ClusterId": self.cluster_id(), "ControllerId": self.node_id,
                 "Brokers": [{"BrokerId": self.node_id, "Host": self.host, "Port": self.port, "Rack": None,
                              "IsFenced": False}],
@@ -85,7 +85,7 @@ class AdminAPIs:
                                "Documentation": None}
                               for k, v in sorted(configs.items()) if keys is None or k in keys]
             results.append(res)
-        return {"ThrottleTimeMs": 0, "Results": results}
+        return {"Results": results}
 
     # -- the log dir -----------------------------------------------------------------------------
     def describe_log_dirs(self, version: int, body: dict) -> dict:
@@ -108,7 +108,7 @@ class AdminAPIs:
             total, usable = du.total, du.free
         except OSError:
             total = usable = -1
-        return {"ThrottleTimeMs": 0, "ErrorCode": NONE, "Results": [{
+        return {"ErrorCode": NONE, "Results": [{
             "ErrorCode": NONE, "LogDir": self.log_dir, "TotalBytes": total, "UsableBytes": usable, "IsCordoned": False,
             "Topics": [{"Name": t, "Partitions": ps} for t, ps in sorted(topics.items())]}]}
 
@@ -129,7 +129,7 @@ class AdminAPIs:
                     r["LeaderEpoch"], r["EndOffset"] = self.end_offset_for_epoch(s, p["LeaderEpoch"])
                 parts.append(r)
             topics.append({"Topic": t.get("Topic"), "Partitions": parts})
-        return {"ThrottleTimeMs": 0, "Topics": topics}
+        return {"Topics": topics}
 
     # -- producers and transactions --------------------------------------------------------------
     def describe_producers(self, version: int, body: dict) -> dict:
@@ -149,7 +149,7 @@ class AdminAPIs:
                         for _pid, e in sorted(s.state.producers.items())]
                 parts.append(r)
             topics.append({"Name": t.get("Name"), "Partitions": parts})
-        return {"ThrottleTimeMs": 0, "Topics": topics}
+        return {"Topics": topics}
 
     def transactions(self) -> dict[str, dict]:
         """The newest __transaction_state value of each transactional id (tombstones remove it)."""
@@ -192,7 +192,7 @@ class AdminAPIs:
         try:
             rx = re.compile(pattern) if pattern else None
         except re.error:
-            return {"ThrottleTimeMs": 0, "ErrorCode": INVALID_REQUEST, "UnknownStateFilters": [],
+            return {"ErrorCode": INVALID_REQUEST, "UnknownStateFilters": [],
                     "TransactionStates": []}
         now = int(time.time() * 1000)
         out = []
@@ -207,7 +207,7 @@ class AdminAPIs:
                 continue
             out.append({"TransactionalId": tid, "ProducerId": t["ProducerId"],
                         "TransactionState": t["TransactionState"]})
-        return {"ThrottleTimeMs": 0, "ErrorCode": NONE,
+        return {"ErrorCode": NONE,
                 "UnknownStateFilters": [s for s in states if s not in TRANSACTION_STATES.values()],
                 "TransactionStates": out}
 
@@ -222,7 +222,7 @@ class AdminAPIs:
                             "ProducerEpoch": -1, "Topics": []})
             else:
                 out.append(dict(t, ErrorCode=NONE))
-        return {"ThrottleTimeMs": 0, "TransactionStates": out}
+        return {"TransactionStates": out}
 
 
 class WriteAdminAPIs:
@@ -248,7 +248,7 @@ class WriteAdminAPIs:
         if err == NONE:
             s = self.offsets_partition(body.get("GroupId", ""))
             self.txns[tid]["partitions"].add((s.topic, s.partition))
-        return {"ThrottleTimeMs": 0, "ErrorCode": err}
+        return {"ErrorCode": err}
 
     def txn_offset_commit(self, version: int, body: dict) -> dict:
         """The commits go to __consumer_offsets-N in a transactional batch of the producer; they
@@ -268,7 +268,7 @@ class WriteAdminAPIs:
                                                  producer_epoch=t["epoch"])
                 if err == NONE:
                     t.setdefault("offsets", {}).setdefault(gid, []).extend(commits)
-        return {"ThrottleTimeMs": 0, "Topics": [
+        return {"Topics": [
             {"Name": t["Name"], "Partitions": [{"PartitionIndex": p["PartitionIndex"], "ErrorCode": err}
                                                for p in t.get("Partitions", [])]} for t in body.get("Topics", [])]}
 
@@ -310,7 +310,7 @@ class WriteAdminAPIs:
             topics.append({"Name": t.get("Name"), "Partitions": parts})
         if moved:
             self._save_log_starts()
-        return {"ThrottleTimeMs": 0, "Topics": topics}
+        return {"Topics": topics}
 
     def delete_topics(self, version: int, body: dict) -> dict:
         from specs.kafka_errors import INVALID_TOPIC, UNKNOWN_TOPIC_ID
@@ -333,7 +333,7 @@ class WriteAdminAPIs:
                     del self.partitions[(s.topic, s.partition)]
                 self._forget_log_starts([(s.topic, s.partition) for s in parts])
             out.append(r)
-        return {"ThrottleTimeMs": 0, "Responses": out}
+        return {"Responses": out}
 
     def create_partitions(self, version: int, body: dict) -> dict:
         from specs.kafka_errors import INVALID_PARTITIONS
@@ -351,4 +351,4 @@ class WriteAdminAPIs:
                 for p in range(len(parts), count):
                     self.new_partition(name, p, parts[0].topic_id)
             out.append(r)
-        return {"ThrottleTimeMs": 0, "Results": out}
+        return {"Results": out}

@@ -73,10 +73,10 @@ def make_damaged_logdir(target: str, sample: str = SAMPLE) -> dict:
     with open(active, "rb") as f:
         data = f.read()
     torn = bytearray(data[last.position:last.position + last.size])
-    torn[0:8] = (last.last_offset + 1).to_bytes(8, "big", signed=True)
+    torn[0:8] = last.next_offset.to_bytes(8, "big", signed=True)
     with open(active, "ab") as f:
         f.write(bytes(torn[:40]))
-    planted["torn-tail"] = {"file": active, "position": len(data), "offset": last.last_offset + 1}
+    planted["torn-tail"] = {"file": active, "position": len(data), "offset": last.next_offset}
 
     # orders-0: the cleaner's swap of the first segment, written but not yet renamed
     first = os.path.join(orders, logs[0])
@@ -108,7 +108,7 @@ def make_damaged_logdir(target: str, sample: str = SAMPLE) -> dict:
     leo = {}
     for pd in find_partitions(target):
         leo[(pd.topic, pd.partition)] = max(
-            (b.last_offset + 1 for s in pd.segments[-1:] for b in _valid_batches(s.log)), default=0)
+            (b.next_offset for s in pd.segments[-1:] for b in _valid_batches(s.log)), default=0)
     old = read_offsets(os.path.join(target, RECOVERY_POINT)) or {}
     write_offsets(os.path.join(target, RECOVERY_POINT),
                   {tp: min(old.get(tp, 0), _segment_base(target, *tp)) for tp in sorted(leo)})

@@ -21,6 +21,7 @@ import os
 import time as _time
 from dataclasses import asdict, dataclass, field, fields
 
+from specs.layout import INT32_MAX
 
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
@@ -29,8 +30,6 @@ from kafkaforensics.log.partition import PartitionDir, find_partitions, parse_pa
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot
 from kafkaforensics.log.segment import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, file_name, offset_from_name, sibling
 from kafkaforensics.inspect.verify import VerifyReport, verify_partition
-
-_INT32_MAX = 2**31 - 1
 
 
 @dataclass
@@ -412,7 +411,7 @@ class _PartitionAnalysis:
         s.magics[str(b.magic)] = s.magics.get(str(b.magic), 0) + 1
         if s.log_start_offset is None:
             s.log_start_offset = b.base_offset
-        s.log_end_offset = b.last_offset + 1
+        s.log_end_offset = b.next_offset
         if b.max_timestamp >= 0:
             s.first_timestamp = b.max_timestamp if s.first_timestamp is None else min(s.first_timestamp, b.max_timestamp)
             s.last_timestamp = b.max_timestamp if s.last_timestamp is None else max(s.last_timestamp, b.max_timestamp)
@@ -475,9 +474,9 @@ class _PartitionAnalysis:
             p[0], p[2] = b.producer_epoch, max(max_epoch, b.producer_epoch)
             return
         if b.producer_epoch == epoch and b.base_sequence >= 0 and last_seq >= 0:
-            expected = (last_seq + 1) & _INT32_MAX
+            expected = (last_seq + 1) & INT32_MAX
             if b.base_sequence != expected:
-                if b.base_sequence <= last_seq and not (last_seq > _INT32_MAX - 1000 and b.base_sequence < 1000):
+                if b.base_sequence <= last_seq and not (last_seq > INT32_MAX - 1000 and b.base_sequence < 1000):
                     self.add("duplicate-sequence", "warning", b.base_offset, b.last_offset, b,
                              f"producer {pid} epoch {epoch}: sequence {b.base_sequence} again (last was {last_seq})")
                 elif not self.compacted:

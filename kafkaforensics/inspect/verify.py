@@ -402,7 +402,7 @@ class _SegmentScan:
                     f"offset {b.last_offset} does not advance past {prev_last}")
         self._first(b.position, b.base_offset)
         self.prev_last = b.last_offset
-        self.next = b.last_offset + 1
+        self.next = b.next_offset
         self.max_ts = max(self.max_ts, b.max_timestamp)
         if self.index is not None:
             want = self.index.one(b.position)

@@ -205,7 +205,7 @@ def check_snapshot_ids(pd) -> list[Problem]:
     log_start = leo = None
     for _seg, b, _done in PartitionLog(pd, producers=False).batches():
         log_start = b.base_offset if log_start is None else log_start
-        leo = b.last_offset + 1
+        leo = b.next_offset
         starts.setdefault(b.partition_leader_epoch, b.base_offset)
     problems = []
     if log_start is not None and log_start > 0 and not snaps:

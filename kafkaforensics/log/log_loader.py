@@ -88,7 +88,7 @@ def segment_batches(seg: LoadedSegment, buf, *, state: ProducerState | None = No
                 epochs.assign_newer(b.partition_leader_epoch, b.base_offset)
                 latest = epochs.latest_epoch
             n += 1
-            nxt = b.last_offset + 1  # LogSegment.readNextOffset: the last batch's next offset
+            nxt = b.next_offset  # LogSegment.readNextOffset: the last batch's next offset
             if b.max_timestamp > max_ts:
                 max_ts = b.max_timestamp
             valid = b.position + b.size

@@ -79,7 +79,7 @@ class ProducerState:
                     first = e.current_txn_first_offset
                     if first >= 0:
                         self.ongoing.pop(first, None)
-                        lso = self._next_incomplete_other(pid, batch.last_offset + 1)
+                        lso = self._next_incomplete_other(pid, batch.next_offset)
                         done = CompletedTxn(pid, first, batch.last_offset, aborted, lso)
                     e.coordinator_epoch = coord_epoch
                 e.epoch = batch.producer_epoch

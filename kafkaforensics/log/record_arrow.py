@@ -12,9 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from specs.layout import INT32_MAX
+
 from kafkaforensics.log.record_columns import RecordColumns
 
-_INT32_LIMIT = 2**31 - 1
 
 
 def spans(buf: bytes, start: np.ndarray, length: np.ndarray, type=pa.binary()) -> pa.Array:
@@ -34,7 +35,7 @@ def spans(buf: bytes, start: np.ndarray, length: np.ndarray, type=pa.binary()) -
     offsets[0:2 * n:2] = start
     offsets[1:2 * n:2] = end
     offsets[2 * n] = end[-1]
-    large = offsets[-1] > _INT32_LIMIT
+    large = offsets[-1] > INT32_MAX
     wide = pa.large_binary() if type == pa.binary() else pa.large_string()
     raw = pa.Array.from_buffers(wide if large else type, 2 * n,
                                 [None, pa.py_buffer(offsets if large else offsets.astype(np.int32)),

@@ -20,12 +20,12 @@ from itertools import chain
 import numpy as np
 
 from specs import record_batch as R
+from specs.layout import INT32_MAX
 
 from kafkaforensics.records.batch import Batch, Record, _varint_slow, v2_record_bytes
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.segment import BatchScanner, offset_from_name, open_buffer
 
-_INT32_MAX = 2**31 - 1
 _SAFE = 2**61  # bases and deltas below this cannot overflow int64 when added
 #: batches' bytes gathered into one decode by :func:`iter_record_columns`
 CHUNK_BYTES = 4 << 20
@@ -99,7 +99,7 @@ class RecordColumns:
         """Each record's producer sequence (-1 without one); sequences wrap at Integer.MAX_VALUE."""
         base = np.array([b.base_sequence for b in self.batches], np.int64)[self.batch]
         first = np.array([b.base_offset for b in self.batches], np.int64)[self.batch]
-        return np.where(base >= 0, (base + self.offset - first) & _INT32_MAX, -1)
+        return np.where(base >= 0, (base + self.offset - first) & INT32_MAX, -1)
 
     def records(self) -> list[Record]:
         """The records as :class:`Record` objects, equal to the batches' ``records()`` joined."""

@@ -16,13 +16,12 @@ from contextlib import contextmanager
 
 from specs import legacy as L
 from specs import record_batch as R
+from specs.layout import INT32_MAX, INT64_MAX
 
 from kafkaforensics.records.batch import parse_legacy_header, parse_v2_header, resolve_legacy_wrapper
 from kafkaforensics.errors import KafkaFormatError, Problem
 
 _SEGMENT_RE = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)((?:\.\w+)?)$")
-_INT32_MAX = 2**31 - 1
-_INT64_MAX = 2**63 - 1
 #: baseOffset, batchLength: the LOG_OVERHEAD every magic shares
 LOG_PREFIX = R.LOG_PREFIX_STRUCT
 #: How much of a mapped file a walk keeps resident: pages behind the walk are dropped from this
@@ -174,7 +173,7 @@ class BatchScanner:
         else:
             from kafkaforensics.records.header_run import HeaderRun as Run, walk_run
         buf, end = self.buf, self.end
-        limit = _INT64_MAX if self.max_batch_bytes is None else self.max_batch_bytes - L.LOG_OVERHEAD
+        limit = INT64_MAX if self.max_batch_bytes is None else self.max_batch_bytes - L.LOG_OVERHEAD
         window = window or RUN_WINDOW
         copy = memoryview(bytearray(window)) if fd is not None else None
         pos = released = self.start
@@ -266,7 +265,7 @@ class BatchScanner:
             self._problem(pos, offset, "bad-magic", f"unknown magic byte {magic}")
             return None
         if self.base_offset is not None and not (
-                0 <= batch.last_offset - self.base_offset <= _INT32_MAX):
+                0 <= batch.last_offset - self.base_offset <= INT32_MAX):
             self._problem(pos, offset, "offset-overflow",
                           f"offset {batch.last_offset} is out of the int32 range of segment base {self.base_offset}")
             return None

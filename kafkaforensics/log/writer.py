@@ -13,6 +13,7 @@ import shutil
 import tempfile
 
 from specs import checkpoints as C
+from specs.layout import INT32_MAX
 
 from kafkaforensics.log import offset_index, time_index, txn_index
 from kafkaforensics.records.batch import parse_header, resolve_legacy_wrapper
@@ -24,7 +25,6 @@ from kafkaforensics.log.partition import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNIND
 from kafkaforensics.log.producer_state import ProducerState
 from kafkaforensics.log.segment import file_name
 
-_INT32_MAX = 2**31 - 1
 
 
 class PartitionWriter:
@@ -82,13 +82,13 @@ class PartitionWriter:
         if self._log is None:
             self._roll(b.base_offset)
         elif (self._idx.valid_bytes > self.segment_bytes - b.size
-              or b.last_offset - self._idx.base_offset > _INT32_MAX):
+              or b.last_offset - self._idx.base_offset > INT32_MAX):
             self._roll(b.base_offset)
         self._log.write(data)
         self._idx.add(b, self.state.append(b))
         if b.magic >= 2 and b.partition_leader_epoch >= 0:
             self.epochs.assign_newer(b.partition_leader_epoch, b.base_offset)
-        self.next_offset = b.last_offset + 1
+        self.next_offset = b.next_offset
         self.batches += 1
 
     def _finish_segment(self) -> None:

@@ -13,6 +13,7 @@ from kafkaforensics.records.checksums import crc32c
 
 from specs import legacy as L
 from specs import record_batch as R
+from specs.layout import INT32_MAX
 
 from kafkaforensics.records import compression
 from kafkaforensics.errors import KafkaFormatError
@@ -23,7 +24,6 @@ _I32 = L.LENGTH.struct      # a legacy message's key and value length
 _I64 = L.TIMESTAMP.struct   # the magic 1 timestamp, and offsets
 _CTRL_KEY = R.CONTROL_KEY_STRUCT        # (version, type): tests/test_specs.py proves the order
 _END_TXN = R.END_TXN_MARKER_STRUCT      # (version, coordinatorEpoch)
-_INT32_MAX = 2**31 - 1
 
 
 class Record:
@@ -118,10 +118,11 @@ class Batch:
         if self.magic < 2 or self.base_sequence == R.NO_SEQUENCE:
             return R.NO_SEQUENCE
         # Kafka's incrementSequence: sequences wrap from Integer.MAX_VALUE to 0
-        return (self.base_sequence + self.last_offset - self.base_offset) & _INT32_MAX
+        return (self.base_sequence + self.last_offset - self.base_offset) & INT32_MAX
 
     @property
     def next_offset(self) -> int:
+        """The offset after this batch's last (a log end offset, a fetch's next position)."""
         return self.last_offset + 1
 
     def crc_valid(self) -> bool:
@@ -356,10 +357,10 @@ def decode_records(data: bytes, count: int, base_offset: int, base_ts: int, base
                 raise KafkaFormatError("record", f"record body is {length} bytes but its fields span {length + pos - end}")
             if log_append_time is None:
                 append(R(base_offset + off_delta, base_ts + ts_delta, key, value, headers, attrs,
-                              (base_seq + off_delta) & _INT32_MAX if seq else -1))
+                              (base_seq + off_delta) & INT32_MAX if seq else -1))
             else:
                 append(R(base_offset + off_delta, log_append_time, key, value, headers, attrs,
-                              (base_seq + off_delta) & _INT32_MAX if seq else -1, base_ts + ts_delta))
+                              (base_seq + off_delta) & INT32_MAX if seq else -1, base_ts + ts_delta))
     except IndexError:
         raise KafkaFormatError("record", f"records run past the end of the batch ({n} bytes)") from None
     if pos != n:

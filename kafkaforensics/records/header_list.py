@@ -8,13 +8,13 @@ import struct
 from operator import add
 
 from specs import record_batch as R
+from specs.layout import INT32_MAX
 
 from kafkaforensics.records.batch import Batch, parse_v2_header
 from kafkaforensics.records.checksums import crc32c
 
 #: baseOffset .. crc: what the walk loop reads of each batch
 _UP_TO_CRC = struct.Struct(">" + R.HEADER_STRUCT.format[1:R.HEADER_FIELDS.index("crc") + 2])
-_INT32_MAX = 2**31 - 1
 _SAFE_OFFSET = 2**62  # base + lastOffsetDelta cannot overflow int64 below this
 #: where each header field is in a row
 FIELD = {name: i for i, name in enumerate(R.HEADER_FIELDS)}
@@ -124,12 +124,12 @@ class ListRun(RunOfHeaders):
             return 0
         deltas, last = self.columns[FIELD["lastOffsetDelta"]], self.last_offset
         if min(deltas) >= 0 and max(self.base_offset) < _SAFE_OFFSET and (
-                segment_base is None or (min(last) >= segment_base and max(last) - segment_base <= _INT32_MAX)):
+                segment_base is None or (min(last) >= segment_base and max(last) - segment_base <= INT32_MAX)):
             return len(self)
         for i, (delta, base, lst) in enumerate(zip(deltas, self.base_offset, last)):
             if delta < 0 or base >= _SAFE_OFFSET:
                 return i
-            if segment_base is not None and not 0 <= lst - segment_base <= _INT32_MAX:
+            if segment_base is not None and not 0 <= lst - segment_base <= INT32_MAX:
                 return i
         return len(self)
 

@@ -12,14 +12,13 @@ from __future__ import annotations
 import numpy as np
 
 from specs import record_batch as R
-from specs.layout import numpy_dtype
+from specs.layout import INT32_MAX, numpy_dtype
 
 from kafkaforensics.records.header_list import RunOfHeaders, walk_run  # noqa: F401  (walk_run: the loop both kinds share)
 
 #: the 61-byte v2 header as a numpy record, field for field from the spec's struct
 HEADER_DTYPE = numpy_dtype(R.HEADER_STRUCT, R.HEADER_FIELDS)
 assert HEADER_DTYPE.itemsize == R.HEADER_SIZE
-_INT32_MAX = 2**31 - 1
 _SAFE_OFFSET = 2**62  # base + lastOffsetDelta cannot overflow int64 below this
 
 
@@ -55,7 +54,7 @@ class HeaderRun(RunOfHeaders):
         declined = (self.header["lastOffsetDelta"] < 0) | (base >= _SAFE_OFFSET)
         if segment_base is not None:
             rel = self.last_offset - segment_base
-            declined |= (rel < 0) | (rel > _INT32_MAX)
+            declined |= (rel < 0) | (rel > INT32_MAX)
         hit = np.flatnonzero(declined)
         return int(hit[0]) if len(hit) else len(self)
 

@@ -34,6 +34,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from specs.layout import INT32_MAX
+
 from kafkaforensics.records import builder
 
 from kafkaforensics import fsutil
@@ -56,7 +58,6 @@ from kafkaforensics.log.txn_index import AbortedTxn
 #: hashed and put or looked up in the offset map together (False: batch by batch, record by
 #: record -- the reference the tests compare with)
 DECODE_RUNS = True
-_INT32_MAX = 2**31 - 1
 
 
 @dataclass
@@ -266,7 +267,7 @@ def _group_segments(segs, max_size, max_index, first_uncleanable):
             last_of_first = rest[1].base - 1 if len(rest) > 1 else first_uncleanable - 1
             if not (log_size + nxt.size <= max_size and idx_size + nxt.index_bytes <= max_index
                     and tidx_size + nxt.timeindex_bytes <= max_index
-                    and (nxt.size == 0 or last_of_first - group[-1].base <= _INT32_MAX)):
+                    and (nxt.size == 0 or last_of_first - group[-1].base <= INT32_MAX)):
                 break
             group.append(rest.pop(0))
             log_size += nxt.size
@@ -359,7 +360,7 @@ class _Filter:
             discard_records = can_discard
         if b.producer_id >= 0 and b.magic >= 2 and self._last_of_producer(b):
             retain_empty = True
-        elif b.last_offset + 1 == self.upper:
+        elif b.next_offset == self.upper:
             retain_empty = True  # the round's last batch keeps the last offset known
         else:
             retain_empty = False

@@ -206,7 +206,7 @@ def _plan_leftovers(d: _PartitionFiles, plan: list[Action]) -> None:
         nxt = base
         with open_buffer(d.files[n]) as buf:
             for b in BatchScanner(buf, file=d.files[n]):
-                nxt = b.last_offset + 1
+                nxt = b.next_offset
         lo = base if lo is None else min(lo, base)
         hi = nxt if hi is None else max(hi, nxt)
     if lo is not None:
