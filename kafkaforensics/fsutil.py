@@ -7,8 +7,10 @@ at the N-th step (no cleanup, no flush: what a power cut or ``kill -9`` leaves),
 """
 from __future__ import annotations
 
+import datetime as _dt
 import os
 import shutil
+import signal
 import tempfile
 
 #: Called with the operation's name before every change this module makes to a file system.
@@ -25,7 +27,6 @@ def _step(name: str) -> None:
     if at:
         _steps[0] += 1
         if _steps[0] >= int(at):
-            import signal
             os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -120,8 +121,6 @@ BACKUP_DIR_NAME = ".kfx-backup"
 def default_backup_dir(partition_dir: str) -> str:
     """``<partition>/.kfx-backup/<UTC time>``: Kafka's log loading skips directories inside a
     partition directory, so backups there are invisible to the broker."""
-    import datetime as _dt
-
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
     return os.path.join(os.path.abspath(partition_dir), BACKUP_DIR_NAME, stamp)
 

@@ -7,7 +7,7 @@
             read both, write the quirk for magic 0.
 * zstd   -- streamed frames carry no content size, so decompression always streams with a bound.
 
-Each codec's library is imported by the functions that use it: reading a segment's headers, or
+Each codec's library is imported on first use (:mod:`specs.lazy`): reading a segment's headers, or
 gzip batches alone, never loads the others.
 """
 from __future__ import annotations
@@ -18,6 +18,12 @@ import threading
 import zlib
 
 from .errors import CompressionError
+from .lazy import lazy
+
+#: each codec's library, imported when a block of that codec is first met
+lz4_frame = lazy("lz4.frame", globals())
+snappy = lazy("snappy", globals())
+zstandard = lazy("zstandard", globals())
 
 #: Kafka's CompressionType: the id the attributes' compression bits carry, and its name
 #: (``schemas.record_batch.BatchAttributes`` and ``schemas.legacy.MessageAttributes`` are built from this table).
@@ -74,12 +80,10 @@ def compress(codec: int, data: bytes, *, magic: int = 2) -> bytes:
     if codec == SNAPPY:
         return _snappy_xerial(data)
     if codec == LZ4:
-        import lz4.frame
-        out = lz4.frame.compress(data, block_size=lz4.frame.BLOCKSIZE_MAX64KB, block_linked=False,
+        out = lz4_frame.compress(data, block_size=lz4_frame.BLOCKSIZE_MAX64KB, block_linked=False,
                                  content_checksum=False, store_size=False)
         return _lz4_with_broken_hc(out) if magic == 0 else out
     if codec == ZSTD:
-        import zstandard
         return zstandard.ZstdCompressor(level=3, write_content_size=False).compress(data)
     raise CompressionError(f"unknown compression codec id {codec}")
 
@@ -98,7 +102,6 @@ def _gunzip(data, bound: int) -> bytes:
 
 
 def _unsnappy(data: bytes, bound: int) -> bytes:
-    import snappy
     if data.startswith(XERIAL_MAGIC):
         if len(data) < XERIAL_HEADER.size:
             raise CompressionError("snappy-java header is truncated")
@@ -138,7 +141,6 @@ def _snappy_raw_length(block: bytes) -> int:
 
 
 def _snappy_xerial(data: bytes) -> bytes:
-    import snappy
     parts = [XERIAL_HEADER.pack(XERIAL_MAGIC, 1, 1)]
     for i in range(0, len(data), XERIAL_BLOCK):
         block = snappy.compress(data[i:i + XERIAL_BLOCK])
@@ -169,14 +171,13 @@ _LZ4 = threading.local()
 
 
 def _unlz4(data: bytes, magic: int, bound: int) -> bytes:
-    import lz4.frame
     if magic == 0:
         end = _lz4_header_end(data)
         hc = (xxh32(data[4:end]) >> 8) & 0xFF  # accept the broken checksum: replace with the right one
         data = data[:end] + bytes([hc]) + data[end + 1:]
     d = getattr(_LZ4, "d", None)
     if d is None:  # one decompressor a thread, reset per frame: a fresh one maps fresh buffers per batch
-        d = _LZ4.d = lz4.frame.LZ4FrameDecompressor()
+        d = _LZ4.d = lz4_frame.LZ4FrameDecompressor()
     d.reset()
     # grow the output in steps: asking for ``bound`` at once would allocate the whole bound per batch
     step = _first_step(len(data), bound)
@@ -198,7 +199,6 @@ _ZSTD = threading.local()
 
 
 def _unzstd(data, bound: int) -> bytes:
-    import zstandard
     d = getattr(_ZSTD, "d", None)
     if d is None:  # one decompressor a thread: building one per batch costs more than the batch
         d = _ZSTD.d = zstandard.ZstdDecompressor()

@@ -4,21 +4,24 @@ from __future__ import annotations
 
 import struct
 
-#: struct codes (big-endian, standard sizes; construct's own letters) and the construct field of each
-_CONSTRUCT_FIELDS = {"q": "Int64sb", "Q": "Int64ub", "l": "Int32sb", "L": "Int32ub", "h": "Int16sb",
-                     "H": "Int16ub", "b": "Int8sb", "B": "Int8ub"}
+from .lazy import lazy
+
+np = lazy("numpy", globals())
+
+#: struct codes of the fixed-width integers (big-endian, standard sizes) and numpy's name of each
 _NUMPY_CODES = {"q": "i8", "Q": "u8", "l": "i4", "L": "u4", "i": "i4", "I": "u4", "h": "i2", "H": "u2",
                 "b": "i1", "B": "u1"}
+FIELD_CODES = frozenset("qQlLhHbB")
 
 
 class Layout:
     """A run of big-endian fixed-width fields, declared once: :attr:`struct` is what the fast paths
-    read with, :meth:`spec` the construct Struct of the same fields (``tests/test_specs.py`` checks
-    ``struct_of(spec())`` gives the struct back)."""
+    read with, ``specs.primitives.fixed(layout)`` the construct Struct of the same fields
+    (``tests/test_specs.py`` checks ``struct_of`` of that Struct gives the struct back)."""
 
     def __init__(self, *fields: tuple[str, str]):
         for name, code in fields:
-            if code not in _CONSTRUCT_FIELDS:
+            if code not in FIELD_CODES:
                 raise ValueError(f"{name}: {code!r} is not a fixed-width integer code")
         self.fields = tuple(fields)
         self.names = tuple(name for name, _ in fields)
@@ -33,16 +36,11 @@ class Layout:
             codes += code
         raise KeyError(name)
 
-    def spec(self):
-        """The construct Struct of these fields (imports construct)."""
-        import construct as c
-        return c.Struct(*(name / getattr(c, _CONSTRUCT_FIELDS[code]) for name, code in self.fields))
-
 
 class Bits:
     """Bit fields of an attributes integer, declared once from bit 0 (the least significant) up:
-    :meth:`mask` and :meth:`names_of` are what the fast paths use, :meth:`spec` the construct
-    BitStruct of the same bits (``tests/test_specs.py`` checks them against each other)."""
+    :meth:`mask` and :meth:`names_of` are what the fast paths use, ``specs.primitives.bit_fields(bits)``
+    the construct BitStruct of the same bits (``tests/test_specs.py`` checks them against each other)."""
 
     def __init__(self, width: int, *fields: tuple):
         self.width = width
@@ -63,23 +61,9 @@ class Bits:
         """The value names of an enumerated field, by value."""
         return next(names for field, _, names in self.fields if field == name)
 
-    def spec(self):
-        """The construct BitStruct (most significant bit first, unused high bits first; imports construct)."""
-        import construct as c
-        used = sum(w for _, w, _ in self.fields)
-        subcons = ["unused" / c.BitsInteger(self.width - used)] if used < self.width else []
-        for name, w, names in reversed(self.fields):
-            raw = c.Bit if w == 1 else c.BitsInteger(w)
-            if names:
-                subcons.append(name / c.Enum(raw, **{n: i for i, n in enumerate(names)}))
-            else:
-                subcons.append(name / (c.Flag if w == 1 else raw))
-        return c.BitStruct(*subcons)
-
 
 def numpy_dtype(st: struct.Struct, names) -> "numpy.dtype":
     """The numpy record type of a layout's struct (big-endian, unpadded), for columns."""
-    import numpy as np
     return np.dtype([(name, ">" + _NUMPY_CODES[code]) for name, code in zip(names, st.format[1:])])
 
 

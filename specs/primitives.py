@@ -1,4 +1,5 @@
-"""Building blocks shared by every spec: Kafka's varints, nullable strings, CRC seals, compression."""
+"""Construct building blocks shared by every schema: Kafka's varints, nullable strings, CRC seals, compression,
+and the construct Struct of a layout table."""
 from __future__ import annotations
 
 import io
@@ -8,6 +9,7 @@ import construct as c
 
 from . import codecs
 from .errors import KafkaFormatError
+from .layout import Bits, Layout
 
 #: protobuf-style zigzag varint / varlong (Kafka's ByteUtils.readVarint/readVarlong).
 Varint = c.ZigZag
@@ -114,6 +116,30 @@ class KafkaCompressed(c.Construct):
         return obj
 
 
+#: the construct field of each struct code of a layout
+_FIELDS = {"q": c.Int64sb, "Q": c.Int64ub, "l": c.Int32sb, "L": c.Int32ub, "h": c.Int16sb, "H": c.Int16ub,
+           "b": c.Int8sb, "B": c.Int8ub}
+
+
+def fixed(layout: Layout) -> c.Struct:
+    """The construct Struct of a layout's fixed-width fields (the fast paths read the same table)."""
+    return c.Struct(*(name / _FIELDS[code] for name, code in layout.fields))
+
+
+def bit_fields(bits: Bits) -> c.Construct:
+    """The construct BitStruct of an attributes integer's bit fields (most significant bit first,
+    unused high bits first)."""
+    used = sum(w for _, w, _ in bits.fields)
+    subcons = ["unused" / c.BitsInteger(bits.width - used)] if used < bits.width else []
+    for name, w, names in reversed(bits.fields):
+        raw = c.Bit if w == 1 else c.BitsInteger(w)
+        if names:
+            subcons.append(name / c.Enum(raw, **{n: i for i, n in enumerate(names)}))
+        else:
+            subcons.append(name / (c.Flag if w == 1 else raw))
+    return c.BitStruct(*subcons)
+
+
 def field_offset(spec: c.Struct, name: str) -> int:
     """Byte offset of field ``name`` in a spec of fixed-width fields."""
     size = 0
@@ -165,9 +191,6 @@ def struct_of(spec: c.Struct) -> tuple[struct.Struct, tuple[str, ...]]:
         fmt += inner.fmtstr[1:]
         names.append(sc.name)
     return struct.Struct(fmt), tuple(names)
-
-
-from .layout import numpy_dtype  # noqa: E402,F401  (where it lived before: the layouts' numpy record type)
 
 
 def parse(spec: c.Construct, data: bytes, *, file: str | None = None):

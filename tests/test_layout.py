@@ -21,9 +21,13 @@ SIBLINGS = {"repair": {"inspect", "spark"}, "inspect": {"repair", "spark"}, "spa
 
 
 def _imports(path: pathlib.Path) -> set[str]:
-    """Every kafkaforensics.* module a file imports, at top level or inside functions."""
+    """Every kafkaforensics.* module a file imports, at top level, inside functions or on first use
+    (``lazy("kafkaforensics....", globals())``, specs/lazy.py)."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
+        if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "lazy" and node.args
+                and isinstance(node.args[0], ast.Constant) and str(node.args[0].value).startswith("kafkaforensics.")):
+            found.add(node.args[0].value)
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             if node.module == "kafkaforensics" or node.module.count(".") == 1 and _stage(node.module + ".x"):
                 found |= {f"{node.module}.{a.name}" for a in node.names}

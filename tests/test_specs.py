@@ -325,3 +325,19 @@ def test_specs_import_nothing_from_the_library():
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'kafkaforensics'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_lazy_imports_on_first_use_and_becomes_the_module():
+    """specs/lazy.py: nothing is imported until an attribute is asked for; then the importer's global
+    is the module itself, the import is the ordinary one (``-X importtime`` lists it), and a missing
+    module raises ModuleNotFoundError at that first use."""
+    import subprocess
+    import sys
+    code = ("import sys; from specs.lazy import lazy\n"
+            "g = {}; g['m'] = lazy('colorsys', g); g['x'] = lazy('no_such_module_kfx', g)\n"
+            "assert 'colorsys' not in sys.modules and 'lazy' in repr(g['m'])\n"
+            "assert g['m'].rgb_to_hsv(1, 0, 0)[0] == 0 and g['m'] is sys.modules['colorsys']\n"
+            "try:\n    g['x'].anything\nexcept ModuleNotFoundError:\n    print('ok')\n")
+    out = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "ok", out.stderr
+    assert any(line.rstrip().endswith("| colorsys") for line in out.stderr.splitlines())

@@ -19,23 +19,43 @@ where the state file says it stopped, and a crasher is kept (as bytes, with its 
 """
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
 import random
+import resource
 import signal
 import struct
+import subprocess
+import sys
 import time
 import traceback
+import zlib
 from dataclasses import asdict, dataclass, field, make_dataclass
 
+from specs import checkpoints as C
+from specs import codecs
+from specs import kafka_messages as K
 from specs import legacy as L
+from specs import protocol_messages as P
 from specs import record_batch as R
 from specs.primitives import field_offset
 from specs.schemas import legacy as LS
 from specs.schemas import record_batch as RS
 
+from kafkaforensics.broker.protocol import Connection, ProtocolViolation, Request, request_header_version
+from kafkaforensics.broker.replay import SUPPORTED, WRITE_APIS
 from kafkaforensics.errors import KafkaFormatError
+from kafkaforensics.log import offset_index, record_columns, time_index
+from kafkaforensics.log.producer_state import read_snapshot
+from kafkaforensics.log.segment import BatchScanner, file_name
+from kafkaforensics.log.txn_index import AbortedTxn, to_bytes
+from kafkaforensics.log.txn_index import read_entries as read_txn
+from kafkaforensics.records import builder, compression
+from kafkaforensics.records import internal_topics as I
+from kafkaforensics.records.batch import Record
+from kafkaforensics.records.checksums import crc32c
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(os.path.dirname(HERE), "tests", "fixtures", "sample-logdir")
@@ -84,7 +104,6 @@ def _varint_end(buf: bytes, pos: int) -> int:
 
 def segment_boundaries(data: bytes) -> list[int]:
     """Every batch's header fields and, in uncompressed v2 batches, every record's varint fields."""
-    from kafkaforensics.log.segment import BatchScanner
     out = []
     for b in BatchScanner(data):
         p = b.position
@@ -120,9 +139,6 @@ def _zigzag(buf: bytes, pos: int) -> int:
 
 def fix_crcs(data: bytearray) -> None:
     """Recompute every framed batch's CRC (v2: crc32c; magic 0/1: crc32), so decoders see the damage."""
-    import zlib
-
-    from crc32c import crc32c
     pos = 0
     while pos + R.HEADER_SIZE_UP_TO_MAGIC <= len(data):
         _offset, size = R.LOG_PREFIX_STRUCT.unpack_from(data, pos)
@@ -139,7 +155,6 @@ def fix_crcs(data: bytearray) -> None:
 
 # -- mutators ----------------------------------------------------------------------------------------
 def _bomb(codec: int, size: int) -> bytes:
-    from kafkaforensics.records import compression
     return compression.compress(codec, bytes(size), magic=2)
 
 
@@ -148,7 +163,6 @@ _BOMBS: dict = {}
 
 def bombs() -> dict:
     """One compressed block per codec that expands past the decompression bound (made once)."""
-    from specs import codecs
     size = codecs.MAX_DECOMPRESSED + (1 << 20)
     if size not in _BOMBS:
         _BOMBS[size] = {codec: _bomb(codec, size) for codec in (1, 2, 3, 4)}
@@ -212,7 +226,6 @@ def _encode_varint(u: int) -> bytes:
 def _replace_payload(rnd, buf: bytearray, bomb: bool) -> None:
     """Replace the records of one v2 batch (compressed or not) by garbage or by a bomb, same codec,
     the batch's length field fixed to frame it."""
-    from kafkaforensics.log.segment import BatchScanner
     batches = [b for b in BatchScanner(bytes(buf)) if b.magic == 2]
     if not batches:
         return
@@ -223,7 +236,6 @@ def _replace_payload(rnd, buf: bytearray, bomb: bool) -> None:
     else:
         payload = rnd.randbytes(rnd.choice((0, 1, 7, 64, 1000)))
         if rnd.random() < 0.5:  # a valid frame of the codec around garbage
-            from kafkaforensics.records import compression
             payload = compression.compress(codec, payload, magic=2)
     hdr = bytearray(buf[b.position:b.position + R.HEADER_SIZE])
     struct.pack_into(">i", hdr, R.BATCH_LENGTH_OFFSET, R.HEADER_SIZE - R.LOG_OVERHEAD + len(payload))
@@ -251,8 +263,6 @@ def _fixed(data: bytes, width: int, head: int = 0) -> list[int]:
 
 
 def _segment_seeds():
-    from kafkaforensics.records import builder
-    from kafkaforensics.records.batch import Record
     seeds = [_read(p) for p in _files(".log")]
     # every codec in magic 2, with headers, null keys and values, a control batch and a transaction
     extra = []
@@ -270,7 +280,6 @@ def _segment_seeds():
 
 
 def _drain_segment(data: bytes):
-    from kafkaforensics.log.segment import BatchScanner
     sc = BatchScanner(data, file="fuzz.log", base_offset=0)
     n, located = 0, False
     for b in sc:
@@ -290,8 +299,6 @@ def _drain_segment(data: bytes):
 
 def _drain_columns(data: bytes):
     """The columnar decoder (Spark's records level) over the batches whose CRC holds."""
-    from kafkaforensics.log import record_columns
-    from kafkaforensics.log.segment import BatchScanner
     batches = [b for b in BatchScanner(data, file="fuzz.log", base_offset=0) if b.crc_valid()]
     try:
         cols = record_columns.decode_columns(batches)
@@ -311,7 +318,6 @@ def _index_target(name, module, width, suffix):
 
 
 def _txn_seeds():
-    from kafkaforensics.log.txn_index import AbortedTxn, to_bytes
     seeds = [_read(p) for p in _files(".txnindex")]
     seeds.append(to_bytes([AbortedTxn(7, 0, 5, 3, 0), AbortedTxn(9, 6, 9, 6, 0)]))
     return [(d, _fixed(d, 34) + [x + o for x in range(0, len(d), 34) for o in (2, 10, 18, 26)]) for d in seeds]
@@ -322,7 +328,6 @@ def _snapshot_seeds():
 
 
 def _text_run(data: bytes):
-    from specs import checkpoints as C
     text = data.decode("utf-8", errors="replace")
     n, located = 0, False
     for parse in (C.OffsetCheckpoint.parse, C.LeaderEpochCheckpoint.parse, C.parse_partition_metadata):
@@ -347,8 +352,6 @@ def _text_seeds():
 
 def _internal_seeds():
     """(key, value) pairs of the internal topics framed as one input: u16 key length, key, value."""
-    from kafkaforensics.records import internal_topics as I
-    from specs import kafka_messages as K
     pairs = [I.encode_offset_commit("g", "orders", 0, 42)]
     for kv, key, val in ((0, K.TransactionLogKey, K.TransactionLogValue),):
         k = struct.pack(">h", kv) + key.build({"TransactionalId": "tx"}, kv)
@@ -382,7 +385,6 @@ def _internal_seeds():
 
 
 def _internal_run(data: bytes):
-    from kafkaforensics.records import internal_topics as I
     if len(data) < 2:
         raise KafkaFormatError("schema", "empty", position=0)
     which = data[0] % 4
@@ -402,10 +404,6 @@ def _internal_run(data: bytes):
 def request_seeds() -> list[bytes]:
     """One framed request (header and body) at the lowest and highest version of every API the
     broker accepts (read-only and --writable), with a topic and a partition where the API has them."""
-    from specs import protocol_messages as P
-
-    from kafkaforensics.broker.protocol import request_header_version
-    from kafkaforensics.broker.replay import SUPPORTED, WRITE_APIS
     topic = [{"Name": "orders", "Topic": "orders", "PartitionIndexes": [0], "Partitions": [
         {"Partition": 0, "PartitionIndex": 0, "FetchOffset": 0, "PartitionMaxBytes": 1 << 20, "Timestamp": -2,
          "CommittedOffset": 3, "Index": 0, "Records": b""}]}]
@@ -430,7 +428,6 @@ def request_seeds() -> list[bytes]:
 
 
 def _request_run(data: bytes):
-    from kafkaforensics.broker.protocol import Connection, ProtocolViolation, Request
     conn = Connection(max_frame=1 << 20)
     try:
         events = conn.receive_data(data)
@@ -446,9 +443,6 @@ def _request_bounds(d: bytes) -> list[int]:
 
 
 def targets() -> dict[str, Target]:
-    from kafkaforensics.log import offset_index, time_index
-    from kafkaforensics.log.producer_state import read_snapshot
-    from kafkaforensics.log.txn_index import read_entries as read_txn
     seg = _segment_seeds()
     ts = [
         Target("segment", _drain_segment, seg, segment=True),
@@ -572,10 +566,8 @@ def campaign(per_target: int, minutes: float, state_path: str, corpus: str = COR
     """The long campaign: round robin over the targets in slices until each has ``per_target``
     inputs or the time is up; the state (next index and counts per target) is saved after every
     slice, so a stopped campaign resumes."""
-    import resource
     limit = memory_mb << 20
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    from specs import codecs
     codecs.MAX_DECOMPRESSED = CAMPAIGN_DECOMPRESSED
     ts = targets()
     state = {"targets": {}}
@@ -617,9 +609,6 @@ def cli_campaign(files: int, workdir: str, seed: int = 0, per_process: int = 40)
     """Mutated segment, index, snapshot and checkpoint files through ``kfx verify`` and
     ``kfx dump --deep`` subprocesses (many files a process): exit codes must be in {0, 1, 2} and
     stderr free of tracebacks. Returns counts and the failing runs."""
-    import subprocess
-    from kafkaforensics.log.segment import file_name
-    import sys
     rnd = random.Random(seed)
     ts = targets()
     kinds = [("segment", ".log"), ("offset-index", ".index"), ("time-index", ".timeindex"),
@@ -657,7 +646,6 @@ def cli_campaign(files: int, workdir: str, seed: int = 0, per_process: int = 40)
 
 
 def main(argv=None) -> int:
-    import argparse
     ap = argparse.ArgumentParser(prog="python -m kafkaforensics.harness.fuzz", description=__doc__.split("\n")[0])
     ap.add_argument("--per-target", type=int, default=1_000_000)
     ap.add_argument("--minutes", type=float, default=15)

@@ -29,6 +29,7 @@ from kafkaforensics.log.log_loader import PartitionLog
 from kafkaforensics.log.partition import PartitionDir, find_partitions, parse_partition_dir_name, read_offset_checkpoints
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot
 from kafkaforensics.log.segment import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, file_name, offset_from_name, sibling
+from kafkaforensics.log.tiered import remote_segments
 from kafkaforensics.inspect.verify import VerifyReport, verify_partition
 
 
@@ -230,7 +231,6 @@ def _tiered(log_dir: str, parts, rep: AnalysisReport) -> None:
     """Attach the remote segments __remote_log_metadata (in the same log dir) lists for each partition,
     and flag offsets held by neither tier: between the last copied remote segment and where the local
     log begins."""
-    from kafkaforensics.log.tiered import remote_segments
     remote = remote_segments(log_dir)
     if not remote:
         return

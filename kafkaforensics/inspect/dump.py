@@ -10,10 +10,11 @@ import json
 import os
 import sys
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from specs import checkpoints as C
 from specs import record_batch as R
+from specs.lazy import lazy
 
 from kafkaforensics.log import kraft, offset_index, time_index, txn_index
 from kafkaforensics.log.logdir import CLEAN_SHUTDOWN_FILE, read_clean_shutdown
@@ -24,6 +25,9 @@ from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log.partition import LEFTOVER_SUFFIXES, read_text
 from kafkaforensics.log.producer_state import read_snapshot
 from kafkaforensics.log.segment import BatchScanner, file_name, offset_from_name, open_buffer
+
+#: the message schemas of the internal topics: only for a decoder
+internal_topics = lazy("kafkaforensics.records.internal_topics", globals())
 
 
 @dataclass
@@ -174,7 +178,6 @@ def _dump_kraft_snapshot(path, opts: DumpOptions, out, err, res: DumpResult) -> 
     """A KRaft snapshot / bootstrap checkpoint: its batches as a log (records decoded as metadata
     records unless another decoder is asked for), then its summary; a missing header or footer, a bad
     CRC or an undecodable record is a problem."""
-    from dataclasses import replace
     _dump_log(path, replace(opts, decoder=opts.decoder or "cluster-metadata"), out, err, res)
     snap = kraft.read_snapshot(path)
     summary = {k: snap[k] for k in ("snapshotId", "header", "footer", "records", "recordTypes", "controlRecords")}
@@ -279,7 +282,6 @@ def _print_batch_line(b, out) -> None:
 
 def decode_record(decoder: str, b, r) -> dict:
     """Decode an internal topic's record; problems come back as {"error": ...} so a dump goes on."""
-    from kafkaforensics.records import internal_topics  # the message schemas: only for a decoder
     try:
         if b.is_control and decoder != "cluster-metadata":  # markers: the metadata log has control records of its own
             return {"control": r.control()}

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from specs import checkpoints as C
 from specs import record_batch as R
+from specs.lazy import lazy
 
 from kafkaforensics.log import offset_index, time_index, txn_index
 from kafkaforensics.records.batch import Batch, resolve_legacy_wrapper
@@ -30,6 +31,11 @@ from kafkaforensics.log.partition import (INDEX, LOG, TIMEINDEX, TXNINDEX, Parti
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot
 from kafkaforensics.log.tiered import REMOTE_INDEX_RE, check_remote_index
 from kafkaforensics.log.segment import BatchScanner, file_name, offset_from_name, open_buffer
+
+#: only for what a small segment's check never needs: KRaft files, runs of headers, numpy columns
+kraft = lazy("kafkaforensics.log.kraft", globals())
+header_list = lazy("kafkaforensics.records.header_list", globals())
+np = lazy("numpy", globals())
 
 
 @dataclass
@@ -99,7 +105,6 @@ def verify(paths, *, progress=None, max_batch_bytes: int | None = None) -> Verif
 
 def _verify_kraft_files(log_dir: str, parts, rep: VerifyReport) -> None:
     """The metadata partition's snapshots and quorum-state, and a controller's bootstrap.checkpoint."""
-    from kafkaforensics.log import kraft
     files = [os.path.join(log_dir, kraft.BOOTSTRAP_FILE)]
     for pd in parts:
         if pd.name == METADATA_PARTITION:
@@ -119,7 +124,6 @@ def _verify_kraft_files(log_dir: str, parts, rep: VerifyReport) -> None:
 
 
 def _check_kraft_file(path: str, rep: VerifyReport) -> None:
-    from kafkaforensics.log import kraft
     try:
         if os.path.basename(path) == kraft.QUORUM_STATE_FILE:
             kraft.read_quorum_state(path)
@@ -203,7 +207,6 @@ def _verify_file(path: str, rep: VerifyReport, progress, max_batch_bytes) -> Non
 
 
 def _is_kraft_file(name: str) -> bool:
-    from kafkaforensics.log import kraft
     return kraft.snapshot_id(name) is not None or name == kraft.QUORUM_STATE_FILE
 
 
@@ -370,7 +373,6 @@ class _SegmentScan:
                               and (times is None or isinstance(times[0], list)))
         offset_check, time_check = (_OffsetIndexList, _TimeIndexList) if lists else (_OffsetIndexCheck, _TimeIndexCheck)
         if not lists:  # one index was too long for lists: both go to numpy
-            import numpy as np
             offsets, times = ([np.asarray(c, dtype=np.int64) for c in cols] if cols is not None else None
                               for cols in (offsets, times))
             self.offsets = offsets
@@ -419,7 +421,6 @@ class _SegmentScan:
     def run(self, r) -> None:
         """The same checks as :meth:`batch` over every batch of ``r`` (a :class:`~.header_run.HeaderRun`),
         problems in the same order."""
-        import numpy as np
         log, n = self.log, len(r)
         self.batches += n
         pos, base, last = r.position, r.base_offset, r.last_offset
@@ -449,11 +450,11 @@ class _SegmentScan:
 
     def run_list(self, r) -> None:
         """:meth:`run` over a :class:`~.header_list.ListRun` (index checks over lists)."""
-        from kafkaforensics.records.header_list import FIELD
         log, n = self.log, len(r)
         self.batches += n
         pos, base, last, cols = r.position, r.base_offset, r.last_offset, r.columns
-        crcs, max_ts, attrs = cols[FIELD["crc"]], cols[FIELD["maxTimestamp"]], cols[FIELD["attributes"]]
+        at = header_list.FIELD
+        crcs, max_ts, attrs = cols[at["crc"]], cols[at["maxTimestamp"]], cols[at["attributes"]]
         found = []  # (batch index, problem), sorted into batch order at the end
         if not all(r.crc_ok):
             for i, ok in enumerate(r.crc_ok):
@@ -571,7 +572,6 @@ class _OffsetIndexCheck:
     of entries sharing a position the last one counts."""
 
     def __init__(self, offsets, positions):
-        import numpy as np
         order = np.argsort(positions, kind="stable")
         p = positions[order]
         last = np.append(p[1:] != p[:-1], True)
@@ -591,7 +591,6 @@ class _OffsetIndexCheck:
 
     def run(self, positions):
         """The indices into ``positions`` that have an entry, and those entries' offsets."""
-        import numpy as np
         j = np.minimum(np.searchsorted(self.keys, positions), len(self.keys) - 1)
         hit = np.flatnonzero((self.keys[j] == positions) & ~self.matched[j])
         self.matched[j[hit]] = True
@@ -606,7 +605,6 @@ class _OffsetIndexCheck:
     def past(columns, valid: int, next_offset: int):
         """(offset, position) of the entries, in file order, inside the valid log but at or past
         ``next_offset``."""
-        import numpy as np
         offs, poss = columns
         k = np.flatnonzero((poss < valid) & (offs >= next_offset))
         return zip(offs[k].tolist(), poss[k].tolist())
@@ -629,7 +627,6 @@ class _TimeIndexCheck:
     them, and count as seen when that batch starts at or before the offset."""
 
     def __init__(self, timestamps, offsets):
-        import numpy as np
         self.timestamps, self.offsets = timestamps, offsets
         self.order = np.lexsort((timestamps, offsets))
         self.sorted = offsets[self.order]
@@ -644,7 +641,6 @@ class _TimeIndexCheck:
         _consume_time_entries(self, self._sorted, base, last, max_ts)
 
     def run(self, base, last, max_ts) -> None:
-        import numpy as np
         k = self.next
         if k >= len(self.sorted):
             return
@@ -658,7 +654,6 @@ class _TimeIndexCheck:
         self.next = end
 
     def report(self, log, rep: VerifyReport) -> None:
-        import numpy as np
         n = len(self.offsets)
         seen, value = np.empty(n, dtype=bool), np.empty(n, dtype=np.int64)
         seen[self.order], value[self.order] = self.seen, self.value

@@ -14,6 +14,7 @@ import os
 from specs import checkpoints as C
 
 from kafkaforensics.errors import KafkaFormatError
+from kafkaforensics.fsutil import atomic_write
 
 #: the file names, as ``specs.checkpoints.OFFSET_CHECKPOINT_FILES`` lists them
 RECOVERY_POINT, REPLICATION_OFFSET, LOG_START_OFFSET, CLEANER_OFFSET = C.OFFSET_CHECKPOINT_FILES
@@ -67,7 +68,6 @@ def update_offsets(path: str, changes: dict[tuple[str, int], int | None], *, cre
     ``unreadable``: ``raise`` a malformed file's :class:`KafkaFormatError`, or ``replace`` it with
     the changes alone (the cleaner's choice: Kafka starts over from the log start).
     Returns True when the file was written (an edit that changes nothing writes nothing)."""
-    from kafkaforensics.fsutil import atomic_write
     try:
         table = read_offsets(path)
     except KafkaFormatError:
@@ -102,5 +102,4 @@ def set_partition_offset(log_dir: str, name: str, tp: tuple[str, int] | None, of
 
 def write_offsets(path: str, table: dict[tuple[str, int], int], *, backup_dir: str | None = None) -> None:
     """Replace an offset checkpoint with exactly ``table``'s entries (a broker writing its state)."""
-    from kafkaforensics.fsutil import atomic_write
     atomic_write(path, build_offsets(table), backup_dir=backup_dir)

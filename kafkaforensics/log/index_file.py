@@ -7,6 +7,10 @@ that tail.
 from __future__ import annotations
 
 from specs.layout import numpy_dtype
+from specs.lazy import lazy
+
+#: `kfx dump` of a segment alone never loads numpy
+np = lazy("numpy", globals())
 
 #: up to this many entries, ``read_entries`` reads an index without numpy (beyond, numpy is faster
 #: than the lists even with its import)
@@ -16,7 +20,6 @@ LIST_ENTRIES = 1 << 16
 def entry_columns(data: bytes, entry, names) -> tuple[list, int]:
     """The entries of ``data`` (``entry``: the spec's struct, ``names`` its fields) as int64
     columns up to the zero tail, and how many zero-tail slots follow."""
-    import numpy as np  # here: `kfx dump` of a segment alone never loads numpy
     n = len(data) // entry.size
     rows = np.frombuffer(data, dtype=numpy_dtype(entry, names), count=n)
     zero = np.ones(n, dtype=bool)

@@ -15,10 +15,19 @@ from __future__ import annotations
 import json
 import os
 
+from specs.lazy import lazy
 from specs.record_batch import SNAPSHOT_FOOTER, SNAPSHOT_HEADER
 
 from kafkaforensics.errors import KafkaFormatError, Problem
-from kafkaforensics.log.segment import KRAFT_SNAPSHOT_RE, kraft_snapshot_file_name
+from kafkaforensics.log.segment import KRAFT_SNAPSHOT_RE, BatchScanner, kraft_snapshot_file_name, open_buffer
+from kafkaforensics.records.batch import Record
+from kafkaforensics.records.builder import build_v2, control_record_key
+
+#: the metadata records' schemas and the log loader: not for naming a KRaft file or dumping a segment
+K = lazy("specs.kafka_messages", globals())
+message_schema = lazy("specs.message_schema", globals())
+internal_topics = lazy("kafkaforensics.records.internal_topics", globals())
+log_loader = lazy("kafkaforensics.log.log_loader", globals())
 
 SNAPSHOT_RE = KRAFT_SNAPSHOT_RE
 BOOTSTRAP_FILE = "bootstrap.checkpoint"
@@ -42,8 +51,6 @@ def read_snapshot(path: str) -> dict:
     """Read a snapshot or bootstrap checkpoint whole: its id, header, footer, the metadata records by
     type, and the problems found (a missing or misplaced header/footer, a bad CRC, a record that does
     not decode), each located by byte position and offset."""
-    from kafkaforensics.records.internal_topics import decode_metadata, decode_metadata_control  # the schemas: not for naming files
-    from kafkaforensics.log.segment import BatchScanner, open_buffer
     out = {"file": path, "snapshotId": None, "header": None, "footer": None, "controlRecords": [],
            "records": 0, "recordTypes": {}, "batches": 0, "problems": []}
     sid = snapshot_id(path)
@@ -67,7 +74,7 @@ def read_snapshot(path: str) -> dict:
                 for r in b.records():
                     if b.is_control:
                         ctype = r.control_type
-                        d = decode_metadata_control(ctype, r.value)
+                        d = internal_topics.decode_metadata_control(ctype, r.value)
                         if ctype == SNAPSHOT_HEADER:
                             if out["batches"] != 1 or out["header"] is not None:
                                 bad(b, r.offset, "misplaced-header", "SnapshotHeader is not the first record")
@@ -80,7 +87,7 @@ def read_snapshot(path: str) -> dict:
                     if out["header"] is None:
                         bad(b, r.offset, "missing-header", "a metadata record before any SnapshotHeader")
                     try:
-                        d = decode_metadata(r.value)
+                        d = internal_topics.decode_metadata(r.value)
                     except KafkaFormatError as e:
                         bad(b, r.offset, "record", e.problem.detail)
                         continue
@@ -103,11 +110,6 @@ def build_snapshot(records, *, last_contained_timestamp: int, epoch: int = 0, co
     """Snapshot bytes as Kafka's snapshot writer lays them out: header batch, one batch of metadata
     records (``records``: (schema, version, dict)), footer batch; ``control_records``: (control type,
     bytes) written after the header (KRaftVersion, Voters)."""
-    from specs import kafka_messages as K
-
-    from kafkaforensics.records.batch import Record
-    from kafkaforensics.records.builder import build_v2, control_record_key
-    from kafkaforensics.records.internal_topics import encode_metadata
     ts = last_contained_timestamp
     header = K.SnapshotHeaderRecord.build({"Version": 0, "LastContainedLogTimestamp": ts}, 0)
     ctl = [(SNAPSHOT_HEADER, header), *control_records]
@@ -115,7 +117,7 @@ def build_snapshot(records, *, last_contained_timestamp: int, epoch: int = 0, co
     out = [build_v2([Record(off + i, ts, control_record_key(t), v, []) for i, (t, v) in enumerate(ctl)],
                     base_offset=off, control=True, partition_leader_epoch=epoch)]
     off += len(ctl)
-    recs = [Record(off + i, ts, None, encode_metadata(s, v, d), []) for i, (s, v, d) in enumerate(records)]
+    recs = [Record(off + i, ts, None, internal_topics.encode_metadata(s, v, d), []) for i, (s, v, d) in enumerate(records)]
     if recs:
         out.append(build_v2(recs, base_offset=off, partition_leader_epoch=epoch))
         off += len(recs)
@@ -132,7 +134,6 @@ def _json_name(name: str) -> str:
 def read_quorum_state(path: str) -> dict:
     """``{"version": data_version, "data": {...}}`` of a quorum-state file, checked against
     QuorumStateData: every field of the version present with its JSON type; clear errors otherwise."""
-    from specs import kafka_messages as K
     with open(path, encoding="utf-8", errors="replace") as f:
         text = f.read()
     try:
@@ -155,23 +156,22 @@ _JSON_TYPES = {"int8": int, "int16": int, "int32": int, "int64": int, "uint16": 
 
 
 def _from_json(fields, obj, v, path, structs, where="") -> dict:
-    from specs.message_schema import _in, _sub_fields
     out = {}
     for f in fields:
-        if not _in(f.versions, v):
+        if not message_schema._in(f.versions, v):
             continue
         key = _json_name(f.name)
         if key not in obj:
             raise KafkaFormatError("quorum-state", f"field {where}{key} missing (required in version {v})", file=path)
         val = obj[key]
         if val is None:
-            if not _in(f.nullable, v):
+            if not message_schema._in(f.nullable, v):
                 raise KafkaFormatError("quorum-state", f"field {where}{key} is null", file=path)
             out[f.name] = None
         elif f.type.startswith("[]"):
             if not isinstance(val, list):
                 raise KafkaFormatError("quorum-state", f"field {where}{key} is not an array", file=path)
-            sub = _sub_fields(f, structs)
+            sub = message_schema._sub_fields(f, structs)
             out[f.name] = [_from_json(sub, e, v, path, structs, f"{where}{key}[{i}].") if sub else e
                            for i, e in enumerate(val)]
         else:
@@ -185,9 +185,7 @@ def _from_json(fields, obj, v, path, structs, where="") -> dict:
 
 def quorum_state_json(data: dict, version: int) -> str:
     """A quorum-state file's text, as Kafka's FileQuorumStateStore writes it."""
-    from specs import kafka_messages as K
-    from specs.message_schema import _in
-    obj = {_json_name(f.name): data.get(f.name, f.default) for f in K.QuorumStateData.fields if _in(f.versions, version)}
+    obj = {_json_name(f.name): data.get(f.name, f.default) for f in K.QuorumStateData.fields if message_schema._in(f.versions, version)}
     if "currentVoters" in obj and obj["currentVoters"] is not None:
         obj["currentVoters"] = [{"voterId": x["VoterId"]} for x in obj["currentVoters"]]
     obj["data_version"] = version
@@ -199,11 +197,10 @@ def check_snapshot_ids(pd) -> list[Problem]:
     (ReplicatedLog.validateOffsetAndEpoch, which KafkaMetadataLog applies when it creates a snapshot):
     where the log covers the offset, the epoch must be one of the log's leader epochs and end at or
     after the offset.  A log start offset above zero needs a snapshot to start from."""
-    from kafkaforensics.log.log_loader import PartitionLog
     snaps = [(snapshot_id(n), os.path.join(pd.path, n)) for n in sorted(os.listdir(pd.path)) if SNAPSHOT_RE.match(n)]
     starts: dict[int, int] = {}      # leader epoch -> its first offset in the log
     log_start = leo = None
-    for _seg, b, _done in PartitionLog(pd, producers=False).batches():
+    for _seg, b, _done in log_loader.PartitionLog(pd, producers=False).batches():
         log_start = b.base_offset if log_start is None else log_start
         leo = b.next_offset
         starts.setdefault(b.partition_leader_epoch, b.base_offset)

@@ -26,6 +26,9 @@ import os
 
 from specs import checkpoints as C
 
+from kafkaforensics.fsutil import atomic_write
+from kafkaforensics.log.checkpoint_file import read_checkpoint
+
 #: OffsetsForLeaderEpochResponse.UNDEFINED_EPOCH / UNDEFINED_EPOCH_OFFSET
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
@@ -64,7 +67,6 @@ class LeaderEpochCache:
     def read(cls, partition_dir: str) -> "LeaderEpochCache | None":
         """The partition's ``leader-epoch-checkpoint``, or None when it has none (a malformed file
         raises :class:`~.errors.KafkaFormatError` naming file and line)."""
-        from kafkaforensics.log.checkpoint_file import read_checkpoint
         entries = read_checkpoint(os.path.join(partition_dir, C.LEADER_EPOCH_FILE), C.LeaderEpochCheckpoint)
         return None if entries is None else cls.from_checkpoint(entries)
 
@@ -73,7 +75,6 @@ class LeaderEpochCache:
 
     def write(self, partition_dir: str, *, backup_dir: str | None = None) -> None:
         """Replace the partition's ``leader-epoch-checkpoint`` (temp file, fsync, rename)."""
-        from kafkaforensics.fsutil import atomic_write
         atomic_write(os.path.join(partition_dir, C.LEADER_EPOCH_FILE), self.to_bytes(), backup_dir=backup_dir)
 
     # -- the rules ---------------------------------------------------------------------------

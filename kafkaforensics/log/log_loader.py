@@ -33,6 +33,7 @@ from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.partition import PartitionDir, SegmentFiles
 from kafkaforensics.log.producer_state import ProducerState
 from kafkaforensics.log.segment import BatchScanner, open_buffer
+from kafkaforensics.records.batch import resolve_legacy_wrapper
 
 DAMAGE = ("keep", "skip", "stop-segment", "stop")
 
@@ -114,7 +115,6 @@ def replay_segment(path: str, base_offset: int, state: ProducerState | None = No
 def _legacy_unresolved(b) -> bool:
     if b.magic >= 2 or b.count is not None:
         return False
-    from kafkaforensics.records.batch import resolve_legacy_wrapper
     try:
         resolve_legacy_wrapper(b)
     except KafkaFormatError:

@@ -18,8 +18,15 @@ import json
 import os
 
 from specs import checkpoints as C
+from specs.lazy import lazy
 
 from kafkaforensics.errors import KafkaFormatError, Problem
+from kafkaforensics.log.partition import PartitionDir, find_partitions
+from kafkaforensics.log.segment import BatchScanner, open_buffer
+
+#: the metadata log's readers: only for a KRaft log dir's topic ids
+kraft = lazy("kafkaforensics.log.kraft", globals())
+internal_topics = lazy("kafkaforensics.records.internal_topics", globals())
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 METADATA_PARTITION = "__cluster_metadata-0"
@@ -125,10 +132,6 @@ def check_log_dirs(log_dirs) -> tuple[list[Problem], list[dict]]:
 def metadata_topic_ids(metadata_dir: str) -> dict[str, str]:
     """topic name -> topic id as the metadata partition leaves them: the newest snapshot, then the
     log's records after it (TopicRecord adds, RemoveTopicRecord removes)."""
-    from kafkaforensics.log import kraft
-    from kafkaforensics.records.internal_topics import decode_metadata
-    from kafkaforensics.log.partition import PartitionDir
-    from kafkaforensics.log.segment import BatchScanner, open_buffer
     names: dict[str, str] = {}
 
     def apply(d):
@@ -147,7 +150,7 @@ def metadata_topic_ids(metadata_dir: str) -> dict[str, str]:
                 for r in b.records():
                     if r.offset >= start and r.value is not None:
                         try:
-                            apply(decode_metadata(r.value))
+                            apply(internal_topics.decode_metadata(r.value))
                         except KafkaFormatError:
                             pass
 
@@ -165,7 +168,6 @@ def metadata_topic_ids(metadata_dir: str) -> dict[str, str]:
 def check_topic_ids(log_dir: str, topic_ids: dict[str, str]) -> list[Problem]:
     """Each ``<topic>-<n>/partition.metadata`` of ``log_dir`` against the metadata log's topic ids: a
     different id means the directory belongs to a deleted/recreated topic (Kafka refuses to load it)."""
-    from kafkaforensics.log.partition import find_partitions
     problems = []
     for pd in find_partitions(log_dir):
         pm = os.path.join(pd.path, C.PARTITION_METADATA_FILE)

@@ -1,15 +1,23 @@
 """The files of a partition directory and a log dir: discovery, naming, checkpoint reading."""
 from __future__ import annotations
 
+import base64
 import os
 import re
 from dataclasses import dataclass, field
 
 from specs import checkpoints as C
+from specs.lazy import lazy
 
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.segment import (INDEX, LEFTOVER_SUFFIXES, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX,  # noqa: F401 (re-exported)
                       file_name, offset_from_name)
+
+#: what reading a segment never needs: the writers, the checkpoint readers, name-based UUIDs
+fsutil = lazy("kafkaforensics.fsutil", globals())
+checkpoint_file = lazy("kafkaforensics.log.checkpoint_file", globals())
+uuid = lazy("uuid", globals())
+
 _DIR_RE = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)"
                      r"(?:\.[0-9a-f]+-(?P<state>delete|future|stray)|-(?P<bare>delete|future|stray))?$")
 
@@ -36,8 +44,6 @@ def derived_topic_id(topic: str) -> str:
     """A stable topic id for a topic whose ``partition.metadata`` is missing: a name-based UUID
     (version 5, so never Kafka's all-zero or metadata-topic id) in Kafka's base64 form, re-derived
     while it would start with '-' (Kafka never hands out such ids)."""
-    import base64
-    import uuid
     seed = topic
     while True:
         tid = base64.urlsafe_b64encode(uuid.uuid5(uuid.NAMESPACE_URL, "kafka-topic:" + seed).bytes).decode().rstrip("=")
@@ -48,8 +54,7 @@ def derived_topic_id(topic: str) -> str:
 
 def write_partition_metadata(path: str, topic_id: str) -> None:
     """``partition.metadata`` (version 0, the topic id) as Kafka writes it in a partition dir."""
-    from kafkaforensics.fsutil import atomic_write
-    atomic_write(os.path.join(path, C.PARTITION_METADATA_FILE), C.build_partition_metadata(topic_id).encode())
+    fsutil.atomic_write(os.path.join(path, C.PARTITION_METADATA_FILE), C.build_partition_metadata(topic_id).encode())
 
 
 @dataclass
@@ -122,8 +127,7 @@ class PartitionDir:
     def leader_epochs(self) -> list[dict] | None:
         """``leader-epoch-checkpoint``'s lines as written (None: no file); the rules over them are
         :class:`~.leader_epochs.LeaderEpochCache`'s."""
-        from kafkaforensics.log.checkpoint_file import read_checkpoint
-        return read_checkpoint(os.path.join(self.path, C.LEADER_EPOCH_FILE), C.LeaderEpochCheckpoint)
+        return checkpoint_file.read_checkpoint(os.path.join(self.path, C.LEADER_EPOCH_FILE), C.LeaderEpochCheckpoint)
 
     def partition_metadata(self) -> dict | None:
         p = os.path.join(self.path, C.PARTITION_METADATA_FILE)
@@ -157,10 +161,9 @@ def find_partitions(path: str) -> list[PartitionDir]:
 
 def read_offset_checkpoints(log_dir: str) -> dict[str, dict[tuple[str, int], int]]:
     """The log dir's offset checkpoint files: file name -> {(topic, partition): offset}."""
-    from kafkaforensics.log.checkpoint_file import read_offsets
     out = {}
     for name in C.OFFSET_CHECKPOINT_FILES:
-        table = read_offsets(os.path.join(log_dir, name))
+        table = checkpoint_file.read_offsets(os.path.join(log_dir, name))
         if table is not None:
             out[name] = table
     return out

@@ -14,9 +14,14 @@ from kafkaforensics.records.checksums import crc32c
 
 from specs import producer_snapshot as S
 from specs import record_batch as R
+from specs.lazy import lazy
 
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.txn_index import AbortedTxn
+
+#: runs of headers (numpy columns or lists): a plain read of a snapshot never loads them
+np = lazy("numpy", globals())
+header_list = lazy("kafkaforensics.records.header_list", globals())
 
 
 
@@ -105,7 +110,6 @@ class ProducerState:
         if isinstance(run.position, list):  # a ListRun (header_list): the same, without numpy
             self._append_rows(run, lo, hi)
             return
-        import numpy as np  # runs come from numpy columns; a plain read of a snapshot never loads numpy
         pid = run.header["producerId"][lo:hi]
         has = np.flatnonzero(pid >= 0)
         if len(has):
@@ -129,8 +133,8 @@ class ProducerState:
         """:meth:`append_run` over a :class:`~.header_list.ListRun`: entries made in log order,
         each producer's first transactional batch applied in log order, then each one's last batch
         by producer id (as the numpy way does)."""
-        from kafkaforensics.records.header_list import FIELD
-        pids, attrs = run.columns[FIELD["producerId"]], run.columns[FIELD["attributes"]]
+        at = header_list.FIELD
+        pids, attrs = run.columns[at["producerId"]], run.columns[at["attributes"]]
         last, first_tx = {}, {}
         if max(pids[lo:hi]) >= 0:  # else no batch of the run has a producer
             for i in range(lo, hi):

@@ -9,10 +9,18 @@ whole in the manager's local snapshot files, not in the topic.
 """
 from __future__ import annotations
 
+import os
 import re
 
-from kafkaforensics.errors import KafkaFormatError
+from specs.lazy import lazy
+
+from kafkaforensics.errors import KafkaFormatError, Problem
+from kafkaforensics.log import offset_index, time_index
 from kafkaforensics.log.partition import find_partitions
+
+#: the message schemas and the log loader: verify/dump of a segment never load them
+internal_topics = lazy("kafkaforensics.records.internal_topics", globals())
+log_loader = lazy("kafkaforensics.log.log_loader", globals())
 
 # remote-log-index-cache/<start offset>_<remote segment uuid>.{index,timeindex,txnindex} (RemoteIndexCache)
 REMOTE_INDEX_RE = re.compile(r"^(\d+)_[A-Za-z0-9_-]{22}\.(index|timeindex|txnindex)$")
@@ -25,8 +33,6 @@ PARTITION_STATES = {0: "DELETE_PARTITION_MARKED", 1: "DELETE_PARTITION_STARTED",
 def remote_segments(log_dir: str) -> dict[tuple[str, int], dict]:
     """(topic, partition) -> {"segments": [...by start offset], "deleteState": str | None}, replayed
     from every ``__remote_log_metadata-N`` partition of ``log_dir``."""
-    from kafkaforensics.records.internal_topics import decode_remote_log_metadata  # here: verify/dump of a segment never load the message schemas
-    from kafkaforensics.log.log_loader import PartitionLog
     segs: dict[str, dict] = {}
     parts: dict[tuple[str, int], dict] = {}
 
@@ -36,12 +42,12 @@ def remote_segments(log_dir: str) -> dict[tuple[str, int], dict]:
     for pd in find_partitions(log_dir):
         if pd.topic != "__remote_log_metadata":
             continue
-        for _seg, b, _done in PartitionLog(pd, damage="skip", producers=False).batches():
+        for _seg, b, _done in log_loader.PartitionLog(pd, damage="skip", producers=False).batches():
             if b.is_control:
                 continue
             for r in b.records():
                 try:
-                    d = decode_remote_log_metadata(r.value)
+                    d = internal_topics.decode_remote_log_metadata(r.value)
                 except KafkaFormatError:
                     continue
                 if d is None or "data" not in d:
@@ -74,9 +80,6 @@ def remote_segments(log_dir: str) -> dict[tuple[str, int], dict]:
 def check_remote_index(path: str) -> list:
     """A tiered-storage cache index (offset or time index) read at the base offset its name gives:
     whole entries, offsets not below the base and not decreasing."""
-    import os
-    from kafkaforensics.log import offset_index, time_index
-    from kafkaforensics.errors import Problem
     m = REMOTE_INDEX_RE.match(os.path.basename(path))
     if m is None or m.group(2) == "txnindex":
         return []

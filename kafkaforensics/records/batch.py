@@ -14,9 +14,13 @@ from kafkaforensics.records.checksums import crc32c
 from specs import legacy as L
 from specs import record_batch as R
 from specs.layout import INT32_MAX
+from specs.lazy import lazy
 
 from kafkaforensics.records import compression
 from kafkaforensics.errors import KafkaFormatError
+
+#: the row model, for ``to_json`` alone
+schema = lazy("kafkaforensics.records.schema", globals())
 
 _HDR = R.HEADER_STRUCT
 _LEG = L.PREFIX_STRUCT
@@ -145,13 +149,12 @@ class Batch:
 
     def to_json(self) -> dict:
         """The batch-level fields of ``kfx dump --format json`` (``schema.BATCH_COLUMNS``, in order)."""
-        from kafkaforensics.records.schema import BATCH_KEYS
         values = (self.base_offset, self.last_offset, self.count, self.position, self.size, self.magic, self.crc,
                   self.crc_valid(), self.compression_name, self.timestamp_type, self.is_transactional,
                   self.is_control, self.producer_id, self.producer_epoch, self.base_sequence, self.last_sequence,
                   self.partition_leader_epoch, self.first_timestamp, self.max_timestamp,
                   self.delete_horizon_ms if self.magic >= 2 else None)
-        return dict(zip(BATCH_KEYS, values))
+        return dict(zip(schema.BATCH_KEYS, values))
 
     def __repr__(self):
         return (f"Batch(magic={self.magic}, offsets={self.base_offset}..{self.last_offset}, "

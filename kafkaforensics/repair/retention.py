@@ -14,6 +14,7 @@ producer snapshots of deleted segments go too, and log-start-offset-checkpoint i
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 
 from kafkaforensics import fsutil
@@ -57,7 +58,6 @@ def _largest_timestamp(seg) -> int:
 
 def retention(partition_dir: str, *, retention_ms: int | None = None, retention_bytes: int | None = None,
               log_start_offset: int | None = None, now: int | None = None, dry_run: bool = False) -> RetentionReport:
-    import time
     now = int(time.time() * 1000) if now is None else now
     log = PartitionLog(partition_dir, producers=False).load()
     pd = log.dir

@@ -22,6 +22,7 @@ from specs import record_batch as R
 
 from kafkaforensics.records.batch import parse_legacy_header, parse_v2_header, resolve_legacy_wrapper
 from kafkaforensics.errors import KafkaFormatError
+from kafkaforensics.log.partition import PartitionDir
 from kafkaforensics.log.segment import LOG_PREFIX, RESIDENT_WINDOW, open_buffer, release_pages
 from kafkaforensics.log.writer import DEFAULT_SEGMENT_BYTES, PartitionWriter
 
@@ -165,7 +166,6 @@ def _inputs(paths) -> list[str]:
 
 def _source_topic_id(files) -> str | None:
     """The topic id of the partition the salvaged segments came from, if a partition.metadata says it."""
-    from kafkaforensics.log.partition import PartitionDir
     for d in dict.fromkeys(os.path.dirname(os.path.abspath(f)) for f in files):
         try:
             md = PartitionDir.scan(d).partition_metadata()

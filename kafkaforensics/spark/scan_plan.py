@@ -22,6 +22,11 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
+from specs.lazy import lazy
+
+#: Spark's filter classes, for the filters Spark pushes (planning a scan never needs pyspark otherwise)
+datasource = lazy("pyspark.sql.datasource", globals())
+
 #: the default bound on timestamp disorder used to prune a window's end (ms)
 DEFAULT_DISORDER_MS = 3_600_000
 
@@ -75,14 +80,13 @@ def _as_key(v):
 def bounds_from_filters(filters, disorder_ms: int = DEFAULT_DISORDER_MS) -> Bounds:
     """Pruning bounds from Spark's pushed filters (``pyspark.sql.datasource`` Filter objects: an
     ``attribute`` tuple and a ``value``); filters on other columns are ignored here."""
-    from pyspark.sql.datasource import EqualTo, GreaterThan, GreaterThanOrEqual, In, LessThan, LessThanOrEqual
     b = Bounds(disorder_ms=disorder_ms)
     for f in filters:
         if len(getattr(f, "attribute", ())) != 1:
             continue
         col, v = f.attribute[0], getattr(f, "value", None)
-        if isinstance(f, (EqualTo, In)):
-            values = v if isinstance(f, In) else (v,)
+        if isinstance(f, (datasource.EqualTo, datasource.In)):
+            values = v if isinstance(f, datasource.In) else (v,)
             if col == "topic":
                 b.topics = _intersect(b.topics, values)
             elif col == "partition":
@@ -97,14 +101,14 @@ def bounds_from_filters(filters, disorder_ms: int = DEFAULT_DISORDER_MS) -> Boun
             continue
         if not isinstance(v, int) or isinstance(v, bool):
             continue
-        if isinstance(f, (GreaterThan, GreaterThanOrEqual)):
-            lo = v + 1 if isinstance(f, GreaterThan) else v
+        if isinstance(f, (datasource.GreaterThan, datasource.GreaterThanOrEqual)):
+            lo = v + 1 if isinstance(f, datasource.GreaterThan) else v
             if col in _LOW_OFFSET:
                 b.offset_lo = lo if b.offset_lo is None else max(b.offset_lo, lo)
             elif col in _TIMESTAMP:
                 b.ts_lo = lo if b.ts_lo is None else max(b.ts_lo, lo)
-        elif isinstance(f, (LessThan, LessThanOrEqual)):
-            hi = v - 1 if isinstance(f, LessThan) else v
+        elif isinstance(f, (datasource.LessThan, datasource.LessThanOrEqual)):
+            hi = v - 1 if isinstance(f, datasource.LessThan) else v
             if col in _HIGH_OFFSET:
                 b.offset_hi = hi if b.offset_hi is None else min(b.offset_hi, hi)
             elif col == "timestamp":

@@ -34,8 +34,14 @@ from __future__ import annotations
 import os
 import posixpath
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema
 
+from kafkaforensics.log import offset_index, record_arrow, time_index
+from kafkaforensics.log.record_columns import decode_columns
 from kafkaforensics.records.batch import resolve_legacy_wrapper
 from kafkaforensics.defaults import DEFAULT_SPLIT_BYTES
 from kafkaforensics.errors import KafkaFormatError
@@ -72,7 +78,6 @@ def _true(v) -> bool:
 
 
 def _segment_indexes(storage: Storage, uri: str, base: int) -> SegmentIndexes:
-    from kafkaforensics.log import offset_index, time_index
     stem = uri[:-4]
     ix = SegmentIndexes(base)
     data = storage.read_file(stem + ".index")
@@ -216,7 +221,6 @@ class KafkaSegmentsReader(DataSourceReader):
 
     def _arrow_schema(self):
         if self._schema is None:
-            from pyspark.sql.pandas.types import to_arrow_schema
             self._schema = to_arrow_schema(self.spark_schema, timezone="UTC")
         return self._schema
 
@@ -231,7 +235,6 @@ class KafkaSegmentsReader(DataSourceReader):
             crc = [True] * len(run)
         if not run:
             return
-        from kafkaforensics.log.record_columns import decode_columns
         try:
             cols = decode_columns(run)
         except KafkaFormatError:
@@ -243,10 +246,6 @@ class KafkaSegmentsReader(DataSourceReader):
             yield self._columns_arrow(cols, crc, src, shift)
 
     def _columns_arrow(self, cols, crc, src, shift):
-        import numpy as np
-        import pyarrow as pa
-
-        from kafkaforensics.log import record_arrow
         schema = self._arrow_schema()
         n, which, bl = len(cols), cols.batch, cols.batches
         types = {f.name: f.type for f in schema}
@@ -275,14 +274,12 @@ class KafkaSegmentsReader(DataSourceReader):
                                             for f in schema], schema=schema)
         if self.bounds.keys is None:
             return batch
-        import pyarrow.compute as pc
         wanted = pa.array(sorted(self.bounds.keys), pa.binary())
         return batch.filter(pc.fill_null(pc.is_in(key, value_set=wanted), False))
 
     def _arrow(self, rows, src):
         """Batch and anomaly rows (dicts by column name) as one Arrow record batch; a column a
         row does not have is null."""
-        import pyarrow as pa
         schema = self._arrow_schema()
         topic, partition, file = src
         for r in rows:

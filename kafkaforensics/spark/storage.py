@@ -13,7 +13,13 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 
+from specs.lazy import lazy
+
+from kafkaforensics.log import offset_index
 from kafkaforensics.log.segment import BatchScanner, offset_from_name, open_buffer
+
+#: pyarrow's file systems: a fleet of local files never needs them
+pafs = lazy("pyarrow.fs", globals())
 
 #: the data source options this module reads
 S3_OPTIONS = ("s3.endpoint", "s3.accessKey", "s3.secretKey", "s3.region")
@@ -38,7 +44,6 @@ class Storage:
         self.options, self._fs = state["options"], {}
 
     def _s3(self):
-        from pyarrow import fs
         o = self.options
         endpoint = o.get("s3.endpoint") or os.environ.get("AWS_ENDPOINT_URL")
         kw = {}
@@ -52,7 +57,7 @@ class Storage:
         region = o.get("s3.region") or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
         if region:
             kw["region"] = region
-        return fs.S3FileSystem(**kw)
+        return pafs.S3FileSystem(**kw)
 
     def resolve(self, uri: str):
         """(pyarrow FileSystem, or None for a local file; the path within it)."""
@@ -63,8 +68,7 @@ class Storage:
             if "s3" not in self._fs:
                 self._fs["s3"] = self._s3()
             return self._fs["s3"], rest
-        from pyarrow import fs
-        return fs.FileSystem.from_uri(uri)
+        return pafs.FileSystem.from_uri(uri)
 
     def list_segments(self, uri: str) -> list[tuple[str, int]]:
         """Every ``<offset>.log`` under ``uri`` (a file, a partition dir, a log dir): [(uri, size)]."""
@@ -77,7 +81,6 @@ class Storage:
                 out += [(os.path.join(root, f), os.path.getsize(os.path.join(root, f)))
                         for f in sorted(files) if f.endswith(".log") and offset_from_name(f) is not None]
             return sorted(out)
-        from pyarrow import fs as pafs
         path = path.rstrip("/")
         info = fs.get_file_info(path)
         if info.type == pafs.FileType.File:
@@ -123,8 +126,7 @@ class Storage:
             return []
         data = self.read_file(uri[:-4] + ".index")
         if data:
-            from kafkaforensics.log.offset_index import read_entries
-            entries, _ = read_entries(data, offset_from_name(uri) or 0)
+            entries, _ = offset_index.read_entries(data, offset_from_name(uri) or 0)
             positions = (pos for _off, pos in entries)
         else:
             fs, path = self.resolve(uri)

@@ -12,6 +12,6 @@ the fast paths import (so reading a segment never imports construct):
 * :mod:`specs.schemas.producer_snapshot` -- ``ProducerSnapshot``, ``SnapshotHeader``, ``ProducerEntry``
   (layouts: :mod:`specs.producer_snapshot`).
 
-Fixed-width parts are made from the layout tables (``Layout.spec()``, ``Bits.spec()``), so a field is
+Fixed-width parts are made from the layout tables (``primitives.fixed``, ``primitives.bit_fields``), so a field is
 declared once; ``tests/test_specs.py`` proves the fast paths equal to these schemas.
 """

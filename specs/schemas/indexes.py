@@ -5,13 +5,14 @@ from __future__ import annotations
 import construct as c
 
 from ..indexes import OFFSET_ENTRY_LAYOUT, TIME_ENTRY_LAYOUT, TXN_ENTRY_LAYOUT
+from ..primitives import fixed
 
 __all__ = ["OffsetIndexEntry", "TimeIndexEntry", "AbortedTxnEntry", "OffsetIndexFile", "TimeIndexFile",
            "TxnIndexFile"]
 
-OffsetIndexEntry = OFFSET_ENTRY_LAYOUT.spec()
-TimeIndexEntry = TIME_ENTRY_LAYOUT.spec()
-AbortedTxnEntry = TXN_ENTRY_LAYOUT.spec()
+OffsetIndexEntry = fixed(OFFSET_ENTRY_LAYOUT)
+TimeIndexEntry = fixed(TIME_ENTRY_LAYOUT)
+AbortedTxnEntry = fixed(TXN_ENTRY_LAYOUT)
 
 OffsetIndexFile = c.GreedyRange(OffsetIndexEntry)
 TimeIndexFile = c.GreedyRange(TimeIndexEntry)

@@ -7,7 +7,7 @@ import zlib
 import construct as c
 
 from ..legacy import COMPRESSION_MASK, ENTRY_PREFIX, MESSAGE_ATTRIBUTES
-from ..primitives import CrcSealed, KafkaCompressed, NullableBytes
+from ..primitives import CrcSealed, KafkaCompressed, NullableBytes, bit_fields, fixed
 
 __all__ = ["EntryPrefix", "MessageAttributes", "Message", "LogEntry", "MessageSet"]
 
@@ -17,10 +17,10 @@ def _crc32(data: bytes) -> int:
 
 
 #: the fixed prefix of an entry up to the attributes (what a shallow walk reads)
-EntryPrefix = ENTRY_PREFIX.spec()
+EntryPrefix = fixed(ENTRY_PREFIX)
 
 #: the attributes int8 as bits
-MessageAttributes = MESSAGE_ATTRIBUTES.spec()
+MessageAttributes = bit_fields(MESSAGE_ATTRIBUTES)
 
 _MessageBody = c.Struct(
     "magic" / c.Int8sb,

@@ -5,13 +5,13 @@ from __future__ import annotations
 import construct as c
 from crc32c import crc32c
 
-from ..primitives import CrcSealed
+from ..primitives import CrcSealed, fixed
 from ..producer_snapshot import PRODUCER_ENTRY, SNAPSHOT_HEADER, VERSION
 
 __all__ = ["ProducerEntry", "SnapshotHeader", "ProducerSnapshot"]
 
-ProducerEntry = PRODUCER_ENTRY.spec()
-SnapshotHeader = SNAPSHOT_HEADER.spec()
+ProducerEntry = fixed(PRODUCER_ENTRY)
+SnapshotHeader = fixed(SNAPSHOT_HEADER)
 
 _FIELD = {sc.name: sc.subcon for sc in SnapshotHeader.subcons}
 ProducerSnapshot = c.Struct(

@@ -5,17 +5,17 @@ from __future__ import annotations
 import construct as c
 from crc32c import crc32c
 
-from ..primitives import CrcSealed, KafkaCompressed, NullableBytes, NullableString, Varint
+from ..primitives import CrcSealed, KafkaCompressed, NullableBytes, NullableString, Varint, bit_fields, fixed
 from ..record_batch import BATCH_ATTRIBUTES, BATCH_HEADER, COMPRESSION_MASK, CONTROL_KEY, END_TXN_MARKER, MAGIC
 
 __all__ = ["Varint", "BatchHeader", "BatchAttributes", "RecordHeader", "Record", "RecordBatch", "ControlRecordKey",
            "EndTransactionMarker"]
 
 #: the 61-byte header, field by field (the fast path's struct is made from the same table)
-BatchHeader = BATCH_HEADER.spec()
+BatchHeader = fixed(BATCH_HEADER)
 
 #: the attributes int16 as bits
-BatchAttributes = BATCH_ATTRIBUTES.spec()
+BatchAttributes = bit_fields(BATCH_ATTRIBUTES)
 
 RecordHeader = c.Struct(
     "key" / NullableString(NullableBytes(Varint)),
@@ -63,5 +63,5 @@ RecordBatch = c.Struct(
 )
 
 #: a control record's key and an end-transaction marker's value
-ControlRecordKey = CONTROL_KEY.spec()
-EndTransactionMarker = END_TXN_MARKER.spec()
+ControlRecordKey = fixed(CONTROL_KEY)
+EndTransactionMarker = fixed(END_TXN_MARKER)
