@@ -12,6 +12,7 @@ Each module holds one family of formats and can both parse and build it:
 * :mod:`specs.checkpoints`     -- the text files of a partition and a log dir.
 * :mod:`specs.codecs`          -- Kafka's five compression codecs with their wire quirks, bounded.
 * :mod:`specs.errors`          -- the located error every spec (and the library) raises.
+* :mod:`specs.lazy`            -- the one lazy-import mechanism (specs and library): modules on first use.
 
 ``specs`` imports nothing from the library; the library reads its layouts, offsets and masks from here.
 
