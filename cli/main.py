@@ -22,11 +22,12 @@ from functools import lru_cache
 from typing import List, Optional
 
 from cli.declare import App, Argument, Exit, Option
-from kafkaforensics.defaults import (DEFAULT_DEDUPE_BUFFER_BYTES, DEFAULT_DELETE_RETENTION_MS, DEFAULT_INDEX_INTERVAL_BYTES,
-                                     DEFAULT_SEGMENT_BYTES, DEFAULT_SPLIT_BYTES)
+from cli.options import BACKUP_DIR, DRY_RUN, INDEX_INTERVAL_BYTES, JSON, NO_BACKUP, NOW, SEGMENT_BYTES, backup_settings
+from kafkaforensics import __version__
+from kafkaforensics.defaults import DEFAULT_DEDUPE_BUFFER_BYTES, DEFAULT_DELETE_RETENTION_MS, DEFAULT_SPLIT_BYTES
 
 # plain help text: typer's rich help panels import rich and markdown-it (~0.1 s) before a line is printed
-commands = App(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+commands = App(version=__version__, add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                help="Forensics for Apache Kafka's storage: dump, verify, write, repair.")
 
 
@@ -111,12 +112,12 @@ def progress_bar(total: int, label: str):
 
 
 @commands.command()
-def dump(paths: List[str] = Argument(..., help="Files to dump (.log .index .timeindex .txnindex .snapshot, checkpoints)"),
+def dump(paths: List[str] = Argument(..., metavar="PATH", help="Files to dump (.log .index .timeindex .txnindex .snapshot, checkpoints)"),
          deep: bool = Option(False, "--deep", "--deep-iteration", help="Decode every record"),
          print_data: bool = Option(False, "--print-data", "--print-data-log", help="Print keys and values (implies --deep)"),
-         fmt: Fmt = Option(Fmt.text, "--format", help="text (kafka-dump-log.sh lines) or json (JSON lines)"),
-         encoding: Optional[Encoding] = Option(None, "--encoding", help="Key/value encoding (text: utf8, json: base64)"),
-         max_bytes: Optional[int] = Option(None, "--max-bytes", min=0, help="Only read batches within the first N bytes"),
+         fmt: Fmt = Option(Fmt.text, "--format", metavar="text|json", help="text (kafka-dump-log.sh lines) or json (JSON lines)"),
+         encoding: Optional[Encoding] = Option(None, "--encoding", metavar="utf8|hex|base64", help="Key/value encoding (text: utf8, json: base64)"),
+         max_bytes: Optional[int] = Option(None, "--max-bytes", min=0, metavar="BYTES", help="Only read batches within the first N bytes"),
          verify_index_only: bool = Option(False, "--verify-index-only", help="Check index entries, print only mismatches"),
          index_sanity_check: bool = Option(False, "--index-sanity-check", help="Run Kafka's index sanity check only"),
          offsets_decoder: bool = Option(False, "--offsets-decoder", help="Decode __consumer_offsets records"),
@@ -151,9 +152,9 @@ def dump(paths: List[str] = Argument(..., help="Files to dump (.log .index .time
 
 
 @commands.command()
-def verify(paths: List[str] = Argument(..., help="Segment files, partition dirs or log dirs"),
-           as_json: bool = Option(False, "--json", help="Print the report as JSON"),
-           max_message_bytes: Optional[int] = Option(None, "--max-message-bytes", min=14,
+def verify(paths: List[str] = Argument(..., metavar="PATH", help="Segment files, partition dirs or log dirs"),
+           as_json: bool = JSON,
+           max_message_bytes: Optional[int] = Option(None, "--max-message-bytes", min=14, metavar="BYTES",
                                                            help="Also flag batches larger than this")):
     """Check CRCs, structure, indexes and checkpoints. Exit 0 clean, 1 problems, 2 usage/IO error."""
     from kafkaforensics.inspect.verify import verify as verify_paths
@@ -203,10 +204,11 @@ def verify_report_lines(rep) -> list:
 
 
 @commands.command()
-def write(out: str = Option(..., "--out", help="Partition directory to create (must be new or empty)"),
-          segment_bytes: int = Option(DEFAULT_SEGMENT_BYTES, "--segment-bytes", min=14),
-          index_interval_bytes: int = Option(DEFAULT_INDEX_INTERVAL_BYTES, "--index-interval-bytes", min=0),
-          encoding: Encoding = Option(Encoding.base64, "--encoding", help="Encoding the dump used for keys/values")):
+def write(out: str = Option(..., "--out", metavar="DIR", help="Partition directory to create (must be new or empty)"),
+          segment_bytes: int = SEGMENT_BYTES,
+          index_interval_bytes: int = INDEX_INTERVAL_BYTES,
+          encoding: Encoding = Option(Encoding.base64, "--encoding", metavar="utf8|hex|base64",
+                                      help="Encoding the dump used for keys/values")):
     """Read `kfx dump --deep --format json` lines on stdin and write a valid partition directory."""
     from kafkaforensics.records.batch_json import batches_from_json_lines
     from kafkaforensics.errors import KafkaFormatError
@@ -240,24 +242,21 @@ def _print_actions(report_json: dict, title: str) -> None:
         out.print(f"{title}: nothing to do")
 
 
-def _backup_opts(backup_dir, no_backup):
-    if backup_dir and no_backup:
-        _fail("--backup-dir and --no-backup exclude each other")
-    return {"backup": not no_backup, "backup_dir": backup_dir}
+_backup_opts = backup_settings
 
 
 @commands.command()
 def recover(partition_dir: str = Argument(..., help="A partition directory (topic-N)"),
-            dry_run: bool = Option(False, "--dry-run", help="Report what would be done; change nothing"),
-            backup_dir: Optional[str] = Option(None, "--backup-dir", help="Where to keep the original files"),
-            no_backup: bool = Option(False, "--no-backup", help="Do not keep the original files"),
-            index_interval_bytes: int = Option(DEFAULT_INDEX_INTERVAL_BYTES, "--index-interval-bytes", min=0),
-            max_message_bytes: Optional[int] = Option(None, "--max-message-bytes", min=14,
+            dry_run: bool = DRY_RUN,
+            backup_dir: Optional[str] = BACKUP_DIR,
+            no_backup: bool = NO_BACKUP,
+            index_interval_bytes: int = INDEX_INTERVAL_BYTES,
+            max_message_bytes: Optional[int] = Option(None, "--max-message-bytes", min=14, metavar="BYTES",
                                                             help="Also treat larger batches as corrupt"),
-            recovery_point: Optional[int] = Option(None, "--recovery-point", min=0,
+            recovery_point: Optional[int] = Option(None, "--recovery-point", min=0, metavar="OFFSET",
                                                          help="First unflushed offset (default: the log dir's checkpoint, else 0)"),
             full: bool = Option(False, "--full", help="Validate every segment, whatever the checkpoint says"),
-            as_json: bool = Option(False, "--json")):
+            as_json: bool = JSON):
     """Do what Kafka's log loading does after an unclean shutdown: finish swaps, truncate, rebuild."""
     from rich.console import Console
     from kafkaforensics.repair.recovery import recover as recover_partition
@@ -287,11 +286,11 @@ def recover(partition_dir: str = Argument(..., help="A partition directory (topi
 
 @commands.command()
 def reindex(path: str = Argument(..., help="A <offset>.log segment or a partition directory"),
-            index_interval_bytes: int = Option(DEFAULT_INDEX_INTERVAL_BYTES, "--index-interval-bytes", min=0),
-            dry_run: bool = Option(False, "--dry-run"),
-            backup_dir: Optional[str] = Option(None, "--backup-dir"),
-            no_backup: bool = Option(False, "--no-backup"),
-            as_json: bool = Option(False, "--json")):
+            index_interval_bytes: int = INDEX_INTERVAL_BYTES,
+            dry_run: bool = DRY_RUN,
+            backup_dir: Optional[str] = BACKUP_DIR,
+            no_backup: bool = NO_BACKUP,
+            as_json: bool = JSON):
     """Rebuild .index/.timeindex/.txnindex exactly as Kafka's recovery writes them."""
     from rich.console import Console
     from kafkaforensics.repair.reindex import reindex as reindex_path
@@ -313,12 +312,12 @@ def reindex(path: str = Argument(..., help="A <offset>.log segment or a partitio
 
 
 @commands.command()
-def salvage(inputs: List[str] = Argument(..., help="Damaged segment files, partition dirs or raw disk images"),
-            out: str = Option(..., "--out", help="New partition directory to write (must be new or empty)"),
-            segment_bytes: int = Option(DEFAULT_SEGMENT_BYTES, "--segment-bytes", min=14),
-            index_interval_bytes: int = Option(DEFAULT_INDEX_INTERVAL_BYTES, "--index-interval-bytes", min=0),
-            dry_run: bool = Option(False, "--dry-run", help="Report only; write nothing"),
-            as_json: bool = Option(False, "--json")):
+def salvage(inputs: List[str] = Argument(..., metavar="INPUT", help="Damaged segment files, partition dirs or raw disk images"),
+            out: str = Option(..., "--out", metavar="DIR", help="New partition directory to write (must be new or empty)"),
+            segment_bytes: int = SEGMENT_BYTES,
+            index_interval_bytes: int = INDEX_INTERVAL_BYTES,
+            dry_run: bool = DRY_RUN,
+            as_json: bool = JSON):
     """Recover every valid batch, including those after corrupted regions, into a new partition."""
     from rich.console import Console
     from rich.table import Table
@@ -352,20 +351,26 @@ def salvage(inputs: List[str] = Argument(..., help="Damaged segment files, parti
 
 @commands.command()
 def compact(partition_dir: str = Argument(..., help="A partition directory (topic-N)"),
-            delete_retention_ms: int = Option(DEFAULT_DELETE_RETENTION_MS, "--delete-retention-ms", min=0),
-            min_compaction_lag_ms: int = Option(0, "--min-compaction-lag-ms", min=0),
-            max_compaction_lag_ms: Optional[int] = Option(None, "--max-compaction-lag-ms", min=0),
-            now: Optional[int] = Option(None, "--now", help="The cleaner's clock, epoch ms (default: now)"),
-            segment_bytes: int = Option(DEFAULT_SEGMENT_BYTES, "--segment-bytes", min=14),
+            delete_retention_ms: int = Option(DEFAULT_DELETE_RETENTION_MS, "--delete-retention-ms", min=0, metavar="MS",
+                                              help="How long tombstones and markers outlive their cleaning "
+                                                   "(delete.retention.ms)"),
+            min_compaction_lag_ms: int = Option(0, "--min-compaction-lag-ms", min=0, metavar="MS",
+                                                help="Leave records younger than this uncleaned (min.compaction.lag.ms)"),
+            max_compaction_lag_ms: Optional[int] = Option(None, "--max-compaction-lag-ms", min=0, metavar="MS",
+                                                          help="Clean records older than this whatever the dirty "
+                                                               "ratio (max.compaction.lag.ms)"),
+            now: Optional[int] = NOW,
+            segment_bytes: int = SEGMENT_BYTES,
             include_active: bool = Option(False, "--include-active", help="Clean the active segment too"),
             ignore_checkpoint: bool = Option(False, "--ignore-checkpoint",
                                                    help="Clean from the log start, not from cleaner-offset-checkpoint"),
-            index_interval_bytes: int = Option(DEFAULT_INDEX_INTERVAL_BYTES, "--index-interval-bytes", min=0),
-            dedupe_buffer_bytes: int = Option(DEFAULT_DEDUPE_BUFFER_BYTES, "--dedupe-buffer-bytes", min=1024,
+            index_interval_bytes: int = INDEX_INTERVAL_BYTES,
+            dedupe_buffer_bytes: int = Option(DEFAULT_DEDUPE_BUFFER_BYTES, "--dedupe-buffer-bytes", min=1024, metavar="BYTES",
                                                     help="Offset map memory (24 bytes a key, as Kafka's)"),
-            out: Optional[str] = Option(None, "--out", help="Write the compacted partition here; input untouched"),
-            dry_run: bool = Option(False, "--dry-run", help="Report what compaction would do; change nothing"),
-            as_json: bool = Option(False, "--json")):
+            out: Optional[str] = Option(None, "--out", metavar="DIR",
+                                        help="Write the compacted partition here; input untouched"),
+            dry_run: bool = DRY_RUN,
+            as_json: bool = JSON):
     """Run Kafka's log cleaner offline, with its crash-safe .cleaned/.swap/.deleted file swap."""
     from rich.console import Console
     from rich.table import Table
@@ -407,12 +412,16 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
 
 @commands.command()
 def retention(partition_dir: str = Argument(..., help="A partition directory (topic-N)"),
-              retention_ms: Optional[int] = Option(None, "--retention-ms"),
-              retention_bytes: Optional[int] = Option(None, "--retention-bytes"),
-              log_start_offset: Optional[int] = Option(None, "--log-start-offset", min=0),
-              now: Optional[int] = Option(None, "--now", help="Epoch ms (default: now)"),
-              dry_run: bool = Option(False, "--dry-run"),
-              as_json: bool = Option(False, "--json")):
+              retention_ms: Optional[int] = Option(None, "--retention-ms", metavar="MS",
+                                                   help="Delete segments whose newest record is older (retention.ms)"),
+              retention_bytes: Optional[int] = Option(None, "--retention-bytes", metavar="BYTES",
+                                                      help="Delete the oldest segments while the partition is larger "
+                                                           "(retention.bytes)"),
+              log_start_offset: Optional[int] = Option(None, "--log-start-offset", min=0, metavar="OFFSET",
+                                                       help="Delete the segments wholly below this offset"),
+              now: Optional[int] = NOW,
+              dry_run: bool = DRY_RUN,
+              as_json: bool = JSON):
     """Apply Kafka's time, size and log-start-offset retention rules (deletion via .deleted renames)."""
     from rich.console import Console
     from rich.table import Table
@@ -458,19 +467,19 @@ class Level(str, Enum):
 
 
 @commands.command()
-def scan(inputs: List[str] = Argument(..., help="Segment files, partition dirs or log dirs (file://, hdfs://, s3a://)"),
-         out: str = Option(..., "--out", help="Directory for the Parquet results"),
-         master: str = Option("local[*]", "--master", help="Spark master (local[*] runs embedded)"),
-         level: Level = Option(Level.batches, "--level", help="Rows to export: batches, records or anomalies"),
-         search: Optional[str] = Option(None, "--search", help="Also write records matching this regex"),
-         split_bytes: int = Option(DEFAULT_SPLIT_BYTES, "--split-bytes", min=1 << 16,
+def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files, partition dirs or log dirs (file://, hdfs://, s3a://)"),
+         out: str = Option(..., "--out", metavar="DIR", help="Directory for the Parquet results"),
+         master: str = Option("local[*]", "--master", metavar="URL", help="Spark master (local[*] runs embedded)"),
+         level: Level = Option(Level.batches, "--level", metavar="batches|records|anomalies", help="Rows to export: batches, records or anomalies"),
+         search: Optional[str] = Option(None, "--search", metavar="REGEX", help="Also write records matching this regex"),
+         split_bytes: int = Option(DEFAULT_SPLIT_BYTES, "--split-bytes", min=1 << 16, metavar="BYTES",
                                          help="Split segments larger than this at batch boundaries"),
          include_corrupt: bool = Option(False, "--include-corrupt",
                                               help="Export the records of batches whose CRC fails (crcValid false)"),
-         s3_endpoint: Optional[str] = Option(None, "--s3-endpoint", help="S3-compatible endpoint, e.g. http://127.0.0.1:9000"),
-         s3_access_key: Optional[str] = Option(None, "--s3-access-key", help="S3 access key (else AWS_ACCESS_KEY_ID)"),
-         s3_secret_key: Optional[str] = Option(None, "--s3-secret-key", help="S3 secret key (else AWS_SECRET_ACCESS_KEY)"),
-         s3_region: Optional[str] = Option(None, "--s3-region", help="S3 region (else AWS_REGION)")):
+         s3_endpoint: Optional[str] = Option(None, "--s3-endpoint", metavar="URL", help="S3-compatible endpoint, e.g. http://127.0.0.1:9000"),
+         s3_access_key: Optional[str] = Option(None, "--s3-access-key", metavar="KEY", help="S3 access key (else AWS_ACCESS_KEY_ID)"),
+         s3_secret_key: Optional[str] = Option(None, "--s3-secret-key", metavar="KEY", help="S3 secret key (else AWS_SECRET_ACCESS_KEY)"),
+         s3_region: Optional[str] = Option(None, "--s3-region", metavar="REGION", help="S3 region (else AWS_REGION)")):
     """Scan a fleet of segments with Spark, reading it once: export, inventory, anomalies (and search hits) as Parquet."""
     from rich.console import Console
     from rich.table import Table
@@ -515,10 +524,10 @@ def scan(inputs: List[str] = Argument(..., help="Segment files, partition dirs o
 
 
 @commands.command()
-def analyze(paths: List[str] = Argument(..., help="Segments, partition dirs or log dirs"),
-            as_json: bool = Option(False, "--json", help="Print the findings as JSON"),
-            html_out: Optional[str] = Option(None, "--html", help="Write a self-contained HTML report here"),
-            now: Optional[int] = Option(None, "--now", help="Reference time for far-future checks (epoch ms)")):
+def analyze(paths: List[str] = Argument(..., metavar="PATH", help="Segments, partition dirs or log dirs"),
+            as_json: bool = JSON,
+            html_out: Optional[str] = Option(None, "--html", metavar="FILE", help="Write a self-contained HTML report here"),
+            now: Optional[int] = NOW):
     """Find damage and suspicious patterns: offsets, timestamps, producers, transactions, leader epochs."""
     from rich.console import Console
     from rich.table import Table
@@ -566,7 +575,7 @@ def analyze(paths: List[str] = Argument(..., help="Segments, partition dirs or l
 @commands.command()
 def diff(dir_a: str = Argument(..., help="Replica A (the leader's copy)"),
          dir_b: str = Argument(..., help="Replica B"),
-         as_json: bool = Option(False, "--json")):
+         as_json: bool = JSON):
     """Compare two replicas of a partition: first divergence, one-sided batches, epoch truncation point."""
     from rich.console import Console
     from kafkaforensics.inspect.diff import diff as diff_dirs
@@ -601,7 +610,7 @@ def diff(dir_a: str = Argument(..., help="Replica A (the leader's copy)"),
 
 @commands.command()
 def groups(log_dir: str = Argument(..., help="A log dir holding __consumer_offsets-N partitions"),
-           as_json: bool = Option(False, "--json"),
+           as_json: bool = JSON,
            members: bool = Option(False, "--members", help="Also list the members of classic, consumer "
                                         "(KIP-848), share and streams groups")):
     """Latest committed offset of every group/topic/partition, and its lag against the log dir's partitions."""
@@ -636,15 +645,16 @@ def groups(log_dir: str = Argument(..., help="A log dir holding __consumer_offse
 
 @commands.command()
 def serve(log_dir: str = Argument(..., help="A log dir: every <topic>-<partition> dir is served"),
-          host: str = Option("127.0.0.1", "--host"),
-          port: int = Option(9092, "--port", min=0, max=65535),
-          advertised_host: Optional[str] = Option(None, "--advertised-host"),
-          node_id: int = Option(0, "--node-id", min=0),
+          host: str = Option("127.0.0.1", "--host", metavar="HOST", help="Address to listen on"),
+          port: int = Option(9092, "--port", min=0, max=65535, metavar="PORT", help="Port to listen on (0: any free one)"),
+          advertised_host: Optional[str] = Option(None, "--advertised-host", metavar="HOST",
+                                                  help="Host name clients are told to connect to (default: --host)"),
+          node_id: int = Option(0, "--node-id", min=0, metavar="ID", help="The broker id clients see"),
           writable: bool = Option(False, "--writable", help="Accept Produce, transactions and CreateTopics"),
           auto_create: bool = Option(True, "--auto-create/--no-auto-create",
                                            help="With --writable: create a topic a client names (Kafka's auto.create.topics.enable)"),
-          partitions: int = Option(1, "--partitions", min=1, help="Partitions of an auto-created topic (num.partitions)"),
-          state_file: Optional[str] = Option(None, "--state-file",
+          partitions: int = Option(1, "--partitions", min=1, metavar="N", help="Partitions of an auto-created topic (num.partitions)"),
+          state_file: Optional[str] = Option(None, "--state-file", metavar="FILE",
                                                    help="Where committed group offsets persist (default ~/.local/state/kfx/serve/...)")):
     """Serve log directories to real Kafka clients over the Kafka protocol (read-only unless --writable)."""
     import logging
@@ -662,8 +672,11 @@ def serve(log_dir: str = Argument(..., help="A log dir: every <topic>-<partition
 
 def main() -> None:
     from cli.fastpath import run  # a plain command line runs without typer
+    if sys.argv[1:] == ["--version"]:
+        print(f"kfx {__version__}")
+        raise SystemExit(EXIT_OK)
     run(commands, sys.argv[1:])
-    commands.typer()()
+    commands.typer()(prog_name="kfx")
 
 
 if __name__ == "__main__":
