@@ -173,15 +173,10 @@ def verify(paths: List[str] = Argument(..., metavar="PATH", help="Segment files,
     else:
         from cli.plain import print_lines
         if rep.partitions:
-            from rich.console import Console
-            from rich.table import Table
-            t = Table(title="kfx verify")
-            for col in ("partition", "segments", "batches", "bytes", "log start", "log end"):
-                t.add_column(col, justify="right" if col != "partition" else "left")
-            for p in rep.partitions:
-                t.add_row(p["partition"], str(p["segments"]), str(p["batches"]), str(p["bytes"]),
-                          str(p["logStartOffset"]), str(p["logEndOffset"]))
-            Console().print(t)
+            from cli.tables import print_table
+            print_table("kfx verify", ("partition", "segments", "batches", "bytes", "log start", "log end"),
+                        [(p["partition"], p["segments"], p["batches"], p["bytes"], p["logStartOffset"],
+                          p["logEndOffset"]) for p in rep.partitions], right=range(1, 6))
         print_lines(verify_report_lines(rep))
     raise Exit(EXIT_OK if rep.ok else EXIT_PROBLEMS)
 
@@ -227,19 +222,13 @@ def write(out: str = Option(..., "--out", metavar="DIR", help="Partition directo
 
 
 def _print_actions(report_json: dict, title: str) -> None:
-    from rich.console import Console
-    from rich.table import Table
-    out = Console()
-    t = Table(title=title)
-    for col in ("action", "file", "detail"):
-        t.add_column(col)
-    for a in report_json["actions"]:
-        t.add_row(a["action"], os.path.basename(a["file"]) + (f" -> {os.path.basename(a['target'])}" if a.get("target") else ""),
-                  a["detail"])
+    from cli.tables import print_table
     if report_json["actions"]:
-        out.print(t)
+        print_table(title, ("action", "file", "detail"), [
+            (a["action"], os.path.basename(a["file"]) + (f" -> {os.path.basename(a['target'])}" if a.get("target") else ""),
+             a["detail"]) for a in report_json["actions"]])
     else:
-        out.print(f"{title}: nothing to do")
+        print(f"{title}: nothing to do")
 
 
 _backup_opts = backup_settings
@@ -276,7 +265,7 @@ def recover(partition_dir: str = Argument(..., help="A partition directory (topi
         if rep.truncated_at:
             t = rep.truncated_at
             Console().print(f"truncated {t['segment']} at byte {t['position']} (log end offset {t['offset']}): "
-                            f"{t['reason']}", highlight=False)
+                            f"{t['reason']}", highlight=False, soft_wrap=True)
         for n in rep.notes:
             Console().print(f"[dim]note: {n}[/dim]", highlight=False)
         if rep.backup:
@@ -320,7 +309,6 @@ def salvage(inputs: List[str] = Argument(..., metavar="INPUT", help="Damaged seg
             as_json: bool = JSON):
     """Recover every valid batch, including those after corrupted regions, into a new partition."""
     from rich.console import Console
-    from rich.table import Table
     from kafkaforensics.repair.salvage import salvage as salvage_files
     _require_paths(inputs)
     try:
@@ -332,13 +320,10 @@ def salvage(inputs: List[str] = Argument(..., metavar="INPUT", help="Damaged seg
     if as_json:
         print(json.dumps(rep.to_json()))
     else:
+        from cli.tables import print_table
         c = Console()
-        t = Table(title="recovered offset ranges")
-        t.add_column("first", justify="right")
-        t.add_column("last", justify="right")
-        for r in rep.recovered:
-            t.add_row(str(r["first"]), str(r["last"]))
-        c.print(t)
+        print_table("recovered offset ranges", ("first", "last"), [(r["first"], r["last"]) for r in rep.recovered],
+                    right=(0, 1))
         for s in rep.skipped:
             c.print(f"skipped {s['bytes']} bytes of {s['file']} [{s['start']}, {s['end']})", highlight=False)
         for x in rep.conflicts:
@@ -373,7 +358,6 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
             as_json: bool = JSON):
     """Run Kafka's log cleaner offline, with its crash-safe .cleaned/.swap/.deleted file swap."""
     from rich.console import Console
-    from rich.table import Table
     from kafkaforensics.repair.cleaner import CompactOptions, compact as compact_partition
     from kafkaforensics.inspect.verify import walk_problems
     if not os.path.isdir(partition_dir):
@@ -391,19 +375,17 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
     if as_json:
         print(json.dumps(j))
     else:
+        from cli.tables import print_table
         c = Console()
-        t = Table(title=f"kfx compact {rep.partition}" + (" (dry run)" if dry_run else ""))
-        t.add_column("")
-        t.add_column("before", justify="right")
-        t.add_column("after", justify="right")
-        t.add_row("records", str(j["records"]["before"]), str(j["records"]["after"]))
-        t.add_row("bytes", str(j["bytes"]["before"]), str(j["bytes"]["after"]))
-        t.add_row("dirty ratio", f"{j['dirtyRatio']['before']:.2f}", f"{j['dirtyRatio']['after']:.2f}")
-        c.print(t)
+        print_table(f"kfx compact {rep.partition}" + (" (dry run)" if dry_run else ""), ("", "before", "after"),
+                    [("records", j["records"]["before"], j["records"]["after"]),
+                     ("bytes", j["bytes"]["before"], j["bytes"]["after"]),
+                     ("dirty ratio", f"{j['dirtyRatio']['before']:.2f}", f"{j['dirtyRatio']['after']:.2f}")],
+                    right=(1, 2))
         c.print(f"cleaned [{rep.first_dirty_offset}, {rep.end_offset}) in {rep.rounds} round(s); tombstones kept "
                 f"{j['tombstones']['kept']} removed {j['tombstones']['removed']}; aborted records removed "
                 f"{j['abortedRecordsRemoved']}; markers kept {j['markers']['kept']} removed {j['markers']['removed']}",
-                highlight=False)
+                highlight=False, soft_wrap=True)
         for n in rep.notes:
             c.print(f"[dim]note: {n}[/dim]", highlight=False)
         _print_walk_problems(problems)
@@ -424,7 +406,6 @@ def retention(partition_dir: str = Argument(..., help="A partition directory (to
               as_json: bool = JSON):
     """Apply Kafka's time, size and log-start-offset retention rules (deletion via .deleted renames)."""
     from rich.console import Console
-    from rich.table import Table
     from kafkaforensics.errors import KafkaFormatError
     from kafkaforensics.repair.retention import retention as apply_retention
     from kafkaforensics.inspect.verify import walk_problems
@@ -439,14 +420,15 @@ def retention(partition_dir: str = Argument(..., help="A partition directory (to
     if as_json:
         print(json.dumps(rep.to_json() | {"problems": [p.to_json() for p in problems]}))
     else:
+        from cli.tables import print_table
         c = Console()
-        t = Table(title=f"kfx retention {rep.partition}" + (" (dry run)" if dry_run else ""))
-        for col in ("segment", "offsets", "bytes", "largest timestamp", "reason"):
-            t.add_column(col)
-        for d in rep.deleted:
-            t.add_row(d["segment"], f"{d['baseOffset']}..{d['nextOffset'] - 1}", str(d["bytes"]),
-                      str(d["largestTimestamp"]), d["reason"])
-        c.print(t if rep.deleted else "nothing to delete")
+        if rep.deleted:
+            print_table(f"kfx retention {rep.partition}" + (" (dry run)" if dry_run else ""),
+                        ("segment", "offsets", "bytes", "largest timestamp", "reason"),
+                        [(d["segment"], f"{d['baseOffset']}..{d['nextOffset'] - 1}", d["bytes"], d["largestTimestamp"],
+                          d["reason"]) for d in rep.deleted])
+        else:
+            c.print("nothing to delete")
         if rep.rolled:
             c.print(f"rolled a new active segment {rep.rolled}", highlight=False)
         _print_walk_problems(problems)
@@ -482,7 +464,6 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
          s3_region: Optional[str] = Option(None, "--s3-region", metavar="REGION", help="S3 region (else AWS_REGION)")):
     """Scan a fleet of segments with Spark, reading it once: export, inventory, anomalies (and search hits) as Parquet."""
     from rich.console import Console
-    from rich.table import Table
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
     from spark_jobs.common import SHORT_RUN_BYTES, end_session, get_spark, records_class_archive
     from spark_jobs.scan import plan, scan as scan_fleet
@@ -508,14 +489,12 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
         result = scan_fleet(spark, inputs, out, level.value, search, split_bytes, options, progress)
     p = result.plan
     c.print(f"read {p.segments} segments, {p.bytes:,} bytes in {p.splits} splits", highlight=False)
-    table = Table(title=f"kfx scan -> {out}")
-    for col in ("partition", "segments", "batches", "records", "offsets", "bytes", "codecs", "anomalies"):
-        table.add_column(col, no_wrap=col == "partition")
-    for r in result.inventory:
-        offsets = f"{r['firstOffset']}..{r['lastOffset']}" if r["firstOffset"] is not None else ""
-        table.add_row(f"{r['topic']}-{r['partition']}", str(r["segments"]), str(r["batches"]), str(r["records"]),
-                      offsets, str(r["bytes"]), ",".join(r["codecs"]), str(r["anomalies"]))
-    Console().print(table)
+    from cli.tables import print_table
+    print_table(f"kfx scan -> {out}", ("partition", "segments", "batches", "records", "offsets", "bytes", "codecs",
+                                      "anomalies"),
+                [(f"{r['topic']}-{r['partition']}", r["segments"], r["batches"], r["records"],
+                  f"{r['firstOffset']}..{r['lastOffset']}" if r["firstOffset"] is not None else "", r["bytes"],
+                  ",".join(r["codecs"]), r["anomalies"]) for r in result.inventory])
     Console().print(f"{result.rows} {level.value} rows -> {os.path.join(out, level.value)}; {result.anomalies} anomalies"
                     + (f"; {result.hits} search hits -> {os.path.join(out, 'search')}" if result.hits is not None else ""),
                     highlight=False)
@@ -530,7 +509,6 @@ def analyze(paths: List[str] = Argument(..., metavar="PATH", help="Segments, par
             now: Optional[int] = NOW):
     """Find damage and suspicious patterns: offsets, timestamps, producers, transactions, leader epochs."""
     from rich.console import Console
-    from rich.table import Table
     from kafkaforensics.inspect.analyzer import AnalyzeOptions, analyze as analyze_paths
     _require_paths(paths)
     try:
@@ -547,19 +525,18 @@ def analyze(paths: List[str] = Argument(..., metavar="PATH", help="Segments, par
         if html_out:
             _err().print(f"report: {html_out}", highlight=False, soft_wrap=True, markup=False)
     else:
+        from cli.tables import Cell, print_table
         c = Console()
-        t = Table(title="kfx analyze")
-        for col in ("partition", "offsets", "time span", "bytes", "codecs", "producers", "txns c/a/open", "findings"):
-            t.add_column(col)
+        rows = []
         for p in rep.partitions:
             n = sum(1 for f in rep.findings if f.partition == p.partition and f.severity != "info")
             span = f"{iso(p.first_timestamp)}..{iso(p.last_timestamp)}" if p.first_timestamp is not None else "-"
             tx = p.transactions
             offs = f"{p.log_start_offset}..{p.log_end_offset - 1}" if p.log_start_offset is not None else "-"
-            t.add_row(p.partition, offs, span, str(p.bytes),
-                      ",".join(sorted(p.codecs)), str(p.producers), f"{tx['committed']}/{tx['aborted']}/{tx['open']}",
-                      f"[red]{n}[/red]" if n else "0")
-        c.print(t)
+            rows.append((p.partition, offs, span, p.bytes, ",".join(sorted(p.codecs)), p.producers,
+                         f"{tx['committed']}/{tx['aborted']}/{tx['open']}", Cell(str(n), "red" if n else None)))
+        print_table("kfx analyze", ("partition", "offsets", "time span", "bytes", "codecs", "producers",
+                                    "txns c/a/open", "findings"), rows)
         for f in rep.findings:
             style = {"error": "red", "warning": "yellow", "info": "dim"}[f.severity]
             where = " ".join(x for x in (f.offsets_text(), f"@ byte {f.position}" if f.position is not None else "") if x)
@@ -614,8 +591,6 @@ def groups(log_dir: str = Argument(..., help="A log dir holding __consumer_offse
            members: bool = Option(False, "--members", help="Also list the members of classic, consumer "
                                         "(KIP-848), share and streams groups")):
     """Latest committed offset of every group/topic/partition, and its lag against the log dir's partitions."""
-    from rich.console import Console
-    from rich.table import Table
     from kafkaforensics.inspect.groups import committed_offsets, group_members
     if not os.path.isdir(log_dir):
         _fail(f"{log_dir}: not a directory")
@@ -624,22 +599,15 @@ def groups(log_dir: str = Argument(..., help="A log dir holding __consumer_offse
     if as_json:
         print(json.dumps({"offsets": rows, **({"members": mrows} if members else {})}))
     else:
-        t = Table(title=f"kfx groups {log_dir}")
-        for col in ("group", "topic", "partition", "committed", "log end", "lag", "metadata"):
-            t.add_column(col)
-        for r in rows:
-            t.add_row(r["group"], r["topic"], str(r["partition"]), str(r["offset"]),
-                      "" if r["logEndOffset"] is None else str(r["logEndOffset"]),
-                      "" if r["lag"] is None else str(r["lag"]), r["metadata"])
-        Console().print(t)
+        from cli.tables import print_table
+        print_table(f"kfx groups {log_dir}", ("group", "topic", "partition", "committed", "log end", "lag", "metadata"),
+                    [(r["group"], r["topic"], r["partition"], r["offset"],
+                      "" if r["logEndOffset"] is None else r["logEndOffset"], "" if r["lag"] is None else r["lag"],
+                      r["metadata"]) for r in rows])
         if members:
-            t = Table(title="members")
-            for col in ("group", "protocol", "member", "client", "host", "subscribed", "assigned"):
-                t.add_column(col)
-            for m in mrows:
-                t.add_row(m["group"], m["protocol"], m["memberId"], m["clientId"] or "", m["clientHost"] or "",
-                          ",".join(m["subscribedTopics"] or []), " ".join(m["assignment"] or []))
-            Console().print(t)
+            print_table("members", ("group", "protocol", "member", "client", "host", "subscribed", "assigned"),
+                        [(m["group"], m["protocol"], m["memberId"], m["clientId"] or "", m["clientHost"] or "",
+                          ",".join(m["subscribedTopics"] or []), " ".join(m["assignment"] or [])) for m in mrows])
     raise Exit(EXIT_OK)
 
 
