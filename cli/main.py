@@ -461,22 +461,32 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
          s3_endpoint: Optional[str] = Option(None, "--s3-endpoint", metavar="URL", help="S3-compatible endpoint, e.g. http://127.0.0.1:9000"),
          s3_access_key: Optional[str] = Option(None, "--s3-access-key", metavar="KEY", help="S3 access key (else AWS_ACCESS_KEY_ID)"),
          s3_secret_key: Optional[str] = Option(None, "--s3-secret-key", metavar="KEY", help="S3 secret key (else AWS_SECRET_ACCESS_KEY)"),
-         s3_region: Optional[str] = Option(None, "--s3-region", metavar="REGION", help="S3 region (else AWS_REGION)")):
+         s3_region: Optional[str] = Option(None, "--s3-region", metavar="REGION", help="S3 region (else AWS_REGION)"),
+         overwrite: bool = Option(False, "--overwrite", help="Replace an earlier run's outputs in --out (else a "
+                                                                  "non-empty --out is refused)"),
+         verbose: bool = Option(False, "--verbose", help="Show Spark's own start-up messages")):
     """Scan a fleet of segments with Spark, reading it once: export, inventory, anomalies (and search hits) as Parquet."""
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-    from spark_jobs.common import SHORT_RUN_BYTES, end_session, get_spark, records_class_archive
-    from spark_jobs.scan import plan, scan as scan_fleet
+    from cli.spark_start import clear_outputs, java_problem, out_problem, quiet_start
     for p in inputs:
         if "://" not in p and not os.path.exists(p):
             _fail(f"{p}: no such file or directory")
+    for problem in (out_problem(out, overwrite), java_problem()):  # before anything starts
+        if problem:
+            _fail(problem)
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+    from spark_jobs.common import SHORT_RUN_BYTES, end_session, get_spark, records_class_archive
+    from spark_jobs.scan import plan, scan as scan_fleet
+    if overwrite:
+        clear_outputs(out)
     c = Console(stderr=True)
     options = {k: v for k, v in (("includeCorrupt", "true" if include_corrupt else None), ("s3.endpoint", s3_endpoint),
                                  ("s3.accessKey", s3_access_key), ("s3.secretKey", s3_secret_key),
                                  ("s3.region", s3_region)) if v}
     c.print(f"starting Spark ({master})...", highlight=False)
-    spark = get_spark(master, console_progress=False, class_archive=True,
-                      short_run=plan(inputs, split_bytes, options).bytes <= SHORT_RUN_BYTES)
+    with quiet_start(verbose):
+        spark = get_spark(master, console_progress=False, class_archive=True,
+                          short_run=plan(inputs, split_bytes, options).bytes <= SHORT_RUN_BYTES)
     if records_class_archive(spark):
         c.print("first run: recording the driver JVM's classes for faster starts (once)", highlight=False)
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
