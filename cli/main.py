@@ -267,7 +267,7 @@ def recover(partition_dir: str = Argument(..., help="A partition directory (topi
             Console().print(f"truncated {t['segment']} at byte {t['position']} (log end offset {t['offset']}): "
                             f"{t['reason']}", highlight=False, soft_wrap=True)
         for n in rep.notes:
-            Console().print(f"[dim]note: {n}[/dim]", highlight=False)
+            Console().print(f"[dim]note: {n}[/dim]", highlight=False, soft_wrap=True)
         if rep.backup:
             Console().print(f"backup: {rep.backup}", highlight=False)
     raise Exit(EXIT_PROBLEMS if rep.actions else EXIT_OK)
@@ -296,7 +296,7 @@ def reindex(path: str = Argument(..., help="A <offset>.log segment or a partitio
     else:
         _print_actions(j, "kfx reindex" + (" (dry run)" if dry_run else ""))
         for n in rep.notes:
-            Console().print(f"[dim]note: {n}[/dim]", highlight=False)
+            Console().print(f"[dim]note: {n}[/dim]", highlight=False, soft_wrap=True)
     raise Exit(EXIT_PROBLEMS if rep.actions else EXIT_OK)
 
 
@@ -336,14 +336,16 @@ def salvage(inputs: List[str] = Argument(..., metavar="INPUT", help="Damaged seg
 
 @commands.command()
 def compact(partition_dir: str = Argument(..., help="A partition directory (topic-N)"),
-            delete_retention_ms: int = Option(DEFAULT_DELETE_RETENTION_MS, "--delete-retention-ms", min=0, metavar="MS",
-                                              help="How long tombstones and markers outlive their cleaning "
-                                                   "(delete.retention.ms)"),
-            min_compaction_lag_ms: int = Option(0, "--min-compaction-lag-ms", min=0, metavar="MS",
-                                                help="Leave records younger than this uncleaned (min.compaction.lag.ms)"),
+            delete_retention_ms: Optional[int] = Option(None, "--delete-retention-ms", min=0, metavar="MS",
+                                                        help="How long tombstones and markers outlive their cleaning "
+                                                             "(default: the topic's delete.retention.ms in the log "
+                                                             f"dir's metadata, else {DEFAULT_DELETE_RETENTION_MS})"),
+            min_compaction_lag_ms: Optional[int] = Option(None, "--min-compaction-lag-ms", min=0, metavar="MS",
+                                                          help="Leave records younger than this uncleaned (default: "
+                                                               "the topic's min.compaction.lag.ms, else 0)"),
             max_compaction_lag_ms: Optional[int] = Option(None, "--max-compaction-lag-ms", min=0, metavar="MS",
                                                           help="Clean records older than this whatever the dirty "
-                                                               "ratio (max.compaction.lag.ms)"),
+                                                               "ratio (default: the topic's max.compaction.lag.ms)"),
             now: Optional[int] = NOW,
             segment_bytes: int = SEGMENT_BYTES,
             include_active: bool = Option(False, "--include-active", help="Clean the active segment too"),
@@ -360,10 +362,17 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
     from rich.console import Console
     from kafkaforensics.repair.cleaner import CompactOptions, compact as compact_partition
     from kafkaforensics.inspect.verify import walk_problems
+    from kafkaforensics.log.topic_config import settle
     if not os.path.isdir(partition_dir):
         _fail(f"{partition_dir}: not a directory")
-    opts = CompactOptions(delete_retention_ms=delete_retention_ms, min_compaction_lag_ms=min_compaction_lag_ms,
-                          max_compaction_lag_ms=max_compaction_lag_ms, now=now, segment_bytes=segment_bytes,
+    got, from_configs, configs = settle(partition_dir, {
+        "delete.retention.ms": delete_retention_ms, "min.compaction.lag.ms": min_compaction_lag_ms,
+        "max.compaction.lag.ms": max_compaction_lag_ms, "cleanup.policy": None})
+    if configs and configs.policies() is not None and "compact" not in configs.policies():
+        from_configs.append(f"{configs.describe('cleanup.policy')}: Kafka's cleaner would not compact this topic")
+    opts = CompactOptions(delete_retention_ms=_or(got["delete.retention.ms"], DEFAULT_DELETE_RETENTION_MS),
+                          min_compaction_lag_ms=_or(got["min.compaction.lag.ms"], 0),
+                          max_compaction_lag_ms=got["max.compaction.lag.ms"], now=now, segment_bytes=segment_bytes,
                           include_active=include_active, index_interval_bytes=index_interval_bytes,
                           dedupe_buffer_bytes=dedupe_buffer_bytes, ignore_checkpoint=ignore_checkpoint)
     try:
@@ -371,6 +380,7 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
         rep = compact_partition(partition_dir, opts, out=out, dry_run=dry_run)
     except (OSError, ValueError) as e:
         _fail(str(e))
+    rep.notes[:0] = from_configs
     j = rep.to_json() | {"problems": [p.to_json() for p in problems]}
     if as_json:
         print(json.dumps(j))
@@ -387,7 +397,7 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
                 f"{j['abortedRecordsRemoved']}; markers kept {j['markers']['kept']} removed {j['markers']['removed']}",
                 highlight=False, soft_wrap=True)
         for n in rep.notes:
-            c.print(f"[dim]note: {n}[/dim]", highlight=False)
+            c.print(f"[dim]note: {n}[/dim]", highlight=False, soft_wrap=True)
         _print_walk_problems(problems)
     raise Exit(EXIT_PROBLEMS if problems else EXIT_OK)
 
@@ -409,16 +419,23 @@ def retention(partition_dir: str = Argument(..., help="A partition directory (to
     from kafkaforensics.errors import KafkaFormatError
     from kafkaforensics.repair.retention import retention as apply_retention
     from kafkaforensics.inspect.verify import walk_problems
+    from kafkaforensics.log.topic_config import settle
     if not os.path.isdir(partition_dir):
         _fail(f"{partition_dir}: not a directory")
     try:
+        got, from_configs, configs = settle(partition_dir, {"retention.ms": retention_ms,
+                                                            "retention.bytes": retention_bytes, "cleanup.policy": None})
+        if from_configs and configs.policies() is not None and "delete" not in configs.policies():
+            from_configs = [f"{configs.describe('cleanup.policy')}: Kafka deletes by time and size only with "
+                            "cleanup.policy delete; --retention-ms/--retention-bytes apply them anyway"]
+            got["retention.ms"], got["retention.bytes"] = retention_ms, retention_bytes
         problems = walk_problems(partition_dir)
-        rep = apply_retention(partition_dir, retention_ms=retention_ms, retention_bytes=retention_bytes,
+        rep = apply_retention(partition_dir, retention_ms=got["retention.ms"], retention_bytes=got["retention.bytes"],
                               log_start_offset=log_start_offset, now=now, dry_run=dry_run)
     except (OSError, ValueError, KafkaFormatError) as e:
         _fail(str(e))
     if as_json:
-        print(json.dumps(rep.to_json() | {"problems": [p.to_json() for p in problems]}))
+        print(json.dumps(rep.to_json() | {"notes": from_configs, "problems": [p.to_json() for p in problems]}))
     else:
         from cli.tables import print_table
         c = Console()
@@ -428,11 +445,33 @@ def retention(partition_dir: str = Argument(..., help="A partition directory (to
                         [(d["segment"], f"{d['baseOffset']}..{d['nextOffset'] - 1}", d["bytes"], d["largestTimestamp"],
                           d["reason"]) for d in rep.deleted])
         else:
-            c.print("nothing to delete")
+            c.print(_nothing_to_delete(got["retention.ms"], got["retention.bytes"], log_start_offset, configs),
+                    highlight=False, soft_wrap=True, markup=False)
+        for n in from_configs:
+            c.print(f"note: {n}", highlight=False, soft_wrap=True, markup=False)
         if rep.rolled:
             c.print(f"rolled a new active segment {rep.rolled}", highlight=False)
         _print_walk_problems(problems)
     raise Exit(EXIT_PROBLEMS if problems else EXIT_OK)
+
+
+def _nothing_to_delete(retention_ms, retention_bytes, log_start_offset, configs) -> str:
+    """Why retention deletes nothing, and what would make it act."""
+    limits = [f"{name}={v}" for name, v in (("retention.ms", retention_ms), ("retention.bytes", retention_bytes))
+              if v is not None and v >= 0]
+    if log_start_offset is not None:
+        limits.append(f"log start offset {log_start_offset}")
+    if limits:
+        return f"nothing to delete: no segment is past {', '.join(limits)} (the active segment always remains)"
+    where = ("the log dir holds no topic configs (no __cluster_metadata-0 beside the partition)"
+             if configs is None or configs.metadata is None else
+             f"the log dir's metadata sets no retention.ms or retention.bytes for {configs.topic}")
+    return ("nothing to delete: no retention limit was given (--retention-ms, --retention-bytes, --log-start-offset) "
+            f"and {where}; only log-start-offset-checkpoint's entry applied")
+
+
+def _or(value, default):
+    return default if value is None else value
 
 
 def _print_walk_problems(problems) -> None:
