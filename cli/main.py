@@ -212,10 +212,12 @@ def write(out: str = Option(..., "--out", metavar="DIR", help="Partition directo
         w = PartitionWriter(out, segment_bytes=segment_bytes, index_interval_bytes=index_interval_bytes)
     except (FileExistsError, OSError) as e:
         _fail(str(e))
+    carried = {}  # the topic id of a dumped partition.metadata, kept as the input carries it
     try:
         with w:  # a failure leaves no partial partition behind (the writer aborts)
-            for data in batches_from_json_lines(sys.stdin, encoding=encoding.value):
+            for data in batches_from_json_lines(sys.stdin, encoding=encoding.value, carried=carried):
                 w.append(data)
+            w.topic_id = carried.get("topicId") or w.topic_id
     except KafkaFormatError as e:
         _fail(str(e.problem))
     _err().print(f"wrote {w.batches} batches in {len(w.segments)} segment(s) to {out}", highlight=False)
@@ -613,8 +615,19 @@ def diff(dir_a: str = Argument(..., help="Replica A (the leader's copy)"),
         print(json.dumps(rep.to_json()))
     else:
         c = Console()
+        for label, corrupt in (("A", rep.corrupt_a), ("B", rep.corrupt_b)):
+            for x in corrupt[:20]:
+                c.print(f"replica {label} is corrupt: the batch at offsets {x['baseOffset']}..{x['lastOffset']} "
+                        f"({x['file']} byte {x['position']}) fails its CRC; its offsets are not compared "
+                        "(`kfx verify` locates the damage, `kfx recover` truncates there)",
+                        highlight=False, soft_wrap=True, markup=False)
         if rep.identical:
             c.print(f"identical: {rep.same_batches} batches, log end offset {rep.log_end_offsets[0]}")
+        elif rep.first_diverging_offset is None:
+            c.print(f"no divergence besides the corruption: {rep.same_batches} batches the same; log end offsets "
+                    f"A={rep.log_end_offsets[0]} B={rep.log_end_offsets[1]}"
+                    + (f"; B truncates to offset {rep.truncate_b_to}" if rep.truncate_b_to is not None else ""),
+                    highlight=False, soft_wrap=True)
         else:
             c.print(f"first diverging offset: {rep.first_diverging_offset}; same batches before/around: "
                     f"{rep.same_batches}; log end offsets A={rep.log_end_offsets[0]} B={rep.log_end_offsets[1]}",
@@ -651,13 +664,20 @@ def groups(log_dir: str = Argument(..., help="A log dir holding __consumer_offse
         from cli.tables import print_table
         print_table(f"kfx groups {log_dir}", ("group", "topic", "partition", "committed", "log end", "lag", "metadata"),
                     [(r["group"], r["topic"], r["partition"], r["offset"],
-                      "" if r["logEndOffset"] is None else r["logEndOffset"], "" if r["lag"] is None else r["lag"],
+                      "" if r["logEndOffset"] is None else r["logEndOffset"],
+                      "past log end" if r["pastLogEnd"] else "" if r["lag"] is None else r["lag"],
                       r["metadata"]) for r in rows])
+        for r in rows:
+            if r["pastLogEnd"]:
+                _err().print(f"problem: group {r['group']} committed offset {r['offset']} of {r['topic']}-{r['partition']}"
+                             f", past its log end offset {r['logEndOffset']}: the log lost records the group had "
+                             "consumed (a truncation or an unclean leader election)", highlight=False, soft_wrap=True,
+                             markup=False)
         if members:
             print_table("members", ("group", "protocol", "member", "client", "host", "subscribed", "assigned"),
                         [(m["group"], m["protocol"], m["memberId"], m["clientId"] or "", m["clientHost"] or "",
                           ",".join(m["subscribedTopics"] or []), " ".join(m["assignment"] or [])) for m in mrows])
-    raise Exit(EXIT_OK)
+    raise Exit(EXIT_PROBLEMS if any(r["pastLogEnd"] for r in rows) else EXIT_OK)
 
 
 @commands.command()
