@@ -81,6 +81,10 @@ def _commands(logdir, tmp):
         shutil.copytree(part, torn)
     active = max(f for f in os.listdir(torn) if f.endswith(".log"))
     os.truncate(torn / active, os.path.getsize(torn / active) - 7)
+    noindex = tmp / "noindex" / PARTITION  # an offset index lost: reindex has actions
+    if not noindex.exists():
+        shutil.copytree(part, noindex)
+    os.remove(noindex / f"{BASE:020d}.index")
     return {
         "verify": ([logdir], [PARTITION, str(BASE), str(BASE + 24)]),
         "analyze": ([part], [PARTITION, f"{BASE}..{last}", "2023-11-14T22:13:20.000Z..2023-11-14T22:13:20.005Z"]),
@@ -88,6 +92,8 @@ def _commands(logdir, tmp):
         "retention": (["--dry-run", "--retention-bytes", "1", part], [f"{BASE:020d}.log", f"{BASE}..{BASE + 7}"]),
         "salvage": ([part, "--out", tmp / "salvaged", "--dry-run"], [str(BASE), last]),
         "recover": (["--dry-run", "--no-backup", torn], [active, f"{BASE + 20}"]),
+        "reindex": (["--dry-run", "--no-backup", noindex], [f"{BASE:020d}.index"]),
+        "compact": (["--dry-run", "--include-active", part], [PARTITION, "1614"]),
     }
 
 
