@@ -50,7 +50,7 @@ def _batches(log: PartitionLog, corrupt: list, max_listed: int):
     """A replica's batches up to where its framing breaks; those whose CRC fails go to ``corrupt``."""
     for seg, b, _done in log.batches():
         t = (b.base_offset, b.last_offset, b.crc, b.partition_leader_epoch, b.size, seg.log, b.position)
-        if b.magic >= 2 and not b.crc_valid():
+        if not b.crc_valid():
             if len(corrupt) < max_listed:
                 corrupt.append({"baseOffset": t[0], "lastOffset": t[1], "crc": t[2], "file": t[5], "position": t[6],
                                 "kind": "crc-mismatch"})
