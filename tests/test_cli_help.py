@@ -55,6 +55,10 @@ def test_top_level_help_and_version():
     out = subprocess.run([sys.executable, "-m", "cli.main", "--version"], cwd=ROOT, capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 0 and out.stdout == f"kfx {__version__}\n"
+    probe = ("import sys\nsys.argv = ['kfx', '--version']\nimport cli.main\ntry:\n    cli.main.main()\n"
+             "except SystemExit as e:\n    print(e.code, 'typer' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.stdout.splitlines()[-1] == "0 False", out.stdout  # --version answers without typer
 
 
 def test_shared_options_read_the_same_everywhere():

@@ -5,10 +5,12 @@ lines at full width, one row a line)."""
 import fcntl
 import os
 import re
+import select
 import struct
 import subprocess
 import sys
 import termios
+import time
 import pty
 import shutil
 
@@ -50,8 +52,10 @@ def _pty(argv, cols):
     proc = subprocess.Popen([sys.executable, "-m", "cli.main", *map(str, argv)], stdin=slave, stdout=slave,
                             stderr=subprocess.PIPE, cwd=ROOT, env=env)
     os.close(slave)
-    chunks = []
-    while True:
+    chunks, deadline = [], time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if not select.select([master], [], [], 1)[0]:
+            continue
         try:
             data = os.read(master, 65536)
         except OSError:  # EIO: the child closed the terminal
@@ -59,6 +63,8 @@ def _pty(argv, cols):
         if not data:
             break
         chunks.append(data)
+    else:
+        proc.kill()
     err = proc.stderr.read().decode()
     proc.wait(timeout=120)
     os.close(master)
