@@ -22,7 +22,8 @@ from functools import lru_cache
 from typing import List, Optional
 
 from cli.declare import App, Argument, Exit, Option
-from cli.options import BACKUP_DIR, DRY_RUN, INDEX_INTERVAL_BYTES, JSON, NO_BACKUP, NOW, SEGMENT_BYTES, backup_settings
+from cli.options import (BACKUP_DIR, DRY_RUN, INDEX_INTERVAL_BYTES, JSON, NO_BACKUP, NOW, SEGMENT_BYTES, backup_settings,
+                         sizes)
 from kafkaforensics import __version__
 from kafkaforensics.defaults import DEFAULT_DEDUPE_BUFFER_BYTES, DEFAULT_DELETE_RETENTION_MS, DEFAULT_SPLIT_BYTES
 
@@ -200,14 +201,15 @@ def verify_report_lines(rep) -> list:
 
 @commands.command()
 def write(out: str = Option(..., "--out", metavar="DIR", help="Partition directory to create (must be new or empty)"),
-          segment_bytes: int = SEGMENT_BYTES,
-          index_interval_bytes: int = INDEX_INTERVAL_BYTES,
+          segment_bytes: Optional[int] = SEGMENT_BYTES,
+          index_interval_bytes: Optional[int] = INDEX_INTERVAL_BYTES,
           encoding: Encoding = Option(Encoding.base64, "--encoding", metavar="utf8|hex|base64",
                                       help="Encoding the dump used for keys/values")):
     """Read `kfx dump --deep --format json` lines on stdin and write a valid partition directory."""
     from kafkaforensics.records.batch_json import batches_from_json_lines
     from kafkaforensics.errors import KafkaFormatError
     from kafkaforensics.log.writer import PartitionWriter
+    segment_bytes, index_interval_bytes, _notes = sizes(out, segment_bytes, index_interval_bytes)
     try:
         w = PartitionWriter(out, segment_bytes=segment_bytes, index_interval_bytes=index_interval_bytes)
     except (FileExistsError, OSError) as e:
@@ -241,7 +243,7 @@ def recover(partition_dir: str = Argument(..., help="A partition directory (topi
             dry_run: bool = DRY_RUN,
             backup_dir: Optional[str] = BACKUP_DIR,
             no_backup: bool = NO_BACKUP,
-            index_interval_bytes: int = INDEX_INTERVAL_BYTES,
+            index_interval_bytes: Optional[int] = INDEX_INTERVAL_BYTES,
             max_message_bytes: Optional[int] = Option(None, "--max-message-bytes", min=14, metavar="BYTES",
                                                             help="Also treat larger batches as corrupt"),
             recovery_point: Optional[int] = Option(None, "--recovery-point", min=0, metavar="OFFSET",
@@ -253,12 +255,14 @@ def recover(partition_dir: str = Argument(..., help="A partition directory (topi
     from kafkaforensics.repair.recovery import recover as recover_partition
     if not os.path.isdir(partition_dir):
         _fail(f"{partition_dir}: not a directory")
+    _seg, index_interval_bytes, from_configs = sizes(partition_dir, None, index_interval_bytes)
     try:
         rep = recover_partition(partition_dir, dry_run=dry_run, index_interval_bytes=index_interval_bytes,
                                 max_message_bytes=max_message_bytes, recovery_point=recovery_point, full=full,
                                 **_backup_opts(backup_dir, no_backup))
     except OSError as e:
         _fail(str(e))
+    rep.notes[:0] = from_configs
     j = rep.to_json()
     if as_json:
         print(json.dumps(j))
@@ -277,7 +281,7 @@ def recover(partition_dir: str = Argument(..., help="A partition directory (topi
 
 @commands.command()
 def reindex(path: str = Argument(..., help="A <offset>.log segment or a partition directory"),
-            index_interval_bytes: int = INDEX_INTERVAL_BYTES,
+            index_interval_bytes: Optional[int] = INDEX_INTERVAL_BYTES,
             dry_run: bool = DRY_RUN,
             backup_dir: Optional[str] = BACKUP_DIR,
             no_backup: bool = NO_BACKUP,
@@ -287,11 +291,14 @@ def reindex(path: str = Argument(..., help="A <offset>.log segment or a partitio
     from kafkaforensics.repair.reindex import reindex as reindex_path
     if not os.path.exists(path):
         _fail(f"{path}: no such file or directory")
+    _seg, index_interval_bytes, from_configs = sizes(path if os.path.isdir(path) else os.path.dirname(path) or ".",
+                                                     None, index_interval_bytes)
     try:
         rep = reindex_path(path, index_interval_bytes=index_interval_bytes, dry_run=dry_run,
                            **_backup_opts(backup_dir, no_backup))
     except (OSError, ValueError) as e:
         _fail(str(e))
+    rep.notes[:0] = from_configs
     j = rep.to_json()
     if as_json:
         print(json.dumps(j))
@@ -305,14 +312,15 @@ def reindex(path: str = Argument(..., help="A <offset>.log segment or a partitio
 @commands.command()
 def salvage(inputs: List[str] = Argument(..., metavar="INPUT", help="Damaged segment files, partition dirs or raw disk images"),
             out: str = Option(..., "--out", metavar="DIR", help="New partition directory to write (must be new or empty)"),
-            segment_bytes: int = SEGMENT_BYTES,
-            index_interval_bytes: int = INDEX_INTERVAL_BYTES,
+            segment_bytes: Optional[int] = SEGMENT_BYTES,
+            index_interval_bytes: Optional[int] = INDEX_INTERVAL_BYTES,
             dry_run: bool = DRY_RUN,
             as_json: bool = JSON):
     """Recover every valid batch, including those after corrupted regions, into a new partition."""
     from rich.console import Console
     from kafkaforensics.repair.salvage import salvage as salvage_files
     _require_paths(inputs)
+    segment_bytes, index_interval_bytes, _notes = sizes(out, segment_bytes, index_interval_bytes)
     try:
         rep = _with_progress(inputs, "salvage", lambda advance: salvage_files(
             inputs, out, segment_bytes=segment_bytes, index_interval_bytes=index_interval_bytes, progress=advance,
@@ -349,11 +357,11 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
                                                           help="Clean records older than this whatever the dirty "
                                                                "ratio (default: the topic's max.compaction.lag.ms)"),
             now: Optional[int] = NOW,
-            segment_bytes: int = SEGMENT_BYTES,
+            segment_bytes: Optional[int] = SEGMENT_BYTES,
             include_active: bool = Option(False, "--include-active", help="Clean the active segment too"),
             ignore_checkpoint: bool = Option(False, "--ignore-checkpoint",
                                                    help="Clean from the log start, not from cleaner-offset-checkpoint"),
-            index_interval_bytes: int = INDEX_INTERVAL_BYTES,
+            index_interval_bytes: Optional[int] = INDEX_INTERVAL_BYTES,
             dedupe_buffer_bytes: int = Option(DEFAULT_DEDUPE_BUFFER_BYTES, "--dedupe-buffer-bytes", min=1024, metavar="BYTES",
                                                     help="Offset map memory (24 bytes a key, as Kafka's)"),
             out: Optional[str] = Option(None, "--out", metavar="DIR",
@@ -370,6 +378,8 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
     got, from_configs, configs = settle(partition_dir, {
         "delete.retention.ms": delete_retention_ms, "min.compaction.lag.ms": min_compaction_lag_ms,
         "max.compaction.lag.ms": max_compaction_lag_ms, "cleanup.policy": None})
+    segment_bytes, index_interval_bytes, size_notes = sizes(partition_dir, segment_bytes, index_interval_bytes)
+    from_configs += size_notes
     if configs and configs.policies() is not None and "compact" not in configs.policies():
         from_configs.append(f"{configs.describe('cleanup.policy')}: Kafka's cleaner would not compact this topic")
     opts = CompactOptions(delete_retention_ms=_or(got["delete.retention.ms"], DEFAULT_DELETE_RETENTION_MS),

@@ -14,11 +14,26 @@ DRY_RUN = Option(False, "--dry-run", help="Say what would be done (and what woul
 BACKUP_DIR = Option(None, "--backup-dir", metavar="DIR",
                     help="Keep the files changed or removed here (default: <partition>/.kfx-backup/<UTC time>/)")
 NO_BACKUP = Option(False, "--no-backup", help="Keep no copy of the files changed or removed")
-INDEX_INTERVAL_BYTES = Option(DEFAULT_INDEX_INTERVAL_BYTES, "--index-interval-bytes", min=0, metavar="BYTES",
-                              help="Bytes of log between two offset-index entries (the topic's index.interval.bytes)")
-SEGMENT_BYTES = Option(DEFAULT_SEGMENT_BYTES, "--segment-bytes", min=14, metavar="BYTES",
-                       help="Roll a new segment past this size (the topic's segment.bytes)")
+INDEX_INTERVAL_BYTES = Option(None, "--index-interval-bytes", min=0, metavar="BYTES",
+                              help="Bytes of log between two offset-index entries (default: the topic's "
+                                   "index.interval.bytes in the log dir's metadata, else "
+                                   f"{DEFAULT_INDEX_INTERVAL_BYTES})")
+SEGMENT_BYTES = Option(None, "--segment-bytes", min=14, metavar="BYTES",
+                       help="Roll a new segment past this size (default: the topic's segment.bytes in the log dir's "
+                            f"metadata, else {DEFAULT_SEGMENT_BYTES})")
 NOW = Option(None, "--now", metavar="MS", help="The clock to judge times by, epoch ms (default: now)")
+
+
+def sizes(partition_dir: str, segment_bytes=None, index_interval_bytes=None) -> tuple[int, int, list[str]]:
+    """``--segment-bytes`` and ``--index-interval-bytes`` as a command uses them: the flag, else the topic's
+    config where ``partition_dir``'s log dir holds the metadata (kafkaforensics.log.topic_config), else
+    Kafka's default; and notes naming the configs used."""
+    from kafkaforensics.log.topic_config import settle
+    got, notes, _configs = settle(partition_dir, {"segment.bytes": segment_bytes,
+                                                  "index.interval.bytes": index_interval_bytes})
+    seg, interval = got["segment.bytes"], got["index.interval.bytes"]
+    return (DEFAULT_SEGMENT_BYTES if seg is None else seg,
+            DEFAULT_INDEX_INTERVAL_BYTES if interval is None else interval, notes)
 
 
 def backup_settings(backup_dir, no_backup) -> dict:

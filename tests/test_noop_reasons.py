@@ -114,3 +114,28 @@ def test_a_compacted_topic_is_not_deleted_by_its_retention_config(tmp_path, kfx)
     r = kfx("compact", "--dry-run", "--json", "--now", str(T0 + 10 * DAY), part)
     notes = json.loads(r.stdout)["notes"]
     assert any("min.compaction.lag.ms=86400000 (topic config)" in n for n in notes), notes
+
+
+def test_reindex_recover_and_compact_use_the_topics_index_interval_and_segment_size(tmp_path, kfx):
+    logdir = tmp_path / "logs"
+    part = logdir / "orders-0"
+    batches = [build_v2([Record(b * 2 + i, T0 + b, b"k%d" % i, b"v" * 300, []) for i in range(2)], base_offset=b * 2)
+               for b in range(12)]
+    write_partition(str(part), batches, index_interval_bytes=1024, segment_bytes=6000)
+    bare = tmp_path / "bare" / "orders-0"  # the same partition, no metadata beside it
+    write_partition(str(bare), batches, index_interval_bytes=1024, segment_bytes=6000)
+    _metadata(logdir, [(K.TopicRecord, {"Name": "orders", "TopicId": TOPIC_ID}),
+                       _config(2, "orders", "index.interval.bytes", "1024"),
+                       _config(4, "", "log.segment.bytes", "4000")])
+    r = kfx("reindex", "--dry-run", part)
+    assert r.exit_code == 0, r.stdout  # the indexes are what Kafka builds with the topic's 1024
+    assert "index.interval.bytes=1024 (topic config) from __cluster_metadata-0" in r.stdout
+    assert kfx("reindex", "--dry-run", bare).exit_code == 1  # Kafka's default 4096 builds others
+    assert kfx("reindex", "--dry-run", "--index-interval-bytes", "4096", part).exit_code == 1  # the flag wins
+    j = json.loads(kfx("recover", "--dry-run", "--json", "--full", part).stdout)
+    assert j["actions"] == [] and any("index.interval.bytes=1024" in n for n in j["notes"]), j
+    j = json.loads(kfx("compact", "--dry-run", "--json", "--include-active", part).stdout)
+    assert any("segment.bytes=4000 (cluster-wide dynamic broker default, log.segment.bytes)" in n for n in j["notes"])
+    assert [len(g) for g in j["groups"]] == [1, 1]  # two segments of ~5.6 kB: no group of both within 4000
+    j = json.loads(kfx("compact", "--dry-run", "--json", "--include-active", bare).stdout)
+    assert len(j["groups"]) == 1  # Kafka's default segment.bytes: one group
