@@ -139,3 +139,20 @@ def test_reindex_recover_and_compact_use_the_topics_index_interval_and_segment_s
     assert [len(g) for g in j["groups"]] == [1, 1]  # two segments of ~5.6 kB: no group of both within 4000
     j = json.loads(kfx("compact", "--dry-run", "--json", "--include-active", bare).stdout)
     assert len(j["groups"]) == 1  # Kafka's default segment.bytes: one group
+
+
+def test_metadata_that_breaks_off_gives_what_came_before_and_says_so(tmp_path, monkeypatch):
+    from kafkaforensics.errors import KafkaFormatError
+    from kafkaforensics.log import topic_config
+    part = tmp_path / "logs" / "orders-0"
+    _partition(part)
+    (tmp_path / "logs" / "__cluster_metadata-0").mkdir()
+
+    def broken(_dir):
+        yield {"type": "ConfigRecord", "data": {"ResourceType": 2, "ResourceName": "orders", "Name": "retention.ms",
+                                                "Value": "5"}}
+        raise KafkaFormatError("compression", "gzip payload does not decompress", file="x.log", position=9)
+    monkeypatch.setattr(topic_config, "metadata_records", broken)
+    got, notes, cfg = topic_config.settle(str(part), {"retention.ms": None})
+    assert got == {"retention.ms": 5} and cfg.unreadable
+    assert "could not be read to its end" in notes[0] and "gzip payload" in notes[0]

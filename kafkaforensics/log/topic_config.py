@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.logdir import metadata_records, read_meta_properties
 
 #: ConfigResource types in ConfigRecord
@@ -41,6 +42,7 @@ class TopicConfigs:
     metadata: str | None
     values: dict = field(default_factory=dict)
     sources: dict = field(default_factory=dict)
+    unreadable: str | None = None  # why the metadata could not be read to its end (what was read applies)
 
     def get_int(self, name: str) -> int | None:
         value = self.values.get(name)
@@ -73,12 +75,32 @@ def topic_configs(partition_dir: str, topic: str) -> TopicConfigs:
     node_id = None
     try:
         node_id = read_meta_properties(os.path.join(os.path.dirname(metadata), "meta.properties")).get("nodeId")
-    except (OSError, ValueError):
+    except (OSError, ValueError, KafkaFormatError):
         pass
     topic_ids: dict[str, str] = {}
     own: dict[str, str] = {}
     broker: dict[str, dict[str, str]] = {}
-    for rec in metadata_records(metadata):
+    try:
+        _replay(metadata_records(metadata), topic, topic_ids, own, broker)
+    except (OSError, KafkaFormatError) as e:  # damage the walk does not step over: what came before applies
+        out.unreadable = str(e)
+    layers = [("topic config", own, False)]
+    if node_id is not None:
+        layers.append((f"broker {node_id}'s dynamic config", broker.get(str(node_id), {}), True))
+    layers.append(("cluster-wide dynamic broker default", broker.get("", {}), True))
+    for name, synonyms in SYNONYMS.items():
+        for label, configs, by_synonym in layers:
+            found = _lookup(configs, name, synonyms, by_synonym)
+            if found is not None:
+                out.values[name], source = found
+                out.sources[name] = label + (f", {source}" if source != name else "")
+                break
+    return out
+
+
+def _replay(records, topic: str, topic_ids: dict, own: dict, broker: dict) -> None:
+    """Apply the metadata records' TopicRecords, RemoveTopicRecords and ConfigRecords."""
+    for rec in records:
         kind, d = rec.get("type"), rec.get("data") or {}
         if kind == "TopicRecord":
             topic_ids[d["Name"]] = d["TopicId"]
@@ -94,18 +116,6 @@ def topic_configs(partition_dir: str, topic: str) -> TopicConfigs:
                 target.pop(key, None)
             else:
                 target[key] = value
-    layers = [("topic config", own, False)]
-    if node_id is not None:
-        layers.append((f"broker {node_id}'s dynamic config", broker.get(str(node_id), {}), True))
-    layers.append(("cluster-wide dynamic broker default", broker.get("", {}), True))
-    for name, synonyms in SYNONYMS.items():
-        for label, configs, by_synonym in layers:
-            found = _lookup(configs, name, synonyms, by_synonym)
-            if found is not None:
-                out.values[name], source = found
-                out.sources[name] = label + (f", {source}" if source != name else "")
-                break
-    return out
 
 
 def _lookup(configs: dict, name: str, synonyms, by_synonym: bool):
@@ -132,6 +142,9 @@ def settle(partition_dir: str, given: dict) -> tuple[dict, list[str], TopicConfi
     parsed = parse_partition_dir_name(partition_dir)
     configs = topic_configs(partition_dir, parsed[0]) if parsed else None
     values, notes = {}, []
+    if configs is not None and configs.unreadable:
+        notes.append(f"{configs.metadata} could not be read to its end ({configs.unreadable}); "
+                     "the configs before that point apply")
     for name, flag in given.items():
         if flag is not None or configs is None or name not in configs.values:
             values[name] = flag
