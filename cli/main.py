@@ -255,7 +255,7 @@ def recover(partition_dir: str = Argument(..., help="A partition directory (topi
     from kafkaforensics.repair.recovery import recover as recover_partition
     if not os.path.isdir(partition_dir):
         _fail(f"{partition_dir}: not a directory")
-    _seg, index_interval_bytes, from_configs = sizes(partition_dir, None, index_interval_bytes)
+    _seg, index_interval_bytes, from_configs = sizes(partition_dir, None, index_interval_bytes, segments=False)
     try:
         rep = recover_partition(partition_dir, dry_run=dry_run, index_interval_bytes=index_interval_bytes,
                                 max_message_bytes=max_message_bytes, recovery_point=recovery_point, full=full,
@@ -275,7 +275,7 @@ def recover(partition_dir: str = Argument(..., help="A partition directory (topi
         for n in rep.notes:
             Console().print(f"[dim]note: {n}[/dim]", highlight=False, soft_wrap=True)
         if rep.backup:
-            Console().print(f"backup: {rep.backup}", highlight=False)
+            Console().print(f"backup: {rep.backup}", highlight=False, soft_wrap=True)
     raise Exit(EXIT_PROBLEMS if rep.actions else EXIT_OK)
 
 
@@ -292,7 +292,7 @@ def reindex(path: str = Argument(..., help="A <offset>.log segment or a partitio
     if not os.path.exists(path):
         _fail(f"{path}: no such file or directory")
     _seg, index_interval_bytes, from_configs = sizes(path if os.path.isdir(path) else os.path.dirname(path) or ".",
-                                                     None, index_interval_bytes)
+                                                     None, index_interval_bytes, segments=False)
     try:
         rep = reindex_path(path, index_interval_bytes=index_interval_bytes, dry_run=dry_run,
                            **_backup_opts(backup_dir, no_backup))
@@ -377,7 +377,7 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
         _fail(f"{partition_dir}: not a directory")
     got, from_configs, configs = settle(partition_dir, {
         "delete.retention.ms": delete_retention_ms, "min.compaction.lag.ms": min_compaction_lag_ms,
-        "max.compaction.lag.ms": max_compaction_lag_ms, "cleanup.policy": None})
+        "max.compaction.lag.ms": max_compaction_lag_ms})
     segment_bytes, index_interval_bytes, size_notes = sizes(partition_dir, segment_bytes, index_interval_bytes)
     from_configs += size_notes
     if configs and configs.policies() is not None and "compact" not in configs.policies():
@@ -436,7 +436,7 @@ def retention(partition_dir: str = Argument(..., help="A partition directory (to
         _fail(f"{partition_dir}: not a directory")
     try:
         got, from_configs, configs = settle(partition_dir, {"retention.ms": retention_ms,
-                                                            "retention.bytes": retention_bytes, "cleanup.policy": None})
+                                                            "retention.bytes": retention_bytes})
         if from_configs and configs.policies() is not None and "delete" not in configs.policies():
             from_configs = [f"{configs.describe('cleanup.policy')}: Kafka deletes by time and size only with "
                             "cleanup.policy delete; --retention-ms/--retention-bytes apply them anyway"]

@@ -24,14 +24,16 @@ SEGMENT_BYTES = Option(None, "--segment-bytes", min=14, metavar="BYTES",
 NOW = Option(None, "--now", metavar="MS", help="The clock to judge times by, epoch ms (default: now)")
 
 
-def sizes(partition_dir: str, segment_bytes=None, index_interval_bytes=None) -> tuple[int, int, list[str]]:
+def sizes(partition_dir: str, segment_bytes=None, index_interval_bytes=None,
+          segments: bool = True) -> tuple[int, int, list[str]]:
     """``--segment-bytes`` and ``--index-interval-bytes`` as a command uses them: the flag, else the topic's
     config where ``partition_dir``'s log dir holds the metadata (kafkaforensics.log.topic_config), else
-    Kafka's default; and notes naming the configs used."""
+    Kafka's default; and notes naming the configs used (``segments=False``: a command that rolls no
+    segment, whose segment size is neither read nor noted)."""
     from kafkaforensics.log.topic_config import settle
-    got, notes, _configs = settle(partition_dir, {"segment.bytes": segment_bytes,
-                                                  "index.interval.bytes": index_interval_bytes})
-    seg, interval = got["segment.bytes"], got["index.interval.bytes"]
+    got, notes, _configs = settle(partition_dir, {"index.interval.bytes": index_interval_bytes,
+                                                  **({"segment.bytes": segment_bytes} if segments else {})})
+    seg, interval = got.get("segment.bytes"), got["index.interval.bytes"]
     return (DEFAULT_SEGMENT_BYTES if seg is None else seg,
             DEFAULT_INDEX_INTERVAL_BYTES if interval is None else interval, notes)
 
