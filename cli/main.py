@@ -222,7 +222,7 @@ def write(out: str = Option(..., "--out", metavar="DIR", help="Partition directo
             w.topic_id = carried.get("topicId") or w.topic_id
     except KafkaFormatError as e:
         _fail(str(e.problem))
-    _err().print(f"wrote {w.batches} batches in {len(w.segments)} segment(s) to {out}", highlight=False)
+    _err().print(f"wrote {w.batches} batches in {len(w.segments)} segment(s) to {out}", highlight=False, soft_wrap=True)
 
 
 def _print_actions(report_json: dict, title: str) -> None:
@@ -335,12 +335,12 @@ def salvage(inputs: List[str] = Argument(..., metavar="INPUT", help="Damaged seg
         print_table("recovered offset ranges", ("first", "last"), [(r["first"], r["last"]) for r in rep.recovered],
                     right=(0, 1))
         for s in rep.skipped:
-            c.print(f"skipped {s['bytes']} bytes of {s['file']} [{s['start']}, {s['end']})", highlight=False)
+            c.print(f"skipped {s['bytes']} bytes of {s['file']} [{s['start']}, {s['end']})", highlight=False, soft_wrap=True)
         for x in rep.conflicts:
             c.print(f"[yellow]conflict:[/yellow] offsets {x['baseOffset']}..{x['lastOffset']} at {x['file']}@{x['position']} "
-                    f"differ from the batch kept from {x['keptFile']}@{x['keptPosition']}", highlight=False)
+                    f"differ from the batch kept from {x['keptFile']}@{x['keptPosition']}", highlight=False, soft_wrap=True)
         c.print(f"{rep.batches} batches, {rep.records} records, {rep.duplicates} duplicates"
-                + (f" -> {rep.out}" if rep.out else " (dry run)"), highlight=False)
+                + (f" -> {rep.out}" if rep.out else " (dry run)"), highlight=False, soft_wrap=True)
     raise Exit(EXIT_PROBLEMS if (rep.skipped or rep.conflicts) else EXIT_OK)
 
 
@@ -462,7 +462,7 @@ def retention(partition_dir: str = Argument(..., help="A partition directory (to
         for n in from_configs:
             c.print(f"note: {n}", highlight=False, soft_wrap=True, markup=False)
         if rep.rolled:
-            c.print(f"rolled a new active segment {rep.rolled}", highlight=False)
+            c.print(f"rolled a new active segment {rep.rolled}", highlight=False, soft_wrap=True)
         _print_walk_problems(problems)
     raise Exit(EXIT_PROBLEMS if problems else EXIT_OK)
 
@@ -549,7 +549,7 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
             bar.update(task, completed=done, total=total)
         result = scan_fleet(spark, inputs, out, level.value, search, split_bytes, options, progress)
     p = result.plan
-    c.print(f"read {p.segments} segments, {p.bytes:,} bytes in {p.splits} splits", highlight=False)
+    c.print(f"read {p.segments} segments, {p.bytes:,} bytes in {p.splits} splits", highlight=False, soft_wrap=True)
     from cli.tables import print_table
     print_table(f"kfx scan -> {out}", ("partition", "segments", "batches", "records", "offsets", "bytes", "codecs",
                                       "anomalies"),
@@ -558,7 +558,7 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
                   ",".join(r["codecs"]), r["anomalies"]) for r in result.inventory])
     Console().print(f"{result.rows} {level.value} rows -> {os.path.join(out, level.value)}; {result.anomalies} anomalies"
                     + (f"; {result.hits} search hits -> {os.path.join(out, 'search')}" if result.hits is not None else ""),
-                    highlight=False)
+                    highlight=False, soft_wrap=True)
     end_session(spark)
     raise Exit(EXIT_PROBLEMS if result.anomalies else EXIT_OK)
 
@@ -641,19 +641,19 @@ def diff(dir_a: str = Argument(..., help="Replica A (the leader's copy)"),
         else:
             c.print(f"first diverging offset: {rep.first_diverging_offset}; same batches before/around: "
                     f"{rep.same_batches}; log end offsets A={rep.log_end_offsets[0]} B={rep.log_end_offsets[1]}",
-                    highlight=False)
+                    highlight=False, soft_wrap=True)
             for label, items in (("only in A", rep.only_in_a), ("only in B", rep.only_in_b)):
                 for x in items[:20]:
-                    c.print(f"{label}: offsets {x['baseOffset']}..{x['lastOffset']} (epoch {x['epoch']})", highlight=False)
+                    c.print(f"{label}: offsets {x['baseOffset']}..{x['lastOffset']} (epoch {x['epoch']})", highlight=False, soft_wrap=True)
             for d in rep.different[:20]:
                 c.print(f"different bytes: offsets {d['a']['baseOffset']}..{d['a']['lastOffset']} "
                         f"(A crc {d['a']['crc']} epoch {d['a']['epoch']}, B crc {d['b']['crc']} epoch {d['b']['epoch']})",
-                        highlight=False)
-            c.print(f"truncating B to offset {rep.truncate_b_to} reconciles it with A", highlight=False)
+                        highlight=False, soft_wrap=True)
+            c.print(f"truncating B to offset {rep.truncate_b_to} reconciles it with A", highlight=False, soft_wrap=True)
             if rep.epoch_truncation:
                 e = rep.epoch_truncation
                 c.print(f"by leader epoch (OffsetsForLeaderEpoch): B's epoch {e['epoch']} ends at {e['endOffsetInA']} "
-                        f"in A, so B truncates to {e['truncateBTo']}", highlight=False)
+                        f"in A, so B truncates to {e['truncateBTo']}", highlight=False, soft_wrap=True)
     raise Exit(EXIT_OK if rep.identical else EXIT_PROBLEMS)
 
 
