@@ -51,12 +51,17 @@ class Command:
         self.name, self.callback, self.settings = name, callback, settings
 
 
+#: ``-h`` as well as ``--help``, on the application and every command
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
+
+
 class App:
     """A typer application declared without importing typer: :meth:`command` registers a function
     whose parameters default to :func:`Option`/:func:`Argument`; :meth:`typer` builds the typer
-    application of the very same declarations (once)."""
+    application of the very same declarations (once). ``version`` is what ``--version`` prints."""
 
-    def __init__(self, **settings):
+    def __init__(self, version: str | None = None, **settings):
+        self.version = version
         self.settings = settings
         self.commands: list[Command] = []
         self._typer = None
@@ -71,9 +76,12 @@ class App:
         """The typer application (typer and its coercion imported here, not before)."""
         if self._typer is None:
             import typer
-            app = typer.Typer(**self.settings)
+            from cli.helpformat import NamedCommand, version_callback
+            app = typer.Typer(**{"context_settings": HELP_OPTIONS, **self.settings})
+            if self.version is not None:
+                app.callback()(version_callback(self.version))
             for cmd in self.commands:
-                app.command(cmd.name, **cmd.settings)(_typer_callback(cmd.callback))
+                app.command(cmd.name, **{"cls": NamedCommand, **cmd.settings})(_typer_callback(cmd.callback))
             self._typer = app
         return self._typer
 

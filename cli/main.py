@@ -22,11 +22,13 @@ from functools import lru_cache
 from typing import List, Optional
 
 from cli.declare import App, Argument, Exit, Option
-from kafkaforensics.defaults import (DEFAULT_DEDUPE_BUFFER_BYTES, DEFAULT_DELETE_RETENTION_MS, DEFAULT_INDEX_INTERVAL_BYTES,
-                                     DEFAULT_SEGMENT_BYTES, DEFAULT_SPLIT_BYTES)
+from cli.options import (BACKUP_DIR, DRY_RUN, INDEX_INTERVAL_BYTES, JSON, NO_BACKUP, NOW, SEGMENT_BYTES, backup_settings,
+                         sizes)
+from kafkaforensics import __version__
+from kafkaforensics.defaults import DEFAULT_DEDUPE_BUFFER_BYTES, DEFAULT_DELETE_RETENTION_MS, DEFAULT_SPLIT_BYTES
 
 # plain help text: typer's rich help panels import rich and markdown-it (~0.1 s) before a line is printed
-commands = App(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+commands = App(version=__version__, add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                help="Forensics for Apache Kafka's storage: dump, verify, write, repair.")
 
 
@@ -111,12 +113,12 @@ def progress_bar(total: int, label: str):
 
 
 @commands.command()
-def dump(paths: List[str] = Argument(..., help="Files to dump (.log .index .timeindex .txnindex .snapshot, checkpoints)"),
+def dump(paths: List[str] = Argument(..., metavar="PATH", help="Files to dump (.log .index .timeindex .txnindex .snapshot, checkpoints)"),
          deep: bool = Option(False, "--deep", "--deep-iteration", help="Decode every record"),
          print_data: bool = Option(False, "--print-data", "--print-data-log", help="Print keys and values (implies --deep)"),
-         fmt: Fmt = Option(Fmt.text, "--format", help="text (kafka-dump-log.sh lines) or json (JSON lines)"),
-         encoding: Optional[Encoding] = Option(None, "--encoding", help="Key/value encoding (text: utf8, json: base64)"),
-         max_bytes: Optional[int] = Option(None, "--max-bytes", min=0, help="Only read batches within the first N bytes"),
+         fmt: Fmt = Option(Fmt.text, "--format", metavar="text|json", help="text (kafka-dump-log.sh lines) or json (JSON lines)"),
+         encoding: Optional[Encoding] = Option(None, "--encoding", metavar="utf8|hex|base64", help="Key/value encoding (text: utf8, json: base64)"),
+         max_bytes: Optional[int] = Option(None, "--max-bytes", min=0, metavar="BYTES", help="Only read batches within the first N bytes"),
          verify_index_only: bool = Option(False, "--verify-index-only", help="Check index entries, print only mismatches"),
          index_sanity_check: bool = Option(False, "--index-sanity-check", help="Run Kafka's index sanity check only"),
          offsets_decoder: bool = Option(False, "--offsets-decoder", help="Decode __consumer_offsets records"),
@@ -151,9 +153,9 @@ def dump(paths: List[str] = Argument(..., help="Files to dump (.log .index .time
 
 
 @commands.command()
-def verify(paths: List[str] = Argument(..., help="Segment files, partition dirs or log dirs"),
-           as_json: bool = Option(False, "--json", help="Print the report as JSON"),
-           max_message_bytes: Optional[int] = Option(None, "--max-message-bytes", min=14,
+def verify(paths: List[str] = Argument(..., metavar="PATH", help="Segment files, partition dirs or log dirs"),
+           as_json: bool = JSON,
+           max_message_bytes: Optional[int] = Option(None, "--max-message-bytes", min=14, metavar="BYTES",
                                                            help="Also flag batches larger than this")):
     """Check CRCs, structure, indexes and checkpoints. Exit 0 clean, 1 problems, 2 usage/IO error."""
     from kafkaforensics.inspect.verify import verify as verify_paths
@@ -172,15 +174,10 @@ def verify(paths: List[str] = Argument(..., help="Segment files, partition dirs 
     else:
         from cli.plain import print_lines
         if rep.partitions:
-            from rich.console import Console
-            from rich.table import Table
-            t = Table(title="kfx verify")
-            for col in ("partition", "segments", "batches", "bytes", "log start", "log end"):
-                t.add_column(col, justify="right" if col != "partition" else "left")
-            for p in rep.partitions:
-                t.add_row(p["partition"], str(p["segments"]), str(p["batches"]), str(p["bytes"]),
-                          str(p["logStartOffset"]), str(p["logEndOffset"]))
-            Console().print(t)
+            from cli.tables import print_table
+            print_table("kfx verify", ("partition", "segments", "batches", "bytes", "log start", "log end"),
+                        [(p["partition"], p["segments"], p["batches"], p["bytes"], p["logStartOffset"],
+                          p["logEndOffset"]) for p in rep.partitions], right=range(1, 6))
         print_lines(verify_report_lines(rep))
     raise Exit(EXIT_OK if rep.ok else EXIT_PROBLEMS)
 
@@ -203,72 +200,69 @@ def verify_report_lines(rep) -> list:
 
 
 @commands.command()
-def write(out: str = Option(..., "--out", help="Partition directory to create (must be new or empty)"),
-          segment_bytes: int = Option(DEFAULT_SEGMENT_BYTES, "--segment-bytes", min=14),
-          index_interval_bytes: int = Option(DEFAULT_INDEX_INTERVAL_BYTES, "--index-interval-bytes", min=0),
-          encoding: Encoding = Option(Encoding.base64, "--encoding", help="Encoding the dump used for keys/values")):
+def write(out: str = Option(..., "--out", metavar="DIR", help="Partition directory to create (must be new or empty)"),
+          segment_bytes: Optional[int] = SEGMENT_BYTES,
+          index_interval_bytes: Optional[int] = INDEX_INTERVAL_BYTES,
+          encoding: Encoding = Option(Encoding.base64, "--encoding", metavar="utf8|hex|base64",
+                                      help="Encoding the dump used for keys/values")):
     """Read `kfx dump --deep --format json` lines on stdin and write a valid partition directory."""
     from kafkaforensics.records.batch_json import batches_from_json_lines
     from kafkaforensics.errors import KafkaFormatError
     from kafkaforensics.log.writer import PartitionWriter
+    segment_bytes, index_interval_bytes, _notes = sizes(out, segment_bytes, index_interval_bytes)
     try:
         w = PartitionWriter(out, segment_bytes=segment_bytes, index_interval_bytes=index_interval_bytes)
     except (FileExistsError, OSError) as e:
         _fail(str(e))
+    carried = {}  # the topic id of a dumped partition.metadata, kept as the input carries it
     try:
         with w:  # a failure leaves no partial partition behind (the writer aborts)
-            for data in batches_from_json_lines(sys.stdin, encoding=encoding.value):
+            for data in batches_from_json_lines(sys.stdin, encoding=encoding.value, carried=carried):
                 w.append(data)
+            w.topic_id = carried.get("topicId") or w.topic_id
     except KafkaFormatError as e:
         _fail(str(e.problem))
-    _err().print(f"wrote {w.batches} batches in {len(w.segments)} segment(s) to {out}", highlight=False)
+    _err().print(f"wrote {w.batches} batches in {len(w.segments)} segment(s) to {out}", highlight=False, soft_wrap=True)
 
 
 def _print_actions(report_json: dict, title: str) -> None:
-    from rich.console import Console
-    from rich.table import Table
-    out = Console()
-    t = Table(title=title)
-    for col in ("action", "file", "detail"):
-        t.add_column(col)
-    for a in report_json["actions"]:
-        t.add_row(a["action"], os.path.basename(a["file"]) + (f" -> {os.path.basename(a['target'])}" if a.get("target") else ""),
-                  a["detail"])
+    from cli.tables import print_table
     if report_json["actions"]:
-        out.print(t)
+        print_table(title, ("action", "file", "detail"), [
+            (a["action"], os.path.basename(a["file"]) + (f" -> {os.path.basename(a['target'])}" if a.get("target") else ""),
+             a["detail"]) for a in report_json["actions"]])
     else:
-        out.print(f"{title}: nothing to do")
+        print(f"{title}: nothing to do")
 
 
-def _backup_opts(backup_dir, no_backup):
-    if backup_dir and no_backup:
-        _fail("--backup-dir and --no-backup exclude each other")
-    return {"backup": not no_backup, "backup_dir": backup_dir}
+_backup_opts = backup_settings
 
 
 @commands.command()
 def recover(partition_dir: str = Argument(..., help="A partition directory (topic-N)"),
-            dry_run: bool = Option(False, "--dry-run", help="Report what would be done; change nothing"),
-            backup_dir: Optional[str] = Option(None, "--backup-dir", help="Where to keep the original files"),
-            no_backup: bool = Option(False, "--no-backup", help="Do not keep the original files"),
-            index_interval_bytes: int = Option(DEFAULT_INDEX_INTERVAL_BYTES, "--index-interval-bytes", min=0),
-            max_message_bytes: Optional[int] = Option(None, "--max-message-bytes", min=14,
+            dry_run: bool = DRY_RUN,
+            backup_dir: Optional[str] = BACKUP_DIR,
+            no_backup: bool = NO_BACKUP,
+            index_interval_bytes: Optional[int] = INDEX_INTERVAL_BYTES,
+            max_message_bytes: Optional[int] = Option(None, "--max-message-bytes", min=14, metavar="BYTES",
                                                             help="Also treat larger batches as corrupt"),
-            recovery_point: Optional[int] = Option(None, "--recovery-point", min=0,
+            recovery_point: Optional[int] = Option(None, "--recovery-point", min=0, metavar="OFFSET",
                                                          help="First unflushed offset (default: the log dir's checkpoint, else 0)"),
             full: bool = Option(False, "--full", help="Validate every segment, whatever the checkpoint says"),
-            as_json: bool = Option(False, "--json")):
+            as_json: bool = JSON):
     """Do what Kafka's log loading does after an unclean shutdown: finish swaps, truncate, rebuild."""
     from rich.console import Console
     from kafkaforensics.repair.recovery import recover as recover_partition
     if not os.path.isdir(partition_dir):
         _fail(f"{partition_dir}: not a directory")
+    _seg, index_interval_bytes, from_configs = sizes(partition_dir, None, index_interval_bytes, segments=False)
     try:
         rep = recover_partition(partition_dir, dry_run=dry_run, index_interval_bytes=index_interval_bytes,
                                 max_message_bytes=max_message_bytes, recovery_point=recovery_point, full=full,
                                 **_backup_opts(backup_dir, no_backup))
     except OSError as e:
         _fail(str(e))
+    rep.notes[:0] = from_configs
     j = rep.to_json()
     if as_json:
         print(json.dumps(j))
@@ -277,53 +271,56 @@ def recover(partition_dir: str = Argument(..., help="A partition directory (topi
         if rep.truncated_at:
             t = rep.truncated_at
             Console().print(f"truncated {t['segment']} at byte {t['position']} (log end offset {t['offset']}): "
-                            f"{t['reason']}", highlight=False)
+                            f"{t['reason']}", highlight=False, soft_wrap=True)
         for n in rep.notes:
-            Console().print(f"[dim]note: {n}[/dim]", highlight=False)
+            Console().print(f"[dim]note: {n}[/dim]", highlight=False, soft_wrap=True)
         if rep.backup:
-            Console().print(f"backup: {rep.backup}", highlight=False)
+            Console().print(f"backup: {rep.backup}", highlight=False, soft_wrap=True)
     raise Exit(EXIT_PROBLEMS if rep.actions else EXIT_OK)
 
 
 @commands.command()
 def reindex(path: str = Argument(..., help="A <offset>.log segment or a partition directory"),
-            index_interval_bytes: int = Option(DEFAULT_INDEX_INTERVAL_BYTES, "--index-interval-bytes", min=0),
-            dry_run: bool = Option(False, "--dry-run"),
-            backup_dir: Optional[str] = Option(None, "--backup-dir"),
-            no_backup: bool = Option(False, "--no-backup"),
-            as_json: bool = Option(False, "--json")):
+            index_interval_bytes: Optional[int] = INDEX_INTERVAL_BYTES,
+            dry_run: bool = DRY_RUN,
+            backup_dir: Optional[str] = BACKUP_DIR,
+            no_backup: bool = NO_BACKUP,
+            as_json: bool = JSON):
     """Rebuild .index/.timeindex/.txnindex exactly as Kafka's recovery writes them."""
     from rich.console import Console
     from kafkaforensics.repair.reindex import reindex as reindex_path
     if not os.path.exists(path):
         _fail(f"{path}: no such file or directory")
+    _seg, index_interval_bytes, from_configs = sizes(path if os.path.isdir(path) else os.path.dirname(path) or ".",
+                                                     None, index_interval_bytes, segments=False)
     try:
         rep = reindex_path(path, index_interval_bytes=index_interval_bytes, dry_run=dry_run,
                            **_backup_opts(backup_dir, no_backup))
     except (OSError, ValueError) as e:
         _fail(str(e))
+    rep.notes[:0] = from_configs
     j = rep.to_json()
     if as_json:
         print(json.dumps(j))
     else:
         _print_actions(j, "kfx reindex" + (" (dry run)" if dry_run else ""))
         for n in rep.notes:
-            Console().print(f"[dim]note: {n}[/dim]", highlight=False)
+            Console().print(f"[dim]note: {n}[/dim]", highlight=False, soft_wrap=True)
     raise Exit(EXIT_PROBLEMS if rep.actions else EXIT_OK)
 
 
 @commands.command()
-def salvage(inputs: List[str] = Argument(..., help="Damaged segment files, partition dirs or raw disk images"),
-            out: str = Option(..., "--out", help="New partition directory to write (must be new or empty)"),
-            segment_bytes: int = Option(DEFAULT_SEGMENT_BYTES, "--segment-bytes", min=14),
-            index_interval_bytes: int = Option(DEFAULT_INDEX_INTERVAL_BYTES, "--index-interval-bytes", min=0),
-            dry_run: bool = Option(False, "--dry-run", help="Report only; write nothing"),
-            as_json: bool = Option(False, "--json")):
+def salvage(inputs: List[str] = Argument(..., metavar="INPUT", help="Damaged segment files, partition dirs or raw disk images"),
+            out: str = Option(..., "--out", metavar="DIR", help="New partition directory to write (must be new or empty)"),
+            segment_bytes: Optional[int] = SEGMENT_BYTES,
+            index_interval_bytes: Optional[int] = INDEX_INTERVAL_BYTES,
+            dry_run: bool = DRY_RUN,
+            as_json: bool = JSON):
     """Recover every valid batch, including those after corrupted regions, into a new partition."""
     from rich.console import Console
-    from rich.table import Table
     from kafkaforensics.repair.salvage import salvage as salvage_files
     _require_paths(inputs)
+    segment_bytes, index_interval_bytes, _notes = sizes(out, segment_bytes, index_interval_bytes)
     try:
         rep = _with_progress(inputs, "salvage", lambda advance: salvage_files(
             inputs, out, segment_bytes=segment_bytes, index_interval_bytes=index_interval_bytes, progress=advance,
@@ -333,48 +330,61 @@ def salvage(inputs: List[str] = Argument(..., help="Damaged segment files, parti
     if as_json:
         print(json.dumps(rep.to_json()))
     else:
+        from cli.tables import print_table
         c = Console()
-        t = Table(title="recovered offset ranges")
-        t.add_column("first", justify="right")
-        t.add_column("last", justify="right")
-        for r in rep.recovered:
-            t.add_row(str(r["first"]), str(r["last"]))
-        c.print(t)
+        print_table("recovered offset ranges", ("first", "last"), [(r["first"], r["last"]) for r in rep.recovered],
+                    right=(0, 1))
         for s in rep.skipped:
-            c.print(f"skipped {s['bytes']} bytes of {s['file']} [{s['start']}, {s['end']})", highlight=False)
+            c.print(f"skipped {s['bytes']} bytes of {s['file']} [{s['start']}, {s['end']})", highlight=False, soft_wrap=True)
         for x in rep.conflicts:
             c.print(f"[yellow]conflict:[/yellow] offsets {x['baseOffset']}..{x['lastOffset']} at {x['file']}@{x['position']} "
-                    f"differ from the batch kept from {x['keptFile']}@{x['keptPosition']}", highlight=False)
+                    f"differ from the batch kept from {x['keptFile']}@{x['keptPosition']}", highlight=False, soft_wrap=True)
         c.print(f"{rep.batches} batches, {rep.records} records, {rep.duplicates} duplicates"
-                + (f" -> {rep.out}" if rep.out else " (dry run)"), highlight=False)
+                + (f" -> {rep.out}" if rep.out else " (dry run)"), highlight=False, soft_wrap=True)
     raise Exit(EXIT_PROBLEMS if (rep.skipped or rep.conflicts) else EXIT_OK)
 
 
 @commands.command()
 def compact(partition_dir: str = Argument(..., help="A partition directory (topic-N)"),
-            delete_retention_ms: int = Option(DEFAULT_DELETE_RETENTION_MS, "--delete-retention-ms", min=0),
-            min_compaction_lag_ms: int = Option(0, "--min-compaction-lag-ms", min=0),
-            max_compaction_lag_ms: Optional[int] = Option(None, "--max-compaction-lag-ms", min=0),
-            now: Optional[int] = Option(None, "--now", help="The cleaner's clock, epoch ms (default: now)"),
-            segment_bytes: int = Option(DEFAULT_SEGMENT_BYTES, "--segment-bytes", min=14),
+            delete_retention_ms: Optional[int] = Option(None, "--delete-retention-ms", min=0, metavar="MS",
+                                                        help="How long tombstones and markers outlive their cleaning "
+                                                             "(default: the topic's delete.retention.ms in the log "
+                                                             f"dir's metadata, else {DEFAULT_DELETE_RETENTION_MS})"),
+            min_compaction_lag_ms: Optional[int] = Option(None, "--min-compaction-lag-ms", min=0, metavar="MS",
+                                                          help="Leave records younger than this uncleaned (default: "
+                                                               "the topic's min.compaction.lag.ms, else 0)"),
+            max_compaction_lag_ms: Optional[int] = Option(None, "--max-compaction-lag-ms", min=0, metavar="MS",
+                                                          help="Clean records older than this whatever the dirty "
+                                                               "ratio (default: the topic's max.compaction.lag.ms)"),
+            now: Optional[int] = NOW,
+            segment_bytes: Optional[int] = SEGMENT_BYTES,
             include_active: bool = Option(False, "--include-active", help="Clean the active segment too"),
             ignore_checkpoint: bool = Option(False, "--ignore-checkpoint",
                                                    help="Clean from the log start, not from cleaner-offset-checkpoint"),
-            index_interval_bytes: int = Option(DEFAULT_INDEX_INTERVAL_BYTES, "--index-interval-bytes", min=0),
-            dedupe_buffer_bytes: int = Option(DEFAULT_DEDUPE_BUFFER_BYTES, "--dedupe-buffer-bytes", min=1024,
+            index_interval_bytes: Optional[int] = INDEX_INTERVAL_BYTES,
+            dedupe_buffer_bytes: int = Option(DEFAULT_DEDUPE_BUFFER_BYTES, "--dedupe-buffer-bytes", min=1024, metavar="BYTES",
                                                     help="Offset map memory (24 bytes a key, as Kafka's)"),
-            out: Optional[str] = Option(None, "--out", help="Write the compacted partition here; input untouched"),
-            dry_run: bool = Option(False, "--dry-run", help="Report what compaction would do; change nothing"),
-            as_json: bool = Option(False, "--json")):
+            out: Optional[str] = Option(None, "--out", metavar="DIR",
+                                        help="Write the compacted partition here; input untouched"),
+            dry_run: bool = DRY_RUN,
+            as_json: bool = JSON):
     """Run Kafka's log cleaner offline, with its crash-safe .cleaned/.swap/.deleted file swap."""
     from rich.console import Console
-    from rich.table import Table
     from kafkaforensics.repair.cleaner import CompactOptions, compact as compact_partition
     from kafkaforensics.inspect.verify import walk_problems
+    from kafkaforensics.log.topic_config import settle
     if not os.path.isdir(partition_dir):
         _fail(f"{partition_dir}: not a directory")
-    opts = CompactOptions(delete_retention_ms=delete_retention_ms, min_compaction_lag_ms=min_compaction_lag_ms,
-                          max_compaction_lag_ms=max_compaction_lag_ms, now=now, segment_bytes=segment_bytes,
+    got, from_configs, configs = settle(partition_dir, {
+        "delete.retention.ms": delete_retention_ms, "min.compaction.lag.ms": min_compaction_lag_ms,
+        "max.compaction.lag.ms": max_compaction_lag_ms})
+    segment_bytes, index_interval_bytes, size_notes = sizes(partition_dir, segment_bytes, index_interval_bytes)
+    from_configs += size_notes
+    if configs and configs.policies() is not None and "compact" not in configs.policies():
+        from_configs.append(f"{configs.describe('cleanup.policy')}: Kafka's cleaner would not compact this topic")
+    opts = CompactOptions(delete_retention_ms=_or(got["delete.retention.ms"], DEFAULT_DELETE_RETENTION_MS),
+                          min_compaction_lag_ms=_or(got["min.compaction.lag.ms"], 0),
+                          max_compaction_lag_ms=got["max.compaction.lag.ms"], now=now, segment_bytes=segment_bytes,
                           include_active=include_active, index_interval_bytes=index_interval_bytes,
                           dedupe_buffer_bytes=dedupe_buffer_bytes, ignore_checkpoint=ignore_checkpoint)
     try:
@@ -382,66 +392,98 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
         rep = compact_partition(partition_dir, opts, out=out, dry_run=dry_run)
     except (OSError, ValueError) as e:
         _fail(str(e))
+    rep.notes[:0] = from_configs
     j = rep.to_json() | {"problems": [p.to_json() for p in problems]}
     if as_json:
         print(json.dumps(j))
     else:
+        from cli.tables import print_table
         c = Console()
-        t = Table(title=f"kfx compact {rep.partition}" + (" (dry run)" if dry_run else ""))
-        t.add_column("")
-        t.add_column("before", justify="right")
-        t.add_column("after", justify="right")
-        t.add_row("records", str(j["records"]["before"]), str(j["records"]["after"]))
-        t.add_row("bytes", str(j["bytes"]["before"]), str(j["bytes"]["after"]))
-        t.add_row("dirty ratio", f"{j['dirtyRatio']['before']:.2f}", f"{j['dirtyRatio']['after']:.2f}")
-        c.print(t)
+        print_table(f"kfx compact {rep.partition}" + (" (dry run)" if dry_run else ""), ("", "before", "after"),
+                    [("records", j["records"]["before"], j["records"]["after"]),
+                     ("bytes", j["bytes"]["before"], j["bytes"]["after"]),
+                     ("dirty ratio", f"{j['dirtyRatio']['before']:.2f}", f"{j['dirtyRatio']['after']:.2f}")],
+                    right=(1, 2))
         c.print(f"cleaned [{rep.first_dirty_offset}, {rep.end_offset}) in {rep.rounds} round(s); tombstones kept "
                 f"{j['tombstones']['kept']} removed {j['tombstones']['removed']}; aborted records removed "
                 f"{j['abortedRecordsRemoved']}; markers kept {j['markers']['kept']} removed {j['markers']['removed']}",
-                highlight=False)
+                highlight=False, soft_wrap=True)
         for n in rep.notes:
-            c.print(f"[dim]note: {n}[/dim]", highlight=False)
+            c.print(f"[dim]note: {n}[/dim]", highlight=False, soft_wrap=True)
         _print_walk_problems(problems)
     raise Exit(EXIT_PROBLEMS if problems else EXIT_OK)
 
 
 @commands.command()
 def retention(partition_dir: str = Argument(..., help="A partition directory (topic-N)"),
-              retention_ms: Optional[int] = Option(None, "--retention-ms"),
-              retention_bytes: Optional[int] = Option(None, "--retention-bytes"),
-              log_start_offset: Optional[int] = Option(None, "--log-start-offset", min=0),
-              now: Optional[int] = Option(None, "--now", help="Epoch ms (default: now)"),
-              dry_run: bool = Option(False, "--dry-run"),
-              as_json: bool = Option(False, "--json")):
+              retention_ms: Optional[int] = Option(None, "--retention-ms", metavar="MS",
+                                                   help="Delete segments whose newest record is older (retention.ms)"),
+              retention_bytes: Optional[int] = Option(None, "--retention-bytes", metavar="BYTES",
+                                                      help="Delete the oldest segments while the partition is larger "
+                                                           "(retention.bytes)"),
+              log_start_offset: Optional[int] = Option(None, "--log-start-offset", min=0, metavar="OFFSET",
+                                                       help="Delete the segments wholly below this offset"),
+              now: Optional[int] = NOW,
+              dry_run: bool = DRY_RUN,
+              as_json: bool = JSON):
     """Apply Kafka's time, size and log-start-offset retention rules (deletion via .deleted renames)."""
     from rich.console import Console
-    from rich.table import Table
     from kafkaforensics.errors import KafkaFormatError
     from kafkaforensics.repair.retention import retention as apply_retention
     from kafkaforensics.inspect.verify import walk_problems
+    from kafkaforensics.log.topic_config import settle
     if not os.path.isdir(partition_dir):
         _fail(f"{partition_dir}: not a directory")
     try:
+        got, from_configs, configs = settle(partition_dir, {"retention.ms": retention_ms,
+                                                            "retention.bytes": retention_bytes})
+        if from_configs and configs.policies() is not None and "delete" not in configs.policies():
+            from_configs = [f"{configs.describe('cleanup.policy')}: Kafka deletes by time and size only with "
+                            "cleanup.policy delete; --retention-ms/--retention-bytes apply them anyway"]
+            got["retention.ms"], got["retention.bytes"] = retention_ms, retention_bytes
         problems = walk_problems(partition_dir)
-        rep = apply_retention(partition_dir, retention_ms=retention_ms, retention_bytes=retention_bytes,
+        rep = apply_retention(partition_dir, retention_ms=got["retention.ms"], retention_bytes=got["retention.bytes"],
                               log_start_offset=log_start_offset, now=now, dry_run=dry_run)
     except (OSError, ValueError, KafkaFormatError) as e:
         _fail(str(e))
     if as_json:
-        print(json.dumps(rep.to_json() | {"problems": [p.to_json() for p in problems]}))
+        print(json.dumps(rep.to_json() | {"notes": from_configs, "problems": [p.to_json() for p in problems]}))
     else:
+        from cli.tables import print_table
         c = Console()
-        t = Table(title=f"kfx retention {rep.partition}" + (" (dry run)" if dry_run else ""))
-        for col in ("segment", "offsets", "bytes", "largest timestamp", "reason"):
-            t.add_column(col)
-        for d in rep.deleted:
-            t.add_row(d["segment"], f"{d['baseOffset']}..{d['nextOffset'] - 1}", str(d["bytes"]),
-                      str(d["largestTimestamp"]), d["reason"])
-        c.print(t if rep.deleted else "nothing to delete")
+        if rep.deleted:
+            print_table(f"kfx retention {rep.partition}" + (" (dry run)" if dry_run else ""),
+                        ("segment", "offsets", "bytes", "largest timestamp", "reason"),
+                        [(d["segment"], f"{d['baseOffset']}..{d['nextOffset'] - 1}", d["bytes"], d["largestTimestamp"],
+                          d["reason"]) for d in rep.deleted])
+        else:
+            c.print(_nothing_to_delete(got["retention.ms"], got["retention.bytes"], log_start_offset, configs),
+                    highlight=False, soft_wrap=True, markup=False)
+        for n in from_configs:
+            c.print(f"note: {n}", highlight=False, soft_wrap=True, markup=False)
         if rep.rolled:
-            c.print(f"rolled a new active segment {rep.rolled}", highlight=False)
+            c.print(f"rolled a new active segment {rep.rolled}", highlight=False, soft_wrap=True)
         _print_walk_problems(problems)
     raise Exit(EXIT_PROBLEMS if problems else EXIT_OK)
+
+
+def _nothing_to_delete(retention_ms, retention_bytes, log_start_offset, configs) -> str:
+    """Why retention deletes nothing, and what would make it act."""
+    limits = [f"{name}={v}" for name, v in (("retention.ms", retention_ms), ("retention.bytes", retention_bytes))
+              if v is not None and v >= 0]
+    if log_start_offset is not None:
+        limits.append(f"log start offset {log_start_offset}")
+    if limits:
+        return f"nothing to delete: no segment is past {', '.join(limits)} (the active segment always remains)"
+    where = ("the log dir holds no topic configs (no __cluster_metadata-0 beside the partition)"
+             if configs is None or configs.metadata is None else
+             f"the log dir's metadata sets no retention.ms or retention.bytes for {configs.topic}")
+    return ("nothing to delete: no retention limit was given (--retention-ms, --retention-bytes, --log-start-offset) "
+            f"and {where}; only log-start-offset-checkpoint's entry applied")
+
+
+def _or(value, default):
+    return default if value is None else value
 
 
 def _print_walk_problems(problems) -> None:
@@ -458,35 +500,44 @@ class Level(str, Enum):
 
 
 @commands.command()
-def scan(inputs: List[str] = Argument(..., help="Segment files, partition dirs or log dirs (file://, hdfs://, s3a://)"),
-         out: str = Option(..., "--out", help="Directory for the Parquet results"),
-         master: str = Option("local[*]", "--master", help="Spark master (local[*] runs embedded)"),
-         level: Level = Option(Level.batches, "--level", help="Rows to export: batches, records or anomalies"),
-         search: Optional[str] = Option(None, "--search", help="Also write records matching this regex"),
-         split_bytes: int = Option(DEFAULT_SPLIT_BYTES, "--split-bytes", min=1 << 16,
+def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files, partition dirs or log dirs (file://, hdfs://, s3a://)"),
+         out: str = Option(..., "--out", metavar="DIR", help="Directory for the Parquet results"),
+         master: str = Option("local[*]", "--master", metavar="URL", help="Spark master (local[*] runs embedded)"),
+         level: Level = Option(Level.batches, "--level", metavar="batches|records|anomalies", help="Rows to export: batches, records or anomalies"),
+         search: Optional[str] = Option(None, "--search", metavar="REGEX", help="Also write records matching this regex"),
+         split_bytes: int = Option(DEFAULT_SPLIT_BYTES, "--split-bytes", min=1 << 16, metavar="BYTES",
                                          help="Split segments larger than this at batch boundaries"),
          include_corrupt: bool = Option(False, "--include-corrupt",
                                               help="Export the records of batches whose CRC fails (crcValid false)"),
-         s3_endpoint: Optional[str] = Option(None, "--s3-endpoint", help="S3-compatible endpoint, e.g. http://127.0.0.1:9000"),
-         s3_access_key: Optional[str] = Option(None, "--s3-access-key", help="S3 access key (else AWS_ACCESS_KEY_ID)"),
-         s3_secret_key: Optional[str] = Option(None, "--s3-secret-key", help="S3 secret key (else AWS_SECRET_ACCESS_KEY)"),
-         s3_region: Optional[str] = Option(None, "--s3-region", help="S3 region (else AWS_REGION)")):
+         s3_endpoint: Optional[str] = Option(None, "--s3-endpoint", metavar="URL", help="S3-compatible endpoint, e.g. http://127.0.0.1:9000"),
+         s3_access_key: Optional[str] = Option(None, "--s3-access-key", metavar="KEY", help="S3 access key (else AWS_ACCESS_KEY_ID)"),
+         s3_secret_key: Optional[str] = Option(None, "--s3-secret-key", metavar="KEY", help="S3 secret key (else AWS_SECRET_ACCESS_KEY)"),
+         s3_region: Optional[str] = Option(None, "--s3-region", metavar="REGION", help="S3 region (else AWS_REGION)"),
+         overwrite: bool = Option(False, "--overwrite", help="Replace an earlier run's outputs in --out (else a "
+                                                                  "non-empty --out is refused)"),
+         verbose: bool = Option(False, "--verbose", help="Show Spark's own start-up messages")):
     """Scan a fleet of segments with Spark, reading it once: export, inventory, anomalies (and search hits) as Parquet."""
     from rich.console import Console
-    from rich.table import Table
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-    from spark_jobs.common import SHORT_RUN_BYTES, end_session, get_spark, records_class_archive
-    from spark_jobs.scan import plan, scan as scan_fleet
+    from cli.spark_start import clear_outputs, java_problem, out_problem, quiet_start
     for p in inputs:
         if "://" not in p and not os.path.exists(p):
             _fail(f"{p}: no such file or directory")
+    for problem in (out_problem(out, overwrite), java_problem()):  # before anything starts
+        if problem:
+            _fail(problem)
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+    from spark_jobs.common import SHORT_RUN_BYTES, end_session, get_spark, records_class_archive
+    from spark_jobs.scan import plan, scan as scan_fleet
+    if overwrite:
+        clear_outputs(out)
     c = Console(stderr=True)
     options = {k: v for k, v in (("includeCorrupt", "true" if include_corrupt else None), ("s3.endpoint", s3_endpoint),
                                  ("s3.accessKey", s3_access_key), ("s3.secretKey", s3_secret_key),
                                  ("s3.region", s3_region)) if v}
     c.print(f"starting Spark ({master})...", highlight=False)
-    spark = get_spark(master, console_progress=False, class_archive=True,
-                      short_run=plan(inputs, split_bytes, options).bytes <= SHORT_RUN_BYTES)
+    with quiet_start(verbose):
+        spark = get_spark(master, console_progress=False, class_archive=True,
+                          short_run=plan(inputs, split_bytes, options).bytes <= SHORT_RUN_BYTES)
     if records_class_archive(spark):
         c.print("first run: recording the driver JVM's classes for faster starts (once)", highlight=False)
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
@@ -498,30 +549,27 @@ def scan(inputs: List[str] = Argument(..., help="Segment files, partition dirs o
             bar.update(task, completed=done, total=total)
         result = scan_fleet(spark, inputs, out, level.value, search, split_bytes, options, progress)
     p = result.plan
-    c.print(f"read {p.segments} segments, {p.bytes:,} bytes in {p.splits} splits", highlight=False)
-    table = Table(title=f"kfx scan -> {out}")
-    for col in ("partition", "segments", "batches", "records", "offsets", "bytes", "codecs", "anomalies"):
-        table.add_column(col, no_wrap=col == "partition")
-    for r in result.inventory:
-        offsets = f"{r['firstOffset']}..{r['lastOffset']}" if r["firstOffset"] is not None else ""
-        table.add_row(f"{r['topic']}-{r['partition']}", str(r["segments"]), str(r["batches"]), str(r["records"]),
-                      offsets, str(r["bytes"]), ",".join(r["codecs"]), str(r["anomalies"]))
-    Console().print(table)
+    c.print(f"read {p.segments} segments, {p.bytes:,} bytes in {p.splits} splits", highlight=False, soft_wrap=True)
+    from cli.tables import print_table
+    print_table(f"kfx scan -> {out}", ("partition", "segments", "batches", "records", "offsets", "bytes", "codecs",
+                                      "anomalies"),
+                [(f"{r['topic']}-{r['partition']}", r["segments"], r["batches"], r["records"],
+                  f"{r['firstOffset']}..{r['lastOffset']}" if r["firstOffset"] is not None else "", r["bytes"],
+                  ",".join(r["codecs"]), r["anomalies"]) for r in result.inventory])
     Console().print(f"{result.rows} {level.value} rows -> {os.path.join(out, level.value)}; {result.anomalies} anomalies"
                     + (f"; {result.hits} search hits -> {os.path.join(out, 'search')}" if result.hits is not None else ""),
-                    highlight=False)
+                    highlight=False, soft_wrap=True)
     end_session(spark)
     raise Exit(EXIT_PROBLEMS if result.anomalies else EXIT_OK)
 
 
 @commands.command()
-def analyze(paths: List[str] = Argument(..., help="Segments, partition dirs or log dirs"),
-            as_json: bool = Option(False, "--json", help="Print the findings as JSON"),
-            html_out: Optional[str] = Option(None, "--html", help="Write a self-contained HTML report here"),
-            now: Optional[int] = Option(None, "--now", help="Reference time for far-future checks (epoch ms)")):
+def analyze(paths: List[str] = Argument(..., metavar="PATH", help="Segments, partition dirs or log dirs"),
+            as_json: bool = JSON,
+            html_out: Optional[str] = Option(None, "--html", metavar="FILE", help="Write a self-contained HTML report here"),
+            now: Optional[int] = NOW):
     """Find damage and suspicious patterns: offsets, timestamps, producers, transactions, leader epochs."""
     from rich.console import Console
-    from rich.table import Table
     from kafkaforensics.inspect.analyzer import AnalyzeOptions, analyze as analyze_paths
     _require_paths(paths)
     try:
@@ -538,19 +586,18 @@ def analyze(paths: List[str] = Argument(..., help="Segments, partition dirs or l
         if html_out:
             _err().print(f"report: {html_out}", highlight=False, soft_wrap=True, markup=False)
     else:
+        from cli.tables import Cell, print_table
         c = Console()
-        t = Table(title="kfx analyze")
-        for col in ("partition", "offsets", "time span", "bytes", "codecs", "producers", "txns c/a/open", "findings"):
-            t.add_column(col)
+        rows = []
         for p in rep.partitions:
             n = sum(1 for f in rep.findings if f.partition == p.partition and f.severity != "info")
             span = f"{iso(p.first_timestamp)}..{iso(p.last_timestamp)}" if p.first_timestamp is not None else "-"
             tx = p.transactions
             offs = f"{p.log_start_offset}..{p.log_end_offset - 1}" if p.log_start_offset is not None else "-"
-            t.add_row(p.partition, offs, span, str(p.bytes),
-                      ",".join(sorted(p.codecs)), str(p.producers), f"{tx['committed']}/{tx['aborted']}/{tx['open']}",
-                      f"[red]{n}[/red]" if n else "0")
-        c.print(t)
+            rows.append((p.partition, offs, span, p.bytes, ",".join(sorted(p.codecs)), p.producers,
+                         f"{tx['committed']}/{tx['aborted']}/{tx['open']}", Cell(str(n), "red" if n else None)))
+        print_table("kfx analyze", ("partition", "offsets", "time span", "bytes", "codecs", "producers",
+                                    "txns c/a/open", "findings"), rows)
         for f in rep.findings:
             style = {"error": "red", "warning": "yellow", "info": "dim"}[f.severity]
             where = " ".join(x for x in (f.offsets_text(), f"@ byte {f.position}" if f.position is not None else "") if x)
@@ -566,7 +613,7 @@ def analyze(paths: List[str] = Argument(..., help="Segments, partition dirs or l
 @commands.command()
 def diff(dir_a: str = Argument(..., help="Replica A (the leader's copy)"),
          dir_b: str = Argument(..., help="Replica B"),
-         as_json: bool = Option(False, "--json")):
+         as_json: bool = JSON):
     """Compare two replicas of a partition: first divergence, one-sided batches, epoch truncation point."""
     from rich.console import Console
     from kafkaforensics.inspect.diff import diff as diff_dirs
@@ -578,35 +625,44 @@ def diff(dir_a: str = Argument(..., help="Replica A (the leader's copy)"),
         print(json.dumps(rep.to_json()))
     else:
         c = Console()
+        for label, corrupt in (("A", rep.corrupt_a), ("B", rep.corrupt_b)):
+            for x in corrupt[:20]:
+                c.print(f"replica {label} is corrupt: the batch at offsets {x['baseOffset']}..{x['lastOffset']} "
+                        f"({x['file']} byte {x['position']}) fails its CRC; its offsets are not compared "
+                        "(`kfx verify` locates the damage, `kfx recover` truncates there)",
+                        highlight=False, soft_wrap=True, markup=False)
         if rep.identical:
             c.print(f"identical: {rep.same_batches} batches, log end offset {rep.log_end_offsets[0]}")
+        elif rep.first_diverging_offset is None:
+            c.print(f"no divergence besides the corruption: {rep.same_batches} batches the same; log end offsets "
+                    f"A={rep.log_end_offsets[0]} B={rep.log_end_offsets[1]}"
+                    + (f"; B truncates to offset {rep.truncate_b_to}" if rep.truncate_b_to is not None else ""),
+                    highlight=False, soft_wrap=True)
         else:
             c.print(f"first diverging offset: {rep.first_diverging_offset}; same batches before/around: "
                     f"{rep.same_batches}; log end offsets A={rep.log_end_offsets[0]} B={rep.log_end_offsets[1]}",
-                    highlight=False)
+                    highlight=False, soft_wrap=True)
             for label, items in (("only in A", rep.only_in_a), ("only in B", rep.only_in_b)):
                 for x in items[:20]:
-                    c.print(f"{label}: offsets {x['baseOffset']}..{x['lastOffset']} (epoch {x['epoch']})", highlight=False)
+                    c.print(f"{label}: offsets {x['baseOffset']}..{x['lastOffset']} (epoch {x['epoch']})", highlight=False, soft_wrap=True)
             for d in rep.different[:20]:
                 c.print(f"different bytes: offsets {d['a']['baseOffset']}..{d['a']['lastOffset']} "
                         f"(A crc {d['a']['crc']} epoch {d['a']['epoch']}, B crc {d['b']['crc']} epoch {d['b']['epoch']})",
-                        highlight=False)
-            c.print(f"truncating B to offset {rep.truncate_b_to} reconciles it with A", highlight=False)
+                        highlight=False, soft_wrap=True)
+            c.print(f"truncating B to offset {rep.truncate_b_to} reconciles it with A", highlight=False, soft_wrap=True)
             if rep.epoch_truncation:
                 e = rep.epoch_truncation
                 c.print(f"by leader epoch (OffsetsForLeaderEpoch): B's epoch {e['epoch']} ends at {e['endOffsetInA']} "
-                        f"in A, so B truncates to {e['truncateBTo']}", highlight=False)
+                        f"in A, so B truncates to {e['truncateBTo']}", highlight=False, soft_wrap=True)
     raise Exit(EXIT_OK if rep.identical else EXIT_PROBLEMS)
 
 
 @commands.command()
 def groups(log_dir: str = Argument(..., help="A log dir holding __consumer_offsets-N partitions"),
-           as_json: bool = Option(False, "--json"),
+           as_json: bool = JSON,
            members: bool = Option(False, "--members", help="Also list the members of classic, consumer "
                                         "(KIP-848), share and streams groups")):
     """Latest committed offset of every group/topic/partition, and its lag against the log dir's partitions."""
-    from rich.console import Console
-    from rich.table import Table
     from kafkaforensics.inspect.groups import committed_offsets, group_members
     if not os.path.isdir(log_dir):
         _fail(f"{log_dir}: not a directory")
@@ -615,36 +671,37 @@ def groups(log_dir: str = Argument(..., help="A log dir holding __consumer_offse
     if as_json:
         print(json.dumps({"offsets": rows, **({"members": mrows} if members else {})}))
     else:
-        t = Table(title=f"kfx groups {log_dir}")
-        for col in ("group", "topic", "partition", "committed", "log end", "lag", "metadata"):
-            t.add_column(col)
+        from cli.tables import print_table
+        print_table(f"kfx groups {log_dir}", ("group", "topic", "partition", "committed", "log end", "lag", "metadata"),
+                    [(r["group"], r["topic"], r["partition"], r["offset"],
+                      "" if r["logEndOffset"] is None else r["logEndOffset"],
+                      "past log end" if r["pastLogEnd"] else "" if r["lag"] is None else r["lag"],
+                      r["metadata"]) for r in rows])
         for r in rows:
-            t.add_row(r["group"], r["topic"], str(r["partition"]), str(r["offset"]),
-                      "" if r["logEndOffset"] is None else str(r["logEndOffset"]),
-                      "" if r["lag"] is None else str(r["lag"]), r["metadata"])
-        Console().print(t)
+            if r["pastLogEnd"]:
+                _err().print(f"problem: group {r['group']} committed offset {r['offset']} of {r['topic']}-{r['partition']}"
+                             f", past its log end offset {r['logEndOffset']}: the log lost records the group had "
+                             "consumed (a truncation or an unclean leader election)", highlight=False, soft_wrap=True,
+                             markup=False)
         if members:
-            t = Table(title="members")
-            for col in ("group", "protocol", "member", "client", "host", "subscribed", "assigned"):
-                t.add_column(col)
-            for m in mrows:
-                t.add_row(m["group"], m["protocol"], m["memberId"], m["clientId"] or "", m["clientHost"] or "",
-                          ",".join(m["subscribedTopics"] or []), " ".join(m["assignment"] or []))
-            Console().print(t)
-    raise Exit(EXIT_OK)
+            print_table("members", ("group", "protocol", "member", "client", "host", "subscribed", "assigned"),
+                        [(m["group"], m["protocol"], m["memberId"], m["clientId"] or "", m["clientHost"] or "",
+                          ",".join(m["subscribedTopics"] or []), " ".join(m["assignment"] or [])) for m in mrows])
+    raise Exit(EXIT_PROBLEMS if any(r["pastLogEnd"] for r in rows) else EXIT_OK)
 
 
 @commands.command()
 def serve(log_dir: str = Argument(..., help="A log dir: every <topic>-<partition> dir is served"),
-          host: str = Option("127.0.0.1", "--host"),
-          port: int = Option(9092, "--port", min=0, max=65535),
-          advertised_host: Optional[str] = Option(None, "--advertised-host"),
-          node_id: int = Option(0, "--node-id", min=0),
+          host: str = Option("127.0.0.1", "--host", metavar="HOST", help="Address to listen on"),
+          port: int = Option(9092, "--port", min=0, max=65535, metavar="PORT", help="Port to listen on (0: any free one)"),
+          advertised_host: Optional[str] = Option(None, "--advertised-host", metavar="HOST",
+                                                  help="Host name clients are told to connect to (default: --host)"),
+          node_id: int = Option(0, "--node-id", min=0, metavar="ID", help="The broker id clients see"),
           writable: bool = Option(False, "--writable", help="Accept Produce, transactions and CreateTopics"),
           auto_create: bool = Option(True, "--auto-create/--no-auto-create",
                                            help="With --writable: create a topic a client names (Kafka's auto.create.topics.enable)"),
-          partitions: int = Option(1, "--partitions", min=1, help="Partitions of an auto-created topic (num.partitions)"),
-          state_file: Optional[str] = Option(None, "--state-file",
+          partitions: int = Option(1, "--partitions", min=1, metavar="N", help="Partitions of an auto-created topic (num.partitions)"),
+          state_file: Optional[str] = Option(None, "--state-file", metavar="FILE",
                                                    help="Where committed group offsets persist (default ~/.local/state/kfx/serve/...)")):
     """Serve log directories to real Kafka clients over the Kafka protocol (read-only unless --writable)."""
     import logging
@@ -662,8 +719,11 @@ def serve(log_dir: str = Argument(..., help="A log dir: every <topic>-<partition
 
 def main() -> None:
     from cli.fastpath import run  # a plain command line runs without typer
+    if sys.argv[1:] == ["--version"]:
+        print(f"kfx {__version__}")
+        raise SystemExit(EXIT_OK)
     run(commands, sys.argv[1:])
-    commands.typer()()
+    commands.typer()(prog_name="kfx")
 
 
 if __name__ == "__main__":

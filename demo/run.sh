@@ -2,7 +2,6 @@
 # The forensic story on a bundled damaged sample: `make demo` runs this (usage: demo/run.sh BIN_DIR OUT_DIR).
 # Each step checks its exit code, so a demo that no longer tells the truth fails.
 set -u
-export COLUMNS="${COLUMNS:-120}"   # rich's tables: readable when the output is piped too
 BIN=${1:-.venv/bin}
 OUT=${2:-.demo}
 LOGS=$OUT/logs

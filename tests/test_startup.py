@@ -2,7 +2,7 @@
 
 Each test runs a fresh interpreter under ``-X importtime`` (which lists every module a process
 imports) and checks the heavy modules stay out. No timings are asserted: the figures are in
-`make bench` (benchmarks/run.py, the start-up rows) and the README.
+`make bench` (benchmarks/run.py, the start-up rows) and benchmarks/README.md.
 """
 import os
 import subprocess

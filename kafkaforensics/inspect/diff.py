@@ -4,6 +4,10 @@ Reports the first diverging offset, batches present on one side only, the same o
 different bytes (CRC or layout), and where truncation by leader epoch would reconcile the replicas:
 the follower (B) truncates to the end offset, in the leader's (A's) leader-epoch history, of the
 last epoch they share -- capped by the first divergence.
+
+A batch whose CRC fails is damage, not a divergence: it is listed as the replica's corruption
+(``corrupt_a``/``corrupt_b``: file, byte position, offsets) and its offsets are not compared; B
+truncates at its first corrupt batch, as Kafka's log loading would.
 """
 from __future__ import annotations
 
@@ -26,30 +30,43 @@ class DiffReport:
     truncate_b_to: int | None = None
     epoch_truncation: dict | None = None
     same_batches: int = 0
+    corrupt_a: list = field(default_factory=list)
+    corrupt_b: list = field(default_factory=list)
 
     @property
     def identical(self) -> bool:
-        return self.first_diverging_offset is None
+        return self.first_diverging_offset is None and not self.corrupt_a and not self.corrupt_b
 
     def to_json(self) -> dict:
         return {"a": self.a, "b": self.b, "identical": self.identical,
                 "firstDivergingOffset": self.first_diverging_offset, "onlyInA": self.only_in_a,
                 "onlyInB": self.only_in_b, "differentBytes": self.different, "sameBatches": self.same_batches,
                 "logEndOffsets": {"a": self.log_end_offsets[0], "b": self.log_end_offsets[1]},
-                "truncateBTo": self.truncate_b_to, "epochTruncation": self.epoch_truncation}
+                "truncateBTo": self.truncate_b_to, "epochTruncation": self.epoch_truncation,
+                "corruptA": self.corrupt_a, "corruptB": self.corrupt_b}
 
 
-def _batches(log: PartitionLog):
-    """A replica's batches up to its first damaged one."""
+def _batches(log: PartitionLog, corrupt: list, max_listed: int):
+    """A replica's batches up to where its framing breaks; those whose CRC fails go to ``corrupt``."""
     for seg, b, _done in log.batches():
-        yield (b.base_offset, b.last_offset, b.crc, b.partition_leader_epoch, b.size, seg.log, b.position)
+        t = (b.base_offset, b.last_offset, b.crc, b.partition_leader_epoch, b.size, seg.log, b.position)
+        if not b.crc_valid():
+            if len(corrupt) < max_listed:
+                corrupt.append({"baseOffset": t[0], "lastOffset": t[1], "crc": t[2], "file": t[5], "position": t[6],
+                                "kind": "crc-mismatch"})
+            continue
+        yield t
 
 
 def diff(dir_a: str, dir_b: str, max_listed: int = 1000) -> DiffReport:
-    la, lb = (PartitionLog(d, damage="stop", producers=False) for d in (dir_a, dir_b))
+    la, lb = (PartitionLog(d, damage="keep", producers=False) for d in (dir_a, dir_b))
     pa, pb = la.dir, lb.dir
     rep = DiffReport(pa.path, pb.path)
-    ia, ib = _batches(la), _batches(lb)
+    ia, ib = _batches(la, rep.corrupt_a, max_listed), _batches(lb, rep.corrupt_b, max_listed)
+    corrupt_offsets = []  # offset ranges a corrupt batch of either side holds: not compared there
+
+    def covered(t):
+        return any(lo <= t[0] and t[1] <= hi for lo, hi in corrupt_offsets)
     x, y = next(ia, None), next(ib, None)
     leo_a = leo_b = 0
 
@@ -65,15 +82,18 @@ def diff(dir_a: str, dir_b: str, max_listed: int = 1000) -> DiffReport:
             leo_a = max(leo_a, x[1] + 1)
         if y is not None:
             leo_b = max(leo_b, y[1] + 1)
+        corrupt_offsets[:] = [(c["baseOffset"], c["lastOffset"]) for c in rep.corrupt_a + rep.corrupt_b]
         if y is None or (x is not None and x[1] < y[0]):
-            diverge(x[0])
-            if len(rep.only_in_a) < max_listed:
-                rep.only_in_a.append(entry(x))
+            if not covered(x):
+                diverge(x[0])
+                if len(rep.only_in_a) < max_listed:
+                    rep.only_in_a.append(entry(x))
             x = next(ia, None)
         elif x is None or y[1] < x[0]:
-            diverge(y[0])
-            if len(rep.only_in_b) < max_listed:
-                rep.only_in_b.append(entry(y))
+            if not covered(y):
+                diverge(y[0])
+                if len(rep.only_in_b) < max_listed:
+                    rep.only_in_b.append(entry(y))
             y = next(ib, None)
         else:
             if (x[0], x[1], x[2]) != (y[0], y[1], y[2]):
@@ -88,8 +108,13 @@ def diff(dir_a: str, dir_b: str, max_listed: int = 1000) -> DiffReport:
             if ay <= ax:
                 y = next(ib, None)
     rep.log_end_offsets = (leo_a, leo_b)
+    if rep.corrupt_b:  # Kafka's log loading truncates B at its first corrupt batch
+        first_bad = rep.corrupt_b[0]["baseOffset"]
+        rep.truncate_b_to = first_bad if rep.first_diverging_offset is None else min(first_bad,
+                                                                                      rep.first_diverging_offset)
     if rep.first_diverging_offset is not None:
-        rep.truncate_b_to = rep.first_diverging_offset
+        rep.truncate_b_to = min(rep.first_diverging_offset, rep.truncate_b_to if rep.truncate_b_to is not None
+                                else rep.first_diverging_offset)
         try:
             epochs_a = LeaderEpochCache.read(pa.path) or LeaderEpochCache()
         except KafkaFormatError:

@@ -5,7 +5,9 @@ Records are replayed in offset order per __consumer_offsets partition; the lates
 loading does; transactional commits count only once their producer's COMMIT marker follows
 (:func:`replay_offsets`).  :func:`group_members` lists the members of classic, KIP-848 consumer, share
 and streams groups.  Lag is measured against the log end offset of the matching
-``<topic>-<partition>`` directory in the same log dir, when there is one.
+``<topic>-<partition>`` directory in the same log dir, when there is one. A commit past that log end
+offset (``pastLogEnd``; its lag unknown) is evidence that the log lost records the group had already
+consumed: a truncation, or an unclean leader election.
 """
 from __future__ import annotations
 
@@ -80,7 +82,8 @@ def committed_offsets(log_dir: str) -> list[dict]:
         rows.append({"group": group, "topic": topic, "partition": part, "offset": c["offset"],
                      "metadata": c["metadata"], "commitTimestamp": c["commitTimestamp"],
                      "leaderEpoch": c["leaderEpoch"], "logEndOffset": leo,
-                     "lag": None if leo is None else max(0, leo - c["offset"])})
+                     "lag": None if leo is None or c["offset"] > leo else leo - c["offset"],
+                     "pastLogEnd": leo is not None and c["offset"] > leo})
     return rows
 
 

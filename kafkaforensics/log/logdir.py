@@ -129,18 +129,9 @@ def check_log_dirs(log_dirs) -> tuple[list[Problem], list[dict]]:
     return problems, rows
 
 
-def metadata_topic_ids(metadata_dir: str) -> dict[str, str]:
-    """topic name -> topic id as the metadata partition leaves them: the newest snapshot, then the
-    log's records after it (TopicRecord adds, RemoveTopicRecord removes)."""
-    names: dict[str, str] = {}
-
-    def apply(d):
-        if d.get("type") == "TopicRecord":
-            names[d["data"]["Name"]] = d["data"]["TopicId"]
-        elif d.get("type") == "RemoveTopicRecord":
-            for n, t in list(names.items()):
-                if t == d["data"]["TopicId"]:
-                    del names[n]
+def metadata_records(metadata_dir: str):
+    """The decoded metadata records the partition holds, in the order a broker applies them: the
+    newest snapshot's, then the log's after it (bad-CRC batches and undecodable records left out)."""
 
     def replay(path, base, start):
         with open_buffer(path) as buf:
@@ -150,7 +141,7 @@ def metadata_topic_ids(metadata_dir: str) -> dict[str, str]:
                 for r in b.records():
                     if r.offset >= start and r.value is not None:
                         try:
-                            apply(internal_topics.decode_metadata(r.value))
+                            yield internal_topics.decode_metadata(r.value)
                         except KafkaFormatError:
                             pass
 
@@ -158,10 +149,23 @@ def metadata_topic_ids(metadata_dir: str) -> dict[str, str]:
     start = 0
     if snaps:
         (end, _), name = snaps[-1]
-        replay(os.path.join(metadata_dir, name), 0, 0)
+        yield from replay(os.path.join(metadata_dir, name), 0, 0)
         start = end
     for seg in PartitionDir.scan(metadata_dir).segments:
-        replay(seg.log, seg.base_offset, start)
+        yield from replay(seg.log, seg.base_offset, start)
+
+
+def metadata_topic_ids(metadata_dir: str) -> dict[str, str]:
+    """topic name -> topic id as the metadata partition leaves them: the newest snapshot, then the
+    log's records after it (TopicRecord adds, RemoveTopicRecord removes)."""
+    names: dict[str, str] = {}
+    for d in metadata_records(metadata_dir):
+        if d.get("type") == "TopicRecord":
+            names[d["data"]["Name"]] = d["data"]["TopicId"]
+        elif d.get("type") == "RemoveTopicRecord":
+            for n, t in list(names.items()):
+                if t == d["data"]["TopicId"]:
+                    del names[n]
     return names
 
 

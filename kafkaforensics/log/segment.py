@@ -137,9 +137,20 @@ class BatchScanner:
         self.max_batch_bytes = max_batch_bytes
         self.stop: Problem | None = None
         self.valid_bytes = start
+        self._after = None  # the last batch (or (run, count)) walked: where the next offset comes from
 
     def _problem(self, pos, offset, kind, detail):
         self.stop = Problem(self.file, pos, offset, kind, detail)
+
+    def _next_offset(self) -> int | None:
+        """The offset the walk expects next: after the last batch walked, else the segment's base."""
+        after = self._after
+        if after is None:
+            return self.base_offset
+        if isinstance(after, tuple):
+            run, k = after
+            return int(run.last_offset[k - 1]) + 1
+        return after.last_offset + 1
 
     def _release(self, pos: int, released: int) -> int:
         """Keep at most RESIDENT_WINDOW of the mapping resident behind ``pos``."""
@@ -155,6 +166,7 @@ class BatchScanner:
             batch = self._step(pos)
             if batch is None:
                 return
+            self._after = batch
             yield batch
             pos += batch.size
 
@@ -201,6 +213,7 @@ class BatchScanner:
                 k = run.accepted(self.base_offset)
                 if k:
                     self.valid_bytes = int(run.position[k - 1] + run.size[k - 1])
+                    self._after = (run, k)
                     yield run if k == len(run) else run.head(k)
                 if k < len(run):
                     pos, full = int(run.position[k]), False  # the step below judges what the run declined
@@ -210,6 +223,7 @@ class BatchScanner:
             batch = self._step(pos)
             if batch is None:
                 return
+            self._after = batch
             yield batch
             pos += batch.size
 
@@ -229,7 +243,8 @@ class BatchScanner:
         magic = buf[pos + R.MAGIC_OFFSET]
         if size < L.RECORD_OVERHEAD_V0:
             kind = "zeroed-tail" if _all_zero(buf, pos, min(end, pos + 4096)) else "bad-size"
-            self._problem(pos, offset, kind,
+            # zeroes hold no offset: the offset is where the walk stands
+            self._problem(pos, self._next_offset() if kind == "zeroed-tail" else offset, kind,
                           f"batch size {size} is below the minimum record overhead {L.RECORD_OVERHEAD_V0}")
             return None
         if pos + L.LOG_OVERHEAD + size > end:

@@ -107,10 +107,12 @@ def batch_from_json(obj: dict, *, encoding: str = "base64") -> bytes:
         raise KafkaFormatError("json", f"malformed batch object: {e!r}", offset=obj.get("baseOffset")) from None
 
 
-def batches_from_json_lines(lines, *, encoding: str = "base64"):
+def batches_from_json_lines(lines, *, encoding: str = "base64", carried: dict | None = None):
     """The batches of ``kfx dump --deep --format json`` lines (an iterable of text lines), built;
     lines that are not batches (index entries and the like) and blank lines are skipped.  A line
-    that is not JSON or not a valid batch raises :class:`KafkaFormatError` naming its line number."""
+    that is not JSON or not a valid batch raises :class:`KafkaFormatError` naming its line number.
+    ``carried`` receives the ``topicId`` of a dumped ``partition.metadata`` line (two different ones
+    raise)."""
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -118,6 +120,11 @@ def batches_from_json_lines(lines, *, encoding: str = "base64"):
             obj = json.loads(line)
         except ValueError as e:
             raise KafkaFormatError("json", f"line {lineno}: {e}") from None
+        if isinstance(obj, dict) and carried is not None and "topicId" in obj and "baseOffset" not in obj:
+            if carried.setdefault("topicId", obj["topicId"]) != obj["topicId"]:
+                raise KafkaFormatError("json", f"line {lineno}: topic id {obj['topicId']} differs from the "
+                                               f"input's earlier {carried['topicId']}")
+            continue
         if not isinstance(obj, dict) or "baseOffset" not in obj:
             continue
         try:

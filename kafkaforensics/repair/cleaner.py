@@ -548,6 +548,26 @@ def compact(partition_dir: str, opts: CompactOptions | None = None, *, out: str 
     return rep
 
 
+def _why_nothing_to_clean(segs, first_dirty, checkpoint, leo, first_unstable, lagging, opts) -> str:
+    """Why the cleanable section is empty, and what would make the cleaner act."""
+    if first_dirty >= leo:
+        if checkpoint is not None and checkpoint > segs[0].base:
+            return (f"nothing to clean: the log is clean up to its end (cleaner-offset-checkpoint at {checkpoint}); "
+                    "--ignore-checkpoint cleans it again from the log start")
+        return "nothing to clean: the log holds no record"
+    active = segs[-1]
+    if first_unstable is not None and first_unstable <= first_dirty:
+        return (f"nothing to clean: a transaction open since offset {first_unstable} holds the cleaner below the "
+                "last stable offset (a marker, or `kafka-transactions.sh abort`, releases it)")
+    if lagging is not None and lagging <= first_dirty:
+        return (f"nothing to clean: the dirty segments are younger than min.compaction.lag.ms="
+                f"{opts.min_compaction_lag_ms}; --min-compaction-lag-ms or --now changes that")
+    if not opts.include_active and active.base <= first_dirty:
+        return (f"nothing to clean: every dirty record is in the active segment {os.path.basename(active.path)} "
+                f"(offsets {first_dirty}..{leo - 1}), which Kafka never cleans; --include-active cleans it too")
+    return "nothing to clean: the dirty section is empty or uncleanable"
+
+
 def _link_copy(src: str, dst: str) -> None:
     """Hard-link (or copy) the partition's files: compaction only ever renames and creates files,
     so the input's inodes are never written."""
@@ -578,10 +598,12 @@ def _compact_in_place(pdir: str, tp, opts: CompactOptions, now: int, rep: Compac
         candidates = [state.first_unstable_offset() or leo]
         if not opts.include_active:
             candidates.append(segs[-1].base)
+        lagging = None
         if opts.min_compaction_lag_ms > 0:
             for s in segs[:-1] if not opts.include_active else segs:
                 if s.next_offset > first_dirty and s.largest_ts > now - opts.min_compaction_lag_ms:
                     candidates.append(s.base)
+                    lagging = s.base
                     break
         uncleanable = max(first_dirty, min(candidates))
         # round down to the base offset of the segment that holds it (calculateCleanableBytes)
@@ -597,7 +619,8 @@ def _compact_in_place(pdir: str, tp, opts: CompactOptions, now: int, rep: Compac
                     rep.notes.append(f"segments past max.compaction.lag.ms: {overdue} (Kafka would clean this log now)")
         if uncleanable <= first_dirty:
             if first:
-                rep.notes.append("nothing to clean: the dirty section is empty or uncleanable")
+                rep.notes.append(_why_nothing_to_clean(segs, first_dirty, ck, leo, state.first_unstable_offset(),
+                                                       lagging, opts))
                 rep.end_offset = first_dirty
                 rep.stats.records_after, rep.stats.bytes_after = records, rep.stats.bytes_before
             rep.dirty_ratio_after = _dirty_ratio(segs, rep.end_offset, uncleanable)

@@ -1,0 +1,47 @@
+"""The options several ``kfx`` commands share, declared once so they read the same everywhere.
+
+A command takes one as the default of its parameter (``as_json: bool = JSON``), as sqlite-utils'
+commands take its shared option decorators: same name, metavar, default and help in every command.
+:func:`backup_settings` reads ``--backup-dir``/``--no-backup`` the same way for every repair.
+"""
+from __future__ import annotations
+
+from cli.declare import Exit, Option
+from kafkaforensics.defaults import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_SEGMENT_BYTES
+
+JSON = Option(False, "--json", help="Print the result as one JSON document instead of tables")
+DRY_RUN = Option(False, "--dry-run", help="Say what would be done (and what would be dropped); change nothing")
+BACKUP_DIR = Option(None, "--backup-dir", metavar="DIR",
+                    help="Keep the files changed or removed here (default: <partition>/.kfx-backup/<UTC time>/)")
+NO_BACKUP = Option(False, "--no-backup", help="Keep no copy of the files changed or removed")
+INDEX_INTERVAL_BYTES = Option(None, "--index-interval-bytes", min=0, metavar="BYTES",
+                              help="Bytes of log between two offset-index entries (default: the topic's "
+                                   "index.interval.bytes in the log dir's metadata, else "
+                                   f"{DEFAULT_INDEX_INTERVAL_BYTES})")
+SEGMENT_BYTES = Option(None, "--segment-bytes", min=14, metavar="BYTES",
+                       help="Roll a new segment past this size (default: the topic's segment.bytes in the log dir's "
+                            f"metadata, else {DEFAULT_SEGMENT_BYTES})")
+NOW = Option(None, "--now", metavar="MS", help="The clock to judge times by, epoch ms (default: now)")
+
+
+def sizes(partition_dir: str, segment_bytes=None, index_interval_bytes=None,
+          segments: bool = True) -> tuple[int, int, list[str]]:
+    """``--segment-bytes`` and ``--index-interval-bytes`` as a command uses them: the flag, else the topic's
+    config where ``partition_dir``'s log dir holds the metadata (kafkaforensics.log.topic_config), else
+    Kafka's default; and notes naming the configs used (``segments=False``: a command that rolls no
+    segment, whose segment size is neither read nor noted)."""
+    from kafkaforensics.log.topic_config import settle
+    got, notes, _configs = settle(partition_dir, {"index.interval.bytes": index_interval_bytes,
+                                                  **({"segment.bytes": segment_bytes} if segments else {})})
+    seg, interval = got.get("segment.bytes"), got["index.interval.bytes"]
+    return (DEFAULT_SEGMENT_BYTES if seg is None else seg,
+            DEFAULT_INDEX_INTERVAL_BYTES if interval is None else interval, notes)
+
+
+def backup_settings(backup_dir, no_backup) -> dict:
+    """``backup``/``backup_dir`` keyword arguments of a repair from the two options (exit 2 when both given)."""
+    if backup_dir and no_backup:
+        import sys
+        print("error: --backup-dir and --no-backup exclude each other", file=sys.stderr)
+        raise Exit(2)
+    return {"backup": not no_backup, "backup_dir": backup_dir}

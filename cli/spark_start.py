@@ -1,0 +1,129 @@
+"""What ``kfx scan`` checks before it starts Spark, and the start-up noise it hides.
+
+- :func:`java_problem`: Spark 4 runs on Java 17 or later, found as PySpark's launcher finds it
+  (``$JAVA_HOME/bin/java``, else ``java`` on ``PATH``); without it PySpark fails after seconds with a
+  29-line ``JAVA_GATEWAY_EXITED`` traceback. One line instead, before anything starts.
+- :func:`out_problem`: an ``--out`` dir holding an earlier run's files would mix old outputs with
+  new ones; it is refused unless ``--overwrite`` (then the earlier outputs are removed first).
+- :func:`quiet_start`: the driver JVM inherits this process's stderr and prints its start-up lines
+  there ("Setting default log level", "Using incubator modules", native-hadoop); they are dropped,
+  everything else it writes (errors, Python workers' tracebacks) passes through.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+import threading
+
+#: Spark 4's minimum
+JAVA_MIN = 17
+HOW_TO_GET_JAVA = ("install Java 17 or later (e.g. apt-get install openjdk-17-jre-headless) and put `java` "
+                   "on PATH or set JAVA_HOME")
+#: what `kfx scan` writes under --out (spark_jobs/scan.py)
+SCAN_OUTPUTS = ("batches", "records", "anomalies", "inventory", "search")
+#: the driver JVM's start-up lines that say nothing a kfx user can act on
+NOISE = re.compile(r"^(WARNING: Using incubator modules|Setting default log level|To adjust logging level"
+                   r"|.*NativeCodeLoader|.*Unable to load native-hadoop)")
+
+
+def _java() -> tuple[str | None, str]:
+    """(the java PySpark would run or None, where it was looked for)."""
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        java = os.path.join(home, "bin", "java")
+        return (java if os.access(java, os.X_OK) else None), f"JAVA_HOME={home} has no bin/java"
+    return shutil.which("java"), "no `java` on PATH and JAVA_HOME is not set"
+
+
+def java_version(java: str) -> int | None:
+    """The major version ``java -version`` reports (8 for "1.8.0_381"), or None."""
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
+    if not m:
+        return None
+    major = int(m.group(1))
+    return int(m.group(2) or 0) if major == 1 else major
+
+
+def java_problem() -> str | None:
+    """None when Spark can start its JVM here, else one line saying what is missing and how to get it.
+    Under spark-submit (a gateway already given) there is nothing to check."""
+    if "PYSPARK_GATEWAY_PORT" in os.environ:
+        return None
+    java, looked = _java()
+    if java is None:
+        return f"kfx scan needs Java (Spark runs on it): {looked}; {HOW_TO_GET_JAVA}"
+    version = java_version(java)
+    if version is None:
+        return f"kfx scan needs Java (Spark runs on it): {java} -version does not run; {HOW_TO_GET_JAVA}"
+    if version < JAVA_MIN:
+        return f"kfx scan needs Java {JAVA_MIN} or later, {java} is Java {version}; {HOW_TO_GET_JAVA}"
+    return None
+
+
+def _local(path: str) -> str | None:
+    if path.startswith("file://"):
+        return path[len("file://"):]
+    return None if "://" in path else path
+
+
+def out_problem(out: str, overwrite: bool) -> str | None:
+    """None when ``out`` may receive a scan's outputs, else one line why not. Remote outputs (s3a://,
+    hdfs://) are Spark's to judge."""
+    local = _local(out)
+    if local is None or not os.path.exists(local):
+        return None
+    if not os.path.isdir(local):
+        return f"--out {out}: not a directory"
+    if os.listdir(local) and not overwrite:
+        return (f"--out {out} is not empty (an earlier run's output would mix with this one's); "
+                "give a new or empty directory, or --overwrite to replace its scan outputs")
+    return None
+
+
+def clear_outputs(out: str) -> None:
+    """Remove an earlier run's outputs (``--overwrite``): only the directories a scan writes."""
+    local = _local(out)
+    if local is None:
+        return
+    for name in SCAN_OUTPUTS:
+        path = os.path.join(local, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+
+
+@contextlib.contextmanager
+def quiet_start(verbose: bool):
+    """Start Spark inside this block: the JVM it starts gets a stderr that drops :data:`NOISE` (all of
+    its lines pass with ``verbose``); this process's own stderr is restored on leaving."""
+    if verbose:
+        yield
+        return
+    import sys
+    sys.stderr.flush()
+    read_end, write_end = os.pipe()
+    saved = os.dup(2)
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    real = os.fdopen(saved, "wb", buffering=0)
+
+    def forward():
+        with os.fdopen(read_end, "rb") as pipe:
+            for line in pipe:
+                if not NOISE.match(line.decode("utf-8", "replace")):
+                    try:
+                        real.write(line)
+                    except OSError:
+                        return
+    threading.Thread(target=forward, name="kfx-spark-stderr", daemon=True).start()
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)  # this process writes to its own stderr again; the JVM keeps the filter

@@ -1,0 +1,100 @@
+"""`kfx scan`'s entry checks (issue 31): without Java it says so in one line and exits 2 before starting
+anything; a non-empty --out is refused (exit 2, nothing touched) unless --overwrite; Spark's start-up
+lines are dropped unless --verbose."""
+import os
+import stat
+import subprocess
+import sys
+import time
+
+from cli.spark_start import NOISE, clear_outputs, java_version, out_problem, quiet_start
+from tests.conftest import SAMPLE
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _env_without_java(**extra):
+    path = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d and not os.path.exists(os.path.join(d, "java"))]
+    env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "PYSPARK_GATEWAY_PORT")}
+    env.update(PATH=os.pathsep.join(path) or "/nonexistent", PYTHONPATH=ROOT, **extra)
+    return env
+
+
+def _scan(env, *argv, timeout=120):
+    return subprocess.run([sys.executable, "-m", "cli.main", "scan", *map(str, argv)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _fake_java(tmp_path, version):
+    bin_dir = tmp_path / "jdk" / "bin"
+    bin_dir.mkdir(parents=True)
+    java = bin_dir / "java"
+    java.write_text(f'#!/bin/sh\necho \'openjdk version "{version}" 2020-01-01\' >&2\n')
+    java.chmod(java.stat().st_mode | stat.S_IXUSR)
+    return bin_dir
+
+
+def test_no_java_is_one_line_and_exit_2_before_anything_starts(tmp_path):
+    out = tmp_path / "out"
+    r = _scan(_env_without_java(), SAMPLE, "--out", out)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) <= 3, r.stderr
+    assert "Traceback" not in r.stderr and "JAVA_GATEWAY_EXITED" not in r.stderr
+    assert "Java 17" in r.stderr and "JAVA_HOME" in r.stderr and "PATH" in r.stderr
+    assert not out.exists() and "starting Spark" not in r.stderr
+
+
+def test_java_home_without_java_and_an_old_java_are_named(tmp_path):
+    r = _scan(_env_without_java(JAVA_HOME=str(tmp_path)), SAMPLE, "--out", tmp_path / "out")
+    assert r.returncode == 2 and f"JAVA_HOME={tmp_path} has no bin/java" in r.stderr, r.stderr
+    old = _fake_java(tmp_path, "11.0.2")
+    r = _scan(_env_without_java(JAVA_HOME=str(old.parent)), SAMPLE, "--out", tmp_path / "out")
+    assert r.returncode == 2 and "is Java 11" in r.stderr and len(r.stderr.strip().splitlines()) <= 3, r.stderr
+    assert java_version(str(_fake_java(tmp_path / "eight", "1.8.0_381") / "java")) == 8
+
+
+def test_non_empty_out_is_refused_and_left_alone(tmp_path):
+    out = tmp_path / "out"
+    (out / "batches").mkdir(parents=True)
+    (out / "batches" / "part-0.parquet").write_bytes(b"old")
+    (out / "notes.txt").write_text("mine")
+    before = sorted((p, os.stat(os.path.join(p, f)).st_mtime_ns) for p, _d, fs in os.walk(out) for f in fs)
+    r = _scan(dict(os.environ, PYTHONPATH=ROOT), SAMPLE, "--out", out)
+    assert r.returncode == 2 and "is not empty" in r.stderr and "--overwrite" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) <= 3 and "starting Spark" not in r.stderr
+    assert sorted((p, os.stat(os.path.join(p, f)).st_mtime_ns) for p, _d, fs in os.walk(out) for f in fs) == before
+    # --overwrite passes the check and removes only what a scan writes
+    assert out_problem(str(out), overwrite=True) is None and out_problem(str(tmp_path / "new"), False) is None
+    assert out_problem(str(out / "notes.txt"), True) and out_problem(f"s3a://b/{out}", False) is None
+    clear_outputs(str(out))
+    assert os.listdir(out) == ["notes.txt"]
+
+
+def test_start_up_noise_is_dropped_and_the_rest_passes(capfd):
+    noisy = ('import sys; sys.stderr.write("WARNING: Using incubator modules: jdk.incubator.vector\\n'
+             'Setting default log level to \\"WARN\\".\\nTo adjust logging level use sc.setLogLevel(newLevel).\\n'
+             '26/01/01 WARN NativeCodeLoader: Unable to load native-hadoop library\\nERROR something real\\n")')
+    with quiet_start(verbose=False):
+        subprocess.run([sys.executable, "-c", noisy], check=True)
+    deadline = time.monotonic() + 10
+    err = ""
+    while "something real" not in err and time.monotonic() < deadline:
+        time.sleep(0.05)
+        err += capfd.readouterr().err
+    assert "ERROR something real" in err and not any(NOISE.match(line) for line in err.splitlines()), err
+    sys.stderr.write("after\n")
+    assert "after" in capfd.readouterr().err  # this process's own stderr is back
+    with quiet_start(verbose=True):
+        subprocess.run([sys.executable, "-c", noisy], check=True)
+    assert "Setting default log level" in capfd.readouterr().err
+
+
+def test_a_real_scan_prints_no_spark_start_up_lines(tmp_path):
+    out = tmp_path / "out"
+    r = _scan(dict(os.environ, PYTHONPATH=ROOT), SAMPLE, "--out", out, "--master", "local[1]", timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert not any(NOISE.match(line) for line in r.stderr.splitlines()), r.stderr
+    assert "Setting default log level" not in r.stderr and "incubator" not in r.stderr
+    assert sorted(os.listdir(out)) == ["anomalies", "batches", "inventory"]
+    again = _scan(dict(os.environ, PYTHONPATH=ROOT), SAMPLE, "--out", out)
+    assert again.returncode == 2 and "is not empty" in again.stderr
