@@ -19,16 +19,18 @@ from __future__ import annotations
 
 import os
 import time as _time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 
 
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.log_loader import PartitionLog
-from kafkaforensics.log.partition import PartitionDir, find_partitions, parse_partition_dir_name, read_offset_checkpoints
+from kafkaforensics.log.partition import (PartitionDir, SegmentFiles, find_partitions, parse_partition_dir_name,
+                                          read_offset_checkpoints)
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot
 from kafkaforensics.log.segment import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, file_name, offset_from_name, sibling
-from kafkaforensics.inspect.verify import VerifyReport, verify_partition
+from kafkaforensics.inspect.verify import (WARNING_KINDS, VerifyReport, verify_identity, verify_log_dir_files,
+                                           verify_partition)
 
 _INT32_MAX = 2**31 - 1
 
@@ -84,6 +86,9 @@ def remedy_for(f: Finding, partition_dir: str, producer: tuple | None = None) ->
         return (f"abort it through the cluster: kafka-transactions.sh --bootstrap-server HOST:PORT abort "
                 f"--topic {topic} --partition {part} --start-offset {f.first_offset} "
                 f"(kfx recover cannot: the marker must come from the transaction coordinator{old})")
+    if k == "missing-index":
+        return (f"nothing needed: Kafka rebuilds a missing offset index when it loads the log; "
+                f"kfx reindex {sibling(f.file, LOG) if f.file else d} rebuilds it now, byte-identical")
     if k in _INDEX_KINDS:
         target = f.file or d
         if k == "orphan-index":
@@ -115,13 +120,19 @@ def remedy_for(f: Finding, partition_dir: str, producer: tuple | None = None) ->
         return "harmless after compaction or retention; otherwise compare the replicas with kfx diff"
     if k == "aborted-transaction":
         return "nothing to do: read_committed consumers skip these records"
-    if k in ("leader-epoch-mismatch", "leader-epoch-regression", "epoch-order", "epoch-beyond-log-end"):
+    if k == "epoch-beyond-log-end":
+        return (f"Kafka drops these entries when it loads the log (kfx recover {d} rewrites leader-epoch-checkpoint "
+                "up to the log end); the log lost what those epochs wrote: kfx diff against another replica")
+    if k in ("leader-epoch-mismatch", "leader-epoch-regression", "epoch-order"):
         return (f"kfx recover --dry-run {d} (recovery rewrites leader-epoch-checkpoint up to the log end); "
                 "kfx diff the replicas to find where they diverge")
     if k == "leader-epoch-boundaries":
         return "nothing to do: where a diverging follower would truncate"
     if k in ("snapshot-mismatch", "snapshot-beyond-log-end"):
         return f"kfx recover {d} rebuilds producer snapshots from the log (backup kept)"
+    if k == "log-behind-checkpoint":
+        return ("if this is a copy of a running broker's log dir, copy it again after stopping the broker; "
+                "otherwise the records past the log end are lost here: kfx diff against another replica")
     if k == "checkpoint-beyond-log-end":
         return "the log lost data the checkpoint had seen (a truncated disk?): kfx diff against another replica before restarting"
     if k in ("topic-not-in-metadata", "topic-id-mismatch"):
@@ -194,7 +205,13 @@ class AnalysisReport:
 
     @property
     def problems(self) -> list[Finding]:
-        return [f for f in self.findings if f.severity in ("error", "warning")]
+        """What makes ``kfx analyze`` exit 1: errors and warnings, but not what Kafka repairs by itself
+        at start-up (verify's WARNING_KINDS: a missing index, checkpoints ahead of a copied log)."""
+        return [f for f in self.findings if f.severity in ("error", "warning") and f.kind not in WARNING_KINDS]
+
+    @property
+    def partitions_with_data(self) -> list[PartitionSummary]:
+        return [p for p in self.partitions if p.batches]
 
 
 @dataclass
@@ -209,22 +226,68 @@ class AnalyzeOptions:
 
 
 def analyze(paths, opts: AnalyzeOptions | None = None) -> AnalysisReport:
+    """Analyze log dirs, partition dirs or ``.log`` segments (one meaning for every path:
+    :func:`kafkaforensics.log.paths.classify_for`; anything else raises its ``PathUsageError``).
+    A log dir's own files (checkpoints, clean-shutdown marker, identity, KRaft files) are checked by
+    verify's checks, so both commands say the same of every file."""
+    from kafkaforensics.log.paths import FILE, LOG_DIR, PARTITION_DIR, classify_for, live_log_dirs, live_note
+    kpaths = classify_for(paths, "analyze", file_kinds=("log",),
+                          what="a log dir, a partition dir or a .log segment")
     opts = opts or AnalyzeOptions()
     now = opts.now if opts.now is not None else int(_time.time() * 1000)
     rep = AnalysisReport()
-    for path in paths:
-        if not os.path.isdir(path):
-            path = os.path.dirname(os.path.abspath(path)) or "."
-        parts = find_partitions(path)
-        try:
-            ckpts = read_offset_checkpoints(path) if not (len(parts) == 1 and parts[0].path == path) else \
-                read_offset_checkpoints(os.path.dirname(os.path.abspath(path)))
-        except KafkaFormatError:
+    live = live_log_dirs(kpaths)
+    for d, pid in live.items():
+        rep.findings.append(Finding("live-log-dir", "info", os.path.basename(d), None, None, None, d, live_note(d, pid)))
+    for kp in kpaths:
+        is_live = kp.log_dir in live
+        if kp.kind == LOG_DIR:
+            parts = find_partitions(kp.path)
+            vr = VerifyReport()
+            ckpts = verify_log_dir_files(kp.path, parts, vr)
+            _verify_findings(vr, os.path.basename(os.path.normpath(kp.path)), kp.path, rep)
+            for pd in parts:  # a -delete/-future/-stray copy is analysed under its own name, without checkpoints
+                _analyze_partition(pd, ckpts if pd.state == "live" else {}, now, opts, rep, live=is_live)
+            _tiered(kp.path, [pd for pd in parts if pd.state == "live"], rep)
+        else:
+            pdir = kp.partition_dir
+            pd = PartitionDir.scan(pdir)
             ckpts = {}
-        for pd in parts:  # a -delete/-future/-stray copy is analysed under its own name, without checkpoints
-            _analyze_partition(pd, ckpts if pd.state == "live" else {}, now, opts, rep)
-        _tiered(path, [pd for pd in parts if pd.state == "live"], rep)
+            if kp.log_dir is not None and pd.state == "live":
+                try:
+                    ckpts = read_offset_checkpoints(kp.log_dir)
+                except KafkaFormatError:
+                    ckpts = {}  # the log dir's analysis reports it
+            if kp.kind == FILE:  # that segment alone: no checkpoint, snapshot or epoch file applies to a part
+                base = offset_from_name(kp.path)
+                pd = replace(pd, segments=[s for s in pd.segments if s.base_offset == base] or
+                             [SegmentFiles(base if base is not None else 0, pdir)],
+                             snapshots=[], leftovers=[], orphan_indexes=[])
+                ckpts = {}
+            _analyze_partition(pd, ckpts, now, opts, rep, live=is_live, segment_only=kp.kind == FILE)
+            if kp.kind == PARTITION_DIR and kp.log_dir is not None:
+                _tiered(kp.log_dir, [pd], rep)
+    dirs = [kp.path for kp in kpaths if kp.kind == LOG_DIR]
+    if dirs:
+        vr = VerifyReport()
+        verify_identity(dirs, vr)
+        _verify_findings(vr, "", None, rep)
     return rep
+
+
+def _verify_findings(vr: VerifyReport, name: str, path: str | None, rep: AnalysisReport) -> None:
+    """verify's problems, warnings and notes as findings (error, warning, info), with their remedies
+    (a preallocated index tail, normal on an active segment, is left out)."""
+    for sev, items in (("error", vr.problems), ("warning", vr.warnings), ("info", vr.notes)):
+        for p in items:
+            if p.kind == "preallocated-index":
+                continue
+            f = Finding(p.kind, sev, name, p.offset, p.offset, p.position, p.file, p.detail)
+            if sev == "info":
+                f.remedy = "nothing to do"
+            else:
+                f.remedy = problem_remedy(p) if path is None else remedy_for(f, path)
+            rep.findings.append(f)
 
 
 def _tiered(log_dir: str, parts, rep: AnalysisReport) -> None:
@@ -253,17 +316,21 @@ def _tiered(log_dir: str, parts, rep: AnalysisReport) -> None:
                                             f"{summ.log_start_offset - 1} are in neither tier"))
 
 
-def _analyze_partition(pd: PartitionDir, ckpts: dict, now: int, opts: AnalyzeOptions, rep: AnalysisReport) -> None:
-    name = pd.name
+def _analyze_partition(pd: PartitionDir, ckpts: dict, now: int, opts: AnalyzeOptions, rep: AnalysisReport, *,
+                       live: bool = False, segment_only: bool = False) -> None:
+    name = pd.name if not segment_only else os.path.join(pd.name, os.path.basename(pd.segments[0].log))
     vr = VerifyReport()
-    verify_partition(pd, vr, checkpoints=ckpts)
-    for p in vr.problems:
-        rep.findings.append(Finding(p.kind, "error", name, p.offset, p.offset, p.position, p.file, p.detail))
+    verify_partition(pd, vr, checkpoints=ckpts, live=live, epochs=not segment_only)
+    first_finding = len(rep.findings)
+    _verify_findings(vr, name, pd.path, rep)
     summ = PartitionSummary(name, pd.path, segments=len(pd.segments))
     rep.partitions.append(summ)
+    log_start = ckpts.get("log-start-offset-checkpoint", {}).get((pd.topic, pd.partition)) if pd.topic else None
+    if pd.segments:
+        log_start = max(log_start or 0, pd.segments[0].base_offset)
     cleaner_ck = ckpts.get("cleaner-offset-checkpoint", {}).get((pd.topic, pd.partition)) if pd.topic else None
     try:
-        epochs = LeaderEpochCache.read(pd.path) or LeaderEpochCache()
+        epochs = (LeaderEpochCache.read(pd.path) if not segment_only else None) or LeaderEpochCache()
     except KafkaFormatError:
         epochs = LeaderEpochCache()
     snapshots = {}
@@ -279,7 +346,7 @@ def _analyze_partition(pd: PartitionDir, ckpts: dict, now: int, opts: AnalyzeOpt
                        before_apply=lambda b: a.snapshot_check(b.base_offset, snapshots))
     a = _PartitionAnalysis(name, summ, rep, now, opts, cleaner_ck, epochs, log.state)
     a.path = pd.path
-    first_finding = len(rep.findings) - len(vr.problems)
+    a.log_start = log_start
     base_pos = 0
     for seg, batches in log.walk():
         summ.segment_starts.append((base_pos, seg.base_offset))
@@ -315,6 +382,7 @@ class _PartitionAnalysis:
         self.seg_end = None
         self.path = name
         self.open_txn = {}           # pid -> the transaction being written (a dict of summ.txns' form)
+        self.log_start = None        # the partition's log start offset (checkpoint, first segment)
 
     def add(self, kind, severity, first, last, b, explanation):
         self.rep.findings.append(Finding(kind, severity, self.name, first, last,
@@ -515,6 +583,8 @@ class _PartitionAnalysis:
         self.prev_epoch = e if self.prev_epoch is None else max(self.prev_epoch, e)
         if not self.epochs:
             return
+        if self.log_start is not None and b.last_offset < self.log_start:
+            return  # below the log start (DeleteRecords, retention): the cache was truncated from the start
         starts = [s for ep, s in self.epochs if ep == e]
         if not starts:
             if e > self.epochs.latest_epoch:
@@ -540,8 +610,11 @@ class _PartitionAnalysis:
             want = {pid: (e.epoch, e.last_sequence, e.last_offset) for pid, e in self.state.producers.items()}
             have = {e.producer_id: (e.epoch, e.last_sequence, e.last_offset) for e in entries}
             diffs = [pid for pid in set(want) | set(have) if want.get(pid) != have.get(pid)]
-            # snapshots drop expired producers: only a disagreement on a producer the snapshot has counts
-            diffs = [pid for pid in diffs if pid in have]
+            # snapshots drop expired producers: only a disagreement on a producer the snapshot has counts;
+            # and Kafka keeps a producer's state until producer.id.expiration.ms, after retention or
+            # DeleteRecords removed its batches: an entry whose last offset is below the log start is normal
+            below = {e.producer_id for e in entries if self.log_start is not None and e.last_offset < self.log_start}
+            diffs = [pid for pid in diffs if pid in have and not (pid not in want and pid in below)]
             if diffs:
                 pid = sorted(diffs)[0]
                 self.rep.findings.append(Finding(
