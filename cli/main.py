@@ -577,10 +577,11 @@ def diff(dir_a: str = Argument(..., help="Replica A (the leader's copy)"),
     """Compare two replicas of a partition: first divergence, one-sided batches, epoch truncation point."""
     from rich.console import Console
     from kafkaforensics.inspect.diff import diff as diff_dirs
-    for p in (dir_a, dir_b):
-        if not os.path.isdir(p):
-            _fail(f"{p}: not a directory")
-    rep = diff_dirs(dir_a, dir_b)
+    from kafkaforensics.log.paths import PathUsageError
+    try:
+        rep = diff_dirs(dir_a, dir_b)
+    except PathUsageError as e:
+        _fail(str(e))
     if as_json:
         print(json.dumps(rep.to_json()))
     else:
