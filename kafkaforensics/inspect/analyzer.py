@@ -271,18 +271,21 @@ def analyze(paths, opts: AnalyzeOptions | None = None) -> AnalysisReport:
     if dirs:
         vr = VerifyReport()
         verify_identity(dirs, vr)
-        _verify_findings(vr, "", None, rep)
+        _verify_findings(vr, None, None, rep)
     return rep
 
 
-def _verify_findings(vr: VerifyReport, name: str, path: str | None, rep: AnalysisReport) -> None:
+def _verify_findings(vr: VerifyReport, name: str | None, path: str | None, rep: AnalysisReport) -> None:
     """verify's problems, warnings and notes as findings (error, warning, info), with their remedies
     (a preallocated index tail, normal on an active segment, is left out)."""
     for sev, items in (("error", vr.problems), ("warning", vr.warnings), ("info", vr.notes)):
         for p in items:
             if p.kind == "preallocated-index":
                 continue
-            f = Finding(p.kind, sev, name, p.offset, p.offset, p.position, p.file, p.detail)
+            where = name
+            if where is None:  # named by the dir holding the file: its partition dir, else its log dir
+                where = os.path.basename(os.path.dirname(os.path.abspath(p.file))) if p.file else ""
+            f = Finding(p.kind, sev, where, p.offset, p.offset, p.position, p.file, p.detail)
             if sev == "info":
                 f.remedy = "nothing to do"
             else:
