@@ -230,7 +230,8 @@ def analyze(paths, opts: AnalyzeOptions | None = None) -> AnalysisReport:
     :func:`kafkaforensics.log.paths.classify_for`; anything else raises its ``PathUsageError``).
     A log dir's own files (checkpoints, clean-shutdown marker, identity, KRaft files) are checked by
     verify's checks, so both commands say the same of every file."""
-    from kafkaforensics.log.paths import FILE, LOG_DIR, PARTITION_DIR, classify_for, live_log_dirs, live_note
+    from kafkaforensics.log.paths import (FILE, LOG_DIR, PARTITION_DIR, PathUsageError, classify_for, live_log_dirs,
+                                          live_note)
     kpaths = classify_for(paths, "analyze", file_kinds=("log",),
                           what="a log dir, a partition dir or a .log segment")
     opts = opts or AnalyzeOptions()
@@ -258,12 +259,12 @@ def analyze(paths, opts: AnalyzeOptions | None = None) -> AnalysisReport:
                     ckpts = read_offset_checkpoints(kp.log_dir)
                 except KafkaFormatError:
                     ckpts = {}  # the log dir's analysis reports it
-            if kp.kind == FILE:  # that segment alone: no checkpoint, snapshot or epoch file applies to a part
+            if kp.kind == FILE:  # that segment alone: no snapshot or epoch file applies to a part
                 base = offset_from_name(kp.path)
-                pd = replace(pd, segments=[s for s in pd.segments if s.base_offset == base] or
-                             [SegmentFiles(base if base is not None else 0, pdir)],
-                             snapshots=[], leftovers=[], orphan_indexes=[])
-                ckpts = {}
+                if base is None or os.path.basename(kp.path) != file_name(base, LOG):
+                    raise PathUsageError(f"{kp.path}: kfx analyze reads a segment by Kafka's name for it, "
+                                         "<base offset, 20 digits>.log (kfx verify and kfx dump read any name)")
+                pd = replace(pd, segments=[SegmentFiles(base, pdir)], snapshots=[], leftovers=[], orphan_indexes=[])
             _analyze_partition(pd, ckpts, now, opts, rep, live=is_live, segment_only=kp.kind == FILE)
             if kp.kind == PARTITION_DIR and kp.log_dir is not None:
                 _tiered(kp.log_dir, [pd], rep)
@@ -323,7 +324,9 @@ def _analyze_partition(pd: PartitionDir, ckpts: dict, now: int, opts: AnalyzeOpt
                        live: bool = False, segment_only: bool = False) -> None:
     name = pd.name if not segment_only else os.path.join(pd.name, os.path.basename(pd.segments[0].log))
     vr = VerifyReport()
-    verify_partition(pd, vr, checkpoints=ckpts, live=live, epochs=not segment_only)
+    # one segment of a partition is not held to the partition's checkpoints (its log end is not theirs);
+    # they still say where the log starts and how far the cleaner went
+    verify_partition(pd, vr, checkpoints=ckpts if not segment_only else None, live=live, epochs=not segment_only)
     first_finding = len(rep.findings)
     _verify_findings(vr, name, pd.path, rep)
     summ = PartitionSummary(name, pd.path, segments=len(pd.segments))
