@@ -241,3 +241,22 @@ def test_serve_replays_every_data_topic_to_confluent_kafka_as_dump_shows_it(serv
         got.setdefault((m.topic(), m.partition()), []).append((m.offset(), m.key(), m.value()))
     c.close()
     assert got == want
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_file_and_partition_alone(real, name, kfx):
+    """Each path a user may give -- every file, every partition dir, every segment -- read alone: verify
+    finds no problem, analyze no problem, dump of the whole log dir reads every file (exit 0)."""
+    rd = real[name]
+    from kafkaforensics.log.paths import partition_dirs
+    for root, _dirs, files in os.walk(rd.log_dir):
+        for f in files:
+            rep = verify([os.path.join(root, f)])
+            assert rep.problems == [], (f, rep.problems)
+    for d in partition_dirs(rd.log_dir):
+        for p in [d] + [os.path.join(d, f) for f in sorted(os.listdir(d)) if f.endswith(".log")]:
+            rep = analyze([p], AnalyzeOptions(now=NOW))
+            assert rep.problems == [] and not [f for f in rep.findings if f.severity == "error"], (p, rep.problems)
+    out = io.StringIO()
+    res = dump([rd.log_dir], DumpOptions(), out=out, err=io.StringIO())
+    assert res.problems == [] and res.files == sum(len(fs) for _r, _d, fs in os.walk(rd.log_dir)) - 1  # not .lock

@@ -202,17 +202,20 @@ _SUFFIX_ORDER = {"log": 0, "index": 1, "timeindex": 2, "txnindex": 3, "snapshot"
 
 def partition_files(partition_dir: str) -> list[str]:
     """The Kafka files of a partition dir in offset order (each segment's .log, indexes and the
-    snapshot at its offset; a leftover right after the file it would become), then
-    leader-epoch-checkpoint, partition.metadata, KRaft snapshots and quorum-state."""
+    producer snapshot at its offset, a KRaft snapshot at its end offset; a leftover right after the
+    file it would become), then leader-epoch-checkpoint, partition.metadata and quorum-state."""
     seg, rest = [], []
     for n in _listdir(partition_dir):
         full = os.path.join(partition_dir, n)
         if not os.path.isfile(full) or not _is_partition_file(n):
             continue
         off = offset_from_name(n)
+        kraft = KRAFT_SNAPSHOT_RE.match(n)
         if off is not None:
             leftover = any(n.endswith(s) for s in LEFTOVER_SUFFIXES)
             seg.append(((off, _SUFFIX_ORDER.get(file_kind(n), 9), leftover, n), full))
+        elif kraft:  # a KRaft snapshot at its end offset
+            seg.append(((int(kraft.group(1)), 5, False, n), full))
         else:
             order = 0 if n == C.LEADER_EPOCH_FILE else 1 if n == C.PARTITION_METADATA_FILE else 2
             rest.append(((order, n), full))
