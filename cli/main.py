@@ -622,6 +622,9 @@ def groups(paths: List[str] = Argument(..., help="Log dirs, or __consumer_offset
         mrows = group_members(paths) if members else None
     except PathUsageError as e:
         _fail(str(e))
+    from kafkaforensics.log.paths import live_notes
+    for n in live_notes(paths):
+        _err().print(f"note: {n}", highlight=False, soft_wrap=True, markup=False)
     if as_json:
         print(json.dumps({"offsets": rows, **({"members": mrows} if members else {})}))
     else:

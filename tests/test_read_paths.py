@@ -252,6 +252,11 @@ def test_live_log_dir_and_an_append_in_flight(tmp_path, kfx):
         assert r.exit_code == 0 and "is live" in r.stdout and "append in flight" in r.stdout
         a = analyze([d], AnalyzeOptions(now=T0))
         assert a.problems == [] and {"live-log-dir", "append-in-flight"} <= {f.kind for f in a.findings}
+        one = verify([seg])   # the active segment given alone: the same
+        assert one.problems == [] and "append-in-flight" in [n.kind for n in one.notes]
+        err = io.StringIO()
+        res = dump([os.path.join(d, "t-0")], DumpOptions(), out=io.StringIO(), err=err)
+        assert "is live" in err.getvalue() and "append in flight" in err.getvalue() and res.problems == []
         # a partial batch anywhere but at the end of the active segment is damage, live or not
         p2 = write_partition(os.path.join(d, "u-0"), [batch(0, 4), batch(4, 4)], segment_bytes=150)
         first = os.path.join(p2, sorted(n for n in os.listdir(p2) if n.endswith(".log"))[0])

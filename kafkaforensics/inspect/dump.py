@@ -17,7 +17,7 @@ from specs import record_batch as R
 
 from kafkaforensics.log import kraft, offset_index, time_index, txn_index
 from kafkaforensics.log.logdir import read_clean_shutdown
-from kafkaforensics.log.paths import file_kind
+from kafkaforensics.log.paths import IN_FLIGHT_KINDS, appending, file_kind
 from kafkaforensics.log.tiered import REMOTE_INDEX_RE
 from kafkaforensics.records.batch import resolve_legacy_wrapper
 from kafkaforensics.records.batch_json import batch_to_json, encode
@@ -120,7 +120,11 @@ def dump(paths, opts: DumpOptions, out=None, err=None) -> DumpResult:
     out = out or sys.stdout
     err = err or sys.stderr
     res = DumpResult()
-    for path in expand(paths):
+    files = expand(paths)
+    from kafkaforensics.log.paths import live_notes
+    for n in live_notes(paths):
+        print(f"note: {n}", file=err)
+    for path in files:
         kind = file_kind(path)
         auto = decoder_for(path) if opts.decoder is None and kind in ("log", "kraft-snapshot") else None
         _dump_file(path, kind, replace(opts, decoder=auto) if auto else opts, out, err, res)
@@ -282,7 +286,10 @@ def _dump_log(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
                 last_offset = r.offset
                 _print_record_line(b, r, opts.print_data, enc, out, opts.decoder, corrupt)
         stop = scanner.stop
-        if stop is not None and opts.max_bytes is None:
+        if stop is not None and opts.max_bytes is None and stop.kind in IN_FLIGHT_KINDS and appending(path):
+            print(f"note: {stop}: the broker holding this log dir is still writing this batch (an append in "
+                  "flight, not damage)", file=err)
+        elif stop is not None and opts.max_bytes is None:
             res.problems.append(stop)
             if opts.fmt == "text":
                 print(f"Found {len(buf) - scanner.valid_bytes} invalid bytes at the end of {os.path.basename(path)}",

@@ -29,7 +29,8 @@ from kafkaforensics.log.partition import (INDEX, LOG, TIMEINDEX, TXNINDEX, Parti
                         read_offset_checkpoints)
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot
 from kafkaforensics.log.dir_lock import LOCK_FILE
-from kafkaforensics.log.paths import LOG_DIR, PARTITION_DIR, classify, live_log_dirs, live_note
+from kafkaforensics.log.paths import (IN_FLIGHT_KINDS, LOG_DIR, PARTITION_DIR, classify, is_active_segment,
+                                      live_log_dirs, live_note)
 from kafkaforensics.log.tiered import REMOTE_INDEX_RE, check_remote_index
 from kafkaforensics.log.segment import BatchScanner, file_name, offset_from_name, open_buffer
 
@@ -120,7 +121,10 @@ def verify(paths, *, progress=None, max_batch_bytes: int | None = None) -> Verif
             if pd.name == METADATA_PARTITION:
                 _verify_kraft_files(None, [pd], rep)
         else:
+            before = len(rep.problems)
             _verify_file(kp.path, rep, progress, max_batch_bytes)
+            if kp.is_segment and kp.log_dir in live and is_active_segment(kp.path):
+                _in_flight_tail(kp.path, rep, before)
     dirs = [kp.path for kp in kpaths if kp.kind == LOG_DIR]
     if dirs:
         verify_identity(dirs, rep)
@@ -253,10 +257,6 @@ def _is_kraft_file(name: str) -> bool:
 def _read(path: str) -> str:
     with open(path, encoding="utf-8", errors="replace") as f:
         return f.read()
-
-
-#: how the end of a segment looks while a broker is appending to it (a reader saw part of the write)
-IN_FLIGHT_KINDS = frozenset({"truncated-batch", "trailing-bytes"})
 
 
 def verify_partition(pd: PartitionDir, rep: VerifyReport, *, checkpoints=None, progress=None,

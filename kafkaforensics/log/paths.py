@@ -189,6 +189,37 @@ def live_log_dirs(kpaths) -> dict[str, int]:
     return out
 
 
+#: how the end of a segment looks while a broker appends to it (a reader saw part of the write)
+IN_FLIGHT_KINDS = frozenset({"truncated-batch", "trailing-bytes"})
+
+
+def is_active_segment(log: str) -> bool:
+    """Whether ``log`` is its partition dir's last (active) segment."""
+    d, base = os.path.dirname(os.path.abspath(log)), offset_from_name(log)
+    if base is None:
+        return False
+    others = (offset_from_name(n) for n in _listdir(d) if n.endswith(".log"))
+    return all(o is None or o <= base for o in others)
+
+
+def appending(log: str) -> bool:
+    """Whether a running broker may be appending to ``log``: the active segment of a partition in a
+    live log dir (what a reader finds at its very end may be a write in flight)."""
+    kp = KafkaPath(log, FILE, "log")
+    return kp.log_dir is not None and lock_holder(kp.log_dir) is not None and is_active_segment(log)
+
+
+def live_notes(paths) -> list[str]:
+    """The note lines for the live log dirs among or around ``paths`` (unclassifiable paths skipped)."""
+    kpaths = []
+    for p in paths:
+        try:
+            kpaths.append(classify(p))
+        except PathUsageError:
+            pass
+    return [live_note(d, pid) for d, pid in live_log_dirs(kpaths).items()]
+
+
 def live_note(log_dir: str, pid: int) -> str:
     """The one line a read-only command prints about a log dir in use."""
     return (f"{log_dir} is live: process {pid} (a broker) holds its .lock; what is read here may change "
