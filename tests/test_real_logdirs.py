@@ -257,6 +257,11 @@ def test_every_file_and_partition_alone(real, name, kfx):
         for p in [d] + [os.path.join(d, f) for f in sorted(os.listdir(d)) if f.endswith(".log")]:
             rep = analyze([p], AnalyzeOptions(now=NOW))
             assert rep.problems == [] and not [f for f in rep.findings if f.severity == "error"], (p, rep.problems)
+        # a partition dir alone: analyze says what verify says of it (the same check, not a second one)
+        v = verify([d])
+        a = analyze([d], AnalyzeOptions(now=NOW))
+        assert sorted((f.kind, f.file) for f in a.findings if f.severity == "warning") == \
+            sorted((w.kind, w.file) for w in v.warnings), d
     out = io.StringIO()
     res = dump([rd.log_dir], DumpOptions(), out=out, err=io.StringIO())
     assert res.problems == [] and res.files == sum(len(fs) for _r, _d, fs in os.walk(rd.log_dir)) - 1  # not .lock

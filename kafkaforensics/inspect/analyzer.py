@@ -30,7 +30,7 @@ from kafkaforensics.log.partition import (PartitionDir, SegmentFiles, find_parti
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot
 from kafkaforensics.log.segment import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, file_name, offset_from_name, sibling
 from kafkaforensics.inspect.verify import (WARNING_KINDS, VerifyReport, verify_identity, verify_log_dir_files,
-                                           verify_partition)
+                                           verify_partition, verify_partition_files)
 
 _INT32_MAX = 2**31 - 1
 
@@ -266,6 +266,10 @@ def analyze(paths, opts: AnalyzeOptions | None = None) -> AnalysisReport:
                                          "<base offset, 20 digits>.log (kfx verify and kfx dump read any name)")
                 pd = replace(pd, segments=[SegmentFiles(base, pdir)], snapshots=[], leftovers=[], orphan_indexes=[])
             _analyze_partition(pd, ckpts, now, opts, rep, live=is_live, segment_only=kp.kind == FILE)
+            if kp.kind == PARTITION_DIR:
+                vr = VerifyReport()
+                verify_partition_files(pd, vr)
+                _verify_findings(vr, pd.name, pd.path, rep)
             if kp.kind == PARTITION_DIR and kp.log_dir is not None:
                 _tiered(kp.log_dir, [pd], rep)
     dirs = [kp.path for kp in kpaths if kp.kind == LOG_DIR]

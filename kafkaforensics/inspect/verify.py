@@ -118,8 +118,7 @@ def verify(paths, *, progress=None, max_batch_bytes: int | None = None) -> Verif
                     ckpts = None  # the log dir's own verify reports it
             verify_partition(pd, rep, checkpoints=ckpts, progress=progress, max_batch_bytes=max_batch_bytes,
                              live=kp.log_dir in live)
-            if pd.name == METADATA_PARTITION:
-                _verify_kraft_files(None, [pd], rep)
+            verify_partition_files(pd, rep)
         else:
             before = len(rep.problems)
             _verify_file(kp.path, rep, progress, max_batch_bytes)
@@ -143,7 +142,14 @@ def verify_log_dir_files(log_dir: str, parts, rep: VerifyReport) -> dict:
     return ckpts
 
 
-def _verify_kraft_files(log_dir: str, parts, rep: VerifyReport) -> None:
+def verify_partition_files(pd: PartitionDir, rep: VerifyReport) -> None:
+    """What a partition dir given alone holds beyond its segments: the metadata partition's KRaft
+    snapshots and quorum-state (a log dir's verify checks them with its own files)."""
+    if pd.name == METADATA_PARTITION:
+        _verify_kraft_files(None, [pd], rep)
+
+
+def _verify_kraft_files(log_dir: str | None, parts, rep: VerifyReport) -> None:
     """The metadata partition's snapshots and quorum-state, and a controller's bootstrap.checkpoint."""
     from kafkaforensics.log import kraft
     files = [os.path.join(log_dir, kraft.BOOTSTRAP_FILE)] if log_dir is not None else []
