@@ -274,3 +274,16 @@ def test_dump_of_lock_says_whether_a_broker_holds_it(tmp_path, kfx):
     out = io.StringIO()
     dump([os.path.join(d, ".lock")], DumpOptions(), out=out)
     assert "not held" in out.getvalue()
+
+
+def test_analyze_decodes_internal_topics_by_their_dir_name(tmp_path):
+    d = log_dir(tmp_path)
+    c = encode_offset_commit("g", "t", 0, 3, commit_ts=T0)
+    write_partition(os.path.join(d, "__consumer_offsets-4"),
+                    [build_v2([Record(0, T0, *c, [])], base_offset=0),
+                     build_v2([Record(1, T0, b"\x00\x01\x00\x05ab", b"\x00\x03xx", [])], base_offset=1)])
+    rep = analyze([d], AnalyzeOptions(now=T0))
+    (p,) = [p for p in rep.partitions if p.partition == "__consumer_offsets-4"]
+    assert p.record_types == {"offset_commit": 1}
+    bad = [(f.kind, f.first_offset, f.severity) for f in rep.findings if f.kind == "undecodable-record"]
+    assert bad == [("undecodable-record", 1, "warning")] and len(rep.problems) == 1

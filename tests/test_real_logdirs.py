@@ -113,6 +113,13 @@ def test_analyze_agrees_with_verify_and_finds_nothing_false(real, name, kfx):
     assert got == sorted((w.kind, w.file, w.offset) for w in vrep.warnings)
     assert {f.kind for f in rep.findings if f.severity == "info"} <= {"clean-shutdown", "leader-epoch-boundaries",
                                                                        "live-log-dir"}
+    # internal topics decoded by their dir's name: every record of them, by type
+    for p in rep.partitions:
+        topic = parse_partition_dir_name(p.partition)[0]
+        if topic in TOPIC_DECODERS:
+            assert sum(p.record_types.values()) == p.records, p.partition
+        else:
+            assert p.record_types is None
     r = kfx("analyze", rd.log_dir, "--now", NOW)
     assert r.exit_code == 0
     # the summary lists only the partitions that hold data, then one line counts the empty ones

@@ -29,6 +29,7 @@ from kafkaforensics.log.partition import (PartitionDir, SegmentFiles, find_parti
                                           read_offset_checkpoints)
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot
 from kafkaforensics.log.segment import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, file_name, offset_from_name, sibling
+from kafkaforensics.inspect.dump import TOPIC_DECODERS, decode_record
 from kafkaforensics.inspect.verify import (WARNING_KINDS, VerifyReport, verify_identity, verify_log_dir_files,
                                            verify_partition, verify_partition_files)
 
@@ -142,6 +143,9 @@ def remedy_for(f: Finding, partition_dir: str, producer: tuple | None = None) ->
     if k in ("cluster-id-mismatch", "node-id-mismatch", "duplicate-directory-id"):
         return ("the broker refuses to start with these log dirs together: find which meta.properties belongs to "
                 "another broker or cluster (a disk mounted in the wrong place?) before changing any of them")
+    if k == "undecodable-record":
+        return (f"the coordinator loading this partition cannot read the record: kfx dump {d} shows it; compare "
+                "a replica (kfx diff) before the broker leads this partition")
     if k == "segment-overlap":
         return f"kfx recover --dry-run {d}; keep the original files as evidence and kfx salvage into a new directory"
     return f"kfx recover --dry-run {d} shows what Kafka's log loading would do"
@@ -172,6 +176,8 @@ class PartitionSummary:
     transactions: dict = field(default_factory=lambda: {"committed": 0, "aborted": 0, "open": 0})
     last_stable_offset: int | None = None
     remote_segments: list | None = None   # tiered storage: what __remote_log_metadata says exists remotely
+    #: an internal topic's records by what they are (decoded by the dir's name: offset_commit, TopicRecord...)
+    record_types: dict | None = None
     timeline: list = field(default_factory=list)   # (byte position, offset, max timestamp)
     segment_starts: list = field(default_factory=list)
     #: per segment: file, base offset, byte start in the partition, size, valid bytes, batches, offsets,
@@ -357,6 +363,9 @@ def _analyze_partition(pd: PartitionDir, ckpts: dict, now: int, opts: AnalyzeOpt
     a = _PartitionAnalysis(name, summ, rep, now, opts, cleaner_ck, epochs, log.state)
     a.path = pd.path
     a.log_start = log_start
+    a.decoder = TOPIC_DECODERS.get(pd.topic) if pd.topic else None
+    if a.decoder is not None:
+        summ.record_types = {}
     base_pos = 0
     for seg, batches in log.walk():
         summ.segment_starts.append((base_pos, seg.base_offset))
@@ -393,6 +402,7 @@ class _PartitionAnalysis:
         self.path = name
         self.open_txn = {}           # pid -> the transaction being written (a dict of summ.txns' form)
         self.log_start = None        # the partition's log start offset (checkpoint, first segment)
+        self.decoder = None          # an internal topic's decoder (dump's, by the dir's name)
 
     def add(self, kind, severity, first, last, b, explanation):
         self.rep.findings.append(Finding(kind, severity, self.name, first, last,
@@ -479,10 +489,33 @@ class _PartitionAnalysis:
                 if len(self.summ.txns) < self.opts.max_txns:
                     self.summ.txns.append(t)
 
+    def _decode(self, b) -> None:
+        """An internal topic's records, decoded as its coordinator reads them (by the dir's name): counted
+        by type, and a record that does not decode is a finding (the coordinator could not load it)."""
+        if not b.crc_valid():
+            return  # damage: verify's
+        try:
+            recs = b.records()
+        except KafkaFormatError:
+            return
+        types = self.summ.record_types
+        for r in recs:
+            d = decode_record(self.decoder, b, r)
+            if "error" in d:
+                self.add("undecodable-record", "warning", r.offset, r.offset, b,
+                         f"a {self.name.rsplit('-', 1)[0]} record that does not decode ({d['error']})")
+                continue
+            k, v = d.get("key") or {}, d.get("value")
+            label = ("control" if "control" in d else k.get("kind") or (v or {}).get("type") or k.get("type")
+                     or "record")
+            types[label] = types.get(label, 0) + 1
+
     def batch(self, b, base_pos: int, done=None) -> None:
         """One batch, already applied to the producer state (``done``: the transaction it completes)."""
         s = self.summ
         s.batches += 1
+        if self.decoder is not None:
+            self._decode(b)
         self._row(b)
         self._txn_spans(b)
         s.records += b.count or 0
