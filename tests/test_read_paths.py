@@ -124,6 +124,9 @@ def test_a_malformed_checkpoint_is_still_a_problem(tmp_path):
     d = log_dir(tmp_path, **{"t-0": 3})
     open(os.path.join(d, "cleaner-offset-checkpoint"), "w").write("0\n2\nt 0 1\n")   # one entry of two
     assert [p.kind for p in verify([d]).problems] == ["checkpoint"]
+    # ... and hides none of the other checkpoints' checks
+    open(os.path.join(d, "recovery-point-offset-checkpoint"), "w").write("0\n1\nt 0 99\n")
+    assert sorted(p.kind for p in verify([d]).problems) == ["checkpoint", "checkpoint-beyond-log-end"]
 
 
 # -- the clean-shutdown marker in every form brokers wrote -----------------------------------------

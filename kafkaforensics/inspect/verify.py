@@ -47,13 +47,12 @@ class SegmentSummary:
     max_timestamp: int = -1
 
 
-#: what Kafka repairs by itself when it loads the log (LogLoader rebuilds a missing offset index,
-#: whether or not the shutdown was clean): a warning with that remedy, never a problem -- it alone
-#: does not make ``kfx verify`` exit 1, nor ``kfx analyze``
-#: Likewise, checkpoints a broker writes from memory may run ahead of a copy of its log taken while
-#: it ran (or of a log that lost unflushed writes): Kafka caps the high watermark at the log end,
-#: drops leader-epoch entries past it (LeaderEpochFileCache.truncateFromEnd at load) and restarts
-#: cleaning from the log start; the records between are not in this copy -- a warning that says so.
+#: What Kafka repairs by itself when it loads the log, reported as a warning with that remedy and
+#: never a problem (alone it makes neither ``kfx verify`` nor ``kfx analyze`` exit 1): a missing
+#: offset index (LogLoader rebuilds it, clean shutdown or not); checkpoints a broker writes from
+#: memory running ahead of the log (a copy taken while it ran, or unflushed writes lost): Kafka caps
+#: the high watermark at the log end, drops leader-epoch entries past it (truncateFromEnd at load)
+#: and cleans again from the log start -- the records between are not in this copy, which it says.
 WARNING_KINDS = frozenset({"missing-index", "log-behind-checkpoint", "epoch-beyond-log-end"})
 #: the checkpoints that, past the log end, mean "records this copy does not hold" (what Kafka does)
 _BEHIND_CHECKPOINTS = {
@@ -133,11 +132,16 @@ def verify(paths, *, progress=None, max_batch_bytes: int | None = None) -> Verif
 def verify_log_dir_files(log_dir: str, parts, rep: VerifyReport) -> dict:
     """A log dir's own files (the offset checkpoints, the metadata partition's snapshots and
     quorum-state, bootstrap.checkpoint) into ``rep``; the checkpoints' tables come back."""
+    from kafkaforensics.log.checkpoint_file import read_offsets
     ckpts = {}
-    try:
-        ckpts = read_offset_checkpoints(log_dir)
-    except KafkaFormatError as e:
-        rep.problems.append(e.problem)
+    for name in C.OFFSET_CHECKPOINT_FILES:  # one at a time: a malformed one hides none of the others' checks
+        try:
+            table = read_offsets(os.path.join(log_dir, name))
+        except KafkaFormatError as e:
+            rep.problems.append(e.problem)
+            continue
+        if table is not None:
+            ckpts[name] = table
     _verify_kraft_files(log_dir, parts, rep)
     return ckpts
 
