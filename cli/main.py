@@ -178,10 +178,13 @@ def verify(paths: List[str] = Argument(..., help="Segment files, partition dirs 
             t = Table(title="kfx verify")
             for col in ("partition", "segments", "batches", "bytes", "log start", "log end"):
                 t.add_column(col, justify="right" if col != "partition" else "left")
-            for p in rep.partitions:
+            shown = [p for p in rep.partitions if p["batches"]]  # then one line counting the empty ones
+            for p in shown:
                 t.add_row(p["partition"], str(p["segments"]), str(p["batches"]), str(p["bytes"]),
                           str(p["logStartOffset"]), str(p["logEndOffset"]))
             Console().print(t)
+            if len(shown) < len(rep.partitions):
+                print(f"{len(rep.partitions) - len(shown)} partition(s) hold no batches (not listed)")
         print_lines(verify_report_lines(rep))
     raise Exit(EXIT_OK if rep.ok else EXIT_PROBLEMS)
 
