@@ -290,3 +290,15 @@ def test_analyze_decodes_internal_topics_by_their_dir_name(tmp_path):
     assert p.record_types == {"offset_commit": 1}
     bad = [(f.kind, f.first_offset, f.severity) for f in rep.findings if f.kind == "undecodable-record"]
     assert bad == [("undecodable-record", 1, "warning")] and len(rep.problems) == 1
+
+
+def test_checkpoints_past_the_log_end_say_what_kafka_does(tmp_path):
+    """LogLoader: a log end below the log-start checkpoint makes Kafka delete every segment (a problem);
+    the high watermark is capped at the log end (a warning: records this copy does not hold)."""
+    d = log_dir(tmp_path, **{"t-0": 3})
+    open(os.path.join(d, "log-start-offset-checkpoint"), "w").write("0\n1\nt 0 7\n")
+    open(os.path.join(d, "replication-offset-checkpoint"), "w").write("0\n1\nt 0 9\n")
+    rep = verify([d])
+    assert [(p.kind, p.offset) for p in rep.problems] == [("checkpoint-beyond-log-end", 7)]
+    assert "deletes every segment" in rep.problems[0].detail
+    assert [(w.kind, w.offset) for w in rep.warnings] == [("log-behind-checkpoint", 9)]

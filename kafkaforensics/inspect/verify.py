@@ -62,6 +62,14 @@ _BEHIND_CHECKPOINTS = {
                                  "Kafka starts cleaning again from the log start",
 }
 
+#: what Kafka's LogLoader does at start-up with the other checkpoints past the log end
+_BEYOND_CONSEQUENCE = {
+    "log-start-offset-checkpoint": ": Kafka deletes every segment of this partition when it loads it "
+                                   "(its log end is below the log start)",
+    "recovery-point-offset-checkpoint": ": records the broker had flushed are not in this log "
+                                        "(Kafka recovers from the log end)",
+}
+
 
 @dataclass
 class VerifyReport:
@@ -330,7 +338,7 @@ def verify_partition(pd: PartitionDir, rep: VerifyReport, *, checkpoints=None, p
                             f"{_BEHIND_CHECKPOINTS[name]}")
                 else:
                     rep.add(where, None, off, "checkpoint-beyond-log-end",
-                            f"{pd.name}: {name} says {off} but the log ends at {leo}")
+                            f"{pd.name}: {name} says {off} but the log ends at {leo}" + _BEYOND_CONSEQUENCE.get(name, ""))
     info = {"partition": pd.name, "path": pd.path, "segments": len(pd.segments), "logEndOffset": leo,
             "logStartOffset": summaries[0].first_offset if summaries and summaries[0].first_offset is not None else
             (pd.segments[0].base_offset if pd.segments else 0),
