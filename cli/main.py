@@ -585,6 +585,9 @@ def diff(dir_a: str = Argument(..., help="Replica A (the leader's copy)"),
         rep = diff_dirs(dir_a, dir_b)
     except PathUsageError as e:
         _fail(str(e))
+    from kafkaforensics.log.paths import live_notes
+    for n in live_notes([dir_a, dir_b]):
+        _err().print(f"note: {n}", highlight=False, soft_wrap=True, markup=False)
     if as_json:
         print(json.dumps(rep.to_json()))
     else:
