@@ -100,6 +100,13 @@ def _require_paths(paths) -> None:
             _fail(f"{p}: no such file or directory")
 
 
+def _print_live_notes(paths) -> None:
+    """One note line on stderr per log dir among ``paths`` that a running broker holds."""
+    from kafkaforensics.log.paths import live_notes
+    for n in live_notes(paths):
+        _err().print(f"note: {n}", highlight=False, soft_wrap=True, markup=False)
+
+
 def progress_bar(total: int, label: str):
     """A rich progress bar on stderr (hidden when stderr is not a terminal)."""
     if not sys.stderr.isatty() and not any(v in os.environ
@@ -585,9 +592,7 @@ def diff(dir_a: str = Argument(..., help="Replica A (the leader's copy)"),
         rep = diff_dirs(dir_a, dir_b)
     except PathUsageError as e:
         _fail(str(e))
-    from kafkaforensics.log.paths import live_notes
-    for n in live_notes([dir_a, dir_b]):
-        _err().print(f"note: {n}", highlight=False, soft_wrap=True, markup=False)
+    _print_live_notes([dir_a, dir_b])
     if as_json:
         print(json.dumps(rep.to_json()))
     else:
@@ -628,9 +633,7 @@ def groups(paths: List[str] = Argument(..., help="Log dirs, or __consumer_offset
         mrows = group_members(paths) if members else None
     except PathUsageError as e:
         _fail(str(e))
-    from kafkaforensics.log.paths import live_notes
-    for n in live_notes(paths):
-        _err().print(f"note: {n}", highlight=False, soft_wrap=True, markup=False)
+    _print_live_notes(paths)
     if as_json:
         print(json.dumps({"offsets": rows, **({"members": mrows} if members else {})}))
     else:
