@@ -175,26 +175,31 @@ def test_groups_gives_the_latest_commit_of_each_group_partition(real, name, kfx)
 
 # -- serve: every data topic replayed to real clients exactly as dump shows it ----------------------
 
-def _served_expectation(rd) -> dict:
-    """(topic, partition) -> [(offset, key, value)] of every data record dump shows, from the log start
-    Kafka serves (the log-start-offset checkpoint: records below it were deleted by DeleteRecords)."""
+def _served_expectation(rd) -> tuple[dict, dict]:
+    """What a replay of the log dir must serve, from dump: (topic, partition) -> [(offset, key, value)] of
+    every data record from the log start Kafka serves (the log-start checkpoint: records below it were
+    deleted by DeleteRecords), and (topic, partition) -> (earliest, latest offset) of every data partition,
+    empty ones included (an empty partition after retention starts at its segment's base offset)."""
     starts = _checkpoint(rd.log_dir, "log-start-offset-checkpoint")
-    want = {}
+    want, bounds = {}, {}
     for pname in _partitions(rd.log_dir):
         tp = parse_partition_dir_name(pname)
         if tp[0].startswith("__") or pname != f"{tp[0]}-{tp[1]}":
             continue
+        logs = sorted(n for n in os.listdir(rd.path(pname)) if n.endswith(".log"))
+        start = max(starts.get(tp, 0), int(logs[0][:20]) if logs else 0)
         recs = []
         for b in _records(rd.path(pname), encoding="hex"):
             if b["isControl"]:
                 continue
             for r in b["records"]:
-                if r["offset"] >= starts.get(tp, 0):
+                if r["offset"] >= start:
                     recs.append((r["offset"], None if r["key"] is None else bytes.fromhex(r["key"]),
                                  None if r["value"] is None else bytes.fromhex(r["value"])))
+        bounds[tp] = (start, _log_end(rd.path(pname)))
         if recs:
             want[tp] = recs
-    return want
+    return want, bounds
 
 
 @pytest.fixture(scope="module")
@@ -209,7 +214,7 @@ def served(real, tmp_path_factory):
             rd = real[n]
             b = BrokerThread(rd.log_dir, state_path=str(state / f"{n}.json")).__enter__()
             brokers.append(b)
-            out[n] = (b, _served_expectation(rd))
+            out[n] = (b, *_served_expectation(rd))
         yield out
     finally:
         for b in brokers:
@@ -219,17 +224,20 @@ def served(real, tmp_path_factory):
 @pytest.mark.parametrize("name", NAMES)
 def test_serve_replays_every_data_topic_to_kafka_python_as_dump_shows_it(served, name):
     from kafka import KafkaConsumer, TopicPartition
-    b, want = served[name]
-    if not want:
-        pytest.skip(f"{name} holds no data topic records (only internal topics)")
+    b, want, bounds = served[name]
     c = KafkaConsumer(bootstrap_servers=b.bootstrap, enable_auto_commit=False, consumer_timeout_ms=4000,
                       max_partition_fetch_bytes=1 << 20)
-    tps = [TopicPartition(t, p) for t, p in want]
-    c.assign(tps)
-    c.seek_to_beginning(*tps)
+    # every data partition, empty ones too: where it starts and ends
+    tps = [TopicPartition(t, p) for t, p in bounds]
+    first, end = c.beginning_offsets(tps), c.end_offsets(tps)
+    assert {(tp.topic, tp.partition): (first[tp], end[tp]) for tp in tps} == bounds
     got = {}
-    for m in c:
-        got.setdefault((m.topic, m.partition), []).append((m.offset, m.key, m.value))
+    if want:
+        tps = [TopicPartition(t, p) for t, p in want]
+        c.assign(tps)
+        c.seek_to_beginning(*tps)
+        for m in c:
+            got.setdefault((m.topic, m.partition), []).append((m.offset, m.key, m.value))
     c.close()
     assert got == want
 
@@ -238,7 +246,7 @@ def test_serve_replays_every_data_topic_to_kafka_python_as_dump_shows_it(served,
 def test_serve_replays_every_data_topic_to_confluent_kafka_as_dump_shows_it(served, name):
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
     from tests.clients import drain
-    b, want = served[name]
+    b, want, _bounds = served[name]
     if not want:
         pytest.skip(f"{name} holds no data topic records (only internal topics)")
     c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "real", "enable.auto.commit": False})
