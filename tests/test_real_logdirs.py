@@ -280,3 +280,13 @@ def test_every_file_and_partition_alone(real, name, kfx):
     out = io.StringIO()
     res = dump([rd.log_dir], DumpOptions(), out=out, err=io.StringIO())
     assert res.problems == [] and res.files == sum(len(fs) for _r, _d, fs in os.walk(rd.log_dir)) - 1  # not .lock
+
+
+def test_the_html_report_details_the_partitions_with_data_and_counts_the_empty_ones(real):
+    from kafkaforensics.inspect.report_html import render, ticket_summary
+    rd = real["kafka3x-zk-bitnami-gzip-cleanshutdown"]   # 57 partitions, 7 with data
+    rep = analyze([rd.log_dir], AnalyzeOptions(now=NOW))
+    page = render(rep, "kfx analyze", [rd.log_dir])
+    assert page.count("<h2 id='p-") == 7 and "50 empty partition(s)" in page
+    summary = ticket_summary(rep, [rd.log_dir])
+    assert "50 empty partition(s): no batches, no problems found." in summary and "items-0" in summary
