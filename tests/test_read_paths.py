@@ -191,6 +191,10 @@ def test_dump_partition_dir_in_offset_order_with_decoders_by_name(tmp_path, kfx)
     dumped = [ln.split("Dumping ")[1] for ln in r.stdout.splitlines() if ln.startswith("Dumping ")]
     assert dumped == files
     assert r.stdout.count('"kind": "offset_commit"') == 6
+    # as JSON lines: a {"file": ...} line before each file's lines
+    j = [json.loads(ln) for ln in kfx("dump", d, "--format", "json").stdout.splitlines()]
+    assert [x["file"] for x in j if set(x) == {"file"}] == files
+    assert sum(len(x["records"]) for x in j if "records" in x) == 6
     # the flag stays for a file outside such a dir
     loose = tmp_path / "evidence"
     loose.mkdir()
@@ -219,6 +223,8 @@ def test_missing_index_is_a_warning_with_the_remedy(tmp_path, kfx):
     assert rep.problems == [] and [w.kind for w in rep.warnings] == ["missing-index"]
     r = kfx("verify", d)
     assert r.exit_code == 0 and "warning:" in r.stdout and "Kafka rebuilds" in r.stdout
+    j = json.loads(kfx("verify", d, "--json").stdout)
+    assert j["ok"] and [w["kind"] for w in j["warnings"]] == ["missing-index"] and "kfx reindex" in j["warnings"][0]["remedy"]
     a = analyze([d], AnalyzeOptions(now=T0))
     assert [(f.kind, f.severity) for f in a.findings if f.kind == "missing-index"] == [("missing-index", "warning")]
     assert a.problems == [] and kfx("analyze", d).exit_code == 0

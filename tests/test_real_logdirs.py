@@ -280,6 +280,11 @@ def test_every_file_and_partition_alone(real, name, kfx):
     out = io.StringIO()
     res = dump([rd.log_dir], DumpOptions(), out=out, err=io.StringIO())
     assert res.problems == [] and res.files == sum(len(fs) for _r, _d, fs in os.walk(rd.log_dir)) - 1  # not .lock
+    # as JSON lines: every line is JSON, each file announced by a {"file": ...} line
+    out = io.StringIO()
+    dump([rd.log_dir], DumpOptions(fmt="json"), out=out, err=io.StringIO())
+    lines = [json.loads(ln) for ln in out.getvalue().splitlines()]
+    assert sum(1 for x in lines if isinstance(x, dict) and set(x) == {"file"}) == res.files
 
 
 def test_the_html_report_details_the_partitions_with_data_and_counts_the_empty_ones(real):

@@ -124,8 +124,13 @@ def dump(paths, opts: DumpOptions, out=None, err=None) -> DumpResult:
     from kafkaforensics.log.paths import live_notes
     for n in live_notes(paths):
         print(f"note: {n}", file=err)
+    # JSON lines of several files from a dir: a {"file": path} line before each file's own lines (the
+    # text form's "Dumping PATH"), so that a reader knows which partition a batch belongs to
+    file_lines = opts.fmt == "json" and any(os.path.isdir(p) for p in paths)
     for path in files:
         kind = file_kind(path)
+        if file_lines:
+            print(json.dumps({"file": path}), file=out)
         auto = decoder_for(path) if opts.decoder is None and kind in ("log", "kraft-snapshot") else None
         _dump_file(path, kind, replace(opts, decoder=auto) if auto else opts, out, err, res)
     return res
@@ -408,7 +413,8 @@ def _dump_index(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
         return
     base, entries = read
     if not entries:
-        print(f"{path} is empty.", file=out)
+        if opts.fmt == "text":  # JSON lines: no entry, no line
+            print(f"{path} is empty.", file=out)
         return
     log = _sibling(path, ".log")
     remote = REMOTE_INDEX_RE.match(os.path.basename(path)) is not None
