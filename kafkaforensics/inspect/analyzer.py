@@ -25,13 +25,12 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.log_loader import PartitionLog
-from kafkaforensics.log.partition import (PartitionDir, SegmentFiles, find_partitions, parse_partition_dir_name,
-                                          read_offset_checkpoints)
+from kafkaforensics.log.partition import PartitionDir, SegmentFiles, find_partitions, parse_partition_dir_name
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot
 from kafkaforensics.log.segment import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, file_name, offset_from_name, sibling
 from kafkaforensics.inspect.dump import TOPIC_DECODERS, decode_record
-from kafkaforensics.inspect.verify import (WARNING_KINDS, VerifyReport, verify_identity, verify_log_dir_files,
-                                           verify_partition, verify_partition_files)
+from kafkaforensics.inspect.verify import (WARNING_KINDS, VerifyReport, read_log_dir_checkpoints, verify_identity,
+                                           verify_log_dir_files, verify_partition, verify_partition_files)
 
 _INT32_MAX = 2**31 - 1
 
@@ -259,12 +258,9 @@ def analyze(paths, opts: AnalyzeOptions | None = None) -> AnalysisReport:
         else:
             pdir = kp.partition_dir
             pd = PartitionDir.scan(pdir)
-            ckpts = {}
+            ckpts = {}  # a malformed checkpoint is the log dir's analysis's to report
             if kp.log_dir is not None and pd.state == "live":
-                try:
-                    ckpts = read_offset_checkpoints(kp.log_dir)
-                except KafkaFormatError:
-                    ckpts = {}  # the log dir's analysis reports it
+                ckpts = read_log_dir_checkpoints(kp.log_dir)[0]
             if kp.kind == FILE:  # that segment alone: no snapshot or epoch file applies to a part
                 base = offset_from_name(kp.path)
                 if base is None or os.path.basename(kp.path) != file_name(base, LOG):

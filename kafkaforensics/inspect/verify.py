@@ -25,8 +25,7 @@ from kafkaforensics.records.batch import Batch, resolve_legacy_wrapper
 from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log.logdir import (CLEAN_SHUTDOWN_FILE, METADATA_PARTITION, check_log_dirs, check_topic_ids, metadata_topic_ids,
                      read_clean_shutdown, read_meta_properties, clean_shutdown_note)
-from kafkaforensics.log.partition import (INDEX, LOG, TIMEINDEX, TXNINDEX, PartitionDir, SegmentFiles, find_partitions,
-                        read_offset_checkpoints)
+from kafkaforensics.log.partition import INDEX, LOG, TIMEINDEX, TXNINDEX, PartitionDir, SegmentFiles, find_partitions
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot
 from kafkaforensics.log.dir_lock import LOCK_FILE
 from kafkaforensics.log.paths import (IN_FLIGHT_KINDS, LOG_DIR, PARTITION_DIR, classify, is_active_segment,
@@ -117,12 +116,9 @@ def verify(paths, *, progress=None, max_batch_bytes: int | None = None) -> Verif
                                  max_batch_bytes=max_batch_bytes, live=kp.log_dir in live)
         elif kp.kind == PARTITION_DIR:
             pd = PartitionDir.scan(kp.path)
-            ckpts = None
+            ckpts = None  # a malformed checkpoint is the log dir's verify's to report
             if kp.log_dir is not None and pd.state == "live":
-                try:
-                    ckpts = read_offset_checkpoints(kp.log_dir)
-                except KafkaFormatError:
-                    ckpts = None  # the log dir's own verify reports it
+                ckpts = read_log_dir_checkpoints(kp.log_dir)[0]
             verify_partition(pd, rep, checkpoints=ckpts, progress=progress, max_batch_bytes=max_batch_bytes,
                              live=kp.log_dir in live)
             verify_partition_files(pd, rep)
@@ -140,18 +136,26 @@ def verify(paths, *, progress=None, max_batch_bytes: int | None = None) -> Verif
 def verify_log_dir_files(log_dir: str, parts, rep: VerifyReport) -> dict:
     """A log dir's own files (the offset checkpoints, the metadata partition's snapshots and
     quorum-state, bootstrap.checkpoint) into ``rep``; the checkpoints' tables come back."""
+    ckpts, problems = read_log_dir_checkpoints(log_dir)
+    rep.problems += problems
+    _verify_kraft_files(log_dir, parts, rep)
+    return ckpts
+
+
+def read_log_dir_checkpoints(log_dir: str) -> tuple[dict, list[Problem]]:
+    """The log dir's offset checkpoints as {file name: {(topic, partition): offset}}, read one at a time
+    (a malformed one is a problem and hides none of the others), and those problems."""
     from kafkaforensics.log.checkpoint_file import read_offsets
-    ckpts = {}
-    for name in C.OFFSET_CHECKPOINT_FILES:  # one at a time: a malformed one hides none of the others' checks
+    ckpts, problems = {}, []
+    for name in C.OFFSET_CHECKPOINT_FILES:
         try:
             table = read_offsets(os.path.join(log_dir, name))
         except KafkaFormatError as e:
-            rep.problems.append(e.problem)
+            problems.append(e.problem)
             continue
         if table is not None:
             ckpts[name] = table
-    _verify_kraft_files(log_dir, parts, rep)
-    return ckpts
+    return ckpts, problems
 
 
 def verify_partition_files(pd: PartitionDir, rep: VerifyReport) -> None:
