@@ -7,10 +7,11 @@ import os
 import tarfile
 from dataclasses import dataclass
 
-REAL = os.environ.get("KFX_REAL_LOGDIRS", os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared",
-                                                       "real-logdirs"))
-if not os.path.isdir(REAL):
-    REAL = "/work/shared/real-logdirs"
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: where the tarballs are: $KFX_REAL_LOGDIRS, else ../shared/real-logdirs beside the repository (as the
+#: issue names it), else the machine's shared copy
+REAL = next((d for d in (os.environ.get("KFX_REAL_LOGDIRS"), os.path.join(_ROOT, "..", "shared", "real-logdirs"),
+                         "/work/shared/real-logdirs") if d and os.path.isdir(d)), "")
 
 
 def tarballs() -> list[str]:
