@@ -272,6 +272,17 @@ def test_live_log_dir_and_an_append_in_flight(tmp_path, kfx):
         with open(first, "ab") as f:
             f.write(whole[:10])
         assert [p.file for p in verify([d]).problems] == [first]
+        # the active .log preallocated (log.preallocate): zeros to its end are the broker's, not damage
+        with open(seg, "r+b") as f:
+            f.truncate(os.path.getsize(seg) - len(whole) // 2)
+            f.seek(0, 2)
+            f.write(bytes(8192))
+        rep = verify([d])
+        assert [p.file for p in rep.problems] == [first]
+        assert any(n.kind == "append-in-flight" and "preallocated" in n.detail for n in rep.notes)
+        with open(seg, "ab") as f:   # ... but zeros followed by bytes are damage, live or not
+            f.write(b"\x01")
+        assert sorted(p.file for p in verify([d]).problems) == sorted([first, seg])
     finally:
         holder.stdin.close()
         holder.wait(timeout=10)

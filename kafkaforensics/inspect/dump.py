@@ -17,7 +17,7 @@ from specs import record_batch as R
 
 from kafkaforensics.log import kraft, offset_index, time_index, txn_index
 from kafkaforensics.log.logdir import read_clean_shutdown
-from kafkaforensics.log.paths import IN_FLIGHT_KINDS, appending, file_kind
+from kafkaforensics.log.paths import appending, file_kind, live_tail
 from kafkaforensics.log.tiered import REMOTE_INDEX_RE
 from kafkaforensics.records.batch import resolve_legacy_wrapper
 from kafkaforensics.records.batch_json import batch_to_json, encode
@@ -291,9 +291,9 @@ def _dump_log(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
                 last_offset = r.offset
                 _print_record_line(b, r, opts.print_data, enc, out, opts.decoder, corrupt)
         stop = scanner.stop
-        if stop is not None and opts.max_bytes is None and stop.kind in IN_FLIGHT_KINDS and appending(path):
-            print(f"note: {stop}: the broker holding this log dir is still writing this batch (an append in "
-                  "flight, not damage)", file=err)
+        why = live_tail(stop, path) if stop is not None and opts.max_bytes is None and appending(path) else None
+        if why is not None:
+            print(f"note: {stop}: {why}", file=err)
         elif stop is not None and opts.max_bytes is None:
             res.problems.append(stop)
             if opts.fmt == "text":

@@ -28,8 +28,8 @@ from kafkaforensics.log.logdir import (CLEAN_SHUTDOWN_FILE, METADATA_PARTITION, 
 from kafkaforensics.log.partition import INDEX, LOG, TIMEINDEX, TXNINDEX, PartitionDir, SegmentFiles, find_partitions
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot
 from kafkaforensics.log.dir_lock import LOCK_FILE
-from kafkaforensics.log.paths import (IN_FLIGHT_KINDS, LOG_DIR, PARTITION_DIR, classify, is_active_segment,
-                                      live_log_dirs, live_note)
+from kafkaforensics.log.paths import (LOG_DIR, PARTITION_DIR, classify, is_active_segment, live_log_dirs, live_note,
+                                      live_tail)
 from kafkaforensics.log.tiered import REMOTE_INDEX_RE, check_remote_index
 from kafkaforensics.log.segment import BatchScanner, file_name, offset_from_name, open_buffer
 
@@ -352,15 +352,15 @@ def verify_partition(pd: PartitionDir, rep: VerifyReport, *, checkpoints=None, p
 
 
 def _in_flight_tail(log: str, rep: VerifyReport, before: int) -> None:
-    """On a live log dir, the active segment's walk stopping at a partial batch at its very end is a
-    write the broker has not finished: moved from ``rep.problems[before:]`` to the notes."""
+    """On a live log dir, the active segment's walk stopping at its very end at what a running broker
+    leaves there (:func:`~kafkaforensics.log.paths.live_tail`): moved from ``rep.problems[before:]``
+    to the notes."""
     for k in range(before, len(rep.problems)):
         p = rep.problems[k]
-        if p.file == log and p.kind in IN_FLIGHT_KINDS:
+        why = live_tail(p, log) if p.file == log else None
+        if why is not None:
             del rep.problems[k]
-            rep.notes.append(Problem(p.file, p.position, p.offset, "append-in-flight",
-                                     f"{p.detail}: the broker holding this log dir is still writing this batch "
-                                     "(an append in flight, not damage)"))
+            rep.notes.append(Problem(p.file, p.position, p.offset, "append-in-flight", f"{p.detail}: {why}"))
             return
 
 

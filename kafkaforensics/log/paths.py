@@ -193,6 +193,35 @@ def live_log_dirs(kpaths) -> dict[str, int]:
 IN_FLIGHT_KINDS = frozenset({"truncated-batch", "trailing-bytes"})
 
 
+def live_tail(stop, log: str) -> str | None:
+    """Why the walk of a live partition's active segment ``log`` stopping at ``stop`` (a
+    :class:`~kafkaforensics.errors.Problem`) is no damage, or None when it is: a partial batch at the
+    very end (an append in flight), or zeros from there to the end of the file (space the broker
+    preallocated: log.preallocate, trimmed at shutdown)."""
+    if stop is None:
+        return None
+    if stop.kind in IN_FLIGHT_KINDS:
+        return "the broker holding this log dir is still writing this batch (an append in flight, not damage)"
+    if stop.kind == "zeroed-tail" and stop.position is not None and _zeros_to_end(log, stop.position):
+        return ("zeros to the end of the active segment: space the broker preallocated (log.preallocate; "
+                "trimmed when it shuts down), not damage")
+    return None
+
+
+def _zeros_to_end(path: str, position: int, chunk: int = 1 << 20) -> bool:
+    try:
+        with open(path, "rb") as f:
+            f.seek(position)
+            while True:
+                b = f.read(chunk)
+                if not b:
+                    return True
+                if b.count(0) != len(b):
+                    return False
+    except OSError:
+        return False
+
+
 def is_active_segment(log: str) -> bool:
     """Whether ``log`` is its partition dir's last (active) segment."""
     d, base = os.path.dirname(os.path.abspath(log)), offset_from_name(log)
