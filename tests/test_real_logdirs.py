@@ -295,3 +295,15 @@ def test_the_html_report_details_the_partitions_with_data_and_counts_the_empty_o
     assert page.count("<h2 id='p-") == 7 and "50 empty partition(s)" in page
     summary = ticket_summary(rep, [rd.log_dir])
     assert "50 empty partition(s): no batches, no problems found." in summary and "items-0" in summary
+
+
+def test_a_producer_kept_past_retention_is_no_snapshot_mismatch(real):
+    """kafka27 myTopic-0: retention left an empty segment at 38 and a producer snapshot at 38 with three
+    producers whose batches are gone -- Kafka keeps producer state until producer.id.expiration.ms."""
+    from kafkaforensics.log.producer_state import read_snapshot
+    rd = real["kafka27-zk-compacted-offsets"]
+    snap = rd.path("myTopic-0", "00000000000000000038.snapshot")
+    entries = read_snapshot(open(snap, "rb").read(), file=snap)
+    assert len(entries) == 3 and all(e.last_offset < 38 for e in entries)
+    rep = analyze([rd.path("myTopic-0")], AnalyzeOptions(now=NOW))
+    assert [f.kind for f in rep.findings if f.severity != "info"] == []
