@@ -102,6 +102,13 @@ def _require_paths(paths) -> None:
             _fail(f"{p}: no such file or directory")
 
 
+def _print_live_notes(paths) -> None:
+    """One note line on stderr per log dir among ``paths`` that a running broker holds."""
+    from kafkaforensics.log.paths import live_notes
+    for n in live_notes(paths):
+        _err().print(f"note: {n}", highlight=False, soft_wrap=True, markup=False)
+
+
 def progress_bar(total: int, label: str):
     """A rich progress bar on stderr (hidden when stderr is not a terminal)."""
     if not sys.stderr.isatty() and not any(v in os.environ
@@ -113,7 +120,7 @@ def progress_bar(total: int, label: str):
 
 
 @commands.command()
-def dump(paths: List[str] = Argument(..., metavar="PATH", help="Files to dump (.log .index .timeindex .txnindex .snapshot, checkpoints)"),
+def dump(paths: List[str] = Argument(..., metavar="PATH", help="Files (.log .index .timeindex .txnindex .snapshot, checkpoints), partition dirs or log dirs"),
          deep: bool = Option(False, "--deep", "--deep-iteration", help="Decode every record"),
          print_data: bool = Option(False, "--print-data", "--print-data-log", help="Print keys and values (implies --deep)"),
          fmt: Fmt = Option(Fmt.text, "--format", metavar="text|json", help="text (kafka-dump-log.sh lines) or json (JSON lines)"),
@@ -132,9 +139,7 @@ def dump(paths: List[str] = Argument(..., metavar="PATH", help="Files to dump (.
                                                           help="Decode __remote_log_metadata records")):
     """Print Kafka storage files like kafka-dump-log.sh, or as JSON lines."""
     from kafkaforensics.inspect.dump import DumpOptions, dump as dump_files
-    for p in paths:
-        if not os.path.isfile(p):
-            _fail(f"{p}: no such file")
+    from kafkaforensics.log.paths import PathUsageError
     decoders = [n for n, on in (("offsets", offsets_decoder), ("transaction-log", transaction_log_decoder),
                                 ("cluster-metadata", cluster_metadata_decoder),
                                 ("share-group-state", share_group_state_decoder),
@@ -146,6 +151,8 @@ def dump(paths: List[str] = Argument(..., metavar="PATH", help="Files to dump (.
                        decoder=decoders[0] if decoders else None)
     try:
         res = dump_files(paths, opts)
+    except PathUsageError as e:
+        _fail(str(e))
     except BrokenPipeError:  # `kfx dump ... | head`: stop quietly, as a Unix filter should
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         raise Exit(EXIT_OK)
@@ -159,25 +166,29 @@ def verify(paths: List[str] = Argument(..., metavar="PATH", help="Segment files,
                                                            help="Also flag batches larger than this")):
     """Check CRCs, structure, indexes and checkpoints. Exit 0 clean, 1 problems, 2 usage/IO error."""
     from kafkaforensics.inspect.verify import verify as verify_paths
-    _require_paths(paths)
+    from kafkaforensics.log.paths import PathUsageError
     try:
         rep = _with_progress(paths, "verify", lambda advance: verify_paths(paths, progress=advance,
                                                                            max_batch_bytes=max_message_bytes))
-    except OSError as e:
+    except (OSError, PathUsageError) as e:
         _fail(str(e))
     if as_json:
         from kafkaforensics.inspect.analyzer import problem_remedy
         j = rep.to_json()
-        for d, p in zip(j["problems"], rep.problems):
-            d["remedy"] = problem_remedy(p)
+        for key, items in (("problems", rep.problems), ("warnings", rep.warnings)):
+            for d, p in zip(j[key], items):
+                d["remedy"] = problem_remedy(p)
         print(json.dumps(j))
     else:
         from cli.plain import print_lines
         if rep.partitions:
             from cli.tables import print_table
+            shown = [p for p in rep.partitions if p["batches"]]  # then one line counting the empty ones
             print_table("kfx verify", ("partition", "segments", "batches", "bytes", "log start", "log end"),
                         [(p["partition"], p["segments"], p["batches"], p["bytes"], p["logStartOffset"],
-                          p["logEndOffset"]) for p in rep.partitions], right=range(1, 6))
+                          p["logEndOffset"]) for p in shown], right=range(1, 6))
+            if len(shown) < len(rep.partitions):
+                print(f"{len(rep.partitions) - len(shown)} partition(s) hold no batches (not listed)")
         print_lines(verify_report_lines(rep))
     raise Exit(EXIT_OK if rep.ok else EXIT_PROBLEMS)
 
@@ -186,15 +197,18 @@ def verify_report_lines(rep) -> list:
     """The lines `kfx verify` prints after its table: notes, problems with their remedies, the total."""
     from cli.plain import Line
     lines = [Line(f"[dim]note: {n}[/dim]", f"note: {n}", [str(n)], highlight=False) for n in rep.notes]
-    if rep.problems:
+    if rep.problems or rep.warnings:
         from kafkaforensics.inspect.analyzer import problem_remedy
-        for p in rep.problems:
-            remedy = problem_remedy(p)
-            lines.append(Line(f"[red]problem:[/red] {p}", f"problem: {p}", [str(p)], highlight=False, soft_wrap=True))
-            lines.append(Line(f"  remedy: {remedy}", f"  remedy: {remedy}", [remedy], highlight=False, soft_wrap=True,
-                              markup=False))
+        for word, style, items in (("warning", "yellow", rep.warnings), ("problem", "red", rep.problems)):
+            for p in items:
+                remedy = problem_remedy(p)
+                lines.append(Line(f"[{style}]{word}:[/{style}] {p}", f"{word}: {p}", [str(p)], highlight=False,
+                                  soft_wrap=True))
+                lines.append(Line(f"  remedy: {remedy}", f"  remedy: {remedy}", [remedy], highlight=False,
+                                  soft_wrap=True, markup=False))
     total = f"{rep.files} files, {rep.batches} batches, {rep.bytes} bytes: "
-    verdict = "OK" if rep.ok else f"{len(rep.problems)} problem(s)"
+    verdict = ("OK" if rep.ok else f"{len(rep.problems)} problem(s)") + (
+        f", {len(rep.warnings)} warning(s)" if rep.warnings else "")
     lines.append(Line(total + (f"[green]{verdict}[/green]" if rep.ok else f"[red]{verdict}[/red]"), total + verdict))
     return lines
 
@@ -571,10 +585,10 @@ def analyze(paths: List[str] = Argument(..., metavar="PATH", help="Segments, par
     """Find damage and suspicious patterns: offsets, timestamps, producers, transactions, leader epochs."""
     from rich.console import Console
     from kafkaforensics.inspect.analyzer import AnalyzeOptions, analyze as analyze_paths
-    _require_paths(paths)
+    from kafkaforensics.log.paths import PathUsageError
     try:
         rep = analyze_paths(paths, AnalyzeOptions(now=now))
-    except OSError as e:
+    except (OSError, PathUsageError) as e:
         _fail(str(e))
     from kafkaforensics.inspect.report_html import iso
     if html_out:
@@ -589,7 +603,7 @@ def analyze(paths: List[str] = Argument(..., metavar="PATH", help="Segments, par
         from cli.tables import Cell, print_table
         c = Console()
         rows = []
-        for p in rep.partitions:
+        for p in rep.partitions_with_data:  # then one line counting the empty ones
             n = sum(1 for f in rep.findings if f.partition == p.partition and f.severity != "info")
             span = f"{iso(p.first_timestamp)}..{iso(p.last_timestamp)}" if p.first_timestamp is not None else "-"
             tx = p.transactions
@@ -598,6 +612,9 @@ def analyze(paths: List[str] = Argument(..., metavar="PATH", help="Segments, par
                          f"{tx['committed']}/{tx['aborted']}/{tx['open']}", Cell(str(n), "red" if n else None)))
         print_table("kfx analyze", ("partition", "offsets", "time span", "bytes", "codecs", "producers",
                                     "txns c/a/open", "findings"), rows)
+        empty = len(rep.partitions) - len(rep.partitions_with_data)
+        if empty:
+            print(f"{empty} partition(s) hold no batches (not listed)")
         for f in rep.findings:
             style = {"error": "red", "warning": "yellow", "info": "dim"}[f.severity]
             where = " ".join(x for x in (f.offsets_text(), f"@ byte {f.position}" if f.position is not None else "") if x)
@@ -617,10 +634,12 @@ def diff(dir_a: str = Argument(..., help="Replica A (the leader's copy)"),
     """Compare two replicas of a partition: first divergence, one-sided batches, epoch truncation point."""
     from rich.console import Console
     from kafkaforensics.inspect.diff import diff as diff_dirs
-    for p in (dir_a, dir_b):
-        if not os.path.isdir(p):
-            _fail(f"{p}: not a directory")
-    rep = diff_dirs(dir_a, dir_b)
+    from kafkaforensics.log.paths import PathUsageError
+    try:
+        rep = diff_dirs(dir_a, dir_b)
+    except PathUsageError as e:
+        _fail(str(e))
+    _print_live_notes([dir_a, dir_b])
     if as_json:
         print(json.dumps(rep.to_json()))
     else:
@@ -658,21 +677,24 @@ def diff(dir_a: str = Argument(..., help="Replica A (the leader's copy)"),
 
 
 @commands.command()
-def groups(log_dir: str = Argument(..., help="A log dir holding __consumer_offsets-N partitions"),
+def groups(paths: List[str] = Argument(..., metavar="PATH", help="Log dirs, or __consumer_offsets-N partition dirs"),
            as_json: bool = JSON,
            members: bool = Option(False, "--members", help="Also list the members of classic, consumer "
                                         "(KIP-848), share and streams groups")):
     """Latest committed offset of every group/topic/partition, and its lag against the log dir's partitions."""
     from kafkaforensics.inspect.groups import committed_offsets, group_members
-    if not os.path.isdir(log_dir):
-        _fail(f"{log_dir}: not a directory")
-    rows = committed_offsets(log_dir)
-    mrows = group_members(log_dir) if members else None
+    from kafkaforensics.log.paths import PathUsageError
+    try:
+        rows = committed_offsets(paths)
+        mrows = group_members(paths) if members else None
+    except PathUsageError as e:
+        _fail(str(e))
+    _print_live_notes(paths)
     if as_json:
         print(json.dumps({"offsets": rows, **({"members": mrows} if members else {})}))
     else:
         from cli.tables import print_table
-        print_table(f"kfx groups {log_dir}", ("group", "topic", "partition", "committed", "log end", "lag", "metadata"),
+        print_table(f"kfx groups {' '.join(paths)}", ("group", "topic", "partition", "committed", "log end", "lag", "metadata"),
                     [(r["group"], r["topic"], r["partition"], r["offset"],
                       "" if r["logEndOffset"] is None else r["logEndOffset"],
                       "past log end" if r["pastLogEnd"] else "" if r["lag"] is None else r["lag"],

@@ -25,14 +25,16 @@ class TextCheckpoint:
         def bad(lineno: int, detail: str) -> KafkaFormatError:
             return KafkaFormatError("checkpoint", f"line {lineno}: {detail}", file=file)
 
-        if len(lines) < 2:
-            raise bad(len(lines) + 1, "missing version or entry count line")
+        if not lines:  # Kafka's CheckpointReadBuffer: an empty file holds no entries (CheckpointFile
+            return []  # creates the file empty when it opens one: a broker whose cleaner never ran leaves it so)
         try:
             version = int(lines[0])
         except ValueError:
             raise bad(1, f"version {lines[0]!r} is not a number") from None
         if version != self.version:
             raise bad(1, f"unsupported version {version} (expected {self.version})")
+        if len(lines) == 1:  # a version line and nothing else: no entries, as Kafka reads it
+            return []
         try:
             count = int(lines[1])
         except ValueError:

@@ -147,7 +147,7 @@ def test_damage_leftovers_and_checkpoints_are_errors(tmp_path, kfx):
     data[[b.position for b in iter_batches(seg)][1] + 70] ^= 0xFF  # inside the CRC-covered bytes
     open(seg, "wb").write(bytes(data))
     shutil.copy(seg, seg + ".cleaned")
-    (logdir / "replication-offset-checkpoint").write_text("0\n1\nt 0 999\n")
+    (logdir / "recovery-point-offset-checkpoint").write_text("0\n1\nt 0 999\n")
     rep = analyze([str(logdir)], AnalyzeOptions(now=NOW))
     kinds = {(f.kind, f.severity) for f in rep.findings}
     assert {("crc-mismatch", "error"), ("leftover-file", "error"), ("checkpoint-beyond-log-end", "error")} <= kinds

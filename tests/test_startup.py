@@ -233,9 +233,10 @@ TEXT = st.text(alphabet="abz AZ09:.-_/\\[]()@\t\né", max_size=90) | st.sampled_
 
 
 def _report(draw_problems, notes, counts):
-    problems = [Problem(f, pos, off, kind, detail) for f, pos, off, kind, detail in draw_problems]
+    drawn = [Problem(f, pos, off, kind, detail) for f, pos, off, kind, detail in draw_problems]
+    problems, warnings = drawn[::2], drawn[1::2]  # every other one a warning: both kinds of line are drawn
     return SimpleNamespace(notes=[Problem(f, None, None, "note", d) for f, d in notes], problems=problems,
-                           files=counts[0], batches=counts[1], bytes=counts[2], ok=not problems)
+                           warnings=warnings, files=counts[0], batches=counts[1], bytes=counts[2], ok=not problems)
 
 
 def _rich(lines, width):

@@ -19,18 +19,20 @@ from __future__ import annotations
 
 import os
 import time as _time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 
 from specs.layout import INT32_MAX
 
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.log_loader import PartitionLog
-from kafkaforensics.log.partition import PartitionDir, find_partitions, parse_partition_dir_name, read_offset_checkpoints
+from kafkaforensics.log.partition import PartitionDir, SegmentFiles, find_partitions, parse_partition_dir_name
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot
 from kafkaforensics.log.segment import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, file_name, offset_from_name, sibling
 from kafkaforensics.log.tiered import remote_segments
-from kafkaforensics.inspect.verify import VerifyReport, verify_partition
+from kafkaforensics.inspect.dump import TOPIC_DECODERS, decode_record
+from kafkaforensics.inspect.verify import (WARNING_KINDS, VerifyReport, read_log_dir_checkpoints, verify_identity,
+                                           verify_log_dir_files, verify_partition, verify_partition_files)
 
 
 @dataclass
@@ -84,6 +86,9 @@ def remedy_for(f: Finding, partition_dir: str, producer: tuple | None = None) ->
         return (f"abort it through the cluster: kafka-transactions.sh --bootstrap-server HOST:PORT abort "
                 f"--topic {topic} --partition {part} --start-offset {f.first_offset} "
                 f"(kfx recover cannot: the marker must come from the transaction coordinator{old})")
+    if k == "missing-index":
+        return (f"nothing needed: Kafka rebuilds a missing offset index when it loads the log; "
+                f"kfx reindex {sibling(f.file, LOG) if f.file else d} rebuilds it now, byte-identical")
     if k in _INDEX_KINDS:
         target = f.file or d
         if k == "orphan-index":
@@ -115,13 +120,19 @@ def remedy_for(f: Finding, partition_dir: str, producer: tuple | None = None) ->
         return "harmless after compaction or retention; otherwise compare the replicas with kfx diff"
     if k == "aborted-transaction":
         return "nothing to do: read_committed consumers skip these records"
-    if k in ("leader-epoch-mismatch", "leader-epoch-regression", "epoch-order", "epoch-beyond-log-end"):
+    if k == "epoch-beyond-log-end":
+        return (f"Kafka drops these entries when it loads the log (kfx recover {d} rewrites leader-epoch-checkpoint "
+                "up to the log end); the log lost what those epochs wrote: kfx diff against another replica")
+    if k in ("leader-epoch-mismatch", "leader-epoch-regression", "epoch-order"):
         return (f"kfx recover --dry-run {d} (recovery rewrites leader-epoch-checkpoint up to the log end); "
                 "kfx diff the replicas to find where they diverge")
     if k == "leader-epoch-boundaries":
         return "nothing to do: where a diverging follower would truncate"
     if k in ("snapshot-mismatch", "snapshot-beyond-log-end"):
         return f"kfx recover {d} rebuilds producer snapshots from the log (backup kept)"
+    if k == "log-behind-checkpoint":
+        return ("if this is a copy of a running broker's log dir, copy it again after stopping the broker; "
+                "otherwise the records past the log end are lost here: kfx diff against another replica")
     if k == "checkpoint-beyond-log-end":
         return "the log lost data the checkpoint had seen (a truncated disk?): kfx diff against another replica before restarting"
     if k in ("topic-not-in-metadata", "topic-id-mismatch"):
@@ -131,6 +142,9 @@ def remedy_for(f: Finding, partition_dir: str, producer: tuple | None = None) ->
     if k in ("cluster-id-mismatch", "node-id-mismatch", "duplicate-directory-id"):
         return ("the broker refuses to start with these log dirs together: find which meta.properties belongs to "
                 "another broker or cluster (a disk mounted in the wrong place?) before changing any of them")
+    if k == "undecodable-record":
+        return (f"the coordinator loading this partition cannot read the record: kfx dump {d} shows it; compare "
+                "a replica (kfx diff) before the broker leads this partition")
     if k == "segment-overlap":
         return f"kfx recover --dry-run {d}; keep the original files as evidence and kfx salvage into a new directory"
     return f"kfx recover --dry-run {d} shows what Kafka's log loading would do"
@@ -161,6 +175,8 @@ class PartitionSummary:
     transactions: dict = field(default_factory=lambda: {"committed": 0, "aborted": 0, "open": 0})
     last_stable_offset: int | None = None
     remote_segments: list | None = None   # tiered storage: what __remote_log_metadata says exists remotely
+    #: an internal topic's records by what they are (decoded by the dir's name: offset_commit, TopicRecord...)
+    record_types: dict | None = None
     timeline: list = field(default_factory=list)   # (byte position, offset, max timestamp)
     segment_starts: list = field(default_factory=list)
     #: per segment: file, base offset, byte start in the partition, size, valid bytes, batches, offsets,
@@ -194,7 +210,13 @@ class AnalysisReport:
 
     @property
     def problems(self) -> list[Finding]:
-        return [f for f in self.findings if f.severity in ("error", "warning")]
+        """What makes ``kfx analyze`` exit 1: errors and warnings, but not what Kafka repairs by itself
+        at start-up (verify's WARNING_KINDS: a missing index, checkpoints ahead of a copied log)."""
+        return [f for f in self.findings if f.severity in ("error", "warning") and f.kind not in WARNING_KINDS]
+
+    @property
+    def partitions_with_data(self) -> list[PartitionSummary]:
+        return [p for p in self.partitions if p.batches]
 
 
 @dataclass
@@ -209,22 +231,73 @@ class AnalyzeOptions:
 
 
 def analyze(paths, opts: AnalyzeOptions | None = None) -> AnalysisReport:
+    """Analyze log dirs, partition dirs or ``.log`` segments (one meaning for every path:
+    :func:`kafkaforensics.log.paths.classify_for`; anything else raises its ``PathUsageError``).
+    A log dir's own files (checkpoints, clean-shutdown marker, identity, KRaft files) are checked by
+    verify's checks, so both commands say the same of every file."""
+    from kafkaforensics.log.paths import (FILE, LOG_DIR, PARTITION_DIR, PathUsageError, classify_for, live_log_dirs,
+                                          live_note)
+    kpaths = classify_for(paths, "analyze", file_kinds=("log",),
+                          what="a log dir, a partition dir or a .log segment")
     opts = opts or AnalyzeOptions()
     now = opts.now if opts.now is not None else int(_time.time() * 1000)
     rep = AnalysisReport()
-    for path in paths:
-        if not os.path.isdir(path):
-            path = os.path.dirname(os.path.abspath(path)) or "."
-        parts = find_partitions(path)
-        try:
-            ckpts = read_offset_checkpoints(path) if not (len(parts) == 1 and parts[0].path == path) else \
-                read_offset_checkpoints(os.path.dirname(os.path.abspath(path)))
-        except KafkaFormatError:
-            ckpts = {}
-        for pd in parts:  # a -delete/-future/-stray copy is analysed under its own name, without checkpoints
-            _analyze_partition(pd, ckpts if pd.state == "live" else {}, now, opts, rep)
-        _tiered(path, [pd for pd in parts if pd.state == "live"], rep)
+    live = live_log_dirs(kpaths)
+    for d, pid in live.items():
+        rep.findings.append(Finding("live-log-dir", "info", os.path.basename(d), None, None, None, d, live_note(d, pid)))
+    for kp in kpaths:
+        is_live = kp.log_dir in live
+        if kp.kind == LOG_DIR:
+            parts = find_partitions(kp.path)
+            vr = VerifyReport()
+            ckpts = verify_log_dir_files(kp.path, parts, vr)
+            _verify_findings(vr, os.path.basename(os.path.normpath(kp.path)), kp.path, rep)
+            for pd in parts:  # a -delete/-future/-stray copy is analysed under its own name, without checkpoints
+                _analyze_partition(pd, ckpts if pd.state == "live" else {}, now, opts, rep, live=is_live)
+            _tiered(kp.path, [pd for pd in parts if pd.state == "live"], rep)
+        else:
+            pdir = kp.partition_dir
+            pd = PartitionDir.scan(pdir)
+            ckpts = {}  # a malformed checkpoint is the log dir's analysis's to report
+            if kp.log_dir is not None and pd.state == "live":
+                ckpts = read_log_dir_checkpoints(kp.log_dir)[0]
+            if kp.kind == FILE:  # that segment alone: no snapshot or epoch file applies to a part
+                base = offset_from_name(kp.path)
+                if base is None or os.path.basename(kp.path) != file_name(base, LOG):
+                    raise PathUsageError(f"{kp.path}: kfx analyze reads a segment by Kafka's name for it, "
+                                         "<base offset, 20 digits>.log (kfx verify and kfx dump read any name)")
+                pd = replace(pd, segments=[SegmentFiles(base, pdir)], snapshots=[], leftovers=[], orphan_indexes=[])
+            _analyze_partition(pd, ckpts, now, opts, rep, live=is_live, segment_only=kp.kind == FILE)
+            if kp.kind == PARTITION_DIR:
+                vr = VerifyReport()
+                verify_partition_files(pd, vr)
+                _verify_findings(vr, pd.name, pd.path, rep)
+            if kp.kind == PARTITION_DIR and kp.log_dir is not None:
+                _tiered(kp.log_dir, [pd], rep)
+    dirs = [kp.path for kp in kpaths if kp.kind == LOG_DIR]
+    if dirs:
+        vr = VerifyReport()
+        verify_identity(dirs, vr)
+        _verify_findings(vr, None, None, rep)
     return rep
+
+
+def _verify_findings(vr: VerifyReport, name: str | None, path: str | None, rep: AnalysisReport) -> None:
+    """verify's problems, warnings and notes as findings (error, warning, info), with their remedies
+    (a preallocated index tail, normal on an active segment, is left out)."""
+    for sev, items in (("error", vr.problems), ("warning", vr.warnings), ("info", vr.notes)):
+        for p in items:
+            if p.kind == "preallocated-index":
+                continue
+            where = name
+            if where is None:  # named by the dir holding the file: its partition dir, else its log dir
+                where = os.path.basename(os.path.dirname(os.path.abspath(p.file))) if p.file else ""
+            f = Finding(p.kind, sev, where, p.offset, p.offset, p.position, p.file, p.detail)
+            if sev == "info":
+                f.remedy = "nothing to do"
+            else:
+                f.remedy = problem_remedy(p) if path is None else remedy_for(f, path)
+            rep.findings.append(f)
 
 
 def _tiered(log_dir: str, parts, rep: AnalysisReport) -> None:
@@ -252,17 +325,23 @@ def _tiered(log_dir: str, parts, rep: AnalysisReport) -> None:
                                             f"{summ.log_start_offset - 1} are in neither tier"))
 
 
-def _analyze_partition(pd: PartitionDir, ckpts: dict, now: int, opts: AnalyzeOptions, rep: AnalysisReport) -> None:
-    name = pd.name
+def _analyze_partition(pd: PartitionDir, ckpts: dict, now: int, opts: AnalyzeOptions, rep: AnalysisReport, *,
+                       live: bool = False, segment_only: bool = False) -> None:
+    name = pd.name if not segment_only else os.path.join(pd.name, os.path.basename(pd.segments[0].log))
     vr = VerifyReport()
-    verify_partition(pd, vr, checkpoints=ckpts)
-    for p in vr.problems:
-        rep.findings.append(Finding(p.kind, "error", name, p.offset, p.offset, p.position, p.file, p.detail))
+    # one segment of a partition is not held to the partition's checkpoints (its log end is not theirs);
+    # they still say where the log starts and how far the cleaner went
+    verify_partition(pd, vr, checkpoints=ckpts if not segment_only else None, live=live, epochs=not segment_only)
+    first_finding = len(rep.findings)
+    _verify_findings(vr, name, pd.path, rep)
     summ = PartitionSummary(name, pd.path, segments=len(pd.segments))
     rep.partitions.append(summ)
+    log_start = ckpts.get("log-start-offset-checkpoint", {}).get((pd.topic, pd.partition)) if pd.topic else None
+    if pd.segments:
+        log_start = max(log_start or 0, pd.segments[0].base_offset)
     cleaner_ck = ckpts.get("cleaner-offset-checkpoint", {}).get((pd.topic, pd.partition)) if pd.topic else None
     try:
-        epochs = LeaderEpochCache.read(pd.path) or LeaderEpochCache()
+        epochs = (LeaderEpochCache.read(pd.path) if not segment_only else None) or LeaderEpochCache()
     except KafkaFormatError:
         epochs = LeaderEpochCache()
     snapshots = {}
@@ -278,7 +357,10 @@ def _analyze_partition(pd: PartitionDir, ckpts: dict, now: int, opts: AnalyzeOpt
                        before_apply=lambda b: a.snapshot_check(b.base_offset, snapshots))
     a = _PartitionAnalysis(name, summ, rep, now, opts, cleaner_ck, epochs, log.state)
     a.path = pd.path
-    first_finding = len(rep.findings) - len(vr.problems)
+    a.log_start = log_start
+    a.decoder = TOPIC_DECODERS.get(pd.topic) if pd.topic else None
+    if a.decoder is not None:
+        summ.record_types = {}
     base_pos = 0
     for seg, batches in log.walk():
         summ.segment_starts.append((base_pos, seg.base_offset))
@@ -314,6 +396,8 @@ class _PartitionAnalysis:
         self.seg_end = None
         self.path = name
         self.open_txn = {}           # pid -> the transaction being written (a dict of summ.txns' form)
+        self.log_start = None        # the partition's log start offset (checkpoint, first segment)
+        self.decoder = None          # an internal topic's decoder (dump's, by the dir's name)
 
     def add(self, kind, severity, first, last, b, explanation):
         self.rep.findings.append(Finding(kind, severity, self.name, first, last,
@@ -400,10 +484,33 @@ class _PartitionAnalysis:
                 if len(self.summ.txns) < self.opts.max_txns:
                     self.summ.txns.append(t)
 
+    def _decode(self, b) -> None:
+        """An internal topic's records, decoded as its coordinator reads them (by the dir's name): counted
+        by type, and a record that does not decode is a finding (the coordinator could not load it)."""
+        if not b.crc_valid():
+            return  # damage: verify's
+        try:
+            recs = b.records()
+        except KafkaFormatError:
+            return
+        types = self.summ.record_types
+        for r in recs:
+            d = decode_record(self.decoder, b, r)
+            if "error" in d:
+                self.add("undecodable-record", "warning", r.offset, r.offset, b,
+                         f"a {self.name.rsplit('-', 1)[0]} record that does not decode ({d['error']})")
+                continue
+            k, v = d.get("key") or {}, d.get("value")
+            label = ("control" if "control" in d else k.get("kind") or (v or {}).get("type") or k.get("type")
+                     or "record")
+            types[label] = types.get(label, 0) + 1
+
     def batch(self, b, base_pos: int, done=None) -> None:
         """One batch, already applied to the producer state (``done``: the transaction it completes)."""
         s = self.summ
         s.batches += 1
+        if self.decoder is not None:
+            self._decode(b)
         self._row(b)
         self._txn_spans(b)
         s.records += b.count or 0
@@ -514,6 +621,8 @@ class _PartitionAnalysis:
         self.prev_epoch = e if self.prev_epoch is None else max(self.prev_epoch, e)
         if not self.epochs:
             return
+        if self.log_start is not None and b.last_offset < self.log_start:
+            return  # below the log start (DeleteRecords, retention): the cache was truncated from the start
         starts = [s for ep, s in self.epochs if ep == e]
         if not starts:
             if e > self.epochs.latest_epoch:
@@ -539,8 +648,11 @@ class _PartitionAnalysis:
             want = {pid: (e.epoch, e.last_sequence, e.last_offset) for pid, e in self.state.producers.items()}
             have = {e.producer_id: (e.epoch, e.last_sequence, e.last_offset) for e in entries}
             diffs = [pid for pid in set(want) | set(have) if want.get(pid) != have.get(pid)]
-            # snapshots drop expired producers: only a disagreement on a producer the snapshot has counts
-            diffs = [pid for pid in diffs if pid in have]
+            # snapshots drop expired producers: only a disagreement on a producer the snapshot has counts;
+            # and Kafka keeps a producer's state until producer.id.expiration.ms, after retention or
+            # DeleteRecords removed its batches: an entry whose last offset is below the log start is normal
+            below = {e.producer_id for e in entries if self.log_start is not None and e.last_offset < self.log_start}
+            diffs = [pid for pid in diffs if pid in have and not (pid not in want and pid in below)]
             if diffs:
                 pid = sorted(diffs)[0]
                 self.rep.findings.append(Finding(

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.log_loader import PartitionLog
+from kafkaforensics.log.paths import PARTITION_DIR, classify_for
 
 
 @dataclass
@@ -59,6 +60,10 @@ def _batches(log: PartitionLog, corrupt: list, max_listed: int):
 
 
 def diff(dir_a: str, dir_b: str, max_listed: int = 1000) -> DiffReport:
+    """Compare two replicas of one partition: two partition dirs (anything else raises
+    :class:`~kafkaforensics.log.paths.PathUsageError`: a log dir holds many partitions, a file is part of one)."""
+    classify_for([dir_a, dir_b], "diff", accept=(PARTITION_DIR,),
+                 what="two partition dirs (two replicas of one partition)")
     la, lb = (PartitionLog(d, damage="keep", producers=False) for d in (dir_a, dir_b))
     pa, pb = la.dir, lb.dir
     rep = DiffReport(pa.path, pb.path)

@@ -17,7 +17,8 @@ from specs import record_batch as R
 from specs.lazy import lazy
 
 from kafkaforensics.log import kraft, offset_index, time_index, txn_index
-from kafkaforensics.log.logdir import CLEAN_SHUTDOWN_FILE, read_clean_shutdown
+from kafkaforensics.log.logdir import read_clean_shutdown
+from kafkaforensics.log.paths import appending, file_kind, live_tail
 from kafkaforensics.log.tiered import REMOTE_INDEX_RE
 from kafkaforensics.records.batch import resolve_legacy_wrapper
 from kafkaforensics.records.batch_json import batch_to_json, encode
@@ -53,30 +54,6 @@ class DumpResult:
     files: int = 0
 
 
-def file_kind(path: str) -> str:
-    name = os.path.basename(path)
-    for suf in LEFTOVER_SUFFIXES:
-        if name.endswith(suf):
-            name = name[: -len(suf)]
-    if name in C.OFFSET_CHECKPOINT_FILES:
-        return "offset-checkpoint"
-    if name == C.LEADER_EPOCH_FILE:
-        return "leader-epoch-checkpoint"
-    if name == C.PARTITION_METADATA_FILE:
-        return "partition-metadata"
-    if name == C.META_PROPERTIES_FILE:
-        return "meta-properties"
-    if kraft.snapshot_id(name) is not None or name.endswith(kraft.PARTIAL_SUFFIX):
-        return "kraft-snapshot"
-    if name == kraft.QUORUM_STATE_FILE:
-        return "quorum-state"
-    if name == CLEAN_SHUTDOWN_FILE:
-        return "clean-shutdown"
-    ext = os.path.splitext(name)[1]
-    return {".log": "log", ".index": "index", ".timeindex": "timeindex", ".txnindex": "txnindex",
-            ".snapshot": "snapshot"}.get(ext, "unknown")
-
-
 def _base_offset(path: str) -> int:
     name = os.path.basename(path)
     for suf in LEFTOVER_SUFFIXES:
@@ -105,73 +82,136 @@ def _opt_long(v) -> str:
     return "OptionalLong.empty" if v is None or v < 0 else f"OptionalLong[{v}]"
 
 
+#: internal topics whose records dump decodes by the partition dir's name (the flags stay for files
+#: outside such a dir)
+TOPIC_DECODERS = {"__consumer_offsets": "offsets", "__transaction_state": "transaction-log",
+                  "__cluster_metadata": "cluster-metadata", "__share_group_state": "share-group-state",
+                  "__remote_log_metadata": "remote-log-metadata"}
+
+
+def decoder_for(path: str) -> str | None:
+    """The decoder an internal topic's file needs, from its partition dir's name (None: not one)."""
+    from kafkaforensics.log.partition import parse_partition_dir_name
+    tp = parse_partition_dir_name(os.path.dirname(os.path.abspath(path)))
+    return TOPIC_DECODERS.get(tp[0]) if tp else None
+
+
+def expand(paths) -> list[str]:
+    """The files ``paths`` name, in the order dump prints them: a file itself, a partition dir's files
+    in offset order, a log dir's own files then each partition's (:mod:`kafkaforensics.log.paths`;
+    a path with nothing Kafka wrote raises its ``PathUsageError``)."""
+    from kafkaforensics.log.paths import (FILE, LOG_DIR, classify, log_dir_files, partition_dirs,
+                                          partition_files)
+    files = []
+    for p in paths:
+        kp = classify(p)
+        if kp.kind == FILE:
+            files.append(p)
+        elif kp.kind == LOG_DIR:
+            files += log_dir_files(p)
+            for d in partition_dirs(p):
+                files += partition_files(d)
+        else:
+            files += partition_files(p)
+    return files
+
+
 def dump(paths, opts: DumpOptions, out=None, err=None) -> DumpResult:
-    """Dump every file in ``paths`` to ``out`` (problems and mismatches go to ``err``)."""
+    """Dump every file ``paths`` name (files, partition dirs, log dirs: :func:`expand`) to ``out``
+    (problems and mismatches go to ``err``). An internal topic's records are decoded by its dir's
+    name unless ``opts.decoder`` says otherwise."""
+    from dataclasses import replace
     out = out or sys.stdout
     err = err or sys.stderr
     res = DumpResult()
-    for path in paths:
+    files = expand(paths)
+    from kafkaforensics.log.paths import live_notes
+    for n in live_notes(paths):
+        print(f"note: {n}", file=err)
+    # JSON lines of several files from a dir: a {"file": path} line before each file's own lines (the
+    # text form's "Dumping PATH"), so that a reader knows which partition a batch belongs to
+    file_lines = opts.fmt == "json" and any(os.path.isdir(p) for p in paths)
+    for path in files:
         kind = file_kind(path)
-        if opts.fmt == "text":
-            print(f"Dumping {path}", file=out)
-        try:
-            if kind == "log":
-                _dump_log(path, opts, out, err, res)
-            elif kind == "index":
-                _dump_index(path, opts, out, err, res)
-            elif kind == "timeindex":
-                _dump_time_index(path, opts, out, err, res)
-            elif kind == "txnindex":
-                with open(path, "rb") as f:
-                    for e in txn_index.read_entries(f.read(), file=path):
-                        _emit(out, opts, e.to_json(), "version: {version} producerId: {producerId} firstOffset: "
-                              "{firstOffset} lastOffset: {lastOffset} lastStableOffset: {lastStableOffset}")
-            elif kind == "snapshot":
-                _dump_snapshot(path, opts, out)
-            elif kind == "offset-checkpoint":
-                for e in C.OffsetCheckpoint.parse(read_text(path), file=path):
-                    _emit(out, opts, e, "topic: {topic} partition: {partition} offset: {offset}")
-            elif kind == "leader-epoch-checkpoint":
-                for e in C.LeaderEpochCheckpoint.parse(read_text(path), file=path):
-                    _emit(out, opts, e, "epoch: {epoch} startOffset: {startOffset}")
-            elif kind == "partition-metadata":
-                _emit(out, opts, C.parse_partition_metadata(read_text(path), file=path),
-                      "version: {version} topicId: {topicId}")
-            elif kind == "kraft-snapshot":
-                _dump_kraft_snapshot(path, opts, out, err, res)
-            elif kind == "quorum-state":
-                qs = kraft.read_quorum_state(path)
-                if opts.fmt == "json":
-                    print(json.dumps(qs), file=out)
-                else:
-                    print(f"data_version: {qs['version']}", file=out)
-                    for k, v in qs["data"].items():
-                        print(f"{k}: {json.dumps(v)}", file=out)
-            elif kind == "clean-shutdown":
-                cs = read_clean_shutdown(path)
-                _emit(out, opts, cs, "version: {version} brokerEpoch: {brokerEpoch}")
-            elif kind == "meta-properties":
-                props = C.parse_properties(read_text(path))
-                if opts.fmt == "json":
-                    print(json.dumps(props), file=out)
-                else:
-                    for k, v in props.items():
-                        print(f"{k}={v}", file=out)
-            else:
-                print(f"Ignoring unknown file {path}", file=err)
-                continue
-            res.files += 1
-        except KafkaFormatError as e:
-            e.located(file=path)
-            res.problems.append(e.problem)
-            print(str(e.problem), file=err)
-        except BrokenPipeError:
-            raise
-        except OSError as e:
-            p = Problem(path, None, None, "io", e.strerror or str(e))
-            res.problems.append(p)
-            print(str(p), file=err)
+        if file_lines:
+            print(json.dumps({"file": path}), file=out)
+        auto = decoder_for(path) if opts.decoder is None and kind in ("log", "kraft-snapshot") else None
+        _dump_file(path, kind, replace(opts, decoder=auto) if auto else opts, out, err, res)
     return res
+
+
+def _dump_file(path: str, kind: str, opts: DumpOptions, out, err, res: DumpResult) -> None:
+    if opts.fmt == "text":
+        print(f"Dumping {path}", file=out)
+    try:
+        if kind == "log":
+            _dump_log(path, opts, out, err, res)
+        elif kind == "index":
+            _dump_index(path, opts, out, err, res)
+        elif kind == "timeindex":
+            _dump_time_index(path, opts, out, err, res)
+        elif kind == "txnindex":
+            with open(path, "rb") as f:
+                for e in txn_index.read_entries(f.read(), file=path):
+                    _emit(out, opts, e.to_json(), "version: {version} producerId: {producerId} firstOffset: "
+                          "{firstOffset} lastOffset: {lastOffset} lastStableOffset: {lastStableOffset}")
+        elif kind == "snapshot":
+            _dump_snapshot(path, opts, out)
+        elif kind == "offset-checkpoint":
+            for e in C.OffsetCheckpoint.parse(read_text(path), file=path):
+                _emit(out, opts, e, "topic: {topic} partition: {partition} offset: {offset}")
+        elif kind == "leader-epoch-checkpoint":
+            for e in C.LeaderEpochCheckpoint.parse(read_text(path), file=path):
+                _emit(out, opts, e, "epoch: {epoch} startOffset: {startOffset}")
+        elif kind == "partition-metadata":
+            _emit(out, opts, C.parse_partition_metadata(read_text(path), file=path),
+                  "version: {version} topicId: {topicId}")
+        elif kind == "kraft-snapshot":
+            _dump_kraft_snapshot(path, opts, out, err, res)
+        elif kind == "quorum-state":
+            qs = kraft.read_quorum_state(path)
+            if opts.fmt == "json":
+                print(json.dumps(qs), file=out)
+            else:
+                print(f"data_version: {qs['version']}", file=out)
+                for k, v in qs["data"].items():
+                    print(f"{k}: {json.dumps(v)}", file=out)
+        elif kind == "clean-shutdown":
+            cs = read_clean_shutdown(path)
+            if opts.fmt == "json":
+                print(json.dumps({"version": cs["version"], "brokerEpoch": cs["brokerEpoch"]}
+                                 | ({"format": cs["format"]} if cs["format"] != "json" else {})), file=out)
+            elif cs["brokerEpoch"] is None:
+                print(f"clean shutdown marker ({cs['format']}): no broker epoch", file=out)
+            else:
+                _emit(out, opts, cs, "version: {version} brokerEpoch: {brokerEpoch}")
+        elif kind == "meta-properties":
+            props = C.parse_properties(read_text(path))
+            if opts.fmt == "json":
+                print(json.dumps(props), file=out)
+            else:
+                for k, v in props.items():
+                    print(f"{k}={v}", file=out)
+        elif kind == "lock":
+            from kafkaforensics.log.dir_lock import lock_holder
+            pid = lock_holder(os.path.dirname(os.path.abspath(path)))
+            _emit(out, opts, {"lock": True, "heldBy": pid},
+                  "held by process {heldBy} (a running broker)" if pid is not None else
+                  "not held: no broker is running on this log dir (every broker leaves its .lock behind)")
+        else:
+            print(f"Ignoring unknown file {path}", file=err)
+            return
+        res.files += 1
+    except KafkaFormatError as e:
+        e.located(file=path)
+        res.problems.append(e.problem)
+        print(str(e.problem), file=err)
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        p = Problem(path, None, None, "io", e.strerror or str(e))
+        res.problems.append(p)
+        print(str(p), file=err)
 
 
 def _dump_kraft_snapshot(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
@@ -254,7 +294,10 @@ def _dump_log(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
                 last_offset = r.offset
                 _print_record_line(b, r, opts.print_data, enc, out, opts.decoder, corrupt)
         stop = scanner.stop
-        if stop is not None and opts.max_bytes is None:
+        why = live_tail(stop, path) if stop is not None and opts.max_bytes is None and appending(path) else None
+        if why is not None:
+            print(f"note: {stop}: {why}", file=err)
+        elif stop is not None and opts.max_bytes is None:
             res.problems.append(stop)
             if opts.fmt == "text":
                 print(f"Found {len(buf) - scanner.valid_bytes} invalid bytes at the end of {os.path.basename(path)}",
@@ -372,7 +415,8 @@ def _dump_index(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
         return
     base, entries = read
     if not entries:
-        print(f"{path} is empty.", file=out)
+        if opts.fmt == "text":  # JSON lines: no entry, no line
+            print(f"{path} is empty.", file=out)
         return
     log = _sibling(path, ".log")
     remote = REMOTE_INDEX_RE.match(os.path.basename(path)) is not None

@@ -53,16 +53,44 @@ def replay_offsets(pd) -> list[tuple[dict, dict | None, int]]:
     return applied
 
 
-def _offsets_partitions(log_dir: str):
-    return [pd for pd in find_partitions(log_dir) if pd.topic == "__consumer_offsets"]
+OFFSETS_TOPIC = "__consumer_offsets"
 
 
-def committed_offsets(log_dir: str) -> list[dict]:
-    parts = find_partitions(log_dir)
+def _inputs(paths) -> tuple[list, list, list[str]]:
+    """(the live __consumer_offsets partitions, the log dirs' other partitions, the log dirs) of the
+    paths groups is given: log dirs, or __consumer_offsets partition dirs (one meaning for every
+    path, :mod:`kafkaforensics.log.paths`; anything else raises its ``PathUsageError``)."""
+    from kafkaforensics.log.paths import LOG_DIR, PathUsageError, classify_for
+    from kafkaforensics.log.partition import PartitionDir
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    kpaths = classify_for(paths, "groups", accept=(LOG_DIR, "partition-dir"),
+                          what="a log dir or a __consumer_offsets partition dir")
+    offsets, others, dirs = [], [], []
+    for kp in kpaths:
+        if kp.kind == LOG_DIR:
+            dirs.append(str(kp.path))
+            parts = find_partitions(str(kp.path))
+            offsets += [pd for pd in parts if pd.topic == OFFSETS_TOPIC and pd.state == "live"]
+            others += [pd for pd in parts if pd.topic != OFFSETS_TOPIC and pd.state == "live"]
+        else:
+            pd = PartitionDir.scan(str(kp.path))
+            if pd.topic != OFFSETS_TOPIC:
+                raise PathUsageError(f"{kp.path}: kfx groups takes a log dir or a __consumer_offsets partition dir, "
+                                     f"not a partition dir of {pd.topic or 'no topic'}")
+            offsets.append(pd)
+            if kp.log_dir is not None and kp.log_dir not in dirs:
+                dirs.append(kp.log_dir)
+                others += [q for q in find_partitions(kp.log_dir) if q.topic != OFFSETS_TOPIC and q.state == "live"]
+    return offsets, others, dirs
+
+
+def committed_offsets(paths) -> list[dict]:
+    """The latest committed offset of every (group, topic, partition) the __consumer_offsets
+    partitions of ``paths`` (log dirs or such partition dirs) hold, with the lag against the log
+    end offset of that partition's dir in the same log dir."""
+    offsets, others, _dirs = _inputs(paths)
     latest: dict[tuple, dict] = {}
-    for pd in parts:
-        if pd.topic != "__consumer_offsets" or pd.state != "live":
-            continue
+    for pd in offsets:
         for k, v, offset in replay_offsets(pd):
             if k.get("kind") != "offset_commit":
                 continue
@@ -74,8 +102,7 @@ def committed_offsets(log_dir: str) -> list[dict]:
                 latest[key] = {"offset": v["data"]["offset"], "metadata": v["data"]["metadata"],
                                "commitTimestamp": v["data"]["commitTimestamp"],
                                "leaderEpoch": v["data"]["leaderEpoch"], "recordOffset": offset}
-    leos = {(pd.topic, pd.partition): _log_end_offset(pd) for pd in parts
-            if pd.topic != "__consumer_offsets" and pd.state == "live"}  # a -delete copy never stands in
+    leos = {(pd.topic, pd.partition): _log_end_offset(pd) for pd in others}  # a -delete copy never stands in
     rows = []
     for (group, topic, part), c in sorted(latest.items()):
         leo = leos.get((topic, part))
@@ -117,7 +144,7 @@ def _source_topics(topology: dict | None) -> list[str] | None:
     return sorted(names)
 
 
-def group_members(log_dir: str) -> list[dict]:
+def group_members(paths) -> list[dict]:
     """The members of every group as the offsets log leaves them: classic groups (the latest
     GroupMetadataValue's members, subscriptions and assignments expanded) and KIP-848 consumer, share
     and streams groups (member metadata and current assignment records; a tombstone removes a member;
@@ -131,7 +158,8 @@ def group_members(log_dir: str) -> list[dict]:
     assignment_kinds = {"consumer_group_current_member_assignment": "consumer",
                         "share_group_current_member_assignment": "share",
                         "streams_group_current_member_assignment": "streams"}
-    for pd in _offsets_partitions(log_dir):
+    offsets, _others, dirs = _inputs(paths)
+    for pd in offsets:
         for k, v, _ in replay_offsets(pd):
             kind, d = k.get("kind"), k.get("data")
             if kind == "group_metadata":
@@ -152,9 +180,9 @@ def group_members(log_dir: str) -> list[dict]:
                 else:
                     table[key] = v["data"]
     names = {}
-    md = os.path.join(log_dir, METADATA_PARTITION)
-    if assignments and os.path.isdir(md):   # KIP-848 assignments name topics by id: the metadata log knows them
-        names = {tid: name for name, tid in metadata_topic_ids(md).items()}
+    for md in (os.path.join(d, METADATA_PARTITION) for d in dirs):
+        if assignments and os.path.isdir(md):   # KIP-848 assignments name topics by id: the metadata log knows them
+            names.update({tid: name for name, tid in metadata_topic_ids(md).items()})
     rows = []
     for group, g in sorted(classic.items()):
         for m in g.get("members") or ():

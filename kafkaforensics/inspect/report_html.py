@@ -116,13 +116,21 @@ def _target(p: PartitionSummary, f: Finding, factor: int = 1) -> str | None:
     return _anchor("p", p.partition, "s", g["baseOffset"]) if g is not None else None
 
 
+def _shown_partitions(rep: AnalysisReport) -> list:
+    """The partitions the report details: those holding batches or with a warning or error (the 50
+    empty __consumer_offsets partitions of a real broker are counted in one line instead)."""
+    flagged = {f.partition for f in rep.findings if f.severity != "info"}
+    return [p for p in rep.partitions if p.batches or p.partition in flagged]
+
+
 def ticket_summary(rep: AnalysisReport, paths=()) -> str:
     """A plain-text paragraph for an incident ticket: what was examined, what is wrong, what to do."""
     c = rep.to_json()["counts"]
     lines = [f"kfx analyze of {' '.join(paths) or 'the log dir'}: {len(rep.partitions)} partition(s), "
              f"{sum(p.bytes for p in rep.partitions):,} bytes, {sum(p.batches for p in rep.partitions):,} batches; "
              f"{c['error']} error(s), {c['warning']} warning(s), {c['info']} note(s)."]
-    for p in rep.partitions:
+    shown = _shown_partitions(rep)
+    for p in shown:
         fs = [f for f in rep.findings if f.partition == p.partition and f.severity != "info"]
         span = (f"offsets {p.log_start_offset}..{p.log_end_offset - 1}, "
                 f"{iso(p.first_timestamp) or 'no timestamps'} to {iso(p.last_timestamp) or '?'}"
@@ -137,6 +145,8 @@ def ticket_summary(rep: AnalysisReport, paths=()) -> str:
         lines.append(f"- {p.partition} ({span}, last stable offset {p.last_stable_offset}): {what}.")
         for k, v in kinds.items():
             lines.append(f"  remedy for {k}: {v[0].remedy}")
+    if len(shown) < len(rep.partitions):
+        lines.append(f"- {len(rep.partitions) - len(shown)} empty partition(s): no batches, no problems found.")
     return "\n".join(lines)
 
 
@@ -346,7 +356,12 @@ def render(rep: AnalysisReport, title: str = "kfx analyze", paths=()) -> str:
             if n > MAX_FINDINGS_PER_KIND:
                 out.append(f"<p class='note'>{part} {_e(kind)}: {n - MAX_FINDINGS_PER_KIND} more not listed "
                            "(kfx analyze --json has them all)</p>")
-    for p in rep.partitions:
+    shown = _shown_partitions(rep)
+    if len(shown) < len(rep.partitions):
+        hidden = [p.partition for p in rep.partitions if p not in shown]
+        out.append(f"<p class='note'>{len(hidden)} empty partition(s) (no batches, nothing found) not shown: "
+                   f"{_e(', '.join(hidden))}</p>")
+    for p in shown:
         fs = [f for f in rep.findings if f.partition == p.partition]
         out.append(f"<h2 id='{_e(_anchor('p', p.partition))}'>Partition {_e(p.partition)}</h2><table>")
         rows = [("path", _e(p.path)), ("segments", p.segments), ("batches", f"{p.batches:,}"),

@@ -25,10 +25,12 @@ from kafkaforensics.log import offset_index, time_index, txn_index
 from kafkaforensics.records.batch import Batch, resolve_legacy_wrapper
 from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log.logdir import (CLEAN_SHUTDOWN_FILE, METADATA_PARTITION, check_log_dirs, check_topic_ids, metadata_topic_ids,
-                     read_clean_shutdown, read_meta_properties)
-from kafkaforensics.log.partition import (INDEX, LOG, TIMEINDEX, TXNINDEX, PartitionDir, SegmentFiles, find_partitions,
-                        read_offset_checkpoints)
+                     read_clean_shutdown, read_meta_properties, clean_shutdown_note)
+from kafkaforensics.log.partition import INDEX, LOG, TIMEINDEX, TXNINDEX, PartitionDir, SegmentFiles, find_partitions
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot
+from kafkaforensics.log.dir_lock import LOCK_FILE
+from kafkaforensics.log.paths import (LOG_DIR, PARTITION_DIR, classify, is_active_segment, live_log_dirs, live_note,
+                                      live_tail)
 from kafkaforensics.log.tiered import REMOTE_INDEX_RE, check_remote_index
 from kafkaforensics.log.segment import BatchScanner, file_name, offset_from_name, open_buffer
 
@@ -50,9 +52,34 @@ class SegmentSummary:
     max_timestamp: int = -1
 
 
+#: What Kafka repairs by itself when it loads the log, reported as a warning with that remedy and
+#: never a problem (alone it makes neither ``kfx verify`` nor ``kfx analyze`` exit 1): a missing
+#: offset index (LogLoader rebuilds it, clean shutdown or not); checkpoints a broker writes from
+#: memory running ahead of the log (a copy taken while it ran, or unflushed writes lost): Kafka caps
+#: the high watermark at the log end, drops leader-epoch entries past it (truncateFromEnd at load)
+#: and cleans again from the log start -- the records between are not in this copy, which it says.
+WARNING_KINDS = frozenset({"missing-index", "log-behind-checkpoint", "epoch-beyond-log-end"})
+#: the checkpoints that, past the log end, mean "records this copy does not hold" (what Kafka does)
+_BEHIND_CHECKPOINTS = {
+    "replication-offset-checkpoint": "the high watermark saw records this copy does not hold; "
+                                     "Kafka caps it at the log end when it loads the log",
+    "cleaner-offset-checkpoint": "the cleaner had cleaned past what this copy holds; "
+                                 "Kafka starts cleaning again from the log start",
+}
+
+#: what Kafka's LogLoader does at start-up with the other checkpoints past the log end
+_BEYOND_CONSEQUENCE = {
+    "log-start-offset-checkpoint": ": Kafka deletes every segment of this partition when it loads it "
+                                   "(its log end is below the log start)",
+    "recovery-point-offset-checkpoint": ": records the broker had flushed are not in this log "
+                                        "(Kafka recovers from the log end)",
+}
+
+
 @dataclass
 class VerifyReport:
     problems: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
     notes: list[Problem] = field(default_factory=list)
     partitions: list[dict] = field(default_factory=list)
     files: int = 0
@@ -64,48 +91,89 @@ class VerifyReport:
         return not self.problems
 
     def add(self, file, position, offset, kind, detail) -> None:
-        self.problems.append(Problem(file, position, offset, kind, detail))
+        (self.warnings if kind in WARNING_KINDS else self.problems).append(Problem(file, position, offset, kind, detail))
 
     def to_json(self) -> dict:
         return {"ok": self.ok, "problems": [p.to_json() for p in self.problems],
+                "warnings": [p.to_json() for p in self.warnings],
                 "notes": [p.to_json() for p in self.notes], "partitions": self.partitions,
                 "files": self.files, "batches": self.batches, "bytes": self.bytes}
 
 
 def verify(paths, *, progress=None, max_batch_bytes: int | None = None) -> VerifyReport:
-    """Verify files, partition dirs or log dirs. ``progress(nbytes)`` is called as bytes are read."""
+    """Verify log dirs, partition dirs or files (:func:`kafkaforensics.log.paths.classify`: a path
+    with nothing Kafka wrote raises :class:`~kafkaforensics.log.paths.PathUsageError`).
+    ``progress(nbytes)`` is called as bytes are read."""
+    kpaths = [classify(p) for p in paths]
     rep = VerifyReport()
-    for path in paths:
-        if not os.path.exists(path):
-            raise FileNotFoundError(path)
-        if os.path.isdir(path):
-            parts = find_partitions(path)
-            ckpts = {}
-            try:
-                ckpts = read_offset_checkpoints(path)
-            except KafkaFormatError as e:
-                rep.problems.append(e.problem)
-            if not parts:
-                rep.notes.append(Problem(path, None, None, "empty", "no partition directories or segments found"))
+    live = live_log_dirs(kpaths)
+    for d, pid in live.items():
+        rep.notes.append(Problem(d, None, None, "live-log-dir", live_note(d, pid)))
+    for kp in kpaths:
+        if kp.kind == LOG_DIR:
+            parts = find_partitions(kp.path)
+            ckpts = verify_log_dir_files(kp.path, parts, rep)
             for pd in parts:
                 if pd.state != "live":  # a -delete/-future/-stray copy: checked, never held to the checkpoints
                     rep.notes.append(Problem(pd.path, None, None, f"{pd.state}-copy",
                                              f"{pd.name} is a {pd.state} copy of {pd.topic}-{pd.partition}, "
                                              "not the live partition"))
                 verify_partition(pd, rep, checkpoints=ckpts if pd.state == "live" else None, progress=progress,
-                                 max_batch_bytes=max_batch_bytes)
-            _verify_kraft_files(path, parts, rep)
+                                 max_batch_bytes=max_batch_bytes, live=kp.log_dir in live)
+        elif kp.kind == PARTITION_DIR:
+            pd = PartitionDir.scan(kp.path)
+            ckpts = None  # a malformed checkpoint is the log dir's verify's to report
+            if kp.log_dir is not None and pd.state == "live":
+                ckpts = read_log_dir_checkpoints(kp.log_dir)[0]
+            verify_partition(pd, rep, checkpoints=ckpts, progress=progress, max_batch_bytes=max_batch_bytes,
+                             live=kp.log_dir in live)
+            verify_partition_files(pd, rep)
         else:
-            _verify_file(path, rep, progress, max_batch_bytes)
-    dirs = [p for p in paths if os.path.isdir(p)]
+            before = len(rep.problems)
+            _verify_file(kp.path, rep, progress, max_batch_bytes)
+            if kp.is_segment and kp.log_dir in live and is_active_segment(kp.path):
+                _in_flight_tail(kp.path, rep, before)
+    dirs = [kp.path for kp in kpaths if kp.kind == LOG_DIR]
     if dirs:
-        _verify_identity(dirs, rep)
+        verify_identity(dirs, rep)
     return rep
 
 
-def _verify_kraft_files(log_dir: str, parts, rep: VerifyReport) -> None:
+def verify_log_dir_files(log_dir: str, parts, rep: VerifyReport) -> dict:
+    """A log dir's own files (the offset checkpoints, the metadata partition's snapshots and
+    quorum-state, bootstrap.checkpoint) into ``rep``; the checkpoints' tables come back."""
+    ckpts, problems = read_log_dir_checkpoints(log_dir)
+    rep.problems += problems
+    _verify_kraft_files(log_dir, parts, rep)
+    return ckpts
+
+
+def read_log_dir_checkpoints(log_dir: str) -> tuple[dict, list[Problem]]:
+    """The log dir's offset checkpoints as {file name: {(topic, partition): offset}}, read one at a time
+    (a malformed one is a problem and hides none of the others), and those problems."""
+    from kafkaforensics.log.checkpoint_file import read_offsets
+    ckpts, problems = {}, []
+    for name in C.OFFSET_CHECKPOINT_FILES:
+        try:
+            table = read_offsets(os.path.join(log_dir, name))
+        except KafkaFormatError as e:
+            problems.append(e.problem)
+            continue
+        if table is not None:
+            ckpts[name] = table
+    return ckpts, problems
+
+
+def verify_partition_files(pd: PartitionDir, rep: VerifyReport) -> None:
+    """What a partition dir given alone holds beyond its segments: the metadata partition's KRaft
+    snapshots and quorum-state (a log dir's verify checks them with its own files)."""
+    if pd.name == METADATA_PARTITION:
+        _verify_kraft_files(None, [pd], rep)
+
+
+def _verify_kraft_files(log_dir: str | None, parts, rep: VerifyReport) -> None:
     """The metadata partition's snapshots and quorum-state, and a controller's bootstrap.checkpoint."""
-    files = [os.path.join(log_dir, kraft.BOOTSTRAP_FILE)]
+    files = [os.path.join(log_dir, kraft.BOOTSTRAP_FILE)] if log_dir is not None else []
     for pd in parts:
         if pd.name == METADATA_PARTITION:
             files += [os.path.join(pd.path, n) for n in sorted(os.listdir(pd.path))
@@ -134,16 +202,15 @@ def _check_kraft_file(path: str, rep: VerifyReport) -> None:
         rep.problems.append(e.problem)
 
 
-def _verify_identity(dirs, rep: VerifyReport) -> None:
+def verify_identity(dirs, rep: VerifyReport) -> None:
     """meta.properties of every log dir given (cross-checked as one broker's dirs), .kafka_cleanshutdown,
     and partition.metadata topic ids against a metadata log found among them."""
     problems, rows = check_log_dirs(dirs)
     rep.problems.extend(problems)
     for r in rows:
         if r["cleanShutdown"] is not None:
-            rep.notes.append(Problem(os.path.join(r["logDir"], CLEAN_SHUTDOWN_FILE), None, None, "clean-shutdown",
-                                     f"clean shutdown at broker epoch {r['cleanShutdown']['brokerEpoch']}: "
-                                     "Kafka loads these logs without recovery"))
+            path = os.path.join(r["logDir"], CLEAN_SHUTDOWN_FILE)
+            rep.notes.append(Problem(path, None, None, "clean-shutdown", clean_shutdown_note(path, r["cleanShutdown"])))
     meta = next((os.path.join(d, METADATA_PARTITION) for d in dirs
                  if os.path.isdir(os.path.join(d, METADATA_PARTITION))), None)
     if meta is not None:
@@ -192,7 +259,9 @@ def _verify_file(path: str, rep: VerifyReport, progress, max_batch_bytes) -> Non
         elif name == C.META_PROPERTIES_FILE:
             read_meta_properties(path)
         elif name == CLEAN_SHUTDOWN_FILE:
-            read_clean_shutdown(path)
+            rep.notes.append(Problem(path, None, None, "clean-shutdown", clean_shutdown_note(path, read_clean_shutdown(path))))
+        elif name == LOCK_FILE:
+            pass  # its lock, not its bytes, says something (live_log_dirs)
         elif REMOTE_INDEX_RE.match(name):
             rep.problems.extend(check_remote_index(path))
         elif _is_kraft_file(name):
@@ -216,7 +285,11 @@ def _read(path: str) -> str:
 
 
 def verify_partition(pd: PartitionDir, rep: VerifyReport, *, checkpoints=None, progress=None,
-                     max_batch_bytes=None) -> dict:
+                     max_batch_bytes=None, live: bool = False, epochs: bool = True) -> dict:
+    """Check a partition dir's segments, snapshots and checkpoints into ``rep``. ``live``: a running
+    broker holds the log dir, so a partial batch at the very end of the active segment is an append
+    in flight (a note), not damage. ``epochs`` False: leave leader-epoch-checkpoint and
+    partition.metadata alone (``pd`` is a part of the partition: one segment)."""
     for f in pd.leftovers:
         rep.add(f, None, None, "leftover-file",
                 "interrupted " + ("swap" if f.endswith(".swap") else "cleaning" if f.endswith(".cleaned") else "deletion")
@@ -227,8 +300,11 @@ def verify_partition(pd: PartitionDir, rep: VerifyReport, *, checkpoints=None, p
     prev: SegmentSummary | None = None
     summaries = []
     for i, seg in enumerate(pd.segments):
-        s = verify_segment(seg, rep, state, active=(i == len(pd.segments) - 1), progress=progress,
-                           max_batch_bytes=max_batch_bytes)
+        active = i == len(pd.segments) - 1
+        before = len(rep.problems)
+        s = verify_segment(seg, rep, state, active=active, progress=progress, max_batch_bytes=max_batch_bytes)
+        if live and active:
+            _in_flight_tail(seg.log, rep, before)
         summaries.append(s)
         if prev is not None and prev.next_offset is not None and seg.base_offset < prev.next_offset:
             rep.add(seg.log, 0, seg.base_offset, "segment-overlap",
@@ -237,16 +313,17 @@ def verify_partition(pd: PartitionDir, rep: VerifyReport, *, checkpoints=None, p
             prev = s
     leo = next((s.next_offset for s in reversed(summaries) if s.next_offset is not None),
                pd.segments[-1].base_offset if pd.segments else 0)
-    try:
-        epochs = pd.leader_epochs()
-        if epochs is not None:
-            _check_epochs(epochs, os.path.join(pd.path, C.LEADER_EPOCH_FILE), leo, rep)
-    except KafkaFormatError as e:
-        rep.problems.append(e.problem)
-    try:
-        pd.partition_metadata()
-    except KafkaFormatError as e:
-        rep.problems.append(e.problem)
+    if epochs:
+        try:
+            entries = pd.leader_epochs()
+            if entries is not None:
+                _check_epochs(entries, os.path.join(pd.path, C.LEADER_EPOCH_FILE), leo, rep)
+        except KafkaFormatError as e:
+            rep.problems.append(e.problem)
+        try:
+            pd.partition_metadata()
+        except KafkaFormatError as e:
+            rep.problems.append(e.problem)
     for off in pd.snapshots:
         p = os.path.join(pd.path, file_name(off, ".snapshot"))
         rep.files += 1
@@ -261,14 +338,33 @@ def verify_partition(pd: PartitionDir, rep: VerifyReport, *, checkpoints=None, p
         for name, table in checkpoints.items():
             off = table.get((pd.topic, pd.partition))
             if off is not None and off > leo:
-                rep.add(os.path.join(os.path.dirname(os.path.normpath(pd.path)), name), None, off,
-                        "checkpoint-beyond-log-end", f"{pd.name}: {name} says {off} but the log ends at {leo}")
+                where = os.path.join(os.path.dirname(os.path.normpath(pd.path)), name)
+                if name in _BEHIND_CHECKPOINTS:
+                    rep.add(where, None, off, "log-behind-checkpoint",
+                            f"{pd.name}: {name} says {off} but this copy of the log ends at {leo}: "
+                            f"{_BEHIND_CHECKPOINTS[name]}")
+                else:
+                    rep.add(where, None, off, "checkpoint-beyond-log-end",
+                            f"{pd.name}: {name} says {off} but the log ends at {leo}" + _BEYOND_CONSEQUENCE.get(name, ""))
     info = {"partition": pd.name, "path": pd.path, "segments": len(pd.segments), "logEndOffset": leo,
             "logStartOffset": summaries[0].first_offset if summaries and summaries[0].first_offset is not None else
             (pd.segments[0].base_offset if pd.segments else 0),
             "batches": sum(s.batches for s in summaries), "bytes": sum(s.size for s in summaries)}
     rep.partitions.append(info)
     return info
+
+
+def _in_flight_tail(log: str, rep: VerifyReport, before: int) -> None:
+    """On a live log dir, the active segment's walk stopping at its very end at what a running broker
+    leaves there (:func:`~kafkaforensics.log.paths.live_tail`): moved from ``rep.problems[before:]``
+    to the notes."""
+    for k in range(before, len(rep.problems)):
+        p = rep.problems[k]
+        why = live_tail(p, log) if p.file == log else None
+        if why is not None:
+            del rep.problems[k]
+            rep.notes.append(Problem(p.file, p.position, p.offset, "append-in-flight", f"{p.detail}: {why}"))
+            return
 
 
 def _check_epochs(epochs, path, leo, rep: VerifyReport) -> None:
@@ -279,7 +375,8 @@ def _check_epochs(epochs, path, leo, rep: VerifyReport) -> None:
                     f"epoch {e['epoch']}@{e['startOffset']} follows {prev['epoch']}@{prev['startOffset']}")
         if leo is not None and e["startOffset"] > leo:
             rep.add(path, None, e["startOffset"], "epoch-beyond-log-end",
-                    f"epoch {e['epoch']} starts at {e['startOffset']}, past the log end offset {leo}")
+                    f"epoch {e['epoch']} starts at {e['startOffset']}, past the log end offset {leo} "
+                    "(Kafka drops such entries when it loads the log)")
         prev = e
 
 

@@ -7,8 +7,9 @@ DirectoryId, storage CleanShutdownFileHandler):
   ``cluster.id``; v1 requires ``node.id`` and ``cluster.id``; ``directory.id`` (optional, both versions)
   is a Kafka Uuid (base64url, 16 bytes) and must not be one of the 100 reserved ids (0..99);
 * across one broker's log dirs the cluster id and node id agree and no two dirs share a directory id;
-* ``.kafka_cleanshutdown`` is JSON ``{"version": 0, "brokerEpoch": N}``: present, the broker shut down
-  cleanly and its logs load without recovery; absent, recovery runs from the recovery point.
+* ``.kafka_cleanshutdown``: present (whatever it holds), the broker shut down cleanly and its logs
+  load without recovery; absent, recovery runs from the recovery point. Empty up to Kafka 3.6, then
+  holding the broker epoch (JSON ``{"version": 0, "brokerEpoch": N}``), see :func:`read_clean_shutdown`.
 """
 from __future__ import annotations
 
@@ -74,16 +75,55 @@ def read_meta_properties(path: str) -> dict:
 
 
 def read_clean_shutdown(path: str) -> dict:
-    """{version, brokerEpoch} of a .kafka_cleanshutdown file."""
-    text = _read(path)
+    """{version, brokerEpoch, format} of a ``.kafka_cleanshutdown`` marker, in every form brokers wrote.
+
+    Kafka decides a clean shutdown by the file's existence alone (CleanShutdownFileHandler.exists);
+    what it holds is the broker epoch (KIP-966), read where it can be and otherwise taken as unknown.
+    Up to 3.6 LogManager created the marker empty (``format`` "empty"); later brokers write JSON,
+    ``{"version":0,"brokerEpoch":N}`` (numbers, or strings from the handler that wrote a string map);
+    one handler wrote ``version: 0`` and ``brokerEpoch: N`` lines ("text"). Anything else is "unknown"
+    (version and epoch None): still a clean shutdown to Kafka. Only an unreadable file raises."""
+    try:
+        text = _read(path)
+    except OSError as e:
+        raise KafkaFormatError("io", str(e), file=path) from None
+    if not text.strip():
+        return {"version": None, "brokerEpoch": None, "format": "empty"}
+    fields = None
     try:
         obj = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise KafkaFormatError("clean-shutdown", f"not JSON: {e.msg}", file=path, position=e.pos) from None
-    if not isinstance(obj, dict) or not isinstance(obj.get("version"), int) \
-            or not isinstance(obj.get("brokerEpoch"), int):
-        raise KafkaFormatError("clean-shutdown", "expected {\"version\": int, \"brokerEpoch\": int}", file=path)
-    return {"version": obj["version"], "brokerEpoch": obj["brokerEpoch"]}
+        if isinstance(obj, dict):
+            fields, fmt = obj, "json"
+    except json.JSONDecodeError:
+        pairs = [ln.split(":", 1) for ln in text.splitlines() if ":" in ln]
+        if pairs:
+            fields, fmt = {k.strip(): v.strip() for k, v in pairs}, "text"
+    if fields is not None:
+        version, epoch = _as_int(fields.get("version")), _as_int(fields.get("brokerEpoch"))
+        if epoch is not None:
+            return {"version": version, "brokerEpoch": epoch, "format": fmt}
+    return {"version": None, "brokerEpoch": None, "format": "unknown"}
+
+
+def _as_int(v) -> int | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, str):
+        try:
+            return int(v.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def clean_shutdown_note(path: str, cs: dict) -> str:
+    """One line on what a clean-shutdown marker says (verify's and analyze's note)."""
+    what = {"empty": "an empty marker, as brokers up to 3.6 write it",
+            "unknown": "a marker in no format Kafka writes; Kafka goes by its existence"}.get(
+        cs["format"], f"at broker epoch {cs['brokerEpoch']}")
+    return f"clean shutdown ({what}): Kafka loads these logs without recovery"
 
 
 def check_log_dirs(log_dirs) -> tuple[list[Problem], list[dict]]:
