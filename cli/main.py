@@ -211,6 +211,7 @@ def write(out: str = Option(..., "--out", help="Partition directory to create (m
     from kafkaforensics.records.batch_json import batches_from_json_lines
     from kafkaforensics.errors import KafkaFormatError
     from kafkaforensics.log.writer import PartitionWriter
+    _refuse_live(out)
     try:
         w = PartitionWriter(out, segment_bytes=segment_bytes, index_interval_bytes=index_interval_bytes)
     except (FileExistsError, OSError) as e:
@@ -247,7 +248,7 @@ def _backup_opts(backup_dir, no_backup):
 
 
 @commands.command()
-def recover(partition_dir: str = Argument(..., help="A partition directory (topic-N)"),
+def recover(paths: List[str] = Argument(..., help="Log dirs (every partition in them) or partition dirs (topic-N)"),
             dry_run: bool = Option(False, "--dry-run", help="Report what would be done; change nothing"),
             backup_dir: Optional[str] = Option(None, "--backup-dir", help="Where to keep the original files"),
             no_backup: bool = Option(False, "--no-backup", help="Do not keep the original files"),
@@ -255,34 +256,87 @@ def recover(partition_dir: str = Argument(..., help="A partition directory (topi
             max_message_bytes: Optional[int] = Option(None, "--max-message-bytes", min=14,
                                                             help="Also treat larger batches as corrupt"),
             recovery_point: Optional[int] = Option(None, "--recovery-point", min=0,
-                                                         help="First unflushed offset (default: the log dir's checkpoint, else 0)"),
-            full: bool = Option(False, "--full", help="Validate every segment, whatever the checkpoint says"),
-            as_json: bool = Option(False, "--json")):
-    """Do what Kafka's log loading does after an unclean shutdown: finish swaps, truncate, rebuild."""
-    from rich.console import Console
-    from kafkaforensics.repair.recovery import recover as recover_partition
-    if not os.path.isdir(partition_dir):
-        _fail(f"{partition_dir}: not a directory")
+                                                         help="First unflushed offset of a partition dir (default: the log dir's checkpoint, else 0)"),
+            full: bool = Option(False, "--full", help="Validate every segment, whatever the marker and checkpoint say"),
+            jobs: Optional[int] = Option(None, "--jobs", min=1, help="Partitions recovered at once (default: the cores)"),
+            as_json: bool = Option(False, "--json", help="One JSON object a partition (and a log dir)")):
+    """Do what Kafka's log loading does at start (LogManager + LogLoader): finish swaps, truncate, rebuild."""
+    from kafkaforensics.log.partition import is_log_dir, is_partition_dir
+    kinds = []
+    for p in paths:
+        if not os.path.isdir(p):
+            _fail(f"{p}: not a directory")
+        if is_partition_dir(p) and not is_log_dir(p):
+            kinds.append("partition")
+        elif is_log_dir(p):
+            kinds.append("log dir")
+        else:
+            _fail(f"{p}: neither a log dir nor a partition dir (no meta.properties, checkpoint or topic-N dir in it)")
+    if recovery_point is not None and kinds != ["partition"]:
+        _fail("--recovery-point applies to one partition dir")
+    _refuse_live(*paths)
+    opts = dict(dry_run=dry_run, index_interval_bytes=index_interval_bytes, max_message_bytes=max_message_bytes,
+                full=full, **_backup_opts(backup_dir, no_backup))
     try:
-        rep = recover_partition(partition_dir, dry_run=dry_run, index_interval_bytes=index_interval_bytes,
-                                max_message_bytes=max_message_bytes, recovery_point=recovery_point, full=full,
-                                **_backup_opts(backup_dir, no_backup))
+        if kinds == ["partition"]:
+            from kafkaforensics.repair.recovery import recover as recover_partition
+            rep = recover_partition(paths[0], recovery_point=recovery_point, **opts)
+            _print_partition_recovery(rep, as_json, dry_run)
+            raise Exit(EXIT_PROBLEMS if rep.actions else EXIT_OK)
+        outs = _recover_log_dirs(paths, kinds, jobs, opts)
     except OSError as e:
         _fail(str(e))
+    from cli.recover_view import print_log_dir_recovery
+    print_log_dir_recovery(outs, as_json, dry_run)
+    raise Exit(EXIT_PROBLEMS if any(o.changed for o in outs) else EXIT_OK)
+
+
+def _recover_log_dirs(paths, kinds, jobs, opts):
+    """Log dirs through LogManager's loading; partition dirs among them each as a one-partition run."""
+    from kafkaforensics.repair.load_logs import recover_log_dirs
+    from cli.recover_view import recovery_progress
+    total = sum(_total_bytes([p]) for p in paths)
+    with recovery_progress(total) as (on_start, on_done):
+        outs = []
+        dirs = [p for p, k in zip(paths, kinds) if k == "log dir"]
+        if dirs:
+            outs += recover_log_dirs(dirs, jobs=jobs, on_start=on_start, on_done=on_done, **opts)
+        for p, k in zip(paths, kinds):
+            if k == "partition":
+                from kafkaforensics.repair.load_logs import LogDirRecovery
+                from kafkaforensics.repair.recovery import recover as recover_partition
+                on_start(p, _total_bytes([p]))
+                rep = recover_partition(p, **opts)
+                on_done(rep)
+                outs.append(LogDirRecovery(os.path.dirname(os.path.abspath(p)), partitions=[rep],
+                                           dry_run=opts["dry_run"]))
+    return outs
+
+
+def _refuse_live(*paths) -> None:
+    """What every writing command does first: one line and exit 2 when a broker holds a log dir."""
+    from kafkaforensics.log.dir_lock import LogDirInUse, refuse_live
+    try:
+        refuse_live(*paths)
+    except LogDirInUse as e:
+        _fail(str(e))
+
+
+def _print_partition_recovery(rep, as_json: bool, dry_run: bool) -> None:
+    from rich.console import Console
     j = rep.to_json()
     if as_json:
         print(json.dumps(j))
-    else:
-        _print_actions(j, f"kfx recover {rep.partition}" + (" (dry run)" if dry_run else ""))
-        if rep.truncated_at:
-            t = rep.truncated_at
-            Console().print(f"truncated {t['segment']} at byte {t['position']} (log end offset {t['offset']}): "
-                            f"{t['reason']}", highlight=False)
-        for n in rep.notes:
-            Console().print(f"[dim]note: {n}[/dim]", highlight=False)
-        if rep.backup:
-            Console().print(f"backup: {rep.backup}", highlight=False)
-    raise Exit(EXIT_PROBLEMS if rep.actions else EXIT_OK)
+        return
+    _print_actions(j, f"kfx recover {rep.partition}" + (" (dry run)" if dry_run else ""))
+    if rep.truncated_at:
+        t = rep.truncated_at
+        Console().print(f"truncated {t['segment']} at byte {t['position']} (log end offset {t['offset']}): "
+                        f"{t['reason']}", highlight=False)
+    for n in rep.notes:
+        Console().print(f"[dim]note: {n}[/dim]", highlight=False)
+    if rep.backup:
+        Console().print(f"backup: {rep.backup}", highlight=False)
 
 
 @commands.command()
@@ -297,6 +351,7 @@ def reindex(path: str = Argument(..., help="A <offset>.log segment or a partitio
     from kafkaforensics.repair.reindex import reindex as reindex_path
     if not os.path.exists(path):
         _fail(f"{path}: no such file or directory")
+    _refuse_live(path)
     try:
         rep = reindex_path(path, index_interval_bytes=index_interval_bytes, dry_run=dry_run,
                            **_backup_opts(backup_dir, no_backup))
@@ -324,6 +379,8 @@ def salvage(inputs: List[str] = Argument(..., help="Damaged segment files, parti
     from rich.table import Table
     from kafkaforensics.repair.salvage import salvage as salvage_files
     _require_paths(inputs)
+    if not dry_run:
+        _refuse_live(out)
     try:
         rep = _with_progress(inputs, "salvage", lambda advance: salvage_files(
             inputs, out, segment_bytes=segment_bytes, index_interval_bytes=index_interval_bytes, progress=advance,
@@ -373,6 +430,7 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
     from kafkaforensics.inspect.verify import walk_problems
     if not os.path.isdir(partition_dir):
         _fail(f"{partition_dir}: not a directory")
+    _refuse_live(partition_dir if out is None else out)
     opts = CompactOptions(delete_retention_ms=delete_retention_ms, min_compaction_lag_ms=min_compaction_lag_ms,
                           max_compaction_lag_ms=max_compaction_lag_ms, now=now, segment_bytes=segment_bytes,
                           include_active=include_active, index_interval_bytes=index_interval_bytes,
@@ -421,6 +479,7 @@ def retention(partition_dir: str = Argument(..., help="A partition directory (to
     from kafkaforensics.inspect.verify import walk_problems
     if not os.path.isdir(partition_dir):
         _fail(f"{partition_dir}: not a directory")
+    _refuse_live(partition_dir)
     try:
         problems = walk_problems(partition_dir)
         rep = apply_retention(partition_dir, retention_ms=retention_ms, retention_bytes=retention_bytes,
@@ -651,6 +710,8 @@ def serve(log_dir: str = Argument(..., help="A log dir: every <topic>-<partition
     from kafkaforensics.broker.server import serve_forever
     if not os.path.isdir(log_dir):
         _fail(f"{log_dir}: not a directory")
+    if writable:
+        _refuse_live(log_dir)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     try:
         serve_forever(log_dir, host, port, advertised_host, node_id, state_file, writable, auto_create, partitions)

@@ -35,6 +35,7 @@ from kafkaforensics.repair.actions import PHASES, Action, apply_actions
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentIndexes, SegmentRebuild
 from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, RECOVERY_POINT, partition_offset, read_checkpoint
+from kafkaforensics.log.dir_lock import refuse_live
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.log_loader import replay_segment
 from kafkaforensics.log.partition import METADATA_PARTITION, LogDir, parse_partition_dir_name, partition_dir_state
@@ -64,6 +65,7 @@ class RecoveryReport:
     batches_dropped: int = 0      # framed batches in those bytes (a torn last one is not counted)
     records_dropped: int = 0      # their records
     recovered_segments: list[str] = field(default_factory=list)
+    first_segment: int | None = None  # the base offset of the first segment kept
 
     @property
     def done(self) -> list[str]:
@@ -147,6 +149,7 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
     path = os.path.abspath(partition_dir)
     if not os.path.isdir(path):
         raise FileNotFoundError(partition_dir)
+    refuse_live(path)
     log_dir = os.path.dirname(path)
     tp = parse_partition_dir_name(path)
     notes: list[str] = []
@@ -244,6 +247,7 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
     rep.log_end_offset = leo
     kept = [b for b in segments if b not in removed]
     rep.log_start_offset = max(log_start_offset, kept[0]) if kept else log_start_offset
+    rep.first_segment = kept[0] if kept else None
     if kept and leo < log_start_offset:
         rep.notes.append(f"the log end offset {leo} is below the checkpointed log start {log_start_offset}: Kafka "
                          "would delete every segment (segment files deleted behind its back); left as it is")
