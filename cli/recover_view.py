@@ -13,23 +13,25 @@ from contextlib import contextmanager
 def recovery_progress(total: int):
     """(on_start, on_done) callbacks for :func:`~kafkaforensics.repair.load_logs.recover_log_dirs`,
     drawing an overall bar and one bar a partition being recovered."""
-    from cli.main import _NoProgress, progress_bar
-    bar = progress_bar(total, "recover")
-    if isinstance(bar, _NoProgress):
+    from cli.main import _NoProgress, _err, progress_bar
+    if isinstance(progress_bar(total, "recover"), _NoProgress):  # not a terminal: no bars, rich not imported
         yield (lambda path, size: None), (lambda rep: None)
         return
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+                   console=_err(), transient=True)
     with bar:
-        overall = bar.add_task("recover", total=total or 1)
+        overall = bar.add_task("recover", total=total)
         running: dict[str, int] = {}
 
         def on_start(path, size):
             name = os.path.basename(os.path.normpath(path))
-            running[os.path.abspath(path)] = bar.add_task(f"  {name}", total=size or 1)
+            running[os.path.abspath(path)] = bar.add_task(f"  {name}", total=size)
 
         def on_done(rep):
             task = running.pop(rep.path, None)
             if task is not None:
-                size = bar.tasks[task].total if task < len(bar.tasks) else 0
+                size = next((t.total for t in bar.tasks if t.id == task), 0)
                 bar.remove_task(task)
                 bar.advance(overall, size)
         yield on_start, on_done
