@@ -26,7 +26,7 @@ from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.broker.live_log import LiveLog
 from kafkaforensics.log.partition import derived_topic_id, find_partitions, partition_dir_state, write_partition_metadata
 from kafkaforensics.broker.replay_admin import AdminAPIs, WriteAdminAPIs
-from kafkaforensics.log.segment import INDEX, LOG, TXNINDEX, BatchScanner, open_buffer
+from kafkaforensics.log.segment import INDEX, LOG, TXNINDEX, BatchScanner, Segment, open_buffer
 from kafkaforensics.log.txn_index import read_entries as read_txn_entries
 from specs import protocol_messages as P
 from specs.message_schema import FileRegion
@@ -393,13 +393,14 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
                     yield b
 
     def offset_for_time(self, s: LiveLog, ts: int) -> tuple[int, int]:
-        """First offset whose record timestamp is >= ts (Kafka's ListOffsets by time)."""
-        for b in self._batches(s):
-            if b.max_timestamp < ts:
-                continue
-            for r in b.records():
-                if r.timestamp >= ts:
-                    return r.offset, r.timestamp
+        """First offset at or after the log start whose record timestamp is >= ts (Kafka's ListOffsets
+        by time, UnifiedLog.fetchOffsetByTimestamp): each segment looked up through its time index
+        (Segment.find_offset_by_timestamp); a segment whose times all lie below ``ts`` costs the
+        batches after its last time-index entry."""
+        for base in s.segments:
+            found = Segment(base, s.path).find_offset_by_timestamp(ts, s.log_start)
+            if found is not None:
+                return found.offset, found.timestamp
         return -1, -1
 
     def offset_of_max_timestamp(self, s: LiveLog) -> tuple[int, int]:
