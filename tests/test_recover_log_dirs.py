@@ -208,8 +208,16 @@ def test_cli_recover_log_dir_summary_json_and_dry_run(tmp_path, kfx):
     lines = [json.loads(x) for x in r.stdout.splitlines()]
     assert {x["partition"] for x in lines if "partition" in x} == {f"events-{i}" for i in range(7)}
     assert lines[-1]["logDir"] == ld and tree(ld) == before
-    r = kfx("recover", ld, "--jobs", "2", "--index-interval-bytes", INTERVAL)
-    assert r.exit_code == 1 and "truncated" in r.stdout
+    r = kfx("recover", ld, "--jobs", "2", "--index-interval-bytes", INTERVAL, "--json")
+    assert r.exit_code == 1
+    done = [json.loads(x) for x in r.stdout.splitlines()]
+
+    def said(rows):  # what a run says it does, whether it does it or not
+        return [(x.get("partition"), x.get("done"), x.get("bytesTruncated"), x.get("recordsDropped"),
+                 [(a["action"], a["file"], a["detail"]) for a in x.get("actions", x.get("checkpoints", []))])
+                for x in rows]
+    assert said(done) == said(lines)  # the dry run said the same
+    assert any(x.get("truncatedAt") for x in done) and tree(ld) != before
     r = kfx("recover", ld, "--index-interval-bytes", INTERVAL)
     assert r.exit_code == 0 and "0 changed" in r.stdout
     empty = tmp_path / "empty"
@@ -270,3 +278,53 @@ def test_every_writing_command_refuses_a_live_log_dir(held, kfx, tmp_path):
     with pytest.raises(OSError, match="stop it first"):
         recover(part)
     assert tree(ld) == before
+
+
+def test_delete_stray_and_future_dirs_as_logmanager_loads_them(tmp_path):
+    """A ``-delete`` dir is left as it is (Kafka loads it only to delete it); ``-stray`` and
+    ``-future`` dirs are recovered; only current and future logs are in the recovery-point checkpoint."""
+    ld = tmp_path / "logs"
+    uid = "0123456789abcdef0123456789abcdef"
+    names = {"live": "events-0", "delete": f"events-1.{uid}-delete", "stray": f"events-2.{uid}-stray",
+             "future": f"events-3.{uid}-future"}
+    for kind, name in names.items():
+        p = str(ld / name)
+        make_partition(p, seed=len(kind))
+        seg, batches = layout(p)[-1]
+        os.truncate(seg, batches[-1][0] + 5)  # a torn last batch in each
+    before = tree(str(ld))
+    outs = recover_log_dirs([str(ld)], jobs=1, index_interval_bytes=INTERVAL, backup=False)
+    got = {r.partition: r for r in outs[0].partitions}
+    assert got[names["delete"]].truncated_at is None and not got[names["delete"]].actions
+    after = tree(str(ld))
+    assert {k: v for k, v in before.items() if k.startswith(names["delete"] + "/")} == \
+        {k: v for k, v in after.items() if k.startswith(names["delete"] + "/")}
+    for kind in ("live", "stray", "future"):
+        assert got[names[kind]].truncated_at is not None, kind
+    from kafkaforensics.log.checkpoint_file import read_offsets
+    assert set(read_offsets(str(ld / "recovery-point-offset-checkpoint"))) == {("events", 0), ("events", 3)}
+
+
+def test_crash_at_every_step_then_recover_again(tmp_path):
+    """Killed at any file step (KFX_CRASH_AT: SIGKILL, no cleanup) a log dir recovery run again ends
+    exactly where an uninterrupted one does."""
+    ref = str(tmp_path / "ref")
+    crashed_log_dir(ref, n=6, seed=3)
+    work = str(tmp_path / "work")
+    recover_log_dirs([ref], jobs=1, index_interval_bytes=INTERVAL, backup=False)
+    want = tree(ref)
+    env = dict(os.environ, PYTHONPATH=os.getcwd() + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    cmd = [sys.executable, "-m", "cli.main", "recover", "--jobs", "1", "--no-backup", "--index-interval-bytes",
+           str(INTERVAL), work]
+    for step in range(1, 400, 9):
+        if os.path.exists(work):
+            shutil.rmtree(work)
+        crashed_log_dir(work, n=6, seed=3)
+        r = subprocess.run(cmd, env=dict(env, KFX_CRASH_AT=str(step)), capture_output=True, timeout=120)
+        assert r.returncode in (-9, 0, 1), r.stderr
+        subprocess.run(cmd, env=env, capture_output=True, timeout=120)
+        assert tree(work) == want, step
+        if r.returncode != -9:
+            break
+    else:
+        pytest.fail("the run was still being killed at the last step tried")

@@ -10,7 +10,8 @@ Per log dir, as LogManager does at start:
   goes on);
 * every partition dir is loaded by :func:`~.recovery.recover` (LogLoader), ``jobs`` at a time in
   separate processes (``num.recovery.threads.per.data.dir``); ``__cluster_metadata-0`` as the raft
-  layer loads it (from offset 0, as after an unclean shutdown);
+  layer loads it (from offset 0, as after an unclean shutdown); a ``-delete`` dir is left as it is
+  (Kafka loads it only to delete it);
 * then the two checkpoints LogManager writes are written as it writes them: the recovery point of
   every loaded log (current and future, not ``-delete`` or ``-stray`` dirs, not the metadata log):
   its log end after a clean shutdown, else the lower of its checkpointed recovery point and its log

@@ -166,6 +166,10 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
     rp = 0 if full else recovery_point
     rep = RecoveryReport(os.path.basename(path), rp, dry_run=dry_run, path=path, clean_shutdown=clean)
     rep.notes += notes
+    if state == "delete":
+        # Kafka loads it without recovery only to delete it (file.delete.delay.ms later): kfx keeps it
+        rep.notes.append("a partition dir marked for deletion: Kafka deletes it after loading; left as it is")
+        return rep
     if backup:
         rep.backup = os.path.abspath(backup_dir) if backup_dir else fsutil.default_backup_dir(path)
     d = _PartitionFiles(path)
@@ -175,12 +179,9 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
     pstate = ProducerState()
     epochs = _load_epochs(d, rep)
     segments = [off for _n, off in d.with_offset((LOG,))]
-    # a dir marked for deletion is loaded but never recovered (LogLoader.load: no recoverLog for "-delete")
-    skip_recovery = clean or state == "delete"
+    skip_recovery = clean
     if clean:
         rep.notes.append("clean-shutdown marker present: Kafka skips segment recovery (use --full to validate)")
-    elif state == "delete":
-        rep.notes.append("a dir marked for deletion: Kafka loads it without recovery, then deletes it")
     leo = segments[0] if segments else 0
     truncated = False
     removed: list[int] = []
