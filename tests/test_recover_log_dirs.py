@@ -328,3 +328,38 @@ def test_crash_at_every_step_then_recover_again(tmp_path):
             break
     else:
         pytest.fail("the run was still being killed at the last step tried")
+
+
+@needs_real
+def test_clean_shutdown_full_check_changes_nothing_either(tmp_path):
+    _root, ld = unpack(CLEAN, tmp_path)
+    before = tree(ld)
+    outs = recover_log_dirs([ld], jobs=2, full=True)
+    assert not outs[0].clean_shutdown and all(r.recovered_segments for r in outs[0].partitions)
+    assert not outs[0].changed, [(r.partition, r.done) for r in outs[0].partitions if r.actions]
+    assert tree(ld) == before
+
+
+def test_producer_snapshots_as_kafka_takes_them(tmp_path):
+    """No snapshot is written into an empty partition (takeSnapshot writes only past the last one), and
+    a snapshot holding the same entries in another order (Kafka writes hash-map order) is left as it is."""
+    from kafkaforensics.log.producer_state import read_snapshot, snapshot_bytes
+    ld = tmp_path / "logs"
+    empty = ld / "empty-0"
+    empty.mkdir(parents=True)
+    (empty / "00000000000000000000.log").write_bytes(b"")
+    p = str(ld / "events-0")
+    make_partition(p, seed=4)
+    snaps = sorted(n for n in os.listdir(p) if n.endswith(".snapshot"))
+    last = os.path.join(p, snaps[-1])
+    entries = read_snapshot(open(last, "rb").read())
+    assert len(entries) > 1
+    shuffled = snapshot_bytes(entries[::-1])
+    with open(last, "wb") as f:
+        f.write(shuffled)
+    outs = recover_log_dirs([str(ld)], jobs=1, index_interval_bytes=INTERVAL, backup=False)
+    # its missing indexes are made (empty), no snapshot
+    assert sorted(os.listdir(empty)) == ["00000000000000000000." + s for s in ("index", "log", "timeindex")]
+    assert open(last, "rb").read() == shuffled
+    got = {r.partition: r for r in outs[0].partitions}
+    assert not got["events-0"].actions, got["events-0"].done
