@@ -77,6 +77,19 @@ def test_index_problem_is_kafkas_sanity_check(tmp_path):
     make_partition(p, seed=5)
     seg = PartitionDir.scan(p).segments[1]
     assert seg.index_problem() is None
+    good = open(seg.path(".index"), "rb").read()
+    with open(seg.path(".index"), "ab") as f:
+        f.write(b"\xff\xff\xff\xff\0\0\0\0")  # a last entry before the base offset
+    assert "below the base offset" in seg.index_problem()
+    with open(seg.path(".index"), "wb") as f:
+        f.write(good + bytes(8 * 100))  # a preallocated zero tail passes, as in Kafka
+    assert seg.index_problem() is None
+    t = open(seg.path(".timeindex"), "rb").read()
+    with open(seg.path(".timeindex"), "ab") as f:
+        f.write(bytes(12))  # a last timestamp below the first
+    assert "before its first" in seg.index_problem()
+    with open(seg.path(".timeindex"), "wb") as f:
+        f.write(t)
     with open(seg.path(".index"), "ab") as f:
         f.write(b"\0\0\0")
     assert "not a multiple" in seg.index_problem()

@@ -344,6 +344,19 @@ class Segment:
         except FileNotFoundError:
             return None
 
+    def _edges(self, suffix: str, entry) -> tuple[tuple, tuple] | None:
+        """The first and last raw entries of a fixed-width index (None: missing or empty)."""
+        try:
+            with open(self.path(suffix), "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                if size < entry.size:
+                    return None
+                first = entry.unpack(f.read(entry.size))
+                f.seek(size - size % entry.size - entry.size)
+                return first, entry.unpack(f.read(entry.size))
+        except FileNotFoundError:
+            return None
+
     def offset_index(self) -> list[tuple[int, int]]:
         """The ``.index`` entries as (absolute offset, position) up to its zero tail ([] when missing)."""
         from kafkaforensics.log import offset_index
@@ -377,12 +390,15 @@ class Segment:
             p = self.path(suffix)
             if os.path.exists(p) and os.path.getsize(p) % size:
                 return f"{os.path.basename(p)}: size {os.path.getsize(p)} is not a multiple of {size}"
-        offsets = self.offset_index()
-        if offsets and offsets[-1][0] < self.base_offset:
-            return f"{file_name(self.base_offset, INDEX)}: last offset {offsets[-1][0]} is below the base offset"
-        times = self.time_index()
-        if times and (times[-1][0] < times[0][0] or times[-1][1] < self.base_offset):
-            return f"{file_name(self.base_offset, TIMEINDEX)}: last entry {times[-1]} is before its first or the base"
+        # the old sanity checks read only the first and last entries (a preallocated zero tail reads as
+        # relative offset 0, which passes, as it does in Kafka)
+        from specs.indexes import OFFSET_ENTRY, TIME_ENTRY
+        last = self._edges(INDEX, OFFSET_ENTRY)
+        if last and last[1][0] < 0:
+            return f"{file_name(self.base_offset, INDEX)}: last offset {self.base_offset + last[1][0]} is below the base offset"
+        times = self._edges(TIMEINDEX, TIME_ENTRY)
+        if times and (times[1][0] < times[0][0] or times[1][1] < 0):
+            return f"{file_name(self.base_offset, TIMEINDEX)}: last entry {times[1]} is before its first or the base"
         try:
             aborted = self.aborted_txns()
         except KafkaFormatError as e:
