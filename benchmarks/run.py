@@ -493,7 +493,8 @@ def main() -> None:
     if args.only_logdir:
         results, summary = run_log_dir_group(args.logdir_mb, args.logdir_partitions, args.repeat)
         for r in results:
-            print(f"{r['name']}: {r['seconds']:.2f} s, {r['mb_per_s']:.0f} MB/s, runs {r['runs']}")
+            print(f"{r['name']}: {r['seconds']:.2f} s, {r['mb_per_s']:.0f} MB/s, peak RSS {r['peak_rss_mb']:.0f} MB, "
+                  f"runs {r['runs']}")
         for k, v in summary.items():
             print(f"{k}: {v:.2f}")
         return

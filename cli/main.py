@@ -261,6 +261,7 @@ def recover(paths: List[str] = Argument(..., help="Log dirs (every partition in 
             jobs: Optional[int] = Option(None, "--jobs", min=1, help="Partitions recovered at once (default: the cores)"),
             as_json: bool = Option(False, "--json", help="One JSON object a partition (and a log dir)")):
     """Do what Kafka's log loading does at start (LogManager + LogLoader): finish swaps, truncate, rebuild."""
+    from kafkaforensics.errors import KafkaFormatError
     from kafkaforensics.log.partition import is_log_dir, is_partition_dir
     kinds = []
     for p in paths:
@@ -286,6 +287,8 @@ def recover(paths: List[str] = Argument(..., help="Log dirs (every partition in 
         outs = _recover_log_dirs(paths, kinds, jobs, opts)
     except OSError as e:
         _fail(str(e))
+    except KafkaFormatError as e:
+        _fail(str(e.problem))
     from cli.recover_view import print_log_dir_recovery
     print_log_dir_recovery(outs, as_json, dry_run)
     raise Exit(EXIT_PROBLEMS if any(o.changed for o in outs) else EXIT_OK)

@@ -1,20 +1,29 @@
-"""``kfx recover``: what Kafka's log loading does to a partition after an unclean shutdown, offline.
+"""``kfx recover``: what Kafka's log loading does to a partition at start, offline (a whole log dir:
+:mod:`.load_logs`).
 
-Rule for rule after LogLoader and LogSegment.recover:
+Rule for rule after LogLoader, LogSegment and ProducerStateManager:
 
 1. leftovers -- ``.deleted`` files are removed; ``.cleaned`` files are removed, and with them every
    ``.swap`` file at or above the lowest cleaned offset (an interrupted split); the remaining
    ``.swap`` log files replace the segments whose base offsets fall in [swap base, swap next
    offset), and every ``.swap`` file is renamed to its final name;
 2. index files without a ``.log`` are removed;
-3. from the first unflushed segment (the recovery point, unless a clean-shutdown marker says
+3. at load, whatever the shutdown was, a segment whose offset index is missing or whose indexes
+   fail the sanity check is recovered (its indexes rebuilt; a truncation there removes no later
+   segment); a missing time index next to a present offset index is created empty;
+4. from the first unflushed segment (the recovery point, unless the clean-shutdown marker says
    there is nothing to recover; ``full`` validates every segment) each segment is walked batch by
    batch: framing (size bounds, magic), CRC, offsets increasing and, if asked, the max message
    size; it is truncated at the end of the last valid batch and every later segment is removed;
-4. the offset, time and transaction indexes of every recovered segment are rebuilt;
-5. producer snapshots past the new log end, corrupt ones and stray ones are removed and the
-   state is rebuilt from the batches (snapshots at the recovered segments' ends and the log end);
-   the leader-epoch cache is truncated at the log end and extended by the recovered batches.
+5. the offset, time and transaction indexes of every recovered segment are rebuilt;
+6. producer snapshots are deleted and taken as ProducerStateManager does at load (see
+   :func:`_plan_snapshots`): none past the log end or at or below the log start, none corrupt, no
+   stray one but the latest, and one taken only past the last one (none in an empty partition);
+   the leader-epoch cache is truncated at the log end (an entry starting there kept) and from the
+   log start, and extended by the recovered batches.
+
+The metadata partition (``__cluster_metadata-0``) loads from offset 0 as after an unclean shutdown,
+as the raft layer loads it; a ``-delete`` dir is left as it is.
 
 Everything is planned first (``dry_run`` returns the plan) and then applied in a crash-safe order:
 later segments are moved aside before a segment is truncated, files are replaced through a temp
