@@ -48,18 +48,21 @@ def print_log_dir_recovery(outs, as_json: bool, dry_run: bool) -> None:
     from rich.console import Console
     from rich.table import Table
     c = Console()
+    if not c.is_terminal:  # piped into a file or a pager: the table's width, not 80 columns
+        c = Console(width=max(c.width, 132))
     t = Table(title="kfx recover" + (" (dry run)" if dry_run else ""))
-    for col in ("partition", "done", "bytes cut", "batches cut", "records cut", "indexes rebuilt"):
-        t.add_column(col, justify="left" if col in ("partition", "done") else "right", no_wrap=col == "partition")
     several = len({o.log_dir for o in outs}) > 1
+    for col in ("log dir",) * several + ("partition", "done", "bytes cut", "batches cut", "records cut",
+                                           "indexes rebuilt"):
+        t.add_column(col, justify="right" if col.endswith(("cut", "rebuilt")) else "left",
+                     no_wrap=col in ("log dir", "partition"))
     idle = 0
     for out in outs:
         for rep in out.partitions:
             if not rep.actions:
                 idle += 1
                 continue
-            name = os.path.join(os.path.basename(out.log_dir), rep.partition) if several else rep.partition
-            t.add_row(name, ", ".join(rep.done),
+            t.add_row(*((os.path.basename(out.log_dir),) if several else ()), rep.partition, ", ".join(rep.done),
                       str(rep.bytes_truncated), str(rep.batches_dropped), str(rep.records_dropped),
                       str(len(rep.rebuilt_indexes)))
     if t.rows:
