@@ -363,3 +363,29 @@ def test_producer_snapshots_as_kafka_takes_them(tmp_path):
     assert open(last, "rb").read() == shuffled
     got = {r.partition: r for r in outs[0].partitions}
     assert not got["events-0"].actions, got["events-0"].done
+
+
+def test_missing_index_after_a_clean_shutdown_is_rebuilt_and_nothing_else_recovered(tmp_path):
+    """After a clean shutdown only a segment without its offset index is recovered (LogLoader.
+    loadSegmentFiles: "Could not find offset index file ... rebuilding"): garbage at the end of
+    that segment is cut, a damaged later segment with its index is not looked at, and no segment
+    is removed."""
+    ld = tmp_path / "logs"
+    p = str(ld / "events-0")
+    make_partition(p, seed=9)
+    (ld / ".kafka_cleanshutdown").write_text('{"version":0,"brokerEpoch":7}')
+    lay = layout(p)
+    (s1, _), (s_last, _) = lay[1], lay[-1]
+    os.unlink(s1[: -len(".log")] + ".index")
+    with open(s1, "ab") as f:
+        f.write(b"\xff" * 40)
+    with open(s_last, "ab") as f:
+        f.write(b"\xff" * 40)
+    last_before = open(s_last, "rb").read()
+    outs = recover_log_dirs([str(ld)], jobs=1, index_interval_bytes=INTERVAL, backup=False)
+    (r,) = outs[0].partitions
+    assert outs[0].clean_shutdown and outs[0].marker["brokerEpoch"] == 7
+    assert r.recovered_segments == [os.path.basename(s1)] and not r.removed_segments
+    assert r.truncated_at["segment"] == os.path.basename(s1) and r.bytes_truncated == 40
+    assert open(s_last, "rb").read() == last_before  # past the recovery point, but the shutdown was clean
+    assert os.path.exists(s1[: -len(".log")] + ".index")
