@@ -26,8 +26,7 @@ from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.broker.live_log import LiveLog
 from kafkaforensics.log.partition import derived_topic_id, find_partitions, partition_dir_state, write_partition_metadata
 from kafkaforensics.broker.replay_admin import AdminAPIs, WriteAdminAPIs
-from kafkaforensics.log.segment import INDEX, LOG, TXNINDEX, BatchScanner, Segment, open_buffer
-from kafkaforensics.log.txn_index import read_entries as read_txn_entries
+from kafkaforensics.log.segment import INDEX, LOG, BatchScanner, Segment, open_buffer
 from specs import protocol_messages as P
 from specs.message_schema import FileRegion
 
@@ -386,11 +385,10 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
 
     def _batches(self, s: LiveLog):
         for base in s.segments:
-            with open_buffer(s.seg_path(base, LOG)) as buf:
-                for b in BatchScanner(buf, base_offset=base):
-                    if not b.crc_valid():
-                        return
-                    yield b
+            for b in Segment(base, s.path).batches():
+                if not b.crc_valid():
+                    return
+                yield b
 
     def offset_for_time(self, s: LiveLog, ts: int) -> tuple[int, int]:
         """First offset at or after the log start whose record timestamp is >= ts (Kafka's ListOffsets
@@ -505,13 +503,16 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
         return entries
 
     def aborted(self, s: LiveLog, first: int, upper: int) -> list[dict]:
+        """The aborted transactions a read_committed fetch of [first, upper) carries
+        (UnifiedLog.collectAbortedTransactions: from the segment holding ``first`` on, each segment's
+        LogSegment.collectAbortedTxns, until one says the search is complete)."""
         out = []
+        floor = max((b for b in s.segments if b <= first), default=None)
         for base in s.segments:
-            p = s.seg_path(base, TXNINDEX)
-            if base >= upper or not os.path.exists(p):
+            if (floor is not None and base < floor) or base >= upper:
                 continue
-            with open(p, "rb") as f:
-                for e in read_txn_entries(f.read(), file=p):
-                    if e.last_offset >= first and e.first_offset < upper:
-                        out.append({"ProducerId": e.producer_id, "FirstOffset": e.first_offset})
+            found, complete = Segment(base, s.path).collect_aborted_txns(first, upper)
+            out += [{"ProducerId": e.producer_id, "FirstOffset": e.first_offset} for e in found]
+            if complete:
+                break
         return out
