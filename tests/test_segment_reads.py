@@ -115,3 +115,18 @@ def test_log_dir_reads_both_marker_formats_and_its_checkpoints(tmp_path):
     assert d.recovery_points() == {("events", 0): 17}
     (ld / "cleaner-offset-checkpoint").write_text("")
     assert d.lock_holder() is None and [os.path.basename(x) for x in d.other_dirs()] == [".kfx-backup"]
+
+
+def test_partition_dir_producer_state_and_epochs(part, tmp_path):
+    off, entries = part.latest_producer_snapshot()
+    assert off == max(part.snapshots) and entries
+    assert part.segment_for(off - 1).base_offset <= off - 1
+    assert part.segment_for(part.segments[0].base_offset) is part.segments[0]
+    assert part.leader_epoch_cache().latest_epoch is not None
+    import shutil
+    p = str(tmp_path / "events-0")
+    shutil.copytree(part.path, p)
+    with open(os.path.join(p, f"{off:020d}.snapshot"), "r+b") as f:
+        f.write(b"\xff\xff")  # a damaged newest snapshot: the one before is loaded
+    older = PartitionDir.scan(p).latest_producer_snapshot()
+    assert older[0] == sorted(part.snapshots)[-2]

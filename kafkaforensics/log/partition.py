@@ -138,6 +138,21 @@ class PartitionDir:
         with open(p, "rb") as f:
             return read_snapshot(f.read(), file=p)
 
+    def latest_producer_snapshot(self) -> tuple[int, list] | None:
+        """(offset, entries) of the newest readable producer snapshot, as ProducerStateManager loads
+        it (a damaged newer one is passed over); None when there is none."""
+        for off in sorted(self.snapshots, reverse=True):
+            try:
+                return off, self.producer_snapshot(off)
+            except (KafkaFormatError, OSError):
+                continue
+        return None
+
+    def leader_epoch_cache(self):
+        """``leader-epoch-checkpoint`` as a :class:`~.leader_epochs.LeaderEpochCache` (None: no file)."""
+        from kafkaforensics.log.leader_epochs import LeaderEpochCache
+        return LeaderEpochCache.read(self.path)
+
     def leader_epochs(self) -> list[dict] | None:
         """``leader-epoch-checkpoint``'s lines as written (None: no file); the rules over them are
         :class:`~.leader_epochs.LeaderEpochCache`'s."""
@@ -270,11 +285,7 @@ def find_partitions(path: str) -> list[PartitionDir]:
     """A partition dir gives itself; a log dir gives every partition dir inside it."""
     if is_partition_dir(path) and any(n.endswith(LOG) or n.endswith(LEFTOVER_SUFFIXES) for n in os.listdir(path)):
         return [PartitionDir.scan(path)]
-    out = []
-    for n in sorted(os.listdir(path)):
-        full = os.path.join(path, n)
-        if os.path.isdir(full) and parse_partition_dir_name(n) is not None:
-            out.append(PartitionDir.scan(full))
+    out = LogDir(path).partitions()
     if not out and is_partition_dir(path):
         out.append(PartitionDir.scan(path))
     return out
