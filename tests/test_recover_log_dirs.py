@@ -224,6 +224,10 @@ def test_cli_recover_log_dir_summary_json_and_dry_run(tmp_path, kfx):
     empty.mkdir()
     r = kfx("recover", empty)
     assert r.exit_code == 2 and "neither a log dir nor a partition dir" in r.output
+    from kafkaforensics.repair.load_logs import NotALogDir
+    with pytest.raises(NotALogDir):
+        recover_log_dirs([os.path.join(ld, "events-0")])  # a partition dir is no log dir: nothing written
+    assert not os.path.exists(os.path.join(ld, "events-0", "recovery-point-offset-checkpoint"))
 
 
 # -- a log dir in use ----------------------------------------------------------------------------

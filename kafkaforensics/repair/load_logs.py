@@ -31,9 +31,14 @@ from kafkaforensics.defaults import DEFAULT_INDEX_INTERVAL_BYTES
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, RECOVERY_POINT, build_offsets, read_offsets
 from kafkaforensics.log.dir_lock import refuse_live
-from kafkaforensics.log.partition import METADATA_PARTITION, LogDir, parse_partition_dir_name, partition_dir_state
+from kafkaforensics.log.partition import (METADATA_PARTITION, LogDir, is_log_dir, parse_partition_dir_name,
+                                          partition_dir_state)
 from kafkaforensics.repair.actions import Action, apply_actions
 from kafkaforensics.repair.recovery import RecoveryReport, recover
+
+
+class NotALogDir(ValueError):
+    """A path given as a log dir holds nothing a broker's log dir holds."""
 
 
 @dataclass
@@ -162,6 +167,9 @@ def recover_log_dirs(log_dirs, *, jobs: int | None = None, dry_run: bool = False
     ``jobs`` partitions at a time in worker processes (default: the cores; 1: in this process).
     ``on_start(path, bytes)`` and ``on_done(report)`` are called as partitions start and finish.
     A log dir a running broker holds refuses the whole run (:class:`~.dir_lock.LogDirInUse`)."""
+    for p in log_dirs:
+        if not is_log_dir(p):
+            raise NotALogDir(f"{p}: not a log dir (no meta.properties, offset checkpoint or topic-N dir in it)")
     dirs = [LogDir(p) for p in log_dirs]
     refuse_live(*[d.path for d in dirs])
     jobs = max(1, jobs or os.cpu_count() or 1)
