@@ -320,6 +320,7 @@ def test_crash_at_every_step_then_recover_again(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.getcwd() + os.pathsep + os.environ.get("PYTHONPATH", ""))
     cmd = [sys.executable, "-m", "cli.main", "recover", "--jobs", "1", "--no-backup", "--index-interval-bytes",
            str(INTERVAL), work]
+    kills = 0
     for step in range(1, 400, 9):
         if os.path.exists(work):
             shutil.rmtree(work)
@@ -330,8 +331,10 @@ def test_crash_at_every_step_then_recover_again(tmp_path):
         assert tree(work) == want, step
         if r.returncode != -9:
             break
+        kills += 1
     else:
         pytest.fail("the run was still being killed at the last step tried")
+    assert kills > 5  # killed in the partitions' repairs and in the checkpoint writes
 
 
 @needs_real
