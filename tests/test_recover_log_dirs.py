@@ -396,3 +396,17 @@ def test_missing_index_after_a_clean_shutdown_is_rebuilt_and_nothing_else_recove
     assert r.truncated_at["segment"] == os.path.basename(s1) and r.bytes_truncated == 40
     assert open(s_last, "rb").read() == last_before  # past the recovery point, but the shutdown was clean
     assert os.path.exists(s1[: -len(".log")] + ".index")
+
+
+def test_a_log_without_segments_gets_an_empty_one_at_its_log_start(tmp_path):
+    ld = tmp_path / "logs"
+    p = ld / "events-0"
+    p.mkdir(parents=True)
+    (p / "partition.metadata").write_text("version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAg\n")
+    (ld / "log-start-offset-checkpoint").write_text("0\n1\nevents 0 42\n")
+    outs = recover_log_dirs([str(ld)], jobs=1, backup=False)
+    assert sorted(os.listdir(p)) == ["00000000000000000042.index", "00000000000000000042.log",
+                                     "00000000000000000042.timeindex", "partition.metadata"]
+    assert all(os.path.getsize(p / n) == 0 for n in os.listdir(p) if n.startswith("000"))
+    assert outs[0].partitions[0].log_end_offset == 42
+    assert not recover_log_dirs([str(ld)], jobs=1)[0].changed

@@ -254,8 +254,16 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
                 plan.append(Action("delete", d.full(n), "segment after the truncation point",
                                    phase=PHASES["remove-segment"]))
                 del d.files[n]
-    rep.log_end_offset = leo
     kept = [b for b in segments if b not in removed]
+    if not segments:
+        # LogLoader.recoverLog: a log without segments gets an empty one at the checkpointed log start
+        # (the active segment; a clean shutdown trims its indexes to nothing)
+        leo = log_start_offset
+        for suf in (LOG, INDEX, TIMEINDEX):
+            _plan_write(d, file_name(leo, suf), b"", "empty active segment, as Kafka creates one for a log "
+                        "without segments (LogLoader.recoverLog)", plan)
+        kept = [leo]
+    rep.log_end_offset = leo
     rep.log_start_offset = max(log_start_offset, kept[0]) if kept else log_start_offset
     rep.first_segment = kept[0] if kept else None
     if kept and leo < log_start_offset:
