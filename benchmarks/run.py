@@ -149,6 +149,14 @@ READ_CRC = ("import crc32c, sys\nc = 0\nwith open(sys.argv[1], 'rb', buffering=0
             "    while b := f.read(1 << 20):\n        c = crc32c.crc32c(b, c)\n")
 #: a whole process reading a file 1 MiB at a time: what `kfx dump --format json` is judged against
 READ = "import sys\nwith open(sys.argv[1], 'rb', buffering=0) as f:\n    while f.read(1 << 20):\n        pass\n"
+#: a whole process reading every segment of a log dir 1 MiB at a time: what `kfx recover LOG_DIR` is judged against
+READ_TREE = ("import os, sys\nfor root, _d, files in sorted(os.walk(sys.argv[1])):\n    for n in files:\n"
+             "        if n.endswith('.log'):\n            with open(os.path.join(root, n), 'rb', buffering=0) as f:\n"
+             "                while f.read(1 << 20):\n                    pass\n")
+#: the same partitions recovered one after the other in one process: the sum of single-partition recoveries
+RECOVER_EACH = ("import sys\nfrom kafkaforensics.log.partition import LogDir\n"
+                "from kafkaforensics.repair.recovery import recover\n"
+                "for p in LogDir(sys.argv[1]).partition_dirs():\n    recover(p, backup=False)\n")
 PROCESSES = {
     "process-bare-interpreter": lambda a: [sys.executable, "-c", "pass"],
     "process-kfx-help": lambda a: [KFX, "--help"],
@@ -158,12 +166,32 @@ PROCESSES = {
     "process-kfx-verify": lambda a: [KFX, "verify", a],
     "process-read": lambda a: [sys.executable, "-c", READ, a],
     "process-kfx-dump-json": lambda a: [KFX, "dump", "--format", "json", a],
+    # the log-dir recovery group: this checkout's kfx (not the installed one), all three over one log dir
+    "process-read-logdir": lambda a: [sys.executable, "-c", READ_TREE, a],
+    "process-kfx-recover-logdir-jobs2": lambda a: [sys.executable, "-m", "cli.main", "recover", "--jobs", "2",
+                                                   "--no-backup", a],
+    "process-recover-partitions-one-by-one": lambda a: [sys.executable, "-c", RECOVER_EACH, a],
 }
 
 
+def make_log_dir(path: str, size: int, partitions: int) -> str:
+    """A log dir of ``partitions`` partitions of one segment each, ``size`` bytes in all, loaded once
+    (indexes built, recovery points checkpointed at 0: every run recovers every segment)."""
+    for i in range(partitions):
+        make_segment(os.path.join(path, f"bench-{i}", "00000000000000000000.log"), size // partitions)
+    from kafkaforensics.repair.load_logs import recover_log_dirs
+    recover_log_dirs([path], jobs=2, backup=False)
+    return path
+
+
+def _log_bytes(arg: str) -> int:
+    if os.path.isfile(arg):
+        return os.path.getsize(arg)
+    return sum(os.path.getsize(os.path.join(r, f)) for r, _d, fs in os.walk(arg) for f in fs if f.endswith(".log"))
+
+
 def child(name: str, arg: str) -> dict:
-    size = os.path.getsize(arg) if os.path.isfile(arg) else sum(
-        os.path.getsize(os.path.join(arg, f)) for f in os.listdir(arg) if f.endswith(".log"))
+    size = _log_bytes(arg)
     # imports (numpy, the peers' modules, ours) are not part of any figure: each is a once-per-process cost
     import crc32c  # noqa: F401
     import kafkaforensics.inspect.dump  # noqa: F401
@@ -431,6 +459,20 @@ def run_group(jobs, repeat: int) -> list[dict]:
     return out
 
 
+def run_log_dir_group(mb: int, partitions: int, repeat: int) -> tuple[list[dict], dict]:
+    """`kfx recover --jobs 2 LOG_DIR` over ``mb`` MiB in ``partitions`` partitions (no clean-shutdown
+    marker, recovery points 0: every segment walked, CRC-checked and its indexes compared), next to the
+    same partitions recovered one by one in one process and to a process reading the same bytes."""
+    ld = make_log_dir(os.path.join(DATA, f"logdir-{mb}-{partitions}"), mb << 20, partitions)
+    run_child("process-read-logdir", ld)  # warm the page cache
+    res = run_group([(n, ld) for n in ("process-read-logdir", "process-kfx-recover-logdir-jobs2",
+                                       "process-recover-partitions-one-by-one")], repeat)
+    by = {r["name"]: r for r in res}
+    jobs2 = by["process-kfx-recover-logdir-jobs2"]["seconds"]
+    return res, {"recover_logdir_jobs2_vs_one_by_one": by["process-recover-partitions-one-by-one"]["seconds"] / jobs2,
+                 "recover_logdir_jobs2_vs_read_process": by["process-read-logdir"]["seconds"] / jobs2}
+
+
 # ---------------------------------------------------------------------------------- main ----
 def main() -> None:
     ap = argparse.ArgumentParser()
@@ -440,10 +482,21 @@ def main() -> None:
     ap.add_argument("--compact-keys", type=int, default=1_000_000)
     ap.add_argument("--spark-mb", type=int, default=256)
     ap.add_argument("--repeat", type=int, default=3, help="runs of each figure (the median is kept)")
+    ap.add_argument("--logdir-mb", type=int, default=1024, help="the log-dir recovery group's log dir (0: skip)")
+    ap.add_argument("--logdir-partitions", type=int, default=200)
+    ap.add_argument("--only-logdir", action="store_true", help="run the log-dir recovery group alone")
     ap.add_argument("--child", nargs=2)
     args = ap.parse_args()
     if args.child:
         print(json.dumps(child(*args.child)))
+        return
+    if args.only_logdir:
+        results, summary = run_log_dir_group(args.logdir_mb, args.logdir_partitions, args.repeat)
+        for r in results:
+            print(f"{r['name']}: {r['seconds']:.2f} s, {r['mb_per_s']:.0f} MB/s, peak RSS {r['peak_rss_mb']:.0f} MB, "
+                  f"runs {r['runs']}")
+        for k, v in summary.items():
+            print(f"{k}: {v:.2f}")
         return
     size = args.size_mb << 20
     rep = args.repeat
@@ -527,6 +580,10 @@ def main() -> None:
             r["codec"] = cname
             results.append(r)
             deep[(cname, r["name"].split("-", 2)[2])] = r["records_per_s"]
+    summary_logdir = {}
+    if args.logdir_mb:
+        res, summary_logdir = run_log_dir_group(args.logdir_mb, args.logdir_partitions, rep)
+        results += res
     by = {r["name"]: r for r in results}
     ceiling = max(by["crc32c-ceiling-mmap"]["mb_per_s"], by["crc32c-ceiling-read"]["mb_per_s"])
     summary_serve = {"serve_kcat_vs_sendfile_ceiling": by["serve-kcat"]["mb_per_s"] / by["sendfile-ceiling"]["mb_per_s"]}
@@ -550,6 +607,7 @@ def main() -> None:
            for c in ("none", "lz4", "zstd") for ours in OUR_DEEP for peer in ("kafka-python", "aiokafka")},
         **summary_spark,
         **summary_serve,
+        **summary_logdir,
     }
     machine = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
                "python": platform.python_version(), "system": platform.platform()}

@@ -224,6 +224,7 @@ def write(out: str = Option(..., "--out", metavar="DIR", help="Partition directo
     from kafkaforensics.errors import KafkaFormatError
     from kafkaforensics.log.writer import PartitionWriter
     segment_bytes, index_interval_bytes, _notes = sizes(out, segment_bytes, index_interval_bytes)
+    _refuse_live(out)
     try:
         w = PartitionWriter(out, segment_bytes=segment_bytes, index_interval_bytes=index_interval_bytes)
     except (FileExistsError, OSError) as e:
@@ -253,7 +254,7 @@ _backup_opts = backup_settings
 
 
 @commands.command()
-def recover(partition_dir: str = Argument(..., help="A partition directory (topic-N)"),
+def recover(paths: List[str] = Argument(..., metavar="PATH", help="Log dirs (every partition in them) or partition dirs (topic-N)"),
             dry_run: bool = DRY_RUN,
             backup_dir: Optional[str] = BACKUP_DIR,
             no_backup: bool = NO_BACKUP,
@@ -261,36 +262,85 @@ def recover(partition_dir: str = Argument(..., help="A partition directory (topi
             max_message_bytes: Optional[int] = Option(None, "--max-message-bytes", min=14, metavar="BYTES",
                                                             help="Also treat larger batches as corrupt"),
             recovery_point: Optional[int] = Option(None, "--recovery-point", min=0, metavar="OFFSET",
-                                                         help="First unflushed offset (default: the log dir's checkpoint, else 0)"),
-            full: bool = Option(False, "--full", help="Validate every segment, whatever the checkpoint says"),
+                                                         help="First unflushed offset of a partition dir (default: the log dir's checkpoint, else 0)"),
+            full: bool = Option(False, "--full", help="Validate every segment, whatever the marker and checkpoint say"),
+            jobs: Optional[int] = Option(None, "--jobs", min=1, metavar="N", help="Partitions recovered at once (default: the cores)"),
             as_json: bool = JSON):
-    """Do what Kafka's log loading does after an unclean shutdown: finish swaps, truncate, rebuild."""
-    from rich.console import Console
-    from kafkaforensics.repair.recovery import recover as recover_partition
-    if not os.path.isdir(partition_dir):
-        _fail(f"{partition_dir}: not a directory")
-    _seg, index_interval_bytes, from_configs = sizes(partition_dir, None, index_interval_bytes, segments=False)
+    """Do what Kafka's log loading does at start (LogManager + LogLoader): finish swaps, truncate, rebuild."""
+    from kafkaforensics.errors import KafkaFormatError
+    from kafkaforensics.log.paths import LOG_DIR, PARTITION_DIR, PathUsageError, classify_for
     try:
-        rep = recover_partition(partition_dir, dry_run=dry_run, index_interval_bytes=index_interval_bytes,
-                                max_message_bytes=max_message_bytes, recovery_point=recovery_point, full=full,
-                                **_backup_opts(backup_dir, no_backup))
+        kinds = ["log dir" if kp.kind == LOG_DIR else "partition"
+                 for kp in classify_for(paths, "recover", accept=(LOG_DIR, PARTITION_DIR))]
+    except PathUsageError as e:
+        _fail(str(e))
+    if recovery_point is not None and kinds != ["partition"]:
+        _fail("--recovery-point applies to one partition dir")
+    _refuse_live(*paths)
+    opts = dict(dry_run=dry_run, index_interval_bytes=index_interval_bytes, max_message_bytes=max_message_bytes,
+                full=full, **_backup_opts(backup_dir, no_backup))
+    try:
+        if kinds == ["partition"]:
+            from kafkaforensics.repair.recovery import recover as recover_partition
+            rep = recover_partition(paths[0], recovery_point=recovery_point, **opts)
+            _print_partition_recovery(rep, as_json, dry_run)
+            raise Exit(EXIT_PROBLEMS if rep.actions else EXIT_OK)
+        outs = _recover_log_dirs(paths, kinds, jobs, opts)
     except OSError as e:
         _fail(str(e))
-    rep.notes[:0] = from_configs
+    except KafkaFormatError as e:
+        _fail(str(e.problem))
+    from cli.recover_view import print_log_dir_recovery
+    print_log_dir_recovery(outs, as_json, dry_run)
+    raise Exit(EXIT_PROBLEMS if any(o.changed for o in outs) else EXIT_OK)
+
+
+def _recover_log_dirs(paths, kinds, jobs, opts):
+    """Log dirs through LogManager's loading; partition dirs among them each as a one-partition run."""
+    from kafkaforensics.repair.load_logs import recover_log_dirs
+    from cli.recover_view import recovery_progress
+    total = sum(_total_bytes([p]) for p in paths)
+    with recovery_progress(total) as (on_start, on_done):
+        outs = []
+        dirs = [p for p, k in zip(paths, kinds) if k == "log dir"]
+        if dirs:
+            outs += recover_log_dirs(dirs, jobs=jobs, on_start=on_start, on_done=on_done, **opts)
+        for p, k in zip(paths, kinds):
+            if k == "partition":
+                from kafkaforensics.repair.load_logs import LogDirRecovery
+                from kafkaforensics.repair.recovery import recover as recover_partition
+                on_start(p, _total_bytes([p]))
+                rep = recover_partition(p, **opts)
+                on_done(rep)
+                outs.append(LogDirRecovery(os.path.dirname(os.path.abspath(p)), partitions=[rep],
+                                           dry_run=opts["dry_run"]))
+    return outs
+
+
+def _refuse_live(*paths) -> None:
+    """What every writing command does first: one line and exit 2 when a broker holds a log dir."""
+    from kafkaforensics.log.dir_lock import LogDirInUse, refuse_live
+    try:
+        refuse_live(*paths)
+    except LogDirInUse as e:
+        _fail(str(e))
+
+
+def _print_partition_recovery(rep, as_json: bool, dry_run: bool) -> None:
+    from rich.console import Console
     j = rep.to_json()
     if as_json:
         print(json.dumps(j))
-    else:
-        _print_actions(j, f"kfx recover {rep.partition}" + (" (dry run)" if dry_run else ""))
-        if rep.truncated_at:
-            t = rep.truncated_at
-            Console().print(f"truncated {t['segment']} at byte {t['position']} (log end offset {t['offset']}): "
-                            f"{t['reason']}", highlight=False, soft_wrap=True)
-        for n in rep.notes:
-            Console().print(f"[dim]note: {n}[/dim]", highlight=False, soft_wrap=True)
-        if rep.backup:
-            Console().print(f"backup: {rep.backup}", highlight=False, soft_wrap=True)
-    raise Exit(EXIT_PROBLEMS if rep.actions else EXIT_OK)
+        return
+    _print_actions(j, f"kfx recover {rep.partition}" + (" (dry run)" if dry_run else ""))
+    if rep.truncated_at:
+        t = rep.truncated_at
+        Console().print(f"truncated {t['segment']} at byte {t['position']} (log end offset {t['offset']}): "
+                        f"{t['reason']}", highlight=False)
+    for n in rep.notes:
+        Console().print(f"[dim]note: {n}[/dim]", highlight=False)
+    if rep.backup:
+        Console().print(f"backup: {rep.backup}", highlight=False)
 
 
 @commands.command()
@@ -307,6 +357,7 @@ def reindex(path: str = Argument(..., help="A <offset>.log segment or a partitio
         _fail(f"{path}: no such file or directory")
     _seg, index_interval_bytes, from_configs = sizes(path if os.path.isdir(path) else os.path.dirname(path) or ".",
                                                      None, index_interval_bytes, segments=False)
+    _refuse_live(path)
     try:
         rep = reindex_path(path, index_interval_bytes=index_interval_bytes, dry_run=dry_run,
                            **_backup_opts(backup_dir, no_backup))
@@ -335,6 +386,8 @@ def salvage(inputs: List[str] = Argument(..., metavar="INPUT", help="Damaged seg
     from kafkaforensics.repair.salvage import salvage as salvage_files
     _require_paths(inputs)
     segment_bytes, index_interval_bytes, _notes = sizes(out, segment_bytes, index_interval_bytes)
+    if not dry_run:
+        _refuse_live(out)
     try:
         rep = _with_progress(inputs, "salvage", lambda advance: salvage_files(
             inputs, out, segment_bytes=segment_bytes, index_interval_bytes=index_interval_bytes, progress=advance,
@@ -389,6 +442,7 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
     from kafkaforensics.log.topic_config import settle
     if not os.path.isdir(partition_dir):
         _fail(f"{partition_dir}: not a directory")
+    _refuse_live(partition_dir if out is None else out)
     got, from_configs, configs = settle(partition_dir, {
         "delete.retention.ms": delete_retention_ms, "min.compaction.lag.ms": min_compaction_lag_ms,
         "max.compaction.lag.ms": max_compaction_lag_ms})
@@ -448,6 +502,7 @@ def retention(partition_dir: str = Argument(..., help="A partition directory (to
     from kafkaforensics.log.topic_config import settle
     if not os.path.isdir(partition_dir):
         _fail(f"{partition_dir}: not a directory")
+    _refuse_live(partition_dir)
     try:
         got, from_configs, configs = settle(partition_dir, {"retention.ms": retention_ms,
                                                             "retention.bytes": retention_bytes})
@@ -730,6 +785,8 @@ def serve(log_dir: str = Argument(..., help="A log dir: every <topic>-<partition
     from kafkaforensics.broker.server import serve_forever
     if not os.path.isdir(log_dir):
         _fail(f"{log_dir}: not a directory")
+    if writable:
+        _refuse_live(log_dir)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     try:
         serve_forever(log_dir, host, port, advertised_host, node_id, state_file, writable, auto_create, partitions)

@@ -27,8 +27,7 @@ from kafkaforensics.broker.live_log import LiveLog
 from kafkaforensics.broker.protocol import FileRegion
 from kafkaforensics.log.partition import derived_topic_id, find_partitions, partition_dir_state, write_partition_metadata
 from kafkaforensics.broker.replay_admin import AdminAPIs, WriteAdminAPIs
-from kafkaforensics.log.segment import INDEX, LOG, TXNINDEX, BatchScanner, open_buffer
-from kafkaforensics.log.txn_index import read_entries as read_txn_entries
+from kafkaforensics.log.segment import INDEX, LOG, BatchScanner, Segment, open_buffer
 from specs import protocol_messages as P
 
 from specs.kafka_errors import (CORRUPT_MESSAGE, INVALID_PARTITIONS, INVALID_PRODUCER_EPOCH,
@@ -385,20 +384,20 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
 
     def _batches(self, s: LiveLog):
         for base in s.segments:
-            with open_buffer(s.seg_path(base, LOG)) as buf:
-                for b in BatchScanner(buf, base_offset=base):
-                    if not b.crc_valid():
-                        return
-                    yield b
+            for b in Segment(base, s.path).batches():
+                if not b.crc_valid():
+                    return
+                yield b
 
     def offset_for_time(self, s: LiveLog, ts: int) -> tuple[int, int]:
-        """First offset whose record timestamp is >= ts (Kafka's ListOffsets by time)."""
-        for b in self._batches(s):
-            if b.max_timestamp < ts:
-                continue
-            for r in b.records():
-                if r.timestamp >= ts:
-                    return r.offset, r.timestamp
+        """First offset at or after the log start whose record timestamp is >= ts (Kafka's ListOffsets
+        by time, UnifiedLog.fetchOffsetByTimestamp): each segment looked up through its time index
+        (Segment.find_offset_by_timestamp); a segment whose times all lie below ``ts`` costs the
+        batches after its last time-index entry."""
+        for base in s.segments:
+            found = Segment(base, s.path).find_offset_by_timestamp(ts, s.log_start)
+            if found is not None:
+                return found.offset, found.timestamp
         return -1, -1
 
     def offset_of_max_timestamp(self, s: LiveLog) -> tuple[int, int]:
@@ -503,13 +502,16 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
         return entries
 
     def aborted(self, s: LiveLog, first: int, upper: int) -> list[dict]:
+        """The aborted transactions a read_committed fetch of [first, upper) carries
+        (UnifiedLog.collectAbortedTransactions: from the segment holding ``first`` on, each segment's
+        LogSegment.collectAbortedTxns, until one says the search is complete)."""
         out = []
+        floor = max((b for b in s.segments if b <= first), default=None)
         for base in s.segments:
-            p = s.seg_path(base, TXNINDEX)
-            if base >= upper or not os.path.exists(p):
+            if (floor is not None and base < floor) or base >= upper:
                 continue
-            with open(p, "rb") as f:
-                for e in read_txn_entries(f.read(), file=p):
-                    if e.last_offset >= first and e.first_offset < upper:
-                        out.append({"ProducerId": e.producer_id, "FirstOffset": e.first_offset})
+            found, complete = Segment(base, s.path).collect_aborted_txns(first, upper)
+            out += [{"ProducerId": e.producer_id, "FirstOffset": e.first_offset} for e in found]
+            if complete:
+                break
         return out

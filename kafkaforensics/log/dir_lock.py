@@ -60,3 +60,26 @@ def live_log_dir_of(path: str) -> str | None:
             break
         p = parent
     return None
+
+
+class LogDirInUse(OSError):
+    """A writing command pointed at a log dir a running broker holds (or at something inside one)."""
+
+    def __init__(self, log_dir: str, pid: int | None):
+        self.log_dir, self.pid = log_dir, pid
+        super().__init__(f"a broker is running on {log_dir} (pid {pid}): stop it first")
+
+
+def refuse_live(*paths) -> None:
+    """The one check every writing command makes before it writes: raise :class:`LogDirInUse` when
+    a path is a log dir a running broker holds, a partition dir in one or a file in one. A path that
+    does not exist yet (an output dir to create) is judged by the dir it would be made in."""
+    for path in paths:
+        if path is None:
+            continue
+        p = os.path.abspath(path)
+        while not os.path.exists(p) and os.path.dirname(p) != p:
+            p = os.path.dirname(p)
+        live = live_log_dir_of(p)
+        if live is not None:
+            raise LogDirInUse(live, lock_holder(live))

@@ -152,6 +152,8 @@ class SegmentRebuild:
         self.prev_last: int | None = None  # the last offset of the last kept batch
         self.size = 0
         self.stop: tuple | None = None
+        #: the offset after the last kept v2 batch (None: none): where Kafka's producer state map ends
+        self.v2_next_offset: int | None = None
 
     @property
     def next_offset(self) -> int | None:
@@ -190,6 +192,8 @@ class SegmentRebuild:
         if b.magic >= 2 and self.epochs is not None:
             self.epochs.assign_newer(b.partition_leader_epoch, b.base_offset)
         self.prev_last = b.last_offset
+        if b.magic >= 2:
+            self.v2_next_offset = b.last_offset + 1
         return None
 
     def run(self, r: HeaderRun) -> tuple | None:
@@ -225,6 +229,7 @@ class SegmentRebuild:
             for i in np.concatenate(([0], np.flatnonzero(ep[1:] != ep[:-1]) + 1)).tolist():
                 self.epochs.assign_newer(int(ep[i]), int(r.base_offset[lo + i]))
         self.prev_last = int(r.last_offset[hi - 1])
+        self.v2_next_offset = self.prev_last + 1
 
     def _stop(self, position: int, offset: int, kind: str, reason: str) -> tuple:
         self.stop = (position, offset, kind, reason)

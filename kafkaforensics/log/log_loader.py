@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, partition_offset
 from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
-from kafkaforensics.log.partition import PartitionDir, SegmentFiles
+from kafkaforensics.log.partition import PartitionDir
+from kafkaforensics.log.segment import Segment
 from kafkaforensics.log.producer_state import ProducerState
 from kafkaforensics.log.segment import BatchScanner, open_buffer
 from kafkaforensics.records.batch import resolve_legacy_wrapper
@@ -40,7 +41,7 @@ DAMAGE = ("keep", "skip", "stop-segment", "stop")
 
 @dataclass
 class LoadedSegment:
-    files: SegmentFiles
+    files: Segment
     size: int = 0
     next_offset: int = 0          # after the last batch walked; the base offset when there is none
     max_timestamp: int = -1       # the largest batch max timestamp, -1 when none
@@ -104,7 +105,7 @@ def replay_segment(path: str, base_offset: int, state: ProducerState | None = No
     """Walk one segment file (every framed batch kept) into ``state`` and ``epochs``: what log
     loading does with a segment it need not recover.  ``path`` may be a leftover being completed
     (``.log.swap``)."""
-    seg = LoadedSegment(SegmentFiles(base_offset, os.path.dirname(path)), next_offset=base_offset, path=path)
+    seg = LoadedSegment(Segment(base_offset, os.path.dirname(path)), next_offset=base_offset, path=path)
     with open_buffer(path) as buf:
         seg.size = len(buf)
         for _ in segment_batches(seg, buf, state=state, epochs=epochs):

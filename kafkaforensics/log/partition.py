@@ -1,4 +1,7 @@
-"""The files of a partition directory and a log dir: discovery, naming, checkpoint reading."""
+"""Kafka's storage objects above the segment: a partition directory (:class:`PartitionDir`: its
+:class:`~.segment.Segment` s, producer snapshots, leader epochs, ``partition.metadata``) and a log dir
+(:class:`LogDir`: identity, the four offset checkpoints, the clean-shutdown marker, its partitions by
+Kafka's naming rules); discovery and naming."""
 from __future__ import annotations
 
 import base64
@@ -11,7 +14,7 @@ from specs.lazy import lazy
 
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.segment import (INDEX, LEFTOVER_SUFFIXES, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX,  # noqa: F401 (re-exported)
-                      file_name, offset_from_name)
+                                        Segment, file_name, offset_from_name)
 
 #: what reading a segment never needs: the writers, the checkpoint readers, name-based UUIDs
 fsutil = lazy("kafkaforensics.fsutil", globals())
@@ -57,21 +60,8 @@ def write_partition_metadata(path: str, topic_id: str) -> None:
     fsutil.atomic_write(os.path.join(path, C.PARTITION_METADATA_FILE), C.build_partition_metadata(topic_id).encode())
 
 
-@dataclass
-class SegmentFiles:
-    base_offset: int
-    dir: str
-
-    def path(self, suffix: str) -> str:
-        return os.path.join(self.dir, file_name(self.base_offset, suffix))
-
-    @property
-    def log(self) -> str:
-        return self.path(LOG)
-
-    def existing(self, suffix: str) -> str | None:
-        p = self.path(suffix)
-        return p if os.path.exists(p) else None
+#: the segment of a partition dir (its files and reads): :class:`~.segment.Segment`, by its old name too
+SegmentFiles = Segment
 
 
 @dataclass
@@ -124,6 +114,50 @@ class PartitionDir:
         pd.snapshots.sort()
         return pd
 
+    @property
+    def log_dir(self) -> str:
+        """The log dir holding this partition dir (its parent)."""
+        return os.path.dirname(os.path.abspath(self.path))
+
+    @property
+    def topic_partition(self) -> tuple[str, int] | None:
+        return None if self.topic is None else (self.topic, self.partition)
+
+    def segment_for(self, offset: int) -> Segment | None:
+        """The segment holding ``offset`` (the last one starting at or below it; LogSegments.floorSegment)."""
+        found = None
+        for seg in self.segments:
+            if seg.base_offset > offset:
+                break
+            found = seg
+        return found
+
+    def snapshot_path(self, offset: int) -> str:
+        return os.path.join(self.path, file_name(offset, SNAPSHOT))
+
+    def producer_snapshot(self, offset: int) -> list:
+        """The entries of the producer snapshot at ``offset`` (:func:`~.producer_state.read_snapshot`:
+        a damaged file raises :class:`KafkaFormatError`)."""
+        from kafkaforensics.log.producer_state import read_snapshot
+        p = self.snapshot_path(offset)
+        with open(p, "rb") as f:
+            return read_snapshot(f.read(), file=p)
+
+    def latest_producer_snapshot(self) -> tuple[int, list] | None:
+        """(offset, entries) of the newest readable producer snapshot, as ProducerStateManager loads
+        it (a damaged newer one is passed over); None when there is none."""
+        for off in sorted(self.snapshots, reverse=True):
+            try:
+                return off, self.producer_snapshot(off)
+            except (KafkaFormatError, OSError):
+                continue
+        return None
+
+    def leader_epoch_cache(self):
+        """``leader-epoch-checkpoint`` as a :class:`~.leader_epochs.LeaderEpochCache` (None: no file)."""
+        from kafkaforensics.log.leader_epochs import LeaderEpochCache
+        return LeaderEpochCache.read(self.path)
+
     def leader_epochs(self) -> list[dict] | None:
         """``leader-epoch-checkpoint``'s lines as written (None: no file); the rules over them are
         :class:`~.leader_epochs.LeaderEpochCache`'s."""
@@ -135,6 +169,112 @@ class PartitionDir:
             return None
         with open(p, encoding="utf-8", errors="replace") as f:
             return C.parse_partition_metadata(f.read(), file=p)
+
+
+class LogDir:
+    """A broker's log dir as LogManager.loadLogs sees it: ``meta.properties``, the four offset
+    checkpoints (a missing file: no entries; Kafka reads an empty file as none too), the
+    clean-shutdown marker (Kafka goes by its existence: empty from ZooKeeper-era brokers, JSON
+    ``{"version":0,"brokerEpoch":N}`` later), the ``.lock`` a running broker holds, and its
+    partition dirs by Kafka's naming rules (``topic-N``; ``topic-N.<id>-delete|-future|-stray``)."""
+
+    def __init__(self, path: str):
+        self.path = os.path.abspath(path)
+
+    def __repr__(self) -> str:
+        return f"LogDir({self.path!r})"
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.path)
+
+    # -- identity and state ----------------------------------------------------------------------
+    def meta_properties(self) -> dict | None:
+        """``meta.properties`` as :func:`~.logdir.read_meta_properties` reads it (None: no file)."""
+        from kafkaforensics.log.logdir import read_meta_properties
+        p = os.path.join(self.path, C.META_PROPERTIES_FILE)
+        return read_meta_properties(p) if os.path.exists(p) else None
+
+    @property
+    def clean_shutdown(self) -> bool:
+        """Whether the broker shut down cleanly: the marker exists (CleanShutdownFileHandler.exists)."""
+        from kafkaforensics.log.logdir import CLEAN_SHUTDOWN_FILE
+        return os.path.isfile(os.path.join(self.path, CLEAN_SHUTDOWN_FILE))
+
+    def clean_shutdown_marker(self) -> dict | None:
+        """What the marker holds: None without one; ``{"format": "empty"}`` for the empty file brokers
+        up to 3.6 leave; the broker epoch of the JSON form; ``{"format": "unknown"}`` for anything else
+        (still a clean shutdown to Kafka)."""
+        from kafkaforensics.log.logdir import CLEAN_SHUTDOWN_FILE, read_clean_shutdown
+        p = os.path.join(self.path, CLEAN_SHUTDOWN_FILE)
+        if not os.path.isfile(p):
+            return None
+        if os.path.getsize(p) == 0 or not read_text(p).strip():
+            return {"version": None, "brokerEpoch": None, "format": "empty"}
+        try:
+            return {"format": "json"} | read_clean_shutdown(p)
+        except KafkaFormatError:
+            return {"version": None, "brokerEpoch": None, "format": "unknown"}
+
+    def lock_holder(self) -> int | None:
+        """The pid of the running broker holding this log dir's ``.lock``, if any (:mod:`.dir_lock`)."""
+        from kafkaforensics.log.dir_lock import lock_holder
+        return lock_holder(self.path)
+
+    def checkpoint(self, name: str) -> dict[tuple[str, int], int]:
+        """One of the four offset checkpoints as {(topic, partition): offset}; {} when there is no
+        file (a malformed one raises :class:`KafkaFormatError`)."""
+        from kafkaforensics.log.checkpoint_file import checkpoint_path, read_offsets
+        return read_offsets(checkpoint_path(self.path, name)) or {}
+
+    def recovery_points(self) -> dict[tuple[str, int], int]:
+        return self.checkpoint(C.OFFSET_CHECKPOINT_FILES[0])
+
+    def log_start_offsets(self) -> dict[tuple[str, int], int]:
+        return self.checkpoint(C.OFFSET_CHECKPOINT_FILES[2])
+
+    def replication_offsets(self) -> dict[tuple[str, int], int]:
+        return self.checkpoint(C.OFFSET_CHECKPOINT_FILES[1])
+
+    def cleaner_offsets(self) -> dict[tuple[str, int], int]:
+        return self.checkpoint(C.OFFSET_CHECKPOINT_FILES[3])
+
+    # -- partitions --------------------------------------------------------------------------------
+    def partition_dirs(self) -> list[str]:
+        """The dirs of this log dir named as Kafka names partitions, in name order."""
+        out = []
+        for n in sorted(os.listdir(self.path)):
+            full = os.path.join(self.path, n)
+            if os.path.isdir(full) and parse_partition_dir_name(n) is not None:
+                out.append(full)
+        return out
+
+    def partitions(self) -> list[PartitionDir]:
+        return [PartitionDir.scan(p) for p in self.partition_dirs()]
+
+    def other_dirs(self) -> list[str]:
+        """Dirs that are no partition by Kafka's naming (a broker refuses to start on them, but for
+        ``remote-log-index-cache``, the tiered-storage index cache)."""
+        return [os.path.join(self.path, n) for n in sorted(os.listdir(self.path))
+                if os.path.isdir(os.path.join(self.path, n)) and parse_partition_dir_name(n) is None
+                and n != REMOTE_INDEX_CACHE_DIR]
+
+
+#: the tiered-storage index cache a log dir may hold (RemoteIndexCache.DIR_NAME): not a partition
+REMOTE_INDEX_CACHE_DIR = "remote-log-index-cache"
+#: the KRaft metadata partition: loaded by the raft layer (KafkaMetadataLog), always from offset 0 as
+#: after an unclean shutdown, and never in the log dir's checkpoints
+METADATA_PARTITION = "__cluster_metadata-0"
+
+
+def is_log_dir(path: str) -> bool:
+    """A dir holding a partition dir, ``meta.properties`` or one of the offset checkpoints."""
+    if not os.path.isdir(path):
+        return False
+    names = os.listdir(path)
+    if any(n in names for n in (C.META_PROPERTIES_FILE,) + tuple(C.OFFSET_CHECKPOINT_FILES)):
+        return True
+    return any(parse_partition_dir_name(n) is not None and os.path.isdir(os.path.join(path, n)) for n in names)
 
 
 def is_partition_dir(path: str) -> bool:
@@ -149,11 +289,7 @@ def find_partitions(path: str) -> list[PartitionDir]:
     """A partition dir gives itself; a log dir gives every partition dir inside it."""
     if is_partition_dir(path) and any(n.endswith(LOG) or n.endswith(LEFTOVER_SUFFIXES) for n in os.listdir(path)):
         return [PartitionDir.scan(path)]
-    out = []
-    for n in sorted(os.listdir(path)):
-        full = os.path.join(path, n)
-        if os.path.isdir(full) and parse_partition_dir_name(n) is not None:
-            out.append(PartitionDir.scan(full))
+    out = LogDir(path).partitions()
     if not out and is_partition_dir(path):
         out.append(PartitionDir.scan(path))
     return out

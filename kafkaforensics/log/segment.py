@@ -298,3 +298,198 @@ def iter_batches(path: str, **kw):
     with open_buffer(path) as buf:
         scanner = BatchScanner(buf, file=path, base_offset=base, **kw)
         yield from scanner
+
+
+# -- a segment as Kafka's LogSegment: its files and the reads over them -------------------------
+from dataclasses import dataclass  # noqa: E402
+from typing import NamedTuple  # noqa: E402
+
+
+class LogOffsetPosition(NamedTuple):
+    """FileRecords.LogOffsetPosition: the batch holding an offset (its last offset, byte, size)."""
+    offset: int
+    position: int
+    size: int
+
+
+class TimestampAndOffset(NamedTuple):
+    """FileRecords.TimestampAndOffset: the first record at or after a time (leader epoch None below v2)."""
+    timestamp: int
+    offset: int
+    leader_epoch: int | None
+
+
+class FetchDataInfo(NamedTuple):
+    """LogSegment.read's answer: where the read starts and the bytes of whole-or-partial batches."""
+    offset: int
+    position: int
+    data: bytes
+
+
+@dataclass
+class Segment:
+    """One segment of a partition dir (Kafka's LogSegment): the base offset, the files named after it
+    (``.log``, ``.index``, ``.timeindex``, ``.txnindex``) and the reads Kafka makes through them:
+    :meth:`read` (LogSegment.read), :meth:`translate_offset`, :meth:`find_offset_by_timestamp` and
+    :meth:`collect_aborted_txns`. Every call reads the files as they are now (nothing is cached)."""
+    base_offset: int
+    dir: str
+
+    def path(self, suffix: str) -> str:
+        return os.path.join(self.dir, file_name(self.base_offset, suffix))
+
+    @property
+    def log(self) -> str:
+        return self.path(LOG)
+
+    def existing(self, suffix: str) -> str | None:
+        p = self.path(suffix)
+        return p if os.path.exists(p) else None
+
+    @property
+    def size(self) -> int:
+        return os.path.getsize(self.log)
+
+    # -- the files ---------------------------------------------------------------------------------
+    def _read(self, suffix: str) -> bytes | None:
+        try:
+            with open(self.path(suffix), "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+
+    def _edges(self, suffix: str, entry) -> tuple[tuple, tuple] | None:
+        """The first and last raw entries of a fixed-width index (None: missing or empty)."""
+        try:
+            with open(self.path(suffix), "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                if size < entry.size:
+                    return None
+                first = entry.unpack(f.read(entry.size))
+                f.seek(size - size % entry.size - entry.size)
+                return first, entry.unpack(f.read(entry.size))
+        except FileNotFoundError:
+            return None
+
+    def offset_index(self) -> list[tuple[int, int]]:
+        """The ``.index`` entries as (absolute offset, position) up to its zero tail ([] when missing)."""
+        from kafkaforensics.log import offset_index
+        data = self._read(INDEX)
+        return offset_index.read_entries(data, self.base_offset)[0] if data else []
+
+    def time_index(self) -> list[tuple[int, int]]:
+        """The ``.timeindex`` entries as (timestamp, absolute offset) ([] when missing)."""
+        from kafkaforensics.log import time_index
+        data = self._read(TIMEINDEX)
+        return time_index.read_entries(data, self.base_offset)[0] if data else []
+
+    def aborted_txns(self) -> list:
+        """The ``.txnindex`` entries (:class:`~.txn_index.AbortedTxn`; [] when missing)."""
+        from kafkaforensics.log import txn_index
+        data = self._read(TXNINDEX)
+        return txn_index.read_entries(data, file=self.path(TXNINDEX)) if data else []
+
+    def index_problem(self) -> str | None:
+        """Why Kafka would recover this segment at load though it lies below the recovery point, or
+        None: the offset index is missing (LogSegment.sanityCheck's NoSuchFileException), or an index
+        fails the sanity check (CorruptIndexException: a size that is no multiple of the entry size,
+        a last entry before the base offset, a time index whose last timestamp is below its first,
+        an aborted transaction ending before the base offset)."""
+        from kafkaforensics.errors import KafkaFormatError
+        from kafkaforensics.log import offset_index, time_index, txn_index
+        if not os.path.exists(self.path(INDEX)):
+            return f"offset index {file_name(self.base_offset, INDEX)} is missing"
+        checks = ((INDEX, offset_index.ENTRY_SIZE), (TIMEINDEX, time_index.ENTRY_SIZE), (TXNINDEX, txn_index.ENTRY_SIZE))
+        for suffix, size in checks:
+            p = self.path(suffix)
+            if os.path.exists(p) and os.path.getsize(p) % size:
+                return f"{os.path.basename(p)}: size {os.path.getsize(p)} is not a multiple of {size}"
+        # the old sanity checks read only the first and last entries (a preallocated zero tail reads as
+        # relative offset 0, which passes, as it does in Kafka)
+        from specs.indexes import OFFSET_ENTRY, TIME_ENTRY
+        last = self._edges(INDEX, OFFSET_ENTRY)
+        if last and last[1][0] < 0:
+            return f"{file_name(self.base_offset, INDEX)}: last offset {self.base_offset + last[1][0]} is below the base offset"
+        times = self._edges(TIMEINDEX, TIME_ENTRY)
+        if times and (times[1][0] < times[0][0] or times[1][1] < 0):
+            return f"{file_name(self.base_offset, TIMEINDEX)}: last entry {times[1]} is before its first or the base"
+        try:
+            aborted = self.aborted_txns()
+        except KafkaFormatError as e:
+            return e.problem.detail
+        for t in aborted:
+            if t.last_offset < self.base_offset:
+                return (f"{file_name(self.base_offset, TXNINDEX)}: aborted transaction ending at {t.last_offset} "
+                        f"is below the base offset")
+        return None
+
+    # -- the reads ---------------------------------------------------------------------------------
+    def batches(self, position: int = 0, max_position: int | None = None, **kw):
+        """The batches from byte ``position`` (up to ``max_position``), as the segment's walk reads them."""
+        with open_buffer(self.log) as buf:
+            yield from BatchScanner(buf, start=position, end=max_position, file=self.log,
+                                    base_offset=self.base_offset, **kw)
+
+    def translate_offset(self, offset: int, start_position: int = 0) -> LogOffsetPosition | None:
+        """LogSegment.translateOffset: the first batch whose last offset is at least ``offset``,
+        searched from the offset index's entry for it (or ``start_position`` when later); None when
+        the segment ends before it."""
+        from kafkaforensics.log import offset_index
+        _off, pos = offset_index.lookup(self.offset_index(), offset, self.base_offset)
+        for b in self.batches(max(pos, start_position)):
+            if b.last_offset >= offset:
+                return LogOffsetPosition(b.last_offset, b.position, b.size)
+        return None
+
+    def read(self, start_offset: int, max_size: int, max_position: int | None = None,
+             min_one_message: bool = False) -> FetchDataInfo | None:
+        """LogSegment.read: up to ``max_size`` bytes from the batch holding ``start_offset`` (at least
+        that batch with ``min_one_message``), never past ``max_position``; None past the segment's end."""
+        if max_size < 0:
+            raise ValueError(f"invalid max size {max_size}")
+        at = self.translate_offset(start_offset)
+        if at is None:
+            return None
+        size = max(max_size, at.size) if min_one_message else max_size
+        end = self.size if max_position is None else max_position
+        n = max(0, min(end - at.position, size))
+        with open(self.log, "rb") as f:
+            f.seek(at.position)
+            data = f.read(n)
+        return FetchDataInfo(start_offset, at.position, data)
+
+    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int | None = None) -> TimestampAndOffset | None:
+        """LogSegment.findOffsetByTimestamp: the time index's entry at or below ``timestamp`` gives an
+        offset, the offset index its byte; from there the first record with a timestamp at least
+        ``timestamp`` and an offset at least ``starting_offset`` (the log start), or None."""
+        from kafkaforensics.log import offset_index, time_index
+        start = self.base_offset if starting_offset is None else starting_offset
+        _ts, off = time_index.lookup(self.time_index(), timestamp, self.base_offset)
+        _o, pos = offset_index.lookup(self.offset_index(), max(off, start), self.base_offset)
+        for b in self.batches(pos):
+            if b.max_timestamp >= timestamp:
+                for r in b.records():
+                    if r.timestamp >= timestamp and r.offset >= start:
+                        epoch = b.partition_leader_epoch if b.magic >= 2 and b.partition_leader_epoch >= 0 else None
+                        return TimestampAndOffset(r.timestamp, r.offset, epoch)
+        return None
+
+    def collect_aborted_txns(self, fetch_offset: int, upper_bound_offset: int) -> tuple[list, bool]:
+        """LogSegment.collectAbortedTxns: the aborted transactions of the ``.txnindex`` that overlap
+        [fetch_offset, upper_bound_offset), and whether the search is complete (an entry's last stable
+        offset reached the upper bound: no later segment can hold more)."""
+        out = []
+        for t in self.aborted_txns():
+            if t.last_offset >= fetch_offset and t.first_offset < upper_bound_offset:
+                out.append(t)
+            if t.last_stable_offset >= upper_bound_offset:
+                return out, True
+        return out, False
+
+    def read_next_offset(self) -> int:
+        """LogSegment.readNextOffset: after the last batch (from the last index entry on), else the base."""
+        entries = self.offset_index()
+        nxt = self.base_offset
+        for b in self.batches(entries[-1][1] if entries else 0):
+            nxt = b.last_offset + 1
+        return nxt

@@ -1,20 +1,29 @@
-"""``kfx recover``: what Kafka's log loading does to a partition after an unclean shutdown, offline.
+"""``kfx recover``: what Kafka's log loading does to a partition at start, offline (a whole log dir:
+:mod:`.load_logs`).
 
-Rule for rule after LogLoader and LogSegment.recover:
+Rule for rule after LogLoader, LogSegment and ProducerStateManager:
 
 1. leftovers -- ``.deleted`` files are removed; ``.cleaned`` files are removed, and with them every
    ``.swap`` file at or above the lowest cleaned offset (an interrupted split); the remaining
    ``.swap`` log files replace the segments whose base offsets fall in [swap base, swap next
    offset), and every ``.swap`` file is renamed to its final name;
 2. index files without a ``.log`` are removed;
-3. from the first unflushed segment (the recovery point, unless a clean-shutdown marker says
+3. at load, whatever the shutdown was, a segment whose offset index is missing or whose indexes
+   fail the sanity check is recovered (its indexes rebuilt; a truncation there removes no later
+   segment); a missing time index next to a present offset index is created empty;
+4. from the first unflushed segment (the recovery point, unless the clean-shutdown marker says
    there is nothing to recover; ``full`` validates every segment) each segment is walked batch by
    batch: framing (size bounds, magic), CRC, offsets increasing and, if asked, the max message
    size; it is truncated at the end of the last valid batch and every later segment is removed;
-4. the offset, time and transaction indexes of every recovered segment are rebuilt;
-5. producer snapshots past the new log end, corrupt ones and stray ones are removed and the
-   state is rebuilt from the batches (snapshots at the recovered segments' ends and the log end);
-   the leader-epoch cache is truncated at the log end and extended by the recovered batches.
+5. the offset, time and transaction indexes of every recovered segment are rebuilt;
+6. producer snapshots are deleted and taken as ProducerStateManager does at load (see
+   :func:`_plan_snapshots`): none past the log end or at or below the log start, none corrupt, no
+   stray one but the latest, and one taken only past the last one (none in an empty partition);
+   the leader-epoch cache is truncated at the log end (an entry starting there kept) and from the
+   log start, and extended by the recovered batches.
+
+The metadata partition (``__cluster_metadata-0``) loads from offset 0 as after an unclean shutdown,
+as the raft layer loads it; a ``-delete`` dir is left as it is.
 
 Everything is planned first (``dry_run`` returns the plan) and then applied in a crash-safe order:
 later segments are moved aside before a segment is truncated, files are replaced through a temp
@@ -30,18 +39,18 @@ from specs import checkpoints as C
 
 from kafkaforensics import fsutil
 
-from kafkaforensics.log import offset_index, time_index, txn_index
+from kafkaforensics.log import offset_index, time_index, topic_config, txn_index
 from kafkaforensics.repair.actions import PHASES, Action, apply_actions
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentIndexes, SegmentRebuild
-from kafkaforensics.log.logdir import CLEAN_SHUTDOWN_FILE
-from kafkaforensics.log.checkpoint_file import RECOVERY_POINT, partition_offset, read_checkpoint
+from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, RECOVERY_POINT, partition_offset, read_checkpoint
+from kafkaforensics.log.dir_lock import refuse_live
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.log_loader import replay_segment
-from kafkaforensics.log.partition import parse_partition_dir_name
-from kafkaforensics.log.producer_state import ProducerState, read_snapshot
+from kafkaforensics.log.partition import METADATA_PARTITION, LogDir, parse_partition_dir_name, partition_dir_state
+from kafkaforensics.log.producer_state import ProducerState, read_snapshot, snapshot_bytes
 from kafkaforensics.log.segment import (CLEANED, DELETED, INDEX, LOG, SNAPSHOT, SWAP, TIMEINDEX, TXNINDEX, BatchScanner,
-                      file_name, offset_from_name, open_buffer, without_leftover_suffix)
+                                        Segment, file_name, offset_from_name, open_buffer, without_leftover_suffix)
 
 _INDEX_SUFFIXES = (INDEX, TIMEINDEX, TXNINDEX)
 
@@ -58,12 +67,41 @@ class RecoveryReport:
     notes: list[str] = field(default_factory=list)
     log_end_offset: int = 0
     dry_run: bool = False
+    path: str | None = None
+    clean_shutdown: bool = False
+    log_start_offset: int = 0
+    bytes_truncated: int = 0      # cut off a segment's end plus the removed segments' bytes
+    batches_dropped: int = 0      # framed batches in those bytes (a torn last one is not counted)
+    records_dropped: int = 0      # their records
+    recovered_segments: list[str] = field(default_factory=list)
+    first_segment: int | None = None  # the base offset of the first segment kept
+
+    @property
+    def done(self) -> list[str]:
+        """What was done, in words: one short phrase an action kind (the summary table's column)."""
+        kinds = []
+        for a in self.actions:
+            n = os.path.basename(a.file)
+            what = ("truncated" if a.action == "truncate" else "segment removed" if a.phase == PHASES["remove-segment"]
+                    else "leftover completed" if a.phase in (PHASES["leftover-delete"], PHASES["leftover-rename"])
+                    else "orphan index deleted" if a.phase == PHASES["orphan"]
+                    else "index rebuilt" if a.phase == PHASES["index"] and a.detail.startswith("rebuild")
+                    else "time index created" if a.phase == PHASES["index"]
+                    else "snapshot " + ("written" if a.action == "write" else "deleted") if n.endswith(SNAPSHOT)
+                    else "leader epochs" if a.phase == PHASES["epochs"] else a.action)
+            if what not in kinds:
+                kinds.append(what)
+        return kinds
 
     def to_json(self) -> dict:
-        return {"partition": self.partition, "truncatedAt": self.truncated_at,
+        return {"partition": self.partition, "path": self.path, "truncatedAt": self.truncated_at,
                 "removedSegments": self.removed_segments, "rebuiltIndexes": self.rebuilt_indexes,
+                "recoveredSegments": self.recovered_segments,
                 "backup": self.backup, "actions": [a.to_json() for a in self.actions],
-                "recoveryPoint": self.recovery_point, "logEndOffset": self.log_end_offset,
+                "recoveryPoint": self.recovery_point, "logStartOffset": self.log_start_offset,
+                "logEndOffset": self.log_end_offset, "cleanShutdown": self.clean_shutdown,
+                "bytesTruncated": self.bytes_truncated, "batchesDropped": self.batches_dropped,
+                "recordsDropped": self.records_dropped, "done": self.done,
                 "notes": self.notes, "dryRun": self.dry_run}
 
 
@@ -84,87 +122,184 @@ class _PartitionFiles:
             if off is not None and (suffixes is None or n.endswith(suffixes)):
                 yield n, off
 
+    def segment(self, base: int) -> Segment:
+        """The segment at ``base`` as the plan has it (a ``.swap`` being completed reads as its final name)."""
+        return _PlannedSegment(base, self)
+
+
+class _PlannedSegment(Segment):
+    """A :class:`Segment` whose files are the plan's (what a swap rename will make them)."""
+
+    def __init__(self, base: int, d: _PartitionFiles):
+        super().__init__(base, d.path)
+        self._d = d
+
+    def path(self, suffix: str) -> str:
+        n = file_name(self.base_offset, suffix)
+        return self._d.files.get(n, os.path.join(self.dir, n + ".absent"))
+
+
+def _checkpointed(log_dir: str, name: str, tp, notes: list[str]) -> int | None:
+    try:
+        return partition_offset(log_dir, name, tp)
+    except KafkaFormatError as e:
+        notes.append(f"{name} unreadable ({e.problem.detail}): taken as having no entry, as Kafka does")
+        return None
+
 
 def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, backup_dir: str | None = None,
-            index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, max_message_bytes: int | None = None,
-            recovery_point: int | None = None, full: bool = False) -> RecoveryReport:
+            index_interval_bytes: int | None = None, max_message_bytes: int | None = None,
+            recovery_point: int | None = None, full: bool = False, clean: bool | None = None,
+            log_start_offset: int | None = None) -> RecoveryReport:
+    """Load one partition dir as Kafka's LogLoader does (see the module's doc) and plan, then apply,
+    what that changes. ``clean`` (the log dir's clean-shutdown marker), ``recovery_point`` and
+    ``log_start_offset`` (the log dir's checkpoints) are read from the log dir when not given;
+    ``full`` recovers every segment whatever they say. ``index_interval_bytes`` not given: the topic's
+    ``index.interval.bytes`` where the log dir holds the metadata (a note says so), else Kafka's default."""
     path = os.path.abspath(partition_dir)
     if not os.path.isdir(path):
         raise FileNotFoundError(partition_dir)
+    refuse_live(path)
     log_dir = os.path.dirname(path)
     tp = parse_partition_dir_name(path)
-    rp, clean = 0, False
-    if not full:
-        clean = os.path.exists(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE))
-        if recovery_point is not None:
-            rp = recovery_point
-        else:
-            try:
-                rp = partition_offset(log_dir, RECOVERY_POINT, tp) or 0
-            except KafkaFormatError:
-                rp = 0
-    rep = RecoveryReport(os.path.basename(path), rp, dry_run=dry_run)
+    notes: list[str] = []
+    if index_interval_bytes is None:
+        got, config_notes, _configs = topic_config.settle(path, {"index.interval.bytes": None})
+        index_interval_bytes = got["index.interval.bytes"] or DEFAULT_INDEX_INTERVAL_BYTES
+        notes += config_notes
+    metadata = os.path.basename(path) == METADATA_PARTITION
+    state = partition_dir_state(path)
+    if clean is None:
+        clean = not metadata and LogDir(log_dir).clean_shutdown
+    if full or metadata:  # the raft layer loads the metadata log as after an unclean shutdown, from 0
+        clean = False
+    if recovery_point is None:
+        recovery_point = 0 if metadata else (_checkpointed(log_dir, RECOVERY_POINT, tp, notes) or 0)
+    if log_start_offset is None:
+        log_start_offset = 0 if metadata else (_checkpointed(log_dir, LOG_START_OFFSET, tp, notes) or 0)
+    rp = 0 if full else recovery_point
+    rep = RecoveryReport(os.path.basename(path), rp, dry_run=dry_run, path=path, clean_shutdown=clean)
+    rep.notes += notes
+    if state == "delete":
+        # Kafka loads it without recovery only to delete it (file.delete.delay.ms later): kfx keeps it
+        rep.notes.append("a partition dir marked for deletion: Kafka deletes it after loading; left as it is")
+        return rep
     if backup:
         rep.backup = os.path.abspath(backup_dir) if backup_dir else fsutil.default_backup_dir(path)
     d = _PartitionFiles(path)
     plan: list[Action] = []
     _plan_leftovers(d, plan)
     _plan_orphans(d, plan)
-    state = ProducerState()
+    pstate = ProducerState()
     epochs = _load_epochs(d, rep)
     segments = [off for _n, off in d.with_offset((LOG,))]
-    if clean and not full:
+    skip_recovery = clean
+    if clean:
         rep.notes.append("clean-shutdown marker present: Kafka skips segment recovery (use --full to validate)")
     leo = segments[0] if segments else 0
     truncated = False
     removed: list[int] = []
-    recovered: list[tuple[int, int]] = []  # (segment base, its next offset)
-    states: dict[int, bytes] = {}          # next offset of each segment walked -> producer snapshot there
+    walked: list[tuple[int, int, bytes]] = []  # (segment base, its next offset, producer state after it)
+    load_phase: list[int] = []                 # segments recovered at load for a missing or corrupt index
+    log_phase: list[int] = []                  # segments recovered as unflushed (recoverLog)
+    v2_end: dict[int, int | None] = {}         # recovered segment -> the offset after its last v2 batch
     for i, base in enumerate(segments):
         name = file_name(base, LOG)
         src = d.files[name]
         nxt = segments[i + 1] if i + 1 < len(segments) else None
-        unflushed = not clean and (nxt is None or nxt > rp)
+        unflushed = not skip_recovery and (nxt is None or nxt > rp)
         if truncated:
             removed.append(base)
             continue
-        if not unflushed and file_name(base, INDEX) in d.files:
-            leo = _replay(src, base, state, leo)
-            states[leo] = state.to_snapshot()
+        seg = d.segment(base)
+        problem = seg.index_problem()
+        if problem is None and not unflushed:
+            leo = _replay(src, base, pstate, leo)
+            walked.append((base, leo, pstate.to_snapshot()))
+            if not os.path.exists(seg.path(TIMEINDEX)):
+                # LogSegment.sanityCheck: a time index that did not exist is created empty at load
+                _plan_write(d, file_name(base, TIMEINDEX), b"", "time index created empty, as Kafka does at load "
+                            "(LogSegment.sanityCheck)", plan)
             continue
-        res = _recover_segment(src, base, state, epochs, index_interval_bytes, max_message_bytes)
+        if problem is not None:
+            load_phase.append(base)
+            rep.notes.append(f"{name}: {problem}; Kafka recovers the segment and rebuilds its indexes at load")
+        if unflushed:
+            log_phase.append(base)
+        rep.recovered_segments.append(name)
+        res = _recover_segment(src, base, pstate, epochs, index_interval_bytes, max_message_bytes)
         leo = res["next_offset"] if res["next_offset"] is not None else max(leo, base)
-        recovered.append((base, leo))
-        states[leo] = state.to_snapshot()  # the state one walk gives: no second pass for snapshots
+        v2_end[base] = res["v2_end"]
+        walked.append((base, leo, pstate.to_snapshot()))
         _plan_index_writes(d, base, res["indexes"], plan, rep)
         if res["valid_bytes"] < res["size"]:
-            # a segment below the recovery point is only recovered for a missing index
-            # (LogLoader.loadSegmentFiles): its truncation does not remove later segments
-            truncated = unflushed
+            # a segment recovered at load for its index is recovered again by recoverLog with nothing
+            # left to cut: only a truncation recoverLog makes removes the later segments
+            truncated = unflushed and problem is None
             rep.truncated_at = {"segment": name, "position": res["valid_bytes"], "offset": leo,
                                 "reason": res["reason"]}
+            rep.bytes_truncated += res["size"] - res["valid_bytes"]
+            b, r = _count_batches(src, res["valid_bytes"])
+            rep.batches_dropped += b
+            rep.records_dropped += r
             plan.append(Action("truncate", d.full(name), f"truncate at byte {res['valid_bytes']} "
                                f"(end of the last valid batch): {res['reason']}", size=res["valid_bytes"],
                                phase=PHASES["truncate"]))
     # later segments go before the truncation when the plan is applied (see PHASES)
     for base in removed:
         rep.removed_segments.append(file_name(base, LOG))
+        src = d.files[file_name(base, LOG)]
+        rep.bytes_truncated += os.path.getsize(src)
+        b, r = _count_batches(src, 0)
+        rep.batches_dropped += b
+        rep.records_dropped += r
         for suf in (LOG,) + _INDEX_SUFFIXES:
             n = file_name(base, suf)
             if n in d.files:
                 plan.append(Action("delete", d.full(n), "segment after the truncation point",
                                    phase=PHASES["remove-segment"]))
                 del d.files[n]
-    rep.log_end_offset = leo
     kept = [b for b in segments if b not in removed]
-    _plan_snapshots(d, kept, leo, recovered, states, plan)
-    _plan_epochs(d, epochs, leo, plan)
+    if not segments:
+        # LogLoader.recoverLog: a log without segments gets an empty one at the checkpointed log start
+        # (the active segment; a clean shutdown trims its indexes to nothing)
+        leo = log_start_offset
+        for suf in (LOG, INDEX, TIMEINDEX):
+            _plan_write(d, file_name(leo, suf), b"", "empty active segment, as Kafka creates one for a log "
+                        "without segments (LogLoader.recoverLog)", plan)
+        kept = [leo]
+    rep.log_end_offset = leo
+    rep.log_start_offset = max(log_start_offset, kept[0]) if kept else log_start_offset
+    rep.first_segment = kept[0] if kept else None
+    if kept and leo < log_start_offset:
+        rep.notes.append(f"the log end offset {leo} is below the checkpointed log start {log_start_offset}: Kafka "
+                         "would delete every segment (segment files deleted behind its back); left as it is")
+    # the segments Kafka's LogSegments holds when it recovers each: the ones loaded before it at load
+    # time, all of them in recoverLog
+    recoveries = [(b, [s for s in segments if s < b]) for b in load_phase] + [(b, segments) for b in log_phase]
+    _plan_snapshots(d, kept, leo, log_start_offset, clean, recoveries, v2_end, walked, removed, plan)
+    _plan_epochs(d, epochs, leo, log_start_offset, plan)
     rep.actions = sorted(plan, key=lambda a: a.phase)  # stable: Kafka's order within a phase
     if not rep.actions:
         rep.backup = None
     if not dry_run and rep.actions:
         apply_actions(rep.actions, rep.backup)
     return rep
+
+
+def _count_batches(path: str, start: int) -> tuple[int, int]:
+    """The framed batches from byte ``start`` of a segment and their records (a torn end not counted)."""
+    n = records = 0
+    with open_buffer(path) as buf:
+        for b in BatchScanner(buf, start=start, file=path):
+            n += 1
+            records += b.count if b.count is not None else 1
+    return n, records
+
+
+def _plan_write(d: _PartitionFiles, name: str, data: bytes, why: str, plan: list[Action]) -> None:
+    plan.append(Action("write", d.full(name), why, data=data, phase=PHASES["index"]))
+    d.files[name] = d.full(name)
 
 
 def _plan_leftovers(d: _PartitionFiles, plan: list[Action]) -> None:
@@ -238,7 +373,7 @@ def _replay(src: str, base: int, state: ProducerState, leo: int) -> int:
 def _recover_segment(src, base, state, epochs, interval, max_bytes) -> dict:
     walk = SegmentRebuild(src, base, state, interval=interval, epochs=epochs, max_batch_bytes=max_bytes).walk()
     return {"size": walk.size, "valid_bytes": walk.indexes.valid_bytes, "next_offset": walk.next_offset,
-            "indexes": walk.indexes, "reason": walk.stop[3] if walk.stop else "invalid bytes"}
+            "indexes": walk.indexes, "v2_end": walk.v2_next_offset, "reason": walk.stop[3] if walk.stop else "invalid bytes"}
 
 
 def _plan_index_writes(d: _PartitionFiles, base: int, idx: SegmentIndexes, plan, rep: RecoveryReport) -> None:
@@ -268,11 +403,18 @@ def _load_epochs(d: _PartitionFiles, rep: RecoveryReport) -> LeaderEpochCache:
         return LeaderEpochCache()
 
 
-def _plan_epochs(d: _PartitionFiles, epochs: LeaderEpochCache, leo: int, plan) -> None:
+def _plan_epochs(d: _PartitionFiles, epochs: LeaderEpochCache, leo: int, log_start: int, plan) -> None:
+    """LogLoader.load: the cache is truncated at the log end, then from the checkpointed log start.
+
+    An entry starting exactly at the log end is kept: it is what a leader assigns when elected
+    (assign(epoch, log end)); Kafka drops it at load and writes it back when the partition's leader
+    is elected again, so dropping it offline would change a file a restart leaves as it is."""
     name = C.LEADER_EPOCH_FILE
     if name not in d.files and not epochs:
         return
-    epochs.truncate_from_end(leo)
+    epochs.truncate_from_end(leo + 1)
+    if log_start > 0 and epochs and epochs.entries[0][1] < log_start:
+        epochs.truncate_from_start(log_start)
     data = epochs.to_bytes()
     if name in d.files and fsutil.same_content(d.files[name], data):
         return
@@ -280,42 +422,138 @@ def _plan_epochs(d: _PartitionFiles, epochs: LeaderEpochCache, leo: int, plan) -
                                               "recovered batches", data=data, phase=PHASES["epochs"]))
 
 
-def _plan_snapshots(d: _PartitionFiles, segments: list[int], leo: int, recovered, states: dict, plan) -> None:
-    """Snapshots past the log end or corrupt go; the state is rebuilt at the end of every recovered
-    segment and at the log end (recoverSegment and rebuildProducerState take those); then Kafka's
-    removeStraySnapshots rule: keep segment-base snapshots and only the latest stray one, if it lies
-    beyond the last segment's base offset."""
+_EMPTY = None  # a snapshot Kafka writes without producer state (see _plan_snapshots)
+
+
+def _plan_snapshots(d: _PartitionFiles, segments: list[int], leo: int, lso_ck: int, clean: bool,
+                    recoveries: list[int], v2_end: dict, walked: list, removed: list[int], plan) -> None:
+    """The producer snapshots Kafka's loading leaves, by its rules (ProducerStateManager with
+    UnifiedLog.rebuildProducerState), played over the snapshot offsets on disk:
+
+    * each segment recovered (at load for its index, then the unflushed ones) gets a fresh state
+      manager: snapshots above its base or at or below the checkpointed log start go, the latest
+      one left is loaded, the state is rebuilt up to the base (a snapshot at the last two segments'
+      bases and at the base itself, each only past the last snapshot), the segment is recovered and
+      a snapshot taken at the end of its last v2 batch, only past the last snapshot;
+    * snapshots of removed segments go; then removeStraySnapshots (segment bases and only the
+      latest stray one past the last base stay);
+    * the log's own manager: after a clean shutdown with no snapshot left it writes empty ones at
+      the last two segment bases and the log end (past 0); otherwise snapshots past the log end or at
+      or below the log start go and the state is rebuilt from the latest one to the log end, with a
+      snapshot at the last two segment bases met and at the log end, each only past the last one.
+
+    Snapshots are taken only past the last one (takeSnapshot), so an empty partition gets none.
+    A snapshot is written only when no file at its offset holds the same entries (Kafka writes its
+    entries in hash-map order, so the order of entries is not compared); a corrupt one is deleted.
+    Producer expiry (producer.id.expiration.ms against the clock at load) is not applied."""
     phase = PHASES["snapshot"]
-    present = set()
+    snaps: set[int] = set()
     for n, off in list(d.with_offset((SNAPSHOT,))):
-        if off > leo:
-            plan.append(Action("delete", d.full(n), f"producer snapshot past the log end offset {leo}", phase=phase))
-            del d.files[n]
-            continue
         try:
             with open(d.files[n], "rb") as f:
                 read_snapshot(f.read(), file=d.files[n])
-            present.add(off)
+            snaps.add(off)
         except KafkaFormatError as e:
             plan.append(Action("delete", d.full(n), f"corrupt producer snapshot: {e.problem.detail}", phase=phase))
             del d.files[n]
-    if not segments:
-        return
-    wanted = {nxt for _b, nxt in recovered if nxt <= leo} | {leo}
-    final = present | wanted
+    on_disk = set(snaps)
+    written: dict[int, object] = {}
+    why: dict[int, str] = {}
+
+    def drop(offs, reason):
+        for s in sorted(offs):
+            snaps.discard(s)
+            written.pop(s, None)
+            why.setdefault(s, reason)
+
+    def take(o, content, last):
+        if o > last:
+            snaps.add(o)
+            written[o] = content
+            return o
+        return last
+
+    def state_at(o):
+        out = _EMPTY
+        for base, _nxt, st in walked:
+            if base >= o:
+                break
+            out = st
+        return out
+
+    def rebuild(bases, upto, log_start, last):
+        """Replay from the latest snapshot ``last`` to ``upto``: snapshots at the last two bases met."""
+        marks = set(bases[-2:])
+        map_end = last
+        floor = max([b for b in bases if b <= last], default=None)
+        for b in bases:
+            if b >= upto or (floor is not None and b < floor):
+                continue
+            start = max(b, map_end, log_start)
+            map_end = start
+            if b in marks:
+                last = take(start, state_at(start), last)
+        return take(upto, state_at(upto), last)
+
+    for base, phase_segments in recoveries:
+        drop({s for s in snaps if s > base or s <= lso_ck}, "producer snapshot past the segment being recovered "
+             "or at or below the log start (removed when Kafka rebuilds the state to recover it)")
+        last = max([s for s in snaps if s <= base], default=lso_ck)
+        if base > last and base > 0:
+            last = rebuild(phase_segments, base, lso_ck, last)
+        end = v2_end.get(base)
+        if end is not None:
+            take(end, _state_after(walked, base), last)
+    drop({s for s in snaps if s in set(removed)}, "producer snapshot of a removed segment")
+    # removeStraySnapshots
     bases = set(segments)
-    strays = sorted(o for o in final if o not in bases)
-    keep = strays[-1] if strays and strays[-1] > max(segments) else None
-    drop = {o for o in strays if o != keep}
-    for o in sorted(present & drop):
-        n = file_name(o, SNAPSHOT)
-        plan.append(Action("delete", d.full(n), "stray producer snapshot with no segment at its offset", phase=phase))
+    strays = sorted(s for s in snaps if s not in bases)
+    keep = strays[-1] if strays and segments and strays[-1] > max(segments) else None
+    drop({s for s in strays if s != keep}, "stray producer snapshot with no segment at its offset")
+    log_start = max(lso_ck, segments[0]) if segments else lso_ck
+    if segments:
+        if clean and not snaps:
+            last = 0
+            for o in segments[-2:] + [leo]:
+                last = take(o, _EMPTY_SNAPSHOT, last)
+        else:
+            drop({s for s in snaps if s > leo or s <= log_start}, "producer snapshot past the log end offset "
+                 "or at or below the log start (ProducerStateManager.truncateAndReload)")
+            last = max([s for s in snaps if s <= leo], default=log_start)
+            if leo > last:
+                rebuild(segments, leo, log_start, last)
+    for s in sorted(on_disk - snaps):
+        n = file_name(s, SNAPSHOT)
+        plan.append(Action("delete", d.full(n), why.get(s, "producer snapshot Kafka removes at load"), phase=phase))
         del d.files[n]
-    wanted -= drop
-    for off in sorted(wanted):
-        data = states[off]
-        n = file_name(off, SNAPSHOT)
-        if n in d.files and fsutil.same_content(d.files[n], data):
+    for o in sorted(written):
+        data = written[o] if written[o] is not _EMPTY else _EMPTY_SNAPSHOT
+        n = file_name(o, SNAPSHOT)
+        if n in d.files and _same_snapshot(d.files[n], data):
             continue
         plan.append(Action("write", d.full(n), "producer state rebuilt from the batches", data=data, phase=phase))
         d.files[n] = d.full(n)
+
+
+_EMPTY_SNAPSHOT = snapshot_bytes([])
+
+
+def _state_after(walked: list, base: int):
+    for b, _nxt, st in walked:
+        if b == base:
+            return st
+    return _EMPTY_SNAPSHOT
+
+
+def _same_snapshot(path: str, data: bytes) -> bool:
+    """The file holds the same producer entries as ``data``, in any order (Kafka writes hash-map order)."""
+    if fsutil.same_content(path, data):
+        return True
+    try:
+        with open(path, "rb") as f:
+            have = read_snapshot(f.read(), file=path)
+    except (OSError, KafkaFormatError):
+        return False
+    want = read_snapshot(data)
+    key = lambda e: e.producer_id  # noqa: E731
+    return sorted(have, key=key) == sorted(want, key=key)

@@ -1,0 +1,90 @@
+"""What ``kfx recover`` of log dirs shows: a progress bar a partition while it runs (rich, on a
+terminal; nothing when stderr is piped), then one summary table (or JSON lines, one a partition and
+one a log dir)."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from contextlib import contextmanager
+
+
+@contextmanager
+def recovery_progress(total: int):
+    """(on_start, on_done) callbacks for :func:`~kafkaforensics.repair.load_logs.recover_log_dirs`,
+    drawing an overall bar and one bar a partition being recovered."""
+    from cli.main import _NoProgress, _err, progress_bar
+    if isinstance(progress_bar(total, "recover"), _NoProgress):  # not a terminal: no bars, rich not imported
+        yield (lambda path, size: None), (lambda rep: None)
+        return
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+                   console=_err(), transient=True)
+    with bar:
+        overall = bar.add_task("recover", total=total)
+        running: dict[str, int] = {}
+
+        def on_start(path, size):
+            name = os.path.basename(os.path.normpath(path))
+            running[os.path.abspath(path)] = bar.add_task(f"  {name}", total=size)
+
+        def on_done(rep):
+            task = running.pop(rep.path, None)
+            if task is not None:
+                size = next((t.total for t in bar.tasks if t.id == task), 0)
+                bar.remove_task(task)
+                bar.advance(overall, size)
+        yield on_start, on_done
+
+
+def print_log_dir_recovery(outs, as_json: bool, dry_run: bool) -> None:
+    """The summary table of a run over log dirs, or its JSON lines."""
+    if as_json:
+        for out in outs:
+            for rep in out.partitions:
+                print(json.dumps(rep.to_json()))
+            print(json.dumps(out.to_json()))
+        return
+    from rich.console import Console
+    from rich.table import Table
+    c = Console()
+    if not c.is_terminal:  # piped into a file or a pager: the table's width, not 80 columns
+        c = Console(width=max(c.width, 132))
+    t = Table(title="kfx recover" + (" (dry run)" if dry_run else ""))
+    several = len({o.log_dir for o in outs}) > 1
+    for col in ("log dir",) * several + ("partition", "done", "bytes cut", "batches cut", "records cut",
+                                           "indexes rebuilt"):
+        t.add_column(col, justify="right" if col.endswith(("cut", "rebuilt")) else "left",
+                     no_wrap=col in ("log dir", "partition"))
+    idle = 0
+    for out in outs:
+        for rep in out.partitions:
+            if not rep.actions:
+                idle += 1
+                continue
+            t.add_row(*((os.path.basename(out.log_dir),) if several else ()), rep.partition, ", ".join(rep.done),
+                      str(rep.bytes_truncated), str(rep.batches_dropped), str(rep.records_dropped),
+                      str(len(rep.rebuilt_indexes)))
+    if t.rows:
+        c.print(t)
+    n = sum(len(o.partitions) for o in outs)
+    verb = "would change" if dry_run else "changed"
+    c.print(f"{n} partition(s) in {len(outs)} log dir(s): {n - idle} {verb}, {idle} left as they were",
+            highlight=False)
+    for out in outs:
+        state = ("clean shutdown" + (f" ({out.marker['format']} marker)" if out.marker else "")
+                 if out.clean_shutdown else "no clean-shutdown marker: segments past the recovery point recovered")
+        c.print(f"{out.log_dir}: {state}", highlight=False, soft_wrap=True)
+        for a in out.checkpoint_actions:
+            c.print(f"  {'would write' if dry_run else 'wrote'} {os.path.basename(a.file)}: {a.detail}",
+                    highlight=False, soft_wrap=True)
+        for note in out.notes:
+            c.print(f"  [dim]note: {note}[/dim]", highlight=False, soft_wrap=True)
+        if out.backup:
+            c.print(f"  backup of the log dir's files: {out.backup}", highlight=False, soft_wrap=True)
+    truncated = [(o, r) for o in outs for r in o.partitions if r.truncated_at]
+    for o, r in truncated:
+        ta = r.truncated_at
+        c.print(f"{r.partition}: truncated {ta['segment']} at byte {ta['position']} (log end offset {ta['offset']}): "
+                f"{ta['reason']}", highlight=False, soft_wrap=True)
+    sys.stdout.flush()
