@@ -34,6 +34,8 @@ from kafkaforensics.log import offset_index, time_index, txn_index
 from kafkaforensics.repair.actions import PHASES, Action, apply_actions
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentIndexes, SegmentRebuild
+from kafkaforensics.log import kafka_files
+from kafkaforensics.log.kafka_version import kafka_version as resolve_kafka_version
 from kafkaforensics.log.logdir import CLEAN_SHUTDOWN_FILE
 from kafkaforensics.log.checkpoint_file import RECOVERY_POINT, partition_offset, read_checkpoint
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
@@ -58,13 +60,15 @@ class RecoveryReport:
     notes: list[str] = field(default_factory=list)
     log_end_offset: int = 0
     dry_run: bool = False
+    kafka: object = None  # the KafkaVersion whose rules applied
 
     def to_json(self) -> dict:
         return {"partition": self.partition, "truncatedAt": self.truncated_at,
                 "removedSegments": self.removed_segments, "rebuiltIndexes": self.rebuilt_indexes,
                 "backup": self.backup, "actions": [a.to_json() for a in self.actions],
                 "recoveryPoint": self.recovery_point, "logEndOffset": self.log_end_offset,
-                "notes": self.notes, "dryRun": self.dry_run}
+                "notes": self.notes, "dryRun": self.dry_run,
+                "kafkaVersion": self.kafka.to_json() if self.kafka is not None else None}
 
 
 class _PartitionFiles:
@@ -87,7 +91,9 @@ class _PartitionFiles:
 
 def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, backup_dir: str | None = None,
             index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, max_message_bytes: int | None = None,
-            recovery_point: int | None = None, full: bool = False) -> RecoveryReport:
+            recovery_point: int | None = None, full: bool = False, kafka_version=None) -> RecoveryReport:
+    """``kafka_version`` (``X.Y`` or a KafkaVersion; default: inferred from the log dir) chooses the
+    rules of :mod:`~kafkaforensics.log.kafka_rules` that differ between Kafka generations."""
     path = os.path.abspath(partition_dir)
     if not os.path.isdir(path):
         raise FileNotFoundError(partition_dir)
@@ -103,12 +109,13 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
                 rp = partition_offset(log_dir, RECOVERY_POINT, tp) or 0
             except KafkaFormatError:
                 rp = 0
-    rep = RecoveryReport(os.path.basename(path), rp, dry_run=dry_run)
+    rep = RecoveryReport(os.path.basename(path), rp, dry_run=dry_run, kafka=resolve_kafka_version(path, kafka_version))
+    rules = rep.kafka.rules()
     if backup:
         rep.backup = os.path.abspath(backup_dir) if backup_dir else fsutil.default_backup_dir(path)
     d = _PartitionFiles(path)
     plan: list[Action] = []
-    _plan_leftovers(d, plan)
+    _plan_leftovers(d, plan, rules)
     _plan_orphans(d, plan)
     state = ProducerState()
     epochs = _load_epochs(d, rep)
@@ -128,15 +135,16 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
         if truncated:
             removed.append(base)
             continue
-        if not unflushed and file_name(base, INDEX) in d.files:
+        if not unflushed and file_name(base, INDEX) in d.files and not _fails_sanity_check(d, base, rules):
+            _plan_missing_timeindex(d, base, plan)
             leo = _replay(src, base, state, leo)
             states[leo] = state.to_snapshot()
             continue
-        res = _recover_segment(src, base, state, epochs, index_interval_bytes, max_message_bytes)
+        res = _recover_segment(src, base, state, epochs, index_interval_bytes, max_message_bytes, rules)
         leo = res["next_offset"] if res["next_offset"] is not None else max(leo, base)
         recovered.append((base, leo))
         states[leo] = state.to_snapshot()  # the state one walk gives: no second pass for snapshots
-        _plan_index_writes(d, base, res["indexes"], plan, rep)
+        _plan_index_writes(d, base, res, plan, rep, rules)
         if res["valid_bytes"] < res["size"]:
             # a segment below the recovery point is only recovered for a missing index
             # (LogLoader.loadSegmentFiles): its truncation does not remove later segments
@@ -157,7 +165,7 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
                 del d.files[n]
     rep.log_end_offset = leo
     kept = [b for b in segments if b not in removed]
-    _plan_snapshots(d, kept, leo, recovered, states, plan)
+    _plan_snapshots(d, kept, leo, recovered, states, plan, rules)
     _plan_epochs(d, epochs, leo, plan)
     rep.actions = sorted(plan, key=lambda a: a.phase)  # stable: Kafka's order within a phase
     if not rep.actions:
@@ -167,7 +175,7 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
     return rep
 
 
-def _plan_leftovers(d: _PartitionFiles, plan: list[Action]) -> None:
+def _plan_leftovers(d: _PartitionFiles, plan: list[Action], rules) -> None:
     swaps, cleaned = [], []
     min_cleaned = None
     for n in list(d.files):
@@ -215,11 +223,28 @@ def _plan_leftovers(d: _PartitionFiles, plan: list[Action]) -> None:
                 plan.append(Action("delete", d.full(n), f"replaced by the swap segment(s) covering [{lo}, {hi})",
                                    phase=PHASES["leftover-delete"]))
                 del d.files[n]
+    recover_swaps = rules.write("leftover-swap") == "recover"
     for n in valid:
         final = without_leftover_suffix(n)
+        if recover_swaps and not n.endswith(LOG + SWAP):
+            # up to 2.8 a swap's index files are deleted: recovery rebuilds them from the swapped
+            # segment (its .log has no index now, so the walk below recovers it)
+            plan.append(Action("delete", d.full(n), "index of an interrupted swap (Kafka <3.0 rebuilds it)",
+                               phase=PHASES["leftover-delete"]))
+            del d.files[n]
+            continue
         plan.append(Action("rename", d.full(n), "complete the interrupted swap", target=d.full(final),
                            phase=PHASES["leftover-rename"]))
         d.files[final] = d.files.pop(n)
+    if recover_swaps:
+        for n in valid:
+            if n.endswith(LOG + SWAP):
+                for suf in _INDEX_SUFFIXES:
+                    idx = file_name(offset_from_name(n), suf)
+                    if idx in d.files:  # an index of the segment replaced: rebuilt with the swap
+                        plan.append(Action("delete", d.full(idx), "index replaced with the swapped segment "
+                                           "(Kafka <3.0 rebuilds it)", phase=PHASES["leftover-delete"]))
+                        del d.files[idx]
 
 
 def _plan_orphans(d: _PartitionFiles, plan: list[Action]) -> None:
@@ -235,13 +260,33 @@ def _replay(src: str, base: int, state: ProducerState, leo: int) -> int:
     return max(leo, base) if seg.batches == 0 else seg.next_offset
 
 
-def _recover_segment(src, base, state, epochs, interval, max_bytes) -> dict:
-    walk = SegmentRebuild(src, base, state, interval=interval, epochs=epochs, max_batch_bytes=max_bytes).walk()
+def _recover_segment(src, base, state, epochs, interval, max_bytes, rules) -> dict:
+    walk = SegmentRebuild(src, base, state, interval=interval, epochs=epochs, max_batch_bytes=max_bytes,
+                          entry=rules.write("offset-index-entry")).walk()
     return {"size": walk.size, "valid_bytes": walk.indexes.valid_bytes, "next_offset": walk.next_offset,
-            "indexes": walk.indexes, "reason": walk.stop[3] if walk.stop else "invalid bytes"}
+            "indexes": walk.indexes, "reason": walk.stop[3] if walk.stop else "invalid bytes", "src": src}
 
 
-def _plan_index_writes(d: _PartitionFiles, base: int, idx: SegmentIndexes, plan, rep: RecoveryReport) -> None:
+def _fails_sanity_check(d: _PartitionFiles, base: int, rules) -> bool:
+    """Up to 2.2 a segment below the recovery point whose index fails the load-time sanity check is
+    recovered (KAFKA-7283); from 2.3 its indexes are not checked."""
+    if rules.write("corrupt-index-below-recovery-point") != "rebuild":
+        return False
+    return any(file_name(base, suf) in d.files and
+               not kafka_files.index_sane(d.files[file_name(base, suf)], suf, base) for suf in (INDEX, TIMEINDEX))
+
+
+def _plan_missing_timeindex(d: _PartitionFiles, base: int, plan) -> None:
+    """A segment loaded without recovery gets an empty .timeindex when it has none (every version)."""
+    n = file_name(base, TIMEINDEX)
+    if n not in d.files:
+        plan.append(Action("write", d.full(n), "missing time index created empty, as Kafka's load does", data=b"",
+                           phase=PHASES["index"]))
+        d.files[n] = d.full(n)
+
+
+def _plan_index_writes(d: _PartitionFiles, base: int, res: dict, plan, rep: RecoveryReport, rules) -> None:
+    idx: SegmentIndexes = res["indexes"]
     for suf, data in ((INDEX, offset_index.to_bytes(idx.offsets, base)),
                       (TIMEINDEX, time_index.to_bytes(idx.times, base)),
                       (TXNINDEX, txn_index.to_bytes(idx.aborted))):
@@ -249,7 +294,8 @@ def _plan_index_writes(d: _PartitionFiles, base: int, idx: SegmentIndexes, plan,
         current = d.files.get(n)
         if suf == TXNINDEX and not data and current is None:
             continue
-        if current is not None and fsutil.same_content(current, data):
+        if current is not None and (fsutil.same_content(current, data) or kafka_files.kept_as_written(
+                current, suf, res["src"], base, res["valid_bytes"], rules, idx.interval)):
             continue
         plan.append(Action("write", d.full(n), "rebuild index from the segment's valid batches", data=data,
                            phase=PHASES["index"]))
@@ -280,11 +326,12 @@ def _plan_epochs(d: _PartitionFiles, epochs: LeaderEpochCache, leo: int, plan) -
                                               "recovered batches", data=data, phase=PHASES["epochs"]))
 
 
-def _plan_snapshots(d: _PartitionFiles, segments: list[int], leo: int, recovered, states: dict, plan) -> None:
+def _plan_snapshots(d: _PartitionFiles, segments: list[int], leo: int, recovered, states: dict, plan, rules) -> None:
     """Snapshots past the log end or corrupt go; the state is rebuilt at the end of every recovered
     segment and at the log end (recoverSegment and rebuildProducerState take those); then Kafka's
     removeStraySnapshots rule: keep segment-base snapshots and only the latest stray one, if it lies
-    beyond the last segment's base offset."""
+    beyond the last segment's base offset (2.8+; before, strays stay).  A snapshot holding what Kafka
+    would keep (:func:`~kafkaforensics.log.kafka_files.snapshot_kept`) is not rewritten."""
     phase = PHASES["snapshot"]
     present = set()
     for n, off in list(d.with_offset((SNAPSHOT,))):
@@ -306,7 +353,7 @@ def _plan_snapshots(d: _PartitionFiles, segments: list[int], leo: int, recovered
     bases = set(segments)
     strays = sorted(o for o in final if o not in bases)
     keep = strays[-1] if strays and strays[-1] > max(segments) else None
-    drop = {o for o in strays if o != keep}
+    drop = {o for o in strays if o != keep} if rules.write("stray-snapshots") == "remove" else set()
     for o in sorted(present & drop):
         n = file_name(o, SNAPSHOT)
         plan.append(Action("delete", d.full(n), "stray producer snapshot with no segment at its offset", phase=phase))
@@ -315,7 +362,8 @@ def _plan_snapshots(d: _PartitionFiles, segments: list[int], leo: int, recovered
     for off in sorted(wanted):
         data = states[off]
         n = file_name(off, SNAPSHOT)
-        if n in d.files and fsutil.same_content(d.files[n], data):
+        if n in d.files and (fsutil.same_content(d.files[n], data)
+                             or kafka_files.snapshot_kept(d.files[n], data, min(segments), rules)):
             continue
         plan.append(Action("write", d.full(n), "producer state rebuilt from the batches", data=data, phase=phase))
         d.files[n] = d.full(n)
