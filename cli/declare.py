@@ -92,3 +92,9 @@ def _typer_callback(callback):
     command.__signature__ = sig.replace(parameters=params)
     command.__annotations__ = {p.name: p.annotation for p in params}
     return command
+
+
+#: ``--kafka-version X.Y``, shared by the commands that apply a Kafka generation's rules (verify,
+#: reindex, recover, compact): overrides the version inferred from the log dir
+KAFKA_VERSION = Option(None, "--kafka-version", metavar="X.Y",
+                       help="Apply this Kafka release's rules (default: inferred from the log dir's files)")

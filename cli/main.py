@@ -21,7 +21,7 @@ from enum import Enum
 from functools import lru_cache
 from typing import List, Optional
 
-from cli.declare import App, Argument, Exit, Option
+from cli.declare import KAFKA_VERSION, App, Argument, Exit, Option
 from kafkaforensics.defaults import (DEFAULT_DEDUPE_BUFFER_BYTES, DEFAULT_DELETE_RETENTION_MS, DEFAULT_INDEX_INTERVAL_BYTES,
                                      DEFAULT_SEGMENT_BYTES, DEFAULT_SPLIT_BYTES)
 
@@ -154,13 +154,16 @@ def dump(paths: List[str] = Argument(..., help="Files to dump (.log .index .time
 def verify(paths: List[str] = Argument(..., help="Segment files, partition dirs or log dirs"),
            as_json: bool = Option(False, "--json", help="Print the report as JSON"),
            max_message_bytes: Optional[int] = Option(None, "--max-message-bytes", min=14,
-                                                           help="Also flag batches larger than this")):
+                                                           help="Also flag batches larger than this"),
+           kafka_version: Optional[str] = KAFKA_VERSION):
     """Check CRCs, structure, indexes and checkpoints. Exit 0 clean, 1 problems, 2 usage/IO error."""
     from kafkaforensics.inspect.verify import verify as verify_paths
     _require_paths(paths)
+    kv = _kafka_version(paths[0], kafka_version)
     try:
         rep = _with_progress(paths, "verify", lambda advance: verify_paths(paths, progress=advance,
-                                                                           max_batch_bytes=max_message_bytes))
+                                                                           max_batch_bytes=max_message_bytes,
+                                                                           kafka_version=kv))
     except OSError as e:
         _fail(str(e))
     if as_json:
@@ -181,6 +184,8 @@ def verify(paths: List[str] = Argument(..., help="Segment files, partition dirs 
                 t.add_row(p["partition"], str(p["segments"]), str(p["batches"]), str(p["bytes"]),
                           str(p["logStartOffset"]), str(p["logEndOffset"]))
             Console().print(t)
+        if rep.kafka is not None:
+            print(rep.kafka.line())
         print_lines(verify_report_lines(rep))
     raise Exit(EXIT_OK if rep.ok else EXIT_PROBLEMS)
 
@@ -240,6 +245,15 @@ def _print_actions(report_json: dict, title: str) -> None:
         out.print(f"{title}: nothing to do")
 
 
+def _kafka_version(path: str, told: Optional[str]):
+    """The Kafka generation whose rules apply (``--kafka-version`` or inferred); a bad value exits 2."""
+    from kafkaforensics.log.kafka_version import kafka_version
+    try:
+        return kafka_version(path, told)
+    except ValueError as e:
+        _fail(str(e))
+
+
 def _backup_opts(backup_dir, no_backup):
     if backup_dir and no_backup:
         _fail("--backup-dir and --no-backup exclude each other")
@@ -257,7 +271,8 @@ def recover(partition_dir: str = Argument(..., help="A partition directory (topi
             recovery_point: Optional[int] = Option(None, "--recovery-point", min=0,
                                                          help="First unflushed offset (default: the log dir's checkpoint, else 0)"),
             full: bool = Option(False, "--full", help="Validate every segment, whatever the checkpoint says"),
-            as_json: bool = Option(False, "--json")):
+            as_json: bool = Option(False, "--json"),
+            kafka_version: Optional[str] = KAFKA_VERSION):
     """Do what Kafka's log loading does after an unclean shutdown: finish swaps, truncate, rebuild."""
     from rich.console import Console
     from kafkaforensics.repair.recovery import recover as recover_partition
@@ -266,6 +281,7 @@ def recover(partition_dir: str = Argument(..., help="A partition directory (topi
     try:
         rep = recover_partition(partition_dir, dry_run=dry_run, index_interval_bytes=index_interval_bytes,
                                 max_message_bytes=max_message_bytes, recovery_point=recovery_point, full=full,
+                                kafka_version=_kafka_version(partition_dir, kafka_version),
                                 **_backup_opts(backup_dir, no_backup))
     except OSError as e:
         _fail(str(e))
@@ -274,6 +290,7 @@ def recover(partition_dir: str = Argument(..., help="A partition directory (topi
         print(json.dumps(j))
     else:
         _print_actions(j, f"kfx recover {rep.partition}" + (" (dry run)" if dry_run else ""))
+        Console().print(rep.kafka.line(), highlight=False, markup=False)
         if rep.truncated_at:
             t = rep.truncated_at
             Console().print(f"truncated {t['segment']} at byte {t['position']} (log end offset {t['offset']}): "
@@ -291,7 +308,8 @@ def reindex(path: str = Argument(..., help="A <offset>.log segment or a partitio
             dry_run: bool = Option(False, "--dry-run"),
             backup_dir: Optional[str] = Option(None, "--backup-dir"),
             no_backup: bool = Option(False, "--no-backup"),
-            as_json: bool = Option(False, "--json")):
+            as_json: bool = Option(False, "--json"),
+            kafka_version: Optional[str] = KAFKA_VERSION):
     """Rebuild .index/.timeindex/.txnindex exactly as Kafka's recovery writes them."""
     from rich.console import Console
     from kafkaforensics.repair.reindex import reindex as reindex_path
@@ -299,7 +317,7 @@ def reindex(path: str = Argument(..., help="A <offset>.log segment or a partitio
         _fail(f"{path}: no such file or directory")
     try:
         rep = reindex_path(path, index_interval_bytes=index_interval_bytes, dry_run=dry_run,
-                           **_backup_opts(backup_dir, no_backup))
+                           kafka_version=_kafka_version(path, kafka_version), **_backup_opts(backup_dir, no_backup))
     except (OSError, ValueError) as e:
         _fail(str(e))
     j = rep.to_json()
@@ -307,6 +325,7 @@ def reindex(path: str = Argument(..., help="A <offset>.log segment or a partitio
         print(json.dumps(j))
     else:
         _print_actions(j, "kfx reindex" + (" (dry run)" if dry_run else ""))
+        Console().print(rep.kafka.line(), highlight=False, markup=False)
         for n in rep.notes:
             Console().print(f"[dim]note: {n}[/dim]", highlight=False)
     raise Exit(EXIT_PROBLEMS if rep.actions else EXIT_OK)
@@ -365,7 +384,8 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
                                                     help="Offset map memory (24 bytes a key, as Kafka's)"),
             out: Optional[str] = Option(None, "--out", help="Write the compacted partition here; input untouched"),
             dry_run: bool = Option(False, "--dry-run", help="Report what compaction would do; change nothing"),
-            as_json: bool = Option(False, "--json")):
+            as_json: bool = Option(False, "--json"),
+            kafka_version: Optional[str] = KAFKA_VERSION):
     """Run Kafka's log cleaner offline, with its crash-safe .cleaned/.swap/.deleted file swap."""
     from rich.console import Console
     from rich.table import Table
@@ -376,7 +396,8 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
     opts = CompactOptions(delete_retention_ms=delete_retention_ms, min_compaction_lag_ms=min_compaction_lag_ms,
                           max_compaction_lag_ms=max_compaction_lag_ms, now=now, segment_bytes=segment_bytes,
                           include_active=include_active, index_interval_bytes=index_interval_bytes,
-                          dedupe_buffer_bytes=dedupe_buffer_bytes, ignore_checkpoint=ignore_checkpoint)
+                          dedupe_buffer_bytes=dedupe_buffer_bytes, ignore_checkpoint=ignore_checkpoint,
+                          kafka_version=_kafka_version(partition_dir, kafka_version))
     try:
         problems = walk_problems(partition_dir)
         rep = compact_partition(partition_dir, opts, out=out, dry_run=dry_run)
@@ -399,6 +420,7 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
                 f"{j['tombstones']['kept']} removed {j['tombstones']['removed']}; aborted records removed "
                 f"{j['abortedRecordsRemoved']}; markers kept {j['markers']['kept']} removed {j['markers']['removed']}",
                 highlight=False)
+        c.print(rep.kafka.line(), highlight=False, markup=False)
         for n in rep.notes:
             c.print(f"[dim]note: {n}[/dim]", highlight=False)
         _print_walk_problems(problems)

@@ -52,6 +52,7 @@ class VerifyReport:
     files: int = 0
     batches: int = 0
     bytes: int = 0
+    kafka: object = None  # the KafkaVersion whose files these are
 
     @property
     def ok(self) -> bool:
@@ -63,12 +64,18 @@ class VerifyReport:
     def to_json(self) -> dict:
         return {"ok": self.ok, "problems": [p.to_json() for p in self.problems],
                 "notes": [p.to_json() for p in self.notes], "partitions": self.partitions,
-                "files": self.files, "batches": self.batches, "bytes": self.bytes}
+                "files": self.files, "batches": self.batches, "bytes": self.bytes,
+                "kafkaVersion": self.kafka.to_json() if self.kafka is not None else None}
 
 
-def verify(paths, *, progress=None, max_batch_bytes: int | None = None) -> VerifyReport:
-    """Verify files, partition dirs or log dirs. ``progress(nbytes)`` is called as bytes are read."""
+def verify(paths, *, progress=None, max_batch_bytes: int | None = None, kafka_version=None) -> VerifyReport:
+    """Verify files, partition dirs or log dirs. ``progress(nbytes)`` is called as bytes are read.
+    ``kafka_version`` ("X.Y" or a KafkaVersion; default: inferred from the first path's log dir) is
+    reported as the generation whose files these are."""
+    from kafkaforensics.log.kafka_version import kafka_version as resolve_kafka_version
     rep = VerifyReport()
+    if paths and os.path.exists(paths[0]):
+        rep.kafka = resolve_kafka_version(paths[0], kafka_version)
     for path in paths:
         if not os.path.exists(path):
             raise FileNotFoundError(path)
@@ -304,7 +311,10 @@ def verify_segment(seg: SegmentFiles, rep: VerifyReport, state: ProducerState, *
         except KafkaFormatError as e:
             rep.problems.append(e.problem)
     with open_buffer(log) as buf:
+        before = len(rep.problems)
         s = _scan(buf, log, base, rep, state, offsets, times, progress, max_batch_bytes)
+        if tidx_path and rep.kafka is not None:
+            _accept_generation_time_index(rep, before, tidx_path, log, base, s["valid_bytes"])
         found_aborted = s.pop("aborted")
         markers = s.pop("abort_markers")
         summary = SegmentSummary(base, len(buf), s["valid_bytes"], s["batches"], 0, s["first"], s["next"], s["max_ts"])
@@ -312,6 +322,16 @@ def verify_segment(seg: SegmentFiles, rep: VerifyReport, state: ProducerState, *
         rep.add(seg.path(INDEX), None, None, "missing-index", "segment has batches but no offset index (Kafka rebuilds it)")
     _compare_aborted(aborted, found_aborted, markers, txn_path or seg.path(TXNINDEX), rep)
     return summary
+
+
+def _accept_generation_time_index(rep: VerifyReport, since: int, path, log, base, valid_bytes) -> None:
+    """Drop the time-index mismatches of this segment (problems from ``since`` on) when the file is
+    one the log dir's Kafka generation writes: a 3.7 append names its last offset, whose batch need
+    not hold the max timestamp (:mod:`~kafkaforensics.log.kafka_files`)."""
+    from kafkaforensics.log.kafka_files import kept_as_written
+    mismatches = [p for p in rep.problems[since:] if p.kind == "timeindex-mismatch"]
+    if mismatches and kept_as_written(path, TIMEINDEX, log, base, valid_bytes, rep.kafka.rules(), 0):
+        rep.problems[since:] = [p for p in rep.problems[since:] if p.kind != "timeindex-mismatch"]
 
 
 def _read_index(path, module, base, active, rep: VerifyReport, lists: bool = False):

@@ -101,7 +101,7 @@ def _offset_index_fits(entries, bs: _Batches, rules: AppliedRules, interval: int
 
 def _time_index_fits(entries, bs: _Batches, rules: AppliedRules) -> bool:
     record = rules.allows("time-index-offset", "record")
-    append = rules.allows("time-index-offset", "append") or "append" in rules.possible("index-entries-per")
+    append = rules.allows("time-index-offset", "append")
     prev_t, prev_o = None, None
     for t, off in entries:
         if prev_t is not None and (t <= prev_t or off < prev_o):
