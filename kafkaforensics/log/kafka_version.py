@@ -19,7 +19,8 @@ fact a bound (Kafka source in brackets):
 
 :func:`kafka_version` gives the range with the facts it rests on; its :meth:`KafkaVersion.rules`
 is the :mod:`.kafka_rules` table for that range.  Without any fact the range is open and kfx
-applies the newest rules (what it always did).
+applies the newest rules (what it always did); so it does for a directory without ``meta.properties``
+(not a broker's log dir: a partition kfx wrote, a copy), whose missing files say nothing.
 """
 from __future__ import annotations
 
@@ -138,12 +139,12 @@ def infer_kafka_version(log_dir: str) -> KafkaVersion:
         return kv
     parts = [n for n in names if _PARTITION_DIR.match(n) and os.path.isdir(os.path.join(log_dir, n))]
     kraft = METADATA_PARTITION in parts
-    meta = None
-    if "meta.properties" in names:
-        try:
-            meta = read_meta_properties(os.path.join(log_dir, "meta.properties"))
-        except (KafkaFormatError, OSError):
-            meta = None
+    if "meta.properties" not in names:
+        return kv   # not a broker's log dir (a partition written by kfx, a copy): nothing to infer from
+    try:
+        meta = read_meta_properties(os.path.join(log_dir, "meta.properties"))
+    except (KafkaFormatError, OSError):
+        meta = None
     if meta is not None:
         if meta["version"] == 1:
             kraft = True
