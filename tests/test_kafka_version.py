@@ -96,3 +96,31 @@ def test_readme_table_is_the_code_table():
     assert rules_markdown() in text
     for rule in RULES:  # every rule names its Kafka source
         assert rule.source and rule.behaviours
+
+
+def test_cli_says_which_rules_and_real_indexes_are_kept(tmp_path, kfx):
+    """A ZooKeeper 3.4 log dir shut down cleanly, every index present: the range and its rules in one
+    line (a field in --json); reindex --dry-run keeps every index of every partition."""
+    import json
+    root = unpack_real(tmp_path, "kafka3x-zk-bitnami-gzip-cleanshutdown")
+    r = kfx("verify", os.path.join(root, "test-0"))
+    assert "Kafka ≥2.8, <3.7 (" in r.stdout and "time-index-offset=record" in r.stdout
+    r = kfx("verify", os.path.join(root, "test-0"), "--json")
+    assert json.loads(r.stdout)["kafkaVersion"]["range"] == "≥2.8, <3.7"
+    parts = [p for p in sorted(os.listdir(root)) if os.path.isdir(os.path.join(root, p))]
+    assert len(parts) == 57
+    for p in parts:
+        out = json.loads(kfx("reindex", os.path.join(root, p), "--dry-run", "--json").stdout)
+        assert out["actions"] == [] and out["kafkaVersion"]["high"] == "3.7", p
+    r = kfx("recover", os.path.join(root, "test-0"), "--dry-run", "--kafka-version", "3.x")
+    assert r.exit_code == 2 and "--kafka-version" in r.output
+
+
+def test_a_partition_kfx_wrote_has_no_generation(tmp_path):
+    """No meta.properties: not a broker's log dir; its missing files say nothing (newest rules)."""
+    from kafkaforensics.log.writer import write_partition
+    from kafkaforensics.records.batch import Record
+    from kafkaforensics.records.builder import build_v2
+    part = write_partition(str(tmp_path / "t-0"), [build_v2([Record(0, 1, b"k", b"v")], base_offset=0)])
+    kv = kafka_version(part)
+    assert not kv.known and kv.label().startswith("unknown")

@@ -359,6 +359,8 @@ def _plan_snapshots(d: _PartitionFiles, segments: list[int], leo: int, recovered
         plan.append(Action("delete", d.full(n), "stray producer snapshot with no segment at its offset", phase=phase))
         del d.files[n]
     wanted -= drop
+    if min(segments) not in present:  # none is taken at the log start: nothing was appended past it
+        wanted.discard(min(segments))   # (ProducerStateManager.takeSnapshot: lastMapOffset > lastSnapOffset)
     for off in sorted(wanted):
         data = states[off]
         n = file_name(off, SNAPSHOT)
