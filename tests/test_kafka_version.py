@@ -124,3 +124,51 @@ def test_a_partition_kfx_wrote_has_no_generation(tmp_path):
     part = write_partition(str(tmp_path / "t-0"), [build_v2([Record(0, 1, b"k", b"v")], base_offset=0)])
     kv = kafka_version(part)
     assert not kv.known and kv.label().startswith("unknown")
+
+
+def _log_dir(tmp_path, meta: str, parts=("t-0",), topic_ids=True):
+    root = tmp_path / "logs"
+    root.mkdir(parents=True)
+    (root / "meta.properties").write_text(meta)
+    (root / "log-start-offset-checkpoint").write_text("0\n0\n")
+    for p in parts:
+        (root / p).mkdir()
+        (root / p / "leader-epoch-checkpoint").write_text("0\n0\n")
+        if topic_ids:
+            (root / p / "partition.metadata").write_text("version: 0\ntopic_id: KSqXCsh0SDOAYm1yUOQfpQ\n")
+    return root
+
+
+def test_clean_shutdown_json_is_37_or_later(tmp_path):
+    root = _log_dir(tmp_path, "version=0\nbroker.id=1\ncluster.id=bhKx9kzDTW6IYAX6MriLZQ\n")
+    (root / ".kafka_cleanshutdown").write_text('{"version":0,"brokerEpoch":12}')
+    kv = infer_kafka_version(str(root))
+    assert (kv.low, kv.high) == ((3, 7), (4, 0)) and kv.rules().write("time-index-offset") == "batch"
+    (root / ".kafka_cleanshutdown").write_text("")
+    assert infer_kafka_version(str(root)).high == (3, 7)
+
+
+def test_meta_properties_fields(tmp_path):
+    root = _log_dir(tmp_path, "version=1\nnode.id=1\ncluster.id=bhKx9kzDTW6IYAX6MriLZQ\n"
+                              "directory.id=Teb3PFb009qvAZgMDEFH4g\n")
+    assert infer_kafka_version(str(root)).low == (3, 7)
+    (root / "meta.properties").write_text("version=1\nnode.id=1\ncluster.id=bhKx9kzDTW6IYAX6MriLZQ\n")
+    kv = infer_kafka_version(str(root))
+    assert (kv.low, kv.high) == ((2, 8), (3, 7))
+
+
+def test_index_contents_tell_base_or_last_offsets(tmp_path):
+    """An offset index of batch base offsets (batches of several records) is 1.1 or older; a time
+    index naming a record inside an uncompressed batch was written by a 3.6 or older leader."""
+    from tests.test_kafka_generations import batches, broker_files
+    appends = [[b] for b in batches(8)]
+    for entry, time_offset, want in (("base", "record", ((0, 11), (2, 0))), ("last", "record", ((2, 4), (2, 8))),
+                                     ("last", "batch", ((2, 4), (2, 8)))):
+        root = _log_dir(tmp_path / f"{entry}-{time_offset}", "version=0\nbroker.id=0\n" if entry == "base" else
+                        "version=0\nbroker.id=0\ncluster.id=bhKx9kzDTW6IYAX6MriLZQ\n", topic_ids=False)
+        log, idx, tidx = broker_files(appends, entry=entry, time_offset=time_offset)
+        for suf, data in ((".log", log), (".index", idx), (".timeindex", tidx)):
+            (root / "t-0" / f"{0:020d}{suf}").write_bytes(data)
+        kv = infer_kafka_version(str(root))
+        assert (kv.low, kv.high) == want, (entry, time_offset, kv.line())
+        assert ("time-index entries name records" in kv.line()) is (time_offset == "record")

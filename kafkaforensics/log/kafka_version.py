@@ -15,7 +15,10 @@ fact a bound (Kafka source in brackets):
 * ``leader-epoch-checkpoint`` and ``log-start-offset-checkpoint`` exist from 0.11 (KIP-101, KIP-107): in
   no partition dir / not in the log dir, before 0.11; producer snapshots are 0.11+;
 * batch formats: magic 2 is 0.11+, magic 1 is 0.10+ (older segments stay as they were written, so
-  magic 0/1 is no upper bound).
+  magic 0/1 is no upper bound);
+* index contents (the first entries of a sample of segments): an offset-index entry holding the base
+  offset of a batch of several records is 1.1 or older, a later offset of it 2.0+ (KAFKA-6264); a
+  time-index entry naming a record inside an uncompressed batch is a 3.6-or-older leader's.
 
 :func:`kafka_version` gives the range with the facts it rests on; its :meth:`KafkaVersion.rules`
 is the :mod:`.kafka_rules` table for that range.  Without any fact the range is open and kfx
@@ -32,6 +35,7 @@ from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.kafka_rules import (NEWEST, OLDEST, RELEASES, AppliedRules, Version, next_release,
                                             version_text)
 from kafkaforensics.log.logdir import CLEAN_SHUTDOWN_FILE, METADATA_PARTITION, read_meta_properties
+from kafkaforensics.log.segment import offset_from_name
 
 #: metadata.version feature level -> its release (MetadataVersion: IBP_3_0_IV1 = 1 ... IBP_4_2_IV1 = 29)
 METADATA_LEVELS = {1: (3, 0), 2: (3, 1), 3: (3, 2), 4: (3, 3), 5: (3, 3), 6: (3, 3), 7: (3, 3), 8: (3, 4),
@@ -178,6 +182,7 @@ def infer_kafka_version(log_dir: str) -> KafkaVersion:
             kv.below((0, 11), "no log-start-offset-checkpoint")
         if any(n.endswith(".snapshot") for f in files.values() for n in f):
             kv.at_least((0, 11), "producer snapshots present")
+        _index_styles(log_dir, files, kv)
         magics = _first_magics(log_dir, files)
         if 2 in magics:
             kv.at_least((0, 11), "record batches v2")
@@ -194,6 +199,67 @@ def _listdir(path: str) -> list[str]:
         return os.listdir(path)
     except OSError:
         return []
+
+
+#: how many segments' first index entries :func:`_index_styles` looks at
+INDEX_SAMPLE = 200
+
+
+def _index_styles(log_dir: str, files: dict, kv: KafkaVersion) -> None:
+    """Bounds from what index entries hold (sampled: the first entry of up to INDEX_SAMPLE
+    segments): an offset-index entry naming the base offset of a batch of several records is 1.1 or
+    older, one naming a later offset of it 2.0+ (KAFKA-6264); a time-index entry naming a record
+    inside an uncompressed batch, not its last, was written by a 3.6 or older leader."""
+    from kafkaforensics.log import offset_index, time_index
+    from kafkaforensics.records.batch import parse_header
+    from kafkaforensics.log.segment import open_buffer
+    seen = 0
+    found = set()
+    for p, names in files.items():
+        for n in names:
+            if not n.endswith(".index") or seen >= INDEX_SAMPLE:
+                continue
+            base = offset_from_name(n)
+            stem = os.path.join(log_dir, p, n[:-len(".index")])
+            if base is None or not os.path.exists(stem + ".log"):
+                continue
+            seen += 1
+            try:
+                with open(stem + ".index", "rb") as f:
+                    head = f.read(8)
+                with open(stem + ".timeindex", "rb") as f:
+                    thead = f.read(12)
+                with open_buffer(stem + ".log") as buf:
+                    if len(head) == 8:
+                        (off, pos), = offset_index.read_entries(head, base)[0] or [(None, None)]
+                        if off is not None and 0 < pos < len(buf) - 17:
+                            b = parse_header(buf, pos)
+                            if b.magic >= 2 and b.last_offset > b.base_offset:
+                                if off == b.base_offset:
+                                    found.add("base")
+                                elif off > b.base_offset:
+                                    found.add("last")
+                    if len(thead) == 12:
+                        (_ts, toff), = time_index.read_entries(thead, base)[0] or [(None, None)]
+                        if toff is not None and _record_inside_batch(buf, base, toff):
+                            found.add("record")
+            except (OSError, KafkaFormatError, ValueError, IndexError):
+                continue
+    if "base" in found and "last" not in found:
+        kv.below((2, 0), "offset-index entries hold batch base offsets")
+    elif "last" in found:
+        kv.at_least((2, 0), "offset-index entries hold batch last offsets")
+    if "record" in found:
+        kv.below((3, 7), "time-index entries name records inside uncompressed batches")
+
+
+def _record_inside_batch(buf, base: int, offset: int) -> bool:
+    """Whether ``offset`` lies inside, and is not the last of, an uncompressed v2 batch."""
+    from kafkaforensics.log.segment import BatchScanner
+    for b in BatchScanner(buf, base_offset=base):
+        if b.last_offset >= offset:
+            return b.magic >= 2 and b.compression == 0 and b.base_offset <= offset < b.last_offset
+    return False
 
 
 def _first_magics(log_dir: str, files: dict) -> set[int]:
@@ -227,6 +293,19 @@ def _clean_shutdown(log_dir: str, names: list, kv: KafkaVersion) -> None:
         kv.below((3, 7), "empty clean-shutdown file")
 
 
+def _index_position(log: str, base: int, offset: int) -> int:
+    """Where the batch holding ``offset`` starts at the latest, by the segment's offset index (0
+    without a readable one)."""
+    from kafkaforensics.log import offset_index
+    try:
+        with open(log[:-len(".log")] + ".index", "rb") as f:
+            entries, _zero = offset_index.read_entries(f.read(), base)
+        pos = offset_index.lookup(entries, offset, base)[1]
+        return pos if 0 <= pos < os.path.getsize(log) else 0
+    except (OSError, KafkaFormatError, ValueError):
+        return 0
+
+
 def _metadata_versions(log_dir: str, kv: KafkaVersion) -> None:
     """Bounds from the KRaft metadata: the newest RegisterBrokerRecord's supported metadata.version
     (the software's release) and the highest finalized metadata.version."""
@@ -235,10 +314,10 @@ def _metadata_versions(log_dir: str, kv: KafkaVersion) -> None:
     from kafkaforensics.records.internal_topics import decode_metadata
     found = {"supported": None, "finalized": None}
 
-    def scan(path):
+    def scan(path, start=0):
         try:
             with open_buffer(path) as buf:
-                for b in BatchScanner(buf, file=path):
+                for b in BatchScanner(buf, file=path, start=start):
                     if b.is_control or b.magic < 2 or not b.crc_valid():
                         continue
                     for r in b.records():
@@ -265,11 +344,15 @@ def _metadata_versions(log_dir: str, kv: KafkaVersion) -> None:
     mdir = os.path.join(log_dir, METADATA_PARTITION)
     names = sorted(_listdir(mdir))
     snaps = sorted(n for n in names if kraft.SNAPSHOT_RE.match(n))
-    if snaps:
+    end = 0
+    if snaps:  # the newest snapshot holds every registration and feature level up to its end offset
         scan(os.path.join(mdir, snaps[-1]))
-    for n in names:
-        if n.endswith(".log"):
-            scan(os.path.join(mdir, n))
+        end = kraft.snapshot_id(snaps[-1])[0]
+    # then the log from there on: from the last segment starting at or below it, at its index entry
+    logs = sorted((offset_from_name(n), n) for n in names if n.endswith(".log") and offset_from_name(n) is not None)
+    first = max([i for i, (base, _n) in enumerate(logs) if base <= end] or [0])
+    for i, (base, n) in enumerate(logs[first:]):
+        scan(os.path.join(mdir, n), _index_position(os.path.join(mdir, n), base, end) if i == 0 else 0)
     level = found["finalized"]
     if level in METADATA_LEVELS:
         kv.at_least(METADATA_LEVELS[level], f"metadata.version {level} finalized")
