@@ -253,3 +253,23 @@ def test_cleaner_drops_tombstones_by_segment_mtime_up_to_30(tmp_path):
         horizons = [b.delete_horizon_ms for f in sorted(os.listdir(d)) if f.endswith(".log")
                     for b in iter_batches(str(d / f)) if b.delete_horizon_ms is not None]
         assert horizons == ([] if removed else [now + ret])
+
+
+def test_producer_below_a_moved_log_start_evicted_up_to_23(tmp_path):
+    """DeleteRecords moved the log start past producer 5's only batch: a 2.3 load evicts it from the
+    state (and the snapshot recovery writes), a 2.4 one keeps it until it expires (KAFKA-7190)."""
+    from kafkaforensics.log.producer_state import read_snapshot
+    for version, kept in (("2.3", False), ("2.4", True)):
+        logs = tmp_path / version
+        d = logs / "t-0"
+        d.mkdir(parents=True)
+        bs = [build_v2([Record(i * 5 + j, T0 + i, b"k", b"v") for j in range(5)], base_offset=i * 5,
+                       producer_id=5 if i == 0 else 6, producer_epoch=0, base_sequence=0 if i < 2 else (i - 1) * 5)
+              for i in range(4)]
+        log, idx, tidx = broker_files([[b] for b in bs], per="batch")
+        for suf, data in ((".log", log), (".index", idx), (".timeindex", tidx)):
+            (d / name(0, suf)).write_bytes(data)
+        (logs / "log-start-offset-checkpoint").write_text("0\n1\nt 0 10\n")
+        recover(str(d), kafka_version=version, backup=False, index_interval_bytes=INTERVAL)
+        pids = {e.producer_id for e in read_snapshot((d / name(20, ".snapshot")).read_bytes())}
+        assert pids == ({5, 6} if kept else {6}), version

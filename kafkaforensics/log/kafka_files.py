@@ -184,3 +184,12 @@ def snapshot_kept(path: str, rebuilt: bytes, log_start: int, rules: AppliedRules
     extra = [e for pid, e in have.items() if pid not in want]
     return not extra or (rules.write("producers-below-log-start") == "keep"
                          and all(e.last_offset < log_start for e in extra))
+
+
+def evict_below(snapshot: bytes, log_start: int) -> bytes:
+    """``snapshot`` without the producers whose last batch lies below ``log_start`` (what Kafka up to
+    2.3 keeps: ProducerStateManager.isProducerRetained)."""
+    from kafkaforensics.log.producer_state import read_snapshot, snapshot_bytes
+    entries = read_snapshot(snapshot)
+    kept = [e for e in entries if e.last_offset >= log_start]
+    return snapshot if len(kept) == len(entries) else snapshot_bytes(kept)

@@ -37,7 +37,7 @@ from kafkaforensics.log.indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentInd
 from kafkaforensics.log import kafka_files
 from kafkaforensics.log.kafka_version import kafka_version as resolve_kafka_version
 from kafkaforensics.log.logdir import CLEAN_SHUTDOWN_FILE
-from kafkaforensics.log.checkpoint_file import RECOVERY_POINT, partition_offset, read_checkpoint
+from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, RECOVERY_POINT, partition_offset, read_checkpoint
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.log_loader import replay_segment
 from kafkaforensics.log.partition import parse_partition_dir_name
@@ -165,7 +165,7 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
                 del d.files[n]
     rep.log_end_offset = leo
     kept = [b for b in segments if b not in removed]
-    _plan_snapshots(d, kept, leo, recovered, states, plan, rules)
+    _plan_snapshots(d, kept, leo, recovered, states, plan, rules, _log_start(log_dir, tp, kept, leo))
     _plan_epochs(d, epochs, leo, plan)
     rep.actions = sorted(plan, key=lambda a: a.phase)  # stable: Kafka's order within a phase
     if not rep.actions:
@@ -326,11 +326,23 @@ def _plan_epochs(d: _PartitionFiles, epochs: LeaderEpochCache, leo: int, plan) -
                                               "recovered batches", data=data, phase=PHASES["epochs"]))
 
 
-def _plan_snapshots(d: _PartitionFiles, segments: list[int], leo: int, recovered, states: dict, plan, rules) -> None:
+def _log_start(log_dir: str, tp, segments: list[int], leo: int) -> int:
+    """The first segment's base, or the checkpointed log start when it lies above it, within the log."""
+    start = min(segments) if segments else 0
+    try:
+        ck = partition_offset(log_dir, LOG_START_OFFSET, tp)
+    except KafkaFormatError:
+        ck = None
+    return ck if ck is not None and start < ck <= leo else start
+
+
+def _plan_snapshots(d: _PartitionFiles, segments: list[int], leo: int, recovered, states: dict, plan, rules,
+                    log_start: int) -> None:
     """Snapshots past the log end or corrupt go; the state is rebuilt at the end of every recovered
     segment and at the log end (recoverSegment and rebuildProducerState take those); then Kafka's
     removeStraySnapshots rule: keep segment-base snapshots and only the latest stray one, if it lies
-    beyond the last segment's base offset (2.8+; before, strays stay).  A snapshot holding what Kafka
+    beyond the last segment's base offset (2.8+; before, strays stay).  Up to 2.3 producers last seen
+    below the log start are evicted from the state written.  A snapshot holding what Kafka
     would keep (:func:`~kafkaforensics.log.kafka_files.snapshot_kept`) is not rewritten."""
     phase = PHASES["snapshot"]
     present = set()
@@ -361,11 +373,12 @@ def _plan_snapshots(d: _PartitionFiles, segments: list[int], leo: int, recovered
     wanted -= drop
     if min(segments) not in present:  # none is taken at the log start: nothing was appended past it
         wanted.discard(min(segments))   # (ProducerStateManager.takeSnapshot: lastMapOffset > lastSnapOffset)
+    evict = rules.write("producers-below-log-start") == "evict"
     for off in sorted(wanted):
-        data = states[off]
+        data = kafka_files.evict_below(states[off], log_start) if evict else states[off]
         n = file_name(off, SNAPSHOT)
         if n in d.files and (fsutil.same_content(d.files[n], data)
-                             or kafka_files.snapshot_kept(d.files[n], data, min(segments), rules)):
+                             or kafka_files.snapshot_kept(d.files[n], data, log_start, rules)):
             continue
         plan.append(Action("write", d.full(n), "producer state rebuilt from the batches", data=data, phase=phase))
         d.files[n] = d.full(n)
