@@ -37,11 +37,12 @@ from kafkaforensics.log.kafka_rules import (NEWEST, OLDEST, RELEASES, AppliedRul
 from kafkaforensics.log.logdir import CLEAN_SHUTDOWN_FILE, METADATA_PARTITION, read_meta_properties
 from kafkaforensics.log.segment import offset_from_name
 
-#: metadata.version feature level -> its release (MetadataVersion: IBP_3_0_IV1 = 1 ... IBP_4_2_IV1 = 29)
+#: metadata.version feature level -> its release (MetadataVersion: IBP_3_0_IV1 = 1 ... IBP_4_5_IV0 = 34)
 METADATA_LEVELS = {1: (3, 0), 2: (3, 1), 3: (3, 2), 4: (3, 3), 5: (3, 3), 6: (3, 3), 7: (3, 3), 8: (3, 4),
                    9: (3, 5), 10: (3, 5), 11: (3, 5), 12: (3, 6), 13: (3, 6), 14: (3, 6), 15: (3, 7),
                    16: (3, 7), 17: (3, 7), 18: (3, 7), 19: (3, 7), 20: (3, 8), 21: (3, 9), 22: (4, 0),
-                   23: (4, 0), 24: (4, 0), 25: (4, 0), 26: (4, 1), 27: (4, 1), 28: (4, 2), 29: (4, 2)}
+                   23: (4, 0), 24: (4, 0), 25: (4, 0), 26: (4, 1), 27: (4, 1), 28: (4, 2), 29: (4, 2),
+                   30: (4, 3), 31: (4, 4), 32: (4, 4), 33: (4, 4), 34: (4, 5)}
 
 _PARTITION_DIR = re.compile(r"^.+-\d+$")
 _VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)*$")
