@@ -16,7 +16,7 @@ Version = tuple  # (major, minor)
 
 #: every feature release, oldest first (a range's upper bound is one of these)
 RELEASES: tuple[Version, ...] = ((0, 8), (0, 9), (0, 10), (0, 11), (1, 0), (1, 1)) + tuple(
-    (2, m) for m in range(9)) + tuple((3, m) for m in range(10)) + tuple((4, m) for m in range(4))
+    (2, m) for m in range(9)) + tuple((3, m) for m in range(10)) + tuple((4, m) for m in range(6))
 
 OLDEST, NEWEST = RELEASES[0], RELEASES[-1]
 
