@@ -172,3 +172,19 @@ def test_index_contents_tell_base_or_last_offsets(tmp_path):
         kv = infer_kafka_version(str(root))
         assert (kv.low, kv.high) == want, (entry, time_offset, kv.line())
         assert ("time-index entries name records" in kv.line()) is (time_offset == "record")
+
+
+def test_real_27_snapshot_of_producers_below_the_log_start_is_kept(tmp_path):
+    """Kafka 2.7.1's myTopic-0: every batch gone to retention (empty segment at 38), its snapshot at 38
+    holds 3 producers. Inferred 2.4-2.7, which keep them (KAFKA-7190): recover leaves the snapshot;
+    told 2.3, it would evict them."""
+    from kafkaforensics.repair.recovery import recover
+    root = unpack_real(tmp_path, "kafka27-zk-compacted-offsets")
+    part = os.path.join(root, "myTopic-0")
+    snap = "00000000000000000038.snapshot"
+    assert os.path.getsize(os.path.join(part, snap)) == 148
+    rep = recover(part, dry_run=True)
+    assert rep.kafka.label() == "≥2.4, <2.8"
+    assert snap not in [os.path.basename(a.file) for a in rep.actions]
+    rep = recover(part, dry_run=True, kafka_version="2.3")
+    assert snap in [os.path.basename(a.file) for a in rep.actions if a.action == "write"]
