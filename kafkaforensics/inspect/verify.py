@@ -311,10 +311,7 @@ def verify_segment(seg: SegmentFiles, rep: VerifyReport, state: ProducerState, *
         except KafkaFormatError as e:
             rep.problems.append(e.problem)
     with open_buffer(log) as buf:
-        before = len(rep.problems)
         s = _scan(buf, log, base, rep, state, offsets, times, progress, max_batch_bytes)
-        if tidx_path and rep.kafka is not None:
-            _accept_generation_time_index(rep, before, tidx_path, log, base, s["valid_bytes"])
         found_aborted = s.pop("aborted")
         markers = s.pop("abort_markers")
         summary = SegmentSummary(base, len(buf), s["valid_bytes"], s["batches"], 0, s["first"], s["next"], s["max_ts"])
@@ -322,16 +319,6 @@ def verify_segment(seg: SegmentFiles, rep: VerifyReport, state: ProducerState, *
         rep.add(seg.path(INDEX), None, None, "missing-index", "segment has batches but no offset index (Kafka rebuilds it)")
     _compare_aborted(aborted, found_aborted, markers, txn_path or seg.path(TXNINDEX), rep)
     return summary
-
-
-def _accept_generation_time_index(rep: VerifyReport, since: int, path, log, base, valid_bytes) -> None:
-    """Drop the time-index mismatches of this segment (problems from ``since`` on) when the file is
-    one the log dir's Kafka generation writes: a 3.7 append names its last offset, whose batch need
-    not hold the max timestamp (:mod:`~kafkaforensics.log.kafka_files`)."""
-    from kafkaforensics.log.kafka_files import kept_as_written
-    mismatches = [p for p in rep.problems[since:] if p.kind == "timeindex-mismatch"]
-    if mismatches and kept_as_written(path, TIMEINDEX, log, base, valid_bytes, rep.kafka.rules(), 0):
-        rep.problems[since:] = [p for p in rep.problems[since:] if p.kind != "timeindex-mismatch"]
 
 
 def _read_index(path, module, base, active, rep: VerifyReport, lists: bool = False):
