@@ -174,17 +174,17 @@ def test_index_contents_tell_base_or_last_offsets(tmp_path):
         assert ("time-index entries name records" in kv.line()) is (time_offset == "record")
 
 
-def test_real_27_snapshot_of_producers_below_the_log_start_is_kept(tmp_path):
-    """Kafka 2.7.1's myTopic-0: every batch gone to retention (empty segment at 38), its snapshot at 38
-    holds 3 producers. Inferred 2.4-2.7, which keep them (KAFKA-7190): recover leaves the snapshot;
-    told 2.3, it would evict them."""
+def test_real_27_snapshot_at_the_log_start_goes_as_every_load_deletes_it(tmp_path):
+    """Kafka 2.7.1's myTopic-0: every batch gone to retention (an empty segment at 38), its snapshot at
+    38 holds 3 producers. Inferred 2.4-2.7; whatever the version, Kafka's load deletes a snapshot at or
+    below the log start (ProducerStateManager.truncateAndReload) and takes none there."""
     from kafkaforensics.repair.recovery import recover
     root = unpack_real(tmp_path, "kafka27-zk-compacted-offsets")
     part = os.path.join(root, "myTopic-0")
     snap = "00000000000000000038.snapshot"
     assert os.path.getsize(os.path.join(part, snap)) == 148
-    rep = recover(part, dry_run=True)
-    assert rep.kafka.label() == "≥2.4, <2.8"
-    assert snap not in [os.path.basename(a.file) for a in rep.actions]
-    rep = recover(part, dry_run=True, kafka_version="2.3")
-    assert snap in [os.path.basename(a.file) for a in rep.actions if a.action == "write"]
+    for told in (None, "2.3", "3.9"):
+        rep = recover(part, dry_run=True, kafka_version=told)
+        assert told or rep.kafka.label() == "≥2.4, <2.8"
+        acts = [(a.action, os.path.basename(a.file)) for a in rep.actions if a.file.endswith(".snapshot")]
+        assert acts == [("delete", snap)], (told, acts)

@@ -2,6 +2,11 @@
 
 Rule for rule after LogLoader and LogSegment.recover:
 
+Where Kafka generations differ (:mod:`kafkaforensics.log.kafka_rules`: leftover swaps, corrupt indexes
+below the recovery point, producers below the log start, stray snapshots, offset-index entries), the
+rules of the generation that wrote the log dir apply; an index or snapshot that generation would
+have written is kept (:mod:`kafkaforensics.log.kafka_files`).
+
 1. leftovers -- ``.deleted`` files are removed; ``.cleaned`` files are removed, and with them every
    ``.swap`` file at or above the lowest cleaned offset (an interrupted split); the remaining
    ``.swap`` log files replace the segments whose base offsets fall in [swap base, swap next
@@ -12,9 +17,9 @@ Rule for rule after LogLoader and LogSegment.recover:
    batch: framing (size bounds, magic), CRC, offsets increasing and, if asked, the max message
    size; it is truncated at the end of the last valid batch and every later segment is removed;
 4. the offset, time and transaction indexes of every recovered segment are rebuilt;
-5. producer snapshots past the new log end, corrupt ones and stray ones are removed and the
-   state is rebuilt from the batches (snapshots at the recovered segments' ends and the log end);
-   the leader-epoch cache is truncated at the log end and extended by the recovered batches.
+5. producer snapshots past the new log end or at or below the log start, corrupt ones and stray ones
+   (2.8+) are removed and the state is rebuilt from the batches (snapshots at the recovered segments'
+   ends and the log end); the leader-epoch cache is truncated at the log end and extended by the recovered batches.
 
 Everything is planned first (``dry_run`` returns the plan) and then applied in a crash-safe order:
 later segments are moved aside before a segment is truncated, files are replaced through a temp
@@ -338,7 +343,7 @@ def _log_start(log_dir: str, tp, segments: list[int], leo: int) -> int:
 
 def _plan_snapshots(d: _PartitionFiles, segments: list[int], leo: int, recovered, states: dict, plan, rules,
                     log_start: int) -> None:
-    """Snapshots past the log end or corrupt go; the state is rebuilt at the end of every recovered
+    """Snapshots past the log end, at or below the log start or corrupt go; the state is rebuilt at the end of every recovered
     segment and at the log end (recoverSegment and rebuildProducerState take those); then Kafka's
     removeStraySnapshots rule: keep segment-base snapshots and only the latest stray one, if it lies
     beyond the last segment's base offset (2.8+; before, strays stay).  Up to 2.3 producers last seen
@@ -347,8 +352,10 @@ def _plan_snapshots(d: _PartitionFiles, segments: list[int], leo: int, recovered
     phase = PHASES["snapshot"]
     present = set()
     for n, off in list(d.with_offset((SNAPSHOT,))):
-        if off > leo:
-            plan.append(Action("delete", d.full(n), f"producer snapshot past the log end offset {leo}", phase=phase))
+        if off > leo or (segments and off <= log_start):
+            why = (f"past the log end offset {leo}" if off > leo else
+                   f"at or below the log start offset {log_start} (Kafka's load deletes it: truncateAndReload)")
+            plan.append(Action("delete", d.full(n), f"producer snapshot {why}", phase=phase))
             del d.files[n]
             continue
         try:
@@ -371,8 +378,9 @@ def _plan_snapshots(d: _PartitionFiles, segments: list[int], leo: int, recovered
         plan.append(Action("delete", d.full(n), "stray producer snapshot with no segment at its offset", phase=phase))
         del d.files[n]
     wanted -= drop
-    if min(segments) not in present:  # none is taken at the log start: nothing was appended past it
-        wanted.discard(min(segments))   # (ProducerStateManager.takeSnapshot: lastMapOffset > lastSnapOffset)
+    # none is taken at or below the log start: nothing was appended past it
+    # (ProducerStateManager.takeSnapshot: lastMapOffset > lastSnapOffset)
+    wanted = {o for o in wanted if o > log_start}
     evict = rules.write("producers-below-log-start") == "evict"
     for off in sorted(wanted):
         data = kafka_files.evict_below(states[off], log_start) if evict else states[off]
