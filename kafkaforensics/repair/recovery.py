@@ -341,6 +341,18 @@ def _log_start(log_dir: str, tp, segments: list[int], leo: int) -> int:
     return ck if ck is not None and start < ck <= leo else start
 
 
+def _legacy_format(d: _PartitionFiles, segments: list[int]) -> bool:
+    """Whether the newest batch of the log is magic 0/1 (then Kafka takes empty snapshots at load and
+    does not truncate and reload them); an empty log counts as v2, the default format."""
+    for base in sorted(segments, reverse=True):
+        path = d.files.get(file_name(base, LOG))
+        if path is None or os.path.getsize(path) < 17:
+            continue
+        with open(path, "rb") as f:
+            return f.read(17)[16] < 2
+    return False
+
+
 def _plan_snapshots(d: _PartitionFiles, segments: list[int], leo: int, recovered, states: dict, plan, rules,
                     log_start: int) -> None:
     """Snapshots past the log end, at or below the log start or corrupt go; the state is rebuilt at the end of every recovered
@@ -352,7 +364,7 @@ def _plan_snapshots(d: _PartitionFiles, segments: list[int], leo: int, recovered
     phase = PHASES["snapshot"]
     present = set()
     for n, off in list(d.with_offset((SNAPSHOT,))):
-        if off > leo or (segments and off <= log_start):
+        if off > leo or (segments and off <= log_start and not _legacy_format(d, segments)):
             why = (f"past the log end offset {leo}" if off > leo else
                    f"at or below the log start offset {log_start} (Kafka's load deletes it: truncateAndReload)")
             plan.append(Action("delete", d.full(n), f"producer snapshot {why}", phase=phase))
