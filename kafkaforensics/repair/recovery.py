@@ -342,8 +342,9 @@ def _log_start(log_dir: str, tp, segments: list[int], leo: int) -> int:
 
 
 def _legacy_format(d: _PartitionFiles, segments: list[int]) -> bool:
-    """Whether the newest batch of the log is magic 0/1 (then Kafka takes empty snapshots at load and
-    does not truncate and reload them); an empty log counts as v2, the default format."""
+    """Whether the newest non-empty segment starts with a magic 0/1 batch (a log on the old message
+    format: Kafka takes empty snapshots at load and does not truncate and reload them); an empty log
+    counts as v2, the default format."""
     for base in sorted(segments, reverse=True):
         path = d.files.get(file_name(base, LOG))
         if path is None or os.path.getsize(path) < 17:
