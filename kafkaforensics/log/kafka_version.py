@@ -12,8 +12,8 @@ fact a bound (Kafka source in brackets):
 * ``partition.metadata`` (topic ids, KIP-516) is written from 2.8: present, 2.8+; absent from every
   partition dir, before 2.8 (or an inter.broker.protocol.version below 2.8);
 * ``.kafka_cleanshutdown``: JSON ``{"version", "brokerEpoch"}`` from 3.7 (KAFKA-15582), empty before;
-* ``leader-epoch-checkpoint`` and ``log-start-offset-checkpoint`` exist from 0.11 (KIP-101, KIP-107): in
-  no partition dir / not in the log dir, before 0.11; producer snapshots are 0.11+;
+* ``leader-epoch-checkpoint`` exists in every partition dir from 0.11 (KIP-101): in none, before 0.11;
+  producer snapshots are 0.11+;
 * batch formats: magic 2 is 0.11+, magic 1 is 0.10+ (older segments stay as they were written, so
   magic 0/1 is no upper bound);
 * index contents (the first entries of a sample of segments): an offset-index entry holding the base
@@ -165,7 +165,7 @@ def infer_kafka_version(log_dir: str) -> KafkaVersion:
         if meta["version"] == 0 and not kraft:
             kv.below((4, 0), "ZooKeeper mode (meta.properties v0, no __cluster_metadata)")
     if kraft:
-        kv.at_least((2, 8), "KRaft metadata log")
+        kv.at_least((2, 8), "KRaft mode")
         _metadata_versions(log_dir, kv)
     _clean_shutdown(log_dir, names, kv)
     if parts:
@@ -179,8 +179,6 @@ def infer_kafka_version(log_dir: str) -> KafkaVersion:
             kv.at_least((0, 11), "leader-epoch-checkpoint present")
         elif data_parts:
             kv.below((0, 11), "no leader-epoch-checkpoint in any partition dir")
-        if "log-start-offset-checkpoint" not in names and data_parts:
-            kv.below((0, 11), "no log-start-offset-checkpoint")
         if any(n.endswith(".snapshot") for f in files.values() for n in f):
             kv.at_least((0, 11), "producer snapshots present")
         _index_styles(log_dir, files, kv)
