@@ -268,3 +268,39 @@ def test_producer_below_a_moved_log_start_evicted_up_to_23(tmp_path):
         recover(str(d), kafka_version=version, backup=False, index_interval_bytes=INTERVAL)
         pids = {e.producer_id for e in read_snapshot((d / name(20, ".snapshot")).read_bytes())}
         assert pids == ({5, 6} if kept else {6}), version
+
+
+def test_snapshot_entries_in_another_order_are_kept(tmp_path, kfx):
+    """Kafka writes a snapshot's entries in its map's order: the same entries in any order are the
+    same snapshot; a changed entry is not."""
+    from kafkaforensics.log.producer_state import read_snapshot
+    d = tmp_path / "logs" / "t-0"
+    d.mkdir(parents=True)
+    bs = [build_v2([Record(i * 5 + j, T0 + i, b"k", b"v") for j in range(5)], base_offset=i * 5,
+                   producer_id=9 - i, producer_epoch=0, base_sequence=0) for i in range(3)]
+    log, idx, tidx = broker_files([[b] for b in bs], per="batch")
+    for suf, data in ((".log", log), (".index", idx), (".timeindex", tidx)):
+        (d / name(0, suf)).write_bytes(data)
+    state = ProducerState()
+    for b in bs:
+        state.append(parse_header(b, 0))
+    entries = read_snapshot(state.to_snapshot())
+    assert [e.producer_id for e in entries] == [7, 8, 9]
+    (d / name(15, ".snapshot")).write_bytes(snapshot_bytes(entries[::-1]))
+    r = kfx("recover", str(d), "--dry-run", "--json", "--index-interval-bytes", INTERVAL)
+    assert r.exit_code == 0 and json.loads(r.stdout)["actions"] == []
+    entries[0].last_sequence += 1
+    (d / name(15, ".snapshot")).write_bytes(snapshot_bytes(entries[::-1]))
+    r = kfx("recover", str(d), "--dry-run", "--json", "--index-interval-bytes", INTERVAL)
+    assert r.exit_code == 1 and [os.path.basename(a["file"]) for a in json.loads(r.stdout)["actions"]] == [name(15, ".snapshot")]
+
+
+def test_compact_cli_takes_the_version(tmp_path, kfx):
+    d = tmp_path / "logs" / "t-0"
+    d.mkdir(parents=True)
+    log, idx, tidx = broker_files([[b] for b in batches(3)], per="batch")
+    for suf, data in ((".log", log), (".index", idx), (".timeindex", tidx)):
+        (d / name(0, suf)).write_bytes(data)
+    out = json.loads(kfx("compact", str(d), "--dry-run", "--json", "--kafka-version", "3.0").stdout)
+    assert out["kafkaVersion"]["rules"]["cleaner-tombstones"] == "segment-mtime"
+    assert kfx("compact", str(d), "--dry-run", "--kafka-version", "two").exit_code == 2
