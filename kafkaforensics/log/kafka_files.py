@@ -18,6 +18,9 @@ what does not depend on how the batches were grouped into appends:
   last offset of a later batch the max still holds at ("append").
 
 A preallocated zero tail, an entry past the valid bytes or anything else is not what Kafka writes.
+Fewer entries than recovery would make cannot be told from long appends (a follower's fetch, a
+cleaner's chunk, up to their configured sizes), and a sparser index still finds every offset: such
+an index is kept.
 
 Producer snapshots: Kafka writes the entries in its map's order, so :func:`snapshot_kept` compares
 them as a set; from 2.4 (KAFKA-7190) a snapshot also keeps producers whose batches all lie below the
