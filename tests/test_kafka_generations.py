@@ -6,8 +6,8 @@ import os
 
 from kafkaforensics.log import offset_index, time_index
 from kafkaforensics.log.producer_state import ProducerEntry, ProducerState, snapshot_bytes
-from kafkaforensics.records.batch import Record, parse_header
-from kafkaforensics.records.builder import build_v2
+from kafkaforensics.records.batch import Record, parse_header, resolve_legacy_wrapper
+from kafkaforensics.records.builder import build_legacy, build_v2
 from kafkaforensics.repair.cleaner import CompactOptions, compact
 from kafkaforensics.repair.recovery import recover
 from kafkaforensics.log.segment import iter_batches
@@ -48,6 +48,9 @@ def broker_files(appends, *, entry="last", time_offset="batch", per="append", in
     units = [[b] for app in appends for b in app] if per == "batch" else appends
     for unit in units:
         hs = [parse_header(b, 0) for b in unit]
+        for h in hs:
+            if h.magic < 2 and h.count is None:
+                resolve_legacy_wrapper(h)   # a compressed magic 0/1 wrapper: its first inner offset
         pos = len(log)
         top = max(h.max_timestamp for h in hs)
         k = next(i for i, h in enumerate(hs) if h.max_timestamp == top)
@@ -69,7 +72,10 @@ def broker_files(appends, *, entry="last", time_offset="batch", per="append", in
             log += b
     if closed:
         time_append()
-    base = parse_header(units[0][0], 0).base_offset
+    first = parse_header(units[0][0], 0)
+    if first.magic < 2 and first.count is None:
+        resolve_legacy_wrapper(first)
+    base = first.base_offset
     return log, offset_index.to_bytes(offs, base), time_index.to_bytes(times, base)
 
 
@@ -101,7 +107,11 @@ def accepted(kfx, part, version):
 
 
 def rewritten(kfx, part, version):
-    r = kfx("reindex", part, "--dry-run", "--json", "--kafka-version", version, "--index-interval-bytes", INTERVAL)
+    return rewritten_at(kfx, part, version, INTERVAL)
+
+
+def rewritten_at(kfx, part, version, interval):
+    r = kfx("reindex", part, "--dry-run", "--json", "--kafka-version", version, "--index-interval-bytes", interval)
     assert r.exit_code == 1
     return [os.path.basename(a["file"]) for a in json.loads(r.stdout)["actions"]]
 
@@ -130,6 +140,22 @@ def test_offset_index_of_base_offsets_as_11_writes_it(tmp_path, kfx):
     rep = recover(p, kafka_version="1.1", backup=False, index_interval_bytes=INTERVAL)
     assert name(0, ".index") in rep.rebuilt_indexes
     assert open(os.path.join(p, name(0, ".index")), "rb").read() == want
+
+
+def test_compressed_magic1_wrappers_indexed_by_base_offset_as_010_writes_them(tmp_path, kfx):
+    """A 0.10 broker's gzip magic 1 wrappers: the offset index holds each wrapper's first inner
+    offset (the wrapper itself carries the last); its recovery writes the same."""
+    wrappers = [build_legacy([Record(i * 5 + j, T0 + i, b"k%d" % j, b"v" * 30) for j in range(5)], magic=1, codec=1)
+                for i in range(10)]
+    p = partition(tmp_path, [[w] for w in wrappers], entry="base", time_offset="batch", interval=60)
+    assert offset_index.read_entries(open(os.path.join(p, name(0, ".index")), "rb").read(), 0)[0][0][0] % 5 == 0
+    r = kfx("reindex", p, "--dry-run", "--json", "--kafka-version", "0.10", "--index-interval-bytes", 60)
+    assert r.exit_code == 0 and json.loads(r.stdout)["actions"] == []
+    want = open(os.path.join(p, name(0, ".index")), "rb").read()
+    os.remove(os.path.join(p, name(0, ".index")))
+    recover(p, kafka_version="0.10", backup=False, index_interval_bytes=60)
+    assert open(os.path.join(p, name(0, ".index")), "rb").read() == want
+    assert name(0, ".index") in rewritten_at(kfx, p, "2.0", 60)
 
 
 def test_follower_multi_batch_appends_before_and_after_41(tmp_path, kfx):
