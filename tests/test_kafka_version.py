@@ -188,3 +188,25 @@ def test_real_27_snapshot_at_the_log_start_goes_as_every_load_deletes_it(tmp_pat
         assert told or rep.kafka.label() == "≥2.4, <2.8"
         acts = [(a.action, os.path.basename(a.file)) for a in rep.actions if a.file.endswith(".snapshot")]
         assert acts == [("delete", snap)], (told, acts)
+
+
+def test_damaged_files_only_leave_facts_unknown(tmp_path):
+    """Garbage in the metadata log, its snapshot, an index and the clean-shutdown file: inference
+    neither raises nor invents a bound from them."""
+    import random
+    import shutil
+    from tests.conftest import FIXTURES
+    root = tmp_path / "kraft"
+    shutil.copytree(os.path.join(FIXTURES, "kraft-logdir"), root)
+    rnd = random.Random(29)
+    for dirpath, _dirs, files in os.walk(root):
+        for f in files:
+            if f.endswith((".log", ".checkpoint", ".index", ".timeindex")):
+                p = os.path.join(dirpath, f)
+                data = bytearray(open(p, "rb").read())
+                for _ in range(max(1, len(data) // 50)):
+                    if data:
+                        data[rnd.randrange(len(data))] = rnd.randrange(256)
+                open(p, "wb").write(bytes(data) + bytes(rnd.randrange(256) for _ in range(37)))
+    kv = infer_kafka_version(str(root))
+    assert kv.contains((4, 0)), kv.line()

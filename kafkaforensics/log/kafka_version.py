@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import re
+import struct
 from dataclasses import dataclass, field
 
 from kafkaforensics.errors import KafkaFormatError
@@ -43,6 +44,9 @@ METADATA_LEVELS = {1: (3, 0), 2: (3, 1), 3: (3, 2), 4: (3, 3), 5: (3, 3), 6: (3,
                    16: (3, 7), 17: (3, 7), 18: (3, 7), 19: (3, 7), 20: (3, 8), 21: (3, 9), 22: (4, 0),
                    23: (4, 0), 24: (4, 0), 25: (4, 0), 26: (4, 1), 27: (4, 1), 28: (4, 2), 29: (4, 2),
                    30: (4, 3), 31: (4, 4), 32: (4, 4), 33: (4, 4), 34: (4, 5)}
+
+#: what a damaged file can raise while a fact is read from it (the fact is then not known)
+_UNREADABLE = (OSError, KafkaFormatError, ValueError, IndexError, KeyError, TypeError, struct.error)
 
 _PARTITION_DIR = re.compile(r"^.+-\d+$")
 _VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)*$")
@@ -242,7 +246,7 @@ def _index_styles(log_dir: str, files: dict, kv: KafkaVersion) -> None:
                         (_ts, toff), = time_index.read_entries(thead, base)[0] or [(None, None)]
                         if toff is not None and _record_inside_batch(buf, base, toff):
                             found.add("record")
-            except (OSError, KafkaFormatError, ValueError, IndexError):
+            except _UNREADABLE:
                 continue
     if "base" in found and "last" not in found:
         kv.below((2, 0), "offset-index entries hold batch base offsets")
@@ -301,7 +305,7 @@ def _index_position(log: str, base: int, offset: int) -> int:
             entries, _zero = offset_index.read_entries(f.read(), base)
         pos = offset_index.lookup(entries, offset, base)[1]
         return pos if 0 <= pos < os.path.getsize(log) else 0
-    except (OSError, KafkaFormatError, ValueError):
+    except _UNREADABLE:
         return 0
 
 
@@ -325,7 +329,7 @@ def _metadata_versions(log_dir: str, kv: KafkaVersion) -> None:
                             continue
                         try:
                             d = decode_metadata(bytes(v))
-                        except KafkaFormatError:
+                        except _UNREADABLE:
                             continue
                         data = d.get("data") or {}
                         if d.get("type") == "FeatureLevelRecord" and data.get("Name") == "metadata.version":
@@ -334,7 +338,7 @@ def _metadata_versions(log_dir: str, kv: KafkaVersion) -> None:
                             for feat in data.get("Features") or []:
                                 if feat.get("Name") == "metadata.version":
                                     found["supported"] = feat.get("MaxSupportedVersion")
-        except (OSError, KafkaFormatError):
+        except _UNREADABLE:   # damage is verify's to report; here a fact is only missing
             pass
 
     boot = os.path.join(log_dir, kraft.BOOTSTRAP_FILE)
