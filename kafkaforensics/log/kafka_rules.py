@@ -70,7 +70,7 @@ RULES: tuple[Rule, ...] = (
           _b((2, 3), None, "keep", "is left as it is (indexes load lazily; only segments from the recovery point are recovered)")),
          "KAFKA-7283; LogSegment.sanityCheck 2.2.0 vs 2.3.0"),
     Rule("missing-timeindex", "a missing .timeindex next to an .index at load",
-         (_b(None, None, "create-empty", "is created empty"),),
+         (_b(None, None, "create-empty", "is created empty (time indexes exist from 0.10.1, KIP-33)"),),
          "LogSegment.sanityCheck(timeIndexFileNewlyCreated): timeIndex.resize(0)"),
     Rule("leftover-swap", "a leftover .swap segment at load",
          (_b(None, (3, 0), "recover", "is recovered: its index files deleted, its batches validated, indexes rebuilt, then renamed"),
