@@ -100,3 +100,5 @@ def _typer_callback(callback):
     command.__signature__ = sig.replace(parameters=params)
     command.__annotations__ = {p.name: p.annotation for p in params}
     return command
+
+

@@ -22,8 +22,8 @@ from functools import lru_cache
 from typing import List, Optional
 
 from cli.declare import App, Argument, Exit, Option
-from cli.options import (BACKUP_DIR, DRY_RUN, INDEX_INTERVAL_BYTES, JSON, NO_BACKUP, NOW, SEGMENT_BYTES, backup_settings,
-                         sizes)
+from cli.options import (BACKUP_DIR, DRY_RUN, INDEX_INTERVAL_BYTES, JSON, KAFKA_VERSION, NO_BACKUP, NOW, SEGMENT_BYTES,
+                         backup_settings, sizes)
 from kafkaforensics import __version__
 from kafkaforensics.defaults import DEFAULT_DEDUPE_BUFFER_BYTES, DEFAULT_DELETE_RETENTION_MS, DEFAULT_SPLIT_BYTES
 
@@ -163,13 +163,16 @@ def dump(paths: List[str] = Argument(..., metavar="PATH", help="Files (.log .ind
 def verify(paths: List[str] = Argument(..., metavar="PATH", help="Segment files, partition dirs or log dirs"),
            as_json: bool = JSON,
            max_message_bytes: Optional[int] = Option(None, "--max-message-bytes", min=14, metavar="BYTES",
-                                                           help="Also flag batches larger than this")):
+                                                           help="Also flag batches larger than this"),
+           kafka_version: Optional[str] = KAFKA_VERSION):
     """Check CRCs, structure, indexes and checkpoints. Exit 0 clean, 1 problems, 2 usage/IO error."""
     from kafkaforensics.inspect.verify import verify as verify_paths
     from kafkaforensics.log.paths import PathUsageError
+    kv = _kafka_version(paths[0], kafka_version) if os.path.exists(paths[0]) else None
     try:
         rep = _with_progress(paths, "verify", lambda advance: verify_paths(paths, progress=advance,
-                                                                           max_batch_bytes=max_message_bytes))
+                                                                           max_batch_bytes=max_message_bytes,
+                                                                           kafka_version=kv))
     except (OSError, PathUsageError) as e:
         _fail(str(e))
     if as_json:
@@ -189,6 +192,8 @@ def verify(paths: List[str] = Argument(..., metavar="PATH", help="Segment files,
                           p["logEndOffset"]) for p in shown], right=range(1, 6))
             if len(shown) < len(rep.partitions):
                 print(f"{len(rep.partitions) - len(shown)} partition(s) hold no batches (not listed)")
+        if rep.kafka is not None:
+            print(rep.kafka.line())
         print_lines(verify_report_lines(rep))
     raise Exit(EXIT_OK if rep.ok else EXIT_PROBLEMS)
 
@@ -253,6 +258,15 @@ def _print_actions(report_json: dict, title: str) -> None:
 _backup_opts = backup_settings
 
 
+def _kafka_version(path: str, told: Optional[str]):
+    """The Kafka generation whose rules apply (``--kafka-version`` or inferred); a bad value exits 2."""
+    from kafkaforensics.log.kafka_version import kafka_version
+    try:
+        return kafka_version(path, told)
+    except ValueError as e:
+        _fail(str(e))
+
+
 @commands.command()
 def recover(paths: List[str] = Argument(..., metavar="PATH", help="Log dirs (every partition in them) or partition dirs (topic-N)"),
             dry_run: bool = DRY_RUN,
@@ -265,7 +279,8 @@ def recover(paths: List[str] = Argument(..., metavar="PATH", help="Log dirs (eve
                                                          help="First unflushed offset of a partition dir (default: the log dir's checkpoint, else 0)"),
             full: bool = Option(False, "--full", help="Validate every segment, whatever the marker and checkpoint say"),
             jobs: Optional[int] = Option(None, "--jobs", min=1, metavar="N", help="Partitions recovered at once (default: the cores)"),
-            as_json: bool = JSON):
+            as_json: bool = JSON,
+            kafka_version: Optional[str] = KAFKA_VERSION):
     """Do what Kafka's log loading does at start (LogManager + LogLoader): finish swaps, truncate, rebuild."""
     from kafkaforensics.errors import KafkaFormatError
     from kafkaforensics.log.paths import LOG_DIR, PARTITION_DIR, PathUsageError, classify_for
@@ -278,7 +293,8 @@ def recover(paths: List[str] = Argument(..., metavar="PATH", help="Log dirs (eve
         _fail("--recovery-point applies to one partition dir")
     _refuse_live(*paths)
     opts = dict(dry_run=dry_run, index_interval_bytes=index_interval_bytes, max_message_bytes=max_message_bytes,
-                full=full, **_backup_opts(backup_dir, no_backup))
+                full=full, kafka_version=kafka_version and _kafka_version(paths[0], kafka_version),
+                **_backup_opts(backup_dir, no_backup))
     try:
         if kinds == ["partition"]:
             from kafkaforensics.repair.recovery import recover as recover_partition
@@ -333,14 +349,16 @@ def _print_partition_recovery(rep, as_json: bool, dry_run: bool) -> None:
         print(json.dumps(j))
         return
     _print_actions(j, f"kfx recover {rep.partition}" + (" (dry run)" if dry_run else ""))
+    if rep.kafka is not None:
+        Console().print(rep.kafka.line(), highlight=False, markup=False, soft_wrap=True)
     if rep.truncated_at:
         t = rep.truncated_at
         Console().print(f"truncated {t['segment']} at byte {t['position']} (log end offset {t['offset']}): "
-                        f"{t['reason']}", highlight=False)
+                        f"{t['reason']}", highlight=False, soft_wrap=True)
     for n in rep.notes:
-        Console().print(f"[dim]note: {n}[/dim]", highlight=False)
+        Console().print(f"[dim]note: {n}[/dim]", highlight=False, soft_wrap=True)
     if rep.backup:
-        Console().print(f"backup: {rep.backup}", highlight=False)
+        Console().print(f"backup: {rep.backup}", highlight=False, soft_wrap=True)
 
 
 @commands.command()
@@ -349,7 +367,8 @@ def reindex(path: str = Argument(..., help="A <offset>.log segment or a partitio
             dry_run: bool = DRY_RUN,
             backup_dir: Optional[str] = BACKUP_DIR,
             no_backup: bool = NO_BACKUP,
-            as_json: bool = JSON):
+            as_json: bool = JSON,
+            kafka_version: Optional[str] = KAFKA_VERSION):
     """Rebuild .index/.timeindex/.txnindex exactly as Kafka's recovery writes them."""
     from rich.console import Console
     from kafkaforensics.repair.reindex import reindex as reindex_path
@@ -360,7 +379,7 @@ def reindex(path: str = Argument(..., help="A <offset>.log segment or a partitio
     _refuse_live(path)
     try:
         rep = reindex_path(path, index_interval_bytes=index_interval_bytes, dry_run=dry_run,
-                           **_backup_opts(backup_dir, no_backup))
+                           kafka_version=_kafka_version(path, kafka_version), **_backup_opts(backup_dir, no_backup))
     except (OSError, ValueError) as e:
         _fail(str(e))
     rep.notes[:0] = from_configs
@@ -369,6 +388,7 @@ def reindex(path: str = Argument(..., help="A <offset>.log segment or a partitio
         print(json.dumps(j))
     else:
         _print_actions(j, "kfx reindex" + (" (dry run)" if dry_run else ""))
+        Console().print(rep.kafka.line(), highlight=False, markup=False)
         for n in rep.notes:
             Console().print(f"[dim]note: {n}[/dim]", highlight=False, soft_wrap=True)
     raise Exit(EXIT_PROBLEMS if rep.actions else EXIT_OK)
@@ -434,7 +454,8 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
             out: Optional[str] = Option(None, "--out", metavar="DIR",
                                         help="Write the compacted partition here; input untouched"),
             dry_run: bool = DRY_RUN,
-            as_json: bool = JSON):
+            as_json: bool = JSON,
+            kafka_version: Optional[str] = KAFKA_VERSION):
     """Run Kafka's log cleaner offline, with its crash-safe .cleaned/.swap/.deleted file swap."""
     from rich.console import Console
     from kafkaforensics.repair.cleaner import CompactOptions, compact as compact_partition
@@ -454,7 +475,8 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
                           min_compaction_lag_ms=_or(got["min.compaction.lag.ms"], 0),
                           max_compaction_lag_ms=got["max.compaction.lag.ms"], now=now, segment_bytes=segment_bytes,
                           include_active=include_active, index_interval_bytes=index_interval_bytes,
-                          dedupe_buffer_bytes=dedupe_buffer_bytes, ignore_checkpoint=ignore_checkpoint)
+                          dedupe_buffer_bytes=dedupe_buffer_bytes, ignore_checkpoint=ignore_checkpoint,
+                          kafka_version=_kafka_version(partition_dir, kafka_version))
     try:
         problems = walk_problems(partition_dir)
         rep = compact_partition(partition_dir, opts, out=out, dry_run=dry_run)
@@ -476,6 +498,7 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
                 f"{j['tombstones']['kept']} removed {j['tombstones']['removed']}; aborted records removed "
                 f"{j['abortedRecordsRemoved']}; markers kept {j['markers']['kept']} removed {j['markers']['removed']}",
                 highlight=False, soft_wrap=True)
+        c.print(rep.kafka.line(), highlight=False, markup=False)
         for n in rep.notes:
             c.print(f"[dim]note: {n}[/dim]", highlight=False, soft_wrap=True)
         _print_walk_problems(problems)

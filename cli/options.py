@@ -21,6 +21,10 @@ INDEX_INTERVAL_BYTES = Option(None, "--index-interval-bytes", min=0, metavar="BY
 SEGMENT_BYTES = Option(None, "--segment-bytes", min=14, metavar="BYTES",
                        help="Roll a new segment past this size (default: the topic's segment.bytes in the log dir's "
                             f"metadata, else {DEFAULT_SEGMENT_BYTES})")
+#: ``--kafka-version X.Y``, shared by the commands that apply a Kafka generation's rules (verify,
+#: reindex, recover, compact): overrides the version inferred from the log dir
+KAFKA_VERSION = Option(None, "--kafka-version", metavar="VERSION",
+                       help="Apply this Kafka release's rules, X.Y such as 2.8 (default: inferred from the log dir's files)")
 NOW = Option(None, "--now", metavar="MS", help="The clock to judge times by, epoch ms (default: now)")
 
 

@@ -29,6 +29,7 @@ from kafkaforensics.log.logdir import (CLEAN_SHUTDOWN_FILE, METADATA_PARTITION, 
 from kafkaforensics.log.partition import INDEX, LOG, TIMEINDEX, TXNINDEX, PartitionDir, SegmentFiles, find_partitions
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot
 from kafkaforensics.log.dir_lock import LOCK_FILE
+from kafkaforensics.log.kafka_version import kafka_version as resolve_kafka_version
 from kafkaforensics.log.paths import (LOG_DIR, PARTITION_DIR, classify, is_active_segment, live_log_dirs, live_note,
                                       live_tail)
 from kafkaforensics.log.tiered import REMOTE_INDEX_RE, check_remote_index
@@ -85,6 +86,7 @@ class VerifyReport:
     files: int = 0
     batches: int = 0
     bytes: int = 0
+    kafka: object = None  # the KafkaVersion whose files these are
 
     @property
     def ok(self) -> bool:
@@ -97,15 +99,19 @@ class VerifyReport:
         return {"ok": self.ok, "problems": [p.to_json() for p in self.problems],
                 "warnings": [p.to_json() for p in self.warnings],
                 "notes": [p.to_json() for p in self.notes], "partitions": self.partitions,
-                "files": self.files, "batches": self.batches, "bytes": self.bytes}
+                "files": self.files, "batches": self.batches, "bytes": self.bytes,
+                "kafkaVersion": self.kafka.to_json() if self.kafka is not None else None}
 
 
-def verify(paths, *, progress=None, max_batch_bytes: int | None = None) -> VerifyReport:
+def verify(paths, *, progress=None, max_batch_bytes: int | None = None, kafka_version=None) -> VerifyReport:
     """Verify log dirs, partition dirs or files (:func:`kafkaforensics.log.paths.classify`: a path
     with nothing Kafka wrote raises :class:`~kafkaforensics.log.paths.PathUsageError`).
-    ``progress(nbytes)`` is called as bytes are read."""
+    ``progress(nbytes)`` is called as bytes are read. ``kafka_version`` ("X.Y" or a KafkaVersion;
+    default: inferred from the first path's log dir) is reported as the generation whose files these are."""
     kpaths = [classify(p) for p in paths]
     rep = VerifyReport()
+    if kpaths:
+        rep.kafka = resolve_kafka_version(paths[0], kafka_version)
     live = live_log_dirs(kpaths)
     for d, pid in live.items():
         rep.notes.append(Problem(d, None, None, "live-log-dir", live_note(d, pid)))

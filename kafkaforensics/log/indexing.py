@@ -36,14 +36,18 @@ class SegmentIndexes:
     _last_entry: int = 0
     _max_ts: int = -1
     _max_ts_offset: int = -1
+    #: what an offset-index entry holds: the batch's "last" offset (Kafka 2.0+) or its "base" offset
+    #: (up to 1.1, KAFKA-6264; :mod:`.kafka_rules`)
+    entry: str = "last"
 
     def add(self, batch, completed=None) -> None:
         """Account one batch that starts at ``self.valid_bytes``."""
         if batch.max_timestamp > self._max_ts:
             self._max_ts, self._max_ts_offset = batch.max_timestamp, batch.last_offset
         if self.valid_bytes - self._last_entry > self.interval:
-            if not self.offsets or batch.last_offset > self.offsets[-1][0]:
-                self.offsets.append((batch.last_offset, self.valid_bytes))
+            off = batch.last_offset if self.entry == "last" else _base_offset(batch)
+            if not self.offsets or off > self.offsets[-1][0]:
+                self.offsets.append((off, self.valid_bytes))
             self._time_append()
             self._last_entry = self.valid_bytes
         self.valid_bytes += batch.size
@@ -68,7 +72,7 @@ class SegmentIndexes:
         entries = self._entries(starts, size)
         if len(entries):
             # offset entries: only past the last one; its offset is the largest so far
-            e_last = last[entries]
+            e_last = (last if self.entry == "last" else run.base_offset[lo:hi])[entries]
             before = np.empty_like(e_last)  # the largest offset entry before each
             before[1:] = np.maximum.accumulate(e_last)[:-1]
             if self.offsets:
@@ -118,6 +122,14 @@ class SegmentIndexes:
         return self
 
 
+def _base_offset(batch) -> int:
+    """A batch's base offset; a compressed magic 0/1 wrapper's is its first inner record's."""
+    if batch.magic < 2 and batch.count is None:
+        from kafkaforensics.records.batch import resolve_legacy_wrapper
+        resolve_legacy_wrapper(batch)
+    return batch.base_offset
+
+
 def index_segment(batches, base_offset: int, interval: int = DEFAULT_INDEX_INTERVAL_BYTES,
                   state: ProducerState | None = None) -> SegmentIndexes:
     """Indexes for one segment's batches; ``state`` carries producer state across segments."""
@@ -145,10 +157,10 @@ class SegmentRebuild:
     """
 
     def __init__(self, path: str, base: int, state: ProducerState, *, interval: int = DEFAULT_INDEX_INTERVAL_BYTES,
-                 strict: bool = True, epochs=None, max_batch_bytes: int | None = None):
+                 strict: bool = True, epochs=None, max_batch_bytes: int | None = None, entry: str = "last"):
         self.path, self.base, self.state, self.strict, self.epochs = path, base, state, strict, epochs
         self.max_batch_bytes = max_batch_bytes
-        self.indexes = SegmentIndexes(base, interval)
+        self.indexes = SegmentIndexes(base, interval, entry=entry)
         self.prev_last: int | None = None  # the last offset of the last kept batch
         self.size = 0
         self.stop: tuple | None = None

@@ -389,28 +389,29 @@ class Segment:
         data = self._read(TXNINDEX)
         return txn_index.read_entries(data, file=self.path(TXNINDEX)) if data else []
 
-    def index_problem(self) -> str | None:
+    def index_problem(self, check_offset_and_time: bool = True) -> str | None:
         """Why Kafka would recover this segment at load though it lies below the recovery point, or
         None: the offset index is missing (LogSegment.sanityCheck's NoSuchFileException), or an index
         fails the sanity check (CorruptIndexException: a size that is no multiple of the entry size,
         a last entry before the base offset, a time index whose last timestamp is below its first,
-        an aborted transaction ending before the base offset)."""
+        an aborted transaction ending before the base offset). ``check_offset_and_time=False``: Kafka
+        2.3 and later (KAFKA-7283), whose load checks only the transaction index."""
         from kafkaforensics.errors import KafkaFormatError
         from kafkaforensics.log import offset_index, time_index, txn_index
         if not os.path.exists(self.path(INDEX)):
             return f"offset index {file_name(self.base_offset, INDEX)} is missing"
         checks = ((INDEX, offset_index.ENTRY_SIZE), (TIMEINDEX, time_index.ENTRY_SIZE), (TXNINDEX, txn_index.ENTRY_SIZE))
-        for suffix, size in checks:
+        for suffix, size in checks[0 if check_offset_and_time else 2:]:
             p = self.path(suffix)
             if os.path.exists(p) and os.path.getsize(p) % size:
                 return f"{os.path.basename(p)}: size {os.path.getsize(p)} is not a multiple of {size}"
         # the old sanity checks read only the first and last entries (a preallocated zero tail reads as
         # relative offset 0, which passes, as it does in Kafka)
         from specs.indexes import OFFSET_ENTRY, TIME_ENTRY
-        last = self._edges(INDEX, OFFSET_ENTRY)
+        last = self._edges(INDEX, OFFSET_ENTRY) if check_offset_and_time else None
         if last and last[1][0] < 0:
             return f"{file_name(self.base_offset, INDEX)}: last offset {self.base_offset + last[1][0]} is below the base offset"
-        times = self._edges(TIMEINDEX, TIME_ENTRY)
+        times = self._edges(TIMEINDEX, TIME_ENTRY) if check_offset_and_time else None
         if times and (times[1][0] < times[0][0] or times[1][1] < 0):
             return f"{file_name(self.base_offset, TIMEINDEX)}: last entry {times[1]} is before its first or the base"
         try:

@@ -73,6 +73,9 @@ class CompactOptions:
     dedupe_buffer_bytes: int = DEFAULT_DEDUPE_BUFFER_BYTES
     producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
     ignore_checkpoint: bool = False  # clean from the log start, whatever cleaner-offset-checkpoint says
+    #: whose tombstone rule applies ("X.Y", a KafkaVersion, or None: inferred from the log dir); up to
+    #: 3.0 every tombstone and marker goes by its segment's mtime, from 3.1 by the batch's delete horizon
+    kafka_version: object = None
 
 
 #: A compaction's counters, every one an int from 0 (a dataclass: ``CompactStats(records_before=...)``).
@@ -97,6 +100,7 @@ class CompactReport:
     stats: CompactStats = field(default_factory=CompactStats)
     notes: list[str] = field(default_factory=list)
     offset_map_bytes: int = 0
+    kafka: object = None  # the KafkaVersion whose rules applied
 
     def to_json(self) -> dict:
         s = self.stats
@@ -111,6 +115,7 @@ class CompactReport:
                 "markers": {"kept": s.markers_kept, "removed": s.markers_removed},
                 "emptyBatchesKept": s.batches_emptied,
                 "dirtyRatio": {"before": self.dirty_ratio_before, "after": self.dirty_ratio_after},
+                "kafkaVersion": self.kafka.to_json() if self.kafka is not None else None,
                 "groups": self.groups, "offsetMapBytes": self.offset_map_bytes, "notes": self.notes}
 
 
@@ -284,6 +289,8 @@ class _Filter:
         self.omap, self.txn, self.active = omap, txn, active_producers
         self.upper, self.now, self.opts, self.stats = upper_bound, now, opts, stats
         self.retain_legacy_deletes = retain_legacy_deletes
+        self.by_mtime = opts.kafka_version is not None and \
+            opts.kafka_version.rules().write("cleaner-tombstones") == "segment-mtime"
 
     def _last_of_producer(self, b: Batch) -> bool:
         last = self.active.get(b.producer_id)
@@ -295,7 +302,7 @@ class _Filter:
         return b.is_control and b.producer_epoch == epoch
 
     def _tombstones_stay(self, b: Batch) -> bool:
-        if b.magic >= 2:
+        if b.magic >= 2 and not self.by_mtime:
             return b.delete_horizon_ms is None or self.now < b.delete_horizon_ms
         return self.retain_legacy_deletes
 
@@ -354,7 +361,9 @@ class _Filter:
         """The batch's bytes after cleaning (None when it goes) and how many records it keeps;
         ``verdict``: the record filter's, if :meth:`verdicts` gave one."""
         can_discard = self.txn.on_control(b) if b.is_control else self.txn.on_data(b)
-        if b.is_control:
+        if b.is_control and self.by_mtime:  # up to 3.0 a marker goes by its segment's mtime too
+            discard_records = can_discard and not self.retain_legacy_deletes
+        elif b.is_control:
             discard_records = can_discard and b.delete_horizon_ms is not None and b.delete_horizon_ms <= self.now
         else:
             discard_records = can_discard
@@ -387,7 +396,8 @@ class _Filter:
         if kept:
             has_tombstone = v is not None and v.tombstones_kept > 0
             marker_for_empty_txn = can_discard and b.is_control
-            set_horizon = b.magic >= 2 and (has_tombstone or marker_for_empty_txn) and b.delete_horizon_ms is None
+            set_horizon = b.magic >= 2 and (has_tombstone or marker_for_empty_txn) and b.delete_horizon_ms is None \
+                and not self.by_mtime
             if kept == n and not set_horizon:
                 return bytes(b.data), kept  # writeOriginalBatch: the bytes as they were
             horizon = self.now + self.opts.delete_retention_ms if set_horizon else b.delete_horizon_ms
@@ -507,14 +517,17 @@ def _dirty_ratio(segs, first_dirty, first_uncleanable) -> float:
 def compact(partition_dir: str, opts: CompactOptions | None = None, *, out: str | None = None,
             dry_run: bool = False) -> CompactReport:
     """Compact a partition in place (or into ``out``, leaving the input untouched)."""
+    from dataclasses import replace
+    from kafkaforensics.log.kafka_version import kafka_version
     opts = opts or CompactOptions()
     src = os.path.abspath(partition_dir)
+    opts = replace(opts, kafka_version=kafka_version(src, opts.kafka_version))
     pd0 = PartitionDir.scan(src)
     if pd0.leftovers:
         raise ValueError(f"{partition_dir} has leftover files of an interrupted operation "
                          f"({os.path.basename(pd0.leftovers[0])}, ...): run `kfx recover` first")
     tp = parse_partition_dir_name(src)
-    rep = CompactReport(os.path.basename(src), None, dry_run)
+    rep = CompactReport(os.path.basename(src), None, dry_run, kafka=opts.kafka_version)
     now = opts.now if opts.now is not None else int(time.time() * 1000)
     if dry_run or out:
         parent = os.path.dirname(os.path.abspath(out)) if out else os.path.dirname(src)

@@ -1,7 +1,11 @@
 """``kfx recover``: what Kafka's log loading does to a partition at start, offline (a whole log dir:
 :mod:`.load_logs`).
 
-Rule for rule after LogLoader, LogSegment and ProducerStateManager:
+Rule for rule after LogLoader, LogSegment and ProducerStateManager. Where Kafka generations differ
+(:mod:`kafkaforensics.log.kafka_rules`: leftover swaps, corrupt indexes below the recovery point,
+producers below the log start, stray snapshots, offset-index entries, the old message format), the
+rules of the generation that wrote the log dir apply; an index or snapshot that generation would
+have written is kept (:mod:`kafkaforensics.log.kafka_files`):
 
 1. leftovers -- ``.deleted`` files are removed; ``.cleaned`` files are removed, and with them every
    ``.swap`` file at or above the lowest cleaned offset (an interrupted split); the remaining
@@ -43,6 +47,8 @@ from kafkaforensics.log import offset_index, time_index, topic_config, txn_index
 from kafkaforensics.repair.actions import PHASES, Action, apply_actions
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentIndexes, SegmentRebuild
+from kafkaforensics.log import kafka_files
+from kafkaforensics.log.kafka_version import kafka_version as resolve_kafka_version
 from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, RECOVERY_POINT, partition_offset, read_checkpoint
 from kafkaforensics.log.dir_lock import refuse_live
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
@@ -75,6 +81,7 @@ class RecoveryReport:
     records_dropped: int = 0      # their records
     recovered_segments: list[str] = field(default_factory=list)
     first_segment: int | None = None  # the base offset of the first segment kept
+    kafka: object = None  # the KafkaVersion whose rules applied
 
     @property
     def done(self) -> list[str]:
@@ -102,7 +109,8 @@ class RecoveryReport:
                 "logEndOffset": self.log_end_offset, "cleanShutdown": self.clean_shutdown,
                 "bytesTruncated": self.bytes_truncated, "batchesDropped": self.batches_dropped,
                 "recordsDropped": self.records_dropped, "done": self.done,
-                "notes": self.notes, "dryRun": self.dry_run}
+                "notes": self.notes, "dryRun": self.dry_run,
+                "kafkaVersion": self.kafka.to_json() if self.kafka is not None else None}
 
 
 class _PartitionFiles:
@@ -150,12 +158,14 @@ def _checkpointed(log_dir: str, name: str, tp, notes: list[str]) -> int | None:
 def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, backup_dir: str | None = None,
             index_interval_bytes: int | None = None, max_message_bytes: int | None = None,
             recovery_point: int | None = None, full: bool = False, clean: bool | None = None,
-            log_start_offset: int | None = None) -> RecoveryReport:
+            log_start_offset: int | None = None, kafka_version=None) -> RecoveryReport:
     """Load one partition dir as Kafka's LogLoader does (see the module's doc) and plan, then apply,
     what that changes. ``clean`` (the log dir's clean-shutdown marker), ``recovery_point`` and
     ``log_start_offset`` (the log dir's checkpoints) are read from the log dir when not given;
     ``full`` recovers every segment whatever they say. ``index_interval_bytes`` not given: the topic's
-    ``index.interval.bytes`` where the log dir holds the metadata (a note says so), else Kafka's default."""
+    ``index.interval.bytes`` where the log dir holds the metadata (a note says so), else Kafka's default.
+    ``kafka_version`` (``X.Y`` or a KafkaVersion; default: inferred from the log dir) chooses the rules of
+    :mod:`~kafkaforensics.log.kafka_rules` that differ between Kafka generations."""
     path = os.path.abspath(partition_dir)
     if not os.path.isdir(path):
         raise FileNotFoundError(partition_dir)
@@ -178,7 +188,9 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
     if log_start_offset is None:
         log_start_offset = 0 if metadata else (_checkpointed(log_dir, LOG_START_OFFSET, tp, notes) or 0)
     rp = 0 if full else recovery_point
-    rep = RecoveryReport(os.path.basename(path), rp, dry_run=dry_run, path=path, clean_shutdown=clean)
+    rep = RecoveryReport(os.path.basename(path), rp, dry_run=dry_run, path=path, clean_shutdown=clean,
+                         kafka=resolve_kafka_version(path, kafka_version))
+    rules = rep.kafka.rules()
     rep.notes += notes
     if state == "delete":
         # Kafka loads it without recovery only to delete it (file.delete.delay.ms later): kfx keeps it
@@ -188,7 +200,7 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
         rep.backup = os.path.abspath(backup_dir) if backup_dir else fsutil.default_backup_dir(path)
     d = _PartitionFiles(path)
     plan: list[Action] = []
-    _plan_leftovers(d, plan)
+    _plan_leftovers(d, plan, rules)
     _plan_orphans(d, plan)
     pstate = ProducerState()
     epochs = _load_epochs(d, rep)
@@ -212,7 +224,8 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
             removed.append(base)
             continue
         seg = d.segment(base)
-        problem = seg.index_problem()
+        # up to 2.2 the offset and time indexes are sanity-checked at load; from 2.3 (KAFKA-7283) not
+        problem = seg.index_problem(rules.write("corrupt-index-below-recovery-point") == "rebuild")
         if problem is None and not unflushed:
             leo = _replay(src, base, pstate, leo)
             walked.append((base, leo, pstate.to_snapshot()))
@@ -227,11 +240,11 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
         if unflushed:
             log_phase.append(base)
         rep.recovered_segments.append(name)
-        res = _recover_segment(src, base, pstate, epochs, index_interval_bytes, max_message_bytes)
+        res = _recover_segment(src, base, pstate, epochs, index_interval_bytes, max_message_bytes, rules)
         leo = res["next_offset"] if res["next_offset"] is not None else max(leo, base)
         v2_end[base] = res["v2_end"]
         walked.append((base, leo, pstate.to_snapshot()))
-        _plan_index_writes(d, base, res["indexes"], plan, rep)
+        _plan_index_writes(d, base, res, plan, rep, rules)
         if res["valid_bytes"] < res["size"]:
             # a segment recovered at load for its index is recovered again by recoverLog with nothing
             # left to cut: only a truncation recoverLog makes removes the later segments
@@ -277,7 +290,7 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
     # the segments Kafka's LogSegments holds when it recovers each: the ones loaded before it at load
     # time, all of them in recoverLog
     recoveries = [(b, [s for s in segments if s < b]) for b in load_phase] + [(b, segments) for b in log_phase]
-    _plan_snapshots(d, kept, leo, log_start_offset, clean, recoveries, v2_end, walked, removed, plan)
+    _plan_snapshots(d, kept, leo, log_start_offset, clean, recoveries, v2_end, walked, removed, plan, rules)
     _plan_epochs(d, epochs, leo, log_start_offset, plan)
     rep.actions = sorted(plan, key=lambda a: a.phase)  # stable: Kafka's order within a phase
     if not rep.actions:
@@ -302,7 +315,7 @@ def _plan_write(d: _PartitionFiles, name: str, data: bytes, why: str, plan: list
     d.files[name] = d.full(name)
 
 
-def _plan_leftovers(d: _PartitionFiles, plan: list[Action]) -> None:
+def _plan_leftovers(d: _PartitionFiles, plan: list[Action], rules) -> None:
     swaps, cleaned = [], []
     min_cleaned = None
     for n in list(d.files):
@@ -350,11 +363,28 @@ def _plan_leftovers(d: _PartitionFiles, plan: list[Action]) -> None:
                 plan.append(Action("delete", d.full(n), f"replaced by the swap segment(s) covering [{lo}, {hi})",
                                    phase=PHASES["leftover-delete"]))
                 del d.files[n]
+    recover_swaps = rules.write("leftover-swap") == "recover"
     for n in valid:
         final = without_leftover_suffix(n)
+        if recover_swaps and not n.endswith(LOG + SWAP):
+            # up to 2.8 a swap's index files are deleted: recovery rebuilds them from the swapped
+            # segment (its .log has no index now, so the walk below recovers it)
+            plan.append(Action("delete", d.full(n), "index of an interrupted swap (Kafka <3.0 rebuilds it)",
+                               phase=PHASES["leftover-delete"]))
+            del d.files[n]
+            continue
         plan.append(Action("rename", d.full(n), "complete the interrupted swap", target=d.full(final),
                            phase=PHASES["leftover-rename"]))
         d.files[final] = d.files.pop(n)
+    if recover_swaps:
+        for n in valid:
+            if n.endswith(LOG + SWAP):
+                for suf in _INDEX_SUFFIXES:
+                    idx = file_name(offset_from_name(n), suf)
+                    if idx in d.files:  # an index of the segment replaced: rebuilt with the swap
+                        plan.append(Action("delete", d.full(idx), "index replaced with the swapped segment "
+                                           "(Kafka <3.0 rebuilds it)", phase=PHASES["leftover-delete"]))
+                        del d.files[idx]
 
 
 def _plan_orphans(d: _PartitionFiles, plan: list[Action]) -> None:
@@ -370,13 +400,16 @@ def _replay(src: str, base: int, state: ProducerState, leo: int) -> int:
     return max(leo, base) if seg.batches == 0 else seg.next_offset
 
 
-def _recover_segment(src, base, state, epochs, interval, max_bytes) -> dict:
-    walk = SegmentRebuild(src, base, state, interval=interval, epochs=epochs, max_batch_bytes=max_bytes).walk()
+def _recover_segment(src, base, state, epochs, interval, max_bytes, rules) -> dict:
+    walk = SegmentRebuild(src, base, state, interval=interval, epochs=epochs, max_batch_bytes=max_bytes,
+                          entry=rules.write("offset-index-entry")).walk()
     return {"size": walk.size, "valid_bytes": walk.indexes.valid_bytes, "next_offset": walk.next_offset,
-            "indexes": walk.indexes, "v2_end": walk.v2_next_offset, "reason": walk.stop[3] if walk.stop else "invalid bytes"}
+            "indexes": walk.indexes, "v2_end": walk.v2_next_offset, "src": src,
+            "reason": walk.stop[3] if walk.stop else "invalid bytes"}
 
 
-def _plan_index_writes(d: _PartitionFiles, base: int, idx: SegmentIndexes, plan, rep: RecoveryReport) -> None:
+def _plan_index_writes(d: _PartitionFiles, base: int, res: dict, plan, rep: RecoveryReport, rules) -> None:
+    idx: SegmentIndexes = res["indexes"]
     for suf, data in ((INDEX, offset_index.to_bytes(idx.offsets, base)),
                       (TIMEINDEX, time_index.to_bytes(idx.times, base)),
                       (TXNINDEX, txn_index.to_bytes(idx.aborted))):
@@ -384,7 +417,8 @@ def _plan_index_writes(d: _PartitionFiles, base: int, idx: SegmentIndexes, plan,
         current = d.files.get(n)
         if suf == TXNINDEX and not data and current is None:
             continue
-        if current is not None and fsutil.same_content(current, data):
+        if current is not None and (fsutil.same_content(current, data) or kafka_files.kept_as_written(
+                current, suf, res["src"], base, res["valid_bytes"], rules, idx.interval)):
             continue
         plan.append(Action("write", d.full(n), "rebuild index from the segment's valid batches", data=data,
                            phase=PHASES["index"]))
@@ -426,7 +460,7 @@ _EMPTY = None  # a snapshot Kafka writes without producer state (see _plan_snaps
 
 
 def _plan_snapshots(d: _PartitionFiles, segments: list[int], leo: int, lso_ck: int, clean: bool,
-                    recoveries: list[int], v2_end: dict, walked: list, removed: list[int], plan) -> None:
+                    recoveries: list[int], v2_end: dict, walked: list, removed: list[int], plan, rules) -> None:
     """The producer snapshots Kafka's loading leaves, by its rules (ProducerStateManager with
     UnifiedLog.rebuildProducerState), played over the snapshot offsets on disk:
 
@@ -445,7 +479,13 @@ def _plan_snapshots(d: _PartitionFiles, segments: list[int], leo: int, lso_ck: i
     Snapshots are taken only past the last one (takeSnapshot), so an empty partition gets none.
     A snapshot is written only when no file at its offset holds the same entries (Kafka writes its
     entries in hash-map order, so the order of entries is not compared); a corrupt one is deleted.
-    Producer expiry (producer.id.expiration.ms against the clock at load) is not applied."""
+    Producer expiry (producer.id.expiration.ms against the clock at load) is not applied.
+
+    Where generations differ (``rules``): strays are removed from 2.8 on only; up to 2.3 producers last
+    seen below the log start are evicted from the state written; a snapshot holding what that
+    generation keeps (:func:`~kafkaforensics.log.kafka_files.snapshot_kept`) is not rewritten; a log on
+    the old message format (magic 0/1) gets empty snapshots at the last two segment bases and the log
+    end and is not truncated and reloaded (UnifiedLog.rebuildProducerState)."""
     phase = PHASES["snapshot"]
     snaps: set[int] = set()
     for n, off in list(d.with_offset((SNAPSHOT,))):
@@ -495,7 +535,10 @@ def _plan_snapshots(d: _PartitionFiles, segments: list[int], leo: int, lso_ck: i
                 last = take(start, state_at(start), last)
         return take(upto, state_at(upto), last)
 
+    legacy = _legacy_format(d, segments)
     for base, phase_segments in recoveries:
+        if legacy:
+            continue
         drop({s for s in snaps if s > base or s <= lso_ck}, "producer snapshot past the segment being recovered "
              "or at or below the log start (removed when Kafka rebuilds the state to recover it)")
         last = max([s for s in snaps if s <= base], default=lso_ck)
@@ -509,11 +552,13 @@ def _plan_snapshots(d: _PartitionFiles, segments: list[int], leo: int, lso_ck: i
     bases = set(segments)
     strays = sorted(s for s in snaps if s not in bases)
     keep = strays[-1] if strays and segments and strays[-1] > max(segments) else None
-    drop({s for s in strays if s != keep}, "stray producer snapshot with no segment at its offset")
+    if rules.write("stray-snapshots") == "remove":
+        drop({s for s in strays if s != keep}, "stray producer snapshot with no segment at its offset")
     log_start = max(lso_ck, segments[0]) if segments else lso_ck
     if segments:
-        if clean and not snaps:
-            last = 0
+        if legacy or (clean and not snaps):
+            drop({s for s in snaps if s > leo}, "producer snapshot past the log end offset")
+            last = max(snaps, default=0)
             for o in segments[-2:] + [leo]:
                 last = take(o, _EMPTY_SNAPSHOT, last)
         else:
@@ -526,16 +571,35 @@ def _plan_snapshots(d: _PartitionFiles, segments: list[int], leo: int, lso_ck: i
         n = file_name(s, SNAPSHOT)
         plan.append(Action("delete", d.full(n), why.get(s, "producer snapshot Kafka removes at load"), phase=phase))
         del d.files[n]
+    evict = rules.write("producers-below-log-start") == "evict"
     for o in sorted(written):
         data = written[o] if written[o] is not _EMPTY else _EMPTY_SNAPSHOT
+        if evict and data is not _EMPTY_SNAPSHOT:
+            data = kafka_files.evict_below(data, log_start)
         n = file_name(o, SNAPSHOT)
-        if n in d.files and _same_snapshot(d.files[n], data):
+        if n in d.files and (_same_snapshot(d.files[n], data)
+                             or kafka_files.snapshot_kept(d.files[n], data, log_start, rules)):
             continue
         plan.append(Action("write", d.full(n), "producer state rebuilt from the batches", data=data, phase=phase))
         d.files[n] = d.full(n)
 
 
 _EMPTY_SNAPSHOT = snapshot_bytes([])
+
+
+def _legacy_format(d: _PartitionFiles, segments: list[int]) -> bool:
+    """Whether the newest non-empty segment starts with a magic 0/1 batch (a log on the old message
+    format); an empty log counts as v2, the default format."""
+    for base in sorted(segments, reverse=True):
+        path = d.files.get(file_name(base, LOG))
+        try:
+            with open(path, "rb") as f:
+                head = f.read(17)
+        except (OSError, TypeError):  # not written yet (an empty segment the plan creates)
+            continue
+        if len(head) == 17:
+            return head[16] < 2
+    return False
 
 
 def _state_after(walked: list, base: int):

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 from kafkaforensics.log import offset_index, time_index, txn_index
 from kafkaforensics.log.indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentRebuild
+from kafkaforensics.log.kafka_files import kept_as_written
+from kafkaforensics.log.kafka_version import kafka_version as resolve_kafka_version
 from kafkaforensics.log.partition import INDEX, LOG, TIMEINDEX, TXNINDEX, PartitionDir
 from kafkaforensics.log.producer_state import ProducerState
 from kafkaforensics.fsutil import default_backup_dir, same_content
@@ -27,15 +29,19 @@ class ReindexReport:
     notes: list[str] = field(default_factory=list)
     backup: str | None = None
     actions: list[Action] = field(default_factory=list)
+    kafka: object = None  # the KafkaVersion whose rules applied
 
     def to_json(self) -> dict:
         return {"rebuiltIndexes": self.rebuilt, "unchanged": self.unchanged, "notes": self.notes,
-                "backup": self.backup, "actions": [a.to_json() for a in self.actions]}
+                "backup": self.backup, "actions": [a.to_json() for a in self.actions],
+                "kafkaVersion": self.kafka.to_json() if self.kafka is not None else None}
 
 
 def reindex(path: str, *, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, dry_run: bool = False,
-            backup: bool = True, backup_dir: str | None = None) -> ReindexReport:
-    """Rebuild the indexes of ``path``: a ``.log`` file (that segment only) or a partition dir."""
+            backup: bool = True, backup_dir: str | None = None, kafka_version=None) -> ReindexReport:
+    """Rebuild the indexes of ``path``: a ``.log`` file (that segment only) or a partition dir.
+    ``kafka_version`` (``X.Y`` or a KafkaVersion; default: inferred) chooses the rules: an index that
+    Kafka generation would have written is kept."""
     path = os.path.abspath(path)
     if os.path.isdir(path):
         pdir, only = path, None
@@ -44,10 +50,12 @@ def reindex(path: str, *, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYT
             raise ValueError(f"{path}: expected a partition directory or a <offset>.log segment")
         pdir, only = os.path.dirname(path), offset_from_name(path)
     pd = PartitionDir.scan(pdir)
-    rep = ReindexReport()
+    rep = ReindexReport(kafka=resolve_kafka_version(pdir, kafka_version))
+    rules = rep.kafka.rules()
     state = ProducerState()
     for seg in pd.segments:
-        walk = SegmentRebuild(seg.log, seg.base_offset, state, interval=index_interval_bytes, strict=False).walk()
+        walk = SegmentRebuild(seg.log, seg.base_offset, state, interval=index_interval_bytes, strict=False,
+                              entry=rules.write("offset-index-entry")).walk()
         idx = walk.indexes
         if walk.stop is not None:
             _pos, offset, kind, _reason = walk.stop
@@ -63,7 +71,8 @@ def reindex(path: str, *, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYT
             name = os.path.basename(target)
             if suf == TXNINDEX and not data and not os.path.exists(target):
                 continue
-            if os.path.exists(target) and same_content(target, data):
+            if os.path.exists(target) and (same_content(target, data) or kept_as_written(
+                    target, suf, seg.log, seg.base_offset, idx.valid_bytes, rules, index_interval_bytes)):
                 rep.unchanged.append(name)
                 continue
             rep.rebuilt.append(name)

@@ -1,0 +1,145 @@
+"""Which Kafka generation does what: the one table kfx chooses a storage rule from.
+
+Each :class:`Rule` is an area where Kafka's behaviour changed between releases, with the
+behaviours in release order (``since`` inclusive, ``until`` exclusive, as (major, minor)) and the
+Kafka source or JIRA that says so.  :class:`AppliedRules` is the table seen through a range of
+versions (the one :mod:`.kafka_version` infers or is told): :meth:`~AppliedRules.possible` lists
+the behaviours any version in the range has (what kfx accepts as already written by Kafka),
+:meth:`~AppliedRules.write` the one of the newest version in the range (what kfx writes).
+The README's *Kafka generations* table is :func:`rules_markdown` (``tests/test_kafka_version.py``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+Version = tuple  # (major, minor)
+
+#: every feature release, oldest first (a range's upper bound is one of these)
+RELEASES: tuple[Version, ...] = ((0, 8), (0, 9), (0, 10), (0, 11), (1, 0), (1, 1)) + tuple(
+    (2, m) for m in range(9)) + tuple((3, m) for m in range(10)) + tuple((4, m) for m in range(6))
+
+OLDEST, NEWEST = RELEASES[0], RELEASES[-1]
+
+
+def next_release(v: Version) -> Version | None:
+    """The feature release after ``v`` (None past the newest known)."""
+    later = [r for r in RELEASES if r > tuple(v)]
+    return later[0] if later else None
+
+
+def version_text(v: Version) -> str:
+    return f"{v[0]}.{v[1]}"
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    since: Version | None   # first release that does it (None: every release before ``until``)
+    until: Version | None   # first release that no longer does it (None: still does)
+    key: str                # what the code tests for
+    says: str               # in words, for the table
+
+
+@dataclass(frozen=True)
+class Rule:
+    area: str
+    what: str
+    behaviours: tuple[Behaviour, ...]
+    source: str
+
+
+def _b(since, until, key, says) -> Behaviour:
+    return Behaviour(since, until, key, says)
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("offset-index-entry", "offset of an offset-index entry",
+         (_b(None, (2, 0), "base", "the base offset of the batch (append: of its first batch), in appends and in recovery"),
+          _b((2, 0), None, "last", "the last offset of the batch (append: the largest offset appended)")),
+         "KAFKA-6264; LogSegment.append/recover (core/.../log/LogSegment.scala 1.1.1 vs 2.0.0)"),
+    Rule("time-index-offset", "offset of a leader's time-index entry for uncompressed batches",
+         (_b(None, (3, 7), "record", "the offset of the record holding the max timestamp (recovery, followers and compressed batches: the batch's last offset)"),
+          _b((3, 7), (3, 8), "append", "the last offset of the append, which for a leader's v2 append is its one batch's (recovery and followers: the batch's last offset)"),
+          _b((3, 8), None, "batch", "the last offset of the batch holding the max timestamp, everywhere")),
+         "LogValidator.assignOffsetsNonCompressed 3.6.0 / 3.7.0 / 3.8.0 (a v2 append holds one batch: getFirstBatchAndMaybeValidateNoMoreBatches); KAFKA-16310"),
+    Rule("index-entries-per", "index entries an append of several batches makes",
+         (_b(None, (4, 1), "append", "at most one, at the append's first batch (followers and the cleaner append many batches at once)"),
+          _b((4, 1), None, "batch", "one for each batch past index.interval.bytes, as recovery does")),
+         "KAFKA-806 (apache/kafka#18012); LogSegment.append"),
+    Rule("corrupt-index-below-recovery-point", "a corrupt .index/.timeindex below the recovery point at load",
+         (_b(None, (2, 3), "rebuild", "fails the sanity check and its segment is recovered (indexes rebuilt)"),
+          _b((2, 3), None, "keep", "is left as it is (indexes load lazily; only segments from the recovery point are recovered)")),
+         "KAFKA-7283; LogSegment.sanityCheck 2.2.0 vs 2.3.0"),
+    Rule("missing-timeindex", "a missing .timeindex next to an .index at load",
+         (_b(None, None, "create-empty", "is created empty (time indexes exist from 0.10.1, KIP-33)"),),
+         "LogSegment.sanityCheck(timeIndexFileNewlyCreated): timeIndex.resize(0)"),
+    Rule("leftover-swap", "a leftover .swap segment at load",
+         (_b(None, (3, 0), "recover", "is recovered: its index files deleted, its batches validated, indexes rebuilt, then renamed"),
+          _b((3, 0), None, "rename", "is renamed as it is, index .swap files with it")),
+         "KAFKA-12520; Log.loadSegmentFiles 2.8.0 vs LogLoader 3.0.0"),
+    Rule("producers-below-log-start", "producers whose last batch lies below the log start offset",
+         (_b(None, (2, 4), "evict", "are evicted at load and when the log start moves"),
+          _b((2, 4), None, "keep", "are kept until producer.id.expiration.ms")),
+         "KAFKA-7190; ProducerStateManager.truncateHead 2.3.0 vs 2.4.0"),
+    Rule("stray-snapshots", "producer snapshots at no segment's base offset",
+         (_b(None, (2, 8), "keep", "are kept"),
+          _b((2, 8), None, "remove", "are removed at load, but for the newest past the last segment's base")),
+         "KAFKA-9393; ProducerStateManager.removeStraySnapshots"),
+    Rule("cleaner-tombstones", "when the cleaner drops tombstones and transaction markers",
+         (_b(None, (3, 1), "segment-mtime", "once their segment was last modified before the delete horizon (last cleaned segment's mtime - delete.retention.ms)"),
+          _b((3, 1), None, "delete-horizon", "once the delete horizon stamped in the batch header (now + delete.retention.ms, the first time kept) has passed; magic 0/1 keep the mtime rule")),
+         "KIP-534 / KAFKA-8522; LogCleaner"),
+)
+
+BY_AREA = {r.area: r for r in RULES}
+
+
+def _overlaps(b: Behaviour, low: Version, high: Version | None) -> bool:
+    starts_before_high = high is None or b.since is None or tuple(b.since) < tuple(high)
+    ends_after_low = b.until is None or tuple(b.until) > tuple(low)
+    return starts_before_high and ends_after_low
+
+
+@dataclass(frozen=True)
+class AppliedRules:
+    """The table for the Kafka versions in [low, high) (high None: no upper bound)."""
+    low: Version = OLDEST
+    high: Version | None = None
+
+    def possible(self, area: str) -> list[str]:
+        """The behaviours of ``area`` some version in the range has, oldest first."""
+        return [b.key for b in BY_AREA[area].behaviours if _overlaps(b, self.low, self.high)]
+
+    def allows(self, area: str, key: str) -> bool:
+        return key in self.possible(area)
+
+    def write(self, area: str) -> str:
+        """The behaviour of the newest version in the range."""
+        return self.possible(area)[-1]
+
+    def summary(self) -> dict:
+        """Area -> the behaviour kfx writes (and accepts, when more than one is possible)."""
+        out = {}
+        for r in RULES:
+            p = self.possible(r.area)
+            out[r.area] = p[-1] if len(p) == 1 else {"write": p[-1], "accept": p}
+        return out
+
+
+def _range_text(b: Behaviour) -> str:
+    if b.since is None and b.until is None:
+        return "all"
+    if b.since is None:
+        return "≤ " + version_text(RELEASES[RELEASES.index(tuple(b.until)) - 1])
+    if b.until is None:
+        return "≥ " + version_text(b.since)
+    last = RELEASES[RELEASES.index(tuple(b.until)) - 1]
+    return version_text(b.since) if last == tuple(b.since) else f"{version_text(b.since)}–{version_text(last)}"
+
+
+def rules_markdown() -> str:
+    """The table as the README shows it."""
+    lines = ["| area | Kafka | behaviour | source |", "|---|---|---|---|"]
+    for r in RULES:
+        for i, b in enumerate(r.behaviours):
+            lines.append(f"| {r.what if i == 0 else ''} | {_range_text(b)} | {b.says} | {r.source if i == 0 else ''} |")
+    return "\n".join(lines)
