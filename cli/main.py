@@ -240,6 +240,12 @@ def _print_actions(report_json: dict, title: str) -> None:
         out.print(f"{title}: nothing to do")
 
 
+#: the backup options every repair takes (recover, reindex, compact, retention), declared once
+BACKUP_DIR = Option(None, "--backup-dir", help="Where to keep what the repair changes or removes "
+                                               "(default <partition>/.kfx-backup/<time>; `kfx restore DIR` undoes it)")
+NO_BACKUP = Option(False, "--no-backup", help="Keep no backup")
+
+
 def _backup_opts(backup_dir, no_backup):
     if backup_dir and no_backup:
         _fail("--backup-dir and --no-backup exclude each other")
@@ -249,8 +255,8 @@ def _backup_opts(backup_dir, no_backup):
 @commands.command()
 def recover(partition_dir: str = Argument(..., help="A partition directory (topic-N)"),
             dry_run: bool = Option(False, "--dry-run", help="Report what would be done; change nothing"),
-            backup_dir: Optional[str] = Option(None, "--backup-dir", help="Where to keep the original files"),
-            no_backup: bool = Option(False, "--no-backup", help="Do not keep the original files"),
+            backup_dir: Optional[str] = BACKUP_DIR,
+            no_backup: bool = NO_BACKUP,
             index_interval_bytes: int = Option(DEFAULT_INDEX_INTERVAL_BYTES, "--index-interval-bytes", min=0),
             max_message_bytes: Optional[int] = Option(None, "--max-message-bytes", min=14,
                                                             help="Also treat larger batches as corrupt"),
@@ -289,8 +295,8 @@ def recover(partition_dir: str = Argument(..., help="A partition directory (topi
 def reindex(path: str = Argument(..., help="A <offset>.log segment or a partition directory"),
             index_interval_bytes: int = Option(DEFAULT_INDEX_INTERVAL_BYTES, "--index-interval-bytes", min=0),
             dry_run: bool = Option(False, "--dry-run"),
-            backup_dir: Optional[str] = Option(None, "--backup-dir"),
-            no_backup: bool = Option(False, "--no-backup"),
+            backup_dir: Optional[str] = BACKUP_DIR,
+            no_backup: bool = NO_BACKUP,
             as_json: bool = Option(False, "--json")):
     """Rebuild .index/.timeindex/.txnindex exactly as Kafka's recovery writes them."""
     from rich.console import Console
@@ -310,6 +316,28 @@ def reindex(path: str = Argument(..., help="A <offset>.log segment or a partitio
         for n in rep.notes:
             Console().print(f"[dim]note: {n}[/dim]", highlight=False)
     raise Exit(EXIT_PROBLEMS if rep.actions else EXIT_OK)
+
+
+@commands.command()
+def restore(backup_dir: str = Argument(..., help="A backup dir a repair wrote (it holds manifest.json)"),
+            dry_run: bool = Option(False, "--dry-run", help="Say what would be put back; change nothing"),
+            as_json: bool = Option(False, "--json")):
+    """Undo a repair (recover, reindex, compact, retention) from its backup: the files byte-identical again."""
+    from kafkaforensics.repair.restore import restore as restore_backup
+    if not os.path.isdir(backup_dir):
+        _fail(f"{backup_dir}: not a directory")
+    try:
+        rep = restore_backup(backup_dir, dry_run=dry_run)
+    except (OSError, ValueError) as e:
+        _fail(str(e))
+    if as_json:
+        print(json.dumps(rep.to_json()))
+    else:
+        for r in rep.restored:
+            print(f"{'would restore' if dry_run else 'restored'} {r['file']}: {r['detail']}")
+        print(f"{len(rep.restored)} change(s) undone" + (" (dry run)" if dry_run else "")
+              + (f", {len(rep.skipped)} not made or already undone" if rep.skipped else ""))
+    raise Exit(EXIT_OK)
 
 
 @commands.command()
@@ -365,6 +393,8 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
                                                     help="Offset map memory (24 bytes a key, as Kafka's)"),
             out: Optional[str] = Option(None, "--out", help="Write the compacted partition here; input untouched"),
             dry_run: bool = Option(False, "--dry-run", help="Report what compaction would do; change nothing"),
+            backup_dir: Optional[str] = BACKUP_DIR,
+            no_backup: bool = NO_BACKUP,
             as_json: bool = Option(False, "--json")):
     """Run Kafka's log cleaner offline, with its crash-safe .cleaned/.swap/.deleted file swap."""
     from rich.console import Console
@@ -379,10 +409,10 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
                           dedupe_buffer_bytes=dedupe_buffer_bytes, ignore_checkpoint=ignore_checkpoint)
     try:
         problems = walk_problems(partition_dir)
-        rep = compact_partition(partition_dir, opts, out=out, dry_run=dry_run)
+        rep = compact_partition(partition_dir, opts, out=out, dry_run=dry_run, **_backup_opts(backup_dir, no_backup))
     except (OSError, ValueError) as e:
         _fail(str(e))
-    j = rep.to_json() | {"problems": [p.to_json() for p in problems]}
+    j = rep.to_json() | {"problems": [p.to_json() for p in problems + rep.problems]}
     if as_json:
         print(json.dumps(j))
     else:
@@ -401,8 +431,13 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
                 highlight=False)
         for n in rep.notes:
             c.print(f"[dim]note: {n}[/dim]", highlight=False)
+        if rep.backup:
+            c.print(f"backup: {rep.backup}", highlight=False)
         _print_walk_problems(problems)
-    raise Exit(EXIT_PROBLEMS if problems else EXIT_OK)
+        for p in rep.problems:
+            _err().print(f"problem: {p} (cleaning stopped here, as Kafka's cleaner would)", highlight=False,
+                         soft_wrap=True, markup=False)
+    raise Exit(EXIT_PROBLEMS if problems or rep.problems else EXIT_OK)
 
 
 @commands.command()
@@ -412,6 +447,8 @@ def retention(partition_dir: str = Argument(..., help="A partition directory (to
               log_start_offset: Optional[int] = Option(None, "--log-start-offset", min=0),
               now: Optional[int] = Option(None, "--now", help="Epoch ms (default: now)"),
               dry_run: bool = Option(False, "--dry-run"),
+              backup_dir: Optional[str] = BACKUP_DIR,
+              no_backup: bool = NO_BACKUP,
               as_json: bool = Option(False, "--json")):
     """Apply Kafka's time, size and log-start-offset retention rules (deletion via .deleted renames)."""
     from rich.console import Console
@@ -424,7 +461,8 @@ def retention(partition_dir: str = Argument(..., help="A partition directory (to
     try:
         problems = walk_problems(partition_dir)
         rep = apply_retention(partition_dir, retention_ms=retention_ms, retention_bytes=retention_bytes,
-                              log_start_offset=log_start_offset, now=now, dry_run=dry_run)
+                              log_start_offset=log_start_offset, now=now, dry_run=dry_run,
+                              **_backup_opts(backup_dir, no_backup))
     except (OSError, ValueError, KafkaFormatError) as e:
         _fail(str(e))
     if as_json:
@@ -440,6 +478,8 @@ def retention(partition_dir: str = Argument(..., help="A partition directory (to
         c.print(t if rep.deleted else "nothing to delete")
         if rep.rolled:
             c.print(f"rolled a new active segment {rep.rolled}", highlight=False)
+        if rep.backup:
+            c.print(f"backup: {rep.backup}", highlight=False)
         _print_walk_problems(problems)
     raise Exit(EXIT_PROBLEMS if problems else EXIT_OK)
 

@@ -36,14 +36,18 @@ class Action:
 
 
 def apply_actions(actions: list[Action], backup_dir: str | None) -> None:
-    """Apply ``actions`` in their order (the caller sorts them by phase), backing up what they change."""
+    """Apply ``actions`` in their order (the caller sorts them by phase), backing up what they change
+    (``backup_dir``'s manifest records each, so that ``kfx restore`` can undo them)."""
+    backup_dir = fsutil.journal(backup_dir)
     for a in actions:
         if a.action == "delete":
-            if os.path.exists(a.file):
+            if os.path.isdir(a.file):
+                fsutil.remove_temp(a.file)  # only a killed run's temp dir is ever planned for deletion
+            elif os.path.exists(a.file):
                 fsutil.remove_file(a.file, backup_dir=backup_dir)
         elif a.action == "rename":
             if os.path.exists(a.file):
-                fsutil.rename(a.file, a.target)
+                fsutil.rename(a.file, a.target, backup_dir=backup_dir)
         elif a.action == "truncate":
             if os.path.getsize(a.file) > a.size:
                 fsutil.truncate_file(a.file, a.size, backup_dir=backup_dir)

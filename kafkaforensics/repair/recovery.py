@@ -104,7 +104,7 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
             except KafkaFormatError:
                 rp = 0
     rep = RecoveryReport(os.path.basename(path), rp, dry_run=dry_run)
-    if backup:
+    if backup and not dry_run:  # a dry run names no backup: it makes none
         rep.backup = os.path.abspath(backup_dir) if backup_dir else fsutil.default_backup_dir(path)
     d = _PartitionFiles(path)
     plan: list[Action] = []

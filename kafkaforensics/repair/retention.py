@@ -9,7 +9,9 @@ and deleted while the rule holds --
 an empty active segment is never deleted; deleting every segment first rolls a new empty active
 segment at the log end offset, so one active segment always remains.  Deletion renames the files
 to ``.deleted`` (what a crash leaves is removed by ``kfx recover``) and then removes them; the
-producer snapshots of deleted segments go too, and log-start-offset-checkpoint is advanced.
+producer snapshots of deleted segments go too, and log-start-offset-checkpoint is advanced.  Every file deleted or
+changed is moved into a backup (default ``<partition>/.kfx-backup/<time>``) whose manifest
+``kfx restore`` undoes, unless ``backup=False``.
 """
 from __future__ import annotations
 
@@ -33,11 +35,12 @@ class RetentionReport:
     rolled: str | None = None
     log_start_offset: int = 0
     log_end_offset: int = 0
+    backup: str | None = None
 
     def to_json(self) -> dict:
         return {"partition": self.partition, "dryRun": self.dry_run, "deletedSegments": self.deleted,
                 "rolledNewSegment": self.rolled, "logStartOffset": self.log_start_offset,
-                "logEndOffset": self.log_end_offset}
+                "logEndOffset": self.log_end_offset, "backup": self.backup}
 
 
 def _largest_timestamp(seg) -> int:
@@ -56,7 +59,8 @@ def _largest_timestamp(seg) -> int:
 
 
 def retention(partition_dir: str, *, retention_ms: int | None = None, retention_bytes: int | None = None,
-              log_start_offset: int | None = None, now: int | None = None, dry_run: bool = False) -> RetentionReport:
+              log_start_offset: int | None = None, now: int | None = None, dry_run: bool = False,
+              backup: bool = True, backup_dir: str | None = None) -> RetentionReport:
     import time
     now = int(time.time() * 1000) if now is None else now
     log = PartitionLog(partition_dir, producers=False).load()
@@ -109,19 +113,21 @@ def retention(partition_dir: str, *, retention_ms: int | None = None, retention_
         rep.rolled = file_name(leo, LOG)
     if dry_run or not doomed:
         return rep
+    bk = fsutil.Backup(backup_dir or fsutil.default_backup_dir(pd.path)) if backup else None
     if rep.rolled:  # roll first so that an active segment always exists
         for suf in (LOG, INDEX, TIMEINDEX):
-            fsutil.atomic_write(os.path.join(pd.path, file_name(leo, suf)), b"")
+            fsutil.atomic_write(os.path.join(pd.path, file_name(leo, suf)), b"", backup_dir=bk)
     renamed = []
     for base in sorted(doomed):
         for suf in (LOG, INDEX, TIMEINDEX, TXNINDEX, SNAPSHOT):
             p = os.path.join(pd.path, file_name(base, suf))
             if os.path.exists(p):
-                fsutil.rename(p, p + DELETED)
+                fsutil.rename(p, p + DELETED, backup_dir=bk)
                 renamed.append(p + DELETED)
     for p in renamed:
-        fsutil.remove_file(p)
+        fsutil.remove_file(p, backup_dir=bk)
     # advance this partition's entry of log-start-offset-checkpoint (when the log dir has one)
     set_partition_offset(log.log_dir, LOG_START_OFFSET, parse_partition_dir_name(pd.path), rep.log_start_offset,
-                         create=False)
+                         create=False, backup_dir=bk)
+    rep.backup = bk.dir if bk is not None and bk.entries else None
     return rep

@@ -1,0 +1,222 @@
+"""Issue 28, do no harm: hostile segments (CRC-valid batches whose headers lie) end in a located
+problem, never a traceback, hang or an allocation sized from a header; every repair keeps a backup
+that ``kfx restore`` puts back byte-identical; dry runs name no backup and leave nothing behind."""
+import json
+import os
+import shutil
+import struct
+import tracemalloc
+
+import pytest
+
+from kafkaforensics import fsutil
+from kafkaforensics.harness.fuzz import fix_crcs
+from kafkaforensics.log.record_columns import decode_columns
+from kafkaforensics.log.segment import iter_batches
+from kafkaforensics.records.batch import Record
+from kafkaforensics.records.builder import build_v2
+from kafkaforensics.log.writer import write_partition
+from kafkaforensics.repair.cleaner import CompactOptions, compact
+from kafkaforensics.repair.recovery import recover
+from kafkaforensics.repair.reindex import reindex
+from kafkaforensics.repair.restore import restore
+from kafkaforensics.repair.retention import retention
+from tests.corruption import INTERVAL, layout, make_partition
+
+#: the issue's reproducers, byte for byte
+COUNT_2G = bytes.fromhex("00000000000000000000003a0000000002a58dcca800000000000000000000000000000000000000000000"
+                         "ffffffffffffffffffffffffffff7ffffffe10000000026b027600")
+TS_OVERFLOW = bytes.fromhex("00000000000000000000003a00000000025277dda30000000000007fffffffffffffff7fffffffffffff"
+                            "ffffffffffffffffffffffffffffff0000000110000200026b027600")
+NOW = 1_700_000_000_000 + 10**9
+
+
+def _one_segment(tmp_path, data: bytes) -> str:
+    part = tmp_path / "logs" / "t-0"
+    part.mkdir(parents=True)
+    (part / "00000000000000000000.log").write_bytes(data)
+    return str(part)
+
+
+def _tree(d) -> dict:
+    """Every file under ``d`` but backups, by relative path -> bytes."""
+    out = {}
+    for root, dirs, files in os.walk(d):
+        dirs[:] = [x for x in dirs if x != fsutil.BACKUP_DIR_NAME]
+        for f in files:
+            p = os.path.join(root, f)
+            out[os.path.relpath(p, d)] = open(p, "rb").read()
+    return out
+
+
+def test_claimed_two_billion_records_take_no_gigabyte(tmp_path, kfx):
+    part = _one_segment(tmp_path, COUNT_2G)
+    before = _tree(os.path.dirname(part))
+    tracemalloc.start()
+    try:
+        rep = compact(part, CompactOptions(include_active=True), dry_run=True)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 32 << 20, peak
+    (p,) = rep.problems
+    assert p.file == os.path.join(part, "00000000000000000000.log") and p.position == 0 and p.offset == 0
+    assert _tree(os.path.dirname(part)) == before  # nothing created in the log dir
+    r = kfx("compact", "--dry-run", "--include-active", part)
+    assert r.exit_code == 1 and "record count 2147483646" in r.output and "Traceback" not in r.output
+    assert sorted(os.listdir(os.path.dirname(part))) == ["t-0"] and os.listdir(part) == ["00000000000000000000.log"]
+
+
+def _with_count(batch: bytes, count: int) -> bytes:
+    data = bytearray(batch)
+    struct.pack_into(">i", data, 57, count)
+    fix_crcs(data)
+    return bytes(data)
+
+
+def test_negative_record_count_in_a_later_segment_does_not_hang(tmp_path):
+    """A later segment's batch claims -2^31 records: the offset map is not sized from it, the
+    cleaning makes progress, and the batch is reported where it is."""
+    recs = [build_v2([Record(i, 1000 + i, b"k%d" % (i % 3), b"v", [])], base_offset=i) for i in range(30)]
+    bad = _with_count(build_v2([Record(30, 2000, b"k1", b"v", [])], base_offset=30), -2**31)
+    part = write_partition(str(tmp_path / "logs" / "t-0"), recs + [bad] + [build_v2([Record(31, 3000, b"k", b"v", [])],
+                                                                                  base_offset=31)],
+                           segment_bytes=500, index_interval_bytes=INTERVAL)
+    rep = compact(part, CompactOptions(include_active=True, now=NOW), dry_run=True)
+    assert rep.problems and rep.problems[0].offset == 30 and "record count" in rep.problems[0].detail
+    assert rep.problems[0].file.startswith(part)
+
+
+def test_timestamp_past_int64_wraps_as_java_reads_it(tmp_path, kfx):
+    (b,) = list(iter_batches(_one_segment(tmp_path, TS_OVERFLOW) + "/00000000000000000000.log"))
+    cols = decode_columns([b])
+    want = (b.first_timestamp + 1 + 2**63) % 2**64 - 2**63  # firstTimestamp + delta, a Java long sum
+    assert cols.timestamp.tolist() == [want] and cols.create_time.tolist() == [want]
+    r = kfx("compact", "--dry-run", "--include-active", str(tmp_path / "logs" / "t-0"))
+    assert r.exit_code == 0 and "Traceback" not in r.output
+
+
+def test_records_that_do_not_decompress_stop_compact_located_and_unchanged(tmp_path, kfx):
+    recs = [build_v2([Record(3 * i + j, 1000 + i, b"k%d" % (i % 2), b"v" * 40, []) for j in range(3)],
+                     base_offset=3 * i, codec=1) for i in range(10)]
+    data = bytearray(recs[5])
+    data[61 + 10:61 + 20] = b"\xff" * 10  # inside the gzip stream, CRC recomputed
+    fix_crcs(data)
+    recs[5] = bytes(data)
+    part = write_partition(str(tmp_path / "logs" / "t-0"), recs, segment_bytes=400, index_interval_bytes=INTERVAL)
+    before = _tree(os.path.dirname(part))
+    for args in (("--dry-run",), ()):
+        r = kfx("compact", "--include-active", "--now", str(NOW), "--json", *args, part)
+        assert r.exit_code == 1, r.output
+        out = json.loads(r.output)
+        (p,) = out["problems"]
+        assert p["offset"] == 15 and p["file"].startswith(part) and p["kind"] in ("compression", "record")
+        assert out["backup"] is None  # nothing was changed, so nothing was kept
+    assert _tree(os.path.dirname(part)) == before
+
+
+# ------------------------------------------------------------------ backups and restore ----
+def _damage_tail(part):
+    lay = layout(part)
+    seg, batches = lay[2]
+    with open(seg, "r+b") as f:
+        f.seek(batches[1][0] + 70)
+        f.write(b"\x00\x01\x02")
+
+
+def _leftovers(part):
+    lay = layout(part)
+    with open(lay[0][0], "rb") as a, open(lay[1][0], "rb") as b:
+        merged = a.read() + b.read()
+    with open(lay[0][0] + ".swap", "wb") as f:
+        f.write(merged)
+    with open(lay[3][0] + ".cleaned", "wb") as f:
+        f.write(b"partial")
+    with open(os.path.join(part, ".00000000000000000000.index.x1.kfx-tmp"), "wb") as f:
+        f.write(b"half")
+
+
+def _bad_indexes(part):
+    for f in sorted(os.listdir(part)):
+        p = os.path.join(part, f)
+        if f.endswith(".index"):
+            with open(p, "r+b") as fh:
+                fh.truncate(os.path.getsize(p) // 2)
+        elif f.endswith(".timeindex"):
+            os.remove(p)
+
+
+REPAIRS = {
+    "recover-truncation": (_damage_tail, lambda p, **kw: recover(p, index_interval_bytes=INTERVAL, **kw)),
+    "recover-leftovers": (_leftovers, lambda p, **kw: recover(p, index_interval_bytes=INTERVAL, **kw)),
+    "reindex": (_bad_indexes, lambda p, **kw: reindex(p, index_interval_bytes=INTERVAL, **kw)),
+    "compact": (lambda p: None, lambda p, **kw: compact(p, CompactOptions(now=NOW, index_interval_bytes=INTERVAL,
+                                                                          segment_bytes=8000), **kw)),
+    "retention": (lambda p: None, lambda p, **kw: retention(p, retention_bytes=9000, now=NOW, **kw)),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(REPAIRS))
+def test_restore_puts_the_partition_back_byte_identical(tmp_path, kind):
+    damage, run = REPAIRS[kind]
+    logs = tmp_path / "logs"
+    part = str(make_partition(logs / "t-0"))
+    (logs / "log-start-offset-checkpoint").write_text("0\n1\nt 0 0\n")
+    damage(part)
+    before = _tree(str(logs))
+    dry = run(part, dry_run=True)
+    assert dry.backup is None and _tree(str(logs)) == before  # a dry run names no backup, changes nothing
+    assert not os.path.exists(os.path.join(part, fsutil.BACKUP_DIR_NAME))
+    rep = run(part)
+    assert rep.backup and os.path.isfile(os.path.join(rep.backup, fsutil.MANIFEST))
+    changed = _tree(str(logs))
+    assert changed != before
+    undone = restore(rep.backup)
+    assert undone.restored
+    assert _tree(str(logs)) == before
+    again = restore(rep.backup)  # a second restore changes nothing
+    assert not again.restored and _tree(str(logs)) == before
+
+
+def test_truncation_backup_holds_the_cut_bytes_only(tmp_path):
+    part = str(make_partition(tmp_path / "logs" / "t-0"))
+    _damage_tail(part)
+    seg = layout(part)[2][0]
+    whole = open(seg, "rb").read()
+    later = sum(os.path.getsize(s) for s, _ in layout(part)[3:])
+    rep = recover(part, index_interval_bytes=INTERVAL)
+    cut = rep.truncated_at["position"]
+    changes = json.load(open(os.path.join(rep.backup, fsutil.MANIFEST)))["changes"]
+    (t,) = [c for c in changes if c["op"] == "truncate"]
+    assert t["file"] == seg and t["at"] == cut and t["size"] == len(whole)
+    assert open(os.path.join(rep.backup, t["copy"]), "rb").read() == whole[cut:]
+    segments_kept = [c for c in changes if c["op"] == "delete" and c["file"].endswith(".log")]
+    assert sum(os.path.getsize(os.path.join(rep.backup, c["copy"])) for c in segments_kept) == later
+    logs_in_backup = sum(os.path.getsize(os.path.join(rep.backup, n)) for n in os.listdir(rep.backup) if ".log" in n)
+    assert logs_in_backup == later + len(whole) - cut  # no whole copy of the truncated segment
+
+
+def test_restore_cli(tmp_path, kfx):
+    part = str(make_partition(tmp_path / "logs" / "t-0"))
+    _damage_tail(part)
+    before = _tree(part)
+    r = kfx("recover", part, "--json", "--backup-dir", str(tmp_path / "bk"))
+    assert r.exit_code == 1 and json.loads(r.output)["backup"] == str(tmp_path / "bk")
+    r = kfx("restore", str(tmp_path / "bk"), "--dry-run")
+    assert r.exit_code == 0 and "would restore" in r.output and _tree(part) != before
+    r = kfx("restore", str(tmp_path / "bk"))
+    assert r.exit_code == 0 and _tree(part) == before
+    assert kfx("restore", str(tmp_path)).exit_code == 2  # not a backup: one line, exit 2
+
+
+def test_compact_and_retention_take_the_backup_options(tmp_path, kfx):
+    part = str(make_partition(tmp_path / "a" / "t-0"))
+    r = kfx("compact", part, "--now", str(NOW), "--segment-bytes", "8000", "--json", "--no-backup")
+    assert r.exit_code == 0 and json.loads(r.output)["backup"] is None
+    assert not os.path.exists(os.path.join(part, fsutil.BACKUP_DIR_NAME))
+    part = str(make_partition(tmp_path / "b" / "t-0"))
+    r = kfx("retention", part, "--retention-bytes", "9000", "--now", str(NOW), "--json",
+            "--backup-dir", str(tmp_path / "bk"))
+    assert r.exit_code == 0 and json.loads(r.output)["backup"] == str(tmp_path / "bk")
+    assert kfx("compact", part, "--no-backup", "--backup-dir", "x").exit_code == 2
+    shutil.rmtree(tmp_path / "bk")
