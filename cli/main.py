@@ -282,8 +282,12 @@ def recover(partition_dir: str = Argument(..., help="A partition directory (topi
         _print_actions(j, f"kfx recover {rep.partition}" + (" (dry run)" if dry_run else ""))
         if rep.truncated_at:
             t = rep.truncated_at
-            Console().print(f"truncated {t['segment']} at byte {t['position']} (log end offset {t['offset']}): "
-                            f"{t['reason']}", highlight=False)
+            Console().print(f"{'would truncate' if dry_run else 'truncated'} {t['segment']} at byte {t['position']} "
+                            f"(log end offset {t['offset']}): {t['reason']}", highlight=False)
+        if rep.dropped:
+            Console().print(f"{'would drop' if dry_run else 'dropped'} {rep.dropped.text()}"
+                            + (" (`kfx salvage` copies the valid batches out)" if rep.dropped.batches else ""),
+                            highlight=False)
         for n in rep.notes:
             Console().print(f"[dim]note: {n}[/dim]", highlight=False)
         if rep.backup:
@@ -429,6 +433,9 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
                 f"{j['tombstones']['kept']} removed {j['tombstones']['removed']}; aborted records removed "
                 f"{j['abortedRecordsRemoved']}; markers kept {j['markers']['kept']} removed {j['markers']['removed']}",
                 highlight=False)
+        dr = j["dropped"]
+        c.print(f"{'would drop' if dry_run else 'dropped'} {dr['records']} records, {dr['batches']} whole batches, "
+                f"{dr['bytes']} bytes, rewriting {dr['segmentsRewritten']} segment(s)", highlight=False)
         for n in rep.notes:
             c.print(f"[dim]note: {n}[/dim]", highlight=False)
         if rep.backup:
@@ -476,6 +483,8 @@ def retention(partition_dir: str = Argument(..., help="A partition directory (to
             t.add_row(d["segment"], f"{d['baseOffset']}..{d['nextOffset'] - 1}", str(d["bytes"]),
                       str(d["largestTimestamp"]), d["reason"])
         c.print(t if rep.deleted else "nothing to delete")
+        if rep.dropped:
+            c.print(f"{'would delete' if dry_run else 'deleted'} {rep.dropped.text()}", highlight=False)
         if rep.rolled:
             c.print(f"rolled a new active segment {rep.rolled}", highlight=False)
         if rep.backup:

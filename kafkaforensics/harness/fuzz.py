@@ -300,6 +300,122 @@ def _drain_columns(data: bytes):
     return len(cols)
 
 
+_SPARK_READER = []
+
+
+def _struct_from_ddl(ddl: str):
+    """The Spark schema of a flat DDL (scalars, and ``array<struct<k:t,...>>``) without a session
+    (pyspark parses DDL in the JVM)."""
+    from pyspark.sql import types as T
+    scalar = {"string": T.StringType(), "int": T.IntegerType(), "bigint": T.LongType(),
+              "binary": T.BinaryType(), "boolean": T.BooleanType()}
+
+    def typ(t: str):
+        if t.startswith("array<struct<") and t.endswith(">>"):
+            fields = [f.split(":") for f in t[len("array<struct<"):-2].split(",")]
+            return T.ArrayType(T.StructType([T.StructField(n, scalar[x]) for n, x in fields]))
+        return scalar[t]
+    out = []
+    for col in ddl.split(", `"):
+        name, t = col.strip("`").split("` ")
+        out.append(T.StructField(name, typ(t)))
+    return T.StructType(out)
+
+
+def _spark_records(data: bytes):
+    """The Spark records level's Arrow path (``KafkaSegmentsReader._records_arrow``: the columnar
+    decoder, then Arrow columns from its spans) over every batch, CRC-valid ones and, as with
+    ``includeCorrupt``, the others; no Spark session is made."""
+    from kafkaforensics.log.segment import BatchScanner
+    if not _SPARK_READER:
+        from kafkaforensics.spark.spark_source import LEVELS, KafkaSegmentsReader, spark_ddl
+        _SPARK_READER.append(KafkaSegmentsReader({"includeCorrupt": "true"}, "records",
+                                                 _struct_from_ddl(spark_ddl(LEVELS["records"]))))
+    reader = _SPARK_READER[0]
+    rows = 0
+    for batch in reader._records_arrow(list(BatchScanner(data, file="fuzz.log", base_offset=0)), ("t", 0, "f"), 0):
+        rows += batch.num_rows
+    return rows
+
+
+# -- whole commands over a partition dir --------------------------------------------------------------
+#: where command targets build their partition dir (tmpfs when there is one: thousands of files a second)
+WORK = os.path.join("/dev/shm" if os.path.isdir("/dev/shm") else "/tmp", f"kfx-fuzz-{os.getpid()}")
+NOW = 1_700_000_000_000 + 10**9
+
+
+def _partition(data: bytes) -> str:
+    """``data`` as a fresh partition dir ``<WORK>/logs/t-0``: split at a batch boundary in the middle
+    into two segments (the second named by the base offset its first batch claims) when it can be."""
+    import shutil
+    from kafkaforensics.log.segment import file_name
+    logs = os.path.join(WORK, "logs")
+    shutil.rmtree(logs, ignore_errors=True)
+    part = os.path.join(logs, "t-0")
+    os.makedirs(part)
+    bounds = [b for b in segment_boundaries(data) if 0 < b < len(data)] if len(data) < 1 << 16 else []
+    cut = bounds[len(bounds) // 2] if bounds else None
+    pieces = [(0, data)]
+    if cut is not None and cut + 8 <= len(data):
+        second = struct.unpack_from(">q", data, cut)[0]
+        if 0 < second < 1 << 62:
+            pieces = [(0, data[:cut]), (second, data[cut:])]
+    for base, piece in pieces:
+        with open(os.path.join(part, file_name(base, ".log")), "wb") as f:
+            f.write(piece)
+    return part
+
+
+def _problems_located(problems) -> None:
+    for p in problems:
+        if p.position is None and getattr(p, "offset", getattr(p, "first_offset", None)) is None and p.file is None:
+            raise AssertionError(f"unlocated problem: {p}")
+
+
+def _command(name: str):
+    """A target running the command ``name`` on the mutated segment as a partition: it must return a
+    report (its problems located) -- nothing it raises is acceptable, not even a KafkaFormatError."""
+    def run(data: bytes):
+        part = _partition(data)
+        try:
+            out = _COMMANDS[name](part)
+        except KafkaFormatError as e:
+            raise AssertionError(f"{name} raised instead of reporting: {e}") from None
+        _problems_located(getattr(out, "problems", []) or [])
+        return LOCATED if getattr(out, "problems", None) else out
+    return run
+
+
+def _compact(part, dry_run):
+    from kafkaforensics.repair.cleaner import CompactOptions, compact
+    return compact(part, CompactOptions(now=NOW, include_active=True, segment_bytes=2000), dry_run=dry_run,
+                   backup=not dry_run)
+
+
+def _recover(part):
+    from kafkaforensics.repair.recovery import recover
+    return recover(part, full=True)
+
+
+def _reindex(part):
+    from kafkaforensics.repair.reindex import reindex
+    return reindex(part, index_interval_bytes=64)
+
+
+def _retention(part):
+    from kafkaforensics.repair.retention import retention
+    return retention(part, retention_bytes=100, retention_ms=10**9, now=NOW)
+
+
+def _analyze(part):
+    from kafkaforensics.inspect.analyzer import AnalyzeOptions, analyze
+    return analyze([part], AnalyzeOptions(now=NOW))
+
+
+_COMMANDS = {"compact": lambda p: _compact(p, False), "compact-dry-run": lambda p: _compact(p, True),
+             "recover": _recover, "reindex": _reindex, "retention": _retention, "analyze": _analyze}
+
+
 def _index_target(name, module, width, suffix):
     def run(data):
         entries, _ = module.read_entries(data, 0)
@@ -451,6 +567,8 @@ def targets() -> dict[str, Target]:
     ts = [
         Target("segment", _drain_segment, seg, segment=True),
         Target("columns", _drain_columns, seg, segment=True),
+        Target("spark-records", _spark_records, seg, segment=True),
+        *(Target(n, _command(n), seg, segment=True) for n in _COMMANDS),
         _index_target("offset-index", offset_index, 8, ".index"),
         _index_target("time-index", time_index, 12, ".timeindex"),
         Target("txn-index", lambda d: len(read_txn(d, file="x")), _txn_seeds()),

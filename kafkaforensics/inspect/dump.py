@@ -19,7 +19,7 @@ from kafkaforensics.log import kraft, offset_index, time_index, txn_index
 from kafkaforensics.log.logdir import CLEAN_SHUTDOWN_FILE, read_clean_shutdown
 from kafkaforensics.log.tiered import REMOTE_INDEX_RE
 from kafkaforensics.records.batch import resolve_legacy_wrapper
-from kafkaforensics.records.batch_json import batch_to_json, encode
+from kafkaforensics.records.batch_json import encode, record_to_json
 from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log.partition import LEFTOVER_SUFFIXES, read_text
 from kafkaforensics.log.producer_state import read_snapshot
@@ -222,19 +222,9 @@ def _dump_log(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
             if opts.fmt == "json":
                 obj = b.to_json()
                 if deep:
-                    try:
-                        obj = batch_to_json(b, deep=True, encoding=enc)
-                        if corrupt:
-                            for rj in obj["records"]:
-                                rj["crcValid"] = False
-                        if opts.decoder:
-                            for rj, r in zip(obj["records"], b.records()):
-                                rj["decoded"] = decode_record(opts.decoder, b, r)
-                    except KafkaFormatError as e:
-                        obj["records"] = None
-                        res.problems.append(e.problem)
-                        print(str(e.problem), file=err)
-                print(json.dumps(obj), file=out)
+                    _print_batch_json(b, obj, opts, enc, corrupt, out, err, res)
+                else:
+                    print(json.dumps(obj), file=out)
                 continue
             _print_batch_line(b, out)
             if not deep:
@@ -261,6 +251,34 @@ def _dump_log(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
         print(f"Non-consecutive offsets in {os.path.abspath(path)}", file=err)
         for a, b2 in gaps:
             print(f"  {a} is followed by {b2}", file=err)
+
+
+def _print_batch_json(b, obj: dict, opts: DumpOptions, enc: str, corrupt: bool, out, err, res) -> None:
+    """One batch's JSON line with its records, written record by record: the records are decoded
+    first as columns (every record checked before a byte is written, so a batch that does not decode
+    gets ``"records": null`` and a located problem), then made into objects and printed one at a
+    time, so a batch holding 100 MiB of records never becomes one JSON string or list of dicts."""
+    from kafkaforensics.log.record_columns import decode_columns
+    try:
+        recs = decode_columns([b]).iter_records()
+    except KafkaFormatError as e:
+        obj["records"] = None
+        res.problems.append(e.problem)
+        print(str(e.problem), file=err)
+        print(json.dumps(obj), file=out)
+        return
+    head = json.dumps(obj)
+    out.write(head[:-1] + (', "records": [' if obj else '"records": ['))
+    sep = ""
+    for r in recs:
+        rj = record_to_json(r, b, enc)
+        if corrupt:
+            rj["crcValid"] = False
+        if opts.decoder:
+            rj["decoded"] = decode_record(opts.decoder, b, r)
+        out.write(sep + json.dumps(rj))
+        sep = ", "
+    out.write("]}\n")
 
 
 def _print_batch_line(b, out) -> None:

@@ -14,6 +14,39 @@ PHASES = {"leftover-delete": 0, "leftover-rename": 1, "orphan": 2, "remove-segme
 
 
 @dataclass
+class Dropped:
+    """What a repair drops or deletes from a partition: its bytes, and the batches in them that still
+    pass their CRC (their records, their offsets) -- after a truncation, what ``kfx salvage`` can
+    still copy out; ``damaged_bytes`` are those in no valid batch."""
+    bytes: int = 0
+    batches: int = 0
+    records: int = 0
+    first_offset: int | None = None
+    last_offset: int | None = None
+    damaged_bytes: int = 0
+    files: list[str] = field(default_factory=list)
+
+    def add_batch(self, b) -> None:
+        self.batches += 1
+        self.records += max(0, min(b.count or 0, b.last_offset - b.base_offset + 1))
+        self.first_offset = b.base_offset if self.first_offset is None else min(self.first_offset, b.base_offset)
+        self.last_offset = b.last_offset if self.last_offset is None else max(self.last_offset, b.last_offset)
+
+    def __bool__(self) -> bool:
+        return self.bytes > 0
+
+    def text(self) -> str:
+        offsets = f"offsets {self.first_offset}..{self.last_offset}" if self.first_offset is not None else "no offsets"
+        return (f"{self.bytes} bytes in {len(self.files)} file(s): {self.batches} valid batches, {self.records} "
+                f"records, {offsets}" + (f"; {self.damaged_bytes} damaged bytes" if self.damaged_bytes else ""))
+
+    def to_json(self) -> dict:
+        return {"bytes": self.bytes, "batches": self.batches, "records": self.records,
+                "firstOffset": self.first_offset, "lastOffset": self.last_offset,
+                "damagedBytes": self.damaged_bytes, "files": self.files}
+
+
+@dataclass
 class Action:
     action: str                 # delete | rename | truncate | write
     file: str

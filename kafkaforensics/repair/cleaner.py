@@ -77,7 +77,8 @@ class CompactOptions:
 #: A compaction's counters, every one an int from 0 (a dataclass: ``CompactStats(records_before=...)``).
 CompactStats = make_dataclass("CompactStats", [(name, int, 0) for name in (
     "records_before bytes_before records_after bytes_after tombstones_kept tombstones_removed "
-    "aborted_records_removed keyless_records_removed markers_kept markers_removed batches_emptied").split()])
+    "aborted_records_removed keyless_records_removed markers_kept markers_removed batches_emptied "
+    "batches_removed").split()])
 CompactStats.__module__ = __name__
 
 
@@ -112,6 +113,9 @@ class CompactReport:
                 "keylessRecordsRemoved": s.keyless_records_removed,
                 "markers": {"kept": s.markers_kept, "removed": s.markers_removed},
                 "emptyBatchesKept": s.batches_emptied,
+                "dropped": {"batches": s.batches_removed, "records": s.records_before - s.records_after,
+                            "bytes": s.bytes_before - s.bytes_after,
+                            "segmentsRewritten": sum(len(g) for g in self.groups)},
                 "dirtyRatio": {"before": self.dirty_ratio_before, "after": self.dirty_ratio_after},
                 "groups": self.groups, "offsetMapBytes": self.offset_map_bytes, "notes": self.notes, "backup": self.backup,
                 "problems": [p.to_json() for p in self.problems]}
@@ -468,6 +472,7 @@ def _write_cleaned(names, group, omap, txn, active, upper, now, opts, stats, leg
                 for b, verdict in flt.judged(BatchScanner(buf, file=s.path, base_offset=s.base)):
                     data, kept = flt.apply(b, verdict)
                     if data is None:
+                        stats.batches_removed += 1
                         continue
                     out.write(data)
                     idx.add(parse_header(data))
@@ -690,7 +695,7 @@ def _compact_in_place(pdir: str, tp, opts: CompactOptions, now: int, rep: Compac
                 fsutil.remove_file(p, backup_dir=backup)
         st = rep.stats
         for k in ("tombstones_kept", "tombstones_removed", "aborted_records_removed", "keyless_records_removed",
-                  "markers_kept", "markers_removed", "batches_emptied"):
+                  "markers_kept", "markers_removed", "batches_emptied", "batches_removed"):
             setattr(st, k, getattr(st, k) + getattr(round_stats, k))
         rep.rounds += 1
         rep.end_offset = end

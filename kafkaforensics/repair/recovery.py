@@ -31,7 +31,7 @@ from specs import checkpoints as C
 from kafkaforensics import fsutil
 
 from kafkaforensics.log import offset_index, time_index, txn_index
-from kafkaforensics.repair.actions import PHASES, Action, apply_actions
+from kafkaforensics.repair.actions import PHASES, Action, Dropped, apply_actions
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentIndexes, SegmentRebuild
 from kafkaforensics.log.logdir import CLEAN_SHUTDOWN_FILE
@@ -58,13 +58,16 @@ class RecoveryReport:
     notes: list[str] = field(default_factory=list)
     log_end_offset: int = 0
     dry_run: bool = False
+    #: what the truncation and the removed segments drop: bytes, and the batches in them that still
+    #: pass their CRC (what ``kfx salvage`` can copy out)
+    dropped: Dropped = field(default_factory=Dropped)
 
     def to_json(self) -> dict:
         return {"partition": self.partition, "truncatedAt": self.truncated_at,
                 "removedSegments": self.removed_segments, "rebuiltIndexes": self.rebuilt_indexes,
                 "backup": self.backup, "actions": [a.to_json() for a in self.actions],
                 "recoveryPoint": self.recovery_point, "logEndOffset": self.log_end_offset,
-                "notes": self.notes, "dryRun": self.dry_run}
+                "notes": self.notes, "dryRun": self.dry_run, "dropped": self.dropped.to_json()}
 
 
 class _PartitionFiles:
@@ -146,6 +149,11 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
             plan.append(Action("truncate", d.full(name), f"truncate at byte {res['valid_bytes']} "
                                f"(end of the last valid batch): {res['reason']}", size=res["valid_bytes"],
                                phase=PHASES["truncate"]))
+    for a in plan:
+        if a.action == "truncate":
+            _count_dropped(rep.dropped, a.file, a.size)
+    for base in removed:
+        _count_dropped(rep.dropped, d.files[file_name(base, LOG)], 0)
     # later segments go before the truncation when the plan is applied (see PHASES)
     for base in removed:
         rep.removed_segments.append(file_name(base, LOG))
@@ -165,6 +173,25 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
     if not dry_run and rep.actions:
         apply_actions(rep.actions, rep.backup)
     return rep
+
+
+def _count_dropped(out: Dropped, path: str, start: int) -> None:
+    """Add the bytes of ``path`` from ``start`` on to ``out``: the batches in them that pass their CRC
+    and decode, found the way ``kfx salvage`` finds them (past damage too)."""
+    from kafkaforensics.repair.salvage import scan_file
+    out.files.append(os.path.basename(path))
+    with open_buffer(path) as buf:
+        tail = memoryview(buf)[start:] if start else buf
+        out.bytes += len(tail)
+        try:
+            for b, gap in scan_file(tail, path):
+                if gap is not None:
+                    out.damaged_bytes += gap[1] - gap[0]
+                if b is not None:
+                    out.add_batch(b)
+        finally:
+            if start:
+                tail.release()
 
 
 def _plan_leftovers(d: _PartitionFiles, plan: list[Action]) -> None:
