@@ -59,17 +59,44 @@ def temp_artefacts(directory: str) -> list[str]:
 
 def remove_temp(path: str) -> None:
     """Remove a temp file or dir of a killed kfx run (no backup: it never held anything but a copy)."""
-    _step("delete")
-    if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path, ignore_errors=True)
-    elif os.path.lexists(path):
-        os.unlink(path)
-    fsync_dir(os.path.dirname(os.path.abspath(path)))
+    with doing("removing", path):
+        _step("delete")
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        elif os.path.lexists(path):
+            os.unlink(path)
+        fsync_dir(os.path.dirname(os.path.abspath(path)))
+
+
+def clean_temps(partition_dir: str) -> list[str]:
+    """Remove what killed kfx runs left in ``partition_dir`` and in its log dir (a temp dir there
+    stops a broker: Kafka's log loading takes every dir of a log dir for a partition); the paths
+    removed.  Every writing command calls it first."""
+    part = os.path.abspath(partition_dir)
+    gone = temp_artefacts(part) + temp_artefacts(os.path.dirname(part))
+    for p in gone:
+        remove_temp(p)
+    return gone
 
 
 def temp_dir(parent: str, purpose: str) -> str:
-    """A new temp dir ``<parent>/.<purpose>.<random>.kfx-tmp``."""
-    return tempfile.mkdtemp(prefix=f".{purpose}.", suffix=TEMP_SUFFIX, dir=parent)
+    """A new temp dir ``<parent>/.<purpose>.<pid>.<random>.kfx-tmp``; those of dead processes
+    there are removed first (a killed dry run's work dir in the system temp dir)."""
+    for p in temp_artefacts(parent):
+        bits = os.path.basename(p).split(".")
+        if len(bits) > 3 and bits[1] == purpose and bits[2].isdigit() and not _alive(int(bits[2])):
+            shutil.rmtree(p, ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f".{purpose}.{os.getpid()}.", suffix=TEMP_SUFFIX, dir=parent)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 # ------------------------------------------------------------------ modes and owners ----
@@ -137,6 +164,22 @@ def _failed(e: OSError, what: str, path: str, needed: int | None) -> WriteFailed
     return WriteFailed(e.errno, msg)
 
 
+class doing:
+    """``with doing("renaming", path):`` -- an OSError inside becomes one :class:`WriteFailed` line
+    saying what was being done, where (and, given ``needed``, how many bytes it needed)."""
+
+    def __init__(self, what: str, path: str, needed: int | None = None):
+        self.what, self.path, self.needed = what, path, needed
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, e, tb):
+        if e is not None and isinstance(e, OSError) and not isinstance(e, WriteFailed):
+            raise _failed(e, self.what, self.path, self.needed) from e
+        return False
+
+
 def fsync_dir(path: str) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -149,10 +192,10 @@ def _write_new(path: str, data, what: str) -> None:
     """``data`` (bytes, or a file to copy) into a temp file beside ``path``, fsynced, renamed to
     ``path``, dir fsynced; nothing left behind when it fails."""
     d = os.path.dirname(os.path.abspath(path))
-    _step("write")
     needed = len(data) if isinstance(data, (bytes, bytearray, memoryview)) else os.path.getsize(data)
     tmp = None
     try:
+        _step("write")
         fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=TEMP_SUFFIX, dir=d)
         with os.fdopen(fd, "wb") as f:
             fit_new(tmp, fd=f.fileno(), like=d)
@@ -172,8 +215,9 @@ def _write_new(path: str, data, what: str) -> None:
     finally:
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
-    _step("fsync-dir")
-    fsync_dir(d)
+    with doing(what, path):
+        _step("fsync-dir")
+        fsync_dir(d)
 
 
 def atomic_write(path: str, data: bytes, *, backup_dir=None) -> None:
@@ -209,12 +253,13 @@ def truncate_file(path: str, size: int, *, backup_dir=None) -> None:
     j = journal(backup_dir)
     if j is not None:
         j.record("truncate", path, copy=j.keep_tail(path, size), at=size, size=os.path.getsize(path))
-    _step("truncate")
-    with open(path, "rb+") as f:
-        f.truncate(size)
-        f.flush()
-        _step("fsync")
-        os.fsync(f.fileno())
+    with doing("truncating", path):
+        _step("truncate")
+        with open(path, "rb+") as f:
+            f.truncate(size)
+            f.flush()
+            _step("fsync")
+            os.fsync(f.fileno())
 
 
 def remove_file(path: str, *, backup_dir=None) -> None:
@@ -225,10 +270,11 @@ def remove_file(path: str, *, backup_dir=None) -> None:
         j.record("delete", path, copy=name)
         j.take(path, name)
         return
-    _step("delete")
-    os.unlink(path)
-    _step("fsync-dir")
-    fsync_dir(os.path.dirname(os.path.abspath(path)))
+    with doing("removing", path):
+        _step("delete")
+        os.unlink(path)
+        _step("fsync-dir")
+        fsync_dir(os.path.dirname(os.path.abspath(path)))
 
 
 def rename(src: str, dst: str, *, backup_dir=None) -> None:
@@ -237,10 +283,11 @@ def rename(src: str, dst: str, *, backup_dir=None) -> None:
         if os.path.exists(dst):
             remove_file(dst, backup_dir=j)
         j.record("rename", dst, source=src)
-    _step("rename")
-    os.replace(src, dst)
-    _step("fsync-dir")
-    fsync_dir(os.path.dirname(os.path.abspath(dst)))
+    with doing("renaming", f"{src} to {os.path.basename(dst)}"):
+        _step("rename")
+        os.replace(src, dst)
+        _step("fsync-dir")
+        fsync_dir(os.path.dirname(os.path.abspath(dst)))
 
 
 # ---------------------------------------------------------------------------- backups ----
@@ -267,8 +314,8 @@ class Backup:
 
     def _ensure(self) -> None:
         if not os.path.isdir(self.dir):
-            _step("backup")
             try:
+                _step("backup")
                 make_dirs(self.dir)
             except OSError as e:
                 raise _failed(e, "creating backup dir", self.dir, None) from e
@@ -284,6 +331,8 @@ class Backup:
 
     def free_name(self, name: str) -> str:
         """``name``, or ``name.N``, whichever is not yet used in the backup."""
+        if is_temp(name):  # a killed run's temp file, kept: not to be taken for one in the backup
+            name += ".kept"
         taken = {e.get("copy") for e in self.entries} | (set(os.listdir(self.dir)) if os.path.isdir(self.dir) else set())
         out, n = name, 1
         while out in taken or out == MANIFEST:
@@ -293,7 +342,8 @@ class Backup:
     def keep_copy(self, path: str) -> str:
         """A copy of ``path`` in the backup (fsynced); its name there."""
         self._ensure()
-        _step("backup")
+        with doing("backing up", path):
+            _step("backup")
         name = self.free_name(os.path.basename(path))
         _write_new(os.path.join(self.dir, name), path, "backing up")
         return name
@@ -301,11 +351,12 @@ class Backup:
     def keep_tail(self, path: str, at: int) -> str:
         """The bytes of ``path`` from ``at`` to its end, in the backup; its name there."""
         self._ensure()
-        _step("backup")
+        with doing("backing up", path):
+            _step("backup")
+            with open(path, "rb") as f:
+                f.seek(at)
+                tail = f.read()
         name = self.free_name(f"{os.path.basename(path)}.from-byte-{at}")
-        with open(path, "rb") as f:
-            f.seek(at)
-            tail = f.read()
         _write_new(os.path.join(self.dir, name), tail, "backing up")
         return name
 
@@ -313,17 +364,18 @@ class Backup:
         """Move ``path`` into the backup as ``name`` (a rename on the same file system, else copy and delete)."""
         self._ensure()
         dest = os.path.join(self.dir, name)
-        _step("delete")
         try:
+            _step("delete")
             os.rename(path, dest)
         except OSError as e:
             if e.errno != errno.EXDEV:
                 raise _failed(e, "moving into the backup", path, None) from e
             _write_new(dest, path, "backing up")
             os.unlink(path)
-        _step("fsync-dir")
-        fsync_dir(os.path.dirname(os.path.abspath(path)))
-        fsync_dir(self.dir)
+        with doing("moving into the backup", path):
+            _step("fsync-dir")
+            fsync_dir(os.path.dirname(os.path.abspath(path)))
+            fsync_dir(self.dir)
 
 
 def journal(backup_dir) -> Backup | None:

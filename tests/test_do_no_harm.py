@@ -298,3 +298,150 @@ def test_retention_and_compact_report_what_they_delete(tmp_path):
     c = compact(part, CompactOptions(now=NOW, segment_bytes=8000), dry_run=True).to_json()
     assert c["dropped"]["records"] == c["records"]["before"] - c["records"]["after"] > 0
     assert c["dropped"]["bytes"] == c["bytes"]["before"] - c["bytes"]["after"] > 0
+
+
+# ------------------------------------------------------------------ temp artefacts ----
+def test_temp_artefacts_are_reported_by_verify_and_removed_by_recover(tmp_path, kfx):
+    logs = tmp_path / "logs"
+    part = str(make_partition(logs / "t-0"))
+    made = [logs / ".kfx-compact-abcd1234", logs / ".compact.999999.x1y2.kfx-tmp",
+            logs / ".recovery-point-offset-checkpoint.q1w2.kfx-tmp", logs / "t-0" / ".00000000000000000000.index.z.kfx-tmp"]
+    for p in made[:2]:
+        (p / "t-0").mkdir(parents=True)
+        (p / "t-0" / "00000000000000000000.log").write_bytes(b"copy")
+    for p in made[2:]:
+        p.write_bytes(b"half")
+    r = kfx("verify", str(logs), "--json")
+    assert r.exit_code == 1
+    out = json.loads(r.output)
+    temps = [p for p in out["problems"] if p["kind"] == "kfx-temp"]
+    assert sorted(p["file"] for p in temps) == sorted(map(str, made))
+    assert all(p["remedy"].startswith("kfx recover ") for p in temps)
+    rep = recover(part, dry_run=True)
+    assert {a.file for a in rep.actions if a.action == "delete"} >= set(map(str, made))
+    assert all(p.exists() for p in made)  # a dry run removes nothing
+    recover(part)
+    assert not any(p.exists() for p in made)
+    assert kfx("verify", str(logs)).exit_code == 0
+
+
+def test_every_writing_command_cleans_up_what_a_killed_run_left(tmp_path):
+    for name, run in (("compact", lambda p: compact(p, CompactOptions(now=NOW, segment_bytes=8000))),
+                      ("retention", lambda p: retention(p, retention_bytes=9000, now=NOW))):
+        logs = tmp_path / name
+        part = str(make_partition(logs / "t-0"))
+        (logs / ".kfx-compact-abcd1234" / "t-0").mkdir(parents=True)
+        (logs / "t-0" / ".leader-epoch-checkpoint.a1.kfx-tmp").write_bytes(b"x")
+        run(part)
+        assert not fsutil.temp_artefacts(str(logs)) and not fsutil.temp_artefacts(part), name
+
+
+def test_killed_dry_run_leaves_nothing_in_the_log_dir_and_its_work_dir_is_reclaimed(tmp_path):
+    from tests.test_crash_points import killed_at
+    logs = tmp_path / "logs"
+    part = str(make_partition(logs / "t-0"))
+    before = _tree(str(logs))
+    run = lambda: compact(part, CompactOptions(now=NOW, segment_bytes=8000), dry_run=True)  # noqa: E731
+    calls = []
+    fsutil.FAULT_HOOK = calls.append
+    try:
+        run()
+    finally:
+        fsutil.FAULT_HOOK = None
+    assert len(calls) > 5
+    import tempfile
+    for n in (1, len(calls) // 2, len(calls)):
+        assert killed_at(run, n)
+        assert _tree(str(logs)) == before and sorted(os.listdir(logs)) == ["t-0"]
+    left = [p for p in fsutil.temp_artefacts(tempfile.gettempdir()) if ".compact." in p]
+    assert left  # the killed runs' work dirs, outside the log dir
+    run()  # the next run reclaims those of dead processes
+    assert not [p for p in fsutil.temp_artefacts(tempfile.gettempdir()) if p in left]
+
+
+# ------------------------------------------------------------------ no space, no permission ----
+def _records(part):
+    from tests.test_crash_points import records
+    return records(part)
+
+
+def _temps_under(d) -> list:
+    return [os.path.join(r, n) for r, ds, fs in os.walk(d) for n in ds + fs if fsutil.is_temp(n)]
+
+
+@pytest.mark.parametrize("kind", sorted(REPAIRS))
+@pytest.mark.parametrize("err", ["ENOSPC", "EACCES"])
+def test_a_failed_write_at_any_step_is_one_line_and_leaves_no_temp(tmp_path, kind, err):
+    """ENOSPC/EACCES injected at each file-system step of each repair (fsutil.FAULT_HOOK): the
+    repair raises one WriteFailed line (what, where; bytes needed for a write), leaves no temp file
+    anywhere (log dir, partition, backup), and one `recover` later no record is lost."""
+    import errno as E
+    damage, run = REPAIRS[kind]
+    code = getattr(E, err)
+
+    def fresh(name):
+        logs = tmp_path / name / "logs"
+        part = str(make_partition(logs / "t-0"))
+        damage(part)
+        return part
+    ref = fresh("ref")
+    before = _records(ref)
+    calls = []
+    fsutil.FAULT_HOOK = calls.append
+    try:
+        run(ref)
+    finally:
+        fsutil.FAULT_HOOK = None
+    after = _records(ref)
+    stride = 1 if os.environ.get("KFX_CRASH_ALL") else max(1, len(calls) // 12)  # `make crashpoints`: every step
+    for n in sorted(set(range(0, len(calls), stride)) | {len(calls) - 1}):
+        part = fresh(f"n{n}")
+        planted = set(_temps_under(tmp_path / f"n{n}"))  # the damage's own leftovers of a "killed" run
+
+        def hook(name, left=[n]):
+            if left[0] == 0:
+                raise OSError(code, os.strerror(code))
+            left[0] -= 1
+        fsutil.FAULT_HOOK = hook
+        try:
+            with pytest.raises(fsutil.WriteFailed) as ei:
+                run(part)
+        finally:
+            fsutil.FAULT_HOOK = None
+        msg = str(ei.value)
+        assert "\n" not in msg and os.strerror(code) in msg and str(tmp_path) in msg, msg
+        if calls[n] in ("write", "backup") and msg.startswith(("writing", "backing up")):
+            assert "bytes needed" in msg, msg
+        assert set(_temps_under(tmp_path / f"n{n}")) <= planted, (n, calls[n])
+        recover(part, index_interval_bytes=INTERVAL, backup=False)
+        assert after <= _records(part) <= before, (n, calls[n])
+        shutil.rmtree(tmp_path / f"n{n}")
+
+
+def test_no_space_on_a_real_small_filesystem(tmp_path, kfx):
+    """A 512 KiB tmpfs (root only) nearly full: `kfx compact` (and its backup) fails with one line,
+    exit 2, saying how many bytes it needed; nothing of the attempt is left but the backup of what
+    it already did, and the partition's records are all still there."""
+    import subprocess
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root; test_a_failed_write_at_any_step_is_one_line covers ENOSPC")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mnt)]).returncode:
+        pytest.skip("this machine does not allow mounting a tmpfs")
+    try:
+        part = str(make_partition(mnt / "logs" / "t-0"))
+        before = _records(part)
+        st = os.statvfs(str(mnt))
+        with open(mnt / "filler", "wb") as f:
+            f.write(b"\0" * (st.f_bavail * st.f_frsize - 6 * 4096))
+        r = kfx("compact", part, "--now", str(NOW), "--segment-bytes", "8000")
+        assert r.exit_code == 2, r.output
+        line = r.output.strip()
+        assert "No space left on device" in line and "bytes needed" in line and "Traceback" not in line, line
+        assert not _temps_under(mnt)
+        recover(part, backup=False)
+        assert _records(part) == before or _records(part) <= before  # compaction may have finished a group
+        os.remove(mnt / "filler")
+    finally:
+        subprocess.run(["umount", str(mnt)])

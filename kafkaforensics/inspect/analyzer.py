@@ -94,6 +94,9 @@ def remedy_for(f: Finding, partition_dir: str, producer: tuple | None = None) ->
     if k in _TAIL_KINDS:
         return (f"kfx recover --dry-run {d} shows the truncation Kafka would do at start-up; then kfx recover {d} "
                 "(backup kept); kfx salvage copies out any valid batches after the damage first")
+    if k == "kfx-temp":
+        part = d if parse_partition_dir_name(d) is not None else "PARTITION_DIR"
+        return f"kfx recover {part} removes it (any partition of the log dir does), or delete it"
     if k == "leftover-file":
         what = ("Kafka renames a .swap over the segments it replaces (an interrupted compaction or split)"
                 if (f.file or "").endswith(".swap") else

@@ -74,6 +74,7 @@ def verify(paths, *, progress=None, max_batch_bytes: int | None = None) -> Verif
             raise FileNotFoundError(path)
         if os.path.isdir(path):
             parts = find_partitions(path)
+            _report_temps([path] + [pd.path for pd in parts], rep)
             ckpts = {}
             try:
                 ckpts = read_offset_checkpoints(path)
@@ -95,6 +96,15 @@ def verify(paths, *, progress=None, max_batch_bytes: int | None = None) -> Verif
     if dirs:
         _verify_identity(dirs, rep)
     return rep
+
+
+def _report_temps(dirs, rep: VerifyReport) -> None:
+    """Temp files and dirs killed kfx runs left (``*.kfx-tmp``): a dir of them in a log dir stops a
+    broker (Kafka takes every dir there for a partition)."""
+    from kafkaforensics import fsutil
+    for t in sorted({t for d in dirs for t in fsutil.temp_artefacts(d)}):
+        rep.add(t, None, None, "kfx-temp", ("a dir" if os.path.isdir(t) else "a file")
+                + " an interrupted kfx run left; it holds only a copy")
 
 
 def _verify_kraft_files(log_dir: str, parts, rep: VerifyReport) -> None:

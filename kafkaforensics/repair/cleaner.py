@@ -451,7 +451,8 @@ def _clean_group(pdir, group, omap, txn, active, upper, now, opts, stats, legacy
     for p in names.values():
         fsutil.created(p, backup)
     try:
-        return _write_cleaned(names, group, omap, txn, active, upper, now, opts, stats, legacy_horizon)
+        with fsutil.doing("writing the cleaned segment", names[LOG], sum(s.size for s in group)):
+            return _write_cleaned(names, group, omap, txn, active, upper, now, opts, stats, legacy_horizon)
     except BaseException:
         for p in names.values():  # what a failed cleaning leaves is gone (Kafka deletes its .cleaned files)
             if os.path.exists(p):
@@ -575,6 +576,7 @@ def compact(partition_dir: str, opts: CompactOptions | None = None, *, out: str 
             _write_cleaner_checkpoint(work, tp, ck)
     else:
         work_parent, work = None, src
+        fsutil.clean_temps(src)
         if backup:
             journal = fsutil.Backup(backup_dir or fsutil.default_backup_dir(src))
     try:

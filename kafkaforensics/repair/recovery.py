@@ -197,8 +197,14 @@ def _count_dropped(out: Dropped, path: str, start: int) -> None:
 def _plan_leftovers(d: _PartitionFiles, plan: list[Action]) -> None:
     swaps, cleaned = [], []
     min_cleaned = None
+    # temp files and dirs of killed kfx runs, here and in the log dir (where a dir stops the broker:
+    # Kafka's log loading takes every dir of a log dir for a partition)
+    for t in fsutil.temp_artefacts(os.path.dirname(d.path)) + [p for p in fsutil.temp_artefacts(d.path)
+                                                               if os.path.isdir(p)]:
+        plan.append(Action("delete", t, "temp " + ("dir" if os.path.isdir(t) else "file")
+                           + " of an interrupted kfx run", phase=PHASES["leftover-delete"]))
     for n in list(d.files):
-        if n.endswith(".kfx-tmp"):  # a temp file of a kfx repair killed before its rename
+        if fsutil.is_temp(n):  # a temp file of a kfx repair killed before its rename
             plan.append(Action("delete", d.full(n), "temp file of an interrupted kfx write",
                                phase=PHASES["leftover-delete"]))
             del d.files[n]

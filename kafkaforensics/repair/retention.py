@@ -129,6 +129,7 @@ def retention(partition_dir: str, *, retention_ms: int | None = None, retention_
         rep.rolled = file_name(leo, LOG)
     if dry_run or not doomed:
         return rep
+    fsutil.clean_temps(pd.path)
     bk = fsutil.Backup(backup_dir or fsutil.default_backup_dir(pd.path)) if backup else None
     if rep.rolled:  # roll first so that an active segment always exists
         for suf in (LOG, INDEX, TIMEINDEX):
