@@ -445,3 +445,49 @@ def test_no_space_on_a_real_small_filesystem(tmp_path, kfx):
         os.remove(mnt / "filler")
     finally:
         subprocess.run(["umount", str(mnt)])
+
+
+# ------------------------------------------------------------------ modes and owners ----
+def _owned_by(d, uid, gid):
+    for root, dirs, files in os.walk(d):
+        for n in dirs + files:
+            p = os.path.join(root, n)
+            os.chown(p, uid, gid, follow_symlinks=False)
+    os.chown(d, uid, gid)
+
+
+@pytest.mark.parametrize("kind", sorted(REPAIRS))
+def test_new_files_take_kafkas_modes_and_the_partitions_owner(tmp_path, kind):
+    """Under umask 022 every file a repair creates is 0644 and every dir 0755 (Kafka's: 0666/0777
+    less the umask), and run as root on a partition a `kafka` user owns (uid 4321 here) they belong
+    to that user, so the broker can open, rename and delete them."""
+    damage, run = REPAIRS[kind]
+    logs = tmp_path / "logs"
+    part = str(make_partition(logs / "t-0"))
+    (logs / "log-start-offset-checkpoint").write_text("0\n1\nt 0 0\n")
+    damage(part)
+    for r, dirs, files in os.walk(logs):  # what was there before: Kafka's modes too
+        for n in files:
+            os.chmod(os.path.join(r, n), 0o644)
+    root = os.geteuid() == 0
+    if root:
+        _owned_by(str(logs), 4321, 4322)
+    old = os.umask(0o022)
+    try:
+        rep = run(part)
+    finally:
+        os.umask(old)
+    assert rep.backup
+    made = 0
+    for r, dirs, files in os.walk(logs):
+        for n in dirs + files:
+            p = os.path.join(r, n)
+            st = os.lstat(p)
+            if root:
+                assert (st.st_uid, st.st_gid) == (4321, 4322), p
+            if os.path.isdir(p):
+                assert st.st_mode & 0o777 == 0o755, (p, oct(st.st_mode))
+            else:
+                assert st.st_mode & 0o777 == 0o644, (p, oct(st.st_mode))
+            made += 1
+    assert made
