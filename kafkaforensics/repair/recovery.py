@@ -151,9 +151,9 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
                                phase=PHASES["truncate"]))
     for a in plan:
         if a.action == "truncate":
-            _count_dropped(rep.dropped, a.file, a.size)
+            count_dropped(rep.dropped, a.file, a.size)
     for base in removed:
-        _count_dropped(rep.dropped, d.files[file_name(base, LOG)], 0)
+        count_dropped(rep.dropped, d.files[file_name(base, LOG)], 0)
     # later segments go before the truncation when the plan is applied (see PHASES)
     for base in removed:
         rep.removed_segments.append(file_name(base, LOG))
@@ -175,7 +175,7 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
     return rep
 
 
-def _count_dropped(out: Dropped, path: str, start: int) -> None:
+def count_dropped(out: Dropped, path: str, start: int) -> None:
     """Add the bytes of ``path`` from ``start`` on to ``out``: the batches in them that pass their CRC
     and decode, found the way ``kfx salvage`` finds them (past damage too)."""
     from kafkaforensics.repair.salvage import scan_file
