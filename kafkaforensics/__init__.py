@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 #: flat module name -> the stage it lives in now
 MOVED = {old: stage for stage, olds in {
     "records": "batch batch_json builder checksums compression header_list header_run internal_topics schema",
-    "log": "checkpoint_file dir_lock index_file indexing kraft leader_epochs log_loader logdir offset_index partition producer_state record_arrow record_columns segment tiered time_index txn_index writer",
+    "log": "batch_search checkpoint_file dir_lock index_file indexing kraft leader_epochs log_loader logdir offset_index partition producer_state record_arrow record_columns segment tiered time_index txn_index writer",
     "repair": "actions cleaner md5_many offset_map recovery reindex restore retention salvage",
     "inspect": "analyzer diff dump groups report_html verify",
     "spark": "scan_plan spark_source storage",

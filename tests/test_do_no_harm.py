@@ -491,3 +491,28 @@ def test_new_files_take_kafkas_modes_and_the_partitions_owner(tmp_path, kind):
                 assert st.st_mode & 0o777 == 0o644, (p, oct(st.st_mode))
             made += 1
     assert made
+
+
+# ------------------------------------------------------------------ analyze past damage ----
+@pytest.mark.parametrize("damage", ["crc", "framing"])
+def test_analyze_reads_past_a_bad_batch_and_reports_the_valid_batches_after_it(tmp_path, damage):
+    from kafkaforensics.inspect.analyzer import AnalyzeOptions, analyze
+    part = str(make_partition(tmp_path / "logs" / "t-0", n=120))
+    seg, batches = max(layout(part), key=lambda x: len(x[1]))
+    pos, size, base, last = batches[1]
+    with open(seg, "r+b") as f:
+        if damage == "crc":
+            f.seek(pos + size - 3)
+            f.write(b"\xff\xee")
+        else:
+            f.seek(pos + 8)
+            f.write(b"\x7f\xff\xff\xf0")  # a size past the segment's end: framing breaks here
+    rep = analyze([part], AnalyzeOptions(now=NOW))
+    after = batches[2:]
+    (f,) = [x for x in rep.findings if x.kind == "valid-after-damage"]
+    assert (f.first_offset, f.last_offset, f.position) == (after[0][2], after[-1][3], pos)
+    assert f"{len(after)} valid batches" in f.explanation and "kfx salvage" in f.remedy
+    p = rep.partitions[0]
+    if damage == "crc":  # stepped over: everything after it analysed, no gap invented for it
+        assert p.log_end_offset == layout(part)[-1][1][-1][3] + 1
+        assert not [x for x in rep.findings if x.kind == "offset-gap"]

@@ -178,7 +178,7 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
 def count_dropped(out: Dropped, path: str, start: int) -> None:
     """Add the bytes of ``path`` from ``start`` on to ``out``: the batches in them that pass their CRC
     and decode, found the way ``kfx salvage`` finds them (past damage too)."""
-    from kafkaforensics.repair.salvage import scan_file
+    from kafkaforensics.log.batch_search import scan_file
     out.files.append(os.path.basename(path))
     with open_buffer(path) as buf:
         tail = memoryview(buf)[start:] if start else buf
