@@ -350,6 +350,9 @@ def _partition(data: bytes) -> str:
     import shutil
     from kafkaforensics.log.segment import file_name
     logs = os.path.join(WORK, "logs")
+    if not os.path.isdir(WORK):
+        import atexit
+        atexit.register(shutil.rmtree, WORK, True)
     shutil.rmtree(logs, ignore_errors=True)
     part = os.path.join(logs, "t-0")
     os.makedirs(part)
