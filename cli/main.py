@@ -403,6 +403,7 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
     """Run Kafka's log cleaner offline, with its crash-safe .cleaned/.swap/.deleted file swap."""
     from rich.console import Console
     from rich.table import Table
+    from kafkaforensics.errors import KafkaFormatError
     from kafkaforensics.repair.cleaner import CompactOptions, compact as compact_partition
     from kafkaforensics.inspect.verify import walk_problems
     if not os.path.isdir(partition_dir):
@@ -414,7 +415,7 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
     try:
         problems = walk_problems(partition_dir)
         rep = compact_partition(partition_dir, opts, out=out, dry_run=dry_run, **_backup_opts(backup_dir, no_backup))
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, KafkaFormatError) as e:
         _fail(str(e))
     j = rep.to_json() | {"problems": [p.to_json() for p in problems + rep.problems]}
     if as_json:

@@ -516,3 +516,9 @@ def test_analyze_reads_past_a_bad_batch_and_reports_the_valid_batches_after_it(t
     if damage == "crc":  # stepped over: everything after it analysed, no gap invented for it
         assert p.log_end_offset == layout(part)[-1][1][-1][3] + 1
         assert not [x for x in rep.findings if x.kind == "offset-gap"]
+
+
+def test_a_cleaning_stopped_by_a_bad_batch_says_it_drops_nothing(tmp_path):
+    part = _one_segment(tmp_path, COUNT_2G)
+    c = compact(part, CompactOptions(include_active=True), dry_run=True).to_json()
+    assert c["problems"] and c["dropped"] == {"batches": 0, "records": 0, "bytes": 0, "segmentsRewritten": 0}

@@ -498,6 +498,16 @@ def _write_cleaned(names, group, omap, txn, active, upper, now, opts, stats, leg
     return names
 
 
+def _count_after(pdir: str, opts: CompactOptions, now: int, rep: CompactReport) -> None:
+    """The records and bytes the partition holds once a cleaning stopped part-way (what it dropped
+    is what the groups swapped in before the stop dropped)."""
+    try:
+        segs, _state, _aborted, _active, records = _survey(PartitionDir.scan(pdir), opts, now)
+    except KafkaFormatError:
+        return
+    rep.stats.records_after, rep.stats.bytes_after = records, sum(s.size for s in segs)
+
+
 def _uncleanable(rep: CompactReport, e: KafkaFormatError) -> None:
     """A batch whose records do not decode: Kafka's cleaner throws, drops its ``.cleaned`` files and
     marks the partition uncleanable; here the round stops, located, with nothing of it swapped in."""
@@ -584,6 +594,7 @@ def compact(partition_dir: str, opts: CompactOptions | None = None, *, out: str 
             _compact_in_place(work, tp, opts, now, rep, journal)
         except KafkaFormatError as e:
             _uncleanable(rep, e)
+            _count_after(work, opts, now, rep)
         for p in rep.problems:  # say where the bytes are, not where the work copy was
             if p.file and work != src and p.file.startswith(work + os.sep):
                 p.file = os.path.join(src, p.file[len(work) + 1:])
@@ -684,10 +695,10 @@ def _compact_in_place(pdir: str, tp, opts: CompactOptions, now: int, rep: Compac
         groups = _group_segments(clean_segs, opts.segment_bytes, opts.max_index_bytes, uncleanable)
         round_stats = CompactStats()
         for g in groups:
-            rep.groups.append([os.path.basename(s.path) for s in g])
             cleaned = _clean_group(pdir, g, omap, txn, active, uncleanable, now, opts, round_stats, legacy_horizon,
                                    backup)
             _swap(pdir, g, cleaned, backup)
+            rep.groups.append([os.path.basename(s.path) for s in g])
         _write_cleaner_checkpoint(pdir, tp, end, backup)
         # producer snapshots of segments that no longer exist are stray now (Kafka drops them)
         bases = {s.base_offset for s in PartitionDir.scan(pdir).segments}
