@@ -522,3 +522,16 @@ def test_a_cleaning_stopped_by_a_bad_batch_says_it_drops_nothing(tmp_path):
     part = _one_segment(tmp_path, COUNT_2G)
     c = compact(part, CompactOptions(include_active=True), dry_run=True).to_json()
     assert c["problems"] and c["dropped"] == {"batches": 0, "records": 0, "bytes": 0, "segmentsRewritten": 0}
+
+
+def test_a_record_attributes_byte_above_127_is_rewritten_as_kafka_writes_it(tmp_path):
+    """Found by fuzzing compact: a record whose (unused) attributes byte is >= 0x80 made the rebuild
+    of its batch raise struct.error; Kafka's DefaultRecord.writeTo writes 0 there."""
+    from kafkaforensics.records.builder import encode_record
+    assert encode_record(0, 0, b"k", b"v", (), 0x90)[1] == 0x90  # any int8 bit pattern encodes
+    batch = build_v2([Record(i, 1000 + i, b"k", b"v%d" % i, [], attributes=0x90) for i in range(4)], base_offset=0)
+    part = write_partition(str(tmp_path / "logs" / "t-0"), [batch], index_interval_bytes=INTERVAL)
+    rep = compact(part, CompactOptions(include_active=True, now=NOW))
+    assert not rep.problems and rep.stats.records_after == 1
+    (b,) = list(iter_batches(os.path.join(part, "00000000000000000000.log")))
+    assert [(r.offset, r.attributes) for r in b.records()] == [(3, 0)]  # rebuilt: attributes 0, as Kafka

@@ -432,6 +432,8 @@ class _Verdict(NamedTuple):
 
 def _rebuild(b: Batch, kept, horizon) -> bytes:
     if b.magic >= 2:
+        for r in kept:
+            r.attributes = 0  # DefaultRecord.writeTo writes 0: no record attribute is in use
         return builder.build_v2(kept, base_offset=b.base_offset, last_offset_delta=b.last_offset - b.base_offset,
                                 partition_leader_epoch=b.partition_leader_epoch, codec=b.compression,
                                 log_append_time=b.timestamp_type == "LogAppendTime",
@@ -679,7 +681,9 @@ def _compact_in_place(pdir: str, tp, opts: CompactOptions, now: int, rep: Compac
             return
         # room for every record of the log (an upper bound on its keys) to start with; the map grows
         # with the keys put, within the dedupe buffer
-        omap = OffsetMap(max(16, int(records / 0.9) + 16), opts.dedupe_buffer_bytes // 25)
+        # (the start is bounded by the bytes too, and by a million slots: the map grows from there)
+        start = min(int(records / 0.9), sum(s.size for s in segs) // 7, 1 << 20)
+        omap = OffsetMap(max(16, start + 16), opts.dedupe_buffer_bytes // 25)
         _build_offset_map(segs, first_dirty, uncleanable, aborted, omap)
         rep.offset_map_bytes = max(rep.offset_map_bytes, omap.memory_bytes)
         end = omap.latest_offset + 1
