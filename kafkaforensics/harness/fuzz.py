@@ -7,6 +7,12 @@ fields set to 0, -1, 0x7fffffff and -2**31, varints that never end, compressed p
 garbage or by a decompression bomb, splices; a segment's batch CRCs are recomputed after mutating
 half of the time so that mutations reach the decoders behind the CRC check.
 
+Whole commands are targets too: ``compact`` (in place, with its backup, and ``compact-dry-run``),
+``recover``, ``reindex``, ``retention`` and ``analyze`` run on the mutated segment laid out as a
+partition (split at a batch boundary into two segments when it can be; on tmpfs), and
+``spark-records`` is the Spark records level's Arrow path without a session; a command must return
+its report, every problem in it located -- nothing it raises counts as located.
+
 The contract checked for every input: the parser returns (a clean parse) or raises
 :class:`~kafkaforensics.errors.KafkaFormatError` with a kind and a byte position (a located
 problem); any other exception is a *crash*, more than ``HANG_SECONDS`` in one input a *hang*. The
