@@ -535,3 +535,27 @@ def test_a_record_attributes_byte_above_127_is_rewritten_as_kafka_writes_it(tmp_
     assert not rep.problems and rep.stats.records_after == 1
     (b,) = list(iter_batches(os.path.join(part, "00000000000000000000.log")))
     assert [(r.offset, r.attributes) for r in b.records()] == [(3, 0)]  # rebuilt: attributes 0, as Kafka
+
+
+def test_restore_refuses_a_log_dir_a_running_broker_holds(tmp_path):
+    part = str(make_partition(tmp_path / "logs" / "t-0"))
+    _damage_tail(part)
+    rep = recover(part, index_interval_bytes=INTERVAL)
+    before = _tree(part)
+    import subprocess
+    import sys
+    lock = str(tmp_path / "logs" / ".lock")
+    open(lock, "w").close()
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, sys, time; f = open(sys.argv[1], 'r+'); "
+                               "fcntl.lockf(f, fcntl.LOCK_EX); print('locked', flush=True); time.sleep(60)", lock],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(ValueError, match="running broker"):
+            restore(rep.backup)
+        assert _tree(part) == before
+    finally:
+        holder.kill()
+        holder.wait()
+    assert restore(rep.backup).restored
+

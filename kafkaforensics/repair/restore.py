@@ -49,6 +49,10 @@ def restore(backup_dir: str, *, dry_run: bool = False) -> RestoreReport:
         changes, undone = doc["changes"], int(doc.get("undone", 0))
     except (ValueError, KeyError, TypeError) as e:
         raise ValueError(f"{manifest}: unreadable manifest ({e})") from e
+    if not dry_run:
+        from kafkaforensics.log.dir_lock import live_log_dir_of
+        for live in {live_log_dir_of(os.path.dirname(c["file"])) for c in changes} - {None}:
+            raise ValueError(f"{live}: a running broker holds this log dir's lock; stop it before restoring")
     rep = RestoreReport(bdir, dry_run=dry_run)
     for i in range(len(changes) - undone - 1, -1, -1):
         c = changes[i]
