@@ -120,16 +120,20 @@ def fit_new(path: str, *, fd: int | None = None, like: str | None = None) -> Non
     broker running as another user can open, rename and delete it."""
     is_dir = os.path.isdir(path) if fd is None else False
     mode = (0o777 if is_dir else 0o666) & ~umask()
-    if fd is not None:
-        os.fchmod(fd, mode)
-    else:
-        os.chmod(path, mode)
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        st = os.stat(like or os.path.dirname(os.path.abspath(path)))
+    try:
         if fd is not None:
-            os.fchown(fd, st.st_uid, st.st_gid)
+            os.fchmod(fd, mode)
         else:
-            os.chown(path, st.st_uid, st.st_gid)
+            os.chmod(path, mode)
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            st = os.stat(like or os.path.dirname(os.path.abspath(path)))
+            if fd is not None:
+                os.fchown(fd, st.st_uid, st.st_gid)
+            else:
+                os.chown(path, st.st_uid, st.st_gid)
+    except OSError as e:  # a file system without modes or owners (NFS root squash, FAT...): as it comes
+        if e.errno not in (errno.EPERM, errno.EINVAL, errno.ENOTSUP, errno.EROFS):
+            raise
 
 
 def make_dirs(path: str) -> None:
