@@ -1,5 +1,11 @@
 """Crash-safe file changes: temp file, fsync, atomic rename, backups, directory fsync.
 
+Also what every repair shares about the files it makes: temp files and dirs all end in
+``.kfx-tmp`` (:func:`is_temp`; a killed run's are found by :func:`temp_artefacts` and removed by
+:func:`clean_temps`); new files take Kafka's modes and the partition's owner (:func:`fit_new`); a
+failed change is one :class:`WriteFailed` line (:class:`doing`); and :class:`Backup` records each
+change in a manifest before it is made, keeping what ``kfx restore`` needs to undo it.
+
 Every change to a file system that a repair makes goes through :func:`_step` first, between each
 write, fsync and rename. Two fault-injection hooks sit there: :data:`FAULT_HOOK` (in-process tests
 raise from it) and the environment variable ``KFX_CRASH_AT=N``, which kills the process with SIGKILL
