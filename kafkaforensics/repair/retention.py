@@ -24,9 +24,9 @@ from kafkaforensics.log import time_index
 from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, set_partition_offset
 from kafkaforensics.log.log_loader import PartitionLog
 from kafkaforensics.log.partition import parse_partition_dir_name
-from kafkaforensics.log.segment import (DELETED, INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, BatchScanner, file_name,
-                                        open_buffer)
+from kafkaforensics.log.segment import DELETED, INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, file_name
 from kafkaforensics.repair.actions import Dropped
+from kafkaforensics.repair.recovery import count_dropped
 
 
 @dataclass
@@ -45,17 +45,6 @@ class RetentionReport:
         return {"partition": self.partition, "dryRun": self.dry_run, "deletedSegments": self.deleted,
                 "rolledNewSegment": self.rolled, "logStartOffset": self.log_start_offset,
                 "logEndOffset": self.log_end_offset, "backup": self.backup, "dropped": self.dropped.to_json()}
-
-
-def _count_dropped(out: Dropped, path: str) -> None:
-    """A deleted segment's bytes and the batches it walks to (a damaged tail counts as damaged bytes)."""
-    out.files.append(os.path.basename(path))
-    with open_buffer(path) as buf:
-        out.bytes += len(buf)
-        scanner = BatchScanner(buf, file=path)
-        for b in scanner:
-            out.add_batch(b)
-        out.damaged_bytes += len(buf) - scanner.valid_bytes
 
 
 def _largest_timestamp(seg) -> int:
@@ -118,7 +107,7 @@ def retention(partition_dir: str, *, retention_ms: int | None = None, retention_
              f"below the log start offset {log_start_offset}")
     for s, size, nxt, largest in segs:
         if s.base_offset in doomed:
-            _count_dropped(rep.dropped, s.log)
+            count_dropped(rep.dropped, s.log, 0)
             rep.deleted.append({"segment": os.path.basename(s.log), "baseOffset": s.base_offset, "nextOffset": nxt,
                                 "bytes": size, "largestTimestamp": largest, "reason": doomed[s.base_offset]})
     remaining = [x for x in segs if x[0].base_offset not in doomed]
