@@ -54,13 +54,20 @@ def is_temp(name: str) -> bool:
     return name.endswith(TEMP_SUFFIX) or name.startswith(_OLD_TEMP_PREFIX)
 
 
-def temp_artefacts(directory: str) -> list[str]:
-    """The temp files and dirs of kfx commands directly in ``directory`` (sorted full paths)."""
+def temp_artefacts(directory: str, *, live: bool = True) -> list[str]:
+    """The temp files and dirs of kfx commands directly in ``directory`` (sorted full paths);
+    ``live=False`` leaves out the work dirs of kfx processes still running (their name says whose)."""
     try:
         names = os.listdir(directory)
     except OSError:
         return []
-    return sorted(os.path.join(directory, n) for n in names if is_temp(n))
+    return sorted(os.path.join(directory, n) for n in names if is_temp(n) and (live or not _running(n)))
+
+
+def _running(name: str) -> bool:
+    """True for a temp dir name ``.<purpose>.<pid>.<random>.kfx-tmp`` whose process is alive."""
+    bits = name.split(".")
+    return len(bits) > 4 and bits[2].isdigit() and _alive(int(bits[2]))
 
 
 def remove_temp(path: str) -> None:
@@ -79,7 +86,7 @@ def clean_temps(partition_dir: str) -> list[str]:
     stops a broker: Kafka's log loading takes every dir of a log dir for a partition); the paths
     removed.  Every writing command calls it first."""
     part = os.path.abspath(partition_dir)
-    gone = temp_artefacts(part) + temp_artefacts(os.path.dirname(part))
+    gone = temp_artefacts(part, live=False) + temp_artefacts(os.path.dirname(part), live=False)
     for p in gone:
         remove_temp(p)
     return gone
@@ -88,9 +95,9 @@ def clean_temps(partition_dir: str) -> list[str]:
 def temp_dir(parent: str, purpose: str) -> str:
     """A new temp dir ``<parent>/.<purpose>.<pid>.<random>.kfx-tmp``; those of dead processes
     there are removed first (a killed dry run's work dir in the system temp dir)."""
-    for p in temp_artefacts(parent):
+    for p in temp_artefacts(parent, live=False):
         bits = os.path.basename(p).split(".")
-        if len(bits) > 3 and bits[1] == purpose and bits[2].isdigit() and not _alive(int(bits[2])):
+        if len(bits) > 4 and bits[1] == purpose and bits[2].isdigit():
             shutil.rmtree(p, ignore_errors=True)
     return tempfile.mkdtemp(prefix=f".{purpose}.{os.getpid()}.", suffix=TEMP_SUFFIX, dir=parent)
 

@@ -562,3 +562,16 @@ def test_restore_refuses_a_log_dir_a_running_broker_holds(tmp_path):
         holder.wait()
     assert restore(rep.backup).restored
 
+
+
+def test_the_work_dir_of_a_running_kfx_is_left_alone(tmp_path):
+    logs = tmp_path / "logs"
+    part = str(make_partition(logs / "t-0"))
+    mine = logs / f".compact.{os.getpid()}.abc123.kfx-tmp"  # this process is alive
+    dead = logs / ".compact.999999999.abc123.kfx-tmp"
+    for d in (mine, dead):
+        d.mkdir()
+    acts = {a.file for a in recover(part, dry_run=True).actions}
+    assert str(dead) in acts and str(mine) not in acts
+    retention(part, retention_bytes=9000, now=NOW)
+    assert mine.exists() and not dead.exists()

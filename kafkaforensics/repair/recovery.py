@@ -199,8 +199,8 @@ def _plan_leftovers(d: _PartitionFiles, plan: list[Action]) -> None:
     min_cleaned = None
     # temp files and dirs of killed kfx runs, here and in the log dir (where a dir stops the broker:
     # Kafka's log loading takes every dir of a log dir for a partition)
-    for t in fsutil.temp_artefacts(os.path.dirname(d.path)) + [p for p in fsutil.temp_artefacts(d.path)
-                                                               if os.path.isdir(p)]:
+    for t in fsutil.temp_artefacts(os.path.dirname(d.path), live=False) + [
+            p for p in fsutil.temp_artefacts(d.path, live=False) if os.path.isdir(p)]:
         plan.append(Action("delete", t, "temp " + ("dir" if os.path.isdir(t) else "file")
                            + " of an interrupted kfx run", phase=PHASES["leftover-delete"]))
     for n in list(d.files):
