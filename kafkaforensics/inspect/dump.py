@@ -229,8 +229,9 @@ def _dump_log(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
             _print_batch_line(b, out)
             if not deep:
                 continue
-            try:
-                recs = b.records()
+            try:  # decoded as columns, made into records one at a time (a huge batch stays small)
+                from kafkaforensics.log.record_columns import decode_columns
+                recs = decode_columns([b]).iter_records()
             except KafkaFormatError as e:
                 res.problems.append(e.problem)
                 print(str(e.problem), file=err)
