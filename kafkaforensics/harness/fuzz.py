@@ -739,8 +739,9 @@ def _save(path: str, state: dict) -> None:
 
 
 def cli_campaign(files: int, workdir: str, seed: int = 0, per_process: int = 40) -> dict:
-    """Mutated segment, index, snapshot and checkpoint files through ``kfx verify`` and
-    ``kfx dump --deep`` subprocesses (many files a process): exit codes must be in {0, 1, 2} and
+    """Mutated segment, index, snapshot and checkpoint files through ``kfx verify``, ``kfx analyze``
+    and ``kfx dump --deep`` subprocesses (many files a process), and partitions of them through
+    ``kfx recover --dry-run`` and ``kfx compact --dry-run``: exit codes must be in {0, 1, 2} and
     stderr free of tracebacks. Returns counts and the failing runs."""
     import subprocess
     from kafkaforensics.log.segment import file_name
@@ -770,6 +771,10 @@ def cli_campaign(files: int, workdir: str, seed: int = 0, per_process: int = 40)
     dirs = sorted({os.path.dirname(p) for p in made})
     for j in range(0, len(dirs), per_process):
         cmds.append(["verify", "--json", *dirs[j:j + per_process]])
+        cmds.append(["analyze", "--json", "--now", str(NOW), *dirs[j:j + per_process]])
+    for d in dirs[:12]:  # the repairs take one partition a process: dry runs (they change nothing)
+        cmds.append(["recover", "--dry-run", "--json", d])
+        cmds.append(["compact", "--dry-run", "--include-active", "--json", "--now", str(NOW), d])
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     for c in cmds:
         r = subprocess.run([sys.executable, "-m", "kafkaforensics", *c], capture_output=True, timeout=300,
