@@ -477,8 +477,15 @@ def _write_cleaned(names, group, omap, txn, active, upper, now, opts, stats, leg
                     if data is None:
                         stats.batches_removed += 1
                         continue
+                    h = parse_header(data)
+                    if not 0 <= h.last_offset - base <= _INT32_MAX:  # LogSegment.ensureOffsetInRange
+                        raise KafkaFormatError(
+                            "offset-overflow", f"the batch's last offset {h.last_offset} does not fit a segment "
+                            f"based at {base} (4-byte relative offsets): Kafka's cleaner splits such a segment "
+                            "first (LogSegmentOffsetOverflowException)",
+                            file=s.path, position=b.position, offset=b.base_offset)
                     out.write(data)
-                    idx.add(parse_header(data))
+                    idx.add(h)
                     stats.records_after += kept
                     stats.bytes_after += len(data)
         out.flush()
