@@ -579,3 +579,21 @@ def test_the_work_dir_of_a_running_kfx_is_left_alone(tmp_path):
     assert str(dead) in acts and str(mine) not in acts
     retention(part, retention_bytes=9000, now=NOW)
     assert mine.exists() and not dead.exists()
+
+
+def test_restore_puts_back_only_the_partitions_entries_of_a_shared_checkpoint(tmp_path):
+    """Retention on a-0, then on b-0 (same log dir): restoring a-0's backup gives a-0 its
+    log-start-offset entry back and leaves b-0's as b-0's own retention set it."""
+    from kafkaforensics.log.checkpoint_file import read_offsets
+    logs = tmp_path / "logs"
+    a, b = str(make_partition(logs / "a-0")), str(make_partition(logs / "b-0", seed=2))
+    ck = logs / "log-start-offset-checkpoint"
+    ck.write_text("0\n2\na 0 0\nb 0 0\n")
+    before_a = _tree(a)
+    ra = retention(a, retention_bytes=9000, now=NOW)
+    rb = retention(b, retention_bytes=9000, now=NOW)
+    assert ra.log_start_offset > 0 and rb.log_start_offset > 0
+    undone = restore(ra.backup)
+    assert any("entries of a-0" in r["detail"] for r in undone.restored)
+    assert read_offsets(str(ck)) == {("a", 0): 0, ("b", 0): rb.log_start_offset}
+    assert _tree(a) == before_a

@@ -16,6 +16,10 @@ import os
 from dataclasses import dataclass, field
 
 from kafkaforensics import fsutil
+from kafkaforensics.errors import KafkaFormatError
+from kafkaforensics.log.checkpoint_file import read_offsets, update_offsets
+from kafkaforensics.log.partition import parse_partition_dir_name
+from specs.checkpoints import OFFSET_CHECKPOINT_FILES
 
 
 @dataclass
@@ -54,9 +58,11 @@ def restore(backup_dir: str, *, dry_run: bool = False) -> RestoreReport:
         for live in {live_log_dir_of(os.path.dirname(c["file"])) for c in changes} - {None}:
             raise ValueError(f"{live}: a running broker holds this log dir's lock; stop it before restoring")
     rep = RestoreReport(bdir, dry_run=dry_run)
+    # the partitions the repair changed: a log dir's offset checkpoint gets back only their entries
+    partitions = {tp for tp in (parse_partition_dir_name(os.path.dirname(c["file"])) for c in changes) if tp}
     for i in range(len(changes) - undone - 1, -1, -1):
         c = changes[i]
-        what = _undo(c, bdir, dry_run)
+        what = _undo(c, bdir, dry_run, partitions)
         (rep.restored if what else rep.skipped).append(
             {"op": c["op"], "file": c["file"], "detail": what or "not made, or already undone"})
         if not dry_run:
@@ -65,10 +71,12 @@ def restore(backup_dir: str, *, dry_run: bool = False) -> RestoreReport:
     return rep
 
 
-def _undo(c: dict, bdir: str, dry_run: bool) -> str | None:
+def _undo(c: dict, bdir: str, dry_run: bool, partitions: set = frozenset()) -> str | None:
     """Undo one change (or, ``dry_run``, say how); None when there is nothing to undo."""
     path, op = c["file"], c["op"]
     copy = os.path.join(bdir, c["copy"]) if c.get("copy") else None
+    if op == "replace" and os.path.basename(path) in OFFSET_CHECKPOINT_FILES and partitions and copy:
+        return _undo_entries(path, copy, partitions, dry_run)
     if op == "create":
         if not os.path.exists(path):
             return None
@@ -108,3 +116,23 @@ def _undo(c: dict, bdir: str, dry_run: bool) -> str | None:
             fsutil.rename(path, src)
         return f"renamed back to {os.path.basename(src)}"
     raise ValueError(f"{bdir}: unknown change {op!r} in the manifest")
+
+
+def _undo_entries(path: str, copy: str, partitions: set, dry_run: bool) -> str | None:
+    """A log dir's offset checkpoint: the repaired partitions' entries as the copy has them, every
+    other partition's entry as it is now (another partition may have been repaired since)."""
+    try:
+        old, now = read_offsets(copy) or {}, read_offsets(path) or {}
+    except KafkaFormatError:  # not readable as a table: the whole file back
+        if _same(path, copy):
+            return None
+        if not dry_run:
+            with open(copy, "rb") as f:
+                fsutil.atomic_write(path, f.read())
+        return "put back the old content"
+    changes = {tp: old.get(tp) for tp in partitions if old.get(tp) != now.get(tp)}
+    if not changes:
+        return None
+    if not dry_run:
+        update_offsets(path, changes)
+    return "put back the entries of " + ", ".join(f"{t}-{p}" for t, p in sorted(changes))
