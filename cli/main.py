@@ -285,9 +285,11 @@ def recover(partition_dir: str = Argument(..., help="A partition directory (topi
             Console().print(f"{'would truncate' if dry_run else 'truncated'} {t['segment']} at byte {t['position']} "
                             f"(log end offset {t['offset']}): {t['reason']}", highlight=False)
         if rep.dropped:
-            Console().print(f"{'would drop' if dry_run else 'dropped'} {rep.dropped.text()}"
-                            + (" (`kfx salvage` copies the valid batches out)" if rep.dropped.batches else ""),
-                            highlight=False)
+            hint = ""
+            if rep.dropped.batches:
+                hint = (f" (kept in the backup: `kfx salvage {rep.backup} --out DIR` copies the valid batches out)"
+                        if rep.backup else f" (`kfx salvage {partition_dir} --out DIR` first copies the valid batches out)")
+            Console().print(f"{'would drop' if dry_run else 'dropped'} {rep.dropped.text()}{hint}", highlight=False)
         for n in rep.notes:
             Console().print(f"[dim]note: {n}[/dim]", highlight=False)
         if rep.backup:

@@ -284,6 +284,11 @@ def test_recover_dry_run_counts_what_the_truncation_drops_and_salvage_can_copy(t
     text = kfx("recover", part, "--dry-run").output
     assert f"would drop {d['bytes']} bytes" in text and f"{d['batches']} valid batches" in text
     assert "backup" not in text
+    # done: what it dropped is in the backup, and salvage copies exactly those batches out of it
+    rep = recover(part, index_interval_bytes=INTERVAL)
+    assert rep.dropped.to_json() == d
+    sv = salvage([rep.backup], str(tmp_path / "out2"), dry_run=True)
+    assert (sv.batches, sv.records) == (d["batches"], d["records"])
 
 
 def test_retention_and_compact_report_what_they_delete(tmp_path):
