@@ -42,9 +42,11 @@ FUZZ_PER_TARGET ?= 1000000
 fuzz: install
 	nice -n 10 $(BIN)/python -m kafkaforensics.harness.fuzz --minutes $(FUZZ_MINUTES) --per-target $(FUZZ_PER_TARGET)
 
-# recover, reindex, compact and retention killed (SIGKILL) at every crash point of the atomic-write path
+# recover, reindex, compact (and its dry run) and retention killed (SIGKILL) at every crash point of the
+# atomic-write path, and failing with ENOSPC/EACCES at every step
 crashpoints: install
-	KFX_CRASH_ALL=1 nice -n 10 $(BIN)/python -m pytest -q -s -p no:cacheprovider tests/test_crash_points.py
+	KFX_CRASH_ALL=1 nice -n 10 $(BIN)/python -m pytest -q -s -p no:cacheprovider tests/test_crash_points.py \
+	  tests/test_do_no_harm.py::test_a_failed_write_at_any_step_is_one_line_and_leaves_no_temp
 
 bench: install
 	$(BIN)/python benchmarks/run.py

@@ -353,8 +353,15 @@ def _print_partition_recovery(rep, as_json: bool, dry_run: bool) -> None:
         Console().print(rep.kafka.line(), highlight=False, markup=False, soft_wrap=True)
     if rep.truncated_at:
         t = rep.truncated_at
-        Console().print(f"truncated {t['segment']} at byte {t['position']} (log end offset {t['offset']}): "
-                        f"{t['reason']}", highlight=False, soft_wrap=True)
+        Console().print(f"{'would truncate' if dry_run else 'truncated'} {t['segment']} at byte {t['position']} "
+                        f"(log end offset {t['offset']}): {t['reason']}", highlight=False, soft_wrap=True)
+    if rep.dropped:
+        hint = ""
+        if rep.dropped.batches:
+            hint = (f" (kept in the backup: `kfx salvage {rep.backup} --out DIR` copies the valid batches out)"
+                    if rep.backup else f" (`kfx salvage {rep.path} --out DIR` first copies the valid batches out)")
+        Console().print(f"{'would drop' if dry_run else 'dropped'} {rep.dropped.text()}{hint}", highlight=False,
+                        soft_wrap=True, markup=False)
     for n in rep.notes:
         Console().print(f"[dim]note: {n}[/dim]", highlight=False, soft_wrap=True)
     if rep.backup:
@@ -392,6 +399,28 @@ def reindex(path: str = Argument(..., help="A <offset>.log segment or a partitio
         for n in rep.notes:
             Console().print(f"[dim]note: {n}[/dim]", highlight=False, soft_wrap=True)
     raise Exit(EXIT_PROBLEMS if rep.actions else EXIT_OK)
+
+
+@commands.command()
+def restore(backup_dir: str = Argument(..., metavar="BACKUP_DIR", help="A backup dir a repair wrote (it holds manifest.json)"),
+            dry_run: bool = DRY_RUN,
+            as_json: bool = JSON):
+    """Undo a repair (recover, reindex, compact, retention) from its backup: the files byte-identical again."""
+    from kafkaforensics.repair.restore import restore as restore_backup
+    if not os.path.isdir(backup_dir):
+        _fail(f"{backup_dir}: not a directory")
+    try:
+        rep = restore_backup(backup_dir, dry_run=dry_run)
+    except (OSError, ValueError) as e:
+        _fail(str(e))
+    if as_json:
+        print(json.dumps(rep.to_json()))
+    else:
+        for r in rep.restored:
+            print(f"{'would restore' if dry_run else 'restored'} {r['file']}: {r['detail']}")
+        print(f"{len(rep.restored)} change(s) undone" + (" (dry run)" if dry_run else "")
+              + (f", {len(rep.skipped)} not made or already undone" if rep.skipped else ""))
+    raise Exit(EXIT_OK)
 
 
 @commands.command()
@@ -454,10 +483,13 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
             out: Optional[str] = Option(None, "--out", metavar="DIR",
                                         help="Write the compacted partition here; input untouched"),
             dry_run: bool = DRY_RUN,
+            backup_dir: Optional[str] = BACKUP_DIR,
+            no_backup: bool = NO_BACKUP,
             as_json: bool = JSON,
             kafka_version: Optional[str] = KAFKA_VERSION):
     """Run Kafka's log cleaner offline, with its crash-safe .cleaned/.swap/.deleted file swap."""
     from rich.console import Console
+    from kafkaforensics.errors import KafkaFormatError
     from kafkaforensics.repair.cleaner import CompactOptions, compact as compact_partition
     from kafkaforensics.inspect.verify import walk_problems
     from kafkaforensics.log.topic_config import settle
@@ -479,11 +511,11 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
                           kafka_version=_kafka_version(partition_dir, kafka_version))
     try:
         problems = walk_problems(partition_dir)
-        rep = compact_partition(partition_dir, opts, out=out, dry_run=dry_run)
-    except (OSError, ValueError) as e:
+        rep = compact_partition(partition_dir, opts, out=out, dry_run=dry_run, **_backup_opts(backup_dir, no_backup))
+    except (OSError, ValueError, KafkaFormatError) as e:
         _fail(str(e))
     rep.notes[:0] = from_configs
-    j = rep.to_json() | {"problems": [p.to_json() for p in problems]}
+    j = rep.to_json() | {"problems": [p.to_json() for p in problems + rep.problems]}
     if as_json:
         print(json.dumps(j))
     else:
@@ -498,11 +530,19 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
                 f"{j['tombstones']['kept']} removed {j['tombstones']['removed']}; aborted records removed "
                 f"{j['abortedRecordsRemoved']}; markers kept {j['markers']['kept']} removed {j['markers']['removed']}",
                 highlight=False, soft_wrap=True)
+        dr = j["dropped"]
+        c.print(f"{'would drop' if dry_run else 'dropped'} {dr['records']} records, {dr['batches']} whole batches, "
+                f"{dr['bytes']} bytes, rewriting {dr['segmentsRewritten']} segment(s)", highlight=False)
         c.print(rep.kafka.line(), highlight=False, markup=False)
         for n in rep.notes:
             c.print(f"[dim]note: {n}[/dim]", highlight=False, soft_wrap=True)
+        if rep.backup:
+            c.print(f"backup: {rep.backup}", highlight=False, soft_wrap=True, markup=False)
         _print_walk_problems(problems)
-    raise Exit(EXIT_PROBLEMS if problems else EXIT_OK)
+        for p in rep.problems:
+            _err().print(f"problem: {p} (cleaning stopped here, as Kafka's cleaner would)", highlight=False,
+                         soft_wrap=True, markup=False)
+    raise Exit(EXIT_PROBLEMS if problems or rep.problems else EXIT_OK)
 
 
 @commands.command()
@@ -516,6 +556,8 @@ def retention(partition_dir: str = Argument(..., help="A partition directory (to
                                                        help="Delete the segments wholly below this offset"),
               now: Optional[int] = NOW,
               dry_run: bool = DRY_RUN,
+              backup_dir: Optional[str] = BACKUP_DIR,
+              no_backup: bool = NO_BACKUP,
               as_json: bool = JSON):
     """Apply Kafka's time, size and log-start-offset retention rules (deletion via .deleted renames)."""
     from rich.console import Console
@@ -535,7 +577,8 @@ def retention(partition_dir: str = Argument(..., help="A partition directory (to
             got["retention.ms"], got["retention.bytes"] = retention_ms, retention_bytes
         problems = walk_problems(partition_dir)
         rep = apply_retention(partition_dir, retention_ms=got["retention.ms"], retention_bytes=got["retention.bytes"],
-                              log_start_offset=log_start_offset, now=now, dry_run=dry_run)
+                              log_start_offset=log_start_offset, now=now, dry_run=dry_run,
+                              **_backup_opts(backup_dir, no_backup))
     except (OSError, ValueError, KafkaFormatError) as e:
         _fail(str(e))
     if as_json:
@@ -553,8 +596,13 @@ def retention(partition_dir: str = Argument(..., help="A partition directory (to
                     highlight=False, soft_wrap=True, markup=False)
         for n in from_configs:
             c.print(f"note: {n}", highlight=False, soft_wrap=True, markup=False)
+        if rep.dropped:
+            c.print(f"{'would delete' if dry_run else 'deleted'} {rep.dropped.text()}", highlight=False,
+                    soft_wrap=True, markup=False)
         if rep.rolled:
             c.print(f"rolled a new active segment {rep.rolled}", highlight=False, soft_wrap=True)
+        if rep.backup:
+            c.print(f"backup: {rep.backup}", highlight=False, soft_wrap=True, markup=False)
         _print_walk_problems(problems)
     raise Exit(EXIT_PROBLEMS if problems else EXIT_OK)
 

@@ -12,7 +12,8 @@ from kafkaforensics.defaults import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_SEGMEN
 JSON = Option(False, "--json", help="Print the result as one JSON document instead of tables")
 DRY_RUN = Option(False, "--dry-run", help="Say what would be done (and what would be dropped); change nothing")
 BACKUP_DIR = Option(None, "--backup-dir", metavar="DIR",
-                    help="Keep the files changed or removed here (default: <partition>/.kfx-backup/<UTC time>/)")
+                    help="Keep the files changed or removed here (default: <partition>/.kfx-backup/<UTC time>/; "
+                         "`kfx restore DIR` undoes the repair)")
 NO_BACKUP = Option(False, "--no-backup", help="Keep no copy of the files changed or removed")
 INDEX_INTERVAL_BYTES = Option(None, "--index-interval-bytes", min=0, metavar="BYTES",
                               help="Bytes of log between two offset-index entries (default: the topic's "

@@ -46,27 +46,22 @@ def print_log_dir_recovery(outs, as_json: bool, dry_run: bool) -> None:
             print(json.dumps(out.to_json()))
         return
     from rich.console import Console
-    from rich.table import Table
+    from cli.tables import print_table
     c = Console()
-    if not c.is_terminal:  # piped into a file or a pager: the table's width, not 80 columns
-        c = Console(width=max(c.width, 132))
-    t = Table(title="kfx recover" + (" (dry run)" if dry_run else ""))
     several = len({o.log_dir for o in outs}) > 1
-    for col in ("log dir",) * several + ("partition", "done", "bytes cut", "batches cut", "records cut",
-                                           "indexes rebuilt"):
-        t.add_column(col, justify="right" if col.endswith(("cut", "rebuilt")) else "left",
-                     no_wrap=col in ("log dir", "partition"))
-    idle = 0
+    rows, idle = [], 0
     for out in outs:
         for rep in out.partitions:
             if not rep.actions:
                 idle += 1
                 continue
-            t.add_row(*((os.path.basename(out.log_dir),) if several else ()), rep.partition, ", ".join(rep.done),
-                      str(rep.bytes_truncated), str(rep.batches_dropped), str(rep.records_dropped),
-                      str(len(rep.rebuilt_indexes)))
-    if t.rows:
-        c.print(t)
+            rows.append((*((os.path.basename(out.log_dir),) if several else ()), rep.partition, ", ".join(rep.done),
+                         rep.dropped.bytes, rep.dropped.batches, rep.dropped.records, len(rep.rebuilt_indexes)))
+    if rows:
+        cols = ("log dir",) * several + ("partition", "done", "bytes cut", "valid batches cut", "records cut",
+                                          "indexes rebuilt")
+        print_table("kfx recover" + (" (dry run)" if dry_run else ""), cols, rows,
+                    right=range(len(cols) - 4, len(cols)))
     n = sum(len(o.partitions) for o in outs)
     verb = "would change" if dry_run else "changed"
     c.print(f"{n} partition(s) in {len(outs)} log dir(s): {n - idle} {verb}, {idle} left as they were",

@@ -1,5 +1,11 @@
 """Crash-safe file changes: temp file, fsync, atomic rename, backups, directory fsync.
 
+Also what every repair shares about the files it makes: temp files and dirs all end in
+``.kfx-tmp`` (:func:`is_temp`; a killed run's are found by :func:`temp_artefacts` and removed by
+:func:`clean_temps`); new files take Kafka's modes and the partition's owner (:func:`fit_new`); a
+failed change is one :class:`WriteFailed` line (:class:`doing`); and :class:`Backup` records each
+change in a manifest before it is made, keeping what ``kfx restore`` needs to undo it.
+
 Every change to a file system that a repair makes goes through :func:`_step` first, between each
 write, fsync and rename. Two fault-injection hooks sit there: :data:`FAULT_HOOK` (in-process tests
 raise from it) and the environment variable ``KFX_CRASH_AT=N``, which kills the process with SIGKILL
@@ -8,6 +14,7 @@ at the N-th step (no cleanup, no flush: what a power cut or ``kill -9`` leaves),
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import os
 import shutil
 import signal
@@ -35,6 +42,162 @@ def reset_crash_counter() -> None:
     _steps[0] = 0
 
 
+#: Every temp file or dir a kfx command makes ends with this (``.<name>.<random>.kfx-tmp``); a killed
+#: run's are removed by ``kfx recover`` and by every writing command, and ``kfx verify`` reports them.
+TEMP_SUFFIX = ".kfx-tmp"
+#: what ``kfx compact --dry-run`` named its work dir before the one pattern above (still cleaned up)
+_OLD_TEMP_PREFIX = ".kfx-compact-"
+
+
+def is_temp(name: str) -> bool:
+    """True for the name of a temp file or dir a kfx command left behind."""
+    name = os.path.basename(name.rstrip("/"))
+    return name.endswith(TEMP_SUFFIX) or name.startswith(_OLD_TEMP_PREFIX)
+
+
+def temp_artefacts(directory: str, *, live: bool = True) -> list[str]:
+    """The temp files and dirs of kfx commands directly in ``directory`` (sorted full paths);
+    ``live=False`` leaves out the work dirs of kfx processes still running (their name says whose)."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    return sorted(os.path.join(directory, n) for n in names if is_temp(n) and (live or not _running(n)))
+
+
+def _running(name: str) -> bool:
+    """True for a temp dir name ``.<purpose>.<pid>.<random>.kfx-tmp`` whose process is alive."""
+    bits = name.split(".")
+    return len(bits) > 4 and bits[2].isdigit() and _alive(int(bits[2]))
+
+
+def remove_temp(path: str) -> None:
+    """Remove a temp file or dir of a killed kfx run (no backup: it never held anything but a copy)."""
+    with doing("removing", path):
+        _step("delete")
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        elif os.path.lexists(path):
+            os.unlink(path)
+        fsync_dir(os.path.dirname(os.path.abspath(path)))
+
+
+def clean_temps(partition_dir: str) -> list[str]:
+    """Remove what killed kfx runs left in ``partition_dir`` and in its log dir (a temp dir there
+    stops a broker: Kafka's log loading takes every dir of a log dir for a partition); the paths
+    removed.  Every writing command calls it first."""
+    part = os.path.abspath(partition_dir)
+    gone = temp_artefacts(part, live=False) + temp_artefacts(os.path.dirname(part), live=False)
+    for p in gone:
+        remove_temp(p)
+    return gone
+
+
+def temp_dir(parent: str, purpose: str) -> str:
+    """A new temp dir ``<parent>/.<purpose>.<pid>.<random>.kfx-tmp``; those of dead processes
+    there are removed first (a killed dry run's work dir in the system temp dir)."""
+    for p in temp_artefacts(parent, live=False):
+        bits = os.path.basename(p).split(".")
+        if len(bits) > 4 and bits[1] == purpose and bits[2].isdigit():
+            shutil.rmtree(p, ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f".{purpose}.{os.getpid()}.", suffix=TEMP_SUFFIX, dir=parent)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+# ------------------------------------------------------------------ modes and owners ----
+def umask() -> int:
+    """The process's umask, read without changing it where /proc tells it."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    m = os.umask(0o022)
+    os.umask(m)
+    return m
+
+
+def fit_new(path: str, *, fd: int | None = None, like: str | None = None) -> None:
+    """Give a file or dir a repair created Kafka's mode (0666, dirs 0777, less the umask) and, when
+    running as root, the owner and group of ``like`` (default: the directory it is in), so that a
+    broker running as another user can open, rename and delete it."""
+    is_dir = os.path.isdir(path) if fd is None else False
+    mode = (0o777 if is_dir else 0o666) & ~umask()
+    try:
+        if fd is not None:
+            os.fchmod(fd, mode)
+        else:
+            os.chmod(path, mode)
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            st = os.stat(like or os.path.dirname(os.path.abspath(path)))
+            if fd is not None:
+                os.fchown(fd, st.st_uid, st.st_gid)
+            else:
+                os.chown(path, st.st_uid, st.st_gid)
+    except OSError as e:  # a file system without modes or owners (NFS root squash, FAT...): as it comes
+        if e.errno not in (errno.EPERM, errno.EINVAL, errno.ENOTSUP, errno.EROFS):
+            raise
+
+
+def make_dirs(path: str) -> None:
+    """``os.makedirs`` whose new dirs each take :func:`fit_new`'s mode and owner."""
+    path = os.path.abspath(path)
+    if os.path.isdir(path):
+        return
+    make_dirs(os.path.dirname(path))
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        return
+    fit_new(path)
+
+
+# ---------------------------------------------------------------------------- errors ----
+class WriteFailed(OSError):
+    """A write a repair could not make (no space, no permission...): one line saying what, where,
+    and how many bytes it needed."""
+
+
+def _failed(e: OSError, what: str, path: str, needed: int | None) -> WriteFailed:
+    msg = f"{what} {path}: {e.strerror or e}"
+    if needed is not None:
+        msg += f" ({needed} bytes needed"
+        try:
+            st = os.statvfs(os.path.dirname(os.path.abspath(path)) if not os.path.isdir(path) else path)
+            msg += f", {st.f_bavail * st.f_frsize} free"
+        except OSError:
+            pass
+        msg += ")"
+    return WriteFailed(e.errno, msg)
+
+
+class doing:
+    """``with doing("renaming", path):`` -- an OSError inside becomes one :class:`WriteFailed` line
+    saying what was being done, where (and, given ``needed``, how many bytes it needed)."""
+
+    def __init__(self, what: str, path: str, needed: int | None = None):
+        self.what, self.path, self.needed = what, path, needed
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, e, tb):
+        if e is not None and isinstance(e, OSError) and not isinstance(e, WriteFailed):
+            raise _failed(e, self.what, self.path, self.needed) from e
+        return False
+
+
 def fsync_dir(path: str) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -43,76 +206,201 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def atomic_write(path: str, data: bytes, *, backup_dir: str | None = None) -> None:
-    """Replace ``path`` with ``data``: written to a temp file, fsynced, renamed over, dir fsynced.
-
-    With ``backup_dir`` the old file (if any) is copied there first (and fsynced).
-    """
+def _write_new(path: str, data, what: str) -> None:
+    """``data`` (bytes, or a file to copy) into a temp file beside ``path``, fsynced, renamed to
+    ``path``, dir fsynced; nothing left behind when it fails."""
     d = os.path.dirname(os.path.abspath(path))
-    if backup_dir and os.path.exists(path):
-        backup_file(path, backup_dir)
-    _step("write")
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".kfx-tmp", dir=d)
+    needed = len(data) if isinstance(data, (bytes, bytearray, memoryview)) else os.path.getsize(data)
+    tmp = None
     try:
+        _step("write")
+        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=TEMP_SUFFIX, dir=d)
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            fit_new(tmp, fd=f.fileno(), like=d)
+            if isinstance(data, (bytes, bytearray, memoryview)):
+                f.write(data)
+            else:
+                with open(data, "rb") as src:
+                    shutil.copyfileobj(src, f, 1 << 20)
             f.flush()
             _step("fsync")
             os.fsync(f.fileno())
         _step("rename")
         os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
+        tmp = None
+    except OSError as e:
+        raise _failed(e, what, path, needed) from e
+    finally:
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
-        raise
-    _step("fsync-dir")
-    fsync_dir(d)
+    with doing(what, path):
+        _step("fsync-dir")
+        fsync_dir(d)
 
 
-def backup_file(path: str, backup_dir: str) -> str:
+def atomic_write(path: str, data: bytes, *, backup_dir=None) -> None:
+    """Replace ``path`` with ``data``: written to a temp file, fsynced, renamed over, dir fsynced.
+
+    With ``backup_dir`` (a path or a :class:`Backup`) the old file is kept there first (a new file
+    is noted as created, so that ``kfx restore`` removes it).
+    """
+    j = journal(backup_dir)
+    if j is not None:
+        if os.path.exists(path):
+            j.record("replace", path, copy=j.keep_copy(path))
+        else:
+            j.record("create", path)
+    _write_new(path, data, "writing")
+
+
+def created(path: str, backup_dir=None) -> None:
+    """Note in ``backup_dir``'s manifest that the repair is about to create ``path`` (restore removes it)."""
+    j = journal(backup_dir)
+    if j is not None:
+        j.record("create", path)
+
+
+def backup_file(path: str, backup_dir) -> str:
     """Copy ``path`` into ``backup_dir`` (created if needed), fsynced; returns the copy's path."""
-    _step("backup")
-    os.makedirs(backup_dir, exist_ok=True)
-    dest = os.path.join(backup_dir, os.path.basename(path))
-    if os.path.exists(dest):  # never overwrite an earlier backup: the first one is the original
-        return dest
-    shutil.copy2(path, dest + ".kfx-tmp")
-    _step("fsync")
-    with open(dest + ".kfx-tmp", "rb+") as f:
-        os.fsync(f.fileno())
-    _step("rename")
-    os.replace(dest + ".kfx-tmp", dest)
-    fsync_dir(backup_dir)
-    return dest
+    j = journal(backup_dir)
+    return os.path.join(j.dir, j.keep_copy(path))
 
 
-def truncate_file(path: str, size: int, *, backup_dir: str | None = None) -> None:
-    """Shrink ``path`` to ``size`` bytes durably (a backup of the full file first, if asked)."""
-    if backup_dir:
-        backup_file(path, backup_dir)
-    _step("truncate")
-    with open(path, "rb+") as f:
-        f.truncate(size)
-        f.flush()
-        _step("fsync")
-        os.fsync(f.fileno())
+def truncate_file(path: str, size: int, *, backup_dir=None) -> None:
+    """Shrink ``path`` to ``size`` bytes durably (the bytes cut off kept first, if asked)."""
+    j = journal(backup_dir)
+    if j is not None:
+        j.record("truncate", path, copy=j.keep_tail(path, size), at=size, size=os.path.getsize(path))
+    with doing("truncating", path):
+        _step("truncate")
+        with open(path, "rb+") as f:
+            f.truncate(size)
+            f.flush()
+            _step("fsync")
+            os.fsync(f.fileno())
 
 
-def remove_file(path: str, *, backup_dir: str | None = None) -> None:
-    """Delete ``path`` (moving it into ``backup_dir`` instead when one is given)."""
-    if backup_dir:
-        backup_file(path, backup_dir)
-    _step("delete")
-    os.unlink(path)
-    _step("fsync-dir")
-    fsync_dir(os.path.dirname(os.path.abspath(path)))
+def remove_file(path: str, *, backup_dir=None) -> None:
+    """Delete ``path`` (moved into ``backup_dir`` instead when one is given)."""
+    j = journal(backup_dir)
+    if j is not None:
+        name = j.free_name(os.path.basename(path))
+        j.record("delete", path, copy=name)
+        j.take(path, name)
+        return
+    with doing("removing", path):
+        _step("delete")
+        os.unlink(path)
+        _step("fsync-dir")
+        fsync_dir(os.path.dirname(os.path.abspath(path)))
 
 
-def rename(src: str, dst: str) -> None:
-    _step("rename")
-    os.replace(src, dst)
-    _step("fsync-dir")
-    fsync_dir(os.path.dirname(os.path.abspath(dst)))
+def rename(src: str, dst: str, *, backup_dir=None) -> None:
+    j = journal(backup_dir)
+    if j is not None:
+        if os.path.exists(dst):
+            remove_file(dst, backup_dir=j)
+        j.record("rename", dst, source=src)
+    with doing("renaming", f"{src} to {os.path.basename(dst)}"):
+        _step("rename")
+        os.replace(src, dst)
+        _step("fsync-dir")
+        fsync_dir(os.path.dirname(os.path.abspath(dst)))
+
+
+# ---------------------------------------------------------------------------- backups ----
+MANIFEST = "manifest.json"
+
+
+class Backup:
+    """A backup directory and its manifest: every change a repair makes, in order, with what it
+    needs to be undone (the old bytes of a replaced file, a deleted file itself -- moved, not
+    copied, when it can be --, the bytes a truncation cut off and where they came from).  Each step
+    is recorded (manifest written atomically) before it is made; ``kfx restore`` undoes them in
+    reverse order (:mod:`kafkaforensics.repair.restore`)."""
+
+    def __init__(self, directory: str):
+        import json
+        self.dir = os.path.abspath(directory)
+        self.entries: list[dict] = []
+        self.undone = 0
+        p = os.path.join(self.dir, MANIFEST)
+        if os.path.exists(p):
+            with open(p) as f:
+                doc = json.load(f)
+            self.entries, self.undone = doc["changes"], doc.get("undone", 0)
+
+    def _ensure(self) -> None:
+        if not os.path.isdir(self.dir):
+            try:
+                _step("backup")
+                make_dirs(self.dir)
+            except OSError as e:
+                raise _failed(e, "creating backup dir", self.dir, None) from e
+
+    def record(self, op: str, path: str, **fields) -> None:
+        import json
+        self._ensure()
+        if self.undone:
+            raise ValueError(f"{self.dir} was restored: a new repair takes a new backup dir")
+        self.entries.append({"op": op, "file": os.path.abspath(path), **fields})
+        _write_new(os.path.join(self.dir, MANIFEST),
+                   json.dumps({"version": 1, "changes": self.entries}, indent=1).encode(), "writing backup manifest")
+
+    def free_name(self, name: str) -> str:
+        """``name``, or ``name.N``, whichever is not yet used in the backup."""
+        if is_temp(name):  # a killed run's temp file, kept: not to be taken for one in the backup
+            name += ".kept"
+        taken = {e.get("copy") for e in self.entries} | (set(os.listdir(self.dir)) if os.path.isdir(self.dir) else set())
+        out, n = name, 1
+        while out in taken or out == MANIFEST:
+            out, n = f"{name}.{n}", n + 1
+        return out
+
+    def keep_copy(self, path: str) -> str:
+        """A copy of ``path`` in the backup (fsynced); its name there."""
+        self._ensure()
+        with doing("backing up", path):
+            _step("backup")
+        name = self.free_name(os.path.basename(path))
+        _write_new(os.path.join(self.dir, name), path, "backing up")
+        return name
+
+    def keep_tail(self, path: str, at: int) -> str:
+        """The bytes of ``path`` from ``at`` to its end, in the backup; its name there."""
+        self._ensure()
+        with doing("backing up", path):
+            _step("backup")
+            with open(path, "rb") as f:
+                f.seek(at)
+                tail = f.read()
+        name = self.free_name(f"{os.path.basename(path)}.from-byte-{at}")
+        _write_new(os.path.join(self.dir, name), tail, "backing up")
+        return name
+
+    def take(self, path: str, name: str) -> None:
+        """Move ``path`` into the backup as ``name`` (a rename on the same file system, else copy and delete)."""
+        self._ensure()
+        dest = os.path.join(self.dir, name)
+        try:
+            _step("delete")
+            os.rename(path, dest)
+        except OSError as e:
+            if e.errno != errno.EXDEV:
+                raise _failed(e, "moving into the backup", path, None) from e
+            _write_new(dest, path, "backing up")
+            os.unlink(path)
+        with doing("moving into the backup", path):
+            _step("fsync-dir")
+            fsync_dir(os.path.dirname(os.path.abspath(path)))
+            fsync_dir(self.dir)
+
+
+def journal(backup_dir) -> Backup | None:
+    """The :class:`Backup` for ``backup_dir`` (a path, a Backup, or None for no backup)."""
+    if backup_dir is None or isinstance(backup_dir, Backup):
+        return backup_dir
+    return Backup(backup_dir)
 
 
 BACKUP_DIR_NAME = ".kfx-backup"

@@ -365,8 +365,9 @@ def test_delete_records_moves_the_log_start_as_kafka_and_keeps_other_checkpoint_
 
 
 def test_a_live_log_loads_as_kafkas_log_loader(tmp_path):
-    """LiveLog's one walk (PartitionLog): a batch failing its CRC ends its segment, the log end is the
-    newest segment's next offset, the epoch cache loses entries from the log end on."""
+    """LiveLog's one walk (PartitionLog): a batch failing its CRC stays in the log (the log end is
+    after it: LogSegment.readNextOffset checks no CRC) but feeds neither the producer state nor the
+    newest epoch, and is listed as damage; the epoch cache loses entries from the log end on."""
     from kafkaforensics.log.leader_epochs import LeaderEpochCache
     from kafkaforensics.broker.live_log import LiveLog
     from kafkaforensics.log.segment import LOG, file_name
@@ -379,7 +380,8 @@ def test_a_live_log_loads_as_kafkas_log_loader(tmp_path):
     (d / file_name(0, LOG)).write_bytes(bytes(raw))
     LeaderEpochCache([(0, 0), (1, 2), (4, 9)]).write(str(d))
     s = LiveLog(str(d))
-    assert (s.log_start, s.log_end, s.leader_epoch, s.epochs) == (0, 2, 0, LeaderEpochCache([(0, 0)]))
+    assert (s.log_start, s.log_end, s.leader_epoch, s.epochs) == (0, 3, 0, LeaderEpochCache([(0, 0), (1, 2)]))
+    assert [(p.kind, p.offset) for p in s.damage] == [("crc-mismatch", 2)]
     (d / file_name(6, LOG)).write_bytes(b"")  # an empty newest segment: the log ends at its base
     s = LiveLog(str(d))
     assert (s.segments, s.log_end, s.active, s.epoch_at(1)) == ([0, 6], 6, 6, 0)

@@ -1,9 +1,10 @@
-"""Crash points: ``recover``, ``reindex``, ``compact`` (in place) and ``retention`` killed with SIGKILL
+"""Crash points: ``recover``, ``reindex``, ``compact`` (in place and dry run) and ``retention`` killed with SIGKILL
 at every step of the shared atomic-write path (``KFX_CRASH_AT=N`` in ``fsutil``: between each
 write, fsync, rename and delete), then ``kfx recover`` as a broker restart would run it. Whatever
 the point: no valid record is lost (the record set is the state after, the state before, or --
-for commands that work segment by segment -- between the two, never less than after), no
-``.cleaned``/``.swap``/``.deleted``/temp file remains, and ``kfx verify`` is clean.
+for commands that work segment by segment -- between the two, never less than after), the log dir
+holds nothing but Kafka's own files (no ``.cleaned``/``.swap``/``.deleted``, no kfx temp file or
+dir, in the partition or the log dir; the partition's backup dir aside), and ``kfx verify`` is clean.
 
 ``make crashpoints`` runs this file and prints the number of crash points each command survived.
 """
@@ -101,13 +102,29 @@ def _indexes_damaged(tmp, name):
 
 
 COMMANDS = {
-    # name: (make the partition, the command, strict: record set exactly before or after)
-    "recover": (_damaged, lambda p: recover(p, index_interval_bytes=INTERVAL, backup=False), True),
-    "reindex": (_indexes_damaged, lambda p: reindex(p, index_interval_bytes=INTERVAL, backup=False), True),
+    # name: (make the partition, the command, strict: record set exactly before or after); every
+    # repair keeps its backup (the default), so the backup's steps are crash points too
+    "recover": (_damaged, lambda p: recover(p, index_interval_bytes=INTERVAL), True),
+    "recover-no-backup": (_damaged, lambda p: recover(p, index_interval_bytes=INTERVAL, backup=False), True),
+    "reindex": (_indexes_damaged, lambda p: reindex(p, index_interval_bytes=INTERVAL), True),
     "compact": (_fresh, lambda p: compact(p, CompactOptions(now=NOW, index_interval_bytes=INTERVAL,
                                                             segment_bytes=8000)), False),
+    "compact-dry-run": (_fresh, lambda p: compact(p, CompactOptions(now=NOW, index_interval_bytes=INTERVAL,
+                                                                    segment_bytes=8000), dry_run=True), True),
     "retention": (_fresh, lambda p: retention(p, retention_bytes=9000, now=NOW), False),
 }
+
+
+def _only_kafkas_files(part) -> list:
+    """What in the log dir and the partition is not Kafka's own: temp files and dirs of kfx, leftovers
+    of an interrupted swap or deletion (a backup dir inside the partition is allowed: Kafka's log
+    loading reads only the files of a partition dir)."""
+    logs = os.path.dirname(part)
+    bad = fsutil.temp_artefacts(logs) + fsutil.temp_artefacts(part)
+    bad += [n for n in os.listdir(part) if n.endswith(LEFTOVER) or (os.path.isdir(os.path.join(part, n))
+                                                                     and n != fsutil.BACKUP_DIR_NAME)]
+    bad += [n for n in os.listdir(logs) if n != os.path.basename(part) and os.path.isdir(os.path.join(logs, n))]
+    return bad
 
 
 #: ``make crashpoints`` kills at every point; ``make test`` at about this many points a command,
@@ -136,6 +153,8 @@ def test_killed_at_every_crash_point(tmp_path, command):
     assert after <= before
     if command in ("compact", "retention"):
         assert after < before  # the command really removes records, so "never less" can fail
+    if command == "compact-dry-run":
+        assert after == before
     stride = 1 if os.environ.get("KFX_CRASH_ALL") else max(1, total // QUICK_POINTS)
     points = sorted(set(range(1, total + 1, stride)) | {total, total + 1})
     tried = 0
@@ -151,7 +170,7 @@ def test_killed_at_every_crash_point(tmp_path, command):
         assert after <= now <= before, f"{command}: records lost at crash point {n}"
         if strict:
             assert now in (before, after), f"{command}: crash point {n}"
-        assert not [f for f in os.listdir(part) if f.endswith(LEFTOVER)], f"{command}: crash point {n}"
+        assert not _only_kafkas_files(part), f"{command}: crash point {n}: {_only_kafkas_files(part)}"
         rep = verify([part])
         assert rep.ok, (n, [str(p) for p in rep.problems])
         shutil.rmtree(os.path.dirname(part))

@@ -85,3 +85,37 @@ def test_span_digests_are_hashlib_md5(keys, gap, chunk, rnd):
         assert got.tobytes() == b"".join(hashlib.md5(keys[i]).digest() for i in order)
     finally:
         md5_many.CHUNK = 1 << 14
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 10**6), min_size=1, max_size=300), st.integers(16, 400), st.data())
+def test_growing_map_equals_one_sized_for_it(keys, max_slots, data):
+    """A map that starts at 16 slots and doubles up to ``max_slots`` refuses the same key as one made
+    with ``max_slots`` from the start, and answers the same for every key (issue 28: the table follows
+    the keys put, never a record count a header claims)."""
+    ks = [b"k%d" % k for k in keys]
+    grown, whole = OffsetMap(16, max_slots), OffsetMap(max_slots)
+    i = 0
+    while i < len(ks):
+        n = data.draw(st.integers(1, 50))
+        took = grown.put_many(digests(ks[i:i + n]), np.arange(i, min(i + n, len(ks))))
+        i += took
+        if took < min(n, len(ks) - i + took):
+            break
+    j = 0
+    for j, k in enumerate(ks):
+        if not whole.put(k, j):
+            break
+    else:
+        j = len(ks)
+    assert i == j and grown.size == whole.size and grown.full == whole.full
+    assert grown.slots <= whole.slots
+    probe = sorted(set(ks)) + [b"never-put"]
+    assert [grown.get(k) for k in probe] == [whole.get(k) for k in probe]
+
+
+def test_map_memory_follows_the_keys_put():
+    m = OffsetMap(16, 1 << 27)  # a 3 GiB cap: never allocated for three keys
+    for k in (b"a", b"b", b"c"):
+        assert m.put(k, 1)
+    assert m.memory_bytes < 1024

@@ -104,7 +104,7 @@ def test_real_log_dirs_rebuild_what_git_did_not_keep(tmp_path, tarball):
     after = tree(ld)
     logs = [k for k in before if k.endswith(".log")]
     assert logs and all(after.get(k) == before[k] for k in logs)  # no segment truncated or removed
-    assert all(r.bytes_truncated == 0 and not r.removed_segments for o in outs for r in o.partitions)
+    assert all(r.dropped.bytes == 0 and not r.removed_segments for o in outs for r in o.partitions)
     # no empty producer snapshot appears in an empty partition
     for o in outs:
         for r in o.partitions:
@@ -168,7 +168,7 @@ def test_crashed_log_dir_recovers_as_each_partition_would(tmp_path):
         mine = {k: v for k, v in after.items() if k.startswith(name + "/")}
         assert mine == {k: v for k, v in tree(twin).items() if k.startswith(name + "/")}, name
         if kind in ("torn", "garbage"):
-            assert a.truncated_at is not None and a.bytes_truncated > 0, name
+            assert a.truncated_at is not None and a.dropped.bytes > 0, name
         elif kind == "healthy":
             assert not a.actions and mine == {k: v for k, v in before.items() if k.startswith(name + "/")}, name
         elif kind == "no-index":  # rebuilt whether or not the segment lies below the recovery point
@@ -177,7 +177,7 @@ def test_crashed_log_dir_recovers_as_each_partition_would(tmp_path):
             assert a.truncated_at is None and any(x.file.endswith(".timeindex") for x in a.actions), name
             assert ("time index created" in a.done) == (a.recovery_point > 0), name
     # torn batches are not counted as dropped batches; garbage may frame none either
-    assert sum(r.batches_dropped for r in got.values()) >= sum(len(r.removed_segments) for r in got.values())
+    assert sum(r.dropped.batches for r in got.values()) >= sum(len(r.removed_segments) for r in got.values())
     again = recover_log_dirs([ld], jobs=2, index_interval_bytes=INTERVAL)
     assert not again[0].changed
     assert tree(ld) == after
@@ -213,7 +213,7 @@ def test_cli_recover_log_dir_summary_json_and_dry_run(tmp_path, kfx):
     done = [json.loads(x) for x in r.stdout.splitlines()]
 
     def said(rows):  # what a run says it does, whether it does it or not
-        return [(x.get("partition"), x.get("done"), x.get("bytesTruncated"), x.get("recordsDropped"),
+        return [(x.get("partition"), x.get("done"), x.get("dropped"),
                  [(a["action"], a["file"], a["detail"]) for a in x.get("actions", x.get("checkpoints", []))])
                 for x in rows]
     assert said(done) == said(lines)  # the dry run said the same
@@ -393,7 +393,7 @@ def test_missing_index_after_a_clean_shutdown_is_rebuilt_and_nothing_else_recove
     (r,) = outs[0].partitions
     assert outs[0].clean_shutdown and outs[0].marker["brokerEpoch"] == 7
     assert r.recovered_segments == [os.path.basename(s1)] and not r.removed_segments
-    assert r.truncated_at["segment"] == os.path.basename(s1) and r.bytes_truncated == 40
+    assert r.truncated_at["segment"] == os.path.basename(s1) and r.dropped.bytes == 40
     assert open(s_last, "rb").read() == last_before  # past the recovery point, but the shutdown was clean
     assert os.path.exists(s1[: -len(".log")] + ".index")
 

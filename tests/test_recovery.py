@@ -206,10 +206,17 @@ def test_backups_keep_every_changed_file(part, tmp_path):
     bdir = tmp_path / "bk"
     rep = _recover(part, backup_dir=str(bdir))
     assert rep.backup == str(bdir)
-    assert open(bdir / os.path.basename(seg), "rb").read() == damaged
+    cut = rep.truncated_at["position"]
+    # the truncated segment's cut bytes (not a whole copy), and each removed segment itself
+    assert open(bdir / f"{os.path.basename(seg)}.from-byte-{cut}", "rb").read() == damaged[cut:]
     for name, data in removed.items():
         assert open(bdir / name, "rb").read() == data
-    assert original[: rep.truncated_at["position"]] == open(seg, "rb").read()
+    assert original[:cut] == open(seg, "rb").read()
+    from kafkaforensics.repair.restore import restore
+    restore(str(bdir))
+    assert open(seg, "rb").read() == damaged
+    for name, data in removed.items():
+        assert open(os.path.join(part, name), "rb").read() == data
 
 
 def test_no_backup_and_default_backup_location(part):

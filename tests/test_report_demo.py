@@ -284,9 +284,10 @@ def test_make_demo_script_end_to_end(tmp_path):
     assert "25 files, 112 batches, 47089 bytes: OK" in text
     assert re.search(r"orders-0 offset 0: .*\n.*orders-0 offset 1:", text)
     assert "kafka-transactions.sh --bootstrap-server HOST:PORT abort --topic payments --partition 0" in text
-    # the backups hold the originals: the torn segment as it was
-    assert os.path.getsize(out / "backup" / "orders-0" / "00000000000000000225.log") > \
-        os.path.getsize(out / "logs" / "orders-0" / "00000000000000000225.log")
+    # the backups hold what changed: the torn segment's cut bytes, from where they were cut
+    kept = os.path.getsize(out / "logs" / "orders-0" / "00000000000000000225.log")
+    assert os.path.getsize(out / "backup" / "orders-0" / f"00000000000000000225.log.from-byte-{kept}") > 0
+    assert (out / "backup" / "orders-0" / "manifest.json").exists()
 
 
 def test_many_segments_merge_byte_ranges_and_links_still_resolve(tmp_path):

@@ -30,7 +30,8 @@ from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.log_loader import PartitionLog
 from kafkaforensics.log.partition import PartitionDir
 from kafkaforensics.log.producer_state import ProducerState
-from kafkaforensics.log.segment import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, BatchScanner, file_name
+from kafkaforensics.errors import Problem
+from kafkaforensics.log.segment import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, BatchScanner, file_name, open_buffer
 
 from specs.kafka_errors import (CORRUPT_MESSAGE, INVALID_PRODUCER_EPOCH, NONE, OUT_OF_ORDER_SEQUENCE,
                                 UNSUPPORTED_FOR_MESSAGE_FORMAT)
@@ -52,17 +53,34 @@ class LiveLog:
         self.recent: dict[int, deque] = {}       # pid -> last 5 (epoch, first seq, last seq, base offset)
         self.active = self.segments[-1] if self.segments else 0
         self.idx = SegmentIndexes(self.active, index_interval)
-        # one walk (log_loader): a batch failing its CRC ends its segment's walk
-        log = PartitionLog(pd, damage="stop-segment")
+        # one walk (log_loader): a batch failing its CRC is left out of the producer state and the
+        # indexes, but stays in the log (served as stored, as a Kafka broker serves it)
+        log = PartitionLog(pd, damage="skip")
+        #: what fails validation: each segment's first batch whose CRC fails, and where a segment's
+        #: walk ends before its end (a torn tail, a bad size...), as located problems
+        self.damage: list[Problem] = []
+        last_seg = None
         for seg, batches in log.walk():
             last = seg.base_offset == self.active
             for b, done in batches:
                 if last:
                     self.idx.add(b, done)
                 self._remember(b, b.base_offset)
+            last_seg = seg
+            if seg.damaged is not None:
+                d = seg.damaged
+                self.damage.append(Problem(seg.path, d.position, d.base_offset, "crc-mismatch",
+                                           f"stored CRC {d.crc} does not match the batch's bytes"))
+            if seg.stop is not None:
+                self.damage.append(seg.stop)
         self.state: ProducerState = log.state
-        #: the log end: the newest segment's next offset (its base when it has no batch, as Kafka's)
+        #: the log end: the newest segment's next offset (its base when it has no batch, as Kafka's),
+        #: after its last whole batch whatever its CRC (LogSegment.readNextOffset checks none)
         self.next_offset = log.log_end_offset
+        if last_seg is not None and last_seg.damaged is not None:
+            with open_buffer(last_seg.path) as buf:
+                for b in BatchScanner(buf, start=last_seg.damaged.position, base_offset=last_seg.base_offset):
+                    self.next_offset = max(self.next_offset, b.last_offset + 1)
         #: the first segment's base, or log-start-offset-checkpoint's entry within the log (DeleteRecords)
         self.log_start = log.log_start_offset
         self.leader_epoch = log.leader_epoch    # the newest epoch the batches carry: the one appends get

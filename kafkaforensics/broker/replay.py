@@ -21,16 +21,16 @@ import re
 import time
 
 from kafkaforensics.log import offset_index
-from kafkaforensics.errors import Problem
+from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.broker.live_log import LiveLog
 from kafkaforensics.broker.protocol import FileRegion
 from kafkaforensics.log.partition import derived_topic_id, find_partitions, partition_dir_state, write_partition_metadata
 from kafkaforensics.broker.replay_admin import AdminAPIs, WriteAdminAPIs
-from kafkaforensics.log.segment import INDEX, LOG, BatchScanner, Segment, open_buffer
+from kafkaforensics.log.segment import INDEX, LOG, BatchScanner, Segment, file_name, offset_from_name, open_buffer
 from specs import protocol_messages as P
 
-from specs.kafka_errors import (CORRUPT_MESSAGE, INVALID_PARTITIONS, INVALID_PRODUCER_EPOCH,
+from specs.kafka_errors import (INVALID_PARTITIONS, INVALID_PRODUCER_EPOCH,
                                 INVALID_PRODUCER_ID_MAPPING, INVALID_TOPIC, NONE, OFFSET_OUT_OF_RANGE, POLICY_VIOLATION,
                                 TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION)
 from specs.protocol_messages import ApiKey
@@ -50,13 +50,42 @@ SUPPORTED = {k: v for k, v in P.ADVERTISED.items() if k not in WRITE_ONLY}
 _log = logging.getLogger("kfx.serve")
 
 
-class CorruptBatch(Exception):
-    """The batch a fetch would start with fails its CRC: Fetch answers CORRUPT_MESSAGE for that
-    partition (Kafka's consumers raise it to the application) instead of handing the bytes out."""
-
-    def __init__(self, file: str, position: int, offset: int):
-        self.problem = Problem(file, position, offset, "crc-mismatch", "batch CRC does not match its bytes")
-        super().__init__(str(self.problem))
+def damage_report(s: LiveLog) -> list[str]:
+    """One line per problem of a served partition whose log fails validation: where (file, byte,
+    offset), what is past it and how it is served, and what Kafka's log loading would do with it
+    after an unclean shutdown (``kfx recover``'s dry run: the same rules)."""
+    from kafkaforensics.repair.actions import Dropped
+    from kafkaforensics.repair.recovery import count_dropped, recover
+    try:
+        plan = recover(s.path, dry_run=True, backup=False)
+    except (OSError, KafkaFormatError, ValueError) as e:
+        plan = None
+        why = f"kfx recover --dry-run could not plan it ({e})"
+    lines = []
+    for p in s.damage:
+        past = Dropped()
+        segs = [b for b in s.segments if b >= (offset_from_name(p.file) or 0)]
+        for i, base in enumerate(segs):
+            count_dropped(past, s.seg_path(base, LOG), p.position if i == 0 else 0)
+        if p.kind == "crc-mismatch":
+            served = (f"served as stored, as a Kafka broker serves it: a client's CRC check raises "
+                      f"CorruptRecordException (kafka-python CorruptRecordError) at offset {p.offset}; "
+                      f"{past.batches} valid batches, {past.records} records after it"
+                      + (f" (offsets {past.first_offset}..{past.last_offset})" if past.batches else "")
+                      + " are served")
+        else:
+            served = (f"not served from here to the segment's end ({past.bytes} bytes, {past.batches} valid batches, "
+                      f"{past.records} records in them): the walk, as Kafka's, stops at bytes that frame no batch")
+        if plan is None:
+            kafka = why
+        elif plan.truncated_at is None:
+            kafka = "Kafka's log loading would not recover it (" + ("; ".join(plan.notes) or "flushed") + ")"
+        else:
+            t = plan.truncated_at
+            kafka = (f"Kafka's log loading after an unclean shutdown would truncate {t['segment']} at byte "
+                     f"{t['position']} (log end offset {t['offset']}), dropping {plan.dropped.text()}")
+        lines.append(f"{s.topic}-{s.partition}: {p}; {served}; {kafka}; see `kfx recover --dry-run {s.path}`")
+    return lines
 
 
 def valid_topic(name) -> bool:
@@ -78,6 +107,7 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
         self.auto_create, self.default_partitions = auto_create, max(1, partitions)
         self.partitions: dict[tuple[str, int], LiveLog] = {}
         self._index_cache: dict[str, tuple] = {}  # .index path -> (size, mtime, entries)
+        self._served_damage: set = set()  # (partition, byte, segment) of damaged batches served and logged
         self.txns: dict[str, dict] = {}
         self.on_txn_offsets = None  # (group, commits) -> None: a committed transaction's offsets
         self.next_producer_id = 1000
@@ -98,6 +128,9 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
             except Exception:  # a damaged partition.metadata: the derived id still serves
                 pass
             self.partitions[(s.topic, s.partition)] = s
+            if s.damage:  # never hidden: every partition whose log fails validation is logged, located
+                for line in damage_report(s):
+                    _log.warning(line)
         for parts in self.topics().values():  # one id a topic: its partition.metadata's, else derived
             tid = next((s.topic_id for s in parts if s.topic_id), None) or derived_topic_id(parts[0].topic)
             for s in parts:
@@ -385,9 +418,8 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
     def _batches(self, s: LiveLog):
         for base in s.segments:
             for b in Segment(base, s.path).batches():
-                if not b.crc_valid():
-                    return
-                yield b
+                if b.crc_valid():  # a damaged batch's timestamps are not trusted
+                    yield b
 
     def offset_for_time(self, s: LiveLog, ts: int) -> tuple[int, int]:
         """First offset at or after the log start whose record timestamp is >= ts (Kafka's ListOffsets
@@ -435,14 +467,9 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
                         r["ErrorCode"] = OFFSET_OUT_OF_RANGE
                     else:
                         limit = s.last_stable if committed else s.log_end
-                        try:
-                            data, upper = self.read(s, off, min(p["PartitionMaxBytes"], max(budget, 0)), limit,
-                                                    first=not any(x["Records"] for tp in responses
-                                                                  for x in tp["Partitions"]))
-                        except CorruptBatch as e:
-                            _log.warning("fetch of %s-%d at offset %d: %s", s.topic, s.partition, off, e)
-                            r["ErrorCode"] = CORRUPT_MESSAGE
-                            data, upper = b"", off
+                        data, upper = self.read(s, off, min(p["PartitionMaxBytes"], max(budget, 0)), limit,
+                                                first=not any(x["Records"] for tp in responses
+                                                              for x in tp["Partitions"]))
                         budget -= len(data)
                         r["Records"] = data
                         if committed:
@@ -470,10 +497,13 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
                         continue
                     if b.base_offset >= limit:
                         break
-                    if not b.crc_valid():  # never handed out: served up to it, then reported
-                        if begin is None:
-                            raise CorruptBatch(s.seg_path(base, LOG), b.position, b.base_offset)
-                        break
+                    # a batch whose CRC fails is served as stored, as Kafka serves it (its fetch path
+                    # checks no CRC): the client's CRC check meets it (logged at start and here)
+                    if (s.path, b.position, base) not in self._served_damage and not b.crc_valid():
+                        self._served_damage.add((s.path, b.position, base))
+                        _log.warning("%s-%d: serving the batch at byte %d of %s (offset %d) as stored: its CRC "
+                                     "fails; the client's CRC check raises CorruptRecordException",
+                                     s.topic, s.partition, b.position, file_name(base, LOG), b.base_offset)
                     if begin is None:
                         begin = b.position
                     elif b.position + b.size - begin > max_bytes:

@@ -7,6 +7,12 @@ fields set to 0, -1, 0x7fffffff and -2**31, varints that never end, compressed p
 garbage or by a decompression bomb, splices; a segment's batch CRCs are recomputed after mutating
 half of the time so that mutations reach the decoders behind the CRC check.
 
+Whole commands are targets too: ``compact`` (in place, with its backup, and ``compact-dry-run``),
+``recover``, ``reindex``, ``retention`` and ``analyze`` run on the mutated segment laid out as a
+partition (split at a batch boundary into two segments when it can be; on tmpfs), and
+``spark-records`` is the Spark records level's Arrow path without a session; a command must return
+its report, every problem in it located -- nothing it raises counts as located.
+
 The contract checked for every input: the parser returns (a clean parse) or raises
 :class:`~kafkaforensics.errors.KafkaFormatError` with a kind and a byte position (a located
 problem); any other exception is a *crash*, more than ``HANG_SECONDS`` in one input a *hang*. The
@@ -309,6 +315,125 @@ def _drain_columns(data: bytes):
     return len(cols)
 
 
+_SPARK_READER = []
+
+
+def _struct_from_ddl(ddl: str):
+    """The Spark schema of a flat DDL (scalars, and ``array<struct<k:t,...>>``) without a session
+    (pyspark parses DDL in the JVM)."""
+    from pyspark.sql import types as T
+    scalar = {"string": T.StringType(), "int": T.IntegerType(), "bigint": T.LongType(),
+              "binary": T.BinaryType(), "boolean": T.BooleanType()}
+
+    def typ(t: str):
+        if t.startswith("array<struct<") and t.endswith(">>"):
+            fields = [f.split(":") for f in t[len("array<struct<"):-2].split(",")]
+            return T.ArrayType(T.StructType([T.StructField(n, scalar[x]) for n, x in fields]))
+        return scalar[t]
+    out = []
+    for col in ddl.split(", `"):
+        name, t = col.strip("`").split("` ")
+        out.append(T.StructField(name, typ(t)))
+    return T.StructType(out)
+
+
+def _spark_records(data: bytes):
+    """The Spark records level's Arrow path (``KafkaSegmentsReader._records_arrow``: the columnar
+    decoder, then Arrow columns from its spans) over every batch, CRC-valid ones and, as with
+    ``includeCorrupt``, the others; no Spark session is made."""
+    from kafkaforensics.log.segment import BatchScanner
+    if not _SPARK_READER:
+        from kafkaforensics.spark.spark_source import LEVELS, KafkaSegmentsReader, spark_ddl
+        _SPARK_READER.append(KafkaSegmentsReader({"includeCorrupt": "true"}, "records",
+                                                 _struct_from_ddl(spark_ddl(LEVELS["records"]))))
+    reader = _SPARK_READER[0]
+    rows = 0
+    for batch in reader._records_arrow(list(BatchScanner(data, file="fuzz.log", base_offset=0)), ("t", 0, "f"), 0):
+        rows += batch.num_rows
+    return rows
+
+
+# -- whole commands over a partition dir --------------------------------------------------------------
+#: where command targets build their partition dir (tmpfs when there is one: thousands of files a second)
+WORK = os.path.join("/dev/shm" if os.path.isdir("/dev/shm") else "/tmp", f"kfx-fuzz-{os.getpid()}")
+NOW = 1_700_000_000_000 + 10**9
+
+
+def _partition(data: bytes) -> str:
+    """``data`` as a fresh partition dir ``<WORK>/logs/t-0``: split at a batch boundary in the middle
+    into two segments (the second named by the base offset its first batch claims) when it can be."""
+    import shutil
+    from kafkaforensics.log.segment import file_name
+    logs = os.path.join(WORK, "logs")
+    if not os.path.isdir(WORK):
+        import atexit
+        atexit.register(shutil.rmtree, WORK, True)
+    shutil.rmtree(logs, ignore_errors=True)
+    part = os.path.join(logs, "t-0")
+    os.makedirs(part)
+    bounds = [b for b in segment_boundaries(data) if 0 < b < len(data)] if len(data) < 1 << 16 else []
+    cut = bounds[len(bounds) // 2] if bounds else None
+    pieces = [(0, data)]
+    if cut is not None and cut + 8 <= len(data):
+        second = struct.unpack_from(">q", data, cut)[0]
+        if 0 < second < 1 << 62:
+            pieces = [(0, data[:cut]), (second, data[cut:])]
+    for base, piece in pieces:
+        with open(os.path.join(part, file_name(base, ".log")), "wb") as f:
+            f.write(piece)
+    return part
+
+
+def _problems_located(problems) -> None:
+    for p in problems:
+        if p.position is None and getattr(p, "offset", getattr(p, "first_offset", None)) is None and p.file is None:
+            raise AssertionError(f"unlocated problem: {p}")
+
+
+def _command(name: str):
+    """A target running the command ``name`` on the mutated segment as a partition: it must return a
+    report (its problems located) -- nothing it raises is acceptable, not even a KafkaFormatError."""
+    def run(data: bytes):
+        part = _partition(data)
+        try:
+            out = _COMMANDS[name](part)
+        except KafkaFormatError as e:
+            raise AssertionError(f"{name} raised instead of reporting: {e}") from None
+        _problems_located(getattr(out, "problems", []) or [])
+        return LOCATED if getattr(out, "problems", None) else out
+    return run
+
+
+def _compact(part, dry_run):
+    from kafkaforensics.repair.cleaner import CompactOptions, compact
+    return compact(part, CompactOptions(now=NOW, include_active=True, segment_bytes=2000), dry_run=dry_run,
+                   backup=not dry_run)
+
+
+def _recover(part):
+    from kafkaforensics.repair.recovery import recover
+    return recover(part, full=True)
+
+
+def _reindex(part):
+    from kafkaforensics.repair.reindex import reindex
+    return reindex(part, index_interval_bytes=64)
+
+
+def _retention(part):
+    from kafkaforensics.repair.retention import retention
+    return retention(part, retention_bytes=100, retention_ms=10**9, now=NOW)
+
+
+def _analyze(part):
+    from kafkaforensics.inspect.analyzer import AnalyzeOptions, analyze
+    return analyze([part], AnalyzeOptions(now=NOW))
+
+
+_COMMANDS = {"compact": lambda p: _compact(p, False), "compact-dry-run": lambda p: _compact(p, True),
+             "recover": _recover, "reindex": _reindex, "retention": _retention, "analyze": _analyze}
+
+
 def _index_target(name, module, width, suffix):
     def run(data):
         entries, _ = module.read_entries(data, 0)
@@ -447,6 +572,8 @@ def targets() -> dict[str, Target]:
     ts = [
         Target("segment", _drain_segment, seg, segment=True),
         Target("columns", _drain_columns, seg, segment=True),
+        Target("spark-records", _spark_records, seg, segment=True),
+        *(Target(n, _command(n), seg, segment=True) for n in _COMMANDS),
         _index_target("offset-index", offset_index, 8, ".index"),
         _index_target("time-index", time_index, 12, ".timeindex"),
         Target("txn-index", lambda d: len(read_txn(d, file="x")), _txn_seeds()),
@@ -606,8 +733,9 @@ def _save(path: str, state: dict) -> None:
 
 
 def cli_campaign(files: int, workdir: str, seed: int = 0, per_process: int = 40) -> dict:
-    """Mutated segment, index, snapshot and checkpoint files through ``kfx verify`` and
-    ``kfx dump --deep`` subprocesses (many files a process): exit codes must be in {0, 1, 2} and
+    """Mutated segment, index, snapshot and checkpoint files through ``kfx verify``, ``kfx analyze``
+    and ``kfx dump --deep`` subprocesses (many files a process), and partitions of them through
+    ``kfx recover --dry-run`` and ``kfx compact --dry-run``: exit codes must be in {0, 1, 2} and
     stderr free of tracebacks. Returns counts and the failing runs."""
     rnd = random.Random(seed)
     ts = targets()
@@ -634,6 +762,10 @@ def cli_campaign(files: int, workdir: str, seed: int = 0, per_process: int = 40)
     dirs = sorted({os.path.dirname(p) for p in made})
     for j in range(0, len(dirs), per_process):
         cmds.append(["verify", "--json", *dirs[j:j + per_process]])
+        cmds.append(["analyze", "--json", "--now", str(NOW), *dirs[j:j + per_process]])
+    for d in dirs[:12]:  # the repairs take one partition a process: dry runs (they change nothing)
+        cmds.append(["recover", "--dry-run", "--json", d])
+        cmds.append(["compact", "--dry-run", "--include-active", "--json", "--now", str(NOW), d])
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     for c in cmds:
         r = subprocess.run([sys.executable, "-m", "kafkaforensics", *c], capture_output=True, timeout=300,

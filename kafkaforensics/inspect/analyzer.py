@@ -99,6 +99,12 @@ def remedy_for(f: Finding, partition_dir: str, producer: tuple | None = None) ->
     if k in _TAIL_KINDS:
         return (f"kfx recover --dry-run {d} shows the truncation Kafka would do at start-up; then kfx recover {d} "
                 "(backup kept); kfx salvage copies out any valid batches after the damage first")
+    if k == "valid-after-damage":
+        return (f"kfx salvage {d} --out NEW_DIR copies them out (with everything valid) before kfx recover {d} "
+                "truncates at the damage as Kafka would")
+    if k == "kfx-temp":
+        part = d if parse_partition_dir_name(d) is not None else "PARTITION_DIR"
+        return f"kfx recover {part} removes it (any partition of the log dir does), or delete it"
     if k == "leftover-file":
         what = ("Kafka renames a .swap over the segments it replaces (an interrupted compaction or split)"
                 if (f.file or "").endswith(".swap") else
@@ -352,8 +358,10 @@ def _analyze_partition(pd: PartitionDir, ckpts: dict, now: int, opts: AnalyzeOpt
                 snapshots[off] = (p, read_snapshot(f.read(), file=p))
         except KafkaFormatError:
             pass  # reported by verify
-    # damage (reported by verify) ends a segment's walk: what follows it is not trustworthy
-    log = PartitionLog(pd, damage="stop-segment", strict_legacy=True,
+    # a batch whose CRC fails (reported by verify) is stepped over, as salvage steps over it: the
+    # valid batches after it are analysed; where framing breaks, the segment's walk ends and the
+    # valid batches past it are found as salvage finds them and reported
+    log = PartitionLog(pd, damage="skip", strict_legacy=True,
                        before_apply=lambda b: a.snapshot_check(b.base_offset, snapshots))
     a = _PartitionAnalysis(name, summ, rep, now, opts, cleaner_ck, epochs, log.state)
     a.path = pd.path
@@ -361,6 +369,8 @@ def _analyze_partition(pd: PartitionDir, ckpts: dict, now: int, opts: AnalyzeOpt
     a.decoder = TOPIC_DECODERS.get(pd.topic) if pd.topic else None
     if a.decoder is not None:
         summ.record_types = {}
+    a.damaged = [p for p in vr.problems if p.kind == "crc-mismatch" and p.offset is not None]
+    first_finding = len(rep.findings) - len(vr.problems)
     base_pos = 0
     for seg, batches in log.walk():
         summ.segment_starts.append((base_pos, seg.base_offset))
@@ -368,6 +378,8 @@ def _analyze_partition(pd: PartitionDir, ckpts: dict, now: int, opts: AnalyzeOpt
         for b, done in batches:
             a.batch(b, base_pos, done)
         summ.segment_info[-1]["validBytes"] = (a.seg_end if a.seg_end is not None else 0)
+        if seg.damaged is not None or seg.stop is not None:
+            a.after_damage(seg)
         summ.bytes += seg.size
         base_pos += seg.size
     a.snapshot_check(None, snapshots)
@@ -398,6 +410,7 @@ class _PartitionAnalysis:
         self.open_txn = {}           # pid -> the transaction being written (a dict of summ.txns' form)
         self.log_start = None        # the partition's log start offset (checkpoint, first segment)
         self.decoder = None          # an internal topic's decoder (dump's, by the dir's name)
+        self.damaged = []            # verify's crc-mismatch problems: their batches are stepped over
 
     def add(self, kind, severity, first, last, b, explanation):
         self.rep.findings.append(Finding(kind, severity, self.name, first, last,
@@ -534,6 +547,33 @@ class _PartitionAnalysis:
             self._transactions(b, done)
             self._leader_epoch(b)
 
+    def after_damage(self, seg) -> None:
+        """The valid batches of a damaged segment after its first damage: those the walk went on to
+        (past a bad CRC) and those past where framing broke (found as salvage finds them); Kafka's
+        recovery would drop them all from the first damage on."""
+        from kafkaforensics.log.batch_search import scan_file
+        from kafkaforensics.log.segment import open_buffer
+        start = seg.damaged.position if seg.damaged is not None else seg.valid_bytes
+        at = seg.damaged.base_offset if seg.damaged is not None else seg.next_offset
+        batches = records = 0
+        first = last = None
+        with open_buffer(seg.path) as buf:
+            tail = memoryview(buf)[start:]
+            try:
+                for b, _gap in scan_file(tail, seg.path):
+                    if b is not None:
+                        batches += 1
+                        records += max(0, min(b.count or 0, b.last_offset - b.base_offset + 1))
+                        first = b.base_offset if first is None else first
+                        last = b.last_offset
+            finally:
+                tail.release()
+        if batches:
+            self.rep.findings.append(Finding(
+                "valid-after-damage", "warning", self.name, first, last, start, seg.path,
+                f"{batches} valid batches ({records} records, offsets {first}..{last}) follow the damage at byte "
+                f"{start} (offset {at}) of this segment: Kafka's recovery would drop them with it"))
+
     # -- offsets ---------------------------------------------------------------------------------
     def _offsets(self, b) -> None:
         if self.prev_last is not None and b.base_offset > self.prev_last + 1:
@@ -664,7 +704,8 @@ class _PartitionAnalysis:
     def finish(self) -> None:
         s = self.summ
         for first, last, b in self.pending_gaps:
-            explained = self.compacted or (self.cleaner_ck is not None and last < self.cleaner_ck)
+            explained = self.compacted or (self.cleaner_ck is not None and last < self.cleaner_ck) or any(
+                first <= p.offset <= last for p in self.damaged)  # the offsets of a batch whose CRC fails
             if not explained:
                 self.add("offset-gap", "warning", first, last, b,
                          f"offsets {first}..{last} are missing and the log shows no sign of compaction")

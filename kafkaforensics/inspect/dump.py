@@ -21,7 +21,7 @@ from kafkaforensics.log.logdir import read_clean_shutdown
 from kafkaforensics.log.paths import appending, file_kind, live_tail
 from kafkaforensics.log.tiered import REMOTE_INDEX_RE
 from kafkaforensics.records.batch import resolve_legacy_wrapper
-from kafkaforensics.records.batch_json import batch_to_json, encode
+from kafkaforensics.records.batch_json import encode, record_to_json
 from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log.partition import LEFTOVER_SUFFIXES, read_text
 from kafkaforensics.log.producer_state import read_snapshot
@@ -29,6 +29,21 @@ from kafkaforensics.log.segment import BatchScanner, file_name, offset_from_name
 
 #: the message schemas of the internal topics: only for a decoder
 internal_topics = lazy("kafkaforensics.records.internal_topics", globals())
+record_columns = lazy("kafkaforensics.log.record_columns", globals())
+
+#: a batch up to this size (compressed: a 64th of it) is decoded record by record, so a small
+#: segment's dump loads no numpy; any other through the columnar decoder, which makes records one at a
+#: time from its columns (a 96 MiB batch never becomes a list of records)
+SMALL_BATCH_BYTES = 1 << 20
+
+
+def batch_records(b):
+    """The records of ``b`` one at a time, every record checked before the first is returned (a
+    batch that does not decode raises before anything is printed); both ways are proven equal to
+    :meth:`Batch.records` (tests/test_record_columns.py)."""
+    if b.size <= (SMALL_BATCH_BYTES if b.compression == 0 else SMALL_BATCH_BYTES >> 6):
+        return iter(b.records())
+    return record_columns.decode_columns([b]).iter_records()
 
 
 @dataclass
@@ -265,25 +280,15 @@ def _dump_log(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
             if opts.fmt == "json":
                 obj = b.to_json()
                 if deep:
-                    try:
-                        obj = batch_to_json(b, deep=True, encoding=enc)
-                        if corrupt:
-                            for rj in obj["records"]:
-                                rj["crcValid"] = False
-                        if opts.decoder:
-                            for rj, r in zip(obj["records"], b.records()):
-                                rj["decoded"] = decode_record(opts.decoder, b, r)
-                    except KafkaFormatError as e:
-                        obj["records"] = None
-                        res.problems.append(e.problem)
-                        print(str(e.problem), file=err)
-                print(json.dumps(obj), file=out)
+                    _print_batch_json(b, obj, opts, enc, corrupt, out, err, res)
+                else:
+                    print(json.dumps(obj), file=out)
                 continue
             _print_batch_line(b, out)
             if not deep:
                 continue
             try:
-                recs = b.records()
+                recs = batch_records(b)
             except KafkaFormatError as e:
                 res.problems.append(e.problem)
                 print(str(e.problem), file=err)
@@ -307,6 +312,33 @@ def _dump_log(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
         print(f"Non-consecutive offsets in {os.path.abspath(path)}", file=err)
         for a, b2 in gaps:
             print(f"  {a} is followed by {b2}", file=err)
+
+
+def _print_batch_json(b, obj: dict, opts: DumpOptions, enc: str, corrupt: bool, out, err, res) -> None:
+    """One batch's JSON line with its records, written record by record: the records are decoded
+    first as columns (every record checked before a byte is written, so a batch that does not decode
+    gets ``"records": null`` and a located problem), then made into objects and printed one at a
+    time, so a batch holding 100 MiB of records never becomes one JSON string or list of dicts."""
+    try:
+        recs = batch_records(b)
+    except KafkaFormatError as e:
+        obj["records"] = None
+        res.problems.append(e.problem)
+        print(str(e.problem), file=err)
+        print(json.dumps(obj), file=out)
+        return
+    head = json.dumps(obj)
+    out.write(head[:-1] + (', "records": [' if obj else '"records": ['))
+    sep = ""
+    for r in recs:
+        rj = record_to_json(r, b, enc)
+        if corrupt:
+            rj["crcValid"] = False
+        if opts.decoder:
+            rj["decoded"] = decode_record(opts.decoder, b, r)
+        out.write(sep + json.dumps(rj))
+        sep = ", "
+    out.write("]}\n")
 
 
 def _print_batch_line(b, out) -> None:

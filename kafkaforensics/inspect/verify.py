@@ -118,6 +118,7 @@ def verify(paths, *, progress=None, max_batch_bytes: int | None = None, kafka_ve
     for kp in kpaths:
         if kp.kind == LOG_DIR:
             parts = find_partitions(kp.path)
+            _report_temps([kp.path] + [pd.path for pd in parts], rep)
             ckpts = verify_log_dir_files(kp.path, parts, rep)
             for pd in parts:
                 if pd.state != "live":  # a -delete/-future/-stray copy: checked, never held to the checkpoints
@@ -175,6 +176,15 @@ def verify_partition_files(pd: PartitionDir, rep: VerifyReport) -> None:
     snapshots and quorum-state (a log dir's verify checks them with its own files)."""
     if pd.name == METADATA_PARTITION:
         _verify_kraft_files(None, [pd], rep)
+
+
+def _report_temps(dirs, rep: VerifyReport) -> None:
+    """Temp files and dirs killed kfx runs left (``*.kfx-tmp``): a dir of them in a log dir stops a
+    broker (Kafka takes every dir there for a partition)."""
+    from kafkaforensics import fsutil
+    for t in sorted({t for d in dirs for t in fsutil.temp_artefacts(d)}):
+        rep.add(t, None, None, "kfx-temp", ("a dir" if os.path.isdir(t) else "a file")
+                + " an interrupted kfx run left; it holds only a copy")
 
 
 def _verify_kraft_files(log_dir: str | None, parts, rep: VerifyReport) -> None:

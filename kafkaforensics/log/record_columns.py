@@ -211,9 +211,7 @@ def _from_records(batches) -> RecordColumns:
     c.batches = batches
     c.buf = b"".join(parts)
     c.batch = np.array(which, np.int64)
-    c.offset = np.array(offs, np.int64)
-    c.timestamp = np.array(tss, np.int64)
-    c.create_time = np.array(creates, np.int64)
+    c.offset, c.timestamp, c.create_time = _int64(offs), _int64(tss), _int64(creates)
     c.attributes = np.array(attrs, np.int64)
     c.key_start, c.key_length = np.array(key_start, np.int64), np.array(key_length, np.int64)
     c.value_start, c.value_length = np.array(value_start, np.int64), np.array(value_length, np.int64)
@@ -223,6 +221,15 @@ def _from_records(batches) -> RecordColumns:
     c.header_value_length = np.array(h_value_length, np.int64)
     c._header_map = None
     return c
+
+
+def _int64(values: list) -> np.ndarray:
+    """``values`` as int64, each out-of-range one wrapped as Java's long sum wraps it (a header's
+    firstTimestamp + a record's delta past 2^63 is what DefaultRecord.readFrom reads too)."""
+    try:
+        return np.array(values, np.int64)
+    except OverflowError:
+        return np.array([(v + (1 << 63)) % (1 << 64) - (1 << 63) for v in values], np.int64)
 
 
 def _record_starts(data: bytes, pos: int, end: int, count: int, starts: list) -> None:

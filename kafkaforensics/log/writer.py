@@ -12,6 +12,8 @@ import os
 import shutil
 import tempfile
 
+from kafkaforensics import fsutil
+
 from specs import checkpoints as C
 from specs.layout import INT32_MAX
 
@@ -39,7 +41,9 @@ class PartitionWriter:
             raise FileExistsError(f"{out_dir} exists and is not empty")
         parent = os.path.dirname(self.out_dir)
         os.makedirs(parent, exist_ok=True)
-        self.tmp_dir = tempfile.mkdtemp(prefix="." + os.path.basename(self.out_dir) + ".", dir=parent)
+        self.tmp_dir = tempfile.mkdtemp(prefix="." + os.path.basename(self.out_dir) + ".", suffix=fsutil.TEMP_SUFFIX,
+                                        dir=parent)
+        fsutil.fit_new(self.tmp_dir)  # renamed into place: a partition dir's mode (mkdtemp makes 0700)
         self.segment_bytes = segment_bytes
         self.interval = index_interval_bytes
         self.snapshots = snapshots

@@ -49,7 +49,7 @@ def _nullable(b) -> bytes:
 def encode_record(offset_delta: int, timestamp_delta: int, key, value,
                   headers: Sequence = (), attributes: int = 0) -> bytes:
     """One v2 record, length prefix included."""
-    parts = [struct.pack(">b", attributes), zigzag(timestamp_delta), zigzag(offset_delta),
+    parts = [struct.pack(">B", attributes & 0xFF), zigzag(timestamp_delta), zigzag(offset_delta),  # an int8, any bits
              _nullable(key), _nullable(value), zigzag(len(headers))]
     for hk, hv in headers:
         hkb = hk.encode("utf-8") if isinstance(hk, str) else bytes(hk)

@@ -14,6 +14,39 @@ PHASES = {"leftover-delete": 0, "leftover-rename": 1, "orphan": 2, "remove-segme
 
 
 @dataclass
+class Dropped:
+    """What a repair drops or deletes from a partition: its bytes, and the batches in them that still
+    pass their CRC (their records, their offsets) -- after a truncation, what ``kfx salvage`` can
+    still copy out; ``damaged_bytes`` are those in no valid batch."""
+    bytes: int = 0
+    batches: int = 0
+    records: int = 0
+    first_offset: int | None = None
+    last_offset: int | None = None
+    damaged_bytes: int = 0
+    files: list[str] = field(default_factory=list)
+
+    def add_batch(self, b) -> None:
+        self.batches += 1
+        self.records += max(0, min(b.count or 0, b.last_offset - b.base_offset + 1))
+        self.first_offset = b.base_offset if self.first_offset is None else min(self.first_offset, b.base_offset)
+        self.last_offset = b.last_offset if self.last_offset is None else max(self.last_offset, b.last_offset)
+
+    def __bool__(self) -> bool:
+        return self.bytes > 0
+
+    def text(self) -> str:
+        offsets = f"offsets {self.first_offset}..{self.last_offset}" if self.first_offset is not None else "no offsets"
+        return (f"{self.bytes} bytes in {len(self.files)} file(s): {self.batches} valid batches, {self.records} "
+                f"records, {offsets}" + (f"; {self.damaged_bytes} damaged bytes" if self.damaged_bytes else ""))
+
+    def to_json(self) -> dict:
+        return {"bytes": self.bytes, "batches": self.batches, "records": self.records,
+                "firstOffset": self.first_offset, "lastOffset": self.last_offset,
+                "damagedBytes": self.damaged_bytes, "files": self.files}
+
+
+@dataclass
 class Action:
     action: str                 # delete | rename | truncate | write
     file: str
@@ -36,14 +69,18 @@ class Action:
 
 
 def apply_actions(actions: list[Action], backup_dir: str | None) -> None:
-    """Apply ``actions`` in their order (the caller sorts them by phase), backing up what they change."""
+    """Apply ``actions`` in their order (the caller sorts them by phase), backing up what they change
+    (``backup_dir``'s manifest records each, so that ``kfx restore`` can undo them)."""
+    backup_dir = fsutil.journal(backup_dir)
     for a in actions:
         if a.action == "delete":
-            if os.path.exists(a.file):
+            if os.path.isdir(a.file):
+                fsutil.remove_temp(a.file)  # only a killed run's temp dir is ever planned for deletion
+            elif os.path.exists(a.file):
                 fsutil.remove_file(a.file, backup_dir=backup_dir)
         elif a.action == "rename":
             if os.path.exists(a.file):
-                fsutil.rename(a.file, a.target)
+                fsutil.rename(a.file, a.target, backup_dir=backup_dir)
         elif a.action == "truncate":
             if os.path.getsize(a.file) > a.size:
                 fsutil.truncate_file(a.file, a.size, backup_dir=backup_dir)

@@ -45,7 +45,7 @@ from kafkaforensics.records.batch import Batch, parse_header, resolve_legacy_wra
 from kafkaforensics.defaults import (DEFAULT_DEDUPE_BUFFER_BYTES, DEFAULT_DELETE_RETENTION_MS, DEFAULT_INDEX_INTERVAL_BYTES,
                        DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_SEGMENT_BYTES)
 from kafkaforensics.log.indexing import SegmentIndexes
-from kafkaforensics.errors import KafkaFormatError
+from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log.checkpoint_file import CLEANER_OFFSET, partition_offset, set_partition_offset
 from kafkaforensics.log.log_loader import PartitionLog
 from kafkaforensics.repair.offset_map import OffsetMap, span_digests
@@ -81,7 +81,8 @@ class CompactOptions:
 #: A compaction's counters, every one an int from 0 (a dataclass: ``CompactStats(records_before=...)``).
 CompactStats = make_dataclass("CompactStats", [(name, int, 0) for name in (
     "records_before bytes_before records_after bytes_after tombstones_kept tombstones_removed "
-    "aborted_records_removed keyless_records_removed markers_kept markers_removed batches_emptied").split()])
+    "aborted_records_removed keyless_records_removed markers_kept markers_removed batches_emptied "
+    "batches_removed").split()])
 CompactStats.__module__ = __name__
 
 
@@ -101,6 +102,9 @@ class CompactReport:
     notes: list[str] = field(default_factory=list)
     offset_map_bytes: int = 0
     kafka: object = None  # the KafkaVersion whose rules applied
+    backup: str | None = None
+    #: located problems that stopped the cleaning (records that do not decode, an offset map too small)
+    problems: list[Problem] = field(default_factory=list)
 
     def to_json(self) -> dict:
         s = self.stats
@@ -114,9 +118,13 @@ class CompactReport:
                 "keylessRecordsRemoved": s.keyless_records_removed,
                 "markers": {"kept": s.markers_kept, "removed": s.markers_removed},
                 "emptyBatchesKept": s.batches_emptied,
+                "dropped": {"batches": s.batches_removed, "records": s.records_before - s.records_after,
+                            "bytes": s.bytes_before - s.bytes_after,
+                            "segmentsRewritten": sum(len(g) for g in self.groups)},
                 "dirtyRatio": {"before": self.dirty_ratio_before, "after": self.dirty_ratio_after},
                 "kafkaVersion": self.kafka.to_json() if self.kafka is not None else None,
-                "groups": self.groups, "offsetMapBytes": self.offset_map_bytes, "notes": self.notes}
+                "groups": self.groups, "offsetMapBytes": self.offset_map_bytes, "notes": self.notes, "backup": self.backup,
+                "problems": [p.to_json() for p in self.problems]}
 
 
 # --------------------------------------------------------------------------- log survey ----
@@ -146,7 +154,7 @@ def _survey(pd: PartitionDir, opts: CompactOptions, now: int):
                 aborted.append(done.aborted_entry())
             if b.magic < 2:
                 resolve_legacy_wrapper(b)
-            seg_records += b.count or 0
+            seg_records += _claimed_records(b)
         records += seg_records
         st = os.stat(s.log)
         idx, tidx = s.files.existing(INDEX), s.files.existing(TIMEINDEX)
@@ -163,6 +171,15 @@ def _survey(pd: PartitionDir, opts: CompactOptions, now: int):
         if not expired:
             active_producers[pid] = (e.last_offset if e.last_offset >= 0 else None, e.epoch)
     return segs, state, aborted, active_producers, records
+
+
+def _claimed_records(b: Batch) -> int:
+    """The records a batch's header claims, bounded by what the batch can hold: its offset span and,
+    uncompressed, 7 bytes a record (a hostile count never sizes anything)."""
+    n = max(0, min(b.count or 0, b.last_offset - b.base_offset + 1))
+    if b.magic >= 2 and b.compression == 0:
+        n = min(n, max(0, b.size - 61) // 7)
+    return n
 
 
 # ------------------------------------------------------------------- transaction tracking ----
@@ -426,6 +443,8 @@ class _Verdict(NamedTuple):
 
 def _rebuild(b: Batch, kept, horizon) -> bytes:
     if b.magic >= 2:
+        for r in kept:
+            r.attributes = 0  # DefaultRecord.writeTo writes 0: no record attribute is in use
         return builder.build_v2(kept, base_offset=b.base_offset, last_offset_delta=b.last_offset - b.base_offset,
                                 partition_leader_epoch=b.partition_leader_epoch, codec=b.compression,
                                 log_append_time=b.timestamp_type == "LogAppendTime",
@@ -438,23 +457,46 @@ def _rebuild(b: Batch, kept, horizon) -> bytes:
                                 wrapper_timestamp=b.max_timestamp if b.compression else None)
 
 
-def _clean_group(pdir, group, omap, txn, active, upper, now, opts, stats, legacy_horizon):
+def _clean_group(pdir, group, omap, txn, active, upper, now, opts, stats, legacy_horizon, backup=None):
     """Write the group's cleaned segment as .cleaned files; returns their paths."""
     base = group[0].base
     names = {suf: os.path.join(pdir, file_name(base, suf) + ".cleaned") for suf in (LOG, INDEX, TIMEINDEX, TXNINDEX)}
+    for p in names.values():
+        fsutil.created(p, backup)
+    try:
+        with fsutil.doing("writing the cleaned segment", names[LOG], sum(s.size for s in group)):
+            return _write_cleaned(names, group, omap, txn, active, upper, now, opts, stats, legacy_horizon)
+    except BaseException:
+        for p in names.values():  # what a failed cleaning leaves is gone (Kafka deletes its .cleaned files)
+            if os.path.exists(p):
+                os.unlink(p)
+        raise
+
+
+def _write_cleaned(names, group, omap, txn, active, upper, now, opts, stats, legacy_horizon):
+    base = group[0].base
     idx = SegmentIndexes(base, opts.index_interval_bytes)
     txn.cleaned_index = []
     fsutil._step("write")
     with open(names[LOG], "wb") as out:
+        fsutil.fit_new(names[LOG], fd=out.fileno())
         for s in group:
             flt = _Filter(omap, txn, active, upper, now, opts, stats, s.mtime * 1000 > legacy_horizon)
             with open_buffer(s.path) as buf:
                 for b, verdict in flt.judged(BatchScanner(buf, file=s.path, base_offset=s.base)):
                     data, kept = flt.apply(b, verdict)
                     if data is None:
+                        stats.batches_removed += 1
                         continue
+                    h = parse_header(data)
+                    if not 0 <= h.last_offset - base <= INT32_MAX:  # LogSegment.ensureOffsetInRange
+                        raise KafkaFormatError(
+                            "offset-overflow", f"the batch's last offset {h.last_offset} does not fit a segment "
+                            f"based at {base} (4-byte relative offsets): Kafka's cleaner splits such a segment "
+                            "first (LogSegmentOffsetOverflowException)",
+                            file=s.path, position=b.position, offset=b.base_offset)
                     out.write(data)
-                    idx.add(parse_header(data))
+                    idx.add(h)
                     stats.records_after += kept
                     stats.bytes_after += len(data)
         out.flush()
@@ -466,6 +508,7 @@ def _clean_group(pdir, group, omap, txn, active, upper, now, opts, stats, legacy
                       (TXNINDEX, txn_index.to_bytes(txn.cleaned_index))):
         fsutil._step("write")
         with open(names[suf], "wb") as f:
+            fsutil.fit_new(names[suf], fd=f.fileno())
             f.write(data)
             f.flush()
             fsutil._step("fsync")
@@ -475,26 +518,45 @@ def _clean_group(pdir, group, omap, txn, active, upper, now, opts, stats, legacy
     return names
 
 
-def _swap(pdir, group, cleaned: dict) -> None:
-    """LocalLog.replaceSegments: .cleaned -> .swap, old -> .deleted, .swap -> final, drop .deleted."""
+def _count_after(pdir: str, opts: CompactOptions, now: int, rep: CompactReport) -> None:
+    """The records and bytes the partition holds once a cleaning stopped part-way (what it dropped
+    is what the groups swapped in before the stop dropped)."""
+    try:
+        segs, _state, _aborted, _active, records = _survey(PartitionDir.scan(pdir), opts, now)
+    except KafkaFormatError:
+        return
+    rep.stats.records_after, rep.stats.bytes_after = records, sum(s.size for s in segs)
+
+
+def _uncleanable(rep: CompactReport, e: KafkaFormatError) -> None:
+    """A batch whose records do not decode: Kafka's cleaner throws, drops its ``.cleaned`` files and
+    marks the partition uncleanable; here the round stops, located, with nothing of it swapped in."""
+    rep.problems.append(e.problem)
+    rep.notes.append("cleaning stopped at a batch whose records do not decode (Kafka marks the partition "
+                     "uncleanable); the segments from there on were left as they were")
+
+
+def _swap(pdir, group, cleaned: dict, backup=None) -> None:
+    """LocalLog.replaceSegments: .cleaned -> .swap, old -> .deleted, .swap -> final, drop .deleted
+    (into the backup, when there is one)."""
     base = group[0].base
     for suf in (LOG, INDEX, TIMEINDEX, TXNINDEX):
-        fsutil.rename(cleaned[suf], os.path.join(pdir, file_name(base, suf) + ".swap"))
+        fsutil.rename(cleaned[suf], os.path.join(pdir, file_name(base, suf) + ".swap"), backup_dir=backup)
     deleted = []
     for s in group:
         for suf in (LOG, INDEX, TIMEINDEX, TXNINDEX):
             p = os.path.join(pdir, file_name(s.base, suf))
             if os.path.exists(p):
-                fsutil.rename(p, p + ".deleted")
+                fsutil.rename(p, p + ".deleted", backup_dir=backup)
                 deleted.append(p + ".deleted")
     for suf in (LOG, INDEX, TIMEINDEX, TXNINDEX):
         final = os.path.join(pdir, file_name(base, suf))
         if suf == TXNINDEX and os.path.getsize(final + ".swap") == 0:
-            fsutil.remove_file(final + ".swap")  # Kafka creates the transaction index lazily
+            fsutil.remove_file(final + ".swap", backup_dir=backup)  # Kafka creates the transaction index lazily
             continue
-        fsutil.rename(final + ".swap", final)
+        fsutil.rename(final + ".swap", final, backup_dir=backup)
     for p in deleted:
-        fsutil.remove_file(p)
+        fsutil.remove_file(p, backup_dir=backup)
 
 
 def _read_cleaner_checkpoint(pdir, tp):
@@ -504,8 +566,9 @@ def _read_cleaner_checkpoint(pdir, tp):
         return None
 
 
-def _write_cleaner_checkpoint(pdir, tp, offset) -> None:
-    set_partition_offset(os.path.dirname(os.path.abspath(pdir)), CLEANER_OFFSET, tp, offset, unreadable="replace")
+def _write_cleaner_checkpoint(pdir, tp, offset, backup=None) -> None:
+    set_partition_offset(os.path.dirname(os.path.abspath(pdir)), CLEANER_OFFSET, tp, offset, unreadable="replace",
+                         backup_dir=backup)
 
 
 def _dirty_ratio(segs, first_dirty, first_uncleanable) -> float:
@@ -515,8 +578,13 @@ def _dirty_ratio(segs, first_dirty, first_uncleanable) -> float:
 
 
 def compact(partition_dir: str, opts: CompactOptions | None = None, *, out: str | None = None,
-            dry_run: bool = False) -> CompactReport:
-    """Compact a partition in place (or into ``out``, leaving the input untouched)."""
+            dry_run: bool = False, backup: bool = True, backup_dir: str | None = None) -> CompactReport:
+    """Compact a partition in place (or into ``out``, leaving the input untouched).
+
+    In place, every segment rewritten or deleted is kept in ``backup_dir`` (default
+    ``<partition>/.kfx-backup/<time>``; ``backup=False``: none) with a manifest ``kfx restore`` undoes.
+    A dry run works on a dir of symbolic links in the system's temp dir: nothing is created in the
+    log dir, and the input's files are only ever read."""
     from dataclasses import replace
     from kafkaforensics.log.kafka_version import kafka_version
     opts = opts or CompactOptions()
@@ -529,19 +597,31 @@ def compact(partition_dir: str, opts: CompactOptions | None = None, *, out: str 
     tp = parse_partition_dir_name(src)
     rep = CompactReport(os.path.basename(src), None, dry_run, kafka=opts.kafka_version)
     now = opts.now if opts.now is not None else int(time.time() * 1000)
+    journal = None
     if dry_run or out:
-        parent = os.path.dirname(os.path.abspath(out)) if out else os.path.dirname(src)
-        work_parent = tempfile.mkdtemp(prefix=".kfx-compact-", dir=parent)
-        work = os.path.join(work_parent, os.path.basename(out) if out else rep.partition)
-        _link_copy(src, work)
+        # a dry run never touches the log dir; --out builds beside its output (renamed into place)
+        parent = tempfile.gettempdir() if dry_run else os.path.dirname(os.path.abspath(out))
+        work_parent = fsutil.temp_dir(parent, "compact")
+        work = os.path.join(work_parent, os.path.basename(out) if out and not dry_run else rep.partition)
+        _link_copy(src, work, symlinks=dry_run)
         ck = _read_cleaner_checkpoint(src, tp)
         if ck is not None:
             _write_cleaner_checkpoint(work, tp, ck)
     else:
         work_parent, work = None, src
+        fsutil.clean_temps(src)
+        if backup:
+            journal = fsutil.Backup(backup_dir or fsutil.default_backup_dir(src))
     try:
-        _compact_in_place(work, tp, opts, now, rep)
-        if out:
+        try:
+            _compact_in_place(work, tp, opts, now, rep, journal)
+        except KafkaFormatError as e:
+            _uncleanable(rep, e)
+            _count_after(work, opts, now, rep)
+        for p in rep.problems:  # say where the bytes are, not where the work copy was
+            if p.file and work != src and p.file.startswith(work + os.sep):
+                p.file = os.path.join(src, p.file[len(work) + 1:])
+        if out and not dry_run:
             final = os.path.abspath(out)
             if os.path.exists(final):
                 if os.listdir(final):
@@ -558,6 +638,8 @@ def compact(partition_dir: str, opts: CompactOptions | None = None, *, out: str 
     finally:
         if work_parent is not None:
             shutil.rmtree(work_parent, ignore_errors=True)
+    if journal is not None and journal.entries:
+        rep.backup = journal.dir
     return rep
 
 
@@ -581,20 +663,23 @@ def _why_nothing_to_clean(segs, first_dirty, checkpoint, leo, first_unstable, la
     return "nothing to clean: the dirty section is empty or uncleanable"
 
 
-def _link_copy(src: str, dst: str) -> None:
-    """Hard-link (or copy) the partition's files: compaction only ever renames and creates files,
-    so the input's inodes are never written."""
+def _link_copy(src: str, dst: str, *, symlinks: bool = False) -> None:
+    """Hard-link (or copy; ``symlinks``: symbolically link) the partition's files: compaction only
+    ever renames, creates and removes files, so the input's inodes are never written."""
     os.makedirs(dst)
     for n in os.listdir(src):
         p = os.path.join(src, n)
         if os.path.isfile(p):
+            if symlinks:
+                os.symlink(p, os.path.join(dst, n))
+                continue
             try:
                 os.link(p, os.path.join(dst, n))
             except OSError:
                 shutil.copy2(p, os.path.join(dst, n))
 
 
-def _compact_in_place(pdir: str, tp, opts: CompactOptions, now: int, rep: CompactReport) -> None:
+def _compact_in_place(pdir: str, tp, opts: CompactOptions, now: int, rep: CompactReport, backup=None) -> None:
     first = True
     while True:
         pd = PartitionDir.scan(pdir)
@@ -638,12 +723,19 @@ def _compact_in_place(pdir: str, tp, opts: CompactOptions, now: int, rep: Compac
                 rep.stats.records_after, rep.stats.bytes_after = records, rep.stats.bytes_before
             rep.dirty_ratio_after = _dirty_ratio(segs, rep.end_offset, uncleanable)
             return
-        # room for every record of the log (an upper bound on its keys), within the dedupe buffer
-        slots = min(opts.dedupe_buffer_bytes // 25, max(16, int(records / 0.9) + 16))
-        omap = OffsetMap(slots)
-        rep.offset_map_bytes = max(rep.offset_map_bytes, omap.memory_bytes)
+        # room for every record of the log (an upper bound on its keys) to start with; the map grows
+        # with the keys put, within the dedupe buffer
+        # (the start is bounded by the bytes too, and by a million slots: the map grows from there)
+        start = min(int(records / 0.9), sum(s.size for s in segs) // 7, 1 << 20)
+        omap = OffsetMap(max(16, start + 16), opts.dedupe_buffer_bytes // 25)
         _build_offset_map(segs, first_dirty, uncleanable, aborted, omap)
+        rep.offset_map_bytes = max(rep.offset_map_bytes, omap.memory_bytes)
         end = omap.latest_offset + 1
+        if end <= first_dirty:  # LogCleaner.buildOffsetMap: not one segment's keys fit
+            rep.problems.append(Problem(segs[0].path, None, first_dirty, "offset-map-full",
+                                        f"the offset map ({omap.memory_bytes} bytes) cannot hold the keys of the "
+                                        "first dirty batch: raise --dedupe-buffer-bytes"))
+            return
         clean_segs = [s for s in segs if s.base < end]
         clean_upto = [s for s in segs if s.next_offset <= first_dirty]
         legacy_horizon = (clean_upto[-1].mtime * 1000 - opts.delete_retention_ms) if clean_upto else 0
@@ -651,19 +743,20 @@ def _compact_in_place(pdir: str, tp, opts: CompactOptions, now: int, rep: Compac
         groups = _group_segments(clean_segs, opts.segment_bytes, opts.max_index_bytes, uncleanable)
         round_stats = CompactStats()
         for g in groups:
+            cleaned = _clean_group(pdir, g, omap, txn, active, uncleanable, now, opts, round_stats, legacy_horizon,
+                                   backup)
+            _swap(pdir, g, cleaned, backup)
             rep.groups.append([os.path.basename(s.path) for s in g])
-            cleaned = _clean_group(pdir, g, omap, txn, active, uncleanable, now, opts, round_stats, legacy_horizon)
-            _swap(pdir, g, cleaned)
-        _write_cleaner_checkpoint(pdir, tp, end)
+        _write_cleaner_checkpoint(pdir, tp, end, backup)
         # producer snapshots of segments that no longer exist are stray now (Kafka drops them)
         bases = {s.base_offset for s in PartitionDir.scan(pdir).segments}
         for s in segs:
             p = os.path.join(pdir, file_name(s.base, SNAPSHOT))
             if s.base not in bases and os.path.exists(p):
-                fsutil.remove_file(p)
+                fsutil.remove_file(p, backup_dir=backup)
         st = rep.stats
         for k in ("tombstones_kept", "tombstones_removed", "aborted_records_removed", "keyless_records_removed",
-                  "markers_kept", "markers_removed", "batches_emptied"):
+                  "markers_kept", "markers_removed", "batches_emptied", "batches_removed"):
             setattr(st, k, getattr(st, k) + getattr(round_stats, k))
         rep.rounds += 1
         rep.end_offset = end

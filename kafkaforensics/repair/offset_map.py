@@ -4,6 +4,10 @@
 object per key), open addressing with linear probing.  ``put`` refuses (returns False) once the
 map is at its load factor, which makes the cleaner stop the round there, as Kafka does.
 
+The table starts at ``slots`` and doubles (rehashing) up to ``max_slots`` as keys arrive, so the
+memory taken follows the keys actually put, never a count a batch header claims; the load factor
+that refuses a key is that of ``max_slots``, as Kafka's is that of its whole dedupe buffer.
+
 :meth:`OffsetMap.put_many` and :meth:`OffsetMap.get_many` do the same for many keys at once with
 numpy over the same table (a new key may land in another free slot than ``put`` would give it;
 nothing that can be asked of the map depends on which).  ``tests/test_offset_map.py`` proves them
@@ -55,18 +59,36 @@ def _occurrences(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 class OffsetMap:
-    def __init__(self, slots: int):
-        self.slots = max(16, int(slots))
+    def __init__(self, slots: int, max_slots: int | None = None):
+        self.max_slots = max(16, int(slots if max_slots is None else max_slots))
+        self.slots = min(self.max_slots, max(16, int(slots)))
         self.hashes = bytearray(self.slots * HASH_SIZE)
         self.offsets = array("q", bytes(8 * self.slots))
         self.used = array("b", bytes(self.slots))
         self.size = 0
         self.latest_offset = -1
-        self.max_entries = int(self.slots * LOAD_FACTOR)
+        self.max_entries = int(self.max_slots * LOAD_FACTOR)
 
     @property
     def full(self) -> bool:
         return self.size >= self.max_entries
+
+    def _room_for(self, n: int) -> None:
+        """Grow the table (doubling, up to ``max_slots``) until ``n`` more keys stay under its load factor."""
+        want = self.slots
+        while want < self.max_slots and self.size + n > int(want * LOAD_FACTOR):
+            want = min(self.max_slots, want * 2)
+        if want == self.slots:
+            return
+        table, offs, used = self._views()
+        live = np.flatnonzero(used)
+        d, o = table[live].copy(), offs[live].copy()
+        self.slots = want
+        self.hashes = bytearray(want * HASH_SIZE)
+        self.offsets = array("q", bytes(8 * want))
+        self.used = array("b", bytes(want))
+        self.size = 0
+        self._insert(d, o, np.arange(len(d)), (d[:, 0] % np.uint64(want)).astype(np.int64))
 
     def _find(self, h: bytes) -> int:
         slots, hashes, used = self.slots, self.hashes, self.used
@@ -86,6 +108,9 @@ class OffsetMap:
         if not self.used[i]:
             if self.size >= self.max_entries:
                 return False
+            if self.size + 1 > int(self.slots * LOAD_FACTOR):
+                self._room_for(1)
+                i = self._find(h)
             self.used[i] = 1
             self.hashes[i * HASH_SIZE:(i + 1) * HASH_SIZE] = h
             self.size += 1
@@ -136,13 +161,21 @@ class OffsetMap:
         new = np.flatnonzero(~found)
         firsts = np.sort(new[_occurrences(d[new])[0]])  # where each key not in the map first comes
         room = self.max_entries - self.size
+        if self.size + min(len(firsts), room) > int(self.slots * LOAD_FACTOR):
+            self._room_for(min(len(firsts), room))
+            at, found = self._find_many(d)
         cut = int(firsts[room]) if len(firsts) > room else n
         last = _occurrences(d[:cut])[1]  # the last time each key comes before the cut: its latest offset
         table, offs, used = self._views()
         old = found[last]
         offs[at[last[old]]] = offsets[last[old]]
-        todo = last[~old]  # keys to insert: claim free slots, one key a slot, in rounds
-        slot = at[todo]
+        self._insert(d, offsets, last[~old], at[last[~old]])
+        return cut
+
+    def _insert(self, d: np.ndarray, offsets: np.ndarray, todo: np.ndarray, slot: np.ndarray) -> None:
+        """Put the distinct new keys ``d[todo]``, each probing on from ``slot``: claim free slots,
+        one key a slot, in rounds."""
+        table, offs, used = self._views()
         while len(todo):
             free = used[slot] == 0
             claim, win = np.unique(slot[free], return_index=True)
@@ -154,7 +187,6 @@ class OffsetMap:
             lose = np.ones(len(todo), dtype=bool)
             lose[np.flatnonzero(free)[win]] = False
             todo, slot = todo[lose], (slot[lose] + 1) % self.slots
-        return cut
 
     def get_many(self, d: np.ndarray) -> np.ndarray:
         """``get`` of each digest row: the latest offset, or -1."""

@@ -44,7 +44,7 @@ from specs import checkpoints as C
 from kafkaforensics import fsutil
 
 from kafkaforensics.log import offset_index, time_index, topic_config, txn_index
-from kafkaforensics.repair.actions import PHASES, Action, apply_actions
+from kafkaforensics.repair.actions import PHASES, Action, Dropped, apply_actions
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentIndexes, SegmentRebuild
 from kafkaforensics.log import kafka_files
@@ -76,9 +76,9 @@ class RecoveryReport:
     path: str | None = None
     clean_shutdown: bool = False
     log_start_offset: int = 0
-    bytes_truncated: int = 0      # cut off a segment's end plus the removed segments' bytes
-    batches_dropped: int = 0      # framed batches in those bytes (a torn last one is not counted)
-    records_dropped: int = 0      # their records
+    #: what the truncation and the removed segments drop: bytes, and the batches in them that still
+    #: pass their CRC (what ``kfx salvage`` can copy out)
+    dropped: Dropped = field(default_factory=Dropped)
     recovered_segments: list[str] = field(default_factory=list)
     first_segment: int | None = None  # the base offset of the first segment kept
     kafka: object = None  # the KafkaVersion whose rules applied
@@ -107,8 +107,7 @@ class RecoveryReport:
                 "backup": self.backup, "actions": [a.to_json() for a in self.actions],
                 "recoveryPoint": self.recovery_point, "logStartOffset": self.log_start_offset,
                 "logEndOffset": self.log_end_offset, "cleanShutdown": self.clean_shutdown,
-                "bytesTruncated": self.bytes_truncated, "batchesDropped": self.batches_dropped,
-                "recordsDropped": self.records_dropped, "done": self.done,
+                "dropped": self.dropped.to_json(), "done": self.done,
                 "notes": self.notes, "dryRun": self.dry_run,
                 "kafkaVersion": self.kafka.to_json() if self.kafka is not None else None}
 
@@ -196,7 +195,7 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
         # Kafka loads it without recovery only to delete it (file.delete.delay.ms later): kfx keeps it
         rep.notes.append("a partition dir marked for deletion: Kafka deletes it after loading; left as it is")
         return rep
-    if backup:
+    if backup and not dry_run:  # a dry run names no backup: it makes none
         rep.backup = os.path.abspath(backup_dir) if backup_dir else fsutil.default_backup_dir(path)
     d = _PartitionFiles(path)
     plan: list[Action] = []
@@ -251,10 +250,7 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
             truncated = unflushed and problem is None
             rep.truncated_at = {"segment": name, "position": res["valid_bytes"], "offset": leo,
                                 "reason": res["reason"]}
-            rep.bytes_truncated += res["size"] - res["valid_bytes"]
-            b, r = _count_batches(src, res["valid_bytes"])
-            rep.batches_dropped += b
-            rep.records_dropped += r
+            count_dropped(rep.dropped, src, res["valid_bytes"])
             plan.append(Action("truncate", d.full(name), f"truncate at byte {res['valid_bytes']} "
                                f"(end of the last valid batch): {res['reason']}", size=res["valid_bytes"],
                                phase=PHASES["truncate"]))
@@ -262,10 +258,7 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
     for base in removed:
         rep.removed_segments.append(file_name(base, LOG))
         src = d.files[file_name(base, LOG)]
-        rep.bytes_truncated += os.path.getsize(src)
-        b, r = _count_batches(src, 0)
-        rep.batches_dropped += b
-        rep.records_dropped += r
+        count_dropped(rep.dropped, src, 0)
         for suf in (LOG,) + _INDEX_SUFFIXES:
             n = file_name(base, suf)
             if n in d.files:
@@ -300,14 +293,23 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
     return rep
 
 
-def _count_batches(path: str, start: int) -> tuple[int, int]:
-    """The framed batches from byte ``start`` of a segment and their records (a torn end not counted)."""
-    n = records = 0
+def count_dropped(out: Dropped, path: str, start: int) -> None:
+    """Add the bytes of ``path`` from ``start`` on to ``out``: the batches in them that pass their CRC
+    and decode, found the way ``kfx salvage`` finds them (past damage too)."""
+    from kafkaforensics.log.batch_search import scan_file
+    out.files.append(os.path.basename(path))
     with open_buffer(path) as buf:
-        for b in BatchScanner(buf, start=start, file=path):
-            n += 1
-            records += b.count if b.count is not None else 1
-    return n, records
+        tail = memoryview(buf)[start:] if start else buf
+        out.bytes += len(tail)
+        try:
+            for b, gap in scan_file(tail, path):
+                if gap is not None:
+                    out.damaged_bytes += gap[1] - gap[0]
+                if b is not None:
+                    out.add_batch(b)
+        finally:
+            if start:
+                tail.release()
 
 
 def _plan_write(d: _PartitionFiles, name: str, data: bytes, why: str, plan: list[Action]) -> None:
@@ -318,8 +320,14 @@ def _plan_write(d: _PartitionFiles, name: str, data: bytes, why: str, plan: list
 def _plan_leftovers(d: _PartitionFiles, plan: list[Action], rules) -> None:
     swaps, cleaned = [], []
     min_cleaned = None
+    # temp files and dirs of killed kfx runs, here and in the log dir (where a dir stops the broker:
+    # Kafka's log loading takes every dir of a log dir for a partition)
+    for t in fsutil.temp_artefacts(os.path.dirname(d.path), live=False) + [
+            p for p in fsutil.temp_artefacts(d.path, live=False) if os.path.isdir(p)]:
+        plan.append(Action("delete", t, "temp " + ("dir" if os.path.isdir(t) else "file")
+                           + " of an interrupted kfx run", phase=PHASES["leftover-delete"]))
     for n in list(d.files):
-        if n.endswith(".kfx-tmp"):  # a temp file of a kfx repair killed before its rename
+        if fsutil.is_temp(n):  # a temp file of a kfx repair killed before its rename
             plan.append(Action("delete", d.full(n), "temp file of an interrupted kfx write",
                                phase=PHASES["leftover-delete"]))
             del d.files[n]

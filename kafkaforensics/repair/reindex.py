@@ -17,7 +17,7 @@ from kafkaforensics.log.kafka_files import kept_as_written
 from kafkaforensics.log.kafka_version import kafka_version as resolve_kafka_version
 from kafkaforensics.log.partition import INDEX, LOG, TIMEINDEX, TXNINDEX, PartitionDir
 from kafkaforensics.log.producer_state import ProducerState
-from kafkaforensics.fsutil import default_backup_dir, same_content
+from kafkaforensics.fsutil import clean_temps, default_backup_dir, same_content
 from kafkaforensics.repair.actions import Action, apply_actions
 from kafkaforensics.log.segment import offset_from_name
 
@@ -77,8 +77,9 @@ def reindex(path: str, *, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYT
                 continue
             rep.rebuilt.append(name)
             rep.actions.append(Action("write", target, "index rebuilt from the segment's batches", data=data))
-    if rep.actions and backup:
+    if rep.actions and backup and not dry_run:  # a dry run names no backup: it makes none
         rep.backup = os.path.abspath(backup_dir) if backup_dir else default_backup_dir(pdir)
     if rep.actions and not dry_run:
+        clean_temps(pdir)
         apply_actions(rep.actions, rep.backup)
     return rep

@@ -9,7 +9,9 @@ and deleted while the rule holds --
 an empty active segment is never deleted; deleting every segment first rolls a new empty active
 segment at the log end offset, so one active segment always remains.  Deletion renames the files
 to ``.deleted`` (what a crash leaves is removed by ``kfx recover``) and then removes them; the
-producer snapshots of deleted segments go too, and log-start-offset-checkpoint is advanced.
+producer snapshots of deleted segments go too, and log-start-offset-checkpoint is advanced.  Every file deleted or
+changed is moved into a backup (default ``<partition>/.kfx-backup/<time>``) whose manifest
+``kfx restore`` undoes, unless ``backup=False``.
 """
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, set_partition_o
 from kafkaforensics.log.log_loader import PartitionLog
 from kafkaforensics.log.partition import parse_partition_dir_name
 from kafkaforensics.log.segment import DELETED, INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, file_name
+from kafkaforensics.repair.actions import Dropped
+from kafkaforensics.repair.recovery import count_dropped
 
 
 @dataclass
@@ -34,11 +38,14 @@ class RetentionReport:
     rolled: str | None = None
     log_start_offset: int = 0
     log_end_offset: int = 0
+    backup: str | None = None
+    #: what the deleted segments hold: bytes, batches, records, offsets
+    dropped: Dropped = field(default_factory=Dropped)
 
     def to_json(self) -> dict:
         return {"partition": self.partition, "dryRun": self.dry_run, "deletedSegments": self.deleted,
                 "rolledNewSegment": self.rolled, "logStartOffset": self.log_start_offset,
-                "logEndOffset": self.log_end_offset}
+                "logEndOffset": self.log_end_offset, "backup": self.backup, "dropped": self.dropped.to_json()}
 
 
 def _largest_timestamp(seg) -> int:
@@ -57,7 +64,8 @@ def _largest_timestamp(seg) -> int:
 
 
 def retention(partition_dir: str, *, retention_ms: int | None = None, retention_bytes: int | None = None,
-              log_start_offset: int | None = None, now: int | None = None, dry_run: bool = False) -> RetentionReport:
+              log_start_offset: int | None = None, now: int | None = None, dry_run: bool = False,
+              backup: bool = True, backup_dir: str | None = None) -> RetentionReport:
     now = int(time.time() * 1000) if now is None else now
     log = PartitionLog(partition_dir, producers=False).load()
     pd = log.dir
@@ -99,6 +107,7 @@ def retention(partition_dir: str, *, retention_ms: int | None = None, retention_
              f"below the log start offset {log_start_offset}")
     for s, size, nxt, largest in segs:
         if s.base_offset in doomed:
+            count_dropped(rep.dropped, s.log, 0)
             rep.deleted.append({"segment": os.path.basename(s.log), "baseOffset": s.base_offset, "nextOffset": nxt,
                                 "bytes": size, "largestTimestamp": largest, "reason": doomed[s.base_offset]})
     remaining = [x for x in segs if x[0].base_offset not in doomed]
@@ -109,19 +118,22 @@ def retention(partition_dir: str, *, retention_ms: int | None = None, retention_
         rep.rolled = file_name(leo, LOG)
     if dry_run or not doomed:
         return rep
+    fsutil.clean_temps(pd.path)
+    bk = fsutil.Backup(backup_dir or fsutil.default_backup_dir(pd.path)) if backup else None
     if rep.rolled:  # roll first so that an active segment always exists
         for suf in (LOG, INDEX, TIMEINDEX):
-            fsutil.atomic_write(os.path.join(pd.path, file_name(leo, suf)), b"")
+            fsutil.atomic_write(os.path.join(pd.path, file_name(leo, suf)), b"", backup_dir=bk)
     renamed = []
     for base in sorted(doomed):
         for suf in (LOG, INDEX, TIMEINDEX, TXNINDEX, SNAPSHOT):
             p = os.path.join(pd.path, file_name(base, suf))
             if os.path.exists(p):
-                fsutil.rename(p, p + DELETED)
+                fsutil.rename(p, p + DELETED, backup_dir=bk)
                 renamed.append(p + DELETED)
     for p in renamed:
-        fsutil.remove_file(p)
+        fsutil.remove_file(p, backup_dir=bk)
     # advance this partition's entry of log-start-offset-checkpoint (when the log dir has one)
     set_partition_offset(log.log_dir, LOG_START_OFFSET, parse_partition_dir_name(pd.path), rep.log_start_offset,
-                         create=False)
+                         create=False, backup_dir=bk)
+    rep.backup = bk.dir if bk is not None and bk.entries else None
     return rep
