@@ -49,8 +49,8 @@ def records(*values, base=0, **kw) -> bytes:
     return build_v2([Record(base + i, 1000 + i, b"k", v, []) for i, v in enumerate(values)], base_offset=base, **kw)
 
 
-def produce_body(data, acks=1, topic="t"):
-    return {"Acks": acks, "TimeoutMs": 1000,
+def produce_body(data, acks=1, topic="t", tid=None):
+    return {"Acks": acks, "TimeoutMs": 1000, "TransactionalId": tid,
             "TopicData": [{"Name": topic, "PartitionData": [{"Index": 0, "Records": data}]}]}
 
 
@@ -228,17 +228,22 @@ def _begin(core, tid):
 def test_a_fenced_producer_epoch_is_refused_everywhere(core):
     pid, old = _begin(core, "tx")
     data = records(b"a", producer_id=pid, producer_epoch=old, base_sequence=0, transactional=True)
-    assert ask(core, K.PRODUCE, 9, produce_body(data))["Responses"][0]["PartitionResponses"][0]["ErrorCode"] == 0
+    assert ask(core, K.PRODUCE, 9, produce_body(data, tid="tx"))["Responses"][0]["PartitionResponses"][0]["ErrorCode"] == 0
     new = ask(core, K.INIT_PRODUCER_ID, 4, {"TransactionalId": "tx", "TransactionTimeoutMs": 60000})
-    assert (new["ProducerId"], new["ProducerEpoch"]) == (pid, old + 1)
+    # fenced (old + 1, the epoch the abort marker carries), then bumped for the new session, as
+    # Kafka's CONCURRENT_TRANSACTIONS answer and the client's retry end
+    assert (new["ProducerId"], new["ProducerEpoch"]) == (pid, old + 2)
     s = core.broker.partitions[("t", 0)]
     assert s.log_end == 2 and s.last_stable == 2  # the open transaction was aborted by the new session
     late = records(b"b", base=1, producer_id=pid, producer_epoch=old, base_sequence=1, transactional=True)
-    r = ask(core, K.PRODUCE, 9, produce_body(late))["Responses"][0]["PartitionResponses"][0]
+    r = ask(core, K.PRODUCE, 9, produce_body(late, tid="tx"))["Responses"][0]["PartitionResponses"][0]
     assert (r["ErrorCode"], r["BaseOffset"]) == (E.INVALID_PRODUCER_EPOCH, -1)
     fenced = {"TransactionalId": "tx", "ProducerId": pid, "ProducerEpoch": old}
-    assert ask(core, K.END_TXN, 3, dict(fenced, Committed=True))["ErrorCode"] == E.INVALID_PRODUCER_EPOCH
-    assert ask(core, K.ADD_OFFSETS_TO_TXN, 3, dict(fenced, GroupId="g"))["ErrorCode"] == E.INVALID_PRODUCER_EPOCH
+    # PRODUCER_FENCED from v2 on, INVALID_PRODUCER_EPOCH before (KafkaApis maps it for older clients)
+    assert ask(core, K.END_TXN, 3, dict(fenced, Committed=True))["ErrorCode"] == E.PRODUCER_FENCED
+    assert ask(core, K.END_TXN, 1, dict(fenced, Committed=True))["ErrorCode"] == E.INVALID_PRODUCER_EPOCH
+    assert ask(core, K.ADD_OFFSETS_TO_TXN, 3, dict(fenced, GroupId="g"))["ErrorCode"] == E.PRODUCER_FENCED
+    assert ask(core, K.ADD_OFFSETS_TO_TXN, 1, dict(fenced, GroupId="g"))["ErrorCode"] == E.INVALID_PRODUCER_EPOCH
     r = ask(core, K.TXN_OFFSET_COMMIT, 3, dict(fenced, GroupId="g", Topics=[
         {"Name": "t", "Partitions": [{"PartitionIndex": 0, "CommittedOffset": 1}]}]))
     assert r["Topics"][0]["Partitions"][0]["ErrorCode"] == E.INVALID_PRODUCER_EPOCH
@@ -328,7 +333,7 @@ def test_the_partition_that_appends_is_the_one_served_and_reloads_the_same(core,
     pid, epoch = _begin(core, "tx")
     ask(core, K.PRODUCE, 9, produce_body(records(b"a", b"b")))
     ask(core, K.PRODUCE, 9, produce_body(records(b"c", base=2, producer_id=pid, producer_epoch=epoch,
-                                                 base_sequence=0, transactional=True)))
+                                                 base_sequence=0, transactional=True), tid="tx"))
     assert core.broker.partitions[("t", 0)] is s and (s.log_end, s.last_stable) == (3, 2)
     r = ask(core, K.LIST_OFFSETS, 7, {"ReplicaId": -1, "IsolationLevel": 1, "Topics": [
         {"Name": "t", "Partitions": [{"PartitionIndex": 0, "Timestamp": -1}]}]})

@@ -26,13 +26,15 @@ from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.broker.live_log import LiveLog
 from kafkaforensics.log.partition import derived_topic_id, find_partitions, partition_dir_state, write_partition_metadata
 from kafkaforensics.broker.replay_admin import AdminAPIs, WriteAdminAPIs
+from kafkaforensics.broker.txn_coordinator import TransactionCoordinator, client_error
 from kafkaforensics.log.segment import INDEX, LOG, TXNINDEX, BatchScanner, open_buffer
 from kafkaforensics.log.txn_index import read_entries as read_txn_entries
 from specs import protocol_messages as P
+from specs import record_batch as R
 from specs.message_schema import FileRegion
 
-from specs.kafka_errors import (CORRUPT_MESSAGE, INVALID_PARTITIONS, INVALID_PRODUCER_EPOCH,
-                                INVALID_PRODUCER_ID_MAPPING, INVALID_TOPIC, NONE, OFFSET_OUT_OF_RANGE, POLICY_VIOLATION,
+from specs.kafka_errors import (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, CORRUPT_MESSAGE, INVALID_PARTITIONS, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE,
+                                OPERATION_NOT_ATTEMPTED, PRODUCER_FENCED, INVALID_TOPIC, NONE, OFFSET_OUT_OF_RANGE, POLICY_VIOLATION,
                                 TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION)
 from specs.protocol_messages import ApiKey
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
@@ -65,13 +67,16 @@ def valid_topic(name) -> bool:
 
 
 WRITE_APIS = {k: P.ADVERTISED[k] for k in WRITE_ONLY}
+#: the first version of each API that only transactions v2 (KIP-890 part 2) uses
+TV2_FIRST = {ApiKey.PRODUCE: 12, ApiKey.END_TXN: 5, ApiKey.TXN_OFFSET_COMMIT: 5}
 #: created by their coordinators, never by a client's Metadata or Produce
 INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state", "__share_group_state"}
 
 
 class ReplayBroker(AdminAPIs, WriteAdminAPIs):
     def __init__(self, log_dir: str, *, node_id: int = 0, host: str = "127.0.0.1", port: int = 9092,
-                 writable: bool = False, auto_create: bool = True, partitions: int = 1):
+                 writable: bool = False, auto_create: bool = True, partitions: int = 1,
+                 transaction_version: int = 2):
         self.log_dir = os.path.abspath(log_dir)
         self.node_id, self.host, self.port = node_id, host, port
         self.writable = writable
@@ -79,7 +84,7 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
         self.auto_create, self.default_partitions = auto_create, max(1, partitions)
         self.partitions: dict[tuple[str, int], LiveLog] = {}
         self._index_cache: dict[str, tuple] = {}  # .index path -> (size, mtime, entries)
-        self.txns: dict[str, dict] = {}
+        self.txn = TransactionCoordinator(self._new_producer_id, transaction_version=transaction_version)
         self.on_txn_offsets = None  # (group, commits) -> None: a committed transaction's offsets
         self.next_producer_id = 1000
         self.reload()
@@ -173,7 +178,11 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
                 elif s is None:
                     r["ErrorCode"] = UNKNOWN_TOPIC_ID if version >= 13 and name is None else UNKNOWN_TOPIC_OR_PARTITION
                 else:
-                    err, base = s.append(p.get("Records") or b"")
+                    err = self.check_transactional(version, body.get("TransactionalId"), p.get("Records") or b"",
+                                                   (name, p["Index"]))
+                    base = -1
+                    if err == NONE:
+                        err, base = s.append(p.get("Records") or b"")
                     r.update(ErrorCode=err, BaseOffset=base, LogStartOffset=s.log_start)
                 parts.append(r)
             out.append({"Name": t.get("Name"), "TopicId": t.get("TopicId"), "PartitionResponses": parts})
@@ -206,63 +215,123 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
                                         leader_epoch=epoch) for topic, part, offset, epoch, metadata in commits]
         return self.offsets_partition(group).append_records(records, now, **batch)[0]
 
+    # -- transactions: adapters of TransactionCoordinator ------------------------------------------
+    def _new_producer_id(self) -> int:
+        pid, self.next_producer_id = self.next_producer_id, self.next_producer_id + 1
+        return pid
+
+    def _write_markers(self, outcome) -> None:
+        """Append the markers a coordinator decision asks for, then complete the transactions."""
+        now = int(time.time() * 1000)
+        for m in outcome:
+            for key in m.partitions:
+                s = self.partitions.get(key)
+                if s is not None:
+                    s.append_marker(m.producer_id, m.producer_epoch, m.commit, timestamp=now)
+            if m.commit and self.on_txn_offsets is not None:
+                for group, commits in m.offsets.items():
+                    self.on_txn_offsets(group, commits)
+
+    def expire_transactions(self) -> None:
+        """Abort the transactions open longer than their timeout (run before each transactional request)."""
+        self._write_markers(self.txn.expire())
+
     def init_producer_id(self, version: int, body: dict) -> dict:
         tid = body.get("TransactionalId")
         if tid is None:
-            pid = self.next_producer_id
-            self.next_producer_id += 1
-            return {"ThrottleTimeMs": 0, "ErrorCode": NONE, "ProducerId": pid, "ProducerEpoch": 0}
-        t = self.txns.get(tid)
-        if t is None:
-            t = self.txns[tid] = {"pid": self.next_producer_id, "epoch": 0, "partitions": set()}
-            self.next_producer_id += 1
-        else:  # a new session of the same transactional id fences the old one: the epoch is bumped and
-            t["epoch"] += 1  # what was open is aborted in the new epoch, so its partitions refuse the old
-            if t["partitions"]:
-                self._end(t, commit=False)
-        return {"ThrottleTimeMs": 0, "ErrorCode": NONE, "ProducerId": t["pid"], "ProducerEpoch": t["epoch"]}
+            return {"ThrottleTimeMs": 0, "ErrorCode": NONE, "ProducerId": self._new_producer_id(), "ProducerEpoch": 0}
+        self.expire_transactions()
+        o = self.txn.init_producer_id(tid, body.get("TransactionTimeoutMs", 60000), body.get("ProducerId", -1),
+                                      body.get("ProducerEpoch", -1))
+        self._write_markers(o.markers)
+        return {"ThrottleTimeMs": 0, "ErrorCode": client_error(o.error, 4, version), "ProducerId": o.producer_id,
+                "ProducerEpoch": o.producer_epoch}
 
     def add_partitions_to_txn(self, version: int, body: dict) -> dict:
-        tid, pid, epoch = (body.get("V3AndBelowTransactionalId"), body.get("V3AndBelowProducerId"),
-                           body.get("V3AndBelowProducerEpoch"))
-        t = self.txns.get(tid)
-        err = NONE
-        if t is None or t["pid"] != pid:
-            err = INVALID_PRODUCER_ID_MAPPING
-        elif t["epoch"] != epoch:
-            err = INVALID_PRODUCER_EPOCH
+        """v0-3 (clients): one transaction; v4+ (the batched form): each, VerifyOnly or adding."""
+        self.expire_transactions()
+        if version <= 3:
+            txns = [{"TransactionalId": body.get("V3AndBelowTransactionalId"),
+                     "ProducerId": body.get("V3AndBelowProducerId"),
+                     "ProducerEpoch": body.get("V3AndBelowProducerEpoch"), "VerifyOnly": False,
+                     "Topics": body.get("V3AndBelowTopics") or []}]
+        else:
+            txns = body.get("Transactions") or []
         results = []
-        for topic in body.get("V3AndBelowTopics", []):
-            rs = []
-            for p in topic.get("Partitions", []):
-                e = err
-                if e == NONE and (topic["Name"], p) not in self.partitions:
-                    e = UNKNOWN_TOPIC_OR_PARTITION
-                if e == NONE:
-                    t["partitions"].add((topic["Name"], p))
-                rs.append({"PartitionIndex": p, "PartitionErrorCode": e})
-            results.append({"Name": topic["Name"], "ResultsByPartition": rs})
-        return {"ThrottleTimeMs": 0, "ResultsByTopicV3AndBelow": results}
+        for tx in txns:
+            tid, pid, epoch = tx.get("TransactionalId"), tx.get("ProducerId"), tx.get("ProducerEpoch")
+            wanted = [(t.get("Name"), p) for t in tx.get("Topics", []) for p in t.get("Partitions", [])]
+            unknown = {tp for tp in wanted if tp not in self.partitions}
+            if tx.get("VerifyOnly"):
+                errs = {tp: self.txn.verify(tid, pid, epoch, tp) for tp in wanted}
+            else:  # Kafka adds none when any is unknown: those UNKNOWN_TOPIC_OR_PARTITION, the rest OPERATION_NOT_ATTEMPTED
+                err = NONE if unknown else self.txn.add_partitions(tid, pid, epoch, wanted)
+                err = client_error(err, 2, version)
+                errs = {tp: (UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else
+                             OPERATION_NOT_ATTEMPTED if unknown else err) for tp in wanted}
+            topics = []
+            for t in tx.get("Topics", []):
+                topics.append({"Name": t.get("Name"), "ResultsByPartition": [
+                    {"PartitionIndex": p, "PartitionErrorCode": errs[(t.get("Name"), p)]}
+                    for p in t.get("Partitions", [])]})
+            results.append({"TransactionalId": tid, "TopicResults": topics})
+        if version <= 3:
+            return {"ThrottleTimeMs": 0, "ResultsByTopicV3AndBelow": results[0]["TopicResults"] if results else []}
+        return {"ThrottleTimeMs": 0, "ErrorCode": NONE, "ResultsByTransaction": results}
 
     def end_txn(self, version: int, body: dict) -> dict:
-        t = self.txns.get(body.get("TransactionalId"))
-        if t is None or t["pid"] != body.get("ProducerId"):
-            return {"ThrottleTimeMs": 0, "ErrorCode": INVALID_PRODUCER_ID_MAPPING}
-        if t["epoch"] != body.get("ProducerEpoch"):
-            return {"ThrottleTimeMs": 0, "ErrorCode": INVALID_PRODUCER_EPOCH}
-        self._end(t, commit=bool(body.get("Committed")))
-        return {"ThrottleTimeMs": 0, "ErrorCode": NONE}
+        """EndTxn: v5+ is the v2 flow (the epoch bumped, the new one answered)."""
+        self.expire_transactions()
+        o = self.txn.end_txn(body.get("TransactionalId"), body.get("ProducerId"), body.get("ProducerEpoch"),
+                             bool(body.get("Committed")), v2=version >= 5)
+        self._write_markers(o.markers)
+        return {"ThrottleTimeMs": 0, "ErrorCode": client_error(o.error, 2, version), "ProducerId": o.producer_id,
+                "ProducerEpoch": o.producer_epoch}
 
-    def _end(self, t: dict, commit: bool) -> None:
-        for key in sorted(t["partitions"]):
-            s = self.partitions.get(key)
-            if s is not None:
-                s.append_marker(t["pid"], t["epoch"], commit, timestamp=int(time.time() * 1000))
-        t["partitions"] = set()
-        offsets, t["offsets"] = t.get("offsets") or {}, {}
-        if commit and self.on_txn_offsets is not None:
-            for group, commits in offsets.items():
-                self.on_txn_offsets(group, commits)
+    def add_offsets_to_txn(self, version: int, body: dict) -> dict:
+        self.expire_transactions()
+        s = self.offsets_partition(body.get("GroupId", ""))
+        err = self.txn.add_partitions(body.get("TransactionalId"), body.get("ProducerId"), body.get("ProducerEpoch"),
+                                      [(s.topic, s.partition)])
+        return {"ThrottleTimeMs": 0, "ErrorCode": client_error(err, 2, version)}
+
+    def txn_offset_commit(self, version: int, body: dict) -> dict:
+        """The commits go to __consumer_offsets-N in a transactional batch of the producer; they
+        become the group's offsets when EndTxn commits (an abort drops them).  v1 requires
+        AddOffsetsToTxn first; v5+ (transactions v2) adds the offsets partition itself."""
+        tid, gid = body.get("TransactionalId"), body.get("GroupId", "")
+        pid, epoch = body.get("ProducerId"), body.get("ProducerEpoch")
+        commits = [(t["Name"], p["PartitionIndex"], p["CommittedOffset"], p.get("CommittedLeaderEpoch", -1),
+                    p.get("CommittedMetadata") or "") for t in body.get("Topics", []) for p in t.get("Partitions", [])]
+        s = self.offsets_partition(gid)
+        key = (s.topic, s.partition)
+        err = (self.txn.add_partitions(tid, pid, epoch, [key], v2=True) if version >= 5
+               else self.txn.in_transaction(tid, pid, epoch, key))
+        if err == NONE and commits:
+            err = self.append_offset_commits(gid, commits, transactional=True, producer_id=pid, producer_epoch=epoch)
+            if err == NONE:
+                self.txn.add_offsets(tid, gid, commits)
+        err = client_error(err, 1 << 15, version)  # the log's producer-state check answers it, in every version
+        return {"ThrottleTimeMs": 0, "Topics": [
+            {"Name": t["Name"], "Partitions": [{"PartitionIndex": p["PartitionIndex"], "ErrorCode": err}
+                                               for p in t.get("Partitions", [])]} for t in body.get("Topics", [])]}
+
+    def check_transactional(self, version: int, tid, data: bytes, key) -> int:
+        """A Produce's partition data: a transactional batch must belong to its producer's open
+        transaction (v3-11: the partition joined through AddPartitionsToTxn; v12+: it joins now)."""
+        if len(data) < R.HEADER_SIZE:
+            return NONE
+        h = dict(zip(R.HEADER_FIELDS, R.HEADER_STRUCT.unpack_from(data, 0)))
+        if h["magic"] != 2 or not h["attributes"] & R.TRANSACTIONAL_MASK or h["attributes"] & R.CONTROL_MASK:
+            return NONE
+        if not tid:  # as KafkaApis refuses transactional records without a transactional id
+            return TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        self.expire_transactions()
+        if version >= 12:
+            err = self.txn.add_partitions(tid, h["producerId"], h["producerEpoch"], [key], v2=True)
+        else:
+            err = self.txn.verify(tid, h["producerId"], h["producerEpoch"], key)
+        return INVALID_PRODUCER_EPOCH if err == PRODUCER_FENCED else err
 
     def create_topics(self, version: int, body: dict) -> dict:
         out = []
@@ -304,17 +373,34 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
         self._create_topic(name, self.default_partitions)
         return True
 
+    def advertised(self) -> dict[int, tuple[int, int]]:
+        """api key -> (min, max) this broker serves: the write APIs only when writable, and the
+        versions of transactions v2 (Produce v12+, EndTxn v5+, TxnOffsetCommit v5+) only while ``transaction.version`` 2 is finalized, as Kafka gates them."""
+        out = {**SUPPORTED, **(WRITE_APIS if self.writable else {})}
+        if self.txn.transaction_version < 2:
+            for key, top in TV2_FIRST.items():
+                if key in out:
+                    out[key] = (out[key][0], min(out[key][1], top - 1))
+        return out
+
     def supports(self, api_key: int, version: int) -> bool:
         """Advertised and parseable (Produce lists v0-2 but, as in Kafka 4, accepts v3+ only)."""
-        lo_hi = SUPPORTED.get(api_key) or (WRITE_APIS.get(api_key) if self.writable else None)
+        lo_hi = self.advertised().get(api_key)
         m = P.REQUESTS.get(api_key)
         return (lo_hi is not None and lo_hi[0] <= version <= lo_hi[1] and m is not None
                 and m.valid[0] <= version <= m.valid[1])
 
     def api_versions(self, version: int, body: dict, error: int = NONE) -> dict:
+        """The versions, and (v3+) the features: ``transaction.version`` supported 0-2 and finalized
+        at this broker's level (``kfx serve --transaction-version``)."""
+        tv = self.txn.transaction_version
         return {"ErrorCode": error, "ThrottleTimeMs": 0,
                 "ApiKeys": [{"ApiKey": k, "MinVersion": lo, "MaxVersion": hi} for k, (lo, hi) in
-                            sorted({**SUPPORTED, **(WRITE_APIS if self.writable else {})}.items())]}
+                            sorted(self.advertised().items())],
+                "SupportedFeatures": [{"Name": "transaction.version", "MinVersion": 0, "MaxVersion": 2}],
+                "FinalizedFeaturesEpoch": 0,
+                "FinalizedFeatures": [{"Name": "transaction.version", "MaxVersionLevel": tv, "MinVersionLevel": tv}]
+                if tv > 0 else []}
 
     def metadata(self, version: int, body: dict) -> dict:
         wanted = body.get("Topics")

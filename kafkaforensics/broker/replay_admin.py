@@ -152,7 +152,8 @@ class AdminAPIs:
         return {"ThrottleTimeMs": 0, "Topics": topics}
 
     def transactions(self) -> dict[str, dict]:
-        """The newest __transaction_state value of each transactional id (tombstones remove it)."""
+        """The newest __transaction_state value of each transactional id (tombstones remove it), then
+        the live state of the ids this broker's transaction coordinator has seen."""
         from specs.kafka_messages import TRANSACTION_STATES
         from kafkaforensics.errors import KafkaFormatError
         from kafkaforensics.records.internal_topics import decode_transaction_log
@@ -181,6 +182,7 @@ class AdminAPIs:
                                         "TransactionStartTimeMs": d["TransactionStartTimestampMs"],
                                         "Topics": [{"Topic": p["Topic"], "Partitions": p["PartitionIds"]}
                                                    for p in d.get("TransactionPartitions") or []]}
+        out.update(self.txn.describe())  # what this broker's own coordinator has seen is newer
         return out
 
     def list_transactions(self, version: int, body: dict) -> dict:
@@ -226,51 +228,11 @@ class AdminAPIs:
 
 
 class WriteAdminAPIs:
-    """With ``--writable``: transactional offset commits (AddOffsetsToTxn, TxnOffsetCommit, as
-    librdkafka's send_offsets_to_transaction sends them), DeleteRecords (the log start offset moves,
+    """With ``--writable``: DeleteRecords (the log start offset moves,
     log-start-offset-checkpoint records it and the leader-epoch cache is truncated to it; no segment
     is removed), DeleteTopics (the partition
     dirs are renamed ``<topic>-<n>.<id>-delete`` as Kafka renames them -- kept, never removed) and
     CreatePartitions."""
-
-    def _txn_check(self, tid, pid, epoch) -> int:
-        from specs.kafka_errors import INVALID_PRODUCER_EPOCH, INVALID_PRODUCER_ID_MAPPING
-        t = self.txns.get(tid)
-        if t is None or t["pid"] != pid:
-            return INVALID_PRODUCER_ID_MAPPING
-        if t["epoch"] != epoch:
-            return INVALID_PRODUCER_EPOCH
-        return NONE
-
-    def add_offsets_to_txn(self, version: int, body: dict) -> dict:
-        tid = body.get("TransactionalId")
-        err = self._txn_check(tid, body.get("ProducerId"), body.get("ProducerEpoch"))
-        if err == NONE:
-            s = self.offsets_partition(body.get("GroupId", ""))
-            self.txns[tid]["partitions"].add((s.topic, s.partition))
-        return {"ThrottleTimeMs": 0, "ErrorCode": err}
-
-    def txn_offset_commit(self, version: int, body: dict) -> dict:
-        """The commits go to __consumer_offsets-N in a transactional batch of the producer; they
-        become the group's offsets when EndTxn commits (an abort drops them)."""
-        from specs.kafka_errors import INVALID_TXN_STATE
-        tid, gid = body.get("TransactionalId"), body.get("GroupId", "")
-        err = self._txn_check(tid, body.get("ProducerId"), body.get("ProducerEpoch"))
-        commits = [(t["Name"], p["PartitionIndex"], p["CommittedOffset"], p.get("CommittedLeaderEpoch", -1),
-                    p.get("CommittedMetadata") or "") for t in body.get("Topics", []) for p in t.get("Partitions", [])]
-        if err == NONE:
-            s = self.offsets_partition(gid)
-            t = self.txns[tid]
-            if (s.topic, s.partition) not in t["partitions"]:
-                err = INVALID_TXN_STATE  # AddOffsetsToTxn first, as Kafka requires
-            elif commits:
-                err = self.append_offset_commits(gid, commits, transactional=True, producer_id=t["pid"],
-                                                 producer_epoch=t["epoch"])
-                if err == NONE:
-                    t.setdefault("offsets", {}).setdefault(gid, []).extend(commits)
-        return {"ThrottleTimeMs": 0, "Topics": [
-            {"Name": t["Name"], "Partitions": [{"PartitionIndex": p["PartitionIndex"], "ErrorCode": err}
-                                               for p in t.get("Partitions", [])]} for t in body.get("Topics", [])]}
 
     def _save_log_starts(self) -> None:
         """log-start-offset-checkpoint gets every served partition's log start; the entries of

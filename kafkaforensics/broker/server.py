@@ -153,9 +153,9 @@ def default_state_path(log_dir: str) -> str:
 
 async def start(log_dir: str, host: str = "127.0.0.1", port: int = 9092, advertised_host: str | None = None,
                 node_id: int = 0, state_path: str | None = None, writable: bool = False, auto_create: bool = True,
-                partitions: int = 1, limits: Limits | None = None):
+                partitions: int = 1, limits: Limits | None = None, transaction_version: int = 2):
     broker = ReplayBroker(log_dir, node_id=node_id, host=advertised_host or host, port=port, writable=writable,
-                          auto_create=auto_create, partitions=partitions)
+                          auto_create=auto_create, partitions=partitions, transaction_version=transaction_version)
     groups = GroupCoordinator(state_path or default_state_path(log_dir))
     srv = _Server(BrokerCore(broker, groups), limits)
     asyncio.get_running_loop().create_task(groups.expire_loop())
@@ -168,10 +168,10 @@ async def start(log_dir: str, host: str = "127.0.0.1", port: int = 9092, adverti
 
 def serve_forever(log_dir: str, host: str, port: int, advertised_host: str | None, node_id: int,
                   state_path: str | None = None, writable: bool = False, auto_create: bool = True,
-                  partitions: int = 1) -> None:
+                  partitions: int = 1, limits: Limits | None = None, transaction_version: int = 2) -> None:
     async def main():
         server, broker = await start(log_dir, host, port, advertised_host, node_id, state_path, writable,
-                                     auto_create, partitions)
+                                     auto_create, partitions, limits, transaction_version)
         log.warning("serving %d partitions of %s on %s:%d", len(broker.partitions), log_dir, host, broker.port)
         async with server:
             await server.serve_forever()
@@ -182,9 +182,11 @@ class BrokerThread:
     """A replay broker on 127.0.0.1 and a free port, in a background thread (tests, notebooks)."""
 
     def __init__(self, log_dir: str, node_id: int = 0, state_path: str | None = None, writable: bool = False,
-                 auto_create: bool = True, partitions: int = 1, limits: Limits | None = None):
+                 auto_create: bool = True, partitions: int = 1, limits: Limits | None = None,
+                 transaction_version: int = 2):
         self.log_dir, self.node_id, self.state_path, self.writable = log_dir, node_id, state_path, writable
         self.auto_create, self.partitions, self.limits = auto_create, partitions, limits
+        self.transaction_version = transaction_version
         self.loop = asyncio.new_event_loop()
         self.port = None
 
@@ -199,7 +201,8 @@ class BrokerThread:
                                                                           writable=self.writable,
                                                                           auto_create=self.auto_create,
                                                                           partitions=self.partitions,
-                                                                          limits=self.limits))
+                                                                          limits=self.limits,
+                                                                          transaction_version=self.transaction_version))
             self.port = self.broker.port
             self.edge = self.server.edge
             ready.set()
