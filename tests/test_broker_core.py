@@ -235,7 +235,7 @@ def test_a_fenced_producer_epoch_is_refused_everywhere(core):
     assert (new["ProducerId"], new["ProducerEpoch"]) == (pid, old + 2)
     s = core.broker.partitions[("t", 0)]
     assert s.log_end == 2 and s.last_stable == 2  # the open transaction was aborted by the new session
-    late = records(b"b", base=1, producer_id=pid, producer_epoch=old, base_sequence=1, transactional=True)
+    late = records(b"b", producer_id=pid, producer_epoch=old, base_sequence=1, transactional=True)
     r = ask(core, K.PRODUCE, 9, produce_body(late, tid="tx"))["Responses"][0]["PartitionResponses"][0]
     assert (r["ErrorCode"], r["BaseOffset"]) == (E.INVALID_PRODUCER_EPOCH, -1)
     fenced = {"TransactionalId": "tx", "ProducerId": pid, "ProducerEpoch": old}
@@ -332,7 +332,7 @@ def test_the_partition_that_appends_is_the_one_served_and_reloads_the_same(core,
     s = core.broker.partitions[("t", 0)]
     pid, epoch = _begin(core, "tx")
     ask(core, K.PRODUCE, 9, produce_body(records(b"a", b"b")))
-    ask(core, K.PRODUCE, 9, produce_body(records(b"c", base=2, producer_id=pid, producer_epoch=epoch,
+    ask(core, K.PRODUCE, 9, produce_body(records(b"c", producer_id=pid, producer_epoch=epoch,
                                                  base_sequence=0, transactional=True), tid="tx"))
     assert core.broker.partitions[("t", 0)] is s and (s.log_end, s.last_stable) == (3, 2)
     r = ask(core, K.LIST_OFFSETS, 7, {"ReplicaId": -1, "IsolationLevel": 1, "Topics": [

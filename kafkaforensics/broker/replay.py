@@ -26,6 +26,8 @@ from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.broker.live_log import LiveLog
 from kafkaforensics.log.partition import derived_topic_id, find_partitions, partition_dir_state, write_partition_metadata
 from kafkaforensics.broker.replay_admin import AdminAPIs, WriteAdminAPIs
+from kafkaforensics.broker.log_validator import (MAX_MESSAGE_BYTES, TIMESTAMP_AFTER_MAX_MS,
+                                                 TIMESTAMP_BEFORE_MAX_MS, TopicRules, validate)
 from kafkaforensics.broker.txn_coordinator import TransactionCoordinator, client_error
 from kafkaforensics.log.segment import INDEX, LOG, TXNINDEX, BatchScanner, open_buffer
 from kafkaforensics.log.txn_index import read_entries as read_txn_entries
@@ -33,6 +35,7 @@ from specs import protocol_messages as P
 from specs import record_batch as R
 from specs.message_schema import FileRegion
 
+from specs.kafka_errors import NAMES
 from specs.kafka_errors import (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, CORRUPT_MESSAGE, INVALID_PARTITIONS, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE,
                                 OPERATION_NOT_ATTEMPTED, PRODUCER_FENCED, INVALID_TOPIC, NONE, OFFSET_OUT_OF_RANGE, POLICY_VIOLATION,
                                 TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION)
@@ -85,6 +88,7 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
         self.partitions: dict[tuple[str, int], LiveLog] = {}
         self._index_cache: dict[str, tuple] = {}  # .index path -> (size, mtime, entries)
         self.txn = TransactionCoordinator(self._new_producer_id, transaction_version=transaction_version)
+        self.config_overrides: dict | None = None  # topic -> its own configs (topic_overrides)
         self.on_txn_offsets = None  # (group, commits) -> None: a committed transaction's offsets
         self.next_producer_id = 1000
         self.reload()
@@ -177,16 +181,35 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
                              ErrorMessage="this replay broker is read-only (start it with --writable)")
                 elif s is None:
                     r["ErrorCode"] = UNKNOWN_TOPIC_ID if version >= 13 and name is None else UNKNOWN_TOPIC_OR_PARTITION
+                elif name in INTERNAL_TOPICS:  # ReplicaManager: only the coordinators append to them
+                    r.update(ErrorCode=INVALID_TOPIC, ErrorMessage=f"Cannot append to internal topic {name}")
                 else:
-                    err = self.check_transactional(version, body.get("TransactionalId"), p.get("Records") or b"",
-                                                   (name, p["Index"]))
-                    base = -1
+                    v = validate(p.get("Records") or b"", version, int(time.time() * 1000), self.topic_rules(name))
+                    err, base = v.error, -1
+                    if err != NONE:
+                        _log.warning("produce to %s-%d refused (%s): %s", name, p["Index"], NAMES.get(err, err),
+                                     v.reason)
+                        if v.record_errors:  # Kafka answers a message only with per-record errors
+                            r.update(ErrorMessage=v.reason, RecordErrors=[
+                                {"BatchIndex": i, "BatchIndexErrorMessage": m} for i, m in v.record_errors])
+                    else:
+                        err = self.check_transactional(version, body.get("TransactionalId"), v.batch,
+                                                       (name, p["Index"]))
                     if err == NONE:
-                        err, base = s.append(p.get("Records") or b"")
+                        err, base = s.append(v.batch)
                     r.update(ErrorCode=err, BaseOffset=base, LogStartOffset=s.log_start)
                 parts.append(r)
             out.append({"Name": t.get("Name"), "TopicId": t.get("TopicId"), "PartitionResponses": parts})
         return {"ThrottleTimeMs": 0, "Responses": out}
+
+    def topic_rules(self, name: str) -> TopicRules:
+        """The configs Produce validation reads (topic_configs: the log dir's KRaft metadata, else Kafka's defaults)."""
+        c = self.topic_overrides(name)
+        return TopicRules(max_message_bytes=int(c.get("max.message.bytes", MAX_MESSAGE_BYTES)),
+                          compacted="compact" in c.get("cleanup.policy", "delete"),
+                          log_append_time=c.get("message.timestamp.type") == "LogAppendTime",
+                          before_max_ms=int(c.get("message.timestamp.before.max.ms", TIMESTAMP_BEFORE_MAX_MS)),
+                          after_max_ms=int(c.get("message.timestamp.after.max.ms", TIMESTAMP_AFTER_MAX_MS)))
 
     def offsets_partition(self, group: str) -> LiveLog:
         """__consumer_offsets-N of a group, N = abs(group.hashCode) % 50; created on first use."""

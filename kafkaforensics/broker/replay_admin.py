@@ -40,6 +40,18 @@ class AdminAPIs:
                              "IsFenced": False}],
                 "ClusterAuthorizedOperations": -2147483648}
 
+    def topic_overrides(self, topic: str) -> dict[str, str]:
+        """The topic's own configs: its ConfigRecords in the log dir's KRaft metadata
+        (``__cluster_metadata-0``, read once), then those a CreateTopics here set."""
+        if self.config_overrides is None:
+            from kafkaforensics.log.logdir import metadata_topics
+            meta = os.path.join(self.log_dir, "__cluster_metadata-0")
+            try:
+                self.config_overrides = metadata_topics(meta)[1] if os.path.isdir(meta) else {}
+            except (OSError, ValueError):
+                self.config_overrides = {}
+        return self.config_overrides.get(topic, {})
+
     def topic_configs(self, topic: str) -> dict:
         """The topic configs the log implies: the timestamp type of its newest v1+ batches."""
         from kafkaforensics.log.segment import LOG, BatchScanner, open_buffer

@@ -125,19 +125,39 @@ def check_log_dirs(log_dirs) -> tuple[list[Problem], list[dict]]:
 def metadata_topic_ids(metadata_dir: str) -> dict[str, str]:
     """topic name -> topic id as the metadata partition leaves them: the newest snapshot, then the
     log's records after it (TopicRecord adds, RemoveTopicRecord removes)."""
+    return metadata_topics(metadata_dir)[0]
+
+
+#: ConfigRecord's ResourceType of a topic (Kafka's ConfigResource.Type.TOPIC)
+TOPIC_CONFIG_RESOURCE = 2
+
+
+def metadata_topics(metadata_dir: str) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """(topic name -> topic id, topic name -> {config: value}) as the metadata partition leaves them:
+    the newest snapshot, then the log's records after it (TopicRecord adds, RemoveTopicRecord removes
+    the topic and its configs, a topic's ConfigRecord sets a config, with a null value deletes it)."""
     from kafkaforensics.log import kraft
     from kafkaforensics.records.internal_topics import decode_metadata
     from kafkaforensics.log.partition import PartitionDir
     from kafkaforensics.log.segment import BatchScanner, open_buffer
     names: dict[str, str] = {}
+    configs: dict[str, dict[str, str]] = {}
 
     def apply(d):
+        data = d.get("data") or {}
         if d.get("type") == "TopicRecord":
-            names[d["data"]["Name"]] = d["data"]["TopicId"]
+            names[data["Name"]] = data["TopicId"]
         elif d.get("type") == "RemoveTopicRecord":
             for n, t in list(names.items()):
-                if t == d["data"]["TopicId"]:
+                if t == data["TopicId"]:
                     del names[n]
+                    configs.pop(n, None)
+        elif d.get("type") == "ConfigRecord" and data.get("ResourceType") == TOPIC_CONFIG_RESOURCE:
+            topic = configs.setdefault(data["ResourceName"], {})
+            if data.get("Value") is None:
+                topic.pop(data["Name"], None)
+            else:
+                topic[data["Name"]] = data["Value"]
 
     def replay(path, base, start):
         with open_buffer(path) as buf:
@@ -159,7 +179,7 @@ def metadata_topic_ids(metadata_dir: str) -> dict[str, str]:
         start = end
     for seg in PartitionDir.scan(metadata_dir).segments:
         replay(seg.log, seg.base_offset, start)
-    return names
+    return names, {n: c for n, c in configs.items() if c}
 
 
 def check_topic_ids(log_dir: str, topic_ids: dict[str, str]) -> list[Problem]:
