@@ -79,6 +79,9 @@ def test_every_advertised_api_has_one_handler_named_after_it(core):
     assert sorted(core.handlers) == sorted(P.ADVERTISED)
     for key in P.ADVERTISED:  # exactly one of the core (group APIs) and the broker answers each
         name = K(key).name.lower()
+        if key in (K.CREATE_TOPICS, K.CREATE_PARTITIONS):  # the core's offloads the broker's plan's file work
+            assert core.handlers[key] == getattr(core, name) and hasattr(core.broker, name)
+            continue
         assert hasattr(core, name) != hasattr(core.broker, name), name
     assert core.handlers[K.JOIN_GROUP] == core.join_group
     assert not hasattr(core.broker, "handle")  # no second table

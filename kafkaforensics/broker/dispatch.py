@@ -15,7 +15,10 @@ Kafka's broker makes them:
   each partition; an append past one of them wakes it (:meth:`BrokerCore.wakeups`), then the edge asks again
   (:meth:`BrokerCore.retry`) or, at the deadline, takes what there is (:meth:`BrokerCore.expire`);
 - JoinGroup and SyncGroup answer when the group's rebalance completes: :class:`Deferred` hands the
-  edge the coordinator's awaitable, :meth:`BrokerCore.finish` encodes its result.
+  edge the coordinator's awaitable, :meth:`BrokerCore.finish` encodes its result;
+- CreateTopics and CreatePartitions decide at once (names reserved, caps checked) and leave the
+  partition dirs to :attr:`BrokerCore.offload` (the edge runs them in a worker thread, so other
+  connections are answered meanwhile) as a :class:`Deferred`; without an offload they are made inline.
 
 The asyncio edge (:mod:`server`) only moves bytes, runs the timers and awaits.
 """
@@ -98,6 +101,8 @@ class BrokerCore:
             self.handlers[key] = own if own is not None else _plain(getattr(broker, name))
         self.waiting: dict[int, WaitForData] = {}
         self._next_wait = 0
+        #: fn -> awaitable running fn away from the event loop (the edge sets it); None: run inline
+        self.offload = None
 
     # -- requests in, outcomes out ---------------------------------------------------------------
     def handle(self, event):
@@ -178,6 +183,31 @@ class BrokerCore:
     def _fetch(self, request: Request) -> dict:
         return self.broker.fetch(request.api_version, request.body)
 
+    # -- partition dirs, made away from the event loop ------------------------------------------
+    def create_topics(self, r: Request):
+        return self._make(*self.broker.plan_topics(r.api_version, r.body))
+
+    def create_partitions(self, r: Request):
+        return self._make(*self.broker.plan_partitions(r.api_version, r.body))
+
+    def _make(self, body: dict, plan: list):
+        if not plan:
+            return body
+        if self.offload is None:
+            return self.broker.make_and_adopt(body, plan)
+        return self._made(body, plan)
+
+    async def _made(self, body: dict, plan: list) -> dict:
+        from kafkaforensics.broker.replay import PartitionsNotMade
+        try:
+            made = await self.offload(lambda: self.broker.make_partitions(plan))
+        except PartitionsNotMade as e:
+            return self.broker.make_and_adopt(body, plan, make=lambda _plan: _raise(e))
+        except BaseException:
+            self.broker.adopt(plan, [])
+            raise
+        return self.broker.make_and_adopt(body, plan, make=lambda _plan: made)
+
     # -- the group APIs, adapted to the coordinator ----------------------------------------------
     def join_group(self, r: Request):
         return self.groups.join(r.api_version, r.body, r.client_id)
@@ -224,6 +254,10 @@ class BrokerCore:
 
     def consumer_group_describe(self, r: Request) -> dict:
         return self.groups.consumer_describe(r.api_version, r.body, self._topic_sizes())
+
+
+def _raise(e: BaseException):
+    raise e
 
 
 def _plain(handler):

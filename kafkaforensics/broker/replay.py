@@ -36,12 +36,16 @@ from specs import record_batch as R
 from specs.message_schema import FileRegion
 
 from specs.kafka_errors import NAMES
-from specs.kafka_errors import (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, CORRUPT_MESSAGE, INVALID_PARTITIONS, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE,
+from specs.kafka_errors import (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, KAFKA_STORAGE_ERROR, INVALID_REPLICATION_FACTOR, CORRUPT_MESSAGE, INVALID_PARTITIONS, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE,
                                 OPERATION_NOT_ATTEMPTED, PRODUCER_FENCED, INVALID_TOPIC, NONE, OFFSET_OUT_OF_RANGE, POLICY_VIOLATION,
                                 TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION)
 from specs.protocol_messages import ApiKey
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
-_TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+_TOPIC_RE = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+#: Kafka's controller writes at most this many records for one request (QuorumController's
+#: MAX_RECORDS_PER_USER_OP): a topic is one TopicRecord, one PartitionRecord a partition and one
+#: ConfigRecord a config; a CreateTopics or CreatePartitions over it is refused whole with POLICY_VIOLATION
+MAX_RECORDS_PER_REQUEST = 10_000
 
 #: the APIs that change the log dir: advertised only with ``writable``
 WRITE_ONLY = {ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.DELETE_RECORDS, ApiKey.INIT_PRODUCER_ID,
@@ -56,6 +60,24 @@ SUPPORTED = {k: v for k, v in P.ADVERTISED.items() if k not in WRITE_ONLY}
 _log = logging.getLogger("kfx.serve")
 
 
+class PartitionsNotMade(Exception):
+    """Making a plan's partition dirs failed at ``topic``: ``made`` are the LiveLogs made before."""
+
+    def __init__(self, made: list, topic: str, error: OSError):
+        super().__init__(f"{topic}: {error}")
+        self.made, self.topic, self.error = made, topic, error
+
+
+def new_topic_id() -> str:
+    """A random topic id, as Kafka's controller gives (base64url, never starting with '-')."""
+    import base64
+    import uuid
+    while True:
+        tid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not tid.startswith("-"):
+            return tid
+
+
 class CorruptBatch(Exception):
     """The batch a fetch would start with fails its CRC: Fetch answers CORRUPT_MESSAGE for that
     partition (Kafka's consumers raise it to the application) instead of handing the bytes out."""
@@ -66,7 +88,14 @@ class CorruptBatch(Exception):
 
 
 def valid_topic(name) -> bool:
-    return isinstance(name, str) and bool(_TOPIC_RE.match(name)) and name not in (".", "..")
+    """Kafka's Topic.validate: 1-249 characters of [a-zA-Z0-9._-], neither "." nor ".." (the whole name:
+    a trailing newline is no exception)."""
+    return isinstance(name, str) and _TOPIC_RE.fullmatch(name) is not None and name not in (".", "..")
+
+
+def collision_key(name: str) -> str:
+    """Kafka's Topic.unifyCollisionChars: "." and "_" collide in metric names, so a.b and a_b cannot both exist."""
+    return name.replace(".", "_")
 
 
 WRITE_APIS = {k: P.ADVERTISED[k] for k in WRITE_ONLY}
@@ -88,6 +117,7 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
         self.partitions: dict[tuple[str, int], LiveLog] = {}
         self._index_cache: dict[str, tuple] = {}  # .index path -> (size, mtime, entries)
         self.txn = TransactionCoordinator(self._new_producer_id, transaction_version=transaction_version)
+        self.creating: set[str] = set()  # topics a CreateTopics is making (their dirs in a worker thread)
         self.config_overrides: dict | None = None  # topic -> its own configs (topic_overrides)
         self.on_txn_offsets = None  # (group, commits) -> None: a committed transaction's offsets
         self.next_producer_id = 1000
@@ -154,15 +184,12 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
         return out
 
     # -- writing (--writable) ----------------------------------------------------------------------
-    def new_partition(self, topic: str, partition: int, topic_id: str, exist_ok: bool = False) -> LiveLog:
+    def new_partition(self, topic: str, partition: int, topic_id: str) -> LiveLog:
         """A partition dir with its partition.metadata and empty active segment, served from now on."""
-        d = os.path.join(self.log_dir, f"{topic}-{partition}")
-        os.makedirs(d, exist_ok=exist_ok)
-        write_partition_metadata(d, topic_id)
-        s = self.partitions[(topic, partition)] = LiveLog(d, topic, partition)
-        s.topic_id, s.epochs = topic_id, LeaderEpochCache([(0, 0)])
-        s.create_active()
-        return s
+        plan = [(topic, partition, 1, topic_id)]
+        made = self.make_partitions(plan)
+        self.adopt([], made)
+        return made[0]
 
     def produce(self, version: int, body: dict) -> dict:
         """Read-only: every partition answers POLICY_VIOLATION; writable: append (see LiveLog)."""
@@ -220,7 +247,7 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
         if s is None:
             tid = next((x.topic_id for (t, _p), x in self.partitions.items() if t == "__consumer_offsets"),
                        None) or derived_topic_id("__consumer_offsets")
-            s = self.new_partition("__consumer_offsets", n, tid, exist_ok=True)
+            s = self.new_partition("__consumer_offsets", n, tid)
         return s
 
     def write_offset_commits(self, group: str, commits: list) -> None:
@@ -357,33 +384,102 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
         return INVALID_PRODUCER_EPOCH if err == PRODUCER_FENCED else err
 
     def create_topics(self, version: int, body: dict) -> dict:
-        out = []
-        for t in body.get("Topics", []):
+        """CreateTopics, its partition dirs made here (the edge runs :meth:`plan_topics`' work in a thread)."""
+        return self.make_and_adopt(*self.plan_topics(version, body))
+
+    def plan_topics(self, version: int, body: dict) -> tuple[dict, list]:
+        """The answer to a CreateTopics and what it creates: [(topic, first partition, count, topic id)].
+        The names are reserved until :meth:`adopt` (a second request for one is TOPIC_ALREADY_EXISTS)."""
+        out, plan = [], []
+        topics = body.get("Topics", [])
+        records = sum(1 + (self.default_partitions if t.get("NumPartitions", 1) == -1 else
+                           max(t.get("NumPartitions", 1), 0)) + len(t.get("Configs") or []) for t in topics)
+        collisions = {collision_key(t) for t in self.topics()} | {collision_key(t) for t in self.creating}
+        for t in topics:
             name, n = t.get("Name"), t.get("NumPartitions", 1)
             r = {"Name": name, "ErrorCode": NONE, "ErrorMessage": None, "NumPartitions": n, "ReplicationFactor": 1,
                  "Configs": None, "TopicId": "AAAAAAAAAAAAAAAAAAAAAA"}
             if not valid_topic(name):
-                r.update(ErrorCode=INVALID_TOPIC, ErrorMessage=f"illegal topic name {name!r}")
-            elif any(k[0] == name for k in self.partitions):
-                r.update(ErrorCode=TOPIC_ALREADY_EXISTS, ErrorMessage=f"topic {name} already exists")
-            elif n == -1 or n < 1:
-                n = 1 if n == -1 else n
-                if n < 1:
-                    r.update(ErrorCode=INVALID_PARTITIONS, ErrorMessage="partitions must be at least 1")
-            if r["ErrorCode"] == NONE and not body.get("validateOnly"):
-                r.update(TopicId=self._create_topic(name, n), NumPartitions=n)
+                r.update(ErrorCode=INVALID_TOPIC, ErrorMessage=f"Topic name {name!r} is illegal, it contains a "
+                                                               "character other than ASCII alphanumerics, '.', '_' "
+                                                               "and '-', or is empty, '.', '..' or over 249 characters")
+            elif any(k[0] == name for k in self.partitions) or name in self.creating:
+                r.update(ErrorCode=TOPIC_ALREADY_EXISTS, ErrorMessage=f"Topic '{name}' already exists.")
+            elif collision_key(name) in collisions:
+                r.update(ErrorCode=INVALID_TOPIC, ErrorMessage=f"Topic '{name}' collides with an existing topic "
+                                                               "('.' and '_' collide)")
+            elif n == 0 or n < -1:
+                r.update(ErrorCode=INVALID_PARTITIONS,
+                         ErrorMessage="Number of partitions was set to an invalid non-positive value.")
+            elif records > MAX_RECORDS_PER_REQUEST:
+                r.update(ErrorCode=POLICY_VIOLATION, ErrorMessage="Unable to perform excessively large batch operation.")
+            elif t.get("ReplicationFactor", 1) not in (-1, 1):
+                r.update(ErrorCode=INVALID_REPLICATION_FACTOR,
+                         ErrorMessage=f"Unable to replicate the partition {t.get('ReplicationFactor')} time(s): "
+                                      "The target replication factor of "
+                                      f"{t.get('ReplicationFactor')} cannot be reached because only 1 broker(s) "
+                                      "are registered.")
+            if r["ErrorCode"] == NONE:
+                n = self.default_partitions if n == -1 else n
+                r["NumPartitions"] = n
+                collisions.add(collision_key(name))
+                if not body.get("validateOnly"):
+                    r["TopicId"] = new_topic_id()
+                    plan.append((name, 0, n, r["TopicId"]))
+                    self.creating.add(name)
+                    configs = {c["Name"]: c["Value"] for c in t.get("Configs") or [] if c.get("Value") is not None}
+                    if configs:
+                        self.topic_overrides(name)  # loaded before one is added
+                        self.config_overrides[name] = configs
             out.append(r)
-        return {"ThrottleTimeMs": 0, "Topics": out}
+        return {"ThrottleTimeMs": 0, "Topics": out}, plan
+
+    def make_partitions(self, plan: list) -> list:
+        """The partition dirs of a plan, each with partition.metadata and an empty active segment
+        (file work only: safe in a worker thread); their LiveLogs, for :meth:`adopt`."""
+        made = []
+        for topic, first, count, tid in plan:
+            for p in range(first, first + count):
+                d = os.path.join(self.log_dir, f"{topic}-{p}")
+                try:
+                    os.makedirs(d, exist_ok=topic in INTERNAL_TOPICS)
+                    write_partition_metadata(d, tid)
+                    s = LiveLog(d, topic, p)
+                    s.topic_id, s.epochs = tid, LeaderEpochCache([(0, 0)])
+                    s.create_active()
+                except OSError as e:
+                    raise PartitionsNotMade(made, topic, e) from None
+                made.append(s)
+        return made
+
+    def make_and_adopt(self, body: dict, plan: list, make=None) -> dict:
+        """Make the plan's partitions (``make``: how, e.g. in a thread) and serve them; a topic whose
+        dirs could not all be made answers KAFKA_STORAGE_ERROR with the reason (those made are served)."""
+        made = []
+        try:
+            made = (make or self.make_partitions)(plan)
+        except PartitionsNotMade as e:
+            made = e.made
+            _log.warning("creating %s: %s", e.topic, e.error)
+            for row in body.get("Topics") or body.get("Results") or []:
+                if row.get("Name") == e.topic or row.get("Name") in {t for t, *_r in plan} - {s.topic for s in made}:
+                    row.update(ErrorCode=KAFKA_STORAGE_ERROR, ErrorMessage=str(e.error))
+        finally:
+            self.adopt(plan, made)
+        return body
+
+    def adopt(self, plan: list, made: list) -> None:
+        """Serve what :meth:`make_partitions` made; the names are no longer reserved."""
+        for s in made:
+            self.partitions[(s.topic, s.partition)] = s
+        for topic, *_rest in plan:
+            self.creating.discard(topic)
 
     def _create_topic(self, name: str, n: int) -> str:
         """Partition dirs 0..n-1 with partition.metadata (a random id, as Kafka's controller gives)."""
-        import base64
-        import uuid
-        tid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        while tid.startswith("-"):
-            tid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        for p in range(n):
-            self.new_partition(name, p, tid)
+        tid = new_topic_id()
+        plan = [(name, 0, n, tid)]
+        self.adopt(plan, self.make_partitions(plan))
         return tid
 
     def maybe_auto_create(self, name) -> bool:
@@ -393,6 +489,8 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
             return False
         if any(k[0] == name for k in self.partitions):
             return True
+        if name in self.creating:  # a CreateTopics is making it: the client retries
+            return False
         self._create_topic(name, self.default_partitions)
         return True
 

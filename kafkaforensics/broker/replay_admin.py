@@ -310,19 +310,31 @@ class WriteAdminAPIs:
         return {"ThrottleTimeMs": 0, "Responses": out}
 
     def create_partitions(self, version: int, body: dict) -> dict:
-        from specs.kafka_errors import INVALID_PARTITIONS
-        out = []
-        for t in body.get("Topics", []):
+        return self.make_and_adopt(*self.plan_partitions(version, body))
+
+    def plan_partitions(self, version: int, body: dict) -> tuple[dict, list]:
+        """CreatePartitions' answer and what it creates (as :meth:`plan_topics`); more than the
+        controller's records per request (one a partition) is POLICY_VIOLATION for the whole request."""
+        from specs.kafka_errors import INVALID_PARTITIONS, POLICY_VIOLATION
+        from kafkaforensics.broker.replay import MAX_RECORDS_PER_REQUEST
+        out, plan = [], []
+        topics = body.get("Topics", [])
+        current = {t.get("Name"): len(self.topics().get(t.get("Name")) or []) for t in topics}
+        records = sum(max(t.get("Count", 0) - current[t.get("Name")], 0) for t in topics)
+        for t in topics:
             name, count = t.get("Name"), t.get("Count", 0)
             parts = self.topics().get(name)
             r = {"Name": name, "ErrorCode": NONE, "ErrorMessage": None}
-            if not parts:
+            if not parts or name in self.creating:
                 r["ErrorCode"] = UNKNOWN_TOPIC_OR_PARTITION
             elif count <= len(parts):
                 r.update(ErrorCode=INVALID_PARTITIONS,
-                         ErrorMessage=f"topic {name} has {len(parts)} partitions; {count} adds none")
+                         ErrorMessage=f"Topic currently has {len(parts)} partitions, which is higher than or equal "
+                                      f"to the requested {count}.")
+            elif records > MAX_RECORDS_PER_REQUEST:
+                r.update(ErrorCode=POLICY_VIOLATION, ErrorMessage="Unable to perform excessively large batch operation.")
             elif not body.get("ValidateOnly"):
-                for p in range(len(parts), count):
-                    self.new_partition(name, p, parts[0].topic_id)
+                plan.append((name, len(parts), count - len(parts), parts[0].topic_id))
+                self.creating.add(name)
             out.append(r)
-        return {"ThrottleTimeMs": 0, "Results": out}
+        return {"ThrottleTimeMs": 0, "Results": out}, plan

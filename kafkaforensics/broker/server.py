@@ -157,7 +157,10 @@ async def start(log_dir: str, host: str = "127.0.0.1", port: int = 9092, adverti
     broker = ReplayBroker(log_dir, node_id=node_id, host=advertised_host or host, port=port, writable=writable,
                           auto_create=auto_create, partitions=partitions, transaction_version=transaction_version)
     groups = GroupCoordinator(state_path or default_state_path(log_dir))
-    srv = _Server(BrokerCore(broker, groups), limits)
+    core = BrokerCore(broker, groups)
+    loop = asyncio.get_running_loop()
+    core.offload = lambda fn: loop.run_in_executor(None, fn)  # file work off the event loop
+    srv = _Server(core, limits)
     asyncio.get_running_loop().create_task(groups.expire_loop())
     server = await asyncio.start_server(srv.client, host, port)
     server.edge = srv  # the socket layer's counters (connections, buffered bytes), for tests
