@@ -11,10 +11,11 @@ Caps in the socket layer, as Kafka's broker has them: a request frame larger tha
 ``max_request_bytes`` (``socket.request.max.bytes``, 100 MiB) closes its connection before anything
 is buffered; connections beyond ``max_connections`` (``max.connections``) are closed as they are
 accepted; bytes buffered in unfinished frames over all connections are capped
-(``max_buffered_bytes``, like ``queued.max.request.bytes`` and its memory pool): a connection
-reserves the declared size of its unfinished frame before reading on, and waits while the
-reservations of the others exceed the cap; a connection that sends nothing for ``idle_ms``
-(``connections.max.idle.ms``, 10 minutes) is closed.
+(``max_buffered_bytes``, 512 MiB, like ``queued.max.request.bytes`` and its memory pool): once a
+frame's size prefix is read the connection reserves that size, holds it until the frame is
+complete and handled, and is not read while the reservation would take the total over the cap (a
+frame larger than the whole cap is let in alone); a connection that sends nothing for ``idle_ms``
+(``connections.max.idle.ms``, 10 minutes) -- or waits that long for the budget -- is closed.
 """
 from __future__ import annotations
 
@@ -62,16 +63,14 @@ class _Server:
             return
         self.connections += 1
         conn = Connection(max_frame=lim.max_request_bytes)
-        held = 0
+        held = 0  # bytes of the budget this connection holds: its unfinished frame's declared size
         try:
             while True:
                 need = conn.pending()
-                if need:  # an unfinished frame: reserve its declared size before reading on
-                    waited = 0.0
-                    while self.buffered >= lim.max_buffered_bytes and waited * 1000 < lim.idle_ms:
-                        await asyncio.sleep(0.01)  # back-pressure: wait until others' frames are done
-                        waited += 0.01
-                    held, self.buffered = need, self.buffered + need
+                if need > held:  # a frame begun: reserve its declared size before reading the rest of it
+                    if not await self.reserve(need - held, peer):
+                        return
+                    held = need
                 try:
                     data = await asyncio.wait_for(reader.read(1 << 16), lim.idle_ms / 1000)
                 except asyncio.TimeoutError:
@@ -80,7 +79,8 @@ class _Server:
                 if not data:
                     return
                 events = conn.receive_data(data)
-                self.buffered, held = self.buffered - held, 0
+                if events:  # the frame it held is complete: what is left begins the next one
+                    self.buffered, held = self.buffered - held, 0
                 for ev in events:
                     reply = await self.outcome(self.core.handle(ev))
                     if isinstance(reply, Close):
@@ -97,6 +97,21 @@ class _Server:
             self.buffered -= held
             self.connections -= 1
             writer.close()
+
+    async def reserve(self, size: int, peer) -> bool:
+        """Take ``size`` bytes of the budget, waiting (the socket not read) while the other connections'
+        frames hold it, as Kafka mutes a channel its memory pool cannot serve; a frame is let in alone
+        when it is larger than the whole budget.  False (close it) after waiting ``idle_ms``."""
+        lim = self.limits
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + lim.idle_ms / 1000
+        while self.buffered > 0 and self.buffered + size > lim.max_buffered_bytes:
+            if loop.time() >= deadline:
+                log.warning("closing %s: waited %d ms for %d bytes of the request budget", peer, lim.idle_ms, size)
+                return False
+            await asyncio.sleep(0.01)
+        self.buffered += size
+        return True
 
     async def outcome(self, out):
         """Carry out what the core decided until there is a Reply, a NoReply or a Close."""
