@@ -15,13 +15,14 @@ outside the log dir.
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
 import time
 
 from kafkaforensics.log import offset_index
-from kafkaforensics.errors import Problem
+from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.broker.live_log import LiveLog
 from kafkaforensics.log.partition import derived_topic_id, find_partitions, partition_dir_state, write_partition_metadata
@@ -142,6 +143,54 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
             tid = next((s.topic_id for s in parts if s.topic_id), None) or derived_topic_id(parts[0].topic)
             for s in parts:
                 s.topic_id = tid
+
+    # -- clean shutdown (Kafka's LogManager.shutdown) ----------------------------------------------
+    def take_clean_marker(self) -> None:
+        """A writable broker about to change the dir takes its ``.kafka_cleanshutdown`` away, as
+        Kafka's log loading does: were it to crash, the dir must not look cleanly shut down.  The
+        marker's broker epoch is kept for the one :meth:`shutdown` writes."""
+        from kafkaforensics.log.logdir import CLEAN_SHUTDOWN_FILE, read_clean_shutdown
+        from kafkaforensics.fsutil import fsync_dir
+        path = os.path.join(self.log_dir, CLEAN_SHUTDOWN_FILE)
+        self.was_clean, self.broker_epoch = os.path.exists(path), -1
+        if self.was_clean:
+            try:
+                self.broker_epoch = read_clean_shutdown(path)["brokerEpoch"]
+            except (OSError, ValueError, KafkaFormatError):
+                pass
+            os.unlink(path)
+            fsync_dir(self.log_dir)
+
+    def shutdown(self) -> list[str]:
+        """Kafka's clean shutdown of what this broker wrote: each partition it appended to or created
+        closes (final time-index entry, producer snapshot, leader-epoch checkpoint), its recovery
+        point (the log end) goes to recovery-point-offset-checkpoint, and ``.kafka_cleanshutdown``
+        (``{"version":0,"brokerEpoch":N}``) is written -- only when every partition is as a clean
+        broker leaves it: written here, or untouched in a dir that was marked clean when this broker
+        started (a partition loaded without recovery must not be vouched for).  What was done, one line each."""
+        if not self.writable:
+            return []
+        from kafkaforensics.log.checkpoint_file import RECOVERY_POINT, checkpoint_path, update_offsets
+        from kafkaforensics.log.logdir import CLEAN_SHUTDOWN_FILE
+        from kafkaforensics.fsutil import atomic_write
+        done = []
+        written = {tp: s for tp, s in sorted(self.partitions.items()) if s.written}
+        for (topic, p), s in written.items():
+            s.close()
+        if written:
+            update_offsets(checkpoint_path(self.log_dir, RECOVERY_POINT),
+                           {tp: s.log_end for tp, s in written.items()}, unreadable="replace")
+            done.append(f"closed {len(written)} partitions (time index, producer snapshot, leader epochs, "
+                        "recovery point)")
+        untouched = [f"{t}-{p}" for (t, p), s in self.partitions.items() if not s.written]
+        if untouched and not getattr(self, "was_clean", False):
+            done.append(f"no {CLEAN_SHUTDOWN_FILE}: {len(untouched)} partitions were served as found in a dir "
+                        "that was not marked clean (Kafka will recover them)")
+        else:
+            body = json.dumps({"version": 0, "brokerEpoch": getattr(self, "broker_epoch", -1)}, separators=(",", ":"))
+            atomic_write(os.path.join(self.log_dir, CLEAN_SHUTDOWN_FILE), body.encode())
+            done.append(f"wrote {CLEAN_SHUTDOWN_FILE}")
+        return done
 
     def logged_groups(self) -> list[str]:
         """The groups with offsets committed in the log dir's __consumer_offsets."""

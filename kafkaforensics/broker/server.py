@@ -171,6 +171,8 @@ async def start(log_dir: str, host: str = "127.0.0.1", port: int = 9092, adverti
                 partitions: int = 1, limits: Limits | None = None, transaction_version: int = 2):
     broker = ReplayBroker(log_dir, node_id=node_id, host=advertised_host or host, port=port, writable=writable,
                           auto_create=auto_create, partitions=partitions, transaction_version=transaction_version)
+    if writable:
+        broker.take_clean_marker()
     groups = GroupCoordinator(state_path or default_state_path(log_dir))
     core = BrokerCore(broker, groups)
     loop = asyncio.get_running_loop()
@@ -187,12 +189,26 @@ async def start(log_dir: str, host: str = "127.0.0.1", port: int = 9092, adverti
 def serve_forever(log_dir: str, host: str, port: int, advertised_host: str | None, node_id: int,
                   state_path: str | None = None, writable: bool = False, auto_create: bool = True,
                   partitions: int = 1, limits: Limits | None = None, transaction_version: int = 2) -> None:
+    """Serve until SIGTERM or SIGINT, then shut down as Kafka's broker does (:meth:`ReplayBroker.shutdown`)."""
+    import signal
+
     async def main():
         server, broker = await start(log_dir, host, port, advertised_host, node_id, state_path, writable,
                                      auto_create, partitions, limits, transaction_version)
         log.warning("serving %d partitions of %s on %s:%d", len(broker.partitions), log_dir, host, broker.port)
+        stopping = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stopping.set)
         async with server:
-            await server.serve_forever()
+            await stopping.wait()
+            server.close()
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:  # open connections end; nothing is appended after this
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        for line in broker.shutdown():
+            log.warning("shutdown: %s", line)
     asyncio.run(main())
 
 
@@ -247,3 +263,4 @@ class BrokerThread:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
         self.loop.close()
+        self.shutdown_report = self.broker.shutdown()  # as kfx serve does on SIGTERM
