@@ -19,7 +19,7 @@ MOVED = {old: stage for stage, olds in {
     "repair": "actions cleaner md5_many offset_map recovery reindex retention salvage",
     "inspect": "analyzer diff dump groups report_html verify",
     "spark": "scan_plan spark_source storage",
-    "broker": "dispatch group_coordinator live_log log_validator protocol replay replay_admin server txn_coordinator",
+    "broker": "dispatch group_coordinator live_log log_validator protocol replay replay_admin server topic_configs txn_coordinator",
     "harness": "damaged_sample fuzz",
 }.items() for old in olds.split()}
 

@@ -103,7 +103,7 @@ WRITE_APIS = {k: P.ADVERTISED[k] for k in WRITE_ONLY}
 #: the first version of each API that only transactions v2 (KIP-890 part 2) uses
 TV2_FIRST = {ApiKey.PRODUCE: 12, ApiKey.END_TXN: 5, ApiKey.TXN_OFFSET_COMMIT: 5}
 #: created by their coordinators, never by a client's Metadata or Produce
-INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state", "__share_group_state"}
+INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata"}
 
 
 class ReplayBroker(AdminAPIs, WriteAdminAPIs):
@@ -279,7 +279,7 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
         return {"ThrottleTimeMs": 0, "Responses": out}
 
     def topic_rules(self, name: str) -> TopicRules:
-        """The configs Produce validation reads (topic_configs: the log dir's KRaft metadata, else Kafka's defaults)."""
+        """The configs Produce validation reads (the topic's own, from the log dir's KRaft metadata, else Kafka's defaults)."""
         c = self.topic_overrides(name)
         return TopicRules(max_message_bytes=int(c.get("max.message.bytes", MAX_MESSAGE_BYTES)),
                           compacted="compact" in c.get("cleanup.policy", "delete"),

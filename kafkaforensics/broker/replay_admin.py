@@ -2,7 +2,7 @@
 beyond reading it): what ``kafka-log-dirs.sh``, ``kafka-transactions.sh``, ``kafka-configs.sh``,
 ``kafka-consumer-groups.sh`` and the clients' admin APIs ask a broker.
 
-DescribeCluster, DescribeConfigs (the read-only configs the log dir implies), DescribeLogDirs,
+DescribeCluster, DescribeConfigs (every topic config, the topic's own from the KRaft metadata), DescribeLogDirs,
 OffsetForLeaderEpoch (the leader-epoch cache), DescribeProducers (the producer state the log holds),
 ListTransactions/DescribeTransactions (the latest state of each transactional id in
 ``__transaction_state``).  :class:`AdminAPIs` is mixed into :class:`~kafkaforensics.broker.replay.ReplayBroker`.
@@ -15,9 +15,8 @@ import time
 
 from specs.kafka_errors import (INVALID_REQUEST, NONE, TRANSACTIONAL_ID_NOT_FOUND, UNKNOWN_TOPIC_OR_PARTITION)
 
-#: DescribeConfigs resource types and config sources (Kafka's ConfigResource.Type, ConfigSource)
+#: DescribeConfigs resource types (Kafka's ConfigResource.Type)
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
-STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
 
 
 class AdminAPIs:
@@ -52,30 +51,18 @@ class AdminAPIs:
                 self.config_overrides = {}
         return self.config_overrides.get(topic, {})
 
-    def topic_configs(self, topic: str) -> dict:
-        """The topic configs the log implies: the timestamp type of its newest v1+ batches."""
-        from kafkaforensics.log.segment import LOG, BatchScanner, open_buffer
-        kind = None
-        for s in self.topics().get(topic, []):
-            for base in reversed(s.segments):
-                try:
-                    with open_buffer(s.seg_path(base, LOG)) as buf:
-                        for b in BatchScanner(buf, base_offset=base):
-                            if b.magic >= 1:
-                                kind = "LogAppendTime" if b.attributes & 0x08 else "CreateTime"
-                except OSError:
-                    continue
-                if kind:
-                    break
-        return {"message.timestamp.type": kind or "CreateTime"}
-
     def broker_configs(self) -> dict:
         return {"broker.id": str(self.node_id), "node.id": str(self.node_id), "log.dirs": self.log_dir,
                 "auto.create.topics.enable": str(bool(self.writable and self.auto_create)).lower(),
                 "num.partitions": str(self.default_partitions)}
 
     def describe_configs(self, version: int, body: dict) -> dict:
+        """A topic: every Kafka 4.0 topic config with value, source and (IncludeSynonyms) synonyms, the
+        topic's own from the log dir's KRaft ConfigRecords (:mod:`topic_configs`); this broker: the
+        settings it runs with (read-only, STATIC_BROKER_CONFIG)."""
+        from kafkaforensics.broker import topic_configs as TC
         results = []
+        synonyms = bool(body.get("IncludeSynonyms"))
         for r in body.get("Resources", []):
             rtype, name, keys = r.get("ResourceType"), r.get("ResourceName"), r.get("ConfigurationKeys")
             res = {"ErrorCode": NONE, "ErrorMessage": None, "ResourceType": rtype, "ResourceName": name,
@@ -83,19 +70,18 @@ class AdminAPIs:
             if rtype == TOPIC_RESOURCE:
                 if name not in self.topics():
                     res.update(ErrorCode=UNKNOWN_TOPIC_OR_PARTITION, ErrorMessage=f"unknown topic {name}")
-                    results.append(res)
-                    continue
-                configs, source = self.topic_configs(name), DEFAULT_CONFIG
+                else:
+                    res["Configs"] = TC.describe(self.topic_overrides(name), keys, synonyms)
             elif rtype == BROKER_RESOURCE and name in ("", str(self.node_id)):
-                configs, source = self.broker_configs(), STATIC_BROKER_CONFIG
+                res["Configs"] = [
+                    {"Name": k, "Value": v, "ReadOnly": True, "ConfigSource": TC.STATIC_BROKER_CONFIG,
+                     "IsDefault": False, "IsSensitive": False,
+                     "Synonyms": [{"Name": k, "Value": v, "Source": TC.STATIC_BROKER_CONFIG}] if synonyms else [],
+                     "ConfigType": TC.INT if k in ("num.partitions", "broker.id", "node.id") else
+                     TC.BOOLEAN if k == "auto.create.topics.enable" else TC.STRING, "Documentation": None}
+                    for k, v in sorted(self.broker_configs().items()) if keys is None or k in keys]
             else:
                 res.update(ErrorCode=INVALID_REQUEST, ErrorMessage=f"no configs of resource type {rtype} {name!r} here")
-                results.append(res)
-                continue
-            res["Configs"] = [{"Name": k, "Value": v, "ReadOnly": True, "ConfigSource": source, "IsDefault": False,
-                               "IsSensitive": False, "Synonyms": [], "ConfigType": 2 if k == "num.partitions" else 0,
-                               "Documentation": None}
-                              for k, v in sorted(configs.items()) if keys is None or k in keys]
             results.append(res)
         return {"ThrottleTimeMs": 0, "Results": results}
 
