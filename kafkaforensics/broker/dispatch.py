@@ -3,7 +3,7 @@
 One dispatch by API key (:class:`specs.protocol_messages.ApiKey`): each advertised API is answered
 by the method named after it (``ApiKey.LIST_OFFSETS`` by ``list_offsets``) -- this core's for the
 group APIs, which it adapts to :class:`~kafkaforensics.broker.group_coordinator.GroupCoordinator`, else
-:class:`~kafkaforensics.broker.replay.ReplayBroker`'s.  Around the handlers, the protocol's decisions as
+:meth:`~kafkaforensics.broker.replay.ReplayBroker.handler`'s (the broker's, or its admin objects').  Around the handlers, the protocol's decisions as
 Kafka's broker makes them:
 
 - an API or version this broker does not serve closes the connection (:class:`Close`), except
@@ -98,7 +98,7 @@ class BrokerCore:
         for key in ADVERTISED:
             name = ApiKey(key).name.lower()
             own = getattr(self, name, None)
-            self.handlers[key] = own if own is not None else _plain(getattr(broker, name))
+            self.handlers[key] = own if own is not None else _plain(broker.handler(name))
         self.waiting: dict[int, WaitForData] = {}
         self._next_wait = 0
         #: fn -> awaitable running fn away from the event loop (the edge sets it); None: run inline
@@ -188,7 +188,7 @@ class BrokerCore:
         return self._make(*self.broker.plan_topics(r.api_version, r.body))
 
     def create_partitions(self, r: Request):
-        return self._make(*self.broker.plan_partitions(r.api_version, r.body))
+        return self._make(*self.broker.write_admin.plan_partitions(r.api_version, r.body))
 
     def _make(self, body: dict, plan: list):
         if not plan:

@@ -37,7 +37,7 @@ from specs import record_batch as R
 from specs.message_schema import FileRegion
 
 from specs.kafka_errors import NAMES
-from specs.kafka_errors import (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, KAFKA_STORAGE_ERROR, INVALID_REPLICATION_FACTOR, CORRUPT_MESSAGE, INVALID_PARTITIONS, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE,
+from specs.kafka_errors import (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, KAFKA_STORAGE_ERROR, INVALID_REPLICATION_FACTOR, CORRUPT_MESSAGE, INVALID_PARTITIONS, INVALID_PRODUCER_EPOCH,
                                 OPERATION_NOT_ATTEMPTED, PRODUCER_FENCED, INVALID_TOPIC, NONE, OFFSET_OUT_OF_RANGE, POLICY_VIOLATION,
                                 TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION)
 from specs.protocol_messages import ApiKey
@@ -106,7 +106,7 @@ TV2_FIRST = {ApiKey.PRODUCE: 12, ApiKey.END_TXN: 5, ApiKey.TXN_OFFSET_COMMIT: 5}
 INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata"}
 
 
-class ReplayBroker(AdminAPIs, WriteAdminAPIs):
+class ReplayBroker:
     def __init__(self, log_dir: str, *, node_id: int = 0, host: str = "127.0.0.1", port: int = 9092,
                  writable: bool = False, auto_create: bool = True, partitions: int = 1,
                  transaction_version: int = 2):
@@ -120,7 +120,9 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
         self.txn = TransactionCoordinator(self._new_producer_id, transaction_version=transaction_version)
         self.creating: set[str] = set()  # topics a CreateTopics is making (their dirs in a worker thread)
         self.config_overrides: dict | None = None  # topic -> its own configs (topic_overrides)
-        self.on_txn_offsets = None  # (group, commits) -> None: a committed transaction's offsets
+        self.on_txn_offsets = None
+        #: the admin APIs, objects over this broker; the write ones answer only with ``writable``
+        self.admin, self.write_admin = AdminAPIs(self), WriteAdminAPIs(self)  # (group, commits) -> None: a committed transaction's offsets
         self.next_producer_id = 1000
         self.reload()
 
@@ -191,6 +193,36 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
             atomic_write(os.path.join(self.log_dir, CLEAN_SHUTDOWN_FILE), body.encode())
             done.append(f"wrote {CLEAN_SHUTDOWN_FILE}")
         return done
+
+    def cluster_id(self) -> str:
+        """meta.properties' cluster.id (as the broker that wrote the log dir had it), else kfx-replay."""
+        from specs.checkpoints import parse_properties
+        try:
+            with open(os.path.join(self.log_dir, "meta.properties"), encoding="utf-8") as f:
+                return parse_properties(f.read()).get("cluster.id") or "kfx-replay"
+        except (OSError, ValueError):
+            return "kfx-replay"
+
+    def topic_overrides(self, topic: str) -> dict[str, str]:
+        """The topic's own configs: its ConfigRecords in the log dir's KRaft metadata
+        (``__cluster_metadata-0``, read once), then those a CreateTopics here set."""
+        if self.config_overrides is None:
+            from kafkaforensics.log.logdir import metadata_topics
+            meta = os.path.join(self.log_dir, "__cluster_metadata-0")
+            try:
+                self.config_overrides = metadata_topics(meta)[1] if os.path.isdir(meta) else {}
+            except (OSError, ValueError):
+                self.config_overrides = {}
+        return self.config_overrides.get(topic, {})
+
+    def handler(self, name: str):
+        """The method answering the API ``name`` (list_offsets, describe_configs, delete_records, ...):
+        this broker's own, else its admin objects'; None when none answers it."""
+        for obj in (self, self.admin, self.write_admin):
+            fn = getattr(obj, name, None)
+            if fn is not None:
+                return fn
+        return None
 
     def logged_groups(self) -> list[str]:
         """The groups with offsets committed in the log dir's __consumer_offsets."""

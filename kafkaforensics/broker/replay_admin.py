@@ -5,7 +5,8 @@ beyond reading it): what ``kafka-log-dirs.sh``, ``kafka-transactions.sh``, ``kaf
 DescribeCluster, DescribeConfigs (every topic config, the topic's own from the KRaft metadata), DescribeLogDirs,
 OffsetForLeaderEpoch (the leader-epoch cache), DescribeProducers (the producer state the log holds),
 ListTransactions/DescribeTransactions (the latest state of each transactional id in
-``__transaction_state``).  :class:`AdminAPIs` is mixed into :class:`~kafkaforensics.broker.replay.ReplayBroker`.
+``__transaction_state``, then the live coordinator's).  :class:`AdminAPIs` and :class:`WriteAdminAPIs` are
+objects the :class:`~kafkaforensics.broker.replay.ReplayBroker` holds (``admin``, ``write_admin``).
 """
 from __future__ import annotations
 
@@ -20,41 +21,23 @@ TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 
 
 class AdminAPIs:
-    """Needs ``partitions``, ``topics()``, ``log_dir``, ``node_id``, ``host``, ``port``."""
+    """The read APIs, over the :class:`~kafkaforensics.broker.replay.ReplayBroker` ``b`` that holds them."""
+
+    def __init__(self, broker):
+        self.b = broker
 
     # -- the cluster -----------------------------------------------------------------------------
-    def cluster_id(self) -> str:
-        """meta.properties' cluster.id (as the broker that wrote the log dir had it), else kfx-replay."""
-        from specs.checkpoints import parse_properties
-        try:
-            with open(os.path.join(self.log_dir, "meta.properties"), encoding="utf-8") as f:
-                return parse_properties(f.read()).get("cluster.id") or "kfx-replay"
-        except (OSError, ValueError):
-            return "kfx-replay"
-
     def describe_cluster(self, version: int, body: dict) -> dict:
         return {"ThrottleTimeMs": 0, "ErrorCode": NONE, "ErrorMessage": None, "EndpointType": 1,
-                "ClusterId": self.cluster_id(), "ControllerId": self.node_id,
-                "Brokers": [{"BrokerId": self.node_id, "Host": self.host, "Port": self.port, "Rack": None,
+                "ClusterId": self.b.cluster_id(), "ControllerId": self.b.node_id,
+                "Brokers": [{"BrokerId": self.b.node_id, "Host": self.b.host, "Port": self.b.port, "Rack": None,
                              "IsFenced": False}],
                 "ClusterAuthorizedOperations": -2147483648}
 
-    def topic_overrides(self, topic: str) -> dict[str, str]:
-        """The topic's own configs: its ConfigRecords in the log dir's KRaft metadata
-        (``__cluster_metadata-0``, read once), then those a CreateTopics here set."""
-        if self.config_overrides is None:
-            from kafkaforensics.log.logdir import metadata_topics
-            meta = os.path.join(self.log_dir, "__cluster_metadata-0")
-            try:
-                self.config_overrides = metadata_topics(meta)[1] if os.path.isdir(meta) else {}
-            except (OSError, ValueError):
-                self.config_overrides = {}
-        return self.config_overrides.get(topic, {})
-
     def broker_configs(self) -> dict:
-        return {"broker.id": str(self.node_id), "node.id": str(self.node_id), "log.dirs": self.log_dir,
-                "auto.create.topics.enable": str(bool(self.writable and self.auto_create)).lower(),
-                "num.partitions": str(self.default_partitions)}
+        return {"broker.id": str(self.b.node_id), "node.id": str(self.b.node_id), "log.dirs": self.b.log_dir,
+                "auto.create.topics.enable": str(bool(self.b.writable and self.b.auto_create)).lower(),
+                "num.partitions": str(self.b.default_partitions)}
 
     def describe_configs(self, version: int, body: dict) -> dict:
         """A topic: every Kafka 4.0 topic config with value, source and (IncludeSynonyms) synonyms, the
@@ -68,11 +51,11 @@ class AdminAPIs:
             res = {"ErrorCode": NONE, "ErrorMessage": None, "ResourceType": rtype, "ResourceName": name,
                    "Configs": []}
             if rtype == TOPIC_RESOURCE:
-                if name not in self.topics():
+                if name not in self.b.topics():
                     res.update(ErrorCode=UNKNOWN_TOPIC_OR_PARTITION, ErrorMessage=f"unknown topic {name}")
                 else:
-                    res["Configs"] = TC.describe(self.topic_overrides(name), keys, synonyms)
-            elif rtype == BROKER_RESOURCE and name in ("", str(self.node_id)):
+                    res["Configs"] = TC.describe(self.b.topic_overrides(name), keys, synonyms)
+            elif rtype == BROKER_RESOURCE and name in ("", str(self.b.node_id)):
                 res["Configs"] = [
                     {"Name": k, "Value": v, "ReadOnly": True, "ConfigSource": TC.STATIC_BROKER_CONFIG,
                      "IsDefault": False, "IsSensitive": False,
@@ -93,7 +76,7 @@ class AdminAPIs:
         wanted = body.get("Topics")
         want = None if wanted is None else {(t["Topic"], p) for t in wanted for p in t.get("Partitions", [])}
         topics: dict[str, list] = {}
-        for pd in find_partitions(self.log_dir):
+        for pd in find_partitions(self.b.log_dir):
             if pd.topic is None or pd.state not in ("live", "future"):
                 continue
             if want is not None and (pd.topic, pd.partition) not in want:
@@ -102,12 +85,12 @@ class AdminAPIs:
             topics.setdefault(pd.topic, []).append({"PartitionIndex": pd.partition, "PartitionSize": size,
                                                     "OffsetLag": 0, "IsFutureKey": pd.state == "future"})
         try:
-            du = shutil.disk_usage(self.log_dir)
+            du = shutil.disk_usage(self.b.log_dir)
             total, usable = du.total, du.free
         except OSError:
             total = usable = -1
         return {"ThrottleTimeMs": 0, "ErrorCode": NONE, "Results": [{
-            "ErrorCode": NONE, "LogDir": self.log_dir, "TotalBytes": total, "UsableBytes": usable, "IsCordoned": False,
+            "ErrorCode": NONE, "LogDir": self.b.log_dir, "TotalBytes": total, "UsableBytes": usable, "IsCordoned": False,
             "Topics": [{"Name": t, "Partitions": ps} for t, ps in sorted(topics.items())]}]}
 
     def end_offset_for_epoch(self, s, epoch: int) -> tuple[int, int]:
@@ -119,7 +102,7 @@ class AdminAPIs:
         for t in body.get("Topics", []):
             parts = []
             for p in t.get("Partitions", []):
-                s = self.partitions.get((t.get("Topic"), p["Partition"]))
+                s = self.b.partitions.get((t.get("Topic"), p["Partition"]))
                 r = {"ErrorCode": NONE, "Partition": p["Partition"], "LeaderEpoch": -1, "EndOffset": -1}
                 if s is None:
                     r["ErrorCode"] = UNKNOWN_TOPIC_OR_PARTITION
@@ -135,7 +118,7 @@ class AdminAPIs:
         for t in body.get("Topics", []):
             parts = []
             for i in t.get("PartitionIndexes", []):
-                s = self.partitions.get((t.get("Name"), i))
+                s = self.b.partitions.get((t.get("Name"), i))
                 r = {"PartitionIndex": i, "ErrorCode": NONE, "ErrorMessage": None, "ActiveProducers": []}
                 if s is None:
                     r["ErrorCode"] = UNKNOWN_TOPIC_OR_PARTITION
@@ -157,7 +140,7 @@ class AdminAPIs:
         from kafkaforensics.records.internal_topics import decode_transaction_log
         from kafkaforensics.log.segment import LOG, BatchScanner, open_buffer
         out: dict[str, dict] = {}
-        for s in self.topics().get("__transaction_state", []):
+        for s in self.b.topics().get("__transaction_state", []):
             for base in s.segments:
                 with open_buffer(s.seg_path(base, LOG)) as buf:
                     for b in BatchScanner(buf, base_offset=base):
@@ -180,7 +163,7 @@ class AdminAPIs:
                                         "TransactionStartTimeMs": d["TransactionStartTimestampMs"],
                                         "Topics": [{"Topic": p["Topic"], "Partitions": p["PartitionIds"]}
                                                    for p in d.get("TransactionPartitions") or []]}
-        out.update(self.txn.describe())  # what this broker's own coordinator has seen is newer
+        out.update(self.b.txn.describe())  # what this broker's own coordinator has seen is newer
         return out
 
     def list_transactions(self, version: int, body: dict) -> dict:
@@ -226,24 +209,27 @@ class AdminAPIs:
 
 
 class WriteAdminAPIs:
-    """With ``--writable``: DeleteRecords (the log start offset moves,
+    """With ``--writable``, over the broker ``b`` that holds them: DeleteRecords (the log start offset moves,
     log-start-offset-checkpoint records it and the leader-epoch cache is truncated to it; no segment
     is removed), DeleteTopics (the partition
     dirs are renamed ``<topic>-<n>.<id>-delete`` as Kafka renames them -- kept, never removed) and
     CreatePartitions."""
 
+    def __init__(self, broker):
+        self.b = broker
+
     def _save_log_starts(self) -> None:
         """log-start-offset-checkpoint gets every served partition's log start; the entries of
         partitions this broker does not serve are kept (temp file, fsync, rename)."""
         from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, checkpoint_path, update_offsets
-        update_offsets(checkpoint_path(self.log_dir, LOG_START_OFFSET),
-                       {tp: s.log_start for tp, s in sorted(self.partitions.items())}, unreadable="replace")
+        update_offsets(checkpoint_path(self.b.log_dir, LOG_START_OFFSET),
+                       {tp: s.log_start for tp, s in sorted(self.b.partitions.items())}, unreadable="replace")
 
     def _forget_log_starts(self, tps: list) -> None:
         """A deleted partition's log-start-offset-checkpoint entry goes (as Kafka's next checkpoint
         drops a deleted log), so a topic created again under the name does not inherit it."""
         from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, checkpoint_path, update_offsets
-        update_offsets(checkpoint_path(self.log_dir, LOG_START_OFFSET), dict.fromkeys(tps), create=False,
+        update_offsets(checkpoint_path(self.b.log_dir, LOG_START_OFFSET), dict.fromkeys(tps), create=False,
                        unreadable="replace")
 
     def delete_records(self, version: int, body: dict) -> dict:
@@ -252,7 +238,7 @@ class WriteAdminAPIs:
         for t in body.get("Topics", []):
             parts = []
             for p in t.get("Partitions", []):
-                s = self.partitions.get((t.get("Name"), p["PartitionIndex"]))
+                s = self.b.partitions.get((t.get("Name"), p["PartitionIndex"]))
                 r = {"PartitionIndex": p["PartitionIndex"], "LowWatermark": -1, "ErrorCode": NONE}
                 if s is None:
                     r["ErrorCode"] = UNKNOWN_TOPIC_OR_PARTITION
@@ -274,12 +260,12 @@ class WriteAdminAPIs:
 
     def delete_topics(self, version: int, body: dict) -> dict:
         from specs.kafka_errors import INVALID_TOPIC, UNKNOWN_TOPIC_ID
-        ids = self.topic_ids()
+        ids = self.b.topic_ids()
         wanted = ([(t.get("Name") or ids.get(t.get("TopicId")), t.get("TopicId")) for t in body.get("Topics", [])]
                   if version >= 6 else [(n, None) for n in body.get("TopicNames", [])])
         out = []
         for name, tid in wanted:
-            parts = self.topics().get(name) if name else None
+            parts = self.b.topics().get(name) if name else None
             r = {"Name": name, "TopicId": tid or "AAAAAAAAAAAAAAAAAAAAAA", "ErrorCode": NONE, "ErrorMessage": None}
             if not parts:
                 r["ErrorCode"] = UNKNOWN_TOPIC_ID if (version >= 6 and not name) else UNKNOWN_TOPIC_OR_PARTITION
@@ -290,13 +276,13 @@ class WriteAdminAPIs:
                 for s in parts:  # Kafka's rename: <topic>-<n>.<uuid hex>-delete, data kept
                     import uuid
                     os.rename(s.path, f"{s.path}.{uuid.uuid4().hex}-delete")
-                    del self.partitions[(s.topic, s.partition)]
+                    del self.b.partitions[(s.topic, s.partition)]
                 self._forget_log_starts([(s.topic, s.partition) for s in parts])
             out.append(r)
         return {"ThrottleTimeMs": 0, "Responses": out}
 
     def create_partitions(self, version: int, body: dict) -> dict:
-        return self.make_and_adopt(*self.plan_partitions(version, body))
+        return self.b.make_and_adopt(*self.plan_partitions(version, body))
 
     def plan_partitions(self, version: int, body: dict) -> tuple[dict, list]:
         """CreatePartitions' answer and what it creates (as :meth:`plan_topics`); more than the
@@ -305,13 +291,13 @@ class WriteAdminAPIs:
         from kafkaforensics.broker.replay import MAX_RECORDS_PER_REQUEST
         out, plan = [], []
         topics = body.get("Topics", [])
-        current = {t.get("Name"): len(self.topics().get(t.get("Name")) or []) for t in topics}
+        current = {t.get("Name"): len(self.b.topics().get(t.get("Name")) or []) for t in topics}
         records = sum(max(t.get("Count", 0) - current[t.get("Name")], 0) for t in topics)
         for t in topics:
             name, count = t.get("Name"), t.get("Count", 0)
-            parts = self.topics().get(name)
+            parts = self.b.topics().get(name)
             r = {"Name": name, "ErrorCode": NONE, "ErrorMessage": None}
-            if not parts or name in self.creating:
+            if not parts or name in self.b.creating:
                 r["ErrorCode"] = UNKNOWN_TOPIC_OR_PARTITION
             elif count <= len(parts):
                 r.update(ErrorCode=INVALID_PARTITIONS,
@@ -321,6 +307,6 @@ class WriteAdminAPIs:
                 r.update(ErrorCode=POLICY_VIOLATION, ErrorMessage="Unable to perform excessively large batch operation.")
             elif not body.get("ValidateOnly"):
                 plan.append((name, len(parts), count - len(parts), parts[0].topic_id))
-                self.creating.add(name)
+                self.b.creating.add(name)
             out.append(r)
         return {"ThrottleTimeMs": 0, "Results": out}, plan

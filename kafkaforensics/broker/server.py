@@ -195,11 +195,11 @@ def serve_forever(log_dir: str, host: str, port: int, advertised_host: str | Non
     async def main():
         server, broker = await start(log_dir, host, port, advertised_host, node_id, state_path, writable,
                                      auto_create, partitions, limits, transaction_version)
-        log.warning("serving %d partitions of %s on %s:%d", len(broker.partitions), log_dir, host, broker.port)
         stopping = asyncio.Event()
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        for sig in (signal.SIGTERM, signal.SIGINT):  # before the line that says it is up
             loop.add_signal_handler(sig, stopping.set)
+        log.warning("serving %d partitions of %s on %s:%d", len(broker.partitions), log_dir, host, broker.port)
         async with server:
             await stopping.wait()
             server.close()
