@@ -105,8 +105,14 @@ def _read_committed_python(b, committed):
     assert got == want
 
 
-def _group_offset(b, group):
-    return b.broker.coordinator.fetch_offsets(8, {"Groups": [{"GroupId": group, "Topics": None}]})
+def _committed(b, group, partition):
+    """The offset a group has committed for txn-``partition`` (confluent-kafka asks the broker)."""
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        return c.committed([TopicPartition("txn", partition)], 10)[0].offset
+    finally:
+        c.close()
 
 
 def test_confluent_kafka_transactions(tbroker):
@@ -130,9 +136,7 @@ def test_confluent_kafka_transactions(tbroker):
         (aborted if tag == "abort" else committed).extend(vals)
     _check_log(tbroker, committed, aborted)
     _read_committed_python(tbroker, committed)
-    c = Consumer({"bootstrap.servers": tbroker.bootstrap, "group.id": "ck-g", "enable.auto.commit": False})
-    assert c.committed([TopicPartition("txn", 0)], 10)[0].offset == 2
-    c.close()
+    assert _committed(tbroker, "ck-g", 0) == 2
 
 
 def test_kafka_python_transactions(tbroker):
@@ -158,6 +162,7 @@ def test_kafka_python_transactions(tbroker):
     p.close()
     _check_log(tbroker, committed, aborted)
     _read_committed_python(tbroker, committed)
+    assert _committed(tbroker, "kp-g", 1) == 3
 
 
 def _node_txn(node, script, env, b, *args):
@@ -174,6 +179,7 @@ def test_kafkajs_transactions(tbroker):
     _check_log(tbroker, out["committed"], out["aborted"])
     assert sorted(out["read"]) == sorted(out["committed"])
     _read_committed_python(tbroker, out["committed"])
+    assert _committed(tbroker, "kjs-g", 0) == 1
 
 
 @pytest.mark.parametrize("codec", ["snappy", "gzip"])
@@ -188,6 +194,7 @@ def test_platformatic_transactions(tbroker, codec):
     _check_log(tbroker, out["committed"], out["aborted"])
     assert sorted(out["read"]) == sorted(out["committed"])
     _read_committed_python(tbroker, out["committed"])
+    assert _committed(tbroker, "pk-g", out["offset"]["partition"]) == out["offset"]["offset"]
 
 
 def test_kfx_dump_deep_shows_one_marker_per_partition_per_transaction(tbroker, kfx):
