@@ -342,3 +342,73 @@ def test_v1_produce_to_a_partition_not_in_the_transaction_is_refused(tbroker):
     assert (init["ProducerId"], init["ProducerEpoch"]) == (pid, epoch + 2)
     assert [(k, m) for _v, k, _e, m in _history(tbroker.dir, "txn", 1)] == [("ABORT", epoch + 1)]
     r.s.close()
+
+
+# -- __transaction_state: written as Kafka's coordinator writes it, taken over after a restart ----------------
+
+def _open_txn(r, tid, timeout_ms, partition, value, commit=None):
+    init = r.call(22, 4, {"TransactionalId": tid, "TransactionTimeoutMs": timeout_ms, "ProducerId": -1,
+                          "ProducerEpoch": -1})
+    pid, epoch = init["ProducerId"], init["ProducerEpoch"]
+    r.call(24, 3, {"V3AndBelowTransactionalId": tid, "V3AndBelowProducerId": pid, "V3AndBelowProducerEpoch": epoch,
+                   "V3AndBelowTopics": [{"Name": "txn", "Partitions": [partition]}]})
+    assert r.produce(9, tid, partition, pid, epoch, 0, [value]) == 0
+    if commit is not None:
+        r.call(26, 3, {"TransactionalId": tid, "ProducerId": pid, "ProducerEpoch": epoch, "Committed": commit})
+    return pid, epoch
+
+
+def _read_committed(b, partition):
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "rc", "isolation.level": "read_committed"})
+    c.assign([TopicPartition("txn", partition, 0)])
+    got = [m.value() for m in drain(c)]
+    c.close()
+    return got
+
+
+def test_transaction_state_is_logged_and_a_restart_times_out_what_was_left_open(tmp_path):
+    import time
+    d = tmp_path / "logs"
+    d.mkdir()
+    with BrokerThread(str(d), writable=True, state_path=str(tmp_path / "s.json")) as b:
+        b.broker.create_topics(5, {"Topics": [{"Name": "txn", "NumPartitions": 2}]})
+        r = Raw(b.port)
+        _open_txn(r, "done", 60000, 0, b"committed", commit=True)
+        pid, epoch = _open_txn(r, "left", 1500, 1, b"left-open")
+        r.s.close()
+    with BrokerThread(str(d), writable=True, state_path=str(tmp_path / "s.json")) as b:
+        logged = b.broker.logged_transactions()
+        assert logged["done"].status == 4 and logged["left"].status == 1           # CompleteCommit, Ongoing
+        assert logged["left"].partitions == (("txn", 1),) and logged["left"].producer_id == pid
+        r = Raw(b.port)
+        desc = r.call(65, 0, {"TransactionalIds": ["left"]})["TransactionStates"][0]
+        assert desc["TransactionState"] == "Ongoing" and desc["Topics"] == [{"Topic": "txn", "Partitions": [1]}]
+        assert b.broker.partitions[("txn", 1)].last_stable == 0                   # pinned by the open transaction
+        time.sleep(1.6)
+        r.call(22, 4, {"TransactionalId": "other", "TransactionTimeoutMs": 60000, "ProducerId": -1,
+                       "ProducerEpoch": -1})                                      # the coordinator looks again
+        assert b.broker.partitions[("txn", 1)].last_stable == b.broker.partitions[("txn", 1)].log_end
+        assert _read_committed(b, 0) == [b"committed"] and _read_committed(b, 1) == []
+        desc = r.call(65, 0, {"TransactionalIds": ["left"]})["TransactionStates"][0]
+        assert (desc["TransactionState"], desc["ProducerEpoch"]) == ("CompleteAbort", epoch + 1)
+        r.s.close()
+    assert [(k, m) for _v, k, _e, m in _history(str(d), "txn", 1)] == [("ABORT", epoch + 1)]
+
+
+def test_a_restart_finishes_a_prepared_commit(tmp_path):
+    from kafkaforensics.broker.replay import ReplayBroker
+    from kafkaforensics.broker.txn_coordinator import LogEntry
+    d = tmp_path / "logs"
+    d.mkdir()
+    with BrokerThread(str(d), writable=True, state_path=str(tmp_path / "s.json")) as b:
+        b.broker.create_topics(5, {"Topics": [{"Name": "txn", "NumPartitions": 2}]})
+        r = Raw(b.port)
+        pid, epoch = _open_txn(r, "prep", 60000, 0, b"prepared")
+        r.s.close()
+    rb = ReplayBroker(str(d), writable=True)  # as if the broker stopped between PrepareCommit and the markers
+    rb._log_transactions([LogEntry("prep", pid, epoch, 60000, 2, (("txn", 0),), 1, 1, False)])
+    with BrokerThread(str(d), writable=True, state_path=str(tmp_path / "s.json")) as b:
+        assert _read_committed(b, 0) == [b"prepared"]
+        assert b.broker.logged_transactions()["prep"].status == 4
+    assert [(k, m) for _v, k, _e, m in _history(str(d), "txn", 0)] == [("COMMIT", epoch)]

@@ -120,11 +120,15 @@ class ReplayBroker:
         self.txn = TransactionCoordinator(self._new_producer_id, transaction_version=transaction_version)
         self.creating: set[str] = set()  # topics a CreateTopics is making (their dirs in a worker thread)
         self.config_overrides: dict | None = None  # topic -> its own configs (topic_overrides)
-        self.on_txn_offsets = None
+        self.on_txn_offsets = None  # (group, commits) -> None: a committed transaction's offsets
         #: the admin APIs, objects over this broker; the write ones answer only with ``writable``
-        self.admin, self.write_admin = AdminAPIs(self), WriteAdminAPIs(self)  # (group, commits) -> None: a committed transaction's offsets
+        self.admin, self.write_admin = AdminAPIs(self), WriteAdminAPIs(self)
         self.next_producer_id = 1000
+        self.was_clean, self.broker_epoch = False, -1
         self.reload()
+        if writable:  # before anything is written: the dir must not look clean while this broker may change it
+            self.take_clean_marker()
+            self.restore_transactions()
 
     # -- the log dir ---------------------------------------------------------------------------
     def reload(self) -> None:
@@ -185,11 +189,11 @@ class ReplayBroker:
             done.append(f"closed {len(written)} partitions (time index, producer snapshot, leader epochs, "
                         "recovery point)")
         untouched = [f"{t}-{p}" for (t, p), s in self.partitions.items() if not s.written]
-        if untouched and not getattr(self, "was_clean", False):
+        if untouched and not self.was_clean:
             done.append(f"no {CLEAN_SHUTDOWN_FILE}: {len(untouched)} partitions were served as found in a dir "
                         "that was not marked clean (Kafka will recover them)")
         else:
-            body = json.dumps({"version": 0, "brokerEpoch": getattr(self, "broker_epoch", -1)}, separators=(",", ":"))
+            body = json.dumps({"version": 0, "brokerEpoch": self.broker_epoch}, separators=(",", ":"))
             atomic_write(os.path.join(self.log_dir, CLEAN_SHUTDOWN_FILE), body.encode())
             done.append(f"wrote {CLEAN_SHUTDOWN_FILE}")
         return done
@@ -319,17 +323,21 @@ class ReplayBroker:
                           before_max_ms=int(c.get("message.timestamp.before.max.ms", TIMESTAMP_BEFORE_MAX_MS)),
                           after_max_ms=int(c.get("message.timestamp.after.max.ms", TIMESTAMP_AFTER_MAX_MS)))
 
-    def offsets_partition(self, group: str) -> LiveLog:
-        """__consumer_offsets-N of a group, N = abs(group.hashCode) % 50; created on first use."""
+    def internal_partition(self, topic: str, key: str) -> LiveLog:
+        """<topic>-N of a coordinator key (a group, a transactional id), N = Utils.abs(key.hashCode) % 50
+        (offsets.topic.num.partitions, transaction.state.log.num.partitions); created on first use."""
         from kafkaforensics.broker.group_coordinator import offsets_partition_for
-        n = offsets_partition_for(group)
-        key = ("__consumer_offsets", n)
-        s = self.partitions.get(key)
+        n = offsets_partition_for(key)
+        s = self.partitions.get((topic, n))
         if s is None:
-            tid = next((x.topic_id for (t, _p), x in self.partitions.items() if t == "__consumer_offsets"),
-                       None) or derived_topic_id("__consumer_offsets")
-            s = self.new_partition("__consumer_offsets", n, tid)
+            tid = next((x.topic_id for (t, _p), x in self.partitions.items() if t == topic),
+                       None) or derived_topic_id(topic)
+            s = self.new_partition(topic, n, tid)
         return s
+
+    def offsets_partition(self, group: str) -> LiveLog:
+        """__consumer_offsets-N of a group."""
+        return self.internal_partition("__consumer_offsets", group)
 
     def write_offset_commits(self, group: str, commits: list) -> None:
         """Append the commits to __consumer_offsets-N as the group coordinator writes them
@@ -351,9 +359,14 @@ class ReplayBroker:
         pid, self.next_producer_id = self.next_producer_id, self.next_producer_id + 1
         return pid
 
-    def _write_markers(self, outcome) -> None:
-        """Append the markers a coordinator decision asks for, then complete the transactions."""
+    def _write_markers(self, outcome, restored: bool = False) -> None:
+        """Carry out a coordinator decision as Kafka's coordinator does: each Prepare record to
+        __transaction_state, the markers on every partition, then the coordinator's other
+        transitions (Complete, Empty, Ongoing); ``restored``: prepared before a restart, completed now."""
         now = int(time.time() * 1000)
+        prepared = [m.prepare for m in outcome if m.prepare is not None]
+        if prepared:
+            self._log_transactions(prepared)
         for m in outcome:
             for key in m.partitions:
                 s = self.partitions.get(key)
@@ -362,10 +375,70 @@ class ReplayBroker:
             if m.commit and self.on_txn_offsets is not None:
                 for group, commits in m.offsets.items():
                     self.on_txn_offsets(group, commits)
+            if restored:
+                self.txn.complete(m.transactional_id)
+        self._log_transactions(self.txn.take_log())
 
     def expire_transactions(self) -> None:
-        """Abort the transactions open longer than their timeout (run before each transactional request)."""
+        """Abort the transactions open longer than their timeout (before each transactional request,
+        and every 10 s from the edge, as Kafka's coordinator does)."""
         self._write_markers(self.txn.expire())
+
+    def _log_transactions(self, entries) -> None:
+        """Append coordinator transitions to __transaction_state-N, one batch a partition."""
+        from kafkaforensics.records.internal_topics import encode_transaction_log
+        by_partition: dict = {}
+        for e in entries:
+            value = {"ProducerId": e.producer_id, "ProducerEpoch": e.producer_epoch,
+                     "TransactionTimeoutMs": e.timeout_ms, "TransactionStatus": e.status,
+                     "TransactionPartitions": [{"Topic": t, "PartitionIds": sorted(p for tt, p in e.partitions
+                                                                                   if tt == t)}
+                                               for t in sorted({t for t, _p in e.partitions})],
+                     "TransactionLastUpdateTimestampMs": e.last_update_ms,
+                     "TransactionStartTimestampMs": e.start_ms, "ClientTransactionVersion": 2 if e.v2 else 0}
+            s = self.internal_partition("__transaction_state", e.transactional_id)
+            by_partition.setdefault(s, []).append(encode_transaction_log(e.transactional_id, value,
+                                                                         value_version=1 if e.v2 else 0))
+        now = int(time.time() * 1000)
+        for s, records in by_partition.items():
+            s.append_records(records, now)
+
+    def logged_transactions(self) -> dict:
+        """The newest __transaction_state entry of each transactional id in the log dir (a tombstone
+        removes it): transactional id -> :class:`~kafkaforensics.broker.txn_coordinator.LogEntry`."""
+        from kafkaforensics.records.internal_topics import decode_transaction_log
+        from kafkaforensics.broker.txn_coordinator import LogEntry
+        out: dict = {}
+        for s in self.topics().get("__transaction_state", []):
+            for b in self._batches(s):
+                if b.is_control:
+                    continue
+                for r in b.records():
+                    try:
+                        k, v = decode_transaction_log(r.key, r.value)
+                    except (KafkaFormatError, ValueError, TypeError):
+                        continue
+                    tid = k["data"].get("TransactionalId")
+                    if v is None:
+                        out.pop(tid, None)
+                        continue
+                    d = v["data"]
+                    out[tid] = LogEntry(tid, d["ProducerId"], d["ProducerEpoch"], d["TransactionTimeoutMs"],
+                                        d["TransactionStatus"],
+                                        tuple(sorted((p["Topic"], i) for p in d.get("TransactionPartitions") or []
+                                                     for i in p["PartitionIds"])),
+                                        d["TransactionLastUpdateTimestampMs"], d["TransactionStartTimestampMs"],
+                                        d.get("ClientTransactionVersion", 0) >= 2)
+        return out
+
+    def restore_transactions(self) -> None:
+        """A writable broker takes over the log dir's __transaction_state, as a coordinator loads its
+        partitions: prepared transactions are finished now, open ones time out later."""
+        logged = self.logged_transactions()
+        if logged:
+            self.next_producer_id = max(self.next_producer_id, max(e.producer_id for e in logged.values()) + 1)
+        done = self.txn.restore(list(logged.values()))
+        self._write_markers(done, restored=True)
 
     def init_producer_id(self, version: int, body: dict) -> dict:
         tid = body.get("TransactionalId")
@@ -406,6 +479,7 @@ class ReplayBroker:
                     {"PartitionIndex": p, "PartitionErrorCode": errs[(t.get("Name"), p)]}
                     for p in t.get("Partitions", [])]})
             results.append({"TransactionalId": tid, "TopicResults": topics})
+        self._log_transactions(self.txn.take_log())
         if version <= 3:
             return {"ThrottleTimeMs": 0, "ResultsByTopicV3AndBelow": results[0]["TopicResults"] if results else []}
         return {"ThrottleTimeMs": 0, "ErrorCode": NONE, "ResultsByTransaction": results}
@@ -424,6 +498,7 @@ class ReplayBroker:
         s = self.offsets_partition(body.get("GroupId", ""))
         err = self.txn.add_partitions(body.get("TransactionalId"), body.get("ProducerId"), body.get("ProducerEpoch"),
                                       [(s.topic, s.partition)])
+        self._log_transactions(self.txn.take_log())
         return {"ThrottleTimeMs": 0, "ErrorCode": client_error(err, 2, version)}
 
     def txn_offset_commit(self, version: int, body: dict) -> dict:
@@ -438,6 +513,7 @@ class ReplayBroker:
         key = (s.topic, s.partition)
         err = (self.txn.add_partitions(tid, pid, epoch, [key], v2=True) if version >= 5
                else self.txn.in_transaction(tid, pid, epoch, key))
+        self._log_transactions(self.txn.take_log())
         if err == NONE and commits:
             err = self.append_offset_commits(gid, commits, transactional=True, producer_id=pid, producer_epoch=epoch)
             if err == NONE:
@@ -460,6 +536,7 @@ class ReplayBroker:
         self.expire_transactions()
         if version >= 12:
             err = self.txn.add_partitions(tid, h["producerId"], h["producerEpoch"], [key], v2=True)
+            self._log_transactions(self.txn.take_log())  # the partition joins before its records land
         else:
             err = self.txn.verify(tid, h["producerId"], h["producerEpoch"], key)
         return INVALID_PRODUCER_EPOCH if err == PRODUCER_FENCED else err

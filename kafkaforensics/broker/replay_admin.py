@@ -136,33 +136,12 @@ class AdminAPIs:
         """The newest __transaction_state value of each transactional id (tombstones remove it), then
         the live state of the ids this broker's transaction coordinator has seen."""
         from specs.kafka_messages import TRANSACTION_STATES
-        from kafkaforensics.errors import KafkaFormatError
-        from kafkaforensics.records.internal_topics import decode_transaction_log
-        from kafkaforensics.log.segment import LOG, BatchScanner, open_buffer
-        out: dict[str, dict] = {}
-        for s in self.b.topics().get("__transaction_state", []):
-            for base in s.segments:
-                with open_buffer(s.seg_path(base, LOG)) as buf:
-                    for b in BatchScanner(buf, base_offset=base):
-                        if b.is_control or not b.crc_valid():
-                            continue
-                        for r in b.records():
-                            try:
-                                k, v = decode_transaction_log(r.key, r.value)
-                            except (KafkaFormatError, ValueError, TypeError):
-                                continue
-                            tid = k["data"].get("TransactionalId")
-                            if v is None:
-                                out.pop(tid, None)
-                                continue
-                            d = v["data"]
-                            out[tid] = {"TransactionalId": tid, "ProducerId": d["ProducerId"],
-                                        "ProducerEpoch": d["ProducerEpoch"],
-                                        "TransactionState": TRANSACTION_STATES.get(d["TransactionStatus"], "Unknown"),
-                                        "TransactionTimeoutMs": d["TransactionTimeoutMs"],
-                                        "TransactionStartTimeMs": d["TransactionStartTimestampMs"],
-                                        "Topics": [{"Topic": p["Topic"], "Partitions": p["PartitionIds"]}
-                                                   for p in d.get("TransactionPartitions") or []]}
+        out = {tid: {"TransactionalId": tid, "ProducerId": e.producer_id, "ProducerEpoch": e.producer_epoch,
+                     "TransactionState": TRANSACTION_STATES.get(e.status, "Unknown"),
+                     "TransactionTimeoutMs": e.timeout_ms, "TransactionStartTimeMs": e.start_ms,
+                     "Topics": [{"Topic": t, "Partitions": sorted(p for tt, p in e.partitions if tt == t)}
+                                for t in sorted({t for t, _p in e.partitions})]}
+               for tid, e in self.b.logged_transactions().items()}
         out.update(self.b.txn.describe())  # what this broker's own coordinator has seen is newer
         return out
 

@@ -98,6 +98,14 @@ class _Server:
             self.connections -= 1
             writer.close()
 
+    async def expire_transactions_loop(self, interval_s: float = 10.0) -> None:
+        """Every 10 s, abort the transactions open past their timeout (Kafka's
+        transaction.abort.timed.out.transaction.cleanup.interval.ms) and wake the fetches waiting on them."""
+        while True:
+            await asyncio.sleep(interval_s)
+            self.core.broker.expire_transactions()
+            self.wake()
+
     async def reserve(self, size: int, peer) -> bool:
         """Take ``size`` bytes of the budget, waiting (the socket not read) while the other connections'
         frames hold it, as Kafka mutes a channel its memory pool cannot serve; a frame is let in alone
@@ -171,14 +179,14 @@ async def start(log_dir: str, host: str = "127.0.0.1", port: int = 9092, adverti
                 partitions: int = 1, limits: Limits | None = None, transaction_version: int = 2):
     broker = ReplayBroker(log_dir, node_id=node_id, host=advertised_host or host, port=port, writable=writable,
                           auto_create=auto_create, partitions=partitions, transaction_version=transaction_version)
-    if writable:
-        broker.take_clean_marker()
     groups = GroupCoordinator(state_path or default_state_path(log_dir))
     core = BrokerCore(broker, groups)
     loop = asyncio.get_running_loop()
     core.offload = lambda fn: loop.run_in_executor(None, fn)  # file work off the event loop
     srv = _Server(core, limits)
     asyncio.get_running_loop().create_task(groups.expire_loop())
+    if writable:
+        loop.create_task(srv.expire_transactions_loop())
     server = await asyncio.start_server(srv.client, host, port)
     server.edge = srv  # the socket layer's counters (connections, buffered bytes), for tests
     actual = server.sockets[0].getsockname()[1]

@@ -19,6 +19,10 @@ Both flows Kafka 4.x runs, chosen per request as Kafka's coordinator chooses the
   EndTxn retried with the epoch before the bump is answered as the first one was; when the epoch
   is exhausted (32766) the producer gets a new id with epoch 0.
 
+Each transition is a :class:`LogEntry` for ``__transaction_state`` (:meth:`TransactionCoordinator.take_log`;
+the Prepare one travels with its markers, to be written before them), and :meth:`TransactionCoordinator.restore`
+loads them back, so a restarted broker finishes what was prepared and times out what was left open.
+
 InitProducerId bumps the epoch (a new id when exhausted); an ongoing transaction is fenced (epoch
 +1) and aborted with the fenced epoch, and the epoch is bumped once more for the new session -- the
 net effect of Kafka's CONCURRENT_TRANSACTIONS answer and the client's retry.  Epoch mismatches are
@@ -70,6 +74,25 @@ class TransactionMetadata:
     v2: bool = False                       # the open (or last) transaction runs the v2 flow
 
 
+#: TransactionLogValue.TransactionStatus of each state (specs.kafka_messages.TRANSACTION_STATES)
+STATUS = {TxnState.EMPTY: 0, TxnState.ONGOING: 1, TxnState.PREPARE_COMMIT: 2, TxnState.PREPARE_ABORT: 3,
+          TxnState.COMPLETE_COMMIT: 4, TxnState.COMPLETE_ABORT: 5}
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One ``__transaction_state`` record: a transactional id's metadata after a transition."""
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    timeout_ms: int
+    status: int
+    partitions: tuple           # sorted (topic, partition)
+    last_update_ms: int
+    start_ms: int
+    v2: bool
+
+
 @dataclass(frozen=True)
 class EndMarkers:
     """What ending a transaction writes: a COMMIT or ABORT marker on each partition, with this
@@ -80,6 +103,7 @@ class EndMarkers:
     commit: bool
     partitions: tuple
     offsets: dict
+    prepare: LogEntry | None = None   # the PrepareCommit/PrepareAbort record, logged before the markers
 
 
 @dataclass(frozen=True)
@@ -99,9 +123,43 @@ class TransactionCoordinator:
         self.transaction_version = transaction_version
         self.clock = clock
         self.txns: dict[str, TransactionMetadata] = {}
+        self.log: list[LogEntry] = []   # transitions not yet written to __transaction_state (take_log)
 
     def _now(self) -> int:
         return int(self.clock() * 1000)
+
+    def _entry(self, t: TransactionMetadata) -> LogEntry:
+        return LogEntry(t.transactional_id, t.producer_id, t.producer_epoch, t.timeout_ms, STATUS[t.state],
+                        tuple(sorted(t.partitions)), t.last_update_ms, t.start_ms, t.v2)
+
+    def _record(self, t: TransactionMetadata) -> None:
+        t.last_update_ms = self._now()
+        self.log.append(self._entry(t))
+
+    def take_log(self) -> list[LogEntry]:
+        """The transitions to append to ``__transaction_state`` (after the markers of this call)."""
+        out, self.log = self.log, []
+        return out
+
+    def restore(self, entries: list[LogEntry]) -> list[EndMarkers]:
+        """Load the newest entry of each transactional id (a broker's ``__transaction_state``), as
+        Kafka's coordinator loads its partitions: a transaction caught in PrepareCommit/PrepareAbort
+        is finished (the markers returned, then :meth:`complete`); an Ongoing one stays open until
+        its timeout."""
+        out = []
+        by_status = {v: k for k, v in STATUS.items()}
+        for e in entries:
+            state = by_status.get(e.status)
+            if state is None:  # Dead, PrepareEpochFence: nothing to carry on
+                self.txns.pop(e.transactional_id, None)
+                continue
+            t = self.txns[e.transactional_id] = TransactionMetadata(
+                e.transactional_id, e.producer_id, e.producer_epoch, e.timeout_ms, state,
+                partitions=set(e.partitions), start_ms=e.start_ms, last_update_ms=e.last_update_ms, v2=e.v2)
+            if state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+                out.append(EndMarkers(t.transactional_id, t.producer_id, t.producer_epoch,
+                                      state == TxnState.PREPARE_COMMIT, tuple(sorted(t.partitions)), {}))
+        return out
 
     # -- InitProducerId ------------------------------------------------------------------------
     def init_producer_id(self, tid: str, timeout_ms: int, expected_pid: int = -1, expected_epoch: int = -1) -> Outcome:
@@ -111,8 +169,8 @@ class TransactionCoordinator:
             return Outcome(INVALID_TRANSACTION_TIMEOUT)
         t = self.txns.get(tid)
         if t is None:
-            t = self.txns[tid] = TransactionMetadata(tid, self.next_producer_id(), 0, timeout_ms,
-                                                     last_update_ms=self._now())
+            t = self.txns[tid] = TransactionMetadata(tid, self.next_producer_id(), 0, timeout_ms)
+            self._record(t)
             return Outcome(NONE, t.producer_id, t.producer_epoch)
         if expected_pid >= 0 and expected_pid != t.producer_id:
             return Outcome(PRODUCER_FENCED)
@@ -124,7 +182,8 @@ class TransactionCoordinator:
             self.complete(tid)
         t.timeout_ms = timeout_ms
         self._bump(t)
-        t.last_update_ms = self._now()
+        t.state, t.partitions, t.start_ms = TxnState.EMPTY, set(), -1
+        self._record(t)
         return Outcome(NONE, t.producer_id, t.producer_epoch, markers)
 
     def _bump(self, t: TransactionMetadata) -> None:
@@ -153,8 +212,10 @@ class TransactionCoordinator:
             return err
         if t.state != TxnState.ONGOING:  # a new transaction begins
             t.state, t.start_ms, t.partitions, t.offsets, t.v2 = TxnState.ONGOING, self._now(), set(), {}, v2
+        elif set(partitions) <= t.partitions:
+            return NONE  # Kafka's shortcut: nothing new, nothing logged
         t.partitions.update(partitions)
-        t.last_update_ms = self._now()
+        self._record(t)
         return NONE
 
     def verify(self, tid, pid, epoch, partition) -> int:
@@ -200,6 +261,7 @@ class TransactionCoordinator:
             # v2: aborting with nothing open still bumps the epoch (no partition, no marker)
             self._bump(t)
             t.state, t.v2 = TxnState.COMPLETE_ABORT, True
+            self._record(t)
             return Outcome(NONE, t.producer_id, t.producer_epoch)
         return Outcome(INVALID_TXN_STATE)
 
@@ -210,16 +272,18 @@ class TransactionCoordinator:
         t.state = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
         if bump:
             t.last_producer_epoch, t.producer_epoch = t.producer_epoch, marker_epoch
+        t.last_update_ms = self._now()
         return EndMarkers(t.transactional_id, pid, marker_epoch, commit, tuple(sorted(t.partitions)),
-                          dict(t.offsets) if commit else {})
+                          dict(t.offsets) if commit else {}, self._entry(t))
 
     def complete(self, tid: str) -> None:
         """The markers are written: Prepare* -> Complete*; an exhausted epoch rotates the producer id."""
         t = self.txns[tid]
         t.state = TxnState.COMPLETE_COMMIT if t.state == TxnState.PREPARE_COMMIT else TxnState.COMPLETE_ABORT
-        t.partitions, t.offsets, t.last_update_ms = set(), {}, self._now()
+        t.partitions, t.offsets = set(), {}
         if t.producer_epoch >= EXHAUSTED_EPOCH:
             t.producer_id, t.producer_epoch, t.last_producer_epoch = self.next_producer_id(), 0, -1
+        self._record(t)
 
     # -- timeouts ------------------------------------------------------------------------------
     def expire(self) -> list[EndMarkers]:
