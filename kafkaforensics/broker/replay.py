@@ -1,17 +1,19 @@
-"""The replay broker's logic, without I/O: a request in, a response body out.
+"""The replay broker's logic, without I/O of the network: a request in, a response body out.
 
 Every live ``<topic>-<partition>`` directory under the log dir is a partition this one-node cluster
 leads, served as it is on disk (the versions advertised are Kafka 4.x's, ``specs.protocol_messages.ADVERTISED``;
-the admin APIs are in :mod:`replay_admin`).  Implemented:
-ApiVersions, Metadata, ListOffsets (earliest, latest, by timestamp), Fetch (read_uncommitted and
-read_committed with the aborted-transaction list from the .txnindex files), FindCoordinator.
-Without ``writable`` nothing on disk is written; with it, Produce (acks 0/1/all, idempotent
-producers), InitProducerId, AddPartitionsToTxn, EndTxn (control batches and .txnindex entries) and
-CreateTopics append through each partition's one state, :class:`~kafkaforensics.broker.live_log.LiveLog`.
-Which handler answers which API key, and what the protocol decides around them (acks, long polls,
-unsupported versions), is :mod:`dispatch`'s.  Topic names are validated
-and only ever matched against partition directories this broker knows, so no request can reach
-outside the log dir.
+the admin APIs are objects it holds, :mod:`replay_admin`).  Implemented:
+ApiVersions (with the ``transaction.version`` feature), Metadata, ListOffsets (earliest, latest, by
+timestamp), Fetch (read_uncommitted and read_committed with the aborted-transaction list from the
+.txnindex files), FindCoordinator.  Without ``writable`` nothing on disk is written; with it, Produce
+(validated as Kafka's LogValidator validates it, :mod:`log_validator`; acks 0/1/all, idempotent
+producers), the transaction APIs (the state machine is :mod:`txn_coordinator`'s; markers and
+``__transaction_state`` records are appended here) and CreateTopics append through each partition's
+one state, :class:`~kafkaforensics.broker.live_log.LiveLog`; :meth:`ReplayBroker.shutdown` is Kafka's
+clean shutdown.  Which handler answers which API key, and what the protocol decides around them
+(acks, long polls, unsupported versions, partition dirs made off the event loop), is :mod:`dispatch`'s.
+Topic names are validated as Kafka's Topic.validate and only ever matched against partition
+directories this broker knows, so no request can reach outside the log dir.
 """
 from __future__ import annotations
 
