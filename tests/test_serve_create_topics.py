@@ -105,3 +105,31 @@ def test_thousands_of_partitions_are_made_off_the_event_loop(cbroker):
     assert len(md["Topics"][0]["Partitions"]) == n
     other.s.close()
     assert sum(1 for d in os.listdir(cbroker.dir) if d.startswith("many-")) == n
+
+
+def test_create_topics_configs_are_checked_and_become_the_topics(cbroker):
+    import time as _t
+    from kafkaforensics.records.batch import Record
+    from kafkaforensics.records.builder import build_v2
+    raw = Raw(cbroker.port)
+
+    def create(name, configs):
+        body = {"Topics": [{"Name": name, "NumPartitions": 1, "ReplicationFactor": 1, "Assignments": [],
+                            "Configs": [{"Name": k, "Value": v} for k, v in configs.items()]}], "timeoutMs": 30000}
+        return raw.call(19, 5, body)["Topics"][0]
+
+    assert create("c1", {"no.such.config": "1"})["ErrorCode"] == E.INVALID_CONFIG
+    assert create("c2", {"retention.ms": "soon"})["ErrorCode"] == E.INVALID_CONFIG
+    assert create("c3", {"cleanup.policy": "shred"})["ErrorCode"] == E.INVALID_CONFIG
+    assert create("kept", {"cleanup.policy": "compact", "retention.ms": "1000"})["ErrorCode"] == E.NONE
+    cfg = raw.call(32, 4, {"Resources": [{"ResourceType": 2, "ResourceName": "kept", "ConfigurationKeys": None}],
+                           "IncludeSynonyms": True, "IncludeDocumentation": False})["Results"][0]["Configs"]
+    by = {c["Name"]: c for c in cfg}
+    assert (by["cleanup.policy"]["Value"], by["cleanup.policy"]["ConfigSource"]) == ("compact", 1)  # TOPIC_CONFIG
+    assert by["retention.ms"]["Synonyms"][0] == {"Name": "retention.ms", "Value": "1000", "Source": 1}
+    batch = build_v2([Record(0, int(_t.time() * 1000), None, b"v", [])], base_offset=0)
+    topic = {"Name": "kept", "PartitionData": [{"Index": 0, "Records": batch}]}
+    body = raw.call(0, 9, {"TransactionalId": None, "Acks": -1, "TimeoutMs": 5000, "TopicData": [topic]})
+    assert body["Responses"][0]["PartitionResponses"][0]["ErrorCode"] == E.INVALID_RECORD  # compacted: keys needed
+    raw.s.close()
+    assert not any(d.startswith(("c1-", "c2-", "c3-")) for d in os.listdir(cbroker.dir))

@@ -39,7 +39,7 @@ from specs import record_batch as R
 from specs.message_schema import FileRegion
 
 from specs.kafka_errors import NAMES
-from specs.kafka_errors import (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, KAFKA_STORAGE_ERROR, INVALID_REPLICATION_FACTOR, CORRUPT_MESSAGE, INVALID_PARTITIONS, INVALID_PRODUCER_EPOCH,
+from specs.kafka_errors import (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, INVALID_CONFIG, KAFKA_STORAGE_ERROR, INVALID_REPLICATION_FACTOR, CORRUPT_MESSAGE, INVALID_PARTITIONS, INVALID_PRODUCER_EPOCH,
                                 OPERATION_NOT_ATTEMPTED, PRODUCER_FENCED, INVALID_TOPIC, NONE, OFFSET_OUT_OF_RANGE, POLICY_VIOLATION,
                                 TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION)
 from specs.protocol_messages import ApiKey
@@ -94,6 +94,12 @@ def valid_topic(name) -> bool:
     """Kafka's Topic.validate: 1-249 characters of [a-zA-Z0-9._-], neither "." nor ".." (the whole name:
     a trailing newline is no exception)."""
     return isinstance(name, str) and _TOPIC_RE.fullmatch(name) is not None and name not in (".", "..")
+
+
+def bad_config(configs: list) -> str | None:
+    """The first reason Kafka's controller would refuse one of a CreateTopics topic's configs."""
+    from kafkaforensics.broker.topic_configs import invalid
+    return next((why for c in configs if (why := invalid(c.get("Name"), c.get("Value")))), None)
 
 
 def collision_key(name: str) -> str:
@@ -319,11 +325,17 @@ class ReplayBroker:
     def topic_rules(self, name: str) -> TopicRules:
         """The configs Produce validation reads (the topic's own, from the log dir's KRaft metadata, else Kafka's defaults)."""
         c = self.topic_overrides(name)
-        return TopicRules(max_message_bytes=int(c.get("max.message.bytes", MAX_MESSAGE_BYTES)),
+
+        def number(key, default):
+            try:
+                return int(c.get(key, default))
+            except ValueError:  # a value Kafka would not have stored: its default
+                return default
+        return TopicRules(max_message_bytes=number("max.message.bytes", MAX_MESSAGE_BYTES),
                           compacted="compact" in c.get("cleanup.policy", "delete"),
                           log_append_time=c.get("message.timestamp.type") == "LogAppendTime",
-                          before_max_ms=int(c.get("message.timestamp.before.max.ms", TIMESTAMP_BEFORE_MAX_MS)),
-                          after_max_ms=int(c.get("message.timestamp.after.max.ms", TIMESTAMP_AFTER_MAX_MS)))
+                          before_max_ms=number("message.timestamp.before.max.ms", TIMESTAMP_BEFORE_MAX_MS),
+                          after_max_ms=number("message.timestamp.after.max.ms", TIMESTAMP_AFTER_MAX_MS))
 
     def internal_partition(self, topic: str, key: str) -> LiveLog:
         """<topic>-N of a coordinator key (a group, a transactional id), N = Utils.abs(key.hashCode) % 50
@@ -573,6 +585,8 @@ class ReplayBroker:
                          ErrorMessage="Number of partitions was set to an invalid non-positive value.")
             elif records > MAX_RECORDS_PER_REQUEST:
                 r.update(ErrorCode=POLICY_VIOLATION, ErrorMessage="Unable to perform excessively large batch operation.")
+            elif bad_config(t.get("Configs") or []):
+                r.update(ErrorCode=INVALID_CONFIG, ErrorMessage=bad_config(t.get("Configs") or []))
             elif t.get("ReplicationFactor", 1) not in (-1, 1):
                 r.update(ErrorCode=INVALID_REPLICATION_FACTOR,
                          ErrorMessage=f"Unable to replicate the partition {t.get('ReplicationFactor')} time(s): "

@@ -80,3 +80,33 @@ def describe(overrides: dict[str, str], keys=None, synonyms: bool = False) -> li
                     "IsDefault": name not in overrides, "IsSensitive": False,
                     "Synonyms": chain if synonyms else [], "ConfigType": ctype, "Documentation": None})
     return out
+
+
+_CHOICES = {"cleanup.policy": {"delete", "compact"}, "message.timestamp.type": {"CreateTime", "LogAppendTime"},
+            "compression.type": {"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"}}
+
+
+def invalid(name: str, value) -> str | None:
+    """Why Kafka's controller refuses a topic config (INVALID_CONFIG), or None: an unknown name, or a value
+    that is not of its type / not one of its choices."""
+    spec = TOPIC_CONFIGS.get(name)
+    if spec is None:
+        return f"Unknown topic config name: {name}"
+    if value is None:
+        return None
+    ctype = spec[1]
+    try:
+        if ctype in (INT, LONG, SHORT):
+            int(value)
+        elif ctype == DOUBLE:
+            float(value)
+        elif ctype == BOOLEAN and value.lower() not in ("true", "false"):
+            raise ValueError
+    except ValueError:
+        return f"Invalid value {value} for configuration {name}"
+    if name in _CHOICES:
+        items = [v.strip() for v in value.split(",")] if ctype == LIST else [value]
+        if not all(v in _CHOICES[name] for v in items):
+            return f"Invalid value {value} for configuration {name}: String must be one of: " + \
+                ", ".join(sorted(_CHOICES[name]))
+    return None
