@@ -39,6 +39,14 @@ def patched(batch: bytes, body: bytes | None = None, **fields) -> bytes:
 
 
 GZIP_ATTR = 1
+
+
+def _bomb() -> bytes:
+    """A gzip batch of 80 KB whose records section inflates to 80 MiB of zeros (past the 64 MiB bound)."""
+    from specs.codecs import compress
+    return patched(good(1), body=compress(GZIP_ATTR, b"\x00" * (80 * 1024 * 1024)), attributes=GZIP_ATTR)
+
+
 HOSTILE = {
     # what it is: (batch, Kafka's error code, per-record errors expected)
     "records-that-do-not-parse": (patched(good(), body=b"\x06\x00\x00\x00\x02x\x7f" * 5), E.INVALID_RECORD, False),
@@ -55,6 +63,7 @@ HOSTILE = {
     "base-offset-not-zero": (patched(good(), baseOffset=7), E.INVALID_RECORD, False),
     "producer-id-without-sequence": (patched(good(), producerId=5, producerEpoch=0, baseSequence=-1),
                                      E.INVALID_RECORD, False),
+    "gzip-bomb": (_bomb(), E.INVALID_RECORD, False),
     "bad-crc": (good()[:-3] + bytes([good()[-3] ^ 0xFF]) + good()[-2:], E.CORRUPT_MESSAGE, False),
     "two-batches": (good() + good(), E.INVALID_RECORD, False),
     "timestamp-two-hours-ahead": (build_v2([Record(0, NOW, b"k", b"ok", []), Record(1, NOW + 7_200_000, b"k", b"x", [])],
