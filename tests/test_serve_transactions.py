@@ -412,3 +412,46 @@ def test_a_restart_finishes_a_prepared_commit(tmp_path):
         assert _read_committed(b, 0) == [b"prepared"]
         assert b.broker.logged_transactions()["prep"].status == 4
     assert [(k, m) for _v, k, _e, m in _history(str(d), "txn", 0)] == [("COMMIT", epoch)]
+
+
+def test_kfx_serve_transaction_version_flag(tmp_path):
+    from tests.test_serve_memory import start_serve, stop
+    d = tmp_path / "logs"
+    d.mkdir()
+    for level, produce_top, end_top in (("0", 11, 4), ("2", 13, 5)):
+        p, port = start_serve(d, "--writable", "--transaction-version", level)
+        try:
+            r = Raw(port)
+            av = r.call(18, 3, {"ClientSoftwareName": "raw", "ClientSoftwareVersion": "1"})
+            r.s.close()
+        finally:
+            assert stop(p) == 0
+        top = {k["ApiKey"]: k["MaxVersion"] for k in av["ApiKeys"]}
+        assert (top[0], top[26]) == (produce_top, end_top)
+        assert [f["MaxVersionLevel"] for f in av["FinalizedFeatures"]] == ([] if level == "0" else [2])
+
+
+def test_batched_add_partitions_verify_only_and_adding(tbroker):
+    """AddPartitionsToTxn v4+ (the batched form @platformatic/kafka sends): VerifyOnly checks, else adds;
+    an unknown partition fails the request's others with OPERATION_NOT_ATTEMPTED, as Kafka answers."""
+    r = Raw(tbroker.port)
+    init = r.call(22, 4, {"TransactionalId": "b4", "TransactionTimeoutMs": 60000, "ProducerId": -1,
+                          "ProducerEpoch": -1})
+    pid, epoch = init["ProducerId"], init["ProducerEpoch"]
+
+    def add(parts, verify):
+        body = r.call(24, 5, {"Transactions": [{"TransactionalId": "b4", "ProducerId": pid, "ProducerEpoch": epoch,
+                                                "VerifyOnly": verify, "Topics": [{"Name": t, "Partitions": ps}
+                                                                                 for t, ps in parts]}]})
+        (res,) = body["ResultsByTransaction"]
+        return {(t["Name"], p["PartitionIndex"]): p["PartitionErrorCode"] for t in res["TopicResults"]
+                for p in t["ResultsByPartition"]}
+
+    assert add([("txn", [0])], True) == {("txn", 0): E_INVALID_TXN_STATE}
+    assert add([("txn", [0]), ("nope", [0])], False) == {("txn", 0): 55, ("nope", 0): 3}
+    assert add([("txn", [0, 1])], False) == {("txn", 0): 0, ("txn", 1): 0}
+    assert add([("txn", [0, 1])], True) == {("txn", 0): 0, ("txn", 1): 0}
+    r.s.close()
+
+
+E_INVALID_TXN_STATE = 48
