@@ -133,3 +133,32 @@ def test_create_topics_configs_are_checked_and_become_the_topics(cbroker):
     assert body["Responses"][0]["PartitionResponses"][0]["ErrorCode"] == E.INVALID_RECORD  # compacted: keys needed
     raw.s.close()
     assert not any(d.startswith(("c1-", "c2-", "c3-")) for d in os.listdir(cbroker.dir))
+
+
+def test_auto_creation_of_many_partitions_is_off_the_event_loop_too(tmp_path):
+    d = tmp_path / "logs"
+    d.mkdir()
+    with BrokerThread(str(d), writable=True, partitions=2000, state_path=str(tmp_path / "s.json")) as b:
+        result = {}
+
+        def ask():
+            raw = Raw(b.port)
+            raw.s.settimeout(300)
+            result["md"] = raw.call(3, 12, {"Topics": [{"Name": "auto", "TopicId": "AAAAAAAAAAAAAAAAAAAAAA"}],
+                                            "AllowAutoTopicCreation": True})
+            raw.s.close()
+
+        t = threading.Thread(target=ask)
+        t.start()
+        other = Raw(b.port)
+        slowest, asked = 0.0, 0
+        while t.is_alive():
+            start = time.monotonic()
+            other.call(18, 3, {"ClientSoftwareName": "o", "ClientSoftwareVersion": "1"})
+            slowest, asked = max(slowest, time.monotonic() - start), asked + 1
+            time.sleep(0.05)
+        t.join()
+        other.s.close()
+    assert asked >= 2 and slowest < 1.0, (asked, slowest)
+    (topic,) = result["md"]["Topics"]
+    assert topic["ErrorCode"] == E.NONE and len(topic["Partitions"]) == 2000

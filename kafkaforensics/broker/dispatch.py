@@ -187,6 +187,20 @@ class BrokerCore:
     def create_topics(self, r: Request):
         return self._make(*self.broker.plan_topics(r.api_version, r.body))
 
+    def metadata(self, r: Request):
+        """Topics it names are auto-created off the event loop first (the broker answers after)."""
+        plan = self.broker.plan_auto_create(r.api_version, r.body)
+        if not plan:
+            return self.broker.metadata(r.api_version, r.body)
+        if self.offload is None:
+            self.broker.make_and_adopt({}, plan)
+            return self.broker.metadata(r.api_version, r.body)
+        return self._auto_created(r, plan)
+
+    async def _auto_created(self, r: Request, plan: list) -> dict:
+        await self._made({}, plan)
+        return self.broker.metadata(r.api_version, r.body)
+
     def create_partitions(self, r: Request):
         return self._make(*self.broker.write_admin.plan_partitions(r.api_version, r.body))
 

@@ -656,14 +656,18 @@ class ReplayBroker:
         self.adopt(plan, self.make_partitions(plan))
         return tid
 
+    def may_auto_create(self, name) -> bool:
+        """Whether auto.create.topics.enable may create ``name``: only writable, only a legal name that
+        collides with no topic, never an internal topic, never one being created."""
+        collisions = {collision_key(t) for t in self.topics() if t != name} | {collision_key(t) for t in self.creating}
+        return (self.writable and self.auto_create and valid_topic(name) and name not in INTERNAL_TOPICS
+                and name not in self.creating and collision_key(name) not in collisions)
+
     def maybe_auto_create(self, name) -> bool:
-        """Create a topic a Metadata or Produce request names, as Kafka does with
-        auto.create.topics.enable: only writable, only a legal name, never an internal topic."""
-        if not (self.writable and self.auto_create) or not valid_topic(name) or name in INTERNAL_TOPICS:
-            return False
+        """Create a topic a Produce request names, as Kafka does with auto.create.topics.enable."""
         if any(k[0] == name for k in self.partitions):
             return True
-        if name in self.creating:  # a CreateTopics is making it: the client retries
+        if not self.may_auto_create(name):  # (one a CreateTopics is making: the client retries)
             return False
         self._create_topic(name, self.default_partitions)
         return True
@@ -697,17 +701,32 @@ class ReplayBroker:
                 "FinalizedFeatures": [{"Name": "transaction.version", "MaxVersionLevel": tv, "MinVersionLevel": tv}]
                 if tv > 0 else []}
 
-    def metadata(self, version: int, body: dict) -> dict:
+    def _metadata_names(self, version: int, body: dict):
         wanted = body.get("Topics")
         if version == 0 and not wanted:  # v0 has no null array: an empty one asks for every topic
             wanted = None
         ids = self.topic_ids()
-        names = None if wanted is None else [t.get("Name") if t.get("Name") is not None
-                                             else ids.get(t.get("TopicId")) for t in wanted]
+        return None if wanted is None else [t.get("Name") if t.get("Name") is not None
+                                            else ids.get(t.get("TopicId")) for t in wanted]
+
+    def plan_auto_create(self, version: int, body: dict) -> list:
+        """The topics a Metadata request has auto-created (auto.create.topics.enable), as a plan for
+        :meth:`make_partitions` (the edge makes them off the event loop, then the answer is given)."""
+        names = self._metadata_names(version, body)
+        plan = []
         if names and body.get("AllowAutoTopicCreation", True):
-            for name in names:
-                if name is not None and name not in ids.values():
-                    self.maybe_auto_create(name)
+            for name in dict.fromkeys(n for n in names if n is not None):
+                if self.may_auto_create(name) and not any(k[0] == name for k in self.partitions):
+                    plan.append((name, 0, self.default_partitions, new_topic_id()))
+                    self.creating.add(name)
+        return plan
+
+    def metadata(self, version: int, body: dict) -> dict:
+        """Metadata (a topic it names is auto-created first, inline, unless the edge has done it)."""
+        plan = self.plan_auto_create(version, body)
+        if plan:
+            self.make_and_adopt({}, plan)
+        names = self._metadata_names(version, body)
         topics = self.topics()
         names = sorted(topics) if names is None else names
         out = []
