@@ -285,7 +285,8 @@ class ReplayBroker:
         return made[0]
 
     def produce(self, version: int, body: dict) -> dict:
-        """Read-only: every partition answers POLICY_VIOLATION; writable: append (see LiveLog)."""
+        """Read-only: every partition answers POLICY_VIOLATION; writable: append (see LiveLog).  A topic
+        this broker does not have is UNKNOWN_TOPIC_OR_PARTITION: as in Kafka, only Metadata auto-creates."""
         out = []
         for t in body.get("TopicData", []):
             parts = []
@@ -293,8 +294,6 @@ class ReplayBroker:
             for p in t.get("PartitionData", []):
                 r = {"Index": p["Index"], "ErrorCode": NONE, "BaseOffset": -1, "LogStartOffset": -1,
                      "RecordErrors": [], "ErrorMessage": None, "LogAppendTimeMs": -1}
-                if name is not None and version < 13 and not any(k[0] == name for k in self.partitions):
-                    self.maybe_auto_create(name)
                 s = self.partitions.get((name, p["Index"]))
                 if not self.writable:
                     r.update(ErrorCode=POLICY_VIOLATION,
@@ -649,28 +648,12 @@ class ReplayBroker:
         for topic, *_rest in plan:
             self.creating.discard(topic)
 
-    def _create_topic(self, name: str, n: int) -> str:
-        """Partition dirs 0..n-1 with partition.metadata (a random id, as Kafka's controller gives)."""
-        tid = new_topic_id()
-        plan = [(name, 0, n, tid)]
-        self.adopt(plan, self.make_partitions(plan))
-        return tid
-
     def may_auto_create(self, name) -> bool:
         """Whether auto.create.topics.enable may create ``name``: only writable, only a legal name that
         collides with no topic, never an internal topic, never one being created."""
         collisions = {collision_key(t) for t in self.topics() if t != name} | {collision_key(t) for t in self.creating}
         return (self.writable and self.auto_create and valid_topic(name) and name not in INTERNAL_TOPICS
                 and name not in self.creating and collision_key(name) not in collisions)
-
-    def maybe_auto_create(self, name) -> bool:
-        """Create a topic a Produce request names, as Kafka does with auto.create.topics.enable."""
-        if any(k[0] == name for k in self.partitions):
-            return True
-        if not self.may_auto_create(name):  # (one a CreateTopics is making: the client retries)
-            return False
-        self._create_topic(name, self.default_partitions)
-        return True
 
     def advertised(self) -> dict[int, tuple[int, int]]:
         """api key -> (min, max) this broker serves: the write APIs only when writable, and the
