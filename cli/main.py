@@ -850,17 +850,29 @@ def serve(log_dir: str = Argument(..., help="A log dir: every <topic>-<partition
                                            help="With --writable: create a topic a client names (Kafka's auto.create.topics.enable)"),
           partitions: int = Option(1, "--partitions", min=1, metavar="N", help="Partitions of an auto-created topic (num.partitions)"),
           state_file: Optional[str] = Option(None, "--state-file", metavar="FILE",
-                                                   help="Where committed group offsets persist (default ~/.local/state/kfx/serve/...)")):
+                                                   help="Where committed group offsets persist (default ~/.local/state/kfx/serve/...)"),
+          transaction_version: int = Option(2, "--transaction-version", min=0, max=2, metavar="N",
+                                            help="The transaction.version feature finalized (2: KIP-890 transactions v2)"),
+          max_request_bytes: int = Option(104857600, "--socket-request-max-bytes", min=1024, metavar="BYTES",
+                                          help="Largest request frame (socket.request.max.bytes)"),
+          max_buffered_bytes: int = Option(536870912, "--queued-max-request-bytes", min=1024, metavar="BYTES",
+                                           help="Request bytes buffered over all connections (queued.max.request.bytes)"),
+          idle_ms: int = Option(600000, "--connections-max-idle-ms", min=1, metavar="MS",
+                                help="Close a connection silent this long (connections.max.idle.ms)"),
+          max_connections: int = Option(1000, "--max-connections", min=1, metavar="N", help="Open connections at most")):
     """Serve log directories to real Kafka clients over the Kafka protocol (read-only unless --writable)."""
     import logging
-    from kafkaforensics.broker.server import serve_forever
+    from kafkaforensics.broker.server import Limits, serve_forever
     if not os.path.isdir(log_dir):
         _fail(f"{log_dir}: not a directory")
     if writable:
         _refuse_live(log_dir)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    limits = Limits(max_request_bytes=max_request_bytes, max_connections=max_connections,
+                    max_buffered_bytes=max_buffered_bytes, idle_ms=idle_ms)
     try:
-        serve_forever(log_dir, host, port, advertised_host, node_id, state_file, writable, auto_create, partitions)
+        serve_forever(log_dir, host, port, advertised_host, node_id, state_file, writable, auto_create, partitions,
+                      limits=limits, transaction_version=transaction_version)
     except KeyboardInterrupt:
         raise Exit(EXIT_OK)
     except OSError as e:

@@ -52,10 +52,11 @@ def _fence(b):
 
 @pytest.mark.parametrize("version", range(0, 6))
 def test_fenced_producer_gets_invalid_producer_epoch_from_end_txn(wb, version):
+    """PRODUCER_FENCED (90) from v2 on; INVALID_PRODUCER_EPOCH (47) to the versions before it, as KafkaApis maps it."""
     pid, old_epoch = _fence(wb)
     r = roundtrip(wb, 26, version, {"TransactionalId": "tx", "ProducerId": pid, "ProducerEpoch": old_epoch,
                                     "Committed": True})
-    assert r["ErrorCode"] == E.INVALID_PRODUCER_EPOCH == 47
+    assert r["ErrorCode"] == (E.INVALID_PRODUCER_EPOCH if version < 2 else E.PRODUCER_FENCED)
 
 
 @pytest.mark.parametrize("version", range(0, 4))
@@ -65,7 +66,8 @@ def test_fenced_producer_gets_invalid_producer_epoch_from_add_partitions(wb, ver
                                     "V3AndBelowProducerEpoch": old_epoch,
                                     "V3AndBelowTopics": [{"Name": "t", "Partitions": [0]}]})
     (topic,) = r["ResultsByTopicV3AndBelow"]
-    assert [p["PartitionErrorCode"] for p in topic["ResultsByPartition"]] == [E.INVALID_PRODUCER_EPOCH]
+    want = E.INVALID_PRODUCER_EPOCH if version < 2 else E.PRODUCER_FENCED
+    assert [p["PartitionErrorCode"] for p in topic["ResultsByPartition"]] == [want]
 
 
 def test_error_table_is_kafkas():
@@ -83,8 +85,9 @@ def test_every_schema_round_trips_over_its_version_range(messages):
 
 
 def test_advertised_versions_are_kafka_4s_and_parseable():
+    from kafkaforensics.broker.txn_coordinator import TransactionCoordinator
     b = ReplayBroker.__new__(ReplayBroker)
-    b.writable = True
+    b.writable, b.txn = True, TransactionCoordinator(lambda: 0)
     listed = {a["ApiKey"]: (a["MinVersion"], a["MaxVersion"]) for a in b.api_versions(4, {})["ApiKeys"]}
     assert listed[0] == (0, 13) and listed[1] == (4, 18) and listed[2] == (1, 11) and listed[3] == (0, 13)
     assert listed[8] == (2, 10) and listed[9] == (1, 10) and listed[10] == (0, 6) and listed[18] == (0, 4)

@@ -93,7 +93,7 @@ def test_kafka_python_admin_log_dirs_producers_transactions(admin_broker):
 
 def test_offset_for_leader_epoch_follows_the_checkpoint(admin_broker):
     b = admin_broker.broker
-    r = b.offset_for_leader_epoch(4, {"Topics": [{"Topic": "orders", "Partitions": [
+    r = b.admin.offset_for_leader_epoch(4, {"Topics": [{"Topic": "orders", "Partitions": [
         {"Partition": 0, "LeaderEpoch": e} for e in (0, 1, 5)]}, {"Topic": "nope", "Partitions": [
             {"Partition": 0, "LeaderEpoch": 0}]}]})
     got = [(p["LeaderEpoch"], p["EndOffset"], p["ErrorCode"]) for t in r["Topics"] for p in t["Partitions"]]

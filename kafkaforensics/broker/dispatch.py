@@ -3,7 +3,7 @@
 One dispatch by API key (:class:`specs.protocol_messages.ApiKey`): each advertised API is answered
 by the method named after it (``ApiKey.LIST_OFFSETS`` by ``list_offsets``) -- this core's for the
 group APIs, which it adapts to :class:`~kafkaforensics.broker.group_coordinator.GroupCoordinator`, else
-:class:`~kafkaforensics.broker.replay.ReplayBroker`'s.  Around the handlers, the protocol's decisions as
+:meth:`~kafkaforensics.broker.replay.ReplayBroker.handler`'s (the broker's, or its admin objects').  Around the handlers, the protocol's decisions as
 Kafka's broker makes them:
 
 - an API or version this broker does not serve closes the connection (:class:`Close`), except
@@ -15,7 +15,10 @@ Kafka's broker makes them:
   each partition; an append past one of them wakes it (:meth:`BrokerCore.wakeups`), then the edge asks again
   (:meth:`BrokerCore.retry`) or, at the deadline, takes what there is (:meth:`BrokerCore.expire`);
 - JoinGroup and SyncGroup answer when the group's rebalance completes: :class:`Deferred` hands the
-  edge the coordinator's awaitable, :meth:`BrokerCore.finish` encodes its result.
+  edge the coordinator's awaitable, :meth:`BrokerCore.finish` encodes its result;
+- CreateTopics and CreatePartitions decide at once (names reserved, caps checked) and leave the
+  partition dirs to :attr:`BrokerCore.offload` (the edge runs them in a worker thread, so other
+  connections are answered meanwhile) as a :class:`Deferred`; without an offload they are made inline.
 
 The asyncio edge (:mod:`server`) only moves bytes, runs the timers and awaits.
 """
@@ -95,9 +98,11 @@ class BrokerCore:
         for key in ADVERTISED:
             name = ApiKey(key).name.lower()
             own = getattr(self, name, None)
-            self.handlers[key] = own if own is not None else _plain(getattr(broker, name))
+            self.handlers[key] = own if own is not None else _plain(broker.handler(name))
         self.waiting: dict[int, WaitForData] = {}
         self._next_wait = 0
+        #: fn -> awaitable running fn away from the event loop (the edge sets it); None: run inline
+        self.offload = None
 
     # -- requests in, outcomes out ---------------------------------------------------------------
     def handle(self, event):
@@ -178,6 +183,45 @@ class BrokerCore:
     def _fetch(self, request: Request) -> dict:
         return self.broker.fetch(request.api_version, request.body)
 
+    # -- partition dirs, made away from the event loop ------------------------------------------
+    def create_topics(self, r: Request):
+        return self._make(*self.broker.plan_topics(r.api_version, r.body))
+
+    def metadata(self, r: Request):
+        """Topics it names are auto-created off the event loop first (the broker answers after)."""
+        plan = self.broker.plan_auto_create(r.api_version, r.body)
+        if not plan:
+            return self.broker.metadata(r.api_version, r.body)
+        if self.offload is None:
+            self.broker.make_and_adopt({}, plan)
+            return self.broker.metadata(r.api_version, r.body)
+        return self._auto_created(r, plan)
+
+    async def _auto_created(self, r: Request, plan: list) -> dict:
+        await self._made({}, plan)
+        return self.broker.metadata(r.api_version, r.body)
+
+    def create_partitions(self, r: Request):
+        return self._make(*self.broker.write_admin.plan_partitions(r.api_version, r.body))
+
+    def _make(self, body: dict, plan: list):
+        if not plan:
+            return body
+        if self.offload is None:
+            return self.broker.make_and_adopt(body, plan)
+        return self._made(body, plan)
+
+    async def _made(self, body: dict, plan: list) -> dict:
+        from kafkaforensics.broker.replay import PartitionsNotMade
+        try:
+            made = await self.offload(lambda: self.broker.make_partitions(plan))
+        except PartitionsNotMade as e:
+            return self.broker.make_and_adopt(body, plan, make=lambda _plan: _raise(e))
+        except BaseException:
+            self.broker.adopt(plan, [])
+            raise
+        return self.broker.make_and_adopt(body, plan, make=lambda _plan: made)
+
     # -- the group APIs, adapted to the coordinator ----------------------------------------------
     def join_group(self, r: Request):
         return self.groups.join(r.api_version, r.body, r.client_id)
@@ -224,6 +268,10 @@ class BrokerCore:
 
     def consumer_group_describe(self, r: Request) -> dict:
         return self.groups.consumer_describe(r.api_version, r.body, self._topic_sizes())
+
+
+def _raise(e: BaseException):
+    raise e
 
 
 def _plain(handler):

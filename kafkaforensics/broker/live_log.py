@@ -49,6 +49,7 @@ class LiveLog:
         self.segment_bytes = segment_bytes
         self.interval = index_interval
         self.topic_id = ""
+        self._written = False
         self.segments: list[int] = [seg.base_offset for seg in pd.segments]  # base offsets
         self.recent: dict[int, deque] = {}       # pid -> last 5 (epoch, first seq, last seq, base offset)
         self.active = self.segments[-1] if self.segments else 0
@@ -142,6 +143,7 @@ class LiveLog:
         if self.active not in self.segments:
             self.segments.append(self.active)
         open(self.seg_path(self.active, LOG), "ab").close()
+        self._written = True
 
     def append(self, data: bytes) -> tuple[int, int]:
         """Append every batch of a produce request's records: (error, base offset of the first)."""
@@ -182,6 +184,7 @@ class LiveLog:
         with open(self.seg_path(self.active, LOG), "ab") as f:
             f.write(raw)
         self.idx.add(b, self.state.append(b))
+        self._written = True
         self._remember(b, base)
         self.next_offset = b.next_offset
         return base
@@ -196,12 +199,26 @@ class LiveLog:
         self._flush_indexes()
         return off
 
+    @property
+    def written(self) -> bool:
+        """Whether this broker appended to the partition (or created it) since it was loaded."""
+        return self._written
+
     def _flush_indexes(self) -> None:
         base, idx = self.active, self.idx
         atomic_write(self.seg_path(base, INDEX), offset_index.to_bytes(idx.offsets, base))
         atomic_write(self.seg_path(base, TIMEINDEX), time_index.to_bytes(idx.times, base))
         if idx.aborted:
             atomic_write(self.seg_path(base, TXNINDEX), txn_index.to_bytes(idx.aborted))
+
+    def close(self) -> None:
+        """Kafka's clean close of a log this broker wrote (UnifiedLog.close): the active segment's
+        final time-index entry (its largest timestamp), a producer snapshot at the log end and the
+        leader-epoch checkpoint."""
+        self.idx.close()
+        self._flush_indexes()
+        atomic_write(self.seg_path(self.next_offset, SNAPSHOT), self.state.to_snapshot())
+        self.epochs.write(self.path)
 
     def _roll(self, new_base: int) -> None:
         self.idx.close()

@@ -1,20 +1,23 @@
-"""The replay broker's logic, without I/O: a request in, a response body out.
+"""The replay broker's logic, without I/O of the network: a request in, a response body out.
 
 Every live ``<topic>-<partition>`` directory under the log dir is a partition this one-node cluster
 leads, served as it is on disk (the versions advertised are Kafka 4.x's, ``specs.protocol_messages.ADVERTISED``;
-the admin APIs are in :mod:`replay_admin`).  Implemented:
-ApiVersions, Metadata, ListOffsets (earliest, latest, by timestamp), Fetch (read_uncommitted and
-read_committed with the aborted-transaction list from the .txnindex files), FindCoordinator.
-Without ``writable`` nothing on disk is written; with it, Produce (acks 0/1/all, idempotent
-producers), InitProducerId, AddPartitionsToTxn, EndTxn (control batches and .txnindex entries) and
-CreateTopics append through each partition's one state, :class:`~kafkaforensics.broker.live_log.LiveLog`.
-Which handler answers which API key, and what the protocol decides around them (acks, long polls,
-unsupported versions), is :mod:`dispatch`'s.  Topic names are validated
-and only ever matched against partition directories this broker knows, so no request can reach
-outside the log dir.
+the admin APIs are objects it holds, :mod:`replay_admin`).  Implemented:
+ApiVersions (with the ``transaction.version`` feature), Metadata, ListOffsets (earliest, latest, by
+timestamp), Fetch (read_uncommitted and read_committed with the aborted-transaction list from the
+.txnindex files), FindCoordinator.  Without ``writable`` nothing on disk is written; with it, Produce
+(validated as Kafka's LogValidator validates it, :mod:`log_validator`; acks 0/1/all, idempotent
+producers), the transaction APIs (the state machine is :mod:`txn_coordinator`'s; markers and
+``__transaction_state`` records are appended here) and CreateTopics append through each partition's
+one state, :class:`~kafkaforensics.broker.live_log.LiveLog`; :meth:`ReplayBroker.shutdown` is Kafka's
+clean shutdown.  Which handler answers which API key, and what the protocol decides around them
+(acks, long polls, unsupported versions, partition dirs made off the event loop), is :mod:`dispatch`'s.
+Topic names are validated as Kafka's Topic.validate and only ever matched against partition
+directories this broker knows, so no request can reach outside the log dir.
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -27,15 +30,24 @@ from kafkaforensics.broker.live_log import LiveLog
 from kafkaforensics.broker.protocol import FileRegion
 from kafkaforensics.log.partition import derived_topic_id, find_partitions, partition_dir_state, write_partition_metadata
 from kafkaforensics.broker.replay_admin import AdminAPIs, WriteAdminAPIs
+from kafkaforensics.broker.log_validator import (MAX_MESSAGE_BYTES, TIMESTAMP_AFTER_MAX_MS,
+                                                 TIMESTAMP_BEFORE_MAX_MS, TopicRules, validate)
+from kafkaforensics.broker.txn_coordinator import TransactionCoordinator, client_error
 from kafkaforensics.log.segment import INDEX, LOG, BatchScanner, Segment, file_name, offset_from_name, open_buffer
 from specs import protocol_messages as P
+from specs import record_batch as R
 
-from specs.kafka_errors import (INVALID_PARTITIONS, INVALID_PRODUCER_EPOCH,
-                                INVALID_PRODUCER_ID_MAPPING, INVALID_TOPIC, NONE, OFFSET_OUT_OF_RANGE, POLICY_VIOLATION,
+from specs.kafka_errors import NAMES
+from specs.kafka_errors import (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, INVALID_CONFIG, KAFKA_STORAGE_ERROR, INVALID_REPLICATION_FACTOR, INVALID_PARTITIONS, INVALID_PRODUCER_EPOCH,
+                                OPERATION_NOT_ATTEMPTED, PRODUCER_FENCED, INVALID_TOPIC, NONE, OFFSET_OUT_OF_RANGE, POLICY_VIOLATION,
                                 TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION)
 from specs.protocol_messages import ApiKey
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
-_TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+_TOPIC_RE = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+#: Kafka's controller writes at most this many records for one request (QuorumController's
+#: MAX_RECORDS_PER_USER_OP): a topic is one TopicRecord, one PartitionRecord a partition and one
+#: ConfigRecord a config; a CreateTopics or CreatePartitions over it is refused whole with POLICY_VIOLATION
+MAX_RECORDS_PER_REQUEST = 10_000
 
 #: the APIs that change the log dir: advertised only with ``writable``
 WRITE_ONLY = {ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.DELETE_RECORDS, ApiKey.INIT_PRODUCER_ID,
@@ -88,18 +100,52 @@ def damage_report(s: LiveLog) -> list[str]:
     return lines
 
 
+class PartitionsNotMade(Exception):
+    """Making a plan's partition dirs failed at ``topic``: ``made`` are the LiveLogs made before."""
+
+    def __init__(self, made: list, topic: str, error: OSError):
+        super().__init__(f"{topic}: {error}")
+        self.made, self.topic, self.error = made, topic, error
+
+
+def new_topic_id() -> str:
+    """A random topic id, as Kafka's controller gives (base64url, never starting with '-')."""
+    import base64
+    import uuid
+    while True:
+        tid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not tid.startswith("-"):
+            return tid
+
+
 def valid_topic(name) -> bool:
-    return isinstance(name, str) and bool(_TOPIC_RE.match(name)) and name not in (".", "..")
+    """Kafka's Topic.validate: 1-249 characters of [a-zA-Z0-9._-], neither "." nor ".." (the whole name:
+    a trailing newline is no exception)."""
+    return isinstance(name, str) and _TOPIC_RE.fullmatch(name) is not None and name not in (".", "..")
+
+
+def bad_config(configs: list) -> str | None:
+    """The first reason Kafka's controller would refuse one of a CreateTopics topic's configs."""
+    from kafkaforensics.broker.topic_configs import invalid
+    return next((why for c in configs if (why := invalid(c.get("Name"), c.get("Value")))), None)
+
+
+def collision_key(name: str) -> str:
+    """Kafka's Topic.unifyCollisionChars: "." and "_" collide in metric names, so a.b and a_b cannot both exist."""
+    return name.replace(".", "_")
 
 
 WRITE_APIS = {k: P.ADVERTISED[k] for k in WRITE_ONLY}
+#: the first version of each API that only transactions v2 (KIP-890 part 2) uses
+TV2_FIRST = {ApiKey.PRODUCE: 12, ApiKey.END_TXN: 5, ApiKey.TXN_OFFSET_COMMIT: 5}
 #: created by their coordinators, never by a client's Metadata or Produce
-INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state", "__share_group_state"}
+INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata"}
 
 
-class ReplayBroker(AdminAPIs, WriteAdminAPIs):
+class ReplayBroker:
     def __init__(self, log_dir: str, *, node_id: int = 0, host: str = "127.0.0.1", port: int = 9092,
-                 writable: bool = False, auto_create: bool = True, partitions: int = 1):
+                 writable: bool = False, auto_create: bool = True, partitions: int = 1,
+                 transaction_version: int = 2):
         self.log_dir = os.path.abspath(log_dir)
         self.node_id, self.host, self.port = node_id, host, port
         self.writable = writable
@@ -108,10 +154,18 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
         self.partitions: dict[tuple[str, int], LiveLog] = {}
         self._index_cache: dict[str, tuple] = {}  # .index path -> (size, mtime, entries)
         self._served_damage: set = set()  # (partition, byte, segment) of damaged batches served and logged
-        self.txns: dict[str, dict] = {}
+        self.txn = TransactionCoordinator(self._new_producer_id, transaction_version=transaction_version)
+        self.creating: set[str] = set()  # topics a CreateTopics is making (their dirs in a worker thread)
+        self.config_overrides: dict | None = None  # topic -> its own configs (topic_overrides)
         self.on_txn_offsets = None  # (group, commits) -> None: a committed transaction's offsets
+        #: the admin APIs, objects over this broker; the write ones answer only with ``writable``
+        self.admin, self.write_admin = AdminAPIs(self), WriteAdminAPIs(self)
         self.next_producer_id = 1000
+        self.was_clean, self.broker_epoch = False, -1
         self.reload()
+        if writable:  # before anything is written: the dir must not look clean while this broker may change it
+            self.take_clean_marker()
+            self.restore_transactions()
 
     # -- the log dir ---------------------------------------------------------------------------
     def reload(self) -> None:
@@ -135,6 +189,84 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
             tid = next((s.topic_id for s in parts if s.topic_id), None) or derived_topic_id(parts[0].topic)
             for s in parts:
                 s.topic_id = tid
+
+    # -- clean shutdown (Kafka's LogManager.shutdown) ----------------------------------------------
+    def take_clean_marker(self) -> None:
+        """A writable broker about to change the dir takes its ``.kafka_cleanshutdown`` away, as
+        Kafka's log loading does: were it to crash, the dir must not look cleanly shut down.  The
+        marker's broker epoch is kept for the one :meth:`shutdown` writes."""
+        from kafkaforensics.log.logdir import CLEAN_SHUTDOWN_FILE, read_clean_shutdown
+        from kafkaforensics.fsutil import fsync_dir
+        path = os.path.join(self.log_dir, CLEAN_SHUTDOWN_FILE)
+        self.was_clean, self.broker_epoch = os.path.exists(path), -1
+        if self.was_clean:
+            try:
+                self.broker_epoch = read_clean_shutdown(path)["brokerEpoch"]
+            except (OSError, ValueError, KafkaFormatError):
+                pass
+            os.unlink(path)
+            fsync_dir(self.log_dir)
+
+    def shutdown(self) -> list[str]:
+        """Kafka's clean shutdown of what this broker wrote: each partition it appended to or created
+        closes (final time-index entry, producer snapshot, leader-epoch checkpoint), its recovery
+        point (the log end) goes to recovery-point-offset-checkpoint, and ``.kafka_cleanshutdown``
+        (``{"version":0,"brokerEpoch":N}``) is written -- only when every partition is as a clean
+        broker leaves it: written here, or untouched in a dir that was marked clean when this broker
+        started (a partition loaded without recovery must not be vouched for).  What was done, one line each."""
+        if not self.writable:
+            return []
+        from kafkaforensics.log.checkpoint_file import RECOVERY_POINT, checkpoint_path, update_offsets
+        from kafkaforensics.log.logdir import CLEAN_SHUTDOWN_FILE
+        from kafkaforensics.fsutil import atomic_write
+        done = []
+        written = {tp: s for tp, s in sorted(self.partitions.items()) if s.written}
+        for (topic, p), s in written.items():
+            s.close()
+        if written:
+            update_offsets(checkpoint_path(self.log_dir, RECOVERY_POINT),
+                           {tp: s.log_end for tp, s in written.items()}, unreadable="replace")
+            done.append(f"closed {len(written)} partitions (time index, producer snapshot, leader epochs, "
+                        "recovery point)")
+        untouched = [f"{t}-{p}" for (t, p), s in self.partitions.items() if not s.written]
+        if untouched and not self.was_clean:
+            done.append(f"no {CLEAN_SHUTDOWN_FILE}: {len(untouched)} partitions were served as found in a dir "
+                        "that was not marked clean (Kafka will recover them)")
+        else:
+            body = json.dumps({"version": 0, "brokerEpoch": self.broker_epoch}, separators=(",", ":"))
+            atomic_write(os.path.join(self.log_dir, CLEAN_SHUTDOWN_FILE), body.encode())
+            done.append(f"wrote {CLEAN_SHUTDOWN_FILE}")
+        return done
+
+    def cluster_id(self) -> str:
+        """meta.properties' cluster.id (as the broker that wrote the log dir had it), else kfx-replay."""
+        from specs.checkpoints import parse_properties
+        try:
+            with open(os.path.join(self.log_dir, "meta.properties"), encoding="utf-8") as f:
+                return parse_properties(f.read()).get("cluster.id") or "kfx-replay"
+        except (OSError, ValueError):
+            return "kfx-replay"
+
+    def topic_overrides(self, topic: str) -> dict[str, str]:
+        """The topic's own configs: its ConfigRecords in the log dir's KRaft metadata
+        (``__cluster_metadata-0``, read once), then those a CreateTopics here set."""
+        if self.config_overrides is None:
+            from kafkaforensics.log.logdir import metadata_topics
+            meta = os.path.join(self.log_dir, "__cluster_metadata-0")
+            try:
+                self.config_overrides = metadata_topics(meta)[1] if os.path.isdir(meta) else {}
+            except (OSError, ValueError):
+                self.config_overrides = {}
+        return self.config_overrides.get(topic, {})
+
+    def handler(self, name: str):
+        """The method answering the API ``name`` (list_offsets, describe_configs, delete_records, ...):
+        this broker's own, else its admin objects'; None when none answers it."""
+        for obj in (self, self.admin, self.write_admin):
+            fn = getattr(obj, name, None)
+            if fn is not None:
+                return fn
+        return None
 
     def logged_groups(self) -> list[str]:
         """The groups with offsets committed in the log dir's __consumer_offsets."""
@@ -177,18 +309,16 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
         return out
 
     # -- writing (--writable) ----------------------------------------------------------------------
-    def new_partition(self, topic: str, partition: int, topic_id: str, exist_ok: bool = False) -> LiveLog:
+    def new_partition(self, topic: str, partition: int, topic_id: str) -> LiveLog:
         """A partition dir with its partition.metadata and empty active segment, served from now on."""
-        d = os.path.join(self.log_dir, f"{topic}-{partition}")
-        os.makedirs(d, exist_ok=exist_ok)
-        write_partition_metadata(d, topic_id)
-        s = self.partitions[(topic, partition)] = LiveLog(d, topic, partition)
-        s.topic_id, s.epochs = topic_id, LeaderEpochCache([(0, 0)])
-        s.create_active()
-        return s
+        plan = [(topic, partition, 1, topic_id)]
+        made = self.make_partitions(plan)
+        self.adopt([], made)
+        return made[0]
 
     def produce(self, version: int, body: dict) -> dict:
-        """Read-only: every partition answers POLICY_VIOLATION; writable: append (see LiveLog)."""
+        """Read-only: every partition answers POLICY_VIOLATION; writable: append (see LiveLog).  A topic
+        this broker does not have is UNKNOWN_TOPIC_OR_PARTITION: as in Kafka, only Metadata auto-creates."""
         out = []
         for t in body.get("TopicData", []):
             parts = []
@@ -196,32 +326,63 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
             for p in t.get("PartitionData", []):
                 r = {"Index": p["Index"], "ErrorCode": NONE, "BaseOffset": -1, "LogStartOffset": -1,
                      "RecordErrors": [], "ErrorMessage": None, "LogAppendTimeMs": -1}
-                if name is not None and version < 13 and not any(k[0] == name for k in self.partitions):
-                    self.maybe_auto_create(name)
                 s = self.partitions.get((name, p["Index"]))
                 if not self.writable:
                     r.update(ErrorCode=POLICY_VIOLATION,
                              ErrorMessage="this replay broker is read-only (start it with --writable)")
                 elif s is None:
                     r["ErrorCode"] = UNKNOWN_TOPIC_ID if version >= 13 and name is None else UNKNOWN_TOPIC_OR_PARTITION
+                elif name in INTERNAL_TOPICS:  # ReplicaManager: only the coordinators append to them
+                    r.update(ErrorCode=INVALID_TOPIC, ErrorMessage=f"Cannot append to internal topic {name}")
                 else:
-                    err, base = s.append(p.get("Records") or b"")
+                    v = validate(p.get("Records") or b"", version, int(time.time() * 1000), self.topic_rules(name))
+                    err, base = v.error, -1
+                    if err != NONE:
+                        _log.warning("produce to %s-%d refused (%s): %s", name, p["Index"], NAMES.get(err, err),
+                                     v.reason)
+                        if v.record_errors:  # Kafka answers a message only with per-record errors
+                            r.update(ErrorMessage=v.reason, RecordErrors=[
+                                {"BatchIndex": i, "BatchIndexErrorMessage": m} for i, m in v.record_errors])
+                    else:
+                        err = self.check_transactional(version, body.get("TransactionalId"), v.batch,
+                                                       (name, p["Index"]))
+                    if err == NONE:
+                        err, base = s.append(v.batch)
                     r.update(ErrorCode=err, BaseOffset=base, LogStartOffset=s.log_start)
                 parts.append(r)
             out.append({"Name": t.get("Name"), "TopicId": t.get("TopicId"), "PartitionResponses": parts})
         return {"Responses": out}
 
-    def offsets_partition(self, group: str) -> LiveLog:
-        """__consumer_offsets-N of a group, N = abs(group.hashCode) % 50; created on first use."""
+    def topic_rules(self, name: str) -> TopicRules:
+        """The configs Produce validation reads (the topic's own, from the log dir's KRaft metadata, else Kafka's defaults)."""
+        c = self.topic_overrides(name)
+
+        def number(key, default):
+            try:
+                return int(c.get(key, default))
+            except ValueError:  # a value Kafka would not have stored: its default
+                return default
+        return TopicRules(max_message_bytes=number("max.message.bytes", MAX_MESSAGE_BYTES),
+                          compacted="compact" in c.get("cleanup.policy", "delete"),
+                          log_append_time=c.get("message.timestamp.type") == "LogAppendTime",
+                          before_max_ms=number("message.timestamp.before.max.ms", TIMESTAMP_BEFORE_MAX_MS),
+                          after_max_ms=number("message.timestamp.after.max.ms", TIMESTAMP_AFTER_MAX_MS))
+
+    def internal_partition(self, topic: str, key: str) -> LiveLog:
+        """<topic>-N of a coordinator key (a group, a transactional id), N = Utils.abs(key.hashCode) % 50
+        (offsets.topic.num.partitions, transaction.state.log.num.partitions); created on first use."""
         from kafkaforensics.broker.group_coordinator import offsets_partition_for
-        n = offsets_partition_for(group)
-        key = ("__consumer_offsets", n)
-        s = self.partitions.get(key)
+        n = offsets_partition_for(key)
+        s = self.partitions.get((topic, n))
         if s is None:
-            tid = next((x.topic_id for (t, _p), x in self.partitions.items() if t == "__consumer_offsets"),
-                       None) or derived_topic_id("__consumer_offsets")
-            s = self.new_partition("__consumer_offsets", n, tid, exist_ok=True)
+            tid = next((x.topic_id for (t, _p), x in self.partitions.items() if t == topic),
+                       None) or derived_topic_id(topic)
+            s = self.new_partition(topic, n, tid)
         return s
+
+    def offsets_partition(self, group: str) -> LiveLog:
+        """__consumer_offsets-N of a group."""
+        return self.internal_partition("__consumer_offsets", group)
 
     def write_offset_commits(self, group: str, commits: list) -> None:
         """Append the commits to __consumer_offsets-N as the group coordinator writes them
@@ -238,127 +399,349 @@ class ReplayBroker(AdminAPIs, WriteAdminAPIs):
                                         leader_epoch=epoch) for topic, part, offset, epoch, metadata in commits]
         return self.offsets_partition(group).append_records(records, now, **batch)[0]
 
+    # -- transactions: adapters of TransactionCoordinator ------------------------------------------
+    def _new_producer_id(self) -> int:
+        pid, self.next_producer_id = self.next_producer_id, self.next_producer_id + 1
+        return pid
+
+    def _write_markers(self, outcome, restored: bool = False) -> None:
+        """Carry out a coordinator decision as Kafka's coordinator does: each Prepare record to
+        __transaction_state, the markers on every partition, then the coordinator's other
+        transitions (Complete, Empty, Ongoing); ``restored``: prepared before a restart, completed now."""
+        now = int(time.time() * 1000)
+        prepared = [m.prepare for m in outcome if m.prepare is not None]
+        if prepared:
+            self._log_transactions(prepared)
+        for m in outcome:
+            for key in m.partitions:
+                s = self.partitions.get(key)
+                if s is not None:
+                    s.append_marker(m.producer_id, m.producer_epoch, m.commit, timestamp=now)
+            if m.commit and self.on_txn_offsets is not None:
+                for group, commits in m.offsets.items():
+                    self.on_txn_offsets(group, commits)
+            if restored:
+                self.txn.complete(m.transactional_id)
+        self._log_transactions(self.txn.take_log())
+
+    def expire_transactions(self) -> None:
+        """Abort the transactions open longer than their timeout (before each transactional request,
+        and every 10 s from the edge, as Kafka's coordinator does)."""
+        self._write_markers(self.txn.expire())
+
+    def _log_transactions(self, entries) -> None:
+        """Append coordinator transitions to __transaction_state-N, one batch a partition."""
+        from kafkaforensics.records.internal_topics import encode_transaction_log
+        by_partition: dict = {}
+        for e in entries:
+            value = {"ProducerId": e.producer_id, "ProducerEpoch": e.producer_epoch,
+                     "TransactionTimeoutMs": e.timeout_ms, "TransactionStatus": e.status,
+                     "TransactionPartitions": [{"Topic": t, "PartitionIds": sorted(p for tt, p in e.partitions
+                                                                                   if tt == t)}
+                                               for t in sorted({t for t, _p in e.partitions})],
+                     "TransactionLastUpdateTimestampMs": e.last_update_ms,
+                     "TransactionStartTimestampMs": e.start_ms, "ClientTransactionVersion": 2 if e.v2 else 0}
+            s = self.internal_partition("__transaction_state", e.transactional_id)
+            by_partition.setdefault(s, []).append(encode_transaction_log(e.transactional_id, value,
+                                                                         value_version=1 if e.v2 else 0))
+        now = int(time.time() * 1000)
+        for s, records in by_partition.items():
+            s.append_records(records, now)
+
+    def logged_transactions(self) -> dict:
+        """The newest __transaction_state entry of each transactional id in the log dir (a tombstone
+        removes it): transactional id -> :class:`~kafkaforensics.broker.txn_coordinator.LogEntry`."""
+        from kafkaforensics.records.internal_topics import decode_transaction_log
+        from kafkaforensics.broker.txn_coordinator import LogEntry
+        out: dict = {}
+        for s in self.topics().get("__transaction_state", []):
+            for b in self._batches(s):
+                if b.is_control:
+                    continue
+                for r in b.records():
+                    try:
+                        k, v = decode_transaction_log(r.key, r.value)
+                    except (KafkaFormatError, ValueError, TypeError):
+                        continue
+                    tid = k["data"].get("TransactionalId")
+                    if v is None:
+                        out.pop(tid, None)
+                        continue
+                    d = v["data"]
+                    out[tid] = LogEntry(tid, d["ProducerId"], d["ProducerEpoch"], d["TransactionTimeoutMs"],
+                                        d["TransactionStatus"],
+                                        tuple(sorted((p["Topic"], i) for p in d.get("TransactionPartitions") or []
+                                                     for i in p["PartitionIds"])),
+                                        d["TransactionLastUpdateTimestampMs"], d["TransactionStartTimestampMs"],
+                                        d.get("ClientTransactionVersion", 0) >= 2)
+        return out
+
+    def restore_transactions(self) -> None:
+        """A writable broker takes over the log dir's __transaction_state, as a coordinator loads its
+        partitions: prepared transactions are finished now, open ones time out later."""
+        logged = self.logged_transactions()
+        if logged:
+            self.next_producer_id = max(self.next_producer_id, max(e.producer_id for e in logged.values()) + 1)
+        done = self.txn.restore(list(logged.values()))
+        self._write_markers(done, restored=True)
+
     def init_producer_id(self, version: int, body: dict) -> dict:
         tid = body.get("TransactionalId")
         if tid is None:
-            pid = self.next_producer_id
-            self.next_producer_id += 1
-            return {"ErrorCode": NONE, "ProducerId": pid, "ProducerEpoch": 0}
-        t = self.txns.get(tid)
-        if t is None:
-            t = self.txns[tid] = {"pid": self.next_producer_id, "epoch": 0, "partitions": set()}
-            self.next_producer_id += 1
-        else:  # a new session of the same transactional id fences the old one: the epoch is bumped and
-            t["epoch"] += 1  # what was open is aborted in the new epoch, so its partitions refuse the old
-            if t["partitions"]:
-                self._end(t, commit=False)
-        return {"ErrorCode": NONE, "ProducerId": t["pid"], "ProducerEpoch": t["epoch"]}
+            return {"ThrottleTimeMs": 0, "ErrorCode": NONE, "ProducerId": self._new_producer_id(), "ProducerEpoch": 0}
+        self.expire_transactions()
+        o = self.txn.init_producer_id(tid, body.get("TransactionTimeoutMs", 60000), body.get("ProducerId", -1),
+                                      body.get("ProducerEpoch", -1))
+        self._write_markers(o.markers)
+        return {"ThrottleTimeMs": 0, "ErrorCode": client_error(o.error, 4, version), "ProducerId": o.producer_id,
+                "ProducerEpoch": o.producer_epoch}
 
     def add_partitions_to_txn(self, version: int, body: dict) -> dict:
-        tid, pid, epoch = (body.get("V3AndBelowTransactionalId"), body.get("V3AndBelowProducerId"),
-                           body.get("V3AndBelowProducerEpoch"))
-        t = self.txns.get(tid)
-        err = NONE
-        if t is None or t["pid"] != pid:
-            err = INVALID_PRODUCER_ID_MAPPING
-        elif t["epoch"] != epoch:
-            err = INVALID_PRODUCER_EPOCH
+        """v0-3 (clients): one transaction; v4+ (the batched form): each, VerifyOnly or adding."""
+        self.expire_transactions()
+        if version <= 3:
+            txns = [{"TransactionalId": body.get("V3AndBelowTransactionalId"),
+                     "ProducerId": body.get("V3AndBelowProducerId"),
+                     "ProducerEpoch": body.get("V3AndBelowProducerEpoch"), "VerifyOnly": False,
+                     "Topics": body.get("V3AndBelowTopics") or []}]
+        else:
+            txns = body.get("Transactions") or []
         results = []
-        for topic in body.get("V3AndBelowTopics", []):
-            rs = []
-            for p in topic.get("Partitions", []):
-                e = err
-                if e == NONE and (topic["Name"], p) not in self.partitions:
-                    e = UNKNOWN_TOPIC_OR_PARTITION
-                if e == NONE:
-                    t["partitions"].add((topic["Name"], p))
-                rs.append({"PartitionIndex": p, "PartitionErrorCode": e})
-            results.append({"Name": topic["Name"], "ResultsByPartition": rs})
-        return {"ResultsByTopicV3AndBelow": results}
+        for tx in txns:
+            tid, pid, epoch = tx.get("TransactionalId"), tx.get("ProducerId"), tx.get("ProducerEpoch")
+            wanted = [(t.get("Name"), p) for t in tx.get("Topics", []) for p in t.get("Partitions", [])]
+            unknown = {tp for tp in wanted if tp not in self.partitions}
+            if tx.get("VerifyOnly"):
+                errs = {tp: self.txn.verify(tid, pid, epoch, tp) for tp in wanted}
+            else:  # Kafka adds none when any is unknown: those UNKNOWN_TOPIC_OR_PARTITION, the rest OPERATION_NOT_ATTEMPTED
+                err = NONE if unknown else self.txn.add_partitions(tid, pid, epoch, wanted)
+                err = client_error(err, 2, version)
+                errs = {tp: (UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else
+                             OPERATION_NOT_ATTEMPTED if unknown else err) for tp in wanted}
+            topics = []
+            for t in tx.get("Topics", []):
+                topics.append({"Name": t.get("Name"), "ResultsByPartition": [
+                    {"PartitionIndex": p, "PartitionErrorCode": errs[(t.get("Name"), p)]}
+                    for p in t.get("Partitions", [])]})
+            results.append({"TransactionalId": tid, "TopicResults": topics})
+        self._log_transactions(self.txn.take_log())
+        if version <= 3:
+            return {"ThrottleTimeMs": 0, "ResultsByTopicV3AndBelow": results[0]["TopicResults"] if results else []}
+        return {"ThrottleTimeMs": 0, "ErrorCode": NONE, "ResultsByTransaction": results}
 
     def end_txn(self, version: int, body: dict) -> dict:
-        t = self.txns.get(body.get("TransactionalId"))
-        if t is None or t["pid"] != body.get("ProducerId"):
-            return {"ErrorCode": INVALID_PRODUCER_ID_MAPPING}
-        if t["epoch"] != body.get("ProducerEpoch"):
-            return {"ErrorCode": INVALID_PRODUCER_EPOCH}
-        self._end(t, commit=bool(body.get("Committed")))
-        return {"ErrorCode": NONE}
+        """EndTxn: v5+ is the v2 flow (the epoch bumped, the new one answered)."""
+        self.expire_transactions()
+        o = self.txn.end_txn(body.get("TransactionalId"), body.get("ProducerId"), body.get("ProducerEpoch"),
+                             bool(body.get("Committed")), v2=version >= 5)
+        self._write_markers(o.markers)
+        return {"ThrottleTimeMs": 0, "ErrorCode": client_error(o.error, 2, version), "ProducerId": o.producer_id,
+                "ProducerEpoch": o.producer_epoch}
 
-    def _end(self, t: dict, commit: bool) -> None:
-        for key in sorted(t["partitions"]):
-            s = self.partitions.get(key)
-            if s is not None:
-                s.append_marker(t["pid"], t["epoch"], commit, timestamp=int(time.time() * 1000))
-        t["partitions"] = set()
-        offsets, t["offsets"] = t.get("offsets") or {}, {}
-        if commit and self.on_txn_offsets is not None:
-            for group, commits in offsets.items():
-                self.on_txn_offsets(group, commits)
+    def add_offsets_to_txn(self, version: int, body: dict) -> dict:
+        self.expire_transactions()
+        s = self.offsets_partition(body.get("GroupId", ""))
+        err = self.txn.add_partitions(body.get("TransactionalId"), body.get("ProducerId"), body.get("ProducerEpoch"),
+                                      [(s.topic, s.partition)])
+        self._log_transactions(self.txn.take_log())
+        return {"ThrottleTimeMs": 0, "ErrorCode": client_error(err, 2, version)}
+
+    def txn_offset_commit(self, version: int, body: dict) -> dict:
+        """The commits go to __consumer_offsets-N in a transactional batch of the producer; they
+        become the group's offsets when EndTxn commits (an abort drops them).  v1 requires
+        AddOffsetsToTxn first; v5+ (transactions v2) adds the offsets partition itself."""
+        tid, gid = body.get("TransactionalId"), body.get("GroupId", "")
+        pid, epoch = body.get("ProducerId"), body.get("ProducerEpoch")
+        commits = [(t["Name"], p["PartitionIndex"], p["CommittedOffset"], p.get("CommittedLeaderEpoch", -1),
+                    p.get("CommittedMetadata") or "") for t in body.get("Topics", []) for p in t.get("Partitions", [])]
+        s = self.offsets_partition(gid)
+        key = (s.topic, s.partition)
+        err = (self.txn.add_partitions(tid, pid, epoch, [key], v2=True) if version >= 5
+               else self.txn.in_transaction(tid, pid, epoch, key))
+        self._log_transactions(self.txn.take_log())
+        if err == NONE and commits:
+            err = self.append_offset_commits(gid, commits, transactional=True, producer_id=pid, producer_epoch=epoch)
+            if err == NONE:
+                self.txn.add_offsets(tid, gid, commits)
+        err = client_error(err, 1 << 15, version)  # the log's producer-state check answers it, in every version
+        return {"ThrottleTimeMs": 0, "Topics": [
+            {"Name": t["Name"], "Partitions": [{"PartitionIndex": p["PartitionIndex"], "ErrorCode": err}
+                                               for p in t.get("Partitions", [])]} for t in body.get("Topics", [])]}
+
+    def check_transactional(self, version: int, tid, data: bytes, key) -> int:
+        """A Produce's partition data: a transactional batch must belong to its producer's open
+        transaction (v3-11: the partition joined through AddPartitionsToTxn; v12+: it joins now)."""
+        if len(data) < R.HEADER_SIZE:
+            return NONE
+        h = dict(zip(R.HEADER_FIELDS, R.HEADER_STRUCT.unpack_from(data, 0)))
+        if h["magic"] != 2 or not h["attributes"] & R.TRANSACTIONAL_MASK or h["attributes"] & R.CONTROL_MASK:
+            return NONE
+        if not tid:  # as KafkaApis refuses transactional records without a transactional id
+            return TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        self.expire_transactions()
+        if version >= 12:
+            err = self.txn.add_partitions(tid, h["producerId"], h["producerEpoch"], [key], v2=True)
+            self._log_transactions(self.txn.take_log())  # the partition joins before its records land
+        else:
+            err = self.txn.verify(tid, h["producerId"], h["producerEpoch"], key)
+        return INVALID_PRODUCER_EPOCH if err == PRODUCER_FENCED else err
 
     def create_topics(self, version: int, body: dict) -> dict:
-        out = []
-        for t in body.get("Topics", []):
+        """CreateTopics, its partition dirs made here (the edge runs :meth:`plan_topics`' work in a thread)."""
+        return self.make_and_adopt(*self.plan_topics(version, body))
+
+    def plan_topics(self, version: int, body: dict) -> tuple[dict, list]:
+        """The answer to a CreateTopics and what it creates: [(topic, first partition, count, topic id)].
+        The names are reserved until :meth:`adopt` (a second request for one is TOPIC_ALREADY_EXISTS)."""
+        out, plan = [], []
+        topics = body.get("Topics", [])
+        records = sum(1 + (self.default_partitions if t.get("NumPartitions", 1) == -1 else
+                           max(t.get("NumPartitions", 1), 0)) + len(t.get("Configs") or []) for t in topics)
+        collisions = {collision_key(t) for t in self.topics()} | {collision_key(t) for t in self.creating}
+        for t in topics:
             name, n = t.get("Name"), t.get("NumPartitions", 1)
             r = {"Name": name, "ErrorCode": NONE, "ErrorMessage": None, "NumPartitions": n, "ReplicationFactor": 1,
                  "Configs": None, "TopicId": "AAAAAAAAAAAAAAAAAAAAAA"}
             if not valid_topic(name):
-                r.update(ErrorCode=INVALID_TOPIC, ErrorMessage=f"illegal topic name {name!r}")
-            elif any(k[0] == name for k in self.partitions):
-                r.update(ErrorCode=TOPIC_ALREADY_EXISTS, ErrorMessage=f"topic {name} already exists")
-            elif n == -1 or n < 1:
-                n = 1 if n == -1 else n
-                if n < 1:
-                    r.update(ErrorCode=INVALID_PARTITIONS, ErrorMessage="partitions must be at least 1")
-            if r["ErrorCode"] == NONE and not body.get("validateOnly"):
-                r.update(TopicId=self._create_topic(name, n), NumPartitions=n)
+                r.update(ErrorCode=INVALID_TOPIC, ErrorMessage=f"Topic name {name!r} is illegal, it contains a "
+                                                               "character other than ASCII alphanumerics, '.', '_' "
+                                                               "and '-', or is empty, '.', '..' or over 249 characters")
+            elif any(k[0] == name for k in self.partitions) or name in self.creating:
+                r.update(ErrorCode=TOPIC_ALREADY_EXISTS, ErrorMessage=f"Topic '{name}' already exists.")
+            elif collision_key(name) in collisions:
+                r.update(ErrorCode=INVALID_TOPIC, ErrorMessage=f"Topic '{name}' collides with an existing topic "
+                                                               "('.' and '_' collide)")
+            elif n == 0 or n < -1:
+                r.update(ErrorCode=INVALID_PARTITIONS,
+                         ErrorMessage="Number of partitions was set to an invalid non-positive value.")
+            elif records > MAX_RECORDS_PER_REQUEST:
+                r.update(ErrorCode=POLICY_VIOLATION, ErrorMessage="Unable to perform excessively large batch operation.")
+            elif bad_config(t.get("Configs") or []):
+                r.update(ErrorCode=INVALID_CONFIG, ErrorMessage=bad_config(t.get("Configs") or []))
+            elif t.get("ReplicationFactor", 1) not in (-1, 1):
+                r.update(ErrorCode=INVALID_REPLICATION_FACTOR,
+                         ErrorMessage=f"Unable to replicate the partition {t.get('ReplicationFactor')} time(s): "
+                                      "The target replication factor of "
+                                      f"{t.get('ReplicationFactor')} cannot be reached because only 1 broker(s) "
+                                      "are registered.")
+            if r["ErrorCode"] == NONE:
+                n = self.default_partitions if n == -1 else n
+                r["NumPartitions"] = n
+                collisions.add(collision_key(name))
+                if not body.get("validateOnly"):
+                    r["TopicId"] = new_topic_id()
+                    plan.append((name, 0, n, r["TopicId"]))
+                    self.creating.add(name)
+                    configs = {c["Name"]: c["Value"] for c in t.get("Configs") or [] if c.get("Value") is not None}
+                    if configs:
+                        self.topic_overrides(name)  # loaded before one is added
+                        self.config_overrides[name] = configs
             out.append(r)
-        return {"Topics": out}
+        return {"ThrottleTimeMs": 0, "Topics": out}, plan
 
-    def _create_topic(self, name: str, n: int) -> str:
-        """Partition dirs 0..n-1 with partition.metadata (a random id, as Kafka's controller gives)."""
-        import base64
-        import uuid
-        tid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        while tid.startswith("-"):
-            tid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        for p in range(n):
-            self.new_partition(name, p, tid)
-        return tid
+    def make_partitions(self, plan: list) -> list:
+        """The partition dirs of a plan, each with partition.metadata and an empty active segment
+        (file work only: safe in a worker thread); their LiveLogs, for :meth:`adopt`."""
+        made = []
+        for topic, first, count, tid in plan:
+            for p in range(first, first + count):
+                d = os.path.join(self.log_dir, f"{topic}-{p}")
+                try:
+                    os.makedirs(d, exist_ok=topic in INTERNAL_TOPICS)
+                    write_partition_metadata(d, tid)
+                    s = LiveLog(d, topic, p)
+                    s.topic_id, s.epochs = tid, LeaderEpochCache([(0, 0)])
+                    s.create_active()
+                except OSError as e:
+                    raise PartitionsNotMade(made, topic, e) from None
+                made.append(s)
+        return made
 
-    def maybe_auto_create(self, name) -> bool:
-        """Create a topic a Metadata or Produce request names, as Kafka does with
-        auto.create.topics.enable: only writable, only a legal name, never an internal topic."""
-        if not (self.writable and self.auto_create) or not valid_topic(name) or name in INTERNAL_TOPICS:
-            return False
-        if any(k[0] == name for k in self.partitions):
-            return True
-        self._create_topic(name, self.default_partitions)
-        return True
+    def make_and_adopt(self, body: dict, plan: list, make=None) -> dict:
+        """Make the plan's partitions (``make``: how, e.g. in a thread) and serve them; a topic whose
+        dirs could not all be made answers KAFKA_STORAGE_ERROR with the reason (those made are served)."""
+        made = []
+        try:
+            made = (make or self.make_partitions)(plan)
+        except PartitionsNotMade as e:
+            made = e.made
+            _log.warning("creating %s: %s", e.topic, e.error)
+            for row in body.get("Topics") or body.get("Results") or []:
+                if row.get("Name") == e.topic or row.get("Name") in {t for t, *_r in plan} - {s.topic for s in made}:
+                    row.update(ErrorCode=KAFKA_STORAGE_ERROR, ErrorMessage=str(e.error))
+        finally:
+            self.adopt(plan, made)
+        return body
+
+    def adopt(self, plan: list, made: list) -> None:
+        """Serve what :meth:`make_partitions` made; the names are no longer reserved."""
+        for s in made:
+            self.partitions[(s.topic, s.partition)] = s
+        for topic, *_rest in plan:
+            self.creating.discard(topic)
+
+    def may_auto_create(self, name) -> bool:
+        """Whether auto.create.topics.enable may create ``name``: only writable, only a legal name that
+        collides with no topic, never an internal topic, never one being created."""
+        collisions = {collision_key(t) for t in self.topics() if t != name} | {collision_key(t) for t in self.creating}
+        return (self.writable and self.auto_create and valid_topic(name) and name not in INTERNAL_TOPICS
+                and name not in self.creating and collision_key(name) not in collisions)
+
+    def advertised(self) -> dict[int, tuple[int, int]]:
+        """api key -> (min, max) this broker serves: the write APIs only when writable, and the
+        versions of transactions v2 (Produce v12+, EndTxn v5+, TxnOffsetCommit v5+) only while ``transaction.version`` 2 is finalized, as Kafka gates them."""
+        out = {**SUPPORTED, **(WRITE_APIS if self.writable else {})}
+        if self.txn.transaction_version < 2:
+            for key, top in TV2_FIRST.items():
+                if key in out:
+                    out[key] = (out[key][0], min(out[key][1], top - 1))
+        return out
 
     def supports(self, api_key: int, version: int) -> bool:
         """Advertised and parseable (Produce lists v0-2 but, as in Kafka 4, accepts v3+ only)."""
-        lo_hi = SUPPORTED.get(api_key) or (WRITE_APIS.get(api_key) if self.writable else None)
+        lo_hi = self.advertised().get(api_key)
         m = P.REQUESTS.get(api_key)
         return (lo_hi is not None and lo_hi[0] <= version <= lo_hi[1] and m is not None
                 and m.valid[0] <= version <= m.valid[1])
 
     def api_versions(self, version: int, body: dict, error: int = NONE) -> dict:
-        return {"ErrorCode": error,
+        """The versions, and (v3+) the features: ``transaction.version`` supported 0-2 and finalized
+        at this broker's level (``kfx serve --transaction-version``)."""
+        tv = self.txn.transaction_version
+        return {"ErrorCode": error, "ThrottleTimeMs": 0,
                 "ApiKeys": [{"ApiKey": k, "MinVersion": lo, "MaxVersion": hi} for k, (lo, hi) in
-                            sorted({**SUPPORTED, **(WRITE_APIS if self.writable else {})}.items())]}
+                            sorted(self.advertised().items())],
+                "SupportedFeatures": [{"Name": "transaction.version", "MinVersion": 0, "MaxVersion": 2}],
+                "FinalizedFeaturesEpoch": 0,
+                "FinalizedFeatures": [{"Name": "transaction.version", "MaxVersionLevel": tv, "MinVersionLevel": tv}]
+                if tv > 0 else []}
 
-    def metadata(self, version: int, body: dict) -> dict:
+    def _metadata_names(self, version: int, body: dict):
         wanted = body.get("Topics")
         if version == 0 and not wanted:  # v0 has no null array: an empty one asks for every topic
             wanted = None
         ids = self.topic_ids()
-        names = None if wanted is None else [t.get("Name") if t.get("Name") is not None
-                                             else ids.get(t.get("TopicId")) for t in wanted]
+        return None if wanted is None else [t.get("Name") if t.get("Name") is not None
+                                            else ids.get(t.get("TopicId")) for t in wanted]
+
+    def plan_auto_create(self, version: int, body: dict) -> list:
+        """The topics a Metadata request has auto-created (auto.create.topics.enable), as a plan for
+        :meth:`make_partitions` (the edge makes them off the event loop, then the answer is given)."""
+        names = self._metadata_names(version, body)
+        plan = []
         if names and body.get("AllowAutoTopicCreation", True):
-            for name in names:
-                if name is not None and name not in ids.values():
-                    self.maybe_auto_create(name)
+            for name in dict.fromkeys(n for n in names if n is not None):
+                if self.may_auto_create(name) and not any(k[0] == name for k in self.partitions):
+                    plan.append((name, 0, self.default_partitions, new_topic_id()))
+                    self.creating.add(name)
+        return plan
+
+    def metadata(self, version: int, body: dict) -> dict:
+        """Metadata (a topic it names is auto-created first, inline, unless the edge has done it)."""
+        plan = self.plan_auto_create(version, body)
+        if plan:
+            self.make_and_adopt({}, plan)
+        names = self._metadata_names(version, body)
         topics = self.topics()
         names = sorted(topics) if names is None else names
         out = []

@@ -2,10 +2,11 @@
 beyond reading it): what ``kafka-log-dirs.sh``, ``kafka-transactions.sh``, ``kafka-configs.sh``,
 ``kafka-consumer-groups.sh`` and the clients' admin APIs ask a broker.
 
-DescribeCluster, DescribeConfigs (the read-only configs the log dir implies), DescribeLogDirs,
+DescribeCluster, DescribeConfigs (every topic config, the topic's own from the KRaft metadata), DescribeLogDirs,
 OffsetForLeaderEpoch (the leader-epoch cache), DescribeProducers (the producer state the log holds),
 ListTransactions/DescribeTransactions (the latest state of each transactional id in
-``__transaction_state``).  :class:`AdminAPIs` is mixed into :class:`~kafkaforensics.broker.replay.ReplayBroker`.
+``__transaction_state``, then the live coordinator's).  :class:`AdminAPIs` and :class:`WriteAdminAPIs` are
+objects the :class:`~kafkaforensics.broker.replay.ReplayBroker` holds (``admin``, ``write_admin``).
 """
 from __future__ import annotations
 
@@ -15,75 +16,55 @@ import time
 
 from specs.kafka_errors import (INVALID_REQUEST, NONE, TRANSACTIONAL_ID_NOT_FOUND, UNKNOWN_TOPIC_OR_PARTITION)
 
-#: DescribeConfigs resource types and config sources (Kafka's ConfigResource.Type, ConfigSource)
+#: DescribeConfigs resource types (Kafka's ConfigResource.Type)
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
-STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
 
 
 class AdminAPIs:
-    """Needs ``partitions``, ``topics()``, ``log_dir``, ``node_id``, ``host``, ``port``."""
+    """The read APIs, over the :class:`~kafkaforensics.broker.replay.ReplayBroker` ``b`` that holds them."""
+
+    def __init__(self, broker):
+        self.b = broker
 
     # -- the cluster -----------------------------------------------------------------------------
-    def cluster_id(self) -> str:
-        """meta.properties' cluster.id (as the broker that wrote the log dir had it), else kfx-replay."""
-        from specs.checkpoints import parse_properties
-        try:
-            with open(os.path.join(self.log_dir, "meta.properties"), encoding="utf-8") as f:
-                return parse_properties(f.read()).get("cluster.id") or "kfx-replay"
-        except (OSError, ValueError):
-            return "kfx-replay"
-
     def describe_cluster(self, version: int, body: dict) -> dict:
-        return {"ErrorCode": NONE, "ErrorMessage": None, "EndpointType": 1,
-                "ClusterId": self.cluster_id(), "ControllerId": self.node_id,
-                "Brokers": [{"BrokerId": self.node_id, "Host": self.host, "Port": self.port, "Rack": None,
+        return {"ThrottleTimeMs": 0, "ErrorCode": NONE, "ErrorMessage": None, "EndpointType": 1,
+                "ClusterId": self.b.cluster_id(), "ControllerId": self.b.node_id,
+                "Brokers": [{"BrokerId": self.b.node_id, "Host": self.b.host, "Port": self.b.port, "Rack": None,
                              "IsFenced": False}],
                 "ClusterAuthorizedOperations": -2147483648}
 
-    def topic_configs(self, topic: str) -> dict:
-        """The topic configs the log implies: the timestamp type of its newest v1+ batches."""
-        from kafkaforensics.log.segment import LOG, BatchScanner, open_buffer
-        kind = None
-        for s in self.topics().get(topic, []):
-            for base in reversed(s.segments):
-                try:
-                    with open_buffer(s.seg_path(base, LOG)) as buf:
-                        for b in BatchScanner(buf, base_offset=base):
-                            if b.magic >= 1:
-                                kind = "LogAppendTime" if b.attributes & 0x08 else "CreateTime"
-                except OSError:
-                    continue
-                if kind:
-                    break
-        return {"message.timestamp.type": kind or "CreateTime"}
-
     def broker_configs(self) -> dict:
-        return {"broker.id": str(self.node_id), "node.id": str(self.node_id), "log.dirs": self.log_dir,
-                "auto.create.topics.enable": str(bool(self.writable and self.auto_create)).lower(),
-                "num.partitions": str(self.default_partitions)}
+        return {"broker.id": str(self.b.node_id), "node.id": str(self.b.node_id), "log.dirs": self.b.log_dir,
+                "auto.create.topics.enable": str(bool(self.b.writable and self.b.auto_create)).lower(),
+                "num.partitions": str(self.b.default_partitions)}
 
     def describe_configs(self, version: int, body: dict) -> dict:
+        """A topic: every Kafka 4.0 topic config with value, source and (IncludeSynonyms) synonyms, the
+        topic's own from the log dir's KRaft ConfigRecords (:mod:`topic_configs`); this broker: the
+        settings it runs with (read-only, STATIC_BROKER_CONFIG)."""
+        from kafkaforensics.broker import topic_configs as TC
         results = []
+        synonyms = bool(body.get("IncludeSynonyms"))
         for r in body.get("Resources", []):
             rtype, name, keys = r.get("ResourceType"), r.get("ResourceName"), r.get("ConfigurationKeys")
             res = {"ErrorCode": NONE, "ErrorMessage": None, "ResourceType": rtype, "ResourceName": name,
                    "Configs": []}
             if rtype == TOPIC_RESOURCE:
-                if name not in self.topics():
+                if name not in self.b.topics():
                     res.update(ErrorCode=UNKNOWN_TOPIC_OR_PARTITION, ErrorMessage=f"unknown topic {name}")
-                    results.append(res)
-                    continue
-                configs, source = self.topic_configs(name), DEFAULT_CONFIG
-            elif rtype == BROKER_RESOURCE and name in ("", str(self.node_id)):
-                configs, source = self.broker_configs(), STATIC_BROKER_CONFIG
+                else:
+                    res["Configs"] = TC.describe(self.b.topic_overrides(name), keys, synonyms)
+            elif rtype == BROKER_RESOURCE and name in ("", str(self.b.node_id)):
+                res["Configs"] = [
+                    {"Name": k, "Value": v, "ReadOnly": True, "ConfigSource": TC.STATIC_BROKER_CONFIG,
+                     "IsDefault": False, "IsSensitive": False,
+                     "Synonyms": [{"Name": k, "Value": v, "Source": TC.STATIC_BROKER_CONFIG}] if synonyms else [],
+                     "ConfigType": TC.INT if k in ("num.partitions", "broker.id", "node.id") else
+                     TC.BOOLEAN if k == "auto.create.topics.enable" else TC.STRING, "Documentation": None}
+                    for k, v in sorted(self.broker_configs().items()) if keys is None or k in keys]
             else:
                 res.update(ErrorCode=INVALID_REQUEST, ErrorMessage=f"no configs of resource type {rtype} {name!r} here")
-                results.append(res)
-                continue
-            res["Configs"] = [{"Name": k, "Value": v, "ReadOnly": True, "ConfigSource": source, "IsDefault": False,
-                               "IsSensitive": False, "Synonyms": [], "ConfigType": 2 if k == "num.partitions" else 0,
-                               "Documentation": None}
-                              for k, v in sorted(configs.items()) if keys is None or k in keys]
             results.append(res)
         return {"Results": results}
 
@@ -95,7 +76,7 @@ class AdminAPIs:
         wanted = body.get("Topics")
         want = None if wanted is None else {(t["Topic"], p) for t in wanted for p in t.get("Partitions", [])}
         topics: dict[str, list] = {}
-        for pd in find_partitions(self.log_dir):
+        for pd in find_partitions(self.b.log_dir):
             if pd.topic is None or pd.state not in ("live", "future"):
                 continue
             if want is not None and (pd.topic, pd.partition) not in want:
@@ -104,12 +85,12 @@ class AdminAPIs:
             topics.setdefault(pd.topic, []).append({"PartitionIndex": pd.partition, "PartitionSize": size,
                                                     "OffsetLag": 0, "IsFutureKey": pd.state == "future"})
         try:
-            du = shutil.disk_usage(self.log_dir)
+            du = shutil.disk_usage(self.b.log_dir)
             total, usable = du.total, du.free
         except OSError:
             total = usable = -1
-        return {"ErrorCode": NONE, "Results": [{
-            "ErrorCode": NONE, "LogDir": self.log_dir, "TotalBytes": total, "UsableBytes": usable, "IsCordoned": False,
+        return {"ThrottleTimeMs": 0, "ErrorCode": NONE, "Results": [{
+            "ErrorCode": NONE, "LogDir": self.b.log_dir, "TotalBytes": total, "UsableBytes": usable, "IsCordoned": False,
             "Topics": [{"Name": t, "Partitions": ps} for t, ps in sorted(topics.items())]}]}
 
     def end_offset_for_epoch(self, s, epoch: int) -> tuple[int, int]:
@@ -121,7 +102,7 @@ class AdminAPIs:
         for t in body.get("Topics", []):
             parts = []
             for p in t.get("Partitions", []):
-                s = self.partitions.get((t.get("Topic"), p["Partition"]))
+                s = self.b.partitions.get((t.get("Topic"), p["Partition"]))
                 r = {"ErrorCode": NONE, "Partition": p["Partition"], "LeaderEpoch": -1, "EndOffset": -1}
                 if s is None:
                     r["ErrorCode"] = UNKNOWN_TOPIC_OR_PARTITION
@@ -137,7 +118,7 @@ class AdminAPIs:
         for t in body.get("Topics", []):
             parts = []
             for i in t.get("PartitionIndexes", []):
-                s = self.partitions.get((t.get("Name"), i))
+                s = self.b.partitions.get((t.get("Name"), i))
                 r = {"PartitionIndex": i, "ErrorCode": NONE, "ErrorMessage": None, "ActiveProducers": []}
                 if s is None:
                     r["ErrorCode"] = UNKNOWN_TOPIC_OR_PARTITION
@@ -152,35 +133,16 @@ class AdminAPIs:
         return {"Topics": topics}
 
     def transactions(self) -> dict[str, dict]:
-        """The newest __transaction_state value of each transactional id (tombstones remove it)."""
+        """The newest __transaction_state value of each transactional id (tombstones remove it), then
+        the live state of the ids this broker's transaction coordinator has seen."""
         from specs.kafka_messages import TRANSACTION_STATES
-        from kafkaforensics.errors import KafkaFormatError
-        from kafkaforensics.records.internal_topics import decode_transaction_log
-        from kafkaforensics.log.segment import LOG, BatchScanner, open_buffer
-        out: dict[str, dict] = {}
-        for s in self.topics().get("__transaction_state", []):
-            for base in s.segments:
-                with open_buffer(s.seg_path(base, LOG)) as buf:
-                    for b in BatchScanner(buf, base_offset=base):
-                        if b.is_control or not b.crc_valid():
-                            continue
-                        for r in b.records():
-                            try:
-                                k, v = decode_transaction_log(r.key, r.value)
-                            except (KafkaFormatError, ValueError, TypeError):
-                                continue
-                            tid = k["data"].get("TransactionalId")
-                            if v is None:
-                                out.pop(tid, None)
-                                continue
-                            d = v["data"]
-                            out[tid] = {"TransactionalId": tid, "ProducerId": d["ProducerId"],
-                                        "ProducerEpoch": d["ProducerEpoch"],
-                                        "TransactionState": TRANSACTION_STATES.get(d["TransactionStatus"], "Unknown"),
-                                        "TransactionTimeoutMs": d["TransactionTimeoutMs"],
-                                        "TransactionStartTimeMs": d["TransactionStartTimestampMs"],
-                                        "Topics": [{"Topic": p["Topic"], "Partitions": p["PartitionIds"]}
-                                                   for p in d.get("TransactionPartitions") or []]}
+        out = {tid: {"TransactionalId": tid, "ProducerId": e.producer_id, "ProducerEpoch": e.producer_epoch,
+                     "TransactionState": TRANSACTION_STATES.get(e.status, "Unknown"),
+                     "TransactionTimeoutMs": e.timeout_ms, "TransactionStartTimeMs": e.start_ms,
+                     "Topics": [{"Topic": t, "Partitions": sorted(p for tt, p in e.partitions if tt == t)}
+                                for t in sorted({t for t, _p in e.partitions})]}
+               for tid, e in self.b.logged_transactions().items()}
+        out.update(self.b.txn.describe())  # what this broker's own coordinator has seen is newer
         return out
 
     def list_transactions(self, version: int, body: dict) -> dict:
@@ -226,64 +188,27 @@ class AdminAPIs:
 
 
 class WriteAdminAPIs:
-    """With ``--writable``: transactional offset commits (AddOffsetsToTxn, TxnOffsetCommit, as
-    librdkafka's send_offsets_to_transaction sends them), DeleteRecords (the log start offset moves,
+    """With ``--writable``, over the broker ``b`` that holds them: DeleteRecords (the log start offset moves,
     log-start-offset-checkpoint records it and the leader-epoch cache is truncated to it; no segment
     is removed), DeleteTopics (the partition
     dirs are renamed ``<topic>-<n>.<id>-delete`` as Kafka renames them -- kept, never removed) and
     CreatePartitions."""
 
-    def _txn_check(self, tid, pid, epoch) -> int:
-        from specs.kafka_errors import INVALID_PRODUCER_EPOCH, INVALID_PRODUCER_ID_MAPPING
-        t = self.txns.get(tid)
-        if t is None or t["pid"] != pid:
-            return INVALID_PRODUCER_ID_MAPPING
-        if t["epoch"] != epoch:
-            return INVALID_PRODUCER_EPOCH
-        return NONE
-
-    def add_offsets_to_txn(self, version: int, body: dict) -> dict:
-        tid = body.get("TransactionalId")
-        err = self._txn_check(tid, body.get("ProducerId"), body.get("ProducerEpoch"))
-        if err == NONE:
-            s = self.offsets_partition(body.get("GroupId", ""))
-            self.txns[tid]["partitions"].add((s.topic, s.partition))
-        return {"ErrorCode": err}
-
-    def txn_offset_commit(self, version: int, body: dict) -> dict:
-        """The commits go to __consumer_offsets-N in a transactional batch of the producer; they
-        become the group's offsets when EndTxn commits (an abort drops them)."""
-        from specs.kafka_errors import INVALID_TXN_STATE
-        tid, gid = body.get("TransactionalId"), body.get("GroupId", "")
-        err = self._txn_check(tid, body.get("ProducerId"), body.get("ProducerEpoch"))
-        commits = [(t["Name"], p["PartitionIndex"], p["CommittedOffset"], p.get("CommittedLeaderEpoch", -1),
-                    p.get("CommittedMetadata") or "") for t in body.get("Topics", []) for p in t.get("Partitions", [])]
-        if err == NONE:
-            s = self.offsets_partition(gid)
-            t = self.txns[tid]
-            if (s.topic, s.partition) not in t["partitions"]:
-                err = INVALID_TXN_STATE  # AddOffsetsToTxn first, as Kafka requires
-            elif commits:
-                err = self.append_offset_commits(gid, commits, transactional=True, producer_id=t["pid"],
-                                                 producer_epoch=t["epoch"])
-                if err == NONE:
-                    t.setdefault("offsets", {}).setdefault(gid, []).extend(commits)
-        return {"Topics": [
-            {"Name": t["Name"], "Partitions": [{"PartitionIndex": p["PartitionIndex"], "ErrorCode": err}
-                                               for p in t.get("Partitions", [])]} for t in body.get("Topics", [])]}
+    def __init__(self, broker):
+        self.b = broker
 
     def _save_log_starts(self) -> None:
         """log-start-offset-checkpoint gets every served partition's log start; the entries of
         partitions this broker does not serve are kept (temp file, fsync, rename)."""
         from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, checkpoint_path, update_offsets
-        update_offsets(checkpoint_path(self.log_dir, LOG_START_OFFSET),
-                       {tp: s.log_start for tp, s in sorted(self.partitions.items())}, unreadable="replace")
+        update_offsets(checkpoint_path(self.b.log_dir, LOG_START_OFFSET),
+                       {tp: s.log_start for tp, s in sorted(self.b.partitions.items())}, unreadable="replace")
 
     def _forget_log_starts(self, tps: list) -> None:
         """A deleted partition's log-start-offset-checkpoint entry goes (as Kafka's next checkpoint
         drops a deleted log), so a topic created again under the name does not inherit it."""
         from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, checkpoint_path, update_offsets
-        update_offsets(checkpoint_path(self.log_dir, LOG_START_OFFSET), dict.fromkeys(tps), create=False,
+        update_offsets(checkpoint_path(self.b.log_dir, LOG_START_OFFSET), dict.fromkeys(tps), create=False,
                        unreadable="replace")
 
     def delete_records(self, version: int, body: dict) -> dict:
@@ -292,7 +217,7 @@ class WriteAdminAPIs:
         for t in body.get("Topics", []):
             parts = []
             for p in t.get("Partitions", []):
-                s = self.partitions.get((t.get("Name"), p["PartitionIndex"]))
+                s = self.b.partitions.get((t.get("Name"), p["PartitionIndex"]))
                 r = {"PartitionIndex": p["PartitionIndex"], "LowWatermark": -1, "ErrorCode": NONE}
                 if s is None:
                     r["ErrorCode"] = UNKNOWN_TOPIC_OR_PARTITION
@@ -314,12 +239,12 @@ class WriteAdminAPIs:
 
     def delete_topics(self, version: int, body: dict) -> dict:
         from specs.kafka_errors import INVALID_TOPIC, UNKNOWN_TOPIC_ID
-        ids = self.topic_ids()
+        ids = self.b.topic_ids()
         wanted = ([(t.get("Name") or ids.get(t.get("TopicId")), t.get("TopicId")) for t in body.get("Topics", [])]
                   if version >= 6 else [(n, None) for n in body.get("TopicNames", [])])
         out = []
         for name, tid in wanted:
-            parts = self.topics().get(name) if name else None
+            parts = self.b.topics().get(name) if name else None
             r = {"Name": name, "TopicId": tid or "AAAAAAAAAAAAAAAAAAAAAA", "ErrorCode": NONE, "ErrorMessage": None}
             if not parts:
                 r["ErrorCode"] = UNKNOWN_TOPIC_ID if (version >= 6 and not name) else UNKNOWN_TOPIC_OR_PARTITION
@@ -330,25 +255,37 @@ class WriteAdminAPIs:
                 for s in parts:  # Kafka's rename: <topic>-<n>.<uuid hex>-delete, data kept
                     import uuid
                     os.rename(s.path, f"{s.path}.{uuid.uuid4().hex}-delete")
-                    del self.partitions[(s.topic, s.partition)]
+                    del self.b.partitions[(s.topic, s.partition)]
                 self._forget_log_starts([(s.topic, s.partition) for s in parts])
             out.append(r)
         return {"Responses": out}
 
     def create_partitions(self, version: int, body: dict) -> dict:
-        from specs.kafka_errors import INVALID_PARTITIONS
-        out = []
-        for t in body.get("Topics", []):
+        return self.b.make_and_adopt(*self.plan_partitions(version, body))
+
+    def plan_partitions(self, version: int, body: dict) -> tuple[dict, list]:
+        """CreatePartitions' answer and what it creates (as :meth:`plan_topics`); more than the
+        controller's records per request (one a partition) is POLICY_VIOLATION for the whole request."""
+        from specs.kafka_errors import INVALID_PARTITIONS, POLICY_VIOLATION
+        from kafkaforensics.broker.replay import MAX_RECORDS_PER_REQUEST
+        out, plan = [], []
+        topics = body.get("Topics", [])
+        current = {t.get("Name"): len(self.b.topics().get(t.get("Name")) or []) for t in topics}
+        records = sum(max(t.get("Count", 0) - current[t.get("Name")], 0) for t in topics)
+        for t in topics:
             name, count = t.get("Name"), t.get("Count", 0)
-            parts = self.topics().get(name)
+            parts = self.b.topics().get(name)
             r = {"Name": name, "ErrorCode": NONE, "ErrorMessage": None}
-            if not parts:
+            if not parts or name in self.b.creating:
                 r["ErrorCode"] = UNKNOWN_TOPIC_OR_PARTITION
             elif count <= len(parts):
                 r.update(ErrorCode=INVALID_PARTITIONS,
-                         ErrorMessage=f"topic {name} has {len(parts)} partitions; {count} adds none")
+                         ErrorMessage=f"Topic currently has {len(parts)} partitions, which is higher than or equal "
+                                      f"to the requested {count}.")
+            elif records > MAX_RECORDS_PER_REQUEST:
+                r.update(ErrorCode=POLICY_VIOLATION, ErrorMessage="Unable to perform excessively large batch operation.")
             elif not body.get("ValidateOnly"):
-                for p in range(len(parts), count):
-                    self.new_partition(name, p, parts[0].topic_id)
+                plan.append((name, len(parts), count - len(parts), parts[0].topic_id))
+                self.b.creating.add(name)
             out.append(r)
-        return {"Results": out}
+        return {"ThrottleTimeMs": 0, "Results": out}, plan

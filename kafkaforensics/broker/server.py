@@ -11,10 +11,11 @@ Caps in the socket layer, as Kafka's broker has them: a request frame larger tha
 ``max_request_bytes`` (``socket.request.max.bytes``, 100 MiB) closes its connection before anything
 is buffered; connections beyond ``max_connections`` (``max.connections``) are closed as they are
 accepted; bytes buffered in unfinished frames over all connections are capped
-(``max_buffered_bytes``, like ``queued.max.request.bytes`` and its memory pool): a connection
-reserves the declared size of its unfinished frame before reading on, and waits while the
-reservations of the others exceed the cap; a connection that sends nothing for ``idle_ms``
-(``connections.max.idle.ms``, 10 minutes) is closed.
+(``max_buffered_bytes``, 512 MiB, like ``queued.max.request.bytes`` and its memory pool): once a
+frame's size prefix is read the connection reserves that size, holds it until the frame is
+complete and handled, and is not read while the reservation would take the total over the cap (a
+frame larger than the whole cap is let in alone); a connection that sends nothing for ``idle_ms``
+(``connections.max.idle.ms``, 10 minutes) -- or waits that long for the budget -- is closed.
 """
 from __future__ import annotations
 
@@ -62,16 +63,14 @@ class _Server:
             return
         self.connections += 1
         conn = Connection(max_frame=lim.max_request_bytes)
-        held = 0
+        held = 0  # bytes of the budget this connection holds: its unfinished frame's declared size
         try:
             while True:
                 need = conn.pending()
-                if need:  # an unfinished frame: reserve its declared size before reading on
-                    waited = 0.0
-                    while self.buffered >= lim.max_buffered_bytes and waited * 1000 < lim.idle_ms:
-                        await asyncio.sleep(0.01)  # back-pressure: wait until others' frames are done
-                        waited += 0.01
-                    held, self.buffered = need, self.buffered + need
+                if need > held:  # a frame begun: reserve its declared size before reading the rest of it
+                    if not await self.reserve(need - held, peer):
+                        return
+                    held = need
                 try:
                     data = await asyncio.wait_for(reader.read(1 << 16), lim.idle_ms / 1000)
                 except asyncio.TimeoutError:
@@ -80,7 +79,8 @@ class _Server:
                 if not data:
                     return
                 events = conn.receive_data(data)
-                self.buffered, held = self.buffered - held, 0
+                if events:  # the frame it held is complete: what is left begins the next one
+                    self.buffered, held = self.buffered - held, 0
                 for ev in events:
                     reply = await self.outcome(self.core.handle(ev))
                     if isinstance(reply, Close):
@@ -97,6 +97,29 @@ class _Server:
             self.buffered -= held
             self.connections -= 1
             writer.close()
+
+    async def expire_transactions_loop(self, interval_s: float = 10.0) -> None:
+        """Every 10 s, abort the transactions open past their timeout (Kafka's
+        transaction.abort.timed.out.transaction.cleanup.interval.ms) and wake the fetches waiting on them."""
+        while True:
+            await asyncio.sleep(interval_s)
+            self.core.broker.expire_transactions()
+            self.wake()
+
+    async def reserve(self, size: int, peer) -> bool:
+        """Take ``size`` bytes of the budget, waiting (the socket not read) while the other connections'
+        frames hold it, as Kafka mutes a channel its memory pool cannot serve; a frame is let in alone
+        when it is larger than the whole budget.  False (close it) after waiting ``idle_ms``."""
+        lim = self.limits
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + lim.idle_ms / 1000
+        while self.buffered > 0 and self.buffered + size > lim.max_buffered_bytes:
+            if loop.time() >= deadline:
+                log.warning("closing %s: waited %d ms for %d bytes of the request budget", peer, lim.idle_ms, size)
+                return False
+            await asyncio.sleep(0.01)
+        self.buffered += size
+        return True
 
     async def outcome(self, out):
         """Carry out what the core decided until there is a Reply, a NoReply or a Close."""
@@ -153,12 +176,17 @@ def default_state_path(log_dir: str) -> str:
 
 async def start(log_dir: str, host: str = "127.0.0.1", port: int = 9092, advertised_host: str | None = None,
                 node_id: int = 0, state_path: str | None = None, writable: bool = False, auto_create: bool = True,
-                partitions: int = 1, limits: Limits | None = None):
+                partitions: int = 1, limits: Limits | None = None, transaction_version: int = 2):
     broker = ReplayBroker(log_dir, node_id=node_id, host=advertised_host or host, port=port, writable=writable,
-                          auto_create=auto_create, partitions=partitions)
+                          auto_create=auto_create, partitions=partitions, transaction_version=transaction_version)
     groups = GroupCoordinator(state_path or default_state_path(log_dir))
-    srv = _Server(BrokerCore(broker, groups), limits)
+    core = BrokerCore(broker, groups)
+    loop = asyncio.get_running_loop()
+    core.offload = lambda fn: loop.run_in_executor(None, fn)  # file work off the event loop
+    srv = _Server(core, limits)
     asyncio.get_running_loop().create_task(groups.expire_loop())
+    if writable:
+        loop.create_task(srv.expire_transactions_loop())
     server = await asyncio.start_server(srv.client, host, port)
     server.edge = srv  # the socket layer's counters (connections, buffered bytes), for tests
     actual = server.sockets[0].getsockname()[1]
@@ -168,13 +196,27 @@ async def start(log_dir: str, host: str = "127.0.0.1", port: int = 9092, adverti
 
 def serve_forever(log_dir: str, host: str, port: int, advertised_host: str | None, node_id: int,
                   state_path: str | None = None, writable: bool = False, auto_create: bool = True,
-                  partitions: int = 1) -> None:
+                  partitions: int = 1, limits: Limits | None = None, transaction_version: int = 2) -> None:
+    """Serve until SIGTERM or SIGINT, then shut down as Kafka's broker does (:meth:`ReplayBroker.shutdown`)."""
+    import signal
+
     async def main():
         server, broker = await start(log_dir, host, port, advertised_host, node_id, state_path, writable,
-                                     auto_create, partitions)
+                                     auto_create, partitions, limits, transaction_version)
+        stopping = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):  # before the line that says it is up
+            loop.add_signal_handler(sig, stopping.set)
         log.warning("serving %d partitions of %s on %s:%d", len(broker.partitions), log_dir, host, broker.port)
         async with server:
-            await server.serve_forever()
+            await stopping.wait()
+            server.close()
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:  # open connections end; nothing is appended after this
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        for line in broker.shutdown():
+            log.warning("shutdown: %s", line)
     asyncio.run(main())
 
 
@@ -182,9 +224,11 @@ class BrokerThread:
     """A replay broker on 127.0.0.1 and a free port, in a background thread (tests, notebooks)."""
 
     def __init__(self, log_dir: str, node_id: int = 0, state_path: str | None = None, writable: bool = False,
-                 auto_create: bool = True, partitions: int = 1, limits: Limits | None = None):
+                 auto_create: bool = True, partitions: int = 1, limits: Limits | None = None,
+                 transaction_version: int = 2):
         self.log_dir, self.node_id, self.state_path, self.writable = log_dir, node_id, state_path, writable
         self.auto_create, self.partitions, self.limits = auto_create, partitions, limits
+        self.transaction_version = transaction_version
         self.loop = asyncio.new_event_loop()
         self.port = None
 
@@ -199,7 +243,8 @@ class BrokerThread:
                                                                           writable=self.writable,
                                                                           auto_create=self.auto_create,
                                                                           partitions=self.partitions,
-                                                                          limits=self.limits))
+                                                                          limits=self.limits,
+                                                                          transaction_version=self.transaction_version))
             self.port = self.broker.port
             self.edge = self.server.edge
             ready.set()
@@ -226,3 +271,4 @@ class BrokerThread:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
         self.loop.close()
+        self.shutdown_report = self.broker.shutdown()  # as kfx serve does on SIGTERM

@@ -198,15 +198,35 @@ def metadata_records(metadata_dir: str):
 def metadata_topic_ids(metadata_dir: str) -> dict[str, str]:
     """topic name -> topic id as the metadata partition leaves them: the newest snapshot, then the
     log's records after it (TopicRecord adds, RemoveTopicRecord removes)."""
+    return metadata_topics(metadata_dir)[0]
+
+
+#: ConfigRecord's ResourceType of a topic (Kafka's ConfigResource.Type.TOPIC)
+TOPIC_CONFIG_RESOURCE = 2
+
+
+def metadata_topics(metadata_dir: str) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """(topic name -> topic id, topic name -> {config: value}) as the metadata partition leaves them:
+    the newest snapshot, then the log's records after it (TopicRecord adds, RemoveTopicRecord removes
+    the topic and its configs, a topic's ConfigRecord sets a config, with a null value deletes it)."""
     names: dict[str, str] = {}
+    configs: dict[str, dict[str, str]] = {}
     for d in metadata_records(metadata_dir):
+        data = d.get("data") or {}
         if d.get("type") == "TopicRecord":
-            names[d["data"]["Name"]] = d["data"]["TopicId"]
+            names[data["Name"]] = data["TopicId"]
         elif d.get("type") == "RemoveTopicRecord":
             for n, t in list(names.items()):
-                if t == d["data"]["TopicId"]:
+                if t == data["TopicId"]:
                     del names[n]
-    return names
+                    configs.pop(n, None)
+        elif d.get("type") == "ConfigRecord" and data.get("ResourceType") == TOPIC_CONFIG_RESOURCE:
+            topic = configs.setdefault(data["ResourceName"], {})
+            if data.get("Value") is None:
+                topic.pop(data["Name"], None)
+            else:
+                topic[data["Name"]] = data["Value"]
+    return names, {n: c for n, c in configs.items() if c}
 
 
 def check_topic_ids(log_dir: str, topic_ids: dict[str, str]) -> list[Problem]:

@@ -138,6 +138,13 @@ def decode_transaction_log(key: bytes | None, value: bytes | None) -> tuple[dict
     return k, {"version": str(vv), "data": K.TransactionLogValue.read(vbody, vv)}
 
 
+def encode_transaction_log(transactional_id: str, value: dict, *, value_version: int = 0) -> tuple[bytes, bytes]:
+    """A __transaction_state record (key, value) as the transaction coordinator writes it: key v0,
+    ``value`` TransactionLogValue's fields at ``value_version`` (1: flexible, with the KIP-890 tagged fields)."""
+    key = _I16.pack(0) + K.TransactionLogKey.build({"TransactionalId": transactional_id}, 0)
+    return key, _I16.pack(value_version) + K.TransactionLogValue.build(value, value_version)
+
+
 def decode_metadata(value: bytes) -> dict:
     return _decode_framed(value, K.METADATA_RECORDS)
 
