@@ -458,7 +458,8 @@ class Level(str, Enum):
 
 
 @commands.command()
-def scan(inputs: List[str] = Argument(..., help="Segment files, partition dirs or log dirs (file://, hdfs://, s3a://)"),
+def scan(inputs: List[str] = Argument(..., help="Segment files, partition dirs, log dirs or fleets of them "
+                                      "(local, file://, hdfs://, s3://, s3a://)"),
          out: str = Option(..., "--out", help="Directory for the Parquet results"),
          master: str = Option("local[*]", "--master", help="Spark master (local[*] runs embedded)"),
          level: Level = Option(Level.batches, "--level", help="Rows to export: batches, records or anomalies"),
@@ -470,23 +471,35 @@ def scan(inputs: List[str] = Argument(..., help="Segment files, partition dirs o
          s3_endpoint: Optional[str] = Option(None, "--s3-endpoint", help="S3-compatible endpoint, e.g. http://127.0.0.1:9000"),
          s3_access_key: Optional[str] = Option(None, "--s3-access-key", help="S3 access key (else AWS_ACCESS_KEY_ID)"),
          s3_secret_key: Optional[str] = Option(None, "--s3-secret-key", help="S3 secret key (else AWS_SECRET_ACCESS_KEY)"),
-         s3_region: Optional[str] = Option(None, "--s3-region", help="S3 region (else AWS_REGION)")):
+         s3_region: Optional[str] = Option(None, "--s3-region", help="S3 region (else AWS_REGION)"),
+         topic: List[str] = Option([], "--topic", help="Only this topic (repeatable)"),
+         partition: List[int] = Option([], "--partition", help="Only this partition (repeatable)"),
+         from_time: Optional[str] = Option(None, "--from-time", help="Records from this time on (epoch ms or ISO 8601, UTC)"),
+         to_time: Optional[str] = Option(None, "--to-time", help="Records before this time (exclusive)"),
+         from_offset: Optional[int] = Option(None, "--from-offset", help="Records from this offset on"),
+         to_offset: Optional[int] = Option(None, "--to-offset", help="Records up to this offset (inclusive)"),
+         option: List[str] = Option([], "--option", metavar="KEY=VALUE",
+                                    help="Any kafka_segments source option, e.g. timestampDisorderMs=3600000 (repeatable)")):
     """Scan a fleet of segments with Spark, reading it once: export, inventory, anomalies (and search hits) as Parquet."""
     from rich.console import Console
     from rich.table import Table
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
     from spark_jobs.common import SHORT_RUN_BYTES, end_session, get_spark, records_class_archive
+    from spark_jobs.common import parse_options, window_options
     from spark_jobs.scan import plan, scan as scan_fleet
-    for p in inputs:
-        if "://" not in p and not os.path.exists(p):
-            _fail(f"{p}: no such file or directory")
+    from kafkaforensics.spark.storage import MissingInput
     c = Console(stderr=True)
     options = {k: v for k, v in (("includeCorrupt", "true" if include_corrupt else None), ("s3.endpoint", s3_endpoint),
                                  ("s3.accessKey", s3_access_key), ("s3.secretKey", s3_secret_key),
                                  ("s3.region", s3_region)) if v}
+    try:
+        options.update(window_options(topic, partition, from_time, to_time, from_offset, to_offset))
+        options.update(parse_options(option))
+        planned = plan(inputs, split_bytes, options)  # lists every input once: a missing one ends here
+    except (ValueError, MissingInput) as e:
+        _fail(str(e))
     c.print(f"starting Spark ({master})...", highlight=False)
-    spark = get_spark(master, console_progress=False, class_archive=True,
-                      short_run=plan(inputs, split_bytes, options).bytes <= SHORT_RUN_BYTES)
+    spark = get_spark(master, console_progress=False, class_archive=True, short_run=planned.bytes <= SHORT_RUN_BYTES)
     if records_class_archive(spark):
         c.print("first run: recording the driver JVM's classes for faster starts (once)", highlight=False)
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
@@ -500,11 +513,13 @@ def scan(inputs: List[str] = Argument(..., help="Segment files, partition dirs o
     p = result.plan
     c.print(f"read {p.segments} segments, {p.bytes:,} bytes in {p.splits} splits", highlight=False)
     table = Table(title=f"kfx scan -> {out}")
-    for col in ("partition", "segments", "batches", "records", "offsets", "bytes", "codecs", "anomalies"):
+    for col in ("partition", "broker", "log dir", "segments", "batches", "records", "offsets", "bytes", "codecs",
+                "anomalies"):
         table.add_column(col, no_wrap=col == "partition")
     for r in result.inventory:
-        offsets = f"{r['firstOffset']}..{r['lastOffset']}" if r["firstOffset"] is not None else ""
-        table.add_row(f"{r['topic']}-{r['partition']}", str(r["segments"]), str(r["batches"]), str(r["records"]),
+        offsets = f"{r['firstOffset']}..{r['lastOffset']}" if r["firstOffset"] is not None else "empty"
+        table.add_row(f"{r['topic']}-{r['partition']}", "" if r["brokerId"] is None else str(r["brokerId"]),
+                      r["logDir"], str(r["segments"]), str(r["batches"]), str(r["records"]),
                       offsets, str(r["bytes"]), ",".join(r["codecs"]), str(r["anomalies"]))
     Console().print(table)
     Console().print(f"{result.rows} {level.value} rows -> {os.path.join(out, level.value)}; {result.anomalies} anomalies"
