@@ -339,9 +339,13 @@ def layout(entries, read_text) -> Layout:
     return out
 
 
-#: Spark's defaults for its own file sources (spark.sql.files.maxPartitionBytes, .openCostInBytes)
+#: Spark's default split size for its own file sources (spark.sql.files.maxPartitionBytes)
 MAX_PARTITION_BYTES = 128 << 20
-OPEN_COST_BYTES = 4 << 20
+#: what opening a segment costs, in bytes read: measured (benchmarks/spark_group.py --profile) at
+#: about 0.1 ms a small segment in the reader, the time of some 15 KiB of batches -- far below
+#: Spark's 4 MiB for a Parquet file (footer, schema, row groups); 64 KiB leaves room for a remote
+#: file system's request
+OPEN_COST_BYTES = 64 << 10
 
 
 def split_size(pieces, max_partition_bytes: int, open_cost: int, min_partitions: int) -> int:
