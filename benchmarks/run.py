@@ -430,13 +430,13 @@ def _finish(res: dict) -> dict:
     return res
 
 
-def run_spark_group(seg_dir: str, size: int, repeat: int) -> dict:
+def run_spark_group(size: int, repeat: int, fleets: str) -> dict:
     """The Spark group (benchmarks/spark_group.py) in its own process: one session, interleaved."""
     from benchmarks.spark_group import make_timeline
     timeline = make_timeline(os.path.join(DATA, "spark-timeline", "events-0"), 4 * size)  # "a year of archive"
     out = os.path.join(DATA, "spark-group.json")
-    subprocess.run([sys.executable, os.path.join(HERE, "spark_group.py"), seg_dir, os.path.dirname(timeline), out,
-                    "--repeat", str(repeat)], check=True)
+    subprocess.run([sys.executable, os.path.join(HERE, "spark_group.py"), out, "--fleets", fleets,
+                    "--timeline", os.path.dirname(timeline), "--repeat", str(repeat)], check=True)
     with open(out) as f:
         return json.load(f)
 
@@ -481,6 +481,8 @@ def main() -> None:
     ap.add_argument("--compact-records", type=int, default=10_000_000)
     ap.add_argument("--compact-keys", type=int, default=1_000_000)
     ap.add_argument("--spark-mb", type=int, default=256)
+    ap.add_argument("--spark-fleets", default="small-2000,small-20000,big-1024",
+                    help="the Spark group's fleets (benchmarks/spark_group.py)")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each figure (the median is kept)")
     ap.add_argument("--logdir-mb", type=int, default=1024, help="the log-dir recovery group's log dir (0: skip)")
     ap.add_argument("--logdir-partitions", type=int, default=200)
@@ -572,7 +574,7 @@ def main() -> None:
         fleet = os.path.join(ROOT, "tests", "fixtures", "sample-logdir")
         results.append(_finish(run_child("scan-small-fleet-first", fleet)))  # one run: it records the class archive
         results += run_group([("scan-small-fleet", fleet)], rep)
-        spark_group = run_spark_group(os.path.dirname(sp), args.spark_mb << 20, rep)
+        spark_group = run_spark_group(args.spark_mb << 20, rep, args.spark_fleets)
     deep = {}
     for codec, cname in ((0, "none"), (3, "lz4"), (4, "zstd")):
         p = make_segment(os.path.join(DATA, f"deep-{cname}", "00000000000000000000.log"), args.deep_mb << 20, codec=codec)
@@ -625,15 +627,18 @@ def main() -> None:
     c = Console()
     c.print(t)
     if spark_group:
-        st = Table(title=f"Spark, one local[2] session ({spark_group['segment_bytes'] >> 20} MiB segment, "
-                         f"{spark_group['records']:,} records; median of {rep} interleaved runs)")
-        for col in ("figure", "seconds", "runs"):
-            st.add_column(col, justify="left" if col == "figure" else "right")
-        for name, sec in spark_group["median_s"].items():
-            st.add_row(name, f"{sec:.2f}", " ".join(f"{x:.2f}" for x in spark_group["runs"][name]))
+        st = Table(title=f"Spark, one local[2] session, median of {rep} interleaved runs")
+        for col in ("fleet", "segments", "MiB", "records", "kafka_segments s", "parquet copy s", "ratio",
+                    "peak RSS MB (copy)", "tasks", "files"):
+            st.add_column(col, justify="left" if col == "fleet" else "right")
+        for name, f in spark_group["fleets"].items():
+            st.add_row(name, f"{f['segments']:,}", f"{f['bytes'] / 2**20:.0f}", f"{f['records']:,}", f"{f['median_s']:.2f}",
+                       f"{f['copy_median_s']:.2f}", f"{f['ratio_vs_copy']:.2f}",
+                       f"{f['peak_rss_mb']:.0f} ({f['copy_peak_rss_mb']:.0f})", str(f["scan_partitions"]),
+                       str(f["output_files"]))
         c.print(st)
-        c.print(f"window: {spark_group['window_rows']} rows (full scan: {spark_group['window_rows_full_scan']}); "
-                f"planned {spark_group['planned']}")
+        if "window_rows" in spark_group:
+            c.print(f"window: {spark_group['window_rows']} rows (full scan: {spark_group['window_rows_full_scan']})")
     for k, v in summary.items():
         c.print(f"{k}: {v:.2f}")
 

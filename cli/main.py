@@ -640,7 +640,7 @@ class Level(str, Enum):
 
 
 @commands.command()
-def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files, partition dirs or log dirs (file://, hdfs://, s3a://)"),
+def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files, partition dirs, log dirs or fleets of them (local, file://, hdfs://, s3://, s3a://)"),
          out: str = Option(..., "--out", metavar="DIR", help="Directory for the Parquet results"),
          master: str = Option("local[*]", "--master", metavar="URL", help="Spark master (local[*] runs embedded)"),
          level: Level = Option(Level.batches, "--level", metavar="batches|records|anomalies", help="Rows to export: batches, records or anomalies"),
@@ -655,29 +655,42 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
          s3_region: Optional[str] = Option(None, "--s3-region", metavar="REGION", help="S3 region (else AWS_REGION)"),
          overwrite: bool = Option(False, "--overwrite", help="Replace an earlier run's outputs in --out (else a "
                                                                   "non-empty --out is refused)"),
-         verbose: bool = Option(False, "--verbose", help="Show Spark's own start-up messages")):
+         verbose: bool = Option(False, "--verbose", help="Show Spark's own start-up messages"),
+         topic: List[str] = Option([], "--topic", metavar="TOPIC", help="Only this topic (repeatable)"),
+         partition: List[int] = Option([], "--partition", metavar="N", help="Only this partition (repeatable)"),
+         from_time: Optional[str] = Option(None, "--from-time", metavar="TIME",
+                                           help="Records from this time on (epoch ms or ISO 8601, UTC)"),
+         to_time: Optional[str] = Option(None, "--to-time", metavar="TIME", help="Records before this time (exclusive)"),
+         from_offset: Optional[int] = Option(None, "--from-offset", metavar="OFFSET", help="Records from this offset on"),
+         to_offset: Optional[int] = Option(None, "--to-offset", metavar="OFFSET", help="Records up to this offset (inclusive)"),
+         option: List[str] = Option([], "--option", metavar="KEY=VALUE",
+                                    help="Any kafka_segments source option, e.g. timestampDisorderMs=3600000 (repeatable)")):
     """Scan a fleet of segments with Spark, reading it once: export, inventory, anomalies (and search hits) as Parquet."""
     from rich.console import Console
     from cli.spark_start import clear_outputs, java_problem, out_problem, quiet_start
-    for p in inputs:
-        if "://" not in p and not os.path.exists(p):
-            _fail(f"{p}: no such file or directory")
     for problem in (out_problem(out, overwrite), java_problem()):  # before anything starts
         if problem:
             _fail(problem)
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-    from spark_jobs.common import SHORT_RUN_BYTES, end_session, get_spark, records_class_archive
+    from spark_jobs.common import SHORT_RUN_BYTES, end_session, get_spark, parse_options, records_class_archive, \
+        window_options
     from spark_jobs.scan import plan, scan as scan_fleet
-    if overwrite:
-        clear_outputs(out)
+    from kafkaforensics.spark.storage import MissingInput
     c = Console(stderr=True)
     options = {k: v for k, v in (("includeCorrupt", "true" if include_corrupt else None), ("s3.endpoint", s3_endpoint),
                                  ("s3.accessKey", s3_access_key), ("s3.secretKey", s3_secret_key),
                                  ("s3.region", s3_region)) if v}
+    try:
+        options.update(window_options(topic, partition, from_time, to_time, from_offset, to_offset))
+        options.update(parse_options(option))
+        planned = plan(inputs, split_bytes, options)  # lists every input once: a missing one ends here
+    except (ValueError, MissingInput) as e:
+        _fail(str(e))
     c.print(f"starting Spark ({master})...", highlight=False)
+    if overwrite:
+        clear_outputs(out)
     with quiet_start(verbose):
-        spark = get_spark(master, console_progress=False, class_archive=True,
-                          short_run=plan(inputs, split_bytes, options).bytes <= SHORT_RUN_BYTES)
+        spark = get_spark(master, console_progress=False, class_archive=True, short_run=planned.bytes <= SHORT_RUN_BYTES)
     if records_class_archive(spark):
         c.print("first run: recording the driver JVM's classes for faster starts (once)", highlight=False)
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
@@ -691,10 +704,11 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
     p = result.plan
     c.print(f"read {p.segments} segments, {p.bytes:,} bytes in {p.splits} splits", highlight=False, soft_wrap=True)
     from cli.tables import print_table
-    print_table(f"kfx scan -> {out}", ("partition", "segments", "batches", "records", "offsets", "bytes", "codecs",
-                                      "anomalies"),
-                [(f"{r['topic']}-{r['partition']}", r["segments"], r["batches"], r["records"],
-                  f"{r['firstOffset']}..{r['lastOffset']}" if r["firstOffset"] is not None else "", r["bytes"],
+    print_table(f"kfx scan -> {out}", ("partition", "broker", "log dir", "segments", "batches", "records", "offsets",
+                                      "bytes", "codecs", "anomalies"),
+                [(f"{r['topic']}-{r['partition']}", "" if r["brokerId"] is None else r["brokerId"], r["logDir"],
+                  r["segments"], r["batches"], r["records"],
+                  f"{r['firstOffset']}..{r['lastOffset']}" if r["firstOffset"] is not None else "empty", r["bytes"],
                   ",".join(r["codecs"]), r["anomalies"]) for r in result.inventory])
     Console().print(f"{result.rows} {level.value} rows -> {os.path.join(out, level.value)}; {result.anomalies} anomalies"
                     + (f"; {result.hits} search hits -> {os.path.join(out, 'search')}" if result.hits is not None else ""),

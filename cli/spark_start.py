@@ -23,7 +23,7 @@ JAVA_MIN = 17
 HOW_TO_GET_JAVA = ("install Java 17 or later (e.g. apt-get install openjdk-17-jre-headless) and put `java` "
                    "on PATH or set JAVA_HOME")
 #: what `kfx scan` writes under --out (spark_jobs/scan.py)
-SCAN_OUTPUTS = ("batches", "records", "anomalies", "inventory", "search")
+SCAN_OUTPUTS = ("batches", "records", "anomalies", "inventory", "replicas", "search")
 #: the driver JVM's start-up lines that say nothing a kfx user can act on
 NOISE = re.compile(r"^(WARNING: Using incubator modules|Setting default log level|To adjust logging level"
                    r"|.*NativeCodeLoader|.*Unable to load native-hadoop)")

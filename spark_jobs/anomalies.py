@@ -6,24 +6,29 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 
-from spark_jobs.common import get_spark, job_arguments, read, source_options
+from spark_jobs.common import check_inputs, get_spark, job_arguments, read, source_options
 
 
 def anomalies(spark, paths, options=None):
-    return read(spark, paths, "anomalies", options=options).orderBy("topic", "partition", "file", "position")
+    return read(spark, paths, "anomalies", options=options).orderBy("logDir", "topic", "partition", "file", "position")
 
 
 def summary(df):
     return df.groupBy("kind").agg(F.count(F.lit(1)).alias("count"),
-                                  F.countDistinct("topic", "partition").alias("partitions")).orderBy("kind")
+                                  F.countDistinct("logDir", "topic", "partition").alias("partitions"),
+                                  F.sum("bytesNotRead").alias("bytesNotRead"),
+                                  F.sum("recordsNotRead").alias("recordsNotRead")).orderBy("kind")
 
 
 def main(argv=None):
     ap = job_arguments(__doc__)
     args = ap.parse_args(argv)
-    df = anomalies(get_spark(args.master), args.paths, source_options(args))
+    options = source_options(args)
+    check_inputs(args.paths, options)
+    df = anomalies(get_spark(args.master), args.paths, options).persist()
     df.write.mode("overwrite").parquet(args.out)
     summary(df).show(truncate=False)
+    raise SystemExit(1 if df.count() else 0)
 
 
 if __name__ == "__main__":

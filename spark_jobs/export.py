@@ -1,10 +1,15 @@
-"""Export every record (or batch, or anomaly) of a fleet of segments to Parquet.
+"""Export every record (or batch, or anomaly) of a fleet of segments -- or of a window of it:
+``--topic``, ``--partition``, ``--from-time``/``--to-time``, ``--from-offset``/``--to-offset`` -- to
+Parquet, partitioned by topic.  A scan task reads many segments (the source packs them by bytes)
+and the segments of a topic lie together, so the output has about one file per task and topic,
+not one per segment.
 
-    spark-submit spark_jobs/export.py --level records --out hdfs:///exports/records hdfs:///backups/kafka-logs
+    spark-submit spark_jobs/export.py --level records --topic orders --from-time 2026-01-05 --to-time 2026-01-12 \\
+        --out hdfs:///exports/orders hdfs:///backups/kafka-logs
 """
 from __future__ import annotations
 
-from spark_jobs.common import get_spark, job_arguments, read, source_options
+from spark_jobs.common import check_inputs, get_spark, job_arguments, read, source_options
 
 
 def export(spark, paths, level: str, out: str, options=None):
@@ -17,7 +22,9 @@ def main(argv=None):
     ap = job_arguments(__doc__)
     ap.add_argument("--level", default="records", choices=["batches", "records", "anomalies"])
     args = ap.parse_args(argv)
-    export(get_spark(args.master), args.paths, args.level, args.out, source_options(args))
+    options = source_options(args)
+    check_inputs(args.paths, options)
+    export(get_spark(args.master), args.paths, args.level, args.out, options)
 
 
 if __name__ == "__main__":

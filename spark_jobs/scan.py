@@ -1,6 +1,8 @@
-"""`kfx scan` as a library function: one read of a fleet of segments -- its batches, its records
-when they are wanted, its anomalies -- cached, from which the export, the inventory, the anomaly
-list and the search hits are all written.  Each segment is decoded once.
+"""`kfx scan` as a library function: a fleet of segments read into an export (records, batches or
+anomalies), an inventory (one row per log dir and partition), a replica view, the anomalies and,
+with a pattern, the search hits -- all Parquet.  Its summary (batches, anomalies, partition dirs)
+is one read, cached (one row a batch: memory bounded by the batch count, not the bytes); a
+records export is a second read straight into Parquet, and search runs over what that wrote.
 
     spark-submit spark_jobs/scan.py --level records --search 'order-42' --out s3a://bucket/scan s3a://bucket/kafka-logs
 """
@@ -13,8 +15,8 @@ from dataclasses import dataclass, field
 from pyspark.sql import functions as F
 
 from kafkaforensics.records.schema import ROW_KINDS, SOURCE_COLUMNS
-from spark_jobs.common import get_spark, job_arguments, read, source_options
-from spark_jobs.inventory import inventory_of
+from spark_jobs.common import check_inputs, get_spark, job_arguments, read, source_options
+from spark_jobs.inventory import inventory_of, replicas_of
 from spark_jobs.search import matches
 
 #: each export level and the ``rowKind`` of its rows
@@ -36,20 +38,24 @@ class ScanResult:
     rows: int                       # rows written at ``level``
     anomalies: int
     hits: int | None                # search hits, when a pattern was given
-    inventory: list = field(default_factory=list)   # one dict a partition
+    inventory: list = field(default_factory=list)   # one dict per log dir and partition
     plan: ScanPlan | None = None
 
 
 def plan(paths, split_bytes=None, options=None, min_partitions=None) -> ScanPlan:
-    """The splits, segments and bytes a scan of ``paths`` reads (the source's own planning)."""
+    """The splits, segments and bytes a scan of ``paths`` reads (the source's own planning).
+    Raises :class:`~kafkaforensics.spark.storage.MissingInput` for an input with nothing at it."""
     from kafkaforensics.spark.spark_source import KafkaSegmentsReader
     opts = {"path": ",".join(paths), **(options or {})}
     if split_bytes:
-        opts["splitBytes"] = str(split_bytes)
+        opts["maxPartitionBytes"] = str(split_bytes)
     if min_partitions:
         opts["minPartitions"] = str(min_partitions)
-    splits = [s for s in KafkaSegmentsReader(opts, "scan").partitions() if s.uri]
-    return ScanPlan(len(splits), len({s.uri for s in splits}), sum(s.end - s.start for s in splits))
+    reader = KafkaSegmentsReader(opts, "scan")
+    reader.pushFilters([])
+    splits = reader.partitions()
+    pieces = [p for s in splits for p in s.pieces if p.kind == "segment"]
+    return ScanPlan(sum(1 for s in splits if s.pieces), len({p.uri for p in pieces}), sum(p.bytes for p in pieces))
 
 
 def _watch(spark, total_tasks: int, progress, stop: threading.Event) -> None:
@@ -66,50 +72,61 @@ def _watch(spark, total_tasks: int, progress, stop: threading.Event) -> None:
 
 def scan(spark, paths, out: str, level: str = "batches", search: str | None = None, split_bytes=None,
          options: dict | None = None, progress=None) -> ScanResult:
-    """Scan ``paths`` once and write ``out/<level>``, ``out/inventory``, ``out/anomalies`` and, with a
-    ``search`` pattern, ``out/search`` (Parquet).  ``progress(done_splits, total_splits)`` is called
-    while the segments are read."""
+    """Scan ``paths`` and write ``out/<level>``, ``out/inventory``, ``out/replicas``,
+    ``out/anomalies`` and, with a ``search`` pattern, ``out/search`` (Parquet).  ``options`` are
+    source options (a window among them).  ``progress(done_splits, total_splits)`` is called while
+    the export is written."""
     if level not in LEVEL_KINDS:
         raise ValueError(f"level must be one of {sorted(LEVEL_KINDS)}, not {level!r}")
     opts = dict(options or {})
-    opts["scanRecords"] = "true" if level == "records" or search else "false"
+    opts.pop("scanRecords", None)
     parallelism = spark.sparkContext.defaultParallelism
     scan_plan = plan(paths, split_bytes, opts, parallelism)
     kind = LEVEL_KINDS[level]
-    rows = read(spark, paths, "scan", split_bytes, opts).persist()
+    summary = read(spark, paths, "scan", split_bytes, opts).persist()
+    if level == "records":
+        export = read(spark, paths, "records", split_bytes, opts)
+    else:
+        export = summary.where(F.col("rowKind") == kind).select(*[n for n, _ in SOURCE_COLUMNS + ROW_KINDS[kind]])
     stop = threading.Event()
     watcher = None
     if progress is not None:
         watcher = threading.Thread(target=_watch, args=(spark, max(1, scan_plan.splits), progress, stop), daemon=True)
         watcher.start()
     try:
-        columns = [name for name, _ in SOURCE_COLUMNS + ROW_KINDS[kind]]
-        # the one read of the segments: this write fills the cache every later output comes from
-        rows.where(F.col("rowKind") == kind).select(*columns).write.mode("overwrite").parquet(os.path.join(out, level))
+        export.write.mode("overwrite").parquet(os.path.join(out, level))
     finally:
         stop.set()
         if watcher is not None:
             watcher.join()
             progress(scan_plan.splits, scan_plan.splits)
     try:
+        anomalies = summary.where(F.col("rowKind") == "anomaly").select(
+            *[n for n, _ in SOURCE_COLUMNS + ROW_KINDS["anomaly"]]).persist()
         if level != "anomalies":
-            anomaly_columns = [name for name, _ in SOURCE_COLUMNS + ROW_KINDS["anomaly"]]
-            (rows.where(F.col("rowKind") == "anomaly").select(*anomaly_columns)
-             .write.mode("overwrite").parquet(os.path.join(out, "anomalies")))
-        inv_df = inventory_of(rows, F.count(F.when(F.col("rowKind") == kind, 1)).alias("_rows")).persist()
+            anomalies.write.mode("overwrite").parquet(os.path.join(out, "anomalies"))
+        n_anomalies = anomalies.count()
+        anomalies.unpersist()
+        inv_df = inventory_of(summary).persist()
         inv = [r.asDict() for r in inv_df.collect()]
-        inv_df.drop("_rows").write.mode("overwrite").parquet(os.path.join(out, "inventory"))
+        inv_df.write.mode("overwrite").parquet(os.path.join(out, "inventory"))
         inv_df.unpersist()
+        replicas_of(summary).write.mode("overwrite").parquet(os.path.join(out, "replicas"))
+        if level == "records":
+            written = spark.read.parquet(os.path.join(out, level)).count()
+        else:
+            written = sum(r["batches"] for r in inv) if level == "batches" else n_anomalies
         hits = None
         if search:
-            found = matches(rows.where(F.col("rowKind") == "record"), search).persist()
+            records = (spark.read.parquet(os.path.join(out, "records")) if level == "records"
+                       else read(spark, paths, "records", split_bytes, opts))
+            found = matches(records, search).persist()
             found.write.mode("overwrite").parquet(os.path.join(out, "search"))
             hits = found.count()
             found.unpersist()
     finally:
-        rows.unpersist()
-    written = sum(r.pop("_rows") for r in inv)
-    return ScanResult(out, level, written, sum(r["anomalies"] for r in inv), hits, inv, scan_plan)
+        summary.unpersist()
+    return ScanResult(out, level, written, n_anomalies, hits, inv, scan_plan)
 
 
 def main(argv=None):
@@ -117,8 +134,11 @@ def main(argv=None):
     ap.add_argument("--level", default="batches", choices=sorted(LEVEL_KINDS))
     ap.add_argument("--search")
     args = ap.parse_args(argv)
-    r = scan(get_spark(args.master), args.paths, args.out, args.level, args.search, options=source_options(args))
+    options = source_options(args)
+    check_inputs(args.paths, options)
+    r = scan(get_spark(args.master), args.paths, args.out, args.level, args.search, options=options)
     print(f"{r.rows} {r.level} rows, {r.anomalies} anomalies" + (f", {r.hits} search hits" if r.hits is not None else ""))
+    raise SystemExit(1 if r.anomalies else 0)
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ def test_every_option_and_argument_is_explained(name):
             shown = (p.metavar or p.name.upper()) + ("..." if p.nargs != 1 else "")
             assert shown in usage and re.fullmatch(r"[A-Z_]+(\.\.\.)?", shown), (name, usage)
         elif not p.is_flag:  # a valued option shows a name for its value
-            assert p.metavar and re.fullmatch(r"[A-Z_]+|[a-z0-9]+(\|[a-z0-9]+)+", p.metavar), (name, p.opts, p.metavar)
+            assert p.metavar and re.fullmatch(r"[A-Z_]+(=[A-Z_]+)?|[a-z0-9]+(\|[a-z0-9]+)+", p.metavar), (name, p.opts, p.metavar)
             assert f"{p.opts[0]} {p.metavar}" in text, (name, p.opts)
 
 

@@ -95,6 +95,6 @@ def test_a_real_scan_prints_no_spark_start_up_lines(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     assert not any(NOISE.match(line) for line in r.stderr.splitlines()), r.stderr
     assert "Setting default log level" not in r.stderr and "incubator" not in r.stderr
-    assert sorted(os.listdir(out)) == ["anomalies", "batches", "inventory"]
+    assert sorted(os.listdir(out)) == ["anomalies", "batches", "inventory", "replicas"]
     again = _scan(dict(os.environ, PYTHONPATH=ROOT), SAMPLE, "--out", out)
     assert again.returncode == 2 and "is not empty" in again.stderr

@@ -99,7 +99,7 @@ def test_kfx_scan_writes_parquet_that_matches(spark, kfx, tmp_path):
     assert inv[("orders", 0)]["firstOffset"] == 0 and inv[("orders", 0)]["lastOffset"] == 403
     assert inv[("orders", 0)]["records"] == 404 and inv[("orders", 0)]["anomalies"] == 0
     hits = spark.read.parquet(str(out / "search")).collect()
-    assert hits and all("txn-40" in h["key"] for h in hits)
+    assert hits and all(b"txn-40" in h["key"] and "txn-40" in h["keyText"] for h in hits)
     assert "orders-0" in r.stdout and "legacy-0" in r.stdout
 
 

@@ -96,7 +96,20 @@ def test_s3_segments_split_through_their_remote_index(s3_fleet):
     remote = KafkaSegmentsReader({"path": f"s3://{BUCKET}/logs/orders-0", "splitBytes": "4000", **s3_fleet},
                                  "batches").partitions()
     local = KafkaSegmentsReader({"path": os.path.join(SAMPLE, "orders-0"), "splitBytes": "4000"}, "batches").partitions()
-    assert [(s.start, s.end) for s in remote] == [(s.start, s.end) for s in local] and len(remote) > 3
+    def cuts(splits):
+        return [(p.kind, p.start, p.end) for s in splits for p in s.pieces]
+    assert cuts(remote) == cuts(local) and len(remote) > 3
+
+
+@pytest.mark.parametrize("uri", ["s3://no-such-bucket/2026", f"s3a://{BUCKET}/lgos"])
+def test_kfx_scan_of_a_missing_bucket_or_prefix_is_a_usage_error(kfx, s3_fleet, tmp_path, uri):
+    r = kfx("scan", uri, "--out", tmp_path / "scan", "--master", "local[2]",
+            "--s3-endpoint", s3_fleet["s3.endpoint"], "--s3-access-key", "testing", "--s3-secret-key", "testing",
+            "--s3-region", "us-east-1")
+    assert r.exit_code == 2, r.output
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and uri in lines[0] and "error" in lines[0]
+    assert not (tmp_path / "scan").exists()
 
 
 def test_kfx_scan_of_a_bucket(spark, kfx, s3_fleet, tmp_path):  # noqa: F811
@@ -225,7 +238,8 @@ def test_spark_submit_of_each_job_with_the_package_shipped_equals_local(spark, c
                         "--py-files", wheel, os.path.join(ROOT, "spark_jobs", f"{job}.py"),
                         "--out", str(out), *args, str(fleet)],
                        env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
+    # the jobs that report damage exit 1 when they found some (the appended garbage)
+    assert r.returncode == (1 if job in ("inventory", "anomalies", "scan") else 0), r.stderr[-3000:]
     local = _local(spark, job, str(fleet), tmp_path)
     if cols is None:  # the scan job writes every output
         for sub, c in (("records", JOBS["export"][1]), ("inventory", JOBS["inventory"][1]),

@@ -47,7 +47,7 @@ def _read_in_process(reader):
 
 
 def _planned_bytes(reader):
-    return sum(s.end - s.start for s in reader.partitions())
+    return sum(s.bytes for s in reader.partitions())
 
 
 def test_records_of_a_batch_whose_crc_fails_are_left_out_or_flagged(spark, tmp_path):  # noqa: F811
@@ -97,15 +97,15 @@ def test_pushed_filters_give_the_rows_of_an_unpruned_scan(spark, timeline):  # n
 def test_offset_and_partition_bounds_skip_segments(spark, timeline):  # noqa: F811
     r = _reader(spark, timeline)
     r.pushFilters([GreaterThanOrEqual(("offset",), 3000), LessThanOrEqual(("offset",), 3009), EqualTo(("partition",), 0)])
-    splits = r.partitions()
-    assert len({s.uri for s in splits}) == 1 and "events-0" in splits[0].uri
+    segments = [p for s in r.partitions() for p in s.pieces if p.kind == "segment"]
+    assert len({p.uri for p in segments}) == 1 and "events-0" in segments[0].uri
     got = [x["offset"] for x in _read_in_process(r) if 3000 <= x["offset"] <= 3009]
     assert got == list(range(3000, 3010))
 
 
-def test_late_records_are_found_when_the_disorder_bound_is_off(spark, tmp_path):  # noqa: F811
-    """A record appended hours after its timestamp (a replay) sits past the window's end: the
-    default one-hour disorder bound stops before it; ``timestampDisorderMs=-1`` finds it."""
+def test_late_records_are_found_unless_a_disorder_bound_is_asked_for(spark, tmp_path):  # noqa: F811
+    """A record appended hours after its timestamp (a replay) sits past the window's end: pruning is
+    exact by default and finds it; an opt-in one-hour disorder bound stops before it."""
     def batches():
         for i in range(300):
             ts = T0 + i * 60_000 if i != 290 else T0 + 30 * 60_000  # batch 290 carries a 4-hour-old timestamp
@@ -113,11 +113,11 @@ def test_late_records_are_found_when_the_disorder_bound_is_off(spark, tmp_path):
     d = write_partition(str(tmp_path / "late-0"), batches(), segment_bytes=4096, index_interval_bytes=128)
     window = [GreaterThanOrEqual(("timestamp",), T0 + 30 * 60_000), LessThanOrEqual(("timestamp",), T0 + 30 * 60_000)]
     found = {}
-    for bound in ("3600000", "-1"):
-        r = _reader(spark, d, timestampDisorderMs=bound)
+    for bound in ("3600000", "-1", None):
+        r = _reader(spark, d, **({"timestampDisorderMs": bound} if bound else {}))
         r.pushFilters(window)
         found[bound] = sorted(x["offset"] for x in _read_in_process(r) if x["timestamp"] == T0 + 30 * 60_000)
-    assert found["-1"] == [30, 290]
+    assert found["-1"] == found[None] == [30, 290]
     assert found["3600000"] == [30]
 
 

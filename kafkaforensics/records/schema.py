@@ -46,9 +46,16 @@ BATCH_COLUMNS = (
 )
 BATCH_KEYS = tuple(name for name, _ in BATCH_COLUMNS)
 
+#: the Spark batches level adds the two timestamps as Spark TIMESTAMPs (null where -1)
+SPARK_BATCH_COLUMNS = BATCH_COLUMNS + (
+    ("firstTimestampUtc", "timestamp"),
+    ("maxTimestampUtc", "timestamp"),
+)
+
 RECORD_COLUMNS = (
     ("offset", "baseOffset"),
     ("timestamp", "baseTimestamp"),
+    ("timestampUtc", "timestamp"),            # the same instant as a Spark TIMESTAMP (null where -1)
     ("timestampType", "string"),
     ("key", "binary"),
     ("value", "binary"),
@@ -63,18 +70,24 @@ RECORD_COLUMNS = (
 
 ANOMALY_COLUMNS = (
     ("position", "bigint"),
-    ("offset", "baseOffset"),
+    ("offset", "baseOffset"),                 # the first offset not read (null: not knowable)
     ("kind", "string"),
-    ("detail", "string"),
+    ("detail", "string"),                     # what is wrong, and why no record came back
+    ("bytesNotRead", "bigint"),               # what the damage kept from being read or exported
+    ("batchesNotRead", "bigint"),             # (null: not knowable)
+    ("recordsNotRead", "bigint"),
 )
 
-#: every row names where it came from
-SOURCE_COLUMNS = (("topic", "string"), ("partition", "int"), ("file", "string"))
+#: every row names where it came from: the log dir, its broker (node) id and cluster id from its
+#: meta.properties (null where it has none), the partition dir's topic and partition, the file
+SOURCE_COLUMNS = (("logDir", "string"), ("brokerId", "int"), ("clusterId", "string"),
+                  ("topic", "string"), ("partition", "int"), ("file", "string"))
 
 #: the ``scan`` level: batches, records and anomalies in one read (what ``kfx scan`` decodes once),
 #: ``rowKind`` saying which; a column two levels share has one meaning and type in both
 #: (``offset``: a record's or an anomaly's; ``position``: a batch's or an anomaly's)
-ROW_KINDS = {"batch": BATCH_COLUMNS, "record": RECORD_COLUMNS, "anomaly": ANOMALY_COLUMNS}
+ROW_KINDS = {"batch": SPARK_BATCH_COLUMNS, "record": RECORD_COLUMNS, "anomaly": ANOMALY_COLUMNS,
+             "partition": ()}   # a partition dir's own row (``file``: the dir), so empty ones are seen
 SCAN_COLUMNS = (("rowKind", "string"),) + tuple(
     {name: src for cols in ROW_KINDS.values() for name, src in cols}.items())
 

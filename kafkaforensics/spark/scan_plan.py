@@ -8,27 +8,39 @@ offset index gives the position of the batch to start from (``OffsetIndex.lookup
 
 Timestamps: a time index entry ``(t, o)`` says no record up to offset ``o`` has a timestamp over
 ``t`` (it is the running maximum of the batches' max timestamps), so reading can start after the
-last entry below the window's start -- that is exact.  A window's *end* has no such guarantee: a
-record appended later may carry an older timestamp.  The end is pruned under a stated bound on
-that disorder, ``disorder_ms`` (default one hour, Kafka's default for how far ahead of the broker's
-clock a producer's timestamp may be, ``log.message.timestamp.after.max.ms``): once the running
-maximum passes ``end + disorder_ms`` no later record is read.  ``disorder_ms = -1`` turns the end
-pruning off, so that a window finds late records anywhere.  Pruning trusts the index files
-(``kfx verify`` checks them, ``kfx reindex`` rebuilds them); Spark still applies every filter to
-the rows, so pruning only ever decides what is read, never what a row says.
+last entry below the window's start, and a batch whose ``maxTimestamp`` is below the window's start
+is skipped -- both exact.  Nothing else about Kafka timestamps is ordered: a record appended later
+may carry an older timestamp (a replay, a producer's clock), so by default a window's *end* prunes
+nothing.  ``disorder_ms`` (opt-in: ``timestampDisorderMs``; -1, the default, means no bound) states
+a bound on that disorder: once the running maximum passes ``end + disorder_ms`` no later record is
+read -- which loses any record later than the bound.  Pruning trusts the index files (``kfx verify``
+checks them, ``kfx reindex`` rebuilds them); every filter is still applied to the rows, so pruning
+only ever decides what is read, never what a row says.
+
+Fleets: :func:`layout` sorts one listing of the inputs into log dirs (their broker and cluster ids
+from ``meta.properties``), partition dirs (empty ones included), segments and stray files (names
+Kafka never writes in a log dir or partition dir); :func:`pack` groups the pieces to read into scan
+partitions the way Spark's own file sources do (``maxPartitionBytes``, ``openCostInBytes``).
 """
 from __future__ import annotations
 
 import bisect
+import posixpath
+import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
+from specs import checkpoints as C
 from specs.lazy import lazy
+
+from kafkaforensics.log.partition import parse_partition_dir_name
+from kafkaforensics.log.segment import LOG, offset_from_name
 
 #: Spark's filter classes, for the filters Spark pushes (planning a scan never needs pyspark otherwise)
 datasource = lazy("pyspark.sql.datasource", globals())
 
-#: the default bound on timestamp disorder used to prune a window's end (ms)
-DEFAULT_DISORDER_MS = 3_600_000
+#: the default bound on timestamp disorder used to prune a window's end: none (-1), pruning is exact
+DEFAULT_DISORDER_MS = -1
 
 #: columns whose bounds prune, by level: (offset columns giving a lower bound, upper bound, ...)
 _LOW_OFFSET = {"offset", "lastOffset"}
@@ -64,6 +76,41 @@ class Bounds:
         if self.ts_lo is not None and b.magic > 0 and b.max_timestamp < self.ts_lo:
             return False
         return True
+
+
+def bounds_from_options(options) -> Bounds:
+    """The window a scan's options ask for: ``topics`` and ``partitions`` (comma-separated),
+    ``fromOffset``/``toOffset`` (inclusive), ``fromTimestamp`` (inclusive) and ``toTimestamp``
+    (exclusive, epoch ms), ``timestampDisorderMs``.  Unlike pushed filters these apply at every
+    level, the scan level included; the reader keeps only the rows inside them."""
+    def num(key):
+        v = options.get(key)
+        return None if v in (None, "") else int(v)
+    b = Bounds(disorder_ms=num("timestampDisorderMs") if num("timestampDisorderMs") is not None else DEFAULT_DISORDER_MS)
+    if options.get("topics"):
+        b.topics = {t for t in str(options["topics"]).split(",") if t}
+    if options.get("partitions"):
+        b.partitions = {int(x) for x in str(options["partitions"]).split(",") if x}
+    b.offset_lo, b.offset_hi, b.ts_lo = num("fromOffset"), num("toOffset"), num("fromTimestamp")
+    to = num("toTimestamp")
+    b.ts_hi = None if to is None else to - 1
+    return b
+
+
+def merge(a: Bounds, b: Bounds) -> Bounds:
+    """What both ``a`` and ``b`` allow."""
+    def lo(x, y):
+        return y if x is None else x if y is None else max(x, y)
+
+    def hi(x, y):
+        return y if x is None else x if y is None else min(x, y)
+
+    def both(x, y):
+        return y if x is None else x if y is None else x & y
+    return Bounds(both(a.topics, b.topics), both(a.partitions, b.partitions), lo(a.offset_lo, b.offset_lo),
+                  hi(a.offset_hi, b.offset_hi), lo(a.ts_lo, b.ts_lo), hi(a.ts_hi, b.ts_hi), both(a.keys, b.keys),
+                  a.disorder_ms if b.disorder_ms < 0 else b.disorder_ms if a.disorder_ms < 0
+                  else min(a.disorder_ms, b.disorder_ms))
 
 
 def _intersect(current: set | None, values) -> set:
@@ -177,3 +224,154 @@ def segment_range(bounds: Bounds, base: int, next_base: int | None, load, prior_
         if k is not None:
             r.end = offsets[k][1]
     return r, seg_max
+
+
+# ---------------------------------------------------------------------------------- fleets ----
+class Source(NamedTuple):
+    """Where a row comes from: the log dir, its broker (node) id and cluster id from its
+    ``meta.properties`` (None where it has none), the topic and partition of the partition dir."""
+    log_dir: str
+    broker_id: int | None
+    cluster_id: str | None
+    topic: str | None
+    partition: int | None
+
+
+#: what Kafka writes in a log dir besides partition dirs (LogManager, KafkaRaftServer, checkpoints)
+LOG_DIR_FILES = frozenset((C.META_PROPERTIES_FILE, ".lock", ".kafka_cleanshutdown", "bootstrap.checkpoint",
+                           *C.OFFSET_CHECKPOINT_FILES))
+#: what Kafka writes in a partition dir besides the segment family (``<offset>.log`` and kin)
+PARTITION_DIR_FILES = frozenset((C.LEADER_EPOCH_FILE, C.PARTITION_METADATA_FILE, "quorum-state"))
+#: KRaft snapshots (``<end offset>-<epoch>.checkpoint``, maybe ``.part`` or ``.deleted``)
+_KRAFT_SNAPSHOT = re.compile(r"^\d{20}-\d{10}\.checkpoint(\.part|\.deleted)?$")
+#: the segment family, maybe with a leftover suffix (``.swap``, ``.cleaned``, ``.deleted``)
+_SEGMENT_FAMILY = re.compile(r"^\d{20}\.(log|index|timeindex|txnindex|snapshot)(\.swap|\.cleaned|\.deleted)?$")
+
+
+def _known(name: str, names: frozenset) -> bool:
+    return name in names or (name.endswith(".tmp") and name[:-4] in names)
+
+
+@dataclass
+class Piece:
+    """One thing a scan partition reads: ``segment`` bytes ``[start, end)`` of a ``.log`` (``last``:
+    to the file's end) keeping offsets ``first_offset``..``last_offset``; ``partition``, a partition
+    dir's own row (so that an empty one is seen); ``stray``, a file Kafka does not write there."""
+    kind: str
+    uri: str
+    src: Source
+    size: int = 0
+    start: int = 0
+    end: int = 0
+    last: bool = True
+    first_offset: int | None = None
+    last_offset: int | None = None
+    base: int | None = None          # the segment's base offset
+    next_base: int | None = None     # the partition's next segment's base offset (None: the last one)
+    note: str | None = None          # why a ``bad-meta`` piece's meta.properties was not understood
+
+    @property
+    def bytes(self) -> int:
+        return self.end - self.start if self.kind == "segment" else 0
+
+
+@dataclass
+class Layout:
+    """A fleet's listing sorted out: partition dirs (dir -> Source), each one's segments
+    [(base, uri, size)], stray files [(uri, size, Source)], and log dirs whose
+    ``meta.properties`` could not be read (dir -> why)."""
+    partitions: dict = field(default_factory=dict)
+    segments: dict = field(default_factory=dict)
+    strays: list = field(default_factory=list)
+    bad_meta: dict = field(default_factory=dict)
+
+
+def identity(text: str | None) -> tuple[int | None, str | None]:
+    """(broker id, cluster id) of a ``meta.properties`` text: ``node.id`` (KRaft, version 1) or
+    ``broker.id`` (ZooKeeper, version 0), and ``cluster.id``; a value that is not there is None.
+    Raises ValueError for a node id that is not an integer."""
+    if text is None:
+        return None, None
+    props = C.parse_properties(text)
+    node = props.get("node.id", props.get("broker.id"))
+    return (None if node is None else int(node)), props.get("cluster.id") or None
+
+
+def layout(entries, read_text) -> Layout:
+    """Sort ``entries`` -- (uri, size, is_dir) of one listing of the inputs -- into a
+    :class:`Layout`; ``read_text(uri)`` reads a log dir's ``meta.properties`` (None: none)."""
+    files = [(u, s) for u, s, d in entries if not d]
+    dirs = {u.rstrip("/") for u, _s, d in entries if d}
+    dirs |= {posixpath.dirname(u) for u, _s in files}
+    # a partition dir holds files only: a dir with subdirs is no partition dir, whatever its name
+    # (a log dir called kafka-logs-1)
+    parents = {posixpath.dirname(d) for d in dirs}
+    part_dirs = {d for d in dirs if d not in parents and parse_partition_dir_name(posixpath.basename(d))}
+    log_dirs = {posixpath.dirname(d) for d in part_dirs}
+    log_dirs |= {posixpath.dirname(u) for u, _s in files if posixpath.basename(u) == C.META_PROPERTIES_FILE}
+    out = Layout()
+    ids = {}
+    for ld in sorted(log_dirs):
+        meta = posixpath.join(ld, C.META_PROPERTIES_FILE)
+        try:
+            ids[ld] = identity(read_text(meta) if any(u == meta for u, _s in files) else None)
+        except (ValueError, UnicodeDecodeError) as e:
+            ids[ld] = (None, None)
+            out.bad_meta[ld] = f"{meta}: {e}"
+    for d in sorted(part_dirs):
+        ld = posixpath.dirname(d)
+        topic, partition = parse_partition_dir_name(posixpath.basename(d))
+        out.partitions[d] = Source(ld, *ids.get(ld, (None, None)), topic, partition)
+        out.segments[d] = []
+    for uri, size in sorted(files):
+        d, name = posixpath.split(uri)
+        if d in part_dirs:
+            if name.endswith(LOG) and offset_from_name(name) is not None:
+                out.segments[d].append((offset_from_name(name), uri, size))
+            elif not (_SEGMENT_FAMILY.match(name) or _KRAFT_SNAPSHOT.match(name)
+                      or _known(name, PARTITION_DIR_FILES)):
+                out.strays.append((uri, size, out.partitions[d]))
+        elif d in log_dirs:
+            if not _known(name, LOG_DIR_FILES):
+                out.strays.append((uri, size, Source(d, *ids[d], None, None)))
+        elif name.endswith(LOG) and offset_from_name(name) is not None:  # a segment outside any partition dir
+            out.partitions.setdefault(d, Source(posixpath.dirname(d), None, None, None, None))
+            out.segments.setdefault(d, []).append((offset_from_name(name), uri, size))
+    for segs in out.segments.values():
+        segs.sort()
+    return out
+
+
+#: Spark's default split size for its own file sources (spark.sql.files.maxPartitionBytes)
+MAX_PARTITION_BYTES = 128 << 20
+#: what opening a segment costs, in bytes read: measured (benchmarks/spark_group.py --profile) at
+#: about 0.1 ms a small segment in the reader, the time of some 15 KiB of batches -- far below
+#: Spark's 4 MiB for a Parquet file (footer, schema, row groups); 64 KiB leaves room for a remote
+#: file system's request
+OPEN_COST_BYTES = 64 << 10
+
+
+def split_size(pieces, max_partition_bytes: int, open_cost: int, min_partitions: int) -> int:
+    """How many bytes (a piece costing its bytes plus ``open_cost``) a scan partition takes, as
+    Spark's ``FilePartition.maxSplitBytes``: ``maxPartitionBytes``, less when the scan is small
+    enough that its cores would otherwise idle, but not under ``open_cost``."""
+    total = sum(p.bytes + open_cost for p in pieces if p.kind == "segment")
+    per_core = total // max(1, min_partitions)
+    return min(max_partition_bytes, max(open_cost, per_core))
+
+
+def pack(pieces, max_bytes: int, open_cost: int) -> list[list[Piece]]:
+    """Consecutive pieces (in listing order: a partition's segments stay together) grouped into scan
+    partitions of at most ``max_bytes`` of cost each (a single larger piece gets one of its own); a
+    partition dir's row goes with the first piece after it."""
+    out, cur, cost = [], [], 0
+    for p in pieces:
+        c = p.bytes + open_cost if p.kind != "partition" else 0
+        if cur and cost + c > max_bytes and any(q.kind != "partition" for q in cur):
+            out.append(cur)
+            cur, cost = [], 0
+        cur.append(p)
+        cost += c
+    if cur:
+        out.append(cur)
+    return out

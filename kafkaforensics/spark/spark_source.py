@@ -3,34 +3,52 @@
     spark.dataSource.register(KafkaSegments)      # or spark_jobs.common.register(spark)
     spark.read.format("kafka_segments").option("level", "records").load("/backups/kafka-logs")
 
-``path`` is a segment file, a partition dir or a log dir, on any file system pyarrow reaches
-(local paths and file://, hdfs://, s3:// and s3a://); several paths may be given comma-separated.
-Topic and partition come from the directory names.
+``path`` is a segment file, a partition dir, a log dir or a tree of log dirs (a fleet), on any file
+system pyarrow reaches (local paths and file://, hdfs://, s3:// and s3a://); several paths may be
+given comma-separated.  A path with nothing at it (no such file, bucket or prefix) is an error.
+
+Every row says where it came from: ``logDir`` (the partition dir's parent), ``brokerId`` and
+``clusterId`` (the log dir's ``meta.properties``: ``node.id`` or ``broker.id``, ``cluster.id``; null
+where there is none), ``topic`` and ``partition`` (the partition dir's name) and ``file``.
 
 Levels (``level``; schemas from :mod:`kafkaforensics.records.schema`): ``batches`` (one row a batch, the
 columns of ``kfx dump --format json``), ``records`` (one row a record), ``anomalies`` (one row per
-damaged region or bad batch) and ``scan`` (all three in one read, ``rowKind`` saying which; records
-only with ``scanRecords``).
+damaged region, bad batch, stray file) and ``scan`` (all of them in one read, ``rowKind`` saying
+which, plus one ``partition`` row per partition dir, empty ones included; records only with
+``scanRecords``).  Timestamps are epoch-ms longs with a Spark TIMESTAMP beside them
+(``timestampUtc``, ``firstTimestampUtc``, ``maxTimestampUtc``).
 
 Integrity: every records row carries ``crcValid``.  The records of a batch whose CRC fails are left
-out (the anomalies level reports the batch); ``includeCorrupt=true`` exports them with ``crcValid``
-false.  A batch whose records cannot be decoded is left out and reported.  The walk of a segment
-goes on after a bad batch whose framing is sound; where the framing breaks (a length out of
-bounds, zeroes, garbage, a torn tail) it stops: the rest of that segment is one anomaly (kind and
-byte position) and is not read -- ``kfx salvage`` finds the batches past it.
+out (the anomalies level reports the batch and its records as not read); ``includeCorrupt=true``
+exports them with ``crcValid`` false -- all but a compressed one whose payload does not decompress,
+which its anomaly row says.  The walk of a segment goes on after a bad batch whose framing is sound;
+where the framing breaks (a length out of bounds, zeroes, garbage, a torn tail) it stops: the rest
+of that segment is one anomaly (kind, byte position, the first offset not read, the bytes -- and
+the records, when the next segment's base offset tells -- not read); ``kfx salvage`` finds the
+batches past it.  A file Kafka does not write in a log dir or partition dir is a ``stray-file``
+anomaly.
 
-Planning: each segment is a scan partition, a large one split at batch boundaries taken from its
-offset index (``splitBytes``, default 128 MiB; smaller so that a scan has at least
-``minPartitions`` pieces, default the machine's cores -- ``spark_jobs.common.read`` passes the
-session's parallelism -- but not under 8 MiB).  Filters on ``topic``, ``partition``, ``offset``,
-``timestamp`` and ``key`` (``baseOffset``/``lastOffset``/``maxTimestamp`` at the batches level) are
-pushed into the reader (Spark 4.1+, ``spark.sql.python.filterPushdown.enabled``, which
-``spark_jobs.common.register`` sets; ``pushdown=false`` reads without it) and prune segments and
-byte ranges through the ``.index``/``.timeindex`` files as :mod:`kafkaforensics.spark.scan_plan` says
-(``timestampDisorderMs``: the bound on timestamp disorder used for a window's end).
+Planning (as Spark's own file sources): one listing of the inputs; pieces -- whole segments, or a
+large one's byte ranges cut at batch boundaries from its offset index -- packed into scan partitions
+of at most ``maxPartitionBytes`` (default 128 MiB; ``splitBytes`` is the old name) counting
+``openCostInBytes`` (default 64 KiB, measured) a piece, less when the scan would otherwise leave some of
+``minPartitions`` cores idle (``spark_jobs.common.read`` passes the session's parallelism).  One
+task reads many small segments; a task's Arrow batches span its segments.
+
+Windows: ``topics``, ``partitions`` (comma-separated), ``fromOffset``/``toOffset`` (inclusive),
+``fromTimestamp`` (inclusive)/``toTimestamp`` (exclusive, epoch ms) restrict every level, the scan
+level included (its anomalies are then those in the bytes read).  Filters on ``topic``,
+``partition``, ``offset``, ``timestamp`` and ``key`` (``baseOffset``/``lastOffset``/``maxTimestamp`` at
+the batches level) are pushed into the reader too (Spark 4.1+,
+``spark.sql.python.filterPushdown.enabled``, which ``spark_jobs.common.register`` sets;
+``pushdown=false`` reads without it).  Both prune segments and byte ranges through the
+``.index``/``.timeindex`` files exactly, as :mod:`kafkaforensics.spark.scan_plan` says
+(``timestampDisorderMs``, opt-in, also prunes a window's end under a stated bound on timestamp
+disorder, which can lose later records).
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import posixpath
 
@@ -42,34 +60,37 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from kafkaforensics.log import offset_index, record_arrow, time_index
 from kafkaforensics.log.record_columns import decode_columns
-from kafkaforensics.records.batch import resolve_legacy_wrapper
 from kafkaforensics.defaults import DEFAULT_SPLIT_BYTES
 from kafkaforensics.errors import KafkaFormatError
-from kafkaforensics.log.partition import parse_partition_dir_name
-from kafkaforensics.spark.scan_plan import DEFAULT_DISORDER_MS, Bounds, Range, SegmentIndexes, bounds_from_filters, segment_range
-from kafkaforensics.records.schema import ANOMALY_COLUMNS, BATCH_COLUMNS, RECORD_COLUMNS, SCAN_COLUMNS, spark_ddl
-from kafkaforensics.log.segment import BatchScanner, offset_from_name
+from kafkaforensics.records.batch import resolve_legacy_wrapper
+from kafkaforensics.records.schema import ANOMALY_COLUMNS, RECORD_COLUMNS, SCAN_COLUMNS, SPARK_BATCH_COLUMNS, spark_ddl
+from kafkaforensics.log.segment import BatchScanner
+from kafkaforensics.spark.scan_plan import (OPEN_COST_BYTES, Bounds, Piece, Source, SegmentIndexes, bounds_from_filters,
+                                            bounds_from_options, layout, merge, pack, segment_range, split_size)
 from kafkaforensics.spark.storage import Storage
 
-LEVELS = {"batches": BATCH_COLUMNS, "records": RECORD_COLUMNS, "anomalies": ANOMALY_COLUMNS, "scan": SCAN_COLUMNS}
+LEVELS = {"batches": SPARK_BATCH_COLUMNS, "records": RECORD_COLUMNS, "anomalies": ANOMALY_COLUMNS,
+          "scan": SCAN_COLUMNS}
 
 
-class SegmentSplit(InputPartition):
-    """One scan partition: bytes ``[start, end)`` of a segment (``last``: to the file's end), and
-    the offsets the scan keeps from it (None: no bound)."""
+class FleetSplit(InputPartition):
+    """One scan partition: the :class:`~kafkaforensics.spark.scan_plan.Piece` s one task reads."""
 
-    def __init__(self, uri: str, start: int, end: int, last: bool,
-                 first_offset: int | None = None, last_offset: int | None = None):
-        super().__init__((uri, start, end))
-        self.uri, self.start, self.end, self.last = uri, start, end, last
-        self.first_offset, self.last_offset = first_offset, last_offset
+    def __init__(self, index: int, pieces: list):
+        super().__init__(index)
+        self.pieces = pieces
+
+    @property
+    def bytes(self) -> int:
+        return sum(p.bytes for p in self.pieces)
 
 
 ARROW_BATCH_ROWS = 8192
-#: bytes of batches decoded together into one Arrow batch at the records level
+#: bytes of batches decoded together into one Arrow batch at the records level (across segments)
 RECORDS_RUN_BYTES = 4 << 20
-#: a segment is not split into pieces smaller than this to spread a small scan over the cores
-MIN_SPLIT_BYTES = 8 << 20
+#: a local segment up to this size is read into memory rather than mapped (cheaper for small ones,
+#: and its batches can then wait in a run that spans segments)
+SMALL_FILE_BYTES = 4 << 20
 _TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime", "NoTimestampType")
 
 
@@ -89,10 +110,9 @@ def _segment_indexes(storage: Storage, uri: str, base: int) -> SegmentIndexes:
     return ix
 
 
-def _source(uri: str) -> tuple:
-    """(topic, partition, file) of a segment, topic and partition from its directory's name."""
-    tp = parse_partition_dir_name(posixpath.dirname(uri.split("://", 1)[-1]))
-    return (tp[0], tp[1], uri) if tp else (None, None, uri)
+def _utc(ms):
+    """An epoch-ms timestamp as the microseconds of a Spark TIMESTAMP (None for -1: none)."""
+    return None if ms is None or ms < 0 else ms * 1000
 
 
 class KafkaSegmentsReader(DataSourceReader):
@@ -104,67 +124,107 @@ class KafkaSegmentsReader(DataSourceReader):
         self._schema = None
         raw = options.get("path") or options.get("paths") or ""
         self.paths = [p for p in raw.split(",") if p]
-        self.split_bytes = int(options.get("splitBytes", DEFAULT_SPLIT_BYTES))
+        self.max_bytes = int(options.get("maxPartitionBytes", options.get("splitBytes", DEFAULT_SPLIT_BYTES)))
+        self.open_cost = int(options.get("openCostInBytes", OPEN_COST_BYTES))
         self.min_partitions = int(options.get("minPartitions", os.cpu_count() or 1))
         self.include_corrupt = _true(options.get("includeCorrupt", "false"))
         self.scan_records = _true(options.get("scanRecords", "false"))
-        self.disorder_ms = int(options.get("timestampDisorderMs", DEFAULT_DISORDER_MS))
-        self.bounds = Bounds(disorder_ms=self.disorder_ms)
+        self.window = bounds_from_options(options)
+        self.bounds = self.window
         self.storage = Storage(options)
 
     def pushFilters(self, filters):
-        """Prune with what the filters allow (see :mod:`~kafkaforensics.spark.scan_plan`); every filter
-        is still returned for Spark to apply to the rows (pruning is by batch, not by row)."""
+        """Prune with what the filters allow (see :mod:`~kafkaforensics.spark.scan_plan`).  The
+        filters this reader applies exactly -- topic and partition (whole pieces), and at the records
+        level offset and timestamp bounds and key equality (row by row) -- are kept (Spark's
+        ``explain()`` lists them as PushedFilters); the others are returned for Spark to apply to
+        the rows, pruning having only decided what is read."""
         filters = list(filters)
-        self.bounds = bounds_from_filters(filters, self.disorder_ms)
+        pushed = bounds_from_filters(filters, self.window.disorder_ms)
         if self.level in ("anomalies", "scan"):  # damage is reported whole: only topic and partition prune it
-            self.bounds = Bounds(topics=self.bounds.topics, partitions=self.bounds.partitions)
-        return filters
+            pushed = Bounds(topics=pushed.topics, partitions=pushed.partitions)
+        self.bounds = merge(self.window, pushed)
+        return [f for f in filters if not self._exact(f)]
 
-    def plan(self) -> list[tuple[str, Range, int]]:
-        """Every segment's range to read: (uri, range, file size), segments the bounds exclude
-        left out."""
-        by_dir: dict = {}
+    def _exact(self, f) -> bool:
+        """Whether this reader applies filter ``f`` exactly (so Spark need not)."""
+        from pyspark.sql.datasource import EqualTo, GreaterThan, GreaterThanOrEqual, In, LessThan, LessThanOrEqual
+        if len(getattr(f, "attribute", ())) != 1:
+            return False
+        col, v = f.attribute[0], getattr(f, "value", None)
+        values = tuple(v) if isinstance(f, In) else (v,)
+        if isinstance(f, (EqualTo, In)) and col in ("topic", "partition"):
+            kind = str if col == "topic" else int
+            return all(isinstance(x, kind) and not isinstance(x, bool) for x in values)
+        if self.level != "records":
+            return False
+        if col in ("offset", "timestamp") and isinstance(f, (GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual)):
+            return isinstance(v, int) and not isinstance(v, bool)
+        if col == "offset" and isinstance(f, EqualTo):
+            return isinstance(v, int) and not isinstance(v, bool)
+        if col == "key" and isinstance(f, (EqualTo, In)):
+            return all(isinstance(x, (bytes, bytearray)) for x in values)
+        return False
+
+    # ------------------------------------------------------------------------- planning ----
+    def _read_text(self, uri):
+        data = self.storage.read_file(uri)
+        return None if data is None else data.decode("utf-8")
+
+    def pieces(self) -> list[Piece]:
+        """What the scan reads, in listing order: per partition dir its own row and its segments'
+        ranges (segments the bounds exclude left out), then stray files.  One listing per input."""
+        entries = []
         for p in self.paths:
-            for uri, size in self.storage.list_segments(p):
-                by_dir.setdefault(posixpath.dirname(uri), []).append((offset_from_name(uri) or 0, uri, size))
-        out = []
+            entries += self.storage.list_entries(p)
+        lay = layout(entries, self._read_text)
         b = self.bounds
-        for d in sorted(by_dir):
-            segs = sorted(by_dir[d])
-            topic, part, _ = _source(segs[0][1])
-            if not b.wants(topic, part):
+        out = [Piece("bad-meta", posixpath.join(ld, "meta.properties"), Source(ld, None, None, None, None), note=why)
+               for ld, why in lay.bad_meta.items() if b.topics is None and b.partitions is None]
+        for d in sorted(lay.partitions):
+            src = lay.partitions[d]
+            if not b.wants(src.topic, src.partition):
                 continue
-            prior = None
+            out.append(Piece("partition", d, src))
+            segs, prior = lay.segments[d], None
             for i, (base, uri, size) in enumerate(segs):
                 nxt = segs[i + 1][0] if i + 1 < len(segs) else None
                 r, seg_max = segment_range(b, base, nxt, lambda: _segment_indexes(self.storage, uri, base), prior)
                 if seg_max is not None:
                     prior = seg_max if prior is None else max(prior, seg_max)
                 if r is not None:
-                    out.append((uri, r, size))
+                    end = size if r.end is None else min(r.end, size)
+                    out.append(Piece("segment", uri, src, size, min(r.start, end), end, r.end is None,
+                                     r.first_offset, r.last_offset, base, nxt))
+        for uri, size, src in lay.strays:
+            if (src.topic is None and b.topics is None and b.partitions is None) or \
+                    (src.topic is not None and b.wants(src.topic, src.partition)):
+                out.append(Piece("stray", uri, src, size))
         return out
 
     def partitions(self):
-        plan = self.plan()
-        total = sum((r.end if r.end is not None else size) - r.start for _u, r, size in plan)
-        split = min(self.split_bytes, max(MIN_SPLIT_BYTES, -(-total // max(1, self.min_partitions))))
-        out = []
-        for uri, r, size in plan:
-            end = size if r.end is None else min(r.end, size)
-            points = [p for p in self.storage.split_points(uri, size, split) if r.start < p < end]
-            bounds = [r.start] + points + [end]
-            for i in range(len(bounds) - 1):
-                out.append(SegmentSplit(uri, bounds[i], bounds[i + 1], i == len(bounds) - 2 and r.end is None,
-                                        r.first_offset, r.last_offset))
-            if size == 0 or r.start >= end:
-                out.append(SegmentSplit(uri, r.start, r.start, True, r.first_offset, r.last_offset))
-        return out or [SegmentSplit("", 0, 0, True)]
+        pieces = self.pieces()
+        split = split_size(pieces, self.max_bytes, self.open_cost, self.min_partitions)
+        cut = []
+        for p in pieces:
+            if p.kind != "segment" or p.bytes <= split:
+                cut.append(p)
+                continue
+            points = [x for x in self.storage.split_points(p.uri, p.size, split) if p.start < x < p.end]
+            edges = [p.start] + points + [p.end]
+            for i in range(len(edges) - 1):
+                cut.append(dataclasses.replace(p, start=edges[i], end=edges[i + 1],
+                                               last=p.last and i == len(edges) - 2))
+        groups = pack(cut, split, self.open_cost)
+        return [FleetSplit(i, g) for i, g in enumerate(groups)] or [FleetSplit(0, [])]
 
-    def _batches(self, sc: BatchScanner, split: SegmentSplit):
-        """The scanner's batches the bounds can want, stopping where nothing later can be."""
+    # -------------------------------------------------------------------------- reading ----
+    def _batches(self, sc: BatchScanner, piece: Piece):
+        """(batch, wanted) for the scanner's batches: at the anomalies and scan levels every batch
+        (its damage is reported whether wanted or not), else only wanted ones; stops where no
+        later batch can be wanted."""
         b = self.bounds
-        first, last, stop = split.first_offset, split.last_offset, b.ts_stop
+        first, last, stop = piece.first_offset, piece.last_offset, b.ts_stop
         everything = self.level in ("anomalies", "scan")
         running = None
         for batch in sc:
@@ -173,138 +233,228 @@ class KafkaSegmentsReader(DataSourceReader):
                     resolve_legacy_wrapper(batch)
                 except KafkaFormatError:
                     if everything:
-                        yield batch
+                        yield batch, False
                     continue
-            if everything:
-                yield batch
-                continue
             if last is not None and batch.base_offset > last:
                 return
-            if (first is None or batch.last_offset >= first) and b.batch_wanted(batch):
-                yield batch
+            wanted = (first is None or batch.last_offset >= first) and b.batch_wanted(batch)
+            if wanted or everything:
+                yield batch, wanted
             if stop is not None and batch.magic > 0:
                 running = batch.max_timestamp if running is None else max(running, batch.max_timestamp)
                 if running > stop:
                     return
 
-    def read(self, split: SegmentSplit):
-        if not split.uri:
-            return
-        src = _source(split.uri)
-        base = offset_from_name(posixpath.basename(split.uri))
+    def read(self, split: FleetSplit):
         level = self.level
         records = level == "records" or (level == "scan" and self.scan_records)
+        damage = level in ("anomalies", "scan")
         rows, run, run_bytes = [], [], 0
-        with self.storage.open_range(split.uri, split.start, None if split.last else split.end) as (
-                buf, shift, start, end):
-            sc = BatchScanner(buf, start=start, end=end, file=split.uri, base_offset=base)
-            for b in self._batches(sc, split):
-                if level != "records":
-                    rows.extend(self._rows(b, shift))
-                    if len(rows) >= ARROW_BATCH_ROWS:
-                        yield self._arrow(rows, src)
-                        rows = []
-                if records:  # decoded a run of batches at a time, straight to columns
-                    run.append(b)
-                    run_bytes += b.size
-                    if run_bytes >= RECORDS_RUN_BYTES:
-                        yield from self._records_arrow(run, src, shift)
-                        run, run_bytes = [], 0
-            if run:
-                yield from self._records_arrow(run, src, shift)
-            if sc.stop is not None and level in ("anomalies", "scan"):
-                p = sc.stop
-                rows.append({"rowKind": "anomaly", "offset": p.offset, "kind": p.kind, "detail": p.detail,
-                             "position": p.position + shift if p.position is not None else None})
+        for piece in split.pieces:
+            src = piece.src
+            if piece.kind == "partition":
+                if level == "scan":
+                    rows.append(self._row({"rowKind": "partition"}, src, piece.uri))
+                continue
+            if piece.kind != "segment":
+                if damage:
+                    rows.append(self._row(self._file_anomaly(piece), src, piece.uri))
+                continue
+            if piece.size == 0 and piece.last:
+                continue
+            with self.storage.open_range(piece.uri, piece.start, None if piece.last else piece.end,
+                                         small=SMALL_FILE_BYTES) as (buf, shift, start, end):
+                sc = BatchScanner(buf, start=start, end=end, file=piece.uri, base_offset=piece.base)
+                seen = None
+                for b, wanted in self._batches(sc, piece):
+                    seen = b
+                    if level != "records":
+                        rows.extend(self._row(r, src, piece.uri) for r in self._rows(b, shift, wanted))
+                    if records and wanted:  # decoded a run of batches at a time, straight to columns
+                        run.append((b, src, piece.uri, shift))
+                        run_bytes += b.size
+                        if run_bytes >= RECORDS_RUN_BYTES:
+                            yield from self._records_arrow(run, rows)
+                            run, run_bytes = [], 0
+                if run and not isinstance(buf, bytes):  # a mapped file's batches must not outlive it
+                    yield from self._records_arrow(run, rows)
+                    run, run_bytes = [], 0
+                if sc.stop is not None and damage:
+                    rows.append(self._row(self._stop_anomaly(sc.stop, piece, seen, shift, end), src, piece.uri))
+            if len(rows) >= ARROW_BATCH_ROWS:
+                yield self._arrow(rows)
+                rows = []
+        if run:
+            yield from self._records_arrow(run, rows)
         if rows:
-            yield self._arrow(rows, src)
+            yield self._arrow(rows)
+
+    @staticmethod
+    def _row(row: dict, src, uri: str) -> dict:
+        row["logDir"], row["brokerId"], row["clusterId"] = src.log_dir, src.broker_id, src.cluster_id
+        row["topic"], row["partition"], row["file"] = src.topic, src.partition, uri
+        return row
+
+    @staticmethod
+    def _file_anomaly(piece: Piece) -> dict:
+        if piece.kind == "bad-meta":
+            return {"rowKind": "anomaly", "kind": "bad-meta-properties",
+                    "detail": f"{piece.note}: broker and cluster ids of this log dir unknown"}
+        where = "partition" if piece.src.topic is not None else "log"
+        return {"rowKind": "anomaly", "kind": "stray-file", "bytesNotRead": piece.size,
+                "detail": f"not a file Kafka writes in a {where} dir: its {piece.size} bytes were not read"}
+
+    @staticmethod
+    def _stop_anomaly(p, piece: Piece, seen, shift: int, end: int) -> dict:
+        """The anomaly where a segment's framing breaks: the first offset not read is the one after
+        the last sound batch (the bytes at the break say nothing trustworthy), and what was not read."""
+        if seen is not None:
+            offset = seen.last_offset + 1
+        else:
+            offset = piece.base if piece.start == 0 else None
+        lost = max(0, end - p.position)
+        detail = f"{p.detail}; the walk stops here: {lost} bytes not read"
+        records = None
+        if offset is not None and piece.last and piece.next_base is not None and piece.next_base >= offset:
+            records = piece.next_base - offset
+            detail += f", offsets {offset}..{piece.next_base - 1} (the next segment starts at {piece.next_base})"
+        elif offset is not None:
+            detail += f", offsets from {offset} on"
+        return {"rowKind": "anomaly", "offset": offset, "kind": p.kind, "detail": detail,
+                "position": p.position + shift if p.position is not None else None,
+                "bytesNotRead": lost, "batchesNotRead": None if lost else 0, "recordsNotRead": records}
 
     def _arrow_schema(self):
         if self._schema is None:
             self._schema = to_arrow_schema(self.spark_schema, timezone="UTC")
         return self._schema
 
-    def _records_arrow(self, run, src, shift):
-        """The records of a run of batches as Arrow record batches, built from the columnar
-        decoder's spans with no Python object per record.  A batch whose CRC fails is left out
-        (``includeCorrupt``: kept, with ``crcValid`` false); a batch that does not decode is left
-        out, as the anomalies level reports it."""
-        crc = [b.crc_valid() for b in run]
+    def _records_arrow(self, run, rows):
+        """The records of a run of batches (b, source, file, shift) as Arrow record batches, built
+        from the columnar decoder's spans with no Python object per record.  A batch whose CRC
+        fails is left out (``includeCorrupt``: kept, with ``crcValid`` false); a batch that does not
+        decode is left out (at the scan level an anomaly row in ``rows`` says so)."""
+        crc = [b.crc_valid() for b, *_ in run]
         if not self.include_corrupt and not all(crc):
-            run = [b for b, ok in zip(run, crc) if ok]
+            run = [x for x, ok in zip(run, crc) if ok]
             crc = [True] * len(run)
         if not run:
             return
         try:
-            cols = decode_columns(run)
-        except KafkaFormatError:
+            cols = decode_columns([b for b, *_ in run])
+        except KafkaFormatError as e:
             if len(run) > 1:  # find the batch at fault: the others' records still go out
-                for b in run:
-                    yield from self._records_arrow([b], src, shift)
+                for x in run:
+                    yield from self._records_arrow([x], rows)
+            elif crc[0] and self.level == "scan":  # a bad CRC's anomaly row already says it
+                b, src, uri, shift = run[0]
+                rows.append(self._row({"rowKind": "anomaly", "position": b.position + shift, "offset": b.base_offset,
+                                       "kind": "undecodable-records",
+                                       "detail": f"its {b.count} records could not be decoded: {e.problem.detail}",
+                                       "bytesNotRead": b.size, "batchesNotRead": 1, "recordsNotRead": b.count},
+                                      src, uri))
             return
         if len(cols):
-            yield self._columns_arrow(cols, crc, src, shift)
+            yield self._columns_arrow(cols, crc, run)
 
-    def _columns_arrow(self, cols, crc, src, shift):
+    def _columns_arrow(self, cols, crc, run):
         schema = self._arrow_schema()
         n, which, bl = len(cols), cols.batch, cols.batches
         types = {f.name: f.type for f in schema}
+
+        def per_batch(name, values):
+            return record_arrow.per_batch(values, which, types[name])
         key = record_arrow.spans(cols.buf, cols.key_start, cols.key_length)
+        ts = np.asarray(cols.timestamp, np.int64)
         ts_type = np.array([_TIMESTAMP_TYPES.index(b.timestamp_type) for b in bl], np.int64)
         column = {
-            "topic": record_arrow.constant(src[0], n, types["topic"]),
-            "partition": record_arrow.constant(src[1], n, types["partition"]),
-            "file": record_arrow.constant(src[2], n, types["file"]),
+            "logDir": per_batch("logDir", [x[1].log_dir for x in run]),
+            "brokerId": per_batch("brokerId", [x[1].broker_id for x in run]),
+            "clusterId": per_batch("clusterId", [x[1].cluster_id for x in run]),
+            "topic": per_batch("topic", [x[1].topic for x in run]),
+            "partition": per_batch("partition", [x[1].partition for x in run]),
+            "file": per_batch("file", [x[2] for x in run]),
             "rowKind": record_arrow.constant("record", n, pa.string()),
             "offset": pa.array(cols.offset, types["offset"]),
-            "timestamp": pa.array(cols.timestamp, types["timestamp"]),
+            "timestamp": pa.array(ts, types["timestamp"]),
+            "timestampUtc": pa.array(ts * 1000, pa.int64(), mask=ts < 0).cast(types["timestampUtc"]),
             "timestampType": pa.array(_TIMESTAMP_TYPES, types["timestampType"]).take(pa.array(ts_type[which])),
             "key": key,
             "value": record_arrow.spans(cols.buf, cols.value_start, cols.value_length),
             "headers": record_arrow.headers(cols, types["headers"]),
-            "batchBaseOffset": record_arrow.per_batch([b.base_offset for b in bl], which, types["batchBaseOffset"]),
-            "batchPosition": record_arrow.per_batch([b.position + shift for b in bl], which, types["batchPosition"]),
-            "producerId": record_arrow.per_batch([b.producer_id for b in bl], which, types["producerId"]),
-            "isTransactional": record_arrow.per_batch([b.is_transactional for b in bl], which,
-                                                      types["isTransactional"]),
-            "isControl": record_arrow.per_batch([b.is_control for b in bl], which, types["isControl"]),
-            "crcValid": record_arrow.per_batch(crc, which, types["crcValid"]),
+            "batchBaseOffset": per_batch("batchBaseOffset", [b.base_offset for b in bl]),
+            "batchPosition": per_batch("batchPosition", [b.position + x[3] for b, x in zip(bl, run)]),
+            "producerId": per_batch("producerId", [b.producer_id for b in bl]),
+            "isTransactional": per_batch("isTransactional", [b.is_transactional for b in bl]),
+            "isControl": per_batch("isControl", [b.is_control for b in bl]),
+            "crcValid": per_batch("crcValid", crc),
         }
         batch = pa.RecordBatch.from_arrays([column[f.name] if f.name in column else pa.nulls(n, f.type)
                                             for f in schema], schema=schema)
-        if self.bounds.keys is None:
-            return batch
-        wanted = pa.array(sorted(self.bounds.keys), pa.binary())
-        return batch.filter(pc.fill_null(pc.is_in(key, value_set=wanted), False))
+        b = self.bounds
+        keep = None
 
-    def _arrow(self, rows, src):
-        """Batch and anomaly rows (dicts by column name) as one Arrow record batch; a column a
-        row does not have is null."""
-        schema = self._arrow_schema()
-        topic, partition, file = src
-        for r in rows:
-            r["topic"], r["partition"], r["file"] = topic, partition, file
-        return pa.RecordBatch.from_pylist(rows, schema=schema)
+        def both(a, c):
+            return c if a is None else pc.and_(a, c)
+        if b.offset_lo is not None:
+            keep = both(keep, pc.greater_equal(column["offset"], b.offset_lo))
+        if b.offset_hi is not None:
+            keep = both(keep, pc.less_equal(column["offset"], b.offset_hi))
+        if b.ts_lo is not None:
+            keep = both(keep, pc.greater_equal(column["timestamp"], b.ts_lo))
+        if b.ts_hi is not None:
+            keep = both(keep, pc.less_equal(column["timestamp"], b.ts_hi))
+        if b.keys is not None:
+            wanted = pa.array(sorted(b.keys), pa.binary())
+            keep = both(keep, pc.fill_null(pc.is_in(key, value_set=wanted), False))
+        return batch if keep is None else batch.filter(keep)
 
-    def _rows(self, b, shift):
-        """The batches-level row of ``b`` and the anomalies its header or records show, as the
-        level wants them."""
-        problem, wrapped = None, True
+    def _arrow(self, rows):
+        """Batch, anomaly and partition rows (dicts by column name) as one Arrow record batch; a
+        column a row does not have is null."""
+        return pa.RecordBatch.from_pylist(rows, schema=self._arrow_schema())
+
+    def _not_exported(self, b) -> tuple[str, int | None]:
+        """Why the records of bad-CRC batch ``b`` are not exported ('' when they are), and how many."""
+        if not self.include_corrupt:
+            return (f"; its {b.count} records are left out (includeCorrupt=true exports them with crcValid false)",
+                    b.count)
+        try:
+            decode_columns([b])
+        except KafkaFormatError as e:
+            return (f"; none of its {b.count} records came back even with includeCorrupt: "
+                    f"{e.problem.detail}", b.count)
+        return "; its records are exported with crcValid false", 0
+
+    def _rows(self, b, shift, wanted=True):
+        """The batches-level row of ``b`` (when ``wanted``) and the anomalies its header or records
+        show, as the level wants them."""
+        problem, wrapped, lost = None, True, (0, 0, 0)
         if not b.crc_valid():
-            problem = ("crc-mismatch", f"stored CRC {b.crc} does not match the batch")
+            why, n = self._not_exported(b)
+            problem = ("crc-mismatch", f"stored CRC {b.crc} does not match the batch{why}")
+            lost = (b.size, 1, n) if n else (0, 0, 0)
         elif b.magic < 2 and b.count is None:
             try:
                 resolve_legacy_wrapper(b)
             except KafkaFormatError as e:
-                problem, wrapped = (e.kind, e.problem.detail), False
-        if self.level != "anomalies" and wrapped:
+                problem, wrapped = (e.kind, f"{e.problem.detail}; its records were not read"), False
+                lost = (b.size, 1, None)
+        if self.level != "anomalies" and wrapped and wanted and self._batch_in_window(b):
             row = b.to_json()  # the batches level (records go through _records_arrow)
             row["position"] = b.position + shift
             row["rowKind"] = "batch"
+            row["firstTimestampUtc"], row["maxTimestampUtc"] = _utc(row["firstTimestamp"]), _utc(row["maxTimestamp"])
             yield row
         if problem and self.level != "batches":
             yield {"rowKind": "anomaly", "position": b.position + shift, "offset": b.base_offset,
-                   "kind": problem[0], "detail": problem[1]}
+                   "kind": problem[0], "detail": problem[1], "bytesNotRead": lost[0], "batchesNotRead": lost[1],
+                   "recordsNotRead": lost[2]}
+
+    def _batch_in_window(self, b) -> bool:
+        w = self.bounds
+        return ((w.offset_lo is None or b.last_offset >= w.offset_lo)
+                and (w.offset_hi is None or b.base_offset <= w.offset_hi))
 
 
 class KafkaSegments(DataSource):

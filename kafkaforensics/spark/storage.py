@@ -25,6 +25,10 @@ pafs = lazy("pyarrow.fs", globals())
 S3_OPTIONS = ("s3.endpoint", "s3.accessKey", "s3.secretKey", "s3.region")
 
 
+class MissingInput(FileNotFoundError):
+    """An input with nothing at it: no such path, bucket or prefix (one line, for exit 2)."""
+
+
 def _is_local(uri: str) -> bool:
     return "://" not in uri or uri.startswith("file://")
 
@@ -70,25 +74,40 @@ class Storage:
             return self._fs["s3"], rest
         return pafs.FileSystem.from_uri(uri)
 
-    def list_segments(self, uri: str) -> list[tuple[str, int]]:
-        """Every ``<offset>.log`` under ``uri`` (a file, a partition dir, a log dir): [(uri, size)]."""
+    def list_entries(self, uri: str) -> list[tuple[str, int, bool]]:
+        """Everything under ``uri`` (a file, a partition dir, a log dir, a fleet of them), listed
+        once: [(uri, size, is_dir)], ``uri`` itself included.  Raises :class:`MissingInput` when
+        there is nothing at ``uri`` (no such path, bucket or prefix) or it cannot be listed."""
         fs, path = self.resolve(uri)
-        out = []
         if fs is None:
             if os.path.isfile(path):
-                return [(path, os.path.getsize(path))]
-            for root, _d, files in os.walk(path):
-                out += [(os.path.join(root, f), os.path.getsize(os.path.join(root, f)))
-                        for f in sorted(files) if f.endswith(".log") and offset_from_name(f) is not None]
+                return [(path, os.path.getsize(path), False)]
+            if not os.path.isdir(path):
+                raise MissingInput(f"{uri}: no such file or directory")
+            root = path.rstrip("/") or "/"
+            out = [(root, 0, True)]
+            for d, subdirs, files in os.walk(root):
+                out += [(os.path.join(d, s), 0, True) for s in subdirs]
+                for f in files:
+                    p = os.path.join(d, f)
+                    try:
+                        out.append((p, os.path.getsize(p), False))
+                    except OSError:  # gone between the listing and the stat
+                        pass
             return sorted(out)
         path = path.rstrip("/")
-        info = fs.get_file_info(path)
-        if info.type == pafs.FileType.File:
-            return [(uri, info.size)]
         scheme = uri.split("://", 1)[0]
-        for fi in fs.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True)):
-            if fi.type == pafs.FileType.File and fi.base_name.endswith(".log") and offset_from_name(fi.base_name) is not None:
-                out.append((f"{scheme}://{fi.path}", fi.size))
+        try:
+            info = fs.get_file_info(path)
+            if info.type == pafs.FileType.File:
+                return [(uri, info.size, False)]
+            if info.type == pafs.FileType.NotFound:
+                raise MissingInput(f"{uri}: no such bucket, prefix or object")
+            listed = fs.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
+        except OSError as e:
+            raise MissingInput(f"{uri}: cannot be listed: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+        out = [(f"{scheme}://{path}", 0, True)]
+        out += [(f"{scheme}://{fi.path}", fi.size or 0, fi.type == pafs.FileType.Directory) for fi in listed]
         return sorted(out)
 
     def read_file(self, uri: str) -> bytes | None:
@@ -104,11 +123,20 @@ class Storage:
             return None
 
     @contextmanager
-    def open_range(self, uri: str, start: int, end: int | None):
+    def open_range(self, uri: str, start: int, end: int | None, small: int = 0):
         """Bytes ``[start, end)`` of a segment (``end`` None: to its end) as (buffer, shift, first,
         stop): the batches lie at ``buffer[first:stop]`` and ``shift`` turns buffer positions into
-        file positions.  Local files are mapped; remote ones read in one ranged request."""
+        file positions.  Local files are mapped, or, when at most ``small`` bytes, read into memory
+        (the buffer then outlives the ``with``); remote ones read in one ranged request."""
         fs, path = self.resolve(uri)
+        if fs is None and small:
+            with open(path, "rb") as f:
+                f.seek(start)
+                want = None if end is None else end - start
+                if want is not None and want <= small or want is None and os.fstat(f.fileno()).st_size - start <= small:
+                    data = f.read() if want is None else f.read(want)
+                    yield data, start, 0, len(data)
+                    return
         if fs is None:
             with open_buffer(path) as buf:
                 yield buf, 0, start, len(buf) if end is None else min(end, len(buf))

@@ -1,0 +1,153 @@
+"""`kfx scan` and the jobs over a fleet built here (tests/spark_fleet.py): replicas of a partition
+on two brokers, two clusters, empty partitions, stray files, a late record, a compressed batch whose
+CRC fails and a broken frame.  Every output is read back by pyarrow; every row says where it is."""
+import os
+
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import functions as F
+
+from kafkaforensics.spark.spark_source import KafkaSegmentsReader
+from tests.spark_fleet import (CLUSTER_A, CLUSTER_B, HOUR, LAGGING, LATE_BATCH, ORDERS_BATCHES, PER_BATCH, T0,
+                               build_fleet)
+from tests.test_spark import spark  # noqa: F401  (the session fixture)
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("fleet"))
+    facts = build_fleet(root)
+    facts["root"] = root
+    return facts
+
+
+@pytest.fixture(scope="module")
+def scanned(spark, fleet, tmp_path_factory):  # noqa: F811
+    from tests.conftest import Kfx
+    out = tmp_path_factory.mktemp("scan") / "out"
+    r = Kfx()("scan", fleet["root"], "--out", out, "--master", "local[2]", "--level", "records",
+              "--search", "value-9", "--include-corrupt")
+    tables = {name: pq.read_table(str(out / name)) for name in
+              ("records", "inventory", "replicas", "anomalies", "search")}
+    return r, {k: t.to_pylist() for k, t in tables.items()}, tables
+
+
+def test_every_output_reads_back_and_says_where_each_row_is(scanned, fleet):
+    r, out, tables = scanned
+    assert r.exit_code == 1, r.output  # damage found
+    assert tables["records"].schema.field("key").type == tables["records"].schema.field("value").type
+    assert str(tables["records"].schema.field("value").type) == "binary"
+    assert str(tables["search"].schema.field("value").type) == "binary"
+    assert str(tables["records"].schema.field("timestampUtc").type).startswith("timestamp")
+    for name in ("records", "anomalies", "search"):
+        assert all(x["logDir"] for x in out[name]), name
+    a1 = [x for x in out["records"] if x["logDir"] == fleet["a1"]]
+    assert a1 and {(x["brokerId"], x["clusterId"]) for x in a1} == {(1, CLUSTER_A)}
+    b1 = [x for x in out["records"] if x["logDir"] == fleet["b1"]]
+    assert {(x["brokerId"], x["clusterId"]) for x in b1} == {(1, CLUSTER_B)}
+
+
+def test_inventory_has_one_row_per_log_dir_and_partition_and_counts_what_was_exported(scanned, fleet):
+    _r, out, _t = scanned
+    inv = {(x["logDir"], x["topic"], x["partition"]): x for x in out["inventory"]}
+    assert len(inv) == len(out["inventory"])
+    for ld in (fleet["a1"], fleet["a2"], fleet["b1"]):
+        assert (ld, "__cluster_metadata", 0) in inv and (ld, "orders", 0) in inv
+    for ld in (fleet["a1"], fleet["a2"]):  # the empty partition, on both brokers
+        empty = inv[(ld, "orders", 1)]
+        assert empty["batches"] == 0 and empty["records"] == 0 and empty["firstOffset"] is None
+    assert inv[(fleet["a1"], "orders", 0)]["records"] == ORDERS_BATCHES * PER_BATCH
+    assert inv[(fleet["a2"], "orders", 0)]["records"] == (ORDERS_BATCHES - LAGGING) * PER_BATCH
+    assert {inv[(ld, "__cluster_metadata", 0)]["clusterId"] for ld in (fleet["a1"], fleet["b1"])} == {CLUSTER_A, CLUSTER_B}
+    exported = {}
+    for x in out["records"]:
+        k = (x["logDir"], x["topic"], x["partition"])
+        exported[k] = exported.get(k, 0) + 1
+    assert {k: v["records"] for k, v in inv.items() if v["records"]} == exported
+    assert inv[(fleet["a1"], "payments", 0)]["records"] == 19 * 4  # the bad batch's records never came back
+
+
+def test_replicas_are_compared_not_summed(scanned, fleet):
+    _r, out, _t = scanned
+    rep = {(x["clusterId"], x["topic"], x["partition"]): x for x in out["replicas"]}
+    orders = rep[(CLUSTER_A, "orders", 0)]
+    last_common = (ORDERS_BATCHES - LAGGING) * PER_BATCH - 1
+    assert orders["replicas"] == 2 and orders["brokerIds"] == [1, 2]
+    assert orders["equalUpTo"] == last_common and orders["divergesAt"] == last_common + 1
+    assert orders["summary"] == f"2 replicas, equal up to offset {last_common}"
+    assert rep[(CLUSTER_B, "orders", 0)]["replicas"] == 1
+    assert rep[(CLUSTER_A, "__cluster_metadata", 0)]["summary"] == "2 replicas, identical"
+    assert rep[(CLUSTER_B, "__cluster_metadata", 0)]["replicas"] == 1
+    assert rep[(CLUSTER_A, "orders", 1)]["summary"].endswith("no batches")
+
+
+def test_anomaly_rows_say_what_was_not_read(scanned, fleet):
+    _r, out, _t = scanned
+    by_kind = {}
+    for a in out["anomalies"]:
+        by_kind.setdefault(a["kind"], []).append(a)
+    strays = sorted(os.path.basename(a["file"]) for a in by_kind["stray-file"])
+    assert strays == ["00000000000000000000.log.bak", "notes.txt"]
+    assert all(a["bytesNotRead"] == os.path.getsize(a["file"]) for a in by_kind["stray-file"])
+    broken = [a for k, v in by_kind.items() for a in v if a["file"] == fleet["broken"]]
+    assert len(broken) == 1
+    b = broken[0]
+    assert b["position"] == fleet["broken_position"] and b["offset"] == 30  # not 0 from the zeroed bytes
+    assert b["bytesNotRead"] == fleet["broken_bytes"] and b["recordsNotRead"] == fleet["broken_next_base"] - 30
+    crc = by_kind["crc-mismatch"]
+    assert len(crc) == 1 and crc[0]["recordsNotRead"] == 4 and crc[0]["batchesNotRead"] == 1
+    assert "none of its 4 records came back" in crc[0]["detail"]
+
+
+def test_search_hits_carry_crc_valid_and_binary_values(scanned):
+    _r, out, _t = scanned
+    hits = out["search"]
+    assert hits and all(h["crcValid"] is True for h in hits)
+    assert all(b"value-9" in h["value"] and h["value"].endswith(b"\xff\xfe") for h in hits if h["topic"] == "orders")
+    assert all("value-9" in h["valueText"] and "\ufffd" in h["valueText"] for h in hits if h["topic"] == "orders")
+
+
+def test_late_record_is_inside_its_window_by_default(spark, fleet):  # noqa: F811
+    from spark_jobs.common import read
+    lo, hi = T0 + 18 * HOUR, T0 + 19 * HOUR
+    df = read(spark, fleet["a1"], "records").where((F.col("timestamp") >= lo) & (F.col("timestamp") < hi))
+    late = set(range(LATE_BATCH * PER_BATCH, (LATE_BATCH + 1) * PER_BATCH))
+    got = {r["offset"] for r in df.where(F.col("topic") == "orders").collect()}
+    assert got == set(range(18 * PER_BATCH, 19 * PER_BATCH)) | late
+    opted = (read(spark, fleet["a1"], "records", options={"timestampDisorderMs": str(HOUR)})
+             .where((F.col("timestamp") >= lo) & (F.col("timestamp") < hi) & (F.col("topic") == "orders")))
+    assert not late & {r["offset"] for r in opted.collect()}  # the opt-in bound loses it, as documented
+
+
+def test_window_options_and_pushed_filters_in_explain(spark, fleet, tmp_path):  # noqa: F811
+    from spark_jobs.common import read, window_options
+    from spark_jobs.scan import scan
+    opts = window_options(["orders"], [0], T0 + 18 * HOUR, T0 + 19 * HOUR)
+    r = scan(spark, [fleet["a1"]], str(tmp_path / "w"), "records", options=opts)
+    rows = pq.read_table(str(tmp_path / "w" / "records")).to_pylist()
+    assert {x["offset"] for x in rows} == set(range(90, 95)) | set(range(125, 130)) and r.rows == 10
+    df = read(spark, fleet["root"], "records").where((F.col("topic") == "orders") & (F.col("offset") >= 100))
+    import contextlib
+    import io
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        df.explain(mode="formatted")
+    assert "PushedFilters: [EqualTo(topic,orders), GreaterThanOrEqual(offset,100)]" in buf.getvalue()
+    assert {x["offset"] >= 100 and x["topic"] == "orders" for x in df.collect()} == {True}
+
+
+def test_small_segments_are_packed_into_few_scan_partitions(fleet):
+    pieces = KafkaSegmentsReader({"path": fleet["root"], "minPartitions": "2"}, "scan").partitions()
+    segments = [p for s in pieces for p in s.pieces if p.kind == "segment"]
+    assert len(segments) > 10 and len(pieces) <= 3
+    one_each = KafkaSegmentsReader({"path": fleet["root"], "maxPartitionBytes": "1", "openCostInBytes": "1"},
+                                   "scan").partitions()
+    assert len(one_each) >= len(segments)
+    kinds = [p.kind for s in pieces for p in s.pieces]
+    assert kinds.count("partition") == 9 and kinds.count("stray") == 2
+
+
+def test_missing_local_path_or_bad_option_is_one_line_exit_2(kfx, tmp_path):
+    for args in ([str(tmp_path / "nope")], [str(tmp_path), "--option", "novalue"], [str(tmp_path), "--from-time", "soon"]):
+        r = kfx("scan", *args, "--out", tmp_path / "o")
+        assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
