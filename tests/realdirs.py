@@ -1,4 +1,4 @@
-"""The real brokers' log dirs of ``/work/shared/real-logdirs`` (PROVENANCE.md there): each tarball
+"""The real brokers' log dirs of ``../shared/real-logdirs`` (PROVENANCE.md there): each tarball
 unpacked to a temp dir (never used in place), its log-dir root found, and its ``.missing.txt`` read as
 the files git did not keep (paths relative to the log dir)."""
 from __future__ import annotations

@@ -7,7 +7,7 @@ import pytest
 from kafkaforensics.log.kafka_rules import RULES, AppliedRules, rules_markdown
 from kafkaforensics.log.kafka_version import infer_kafka_version, kafka_version, parse_kafka_version
 
-REAL = os.environ.get("KFX_REAL_LOGDIRS", "/work/shared/real-logdirs")
+from tests.realdirs import REAL
 README = os.path.join(os.path.dirname(__file__), "..", "README.md")
 
 # tarball -> (the version PROVENANCE.md gives, the narrowest range its files allow: low, high)

@@ -1,5 +1,5 @@
 """The read commands on the log dirs real brokers wrote (Kafka 0.10.1 to 4.2, ZooKeeper and KRaft:
-``/work/shared/real-logdirs``, see its PROVENANCE.md), each unpacked to a temp dir.
+``../shared/real-logdirs``, see its PROVENANCE.md), each unpacked to a temp dir.
 
 What is proven, on every tarball:
 * ``verify`` reports no problem and no warning but what git did not keep: a missing offset index
@@ -26,7 +26,7 @@ from kafkaforensics.log.partition import parse_partition_dir_name
 from tests.realdirs import tarballs, unpack
 
 NAMES = tarballs()
-pytestmark = pytest.mark.skipif(not NAMES, reason="the real brokers' log dirs (/work/shared/real-logdirs) are not here")
+pytestmark = pytest.mark.skipif(not NAMES, reason="the real brokers' log dirs (../shared/real-logdirs beside the repository, or $KFX_REAL_LOGDIRS) are not here")
 NOW = 1_800_000_000_000   # after every tarball's last write: no far-future timestamp by the clock
 
 

@@ -18,7 +18,7 @@ from kafkaforensics.repair.load_logs import recover_log_dirs
 from kafkaforensics.repair.recovery import recover
 from tests.corruption import INTERVAL, layout, make_partition
 
-REAL = "/work/shared/real-logdirs"
+from tests.realdirs import REAL
 TARBALLS = sorted(glob.glob(os.path.join(REAL, "*.tar.gz")))
 CLEAN = os.path.join(REAL, "kafka3x-zk-bitnami-gzip-cleanshutdown.tar.gz")
 needs_real = pytest.mark.skipif(not TARBALLS, reason=f"the real log dirs are not on this machine ({REAL})")

@@ -16,7 +16,9 @@ from kafkaforensics.records.builder import build_v2
 from specs import kafka_errors as E
 from tests.test_serve_transactions import Raw
 
-REAL = "/work/shared/real-logdirs/ksqldb-txn-kafka34-kraft-bitnami.tar.gz"
+from tests.realdirs import REAL as _REAL_DIRS
+
+REAL = os.path.join(_REAL_DIRS, "ksqldb-txn-kafka34-kraft-bitnami.tar.gz")
 
 
 @pytest.fixture(scope="module")
