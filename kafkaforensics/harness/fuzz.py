@@ -323,7 +323,7 @@ def _struct_from_ddl(ddl: str):
     (pyspark parses DDL in the JVM)."""
     from pyspark.sql import types as T
     scalar = {"string": T.StringType(), "int": T.IntegerType(), "bigint": T.LongType(),
-              "binary": T.BinaryType(), "boolean": T.BooleanType()}
+              "binary": T.BinaryType(), "boolean": T.BooleanType(), "timestamp": T.TimestampType()}
 
     def typ(t: str):
         if t.startswith("array<struct<") and t.endswith(">>"):
@@ -348,7 +348,11 @@ def _spark_records(data: bytes):
                                                  _struct_from_ddl(spark_ddl(LEVELS["records"]))))
     reader = _SPARK_READER[0]
     rows = 0
-    for batch in reader._records_arrow(list(BatchScanner(data, file="fuzz.log", base_offset=0)), ("t", 0, "f"), 0):
+    from kafkaforensics.spark.scan_plan import Source
+    src = Source("fuzz", None, None, "t", 0)
+    anomalies: list = []
+    for batch in reader._records_arrow([(b, src, "fuzz.log", 0) for b in BatchScanner(data, file="fuzz.log",
+                                                                                       base_offset=0)], anomalies):
         rows += batch.num_rows
     return rows
 
