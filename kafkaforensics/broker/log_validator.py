@@ -32,6 +32,8 @@ from specs import record_batch as R
 from specs.codecs import ZSTD, decompress
 from specs.kafka_errors import (CORRUPT_MESSAGE, INVALID_RECORD, INVALID_TIMESTAMP, MESSAGE_TOO_LARGE, NONE,
                                 UNKNOWN_SERVER_ERROR, UNSUPPORTED_COMPRESSION_TYPE)
+from kafkaforensics.errors import KafkaFormatError
+from kafkaforensics.records.batch import read_varint
 from kafkaforensics.records.checksums import crc32c
 
 #: Kafka's defaults: message.max.bytes, message.timestamp.before.max.ms / after.max.ms (4.0: one hour)
@@ -146,18 +148,11 @@ def _check_batch(batch: bytes, rules: TopicRules) -> None:
 
 
 def _varint(data: bytes, pos: int, limit: int, max_bytes: int) -> tuple[int, int]:
-    """A zigzag varint of at most ``max_bytes`` bytes (5: int, 10: long) ending before ``limit``."""
-    value = shift = 0
-    for i in range(max_bytes):
-        if pos >= limit:
-            raise _Invalid(INVALID_RECORD, "Found invalid record structure")
-        b = data[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return (value >> 1) ^ -(value & 1), pos
-        shift += 7
-    raise _Invalid(INVALID_RECORD, f"Found invalid record structure: a varint longer than {max_bytes} bytes")
+    """:func:`~kafkaforensics.records.batch.read_varint` with Kafka's answer to a bad one."""
+    try:
+        return read_varint(data, pos, limit, max_bytes)
+    except KafkaFormatError as e:
+        raise _Invalid(INVALID_RECORD, f"Found invalid record structure: {e.problem.detail}") from None
 
 
 def _check_records(batch: bytes, now_ms: int, rules: TopicRules) -> list:

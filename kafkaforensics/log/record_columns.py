@@ -22,7 +22,7 @@ import numpy as np
 from specs import record_batch as R
 from specs.layout import INT32_MAX
 
-from kafkaforensics.records.batch import Batch, Record, _varint_slow, v2_record_bytes
+from kafkaforensics.records.batch import Batch, Record, read_varint, v2_record_bytes
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.segment import BatchScanner, offset_from_name, open_buffer
 
@@ -251,7 +251,7 @@ def _record_starts(data: bytes, pos: int, end: int, count: int, starts: list) ->
                     raise _Fallback
                 pos += 2 + (v >> 1)
             else:
-                v, pos = _varint_slow(data, pos)
+                v, pos = read_varint(data, pos)
                 if v < 0:
                     raise _Fallback
                 pos += v

@@ -231,18 +231,22 @@ def resolve_legacy_wrapper(b: Batch) -> None:
             b.base_offset = recs[0].offset
 
 
-def _varint_slow(data: bytes, pos: int):
-    result = 0
-    shift = 0
-    while True:
+def read_varint(data, pos: int, limit: int | None = None, max_bytes: int = 10) -> tuple[int, int]:
+    """The zigzag varint at ``pos`` and the position after it: at most ``max_bytes`` bytes (Kafka's
+    readers: 5 for an int, 10 for a long), all before ``limit`` (default: the end of ``data``).
+    The decoders' slow path (their one- and two-byte varints are inline) and the broker's validator."""
+    limit = len(data) if limit is None else limit
+    value = shift = 0
+    for _ in range(max_bytes):
+        if pos >= limit:
+            raise KafkaFormatError("record", f"a varint runs past the end of its {limit} bytes")
         byte = data[pos]
         pos += 1
-        result |= (byte & 0x7F) << shift
+        value |= (byte & 0x7F) << shift
         if byte < 0x80:
-            return (result >> 1) ^ -(result & 1), pos
+            return (value >> 1) ^ -(value & 1), pos
         shift += 7
-        if shift > 63:
-            raise KafkaFormatError("record", "varint longer than 10 bytes")
+    raise KafkaFormatError("record", f"varint longer than {max_bytes} bytes")
 
 
 def decode_headers(data, pos: int, end: int):
@@ -250,17 +254,17 @@ def decode_headers(data, pos: int, end: int):
     (list of (str, bytes|None), position after).  May raise IndexError past the data's end.
     (Only the record-by-record decoder calls this, for records that have headers: the columnar
     decoder decodes headers as spans, so the varints here go through the shared reader.)"""
-    hcount, pos = _varint_slow(data, pos)
+    hcount, pos = read_varint(data, pos)
     if hcount < 0 or hcount > end - pos:
         raise KafkaFormatError("record", f"header count {hcount} out of range")
     headers = []
     for _h in range(hcount):
-        hk, pos = _varint_slow(data, pos)
+        hk, pos = read_varint(data, pos)
         if hk < 0:
             raise KafkaFormatError("record", f"negative header key length {hk}")
         hkey = data[pos:pos + hk].decode("utf-8", "replace")
         pos += hk
-        hv, pos = _varint_slow(data, pos)
+        hv, pos = read_varint(data, pos)
         if hv < 0:
             hval = None
         else:
@@ -275,14 +279,14 @@ def decode_records(data: bytes, count: int, base_offset: int, base_ts: int, base
     """Decode ``count`` v2 records from ``data`` (uncompressed record bytes).
 
     Varints of one and two bytes (nearly all of them) are decoded inline; longer ones call
-    :func:`_varint_slow`.
+    :func:`read_varint`.
     """
     n = len(data)
     if count < 0 or count > n // 7 + 1:
         raise KafkaFormatError("record", f"record count {count} does not fit in {n} bytes")
     out = []
     append = out.append
-    vs = _varint_slow
+    vs = read_varint
     pos = 0
     R = Record
     seq = base_seq >= 0
