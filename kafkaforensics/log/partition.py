@@ -241,13 +241,11 @@ class LogDir:
 
     # -- partitions --------------------------------------------------------------------------------
     def partition_dirs(self) -> list[str]:
-        """The dirs of this log dir named as Kafka names partitions, in name order."""
-        out = []
-        for n in sorted(os.listdir(self.path)):
-            full = os.path.join(self.path, n)
-            if os.path.isdir(full) and parse_partition_dir_name(n) is not None:
-                out.append(full)
-        return out
+        """The dirs of this log dir named as Kafka names partitions, by topic then partition number
+        (``t-2`` before ``t-10``), a topic's live dir before its ``-delete``/``-future`` copies."""
+        named = [(parse_partition_dir_name(n), n) for n in os.listdir(self.path)]
+        return [os.path.join(self.path, n) for tp, n in sorted((tp, n) for tp, n in named if tp is not None)
+                if os.path.isdir(os.path.join(self.path, n))]
 
     def partitions(self) -> list[PartitionDir]:
         return [PartitionDir.scan(p) for p in self.partition_dirs()]
