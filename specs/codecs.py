@@ -13,6 +13,7 @@ gzip batches alone, never loads the others.
 from __future__ import annotations
 
 import gzip
+import io
 import struct
 import threading
 import zlib
@@ -105,7 +106,7 @@ def _unsnappy(data: bytes, bound: int) -> bytes:
     if data.startswith(XERIAL_MAGIC):
         if len(data) < XERIAL_HEADER.size:
             raise CompressionError("snappy-java header is truncated")
-        pos, parts, total = XERIAL_HEADER.size, [], 0
+        pos, out_buf, total = XERIAL_HEADER.size, io.BytesIO(), 0
         while pos < len(data):
             if pos + 4 > len(data):
                 raise CompressionError("snappy-java block length is truncated")
@@ -117,10 +118,8 @@ def _unsnappy(data: bytes, bound: int) -> bytes:
             pos += n
             if _snappy_raw_length(block) > bound - total:  # checked before allocating
                 raise CompressionError(f"block expands past the {bound}-byte bound")
-            part = snappy.uncompress(block)
-            total += len(part)
-            parts.append(part)
-        return b"".join(parts)
+            total += out_buf.write(snappy.uncompress(block))
+        return out_buf.getvalue()
     if data.startswith(b"\xff\x06\x00\x00sNaPpY"):
         return snappy.StreamDecompressor().decompress(data)
     if _snappy_raw_length(data) > bound:
@@ -183,13 +182,12 @@ def _unlz4(data: bytes, magic: int, bound: int) -> bytes:
     step = _first_step(len(data), bound)
     out = d.decompress(data, max_length=step)
     if not d.eof and not d.needs_input:
-        parts, total = [out], len(out)
+        out_buf = io.BytesIO()
+        total = out_buf.write(out)
         while not d.eof and not d.needs_input and total <= bound:
             step = min(step * 2, bound + 1 - total)
-            part = d.decompress(b"", max_length=step)
-            parts.append(part)
-            total += len(part)
-        out = b"".join(parts)
+            total += out_buf.write(d.decompress(b"", max_length=step))
+        out = out_buf.getvalue()
     if not d.eof and len(out) <= bound:
         raise CompressionError("LZ4 frame is truncated")
     return out
@@ -203,8 +201,13 @@ def _unzstd(data, bound: int) -> bytes:
     if d is None:  # one decompressor a thread: building one per batch costs more than the batch
         d = _ZSTD.d = zstandard.ZstdDecompressor()
     data = memoryview(data)
+    one = _unzstd_one_frame(d, data, bound)
+    if one is not None:
+        return one
     obj = d.decompressobj()
-    parts, total, pos = [], 0, 0
+    # pieces go into one growing buffer that getvalue() hands over without a copy: a list of
+    # pieces joined at the end would hold the output twice at its peak
+    out_buf, total, pos = io.BytesIO(), 0, 0
     while True:
         # feed input in slices small enough that one slice cannot blow far past the bound:
         # a zstd block expands at most ~32768-fold (4 bytes of RLE block -> 128 KiB)
@@ -212,8 +215,7 @@ def _unzstd(data, bound: int) -> bytes:
         out = obj.decompress(data[pos:pos + step])
         pos = min(pos + step, len(data))
         if out:
-            parts.append(out)
-            total += len(out)
+            total += out_buf.write(out)
             if total > bound:
                 break
         if obj.eof:  # a frame ended: Kafka's stream reads on into a following frame, if any
@@ -223,7 +225,25 @@ def _unzstd(data, bound: int) -> bytes:
             data, pos, obj = memoryview(rest), 0, d.decompressobj()
         elif pos >= len(data):
             raise CompressionError("zstd frame is truncated")
-    return parts[0] if len(parts) == 1 else b"".join(parts)
+    return out_buf.getvalue()
+
+
+def _unzstd_one_frame(d, data: memoryview, bound: int) -> bytes | None:
+    """A single frame that states its size (librdkafka's and our own batches do; the Java client's
+    streaming frames do not), decompressed straight into one buffer of that size: no pieces to
+    join, so a large batch costs its size once, not twice. ``None`` when the frame does not state
+    a believable size or more frames follow; the streaming path then reads them as Kafka does."""
+    try:
+        size = zstandard.frame_content_size(data[:18])  # a frame header is at most 18 bytes
+    except zstandard.ZstdError:
+        return None
+    # a header may claim anything: believe it only within the bound and zstd's largest ratio
+    if size < 0 or size > bound or size > len(data) << 15:
+        return None
+    try:
+        return d.decompress(data, max_output_size=size, allow_extra_data=False)
+    except zstandard.ZstdError:
+        return None
 
 
 def _first_step(compressed: int, bound: int) -> int:

@@ -240,9 +240,11 @@ main()
 
 
 def test_deep_json_dump_streams_a_batch_of_96_mib_record_by_record(tmp_path):
-    """One zstd batch holding 96 MiB (120 MiB with keys and framing) of records: the dump's peak
-    memory stays near twice the decompressed records (the body and the columns' view of it), where
-    building the batch's JSON whole took 728 MB; the output is the same lines as before."""
+    """One zstd batch holding 96 MiB (120 MiB with keys and framing) of records, in a frame that
+    does not state its size (as the Java producer writes them): the dump's peak memory stays near
+    the decompressed records once (the columns are views of that body; 177 MB measured), where
+    building the batch's JSON whole took 728 MB and joining the decompressed pieces 282-404 MB;
+    the output is the same lines as before."""
     import subprocess
     import sys
     seg = str(tmp_path / "00000000000000000000.log")
@@ -254,7 +256,7 @@ def test_deep_json_dump_streams_a_batch_of_96_mib_record_by_record(tmp_path):
                            timeout=300)
     assert r.returncode == 0, r.stderr
     peak_mb = int(r.stderr.split()[-1]) / 1024
-    assert peak_mb < 400, peak_mb
+    assert peak_mb < 330, peak_mb
     with open(out) as f:
         (line,) = f.readlines()
     obj = json.loads(line)

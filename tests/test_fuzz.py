@@ -143,6 +143,24 @@ def test_verify_on_fuzzed_partition_never_crashes(tmp_path):
             assert p.kind and p.file
 
 
+def test_zstd_frames_that_state_their_size_take_one_buffer_and_still_read_across_frames():
+    """librdkafka's zstd frames state their size: they decompress straight into one buffer, equal
+    to the streaming path; a second frame after the first is still read, as Kafka's stream does,
+    and a size claim past the bound is not believed."""
+    import pytest
+    import zstandard
+    from kafkaforensics.errors import CompressionError
+    big = os.urandom(512) * 4096
+    sized = zstandard.ZstdCompressor(write_content_size=True).compress(big)
+    assert zstandard.frame_content_size(sized) == len(big)
+    assert compression.decompress(compression.ZSTD, sized) == big
+    assert compression.decompress(compression.ZSTD, sized + sized) == big + big
+    with pytest.raises(CompressionError, match="bound"):
+        compression.decompress(compression.ZSTD, sized, bound=len(big) - 1)
+    with pytest.raises(CompressionError):
+        compression.decompress(compression.ZSTD, sized[:-3])
+
+
 def test_decompression_is_bounded_and_grows_in_steps():
     """A compression bomb stops at the bound; output far above the first step comes back whole."""
     import pytest
