@@ -280,7 +280,8 @@ def recover(paths: List[str] = Argument(..., metavar="PATH", help="Log dirs (eve
             full: bool = Option(False, "--full", help="Validate every segment, whatever the marker and checkpoint say"),
             jobs: Optional[int] = Option(None, "--jobs", min=1, metavar="N", help="Partitions recovered at once (default: the cores)"),
             as_json: bool = JSON,
-            kafka_version: Optional[str] = KAFKA_VERSION):
+            kafka_version: Optional[str] = KAFKA_VERSION,
+            now: Optional[int] = NOW):
     """Do what Kafka's log loading does at start (LogManager + LogLoader): finish swaps, truncate, rebuild."""
     from kafkaforensics.errors import KafkaFormatError
     from kafkaforensics.log.paths import LOG_DIR, PARTITION_DIR, PathUsageError, classify_for
@@ -293,7 +294,7 @@ def recover(paths: List[str] = Argument(..., metavar="PATH", help="Log dirs (eve
         _fail("--recovery-point applies to one partition dir")
     _refuse_live(*paths)
     opts = dict(dry_run=dry_run, index_interval_bytes=index_interval_bytes, max_message_bytes=max_message_bytes,
-                full=full, kafka_version=kafka_version and _kafka_version(paths[0], kafka_version),
+                full=full, kafka_version=kafka_version and _kafka_version(paths[0], kafka_version), now=now,
                 **_backup_opts(backup_dir, no_backup))
     try:
         if kinds == ["partition"]:

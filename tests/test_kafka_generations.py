@@ -296,6 +296,31 @@ def test_producer_below_a_moved_log_start_evicted_up_to_23(tmp_path):
         assert pids == ({5, 6} if kept else {6}), version
 
 
+def test_producer_below_the_log_start_kept_until_it_expires_from_24(tmp_path):
+    """From 2.4 a producer below the log start stays in the snapshot recovery writes until it expires
+    at ``now`` (ProducerStateManager.isProducerExpired): after transactional.id.expiration.ms (7 days)
+    up to 3.3, producer.id.expiration.ms (1 day) from 3.4 (KIP-854); 2.3 evicts it whatever the clock."""
+    from kafkaforensics.log.producer_state import read_snapshot
+    day = 86_400_000
+    cases = (("2.3", T0 + 1, False), ("2.4", T0 + 2 * day, True), ("2.4", T0 + 8 * day, False),
+             ("3.3", T0 + 2 * day, True), ("3.4", T0 + 2 * day, False), ("3.4", T0 + day - 1, True))
+    for i, (version, now, kept) in enumerate(cases):
+        logs = tmp_path / str(i)
+        d = logs / "t-0"
+        d.mkdir(parents=True)
+        bs = [build_v2([Record(k * 5 + j, T0 + k, b"k", b"v") for j in range(5)], base_offset=k * 5,
+                       producer_id=5 if k == 0 else 6, producer_epoch=0, base_sequence=0 if k < 2 else (k - 1) * 5)
+              for k in range(4)]
+        log, idx, tidx = broker_files([[b] for b in bs], per="batch")
+        for suf, data in ((".log", log), (".index", idx), (".timeindex", tidx)):
+            (d / name(0, suf)).write_bytes(data)
+        (logs / "log-start-offset-checkpoint").write_text("0\n1\nt 0 10\n")
+        recover(str(d), kafka_version=version, backup=False, index_interval_bytes=INTERVAL, now=now)
+        pids = {e.producer_id for e in read_snapshot((d / name(20, ".snapshot")).read_bytes())}
+        # producer 6's last batch (offset 19, at T0+3) is above the log start: never expired at load
+        assert pids == ({5, 6} if kept else {6}), (version, now)
+
+
 def test_snapshot_entries_in_another_order_are_kept(tmp_path, kfx):
     """Kafka writes a snapshot's entries in its map's order: the same entries in any order are the
     same snapshot; a changed entry is not."""

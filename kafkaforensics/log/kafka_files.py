@@ -173,3 +173,14 @@ def evict_below(snapshot: bytes, log_start: int) -> bytes:
     entries = read_snapshot(snapshot)
     kept = [e for e in entries if e.last_offset >= log_start]
     return snapshot if len(kept) == len(entries) else snapshot_bytes(kept)
+
+
+def expire_below(snapshot: bytes, log_start: int, now_ms: int, expiry_ms: int) -> bytes:
+    """``snapshot`` without the producers last seen below ``log_start`` that have expired at ``now_ms``:
+    no open transaction and ``now_ms - last timestamp >= expiry_ms`` (ProducerStateManager.isProducerExpired;
+    2.4+ keeps a producer below the log start only until then, KAFKA-7190)."""
+    from kafkaforensics.log.producer_state import read_snapshot, snapshot_bytes
+    entries = read_snapshot(snapshot)
+    kept = [e for e in entries if e.last_offset >= log_start or e.current_txn_first_offset >= 0
+            or now_ms - e.timestamp < expiry_ms]
+    return snapshot if len(kept) == len(entries) else snapshot_bytes(kept)

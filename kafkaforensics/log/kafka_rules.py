@@ -78,8 +78,12 @@ RULES: tuple[Rule, ...] = (
          "KAFKA-12520; Log.loadSegmentFiles 2.8.0 vs LogLoader 3.0.0"),
     Rule("producers-below-log-start", "producers whose last batch lies below the log start offset",
          (_b(None, (2, 4), "evict", "are evicted at load and when the log start moves"),
-          _b((2, 4), None, "keep", "are kept until producer.id.expiration.ms")),
+          _b((2, 4), None, "keep", "are kept until they expire (see producer expiry below)")),
          "KAFKA-7190; ProducerStateManager.truncateHead 2.3.0 vs 2.4.0"),
+    Rule("producer-expiry", "when a producer with no open transaction expires (loadFromSnapshot, removeExpiredProducers)",
+         (_b(None, (3, 4), "transactional-id", "transactional.id.expiration.ms (default 604800000) after its last batch's timestamp"),
+          _b((3, 4), None, "producer-id", "producer.id.expiration.ms (default 86400000) after its last batch's timestamp")),
+         "KIP-854; ProducerStateManager.isProducerExpired"),
     Rule("stray-snapshots", "producer snapshots at no segment's base offset",
          (_b(None, (2, 8), "keep", "are kept"),
           _b((2, 8), None, "remove", "are removed at load, but for the newest past the last segment's base")),
@@ -134,6 +138,10 @@ def _range_text(b: Behaviour) -> str:
         return "≥ " + version_text(b.since)
     last = RELEASES[RELEASES.index(tuple(b.until)) - 1]
     return version_text(b.since) if last == tuple(b.since) else f"{version_text(b.since)}–{version_text(last)}"
+
+
+#: producer-expiry behaviour -> Kafka's default expiry, ms
+EXPIRY_DEFAULT_MS = {"transactional-id": 604_800_000, "producer-id": 86_400_000}
 
 
 def rules_markdown() -> str:

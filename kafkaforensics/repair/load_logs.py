@@ -97,7 +97,7 @@ def _segments_bytes(path: str) -> int:
 
 def plan_log_dir(ld: LogDir, *, full: bool, dry_run: bool, backup: bool, backup_dir: str | None,
                  index_interval_bytes: int | None, max_message_bytes: int | None,
-                 kafka_version=None) -> tuple[LogDirRecovery, list[_Task]]:
+                 kafka_version=None, now: int | None = None) -> tuple[LogDirRecovery, list[_Task]]:
     """What LogManager reads of a log dir before it loads the partitions, and a task a partition."""
     out = LogDirRecovery(ld.path, dry_run=dry_run)
     out.marker = ld.clean_shutdown_marker()
@@ -118,6 +118,7 @@ def plan_log_dir(ld: LogDir, *, full: bool, dry_run: bool, backup: bool, backup_
         metadata = os.path.basename(p) == METADATA_PARTITION
         kw = {"dry_run": dry_run, "backup": backup, "index_interval_bytes": index_interval_bytes,
               "max_message_bytes": max_message_bytes, "full": full, "kafka_version": kafka_version,
+              "now": now,
               "clean": False if metadata else out.clean_shutdown,
               "recovery_point": 0 if metadata else tables[RECOVERY_POINT].get(tp, 0),
               "log_start_offset": 0 if metadata else tables[LOG_START_OFFSET].get(tp, 0)}
@@ -163,13 +164,13 @@ def finish_log_dir(out: LogDirRecovery, *, backup: bool, backup_dir: str | None)
 def recover_log_dirs(log_dirs, *, jobs: int | None = None, dry_run: bool = False, backup: bool = True,
                      backup_dir: str | None = None, index_interval_bytes: int | None = None,
                      max_message_bytes: int | None = None, full: bool = False, kafka_version=None,
-                     on_start=None, on_done=None) -> list[LogDirRecovery]:
+                     on_start=None, on_done=None, now: int | None = None) -> list[LogDirRecovery]:
     """Load every partition of every log dir as LogManager.loadLogs does (see the module's doc),
     ``jobs`` partitions at a time in worker processes (default: the cores; 1: in this process).
     ``on_start(path, bytes)`` and ``on_done(report)`` are called as partitions start and finish.
     A log dir a running broker holds refuses the whole run (:class:`~.dir_lock.LogDirInUse`).
     ``kafka_version`` (``X.Y`` or a KafkaVersion): the generation whose rules apply; default: each
-    log dir's, inferred once from its files."""
+    log dir's, inferred once from its files. ``now``: the clock producer expiry is judged by (recover's)."""
     for p in log_dirs:
         if not is_log_dir(p):
             raise NotALogDir(f"{p}: not a log dir (no meta.properties, offset checkpoint or topic-N dir in it)")
@@ -180,7 +181,7 @@ def recover_log_dirs(log_dirs, *, jobs: int | None = None, dry_run: bool = False
     for ld in dirs:
         out, ts = plan_log_dir(ld, full=full, dry_run=dry_run, backup=backup, backup_dir=backup_dir,
                                index_interval_bytes=index_interval_bytes, max_message_bytes=max_message_bytes,
-                               kafka_version=resolve_kafka_version(ld.path, kafka_version))
+                               kafka_version=resolve_kafka_version(ld.path, kafka_version), now=now)
         outs.append(out)
         tasks += [(out, t) for t in ts]
     results: dict[int, RecoveryReport] = {}

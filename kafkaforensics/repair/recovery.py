@@ -48,6 +48,7 @@ from kafkaforensics.repair.actions import PHASES, Action, Dropped, apply_actions
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentIndexes, SegmentRebuild
 from kafkaforensics.log import kafka_files
+from kafkaforensics.log.kafka_rules import EXPIRY_DEFAULT_MS
 from kafkaforensics.log.kafka_version import kafka_version as resolve_kafka_version
 from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, RECOVERY_POINT, partition_offset, read_checkpoint
 from kafkaforensics.log.dir_lock import refuse_live
@@ -157,14 +158,16 @@ def _checkpointed(log_dir: str, name: str, tp, notes: list[str]) -> int | None:
 def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, backup_dir: str | None = None,
             index_interval_bytes: int | None = None, max_message_bytes: int | None = None,
             recovery_point: int | None = None, full: bool = False, clean: bool | None = None,
-            log_start_offset: int | None = None, kafka_version=None) -> RecoveryReport:
+            log_start_offset: int | None = None, kafka_version=None, now: int | None = None) -> RecoveryReport:
     """Load one partition dir as Kafka's LogLoader does (see the module's doc) and plan, then apply,
     what that changes. ``clean`` (the log dir's clean-shutdown marker), ``recovery_point`` and
     ``log_start_offset`` (the log dir's checkpoints) are read from the log dir when not given;
     ``full`` recovers every segment whatever they say. ``index_interval_bytes`` not given: the topic's
     ``index.interval.bytes`` where the log dir holds the metadata (a note says so), else Kafka's default.
     ``kafka_version`` (``X.Y`` or a KafkaVersion; default: inferred from the log dir) chooses the rules of
-    :mod:`~kafkaforensics.log.kafka_rules` that differ between Kafka generations."""
+    :mod:`~kafkaforensics.log.kafka_rules` that differ between Kafka generations. ``now`` (epoch ms):
+    the clock producer expiry is judged by (2.4+: producers below the log start are dropped from the
+    snapshots written once expired); None: no producer expires."""
     path = os.path.abspath(partition_dir)
     if not os.path.isdir(path):
         raise FileNotFoundError(partition_dir)
@@ -283,7 +286,8 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
     # the segments Kafka's LogSegments holds when it recovers each: the ones loaded before it at load
     # time, all of them in recoverLog
     recoveries = [(b, [s for s in segments if s < b]) for b in load_phase] + [(b, segments) for b in log_phase]
-    _plan_snapshots(d, kept, leo, log_start_offset, clean, recoveries, v2_end, walked, removed, plan, rules)
+    _plan_snapshots(d, kept, leo, log_start_offset, clean, recoveries, v2_end, walked, removed, plan, rules,
+                    now=now)
     _plan_epochs(d, epochs, leo, log_start_offset, plan)
     rep.actions = sorted(plan, key=lambda a: a.phase)  # stable: Kafka's order within a phase
     if not rep.actions:
@@ -468,7 +472,8 @@ _EMPTY = None  # a snapshot Kafka writes without producer state (see _plan_snaps
 
 
 def _plan_snapshots(d: _PartitionFiles, segments: list[int], leo: int, lso_ck: int, clean: bool,
-                    recoveries: list[int], v2_end: dict, walked: list, removed: list[int], plan, rules) -> None:
+                    recoveries: list[int], v2_end: dict, walked: list, removed: list[int], plan, rules,
+                    now: int | None = None) -> None:
     """The producer snapshots Kafka's loading leaves, by its rules (ProducerStateManager with
     UnifiedLog.rebuildProducerState), played over the snapshot offsets on disk:
 
@@ -487,7 +492,10 @@ def _plan_snapshots(d: _PartitionFiles, segments: list[int], leo: int, lso_ck: i
     Snapshots are taken only past the last one (takeSnapshot), so an empty partition gets none.
     A snapshot is written only when no file at its offset holds the same entries (Kafka writes its
     entries in hash-map order, so the order of entries is not compared); a corrupt one is deleted.
-    Producer expiry (producer.id.expiration.ms against the clock at load) is not applied.
+    Producer expiry: with ``now`` given, from 2.4 producers last seen below the log start are left out of
+    the snapshots written once expired at ``now`` (ProducerStateManager.isProducerExpired, by the
+    version's default expiry: the producer-expiry rule); producers at or above the log start are not
+    expired (their state is rebuilt from the batches, which Kafka's load does not expire).
 
     Where generations differ (``rules``): strays are removed from 2.8 on only; up to 2.3 producers last
     seen below the log start are evicted from the state written; a snapshot holding what that
@@ -584,6 +592,8 @@ def _plan_snapshots(d: _PartitionFiles, segments: list[int], leo: int, lso_ck: i
         data = written[o] if written[o] is not _EMPTY else _EMPTY_SNAPSHOT
         if evict and data is not _EMPTY_SNAPSHOT:
             data = kafka_files.evict_below(data, log_start)
+        elif now is not None and data is not _EMPTY_SNAPSHOT:
+            data = kafka_files.expire_below(data, log_start, now, EXPIRY_DEFAULT_MS[rules.write("producer-expiry")])
         n = file_name(o, SNAPSHOT)
         if n in d.files and (_same_snapshot(d.files[n], data)
                              or kafka_files.snapshot_kept(d.files[n], data, log_start, rules)):
