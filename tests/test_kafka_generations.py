@@ -4,6 +4,7 @@ recovery after damage does what that version's recovery does."""
 import json
 import os
 
+from kafkaforensics.inspect.analyzer import AnalyzeOptions, analyze
 from kafkaforensics.log import offset_index, time_index
 from kafkaforensics.log.producer_state import ProducerEntry, ProducerState, snapshot_bytes
 from kafkaforensics.records.batch import Record, parse_header, resolve_legacy_wrapper
@@ -319,6 +320,9 @@ def test_producer_below_the_log_start_kept_until_it_expires_from_24(tmp_path):
         pids = {e.producer_id for e in read_snapshot((d / name(20, ".snapshot")).read_bytes())}
         # producer 6's last batch (offset 19, at T0+3) is above the log start: never expired at load
         assert pids == ({5, 6} if kept else {6}), (version, now)
+        # analyze calls neither the kept producer below the log start nor its absence a problem
+        rep = analyze([str(d)], AnalyzeOptions(now=now))
+        assert not [f for f in rep.findings if f.kind.startswith("snapshot")], (version, now, rep.findings)
 
 
 def test_snapshot_entries_in_another_order_are_kept(tmp_path, kfx):
