@@ -62,7 +62,7 @@ RULES: tuple[Rule, ...] = (
           _b((3, 8), None, "batch", "the last offset of the batch holding the max timestamp, everywhere")),
          "LogValidator.assignOffsetsNonCompressed 3.6.0 / 3.7.0 / 3.8.0 (a v2 append holds one batch: getFirstBatchAndMaybeValidateNoMoreBatches); KAFKA-16310"),
     Rule("index-entries-per", "index entries an append of several batches makes",
-         (_b(None, (4, 1), "append", "at most one, at the append's first batch (followers and the cleaner append many batches at once)"),
+         (_b(None, (4, 1), "append", "at most one, at the append's first batch (followers and the cleaner append many batches at once), so an index sparser than recovery writes is accepted as that version's"),
           _b((4, 1), None, "batch", "one for each batch past index.interval.bytes, as recovery does")),
          "KAFKA-806 (apache/kafka#18012); LogSegment.append"),
     Rule("corrupt-index-below-recovery-point", "a corrupt .index/.timeindex below the recovery point at load",
