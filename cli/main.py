@@ -878,8 +878,13 @@ def serve(log_dir: str = Argument(..., help="A log dir: every <topic>-<partition
     """Serve log directories to real Kafka clients over the Kafka protocol (read-only unless --writable)."""
     import logging
     from kafkaforensics.broker.server import Limits, serve_forever
-    if not os.path.isdir(log_dir):
-        _fail(f"{log_dir}: not a directory")
+    from kafkaforensics.log.paths import LOG_DIR, PathUsageError, classify_for
+    try:
+        classify_for([log_dir], "serve", accept=(LOG_DIR,))
+    except PathUsageError as e:
+        # a writable broker may start on an empty dir (a new broker's log dir); nothing else but a log dir
+        if not (writable and os.path.isdir(log_dir) and not os.listdir(log_dir)):
+            _fail(str(e))
     if writable:
         _refuse_live(log_dir)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")

@@ -105,3 +105,18 @@ def test_write_groups_serve(kfx, clean, tmp_path):
     assert kfx("groups", clean).exit_code == OK
     assert kfx("groups", tmp_path / "missing").exit_code == USAGE
     assert kfx("serve", tmp_path / "missing").exit_code == USAGE
+
+
+def test_serve_takes_only_a_log_dir(kfx, clean, tmp_path):
+    """`kfx serve` of a partition dir, a segment, an empty dir or a dir with nothing Kafka wrote is one
+    line and exit 2 before any socket opens; --writable may start on an empty dir (a new broker's)."""
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "notes.txt").write_text("x")
+    for path, words in ((clean / "orders-0", "a partition dir"),
+                        (clean / "orders-0" / "00000000000000000000.log", "a log file"),
+                        (tmp_path / "empty", "an empty directory"), (tmp_path / "junk", "nothing Kafka wrote")):
+        r = kfx("serve", path, "--port", "0")
+        assert r.exit_code == USAGE and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    r = kfx("serve", tmp_path / "junk", "--writable", "--port", "0")
+    assert r.exit_code == USAGE and "nothing Kafka wrote" in r.stderr

@@ -67,7 +67,9 @@ def test_many_large_partial_frames_stay_within_the_budget(tmp_path):
     budget, frame, n = 64 * MiB, 30 * MiB, 12
     d = tmp_path / "logs"
     d.mkdir()
-    p, port = start_serve(d, "--queued-max-request-bytes", str(budget), "--socket-request-max-bytes", str(32 * MiB),
+    # an empty dir is served only as a new writable broker's log dir (read-only, it is a usage error)
+    p, port = start_serve(d, "--writable", "--state-file", str(tmp_path / "state.json"),
+                          "--queued-max-request-bytes", str(budget), "--socket-request-max-bytes", str(32 * MiB),
                           "--connections-max-idle-ms", "60000")
     socks = []
     try:
