@@ -319,3 +319,23 @@ def test_checkpoints_past_the_log_end_say_what_kafka_does(tmp_path):
     assert [(p.kind, p.offset) for p in rep.problems] == [("checkpoint-beyond-log-end", 7)]
     assert "deletes every segment" in rep.problems[0].detail
     assert [(w.kind, w.offset) for w in rep.warnings] == [("log-behind-checkpoint", 9)]
+
+
+def test_missing_time_index_is_a_warning_and_recover_does_what_kafka_does(tmp_path, kfx):
+    """A segment with its offset index but no .timeindex: verify and analyze both warn (Kafka creates
+    it empty at load and rebuilds it only when it recovers the segment); recover of this dir (no
+    clean-shutdown marker) recovers the segment and so rebuilds it; reindex rebuilds it whole."""
+    d = log_dir(tmp_path, **{"t-0": 5})
+    tidx = os.path.join(d, "t-0", "00000000000000000000.timeindex")
+    full = open(tidx, "rb").read()
+    os.remove(tidx)
+    rep = verify([d])
+    assert rep.problems == [] and [(w.kind, w.file) for w in rep.warnings] == [("missing-timeindex", tidx)]
+    a = analyze([d], AnalyzeOptions(now=T0))
+    assert [(f.kind, f.severity) for f in a.findings] == [("missing-timeindex", "warning")] and a.problems == []
+    r = kfx("recover", os.path.join(d, "t-0"), "--no-backup")
+    assert r.exit_code == 1 and "timeindex" in r.stdout and open(tidx, "rb").read() == full
+    assert verify([d]).warnings == []
+    os.remove(tidx)
+    r = kfx("reindex", os.path.join(d, "t-0", "00000000000000000000.log"), "--no-backup")
+    assert open(tidx, "rb").read() == full and verify([d]).warnings == []

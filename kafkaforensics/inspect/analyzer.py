@@ -63,7 +63,7 @@ class Finding:
         return f"offsets {a}..{b}"
 
 
-_INDEX_KINDS = {"index-mismatch", "index-past-end", "index-size", "index-zero-tail", "missing-index",
+_INDEX_KINDS = {"index-mismatch", "index-past-end", "index-size", "index-zero-tail", "missing-index", "missing-timeindex",
                 "timeindex-mismatch", "timeindex-order", "txnindex-missing", "txnindex-mismatch", "txnindex-extra",
                 "orphan-index"}
 #: damage Kafka's log loading truncates away (LogSegment.recover): the tail from the first bad batch

@@ -59,7 +59,7 @@ class SegmentSummary:
 #: memory running ahead of the log (a copy taken while it ran, or unflushed writes lost): Kafka caps
 #: the high watermark at the log end, drops leader-epoch entries past it (truncateFromEnd at load)
 #: and cleans again from the log start -- the records between are not in this copy, which it says.
-WARNING_KINDS = frozenset({"missing-index", "log-behind-checkpoint", "epoch-beyond-log-end"})
+WARNING_KINDS = frozenset({"missing-index", "missing-timeindex", "log-behind-checkpoint", "epoch-beyond-log-end"})
 #: the checkpoints that, past the log end, mean "records this copy does not hold" (what Kafka does)
 _BEHIND_CHECKPOINTS = {
     "replication-offset-checkpoint": "the high watermark saw records this copy does not hold; "
@@ -426,6 +426,10 @@ def verify_segment(seg: SegmentFiles, rep: VerifyReport, state: ProducerState, *
         summary = SegmentSummary(base, len(buf), s["valid_bytes"], s["batches"], 0, s["first"], s["next"], s["max_ts"])
     if summary.batches and not idx_path and require_index:
         rep.add(seg.path(INDEX), None, None, "missing-index", "segment has batches but no offset index (Kafka rebuilds it)")
+    if summary.batches and idx_path and not tidx_path and require_index:
+        rep.add(seg.path(TIMEINDEX), None, None, "missing-timeindex",
+                "segment has batches and an offset index but no time index (Kafka creates it empty at load and "
+                "does not rebuild it: time retention then goes by the file's modification time; kfx reindex rebuilds it)")
     _compare_aborted(aborted, found_aborted, markers, txn_path or seg.path(TXNINDEX), rep)
     return summary
 
