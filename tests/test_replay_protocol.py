@@ -178,6 +178,25 @@ def test_list_offsets_leader_epoch_is_the_offsets_not_the_current_one(sample_bro
     assert off >= 203 and epoch == 1
 
 
+def test_list_offsets_max_timestamp_answers_the_batchs_own_epoch_as_kafka_38(tmp_path):
+    """Kafka 3.8+ (KAFKA-16310) answers -3 with the first record carrying the max timestamp and
+    the leader epoch stamped in that batch (-1 when it has none), not the epoch cache's; a max
+    timestamp no record carries (a lying header) gives no answer."""
+    from kafkaforensics.log.writer import write_partition
+    from kafkaforensics.records.batch import Record
+    from kafkaforensics.records.builder import build_v2
+    part = str(tmp_path / "logs" / "t-0")
+    write_partition(part, [build_v2([Record(0, 100, b"k", b"v", []), Record(1, 900, b"k", b"v", []),
+                                     Record(2, 900, b"k", b"v", [])], base_offset=0, partition_leader_epoch=5),
+                           build_v2([Record(3, 200, b"k", b"v", [])], base_offset=3)])
+    b = ReplayBroker(str(tmp_path / "logs"))
+    assert _lo(b, E_MAX) == (1, 900, 5)
+    part = str(tmp_path / "logs2" / "t-0")
+    write_partition(part, [build_v2([Record(0, 100, b"k", b"v", [])], base_offset=0, max_timestamp=7000),
+                           build_v2([Record(1, 900, b"k", b"v", [])], base_offset=1)])
+    assert _lo(ReplayBroker(str(tmp_path / "logs2")), E_MAX) == (-1, -1, -1)
+
+
 E_MAX = -3
 
 

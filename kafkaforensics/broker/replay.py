@@ -790,10 +790,13 @@ class ReplayBroker:
                 elif p["Timestamp"] == LATEST:
                     r.update(Offset=fetchable, LeaderEpoch=s.leader_epoch)
                 else:
-                    found = (self.offset_of_max_timestamp(s) if p["Timestamp"] == MAX_TIMESTAMP
-                             else self.offset_for_time(s, p["Timestamp"]))
-                    if found[0] >= 0 and found[0] < fetchable:
-                        r.update(Offset=found[0], Timestamp=found[1], LeaderEpoch=s.epoch_at(found[0]))
+                    if p["Timestamp"] == MAX_TIMESTAMP:
+                        offset, ts, epoch = self.offset_of_max_timestamp(s)
+                    else:
+                        offset, ts = self.offset_for_time(s, p["Timestamp"])
+                        epoch = s.epoch_at(offset)
+                    if 0 <= offset < fetchable:
+                        r.update(Offset=offset, Timestamp=ts, LeaderEpoch=epoch)
                 parts.append(r)
             topics.append({"Name": t.get("Name"), "Partitions": parts})
         return {"Topics": topics}
@@ -815,18 +818,23 @@ class ReplayBroker:
                 return found.offset, found.timestamp
         return -1, -1
 
-    def offset_of_max_timestamp(self, s: LiveLog) -> tuple[int, int]:
-        """The first record carrying the partition's largest timestamp (ListOffsets -3, KIP-734)."""
+    def offset_of_max_timestamp(self, s: LiveLog) -> tuple[int, int, int]:
+        """(offset, timestamp, leader epoch) of the first record carrying the partition's largest
+        timestamp (ListOffsets -3, KIP-734), as Kafka 3.8+ answers it (UnifiedLog.fetchOffsetByTimestamp,
+        KAFKA-16310): the first batch with that max timestamp, its ``offsetOfMaxTimestamp`` (the first
+        record whose timestamp is the batch's max; none for magic 0) and the batch's own partition
+        leader epoch (-1 when it has none). No such record: (-1, -1, -1)."""
         best = None
         for b in self._batches(s):
             if best is None or b.max_timestamp > best.max_timestamp:
                 best = b
-        if best is None:
-            return -1, -1
+        if best is None or best.magic == 0:
+            return -1, -1, -1
         for r in best.records():
             if r.timestamp == best.max_timestamp:
-                return r.offset, r.timestamp
-        return best.last_offset, best.max_timestamp
+                epoch = best.partition_leader_epoch if best.magic >= 2 else -1
+                return r.offset, r.timestamp, max(epoch, -1)
+        return -1, -1, -1
 
     # -- fetch -----------------------------------------------------------------------------------
     def fetch(self, version: int, body: dict) -> dict:
