@@ -6,6 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kafkaforensics.records import walks
 from kafkaforensics import fsutil
 from kafkaforensics.records.batch import Record
 from kafkaforensics.records.builder import build_v2, control_record_key, end_txn_marker_value
@@ -327,7 +328,7 @@ def test_compaction_over_runs_equals_batch_by_batch(tmp_path_factory, monkeypatc
     for runs in (True, False):
         d = tmp_path_factory.mktemp("dst") / "t-0"
         shutil.copytree(part, d)
-        monkeypatch.setattr(cleaner, "DECODE_RUNS", runs)
+        monkeypatch.setattr(walks, "SPEEDUPS", runs)
         if first_dirty is not None:
             cleaner._write_cleaner_checkpoint(str(d), ("t", 0), first_dirty)
         reps = []

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kafkaforensics.records import walks
 from kafkaforensics.repair.recovery import recover
 from kafkaforensics.inspect.verify import verify
 from tests.corruption import INTERVAL, all_records, layout, make_partition, snapshot_files
@@ -301,12 +302,11 @@ def _tree(d) -> dict:
 def _rebuilt_both_ways(root, src, monkeypatch, interval, limit=None) -> list:
     """recover and reindex copies of ``src`` over header runs, then batch by batch: for each way
     the reports (partition paths taken out) and every file both leave."""
-    from kafkaforensics.log import indexing
     from kafkaforensics.repair.reindex import reindex
 
     results = []
     for runs in (True, False):
-        monkeypatch.setattr(indexing, "WALK_RUNS", runs)
+        monkeypatch.setattr(walks, "SPEEDUPS", runs)
         rec, rei = str(root / f"rec-{runs}" / "t-0"), str(root / f"rei-{runs}" / "t-0")
         shutil.copytree(src, rec)
         shutil.copytree(src, rei)

@@ -131,7 +131,7 @@ def test_large_segment_verify_imports_no_numpy(tmp_path):
     assert code == 0 and '"batches": 300' in out
     assert not mods & LIGHT, sorted(mods & LIGHT)
     numpy_run = subprocess.run([sys.executable, "-c", "import json, sys; from kafkaforensics.inspect import verify as v; "
-                                "v.NUMPY_RUNS = True; print(json.dumps(v.verify([sys.argv[1]]).to_json()))", str(seg)],
+                                "v.LIST_INDEX_ENTRIES = -1; print(json.dumps(v.verify([sys.argv[1]]).to_json()))", str(seg)],
                                cwd=ROOT, capture_output=True, text=True, timeout=120)
     import json
     assert json.loads(out) == json.loads(numpy_run.stdout) and json.loads(out)["problems"] == []

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kafkaforensics.records import walks
 from kafkaforensics.inspect.verify import verify
 from tests.conftest import SAMPLE
 
@@ -225,9 +226,9 @@ def test_verify_over_header_runs_equals_batch_by_batch(tmp_path_factory, monkeyp
     monkeypatch.setattr(seg_mod, "RUN_BYTES", data.draw(st.sampled_from([100, 2000, 16 << 20])))
     limit = data.draw(st.sampled_from([None, None, 1000]))
     monkeypatch.setattr(verify_mod, "SMALL_SEGMENT_BYTES", -1)  # every segment over runs and numpy
-    monkeypatch.setattr(verify_mod, "NUMPY_RUNS", True)
+    monkeypatch.setattr(verify_mod, "LIST_INDEX_ENTRIES", -1)
     runs = verify([part], max_batch_bytes=limit).to_json()
-    monkeypatch.setattr(verify_mod, "WALK_RUNS", False)
+    monkeypatch.setattr(walks, "SPEEDUPS", False)  # the reference: batch by batch
     assert verify([part], max_batch_bytes=limit).to_json() == runs
 
 
@@ -245,7 +246,7 @@ def test_verify_of_small_segments_without_numpy_equals_numpy(tmp_path_factory, m
     damaged_partition(part, data)
     limit = data.draw(st.sampled_from([None, None, 1000]))
     monkeypatch.setattr(verify_mod, "SMALL_SEGMENT_BYTES", -1)
-    monkeypatch.setattr(verify_mod, "NUMPY_RUNS", True)
+    monkeypatch.setattr(verify_mod, "LIST_INDEX_ENTRIES", -1)
     numpy_report = verify([part], max_batch_bytes=limit).to_json()
     monkeypatch.setattr(verify_mod, "SMALL_SEGMENT_BYTES", 1 << 40)
     monkeypatch.setattr(verify_mod, "LIST_INDEX_ENTRIES", data.draw(st.sampled_from([1 << 20, 1 << 20, 3, 0])))
@@ -276,9 +277,8 @@ def test_verify_over_list_runs_equals_numpy_runs(tmp_path_factory, monkeypatch, 
     monkeypatch.setattr(seg_mod, "RUN_BYTES", data.draw(st.sampled_from([100, 2000, 16 << 20])))
     monkeypatch.setattr(verify_mod, "SMALL_SEGMENT_BYTES", -1)
     limit = data.draw(st.sampled_from([None, None, 1000]))
-    monkeypatch.setattr(verify_mod, "NUMPY_RUNS", True)
+    monkeypatch.setattr(verify_mod, "LIST_INDEX_ENTRIES", -1)
     numpy_report = verify([part], max_batch_bytes=limit).to_json()
-    monkeypatch.setattr(verify_mod, "NUMPY_RUNS", False)
     monkeypatch.setattr(verify_mod, "LIST_INDEX_ENTRIES", data.draw(st.sampled_from([1 << 20, 1 << 20, 3])))
     assert verify([part], max_batch_bytes=limit).to_json() == numpy_report
 

@@ -6,8 +6,8 @@ batch it names.  v2 batches of segments above :data:`SMALL_SEGMENT_BYTES` are ch
 headers at a time (:meth:`.segment.BatchScanner.iter_runs`), anything else batch by batch, with
 the same checks.  Index entries are read as lists and runs are lists of header tuples (no numpy:
 its import costs a whole process more than the checks it would vectorise), unless an index has
-more than :data:`LIST_INDEX_ENTRIES` entries (or :data:`NUMPY_RUNS` is set): then the indexes are
-numpy columns and the runs numpy header columns.  Everything found is a located :class:`Problem`; ``notes`` hold the conditions a
+more than :data:`LIST_INDEX_ENTRIES` entries: then the indexes are numpy columns and the runs numpy
+header columns.  (``records.walks.SPEEDUPS`` off: every segment batch by batch.)  Everything found is a located :class:`Problem`; ``notes`` hold the conditions a
 live broker leaves behind normally (the active segment's preallocated zero index tail).
 """
 from __future__ import annotations
@@ -237,11 +237,10 @@ def verify_identity(dirs, rep: VerifyReport) -> None:
 
 #: a segment whose .log is at most this big is walked batch by batch; a larger one in header runs
 SMALL_SEGMENT_BYTES = 1 << 20
-#: index entries are read as lists up to this many (beyond: numpy columns, and numpy runs)
+#: index entries are read as lists up to this many (beyond: numpy columns, and numpy runs;
+#: ``tests/test_verify.py`` proves every way - batch by batch, list runs, numpy runs - gives the
+#: same report)
 LIST_INDEX_ENTRIES = 1 << 20
-#: True: large segments over numpy columns whatever their indexes (``tests/test_verify.py`` proves
-#: every way - batch by batch, list runs, numpy runs - gives the same report)
-NUMPY_RUNS = False
 
 
 def _verify_file(path: str, rep: VerifyReport, progress, max_batch_bytes) -> None:
@@ -405,13 +404,12 @@ def verify_segment(seg: SegmentFiles, rep: VerifyReport, state: ProducerState, *
     idx_path, tidx_path, txn_path = seg.existing(INDEX), seg.existing(TIMEINDEX), seg.existing(TXNINDEX)
     offsets = times = None
     aborted = []
-    lists = not NUMPY_RUNS or os.path.getsize(log) <= SMALL_SEGMENT_BYTES
     if idx_path:
         rep.files += 1
-        offsets = _read_index(idx_path, offset_index, base, active, rep, lists)
+        offsets = _read_index(idx_path, offset_index, base, active, rep)
     if tidx_path:
         rep.files += 1
-        times = _read_index(tidx_path, time_index, base, active, rep, lists)
+        times = _read_index(tidx_path, time_index, base, active, rep)
     if txn_path:
         rep.files += 1
         try:
@@ -434,14 +432,14 @@ def verify_segment(seg: SegmentFiles, rep: VerifyReport, state: ProducerState, *
     return summary
 
 
-def _read_index(path, module, base, active, rep: VerifyReport, lists: bool = False):
+def _read_index(path, module, base, active, rep: VerifyReport):
     """The index's entries as columns: lists (up to LIST_INDEX_ENTRIES entries), else numpy arrays."""
     with open(path, "rb") as f:
         data = f.read()
     if len(data) % module.ENTRY_SIZE:
         rep.add(path, len(data) - len(data) % module.ENTRY_SIZE, None, "index-size",
                 f"size {len(data)} is not a multiple of the {module.ENTRY_SIZE}-byte entry")
-    got = module.read_lists(data, base, LIST_INDEX_ENTRIES) if lists else None
+    got = module.read_lists(data, base, LIST_INDEX_ENTRIES)
     *columns, zero_tail = got if got is not None else module.read_columns(data, base)
     if zero_tail:
         where = (len(data) // module.ENTRY_SIZE - zero_tail) * module.ENTRY_SIZE
@@ -454,19 +452,15 @@ def _read_index(path, module, base, active, rep: VerifyReport, lists: bool = Fal
     return columns
 
 
-#: walk v2 batches as header runs (False: batch by batch, the reference the tests compare with)
-WALK_RUNS = True
-
-
 def _scan(buf, log, base, rep: VerifyReport, state, offsets, times, progress, max_batch_bytes) -> dict:
     """The streaming pass: framing, CRC, offset order, and the index entries checked on the way.
 
-    Stretches of v2 batches are checked as :class:`~.header_run.HeaderRun` columns, the rest batch
-    by batch (everything, when ``WALK_RUNS`` is off).
+    Stretches of v2 batches of a large segment are checked as runs (:class:`~.walks.HeaderRunLike`),
+    the rest batch by batch (everything, when ``records.walks.SPEEDUPS`` is off).
     """
     scan = _SegmentScan(log, base, rep, state, offsets, times, progress)
     scanner = BatchScanner(buf, file=log, base_offset=base, max_batch_bytes=max_batch_bytes)
-    if not WALK_RUNS or len(buf) <= SMALL_SEGMENT_BYTES:
+    if len(buf) <= SMALL_SEGMENT_BYTES:
         for b in scanner:
             scan.batch(b)
         return scan.finish(scanner, len(buf))

@@ -140,10 +140,6 @@ def index_segment(batches, base_offset: int, interval: int = DEFAULT_INDEX_INTER
     return idx.close()
 
 
-#: walk v2 batches as header runs (False: batch by batch, the reference the tests compare with)
-WALK_RUNS = True
-
-
 class SegmentRebuild:
     """One segment's batches, in log order, into ``state`` and fresh :class:`SegmentIndexes`,
     stopping at the first batch that cannot be kept: a CRC mismatch, the walk's own stops
@@ -175,7 +171,7 @@ class SegmentRebuild:
         with open_buffer(self.path) as buf, open(self.path, "rb", buffering=0) as f:
             self.size = len(buf)
             sc = BatchScanner(buf, file=self.path, base_offset=self.base, max_batch_bytes=self.max_batch_bytes)
-            for item in (sc.iter_runs(f.fileno()) if WALK_RUNS else sc):
+            for item in sc.iter_runs(f.fileno()):
                 if (self.run(item) if isinstance(item, HeaderRun) else self.batch(item)) is not None:
                     break
             else:

@@ -25,6 +25,7 @@ from specs.layout import INT32_MAX
 from kafkaforensics.records.batch import Batch, Record, read_varint, v2_record_bytes
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.segment import BatchScanner, offset_from_name, open_buffer
+from kafkaforensics.records import walks
 
 _SAFE = 2**61  # bases and deltas below this cannot overflow int64 when added
 #: batches' bytes gathered into one decode by :func:`iter_record_columns`
@@ -131,9 +132,10 @@ class RecordColumns:
 
 
 def decode_columns(batches: list[Batch]) -> RecordColumns:
-    """Decode every record of ``batches`` (any magic; v2 batches take the vectorised path)."""
+    """Decode every record of ``batches`` (any magic; v2 batches take the vectorised path unless
+    ``records.walks.SPEEDUPS`` is off).  A :class:`~.walks.RecordDecoder`."""
     try:
-        if any(b.magic < 2 for b in batches):
+        if not walks.SPEEDUPS or any(b.magic < 2 for b in batches):
             raise _Fallback
         return _vectorised(batches)
     except _Fallback:

@@ -16,10 +16,18 @@ from contextlib import contextmanager
 
 from specs import legacy as L
 from specs import record_batch as R
+from specs.indexes import OFFSET_ENTRY, TIME_ENTRY
 from specs.layout import INT32_MAX, INT64_MAX
+from specs.lazy import lazy
 
 from kafkaforensics.records.batch import parse_legacy_header, parse_v2_header, resolve_legacy_wrapper
 from kafkaforensics.errors import KafkaFormatError, Problem
+from kafkaforensics.records import walks
+from kafkaforensics.log import offset_index, time_index, txn_index
+
+#: the runs' walk loop and containers: only for segments walked in runs (numpy: only for HeaderRun)
+header_list = lazy("kafkaforensics.records.header_list", globals())
+header_run = lazy("kafkaforensics.records.header_run", globals())
 
 _SEGMENT_RE = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)((?:\.\w+)?)$")
 #: baseOffset, batchLength: the LOG_OVERHEAD every magic shares
@@ -180,10 +188,11 @@ class BatchScanner:
         batch-by-batch step.  ``tests/test_verify.py`` proves verify over runs equal to verify
         batch by batch.  With ``lists`` the runs are :class:`~.header_list.ListRun` (no numpy).
         """
-        if lists:
-            from kafkaforensics.records.header_list import ListRun as Run, walk_rows as walk_run
-        else:
-            from kafkaforensics.records.header_run import HeaderRun as Run, walk_run
+        if not walks.SPEEDUPS:  # the reference walk: every batch, one at a time
+            yield from self
+            return
+        Run = header_list.ListRun if lists else header_run.HeaderRun
+        walk_run = header_list.walk_run
         buf, end = self.buf, self.end
         limit = INT64_MAX if self.max_batch_bytes is None else self.max_batch_bytes - L.LOG_OVERHEAD
         window = window or RUN_WINDOW
@@ -194,7 +203,7 @@ class BatchScanner:
             return
         while True:
             released = self._release(pos, released)
-            positions, bad_crc, headers = [], [], ([] if lists else bytearray())
+            positions, bad_crc, headers = [], [], bytearray()
             run_end = min(end, pos + RUN_BYTES)
             declined = False
             while pos < run_end and not declined:
@@ -209,7 +218,7 @@ class BatchScanner:
                 pos = nxt
             full = pos >= run_end and run_end < end
             if positions:
-                run = Run(buf, positions, bad_crc, headers if lists else bytes(headers), self.file)
+                run = Run(buf, positions, bad_crc, bytes(headers), self.file)
                 k = run.accepted(self.base_offset)
                 if k:
                     self.valid_bytes = int(run.position[k - 1] + run.size[k - 1])
@@ -373,19 +382,16 @@ class Segment:
 
     def offset_index(self) -> list[tuple[int, int]]:
         """The ``.index`` entries as (absolute offset, position) up to its zero tail ([] when missing)."""
-        from kafkaforensics.log import offset_index
         data = self._read(INDEX)
         return offset_index.read_entries(data, self.base_offset)[0] if data else []
 
     def time_index(self) -> list[tuple[int, int]]:
         """The ``.timeindex`` entries as (timestamp, absolute offset) ([] when missing)."""
-        from kafkaforensics.log import time_index
         data = self._read(TIMEINDEX)
         return time_index.read_entries(data, self.base_offset)[0] if data else []
 
     def aborted_txns(self) -> list:
         """The ``.txnindex`` entries (:class:`~.txn_index.AbortedTxn`; [] when missing)."""
-        from kafkaforensics.log import txn_index
         data = self._read(TXNINDEX)
         return txn_index.read_entries(data, file=self.path(TXNINDEX)) if data else []
 
@@ -396,8 +402,6 @@ class Segment:
         a last entry before the base offset, a time index whose last timestamp is below its first,
         an aborted transaction ending before the base offset). ``check_offset_and_time=False``: Kafka
         2.3 and later (KAFKA-7283), whose load checks only the transaction index."""
-        from kafkaforensics.errors import KafkaFormatError
-        from kafkaforensics.log import offset_index, time_index, txn_index
         if not os.path.exists(self.path(INDEX)):
             return f"offset index {file_name(self.base_offset, INDEX)} is missing"
         checks = ((INDEX, offset_index.ENTRY_SIZE), (TIMEINDEX, time_index.ENTRY_SIZE), (TXNINDEX, txn_index.ENTRY_SIZE))
@@ -407,7 +411,6 @@ class Segment:
                 return f"{os.path.basename(p)}: size {os.path.getsize(p)} is not a multiple of {size}"
         # the old sanity checks read only the first and last entries (a preallocated zero tail reads as
         # relative offset 0, which passes, as it does in Kafka)
-        from specs.indexes import OFFSET_ENTRY, TIME_ENTRY
         last = self._edges(INDEX, OFFSET_ENTRY) if check_offset_and_time else None
         if last and last[1][0] < 0:
             return f"{file_name(self.base_offset, INDEX)}: last offset {self.base_offset + last[1][0]} is below the base offset"
@@ -435,7 +438,6 @@ class Segment:
         """LogSegment.translateOffset: the first batch whose last offset is at least ``offset``,
         searched from the offset index's entry for it (or ``start_position`` when later); None when
         the segment ends before it."""
-        from kafkaforensics.log import offset_index
         _off, pos = offset_index.lookup(self.offset_index(), offset, self.base_offset)
         for b in self.batches(max(pos, start_position)):
             if b.last_offset >= offset:
@@ -463,7 +465,6 @@ class Segment:
         """LogSegment.findOffsetByTimestamp: the time index's entry at or below ``timestamp`` gives an
         offset, the offset index its byte; from there the first record with a timestamp at least
         ``timestamp`` and an offset at least ``starting_offset`` (the log start), or None."""
-        from kafkaforensics.log import offset_index, time_index
         start = self.base_offset if starting_offset is None else starting_offset
         _ts, off = time_index.lookup(self.time_index(), timestamp, self.base_offset)
         _o, pos = offset_index.lookup(self.offset_index(), max(off, start), self.base_offset)

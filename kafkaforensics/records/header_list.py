@@ -1,4 +1,5 @@
-"""Runs of v2 batch headers as lists of tuples: what :mod:`.header_run` gives as numpy columns, without numpy."""
+"""Runs of v2 batch headers: the one walk loop (:func:`walk_run`) and the run as lists of tuples,
+what :mod:`.header_run` gives as numpy columns, without numpy (both are :class:`.walks.HeaderRunLike`)."""
 # `kfx verify` of a large segment whose indexes are read as lists walks it in these runs, so the
 # whole process never imports numpy (its import costs more than the checks it would vectorise);
 # tests/test_verify.py proves verify over list runs equal to verify over numpy runs.
@@ -18,6 +19,7 @@ _UP_TO_CRC = struct.Struct(">" + R.HEADER_STRUCT.format[1:R.HEADER_FIELDS.index(
 _SAFE_OFFSET = 2**62  # base + lastOffsetDelta cannot overflow int64 below this
 #: where each header field is in a row
 FIELD = {name: i for i, name in enumerate(R.HEADER_FIELDS)}
+_HEADER_ROWS = R.HEADER_STRUCT.iter_unpack
 
 
 def walk_run(buf, pos: int, end: int, size_limit: int, max_bytes: int,
@@ -42,30 +44,6 @@ def walk_run(buf, pos: int, end: int, size_limit: int, max_bytes: int,
             bad_crc.append(len(positions))
         append(pos + origin)
         add_header(buf[pos:pos + header_size])
-        pos = nxt
-    return pos, False
-
-
-def walk_rows(buf, pos: int, end: int, size_limit: int, max_bytes: int,
-              positions: list, bad_crc: list, rows: list, origin: int = 0) -> tuple[int, bool]:
-    """:func:`walk_run` collecting each batch's header as a tuple in ``rows`` (not its bytes): one
-    unpack a batch, the same steps, the same stops."""
-    append, add_row, unpack, crc_of = positions.append, rows.append, R.HEADER_STRUCT.unpack_from, crc32c
-    overhead, header_size, crc_from = R.LOG_OVERHEAD, R.HEADER_SIZE, R.ATTRIBUTES_OFFSET
-    min_size = header_size - overhead
-    bound = min(pos + max_bytes, end - header_size + 1)  # a batch starting before this gets a look
-    while pos < bound:
-        row = unpack(buf, pos)
-        size = row[1]
-        if row[3] != 2 or not min_size <= size <= size_limit:
-            return pos, True
-        nxt = pos + overhead + size
-        if nxt > end:
-            return pos, False
-        if crc_of(buf[pos + crc_from:nxt]) != row[4]:
-            bad_crc.append(len(positions))
-        append(pos + origin)
-        add_row(row)
         pos = nxt
     return pos, False
 
@@ -99,13 +77,13 @@ class ListRun(RunOfHeaders):
     __slots__ = ("buf", "file", "position", "crc_ok", "rows", "columns", "base_offset", "last_offset", "size")
     _SLICED = ("position", "crc_ok", "rows")
 
-    def __init__(self, buf, positions, bad_crc, rows: list, file=None):
+    def __init__(self, buf, positions, bad_crc, headers: bytes, file=None):
         self.buf, self.file = buf, file
         self.position = positions
         self.crc_ok = [True] * len(positions)
         for i in bad_crc:
             self.crc_ok[i] = False
-        self.rows = rows
+        self.rows = list(_HEADER_ROWS(headers))  # the header bytes :func:`walk_run` gathered, a tuple each
         self._derive()
 
     def _derive(self) -> None:

@@ -14,7 +14,7 @@ import numpy as np
 from specs import record_batch as R
 from specs.layout import INT32_MAX, numpy_dtype
 
-from kafkaforensics.records.header_list import RunOfHeaders, walk_run  # noqa: F401  (walk_run: the loop both kinds share)
+from kafkaforensics.records.header_list import RunOfHeaders
 
 #: the 61-byte v2 header as a numpy record, field for field from the spec's struct
 HEADER_DTYPE = numpy_dtype(R.HEADER_STRUCT, R.HEADER_FIELDS)

@@ -53,11 +53,11 @@ from kafkaforensics.log.partition import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNIND
 from kafkaforensics.log.record_columns import decode_columns, runs
 from kafkaforensics.log.segment import BatchScanner, file_name, open_buffer
 from kafkaforensics.log.txn_index import AbortedTxn
+from kafkaforensics.records import walks
 
-#: both passes take a run of batches at a time: records decoded by the columnar decoder, keys
-#: hashed and put or looked up in the offset map together (False: batch by batch, record by
-#: record -- the reference the tests compare with)
-DECODE_RUNS = True
+# Both passes take a run of batches at a time: records decoded by the columnar decoder, keys
+# hashed and put or looked up in the offset map together; with ``records.walks.SPEEDUPS`` off,
+# batch by batch, record by record (the reference the tests compare with).
 
 
 @dataclass
@@ -238,7 +238,7 @@ def _build_offset_map(segs, start, end, aborted, omap: OffsetMap) -> None:
     for s in dirty:
         with open_buffer(s.path) as buf:
             batches = takewhile(lambda b: b.base_offset < end, BatchScanner(buf, file=s.path, base_offset=s.base))
-            for run in (runs(batches) if DECODE_RUNS else ([b] for b in batches)):
+            for run in (runs(batches) if walks.SPEEDUPS else ([b] for b in batches)):
                 if not _map_run(run, start, txn, omap):
                     return  # full: the round ends at the last offset mapped
         omap.update_latest_offset(min(s.next_offset, end) - 1)
@@ -249,7 +249,7 @@ def _map_run(run: list, start: int, txn: "_TxnMetadata", omap: OffsetMap) -> boo
     aborted transactions) in log order; False when the map is full (the batch whose key did not
     fit, and all after it, are left out of the map's latest offset)."""
     try:
-        cols = decode_columns(run) if DECODE_RUNS else None
+        cols = decode_columns(run) if walks.SPEEDUPS else None
     except KafkaFormatError:
         cols = None  # record by record: each batch's records() raises its error if it is reached
     if cols is None:
@@ -370,7 +370,7 @@ class _Filter:
 
     def judged(self, batches):
         """Each batch with its :meth:`verdicts` verdict (None: :meth:`apply` judges it itself)."""
-        if not DECODE_RUNS:
+        if not walks.SPEEDUPS:
             return ((b, None) for b in batches)
         return ((b, v) for run in runs(batches) for b, v in zip(run, self.verdicts(run)))
 

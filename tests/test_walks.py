@@ -1,0 +1,119 @@
+"""The walk kinds' protocols and their one switch (``kafkaforensics/records/walks.py``): every fast
+path is its protocol, the switch off gives each walk's reference, and a whole `kfx` process run
+with ``KFX_NO_SPEEDUPS=1`` reports exactly what the fast paths report."""
+import ast
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import kafkaforensics
+from kafkaforensics.log.record_columns import decode_columns
+from kafkaforensics.log.segment import BatchScanner, open_buffer
+from kafkaforensics.records import walks
+from kafkaforensics.records.batch import Batch, Record
+from kafkaforensics.records.builder import build_v2
+from kafkaforensics.records.header_list import ListRun
+from kafkaforensics.records.header_run import HeaderRun
+
+ROOT = pathlib.Path(kafkaforensics.__file__).parent
+
+
+def _segment(path, batches=60, records=5, value=b"v" * 100):
+    with open(path, "wb") as f:
+        for b in range(batches):
+            f.write(build_v2([Record(b * records + i, 1700000000000 + b, b"k%d" % i, value, [("h", b"x")])
+                              for i in range(records)], base_offset=b * records,
+                             producer_id=7 if b % 3 else -1, producer_epoch=0, base_sequence=b * records if b % 3 else -1))
+    return str(path)
+
+
+def _items(path, monkeypatch, speedups, lists):
+    monkeypatch.setattr(walks, "SPEEDUPS", speedups)
+    with open_buffer(path) as buf, open(path, "rb", buffering=0) as f:
+        sc = BatchScanner(buf, file=path, base_offset=0)
+        assert isinstance(sc, walks.BatchWalk)
+        items = list(sc.iter_runs(f.fileno(), lists=lists))
+        return items, sc.valid_bytes, sc.stop
+
+
+def test_runs_are_their_protocol_and_the_switch_off_walks_batch_by_batch(tmp_path, monkeypatch):
+    path = _segment(tmp_path / "00000000000000000000.log")
+    with open(path, "ab") as f:
+        f.write(b"\x00" * 30)  # a torn tail: both walks stop at the same byte for the same reason
+    for lists, kind in ((True, ListRun), (False, HeaderRun)):
+        fast, fast_valid, fast_stop = _items(path, monkeypatch, True, lists)
+        assert fast and all(isinstance(r, kind) and isinstance(r, walks.HeaderRunLike) for r in fast)
+        ref, ref_valid, ref_stop = _items(path, monkeypatch, False, lists)
+        assert ref and all(isinstance(b, Batch) for b in ref)
+        flat = [(r.position[i], r.base_offset[i], r.last_offset[i], r.size[i], bool(r.crc_ok[i]))
+                for r in fast for i in range(len(r))]
+        assert [tuple(int(x) for x in row[:4]) + row[4:] for row in flat] == \
+               [(b.position, b.base_offset, b.last_offset, b.size, b.crc_valid()) for b in ref]
+        assert (fast_valid, fast_stop) == (ref_valid, ref_stop) and ref_stop is not None
+
+
+def test_list_and_numpy_runs_hold_the_same_headers(tmp_path, monkeypatch):
+    """One walk loop fills both containers: the list run's rows are the numpy run's fields."""
+    path = _segment(tmp_path / "00000000000000000000.log")
+    with open_buffer(path) as buf:
+        (lrun,) = BatchScanner(buf, file=path, base_offset=0).iter_runs(lists=True)
+        (nrun,) = BatchScanner(buf, file=path, base_offset=0).iter_runs(lists=False)
+        assert [tuple(row) for row in nrun.header.tolist()] == lrun.rows
+        assert lrun.head(7).rows == lrun.rows[:7] and nrun.head(7).base_offset.tolist() == lrun.base_offset[:7]
+        assert lrun.batch(3).base_offset == int(nrun.base_offset[3]) == 15
+
+
+def test_record_decoder_switch_off_is_record_by_record(tmp_path, monkeypatch):
+    path = _segment(tmp_path / "00000000000000000000.log", batches=200)
+    decode: walks.RecordDecoder = decode_columns
+    with open_buffer(path) as buf:
+        batches = list(BatchScanner(buf, file=path, base_offset=0))
+        fast = decode(batches)
+        monkeypatch.setattr(walks, "SPEEDUPS", False)
+        ref = decode(batches)
+        assert list(ref.iter_records()) == list(fast.iter_records()) == [r for b in batches for r in b.records()]
+
+
+def test_no_other_module_switch():
+    """The switch is one: no module of the package declares a True/False constant at its top."""
+    found = []
+    for path in sorted(ROOT.rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            value = getattr(node, "value", None)
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(value, ast.Constant) \
+                    and isinstance(value.value, bool):
+                found.append(f"{path.relative_to(ROOT)}: {ast.unparse(node)}")
+    assert found == []
+
+
+def test_a_whole_process_without_speedups_reports_the_same(tmp_path):
+    """`kfx verify`, `kfx reindex --dry-run` and `kfx dump --deep` of a segment past the small-file
+    walk, with KFX_NO_SPEEDUPS=1 and without: the same output."""
+    part = tmp_path / "t-0"
+    part.mkdir()
+    seg = _segment(part / "00000000000000000000.log", batches=900, records=4, value=bytes(300))
+    assert os.path.getsize(seg) > 1 << 20  # past verify's SMALL_SEGMENT_BYTES: the runs are walked
+    with open(seg, "r+b") as f:  # one bad CRC in the middle: a value byte of batch 450 (all are one size)
+        f.seek(os.path.getsize(seg) // 900 * 450 + 1000)
+        byte = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    outs = {}
+    for flag in ("0", "1"):
+        env = dict(os.environ, KFX_NO_SPEEDUPS=flag)
+        switch = subprocess.run([sys.executable, "-c", "from kafkaforensics.records import walks; print(walks.SPEEDUPS)"],
+                                cwd=ROOT.parent, env=env, capture_output=True, text=True, timeout=60).stdout
+        assert switch.strip() == ("True" if flag == "0" else "False")
+        got = []
+        for args in (["verify", "--json", str(part)], ["reindex", "--dry-run", "--json", str(part)],
+                     ["dump", "--deep", "--format", "json", seg]):
+            p = subprocess.run([sys.executable, "-m", "cli.main", *args], cwd=ROOT.parent, env=env,
+                               capture_output=True, text=True, timeout=300)
+            assert p.returncode in (0, 1), (args, p.stderr)
+            got.append((p.returncode, p.stdout))
+        outs[flag] = got
+    assert outs["0"] == outs["1"]
+    verified = json.loads(outs["0"][0][1])
+    assert any(p["kind"] == "crc-mismatch" for p in verified["problems"])
