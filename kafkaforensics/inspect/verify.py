@@ -254,7 +254,7 @@ def _verify_file(path: str, rep: VerifyReport, progress, max_batch_bytes) -> Non
                            require_index=False)
         elif name.endswith(LOG):
             with open_buffer(path) as buf:
-                _scan(buf, path, None, rep, ProducerState(), None, None, progress, max_batch_bytes)
+                _SegmentScan(path, None, rep, ProducerState(), None, None, progress).walk(buf, max_batch_bytes)
         elif name.endswith(".snapshot"):
             with open(path, "rb") as f:
                 read_snapshot(f.read(), file=path)
@@ -418,17 +418,15 @@ def verify_segment(seg: SegmentFiles, rep: VerifyReport, state: ProducerState, *
         except KafkaFormatError as e:
             rep.problems.append(e.problem)
     with open_buffer(log) as buf:
-        s = _scan(buf, log, base, rep, state, offsets, times, progress, max_batch_bytes)
-        found_aborted = s.pop("aborted")
-        markers = s.pop("abort_markers")
-        summary = SegmentSummary(base, len(buf), s["valid_bytes"], s["batches"], 0, s["first"], s["next"], s["max_ts"])
+        scanned = _SegmentScan(log, base, rep, state, offsets, times, progress).walk(buf, max_batch_bytes)
+        summary = scanned.summary
     if summary.batches and not idx_path and require_index:
         rep.add(seg.path(INDEX), None, None, "missing-index", "segment has batches but no offset index (Kafka rebuilds it)")
     if summary.batches and idx_path and not tidx_path and require_index:
         rep.add(seg.path(TIMEINDEX), None, None, "missing-timeindex",
                 "segment has batches and an offset index but no time index (Kafka creates it empty at load and "
                 "does not rebuild it: time retention then goes by the file's modification time; kfx reindex rebuilds it)")
-    _compare_aborted(aborted, found_aborted, markers, txn_path or seg.path(TXNINDEX), rep)
+    _compare_aborted(aborted, scanned.aborted, scanned.abort_markers, txn_path or seg.path(TXNINDEX), rep)
     return summary
 
 
@@ -452,30 +450,38 @@ def _read_index(path, module, base, active, rep: VerifyReport):
     return columns
 
 
-def _scan(buf, log, base, rep: VerifyReport, state, offsets, times, progress, max_batch_bytes) -> dict:
-    """The streaming pass: framing, CRC, offset order, and the index entries checked on the way.
-
-    Stretches of v2 batches of a large segment are checked as runs (:class:`~.walks.HeaderRunLike`),
-    the rest batch by batch (everything, when ``records.walks.SPEEDUPS`` is off).
-    """
-    scan = _SegmentScan(log, base, rep, state, offsets, times, progress)
-    scanner = BatchScanner(buf, file=log, base_offset=base, max_batch_bytes=max_batch_bytes)
-    if len(buf) <= SMALL_SEGMENT_BYTES:
-        for b in scanner:
-            scan.batch(b)
-        return scan.finish(scanner, len(buf))
-    run = scan.run_list if scan.lists else scan.run
-    with open(log, "rb", buffering=0) as f:
-        for item in scanner.iter_runs(f.fileno(), lists=scan.lists):
-            if isinstance(item, Batch):
-                scan.batch(item)
-            else:
-                run(item)
-    return scan.finish(scanner, len(buf))
+@dataclass(frozen=True)
+class SegmentScan:
+    """What one segment's streaming pass found besides its problems: the summary, the aborted
+    transactions its batches show (to compare with the ``.txnindex``) and its ABORT markers."""
+    summary: SegmentSummary
+    aborted: list
+    abort_markers: frozenset  # (producer id, offset) of every ABORT marker
 
 
 class _SegmentScan:
     """What verify carries along one segment's walk, fed a batch or a run of batches at a time."""
+
+    def walk(self, buf, max_batch_bytes) -> SegmentScan:
+        """The streaming pass: framing, CRC, offset order, and the index entries checked on the way.
+
+        Stretches of v2 batches of a large segment are checked as runs (:class:`~.walks.HeaderRunLike`),
+        the rest batch by batch (everything, when ``records.walks.SPEEDUPS`` is off).
+        """
+        log = self.log
+        scanner = BatchScanner(buf, file=log, base_offset=self.base, max_batch_bytes=max_batch_bytes)
+        if len(buf) <= SMALL_SEGMENT_BYTES:
+            for b in scanner:
+                self.batch(b)
+            return self.finish(scanner, len(buf))
+        run = self.run_list if self.lists else self.run
+        with open(log, "rb", buffering=0) as f:
+            for item in scanner.iter_runs(f.fileno(), lists=self.lists):
+                if isinstance(item, Batch):
+                    self.batch(item)
+                else:
+                    run(item)
+        return self.finish(scanner, len(buf))
 
     def __init__(self, log, base, rep: VerifyReport, state, offsets, times, progress):
         self.log, self.base, self.rep, self.state, self.offsets, self.times = log, base, rep, state, offsets, times
@@ -653,7 +659,7 @@ class _SegmentScan:
                 self.progress(self.done_bytes)
                 self.done_bytes = 0
 
-    def finish(self, scanner, size: int) -> dict:
+    def finish(self, scanner, size: int) -> SegmentScan:
         rep, log, offsets, nxt = self.rep, self.log, self.offsets, self.next
         if self.progress is not None:
             self.progress(self.done_bytes + size - scanner.valid_bytes)
@@ -674,8 +680,8 @@ class _SegmentScan:
                             f"offset index entry {off} is past the segment's last offset {nxt - 1}")
         if self.time_index is not None:
             self.time_index.report(log, rep)
-        return {"valid_bytes": scanner.valid_bytes, "batches": self.batches, "first": self.first, "next": nxt,
-                "max_ts": self.max_ts, "aborted": self.aborted, "abort_markers": self.abort_markers}
+        summary = SegmentSummary(self.base, size, scanner.valid_bytes, self.batches, 0, self.first, nxt, self.max_ts)
+        return SegmentScan(summary, self.aborted, frozenset(self.abort_markers))
 
 
 class _OffsetIndexCheck:

@@ -19,7 +19,7 @@ import numpy as np
 from specs import record_batch as R
 
 from kafkaforensics.defaults import DEFAULT_INDEX_INTERVAL_BYTES
-from kafkaforensics.errors import KafkaFormatError
+from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.records.header_run import HeaderRun
 from kafkaforensics.log.producer_state import ProducerState
 from kafkaforensics.log.segment import BatchScanner, open_buffer
@@ -148,8 +148,9 @@ class SegmentRebuild:
     extended by each batch's partition leader epoch (LogSegment.recover's rule).
 
     After :meth:`walk`: ``indexes`` (closed), ``next_offset`` (after the last kept batch, or None),
-    ``size`` of the file, and ``stop`` -- None, or (position, offset, kind, reason) of the batch
-    or bytes where the kept prefix (``indexes.valid_bytes``) ends and why, in words.
+    ``size`` of the file, ``valid_bytes`` (where the kept prefix ends), and ``stop`` -- None, or the
+    located :class:`Problem` of the batch or bytes where the kept prefix ends, ``detail`` the reason
+    in words (:attr:`reason`).
     """
 
     def __init__(self, path: str, base: int, state: ProducerState, *, interval: int = DEFAULT_INDEX_INTERVAL_BYTES,
@@ -159,7 +160,7 @@ class SegmentRebuild:
         self.indexes = SegmentIndexes(base, interval, entry=entry)
         self.prev_last: int | None = None  # the last offset of the last kept batch
         self.size = 0
-        self.stop: tuple | None = None
+        self.stop: Problem | None = None
         #: the offset after the last kept v2 batch (None: none): where Kafka's producer state map ends
         self.v2_next_offset: int | None = None
 
@@ -177,11 +178,11 @@ class SegmentRebuild:
             else:
                 if sc.stop is not None:
                     p = sc.stop
-                    self.stop = (p.position, p.offset, p.kind, f"{p.kind}: {p.detail}")
+                    self._stop(p.position, p.offset, p.kind, f"{p.kind}: {p.detail}")
         self.indexes.close()
         return self
 
-    def batch(self, b) -> tuple | None:
+    def batch(self, b) -> Problem | None:
         """Keep one batch, or set and return ``stop``."""
         if not b.crc_valid():
             return self._stop(b.position, b.base_offset, "crc-mismatch",
@@ -204,7 +205,7 @@ class SegmentRebuild:
             self.v2_next_offset = b.last_offset + 1
         return None
 
-    def run(self, r: HeaderRun) -> tuple | None:
+    def run(self, r: HeaderRun) -> Problem | None:
         """Keep the batches of a run up to the first that cannot be kept (which sets ``stop``);
         control batches go through :meth:`batch`, the rest are applied on the header columns."""
         n, base = len(r), r.base_offset
@@ -239,6 +240,16 @@ class SegmentRebuild:
         self.prev_last = int(r.last_offset[hi - 1])
         self.v2_next_offset = self.prev_last + 1
 
-    def _stop(self, position: int, offset: int, kind: str, reason: str) -> tuple:
-        self.stop = (position, offset, kind, reason)
+    def _stop(self, position: int, offset: int, kind: str, reason: str) -> Problem:
+        self.stop = Problem(self.path, position, offset, kind, reason)
         return self.stop
+
+    @property
+    def valid_bytes(self) -> int:
+        """Where the kept prefix ends (the byte after the last kept batch)."""
+        return self.indexes.valid_bytes
+
+    @property
+    def reason(self) -> str:
+        """Why the kept prefix ends before the file does, in words."""
+        return self.stop.detail if self.stop is not None else "invalid bytes"

@@ -243,19 +243,18 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
             log_phase.append(base)
         rep.recovered_segments.append(name)
         res = _recover_segment(src, base, pstate, epochs, index_interval_bytes, max_message_bytes, rules)
-        leo = res["next_offset"] if res["next_offset"] is not None else max(leo, base)
-        v2_end[base] = res["v2_end"]
+        leo = res.next_offset if res.next_offset is not None else max(leo, base)
+        v2_end[base] = res.v2_next_offset
         walked.append((base, leo, pstate.to_snapshot()))
         _plan_index_writes(d, base, res, plan, rep, rules)
-        if res["valid_bytes"] < res["size"]:
+        if res.valid_bytes < res.size:
             # a segment recovered at load for its index is recovered again by recoverLog with nothing
             # left to cut: only a truncation recoverLog makes removes the later segments
             truncated = unflushed and problem is None
-            rep.truncated_at = {"segment": name, "position": res["valid_bytes"], "offset": leo,
-                                "reason": res["reason"]}
-            count_dropped(rep.dropped, src, res["valid_bytes"])
-            plan.append(Action("truncate", d.full(name), f"truncate at byte {res['valid_bytes']} "
-                               f"(end of the last valid batch): {res['reason']}", size=res["valid_bytes"],
+            rep.truncated_at = {"segment": name, "position": res.valid_bytes, "offset": leo, "reason": res.reason}
+            count_dropped(rep.dropped, src, res.valid_bytes)
+            plan.append(Action("truncate", d.full(name), f"truncate at byte {res.valid_bytes} "
+                               f"(end of the last valid batch): {res.reason}", size=res.valid_bytes,
                                phase=PHASES["truncate"]))
     # later segments go before the truncation when the plan is applied (see PHASES)
     for base in removed:
@@ -412,16 +411,13 @@ def _replay(src: str, base: int, state: ProducerState, leo: int) -> int:
     return max(leo, base) if seg.batches == 0 else seg.next_offset
 
 
-def _recover_segment(src, base, state, epochs, interval, max_bytes, rules) -> dict:
-    walk = SegmentRebuild(src, base, state, interval=interval, epochs=epochs, max_batch_bytes=max_bytes,
+def _recover_segment(src, base, state, epochs, interval, max_bytes, rules) -> SegmentRebuild:
+    return SegmentRebuild(src, base, state, interval=interval, epochs=epochs, max_batch_bytes=max_bytes,
                           entry=rules.write("offset-index-entry")).walk()
-    return {"size": walk.size, "valid_bytes": walk.indexes.valid_bytes, "next_offset": walk.next_offset,
-            "indexes": walk.indexes, "v2_end": walk.v2_next_offset, "src": src,
-            "reason": walk.stop[3] if walk.stop else "invalid bytes"}
 
 
-def _plan_index_writes(d: _PartitionFiles, base: int, res: dict, plan, rep: RecoveryReport, rules) -> None:
-    idx: SegmentIndexes = res["indexes"]
+def _plan_index_writes(d: _PartitionFiles, base: int, res: SegmentRebuild, plan, rep: RecoveryReport, rules) -> None:
+    idx: SegmentIndexes = res.indexes
     for suf, data in ((INDEX, offset_index.to_bytes(idx.offsets, base)),
                       (TIMEINDEX, time_index.to_bytes(idx.times, base)),
                       (TXNINDEX, txn_index.to_bytes(idx.aborted))):
@@ -430,7 +426,7 @@ def _plan_index_writes(d: _PartitionFiles, base: int, res: dict, plan, rep: Reco
         if suf == TXNINDEX and not data and current is None:
             continue
         if current is not None and (fsutil.same_content(current, data) or kafka_files.kept_as_written(
-                current, suf, res["src"], base, res["valid_bytes"], rules, idx.interval)):
+                current, suf, res.path, base, res.valid_bytes, rules, idx.interval)):
             continue
         plan.append(Action("write", d.full(n), "rebuild index from the segment's valid batches", data=data,
                            phase=PHASES["index"]))

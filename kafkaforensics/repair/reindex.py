@@ -58,8 +58,8 @@ def reindex(path: str, *, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYT
                               entry=rules.write("offset-index-entry")).walk()
         idx = walk.indexes
         if walk.stop is not None:
-            _pos, offset, kind, _reason = walk.stop
-            why = f"CRC mismatch at offset {offset}" if kind == "crc-mismatch" else kind
+            stop = walk.stop
+            why = f"CRC mismatch at offset {stop.offset}" if stop.kind == "crc-mismatch" else stop.kind
             rep.notes.append(f"{os.path.basename(seg.log)}: indexed up to byte {idx.valid_bytes} ({why}); "
                              "`kfx recover` truncates")
         if only is not None and seg.base_offset != only:
