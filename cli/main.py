@@ -673,8 +673,8 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
         if problem:
             _fail(problem)
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-    from spark_jobs.common import SHORT_RUN_BYTES, end_session, get_spark, parse_options, records_class_archive, \
-        window_options
+    from spark_jobs.common import CLASS_ARCHIVE_RECORDING, SHORT_RUN_BYTES, class_archive_missing, class_archive_recording, \
+        end_session, get_spark, parse_options, records_class_archive, start_class_archive_recording, window_options
     from spark_jobs.scan import plan, scan as scan_fleet
     from kafkaforensics.spark.storage import MissingInput
     c = Console(stderr=True)
@@ -691,7 +691,8 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
     if overwrite:
         clear_outputs(out)
     with quiet_start(verbose):
-        spark = get_spark(master, console_progress=False, class_archive=True, short_run=planned.bytes <= SHORT_RUN_BYTES)
+        spark = get_spark(master, console_progress=False, class_archive=True, short_run=planned.bytes <= SHORT_RUN_BYTES,
+                          record_class_archive=class_archive_recording() == "now")
     if records_class_archive(spark):
         c.print("first run: recording the driver JVM's classes for faster starts (once)", highlight=False)
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
@@ -715,6 +716,12 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
                     + (f"; {result.hits} search hits -> {os.path.join(out, 'search')}" if result.hits is not None else ""),
                     highlight=False, soft_wrap=True)
     end_session(spark)
+    if class_archive_recording() == "background" and class_archive_missing():
+        pid = start_class_archive_recording()
+        if pid is not None:
+            c.print(f"first run: recording the driver JVM's classes for faster starts, once, in the background "
+                    f"(pid {pid}; {CLASS_ARCHIVE_RECORDING}=now records them during a scan, =no never)",
+                    highlight=False, soft_wrap=True)
     raise Exit(EXIT_PROBLEMS if result.anomalies else EXIT_OK)
 
 

@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import subprocess
 import sys
+import tempfile
 
 
 #: a scan of at most this many bytes is short enough that the driver JVM's start-up dominates it:
@@ -59,9 +62,11 @@ def _quiet_log4j_file() -> str:
     return path
 
 
-def _driver_java_options(short_run: bool, class_archive: bool, quiet: bool = False) -> tuple[list[str], str | None]:
+def _driver_java_options(short_run: bool, class_archive: bool, quiet: bool = False,
+                         record: bool = True) -> tuple[list[str], str | None]:
     """The driver JVM's start-up options, and the file it records its class archive into (None
-    when it uses one already recorded, or none)."""
+    when it maps one already recorded, or none: without ``record`` a missing archive is not
+    recorded by this JVM)."""
     opts = ["-XX:TieredStopAtLevel=1"] if short_run else []
     if quiet:
         opts.append(f"-Dlog4j2.configurationFile=file:{_quiet_log4j_file()}")
@@ -71,13 +76,16 @@ def _driver_java_options(short_run: bool, class_archive: bool, quiet: bool = Fal
     opts += QUIET_JVM_LOG
     if os.path.exists(archive):  # a stale or foreign archive is ignored by the JVM (-Xshare:auto)
         return opts + [f"-XX:SharedArchiveFile={archive}", "-Xshare:auto"], None
+    if not record:
+        return opts, None
     os.makedirs(os.path.dirname(archive), exist_ok=True)
     recording = f"{archive}.{os.getpid()}.tmp"
     return opts + [f"-XX:ArchiveClassesAtExit={recording}"], recording
 
 
 def get_spark(master: str | None = None, app: str = "kafkaforensics", console_progress: bool = True,
-              short_run: bool = False, class_archive: bool = False, conf: dict | None = None):
+              short_run: bool = False, class_archive: bool = False, conf: dict | None = None,
+              record_class_archive: bool = True):
     """A SparkSession with the ``kafka_segments`` data source registered.
 
     Locally it binds to 127.0.0.1, has no UI, and runs its Python workers with this interpreter
@@ -87,7 +95,9 @@ def get_spark(master: str | None = None, app: str = "kafkaforensics", console_pr
     When this process starts the driver JVM (not under spark-submit), two options shorten its
     start: ``short_run`` stops its JIT at the C1 compiler (for scans of up to ``SHORT_RUN_BYTES``),
     and ``class_archive`` maps the classes Spark loads from an archive recorded by an earlier run
-    (:func:`class_archive_path`); the first run records it, and :func:`stop_spark` saves it.
+    (:func:`class_archive_path`); when there is none, this run records it (:func:`end_session`
+    saves it) unless ``record_class_archive`` is False (``kfx scan`` leaves the recording to a
+    process of its own: :func:`start_class_archive_recording`).
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -102,7 +112,8 @@ def get_spark(master: str | None = None, app: str = "kafkaforensics", console_pr
     from pyspark import SparkContext
     # under spark-submit, or with a session in this process, the driver JVM runs already
     if "PYSPARK_GATEWAY_PORT" not in os.environ and SparkContext._gateway is None:
-        java_options, recording = _driver_java_options(short_run, class_archive, quiet=not console_progress)
+        java_options, recording = _driver_java_options(short_run, class_archive, quiet=not console_progress,
+                                                       record=record_class_archive)
         if java_options:
             b = b.config("spark.driver.extraJavaOptions", " ".join(java_options))
     if master:
@@ -153,6 +164,89 @@ def end_session(spark, timeout: float = 120.0) -> None:
             os.replace(recording, recording[:-len(f".{os.getpid()}.tmp")])
         else:
             os.unlink(recording)
+
+
+#: how ``kfx scan`` gets the class archive when there is none: ``background`` (the default: a
+#: process of its own records it after the scan, as ``git gc --auto`` packs a repository), ``now``
+#: (the scan records it itself and ends some 15 s later) or ``no`` (never; an archive already
+#: recorded is still mapped)
+CLASS_ARCHIVE_RECORDING = "KFX_CLASS_ARCHIVE_RECORDING"
+_RECORDING_MODES = ("background", "now", "no")
+
+
+def class_archive_recording() -> str:
+    """The :data:`CLASS_ARCHIVE_RECORDING` mode in force (an unknown value reads as the default)."""
+    mode = os.environ.get(CLASS_ARCHIVE_RECORDING, "background")
+    return mode if mode in _RECORDING_MODES else "background"
+
+
+def class_archive_missing() -> bool:
+    """Whether a driver JVM started here could map a class archive, but none is recorded yet."""
+    archive = class_archive_path()
+    return archive is not None and not os.path.exists(archive)
+
+
+def recording_pid() -> int | None:
+    """The pid of the process recording the class archive in the background now, or None."""
+    archive = class_archive_path()
+    try:
+        with open(f"{archive}.recording") as f:
+            pid = int(f.read().strip())
+        os.kill(pid, 0)
+    except (TypeError, OSError, ValueError):  # no archive path, no marker, or its process is gone
+        return None
+    return pid
+
+
+def start_class_archive_recording() -> int | None:
+    """Start a detached process that records the driver JVM's class archive (a small scan of a
+    partition it writes, :func:`record_class_archive`) unless an archive or a recording exists
+    already; its pid, or None.  Its output goes nowhere: the scan that started it has ended."""
+    archive = class_archive_path()
+    if archive is None or os.path.exists(archive) or recording_pid() is not None:
+        return None
+    os.makedirs(os.path.dirname(archive), exist_ok=True)
+    marker = f"{archive}.recording"
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(marker)  # a recording process that died left it
+    try:
+        fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return None  # another scan started one a moment ago
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)}
+    with os.fdopen(fd, "w") as f:
+        proc = subprocess.Popen([sys.executable, "-c", "from spark_jobs.common import record_class_archive as r; r()"],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True, env=env, cwd=tempfile.gettempdir())
+        f.write(str(proc.pid))
+    return proc.pid
+
+
+def record_class_archive(master: str = "local[*]") -> None:
+    """Record the driver JVM's class archive as a first ``kfx scan`` would: a records-level scan
+    with a search of a small partition written for it, in a temp dir removed afterwards."""
+    from kafkaforensics.log.writer import write_partition
+    from kafkaforensics.records.batch import Record
+    from kafkaforensics.records.builder import build_v2
+    from spark_jobs.scan import scan
+    archive = class_archive_path()
+    try:
+        if archive is None or os.path.exists(archive):
+            return
+        with tempfile.TemporaryDirectory(prefix="kfx-class-archive-") as tmp:
+            logs = os.path.join(tmp, "logs")
+            write_partition(os.path.join(logs, "warm-0"), (
+                build_v2([Record(b * 10 + i, 1700000000000 + b, b"key-%d" % i, b"value", [("h", b"v")]) for i in range(10)],
+                         base_offset=b * 10, codec=b % 2) for b in range(20)))
+            spark = get_spark(master, app="kafkaforensics-class-archive", console_progress=False, short_run=True,
+                              class_archive=True)
+            scan(spark, [logs], os.path.join(tmp, "out"), "records", "value")
+            end_session(spark)
+    finally:
+        if archive is not None and recording_pid() in (None, os.getpid()):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{archive}.recording")
 
 
 def register(spark) -> None:

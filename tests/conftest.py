@@ -6,6 +6,10 @@ from typer.testing import CliRunner
 
 from cli.main import app
 
+#: a `kfx scan` in a test never leaves a background process recording the driver JVM's class
+#: archive behind (tests/test_spark_remote.py starts one on purpose and waits for it by its pid)
+os.environ.setdefault("KFX_CLASS_ARCHIVE_RECORDING", "no")
+
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 SAMPLE = os.path.join(FIXTURES, "sample-logdir")
 

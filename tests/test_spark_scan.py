@@ -146,6 +146,8 @@ def test_driver_jvm_options_record_then_map_the_class_archive(tmp_path, monkeypa
     opts, recording = common._driver_java_options(short_run=True, class_archive=True, quiet=True)
     assert recording == f"{archive}.{os.getpid()}.tmp"
     assert f"-XX:ArchiveClassesAtExit={recording}" in opts and "-XX:TieredStopAtLevel=1" in opts
+    opts_now, none = common._driver_java_options(short_run=True, class_archive=True, quiet=True, record=False)
+    assert none is None and not [o for o in opts_now if "Archive" in o]  # the recording is left to its own process
     log4j = [o for o in opts if o.startswith("-Dlog4j2.configurationFile=file:")]
     assert log4j and "rootLogger.level = error" in open(log4j[0].split("file:", 1)[1]).read()
     open(archive, "wb").close()
