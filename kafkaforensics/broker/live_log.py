@@ -31,7 +31,7 @@ from kafkaforensics.log.log_loader import PartitionLog
 from kafkaforensics.log.partition import PartitionDir
 from kafkaforensics.log.producer_state import ProducerState
 from kafkaforensics.errors import Problem
-from kafkaforensics.log.segment import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, BatchScanner, file_name, open_buffer
+from kafkaforensics.log.segment import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, BatchScanner, file_name, open_walk
 
 from specs.kafka_errors import (CORRUPT_MESSAGE, INVALID_PRODUCER_EPOCH, NONE, OUT_OF_ORDER_SEQUENCE,
                                 UNSUPPORTED_FOR_MESSAGE_FORMAT)
@@ -79,8 +79,8 @@ class LiveLog:
         #: after its last whole batch whatever its CRC (LogSegment.readNextOffset checks none)
         self.next_offset = log.log_end_offset
         if last_seg is not None and last_seg.damaged is not None:
-            with open_buffer(last_seg.path) as buf:
-                for b in BatchScanner(buf, start=last_seg.damaged.position, base_offset=last_seg.base_offset):
+            with open_walk(last_seg.path, start=last_seg.damaged.position, base_offset=last_seg.base_offset) as walk:
+                for b in walk:
                     self.next_offset = max(self.next_offset, b.last_offset + 1)
         #: the first segment's base, or log-start-offset-checkpoint's entry within the log (DeleteRecords)
         self.log_start = log.log_start_offset

@@ -33,7 +33,7 @@ from kafkaforensics.broker.replay_admin import AdminAPIs, WriteAdminAPIs
 from kafkaforensics.broker.log_validator import (MAX_MESSAGE_BYTES, TIMESTAMP_AFTER_MAX_MS,
                                                  TIMESTAMP_BEFORE_MAX_MS, TopicRules, validate)
 from kafkaforensics.broker.txn_coordinator import TransactionCoordinator, client_error
-from kafkaforensics.log.segment import INDEX, LOG, BatchScanner, Segment, file_name, offset_from_name, open_buffer
+from kafkaforensics.log.segment import INDEX, LOG, Segment, file_name, offset_from_name, open_walk
 from specs import protocol_messages as P
 from specs import record_batch as R
 
@@ -880,10 +880,10 @@ class ReplayBroker:
         for base in s.segments[start_seg:]:
             entries = self._index(s.seg_path(base, INDEX), base)
             pos = offset_index.lookup(entries, offset, base)[1] if entries else 0
-            with open_buffer(s.seg_path(base, LOG)) as buf:
+            with open_walk(s.seg_path(base, LOG), start=pos, base_offset=base) as walk:
                 begin = end = None
                 upper = offset
-                for b in BatchScanner(buf, start=pos, base_offset=base):
+                for b in walk:
                     if b.last_offset < offset:
                         continue
                     if b.base_offset >= limit:

@@ -25,7 +25,7 @@ from kafkaforensics.records.batch_json import encode, record_to_json
 from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log.partition import LEFTOVER_SUFFIXES, read_text
 from kafkaforensics.log.producer_state import read_snapshot
-from kafkaforensics.log.segment import BatchScanner, file_name, offset_from_name, open_buffer
+from kafkaforensics.log.segment import BatchScanner, file_name, offset_from_name, open_buffer, open_walk
 
 #: the message schemas of the internal topics: only for a decoder
 internal_topics = lazy("kafkaforensics.records.internal_topics", globals())
@@ -261,9 +261,7 @@ def _dump_log(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
         print(f"Log starting offset: {base}", file=out)
     last_offset = None
     gaps = []
-    with open_buffer(path) as buf:
-        end = len(buf) if opts.max_bytes is None else min(len(buf), opts.max_bytes)
-        scanner = BatchScanner(buf, end=end, file=path, base_offset=base)
+    with open_walk(path, end=opts.max_bytes, base_offset=base) as scanner:
         for b in scanner:
             if b.magic < 2:
                 try:
@@ -305,7 +303,7 @@ def _dump_log(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
         elif stop is not None and opts.max_bytes is None:
             res.problems.append(stop)
             if opts.fmt == "text":
-                print(f"Found {len(buf) - scanner.valid_bytes} invalid bytes at the end of {os.path.basename(path)}",
+                print(f"Found {len(scanner.buf) - scanner.valid_bytes} invalid bytes at the end of {os.path.basename(path)}",
                       file=out)
             print(str(stop), file=err)
     if gaps:
@@ -480,8 +478,8 @@ def _dump_time_index(path, opts: DumpOptions, out, err, res: DumpResult) -> None
     log = _sibling(path, ".log")
     by_last = {}
     if os.path.exists(log):
-        with open_buffer(log) as buf:
-            for b in BatchScanner(buf, file=log, base_offset=base):
+        with open_walk(log, base_offset=base) as walk:
+            for b in walk:
                 by_last[b.last_offset] = b.max_timestamp
     prev = -1
     for ts, off in entries:

@@ -871,8 +871,7 @@ def walk_problems(partition_dir: str) -> list[Problem]:
     commands report, exiting 1, so that a script learns the partition wants ``kfx recover``."""
     out = []
     for seg in PartitionDir.scan(partition_dir).segments:
-        with open_buffer(seg.log) as buf:
-            scanner = BatchScanner(buf, file=seg.log, base_offset=seg.base_offset)
+        with seg.walk() as scanner:
             for _batch in scanner:
                 pass
         if scanner.stop is not None:

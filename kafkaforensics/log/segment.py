@@ -301,6 +301,19 @@ def _all_zero(buf, start: int, end: int) -> bool:
     return chunk.count(0) == len(chunk)
 
 
+@contextmanager
+def open_walk(path: str, *, start: int = 0, end: int | None = None, base_offset: "int | None | str" = "name", **kw):
+    """A :class:`BatchScanner` (a :class:`~.walks.BatchWalk`) over a ``.log`` file mapped for the
+    block, from byte ``start`` to ``end`` (clipped to the file); ``base_offset`` is by default the
+    one the file's name says (None: no segment range check).  Its ``buf`` is the mapped file;
+    ``stop`` and ``valid_bytes`` say where and why the walk ended."""
+    if base_offset == "name":
+        base_offset = offset_from_name(path)
+    with open_buffer(path) as buf:
+        yield BatchScanner(buf, start=start, end=None if end is None else min(end, len(buf)), file=path,
+                           base_offset=base_offset, **kw)
+
+
 def iter_batches(path: str, **kw):
     """Yield the batches of a ``.log`` file (convenience over :class:`BatchScanner`)."""
     base = offset_from_name(path)
@@ -430,9 +443,13 @@ class Segment:
     # -- the reads ---------------------------------------------------------------------------------
     def batches(self, position: int = 0, max_position: int | None = None, **kw):
         """The batches from byte ``position`` (up to ``max_position``), as the segment's walk reads them."""
-        with open_buffer(self.log) as buf:
-            yield from BatchScanner(buf, start=position, end=max_position, file=self.log,
-                                    base_offset=self.base_offset, **kw)
+        with self.walk(position, max_position, **kw) as walk:
+            yield from walk
+
+    def walk(self, position: int = 0, max_position: int | None = None, **kw):
+        """The segment's walk from byte ``position`` (up to ``max_position``) as a block:
+        ``with seg.walk() as w: for b in w: ...`` then ``w.stop``, ``w.valid_bytes``."""
+        return open_walk(self.log, start=position, end=max_position, base_offset=self.base_offset, **kw)
 
     def translate_offset(self, offset: int, start_position: int = 0) -> LogOffsetPosition | None:
         """LogSegment.translateOffset: the first batch whose last offset is at least ``offset``,

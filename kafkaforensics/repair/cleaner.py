@@ -51,7 +51,7 @@ from kafkaforensics.log.log_loader import PartitionLog
 from kafkaforensics.repair.offset_map import OffsetMap, span_digests
 from kafkaforensics.log.partition import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, PartitionDir, parse_partition_dir_name
 from kafkaforensics.log.record_columns import decode_columns, runs
-from kafkaforensics.log.segment import BatchScanner, file_name, open_buffer
+from kafkaforensics.log.segment import file_name, open_walk
 from kafkaforensics.log.txn_index import AbortedTxn
 from kafkaforensics.records import walks
 
@@ -236,8 +236,8 @@ def _build_offset_map(segs, start, end, aborted, omap: OffsetMap) -> None:
     txn = _TxnMetadata([a for a in aborted if a.last_offset >= start and a.first_offset < end])
     dirty = [s for s in segs if s.next_offset > start and s.base < end]
     for s in dirty:
-        with open_buffer(s.path) as buf:
-            batches = takewhile(lambda b: b.base_offset < end, BatchScanner(buf, file=s.path, base_offset=s.base))
+        with open_walk(s.path, base_offset=s.base) as walk:
+            batches = takewhile(lambda b: b.base_offset < end, walk)
             for run in (runs(batches) if walks.SPEEDUPS else ([b] for b in batches)):
                 if not _map_run(run, start, txn, omap):
                     return  # full: the round ends at the last offset mapped
@@ -482,8 +482,8 @@ def _write_cleaned(names, group, omap, txn, active, upper, now, opts, stats, leg
         fsutil.fit_new(names[LOG], fd=out.fileno())
         for s in group:
             flt = _Filter(omap, txn, active, upper, now, opts, stats, s.mtime * 1000 > legacy_horizon)
-            with open_buffer(s.path) as buf:
-                for b, verdict in flt.judged(BatchScanner(buf, file=s.path, base_offset=s.base)):
+            with open_walk(s.path, base_offset=s.base) as walk:
+                for b, verdict in flt.judged(walk):
                     data, kept = flt.apply(b, verdict)
                     if data is None:
                         stats.batches_removed += 1

@@ -56,7 +56,7 @@ from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.log_loader import replay_segment
 from kafkaforensics.log.partition import METADATA_PARTITION, LogDir, parse_partition_dir_name, partition_dir_state
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot, snapshot_bytes
-from kafkaforensics.log.segment import (CLEANED, DELETED, INDEX, LOG, SNAPSHOT, SWAP, TIMEINDEX, TXNINDEX, BatchScanner,
+from kafkaforensics.log.segment import (CLEANED, DELETED, INDEX, LOG, SNAPSHOT, SWAP, TIMEINDEX, TXNINDEX, open_walk,
                                         Segment, file_name, offset_from_name, open_buffer, without_leftover_suffix)
 
 _INDEX_SUFFIXES = (INDEX, TIMEINDEX, TXNINDEX)
@@ -363,8 +363,8 @@ def _plan_leftovers(d: _PartitionFiles, plan: list[Action], rules) -> None:
             continue
         base = offset_from_name(n)
         nxt = base
-        with open_buffer(d.files[n]) as buf:
-            for b in BatchScanner(buf, file=d.files[n]):
+        with open_walk(d.files[n], base_offset=None) as walk:
+            for b in walk:
                 nxt = b.next_offset
         lo = base if lo is None else min(lo, base)
         hi = nxt if hi is None else max(hi, nxt)
