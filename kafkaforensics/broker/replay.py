@@ -17,31 +17,45 @@ directories this broker knows, so no request can reach outside the log dir.
 """
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
 import re
 import time
+import uuid
 
-from kafkaforensics.log import offset_index
-from kafkaforensics.errors import KafkaFormatError
-from kafkaforensics.log.leader_epochs import LeaderEpochCache
-from kafkaforensics.broker.live_log import LiveLog
-from kafkaforensics.broker.protocol import FileRegion
-from kafkaforensics.log.partition import derived_topic_id, find_partitions, partition_dir_state, write_partition_metadata
-from kafkaforensics.broker.replay_admin import AdminAPIs, WriteAdminAPIs
-from kafkaforensics.broker.log_validator import (MAX_MESSAGE_BYTES, TIMESTAMP_AFTER_MAX_MS,
-                                                 TIMESTAMP_BEFORE_MAX_MS, TopicRules, validate)
-from kafkaforensics.broker.txn_coordinator import TransactionCoordinator, client_error
-from kafkaforensics.log.segment import INDEX, LOG, Segment, file_name, offset_from_name, open_walk
 from specs import protocol_messages as P
 from specs import record_batch as R
-
-from specs.kafka_errors import NAMES
-from specs.kafka_errors import (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, INVALID_CONFIG, KAFKA_STORAGE_ERROR, INVALID_REPLICATION_FACTOR, INVALID_PARTITIONS, INVALID_PRODUCER_EPOCH,
-                                OPERATION_NOT_ATTEMPTED, PRODUCER_FENCED, INVALID_TOPIC, NONE, OFFSET_OUT_OF_RANGE, POLICY_VIOLATION,
-                                TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION)
+from specs.checkpoints import parse_properties
+from specs.kafka_errors import (INVALID_CONFIG, INVALID_PARTITIONS, INVALID_PRODUCER_EPOCH, INVALID_REPLICATION_FACTOR,
+                                INVALID_TOPIC, KAFKA_STORAGE_ERROR, NAMES, NONE, OFFSET_OUT_OF_RANGE,
+                                OPERATION_NOT_ATTEMPTED, POLICY_VIOLATION, PRODUCER_FENCED, TOPIC_ALREADY_EXISTS,
+                                TRANSACTIONAL_ID_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION)
 from specs.protocol_messages import ApiKey
+
+from kafkaforensics.errors import KafkaFormatError
+from kafkaforensics.fsutil import atomic_write, fsync_dir
+from kafkaforensics.records.internal_topics import decode_transaction_log, encode_offset_commit, encode_transaction_log
+from kafkaforensics.log import offset_index
+from kafkaforensics.log.checkpoint_file import RECOVERY_POINT, checkpoint_path, update_offsets
+from kafkaforensics.log.leader_epochs import LeaderEpochCache
+from kafkaforensics.log.logdir import CLEAN_SHUTDOWN_FILE, metadata_topics, read_clean_shutdown
+from kafkaforensics.log.partition import (derived_topic_id, find_partitions, partition_dir_state,
+                                          write_partition_metadata)
+from kafkaforensics.log.segment import INDEX, LOG, Segment, file_name, offset_from_name, open_walk
+from kafkaforensics.repair.actions import Dropped
+from kafkaforensics.repair.recovery import count_dropped, recover
+from kafkaforensics.inspect.groups import committed_offsets
+from kafkaforensics.broker.group_coordinator import offsets_partition_for
+from kafkaforensics.broker.live_log import LiveLog
+from kafkaforensics.broker.log_validator import (MAX_MESSAGE_BYTES, TIMESTAMP_AFTER_MAX_MS,
+                                                 TIMESTAMP_BEFORE_MAX_MS, TopicRules, validate)
+from kafkaforensics.broker.protocol import FileRegion
+from kafkaforensics.broker.replay_admin import AdminAPIs, WriteAdminAPIs
+from kafkaforensics.broker.topic_configs import invalid
+from kafkaforensics.broker.txn_coordinator import LogEntry, TransactionCoordinator, client_error
+
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
 _TOPIC_RE = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 #: Kafka's controller writes at most this many records for one request (QuorumController's
@@ -66,8 +80,6 @@ def damage_report(s: LiveLog) -> list[str]:
     """One line per problem of a served partition whose log fails validation: where (file, byte,
     offset), what is past it and how it is served, and what Kafka's log loading would do with it
     after an unclean shutdown (``kfx recover``'s dry run: the same rules)."""
-    from kafkaforensics.repair.actions import Dropped
-    from kafkaforensics.repair.recovery import count_dropped, recover
     try:
         plan = recover(s.path, dry_run=True, backup=False)
     except (OSError, KafkaFormatError, ValueError) as e:
@@ -110,8 +122,6 @@ class PartitionsNotMade(Exception):
 
 def new_topic_id() -> str:
     """A random topic id, as Kafka's controller gives (base64url, never starting with '-')."""
-    import base64
-    import uuid
     while True:
         tid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         if not tid.startswith("-"):
@@ -126,7 +136,6 @@ def valid_topic(name) -> bool:
 
 def bad_config(configs: list) -> str | None:
     """The first reason Kafka's controller would refuse one of a CreateTopics topic's configs."""
-    from kafkaforensics.broker.topic_configs import invalid
     return next((why for c in configs if (why := invalid(c.get("Name"), c.get("Value")))), None)
 
 
@@ -195,8 +204,6 @@ class ReplayBroker:
         """A writable broker about to change the dir takes its ``.kafka_cleanshutdown`` away, as
         Kafka's log loading does: were it to crash, the dir must not look cleanly shut down.  The
         marker's broker epoch is kept for the one :meth:`shutdown` writes."""
-        from kafkaforensics.log.logdir import CLEAN_SHUTDOWN_FILE, read_clean_shutdown
-        from kafkaforensics.fsutil import fsync_dir
         path = os.path.join(self.log_dir, CLEAN_SHUTDOWN_FILE)
         self.was_clean, self.broker_epoch = os.path.exists(path), -1
         if self.was_clean:
@@ -216,9 +223,6 @@ class ReplayBroker:
         started (a partition loaded without recovery must not be vouched for).  What was done, one line each."""
         if not self.writable:
             return []
-        from kafkaforensics.log.checkpoint_file import RECOVERY_POINT, checkpoint_path, update_offsets
-        from kafkaforensics.log.logdir import CLEAN_SHUTDOWN_FILE
-        from kafkaforensics.fsutil import atomic_write
         done = []
         written = {tp: s for tp, s in sorted(self.partitions.items()) if s.written}
         for (topic, p), s in written.items():
@@ -240,7 +244,6 @@ class ReplayBroker:
 
     def cluster_id(self) -> str:
         """meta.properties' cluster.id (as the broker that wrote the log dir had it), else kfx-replay."""
-        from specs.checkpoints import parse_properties
         try:
             with open(os.path.join(self.log_dir, "meta.properties"), encoding="utf-8") as f:
                 return parse_properties(f.read()).get("cluster.id") or "kfx-replay"
@@ -251,7 +254,6 @@ class ReplayBroker:
         """The topic's own configs: its ConfigRecords in the log dir's KRaft metadata
         (``__cluster_metadata-0``, read once), then those a CreateTopics here set."""
         if self.config_overrides is None:
-            from kafkaforensics.log.logdir import metadata_topics
             meta = os.path.join(self.log_dir, "__cluster_metadata-0")
             try:
                 self.config_overrides = metadata_topics(meta)[1] if os.path.isdir(meta) else {}
@@ -272,7 +274,6 @@ class ReplayBroker:
         """The groups with offsets committed in the log dir's __consumer_offsets."""
         if not any(t == "__consumer_offsets" for t, _p in self.partitions):
             return []
-        from kafkaforensics.inspect.groups import committed_offsets
         return sorted({row["group"] for row in committed_offsets(self.log_dir)})
 
     def topic_ids(self) -> dict[str, str]:
@@ -371,7 +372,6 @@ class ReplayBroker:
     def internal_partition(self, topic: str, key: str) -> LiveLog:
         """<topic>-N of a coordinator key (a group, a transactional id), N = Utils.abs(key.hashCode) % 50
         (offsets.topic.num.partitions, transaction.state.log.num.partitions); created on first use."""
-        from kafkaforensics.broker.group_coordinator import offsets_partition_for
         n = offsets_partition_for(key)
         s = self.partitions.get((topic, n))
         if s is None:
@@ -393,7 +393,6 @@ class ReplayBroker:
     def append_offset_commits(self, group: str, commits: list, **batch) -> int:
         """(topic, partition, offset, leader epoch, metadata) commits as one batch of __consumer_offsets-N
         records (``batch``: a transactional producer's fields); the append's error code."""
-        from kafkaforensics.records.internal_topics import encode_offset_commit
         now = int(time.time() * 1000)
         records = [encode_offset_commit(group, topic, part, offset, metadata=metadata, commit_ts=now,
                                         leader_epoch=epoch) for topic, part, offset, epoch, metadata in commits]
@@ -431,7 +430,6 @@ class ReplayBroker:
 
     def _log_transactions(self, entries) -> None:
         """Append coordinator transitions to __transaction_state-N, one batch a partition."""
-        from kafkaforensics.records.internal_topics import encode_transaction_log
         by_partition: dict = {}
         for e in entries:
             value = {"ProducerId": e.producer_id, "ProducerEpoch": e.producer_epoch,
@@ -451,8 +449,6 @@ class ReplayBroker:
     def logged_transactions(self) -> dict:
         """The newest __transaction_state entry of each transactional id in the log dir (a tombstone
         removes it): transactional id -> :class:`~kafkaforensics.broker.txn_coordinator.LogEntry`."""
-        from kafkaforensics.records.internal_topics import decode_transaction_log
-        from kafkaforensics.broker.txn_coordinator import LogEntry
         out: dict = {}
         for s in self.topics().get("__transaction_state", []):
             for b in self._batches(s):

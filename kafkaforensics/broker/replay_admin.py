@@ -12,9 +12,21 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import time
+import uuid
 
-from specs.kafka_errors import (INVALID_REQUEST, NONE, TRANSACTIONAL_ID_NOT_FOUND, UNKNOWN_TOPIC_OR_PARTITION)
+from specs.kafka_errors import (INVALID_PARTITIONS, INVALID_REQUEST, INVALID_TOPIC, NONE, OFFSET_OUT_OF_RANGE,
+                                POLICY_VIOLATION, TRANSACTIONAL_ID_NOT_FOUND, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION)
+from specs.kafka_messages import TRANSACTION_STATES
+from specs.lazy import lazy
+
+from kafkaforensics.broker import topic_configs as TC
+from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, checkpoint_path, update_offsets
+from kafkaforensics.log.partition import find_partitions
+
+#: the broker these handlers are mixed into (it imports this module)
+replay = lazy("kafkaforensics.broker.replay", globals())
 
 #: DescribeConfigs resource types (Kafka's ConfigResource.Type)
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
@@ -43,7 +55,6 @@ class AdminAPIs:
         """A topic: every Kafka 4.0 topic config with value, source and (IncludeSynonyms) synonyms, the
         topic's own from the log dir's KRaft ConfigRecords (:mod:`topic_configs`); this broker: the
         settings it runs with (read-only, STATIC_BROKER_CONFIG)."""
-        from kafkaforensics.broker import topic_configs as TC
         results = []
         synonyms = bool(body.get("IncludeSynonyms"))
         for r in body.get("Resources", []):
@@ -71,8 +82,6 @@ class AdminAPIs:
     # -- the log dir -----------------------------------------------------------------------------
     def describe_log_dirs(self, version: int, body: dict) -> dict:
         """One log dir: every served partition's size, and its -future copies flagged IsFutureKey."""
-        import shutil
-        from kafkaforensics.log.partition import find_partitions
         wanted = body.get("Topics")
         want = None if wanted is None else {(t["Topic"], p) for t in wanted for p in t.get("Partitions", [])}
         topics: dict[str, list] = {}
@@ -135,7 +144,6 @@ class AdminAPIs:
     def transactions(self) -> dict[str, dict]:
         """The newest __transaction_state value of each transactional id (tombstones remove it), then
         the live state of the ids this broker's transaction coordinator has seen."""
-        from specs.kafka_messages import TRANSACTION_STATES
         out = {tid: {"TransactionalId": tid, "ProducerId": e.producer_id, "ProducerEpoch": e.producer_epoch,
                      "TransactionState": TRANSACTION_STATES.get(e.status, "Unknown"),
                      "TransactionTimeoutMs": e.timeout_ms, "TransactionStartTimeMs": e.start_ms,
@@ -146,7 +154,6 @@ class AdminAPIs:
         return out
 
     def list_transactions(self, version: int, body: dict) -> dict:
-        from specs.kafka_messages import TRANSACTION_STATES
         states = body.get("StateFilters") or []
         pids = set(body.get("ProducerIdFilters") or [])
         duration = body.get("DurationFilter", -1)
@@ -200,19 +207,16 @@ class WriteAdminAPIs:
     def _save_log_starts(self) -> None:
         """log-start-offset-checkpoint gets every served partition's log start; the entries of
         partitions this broker does not serve are kept (temp file, fsync, rename)."""
-        from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, checkpoint_path, update_offsets
         update_offsets(checkpoint_path(self.b.log_dir, LOG_START_OFFSET),
                        {tp: s.log_start for tp, s in sorted(self.b.partitions.items())}, unreadable="replace")
 
     def _forget_log_starts(self, tps: list) -> None:
         """A deleted partition's log-start-offset-checkpoint entry goes (as Kafka's next checkpoint
         drops a deleted log), so a topic created again under the name does not inherit it."""
-        from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, checkpoint_path, update_offsets
         update_offsets(checkpoint_path(self.b.log_dir, LOG_START_OFFSET), dict.fromkeys(tps), create=False,
                        unreadable="replace")
 
     def delete_records(self, version: int, body: dict) -> dict:
-        from specs.kafka_errors import OFFSET_OUT_OF_RANGE
         topics, moved = [], False
         for t in body.get("Topics", []):
             parts = []
@@ -238,7 +242,6 @@ class WriteAdminAPIs:
         return {"Topics": topics}
 
     def delete_topics(self, version: int, body: dict) -> dict:
-        from specs.kafka_errors import INVALID_TOPIC, UNKNOWN_TOPIC_ID
         ids = self.b.topic_ids()
         wanted = ([(t.get("Name") or ids.get(t.get("TopicId")), t.get("TopicId")) for t in body.get("Topics", [])]
                   if version >= 6 else [(n, None) for n in body.get("TopicNames", [])])
@@ -253,7 +256,6 @@ class WriteAdminAPIs:
             else:
                 r["TopicId"] = parts[0].topic_id
                 for s in parts:  # Kafka's rename: <topic>-<n>.<uuid hex>-delete, data kept
-                    import uuid
                     os.rename(s.path, f"{s.path}.{uuid.uuid4().hex}-delete")
                     del self.b.partitions[(s.topic, s.partition)]
                 self._forget_log_starts([(s.topic, s.partition) for s in parts])
@@ -266,8 +268,6 @@ class WriteAdminAPIs:
     def plan_partitions(self, version: int, body: dict) -> tuple[dict, list]:
         """CreatePartitions' answer and what it creates (as :meth:`plan_topics`); more than the
         controller's records per request (one a partition) is POLICY_VIOLATION for the whole request."""
-        from specs.kafka_errors import INVALID_PARTITIONS, POLICY_VIOLATION
-        from kafkaforensics.broker.replay import MAX_RECORDS_PER_REQUEST
         out, plan = [], []
         topics = body.get("Topics", [])
         current = {t.get("Name"): len(self.b.topics().get(t.get("Name")) or []) for t in topics}
@@ -282,7 +282,7 @@ class WriteAdminAPIs:
                 r.update(ErrorCode=INVALID_PARTITIONS,
                          ErrorMessage=f"Topic currently has {len(parts)} partitions, which is higher than or equal "
                                       f"to the requested {count}.")
-            elif records > MAX_RECORDS_PER_REQUEST:
+            elif records > replay.MAX_RECORDS_PER_REQUEST:
                 r.update(ErrorCode=POLICY_VIOLATION, ErrorMessage="Unable to perform excessively large batch operation.")
             elif not body.get("ValidateOnly"):
                 plan.append((name, len(parts), count - len(parts), parts[0].topic_id))

@@ -19,6 +19,9 @@ frame larger than the whole cap is let in alone); a connection that sends nothin
 """
 from __future__ import annotations
 
+import hashlib
+import os
+import signal
 import asyncio
 import logging
 import threading
@@ -167,8 +170,6 @@ class _Server:
 
 def default_state_path(log_dir: str) -> str:
     """Committed offsets live outside the log dir (it stays read-only): ~/.local/state/kfx/serve/."""
-    import hashlib
-    import os
     base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
     key = hashlib.sha1(os.path.abspath(log_dir).encode()).hexdigest()[:16]
     return os.path.join(base, "kfx", "serve", key, "group-offsets.json")
@@ -198,7 +199,6 @@ def serve_forever(log_dir: str, host: str, port: int, advertised_host: str | Non
                   state_path: str | None = None, writable: bool = False, auto_create: bool = True,
                   partitions: int = 1, limits: Limits | None = None, transaction_version: int = 2) -> None:
     """Serve until SIGTERM or SIGINT, then shut down as Kafka's broker does (:meth:`ReplayBroker.shutdown`)."""
-    import signal
 
     async def main():
         server, broker = await start(log_dir, host, port, advertised_host, node_id, state_path, writable,

@@ -28,11 +28,15 @@ from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.log_loader import PartitionLog
 from kafkaforensics.log.partition import PartitionDir, SegmentFiles, find_partitions, parse_partition_dir_name
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot
-from kafkaforensics.log.segment import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, file_name, offset_from_name, sibling
+from kafkaforensics.log.segment import (INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, file_name, offset_from_name,
+                                        open_buffer, sibling)
 from kafkaforensics.log.tiered import remote_segments
 from kafkaforensics.inspect.dump import TOPIC_DECODERS, decode_record
 from kafkaforensics.inspect.verify import (WARNING_KINDS, VerifyReport, read_log_dir_checkpoints, verify_identity,
                                            verify_log_dir_files, verify_partition, verify_partition_files)
+from kafkaforensics.log.paths import (FILE, LOG_DIR, PARTITION_DIR, PathUsageError, classify_for, live_log_dirs,
+                                      live_note)
+from kafkaforensics.log.batch_search import scan_file
 
 
 @dataclass
@@ -241,8 +245,6 @@ def analyze(paths, opts: AnalyzeOptions | None = None) -> AnalysisReport:
     :func:`kafkaforensics.log.paths.classify_for`; anything else raises its ``PathUsageError``).
     A log dir's own files (checkpoints, clean-shutdown marker, identity, KRaft files) are checked by
     verify's checks, so both commands say the same of every file."""
-    from kafkaforensics.log.paths import (FILE, LOG_DIR, PARTITION_DIR, PathUsageError, classify_for, live_log_dirs,
-                                          live_note)
     kpaths = classify_for(paths, "analyze", file_kinds=("log",),
                           what="a log dir, a partition dir or a .log segment")
     opts = opts or AnalyzeOptions()
@@ -551,8 +553,6 @@ class _PartitionAnalysis:
         """The valid batches of a damaged segment after its first damage: those the walk went on to
         (past a bad CRC) and those past where framing broke (found as salvage finds them); Kafka's
         recovery would drop them all from the first damage on."""
-        from kafkaforensics.log.batch_search import scan_file
-        from kafkaforensics.log.segment import open_buffer
         start = seg.damaged.position if seg.damaged is not None else seg.valid_bytes
         at = seg.damaged.base_offset if seg.damaged is not None else seg.next_offset
         batches = records = 0

@@ -18,14 +18,16 @@ from specs.lazy import lazy
 
 from kafkaforensics.log import kraft, offset_index, time_index, txn_index
 from kafkaforensics.log.logdir import read_clean_shutdown
-from kafkaforensics.log.paths import appending, file_kind, live_tail
+from kafkaforensics.log.paths import (FILE, LOG_DIR, appending, classify, file_kind, live_notes, live_tail,
+                                      log_dir_files, partition_dirs, partition_files)
 from kafkaforensics.log.tiered import REMOTE_INDEX_RE
 from kafkaforensics.records.batch import resolve_legacy_wrapper
 from kafkaforensics.records.batch_json import encode, record_to_json
 from kafkaforensics.errors import KafkaFormatError, Problem
-from kafkaforensics.log.partition import LEFTOVER_SUFFIXES, read_text
+from kafkaforensics.log.partition import LEFTOVER_SUFFIXES, parse_partition_dir_name, read_text
 from kafkaforensics.log.producer_state import read_snapshot
 from kafkaforensics.log.segment import BatchScanner, file_name, offset_from_name, open_buffer, open_walk
+from kafkaforensics.log.dir_lock import lock_holder
 
 #: the message schemas of the internal topics: only for a decoder
 internal_topics = lazy("kafkaforensics.records.internal_topics", globals())
@@ -106,7 +108,6 @@ TOPIC_DECODERS = {"__consumer_offsets": "offsets", "__transaction_state": "trans
 
 def decoder_for(path: str) -> str | None:
     """The decoder an internal topic's file needs, from its partition dir's name (None: not one)."""
-    from kafkaforensics.log.partition import parse_partition_dir_name
     tp = parse_partition_dir_name(os.path.dirname(os.path.abspath(path)))
     return TOPIC_DECODERS.get(tp[0]) if tp else None
 
@@ -115,8 +116,6 @@ def expand(paths) -> list[str]:
     """The files ``paths`` name, in the order dump prints them: a file itself, a partition dir's files
     in offset order, a log dir's own files then each partition's (:mod:`kafkaforensics.log.paths`;
     a path with nothing Kafka wrote raises its ``PathUsageError``)."""
-    from kafkaforensics.log.paths import (FILE, LOG_DIR, classify, log_dir_files, partition_dirs,
-                                          partition_files)
     files = []
     for p in paths:
         kp = classify(p)
@@ -135,12 +134,10 @@ def dump(paths, opts: DumpOptions, out=None, err=None) -> DumpResult:
     """Dump every file ``paths`` name (files, partition dirs, log dirs: :func:`expand`) to ``out``
     (problems and mismatches go to ``err``). An internal topic's records are decoded by its dir's
     name unless ``opts.decoder`` says otherwise."""
-    from dataclasses import replace
     out = out or sys.stdout
     err = err or sys.stderr
     res = DumpResult()
     files = expand(paths)
-    from kafkaforensics.log.paths import live_notes
     for n in live_notes(paths):
         print(f"note: {n}", file=err)
     # JSON lines of several files from a dir: a {"file": path} line before each file's own lines (the
@@ -208,7 +205,6 @@ def _dump_file(path: str, kind: str, opts: DumpOptions, out, err, res: DumpResul
                 for k, v in props.items():
                     print(f"{k}={v}", file=out)
         elif kind == "lock":
-            from kafkaforensics.log.dir_lock import lock_holder
             pid = lock_holder(os.path.dirname(os.path.abspath(path)))
             _emit(out, opts, {"lock": True, "heldBy": pid},
                   "held by process {heldBy} (a running broker)" if pid is not None else

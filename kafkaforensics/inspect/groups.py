@@ -18,7 +18,8 @@ from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.records.internal_topics import decode_offsets
 from kafkaforensics.log.logdir import METADATA_PARTITION, metadata_topic_ids
 from kafkaforensics.log.log_loader import PartitionLog
-from kafkaforensics.log.partition import find_partitions
+from kafkaforensics.log.partition import PartitionDir, find_partitions
+from kafkaforensics.log.paths import LOG_DIR, PathUsageError, classify_for
 
 
 def _log_end_offset(pd) -> int | None:
@@ -60,8 +61,6 @@ def _inputs(paths) -> tuple[list, list, list[str]]:
     """(the live __consumer_offsets partitions, the log dirs' other partitions, the log dirs) of the
     paths groups is given: log dirs, or __consumer_offsets partition dirs (one meaning for every
     path, :mod:`kafkaforensics.log.paths`; anything else raises its ``PathUsageError``)."""
-    from kafkaforensics.log.paths import LOG_DIR, PathUsageError, classify_for
-    from kafkaforensics.log.partition import PartitionDir
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     kpaths = classify_for(paths, "groups", accept=(LOG_DIR, "partition-dir"),
                           what="a log dir or a __consumer_offsets partition dir")

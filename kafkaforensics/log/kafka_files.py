@@ -33,7 +33,9 @@ import bisect
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log import offset_index, time_index
 from kafkaforensics.log.kafka_rules import AppliedRules
-from kafkaforensics.log.segment import INDEX, TIMEINDEX, BatchScanner, open_buffer
+from kafkaforensics.log.segment import BatchScanner, INDEX, TIMEINDEX, open_buffer
+from kafkaforensics.log.producer_state import read_snapshot, snapshot_bytes
+from kafkaforensics.records.batch import resolve_legacy_wrapper
 
 
 def append_path_differs(rules: AppliedRules) -> bool:
@@ -68,7 +70,6 @@ class _Batches:
     def first_base(self, i: int) -> int:
         b = self.batch[self.pos[i]]
         if b.magic < 2 and b.count is None:
-            from kafkaforensics.records.batch import resolve_legacy_wrapper
             resolve_legacy_wrapper(b)
         return b.base_offset
 
@@ -152,7 +153,6 @@ def kept_as_written(target: str, suffix: str, seg_log: str, base: int, valid_byt
 def snapshot_kept(path: str, rebuilt: bytes, log_start: int, rules: AppliedRules) -> bool:
     """Whether the snapshot file ``path`` holds what Kafka would keep where kfx rebuilt ``rebuilt``:
     the same entries in any order, plus (2.4+) producers last seen below ``log_start``."""
-    from kafkaforensics.log.producer_state import read_snapshot
     try:
         with open(path, "rb") as f:
             have = {e.producer_id: e for e in read_snapshot(f.read(), file=path)}
@@ -169,7 +169,6 @@ def snapshot_kept(path: str, rebuilt: bytes, log_start: int, rules: AppliedRules
 def evict_below(snapshot: bytes, log_start: int) -> bytes:
     """``snapshot`` without the producers whose last batch lies below ``log_start`` (what Kafka up to
     2.3 keeps: ProducerStateManager.isProducerRetained)."""
-    from kafkaforensics.log.producer_state import read_snapshot, snapshot_bytes
     entries = read_snapshot(snapshot)
     kept = [e for e in entries if e.last_offset >= log_start]
     return snapshot if len(kept) == len(entries) else snapshot_bytes(kept)
@@ -179,7 +178,6 @@ def expire_below(snapshot: bytes, log_start: int, now_ms: int, expiry_ms: int) -
     """``snapshot`` without the producers last seen below ``log_start`` that have expired at ``now_ms``:
     no open transaction and ``now_ms - last timestamp >= expiry_ms`` (ProducerStateManager.isProducerExpired;
     2.4+ keeps a producer below the log start only until then, KAFKA-7190)."""
-    from kafkaforensics.log.producer_state import read_snapshot, snapshot_bytes
     entries = read_snapshot(snapshot)
     kept = [e for e in entries if e.last_offset >= log_start or e.current_txn_first_offset >= 0
             or now_ms - e.timestamp < expiry_ms]

@@ -36,7 +36,10 @@ from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.kafka_rules import (NEWEST, OLDEST, RELEASES, AppliedRules, Version, next_release,
                                             version_text)
 from kafkaforensics.log.logdir import CLEAN_SHUTDOWN_FILE, METADATA_PARTITION, read_meta_properties
-from kafkaforensics.log.segment import offset_from_name
+from kafkaforensics.log.segment import BatchScanner, offset_from_name, open_buffer
+from kafkaforensics.log import kraft, offset_index, time_index
+from kafkaforensics.records.batch import parse_header
+from kafkaforensics.records.internal_topics import decode_metadata
 
 #: metadata.version feature level -> its release (MetadataVersion: IBP_3_0_IV1 = 1 ... IBP_4_5_IV0 = 34)
 METADATA_LEVELS = {1: (3, 0), 2: (3, 1), 3: (3, 2), 4: (3, 3), 5: (3, 3), 6: (3, 3), 7: (3, 3), 8: (3, 4),
@@ -213,9 +216,6 @@ def _index_styles(log_dir: str, files: dict, kv: KafkaVersion) -> None:
     segments): an offset-index entry naming the base offset of a batch of several records is 1.1 or
     older, one naming a later offset of it 2.0+ (KAFKA-6264); a time-index entry naming a record
     inside an uncompressed batch, not its last, was written by a 3.6 or older leader."""
-    from kafkaforensics.log import offset_index, time_index
-    from kafkaforensics.records.batch import parse_header
-    from kafkaforensics.log.segment import open_buffer
     seen = 0
     found = set()
     for p, names in files.items():
@@ -258,7 +258,6 @@ def _index_styles(log_dir: str, files: dict, kv: KafkaVersion) -> None:
 
 def _record_inside_batch(buf, base: int, offset: int) -> bool:
     """Whether ``offset`` lies inside, and is not the last of, an uncompressed v2 batch."""
-    from kafkaforensics.log.segment import BatchScanner
     for b in BatchScanner(buf, base_offset=base):
         if b.last_offset >= offset:
             return b.magic >= 2 and b.compression == 0 and b.base_offset <= offset < b.last_offset
@@ -299,7 +298,6 @@ def _clean_shutdown(log_dir: str, names: list, kv: KafkaVersion) -> None:
 def _index_position(log: str, base: int, offset: int) -> int:
     """Where the batch holding ``offset`` starts at the latest, by the segment's offset index (0
     without a readable one)."""
-    from kafkaforensics.log import offset_index
     try:
         with open(log[:-len(".log")] + ".index", "rb") as f:
             entries, _zero = offset_index.read_entries(f.read(), base)
@@ -312,9 +310,6 @@ def _index_position(log: str, base: int, offset: int) -> int:
 def _metadata_versions(log_dir: str, kv: KafkaVersion) -> None:
     """Bounds from the KRaft metadata: the newest RegisterBrokerRecord's supported metadata.version
     (the software's release) and the highest finalized metadata.version."""
-    from kafkaforensics.log import kraft
-    from kafkaforensics.log.segment import BatchScanner, open_buffer
-    from kafkaforensics.records.internal_topics import decode_metadata
     found = {"supported": None, "finalized": None}
 
     def scan(path, start=0):

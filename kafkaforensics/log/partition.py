@@ -15,11 +15,16 @@ from specs.lazy import lazy
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.segment import (INDEX, LEFTOVER_SUFFIXES, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX,  # noqa: F401 (re-exported)
                                         Segment, file_name, offset_from_name)
+from kafkaforensics.log.producer_state import read_snapshot
+from kafkaforensics.log.dir_lock import lock_holder
 
 #: what reading a segment never needs: the writers, the checkpoint readers, name-based UUIDs
 fsutil = lazy("kafkaforensics.fsutil", globals())
 checkpoint_file = lazy("kafkaforensics.log.checkpoint_file", globals())
+leader_epochs = lazy("kafkaforensics.log.leader_epochs", globals())
 uuid = lazy("uuid", globals())
+#: the log dir's files (logdir imports this module)
+logdir = lazy("kafkaforensics.log.logdir", globals())
 
 _DIR_RE = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)"
                      r"(?:\.[0-9a-f]+-(?P<state>delete|future|stray)|-(?P<bare>delete|future|stray))?$")
@@ -138,7 +143,6 @@ class PartitionDir:
     def producer_snapshot(self, offset: int) -> list:
         """The entries of the producer snapshot at ``offset`` (:func:`~.producer_state.read_snapshot`:
         a damaged file raises :class:`KafkaFormatError`)."""
-        from kafkaforensics.log.producer_state import read_snapshot
         p = self.snapshot_path(offset)
         with open(p, "rb") as f:
             return read_snapshot(f.read(), file=p)
@@ -155,8 +159,7 @@ class PartitionDir:
 
     def leader_epoch_cache(self):
         """``leader-epoch-checkpoint`` as a :class:`~.leader_epochs.LeaderEpochCache` (None: no file)."""
-        from kafkaforensics.log.leader_epochs import LeaderEpochCache
-        return LeaderEpochCache.read(self.path)
+        return leader_epochs.LeaderEpochCache.read(self.path)
 
     def leader_epochs(self) -> list[dict] | None:
         """``leader-epoch-checkpoint``'s lines as written (None: no file); the rules over them are
@@ -191,41 +194,36 @@ class LogDir:
     # -- identity and state ----------------------------------------------------------------------
     def meta_properties(self) -> dict | None:
         """``meta.properties`` as :func:`~.logdir.read_meta_properties` reads it (None: no file)."""
-        from kafkaforensics.log.logdir import read_meta_properties
         p = os.path.join(self.path, C.META_PROPERTIES_FILE)
-        return read_meta_properties(p) if os.path.exists(p) else None
+        return logdir.read_meta_properties(p) if os.path.exists(p) else None
 
     @property
     def clean_shutdown(self) -> bool:
         """Whether the broker shut down cleanly: the marker exists (CleanShutdownFileHandler.exists)."""
-        from kafkaforensics.log.logdir import CLEAN_SHUTDOWN_FILE
-        return os.path.isfile(os.path.join(self.path, CLEAN_SHUTDOWN_FILE))
+        return os.path.isfile(os.path.join(self.path, logdir.CLEAN_SHUTDOWN_FILE))
 
     def clean_shutdown_marker(self) -> dict | None:
         """What the marker holds: None without one; ``{"format": "empty"}`` for the empty file brokers
         up to 3.6 leave; the broker epoch of the JSON form; ``{"format": "unknown"}`` for anything else
         (still a clean shutdown to Kafka)."""
-        from kafkaforensics.log.logdir import CLEAN_SHUTDOWN_FILE, read_clean_shutdown
-        p = os.path.join(self.path, CLEAN_SHUTDOWN_FILE)
+        p = os.path.join(self.path, logdir.CLEAN_SHUTDOWN_FILE)
         if not os.path.isfile(p):
             return None
         if os.path.getsize(p) == 0 or not read_text(p).strip():
             return {"version": None, "brokerEpoch": None, "format": "empty"}
         try:
-            return {"format": "json"} | read_clean_shutdown(p)
+            return {"format": "json"} | logdir.read_clean_shutdown(p)
         except KafkaFormatError:
             return {"version": None, "brokerEpoch": None, "format": "unknown"}
 
     def lock_holder(self) -> int | None:
         """The pid of the running broker holding this log dir's ``.lock``, if any (:mod:`.dir_lock`)."""
-        from kafkaforensics.log.dir_lock import lock_holder
         return lock_holder(self.path)
 
     def checkpoint(self, name: str) -> dict[tuple[str, int], int]:
         """One of the four offset checkpoints as {(topic, partition): offset}; {} when there is no
         file (a malformed one raises :class:`KafkaFormatError`)."""
-        from kafkaforensics.log.checkpoint_file import checkpoint_path, read_offsets
-        return read_offsets(checkpoint_path(self.path, name)) or {}
+        return checkpoint_file.read_offsets(checkpoint_file.checkpoint_path(self.path, name)) or {}
 
     def recovery_points(self) -> dict[tuple[str, int], int]:
         return self.checkpoint(C.OFFSET_CHECKPOINT_FILES[0])
