@@ -25,6 +25,8 @@ where the state file says it stopped, and a crasher is kept (as bytes, with its 
 """
 from __future__ import annotations
 
+import atexit
+import shutil
 import argparse
 import hashlib
 import json
@@ -49,6 +51,7 @@ from specs import record_batch as R
 from specs.primitives import field_offset
 from specs.schemas import legacy as LS
 from specs.schemas import record_batch as RS
+from specs.lazy import lazy
 
 from kafkaforensics.broker.protocol import Connection, ProtocolViolation, Request, request_header_version
 from kafkaforensics.broker.replay import SUPPORTED, WRITE_APIS
@@ -62,6 +65,11 @@ from kafkaforensics.records import builder, compression
 from kafkaforensics.records import internal_topics as I
 from kafkaforensics.records.batch import Record
 from kafkaforensics.records.checksums import crc32c
+from kafkaforensics.repair.cleaner import CompactOptions, compact
+from kafkaforensics.repair.recovery import recover
+from kafkaforensics.repair.reindex import reindex
+from kafkaforensics.repair.retention import retention
+from kafkaforensics.inspect.analyzer import AnalyzeOptions, analyze
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(os.path.dirname(HERE), "tests", "fixtures", "sample-logdir")
@@ -316,12 +324,16 @@ def _drain_columns(data: bytes):
 
 
 _SPARK_READER = []
+#: the Spark source's target only (pyspark's import costs the other targets' processes seconds)
+spark_types = lazy("pyspark.sql.types", globals())
+spark_source = lazy("kafkaforensics.spark.spark_source", globals())
+scan_plan = lazy("kafkaforensics.spark.scan_plan", globals())
 
 
 def _struct_from_ddl(ddl: str):
     """The Spark schema of a flat DDL (scalars, and ``array<struct<k:t,...>>``) without a session
     (pyspark parses DDL in the JVM)."""
-    from pyspark.sql import types as T
+    T = spark_types
     scalar = {"string": T.StringType(), "int": T.IntegerType(), "bigint": T.LongType(),
               "binary": T.BinaryType(), "boolean": T.BooleanType(), "timestamp": T.TimestampType()}
 
@@ -341,15 +353,12 @@ def _spark_records(data: bytes):
     """The Spark records level's Arrow path (``KafkaSegmentsReader._records_arrow``: the columnar
     decoder, then Arrow columns from its spans) over every batch, CRC-valid ones and, as with
     ``includeCorrupt``, the others; no Spark session is made."""
-    from kafkaforensics.log.segment import BatchScanner
     if not _SPARK_READER:
-        from kafkaforensics.spark.spark_source import LEVELS, KafkaSegmentsReader, spark_ddl
-        _SPARK_READER.append(KafkaSegmentsReader({"includeCorrupt": "true"}, "records",
-                                                 _struct_from_ddl(spark_ddl(LEVELS["records"]))))
+        _SPARK_READER.append(spark_source.KafkaSegmentsReader({"includeCorrupt": "true"}, "records", _struct_from_ddl(
+            spark_source.spark_ddl(spark_source.LEVELS["records"]))))
     reader = _SPARK_READER[0]
     rows = 0
-    from kafkaforensics.spark.scan_plan import Source
-    src = Source("fuzz", None, None, "t", 0)
+    src = scan_plan.Source("fuzz", None, None, "t", 0)
     anomalies: list = []
     for batch in reader._records_arrow([(b, src, "fuzz.log", 0) for b in BatchScanner(data, file="fuzz.log",
                                                                                        base_offset=0)], anomalies):
@@ -366,11 +375,8 @@ NOW = 1_700_000_000_000 + 10**9
 def _partition(data: bytes) -> str:
     """``data`` as a fresh partition dir ``<WORK>/logs/t-0``: split at a batch boundary in the middle
     into two segments (the second named by the base offset its first batch claims) when it can be."""
-    import shutil
-    from kafkaforensics.log.segment import file_name
     logs = os.path.join(WORK, "logs")
     if not os.path.isdir(WORK):
-        import atexit
         atexit.register(shutil.rmtree, WORK, True)
     shutil.rmtree(logs, ignore_errors=True)
     part = os.path.join(logs, "t-0")
@@ -409,28 +415,23 @@ def _command(name: str):
 
 
 def _compact(part, dry_run):
-    from kafkaforensics.repair.cleaner import CompactOptions, compact
     return compact(part, CompactOptions(now=NOW, include_active=True, segment_bytes=2000), dry_run=dry_run,
                    backup=not dry_run)
 
 
 def _recover(part):
-    from kafkaforensics.repair.recovery import recover
     return recover(part, full=True)
 
 
 def _reindex(part):
-    from kafkaforensics.repair.reindex import reindex
     return reindex(part, index_interval_bytes=64)
 
 
 def _retention(part):
-    from kafkaforensics.repair.retention import retention
     return retention(part, retention_bytes=100, retention_ms=10**9, now=NOW)
 
 
 def _analyze(part):
-    from kafkaforensics.inspect.analyzer import AnalyzeOptions, analyze
     return analyze([part], AnalyzeOptions(now=NOW))
 
 
