@@ -13,6 +13,7 @@ at the N-th step (no cleanup, no flush: what a power cut or ``kill -9`` leaves),
 """
 from __future__ import annotations
 
+import json
 import datetime as _dt
 import errno
 import os
@@ -320,7 +321,6 @@ class Backup:
     reverse order (:mod:`kafkaforensics.repair.restore`)."""
 
     def __init__(self, directory: str):
-        import json
         self.dir = os.path.abspath(directory)
         self.entries: list[dict] = []
         self.undone = 0
@@ -339,7 +339,6 @@ class Backup:
                 raise _failed(e, "creating backup dir", self.dir, None) from e
 
     def record(self, op: str, path: str, **fields) -> None:
-        import json
         self._ensure()
         if self.undone:
             raise ValueError(f"{self.dir} was restored: a new repair takes a new backup dir")

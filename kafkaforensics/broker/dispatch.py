@@ -33,6 +33,7 @@ from specs.protocol_messages import ADVERTISED, ApiKey
 
 from kafkaforensics.broker.protocol import (FileRegion, ProtocolViolation, Request, UnsupportedRequest, encode_response,
                                             encode_response_parts)
+from kafkaforensics.broker.replay import PartitionsNotMade
 
 #: the longest a Fetch waits for data, whatever its MaxWaitMs asks
 MAX_WAIT_MS = 30_000
@@ -212,7 +213,6 @@ class BrokerCore:
         return self._made(body, plan)
 
     async def _made(self, body: dict, plan: list) -> dict:
-        from kafkaforensics.broker.replay import PartitionsNotMade
         try:
             made = await self.offload(lambda: self.broker.make_partitions(plan))
         except PartitionsNotMade as e:

@@ -37,6 +37,9 @@ from kafkaforensics.log.segment import BatchScanner, file_name, offset_from_name
 
 #: only for what a small segment's check never needs: KRaft files, runs of headers, numpy columns
 kraft = lazy("kafkaforensics.log.kraft", globals())
+#: only for log dirs: their checkpoints, and the temp files a killed kfx run left
+checkpoint_file = lazy("kafkaforensics.log.checkpoint_file", globals())
+fsutil = lazy("kafkaforensics.fsutil", globals())
 header_list = lazy("kafkaforensics.records.header_list", globals())
 np = lazy("numpy", globals())
 
@@ -158,11 +161,10 @@ def verify_log_dir_files(log_dir: str, parts, rep: VerifyReport) -> dict:
 def read_log_dir_checkpoints(log_dir: str) -> tuple[dict, list[Problem]]:
     """The log dir's offset checkpoints as {file name: {(topic, partition): offset}}, read one at a time
     (a malformed one is a problem and hides none of the others), and those problems."""
-    from kafkaforensics.log.checkpoint_file import read_offsets
     ckpts, problems = {}, []
     for name in C.OFFSET_CHECKPOINT_FILES:
         try:
-            table = read_offsets(os.path.join(log_dir, name))
+            table = checkpoint_file.read_offsets(os.path.join(log_dir, name))
         except KafkaFormatError as e:
             problems.append(e.problem)
             continue
@@ -181,7 +183,6 @@ def verify_partition_files(pd: PartitionDir, rep: VerifyReport) -> None:
 def _report_temps(dirs, rep: VerifyReport) -> None:
     """Temp files and dirs killed kfx runs left (``*.kfx-tmp``): a dir of them in a log dir stops a
     broker (Kafka takes every dir there for a partition)."""
-    from kafkaforensics import fsutil
     for t in sorted({t for d in dirs for t in fsutil.temp_artefacts(d)}):
         rep.add(t, None, None, "kfx-temp", ("a dir" if os.path.isdir(t) else "a file")
                 + " an interrupted kfx run left; it holds only a copy")

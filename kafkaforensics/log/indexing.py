@@ -23,6 +23,7 @@ from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.records.header_run import HeaderRun
 from kafkaforensics.log.producer_state import ProducerState
 from kafkaforensics.log.segment import BatchScanner, open_buffer
+from kafkaforensics.records.batch import resolve_legacy_wrapper
 
 
 @dataclass
@@ -125,7 +126,6 @@ class SegmentIndexes:
 def _base_offset(batch) -> int:
     """A batch's base offset; a compressed magic 0/1 wrapper's is its first inner record's."""
     if batch.magic < 2 and batch.count is None:
-        from kafkaforensics.records.batch import resolve_legacy_wrapper
         resolve_legacy_wrapper(batch)
     return batch.base_offset
 

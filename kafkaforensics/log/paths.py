@@ -25,6 +25,7 @@ from kafkaforensics.log.dir_lock import LOCK_FILE, lock_holder
 from kafkaforensics.log.kraft import BOOTSTRAP_FILE, PARTIAL_SUFFIX as KRAFT_PARTIAL_SUFFIX, QUORUM_STATE_FILE
 from kafkaforensics.log.logdir import CLEAN_SHUTDOWN_FILE
 from kafkaforensics.log.segment import LEFTOVER_SUFFIXES, KRAFT_SNAPSHOT_RE, offset_from_name
+from kafkaforensics.log.partition import parse_partition_dir_name, partition_dir_state
 
 LOG_DIR, PARTITION_DIR, FILE = "log-dir", "partition-dir", "file"
 #: the words a message uses for each kind
@@ -136,7 +137,6 @@ def _has_log_dir_files(path: str) -> bool:
 
 
 def _is_partition_subdir(path: str, name: str) -> bool:
-    from kafkaforensics.log.partition import parse_partition_dir_name
     full = os.path.join(path, name)
     return parse_partition_dir_name(name) is not None and os.path.isdir(full) and _has_partition_files(full)
 
@@ -292,7 +292,6 @@ def log_dir_files(log_dir: str) -> list[str]:
 def partition_dirs(log_dir: str) -> list[str]:
     """The partition dirs of a log dir (with a Kafka file in them), by topic, partition and state
     (the live dir first, then its -delete/-future/-stray copies)."""
-    from kafkaforensics.log.partition import parse_partition_dir_name, partition_dir_state
     found = []
     for n in _listdir(log_dir):
         if _is_partition_subdir(log_dir, n):

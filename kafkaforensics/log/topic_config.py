@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.logdir import metadata_records, read_meta_properties
+from kafkaforensics.log.partition import parse_partition_dir_name
 
 #: ConfigResource types in ConfigRecord
 TOPIC, BROKER = 2, 4
@@ -138,7 +139,6 @@ def settle(partition_dir: str, given: dict) -> tuple[dict, list[str], TopicConfi
     (None when not given); a setting not given is the topic's config from the log dir's metadata (an
     int; ``cleanup.policy`` as text), else None. Also the notes saying which values came from the
     metadata, and the configs read (None for a directory that names no topic)."""
-    from kafkaforensics.log.partition import parse_partition_dir_name
     parsed = parse_partition_dir_name(partition_dir)
     configs = topic_configs(partition_dir, parsed[0]) if parsed else None
     values, notes = {}, []

@@ -23,12 +23,12 @@ MemoryRecords.filterTo:
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field, make_dataclass, replace
 import os
 import shutil
 import tempfile
 import time
 from collections import deque
-from dataclasses import dataclass, field, make_dataclass
 from itertools import takewhile
 from typing import NamedTuple
 
@@ -36,7 +36,7 @@ import numpy as np
 
 from specs.layout import INT32_MAX
 
-from kafkaforensics.records import builder
+from kafkaforensics.records import builder, walks
 
 from kafkaforensics import fsutil
 
@@ -53,7 +53,7 @@ from kafkaforensics.log.partition import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNIND
 from kafkaforensics.log.record_columns import decode_columns, runs
 from kafkaforensics.log.segment import file_name, open_walk
 from kafkaforensics.log.txn_index import AbortedTxn
-from kafkaforensics.records import walks
+from kafkaforensics.log.kafka_version import kafka_version
 
 # Both passes take a run of batches at a time: records decoded by the columnar decoder, keys
 # hashed and put or looked up in the offset map together; with ``records.walks.SPEEDUPS`` off,
@@ -585,8 +585,6 @@ def compact(partition_dir: str, opts: CompactOptions | None = None, *, out: str 
     ``<partition>/.kfx-backup/<time>``; ``backup=False``: none) with a manifest ``kfx restore`` undoes.
     A dry run works on a dir of symbolic links in the system's temp dir: nothing is created in the
     log dir, and the input's files are only ever read."""
-    from dataclasses import replace
-    from kafkaforensics.log.kafka_version import kafka_version
     opts = opts or CompactOptions()
     src = os.path.abspath(partition_dir)
     opts = replace(opts, kafka_version=kafka_version(src, opts.kafka_version))

@@ -23,6 +23,7 @@ left it, and a broker restarting after a crash recovers again from the recovery 
 """
 from __future__ import annotations
 
+import concurrent.futures as cf
 import datetime as _dt
 import os
 from dataclasses import dataclass, field
@@ -204,7 +205,6 @@ def recover_log_dirs(log_dirs, *, jobs: int | None = None, dry_run: bool = False
 def _run_pool(tasks, jobs, results, on_start, on_done) -> None:
     """The tasks in ``jobs`` worker processes, largest first (the run ends with the small ones);
     ``on_start`` is called for a task when a worker is free for it, as far as this process can tell."""
-    import concurrent.futures as cf
     order = sorted(range(len(tasks)), key=lambda i: -tasks[i][1].size)
     with cf.ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
         futures = {pool.submit(_recover_task, tasks[i][1]): i for i in order}

@@ -43,11 +43,10 @@ from specs import checkpoints as C
 
 from kafkaforensics import fsutil
 
-from kafkaforensics.log import offset_index, time_index, topic_config, txn_index
+from kafkaforensics.log import kafka_files, offset_index, time_index, topic_config, txn_index
 from kafkaforensics.repair.actions import PHASES, Action, Dropped, apply_actions
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentIndexes, SegmentRebuild
-from kafkaforensics.log import kafka_files
 from kafkaforensics.log.kafka_rules import EXPIRY_DEFAULT_MS
 from kafkaforensics.log.kafka_version import kafka_version as resolve_kafka_version
 from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, RECOVERY_POINT, partition_offset, read_checkpoint
@@ -58,6 +57,7 @@ from kafkaforensics.log.partition import METADATA_PARTITION, LogDir, parse_parti
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot, snapshot_bytes
 from kafkaforensics.log.segment import (CLEANED, DELETED, INDEX, LOG, SNAPSHOT, SWAP, TIMEINDEX, TXNINDEX, open_walk,
                                         Segment, file_name, offset_from_name, open_buffer, without_leftover_suffix)
+from kafkaforensics.log.batch_search import scan_file
 
 _INDEX_SUFFIXES = (INDEX, TIMEINDEX, TXNINDEX)
 
@@ -299,7 +299,6 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
 def count_dropped(out: Dropped, path: str, start: int) -> None:
     """Add the bytes of ``path`` from ``start`` on to ``out``: the batches in them that pass their CRC
     and decode, found the way ``kfx salvage`` finds them (past damage too)."""
-    from kafkaforensics.log.batch_search import scan_file
     out.files.append(os.path.basename(path))
     with open_buffer(path) as buf:
         tail = memoryview(buf)[start:] if start else buf

@@ -20,6 +20,7 @@ from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.checkpoint_file import read_offsets, update_offsets
 from kafkaforensics.log.partition import parse_partition_dir_name
 from specs.checkpoints import OFFSET_CHECKPOINT_FILES
+from kafkaforensics.log.dir_lock import live_log_dir_of
 
 
 @dataclass
@@ -54,7 +55,6 @@ def restore(backup_dir: str, *, dry_run: bool = False) -> RestoreReport:
     except (ValueError, KeyError, TypeError) as e:
         raise ValueError(f"{manifest}: unreadable manifest ({e})") from e
     if not dry_run:
-        from kafkaforensics.log.dir_lock import live_log_dir_of
         for live in {live_log_dir_of(os.path.dirname(c["file"])) for c in changes} - {None}:
             raise ValueError(f"{live}: a running broker holds this log dir's lock; stop it before restoring")
     rep = RestoreReport(bdir, dry_run=dry_run)

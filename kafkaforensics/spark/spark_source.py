@@ -48,6 +48,8 @@ disorder, which can lose later records).
 """
 from __future__ import annotations
 
+from pyspark.sql.datasource import (DataSource, DataSourceReader, EqualTo, GreaterThan, GreaterThanOrEqual, In,
+                                    InputPartition, LessThan, LessThanOrEqual)
 import dataclasses
 import os
 import posixpath
@@ -55,7 +57,6 @@ import posixpath
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from kafkaforensics.log import offset_index, record_arrow, time_index
@@ -148,7 +149,6 @@ class KafkaSegmentsReader(DataSourceReader):
 
     def _exact(self, f) -> bool:
         """Whether this reader applies filter ``f`` exactly (so Spark need not)."""
-        from pyspark.sql.datasource import EqualTo, GreaterThan, GreaterThanOrEqual, In, LessThan, LessThanOrEqual
         if len(getattr(f, "attribute", ())) != 1:
             return False
         col, v = f.attribute[0], getattr(f, "value", None)
