@@ -7,6 +7,12 @@ import functools
 import inspect
 import typing
 
+from specs.lazy import lazy
+
+#: imported on first use (specs/lazy.py), where start-up must not pay for them
+cli_helpformat = lazy("cli.helpformat", globals())
+typer = lazy("typer", globals())
+
 
 class Exit(SystemExit):
     """Leave a command with an exit code (typer and click let a SystemExit through as it is)."""
@@ -30,7 +36,6 @@ class Param:
         return self.settings.get(name, default)
 
     def to_typer(self):
-        import typer
         if self.kind == "argument":
             return typer.Argument(self.default, *self.param_decls, **self.settings)
         return typer.Option(self.default, *self.param_decls, **self.settings)
@@ -75,13 +80,11 @@ class App:
     def typer(self):
         """The typer application (typer and its coercion imported here, not before)."""
         if self._typer is None:
-            import typer
-            from cli.helpformat import NamedCommand, version_callback
             app = typer.Typer(**{"context_settings": HELP_OPTIONS, **self.settings})
             if self.version is not None:
-                app.callback()(version_callback(self.version))
+                app.callback()(cli_helpformat.version_callback(self.version))
             for cmd in self.commands:
-                app.command(cmd.name, **{"cls": NamedCommand, **cmd.settings})(_typer_callback(cmd.callback))
+                app.command(cmd.name, **{"cls": cli_helpformat.NamedCommand, **cmd.settings})(_typer_callback(cmd.callback))
             self._typer = app
         return self._typer
 

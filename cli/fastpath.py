@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import enum
 import inspect
+import os
 import re
+import sys
 import typing
 
 from cli.declare import Param
@@ -170,8 +172,6 @@ def plan(app, argv: list[str]):
 
 def run(app, argv: list[str]) -> bool:
     """Run a plain command line quickly; False (nothing done) when typer should parse it."""
-    import os
-    import sys
 
     found = plan(app, argv)
     if found is None:

@@ -12,6 +12,10 @@ from __future__ import annotations
 import enum
 
 from typer.core import TyperArgument, TyperCommand, TyperOption
+from specs.lazy import lazy
+
+#: imported on first use (specs/lazy.py), where start-up must not pay for them
+typer = lazy("typer", globals())
 
 #: the last word of an option's name -> the metavar it gets when it declares none
 _BY_SUFFIX = {"dir": "DIR", "out": "DIR", "bytes": "BYTES", "ms": "MS", "offset": "OFFSET", "point": "OFFSET",
@@ -70,7 +74,6 @@ class NamedCommand(TyperCommand):
 
 def version_callback(version: str):
     """The application's callback: ``--version`` prints ``kfx VERSION`` and exits."""
-    import typer
 
     def show(value: bool):
         if value:

@@ -8,9 +8,10 @@ Start-up is part of the interface (operators run ``kfx dump``/``verify`` in shel
 thousands of files): this module imports only the standard library and the commands'
 declarations (cli/declare.py: typer's Option/Argument, kept until typer is needed); a plain
 command line runs through cli/fastpath.py without importing typer at all, anything else (help, an
-unusual line) through the typer application built from the same declarations (``app``). Each
-command imports the library module it runs, and rich, numpy, construct and pyspark load only where
-a command needs them.
+unusual line) through the typer application built from the same declarations (``app``). Every
+library module a command runs is declared at this module's top through ``specs.lazy`` and loads
+when the command first uses it, so rich, numpy, construct and pyspark load only where a command
+needs them.
 """
 from __future__ import annotations
 
@@ -26,6 +27,43 @@ from cli.options import (BACKUP_DIR, DRY_RUN, INDEX_INTERVAL_BYTES, JSON, KAFKA_
                          backup_settings, sizes)
 from kafkaforensics import __version__
 from kafkaforensics.defaults import DEFAULT_DEDUPE_BUFFER_BYTES, DEFAULT_DELETE_RETENTION_MS, DEFAULT_SPLIT_BYTES
+from specs.lazy import lazy
+
+# Each command's library module, imported when the command runs (specs/lazy.py: the project's one
+# lazy-import mechanism), so that start-up pays only for the command line's own module.
+cli_fastpath = lazy("cli.fastpath", globals())
+cli_plain = lazy("cli.plain", globals())
+cli_recover_view = lazy("cli.recover_view", globals())
+cli_spark_start = lazy("cli.spark_start", globals())
+cli_tables = lazy("cli.tables", globals())
+broker_server = lazy("kafkaforensics.broker.server", globals())
+errors = lazy("kafkaforensics.errors", globals())
+fsutil = lazy("kafkaforensics.fsutil", globals())
+inspect_analyzer = lazy("kafkaforensics.inspect.analyzer", globals())
+inspect_diff = lazy("kafkaforensics.inspect.diff", globals())
+inspect_dump = lazy("kafkaforensics.inspect.dump", globals())
+inspect_groups = lazy("kafkaforensics.inspect.groups", globals())
+inspect_report_html = lazy("kafkaforensics.inspect.report_html", globals())
+inspect_verify = lazy("kafkaforensics.inspect.verify", globals())
+log_dir_lock = lazy("kafkaforensics.log.dir_lock", globals())
+log_kafka_version = lazy("kafkaforensics.log.kafka_version", globals())
+log_paths = lazy("kafkaforensics.log.paths", globals())
+log_topic_config = lazy("kafkaforensics.log.topic_config", globals())
+log_writer = lazy("kafkaforensics.log.writer", globals())
+records_batch_json = lazy("kafkaforensics.records.batch_json", globals())
+repair_cleaner = lazy("kafkaforensics.repair.cleaner", globals())
+repair_load_logs = lazy("kafkaforensics.repair.load_logs", globals())
+repair_recovery = lazy("kafkaforensics.repair.recovery", globals())
+repair_reindex = lazy("kafkaforensics.repair.reindex", globals())
+repair_restore = lazy("kafkaforensics.repair.restore", globals())
+repair_retention = lazy("kafkaforensics.repair.retention", globals())
+repair_salvage = lazy("kafkaforensics.repair.salvage", globals())
+spark_storage = lazy("kafkaforensics.spark.storage", globals())
+rich_console = lazy("rich.console", globals())
+rich_progress = lazy("rich.progress", globals())
+logging = lazy("logging", globals())  # serve's log lines only
+spark_jobs_common = lazy("spark_jobs.common", globals())
+spark_jobs_scan = lazy("spark_jobs.scan", globals())
 
 # plain help text: typer's rich help panels import rich and markdown-it (~0.1 s) before a line is printed
 commands = App(version=__version__, add_completion=False, no_args_is_help=True, rich_markup_mode=None,
@@ -41,8 +79,7 @@ def __getattr__(name: str):
 @lru_cache(maxsize=None)
 def _err():
     """The rich console on stderr (made on first use)."""
-    from rich.console import Console
-    return Console(stderr=True)
+    return rich_console.Console(stderr=True)
 
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
@@ -104,8 +141,7 @@ def _require_paths(paths) -> None:
 
 def _print_live_notes(paths) -> None:
     """One note line on stderr per log dir among ``paths`` that a running broker holds."""
-    from kafkaforensics.log.paths import live_notes
-    for n in live_notes(paths):
+    for n in log_paths.live_notes(paths):
         _err().print(f"note: {n}", highlight=False, soft_wrap=True, markup=False)
 
 
@@ -114,9 +150,9 @@ def progress_bar(total: int, label: str):
     if not sys.stderr.isatty() and not any(v in os.environ
                                            for v in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")):
         return _NoProgress()  # rich would hide it too: no need to import it (a shell loop's start-up)
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
-    return Progress(TextColumn(label), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
-                    console=_err(), transient=True, disable=not _err().is_terminal)
+    rp = rich_progress
+    return rp.Progress(rp.TextColumn(label), rp.BarColumn(), rp.DownloadColumn(), rp.TransferSpeedColumn(),
+                       rp.TimeRemainingColumn(), console=_err(), transient=True, disable=not _err().is_terminal)
 
 
 @commands.command()
@@ -138,20 +174,18 @@ def dump(paths: List[str] = Argument(..., metavar="PATH", help="Files (.log .ind
          remote_log_metadata_decoder: bool = Option(False, "--remote-log-metadata-decoder",
                                                           help="Decode __remote_log_metadata records")):
     """Print Kafka storage files like kafka-dump-log.sh, or as JSON lines."""
-    from kafkaforensics.inspect.dump import DumpOptions, dump as dump_files
-    from kafkaforensics.log.paths import PathUsageError
     decoders = [n for n, on in (("offsets", offsets_decoder), ("transaction-log", transaction_log_decoder),
                                 ("cluster-metadata", cluster_metadata_decoder),
                                 ("share-group-state", share_group_state_decoder),
                                 ("remote-log-metadata", remote_log_metadata_decoder)) if on]
     if len(decoders) > 1:
         _fail("choose one decoder")
-    opts = DumpOptions(deep=deep, print_data=print_data, fmt=fmt.value, encoding=encoding.value if encoding else None,
+    opts = inspect_dump.DumpOptions(deep=deep, print_data=print_data, fmt=fmt.value, encoding=encoding.value if encoding else None,
                        max_bytes=max_bytes, verify_index_only=verify_index_only, index_sanity_check=index_sanity_check,
                        decoder=decoders[0] if decoders else None)
     try:
-        res = dump_files(paths, opts)
-    except PathUsageError as e:
+        res = inspect_dump.dump(paths, opts)
+    except log_paths.PathUsageError as e:
         _fail(str(e))
     except BrokenPipeError:  # `kfx dump ... | head`: stop quietly, as a Unix filter should
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -166,55 +200,48 @@ def verify(paths: List[str] = Argument(..., metavar="PATH", help="Segment files,
                                                            help="Also flag batches larger than this"),
            kafka_version: Optional[str] = KAFKA_VERSION):
     """Check CRCs, structure, indexes and checkpoints. Exit 0 clean, 1 problems, 2 usage/IO error."""
-    from kafkaforensics.inspect.verify import verify as verify_paths
-    from kafkaforensics.log.paths import PathUsageError
     kv = _kafka_version(paths[0], kafka_version) if os.path.exists(paths[0]) else None
     try:
-        rep = _with_progress(paths, "verify", lambda advance: verify_paths(paths, progress=advance,
+        rep = _with_progress(paths, "verify", lambda advance: inspect_verify.verify(paths, progress=advance,
                                                                            max_batch_bytes=max_message_bytes,
                                                                            kafka_version=kv))
-    except (OSError, PathUsageError) as e:
+    except (OSError, log_paths.PathUsageError) as e:
         _fail(str(e))
     if as_json:
-        from kafkaforensics.inspect.analyzer import problem_remedy
         j = rep.to_json()
         for key, items in (("problems", rep.problems), ("warnings", rep.warnings)):
             for d, p in zip(j[key], items):
-                d["remedy"] = problem_remedy(p)
+                d["remedy"] = inspect_analyzer.problem_remedy(p)
         print(json.dumps(j))
     else:
-        from cli.plain import print_lines
         if rep.partitions:
-            from cli.tables import print_table
             shown = [p for p in rep.partitions if p["batches"]]  # then one line counting the empty ones
-            print_table("kfx verify", ("partition", "segments", "batches", "bytes", "log start", "log end"),
+            cli_tables.print_table("kfx verify", ("partition", "segments", "batches", "bytes", "log start", "log end"),
                         [(p["partition"], p["segments"], p["batches"], p["bytes"], p["logStartOffset"],
                           p["logEndOffset"]) for p in shown], right=range(1, 6))
             if len(shown) < len(rep.partitions):
                 print(f"{len(rep.partitions) - len(shown)} partition(s) hold no batches (not listed)")
         if rep.kafka is not None:
             print(rep.kafka.line())
-        print_lines(verify_report_lines(rep))
+        cli_plain.print_lines(verify_report_lines(rep))
     raise Exit(EXIT_OK if rep.ok else EXIT_PROBLEMS)
 
 
 def verify_report_lines(rep) -> list:
     """The lines `kfx verify` prints after its table: notes, problems with their remedies, the total."""
-    from cli.plain import Line
-    lines = [Line(f"[dim]note: {n}[/dim]", f"note: {n}", [str(n)], highlight=False) for n in rep.notes]
+    lines = [cli_plain.Line(f"[dim]note: {n}[/dim]", f"note: {n}", [str(n)], highlight=False) for n in rep.notes]
     if rep.problems or rep.warnings:
-        from kafkaforensics.inspect.analyzer import problem_remedy
         for word, style, items in (("warning", "yellow", rep.warnings), ("problem", "red", rep.problems)):
             for p in items:
-                remedy = problem_remedy(p)
-                lines.append(Line(f"[{style}]{word}:[/{style}] {p}", f"{word}: {p}", [str(p)], highlight=False,
+                remedy = inspect_analyzer.problem_remedy(p)
+                lines.append(cli_plain.Line(f"[{style}]{word}:[/{style}] {p}", f"{word}: {p}", [str(p)], highlight=False,
                                   soft_wrap=True))
-                lines.append(Line(f"  remedy: {remedy}", f"  remedy: {remedy}", [remedy], highlight=False,
+                lines.append(cli_plain.Line(f"  remedy: {remedy}", f"  remedy: {remedy}", [remedy], highlight=False,
                                   soft_wrap=True, markup=False))
     total = f"{rep.files} files, {rep.batches} batches, {rep.bytes} bytes: "
     verdict = ("OK" if rep.ok else f"{len(rep.problems)} problem(s)") + (
         f", {len(rep.warnings)} warning(s)" if rep.warnings else "")
-    lines.append(Line(total + (f"[green]{verdict}[/green]" if rep.ok else f"[red]{verdict}[/red]"), total + verdict))
+    lines.append(cli_plain.Line(total + (f"[green]{verdict}[/green]" if rep.ok else f"[red]{verdict}[/red]"), total + verdict))
     return lines
 
 
@@ -225,30 +252,26 @@ def write(out: str = Option(..., "--out", metavar="DIR", help="Partition directo
           encoding: Encoding = Option(Encoding.base64, "--encoding", metavar="utf8|hex|base64",
                                       help="Encoding the dump used for keys/values")):
     """Read `kfx dump --deep --format json` lines on stdin and write a valid partition directory."""
-    from kafkaforensics.records.batch_json import batches_from_json_lines
-    from kafkaforensics.errors import KafkaFormatError
-    from kafkaforensics.log.writer import PartitionWriter
     segment_bytes, index_interval_bytes, _notes = sizes(out, segment_bytes, index_interval_bytes)
     _refuse_live(out)
     try:
-        w = PartitionWriter(out, segment_bytes=segment_bytes, index_interval_bytes=index_interval_bytes)
+        w = log_writer.PartitionWriter(out, segment_bytes=segment_bytes, index_interval_bytes=index_interval_bytes)
     except (FileExistsError, OSError) as e:
         _fail(str(e))
     carried = {}  # the topic id of a dumped partition.metadata, kept as the input carries it
     try:
         with w:  # a failure leaves no partial partition behind (the writer aborts)
-            for data in batches_from_json_lines(sys.stdin, encoding=encoding.value, carried=carried):
+            for data in records_batch_json.batches_from_json_lines(sys.stdin, encoding=encoding.value, carried=carried):
                 w.append(data)
             w.topic_id = carried.get("topicId") or w.topic_id
-    except KafkaFormatError as e:
+    except errors.KafkaFormatError as e:
         _fail(str(e.problem))
     _err().print(f"wrote {w.batches} batches in {len(w.segments)} segment(s) to {out}", highlight=False, soft_wrap=True)
 
 
 def _print_actions(report_json: dict, title: str) -> None:
-    from cli.tables import print_table
     if report_json["actions"]:
-        print_table(title, ("action", "file", "detail"), [
+        cli_tables.print_table(title, ("action", "file", "detail"), [
             (a["action"], os.path.basename(a["file"]) + (f" -> {os.path.basename(a['target'])}" if a.get("target") else ""),
              a["detail"]) for a in report_json["actions"]])
     else:
@@ -260,9 +283,8 @@ _backup_opts = backup_settings
 
 def _kafka_version(path: str, told: Optional[str]):
     """The Kafka generation whose rules apply (``--kafka-version`` or inferred); a bad value exits 2."""
-    from kafkaforensics.log.kafka_version import kafka_version
     try:
-        return kafka_version(path, told)
+        return log_kafka_version.kafka_version(path, told)
     except ValueError as e:
         _fail(str(e))
 
@@ -283,12 +305,10 @@ def recover(paths: List[str] = Argument(..., metavar="PATH", help="Log dirs (eve
             kafka_version: Optional[str] = KAFKA_VERSION,
             now: Optional[int] = NOW):
     """Do what Kafka's log loading does at start (LogManager + LogLoader): finish swaps, truncate, rebuild."""
-    from kafkaforensics.errors import KafkaFormatError
-    from kafkaforensics.log.paths import LOG_DIR, PARTITION_DIR, PathUsageError, classify_for
     try:
-        kinds = ["log dir" if kp.kind == LOG_DIR else "partition"
-                 for kp in classify_for(paths, "recover", accept=(LOG_DIR, PARTITION_DIR))]
-    except PathUsageError as e:
+        kinds = ["log dir" if kp.kind == log_paths.LOG_DIR else "partition"
+                 for kp in log_paths.classify_for(paths, "recover", accept=(log_paths.LOG_DIR, log_paths.PARTITION_DIR))]
+    except log_paths.PathUsageError as e:
         _fail(str(e))
     if recovery_point is not None and kinds != ["partition"]:
         _fail("--recovery-point applies to one partition dir")
@@ -298,75 +318,67 @@ def recover(paths: List[str] = Argument(..., metavar="PATH", help="Log dirs (eve
                 **_backup_opts(backup_dir, no_backup))
     try:
         if kinds == ["partition"]:
-            from kafkaforensics.repair.recovery import recover as recover_partition
-            rep = recover_partition(paths[0], recovery_point=recovery_point, **opts)
+            rep = repair_recovery.recover(paths[0], recovery_point=recovery_point, **opts)
             _print_partition_recovery(rep, as_json, dry_run)
             raise Exit(EXIT_PROBLEMS if rep.actions else EXIT_OK)
         outs = _recover_log_dirs(paths, kinds, jobs, opts)
     except OSError as e:
         _fail(str(e))
-    except KafkaFormatError as e:
+    except errors.KafkaFormatError as e:
         _fail(str(e.problem))
-    from cli.recover_view import print_log_dir_recovery
-    print_log_dir_recovery(outs, as_json, dry_run)
+    cli_recover_view.print_log_dir_recovery(outs, as_json, dry_run)
     raise Exit(EXIT_PROBLEMS if any(o.changed for o in outs) else EXIT_OK)
 
 
 def _recover_log_dirs(paths, kinds, jobs, opts):
     """Log dirs through LogManager's loading; partition dirs among them each as a one-partition run."""
-    from kafkaforensics.repair.load_logs import recover_log_dirs
-    from cli.recover_view import recovery_progress
     total = sum(_total_bytes([p]) for p in paths)
-    with recovery_progress(total) as (on_start, on_done):
+    with cli_recover_view.recovery_progress(total) as (on_start, on_done):
         outs = []
         dirs = [p for p, k in zip(paths, kinds) if k == "log dir"]
         if dirs:
-            outs += recover_log_dirs(dirs, jobs=jobs, on_start=on_start, on_done=on_done, **opts)
+            outs += repair_load_logs.recover_log_dirs(dirs, jobs=jobs, on_start=on_start, on_done=on_done, **opts)
         for p, k in zip(paths, kinds):
             if k == "partition":
-                from kafkaforensics.repair.load_logs import LogDirRecovery
-                from kafkaforensics.repair.recovery import recover as recover_partition
                 on_start(p, _total_bytes([p]))
-                rep = recover_partition(p, **opts)
+                rep = repair_recovery.recover(p, **opts)
                 on_done(rep)
-                outs.append(LogDirRecovery(os.path.dirname(os.path.abspath(p)), partitions=[rep],
+                outs.append(repair_load_logs.LogDirRecovery(os.path.dirname(os.path.abspath(p)), partitions=[rep],
                                            dry_run=opts["dry_run"]))
     return outs
 
 
 def _refuse_live(*paths) -> None:
     """What every writing command does first: one line and exit 2 when a broker holds a log dir."""
-    from kafkaforensics.log.dir_lock import LogDirInUse, refuse_live
     try:
-        refuse_live(*paths)
-    except LogDirInUse as e:
+        log_dir_lock.refuse_live(*paths)
+    except log_dir_lock.LogDirInUse as e:
         _fail(str(e))
 
 
 def _print_partition_recovery(rep, as_json: bool, dry_run: bool) -> None:
-    from rich.console import Console
     j = rep.to_json()
     if as_json:
         print(json.dumps(j))
         return
     _print_actions(j, f"kfx recover {rep.partition}" + (" (dry run)" if dry_run else ""))
     if rep.kafka is not None:
-        Console().print(rep.kafka.line(), highlight=False, markup=False, soft_wrap=True)
+        rich_console.Console().print(rep.kafka.line(), highlight=False, markup=False, soft_wrap=True)
     if rep.truncated_at:
         t = rep.truncated_at
-        Console().print(f"{'would truncate' if dry_run else 'truncated'} {t['segment']} at byte {t['position']} "
+        rich_console.Console().print(f"{'would truncate' if dry_run else 'truncated'} {t['segment']} at byte {t['position']} "
                         f"(log end offset {t['offset']}): {t['reason']}", highlight=False, soft_wrap=True)
     if rep.dropped:
         hint = ""
         if rep.dropped.batches:
             hint = (f" (kept in the backup: `kfx salvage {rep.backup} --out DIR` copies the valid batches out)"
                     if rep.backup else f" (`kfx salvage {rep.path} --out DIR` first copies the valid batches out)")
-        Console().print(f"{'would drop' if dry_run else 'dropped'} {rep.dropped.text()}{hint}", highlight=False,
+        rich_console.Console().print(f"{'would drop' if dry_run else 'dropped'} {rep.dropped.text()}{hint}", highlight=False,
                         soft_wrap=True, markup=False)
     for n in rep.notes:
-        Console().print(f"[dim]note: {n}[/dim]", highlight=False, soft_wrap=True)
+        rich_console.Console().print(f"[dim]note: {n}[/dim]", highlight=False, soft_wrap=True)
     if rep.backup:
-        Console().print(f"backup: {rep.backup}", highlight=False, soft_wrap=True)
+        rich_console.Console().print(f"backup: {rep.backup}", highlight=False, soft_wrap=True)
 
 
 @commands.command()
@@ -378,15 +390,13 @@ def reindex(path: str = Argument(..., help="A <offset>.log segment or a partitio
             as_json: bool = JSON,
             kafka_version: Optional[str] = KAFKA_VERSION):
     """Rebuild .index/.timeindex/.txnindex exactly as Kafka's recovery writes them."""
-    from rich.console import Console
-    from kafkaforensics.repair.reindex import reindex as reindex_path
     if not os.path.exists(path):
         _fail(f"{path}: no such file or directory")
     _seg, index_interval_bytes, from_configs = sizes(path if os.path.isdir(path) else os.path.dirname(path) or ".",
                                                      None, index_interval_bytes, segments=False)
     _refuse_live(path)
     try:
-        rep = reindex_path(path, index_interval_bytes=index_interval_bytes, dry_run=dry_run,
+        rep = repair_reindex.reindex(path, index_interval_bytes=index_interval_bytes, dry_run=dry_run,
                            kafka_version=_kafka_version(path, kafka_version), **_backup_opts(backup_dir, no_backup))
     except (OSError, ValueError) as e:
         _fail(str(e))
@@ -396,9 +406,9 @@ def reindex(path: str = Argument(..., help="A <offset>.log segment or a partitio
         print(json.dumps(j))
     else:
         _print_actions(j, "kfx reindex" + (" (dry run)" if dry_run else ""))
-        Console().print(rep.kafka.line(), highlight=False, markup=False)
+        rich_console.Console().print(rep.kafka.line(), highlight=False, markup=False)
         for n in rep.notes:
-            Console().print(f"[dim]note: {n}[/dim]", highlight=False, soft_wrap=True)
+            rich_console.Console().print(f"[dim]note: {n}[/dim]", highlight=False, soft_wrap=True)
     raise Exit(EXIT_PROBLEMS if rep.actions else EXIT_OK)
 
 
@@ -407,11 +417,10 @@ def restore(backup_dir: str = Argument(..., metavar="BACKUP_DIR", help="A backup
             dry_run: bool = DRY_RUN,
             as_json: bool = JSON):
     """Undo a repair (recover, reindex, compact, retention) from its backup: the files byte-identical again."""
-    from kafkaforensics.repair.restore import restore as restore_backup
     if not os.path.isdir(backup_dir):
         _fail(f"{backup_dir}: not a directory")
     try:
-        rep = restore_backup(backup_dir, dry_run=dry_run)
+        rep = repair_restore.restore(backup_dir, dry_run=dry_run)
     except (OSError, ValueError) as e:
         _fail(str(e))
     if as_json:
@@ -432,14 +441,12 @@ def salvage(inputs: List[str] = Argument(..., metavar="INPUT", help="Damaged seg
             dry_run: bool = DRY_RUN,
             as_json: bool = JSON):
     """Recover every valid batch, including those after corrupted regions, into a new partition."""
-    from rich.console import Console
-    from kafkaforensics.repair.salvage import salvage as salvage_files
     _require_paths(inputs)
     segment_bytes, index_interval_bytes, _notes = sizes(out, segment_bytes, index_interval_bytes)
     if not dry_run:
         _refuse_live(out)
     try:
-        rep = _with_progress(inputs, "salvage", lambda advance: salvage_files(
+        rep = _with_progress(inputs, "salvage", lambda advance: repair_salvage.salvage(
             inputs, out, segment_bytes=segment_bytes, index_interval_bytes=index_interval_bytes, progress=advance,
             dry_run=dry_run))
     except (OSError, ValueError) as e:
@@ -447,9 +454,8 @@ def salvage(inputs: List[str] = Argument(..., metavar="INPUT", help="Damaged seg
     if as_json:
         print(json.dumps(rep.to_json()))
     else:
-        from cli.tables import print_table
-        c = Console()
-        print_table("recovered offset ranges", ("first", "last"), [(r["first"], r["last"]) for r in rep.recovered],
+        c = rich_console.Console()
+        cli_tables.print_table("recovered offset ranges", ("first", "last"), [(r["first"], r["last"]) for r in rep.recovered],
                     right=(0, 1))
         for s in rep.skipped:
             c.print(f"skipped {s['bytes']} bytes of {s['file']} [{s['start']}, {s['end']})", highlight=False, soft_wrap=True)
@@ -489,40 +495,34 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
             as_json: bool = JSON,
             kafka_version: Optional[str] = KAFKA_VERSION):
     """Run Kafka's log cleaner offline, with its crash-safe .cleaned/.swap/.deleted file swap."""
-    from rich.console import Console
-    from kafkaforensics.errors import KafkaFormatError
-    from kafkaforensics.repair.cleaner import CompactOptions, compact as compact_partition
-    from kafkaforensics.inspect.verify import walk_problems
-    from kafkaforensics.log.topic_config import settle
     if not os.path.isdir(partition_dir):
         _fail(f"{partition_dir}: not a directory")
     _refuse_live(partition_dir if out is None else out)
-    got, from_configs, configs = settle(partition_dir, {
+    got, from_configs, configs = log_topic_config.settle(partition_dir, {
         "delete.retention.ms": delete_retention_ms, "min.compaction.lag.ms": min_compaction_lag_ms,
         "max.compaction.lag.ms": max_compaction_lag_ms})
     segment_bytes, index_interval_bytes, size_notes = sizes(partition_dir, segment_bytes, index_interval_bytes)
     from_configs += size_notes
     if configs and configs.policies() is not None and "compact" not in configs.policies():
         from_configs.append(f"{configs.describe('cleanup.policy')}: Kafka's cleaner would not compact this topic")
-    opts = CompactOptions(delete_retention_ms=_or(got["delete.retention.ms"], DEFAULT_DELETE_RETENTION_MS),
+    opts = repair_cleaner.CompactOptions(delete_retention_ms=_or(got["delete.retention.ms"], DEFAULT_DELETE_RETENTION_MS),
                           min_compaction_lag_ms=_or(got["min.compaction.lag.ms"], 0),
                           max_compaction_lag_ms=got["max.compaction.lag.ms"], now=now, segment_bytes=segment_bytes,
                           include_active=include_active, index_interval_bytes=index_interval_bytes,
                           dedupe_buffer_bytes=dedupe_buffer_bytes, ignore_checkpoint=ignore_checkpoint,
                           kafka_version=_kafka_version(partition_dir, kafka_version))
     try:
-        problems = walk_problems(partition_dir)
-        rep = compact_partition(partition_dir, opts, out=out, dry_run=dry_run, **_backup_opts(backup_dir, no_backup))
-    except (OSError, ValueError, KafkaFormatError) as e:
+        problems = inspect_verify.walk_problems(partition_dir)
+        rep = repair_cleaner.compact(partition_dir, opts, out=out, dry_run=dry_run, **_backup_opts(backup_dir, no_backup))
+    except (OSError, ValueError, errors.KafkaFormatError) as e:
         _fail(str(e))
     rep.notes[:0] = from_configs
     j = rep.to_json() | {"problems": [p.to_json() for p in problems + rep.problems]}
     if as_json:
         print(json.dumps(j))
     else:
-        from cli.tables import print_table
-        c = Console()
-        print_table(f"kfx compact {rep.partition}" + (" (dry run)" if dry_run else ""), ("", "before", "after"),
+        c = rich_console.Console()
+        cli_tables.print_table(f"kfx compact {rep.partition}" + (" (dry run)" if dry_run else ""), ("", "before", "after"),
                     [("records", j["records"]["before"], j["records"]["after"]),
                      ("bytes", j["bytes"]["before"], j["bytes"]["after"]),
                      ("dirty ratio", f"{j['dirtyRatio']['before']:.2f}", f"{j['dirtyRatio']['after']:.2f}")],
@@ -561,34 +561,28 @@ def retention(partition_dir: str = Argument(..., help="A partition directory (to
               no_backup: bool = NO_BACKUP,
               as_json: bool = JSON):
     """Apply Kafka's time, size and log-start-offset retention rules (deletion via .deleted renames)."""
-    from rich.console import Console
-    from kafkaforensics.errors import KafkaFormatError
-    from kafkaforensics.repair.retention import retention as apply_retention
-    from kafkaforensics.inspect.verify import walk_problems
-    from kafkaforensics.log.topic_config import settle
     if not os.path.isdir(partition_dir):
         _fail(f"{partition_dir}: not a directory")
     _refuse_live(partition_dir)
     try:
-        got, from_configs, configs = settle(partition_dir, {"retention.ms": retention_ms,
+        got, from_configs, configs = log_topic_config.settle(partition_dir, {"retention.ms": retention_ms,
                                                             "retention.bytes": retention_bytes})
         if from_configs and configs.policies() is not None and "delete" not in configs.policies():
             from_configs = [f"{configs.describe('cleanup.policy')}: Kafka deletes by time and size only with "
                             "cleanup.policy delete; --retention-ms/--retention-bytes apply them anyway"]
             got["retention.ms"], got["retention.bytes"] = retention_ms, retention_bytes
-        problems = walk_problems(partition_dir)
-        rep = apply_retention(partition_dir, retention_ms=got["retention.ms"], retention_bytes=got["retention.bytes"],
+        problems = inspect_verify.walk_problems(partition_dir)
+        rep = repair_retention.retention(partition_dir, retention_ms=got["retention.ms"], retention_bytes=got["retention.bytes"],
                               log_start_offset=log_start_offset, now=now, dry_run=dry_run,
                               **_backup_opts(backup_dir, no_backup))
-    except (OSError, ValueError, KafkaFormatError) as e:
+    except (OSError, ValueError, errors.KafkaFormatError) as e:
         _fail(str(e))
     if as_json:
         print(json.dumps(rep.to_json() | {"notes": from_configs, "problems": [p.to_json() for p in problems]}))
     else:
-        from cli.tables import print_table
-        c = Console()
+        c = rich_console.Console()
         if rep.deleted:
-            print_table(f"kfx retention {rep.partition}" + (" (dry run)" if dry_run else ""),
+            cli_tables.print_table(f"kfx retention {rep.partition}" + (" (dry run)" if dry_run else ""),
                         ("segment", "offsets", "bytes", "largest timestamp", "reason"),
                         [(d["segment"], f"{d['baseOffset']}..{d['nextOffset'] - 1}", d["bytes"], d["largestTimestamp"],
                           d["reason"]) for d in rep.deleted])
@@ -667,60 +661,53 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
          option: List[str] = Option([], "--option", metavar="KEY=VALUE",
                                     help="Any kafka_segments source option, e.g. timestampDisorderMs=3600000 (repeatable)")):
     """Scan a fleet of segments with Spark, reading it once: export, inventory, anomalies (and search hits) as Parquet."""
-    from rich.console import Console
-    from cli.spark_start import clear_outputs, java_problem, out_problem, quiet_start
-    for problem in (out_problem(out, overwrite), java_problem()):  # before anything starts
+    for problem in (cli_spark_start.out_problem(out, overwrite), cli_spark_start.java_problem()):  # before anything starts
         if problem:
             _fail(problem)
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-    from spark_jobs.common import CLASS_ARCHIVE_RECORDING, SHORT_RUN_BYTES, class_archive_missing, class_archive_recording, \
-        end_session, get_spark, parse_options, records_class_archive, start_class_archive_recording, window_options
-    from spark_jobs.scan import plan, scan as scan_fleet
-    from kafkaforensics.spark.storage import MissingInput
-    c = Console(stderr=True)
+    c = rich_console.Console(stderr=True)
     options = {k: v for k, v in (("includeCorrupt", "true" if include_corrupt else None), ("s3.endpoint", s3_endpoint),
                                  ("s3.accessKey", s3_access_key), ("s3.secretKey", s3_secret_key),
                                  ("s3.region", s3_region)) if v}
     try:
-        options.update(window_options(topic, partition, from_time, to_time, from_offset, to_offset))
-        options.update(parse_options(option))
-        planned = plan(inputs, split_bytes, options)  # lists every input once: a missing one ends here
-    except (ValueError, MissingInput) as e:
+        options.update(spark_jobs_common.window_options(topic, partition, from_time, to_time, from_offset, to_offset))
+        options.update(spark_jobs_common.parse_options(option))
+        planned = spark_jobs_scan.plan(inputs, split_bytes, options)  # lists every input once: a missing one ends here
+    except (ValueError, spark_storage.MissingInput) as e:
         _fail(str(e))
     c.print(f"starting Spark ({master})...", highlight=False)
     if overwrite:
-        clear_outputs(out)
-    with quiet_start(verbose):
-        spark = get_spark(master, console_progress=False, class_archive=True, short_run=planned.bytes <= SHORT_RUN_BYTES,
-                          record_class_archive=class_archive_recording() == "now")
-    if records_class_archive(spark):
+        cli_spark_start.clear_outputs(out)
+    with cli_spark_start.quiet_start(verbose):
+        spark = spark_jobs_common.get_spark(master, console_progress=False, class_archive=True,
+                                            short_run=planned.bytes <= spark_jobs_common.SHORT_RUN_BYTES,
+                                            record_class_archive=spark_jobs_common.class_archive_recording() == "now")
+    if spark_jobs_common.records_class_archive(spark):
         c.print("first run: recording the driver JVM's classes for faster starts (once)", highlight=False)
-    with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
-                  TextColumn("{task.completed}/{task.total} splits"), TimeRemainingColumn(),
+    with rich_progress.Progress(rich_progress.TextColumn("[progress.description]{task.description}"), rich_progress.BarColumn(),
+                  rich_progress.TextColumn("{task.completed}/{task.total} splits"), rich_progress.TimeRemainingColumn(),
                   console=c, transient=True) as bar:
         task = bar.add_task("scanning", total=None)
 
         def progress(done, total):
             bar.update(task, completed=done, total=total)
-        result = scan_fleet(spark, inputs, out, level.value, search, split_bytes, options, progress)
+        result = spark_jobs_scan.scan(spark, inputs, out, level.value, search, split_bytes, options, progress)
     p = result.plan
     c.print(f"read {p.segments} segments, {p.bytes:,} bytes in {p.splits} splits", highlight=False, soft_wrap=True)
-    from cli.tables import print_table
-    print_table(f"kfx scan -> {out}", ("partition", "broker", "log dir", "segments", "batches", "records", "offsets",
+    cli_tables.print_table(f"kfx scan -> {out}", ("partition", "broker", "log dir", "segments", "batches", "records", "offsets",
                                       "bytes", "codecs", "anomalies"),
                 [(f"{r['topic']}-{r['partition']}", "" if r["brokerId"] is None else r["brokerId"], r["logDir"],
                   r["segments"], r["batches"], r["records"],
                   f"{r['firstOffset']}..{r['lastOffset']}" if r["firstOffset"] is not None else "empty", r["bytes"],
                   ",".join(r["codecs"]), r["anomalies"]) for r in result.inventory])
-    Console().print(f"{result.rows} {level.value} rows -> {os.path.join(out, level.value)}; {result.anomalies} anomalies"
+    rich_console.Console().print(f"{result.rows} {level.value} rows -> {os.path.join(out, level.value)}; {result.anomalies} anomalies"
                     + (f"; {result.hits} search hits -> {os.path.join(out, 'search')}" if result.hits is not None else ""),
                     highlight=False, soft_wrap=True)
-    end_session(spark)
-    if class_archive_recording() == "background" and class_archive_missing():
-        pid = start_class_archive_recording()
+    spark_jobs_common.end_session(spark)
+    if spark_jobs_common.class_archive_recording() == "background" and spark_jobs_common.class_archive_missing():
+        pid = spark_jobs_common.start_class_archive_recording()
         if pid is not None:
             c.print(f"first run: recording the driver JVM's classes for faster starts, once, in the background "
-                    f"(pid {pid}; {CLASS_ARCHIVE_RECORDING}=now records them during a scan, =no never)",
+                    f"(pid {pid}; {spark_jobs_common.CLASS_ARCHIVE_RECORDING}=now records them during a scan, =no never)",
                     highlight=False, soft_wrap=True)
     raise Exit(EXIT_PROBLEMS if result.anomalies else EXIT_OK)
 
@@ -731,34 +718,28 @@ def analyze(paths: List[str] = Argument(..., metavar="PATH", help="Segments, par
             html_out: Optional[str] = Option(None, "--html", metavar="FILE", help="Write a self-contained HTML report here"),
             now: Optional[int] = NOW):
     """Find damage and suspicious patterns: offsets, timestamps, producers, transactions, leader epochs."""
-    from rich.console import Console
-    from kafkaforensics.inspect.analyzer import AnalyzeOptions, analyze as analyze_paths
-    from kafkaforensics.log.paths import PathUsageError
     try:
-        rep = analyze_paths(paths, AnalyzeOptions(now=now))
-    except (OSError, PathUsageError) as e:
+        rep = inspect_analyzer.analyze(paths, inspect_analyzer.AnalyzeOptions(now=now))
+    except (OSError, log_paths.PathUsageError) as e:
         _fail(str(e))
-    from kafkaforensics.inspect.report_html import iso
     if html_out:
-        from kafkaforensics.inspect.report_html import render
-        from kafkaforensics.fsutil import atomic_write
-        atomic_write(html_out, render(rep, "kfx analyze " + " ".join(paths), paths).encode())
+        fsutil.atomic_write(html_out, inspect_report_html.render(rep, "kfx analyze " + " ".join(paths), paths).encode())
     if as_json:
         print(json.dumps(rep.to_json()))
         if html_out:
             _err().print(f"report: {html_out}", highlight=False, soft_wrap=True, markup=False)
     else:
-        from cli.tables import Cell, print_table
-        c = Console()
+        c = rich_console.Console()
         rows = []
         for p in rep.partitions_with_data:  # then one line counting the empty ones
             n = sum(1 for f in rep.findings if f.partition == p.partition and f.severity != "info")
+            iso = inspect_report_html.iso
             span = f"{iso(p.first_timestamp)}..{iso(p.last_timestamp)}" if p.first_timestamp is not None else "-"
             tx = p.transactions
             offs = f"{p.log_start_offset}..{p.log_end_offset - 1}" if p.log_start_offset is not None else "-"
             rows.append((p.partition, offs, span, p.bytes, ",".join(sorted(p.codecs)), p.producers,
-                         f"{tx['committed']}/{tx['aborted']}/{tx['open']}", Cell(str(n), "red" if n else None)))
-        print_table("kfx analyze", ("partition", "offsets", "time span", "bytes", "codecs", "producers",
+                         f"{tx['committed']}/{tx['aborted']}/{tx['open']}", cli_tables.Cell(str(n), "red" if n else None)))
+        cli_tables.print_table("kfx analyze", ("partition", "offsets", "time span", "bytes", "codecs", "producers",
                                     "txns c/a/open", "findings"), rows)
         empty = len(rep.partitions) - len(rep.partitions_with_data)
         if empty:
@@ -780,18 +761,15 @@ def diff(dir_a: str = Argument(..., help="Replica A (the leader's copy)"),
          dir_b: str = Argument(..., help="Replica B"),
          as_json: bool = JSON):
     """Compare two replicas of a partition: first divergence, one-sided batches, epoch truncation point."""
-    from rich.console import Console
-    from kafkaforensics.inspect.diff import diff as diff_dirs
-    from kafkaforensics.log.paths import PathUsageError
     try:
-        rep = diff_dirs(dir_a, dir_b)
-    except PathUsageError as e:
+        rep = inspect_diff.diff(dir_a, dir_b)
+    except log_paths.PathUsageError as e:
         _fail(str(e))
     _print_live_notes([dir_a, dir_b])
     if as_json:
         print(json.dumps(rep.to_json()))
     else:
-        c = Console()
+        c = rich_console.Console()
         for label, corrupt in (("A", rep.corrupt_a), ("B", rep.corrupt_b)):
             for x in corrupt[:20]:
                 c.print(f"replica {label} is corrupt: the batch at offsets {x['baseOffset']}..{x['lastOffset']} "
@@ -830,19 +808,16 @@ def groups(paths: List[str] = Argument(..., metavar="PATH", help="Log dirs, or _
            members: bool = Option(False, "--members", help="Also list the members of classic, consumer "
                                         "(KIP-848), share and streams groups")):
     """Latest committed offset of every group/topic/partition, and its lag against the log dir's partitions."""
-    from kafkaforensics.inspect.groups import committed_offsets, group_members
-    from kafkaforensics.log.paths import PathUsageError
     try:
-        rows = committed_offsets(paths)
-        mrows = group_members(paths) if members else None
-    except PathUsageError as e:
+        rows = inspect_groups.committed_offsets(paths)
+        mrows = inspect_groups.group_members(paths) if members else None
+    except log_paths.PathUsageError as e:
         _fail(str(e))
     _print_live_notes(paths)
     if as_json:
         print(json.dumps({"offsets": rows, **({"members": mrows} if members else {})}))
     else:
-        from cli.tables import print_table
-        print_table(f"kfx groups {' '.join(paths)}", ("group", "topic", "partition", "committed", "log end", "lag", "metadata"),
+        cli_tables.print_table(f"kfx groups {' '.join(paths)}", ("group", "topic", "partition", "committed", "log end", "lag", "metadata"),
                     [(r["group"], r["topic"], r["partition"], r["offset"],
                       "" if r["logEndOffset"] is None else r["logEndOffset"],
                       "past log end" if r["pastLogEnd"] else "" if r["lag"] is None else r["lag"],
@@ -854,7 +829,7 @@ def groups(paths: List[str] = Argument(..., metavar="PATH", help="Log dirs, or _
                              "consumed (a truncation or an unclean leader election)", highlight=False, soft_wrap=True,
                              markup=False)
         if members:
-            print_table("members", ("group", "protocol", "member", "client", "host", "subscribed", "assigned"),
+            cli_tables.print_table("members", ("group", "protocol", "member", "client", "host", "subscribed", "assigned"),
                         [(m["group"], m["protocol"], m["memberId"], m["clientId"] or "", m["clientHost"] or "",
                           ",".join(m["subscribedTopics"] or []), " ".join(m["assignment"] or [])) for m in mrows])
     raise Exit(EXIT_PROBLEMS if any(r["pastLogEnd"] for r in rows) else EXIT_OK)
@@ -883,22 +858,19 @@ def serve(log_dir: str = Argument(..., help="A log dir: every <topic>-<partition
                                 help="Close a connection silent this long (connections.max.idle.ms)"),
           max_connections: int = Option(1000, "--max-connections", min=1, metavar="N", help="Open connections at most")):
     """Serve log directories to real Kafka clients over the Kafka protocol (read-only unless --writable)."""
-    import logging
-    from kafkaforensics.broker.server import Limits, serve_forever
-    from kafkaforensics.log.paths import LOG_DIR, PathUsageError, classify_for
     try:
-        classify_for([log_dir], "serve", accept=(LOG_DIR,))
-    except PathUsageError as e:
+        log_paths.classify_for([log_dir], "serve", accept=(log_paths.LOG_DIR,))
+    except log_paths.PathUsageError as e:
         # a writable broker may start on an empty dir (a new broker's log dir); nothing else but a log dir
         if not (writable and os.path.isdir(log_dir) and not os.listdir(log_dir)):
             _fail(str(e))
     if writable:
         _refuse_live(log_dir)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
-    limits = Limits(max_request_bytes=max_request_bytes, max_connections=max_connections,
+    limits = broker_server.Limits(max_request_bytes=max_request_bytes, max_connections=max_connections,
                     max_buffered_bytes=max_buffered_bytes, idle_ms=idle_ms)
     try:
-        serve_forever(log_dir, host, port, advertised_host, node_id, state_file, writable, auto_create, partitions,
+        broker_server.serve_forever(log_dir, host, port, advertised_host, node_id, state_file, writable, auto_create, partitions,
                       limits=limits, transaction_version=transaction_version)
     except KeyboardInterrupt:
         raise Exit(EXIT_OK)
@@ -907,11 +879,10 @@ def serve(log_dir: str = Argument(..., help="A log dir: every <topic>-<partition
 
 
 def main() -> None:
-    from cli.fastpath import run  # a plain command line runs without typer
     if sys.argv[1:] == ["--version"]:
         print(f"kfx {__version__}")
         raise SystemExit(EXIT_OK)
-    run(commands, sys.argv[1:])
+    cli_fastpath.run(commands, sys.argv[1:])  # a plain command line runs without typer
     commands.typer()(prog_name="kfx")
 
 

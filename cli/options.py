@@ -6,8 +6,14 @@ commands take its shared option decorators: same name, metavar, default and help
 """
 from __future__ import annotations
 
+import sys
+
 from cli.declare import Exit, Option
 from kafkaforensics.defaults import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_SEGMENT_BYTES
+from specs.lazy import lazy
+
+#: imported on first use (specs/lazy.py), where start-up must not pay for them
+log_topic_config = lazy("kafkaforensics.log.topic_config", globals())
 
 JSON = Option(False, "--json", help="Print the result as one JSON document instead of tables")
 DRY_RUN = Option(False, "--dry-run", help="Say what would be done (and what would be dropped); change nothing")
@@ -35,8 +41,7 @@ def sizes(partition_dir: str, segment_bytes=None, index_interval_bytes=None,
     config where ``partition_dir``'s log dir holds the metadata (kafkaforensics.log.topic_config), else
     Kafka's default; and notes naming the configs used (``segments=False``: a command that rolls no
     segment, whose segment size is neither read nor noted)."""
-    from kafkaforensics.log.topic_config import settle
-    got, notes, _configs = settle(partition_dir, {"index.interval.bytes": index_interval_bytes,
+    got, notes, _configs = log_topic_config.settle(partition_dir, {"index.interval.bytes": index_interval_bytes,
                                                   **({"segment.bytes": segment_bytes} if segments else {})})
     seg, interval = got.get("segment.bytes"), got["index.interval.bytes"]
     return (DEFAULT_SEGMENT_BYTES if seg is None else seg,
@@ -46,7 +51,6 @@ def sizes(partition_dir: str, segment_bytes=None, index_interval_bytes=None,
 def backup_settings(backup_dir, no_backup) -> dict:
     """``backup``/``backup_dir`` keyword arguments of a repair from the two options (exit 2 when both given)."""
     if backup_dir and no_backup:
-        import sys
         print("error: --backup-dir and --no-backup exclude each other", file=sys.stderr)
         raise Exit(2)
     return {"backup": not no_backup, "backup_dir": backup_dir}

@@ -10,6 +10,11 @@ import os
 import re
 import sys
 
+from specs.lazy import lazy
+
+#: imported on first use (specs/lazy.py), where start-up must not pay for them
+rich_console = lazy("rich.console", globals())
+
 #: rich's emoji codes (``:smile:``): any text that looks like one is left to rich
 _EMOJI = re.compile(r":\S*?:")
 _PRINTABLE = re.compile(r"[\x20-\x7e]*")
@@ -77,7 +82,6 @@ def print_lines(lines) -> None:
         if text is not None:
             sys.stdout.write(text)
             return
-    from rich.console import Console
-    out = Console()
+    out = rich_console.Console()
     for line in lines:
         out.print(line.rich_text, **line.options)

@@ -8,18 +8,25 @@ import os
 import sys
 from contextlib import contextmanager
 
+from specs.lazy import lazy
+
+#: imported on first use (specs/lazy.py), where start-up must not pay for them
+cli_main = lazy("cli.main", globals())
+cli_tables = lazy("cli.tables", globals())
+rich_console = lazy("rich.console", globals())
+rich_progress = lazy("rich.progress", globals())
+
 
 @contextmanager
 def recovery_progress(total: int):
     """(on_start, on_done) callbacks for :func:`~kafkaforensics.repair.load_logs.recover_log_dirs`,
     drawing an overall bar and one bar a partition being recovered."""
-    from cli.main import _NoProgress, _err, progress_bar
-    if isinstance(progress_bar(total, "recover"), _NoProgress):  # not a terminal: no bars, rich not imported
+    if isinstance(cli_main.progress_bar(total, "recover"), cli_main._NoProgress):  # not a terminal: no bars, rich not imported
         yield (lambda path, size: None), (lambda rep: None)
         return
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-                   console=_err(), transient=True)
+    rp = rich_progress
+    bar = rp.Progress(rp.TextColumn("{task.description}"), rp.BarColumn(), rp.DownloadColumn(), rp.TimeRemainingColumn(),
+                      console=cli_main._err(), transient=True)
     with bar:
         overall = bar.add_task("recover", total=total)
         running: dict[str, int] = {}
@@ -45,9 +52,7 @@ def print_log_dir_recovery(outs, as_json: bool, dry_run: bool) -> None:
                 print(json.dumps(rep.to_json()))
             print(json.dumps(out.to_json()))
         return
-    from rich.console import Console
-    from cli.tables import print_table
-    c = Console()
+    c = rich_console.Console()
     several = len({o.log_dir for o in outs}) > 1
     rows, idle = [], 0
     for out in outs:
@@ -60,7 +65,7 @@ def print_log_dir_recovery(outs, as_json: bool, dry_run: bool) -> None:
     if rows:
         cols = ("log dir",) * several + ("partition", "done", "bytes cut", "valid batches cut", "records cut",
                                           "indexes rebuilt")
-        print_table("kfx recover" + (" (dry run)" if dry_run else ""), cols, rows,
+        cli_tables.print_table("kfx recover" + (" (dry run)" if dry_run else ""), cols, rows,
                     right=range(len(cols) - 4, len(cols)))
     n = sum(len(o.partitions) for o in outs)
     verb = "would change" if dry_run else "changed"

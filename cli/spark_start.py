@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import threading
 
 #: Spark 4's minimum
@@ -105,7 +106,6 @@ def quiet_start(verbose: bool):
     if verbose:
         yield
         return
-    import sys
     sys.stderr.flush()
     read_end, write_end = os.pipe()
     saved = os.dup(2)

@@ -13,6 +13,12 @@ from __future__ import annotations
 import sys
 
 from cli.plain import console_width, no_terminal
+from specs.lazy import lazy
+
+#: imported on first use (specs/lazy.py), where start-up must not pay for them
+rich_console = lazy("rich.console", globals())
+rich_table = lazy("rich.table", globals())
+rich_text = lazy("rich.text", globals())
 
 #: what a rich table adds around its cells (SQUARE/HEAVY_HEAD boxes, padding 1): "│ a │ b │"
 _PADDING = 3
@@ -61,17 +67,15 @@ def print_table(title: str | None, columns, rows, right=(), file=None) -> None:
     if no_terminal(file):
         file.write("".join(line + "\n" for line in plain_lines(title, columns, rows, right)))
         return
-    from rich.console import Console
     width = console_width()
-    out = Console(file=file)
+    out = rich_console.Console(file=file)
     if not fits(columns, rows, out.width or width):
         for line in record_lines(title, columns, rows):
             out.print(line, markup=False, highlight=False, soft_wrap=True)
         return
-    from rich.table import Table
     if title:  # a line of its own: rich would fold or centre a title wider than the table
         out.print(title, markup=False, highlight=False, soft_wrap=True)
-    table = Table()
+    table = rich_table.Table()
     for i, c in enumerate(columns):
         table.add_column(c, justify="right" if i in right else "left", no_wrap=True, overflow="fold")
     for r in rows:
@@ -80,5 +84,4 @@ def print_table(title: str | None, columns, rows, right=(), file=None) -> None:
 
 
 def _rich_cell(value):
-    from rich.text import Text
-    return Text(str(value), style=getattr(value, "style", None) or "")
+    return rich_text.Text(str(value), style=getattr(value, "style", None) or "")

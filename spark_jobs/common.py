@@ -3,10 +3,25 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
+from datetime import datetime, timezone
+
+from specs.lazy import lazy
+
+#: imported on first use (specs/lazy.py), where start-up must not pay for them
+log_writer = lazy("kafkaforensics.log.writer", globals())
+records_batch = lazy("kafkaforensics.records.batch", globals())
+records_builder = lazy("kafkaforensics.records.builder", globals())
+spark_source = lazy("kafkaforensics.spark.spark_source", globals())
+spark_storage = lazy("kafkaforensics.spark.storage", globals())
+pyspark = lazy("pyspark", globals())
+pyspark_sql = lazy("pyspark.sql", globals())
+spark_jobs_scan = lazy("spark_jobs.scan", globals())
 
 
 #: a scan of at most this many bytes is short enough that the driver JVM's start-up dominates it:
@@ -17,10 +32,7 @@ SHORT_RUN_BYTES = 256 << 20
 def class_archive_path() -> str | None:
     """Where the driver JVM's class-data archive (Java's AppCDS) for this Java and this PySpark
     lives: ``$KFX_CACHE_DIR`` or ``~/.cache/kafkaforensics``; None when no ``java`` is found."""
-    import hashlib
-    import shutil
 
-    import pyspark
     java = (os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME")
             else shutil.which("java"))
     if not java or not os.path.exists(java):
@@ -101,17 +113,15 @@ def get_spark(master: str | None = None, app: str = "kafkaforensics", console_pr
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
 
-    b = SparkSession.builder.appName(app)
+    b = pyspark_sql.SparkSession.builder.appName(app)
     if not console_progress:  # the caller shows its own progress instead of Spark's stage bars
         b = b.config("spark.ui.showConsoleProgress", "false")
     for k, v in (conf or {}).items():
         b = b.config(k, v)
     recording = None
-    from pyspark import SparkContext
     # under spark-submit, or with a session in this process, the driver JVM runs already
-    if "PYSPARK_GATEWAY_PORT" not in os.environ and SparkContext._gateway is None:
+    if "PYSPARK_GATEWAY_PORT" not in os.environ and pyspark.SparkContext._gateway is None:
         java_options, recording = _driver_java_options(short_run, class_archive, quiet=not console_progress,
                                                        record=record_class_archive)
         if java_options:
@@ -141,8 +151,7 @@ def end_session(spark, timeout: float = 120.0) -> None:
     recording = getattr(spark, "_kfx_class_archive_recording", None)
     if not recording:
         return
-    from pyspark import SparkContext
-    gateway = SparkContext._gateway
+    gateway = pyspark.SparkContext._gateway
     spark.stop()
     proc = getattr(gateway, "proc", None)
     if proc is not None:
@@ -157,7 +166,7 @@ def end_session(spark, timeout: float = 120.0) -> None:
         except Exception:
             proc.kill()
             proc.wait()
-        SparkContext._gateway = SparkContext._jvm = None
+        pyspark.SparkContext._gateway = pyspark.SparkContext._jvm = None
     spark._kfx_class_archive_recording = None
     if os.path.exists(recording):
         if proc is not None and proc.returncode == 0 and os.path.getsize(recording) > 0:
@@ -226,22 +235,18 @@ def start_class_archive_recording() -> int | None:
 def record_class_archive(master: str = "local[*]") -> None:
     """Record the driver JVM's class archive as a first ``kfx scan`` would: a records-level scan
     with a search of a small partition written for it, in a temp dir removed afterwards."""
-    from kafkaforensics.log.writer import write_partition
-    from kafkaforensics.records.batch import Record
-    from kafkaforensics.records.builder import build_v2
-    from spark_jobs.scan import scan
     archive = class_archive_path()
     try:
         if archive is None or os.path.exists(archive):
             return
         with tempfile.TemporaryDirectory(prefix="kfx-class-archive-") as tmp:
             logs = os.path.join(tmp, "logs")
-            write_partition(os.path.join(logs, "warm-0"), (
-                build_v2([Record(b * 10 + i, 1700000000000 + b, b"key-%d" % i, b"value", [("h", b"v")]) for i in range(10)],
+            log_writer.write_partition(os.path.join(logs, "warm-0"), (
+                records_builder.build_v2([records_batch.Record(b * 10 + i, 1700000000000 + b, b"key-%d" % i, b"value", [("h", b"v")]) for i in range(10)],
                          base_offset=b * 10, codec=b % 2) for b in range(20)))
             spark = get_spark(master, app="kafkaforensics-class-archive", console_progress=False, short_run=True,
                               class_archive=True)
-            scan(spark, [logs], os.path.join(tmp, "out"), "records", "value")
+            spark_jobs_scan.scan(spark, [logs], os.path.join(tmp, "out"), "records", "value")
             end_session(spark)
     finally:
         if archive is not None and recording_pid() in (None, os.getpid()):
@@ -252,9 +257,8 @@ def record_class_archive(master: str = "local[*]") -> None:
 def register(spark) -> None:
     """Register ``kafka_segments`` in ``spark`` and let it prune with pushed filters (Spark 4.1+
     passes filters to a Python data source only with ``spark.sql.python.filterPushdown.enabled``)."""
-    from kafkaforensics.spark.spark_source import KafkaSegments
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
-    spark.dataSource.register(KafkaSegments)
+    spark.dataSource.register(spark_source.KafkaSegments)
 
 
 def read(spark, paths, level: str, split_bytes: int | None = None, options: dict | None = None):
@@ -272,7 +276,6 @@ def read(spark, paths, level: str, split_bytes: int | None = None, options: dict
 def parse_time(text: str) -> int:
     """A time given on a command line as epoch milliseconds: an integer is taken as such, else an
     ISO 8601 date or date-time (UTC when it names no zone)."""
-    from datetime import datetime, timezone
     text = str(text).strip()
     if text.lstrip("-").isdigit():
         return int(text)
@@ -359,10 +362,9 @@ def fail(message: str) -> None:
 def check_inputs(paths, options=None) -> None:
     """Exit 2 with one line when an input has nothing at it (no such path, bucket or prefix):
     the source's own listing, done before any Spark work."""
-    from kafkaforensics.spark.storage import MissingInput, Storage
-    storage = Storage(options or {})
+    storage = spark_storage.Storage(options or {})
     for p in paths:
         try:
             storage.list_entries(p)
-        except MissingInput as e:
+        except spark_storage.MissingInput as e:
             fail(str(e))

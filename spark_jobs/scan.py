@@ -18,6 +18,10 @@ from kafkaforensics.records.schema import ROW_KINDS, SOURCE_COLUMNS
 from spark_jobs.common import check_inputs, get_spark, job_arguments, read, source_options
 from spark_jobs.inventory import inventory_of, replicas_of
 from spark_jobs.search import matches
+from specs.lazy import lazy
+
+#: imported on first use (specs/lazy.py), where start-up must not pay for them
+spark_source = lazy("kafkaforensics.spark.spark_source", globals())
 
 #: each export level and the ``rowKind`` of its rows
 LEVEL_KINDS = {"batches": "batch", "records": "record", "anomalies": "anomaly"}
@@ -45,13 +49,12 @@ class ScanResult:
 def plan(paths, split_bytes=None, options=None, min_partitions=None) -> ScanPlan:
     """The splits, segments and bytes a scan of ``paths`` reads (the source's own planning).
     Raises :class:`~kafkaforensics.spark.storage.MissingInput` for an input with nothing at it."""
-    from kafkaforensics.spark.spark_source import KafkaSegmentsReader
     opts = {"path": ",".join(paths), **(options or {})}
     if split_bytes:
         opts["maxPartitionBytes"] = str(split_bytes)
     if min_partitions:
         opts["minPartitions"] = str(min_partitions)
-    reader = KafkaSegmentsReader(opts, "scan")
+    reader = spark_source.KafkaSegmentsReader(opts, "scan")
     reader.pushFilters([])
     splits = reader.partitions()
     pieces = [p for s in splits for p in s.pieces if p.kind == "segment"]

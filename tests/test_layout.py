@@ -89,3 +89,23 @@ def test_old_flat_names_are_gone():
         with pytest.raises(ModuleNotFoundError):
             importlib.import_module(f"kafkaforensics.{old}")
     assert not [f for f in sys.meta_path if getattr(f, "__module__", None) == "kafkaforensics"]
+
+
+#: the imports that stay inside a function, and why a user would accept it
+INSIDE_A_FUNCTION = {
+    ("kafkaforensics/records/checksums.py", "_load"):
+        "crc32c's package import, only when its extension cannot be loaded directly (its import-time work is avoided)",
+}
+
+
+def test_imports_are_declared_at_module_tops():
+    """Every import is at its module's top, plain or through specs.lazy (the one lazy mechanism),
+    in the library, the CLI and the Spark jobs; only the listed exceptions stay in a function."""
+    found = set()
+    for top in (ROOT, ROOT.parent / "cli", ROOT.parent / "spark_jobs"):
+        for path in sorted(top.rglob("*.py")):
+            for fn in ast.walk(ast.parse(path.read_text())):
+                if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                        isinstance(n, (ast.Import, ast.ImportFrom)) for n in ast.walk(fn)):
+                    found.add((str(path.relative_to(ROOT.parent)), fn.name))
+    assert found == set(INSIDE_A_FUNCTION), sorted(found ^ set(INSIDE_A_FUNCTION))
