@@ -81,7 +81,7 @@ class LiveLog:
         if last_seg is not None and last_seg.damaged is not None:
             with open_walk(last_seg.path, start=last_seg.damaged.position, base_offset=last_seg.base_offset) as walk:
                 for b in walk:
-                    self.next_offset = max(self.next_offset, b.last_offset + 1)
+                    self.next_offset = max(self.next_offset, b.next_offset)
         #: the first segment's base, or log-start-offset-checkpoint's entry within the log (DeleteRecords)
         self.log_start = log.log_start_offset
         self.leader_epoch = log.leader_epoch    # the newest epoch the batches carry: the one appends get

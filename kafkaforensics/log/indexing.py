@@ -202,7 +202,7 @@ class SegmentRebuild:
             self.epochs.assign_newer(b.partition_leader_epoch, b.base_offset)
         self.prev_last = b.last_offset
         if b.magic >= 2:
-            self.v2_next_offset = b.last_offset + 1
+            self.v2_next_offset = b.next_offset
         return None
 
     def run(self, r: HeaderRun) -> Problem | None:

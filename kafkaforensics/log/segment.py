@@ -158,7 +158,7 @@ class BatchScanner:
         if isinstance(after, tuple):
             run, k = after
             return int(run.last_offset[k - 1]) + 1
-        return after.last_offset + 1
+        return after.next_offset
 
     def _release(self, pos: int, released: int) -> int:
         """Keep at most RESIDENT_WINDOW of the mapping resident behind ``pos``."""
@@ -510,5 +510,5 @@ class Segment:
         entries = self.offset_index()
         nxt = self.base_offset
         for b in self.batches(entries[-1][1] if entries else 0):
-            nxt = b.last_offset + 1
+            nxt = b.next_offset
         return nxt

@@ -309,7 +309,7 @@ class KafkaSegmentsReader(DataSourceReader):
         """The anomaly where a segment's framing breaks: the first offset not read is the one after
         the last sound batch (the bytes at the break say nothing trustworthy), and what was not read."""
         if seen is not None:
-            offset = seen.last_offset + 1
+            offset = seen.next_offset
         else:
             offset = piece.base if piece.start == 0 else None
         lost = max(0, end - p.position)
