@@ -225,8 +225,7 @@ def test_verify_over_header_runs_equals_batch_by_batch(tmp_path_factory, monkeyp
     monkeypatch.setattr(seg_mod, "RUN_WINDOW", data.draw(st.sampled_from([128, 700, 1 << 20])))
     monkeypatch.setattr(seg_mod, "RUN_BYTES", data.draw(st.sampled_from([100, 2000, 16 << 20])))
     limit = data.draw(st.sampled_from([None, None, 1000]))
-    monkeypatch.setattr(verify_mod, "SMALL_SEGMENT_BYTES", -1)  # every segment over runs and numpy
-    monkeypatch.setattr(verify_mod, "LIST_INDEX_ENTRIES", -1)
+    monkeypatch.setattr(verify_mod, "SMALL_SEGMENT_BYTES", -1)  # every segment over runs
     runs = verify([part], max_batch_bytes=limit).to_json()
     monkeypatch.setattr(walks, "SPEEDUPS", False)  # the reference: batch by batch
     assert verify([part], max_batch_bytes=limit).to_json() == runs
@@ -235,10 +234,9 @@ def test_verify_over_header_runs_equals_batch_by_batch(tmp_path_factory, monkeyp
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 @given(data=st.data())
-def test_verify_of_small_segments_without_numpy_equals_numpy(tmp_path_factory, monkeypatch, data):
-    """A small segment is walked batch by batch with its index entries read and checked as lists
-    (no numpy): whatever the damage, the report is exactly the one over numpy runs and columns,
-    also when one index has more entries than the lists take (then both go to numpy)."""
+def test_verify_of_small_segments_equals_runs(tmp_path_factory, monkeypatch, data):
+    """A small segment is walked batch by batch, a large one in runs of header tuples: whatever the
+    damage, the report is exactly the same either way, for a partition and for each file alone."""
     from kafkaforensics.inspect import verify as verify_mod
     from tests.corruption import damaged_partition
 
@@ -246,11 +244,9 @@ def test_verify_of_small_segments_without_numpy_equals_numpy(tmp_path_factory, m
     damaged_partition(part, data)
     limit = data.draw(st.sampled_from([None, None, 1000]))
     monkeypatch.setattr(verify_mod, "SMALL_SEGMENT_BYTES", -1)
-    monkeypatch.setattr(verify_mod, "LIST_INDEX_ENTRIES", -1)
-    numpy_report = verify([part], max_batch_bytes=limit).to_json()
+    runs_report = verify([part], max_batch_bytes=limit).to_json()
     monkeypatch.setattr(verify_mod, "SMALL_SEGMENT_BYTES", 1 << 40)
-    monkeypatch.setattr(verify_mod, "LIST_INDEX_ENTRIES", data.draw(st.sampled_from([1 << 20, 1 << 20, 3, 0])))
-    assert verify([part], max_batch_bytes=limit).to_json() == numpy_report
+    assert verify([part], max_batch_bytes=limit).to_json() == runs_report
     for name in sorted(os.listdir(part)):  # each file alone, as `kfx verify FILE` reads it
         if name.endswith((".log", ".index", ".timeindex")):
             f = os.path.join(part, name)
@@ -258,29 +254,6 @@ def test_verify_of_small_segments_without_numpy_equals_numpy(tmp_path_factory, m
             small = verify([f], max_batch_bytes=limit).to_json()
             monkeypatch.setattr(verify_mod, "SMALL_SEGMENT_BYTES", -1)
             assert verify([f], max_batch_bytes=limit).to_json() == small, name
-
-
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                 HealthCheck.too_slow])
-@given(data=st.data())
-def test_verify_over_list_runs_equals_numpy_runs(tmp_path_factory, monkeypatch, data):
-    """A large segment is walked in runs of header tuples with its indexes as lists (no numpy):
-    whatever the damage, in small windows and short runs, the report is exactly the one over numpy
-    header columns; also when an index has more entries than the lists take."""
-    from kafkaforensics.log import segment as seg_mod
-    from kafkaforensics.inspect import verify as verify_mod
-    from tests.corruption import damaged_partition
-
-    part = str(tmp_path_factory.mktemp("lists") / "t-0")
-    damaged_partition(part, data)
-    monkeypatch.setattr(seg_mod, "RUN_WINDOW", data.draw(st.sampled_from([128, 700, 1 << 20])))
-    monkeypatch.setattr(seg_mod, "RUN_BYTES", data.draw(st.sampled_from([100, 2000, 16 << 20])))
-    monkeypatch.setattr(verify_mod, "SMALL_SEGMENT_BYTES", -1)
-    limit = data.draw(st.sampled_from([None, None, 1000]))
-    monkeypatch.setattr(verify_mod, "LIST_INDEX_ENTRIES", -1)
-    numpy_report = verify([part], max_batch_bytes=limit).to_json()
-    monkeypatch.setattr(verify_mod, "LIST_INDEX_ENTRIES", data.draw(st.sampled_from([1 << 20, 1 << 20, 3])))
-    assert verify([part], max_batch_bytes=limit).to_json() == numpy_report
 
 
 def test_index_lists_equal_numpy_columns():

@@ -4,11 +4,11 @@ One streaming pass per segment (constant memory in the log's size: only the spar
 are held), checking every batch's framing and CRC, offset order, and each index entry against the
 batch it names.  v2 batches of segments above :data:`SMALL_SEGMENT_BYTES` are checked a run of
 headers at a time (:meth:`.segment.BatchScanner.iter_runs`), anything else batch by batch, with
-the same checks.  Index entries are read as lists and runs are lists of header tuples (no numpy:
-its import costs a whole process more than the checks it would vectorise), unless an index has
-more than :data:`LIST_INDEX_ENTRIES` entries: then the indexes are numpy columns and the runs numpy
-header columns.  (``records.walks.SPEEDUPS`` off: every segment batch by batch.)  Everything found is a located :class:`Problem`; ``notes`` hold the conditions a
-live broker leaves behind normally (the active segment's preallocated zero index tail).
+the same checks.  Index entries are read as lists and runs are lists of header tuples, one way for
+every size (no numpy: its import costs a whole process more than the checks it would vectorise).
+(``records.walks.SPEEDUPS`` off: every segment batch by batch.)  Everything found is a located
+:class:`Problem`; ``notes`` hold the conditions a live broker leaves behind normally (the active
+segment's preallocated zero index tail).
 """
 from __future__ import annotations
 
@@ -35,13 +35,12 @@ from kafkaforensics.log.paths import (LOG_DIR, PARTITION_DIR, classify, is_activ
 from kafkaforensics.log.tiered import REMOTE_INDEX_RE, check_remote_index
 from kafkaforensics.log.segment import BatchScanner, file_name, offset_from_name, open_buffer
 
-#: only for what a small segment's check never needs: KRaft files, runs of headers, numpy columns
+#: only for what a small segment's check never needs: KRaft files, runs of headers
 kraft = lazy("kafkaforensics.log.kraft", globals())
 #: only for log dirs: their checkpoints, and the temp files a killed kfx run left
 checkpoint_file = lazy("kafkaforensics.log.checkpoint_file", globals())
 fsutil = lazy("kafkaforensics.fsutil", globals())
 header_list = lazy("kafkaforensics.records.header_list", globals())
-np = lazy("numpy", globals())
 
 
 @dataclass
@@ -238,10 +237,6 @@ def verify_identity(dirs, rep: VerifyReport) -> None:
 
 #: a segment whose .log is at most this big is walked batch by batch; a larger one in header runs
 SMALL_SEGMENT_BYTES = 1 << 20
-#: index entries are read as lists up to this many (beyond: numpy columns, and numpy runs;
-#: ``tests/test_verify.py`` proves every way - batch by batch, list runs, numpy runs - gives the
-#: same report)
-LIST_INDEX_ENTRIES = 1 << 20
 
 
 def _verify_file(path: str, rep: VerifyReport, progress, max_batch_bytes) -> None:
@@ -432,14 +427,13 @@ def verify_segment(seg: SegmentFiles, rep: VerifyReport, state: ProducerState, *
 
 
 def _read_index(path, module, base, active, rep: VerifyReport):
-    """The index's entries as columns: lists (up to LIST_INDEX_ENTRIES entries), else numpy arrays."""
+    """The index's entries as columns (lists)."""
     with open(path, "rb") as f:
         data = f.read()
     if len(data) % module.ENTRY_SIZE:
         rep.add(path, len(data) - len(data) % module.ENTRY_SIZE, None, "index-size",
                 f"size {len(data)} is not a multiple of the {module.ENTRY_SIZE}-byte entry")
-    got = module.read_lists(data, base, LIST_INDEX_ENTRIES)
-    *columns, zero_tail = got if got is not None else module.read_columns(data, base)
+    *columns, zero_tail = module.read_lists(data, base, len(data))  # no limit: every entry as a list
     if zero_tail:
         where = (len(data) // module.ENTRY_SIZE - zero_tail) * module.ENTRY_SIZE
         if active:
@@ -475,27 +469,19 @@ class _SegmentScan:
             for b in scanner:
                 self.batch(b)
             return self.finish(scanner, len(buf))
-        run = self.run_list if self.lists else self.run
         with open(log, "rb", buffering=0) as f:
-            for item in scanner.iter_runs(f.fileno(), lists=self.lists):
+            for item in scanner.iter_runs(f.fileno(), lists=True):
                 if isinstance(item, Batch):
                     self.batch(item)
                 else:
-                    run(item)
+                    self.run(item)
         return self.finish(scanner, len(buf))
 
     def __init__(self, log, base, rep: VerifyReport, state, offsets, times, progress):
         self.log, self.base, self.rep, self.state, self.offsets, self.times = log, base, rep, state, offsets, times
         self.progress = progress
-        self.lists = lists = ((offsets is None or isinstance(offsets[0], list))
-                              and (times is None or isinstance(times[0], list)))
-        offset_check, time_check = (_OffsetIndexList, _TimeIndexList) if lists else (_OffsetIndexCheck, _TimeIndexCheck)
-        if not lists:  # one index was too long for lists: both go to numpy
-            offsets, times = ([np.asarray(c, dtype=np.int64) for c in cols] if cols is not None else None
-                              for cols in (offsets, times))
-            self.offsets = offsets
-        self.index = offset_check(*offsets) if offsets is not None and len(offsets[0]) else None
-        self.time_index = time_check(*times) if times is not None and len(times[0]) else None
+        self.index = _OffsetIndexCheck(*offsets) if offsets is not None and len(offsets[0]) else None
+        self.time_index = _TimeIndexCheck(*times) if times is not None and len(times[0]) else None
         self.prev_last = self.first = self.next = None
         self.max_ts = -1
         self.batches = 0
@@ -537,37 +523,8 @@ class _SegmentScan:
         self._progress(b.size)
 
     def run(self, r) -> None:
-        """The same checks as :meth:`batch` over every batch of ``r`` (a :class:`~.header_run.HeaderRun`),
+        """The same checks as :meth:`batch` over every batch of ``r`` (a :class:`~.header_list.ListRun`),
         problems in the same order."""
-        log, n = self.log, len(r)
-        self.batches += n
-        pos, base, last = r.position, r.base_offset, r.last_offset
-        found = []  # (batch index, problem), sorted into batch order at the end
-        for i in np.flatnonzero(~r.crc_ok).tolist():
-            found.append((i, Problem(log, int(pos[i]), int(base[i]), "crc-mismatch",
-                                     f"stored CRC {int(r.header['crc'][i])} does not match the batch")))
-        prev = np.empty(n, np.int64)
-        prev[1:] = last[:-1]
-        prev[0] = base[0] if self.prev_last is None else self.prev_last  # the first one is never out of order
-        for i in np.flatnonzero(base <= prev).tolist():
-            if i or self.prev_last is not None:
-                found.append((i, Problem(log, int(pos[i]), int(base[i]), "offset-order",
-                                         f"batch starts at {int(base[i])} but the previous batch ended at {int(prev[i])}")))
-        if self.first is None:
-            found += self._problems_of_batch(0, self._first, int(pos[0]), int(base[0]))
-        self.prev_last = int(last[-1])
-        self.next = self.prev_last + 1
-        self.max_ts = max(self.max_ts, int(r.header["maxTimestamp"].max()))
-        if self.index is not None:
-            hit, wants = self.index.run(pos)
-            for i in np.flatnonzero(base[hit] > wants).tolist():
-                found += self._problems_of_batch(int(hit[i]), self._index_entry, int(pos[hit[i]]), int(base[hit[i]]), int(wants[i]))
-        if self.time_index is not None:
-            self.time_index.run(base, last, r.header["maxTimestamp"])
-        self._end_run(r, np.flatnonzero(r.header["attributes"] & R.CONTROL_MASK).tolist(), found, int(r.size.sum()))
-
-    def run_list(self, r) -> None:
-        """:meth:`run` over a :class:`~.header_list.ListRun` (index checks over lists)."""
         log, n = self.log, len(r)
         self.batches += n
         pos, base, last, cols = r.position, r.base_offset, r.last_offset, r.columns
@@ -690,108 +647,6 @@ class _OffsetIndexCheck:
     of entries sharing a position the last one counts."""
 
     def __init__(self, offsets, positions):
-        order = np.argsort(positions, kind="stable")
-        p = positions[order]
-        last = np.append(p[1:] != p[:-1], True)
-        self.keys, self.wants = p[last], offsets[order][last]
-        self.matched = np.zeros(len(self.keys), dtype=bool)
-        self._keys = None
-
-    def one(self, position: int) -> int | None:
-        """The entry at a batch's position, if any."""
-        if self._keys is None:
-            self._keys = self.keys.tolist()
-        j = bisect.bisect_left(self._keys, position)
-        if j < len(self._keys) and self._keys[j] == position and not self.matched[j]:
-            self.matched[j] = True
-            return int(self.wants[j])
-        return None
-
-    def run(self, positions):
-        """The indices into ``positions`` that have an entry, and those entries' offsets."""
-        j = np.minimum(np.searchsorted(self.keys, positions), len(self.keys) - 1)
-        hit = np.flatnonzero((self.keys[j] == positions) & ~self.matched[j])
-        self.matched[j[hit]] = True
-        return hit, self.wants[j[hit]]
-
-    def unmatched(self):
-        """(position, offset) of every entry no batch started at, by position."""
-        rest = ~self.matched
-        return zip(self.keys[rest].tolist(), self.wants[rest].tolist())
-
-    @staticmethod
-    def past(columns, valid: int, next_offset: int):
-        """(offset, position) of the entries, in file order, inside the valid log but at or past
-        ``next_offset``."""
-        offs, poss = columns
-        k = np.flatnonzero((poss < valid) & (offs >= next_offset))
-        return zip(offs[k].tolist(), poss[k].tolist())
-
-
-def _consume_time_entries(check, q: list, base: int, last: int, max_ts: int) -> None:
-    """One batch [base, last] against a time index check's entries in offset order ``q``: the entries
-    it reaches are consumed, and seen (with the batch's max timestamp) when they fall inside it."""
-    k = check.next
-    while k < len(q) and q[k] <= last:
-        if q[k] >= base:
-            check.seen[k], check.value[k] = True, max_ts
-        k += 1
-    check.next = k
-
-
-class _TimeIndexCheck:
-    """A segment's time index entries, each matched with the batch that holds its offset: entries
-    in offset order are consumed by the first batch whose last offset (running maximum) reaches
-    them, and count as seen when that batch starts at or before the offset."""
-
-    def __init__(self, timestamps, offsets):
-        self.timestamps, self.offsets = timestamps, offsets
-        self.order = np.lexsort((timestamps, offsets))
-        self.sorted = offsets[self.order]
-        self.seen = np.zeros(len(offsets), dtype=bool)  # by sorted position
-        self.value = np.zeros(len(offsets), dtype=np.int64)
-        self.next = 0
-        self._sorted = None
-
-    def one(self, base: int, last: int, max_ts: int) -> None:
-        if self._sorted is None:
-            self._sorted = self.sorted.tolist()
-        _consume_time_entries(self, self._sorted, base, last, max_ts)
-
-    def run(self, base, last, max_ts) -> None:
-        k = self.next
-        if k >= len(self.sorted):
-            return
-        reach = np.maximum.accumulate(last)
-        end = k + int(np.searchsorted(self.sorted[k:], reach[-1], side="right"))
-        offs = self.sorted[k:end]
-        at = np.searchsorted(reach, offs, side="left")
-        keep = offs >= base[at]
-        self.seen[k:end] = keep
-        self.value[k:end][keep] = max_ts[at[keep]]
-        self.next = end
-
-    def report(self, log, rep: VerifyReport) -> None:
-        n = len(self.offsets)
-        seen, value = np.empty(n, dtype=bool), np.empty(n, dtype=np.int64)
-        seen[self.order], value[self.order] = self.seen, self.value
-        ts = self.timestamps
-        order_bad = np.zeros(n, dtype=bool)
-        order_bad[1:] = ts[1:] <= ts[:-1]
-        for k in np.flatnonzero(~seen | (value != ts) | order_bad).tolist():
-            t, off = int(ts[k]), int(self.offsets[k])
-            if not seen[k]:
-                rep.add(log, None, off, "timeindex-mismatch", f"time index entry ({t}, {off}) names an offset no batch holds")
-            elif value[k] != t:
-                rep.add(log, None, off, "timeindex-mismatch", f"time index says {t} but the batch's max timestamp is {int(value[k])}")
-            if order_bad[k]:
-                rep.add(log, None, off, "timeindex-order", f"timestamp {t} does not increase past {int(ts[k - 1])}")
-
-
-class _OffsetIndexList:
-    """:class:`_OffsetIndexCheck` over lists, for a small segment walked batch by batch (no numpy)."""
-
-    def __init__(self, offsets, positions):
         last = {}
         for off, pos in zip(offsets, positions):
             last[pos] = off  # of entries sharing a position the last one counts
@@ -815,8 +670,10 @@ class _OffsetIndexList:
         return [(off, pos) for off, pos in zip(offs, poss) if pos < valid and off >= next_offset]
 
 
-class _TimeIndexList:
-    """:class:`_TimeIndexCheck` over lists, for a small segment walked batch by batch (no numpy)."""
+class _TimeIndexCheck:
+    """A segment's time index entries, each matched to the batch holding its offset as the walk
+    goes (in offset order), then reported where the batch's max timestamp differs or time does not
+    increase."""
 
     def __init__(self, timestamps, offsets):
         self.timestamps, self.offsets = timestamps, offsets
@@ -827,7 +684,14 @@ class _TimeIndexList:
         self.next = 0
 
     def one(self, base: int, last: int, max_ts: int) -> None:
-        _consume_time_entries(self, self.sorted, base, last, max_ts)
+        """One batch [base, last]: the entries it reaches are consumed, and seen (with the batch's
+        max timestamp) when they fall inside it."""
+        q, k = self.sorted, self.next
+        while k < len(q) and q[k] <= last:
+            if q[k] >= base:
+                self.seen[k], self.value[k] = True, max_ts
+            k += 1
+        self.next = k
 
     def report(self, log, rep: VerifyReport) -> None:
         n = len(self.offsets)

@@ -4,8 +4,9 @@ kind's reference path and its fast path (as aiokafka keeps ``_protocols.py`` and
 - **batch headers** (:class:`BatchWalk`, ``log.segment.BatchScanner``): the reference is
   ``__iter__``, one :class:`Batch` at a time; the fast path is ``iter_runs``, stretches of v2
   batches as one :class:`HeaderRunLike` each, CRCs checked in one loop.  A run's columns are lists
-  (``header_list.ListRun``) where numpy is not worth its import, numpy arrays
-  (``header_run.HeaderRun``) otherwise: one walk loop, two containers, chosen by size, not by a flag.
+  (``header_list.ListRun``: verify, which never imports numpy) or numpy arrays
+  (``header_run.HeaderRun``: recovery and reindex, which vectorise over them): one walk loop, two
+  containers, chosen by the consumer, not by a flag.
 - **records of a run of batches** (:class:`RecordDecoder`, ``log.record_columns.decode_columns``):
   the reference is ``Batch.records()`` batch by batch (``_from_records``); the fast path decodes
   the whole run with numpy gathers (``_vectorised``).
