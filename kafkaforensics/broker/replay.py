@@ -484,12 +484,12 @@ class ReplayBroker:
     def init_producer_id(self, version: int, body: dict) -> dict:
         tid = body.get("TransactionalId")
         if tid is None:
-            return {"ThrottleTimeMs": 0, "ErrorCode": NONE, "ProducerId": self._new_producer_id(), "ProducerEpoch": 0}
+            return {"ErrorCode": NONE, "ProducerId": self._new_producer_id(), "ProducerEpoch": 0}
         self.expire_transactions()
         o = self.txn.init_producer_id(tid, body.get("TransactionTimeoutMs", 60000), body.get("ProducerId", -1),
                                       body.get("ProducerEpoch", -1))
         self._write_markers(o.markers)
-        return {"ThrottleTimeMs": 0, "ErrorCode": client_error(o.error, 4, version), "ProducerId": o.producer_id,
+        return {"ErrorCode": client_error(o.error, 4, version), "ProducerId": o.producer_id,
                 "ProducerEpoch": o.producer_epoch}
 
     def add_partitions_to_txn(self, version: int, body: dict) -> dict:
@@ -522,8 +522,8 @@ class ReplayBroker:
             results.append({"TransactionalId": tid, "TopicResults": topics})
         self._log_transactions(self.txn.take_log())
         if version <= 3:
-            return {"ThrottleTimeMs": 0, "ResultsByTopicV3AndBelow": results[0]["TopicResults"] if results else []}
-        return {"ThrottleTimeMs": 0, "ErrorCode": NONE, "ResultsByTransaction": results}
+            return {"ResultsByTopicV3AndBelow": results[0]["TopicResults"] if results else []}
+        return {"ErrorCode": NONE, "ResultsByTransaction": results}
 
     def end_txn(self, version: int, body: dict) -> dict:
         """EndTxn: v5+ is the v2 flow (the epoch bumped, the new one answered)."""
@@ -531,7 +531,7 @@ class ReplayBroker:
         o = self.txn.end_txn(body.get("TransactionalId"), body.get("ProducerId"), body.get("ProducerEpoch"),
                              bool(body.get("Committed")), v2=version >= 5)
         self._write_markers(o.markers)
-        return {"ThrottleTimeMs": 0, "ErrorCode": client_error(o.error, 2, version), "ProducerId": o.producer_id,
+        return {"ErrorCode": client_error(o.error, 2, version), "ProducerId": o.producer_id,
                 "ProducerEpoch": o.producer_epoch}
 
     def add_offsets_to_txn(self, version: int, body: dict) -> dict:
@@ -540,7 +540,7 @@ class ReplayBroker:
         err = self.txn.add_partitions(body.get("TransactionalId"), body.get("ProducerId"), body.get("ProducerEpoch"),
                                       [(s.topic, s.partition)])
         self._log_transactions(self.txn.take_log())
-        return {"ThrottleTimeMs": 0, "ErrorCode": client_error(err, 2, version)}
+        return {"ErrorCode": client_error(err, 2, version)}
 
     def txn_offset_commit(self, version: int, body: dict) -> dict:
         """The commits go to __consumer_offsets-N in a transactional batch of the producer; they
@@ -560,7 +560,7 @@ class ReplayBroker:
             if err == NONE:
                 self.txn.add_offsets(tid, gid, commits)
         err = client_error(err, 1 << 15, version)  # the log's producer-state check answers it, in every version
-        return {"ThrottleTimeMs": 0, "Topics": [
+        return {"Topics": [
             {"Name": t["Name"], "Partitions": [{"PartitionIndex": p["PartitionIndex"], "ErrorCode": err}
                                                for p in t.get("Partitions", [])]} for t in body.get("Topics", [])]}
 
@@ -633,7 +633,7 @@ class ReplayBroker:
                         self.topic_overrides(name)  # loaded before one is added
                         self.config_overrides[name] = configs
             out.append(r)
-        return {"ThrottleTimeMs": 0, "Topics": out}, plan
+        return {"Topics": out}, plan
 
     def make_partitions(self, plan: list) -> list:
         """The partition dirs of a plan, each with partition.metadata and an empty active segment
@@ -704,7 +704,7 @@ class ReplayBroker:
         """The versions, and (v3+) the features: ``transaction.version`` supported 0-2 and finalized
         at this broker's level (``kfx serve --transaction-version``)."""
         tv = self.txn.transaction_version
-        return {"ErrorCode": error, "ThrottleTimeMs": 0,
+        return {"ErrorCode": error,
                 "ApiKeys": [{"ApiKey": k, "MinVersion": lo, "MaxVersion": hi} for k, (lo, hi) in
                             sorted(self.advertised().items())],
                 "SupportedFeatures": [{"Name": "transaction.version", "MinVersion": 0, "MaxVersion": 2}],

@@ -40,7 +40,7 @@ class AdminAPIs:
 
     # -- the cluster -----------------------------------------------------------------------------
     def describe_cluster(self, version: int, body: dict) -> dict:
-        return {"ThrottleTimeMs": 0, "ErrorCode": NONE, "ErrorMessage": None, "EndpointType": 1,
+        return {"ErrorCode": NONE, "ErrorMessage": None, "EndpointType": 1,
                 "ClusterId": self.b.cluster_id(), "ControllerId": self.b.node_id,
                 "Brokers": [{"BrokerId": self.b.node_id, "Host": self.b.host, "Port": self.b.port, "Rack": None,
                              "IsFenced": False}],
@@ -98,7 +98,7 @@ class AdminAPIs:
             total, usable = du.total, du.free
         except OSError:
             total = usable = -1
-        return {"ThrottleTimeMs": 0, "ErrorCode": NONE, "Results": [{
+        return {"ErrorCode": NONE, "Results": [{
             "ErrorCode": NONE, "LogDir": self.b.log_dir, "TotalBytes": total, "UsableBytes": usable, "IsCordoned": False,
             "Topics": [{"Name": t, "Partitions": ps} for t, ps in sorted(topics.items())]}]}
 
@@ -288,4 +288,4 @@ class WriteAdminAPIs:
                 plan.append((name, len(parts), count - len(parts), parts[0].topic_id))
                 self.b.creating.add(name)
             out.append(r)
-        return {"ThrottleTimeMs": 0, "Results": out}, plan
+        return {"Results": out}, plan
