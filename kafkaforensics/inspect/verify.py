@@ -33,7 +33,7 @@ from kafkaforensics.log.kafka_version import kafka_version as resolve_kafka_vers
 from kafkaforensics.log.paths import (LOG_DIR, PARTITION_DIR, classify, is_active_segment, live_log_dirs, live_note,
                                       live_tail)
 from kafkaforensics.log.tiered import REMOTE_INDEX_RE, check_remote_index
-from kafkaforensics.log.segment import BatchScanner, file_name, offset_from_name, open_buffer
+from kafkaforensics.log.segment import file_name, offset_from_name, open_walk
 
 #: only for what a small segment's check never needs: KRaft files, runs of headers
 kraft = lazy("kafkaforensics.log.kraft", globals())
@@ -249,8 +249,7 @@ def _verify_file(path: str, rep: VerifyReport, progress, max_batch_bytes) -> Non
             verify_segment(seg, rep, ProducerState(), active=True, progress=progress, max_batch_bytes=max_batch_bytes,
                            require_index=False)
         elif name.endswith(LOG):
-            with open_buffer(path) as buf:
-                _SegmentScan(path, None, rep, ProducerState(), None, None, progress).walk(buf, max_batch_bytes)
+            _SegmentScan(path, None, rep, ProducerState(), None, None, progress).walk(max_batch_bytes)
         elif name.endswith(".snapshot"):
             with open(path, "rb") as f:
                 read_snapshot(f.read(), file=path)
@@ -413,9 +412,8 @@ def verify_segment(seg: SegmentFiles, rep: VerifyReport, state: ProducerState, *
                 aborted = txn_index.read_entries(f.read(), file=txn_path)
         except KafkaFormatError as e:
             rep.problems.append(e.problem)
-    with open_buffer(log) as buf:
-        scanned = _SegmentScan(log, base, rep, state, offsets, times, progress).walk(buf, max_batch_bytes)
-        summary = scanned.summary
+    scanned = _SegmentScan(log, base, rep, state, offsets, times, progress).walk(max_batch_bytes)
+    summary = scanned.summary
     if summary.batches and not idx_path and require_index:
         rep.add(seg.path(INDEX), None, None, "missing-index", "segment has batches but no offset index (Kafka rebuilds it)")
     if summary.batches and idx_path and not tidx_path and require_index:
@@ -457,25 +455,27 @@ class SegmentScan:
 class _SegmentScan:
     """What verify carries along one segment's walk, fed a batch or a run of batches at a time."""
 
-    def walk(self, buf, max_batch_bytes) -> SegmentScan:
-        """The streaming pass: framing, CRC, offset order, and the index entries checked on the way.
+    def walk(self, max_batch_bytes) -> SegmentScan:
+        """The streaming pass over the segment's walk (:func:`~.segment.open_walk`): framing, CRC,
+        offset order, and the index entries checked on the way.
 
         Stretches of v2 batches of a large segment are checked as runs (:class:`~.walks.HeaderRunLike`),
         the rest batch by batch (everything, when ``records.walks.SPEEDUPS`` is off).
         """
         log = self.log
-        scanner = BatchScanner(buf, file=log, base_offset=self.base, max_batch_bytes=max_batch_bytes)
-        if len(buf) <= SMALL_SEGMENT_BYTES:
-            for b in scanner:
-                self.batch(b)
-            return self.finish(scanner, len(buf))
-        with open(log, "rb", buffering=0) as f:
-            for item in scanner.iter_runs(f.fileno(), lists=True):
-                if isinstance(item, Batch):
-                    self.batch(item)
-                else:
-                    self.run(item)
-        return self.finish(scanner, len(buf))
+        with open_walk(log, base_offset=self.base, max_batch_bytes=max_batch_bytes) as scanner:
+            size = len(scanner.buf)
+            if size <= SMALL_SEGMENT_BYTES:
+                for b in scanner:
+                    self.batch(b)
+            else:
+                with open(log, "rb", buffering=0) as f:
+                    for item in scanner.iter_runs(f.fileno(), lists=True):
+                        if isinstance(item, Batch):
+                            self.batch(item)
+                        else:
+                            self.run(item)
+            return self.finish(scanner, size)
 
     def __init__(self, log, base, rep: VerifyReport, state, offsets, times, progress):
         self.log, self.base, self.rep, self.state, self.offsets, self.times = log, base, rep, state, offsets, times
