@@ -373,7 +373,7 @@ def test_delete_records_moves_the_log_start_as_kafka_and_keeps_other_checkpoint_
 
 
 def test_a_live_log_loads_as_kafkas_log_loader(tmp_path):
-    """LiveLog's one walk (PartitionLog): a batch failing its CRC stays in the log (the log end is
+    """LiveLog's one walk (Partition.walk): a batch failing its CRC stays in the log (the log end is
     after it: LogSegment.readNextOffset checks no CRC) but feeds neither the producer state nor the
     newest epoch, and is listed as damage; the epoch cache loses entries from the log end on."""
     from kafkaforensics.log.leader_epochs import LeaderEpochCache

@@ -246,11 +246,11 @@ def test_snapshot_id_epoch_against_the_metadata_log(logdir, kfx):
     assert kfx("verify", logdir).exit_code == 0            # a log from offset 0 needs no snapshot ...
     from kafkaforensics.records.batch import Record
     from kafkaforensics.records.builder import build_v2
-    from kafkaforensics.log.partition import PartitionDir
+    from kafkaforensics.log.partition import Partition
     from kafkaforensics.log.writer import write_partition
     shutil.rmtree(md)
     write_partition(md, [build_v2([Record(3, 1, None, b"x", [])], base_offset=3, partition_leader_epoch=1)])
-    (p,) = kraft.check_snapshot_ids(PartitionDir.scan(md))   # ... one from offset 3 does
+    (p,) = kraft.check_snapshot_ids(Partition.scan(md))   # ... one from offset 3 does
     assert p.kind == "missing-snapshot" and p.offset == 3
 
 

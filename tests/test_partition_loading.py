@@ -10,8 +10,8 @@ from kafkaforensics.log.checkpoint_file import (LOG_START_OFFSET, RECOVERY_POINT
                                             set_partition_offset, update_offsets)
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.leader_epochs import UNDEFINED_EPOCH, LeaderEpochCache
-from kafkaforensics.log.log_loader import PartitionLog, replay_segment
-from kafkaforensics.log.partition import PartitionDir
+from kafkaforensics.log.log_loader import replay_segment
+from kafkaforensics.log.partition import Partition
 from kafkaforensics.log.producer_state import ProducerState
 from kafkaforensics.log.segment import (LEFTOVER_SUFFIXES, LOG, BatchScanner, file_name, offset_from_name,
                                     open_buffer, sibling, without_leftover_suffix)
@@ -246,7 +246,7 @@ def _naive(part, damage="keep"):
     """The walk each command used to write for itself: segment by segment, batch by batch."""
     state, leo, nexts, largest, seen = ProducerState(), 0, [], [], []
     stop = False
-    for seg in PartitionDir.scan(part).segments:
+    for seg in Partition.scan(part).segments:
         if stop:
             break
         nxt, ts = seg.base_offset, -1
@@ -281,27 +281,27 @@ def test_loader_equals_the_naive_walk(tmp_path_factory, seed, damage, hit):
         f.write(bytes([c[0] ^ 0x55]))
     snap, leo, nexts, largest, seen = _naive(part, damage)
     got = []
-    log = PartitionLog(part, damage=damage)
-    for s, b, _done in log.batches():
+    log = Partition.scan(part)
+    for s, b, _done in log.batches(damage=damage):
         got.append(b.base_offset)
     assert got == seen
     assert log.state.to_snapshot() == snap
-    assert [s.next_offset for s in log.segments] == nexts
-    assert [s.max_timestamp for s in log.segments] == largest
+    assert [s.next_offset for s in log.loaded] == nexts
+    assert [s.max_timestamp for s in log.loaded] == largest
     assert log.log_end_offset == leo
     assert log.stopped == (damage == "stop")
-    damaged = [s for s in log.segments if s.damaged is not None]
+    damaged = [s for s in log.loaded if s.damaged is not None]
     assert (len(damaged) == 1 and damaged[0].log == seg) == (damage != "keep")
 
 
 def test_loader_facts(tmp_path):
     part = make_partition(tmp_path / "events-0")
-    log = PartitionLog(part).load()
+    log = Partition.scan(part).load()
     lay = layout(part)
-    assert [s.base_offset for s in log.segments] == [offset_from_name(p) for p, _ in lay]
+    assert [s.base_offset for s in log.loaded] == [offset_from_name(p) for p, _ in lay]
     assert log.log_end_offset == lay[-1][1][-1][3] + 1
-    assert [s.size for s in log.segments] == [os.path.getsize(p) for p, _ in lay]
-    assert all(s.valid_bytes == s.size and s.stop is None for s in log.segments)
+    assert [s.size for s in log.loaded] == [os.path.getsize(p) for p, _ in lay]
+    assert all(s.valid_bytes == s.size and s.stop is None for s in log.loaded)
     # the batches' epochs are the writer's leader-epoch-checkpoint
     assert log.batch_epochs == LeaderEpochCache.read(part) == log.leader_epochs()
     assert log.leader_epoch == log.batch_epochs.latest_epoch
@@ -323,25 +323,26 @@ def test_loader_facts(tmp_path):
     first = lay[0][0]
     state = ProducerState()
     seg = replay_segment(first, 0, state)
-    assert seg.next_offset == log.segments[0].next_offset and seg.batches == len(lay[0][1])
-    with pytest.raises(RuntimeError):
-        next(log.walk())
+    assert seg.next_offset == log.loaded[0].next_offset and seg.batches == len(lay[0][1])
+    # each walk starts afresh: a second one gives the same facts, not twice the producers' batches
+    before = (log.state.to_snapshot(), [(s.base_offset, s.next_offset) for s in log.loaded])
+    assert (log.load().state.to_snapshot(), [(s.base_offset, s.next_offset) for s in log.loaded]) == before
     with pytest.raises(ValueError):
-        PartitionLog(part, damage="ignore")
+        next(log.walk(damage="ignore"))
 
 
 def test_loader_empty_active_segment_ends_the_log_at_its_base(tmp_path):
     """LogSegment.readNextOffset: an empty segment's next offset is its base, so an empty active
     segment (rolled by retention) puts the log end there."""
     part = make_partition(tmp_path / "events-0")
-    leo = PartitionLog(part).load().log_end_offset
+    leo = Partition.scan(part).load().log_end_offset
     open(os.path.join(part, file_name(leo + 10, LOG)), "wb").close()
-    log = PartitionLog(part).load()
-    assert log.log_end_offset == leo + 10 and log.segments[-1].batches == 0
+    log = Partition.scan(part).load()
+    assert log.log_end_offset == leo + 10 and log.loaded[-1].batches == 0
 
 
 def test_no_module_outside_the_broker_walks_a_partition_itself():
-    """The commands walk partitions through log_loader (the broker's modules are another change's)."""
+    """The commands walk partitions through Partition.walk (the broker's modules are another change's)."""
     broker = {"replay.py", "live_log.py", "server.py", "protocol.py", "group_coordinator.py", "replay_admin.py"}
     modules = {f: os.path.join(root, f) for root, _dirs, files in os.walk(PACKAGE) for f in files if f.endswith(".py")}
     for name in ("retention.py", "groups.py", "diff.py", "analyzer.py"):

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from kafkaforensics.log.partition import LogDir, PartitionDir
+from kafkaforensics.log.partition import LogDir, Partition
 from kafkaforensics.log.txn_index import read_entries
 from tests.corruption import make_partition
 
@@ -13,7 +13,7 @@ from tests.corruption import make_partition
 def part(tmp_path_factory):
     p = str(tmp_path_factory.mktemp("reads") / "events-0")
     make_partition(p, seed=3, n=90)
-    return PartitionDir.scan(p)
+    return Partition.scan(p)
 
 
 def _walk(seg):
@@ -75,7 +75,7 @@ def test_collect_aborted_txns(part):
 def test_index_problem_is_kafkas_sanity_check(tmp_path):
     p = str(tmp_path / "events-0")
     make_partition(p, seed=5)
-    seg = PartitionDir.scan(p).segments[1]
+    seg = Partition.scan(p).segments[1]
     assert seg.index_problem() is None
     good = open(seg.path(".index"), "rb").read()
     with open(seg.path(".index"), "ab") as f:
@@ -128,5 +128,5 @@ def test_partition_dir_producer_state_and_epochs(part, tmp_path):
     shutil.copytree(part.path, p)
     with open(os.path.join(p, f"{off:020d}.snapshot"), "r+b") as f:
         f.write(b"\xff\xff")  # a damaged newest snapshot: the one before is loaded
-    older = PartitionDir.scan(p).latest_producer_snapshot()
+    older = Partition.scan(p).latest_producer_snapshot()
     assert older[0] == sorted(part.snapshots)[-2]

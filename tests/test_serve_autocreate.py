@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from kafkaforensics.log.partition import PartitionDir
+from kafkaforensics.log.partition import Partition
 from kafkaforensics.broker.replay import ReplayBroker, valid_topic
 from kafkaforensics.broker.server import BrokerThread
 from kafkaforensics.inspect.verify import verify
@@ -35,7 +35,7 @@ def test_kcat_produces_to_a_new_topic(tmp_path):
                            capture_output=True, timeout=60)
         assert r.stdout.split() == [b"a", b"b", b"c"]
     assert _dirs(b.dir) == ["fresh-0", "fresh-1", "fresh-2"]
-    ids = {PartitionDir.scan(os.path.join(b.dir, n)).partition_metadata()["topicId"] for n in _dirs(b.dir)}
+    ids = {Partition.scan(os.path.join(b.dir, n)).partition_metadata()["topicId"] for n in _dirs(b.dir)}
     assert len(ids) == 1 and "AAAAAAAAAAAAAAAAAAAAAA" not in ids
     v = verify([b.dir])
     assert v.ok, v.problems

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from kafkaforensics.inspect.groups import committed_offsets
-from kafkaforensics.log.partition import PartitionDir, derived_topic_id, find_partitions, partition_dir_state
+from kafkaforensics.log.partition import Partition, derived_topic_id, find_partitions, partition_dir_state
 from kafkaforensics.broker.replay import ReplayBroker
 from kafkaforensics.repair.salvage import salvage
 from kafkaforensics.inspect.verify import verify
@@ -65,7 +65,7 @@ def test_deleted_and_future_copies_never_shadow_the_live_partition(tmp_path):
     b = ReplayBroker(d)
     assert b.partitions[("orders", 0)].log_end == 404
     assert b.partitions[("orders", 0)].path == os.path.join(d, "orders-0")
-    assert sorted(pd.state for pd in find_partitions(d) if pd.topic == "orders") == ["delete", "future", "live"]
+    assert sorted(pd.dir_state for pd in find_partitions(d) if pd.topic == "orders") == ["delete", "future", "live"]
     v = verify([d])
     assert sorted(n.kind for n in v.notes if n.kind.endswith("-copy")) == ["delete-copy", "future-copy"]
     assert committed_offsets(d) is not None
@@ -74,9 +74,9 @@ def test_deleted_and_future_copies_never_shadow_the_live_partition(tmp_path):
 def test_write_and_salvage_write_partition_metadata(kfx, tmp_path):
     out = tmp_path / "salvaged-0"
     salvage([os.path.join(SAMPLE, "orders-0")], str(out))
-    src = PartitionDir.scan(os.path.join(SAMPLE, "orders-0")).partition_metadata()["topicId"]
-    assert PartitionDir.scan(str(out)).partition_metadata()["topicId"] == src  # the source's id is kept
+    src = Partition.scan(os.path.join(SAMPLE, "orders-0")).partition_metadata()["topicId"]
+    assert Partition.scan(str(out)).partition_metadata()["topicId"] == src  # the source's id is kept
     r = kfx("dump", "--deep", "--format", "json", os.path.join(SAMPLE, "clients-0", "00000000000000000000.log"))
     w = kfx("write", "--out", tmp_path / "fresh-3", input=r.stdout)
     assert w.exit_code == 0, w.output
-    assert PartitionDir.scan(str(tmp_path / "fresh-3")).partition_metadata()["topicId"] == derived_topic_id("fresh")
+    assert Partition.scan(str(tmp_path / "fresh-3")).partition_metadata()["topicId"] == derived_topic_id("fresh")

@@ -27,11 +27,10 @@ from kafkaforensics.fsutil import _step, atomic_write
 from kafkaforensics.defaults import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_SEGMENT_BYTES
 from kafkaforensics.log.indexing import SegmentIndexes
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
-from kafkaforensics.log.log_loader import PartitionLog
-from kafkaforensics.log.partition import PartitionDir
+from kafkaforensics.log.partition import Partition
 from kafkaforensics.log.producer_state import ProducerState
 from kafkaforensics.errors import Problem
-from kafkaforensics.log.segment import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, BatchScanner, file_name, open_walk
+from kafkaforensics.log.segment import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, BatchScanner, file_name
 
 from specs.kafka_errors import (CORRUPT_MESSAGE, INVALID_PRODUCER_EPOCH, NONE, OUT_OF_ORDER_SEQUENCE,
                                 UNSUPPORTED_FOR_MESSAGE_FORMAT)
@@ -41,8 +40,8 @@ from specs.layout import INT32_MAX
 class LiveLog:
     def __init__(self, path: str, topic: str | None = None, partition: int | None = None, *,
                  segment_bytes: int = DEFAULT_SEGMENT_BYTES, index_interval: int = DEFAULT_INDEX_INTERVAL_BYTES,
-                 pd: PartitionDir | None = None):
-        pd = pd or PartitionDir.scan(path)
+                 pd: Partition | None = None):
+        pd = pd or Partition.scan(path)
         self.path = path
         self.topic = pd.topic if topic is None else topic
         self.partition = pd.partition if partition is None else partition
@@ -56,12 +55,12 @@ class LiveLog:
         self.idx = SegmentIndexes(self.active, index_interval)
         # one walk (log_loader): a batch failing its CRC is left out of the producer state and the
         # indexes, but stays in the log (served as stored, as a Kafka broker serves it)
-        log = PartitionLog(pd, damage="skip")
+        log = pd
         #: what fails validation: each segment's first batch whose CRC fails, and where a segment's
         #: walk ends before its end (a torn tail, a bad size...), as located problems
         self.damage: list[Problem] = []
         last_seg = None
-        for seg, batches in log.walk():
+        for seg, batches in log.walk(damage="skip"):
             last = seg.base_offset == self.active
             for b, done in batches:
                 if last:
@@ -79,7 +78,7 @@ class LiveLog:
         #: after its last whole batch whatever its CRC (LogSegment.readNextOffset checks none)
         self.next_offset = log.log_end_offset
         if last_seg is not None and last_seg.damaged is not None:
-            with open_walk(last_seg.path, start=last_seg.damaged.position, base_offset=last_seg.base_offset) as walk:
+            with last_seg.files.walk(last_seg.damaged.position) as walk:
                 for b in walk:
                     self.next_offset = max(self.next_offset, b.next_offset)
         #: the first segment's base, or log-start-offset-checkpoint's entry within the log (DeleteRecords)

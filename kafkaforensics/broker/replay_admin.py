@@ -86,13 +86,13 @@ class AdminAPIs:
         want = None if wanted is None else {(t["Topic"], p) for t in wanted for p in t.get("Partitions", [])}
         topics: dict[str, list] = {}
         for pd in find_partitions(self.b.log_dir):
-            if pd.topic is None or pd.state not in ("live", "future"):
+            if pd.topic is None or pd.dir_state not in ("live", "future"):
                 continue
             if want is not None and (pd.topic, pd.partition) not in want:
                 continue
             size = sum(os.path.getsize(seg.log) for seg in pd.segments if os.path.exists(seg.log))
             topics.setdefault(pd.topic, []).append({"PartitionIndex": pd.partition, "PartitionSize": size,
-                                                    "OffsetLag": 0, "IsFutureKey": pd.state == "future"})
+                                                    "OffsetLag": 0, "IsFutureKey": pd.dir_state == "future"})
         try:
             du = shutil.disk_usage(self.b.log_dir)
             total, usable = du.total, du.free

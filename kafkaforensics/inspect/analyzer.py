@@ -25,8 +25,7 @@ from specs.layout import INT32_MAX
 
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
-from kafkaforensics.log.log_loader import PartitionLog
-from kafkaforensics.log.partition import PartitionDir, SegmentFiles, find_partitions, parse_partition_dir_name
+from kafkaforensics.log.partition import Partition, SegmentFiles, find_partitions, parse_partition_dir_name
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot
 from kafkaforensics.log.segment import (INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, file_name, offset_from_name,
                                         open_buffer, sibling)
@@ -261,13 +260,13 @@ def analyze(paths, opts: AnalyzeOptions | None = None) -> AnalysisReport:
             ckpts = verify_log_dir_files(kp.path, parts, vr)
             _verify_findings(vr, os.path.basename(os.path.normpath(kp.path)), kp.path, rep)
             for pd in parts:  # a -delete/-future/-stray copy is analysed under its own name, without checkpoints
-                _analyze_partition(pd, ckpts if pd.state == "live" else {}, now, opts, rep, live=is_live)
-            _tiered(kp.path, [pd for pd in parts if pd.state == "live"], rep)
+                _analyze_partition(pd, ckpts if pd.dir_state == "live" else {}, now, opts, rep, live=is_live)
+            _tiered(kp.path, [pd for pd in parts if pd.dir_state == "live"], rep)
         else:
             pdir = kp.partition_dir
-            pd = PartitionDir.scan(pdir)
+            pd = Partition.scan(pdir)
             ckpts = {}  # a malformed checkpoint is the log dir's analysis's to report
-            if kp.log_dir is not None and pd.state == "live":
+            if kp.log_dir is not None and pd.dir_state == "live":
                 ckpts = read_log_dir_checkpoints(kp.log_dir)[0]
             if kp.kind == FILE:  # that segment alone: no snapshot or epoch file applies to a part
                 base = offset_from_name(kp.path)
@@ -333,7 +332,7 @@ def _tiered(log_dir: str, parts, rep: AnalysisReport) -> None:
                                             f"{summ.log_start_offset - 1} are in neither tier"))
 
 
-def _analyze_partition(pd: PartitionDir, ckpts: dict, now: int, opts: AnalyzeOptions, rep: AnalysisReport, *,
+def _analyze_partition(pd: Partition, ckpts: dict, now: int, opts: AnalyzeOptions, rep: AnalysisReport, *,
                        live: bool = False, segment_only: bool = False) -> None:
     name = pd.name if not segment_only else os.path.join(pd.name, os.path.basename(pd.segments[0].log))
     vr = VerifyReport()
@@ -363,9 +362,7 @@ def _analyze_partition(pd: PartitionDir, ckpts: dict, now: int, opts: AnalyzeOpt
     # a batch whose CRC fails (reported by verify) is stepped over, as salvage steps over it: the
     # valid batches after it are analysed; where framing breaks, the segment's walk ends and the
     # valid batches past it are found as salvage finds them and reported
-    log = PartitionLog(pd, damage="skip", strict_legacy=True,
-                       before_apply=lambda b: a.snapshot_check(b.base_offset, snapshots))
-    a = _PartitionAnalysis(name, summ, rep, now, opts, cleaner_ck, epochs, log.state)
+    a = _PartitionAnalysis(name, summ, rep, now, opts, cleaner_ck, epochs, ProducerState())
     a.path = pd.path
     a.log_start = log_start
     a.decoder = TOPIC_DECODERS.get(pd.topic) if pd.topic else None
@@ -374,7 +371,8 @@ def _analyze_partition(pd: PartitionDir, ckpts: dict, now: int, opts: AnalyzeOpt
     a.damaged = [p for p in vr.problems if p.kind == "crc-mismatch" and p.offset is not None]
     first_finding = len(rep.findings) - len(vr.problems)
     base_pos = 0
-    for seg, batches in log.walk():
+    for seg, batches in pd.walk(damage="skip", strict_legacy=True, state=a.state,
+                                before_apply=lambda b: a.snapshot_check(b.base_offset, snapshots)):
         summ.segment_starts.append((base_pos, seg.base_offset))
         a.segment(seg.log, seg.base_offset, base_pos, seg.size)
         for b, done in batches:
@@ -399,7 +397,7 @@ class _PartitionAnalysis:
         self.name, self.summ, self.rep, self.now, self.opts = name, summ, rep, now, opts
         self.cleaner_ck = cleaner_ck
         self.epochs = epochs
-        self.state = state           # applied by the walk (PartitionLog) before each batch comes
+        self.state = state           # applied by the walk (Partition.walk) before each batch comes
         self.prev_last = None
         self.prev_ts = None
         self.prev_epoch = None

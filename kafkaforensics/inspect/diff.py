@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
-from kafkaforensics.log.log_loader import PartitionLog
+from kafkaforensics.log.partition import Partition
 from kafkaforensics.log.paths import PARTITION_DIR, classify_for
 
 
@@ -47,9 +47,9 @@ class DiffReport:
                 "corruptA": self.corrupt_a, "corruptB": self.corrupt_b}
 
 
-def _batches(log: PartitionLog, corrupt: list, max_listed: int):
+def _batches(log: Partition, corrupt: list, max_listed: int):
     """A replica's batches up to where its framing breaks; those whose CRC fails go to ``corrupt``."""
-    for seg, b, _done in log.batches():
+    for seg, b, _done in log.batches(damage="keep", producers=False):
         t = (b.base_offset, b.last_offset, b.crc, b.partition_leader_epoch, b.size, seg.log, b.position)
         if not b.crc_valid():
             if len(corrupt) < max_listed:
@@ -64,10 +64,9 @@ def diff(dir_a: str, dir_b: str, max_listed: int = 1000) -> DiffReport:
     :class:`~kafkaforensics.log.paths.PathUsageError`: a log dir holds many partitions, a file is part of one)."""
     classify_for([dir_a, dir_b], "diff", accept=(PARTITION_DIR,),
                  what="two partition dirs (two replicas of one partition)")
-    la, lb = (PartitionLog(d, damage="keep", producers=False) for d in (dir_a, dir_b))
-    pa, pb = la.dir, lb.dir
+    pa, pb = Partition.scan(dir_a), Partition.scan(dir_b)
     rep = DiffReport(pa.path, pb.path)
-    ia, ib = _batches(la, rep.corrupt_a, max_listed), _batches(lb, rep.corrupt_b, max_listed)
+    ia, ib = _batches(pa, rep.corrupt_a, max_listed), _batches(pb, rep.corrupt_b, max_listed)
     corrupt_offsets = []  # offset ranges a corrupt batch of either side holds: not compared there
 
     def covered(t):
@@ -124,7 +123,7 @@ def diff(dir_a: str, dir_b: str, max_listed: int = 1000) -> DiffReport:
             epochs_a = LeaderEpochCache.read(pa.path) or LeaderEpochCache()
         except KafkaFormatError:
             epochs_a = LeaderEpochCache()
-        last_b = lb.batch_epochs.latest_epoch  # B's epochs, as its batches carry them
+        last_b = pb.batch_epochs.latest_epoch  # B's epochs, as its batches carry them
         e = epochs_a.floor_epoch(last_b) if last_b is not None else None
         if e is not None:
             # the end offset, in A's history, of the last epoch the replicas share

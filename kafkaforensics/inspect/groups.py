@@ -17,13 +17,12 @@ import os
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.records.internal_topics import decode_offsets
 from kafkaforensics.log.logdir import METADATA_PARTITION, metadata_topic_ids
-from kafkaforensics.log.log_loader import PartitionLog
-from kafkaforensics.log.partition import PartitionDir, find_partitions
+from kafkaforensics.log.partition import Partition, find_partitions
 from kafkaforensics.log.paths import LOG_DIR, PathUsageError, classify_for
 
 
 def _log_end_offset(pd) -> int | None:
-    return PartitionLog(pd, producers=False).load().log_end_offset if pd.segments else None
+    return Partition.of(pd).load(producers=False).log_end_offset if pd.segments else None
 
 
 def replay_offsets(pd) -> list[tuple[dict, dict | None, int]]:
@@ -36,7 +35,7 @@ def replay_offsets(pd) -> list[tuple[dict, dict | None, int]]:
     Batches with a bad CRC and records that do not decode are left out."""
     applied: list[tuple[dict, dict | None, int]] = []
     pending: dict[int, list] = {}
-    for _seg, b, _done in PartitionLog(pd, damage="skip", producers=False).batches():
+    for _seg, b, _done in Partition.of(pd).batches(damage="skip", producers=False):
         if b.is_control:
             recs = b.records()
             ctl = recs[0].control() if recs else None
@@ -69,17 +68,17 @@ def _inputs(paths) -> tuple[list, list, list[str]]:
         if kp.kind == LOG_DIR:
             dirs.append(str(kp.path))
             parts = find_partitions(str(kp.path))
-            offsets += [pd for pd in parts if pd.topic == OFFSETS_TOPIC and pd.state == "live"]
-            others += [pd for pd in parts if pd.topic != OFFSETS_TOPIC and pd.state == "live"]
+            offsets += [pd for pd in parts if pd.topic == OFFSETS_TOPIC and pd.dir_state == "live"]
+            others += [pd for pd in parts if pd.topic != OFFSETS_TOPIC and pd.dir_state == "live"]
         else:
-            pd = PartitionDir.scan(str(kp.path))
+            pd = Partition.scan(str(kp.path))
             if pd.topic != OFFSETS_TOPIC:
                 raise PathUsageError(f"{kp.path}: kfx groups takes a log dir or a __consumer_offsets partition dir, "
                                      f"not a partition dir of {pd.topic or 'no topic'}")
             offsets.append(pd)
             if kp.log_dir is not None and kp.log_dir not in dirs:
                 dirs.append(kp.log_dir)
-                others += [q for q in find_partitions(kp.log_dir) if q.topic != OFFSETS_TOPIC and q.state == "live"]
+                others += [q for q in find_partitions(kp.log_dir) if q.topic != OFFSETS_TOPIC and q.dir_state == "live"]
     return offsets, others, dirs
 
 

@@ -26,7 +26,7 @@ from kafkaforensics.records.batch import Batch, resolve_legacy_wrapper
 from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log.logdir import (CLEAN_SHUTDOWN_FILE, METADATA_PARTITION, check_log_dirs, check_topic_ids, metadata_topic_ids,
                      read_clean_shutdown, read_meta_properties, clean_shutdown_note)
-from kafkaforensics.log.partition import INDEX, LOG, TIMEINDEX, TXNINDEX, PartitionDir, SegmentFiles, find_partitions
+from kafkaforensics.log.partition import INDEX, LOG, TIMEINDEX, TXNINDEX, Partition, SegmentFiles, find_partitions
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot
 from kafkaforensics.log.dir_lock import LOCK_FILE
 from kafkaforensics.log.kafka_version import kafka_version as resolve_kafka_version
@@ -123,16 +123,16 @@ def verify(paths, *, progress=None, max_batch_bytes: int | None = None, kafka_ve
             _report_temps([kp.path] + [pd.path for pd in parts], rep)
             ckpts = verify_log_dir_files(kp.path, parts, rep)
             for pd in parts:
-                if pd.state != "live":  # a -delete/-future/-stray copy: checked, never held to the checkpoints
-                    rep.notes.append(Problem(pd.path, None, None, f"{pd.state}-copy",
-                                             f"{pd.name} is a {pd.state} copy of {pd.topic}-{pd.partition}, "
+                if pd.dir_state != "live":  # a -delete/-future/-stray copy: checked, never held to the checkpoints
+                    rep.notes.append(Problem(pd.path, None, None, f"{pd.dir_state}-copy",
+                                             f"{pd.name} is a {pd.dir_state} copy of {pd.topic}-{pd.partition}, "
                                              "not the live partition"))
-                verify_partition(pd, rep, checkpoints=ckpts if pd.state == "live" else None, progress=progress,
+                verify_partition(pd, rep, checkpoints=ckpts if pd.dir_state == "live" else None, progress=progress,
                                  max_batch_bytes=max_batch_bytes, live=kp.log_dir in live)
         elif kp.kind == PARTITION_DIR:
-            pd = PartitionDir.scan(kp.path)
+            pd = Partition.scan(kp.path)
             ckpts = None  # a malformed checkpoint is the log dir's verify's to report
-            if kp.log_dir is not None and pd.state == "live":
+            if kp.log_dir is not None and pd.dir_state == "live":
                 ckpts = read_log_dir_checkpoints(kp.log_dir)[0]
             verify_partition(pd, rep, checkpoints=ckpts, progress=progress, max_batch_bytes=max_batch_bytes,
                              live=kp.log_dir in live)
@@ -172,7 +172,7 @@ def read_log_dir_checkpoints(log_dir: str) -> tuple[dict, list[Problem]]:
     return ckpts, problems
 
 
-def verify_partition_files(pd: PartitionDir, rep: VerifyReport) -> None:
+def verify_partition_files(pd: Partition, rep: VerifyReport) -> None:
     """What a partition dir given alone holds beyond its segments: the metadata partition's KRaft
     snapshots and quorum-state (a log dir's verify checks them with its own files)."""
     if pd.name == METADATA_PARTITION:
@@ -294,7 +294,7 @@ def _read(path: str) -> str:
         return f.read()
 
 
-def verify_partition(pd: PartitionDir, rep: VerifyReport, *, checkpoints=None, progress=None,
+def verify_partition(pd: Partition, rep: VerifyReport, *, checkpoints=None, progress=None,
                      max_batch_bytes=None, live: bool = False, epochs: bool = True) -> dict:
     """Check a partition dir's segments, snapshots and checkpoints into ``rep``. ``live``: a running
     broker holds the log dir, so a partial batch at the very end of the active segment is an append
@@ -325,7 +325,7 @@ def verify_partition(pd: PartitionDir, rep: VerifyReport, *, checkpoints=None, p
                pd.segments[-1].base_offset if pd.segments else 0)
     if epochs:
         try:
-            entries = pd.leader_epochs()
+            entries = pd.leader_epoch_lines()
             if entries is not None:
                 _check_epochs(entries, os.path.join(pd.path, C.LEADER_EPOCH_FILE), leo, rep)
         except KafkaFormatError as e:
@@ -735,7 +735,7 @@ def walk_problems(partition_dir: str) -> list[Problem]:
     ``compact`` and ``retention`` leave alone.  Framing only (no CRC): the cheap check those two
     commands report, exiting 1, so that a script learns the partition wants ``kfx recover``."""
     out = []
-    for seg in PartitionDir.scan(partition_dir).segments:
+    for seg in Partition.scan(partition_dir).segments:
         with seg.walk() as scanner:
             for _batch in scanner:
                 pass

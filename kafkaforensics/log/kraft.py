@@ -27,7 +27,7 @@ from kafkaforensics.records.builder import build_v2, control_record_key
 K = lazy("specs.kafka_messages", globals())
 message_schema = lazy("specs.message_schema", globals())
 internal_topics = lazy("kafkaforensics.records.internal_topics", globals())
-log_loader = lazy("kafkaforensics.log.log_loader", globals())
+partition = lazy("kafkaforensics.log.partition", globals())
 
 SNAPSHOT_RE = KRAFT_SNAPSHOT_RE
 BOOTSTRAP_FILE = "bootstrap.checkpoint"
@@ -200,7 +200,7 @@ def check_snapshot_ids(pd) -> list[Problem]:
     snaps = [(snapshot_id(n), os.path.join(pd.path, n)) for n in sorted(os.listdir(pd.path)) if SNAPSHOT_RE.match(n)]
     starts: dict[int, int] = {}      # leader epoch -> its first offset in the log
     log_start = leo = None
-    for _seg, b, _done in log_loader.PartitionLog(pd, producers=False).batches():
+    for _seg, b, _done in partition.Partition.of(pd).batches(producers=False):
         log_start = b.base_offset if log_start is None else log_start
         leo = b.next_offset
         starts.setdefault(b.partition_leader_epoch, b.base_offset)

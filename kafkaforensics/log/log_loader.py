@@ -1,36 +1,16 @@
-"""A partition loaded in one walk: its segments, log start and end offsets, producer state and
-leader epochs (what Kafka's LogLoader / LocalLog hold once a log is opened).
-
-:class:`PartitionLog` walks the segments of a :class:`~.partition.PartitionDir` in base-offset
-order, batch by batch, and fills in as it goes:
-
-* per segment (:class:`LoadedSegment`): its size, the offset after its last batch (its base when
-  it has none: LogSegment.readNextOffset), its largest batch timestamp, where its sound batches
-  end and what ended its walk;
-* the log end offset: the last segment's next offset (0 without segments);
-* the log start offset: the first segment's base, moved up to the log dir's
-  ``log-start-offset-checkpoint`` entry when that lies within the log (DeleteRecords moves it
-  without removing a segment);
-* the producer state the batches build (:class:`~.producer_state.ProducerState`) and the last
-  stable offset it implies;
-* the leader epochs the batches carry (LogSegment.recover's rule, :mod:`.leader_epochs`) and the
-  partition's leader-epoch cache: ``leader-epoch-checkpoint`` when it has entries, else those.
-
-What a damaged batch (a CRC mismatch; with ``strict_legacy`` also a legacy wrapper that does not
-resolve) does is the caller's choice, ``damage``: ``keep`` it (no CRC is checked), ``skip`` it,
-``stop-segment`` (the rest of its segment is not walked) or ``stop`` (nothing after it is).
-Callers that look at every batch iterate :meth:`PartitionLog.walk` (segment by segment) or
-:meth:`PartitionLog.batches`; the others call :meth:`PartitionLog.load`.
-"""
+"""The walk of one segment as a load makes it (Kafka's LogLoader / LogSegment.recover): each batch
+applied to the producer state and the leader-epoch cache, and the segment's load facts
+(:class:`LoadedSegment`: its size, the offset after its last batch — its base when it has none,
+LogSegment.readNextOffset —, its largest batch timestamp, where its sound batches end, what ended its
+walk, the first damaged batch). :meth:`~.partition.Partition.walk` walks a partition's segments
+through it; :func:`replay_segment` walks one file (a leftover being completed)."""
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 
-from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, partition_offset
 from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
-from kafkaforensics.log.partition import PartitionDir
 from kafkaforensics.log.segment import Segment
 from kafkaforensics.log.producer_state import ProducerState
 from kafkaforensics.log.segment import BatchScanner, open_buffer
@@ -121,108 +101,3 @@ def _legacy_unresolved(b) -> bool:
     except KafkaFormatError:
         return True
     return False
-
-
-class PartitionLog:
-    """One walk over a partition (see the module's doc)."""
-
-    def __init__(self, partition: PartitionDir | str, *, damage: str = "keep", strict_legacy: bool = False,
-                 producers: bool = True, log_dir: str | None = None, before_apply=None):
-        if damage not in DAMAGE:
-            raise ValueError(f"damage must be one of {DAMAGE}, not {damage!r}")
-        self.dir = partition if isinstance(partition, PartitionDir) else PartitionDir.scan(partition)
-        self.damage, self.strict_legacy = damage, strict_legacy
-        #: called with each batch kept before the producer state takes it (a look at the state
-        #: the batches before it left: a producer snapshot check)
-        self.before_apply = before_apply
-        self.log_dir = log_dir if log_dir is not None else os.path.dirname(os.path.abspath(self.dir.path))
-        self.segments: list[LoadedSegment] = []
-        self.state: ProducerState | None = ProducerState() if producers else None
-        self.batch_epochs = LeaderEpochCache()
-        self.stopped = False       # a ``stop`` walk ended at a damaged batch
-        self._walked = False
-
-    # -- the walk ------------------------------------------------------------------------------
-    def walk(self):
-        """Yield (segment, its batches) for each segment in order; the batches come as
-        (batch, transaction its marker completes or None).  Facts of a segment are final once
-        its batches are exhausted (batches a caller leaves are still walked)."""
-        if self._walked:
-            raise RuntimeError("a PartitionLog walks its partition once")
-        self._walked = True
-        for sf in self.dir.segments:
-            if self.stopped:
-                return
-            seg = LoadedSegment(sf, next_offset=sf.base_offset)
-            self.segments.append(seg)
-            with open_buffer(sf.log) as buf:
-                seg.size = len(buf)
-                inner = segment_batches(seg, buf, state=self.state, epochs=self.batch_epochs, damage=self.damage,
-                                        strict_legacy=self.strict_legacy, before_apply=self.before_apply)
-                yield seg, inner
-                for _ in inner:  # what the caller left
-                    pass
-            if seg.damaged is not None and self.damage == "stop":
-                self.stopped = True
-
-    def batches(self):
-        """Every batch walked, in log order: (segment, batch, completed transaction or None)."""
-        for seg, inner in self.walk():
-            for b, done in inner:
-                yield seg, b, done
-
-    def load(self) -> "PartitionLog":
-        """Walk the whole partition (if not walked yet) and return self."""
-        if not self._walked:
-            for _seg, inner in self.walk():
-                for _ in inner:
-                    pass
-        return self
-
-    # -- what the walk gives -------------------------------------------------------------------
-    @property
-    def log_end_offset(self) -> int:
-        return self.segments[-1].next_offset if self.segments else 0
-
-    @property
-    def last_stable_offset(self) -> int:
-        first = self.state.first_unstable_offset() if self.state is not None else None
-        return self.log_end_offset if first is None else first
-
-    @property
-    def leader_epoch(self) -> int:
-        """The newest leader epoch the batches carry (0 when none does)."""
-        return max(0, self.batch_epochs.latest_epoch or 0)
-
-    def checkpointed_log_start(self) -> int | None:
-        """This partition's entry in the log dir's ``log-start-offset-checkpoint`` (None: no file,
-        no entry, a partition dir not named ``topic-N``)."""
-        tp = (self.dir.topic, self.dir.partition) if self.dir.topic is not None else None
-        return partition_offset(self.log_dir, LOG_START_OFFSET, tp)
-
-    @property
-    def log_start_offset(self) -> int:
-        """The first segment's base, or the checkpointed log start when it lies above it and
-        within the log; a damaged checkpoint is ignored (the first base serves)."""
-        start = self.segments[0].base_offset if self.segments else (
-            self.dir.segments[0].base_offset if self.dir.segments else 0)
-        try:
-            ck = self.checkpointed_log_start()
-        except KafkaFormatError:
-            ck = None
-        if ck is not None and start < ck <= self.log_end_offset:
-            return ck
-        return start
-
-    def checkpoint_epochs(self) -> LeaderEpochCache | None:
-        """``leader-epoch-checkpoint`` as it is (None: no file; a malformed one raises)."""
-        return LeaderEpochCache.read(self.dir.path)
-
-    def leader_epochs(self) -> LeaderEpochCache:
-        """The partition's leader-epoch cache: the checkpoint when it is readable and has entries,
-        else the epochs the batches carry."""
-        try:
-            cache = self.checkpoint_epochs()
-        except KafkaFormatError:
-            cache = None
-        return cache if cache else self.batch_epochs

@@ -22,7 +22,7 @@ from specs import checkpoints as C
 from specs.lazy import lazy
 
 from kafkaforensics.errors import KafkaFormatError, Problem
-from kafkaforensics.log.partition import PartitionDir, find_partitions
+from kafkaforensics.log.partition import Partition, find_partitions
 from kafkaforensics.log.segment import BatchScanner, open_buffer
 
 #: the metadata log's readers: only for a KRaft log dir's topic ids
@@ -191,7 +191,7 @@ def metadata_records(metadata_dir: str):
         (end, _), name = snaps[-1]
         yield from replay(os.path.join(metadata_dir, name), 0, 0)
         start = end
-    for seg in PartitionDir.scan(metadata_dir).segments:
+    for seg in Partition.scan(metadata_dir).segments:
         yield from replay(seg.log, seg.base_offset, start)
 
 

@@ -1,5 +1,6 @@
-"""Kafka's storage objects above the segment: a partition directory (:class:`PartitionDir`: its
-:class:`~.segment.Segment` s, producer snapshots, leader epochs, ``partition.metadata``) and a log dir
+"""Kafka's storage objects above the segment: a partition (:class:`Partition`: its
+:class:`~.segment.Segment` s, producer snapshots and state, leader epochs, ``partition.metadata``, and
+what a walk of its batches loads) and a log dir
 (:class:`LogDir`: identity, the four offset checkpoints, the clean-shutdown marker, its partitions by
 Kafka's naming rules); discovery and naming."""
 from __future__ import annotations
@@ -14,7 +15,7 @@ from specs.lazy import lazy
 
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.segment import (INDEX, LEFTOVER_SUFFIXES, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX,  # noqa: F401 (re-exported)
-                                        Segment, file_name, offset_from_name)
+                                        Segment, file_name, offset_from_name, open_buffer)
 from kafkaforensics.log.producer_state import read_snapshot
 from kafkaforensics.log.dir_lock import lock_holder
 
@@ -22,6 +23,9 @@ from kafkaforensics.log.dir_lock import lock_holder
 fsutil = lazy("kafkaforensics.fsutil", globals())
 checkpoint_file = lazy("kafkaforensics.log.checkpoint_file", globals())
 leader_epochs = lazy("kafkaforensics.log.leader_epochs", globals())
+producer_state = lazy("kafkaforensics.log.producer_state", globals())
+#: the batch walk of a load (log_loader imports what only a walk needs)
+log_loader = lazy("kafkaforensics.log.log_loader", globals())
 uuid = lazy("uuid", globals())
 #: the log dir's files (logdir imports this module)
 logdir = lazy("kafkaforensics.log.logdir", globals())
@@ -70,27 +74,45 @@ SegmentFiles = Segment
 
 
 @dataclass
-class PartitionDir:
+class Partition:
+    """One partition dir as Kafka's UnifiedLog holds it: its files (the :class:`~.segment.Segment` s
+    in base-offset order, producer snapshots, ``leader-epoch-checkpoint``, ``partition.metadata``,
+    leftovers of an interrupted operation, orphan indexes, unknown files), and once walked
+    (:meth:`walk`, :meth:`batches`, :meth:`load`) what LogLoader and LocalLog learn from the batches:
+    each segment's load facts (:attr:`loaded`, :class:`~.log_loader.LoadedSegment`), the log start,
+    end and last stable offsets, the producer state and the leader epochs.
+
+    What a damaged batch (a CRC mismatch; with ``strict_legacy`` also a legacy wrapper that does not
+    resolve) does is the walk's choice, ``damage``: ``keep`` it (no CRC is checked), ``skip`` it,
+    ``stop-segment`` (the rest of its segment is not walked) or ``stop`` (nothing after it is)."""
     path: str
     topic: str | None
     partition: int | None
-    segments: list[SegmentFiles] = field(default_factory=list)
+    segments: list[Segment] = field(default_factory=list)
     snapshots: list[int] = field(default_factory=list)
     leftovers: list[str] = field(default_factory=list)
     orphan_indexes: list[str] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
+    #: each walked segment's load facts, in order (filled by the walk)
+    loaded: list = field(default_factory=list, repr=False)
+    #: the producer state the walked batches build (None: a walk that keeps none)
+    state: object = field(default=None, repr=False)
+    #: the leader epochs the walked batches carry (LogSegment.recover's rule)
+    batch_epochs: object = field(default=None, repr=False)
+    #: a ``stop`` walk ended at a damaged batch
+    stopped: bool = field(default=False, repr=False)
 
     @property
     def name(self) -> str:
         return os.path.basename(os.path.normpath(self.path))
 
     @property
-    def state(self) -> str:
+    def dir_state(self) -> str:
         """``live``, or ``delete``/``future``/``stray`` for the copies Kafka names so (never the partition)."""
         return partition_dir_state(self.path) or "live"
 
     @classmethod
-    def scan(cls, path: str) -> "PartitionDir":
+    def scan(cls, path: str) -> "Partition":
         tp = parse_partition_dir_name(path)
         pd = cls(path, tp[0] if tp else None, tp[1] if tp else None)
         names = sorted(os.listdir(path))
@@ -115,9 +137,14 @@ class PartitionDir:
             off = offset_from_name(n)
             if off is not None and n.endswith((INDEX, TIMEINDEX, TXNINDEX)) and off not in logs:
                 pd.orphan_indexes.append(os.path.join(path, n))
-        pd.segments = [SegmentFiles(o, path) for o in sorted(logs)]
+        pd.segments = [Segment(o, path) for o in sorted(logs)]
         pd.snapshots.sort()
         return pd
+
+    @classmethod
+    def of(cls, partition: "Partition | str") -> "Partition":
+        """A partition as given, or the partition dir at a path scanned."""
+        return partition if isinstance(partition, Partition) else cls.scan(partition)
 
     @property
     def log_dir(self) -> str:
@@ -137,6 +164,7 @@ class PartitionDir:
             found = seg
         return found
 
+    # -- producer snapshots, leader epochs, topic id ----------------------------------------------
     def snapshot_path(self, offset: int) -> str:
         return os.path.join(self.path, file_name(offset, SNAPSHOT))
 
@@ -158,13 +186,27 @@ class PartitionDir:
         return None
 
     def leader_epoch_cache(self):
-        """``leader-epoch-checkpoint`` as a :class:`~.leader_epochs.LeaderEpochCache` (None: no file)."""
+        """``leader-epoch-checkpoint`` as a :class:`~.leader_epochs.LeaderEpochCache` (None: no file;
+        a malformed one raises)."""
         return leader_epochs.LeaderEpochCache.read(self.path)
 
-    def leader_epochs(self) -> list[dict] | None:
+    def leader_epoch_lines(self) -> list[dict] | None:
         """``leader-epoch-checkpoint``'s lines as written (None: no file); the rules over them are
         :class:`~.leader_epochs.LeaderEpochCache`'s."""
         return checkpoint_file.read_checkpoint(os.path.join(self.path, C.LEADER_EPOCH_FILE), C.LeaderEpochCheckpoint)
+
+    def leader_epochs(self):
+        """The partition's leader-epoch cache: the checkpoint when it is readable and has entries,
+        else the epochs the walked batches carry."""
+        try:
+            cache = self.leader_epoch_cache()
+        except KafkaFormatError:
+            cache = None
+        if cache:
+            return cache
+        if self.batch_epochs is None:
+            self.batch_epochs = leader_epochs.LeaderEpochCache()
+        return self.batch_epochs
 
     def partition_metadata(self) -> dict | None:
         p = os.path.join(self.path, C.PARTITION_METADATA_FILE)
@@ -172,6 +214,85 @@ class PartitionDir:
             return None
         with open(p, encoding="utf-8", errors="replace") as f:
             return C.parse_partition_metadata(f.read(), file=p)
+
+    # -- the walk (LogLoader) -----------------------------------------------------------------------
+    def walk(self, *, damage: str = "keep", strict_legacy: bool = False, producers: bool = True,
+             before_apply=None, state=None):
+        """Yield (load facts of a segment, its batches) for each segment in order; the batches come
+        as (batch, transaction its marker completes or None).  Facts of a segment are final once its
+        batches are exhausted (batches a caller leaves are still walked).  ``before_apply`` is called
+        with each batch kept before the producer state takes it (a producer snapshot check).  Each
+        walk starts afresh: :attr:`loaded`, :attr:`state` (``state`` when given, a caller's
+        :class:`~.producer_state.ProducerState` to build) and :attr:`batch_epochs` are its own."""
+        if damage not in log_loader.DAMAGE:
+            raise ValueError(f"damage must be one of {log_loader.DAMAGE}, not {damage!r}")
+        self.loaded = []
+        self.state = (state if state is not None else producer_state.ProducerState()) if producers else None
+        self.batch_epochs = leader_epochs.LeaderEpochCache()
+        self.stopped = False
+        for sf in self.segments:
+            if self.stopped:
+                return
+            seg = log_loader.LoadedSegment(sf, next_offset=sf.base_offset)
+            self.loaded.append(seg)
+            with open_buffer(sf.log) as buf:
+                seg.size = len(buf)
+                inner = log_loader.segment_batches(seg, buf, state=self.state, epochs=self.batch_epochs,
+                                                   damage=damage, strict_legacy=strict_legacy,
+                                                   before_apply=before_apply)
+                yield seg, inner
+                for _ in inner:  # what the caller left
+                    pass
+            if seg.damaged is not None and damage == "stop":
+                self.stopped = True
+
+    def batches(self, **walk):
+        """Every batch walked (:meth:`walk`'s options), in log order: (segment's load facts, batch,
+        completed transaction or None)."""
+        for seg, inner in self.walk(**walk):
+            for b, done in inner:
+                yield seg, b, done
+
+    def load(self, **walk) -> "Partition":
+        """Walk the whole partition (:meth:`walk`'s options) and return self."""
+        for _seg, inner in self.walk(**walk):
+            for _ in inner:
+                pass
+        return self
+
+    # -- what the walk gives ------------------------------------------------------------------------
+    @property
+    def log_end_offset(self) -> int:
+        """The last walked segment's next offset (0 without segments)."""
+        return self.loaded[-1].next_offset if self.loaded else 0
+
+    @property
+    def last_stable_offset(self) -> int:
+        first = self.state.first_unstable_offset() if self.state is not None else None
+        return self.log_end_offset if first is None else first
+
+    @property
+    def leader_epoch(self) -> int:
+        """The newest leader epoch the walked batches carry (0 when none does)."""
+        return max(0, (self.batch_epochs.latest_epoch if self.batch_epochs is not None else None) or 0)
+
+    def checkpointed_log_start(self) -> int | None:
+        """This partition's entry in the log dir's ``log-start-offset-checkpoint`` (None: no file,
+        no entry, a partition dir not named ``topic-N``)."""
+        return checkpoint_file.partition_offset(self.log_dir, checkpoint_file.LOG_START_OFFSET, self.topic_partition)
+
+    @property
+    def log_start_offset(self) -> int:
+        """The first segment's base, or the checkpointed log start when it lies above it and within
+        the log (DeleteRecords moves it without removing a segment); a damaged checkpoint is ignored."""
+        start = self.segments[0].base_offset if self.segments else 0
+        try:
+            ck = self.checkpointed_log_start()
+        except KafkaFormatError:
+            ck = None
+        if ck is not None and start < ck <= self.log_end_offset:
+            return ck
+        return start
 
 
 class LogDir:
@@ -245,8 +366,8 @@ class LogDir:
         return [os.path.join(self.path, n) for tp, n in sorted((tp, n) for tp, n in named if tp is not None)
                 if os.path.isdir(os.path.join(self.path, n))]
 
-    def partitions(self) -> list[PartitionDir]:
-        return [PartitionDir.scan(p) for p in self.partition_dirs()]
+    def partitions(self) -> list[Partition]:
+        return [Partition.scan(p) for p in self.partition_dirs()]
 
     def other_dirs(self) -> list[str]:
         """Dirs that are no partition by Kafka's naming (a broker refuses to start on them, but for
@@ -281,13 +402,13 @@ def is_partition_dir(path: str) -> bool:
     return any(offset_from_name(n) is not None for n in os.listdir(path))
 
 
-def find_partitions(path: str) -> list[PartitionDir]:
+def find_partitions(path: str) -> list[Partition]:
     """A partition dir gives itself; a log dir gives every partition dir inside it."""
     if is_partition_dir(path) and any(n.endswith(LOG) or n.endswith(LEFTOVER_SUFFIXES) for n in os.listdir(path)):
-        return [PartitionDir.scan(path)]
+        return [Partition.scan(path)]
     out = LogDir(path).partitions()
     if not out and is_partition_dir(path):
-        out.append(PartitionDir.scan(path))
+        out.append(Partition.scan(path))
     return out
 
 

@@ -20,7 +20,6 @@ from kafkaforensics.log.partition import find_partitions
 
 #: the message schemas and the log loader: verify/dump of a segment never load them
 internal_topics = lazy("kafkaforensics.records.internal_topics", globals())
-log_loader = lazy("kafkaforensics.log.log_loader", globals())
 
 # remote-log-index-cache/<start offset>_<remote segment uuid>.{index,timeindex,txnindex} (RemoteIndexCache)
 REMOTE_INDEX_RE = re.compile(r"^(\d+)_[A-Za-z0-9_-]{22}\.(index|timeindex|txnindex)$")
@@ -42,7 +41,7 @@ def remote_segments(log_dir: str) -> dict[tuple[str, int], dict]:
     for pd in find_partitions(log_dir):
         if pd.topic != "__remote_log_metadata":
             continue
-        for _seg, b, _done in log_loader.PartitionLog(pd, damage="skip", producers=False).batches():
+        for _seg, b, _done in pd.batches(damage="skip", producers=False):
             if b.is_control:
                 continue
             for r in b.records():

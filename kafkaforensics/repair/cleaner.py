@@ -47,11 +47,10 @@ from kafkaforensics.defaults import (DEFAULT_DEDUPE_BUFFER_BYTES, DEFAULT_DELETE
 from kafkaforensics.log.indexing import SegmentIndexes
 from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log.checkpoint_file import CLEANER_OFFSET, partition_offset, set_partition_offset
-from kafkaforensics.log.log_loader import PartitionLog
 from kafkaforensics.repair.offset_map import OffsetMap, span_digests
-from kafkaforensics.log.partition import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, PartitionDir, parse_partition_dir_name
+from kafkaforensics.log.partition import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, Partition, parse_partition_dir_name
 from kafkaforensics.log.record_columns import decode_columns, runs
-from kafkaforensics.log.segment import file_name, open_walk
+from kafkaforensics.log.segment import Segment, file_name
 from kafkaforensics.log.txn_index import AbortedTxn
 from kafkaforensics.log.kafka_version import kafka_version
 
@@ -130,8 +129,7 @@ class CompactReport:
 # --------------------------------------------------------------------------- log survey ----
 @dataclass
 class _SegmentSurvey:
-    base: int
-    path: str
+    seg: Segment              # the segment: its files and its walk
     size: int
     next_offset: int
     largest_ts: int
@@ -140,10 +138,18 @@ class _SegmentSurvey:
     timeindex_bytes: int
     records: int = 0
 
+    @property
+    def base(self) -> int:
+        return self.seg.base_offset
 
-def _survey(pd: PartitionDir, opts: CompactOptions, now: int):
+    @property
+    def path(self) -> str:
+        return self.seg.log
+
+
+def _survey(pd: Partition, opts: CompactOptions, now: int):
     """One pass over the log: segments, producer state at the end, aborted transactions, counts."""
-    log = PartitionLog(pd)
+    log = Partition.of(pd)
     aborted: list[AbortedTxn] = []
     segs = []
     records = 0
@@ -158,7 +164,7 @@ def _survey(pd: PartitionDir, opts: CompactOptions, now: int):
         records += seg_records
         st = os.stat(s.log)
         idx, tidx = s.files.existing(INDEX), s.files.existing(TIMEINDEX)
-        segs.append(_SegmentSurvey(s.base_offset, s.log, s.size, s.next_offset,
+        segs.append(_SegmentSurvey(s.files, s.size, s.next_offset,
                          s.max_timestamp if s.max_timestamp >= 0 else int(st.st_mtime * 1000),
                          st.st_mtime, os.path.getsize(idx) if idx else 0, os.path.getsize(tidx) if tidx else 0,
                          seg_records))
@@ -236,7 +242,7 @@ def _build_offset_map(segs, start, end, aborted, omap: OffsetMap) -> None:
     txn = _TxnMetadata([a for a in aborted if a.last_offset >= start and a.first_offset < end])
     dirty = [s for s in segs if s.next_offset > start and s.base < end]
     for s in dirty:
-        with open_walk(s.path, base_offset=s.base) as walk:
+        with s.seg.walk() as walk:
             batches = takewhile(lambda b: b.base_offset < end, walk)
             for run in (runs(batches) if walks.SPEEDUPS else ([b] for b in batches)):
                 if not _map_run(run, start, txn, omap):
@@ -482,7 +488,7 @@ def _write_cleaned(names, group, omap, txn, active, upper, now, opts, stats, leg
         fsutil.fit_new(names[LOG], fd=out.fileno())
         for s in group:
             flt = _Filter(omap, txn, active, upper, now, opts, stats, s.mtime * 1000 > legacy_horizon)
-            with open_walk(s.path, base_offset=s.base) as walk:
+            with s.seg.walk() as walk:
                 for b, verdict in flt.judged(walk):
                     data, kept = flt.apply(b, verdict)
                     if data is None:
@@ -522,7 +528,7 @@ def _count_after(pdir: str, opts: CompactOptions, now: int, rep: CompactReport) 
     """The records and bytes the partition holds once a cleaning stopped part-way (what it dropped
     is what the groups swapped in before the stop dropped)."""
     try:
-        segs, _state, _aborted, _active, records = _survey(PartitionDir.scan(pdir), opts, now)
+        segs, _state, _aborted, _active, records = _survey(Partition.scan(pdir), opts, now)
     except KafkaFormatError:
         return
     rep.stats.records_after, rep.stats.bytes_after = records, sum(s.size for s in segs)
@@ -588,7 +594,7 @@ def compact(partition_dir: str, opts: CompactOptions | None = None, *, out: str 
     opts = opts or CompactOptions()
     src = os.path.abspath(partition_dir)
     opts = replace(opts, kafka_version=kafka_version(src, opts.kafka_version))
-    pd0 = PartitionDir.scan(src)
+    pd0 = Partition.scan(src)
     if pd0.leftovers:
         raise ValueError(f"{partition_dir} has leftover files of an interrupted operation "
                          f"({os.path.basename(pd0.leftovers[0])}, ...): run `kfx recover` first")
@@ -680,7 +686,7 @@ def _link_copy(src: str, dst: str, *, symlinks: bool = False) -> None:
 def _compact_in_place(pdir: str, tp, opts: CompactOptions, now: int, rep: CompactReport, backup=None) -> None:
     first = True
     while True:
-        pd = PartitionDir.scan(pdir)
+        pd = Partition.scan(pdir)
         segs, state, aborted, active, records = _survey(pd, opts, now)
         if first:
             rep.stats.records_before = records
@@ -747,7 +753,7 @@ def _compact_in_place(pdir: str, tp, opts: CompactOptions, now: int, rep: Compac
             rep.groups.append([os.path.basename(s.path) for s in g])
         _write_cleaner_checkpoint(pdir, tp, end, backup)
         # producer snapshots of segments that no longer exist are stray now (Kafka drops them)
-        bases = {s.base_offset for s in PartitionDir.scan(pdir).segments}
+        bases = {s.base_offset for s in Partition.scan(pdir).segments}
         for s in segs:
             p = os.path.join(pdir, file_name(s.base, SNAPSHOT))
             if s.base not in bases and os.path.exists(p):

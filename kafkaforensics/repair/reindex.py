@@ -15,7 +15,7 @@ from kafkaforensics.log import offset_index, time_index, txn_index
 from kafkaforensics.log.indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentRebuild
 from kafkaforensics.log.kafka_files import kept_as_written
 from kafkaforensics.log.kafka_version import kafka_version as resolve_kafka_version
-from kafkaforensics.log.partition import INDEX, LOG, TIMEINDEX, TXNINDEX, PartitionDir
+from kafkaforensics.log.partition import INDEX, LOG, TIMEINDEX, TXNINDEX, Partition
 from kafkaforensics.log.producer_state import ProducerState
 from kafkaforensics.fsutil import clean_temps, default_backup_dir, same_content
 from kafkaforensics.repair.actions import Action, apply_actions
@@ -49,7 +49,7 @@ def reindex(path: str, *, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYT
         if offset_from_name(path) is None or not path.endswith(LOG):
             raise ValueError(f"{path}: expected a partition directory or a <offset>.log segment")
         pdir, only = os.path.dirname(path), offset_from_name(path)
-    pd = PartitionDir.scan(pdir)
+    pd = Partition.scan(pdir)
     rep = ReindexReport(kafka=resolve_kafka_version(pdir, kafka_version))
     rules = rep.kafka.rules()
     state = ProducerState()

@@ -23,8 +23,7 @@ from kafkaforensics import fsutil
 
 from kafkaforensics.log import time_index
 from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, set_partition_offset
-from kafkaforensics.log.log_loader import PartitionLog
-from kafkaforensics.log.partition import parse_partition_dir_name
+from kafkaforensics.log.partition import Partition, parse_partition_dir_name
 from kafkaforensics.log.segment import DELETED, INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, file_name
 from kafkaforensics.repair.actions import Dropped
 from kafkaforensics.repair.recovery import count_dropped
@@ -67,10 +66,9 @@ def retention(partition_dir: str, *, retention_ms: int | None = None, retention_
               log_start_offset: int | None = None, now: int | None = None, dry_run: bool = False,
               backup: bool = True, backup_dir: str | None = None) -> RetentionReport:
     now = int(time.time() * 1000) if now is None else now
-    log = PartitionLog(partition_dir, producers=False).load()
-    pd = log.dir
+    pd = log = Partition.of(partition_dir).load(producers=False)
     rep = RetentionReport(pd.name, dry_run)
-    segs = [(s.files, s.size, s.next_offset, _largest_timestamp(s)) for s in log.segments]
+    segs = [(s.files, s.size, s.next_offset, _largest_timestamp(s)) for s in log.loaded]
     if not segs:
         return rep
     leo = segs[-1][2]

@@ -16,7 +16,7 @@ import os
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 
-from kafkaforensics.log.partition import PartitionDir
+from kafkaforensics.log.partition import Partition
 from kafkaforensics.log.batch_search import MAX_CANDIDATE_BYTES, scan_file, valid_batch_at  # noqa: F401 (re-exported)
 from kafkaforensics.log.segment import RESIDENT_WINDOW, open_buffer, release_pages
 from kafkaforensics.log.writer import DEFAULT_SEGMENT_BYTES, PartitionWriter
@@ -54,7 +54,7 @@ def _source_topic_id(files) -> str | None:
     """The topic id of the partition the salvaged segments came from, if a partition.metadata says it."""
     for d in dict.fromkeys(os.path.dirname(os.path.abspath(f)) for f in files):
         try:
-            md = PartitionDir.scan(d).partition_metadata()
+            md = Partition.scan(d).partition_metadata()
         except Exception:  # damaged evidence: the id derived from the output's name serves
             continue
         if md:
