@@ -139,7 +139,7 @@ def test_a_closed_connection_reads_no_more(read_only):
 def test_acks_0_produce_gets_no_reply_but_is_appended(core):
     out = outcome(core, frame(K.PRODUCE, 9, produce_body(records(b"a", b"b"), acks=0)))
     assert isinstance(out, NoReply)
-    assert core.broker.partitions[("t", 0)].log_end == 2
+    assert core.broker.partitions[("t", 0)].log_end_offset == 2
     r = ask(core, K.PRODUCE, 9, produce_body(records(b"c"), acks=1))
     assert r["Responses"][0]["PartitionResponses"][0]["BaseOffset"] == 2
 
@@ -237,7 +237,7 @@ def test_a_fenced_producer_epoch_is_refused_everywhere(core):
     # Kafka's CONCURRENT_TRANSACTIONS answer and the client's retry end
     assert (new["ProducerId"], new["ProducerEpoch"]) == (pid, old + 2)
     s = core.broker.partitions[("t", 0)]
-    assert s.log_end == 2 and s.last_stable == 2  # the open transaction was aborted by the new session
+    assert s.log_end_offset == 2 and s.last_stable_offset == 2  # the open transaction was aborted by the new session
     late = records(b"b", producer_id=pid, producer_epoch=old, base_sequence=1, transactional=True)
     r = ask(core, K.PRODUCE, 9, produce_body(late, tid="tx"))["Responses"][0]["PartitionResponses"][0]
     assert (r["ErrorCode"], r["BaseOffset"]) == (E.INVALID_PRODUCER_EPOCH, -1)
@@ -252,7 +252,7 @@ def test_a_fenced_producer_epoch_is_refused_everywhere(core):
     assert r["Topics"][0]["Partitions"][0]["ErrorCode"] == E.INVALID_PRODUCER_EPOCH
     wrong = dict(fenced, ProducerId=pid + 1, ProducerEpoch=old + 1)
     assert ask(core, K.END_TXN, 3, dict(wrong, Committed=False))["ErrorCode"] == E.INVALID_PRODUCER_ID_MAPPING
-    assert s.log_end == 2
+    assert s.log_end_offset == 2
 
 
 def test_txn_offset_commit_needs_add_offsets_first_and_lands_on_commit(core):
@@ -313,7 +313,7 @@ def test_offset_commit_and_fetch_v10_name_topics_by_id(core):
     assert t["TopicId"] == tid and t["Partitions"][0]["CommittedOffset"] == 9
     # the writable broker also wrote the commit to __consumer_offsets (one state: its log end moved)
     from kafkaforensics.broker.group_coordinator import offsets_partition_for
-    assert core.broker.partitions[("__consumer_offsets", offsets_partition_for("g"))].log_end == 1
+    assert core.broker.partitions[("__consumer_offsets", offsets_partition_for("g"))].log_end_offset == 1
 
 
 def test_consumer_group_heartbeat_errors(core):
@@ -337,13 +337,13 @@ def test_the_partition_that_appends_is_the_one_served_and_reloads_the_same(core,
     ask(core, K.PRODUCE, 9, produce_body(records(b"a", b"b")))
     ask(core, K.PRODUCE, 9, produce_body(records(b"c", producer_id=pid, producer_epoch=epoch,
                                                  base_sequence=0, transactional=True), tid="tx"))
-    assert core.broker.partitions[("t", 0)] is s and (s.log_end, s.last_stable) == (3, 2)
+    assert core.broker.partitions[("t", 0)] is s and (s.log_end_offset, s.last_stable_offset) == (3, 2)
     r = ask(core, K.LIST_OFFSETS, 7, {"ReplicaId": -1, "IsolationLevel": 1, "Topics": [
         {"Name": "t", "Partitions": [{"PartitionIndex": 0, "Timestamp": -1}]}]})
     assert r["Topics"][0]["Partitions"][0]["Offset"] == 2
     again = ReplayBroker(str(tmp_path)).partitions[("t", 0)]
-    assert (again.log_end, again.last_stable, again.segments, again.topic_id, again.leader_epoch) == \
-        (s.log_end, s.last_stable, s.segments, s.topic_id, s.leader_epoch)
+    assert (again.log_end_offset, again.last_stable_offset, again.segments, again.topic_id, again.leader_epoch) == \
+        (s.log_end_offset, s.last_stable_offset, s.segments, s.topic_id, s.leader_epoch)
     assert sorted(again.state.producers) == sorted(s.state.producers) == [pid]
 
 
@@ -360,14 +360,14 @@ def test_delete_records_moves_the_log_start_as_kafka_and_keeps_other_checkpoint_
     update_offsets(ck, {("elsewhere", 3): 7})
     b = ReplayBroker(str(tmp_path), writable=True)
     s = b.partitions[("t", 0)]
-    assert (s.log_start, s.log_end, s.epochs) == (0, 5, LeaderEpochCache([(0, 0), (1, 2)]))
+    assert (s.log_start_offset, s.log_end_offset, s.epochs) == (0, 5, LeaderEpochCache([(0, 0), (1, 2)]))
     r = b.write_admin.delete_records(2, {"Topics": [{"Name": "t", "Partitions": [{"PartitionIndex": 0, "Offset": 3}]}]})
     assert r["Topics"][0]["Partitions"][0] == {"PartitionIndex": 0, "LowWatermark": 3, "ErrorCode": E.NONE}
     assert read_offsets(ck) == {("elsewhere", 3): 7, ("t", 0): 3}
     assert s.epochs == LeaderEpochCache.read(str(tmp_path / "t-0")) == LeaderEpochCache([(1, 3)])
     assert b.admin.end_offset_for_epoch(s, 0) == (0, 3) and b.admin.end_offset_for_epoch(s, 1) == (1, 5)
     again = ReplayBroker(str(tmp_path)).partitions[("t", 0)]  # a restart loads the same
-    assert (again.log_start, again.log_end, again.epochs, again.epoch_at(3)) == (3, 5, s.epochs, 1)
+    assert (again.log_start_offset, again.log_end_offset, again.epochs, again.epoch_at(3)) == (3, 5, s.epochs, 1)
     b.write_admin.delete_topics(5, {"TopicNames": ["t"], "TimeoutMs": 1000})
     assert read_offsets(ck) == {("elsewhere", 3): 7}
 
@@ -377,7 +377,7 @@ def test_a_live_log_loads_as_kafkas_log_loader(tmp_path):
     after it: LogSegment.readNextOffset checks no CRC) but feeds neither the producer state nor the
     newest epoch, and is listed as damage; the epoch cache loses entries from the log end on."""
     from kafkaforensics.log.leader_epochs import LeaderEpochCache
-    from kafkaforensics.broker.live_log import LiveLog
+    from kafkaforensics.log.live_log import LiveLog
     from kafkaforensics.log.segment import LOG, file_name
     from kafkaforensics.log.writer import write_partition
     d = tmp_path / "t-0"
@@ -388,8 +388,8 @@ def test_a_live_log_loads_as_kafkas_log_loader(tmp_path):
     (d / file_name(0, LOG)).write_bytes(bytes(raw))
     LeaderEpochCache([(0, 0), (1, 2), (4, 9)]).write(str(d))
     s = LiveLog(str(d))
-    assert (s.log_start, s.log_end, s.leader_epoch, s.epochs) == (0, 3, 0, LeaderEpochCache([(0, 0), (1, 2)]))
+    assert (s.log_start_offset, s.log_end_offset, s.leader_epoch, s.epochs) == (0, 3, 0, LeaderEpochCache([(0, 0), (1, 2)]))
     assert [(p.kind, p.offset) for p in s.damage] == [("crc-mismatch", 2)]
     (d / file_name(6, LOG)).write_bytes(b"")  # an empty newest segment: the log ends at its base
     s = LiveLog(str(d))
-    assert (s.segments, s.log_end, s.active, s.epoch_at(1)) == ([0, 6], 6, 6, 0)
+    assert ([seg.base_offset for seg in s.segments], s.log_end_offset, s.active, s.epoch_at(1)) == ([0, 6], 6, 6, 0)

@@ -162,7 +162,7 @@ def test_list_offsets_max_timestamp_isolation_and_epochs(wb):
     # an open transaction at 5-6 carries the largest timestamp: read_uncommitted sees it, read_committed
     # answers -1 (the found offset is at or past the last stable offset), as Kafka does
     _append(wb, [5000, 5001], transactional=True, producer_id=7, producer_epoch=0, base_sequence=0)
-    assert wb.partitions[("t", 0)].last_stable == 5
+    assert wb.partitions[("t", 0)].last_stable_offset == 5
     assert _lo(wb, E_MAX, iso=0) == (6, 5001, 0)
     assert _lo(wb, E_MAX, iso=1) == (-1, -1, -1)
     assert _lo(wb, 4000, iso=1) == (-1, -1, -1) and _lo(wb, 4000, iso=0)[0] == 5
@@ -301,4 +301,4 @@ def test_produce_by_name_and_by_topic_id(wb, version):
     assert ok["PartitionResponses"][0]["ErrorCode"] == 0 and ok["PartitionResponses"][0]["BaseOffset"] == 0
     assert bad["PartitionResponses"][0]["ErrorCode"] == (E.UNKNOWN_TOPIC_ID if version >= 13 else
                                                          E.UNKNOWN_TOPIC_OR_PARTITION)
-    assert wb.partitions[("t", 0)].log_end == 1
+    assert wb.partitions[("t", 0)].log_end_offset == 1

@@ -132,7 +132,7 @@ def test_delete_records_delete_topics_create_partitions(wbroker):
     a = AdminClient({"bootstrap.servers": b.bootstrap})
     (res,) = a.delete_records([TopicPartition("keep", 0, 4)]).values()
     assert res.result(15).low_watermark == 4
-    assert b.broker.partitions[("keep", 0)].log_start == 4
+    assert b.broker.partitions[("keep", 0)].log_start_offset == 4
     a.create_partitions([NewPartitions("keep", 3)])["keep"].result(15)
     assert sorted(p for t, p in b.broker.partitions if t == "keep") == [0, 1, 2]
     with pytest.raises(Exception):
@@ -144,4 +144,4 @@ def test_delete_records_delete_topics_create_partitions(wbroker):
     # a restart keeps the moved log start (log-start-offset-checkpoint) and leaves the deleted copy out
     from kafkaforensics.broker.replay import ReplayBroker
     again = ReplayBroker(b.dir, writable=True)
-    assert again.partitions[("keep", 0)].log_start == 4 and ("gone", 0) not in again.partitions
+    assert again.partitions[("keep", 0)].log_start_offset == 4 and ("gone", 0) not in again.partitions

@@ -142,7 +142,7 @@ def test_every_api_and_version_with_empty_fields_is_answered_never_a_crash(tmp_p
                 hv = 1 if m.is_flexible(v) and key != 18 else 0
                 _h, used = P.ResponseHeader.read_prefix(out, hv)
                 m.read(out[used:], v)
-        assert b.broker.partitions[("orders", 0)].log_end == 404   # and it still serves
+        assert b.broker.partitions[("orders", 0)].log_end_offset == 404   # and it still serves
 
 
 def test_offset_commit_and_fetch_v10_name_topics_by_id(broker):

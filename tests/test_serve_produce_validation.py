@@ -101,13 +101,13 @@ def test_hostile_batch_is_refused_and_nothing_appended(vbroker, case, version):
     batch, code, per_record = HOSTILE[case]
     other = Raw(vbroker.port)          # another client, connected while the hostile request is handled
     s = vbroker.broker.partitions[("v", 0)]
-    end, size = s.log_end, _log_bytes(vbroker.dir)
+    end, size = s.log_end_offset, _log_bytes(vbroker.dir)
     raw = Raw(vbroker.port)
     r = _produce(raw, batch, version)
     raw.s.close()
     assert r["ErrorCode"] == code, (case, E.NAMES.get(r["ErrorCode"]))
     assert r["BaseOffset"] == -1
-    assert s.log_end == end and _log_bytes(vbroker.dir) == size
+    assert s.log_end_offset == end and _log_bytes(vbroker.dir) == size
     if per_record and version >= 8:  # RecordErrors and ErrorMessage exist from Produce v8
         assert r["RecordErrors"] and r["ErrorMessage"]
         assert all(e["BatchIndex"] >= 0 and e["BatchIndexErrorMessage"] for e in r["RecordErrors"])
@@ -120,10 +120,10 @@ def test_hostile_batch_is_refused_and_nothing_appended(vbroker, case, version):
 def test_a_good_batch_still_lands_and_reads_back(vbroker):
     raw = Raw(vbroker.port)
     s = vbroker.broker.partitions[("v", 0)]
-    end = s.log_end
+    end = s.log_end_offset
     r = _produce(raw, good(5), 9)
     raw.s.close()
-    assert (r["ErrorCode"], r["BaseOffset"]) == (0, end) and s.log_end == end + 5
+    assert (r["ErrorCode"], r["BaseOffset"]) == (0, end) and s.log_end_offset == end + 5
     from kafka import KafkaConsumer, TopicPartition
     c = KafkaConsumer(bootstrap_servers=vbroker.bootstrap, enable_auto_commit=False, consumer_timeout_ms=1500)
     c.assign([TopicPartition("v", 0)])

@@ -253,7 +253,7 @@ class Raw:
 
 
 def _ends(b):
-    return {p: b.broker.partitions[("txn", p)].log_end for p in (0, 1)}
+    return {p: b.broker.partitions[("txn", p)].log_end_offset for p in (0, 1)}
 
 
 def test_v2_flow_produce_adds_partitions_and_end_txn_bumps_the_epoch(tmp_path):
@@ -384,11 +384,11 @@ def test_transaction_state_is_logged_and_a_restart_times_out_what_was_left_open(
         r = Raw(b.port)
         desc = r.call(65, 0, {"TransactionalIds": ["left"]})["TransactionStates"][0]
         assert desc["TransactionState"] == "Ongoing" and desc["Topics"] == [{"Topic": "txn", "Partitions": [1]}]
-        assert b.broker.partitions[("txn", 1)].last_stable == 0                   # pinned by the open transaction
+        assert b.broker.partitions[("txn", 1)].last_stable_offset == 0                   # pinned by the open transaction
         time.sleep(1.6)
         r.call(22, 4, {"TransactionalId": "other", "TransactionTimeoutMs": 60000, "ProducerId": -1,
                        "ProducerEpoch": -1})                                      # the coordinator looks again
-        assert b.broker.partitions[("txn", 1)].last_stable == b.broker.partitions[("txn", 1)].log_end
+        assert b.broker.partitions[("txn", 1)].last_stable_offset == b.broker.partitions[("txn", 1)].log_end_offset
         assert _read_committed(b, 0) == [b"committed"] and _read_committed(b, 1) == []
         desc = r.call(65, 0, {"TransactionalIds": ["left"]})["TransactionStates"][0]
         assert (desc["TransactionState"], desc["ProducerEpoch"]) == ("CompleteAbort", epoch + 1)

@@ -63,7 +63,7 @@ def _with_deleted_copy(tmp_path):
 def test_deleted_and_future_copies_never_shadow_the_live_partition(tmp_path):
     d = _with_deleted_copy(tmp_path)
     b = ReplayBroker(d)
-    assert b.partitions[("orders", 0)].log_end == 404
+    assert b.partitions[("orders", 0)].log_end_offset == 404
     assert b.partitions[("orders", 0)].path == os.path.join(d, "orders-0")
     assert sorted(pd.dir_state for pd in find_partitions(d) if pd.topic == "orders") == ["delete", "future", "live"]
     v = verify([d])

@@ -148,7 +148,7 @@ class BrokerCore:
         for key in self._fetched_partitions(request):
             s = self.broker.partitions.get(key)
             if s is not None:
-                ends[key] = s.last_stable if committed else s.log_end
+                ends[key] = s.last_stable_offset if committed else s.log_end_offset
         w = self.waiting[wait_id] = WaitForData(wait_id, request, ends, wait)
         return w
 
@@ -163,7 +163,7 @@ class BrokerCore:
             committed = w.request.body.get("IsolationLevel", 0) == 1
             for key, seen in w.ends.items():
                 s = self.broker.partitions.get(key)
-                if s is None or (s.last_stable if committed else s.log_end) > seen:
+                if s is None or (s.last_stable_offset if committed else s.log_end_offset) > seen:
                     out.append(w)
                     break
         return out

@@ -9,7 +9,7 @@ timestamp), Fetch (read_uncommitted and read_committed with the aborted-transact
 (validated as Kafka's LogValidator validates it, :mod:`log_validator`; acks 0/1/all, idempotent
 producers), the transaction APIs (the state machine is :mod:`txn_coordinator`'s; markers and
 ``__transaction_state`` records are appended here) and CreateTopics append through each partition's
-one state, :class:`~kafkaforensics.broker.live_log.LiveLog`; :meth:`ReplayBroker.shutdown` is Kafka's
+one state, :class:`~kafkaforensics.log.live_log.LiveLog`; :meth:`ReplayBroker.shutdown` is Kafka's
 clean shutdown.  Which handler answers which API key, and what the protocol decides around them
 (acks, long polls, unsupported versions, partition dirs made off the event loop), is :mod:`dispatch`'s.
 Topic names are validated as Kafka's Topic.validate and only ever matched against partition
@@ -43,12 +43,12 @@ from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.logdir import CLEAN_SHUTDOWN_FILE, metadata_topics, read_clean_shutdown
 from kafkaforensics.log.partition import (derived_topic_id, find_partitions, partition_dir_state,
                                           write_partition_metadata)
-from kafkaforensics.log.segment import INDEX, LOG, Segment, file_name, offset_from_name, open_walk
+from kafkaforensics.log.segment import INDEX, LOG, file_name, offset_from_name
 from kafkaforensics.repair.actions import Dropped
 from kafkaforensics.repair.recovery import count_dropped, recover
 from kafkaforensics.inspect.groups import committed_offsets
 from kafkaforensics.broker.group_coordinator import offsets_partition_for
-from kafkaforensics.broker.live_log import LiveLog
+from kafkaforensics.log.live_log import LiveLog
 from kafkaforensics.broker.log_validator import (MAX_MESSAGE_BYTES, TIMESTAMP_AFTER_MAX_MS,
                                                  TIMESTAMP_BEFORE_MAX_MS, TopicRules, validate)
 from kafkaforensics.broker.protocol import FileRegion
@@ -88,9 +88,9 @@ def damage_report(s: LiveLog) -> list[str]:
     lines = []
     for p in s.damage:
         past = Dropped()
-        segs = [b for b in s.segments if b >= (offset_from_name(p.file) or 0)]
-        for i, base in enumerate(segs):
-            count_dropped(past, s.seg_path(base, LOG), p.position if i == 0 else 0)
+        segs = [seg for seg in s.segments if seg.base_offset >= (offset_from_name(p.file) or 0)]
+        for i, seg in enumerate(segs):
+            count_dropped(past, seg.log, p.position if i == 0 else 0)
         if p.kind == "crc-mismatch":
             served = (f"served as stored, as a Kafka broker serves it: a client's CRC check raises "
                       f"CorruptRecordException (kafka-python CorruptRecordError) at offset {p.offset}; "
@@ -229,7 +229,7 @@ class ReplayBroker:
             s.close()
         if written:
             update_offsets(checkpoint_path(self.log_dir, RECOVERY_POINT),
-                           {tp: s.log_end for tp, s in written.items()}, unreadable="replace")
+                           {tp: s.log_end_offset for tp, s in written.items()}, unreadable="replace")
             done.append(f"closed {len(written)} partitions (time index, producer snapshot, leader epochs, "
                         "recovery point)")
         untouched = [f"{t}-{p}" for (t, p), s in self.partitions.items() if not s.written]
@@ -349,7 +349,7 @@ class ReplayBroker:
                                                        (name, p["Index"]))
                     if err == NONE:
                         err, base = s.append(v.batch)
-                    r.update(ErrorCode=err, BaseOffset=base, LogStartOffset=s.log_start)
+                    r.update(ErrorCode=err, BaseOffset=base, LogStartOffset=s.log_start_offset)
                 parts.append(r)
             out.append({"Name": t.get("Name"), "TopicId": t.get("TopicId"), "PartitionResponses": parts})
         return {"Responses": out}
@@ -780,9 +780,9 @@ class ReplayBroker:
                     r["ErrorCode"] = UNKNOWN_TOPIC_OR_PARTITION
                     parts.append(r)
                     continue
-                fetchable = s.last_stable if committed else s.log_end
+                fetchable = s.last_stable_offset if committed else s.log_end_offset
                 if p["Timestamp"] == EARLIEST:
-                    r.update(Offset=s.log_start, LeaderEpoch=s.epoch_at(s.log_start))
+                    r.update(Offset=s.log_start_offset, LeaderEpoch=s.epoch_at(s.log_start_offset))
                 elif p["Timestamp"] == LATEST:
                     r.update(Offset=fetchable, LeaderEpoch=s.leader_epoch)
                 else:
@@ -798,8 +798,8 @@ class ReplayBroker:
         return {"Topics": topics}
 
     def _batches(self, s: LiveLog):
-        for base in s.segments:
-            for b in Segment(base, s.path).batches():
+        for seg in s.segments:
+            for b in seg.batches():
                 if b.crc_valid():  # a damaged batch's timestamps are not trusted
                     yield b
 
@@ -808,8 +808,8 @@ class ReplayBroker:
         by time, UnifiedLog.fetchOffsetByTimestamp): each segment looked up through its time index
         (Segment.find_offset_by_timestamp); a segment whose times all lie below ``ts`` costs the
         batches after its last time-index entry."""
-        for base in s.segments:
-            found = Segment(base, s.path).find_offset_by_timestamp(ts, s.log_start)
+        for seg in s.segments:
+            found = seg.find_offset_by_timestamp(ts, s.log_start_offset)
             if found is not None:
                 return found.offset, found.timestamp
         return -1, -1
@@ -848,12 +848,12 @@ class ReplayBroker:
                 if s is None:
                     r["ErrorCode"] = UNKNOWN_TOPIC_ID if version >= 13 and name is None else UNKNOWN_TOPIC_OR_PARTITION
                 else:
-                    r.update(HighWatermark=s.log_end, LastStableOffset=s.last_stable, LogStartOffset=s.log_start)
+                    r.update(HighWatermark=s.log_end_offset, LastStableOffset=s.last_stable_offset, LogStartOffset=s.log_start_offset)
                     off = p["FetchOffset"]
-                    if off < s.log_start or off > s.log_end:
+                    if off < s.log_start_offset or off > s.log_end_offset:
                         r["ErrorCode"] = OFFSET_OUT_OF_RANGE
                     else:
-                        limit = s.last_stable if committed else s.log_end
+                        limit = s.last_stable_offset if committed else s.log_end_offset
                         data, upper = self.read(s, off, min(p["PartitionMaxBytes"], max(budget, 0)), limit,
                                                 first=not any(x["Records"] for tp in responses
                                                               for x in tp["Partitions"]))
@@ -869,14 +869,14 @@ class ReplayBroker:
         """Whole batches from the one that holds ``offset``, at most ``max_bytes`` (but at least one
         batch when ``first``, as KIP-74 says), never past ``limit``; returns them as a FileRegion of
         the segment (sent with sendfile) and the next offset."""
-        bases = [b for b in s.segments if b <= offset] or s.segments[:1]
-        if not bases or offset >= limit:
+        start = s.segment_for(offset) or (s.segments[0] if s.segments else None)
+        if start is None or offset >= limit:
             return b"", offset
-        start_seg = s.segments.index(bases[-1])
-        for base in s.segments[start_seg:]:
-            entries = self._index(s.seg_path(base, INDEX), base)
+        for seg in s.segments[s.segments.index(start):]:
+            base = seg.base_offset
+            entries = self._index(seg.path(INDEX), base)
             pos = offset_index.lookup(entries, offset, base)[1] if entries else 0
-            with open_walk(s.seg_path(base, LOG), start=pos, base_offset=base) as walk:
+            with seg.walk(pos) as walk:  # LogSegment.read's walk from the index's position, whole batches
                 begin = end = None
                 upper = offset
                 for b in walk:
@@ -901,7 +901,7 @@ class ReplayBroker:
                     end = b.position + b.size
                     upper = b.next_offset
                 if begin is not None and end is not None:
-                    return FileRegion(s.seg_path(base, LOG), begin, end - begin), upper
+                    return FileRegion(seg.log, begin, end - begin), upper
         return b"", offset
 
     def _index(self, path: str, base: int) -> list:
@@ -923,11 +923,11 @@ class ReplayBroker:
         (UnifiedLog.collectAbortedTransactions: from the segment holding ``first`` on, each segment's
         LogSegment.collectAbortedTxns, until one says the search is complete)."""
         out = []
-        floor = max((b for b in s.segments if b <= first), default=None)
-        for base in s.segments:
-            if (floor is not None and base < floor) or base >= upper:
+        floor = s.segment_for(first)
+        for seg in s.segments:
+            if (floor is not None and seg.base_offset < floor.base_offset) or seg.base_offset >= upper:
                 continue
-            found, complete = Segment(base, s.path).collect_aborted_txns(first, upper)
+            found, complete = seg.collect_aborted_txns(first, upper)
             out += [{"ProducerId": e.producer_id, "FirstOffset": e.first_offset} for e in found]
             if complete:
                 break

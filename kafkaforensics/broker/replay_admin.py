@@ -104,7 +104,7 @@ class AdminAPIs:
 
     def end_offset_for_epoch(self, s, epoch: int) -> tuple[int, int]:
         """Kafka's LeaderEpochFileCache.endOffsetFor: (epoch, end offset) for a requested epoch."""
-        return s.epochs.end_offset_for(epoch, s.log_end)
+        return s.epochs.end_offset_for(epoch, s.log_end_offset)
 
     def offset_for_leader_epoch(self, version: int, body: dict) -> dict:
         topics = []
@@ -208,7 +208,7 @@ class WriteAdminAPIs:
         """log-start-offset-checkpoint gets every served partition's log start; the entries of
         partitions this broker does not serve are kept (temp file, fsync, rename)."""
         update_offsets(checkpoint_path(self.b.log_dir, LOG_START_OFFSET),
-                       {tp: s.log_start for tp, s in sorted(self.b.partitions.items())}, unreadable="replace")
+                       {tp: s.log_start_offset for tp, s in sorted(self.b.partitions.items())}, unreadable="replace")
 
     def _forget_log_starts(self, tps: list) -> None:
         """A deleted partition's log-start-offset-checkpoint entry goes (as Kafka's next checkpoint
@@ -226,15 +226,15 @@ class WriteAdminAPIs:
                 if s is None:
                     r["ErrorCode"] = UNKNOWN_TOPIC_OR_PARTITION
                 else:
-                    target = s.log_end if p["Offset"] == -1 else p["Offset"]
-                    if target < 0 or target > s.log_end:
+                    target = s.log_end_offset if p["Offset"] == -1 else p["Offset"]
+                    if target < 0 or target > s.log_end_offset:
                         r["ErrorCode"] = OFFSET_OUT_OF_RANGE
                     else:
-                        if target > s.log_start:  # UnifiedLog.maybeIncrementLogStartOffset
-                            s.log_start, moved = target, True
+                        if target > s.log_start_offset:  # UnifiedLog.maybeIncrementLogStartOffset
+                            s.log_start_offset, moved = target, True
                             if s.epochs.truncate_from_start(target):  # and the leader-epoch cache with it
                                 s.epochs.write(s.path)
-                        r["LowWatermark"] = s.log_start
+                        r["LowWatermark"] = s.log_start_offset
                 parts.append(r)
             topics.append({"Name": t.get("Name"), "Partitions": parts})
         if moved:

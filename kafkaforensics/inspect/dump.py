@@ -26,7 +26,7 @@ from kafkaforensics.records.batch_json import encode, record_to_json
 from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log.partition import LEFTOVER_SUFFIXES, parse_partition_dir_name, read_text
 from kafkaforensics.log.producer_state import read_snapshot
-from kafkaforensics.log.segment import BatchScanner, file_name, offset_from_name, open_buffer, open_walk
+from kafkaforensics.log.segment import BatchScanner, Segment, file_name, offset_from_name, open_buffer
 from kafkaforensics.log.dir_lock import lock_holder
 
 #: the message schemas of the internal topics: only for a decoder
@@ -257,7 +257,7 @@ def _dump_log(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
         print(f"Log starting offset: {base}", file=out)
     last_offset = None
     gaps = []
-    with open_walk(path, end=opts.max_bytes, base_offset=base) as scanner:
+    with Segment.of_file(path, base).walk(max_position=opts.max_bytes) as scanner:
         for b in scanner:
             if b.magic < 2:
                 try:
@@ -474,9 +474,8 @@ def _dump_time_index(path, opts: DumpOptions, out, err, res: DumpResult) -> None
     log = _sibling(path, ".log")
     by_last = {}
     if os.path.exists(log):
-        with open_walk(log, base_offset=base) as walk:
-            for b in walk:
-                by_last[b.last_offset] = b.max_timestamp
+        for b in Segment.of_file(log, base).batches():
+            by_last[b.last_offset] = b.max_timestamp
     prev = -1
     for ts, off in entries:
         if off not in by_last:

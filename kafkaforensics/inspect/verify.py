@@ -33,7 +33,7 @@ from kafkaforensics.log.kafka_version import kafka_version as resolve_kafka_vers
 from kafkaforensics.log.paths import (LOG_DIR, PARTITION_DIR, classify, is_active_segment, live_log_dirs, live_note,
                                       live_tail)
 from kafkaforensics.log.tiered import REMOTE_INDEX_RE, check_remote_index
-from kafkaforensics.log.segment import file_name, offset_from_name, open_walk
+from kafkaforensics.log.segment import Segment, file_name, offset_from_name
 
 #: only for what a small segment's check never needs: KRaft files, runs of headers
 kraft = lazy("kafkaforensics.log.kraft", globals())
@@ -456,14 +456,14 @@ class _SegmentScan:
     """What verify carries along one segment's walk, fed a batch or a run of batches at a time."""
 
     def walk(self, max_batch_bytes) -> SegmentScan:
-        """The streaming pass over the segment's walk (:func:`~.segment.open_walk`): framing, CRC,
+        """The streaming pass over the segment's walk (:meth:`~.segment.Segment.walk`): framing, CRC,
         offset order, and the index entries checked on the way.
 
         Stretches of v2 batches of a large segment are checked as runs (:class:`~.walks.HeaderRunLike`),
         the rest batch by batch (everything, when ``records.walks.SPEEDUPS`` is off).
         """
         log = self.log
-        with open_walk(log, base_offset=self.base, max_batch_bytes=max_batch_bytes) as scanner:
+        with Segment.of_file(log, self.base).walk(max_batch_bytes=max_batch_bytes) as scanner:
             size = len(scanner.buf)
             if size <= SMALL_SEGMENT_BYTES:
                 for b in scanner:

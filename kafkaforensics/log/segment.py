@@ -356,8 +356,19 @@ class Segment:
     :meth:`collect_aborted_txns`. Every call reads the files as they are now (nothing is cached)."""
     base_offset: int
     dir: str
+    #: a ``.log`` file a user names whatever its name (:meth:`of_file`); None: the one named after the base
+    file: str | None = None
+
+    @classmethod
+    def of_file(cls, path: str, base_offset: "int | None | str" = "name") -> "Segment":
+        """The segment of a ``.log`` file a user names: its base offset the one given, by default
+        the one its name says (None when it says none: its walk then checks no offset range)."""
+        base = offset_from_name(path) if base_offset == "name" else base_offset
+        return cls(base, os.path.dirname(os.path.abspath(path)), file=path)
 
     def path(self, suffix: str) -> str:
+        if suffix == LOG and self.file is not None:
+            return self.file
         return os.path.join(self.dir, file_name(self.base_offset, suffix))
 
     @property

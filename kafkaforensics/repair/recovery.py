@@ -53,9 +53,10 @@ from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, RECOVERY_POINT,
 from kafkaforensics.log.dir_lock import refuse_live
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.log_loader import replay_segment
-from kafkaforensics.log.partition import METADATA_PARTITION, LogDir, parse_partition_dir_name, partition_dir_state
+from kafkaforensics.log.partition import (METADATA_PARTITION, LogDir, Partition, parse_partition_dir_name,
+                                         partition_dir_state)
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot, snapshot_bytes
-from kafkaforensics.log.segment import (CLEANED, DELETED, INDEX, LOG, SNAPSHOT, SWAP, TIMEINDEX, TXNINDEX, open_walk,
+from kafkaforensics.log.segment import (CLEANED, DELETED, INDEX, LOG, SNAPSHOT, SWAP, TIMEINDEX, TXNINDEX,
                                         Segment, file_name, offset_from_name, open_buffer, without_leftover_suffix)
 from kafkaforensics.log.batch_search import scan_file
 
@@ -113,11 +114,15 @@ class RecoveryReport:
                 "kafkaVersion": self.kafka.to_json() if self.kafka is not None else None}
 
 
-class _PartitionFiles:
-    """The partition directory as the plan sees it: final name -> the file that holds its bytes."""
+class _PlannedPartition(Partition):
+    """The partition as the plan sees it: a :class:`Partition` whose ``files`` map each final name to
+    the file that holds its bytes (a ``.swap`` being completed reads as its final name; a file the
+    plan writes or deletes is added or dropped), and whose segments read through that map."""
 
     def __init__(self, path: str):
-        self.path = path
+        pd = Partition.scan(path)
+        super().__init__(path, pd.topic, pd.partition, snapshots=pd.snapshots, leftovers=pd.leftovers,
+                         orphan_indexes=pd.orphan_indexes, unknown=pd.unknown)
         self.files = {n: os.path.join(path, n) for n in sorted(os.listdir(path))
                       if os.path.isfile(os.path.join(path, n))}
 
@@ -138,7 +143,7 @@ class _PartitionFiles:
 class _PlannedSegment(Segment):
     """A :class:`Segment` whose files are the plan's (what a swap rename will make them)."""
 
-    def __init__(self, base: int, d: _PartitionFiles):
+    def __init__(self, base: int, d: "_PlannedPartition"):
         super().__init__(base, d.path)
         self._d = d
 
@@ -200,13 +205,14 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
         return rep
     if backup and not dry_run:  # a dry run names no backup: it makes none
         rep.backup = os.path.abspath(backup_dir) if backup_dir else fsutil.default_backup_dir(path)
-    d = _PartitionFiles(path)
+    d = _PlannedPartition(path)
     plan: list[Action] = []
     _plan_leftovers(d, plan, rules)
     _plan_orphans(d, plan)
     pstate = ProducerState()
     epochs = _load_epochs(d, rep)
-    segments = [off for _n, off in d.with_offset((LOG,))]
+    d.segments = [d.segment(off) for _n, off in d.with_offset((LOG,))]  # with the leftovers completed
+    segments = [seg.base_offset for seg in d.segments]
     skip_recovery = clean
     if clean:
         rep.notes.append("clean-shutdown marker present: Kafka skips segment recovery (use --full to validate)")
@@ -314,12 +320,12 @@ def count_dropped(out: Dropped, path: str, start: int) -> None:
                 tail.release()
 
 
-def _plan_write(d: _PartitionFiles, name: str, data: bytes, why: str, plan: list[Action]) -> None:
+def _plan_write(d: _PlannedPartition, name: str, data: bytes, why: str, plan: list[Action]) -> None:
     plan.append(Action("write", d.full(name), why, data=data, phase=PHASES["index"]))
     d.files[name] = d.full(name)
 
 
-def _plan_leftovers(d: _PartitionFiles, plan: list[Action], rules) -> None:
+def _plan_leftovers(d: _PlannedPartition, plan: list[Action], rules) -> None:
     swaps, cleaned = [], []
     min_cleaned = None
     # temp files and dirs of killed kfx runs, here and in the log dir (where a dir stops the broker:
@@ -362,9 +368,8 @@ def _plan_leftovers(d: _PartitionFiles, plan: list[Action], rules) -> None:
             continue
         base = offset_from_name(n)
         nxt = base
-        with open_walk(d.files[n], base_offset=None) as walk:
-            for b in walk:
-                nxt = b.next_offset
+        for b in Segment.of_file(d.files[n], None).batches():  # a .swap: its name's base is not checked
+            nxt = b.next_offset
         lo = base if lo is None else min(lo, base)
         hi = nxt if hi is None else max(hi, nxt)
     if lo is not None:
@@ -397,7 +402,7 @@ def _plan_leftovers(d: _PartitionFiles, plan: list[Action], rules) -> None:
                         del d.files[idx]
 
 
-def _plan_orphans(d: _PartitionFiles, plan: list[Action]) -> None:
+def _plan_orphans(d: _PlannedPartition, plan: list[Action]) -> None:
     for n, off in list(d.with_offset(_INDEX_SUFFIXES)):
         if file_name(off, LOG) not in d.files:
             plan.append(Action("delete", d.full(n), "index file without a .log", phase=PHASES["orphan"]))
@@ -415,7 +420,7 @@ def _recover_segment(src, base, state, epochs, interval, max_bytes, rules) -> Se
                           entry=rules.write("offset-index-entry")).walk()
 
 
-def _plan_index_writes(d: _PartitionFiles, base: int, res: SegmentRebuild, plan, rep: RecoveryReport, rules) -> None:
+def _plan_index_writes(d: _PlannedPartition, base: int, res: SegmentRebuild, plan, rep: RecoveryReport, rules) -> None:
     idx: SegmentIndexes = res.indexes
     for suf, data in ((INDEX, offset_index.to_bytes(idx.offsets, base)),
                       (TIMEINDEX, time_index.to_bytes(idx.times, base)),
@@ -433,7 +438,7 @@ def _plan_index_writes(d: _PartitionFiles, base: int, res: SegmentRebuild, plan,
         d.files[n] = d.full(n)
 
 
-def _load_epochs(d: _PartitionFiles, rep: RecoveryReport) -> LeaderEpochCache:
+def _load_epochs(d: _PlannedPartition, rep: RecoveryReport) -> LeaderEpochCache:
     p = d.files.get(C.LEADER_EPOCH_FILE)
     if p is None:
         return LeaderEpochCache()
@@ -444,7 +449,7 @@ def _load_epochs(d: _PartitionFiles, rep: RecoveryReport) -> LeaderEpochCache:
         return LeaderEpochCache()
 
 
-def _plan_epochs(d: _PartitionFiles, epochs: LeaderEpochCache, leo: int, log_start: int, plan) -> None:
+def _plan_epochs(d: _PlannedPartition, epochs: LeaderEpochCache, leo: int, log_start: int, plan) -> None:
     """LogLoader.load: the cache is truncated at the log end, then from the checkpointed log start.
 
     An entry starting exactly at the log end is kept: it is what a leader assigns when elected
@@ -466,7 +471,7 @@ def _plan_epochs(d: _PartitionFiles, epochs: LeaderEpochCache, leo: int, log_sta
 _EMPTY = None  # a snapshot Kafka writes without producer state (see _plan_snapshots)
 
 
-def _plan_snapshots(d: _PartitionFiles, segments: list[int], leo: int, lso_ck: int, clean: bool,
+def _plan_snapshots(d: _PlannedPartition, segments: list[int], leo: int, lso_ck: int, clean: bool,
                     recoveries: list[int], v2_end: dict, walked: list, removed: list[int], plan, rules,
                     now: int | None = None) -> None:
     """The producer snapshots Kafka's loading leaves, by its rules (ProducerStateManager with
@@ -600,7 +605,7 @@ def _plan_snapshots(d: _PartitionFiles, segments: list[int], leo: int, lso_ck: i
 _EMPTY_SNAPSHOT = snapshot_bytes([])
 
 
-def _legacy_format(d: _PartitionFiles, segments: list[int]) -> bool:
+def _legacy_format(d: _PlannedPartition, segments: list[int]) -> bool:
     """Whether the newest non-empty segment starts with a magic 0/1 batch (a log on the old message
     format); an empty log counts as v2, the default format."""
     for base in sorted(segments, reverse=True):
