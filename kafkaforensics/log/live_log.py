@@ -292,6 +292,12 @@ class LiveLog(Partition):
         if epochs:
             self.epochs.write(self.path)
 
+    def discard(self) -> None:
+        """Close the active segment's file without finishing anything (a writer's abort)."""
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+
     def _roll(self, new_base: int) -> None:
         self._close_active()
         self._snapshot(new_base)

@@ -78,8 +78,7 @@ class PartitionWriter:
         return self.out_dir
 
     def abort(self) -> None:
-        if self.log._log_file is not None:
-            self.log._log_file.close()
+        self.log.discard()
         shutil.rmtree(self.tmp_dir, ignore_errors=True)
 
 

@@ -172,8 +172,9 @@ class KafkaSegmentsReader(DataSourceReader):
         return None if data is None else data.decode("utf-8")
 
     def pieces(self) -> list[Piece]:
-        """What the scan reads, in listing order: per partition dir its own row and its segments'
-        ranges (segments the bounds exclude left out), then stray files.  One listing per input."""
+        """What the scan reads, in listing order: per partition dir its own row (at the scan level)
+        and its segments' ranges (segments the bounds exclude left out), then stray files.  One
+        listing per input."""
         entries = []
         for p in self.paths:
             entries += self.storage.list_entries(p)
@@ -185,7 +186,8 @@ class KafkaSegmentsReader(DataSourceReader):
             src = lay.partitions[d]
             if not b.wants(src.topic, src.partition):
                 continue
-            out.append(Piece("partition", d, src))
+            if self.level == "scan":  # a partition dir's own row (an empty one seen too): the scan level's only
+                out.append(Piece("partition", d, src))
             segs, prior = lay.segments[d], None
             for i, (base, uri, size) in enumerate(segs):
                 nxt = segs[i + 1][0] if i + 1 < len(segs) else None

@@ -33,6 +33,29 @@ def _is_local(uri: str) -> bool:
     return "://" not in uri or uri.startswith("file://")
 
 
+def _list_local(root: str, out: list) -> None:
+    """Append (path, size, is_dir) for everything under the local dir ``root`` (symbolic links to
+    dirs listed, not followed, as ``os.walk`` does): one ``scandir`` a dir, one ``stat`` a file."""
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        try:
+            it = os.scandir(d)
+        except OSError:  # gone, or not readable: as os.walk, nothing under it
+            continue
+        with it:
+            for e in it:
+                try:
+                    if e.is_dir():
+                        out.append((e.path, 0, True))
+                        if not e.is_symlink():
+                            stack.append(e.path)
+                    else:
+                        out.append((e.path, e.stat().st_size, False))
+                except OSError:  # gone between the listing and the stat
+                    pass
+
+
 class Storage:
     """Segment files under the URIs of one scan, with the scan's storage options."""
 
@@ -86,14 +109,7 @@ class Storage:
                 raise MissingInput(f"{uri}: no such file or directory")
             root = path.rstrip("/") or "/"
             out = [(root, 0, True)]
-            for d, subdirs, files in os.walk(root):
-                out += [(os.path.join(d, s), 0, True) for s in subdirs]
-                for f in files:
-                    p = os.path.join(d, f)
-                    try:
-                        out.append((p, os.path.getsize(p), False))
-                    except OSError:  # gone between the listing and the stat
-                        pass
+            _list_local(root, out)
             return sorted(out)
         path = path.rstrip("/")
         scheme = uri.split("://", 1)[0]
