@@ -115,14 +115,15 @@ class RecoveryReport:
 
 
 class _PlannedPartition(Partition):
-    """The partition as the plan sees it: a :class:`Partition` whose ``files`` map each final name to
-    the file that holds its bytes (a ``.swap`` being completed reads as its final name; a file the
-    plan writes or deletes is added or dropped), and whose segments read through that map."""
+    """The partition as the plan sees it: a :class:`Partition` whose ``files`` (one listing of the
+    dir) map each final name to the file that holds its bytes (a ``.swap`` being completed reads as
+    its final name; a file the plan writes or deletes is added or dropped), and whose segments, set
+    once the leftovers are planned, read through that map.  The scan's other lists are not kept:
+    the plan would make them stale."""
 
     def __init__(self, path: str):
-        pd = Partition.scan(path)
-        super().__init__(path, pd.topic, pd.partition, snapshots=pd.snapshots, leftovers=pd.leftovers,
-                         orphan_indexes=pd.orphan_indexes, unknown=pd.unknown)
+        tp = parse_partition_dir_name(path)
+        super().__init__(path, *(tp or (None, None)))
         self.files = {n: os.path.join(path, n) for n in sorted(os.listdir(path))
                       if os.path.isfile(os.path.join(path, n))}
 
