@@ -328,6 +328,7 @@ _SPARK_READER = []
 spark_types = lazy("pyspark.sql.types", globals())
 spark_source = lazy("kafkaforensics.spark.spark_source", globals())
 scan_plan = lazy("kafkaforensics.spark.scan_plan", globals())
+record_runs = lazy("kafkaforensics.spark.record_runs", globals())
 
 
 def _struct_from_ddl(ddl: str):
@@ -350,8 +351,9 @@ def _struct_from_ddl(ddl: str):
 
 
 def _spark_records(data: bytes):
-    """The Spark records level's Arrow path (``KafkaSegmentsReader._records_arrow``: the columnar
-    decoder, then Arrow columns from its spans) over every batch, CRC-valid ones and, as with
+    """The Spark records level's Arrow paths (``KafkaSegmentsReader._records_arrow``: the columnar
+    decoder, then Arrow columns from its spans; and the whole-segment fast path of
+    :mod:`~kafkaforensics.spark.record_runs`) over every batch, CRC-valid ones and, as with
     ``includeCorrupt``, the others; no Spark session is made."""
     if not _SPARK_READER:
         _SPARK_READER.append(spark_source.KafkaSegmentsReader({"includeCorrupt": "true"}, "records", _struct_from_ddl(
@@ -363,6 +365,10 @@ def _spark_records(data: bytes):
     for batch in reader._records_arrow([(b, src, "fuzz.log", 0) for b in BatchScanner(data, file="fuzz.log",
                                                                                        base_offset=0)], anomalies):
         rows += batch.num_rows
+    fast = record_runs.FileRun()  # the fast path over the same bytes, as a whole small segment
+    if fast.add(data, 0, len(data), 0, scan_plan.Piece("segment", "fuzz.log", src, len(data), 0, len(data), base=0)):
+        for batch in reader._fast_arrow(fast, anomalies):
+            rows += batch.num_rows
     return rows
 
 

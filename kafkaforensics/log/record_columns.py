@@ -306,34 +306,48 @@ def _varints(arr: np.ndarray, p: np.ndarray):
 
 
 def _vectorised(batches) -> RecordColumns:
-    bodies, firsts, counts = [], [], []
-    at = 0
+    bodies = []
     for b in batches:
         try:
-            body = v2_record_bytes(b)
+            bodies.append(v2_record_bytes(b))
         except KafkaFormatError:
             raise _Fallback from None
-        n = len(body)
-        if b.count < 0 or b.count > n // 7 + 1:
-            raise _Fallback
-        bodies.append(body)
-        firsts.append(at)
-        counts.append(b.count)
-        at += n
     buf = bodies[0] if len(bodies) == 1 else b"".join(bodies)
-    arr = np.frombuffer(buf, np.uint8) if buf else np.zeros(1, np.uint8)
-    counts_a = np.array(counts, np.int64)
-    if max(counts, default=0) * LOCKSTEP_MIN_BATCHES <= sum(counts):  # each step would advance many batches
-        p = _walk_lockstep(arr, np.array(firsts, np.int64), np.array([len(b) for b in bodies], np.int64), counts_a)
+    size = np.array([len(body) for body in bodies], np.int64)
+    attrs = np.array([b.attributes for b in batches], np.int64)
+    lat = (attrs & R.TIMESTAMP_TYPE_MASK) != 0
+    c = decode_sections(buf, np.cumsum(size) - size, size, np.array([b.count for b in batches], np.int64),
+                        np.array([b.base_offset for b in batches], np.int64),
+                        np.array([b.first_timestamp for b in batches], np.int64), lat,
+                        np.array([b.max_timestamp for b in batches], np.int64) if lat.any() else None)
+    c.batches = batches
+    return c
+
+
+def decode_sections(buf, first: np.ndarray, size: np.ndarray, count: np.ndarray, base_offset: np.ndarray,
+                    base_ts: np.ndarray, lat: np.ndarray, max_ts: np.ndarray | None) -> RecordColumns:
+    """The records of v2 batches whose (decompressed) records sections lie at ``buf[first:first +
+    size]``, each with its header's ``recordCount``, ``baseOffset``, ``baseTimestamp``, whether its
+    timestamps are LogAppendTime (``lat``) and ``maxTimestamp`` (needed only where ``lat``), all
+    per-batch int64 arrays.  Raises ``_Fallback`` for anything the exact path must decode (the
+    caller then decodes those batches with :func:`decode_columns`).  ``batches`` of the result is
+    None."""
+    if ((count < 0) | (count > size // 7 + 1)).any():
+        raise _Fallback
+    if ((np.abs(base_offset) >= _SAFE) | (np.abs(base_ts) >= _SAFE)).any():
+        raise _Fallback  # int64 sums could overflow where Python's ints do not
+    arr = np.frombuffer(buf, np.uint8) if len(buf) else np.zeros(1, np.uint8)
+    if int(count.max(initial=0)) * LOCKSTEP_MIN_BATCHES <= int(count.sum()):  # each step advances many batches
+        p = _walk_lockstep(arr, first, size, count)
     else:
         starts: list = []
         try:
-            for body, first, count in zip(bodies, firsts, counts):
-                _record_starts(buf, first, first + len(body), count, starts)
+            for at, n, k in zip(first.tolist(), size.tolist(), count.tolist()):
+                _record_starts(buf, at, at + n, k, starts)
         except (IndexError, KafkaFormatError):
             raise _Fallback from None
         p = np.array(starts, np.int64)
-    which = np.repeat(np.arange(len(batches), dtype=np.int64), counts_a)
+    which = np.repeat(np.arange(len(count), dtype=np.int64), count)
     length, body = _varints(arr, p)
     end = body + length
     attrs = arr[np.minimum(body, len(arr) - 1)].astype(np.int64)
@@ -353,20 +367,15 @@ def _vectorised(batches) -> RecordColumns:
         raise _Fallback
     with_headers = np.flatnonzero(~plain)
     spans = _header_spans(arr, with_headers, q[with_headers], end[with_headers])
-    if any(not (-_SAFE < b.base_offset < _SAFE and -_SAFE < b.first_timestamp < _SAFE) for b in batches) or (
-            len(p) and (np.abs(off_delta).max() >= _SAFE or np.abs(ts_delta).max() >= _SAFE)):
-        raise _Fallback  # int64 sums could overflow where Python's ints do not
-    base_offset = np.array([b.base_offset for b in batches], np.int64)
-    base_ts = np.array([b.first_timestamp for b in batches], np.int64)
+    if len(p) and (np.abs(off_delta).max() >= _SAFE or np.abs(ts_delta).max() >= _SAFE):
+        raise _Fallback
     c = RecordColumns()
-    c.batches = batches
+    c.batches = None
     c.buf = buf
     c.batch = which
     c.offset = base_offset[which] + off_delta
     c.create_time = base_ts[which] + ts_delta
-    lat = np.array([bool(b.attributes & R.TIMESTAMP_TYPE_MASK) for b in batches], bool)
     if lat.any():
-        max_ts = np.array([b.max_timestamp for b in batches], np.int64)
         c.timestamp = np.where(lat[which], max_ts[which], c.create_time)
     else:
         c.timestamp = c.create_time

@@ -68,10 +68,21 @@ from kafkaforensics.records.schema import ANOMALY_COLUMNS, RECORD_COLUMNS, SCAN_
 from kafkaforensics.log.segment import BatchScanner
 from kafkaforensics.spark.scan_plan import (OPEN_COST_BYTES, Bounds, Piece, Source, SegmentIndexes, bounds_from_filters,
                                             bounds_from_options, layout, merge, pack, segment_range, split_size)
+from kafkaforensics.spark.record_runs import FileRun, RunBatches
 from kafkaforensics.spark.storage import Storage
+from kafkaforensics.records import walks
 
 LEVELS = {"batches": SPARK_BATCH_COLUMNS, "records": RECORD_COLUMNS, "anomalies": ANOMALY_COLUMNS,
           "scan": SCAN_COLUMNS}
+
+
+class _Run:
+    """Batches waiting to be decoded together: (batch, source, uri, shift) each, and their bytes."""
+
+    __slots__ = ("items", "bytes")
+
+    def __init__(self):
+        self.items, self.bytes = [], 0
 
 
 class FleetSplit(InputPartition):
@@ -92,7 +103,6 @@ RECORDS_RUN_BYTES = 4 << 20
 #: a local segment up to this size is read into memory rather than mapped (cheaper for small ones,
 #: and its batches can then wait in a run that spans segments)
 SMALL_FILE_BYTES = 4 << 20
-_TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime", "NoTimestampType")
 
 
 def _true(v) -> bool:
@@ -247,11 +257,18 @@ class KafkaSegmentsReader(DataSourceReader):
                 if running > stop:
                     return
 
+    def _fast(self) -> bool:
+        """Whether whole segments held in memory take :class:`~.record_runs.FileRun` (the records
+        level, no offset or time window: what the batch-by-batch walk would skip is then nothing)."""
+        b = self.bounds
+        return (self.level == "records" and walks.SPEEDUPS and b.ts_stop is None
+                and b.offset_lo is None and b.offset_hi is None and b.ts_lo is None and b.ts_hi is None)
+
     def read(self, split: FleetSplit):
         level = self.level
-        records = level == "records" or (level == "scan" and self.scan_records)
         damage = level in ("anomalies", "scan")
-        rows, run, run_bytes = [], [], 0
+        fast = FileRun() if self._fast() else None
+        rows, run = [], _Run()
         for piece in split.pieces:
             src = piece.src
             if piece.kind == "partition":
@@ -266,30 +283,70 @@ class KafkaSegmentsReader(DataSourceReader):
                 continue
             with self.storage.open_range(piece.uri, piece.start, None if piece.last else piece.end,
                                          small=SMALL_FILE_BYTES) as (buf, shift, start, end):
-                sc = BatchScanner(buf, start=start, end=end, file=piece.uri, base_offset=piece.base)
-                seen = None
-                for b, wanted in self._batches(sc, piece):
-                    seen = b
-                    if level != "records":
-                        rows.extend(self._row(r, src, piece.uri) for r in self._rows(b, shift, wanted))
-                    if records and wanted:  # decoded a run of batches at a time, straight to columns
-                        run.append((b, src, piece.uri, shift))
-                        run_bytes += b.size
-                        if run_bytes >= RECORDS_RUN_BYTES:
-                            yield from self._records_arrow(run, rows)
-                            run, run_bytes = [], 0
-                if run and not isinstance(buf, bytes):  # a mapped file's batches must not outlive it
-                    yield from self._records_arrow(run, rows)
-                    run, run_bytes = [], 0
-                if sc.stop is not None and damage:
-                    rows.append(self._row(self._stop_anomaly(sc.stop, piece, seen, shift, end), src, piece.uri))
+                taken = False
+                if fast is not None and isinstance(buf, bytes) and piece.first_offset is None \
+                        and piece.last_offset is None:
+                    if run.items:
+                        yield from self._flush(run, rows)
+                    taken = fast.add(buf, start, end, shift, piece)
+                if taken:
+                    if fast.bytes >= RECORDS_RUN_BYTES:
+                        yield from self._fast_arrow(fast, rows)
+                        fast = FileRun()
+                else:
+                    if fast:
+                        yield from self._fast_arrow(fast, rows)
+                        fast = FileRun()
+                    yield from self._segment(buf, shift, start, end, piece, rows, run)
             if len(rows) >= ARROW_BATCH_ROWS:
                 yield self._arrow(rows)
                 rows = []
-        if run:
-            yield from self._records_arrow(run, rows)
+        if fast:
+            yield from self._fast_arrow(fast, rows)
+        if run.items:
+            yield from self._flush(run, rows)
         if rows:
             yield self._arrow(rows)
+
+    def _segment(self, buf, shift: int, start: int, end: int, piece: Piece, rows: list, run: "_Run"):
+        """The batch-by-batch walk of one segment's ``buf[start:end]``: batches, anomaly rows into
+        ``rows``, wanted batches' records into ``run`` (Arrow batches yielded as it fills)."""
+        level, src = self.level, piece.src
+        records = level == "records" or (level == "scan" and self.scan_records)
+        sc = BatchScanner(buf, start=start, end=end, file=piece.uri, base_offset=piece.base)
+        seen = None
+        for b, wanted in self._batches(sc, piece):
+            seen = b
+            if level != "records":
+                rows.extend(self._row(r, src, piece.uri) for r in self._rows(b, shift, wanted))
+            if records and wanted:  # decoded a run of batches at a time, straight to columns
+                run.items.append((b, src, piece.uri, shift))
+                run.bytes += b.size
+                if run.bytes >= RECORDS_RUN_BYTES:
+                    yield from self._flush(run, rows)
+        if run.items and not isinstance(buf, bytes):  # a mapped file's batches must not outlive it
+            yield from self._flush(run, rows)
+        if sc.stop is not None and level in ("anomalies", "scan"):
+            rows.append(self._row(self._stop_anomaly(sc.stop, piece, seen, shift, end), src, piece.uri))
+
+    def _flush(self, run: "_Run", rows: list):
+        items, run.items, run.bytes = run.items, [], 0
+        yield from self._records_arrow(items, rows)
+
+    def _fast_arrow(self, fast: FileRun, rows: list):
+        """The records of a :class:`~.record_runs.FileRun`; when it declines, its segments walked
+        batch by batch."""
+        got = fast.decode(self.include_corrupt)
+        if got is None:
+            run = _Run()
+            for seg in fast.segments():
+                yield from self._segment(seg.data, seg.shift, seg.start, seg.end, seg.piece, rows, run)
+            if run.items:
+                yield from self._flush(run, rows)
+            return
+        cols, table = got
+        if len(cols):
+            yield self._columns_arrow(cols, table)
 
     @staticmethod
     def _row(row: dict, src, uri: str) -> dict:
@@ -357,39 +414,44 @@ class KafkaSegmentsReader(DataSourceReader):
                                       src, uri))
             return
         if len(cols):
-            yield self._columns_arrow(cols, crc, run)
+            yield self._columns_arrow(cols, RunBatches.of_batches(run, crc))
 
-    def _columns_arrow(self, cols, crc, run):
+    def _columns_arrow(self, cols, table: RunBatches):
         schema = self._arrow_schema()
-        n, which, bl = len(cols), cols.batch, cols.batches
+        n, which = len(cols), cols.batch
         types = {f.name: f.type for f in schema}
+        file = table.file[which]
+
+        def per_file(name, values):
+            return record_arrow.per_batch(values, file, types[name])
 
         def per_batch(name, values):
-            return record_arrow.per_batch(values, which, types[name])
+            return pa.array(values[which], types[name])
         key = record_arrow.spans(cols.buf, cols.key_start, cols.key_length)
         ts = np.asarray(cols.timestamp, np.int64)
-        ts_type = np.array([_TIMESTAMP_TYPES.index(b.timestamp_type) for b in bl], np.int64)
+        srcs = [s for s, _uri in table.files]
         column = {
-            "logDir": per_batch("logDir", [x[1].log_dir for x in run]),
-            "brokerId": per_batch("brokerId", [x[1].broker_id for x in run]),
-            "clusterId": per_batch("clusterId", [x[1].cluster_id for x in run]),
-            "topic": per_batch("topic", [x[1].topic for x in run]),
-            "partition": per_batch("partition", [x[1].partition for x in run]),
-            "file": per_batch("file", [x[2] for x in run]),
+            "logDir": per_file("logDir", [s.log_dir for s in srcs]),
+            "brokerId": per_file("brokerId", [s.broker_id for s in srcs]),
+            "clusterId": per_file("clusterId", [s.cluster_id for s in srcs]),
+            "topic": per_file("topic", [s.topic for s in srcs]),
+            "partition": per_file("partition", [s.partition for s in srcs]),
+            "file": per_file("file", [uri for _s, uri in table.files]),
             "rowKind": record_arrow.constant("record", n, pa.string()),
             "offset": pa.array(cols.offset, types["offset"]),
             "timestamp": pa.array(ts, types["timestamp"]),
             "timestampUtc": pa.array(ts * 1000, pa.int64(), mask=ts < 0).cast(types["timestampUtc"]),
-            "timestampType": pa.array(_TIMESTAMP_TYPES, types["timestampType"]).take(pa.array(ts_type[which])),
+            "timestampType": pa.array(RunBatches.TIMESTAMP_TYPES, types["timestampType"]).take(
+                pa.array(table.timestamp_type[which])),
             "key": key,
             "value": record_arrow.spans(cols.buf, cols.value_start, cols.value_length),
             "headers": record_arrow.headers(cols, types["headers"]),
-            "batchBaseOffset": per_batch("batchBaseOffset", [b.base_offset for b in bl]),
-            "batchPosition": per_batch("batchPosition", [b.position + x[3] for b, x in zip(bl, run)]),
-            "producerId": per_batch("producerId", [b.producer_id for b in bl]),
-            "isTransactional": per_batch("isTransactional", [b.is_transactional for b in bl]),
-            "isControl": per_batch("isControl", [b.is_control for b in bl]),
-            "crcValid": per_batch("crcValid", crc),
+            "batchBaseOffset": per_batch("batchBaseOffset", table.base_offset),
+            "batchPosition": per_batch("batchPosition", table.position),
+            "producerId": per_batch("producerId", table.producer_id),
+            "isTransactional": per_batch("isTransactional", table.transactional),
+            "isControl": per_batch("isControl", table.control),
+            "crcValid": per_batch("crcValid", table.crc_valid),
         }
         batch = pa.RecordBatch.from_arrays([column[f.name] if f.name in column else pa.nulls(n, f.type)
                                             for f in schema], schema=schema)

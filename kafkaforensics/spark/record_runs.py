@@ -1,0 +1,164 @@
+"""Runs of batches the records level decodes at once, and what each record row repeats of its batch.
+
+Two ways in, one way out (:class:`RunBatches` beside the decoded :class:`~..log.record_columns.RecordColumns`):
+
+- the reference path: :class:`~..log.segment.BatchScanner` walks a segment batch by batch and the run
+  is a list of :class:`~..records.batch.Batch` (:meth:`RunBatches.of_batches`);
+- the fast path for whole segments held in memory (small local files, remote ranges):
+  :class:`FileRun` walks each with the header-run loop (:func:`~..records.header_list.walk_run`, CRCs
+  checked on the way), gathers the headers of all its segments into one numpy array and decodes the
+  records sections of every batch of every segment at once -- no Python object per batch.
+
+The fast path takes only what the reference path would read the same way: a segment must be whole
+v2 batches to its last byte, each accepted as :meth:`~..records.header_run.HeaderRun.accepted`
+accepts it, and its records must pass the vectorised decoder's checks; otherwise :meth:`FileRun.add`
+or :meth:`FileRun.decode` declines and the caller walks those segments batch by batch.
+``tests/test_spark_source.py`` proves both paths give the same rows.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import numpy as np
+
+from specs import record_batch as R
+from specs.layout import INT32_MAX
+
+from kafkaforensics.errors import KafkaFormatError
+from kafkaforensics.log.record_columns import RecordColumns, _Fallback, decode_sections
+from kafkaforensics.records.compression import decompress
+from kafkaforensics.records.header_list import walk_run
+from kafkaforensics.records.header_run import HEADER_DTYPE
+
+_TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime", "NoTimestampType")
+_NO_LIMIT = 2**63 - 1
+_SAFE_OFFSET = 2**62  # as HeaderRun.accepted: base + lastOffsetDelta cannot overflow int64 below this
+
+
+class HeldSegment(NamedTuple):
+    """A segment's bytes held in a :class:`FileRun`: its batches lie at ``data[start:end]`` and a
+    buffer position plus ``shift`` is a file position; ``piece`` is the scan plan's
+    :class:`~.scan_plan.Piece` (its ``src``, ``uri`` and ``base``)."""
+
+    data: bytes
+    start: int
+    end: int
+    shift: int
+    piece: object
+
+
+@dataclasses.dataclass
+class RunBatches:
+    """Per batch of a decoded run: where it came from (``file``, an index into ``files``, each a
+    (source, uri) pair) and the header fields records rows repeat, as arrays."""
+
+    files: list
+    file: np.ndarray
+    base_offset: np.ndarray
+    position: np.ndarray          # in its file
+    producer_id: np.ndarray
+    transactional: np.ndarray
+    control: np.ndarray
+    timestamp_type: np.ndarray    # an index into TIMESTAMP_TYPES
+    crc_valid: np.ndarray
+
+    TIMESTAMP_TYPES = _TIMESTAMP_TYPES
+
+    @classmethod
+    def of_batches(cls, run: list, crc: list) -> "RunBatches":
+        """The table of a reference-path run: (batch, source, uri, shift) per batch."""
+        bl = [x[0] for x in run]
+        return cls([(x[1], x[2]) for x in run], np.arange(len(run), dtype=np.int64),
+                   np.array([b.base_offset for b in bl], np.int64),
+                   np.array([b.position + x[3] for b, x in zip(bl, run)], np.int64),
+                   np.array([b.producer_id for b in bl], np.int64),
+                   np.array([b.is_transactional for b in bl], bool), np.array([b.is_control for b in bl], bool),
+                   np.array([_TIMESTAMP_TYPES.index(b.timestamp_type) for b in bl], np.int64),
+                   np.array(crc, bool))
+
+
+class FileRun:
+    """Whole segments held in memory, walked into one run of v2 batch headers (the fast path)."""
+
+    def __init__(self):
+        self.files: list[HeldSegment] = []  # shift: from a position in the concatenation
+        self.per_file: list = []     # how many batches each holds
+        self.positions: list = []    # each batch's position in the segments' concatenation
+        self.bad_crc: list = []
+        self.headers = bytearray()
+        self.origin = 0              # where the next segment starts in the concatenation
+        self.bytes = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.files)
+
+    def add(self, data: bytes, start: int, end: int, shift: int, piece) -> bool:
+        """Take ``data[start:end]`` (file position = buffer position + ``shift``) when it is whole v2
+        batches to its end; else leave the run as it was and return False."""
+        n0, c0 = len(self.positions), len(self.bad_crc)
+        pos, _declined = walk_run(data, start, end, _NO_LIMIT, end - start, self.positions, self.bad_crc,
+                                  self.headers, self.origin)
+        if pos != end:
+            del self.positions[n0:], self.bad_crc[c0:], self.headers[n0 * R.HEADER_SIZE:]
+            return False
+        self.files.append(HeldSegment(data, start, end, shift - self.origin, piece))
+        self.per_file.append(len(self.positions) - n0)
+        self.origin += len(data)
+        self.bytes += end - start
+        return True
+
+    def segments(self) -> list[HeldSegment]:
+        """The segments taken (``shift`` from a position in their own data), for the reference
+        path to walk again."""
+        out, at = [], 0
+        for f in self.files:
+            out.append(f._replace(shift=f.shift + at))
+            at += len(f.data)
+        return out
+
+    def decode(self, include_corrupt: bool) -> tuple[RecordColumns, RunBatches] | None:
+        """The run's records (batches whose CRC fails left out unless ``include_corrupt``) and
+        their batches' table; None when anything in it is for the reference path."""
+        h = np.frombuffer(bytes(self.headers), HEADER_DTYPE)
+        file = np.repeat(np.arange(len(self.files), dtype=np.int64), self.per_file)
+        base = h["baseOffset"].astype(np.int64)
+        delta = h["lastOffsetDelta"].astype(np.int64)
+        seg_base = np.array([0 if f.piece.base is None else f.piece.base for f in self.files], np.int64)[file]
+        has_base = np.array([f.piece.base is not None for f in self.files], bool)[file]
+        rel = base + delta - seg_base
+        if ((delta < 0) | (base >= _SAFE_OFFSET) | (has_base & ((rel < 0) | (rel > INT32_MAX)))).any():
+            return None  # the batch-by-batch walk stops there: it says where
+        crc = np.ones(len(h), bool)
+        crc[self.bad_crc] = False
+        keep = np.arange(len(h)) if include_corrupt else np.flatnonzero(crc)
+        h, file, base, crc = h[keep], file[keep], base[keep], crc[keep]
+        pos = np.asarray(self.positions, np.int64)[keep]
+        buf = self.files[0].data if len(self.files) == 1 else b"".join(f.data for f in self.files)
+        attrs = h["attributes"].astype(np.int64)
+        first = pos + R.HEADER_SIZE
+        size = h["batchLength"].astype(np.int64) + (R.LOG_OVERHEAD - R.HEADER_SIZE)
+        codec = attrs & R.COMPRESSION_MASK
+        if codec.any():  # sections laid out again in log order, the compressed ones decompressed
+            view, parts, at = memoryview(buf), [], 0
+            try:
+                for i, (c, f, n) in enumerate(zip(codec.tolist(), first.tolist(), size.tolist())):
+                    body = decompress(c, bytes(view[f:f + n]), magic=2) if c else view[f:f + n]
+                    parts.append(body)
+                    first[i], size[i] = at, len(body)
+                    at += len(body)
+            except KafkaFormatError:
+                return None
+            buf = b"".join(parts)
+            del parts
+            view.release()
+        lat = (attrs & R.TIMESTAMP_TYPE_MASK) != 0
+        try:
+            cols = decode_sections(buf, first, size, h["recordCount"].astype(np.int64), base,
+                                   h["baseTimestamp"].astype(np.int64), lat, h["maxTimestamp"].astype(np.int64))
+        except _Fallback:
+            return None
+        shift = np.array([f.shift for f in self.files], np.int64)[file]
+        return cols, RunBatches([(f.piece.src, f.piece.uri) for f in self.files], file, base, pos + shift,
+                                h["producerId"].astype(np.int64), (attrs & R.TRANSACTIONAL_MASK) != 0,
+                                (attrs & R.CONTROL_MASK) != 0, lat.astype(np.int64), crc)

@@ -1,0 +1,108 @@
+"""The Spark records level's fast path (whole segments walked in header runs and decoded together,
+:mod:`kafkaforensics.spark.record_runs`) gives exactly the rows of the batch-by-batch walk, whatever
+the damage; no Spark session is needed (the reader runs in-process)."""
+import os
+import shutil
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafkaforensics.harness.fuzz import _struct_from_ddl
+from kafkaforensics.records import walks
+from kafkaforensics.spark import record_runs, spark_source
+from tests.conftest import SAMPLE
+
+SCHEMA = _struct_from_ddl(spark_source.spark_ddl(spark_source.LEVELS["records"]))
+
+
+def _rows(path: str, **options) -> list:
+    reader = spark_source.KafkaSegmentsReader({"path": path, "minPartitions": "2", **options}, "records", SCHEMA)
+    return [row for split in reader.partitions() for batch in reader.read(split) for row in batch.to_pylist()]
+
+
+def _both_ways(monkeypatch, path: str, **options) -> tuple[list, list]:
+    out = []
+    for fast in (True, False):
+        monkeypatch.setattr(walks, "SPEEDUPS", fast)
+        out.append(_rows(path, **options))
+    return out[0], out[1]
+
+
+def _count_fast(monkeypatch) -> dict:
+    """How many runs the fast path decoded and declined (so a test can show it was taken)."""
+    seen = {"decoded": 0, "declined": 0}
+    decode = record_runs.FileRun.decode
+
+    def counted(self, include_corrupt):
+        got = decode(self, include_corrupt)
+        seen["declined" if got is None else "decoded"] += 1
+        return got
+    monkeypatch.setattr(record_runs.FileRun, "decode", counted)
+    return seen
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                 HealthCheck.too_slow])
+@given(data=st.data())
+def test_fast_path_rows_equal_batch_by_batch_whatever_the_damage(tmp_path_factory, monkeypatch, data):
+    """Partitions of legacy entries, five codecs, transactions and markers in small segments, with
+    bytes flipped, header fields set, offsets that go back and files cut: the same rows (every
+    column), with and without ``includeCorrupt``, in runs of any size."""
+    from tests.corruption import damaged_partition
+
+    root = tmp_path_factory.mktemp("runs")
+    damaged_partition(str(root / "t-0"), data)
+    if data.draw(st.booleans()):  # a second partition, so that runs span partitions
+        damaged_partition(str(root / "u-1"), data)
+    monkeypatch.setattr(spark_source, "RECORDS_RUN_BYTES", data.draw(st.sampled_from([1, 5000, 4 << 20])))
+    corrupt = data.draw(st.sampled_from(["false", "true"]))
+    fast, reference = _both_ways(monkeypatch, str(root), includeCorrupt=corrupt)
+    assert fast == reference
+    shutil.rmtree(root)
+
+
+def test_fast_path_is_taken_on_the_sample_and_falls_back_where_it_must(monkeypatch, tmp_path):
+    """The bundled sample (legacy segments, five codecs, transactions) reads the same both ways;
+    its v2 segments go through the fast path, its legacy ones are declined; a segment with a torn
+    tail is left to the batch-by-batch walk whole, its sound batches still read."""
+    seen = _count_fast(monkeypatch)
+    fast, reference = _both_ways(monkeypatch, SAMPLE)
+    assert fast == reference and len(fast) > 100
+    assert seen["decoded"] >= 1
+
+    part = tmp_path / "logs" / "orders-0"
+    shutil.copytree(os.path.join(SAMPLE, "orders-0"), part)
+    log = sorted(part.glob("*.log"))[0]
+    whole = _rows(str(tmp_path / "logs"))
+    with open(log, "r+b") as f:
+        f.truncate(os.path.getsize(log) - 7)
+    fast, reference = _both_ways(monkeypatch, str(tmp_path / "logs"))
+    assert fast == reference
+    assert 0 < len(fast) < len(whole)
+    assert {r["offset"] for r in fast} < {r["offset"] for r in whole}  # only the torn batch's records are gone
+
+
+@pytest.mark.parametrize("corrupt", ["false", "true"])
+def test_fast_path_over_the_test_fleet(monkeypatch, tmp_path, corrupt):
+    """The fleet of the Spark fleet tests (replicas, two clusters, a late record, a compressed
+    batch whose CRC fails, a broken frame) plus a partition whose middle batch has a value byte
+    flipped: the same rows both ways; that batch's records there, flagged, only with
+    ``includeCorrupt``."""
+    from kafkaforensics.log.writer import write_partition
+    from kafkaforensics.records.batch import Record
+    from kafkaforensics.records.builder import build_v2
+    from tests.spark_fleet import build_fleet
+
+    build_fleet(str(tmp_path / "fleet"))
+    flipped = str(tmp_path / "fleet" / "broker-9" / "flipped-0")
+    write_partition(flipped, [build_v2([Record(3 * i + j, 1000 + j, b"k", b"value", []) for j in range(3)],
+                                       base_offset=3 * i) for i in range(3)])
+    log = os.path.join(flipped, "00000000000000000000.log")
+    data = bytearray(open(log, "rb").read())
+    data[len(data) // 2] ^= 0xFF  # inside the second batch's records
+    open(log, "wb").write(bytes(data))
+    fast, reference = _both_ways(monkeypatch, str(tmp_path / "fleet"), includeCorrupt=corrupt)
+    assert fast == reference
+    bad = [r["offset"] for r in fast if r["topic"] == "flipped" and not r["crcValid"]]
+    assert bad == ([3, 4, 5] if corrupt == "true" else [])
