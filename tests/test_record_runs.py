@@ -48,7 +48,8 @@ def _count_fast(monkeypatch) -> dict:
 def test_fast_path_rows_equal_batch_by_batch_whatever_the_damage(tmp_path_factory, monkeypatch, data):
     """Partitions of legacy entries, five codecs, transactions and markers in small segments, with
     bytes flipped, header fields set, offsets that go back and files cut: the same rows (every
-    column), with and without ``includeCorrupt``, in runs of any size."""
+    column), with and without ``includeCorrupt``, in runs of any size, segments read whole or
+    mapped."""
     from tests.corruption import damaged_partition
 
     root = tmp_path_factory.mktemp("runs")
@@ -56,6 +57,8 @@ def test_fast_path_rows_equal_batch_by_batch_whatever_the_damage(tmp_path_factor
     if data.draw(st.booleans()):  # a second partition, so that runs span partitions
         damaged_partition(str(root / "u-1"), data)
     monkeypatch.setattr(spark_source, "RECORDS_RUN_BYTES", data.draw(st.sampled_from([1, 5000, 4 << 20])))
+    # segments read into memory whole, or mapped and copied run by run
+    monkeypatch.setattr(spark_source, "SMALL_FILE_BYTES", data.draw(st.sampled_from([0, 4 << 20])))
     corrupt = data.draw(st.sampled_from(["false", "true"]))
     fast, reference = _both_ways(monkeypatch, str(root), includeCorrupt=corrupt)
     assert fast == reference
@@ -83,8 +86,9 @@ def test_fast_path_is_taken_on_the_sample_and_falls_back_where_it_must(monkeypat
     assert {r["offset"] for r in fast} < {r["offset"] for r in whole}  # only the torn batch's records are gone
 
 
+@pytest.mark.parametrize("small", [0, 4 << 20])
 @pytest.mark.parametrize("corrupt", ["false", "true"])
-def test_fast_path_over_the_test_fleet(monkeypatch, tmp_path, corrupt):
+def test_fast_path_over_the_test_fleet(monkeypatch, tmp_path, corrupt, small):
     """The fleet of the Spark fleet tests (replicas, two clusters, a late record, a compressed
     batch whose CRC fails, a broken frame) plus a partition whose middle batch has a value byte
     flipped: the same rows both ways; that batch's records there, flagged, only with
@@ -102,6 +106,7 @@ def test_fast_path_over_the_test_fleet(monkeypatch, tmp_path, corrupt):
     data = bytearray(open(log, "rb").read())
     data[len(data) // 2] ^= 0xFF  # inside the second batch's records
     open(log, "wb").write(bytes(data))
+    monkeypatch.setattr(spark_source, "SMALL_FILE_BYTES", small)
     fast, reference = _both_ways(monkeypatch, str(tmp_path / "fleet"), includeCorrupt=corrupt)
     assert fast == reference
     bad = [r["offset"] for r in fast if r["topic"] == "flipped" and not r["crcValid"]]

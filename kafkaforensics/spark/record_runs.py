@@ -4,16 +4,18 @@ Two ways in, one way out (:class:`RunBatches` beside the decoded :class:`~..log.
 
 - the reference path: :class:`~..log.segment.BatchScanner` walks a segment batch by batch and the run
   is a list of :class:`~..records.batch.Batch` (:meth:`RunBatches.of_batches`);
-- the fast path for whole segments held in memory (small local files, remote ranges):
-  :class:`FileRun` walks each with the header-run loop (:func:`~..records.header_list.walk_run`, CRCs
-  checked on the way), gathers the headers of all its segments into one numpy array and decodes the
-  records sections of every batch of every segment at once -- no Python object per batch.
+- the fast path: :class:`FileRun` walks segments with the header-run loop
+  (:func:`~..records.header_list.walk_run`, CRCs checked on the way) -- small ones read into memory
+  whole (:meth:`FileRun.add`), mapped ones copied a run's bytes at a time (:meth:`FileRun.take`) --,
+  gathers the headers of every batch of the run into one numpy array and decodes the records
+  sections of all of them at once: no Python object per batch.
 
-The fast path takes only what the reference path would read the same way: a segment must be whole
-v2 batches to its last byte, each accepted as :meth:`~..records.header_run.HeaderRun.accepted`
-accepts it, and its records must pass the vectorised decoder's checks; otherwise :meth:`FileRun.add`
-or :meth:`FileRun.decode` declines and the caller walks those segments batch by batch.
-``tests/test_spark_source.py`` proves both paths give the same rows.
+The fast path takes only what the reference path would read the same way: v2 batches, whole, each
+accepted as :meth:`~..records.header_run.HeaderRun.accepted` accepts it (a small segment must be
+such batches to its last byte), whose records pass the vectorised decoder's checks; where
+:meth:`FileRun.add`, :meth:`FileRun.take` or :meth:`FileRun.decode` declines, the caller walks
+those bytes batch by batch.
+``tests/test_record_runs.py`` proves both paths give the same rows, whatever the damage.
 """
 from __future__ import annotations
 
@@ -34,6 +36,17 @@ from kafkaforensics.records.header_run import HEADER_DTYPE
 _TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime", "NoTimestampType")
 _NO_LIMIT = 2**63 - 1
 _SAFE_OFFSET = 2**62  # as HeaderRun.accepted: base + lastOffsetDelta cannot overflow int64 below this
+
+
+def _declined(h: np.ndarray, base: np.ndarray, has_base: np.ndarray) -> np.ndarray:
+    """Which of the v2 headers ``h`` the batch-by-batch walk stops at (as
+    :meth:`~..records.header_run.HeaderRun.accepted`): a negative lastOffsetDelta, a base offset
+    near the int64 limit, a last offset outside its segment's int32 range (``base``, where
+    ``has_base``)."""
+    first = h["baseOffset"].astype(np.int64)
+    delta = h["lastOffsetDelta"].astype(np.int64)
+    rel = first + delta - base
+    return (delta < 0) | (first >= _SAFE_OFFSET) | (has_base & ((rel < 0) | (rel > INT32_MAX)))
 
 
 class HeldSegment(NamedTuple):
@@ -108,6 +121,33 @@ class FileRun:
         self.bytes += end - start
         return True
 
+    def take(self, buf, start: int, end: int, shift: int, piece, max_bytes: int) -> int:
+        """Walk a mapped segment's ``buf`` from ``start`` for about ``max_bytes`` (at least one
+        batch) and hold a copy of the whole v2 batches the batch-by-batch walk would accept there;
+        return where that stops (``start`` when the batch there is for the batch-by-batch walk)."""
+        n0, c0 = len(self.positions), len(self.bad_crc)
+        pos, _declined_there = walk_run(buf, start, end, _NO_LIMIT, max(1, max_bytes), self.positions, self.bad_crc,
+                                        self.headers, self.origin - start)
+        n = len(self.positions) - n0
+        if n:
+            h = np.frombuffer(bytes(self.headers[n0 * R.HEADER_SIZE:]), HEADER_DTYPE)
+            base = 0 if piece.base is None else piece.base
+            hit = np.flatnonzero(_declined(h, np.int64(base), np.bool_(piece.base is not None)))
+            if len(hit):
+                n = int(hit[0])
+                pos = self.positions[n0 + n] - self.origin + start
+        del self.positions[n0 + n:], self.headers[(n0 + n) * R.HEADER_SIZE:]
+        while len(self.bad_crc) > c0 and self.bad_crc[-1] >= n0 + n:
+            self.bad_crc.pop()
+        if not n:
+            return start
+        data = bytes(buf[start:pos])
+        self.files.append(HeldSegment(data, 0, len(data), shift + start - self.origin, piece))
+        self.per_file.append(n)
+        self.origin += len(data)
+        self.bytes += len(data)
+        return pos
+
     def segments(self) -> list[HeldSegment]:
         """The segments taken (``shift`` from a position in their own data), for the reference
         path to walk again."""
@@ -122,13 +162,11 @@ class FileRun:
         their batches' table; None when anything in it is for the reference path."""
         h = np.frombuffer(bytes(self.headers), HEADER_DTYPE)
         file = np.repeat(np.arange(len(self.files), dtype=np.int64), self.per_file)
-        base = h["baseOffset"].astype(np.int64)
-        delta = h["lastOffsetDelta"].astype(np.int64)
         seg_base = np.array([0 if f.piece.base is None else f.piece.base for f in self.files], np.int64)[file]
         has_base = np.array([f.piece.base is not None for f in self.files], bool)[file]
-        rel = base + delta - seg_base
-        if ((delta < 0) | (base >= _SAFE_OFFSET) | (has_base & ((rel < 0) | (rel > INT32_MAX)))).any():
+        if _declined(h, seg_base, has_base).any():
             return None  # the batch-by-batch walk stops there: it says where
+        base = h["baseOffset"].astype(np.int64)
         crc = np.ones(len(h), bool)
         crc[self.bad_crc] = False
         keep = np.arange(len(h)) if include_corrupt else np.flatnonzero(crc)

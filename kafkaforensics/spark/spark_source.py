@@ -65,7 +65,7 @@ from kafkaforensics.defaults import DEFAULT_SPLIT_BYTES
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.records.batch import resolve_legacy_wrapper
 from kafkaforensics.records.schema import ANOMALY_COLUMNS, RECORD_COLUMNS, SCAN_COLUMNS, SPARK_BATCH_COLUMNS, spark_ddl
-from kafkaforensics.log.segment import BatchScanner
+from kafkaforensics.log.segment import BatchScanner, release_pages
 from kafkaforensics.spark.scan_plan import (OPEN_COST_BYTES, Bounds, Piece, Source, SegmentIndexes, bounds_from_filters,
                                             bounds_from_options, layout, merge, pack, segment_range, split_size)
 from kafkaforensics.spark.record_runs import FileRun, RunBatches
@@ -283,21 +283,33 @@ class KafkaSegmentsReader(DataSourceReader):
                 continue
             with self.storage.open_range(piece.uri, piece.start, None if piece.last else piece.end,
                                          small=SMALL_FILE_BYTES) as (buf, shift, start, end):
-                taken = False
-                if fast is not None and isinstance(buf, bytes) and piece.first_offset is None \
-                        and piece.last_offset is None:
+                at = start  # where the batch-by-batch walk takes over (end: nothing left for it)
+                if fast is not None and piece.first_offset is None and piece.last_offset is None:
                     if run.items:
                         yield from self._flush(run, rows)
-                    taken = fast.add(buf, start, end, shift, piece)
-                if taken:
+                    if isinstance(buf, bytes):  # a small segment: taken whole or not at all
+                        at = end if fast.add(buf, start, end, shift, piece) else start
+                    else:  # a mapped one: copies of its batches, run by run
+                        while at < end:
+                            nxt = fast.take(buf, at, end, shift, piece, RECORDS_RUN_BYTES - fast.bytes)
+                            release_pages(buf, at, nxt)
+                            if fast.bytes >= RECORDS_RUN_BYTES:
+                                yield from self._fast_arrow(fast, rows)
+                                fast = FileRun()
+                            if nxt == at:
+                                break
+                            at = nxt
                     if fast.bytes >= RECORDS_RUN_BYTES:
                         yield from self._fast_arrow(fast, rows)
                         fast = FileRun()
+                    handled = at >= end
                 else:
+                    handled = False
+                if not handled:
                     if fast:
                         yield from self._fast_arrow(fast, rows)
                         fast = FileRun()
-                    yield from self._segment(buf, shift, start, end, piece, rows, run)
+                    yield from self._segment(buf, shift, at, end, piece, rows, run)
             if len(rows) >= ARROW_BATCH_ROWS:
                 yield self._arrow(rows)
                 rows = []
