@@ -258,8 +258,8 @@ class KafkaSegmentsReader(DataSourceReader):
                     return
 
     def _fast(self) -> bool:
-        """Whether whole segments held in memory take :class:`~.record_runs.FileRun` (the records
-        level, no offset or time window: what the batch-by-batch walk would skip is then nothing)."""
+        """Whether segments go through :class:`~.record_runs.FileRun` (the records level, no offset
+        or time window: what the batch-by-batch walk would skip is then nothing)."""
         b = self.bounds
         return (self.level == "records" and walks.SPEEDUPS and b.ts_stop is None
                 and b.offset_lo is None and b.offset_hi is None and b.ts_lo is None and b.ts_hi is None)
