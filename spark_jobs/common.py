@@ -17,6 +17,7 @@ from specs.lazy import lazy
 log_writer = lazy("kafkaforensics.log.writer", globals())
 records_batch = lazy("kafkaforensics.records.batch", globals())
 records_builder = lazy("kafkaforensics.records.builder", globals())
+records_schema = lazy("kafkaforensics.records.schema", globals())
 spark_source = lazy("kafkaforensics.spark.spark_source", globals())
 spark_storage = lazy("kafkaforensics.spark.storage", globals())
 pyspark = lazy("pyspark", globals())
@@ -27,6 +28,11 @@ spark_jobs_scan = lazy("spark_jobs.scan", globals())
 #: a scan of at most this many bytes is short enough that the driver JVM's start-up dominates it:
 #: its JIT stops at the quick C1 compiler (``short_run``)
 SHORT_RUN_BYTES = 256 << 20
+#: and Spark SQL runs its plans interpreted, as planned: a short run's plans (the inventory's and the
+#: replica view's aggregations and joins over one row a batch) take seconds less than when each
+#: stage's code is generated and compiled and adaptive execution re-plans after every shuffle
+#: (measured on the sample fleet's `kfx scan`: benchmarks/README.md, session 15)
+SHORT_RUN_SQL_CONF = {"spark.sql.codegen.wholeStage": "false", "spark.sql.adaptive.enabled": "false"}
 
 
 def class_archive_path() -> str | None:
@@ -95,6 +101,12 @@ def _driver_java_options(short_run: bool, class_archive: bool, quiet: bool = Fal
     return opts + [f"-XX:ArchiveClassesAtExit={recording}"], recording
 
 
+def session_conf(short_run: bool, conf: dict | None = None) -> dict:
+    """The Spark settings :func:`get_spark` gives a session it starts: :data:`SHORT_RUN_SQL_CONF`
+    for a short run, then the caller's ``conf`` (which wins)."""
+    return {**(SHORT_RUN_SQL_CONF if short_run else {}), **(conf or {})}
+
+
 def get_spark(master: str | None = None, app: str = "kafkaforensics", console_progress: bool = True,
               short_run: bool = False, class_archive: bool = False, conf: dict | None = None,
               record_class_archive: bool = True):
@@ -105,7 +117,8 @@ def get_spark(master: str | None = None, app: str = "kafkaforensics", console_pr
     ``conf``: more Spark settings (e.g. ``spark.driver.memory``).
 
     When this process starts the driver JVM (not under spark-submit), two options shorten its
-    start: ``short_run`` stops its JIT at the C1 compiler (for scans of up to ``SHORT_RUN_BYTES``),
+    start: ``short_run`` stops its JIT at the C1 compiler and runs Spark SQL's plans interpreted
+    (:data:`SHORT_RUN_SQL_CONF`; for scans of up to ``SHORT_RUN_BYTES``),
     and ``class_archive`` maps the classes Spark loads from an archive recorded by an earlier run
     (:func:`class_archive_path`); when there is none, this run records it (:func:`end_session`
     saves it) unless ``record_class_archive`` is False (``kfx scan`` leaves the recording to a
@@ -117,11 +130,12 @@ def get_spark(master: str | None = None, app: str = "kafkaforensics", console_pr
     b = pyspark_sql.SparkSession.builder.appName(app)
     if not console_progress:  # the caller shows its own progress instead of Spark's stage bars
         b = b.config("spark.ui.showConsoleProgress", "false")
-    for k, v in (conf or {}).items():
-        b = b.config(k, v)
     recording = None
     # under spark-submit, or with a session in this process, the driver JVM runs already
-    if "PYSPARK_GATEWAY_PORT" not in os.environ and pyspark.SparkContext._gateway is None:
+    starts_jvm = "PYSPARK_GATEWAY_PORT" not in os.environ and pyspark.SparkContext._gateway is None
+    for k, v in session_conf(short_run and starts_jvm, conf).items():
+        b = b.config(k, v)
+    if starts_jvm:
         java_options, recording = _driver_java_options(short_run, class_archive, quiet=not console_progress,
                                                        record=record_class_archive)
         if java_options:
@@ -263,14 +277,24 @@ def register(spark) -> None:
 
 def read(spark, paths, level: str, split_bytes: int | None = None, options: dict | None = None):
     """``paths`` read by ``kafka_segments`` at ``level``, with the source's ``options``; the scan is
-    spread over at least the session's default parallelism."""
+    spread over at least the session's default parallelism.  The level's schema is given, so that
+    Spark need not start a Python worker to ask the source for it."""
     r = spark.read.format("kafka_segments").option("level", level)
+    if level in records_schema.SOURCE_LEVELS:  # else the source says which levels there are
+        r = r.schema(records_schema.spark_ddl(records_schema.SOURCE_LEVELS[level]))
     r = r.option("minPartitions", str(spark.sparkContext.defaultParallelism))
     if split_bytes:
         r = r.option("splitBytes", str(split_bytes))
     for k, v in (options or {}).items():
         r = r.option(k, str(v))
     return r.load(",".join(paths) if isinstance(paths, (list, tuple)) else paths)
+
+
+def sorted_small(df, *cols):
+    """``df`` sorted by ``cols`` in one task: for a result of a row or so per partition dir (the
+    inventory, the replica view), one output file and no range-partitioning sample job, which
+    ``orderBy`` runs first (a second job, seconds in a short run's cold JVM)."""
+    return df.coalesce(1).sortWithinPartitions(*cols)
 
 
 def parse_time(text: str) -> int:

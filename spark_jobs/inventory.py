@@ -12,7 +12,7 @@ import sys
 
 from pyspark.sql import functions as F
 
-from spark_jobs.common import check_inputs, get_spark, job_arguments, read, source_options
+from spark_jobs.common import check_inputs, get_spark, job_arguments, read, sorted_small, source_options
 
 #: where a row of the inventory is: one row per these
 WHERE = ("clusterId", "brokerId", "logDir", "topic", "partition")
@@ -32,7 +32,7 @@ def inventory_of(rows, *extra):
 
     def of_batches(col):
         return F.when(batch, col)
-    return rows.groupBy(*WHERE).agg(
+    return sorted_small(rows.groupBy(*WHERE).agg(
         F.countDistinct(F.when(batch | (anomaly & F.col("position").isNotNull()), F.col("file"))).alias("segments"),
         F.count(of_batches(F.lit(1))).alias("batches"),
         (F.coalesce(F.sum(of_batches(F.col("count"))), F.lit(0))
@@ -50,7 +50,7 @@ def inventory_of(rows, *extra):
         F.coalesce(F.sum(F.when(anomaly, F.col("bytesNotRead"))), F.lit(0)).cast("bigint").alias("bytesNotRead"),
         F.count(F.when(anomaly & (F.col("kind") == "stray-file"), 1)).alias("strayFiles"),
         *extra,
-    ).orderBy("topic", "partition", "clusterId", "brokerId", "logDir")
+    ), "topic", "partition", "clusterId", "brokerId", "logDir")
 
 
 def replicas_of(rows):
@@ -87,10 +87,10 @@ def replicas_of(rows):
                .when(F.col("equalUpTo").isNull(), F.concat(n, F.lit(" replicas, differ from offset "),
                                                           F.col("divergesAt").cast("string")))
                .otherwise(F.concat(n, F.lit(" replicas, equal up to offset "), F.col("equalUpTo").cast("string"))))
-    return (out.withColumn("summary", summary)
-            .select("clusterId", "topic", "partition", "replicas", "logDirs", "brokerIds", "commonFrom",
-                    "equalUpTo", "divergesAt", "minLastOffset", "maxLastOffset", "summary")
-            .orderBy("topic", "partition", "clusterId"))
+    return sorted_small(out.withColumn("summary", summary)
+                        .select("clusterId", "topic", "partition", "replicas", "logDirs", "brokerIds", "commonFrom",
+                                "equalUpTo", "divergesAt", "minLastOffset", "maxLastOffset", "summary"),
+                        "topic", "partition", "clusterId")
 
 
 def inventory(spark, paths, split_bytes=None, options=None):

@@ -42,6 +42,15 @@ def test_batches_level_equals_dump(spark):
     assert topics == {("orders", 0), ("clients", 0), ("legacy", 0)}
 
 
+def test_the_schema_read_gives_is_the_one_the_source_declares(spark):
+    from spark_jobs.common import read
+    for level in ("batches", "records", "anomalies", "scan"):
+        declared = spark.read.format("kafka_segments").option("level", level).load(SAMPLE).schema
+        assert read(spark, SAMPLE, level).schema == declared, level
+    with pytest.raises(Exception, match="level must be one of"):
+        read(spark, SAMPLE, "bogus").schema
+
+
 def test_records_level_equals_deep_dump(spark):
     from spark_jobs.common import read
     rows = read(spark, SAMPLE, "records").collect()

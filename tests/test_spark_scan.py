@@ -155,3 +155,12 @@ def test_driver_jvm_options_record_then_map_the_class_archive(tmp_path, monkeypa
     assert recording is None and f"-XX:SharedArchiveFile={archive}" in opts and "-Xshare:auto" in opts
     assert "-XX:TieredStopAtLevel=1" not in opts
     assert common._driver_java_options(short_run=False, class_archive=False) == ([], None)
+
+
+def test_a_short_run_plans_interpreted_and_the_callers_conf_wins():
+    from spark_jobs import common
+    short = common.session_conf(True)
+    assert short["spark.sql.adaptive.enabled"] == "false" and short["spark.sql.codegen.wholeStage"] == "false"
+    assert common.session_conf(False) == {}
+    assert common.session_conf(True, {"spark.sql.adaptive.enabled": "true"})["spark.sql.adaptive.enabled"] == "true"
+    assert common.session_conf(False, {"spark.driver.memory": "4g"}) == {"spark.driver.memory": "4g"}

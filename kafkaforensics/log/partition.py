@@ -35,7 +35,13 @@ _DIR_RE = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)"
 
 
 def parse_partition_dir_name(name: str) -> tuple[str, int] | None:
-    m = _DIR_RE.match(os.path.basename(os.path.normpath(name)))
+    """(topic, partition) of a partition dir's path, or None for a dir that is none."""
+    return partition_of_dir_name(os.path.basename(os.path.normpath(name)))
+
+
+def partition_of_dir_name(name: str) -> tuple[str, int] | None:
+    """:func:`parse_partition_dir_name` of a bare dir name (no parent, no trailing slash)."""
+    m = _DIR_RE.match(name)
     if not m:
         return None
     return m.group("topic"), int(m.group("partition"))

@@ -66,7 +66,13 @@ LEFTOVER_SUFFIXES = (SWAP, CLEANED, DELETED)
 def offset_from_name(name: str) -> int | None:
     """The base offset in a segment-family file name (``00000000000000000042.log`` -> 42), a
     leftover suffix included (``...42.log.swap`` -> 42); None for any other name."""
-    m = _SEGMENT_RE.match(os.path.basename(name))
+    return offset_of_file_name(os.path.basename(name))
+
+
+def offset_of_file_name(name: str) -> int | None:
+    """:func:`offset_from_name` of a bare file name (no directory): a fleet's listing has tens of
+    thousands, already split."""
+    m = _SEGMENT_RE.match(name)
     return int(m.group(1)) if m else None
 
 

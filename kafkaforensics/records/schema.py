@@ -92,6 +92,11 @@ SCAN_COLUMNS = (("rowKind", "string"),) + tuple(
     {name: src for cols in ROW_KINDS.values() for name, src in cols}.items())
 
 
+#: each level of the ``kafka_segments`` source and its columns (after :data:`SOURCE_COLUMNS`)
+SOURCE_LEVELS = {"batches": SPARK_BATCH_COLUMNS, "records": RECORD_COLUMNS, "anomalies": ANOMALY_COLUMNS,
+                 "scan": SCAN_COLUMNS}
+
+
 def spark_ddl(columns) -> str:
     parts = []
     for name, src in SOURCE_COLUMNS + tuple(columns):

@@ -33,8 +33,8 @@ from typing import NamedTuple
 from specs import checkpoints as C
 from specs.lazy import lazy
 
-from kafkaforensics.log.partition import parse_partition_dir_name
-from kafkaforensics.log.segment import LOG, offset_from_name
+from kafkaforensics.log.partition import partition_of_dir_name
+from kafkaforensics.log.segment import LOG, offset_of_file_name
 
 #: Spark's filter classes, for the filters Spark pushes (planning a scan never needs pyspark otherwise)
 datasource = lazy("pyspark.sql.datasource", globals())
@@ -320,7 +320,7 @@ def layout(entries, read_text) -> Layout:
     part_dirs = {}
     for d, (head, name) in split_dirs.items():
         if d not in parents:
-            tp = parse_partition_dir_name(name)
+            tp = partition_of_dir_name(name)
             if tp:
                 part_dirs[d] = (head, tp)
     log_dirs = {head for head, _tp in part_dirs.values()}
@@ -340,7 +340,7 @@ def layout(entries, read_text) -> Layout:
         out.partitions[d] = Source(ld, *ids.get(ld, (None, None)), topic, partition)
         out.segments[d] = []
     for uri, size, d, name in sorted(files):
-        base = offset_from_name(name) if name.endswith(LOG) else None
+        base = offset_of_file_name(name) if name.endswith(LOG) else None
         if d in part_dirs:
             if base is not None:
                 out.segments[d].append((base, uri, size))

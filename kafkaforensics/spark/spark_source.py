@@ -64,7 +64,7 @@ from kafkaforensics.log.record_columns import decode_columns
 from kafkaforensics.defaults import DEFAULT_SPLIT_BYTES
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.records.batch import resolve_legacy_wrapper
-from kafkaforensics.records.schema import ANOMALY_COLUMNS, RECORD_COLUMNS, SCAN_COLUMNS, SPARK_BATCH_COLUMNS, spark_ddl
+from kafkaforensics.records.schema import SOURCE_LEVELS, spark_ddl
 from kafkaforensics.log.segment import BatchScanner, release_pages
 from kafkaforensics.spark.scan_plan import (OPEN_COST_BYTES, Bounds, Piece, Source, SegmentIndexes, bounds_from_filters,
                                             bounds_from_options, layout, merge, pack, segment_range, split_size)
@@ -72,8 +72,7 @@ from kafkaforensics.spark.record_runs import FileRun, RunBatches
 from kafkaforensics.spark.storage import Storage
 from kafkaforensics.records import walks
 
-LEVELS = {"batches": SPARK_BATCH_COLUMNS, "records": RECORD_COLUMNS, "anomalies": ANOMALY_COLUMNS,
-          "scan": SCAN_COLUMNS}
+LEVELS = SOURCE_LEVELS
 
 
 class _Run:
