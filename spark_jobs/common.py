@@ -332,13 +332,20 @@ def window_options(topics=(), partitions=(), from_time=None, to_time=None, from_
     return out
 
 
+#: source options a job sets itself, from its own arguments (``--level``, the input paths)
+JOB_OPTIONS = ("level", "path", "paths")
+
+
 def parse_options(pairs) -> dict:
-    """``KEY=VALUE`` strings as a dict (ValueError for one without ``=``)."""
+    """``KEY=VALUE`` strings as a dict (ValueError for one without ``=``, or for one of
+    :data:`JOB_OPTIONS`, which the job's own arguments set)."""
     out = {}
     for pair in pairs or ():
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise ValueError(f"--option takes KEY=VALUE, not {pair!r}")
+        if key in JOB_OPTIONS:
+            raise ValueError(f"--option {key}=... is not for this command: the {key} comes from its own arguments")
         out[key] = value
     return out
 

@@ -13,7 +13,7 @@ from kafkaforensics.records import walks
 from kafkaforensics.spark import record_runs, spark_source
 from tests.conftest import SAMPLE
 
-SCHEMA = _struct_from_ddl(spark_source.spark_ddl(spark_source.LEVELS["records"]))
+SCHEMA = _struct_from_ddl(spark_source.spark_ddl(spark_source.SOURCE_LEVELS["records"]))
 
 
 def _rows(path: str, **options) -> list:

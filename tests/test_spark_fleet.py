@@ -148,6 +148,7 @@ def test_small_segments_are_packed_into_few_scan_partitions(fleet):
 
 
 def test_missing_local_path_or_bad_option_is_one_line_exit_2(kfx, tmp_path):
-    for args in ([str(tmp_path / "nope")], [str(tmp_path), "--option", "novalue"], [str(tmp_path), "--from-time", "soon"]):
+    for args in ([str(tmp_path / "nope")], [str(tmp_path), "--option", "novalue"], [str(tmp_path), "--from-time", "soon"],
+                 [str(tmp_path), "--option", "level=records"]):
         r = kfx("scan", *args, "--out", tmp_path / "o")
         assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output

@@ -357,7 +357,7 @@ def _spark_records(data: bytes):
     ``includeCorrupt``, the others; no Spark session is made."""
     if not _SPARK_READER:
         _SPARK_READER.append(spark_source.KafkaSegmentsReader({"includeCorrupt": "true"}, "records", _struct_from_ddl(
-            spark_source.spark_ddl(spark_source.LEVELS["records"]))))
+            spark_source.spark_ddl(spark_source.SOURCE_LEVELS["records"]))))
     reader = _SPARK_READER[0]
     rows = 0
     src = scan_plan.Source("fuzz", None, None, "t", 0)

@@ -72,9 +72,6 @@ from kafkaforensics.spark.record_runs import FileRun, RunBatches
 from kafkaforensics.spark.storage import Storage
 from kafkaforensics.records import walks
 
-LEVELS = SOURCE_LEVELS
-
-
 class _Run:
     """Batches waiting to be decoded together: (batch, source, uri, shift) each, and their bytes."""
 
@@ -541,12 +538,12 @@ class KafkaSegments(DataSource):
 
     def _level(self) -> str:
         level = self.options.get("level", "batches")
-        if level not in LEVELS:
-            raise ValueError(f"level must be one of {sorted(LEVELS)}, not {level!r}")
+        if level not in SOURCE_LEVELS:
+            raise ValueError(f"level must be one of {sorted(SOURCE_LEVELS)}, not {level!r}")
         return level
 
     def schema(self):
-        return spark_ddl(LEVELS[self._level()])
+        return spark_ddl(SOURCE_LEVELS[self._level()])
 
     def reader(self, schema):
         if not _true(self.options.get("pushdown", "true")):
