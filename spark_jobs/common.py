@@ -5,10 +5,12 @@ import argparse
 import contextlib
 import hashlib
 import os
+import pickle
 import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from specs.lazy import lazy
@@ -275,19 +277,58 @@ def register(spark) -> None:
     spark.dataSource.register(spark_source.KafkaSegments)
 
 
+def _reader_options(spark, paths, level: str, split_bytes: int | None, options: dict | None) -> dict:
+    """The source options of a read: the level, the session's parallelism as ``minPartitions``, the
+    split size, the caller's options (which win), then the paths."""
+    out = {"level": level, "minPartitions": str(spark.sparkContext.defaultParallelism)}
+    if split_bytes:
+        out["splitBytes"] = str(split_bytes)
+    out.update({k: str(v) for k, v in (options or {}).items()})
+    out["path"] = ",".join(paths) if isinstance(paths, (list, tuple)) else paths
+    return out
+
+
 def read(spark, paths, level: str, split_bytes: int | None = None, options: dict | None = None):
     """``paths`` read by ``kafka_segments`` at ``level``, with the source's ``options``; the scan is
     spread over at least the session's default parallelism.  The level's schema is given, so that
     Spark need not start a Python worker to ask the source for it."""
-    r = spark.read.format("kafka_segments").option("level", level)
+    opts = _reader_options(spark, paths, level, split_bytes, options)
+    path = opts.pop("path")
+    r = spark.read.format("kafka_segments").options(**opts)
     if level in records_schema.SOURCE_LEVELS:  # else the source says which levels there are
         r = r.schema(records_schema.spark_ddl(records_schema.SOURCE_LEVELS[level]))
-    r = r.option("minPartitions", str(spark.sparkContext.defaultParallelism))
-    if split_bytes:
-        r = r.option("splitBytes", str(split_bytes))
-    for k, v in (options or {}).items():
-        r = r.option(k, str(v))
-    return r.load(",".join(paths) if isinstance(paths, (list, tuple)) else paths)
+    return r.load(path)
+
+
+@dataclass
+class PlannedRead:
+    """A read planned in the driver (:func:`read_planned`): the DataFrame, the splits its tasks
+    read (one task each) and the broadcast that ships them."""
+    frame: object
+    splits: list
+    shipped: object
+
+    def release(self) -> None:
+        """Drop the shipped splits once nothing will compute ``frame`` again."""
+        self.shipped.destroy()
+
+
+def read_planned(spark, paths, level: str, split_bytes: int | None = None, options: dict | None = None) -> PlannedRead:
+    """``paths`` read at ``level`` as :func:`read` reads them -- the same source, options, splits and
+    rows (``tests/test_spark.py`` proves them equal) -- but planned here, in the driver's Python, and
+    read by ``mapInArrow`` over the split numbers: Spark starts none of the Python processes a
+    Python data source is created and planned in (two, and seconds of a short run's cold JVM:
+    benchmarks/README.md, session 16).  ``kfx scan`` reads so; nothing is pushed into such a read
+    (a ``where`` on it filters the rows read)."""
+    from pyspark.sql.datasource import CaseInsensitiveDict  # the options a Python data source is given
+    from pyspark.sql.types import StructType
+    source = spark_source.KafkaSegments(CaseInsensitiveDict(_reader_options(spark, paths, level, split_bytes, options)))
+    schema = StructType.fromDDL(source.schema())
+    reader = source.reader(schema)
+    splits = reader.partitions()
+    shipped = spark.sparkContext.broadcast([pickle.dumps(s) for s in splits])
+    frame = spark.range(0, len(splits), 1, len(splits)).mapInArrow(spark_source.SplitReads(reader, shipped), schema)
+    return PlannedRead(frame, splits, shipped)
 
 
 def sorted_small(df, *cols):

@@ -3,6 +3,8 @@ anomalies), an inventory (one row per log dir and partition), a replica view, th
 with a pattern, the search hits -- all Parquet.  Its summary (batches, anomalies, partition dirs)
 is one read, cached (one row a batch: memory bounded by the batch count, not the bytes); a
 records export is a second read straight into Parquet, and search runs over what that wrote.
+Each read is planned here, in the driver (``common.read_planned``), not by Spark's Python data
+source machinery: the same splits and rows, two Python processes fewer.
 
     spark-submit spark_jobs/scan.py --level records --search 'order-42' --out s3a://bucket/scan s3a://bucket/kafka-logs
 """
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import functions as F
 
 from kafkaforensics.records.schema import ROW_KINDS, SOURCE_COLUMNS
-from spark_jobs.common import check_inputs, get_spark, job_arguments, read, source_options
+from spark_jobs.common import check_inputs, get_spark, job_arguments, read_planned, source_options
 from spark_jobs.inventory import inventory_of, replicas_of
 from spark_jobs.search import matches
 from specs.lazy import lazy
@@ -54,9 +56,11 @@ def plan(paths, split_bytes=None, options=None, min_partitions=None) -> ScanPlan
         opts["maxPartitionBytes"] = str(split_bytes)
     if min_partitions:
         opts["minPartitions"] = str(min_partitions)
-    reader = spark_source.KafkaSegmentsReader(opts, "scan")
-    reader.pushFilters([])
-    splits = reader.partitions()
+    return plan_of(spark_source.KafkaSegmentsReader(opts, "scan").partitions())
+
+
+def plan_of(splits) -> ScanPlan:
+    """The splits, segments and bytes of a scan's splits."""
     pieces = [p for s in splits for p in s.pieces if p.kind == "segment"]
     return ScanPlan(sum(1 for s in splits if s.pieces), len({p.uri for p in pieces}), sum(p.bytes for p in pieces))
 
@@ -83,12 +87,13 @@ def scan(spark, paths, out: str, level: str = "batches", search: str | None = No
         raise ValueError(f"level must be one of {sorted(LEVEL_KINDS)}, not {level!r}")
     opts = dict(options or {})
     opts.pop("scanRecords", None)
-    parallelism = spark.sparkContext.defaultParallelism
-    scan_plan = plan(paths, split_bytes, opts, parallelism)
     kind = LEVEL_KINDS[level]
-    summary = read(spark, paths, "scan", split_bytes, opts).persist()
+    reads = [read_planned(spark, paths, "scan", split_bytes, opts)]
+    scan_plan = plan_of(reads[0].splits)
+    summary = reads[0].frame.persist()
     if level == "records":
-        export = read(spark, paths, "records", split_bytes, opts)
+        reads.append(read_planned(spark, paths, "records", split_bytes, opts))
+        export = reads[-1].frame
     else:
         export = summary.where(F.col("rowKind") == kind).select(*[n for n, _ in SOURCE_COLUMNS + ROW_KINDS[kind]])
     stop = threading.Event()
@@ -121,14 +126,17 @@ def scan(spark, paths, out: str, level: str = "batches", search: str | None = No
             written = sum(r["batches"] for r in inv) if level == "batches" else n_anomalies
         hits = None
         if search:
-            records = (spark.read.parquet(os.path.join(out, "records")) if level == "records"
-                       else read(spark, paths, "records", split_bytes, opts))
+            if level != "records":
+                reads.append(read_planned(spark, paths, "records", split_bytes, opts))
+            records = spark.read.parquet(os.path.join(out, "records")) if level == "records" else reads[-1].frame
             found = matches(records, search).persist()
             found.write.mode("overwrite").parquet(os.path.join(out, "search"))
             hits = found.count()
             found.unpersist()
     finally:
         summary.unpersist()
+        for r in reads:
+            r.release()
     return ScanResult(out, level, written, n_anomalies, hits, inv, scan_plan)
 
 

@@ -51,6 +51,29 @@ def test_the_schema_read_gives_is_the_one_the_source_declares(spark):
         read(spark, SAMPLE, "bogus").schema
 
 
+def test_a_read_planned_in_the_driver_gives_the_source_s_splits_and_rows(spark, tmp_path):
+    """kfx scan's reads (``read_planned``: the driver's splits read by mapInArrow) against the
+    data source's, row for row and column for column, over a fleet with replicas, strays, a
+    compressed bad-CRC batch and a broken frame: every level, windows, includeCorrupt, many splits."""
+    from spark_jobs.common import read, read_planned
+    from tests.spark_fleet import T0, HOUR, build_fleet
+    build_fleet(str(tmp_path))
+    cases = [(level, {}) for level in ("batches", "records", "anomalies", "scan")] + [
+        ("records", {"includeCorrupt": "true", "maxPartitionBytes": "4096"}),
+        ("records", {"topics": "orders", "fromTimestamp": str(T0 + 5 * HOUR), "toTimestamp": str(T0 + 20 * HOUR)}),
+        ("scan", {"topics": "orders,payments", "partitions": "0", "scanRecords": "true", "openCostInBytes": "1"}),
+        ("batches", {"fromOffset": "20", "toOffset": "60", "pushdown": "false"})]
+    for level, options in cases:
+        planned = read_planned(spark, [str(tmp_path)], level, options=options)
+        source = read(spark, [str(tmp_path)], level, options=options)
+        assert planned.frame.schema == source.schema
+        assert len(planned.splits) == source.rdd.getNumPartitions(), (level, options)
+        got, want = sorted(map(repr, planned.frame.collect())), sorted(map(repr, source.collect()))
+        assert got and got == want, (level, options)
+        planned.release()
+    assert len(read_planned(spark, [str(tmp_path)], "records", options={"maxPartitionBytes": "4096"}).splits) > 4
+
+
 def test_records_level_equals_deep_dump(spark):
     from spark_jobs.common import read
     rows = read(spark, SAMPLE, "records").collect()

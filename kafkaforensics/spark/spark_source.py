@@ -52,6 +52,7 @@ from pyspark.sql.datasource import (DataSource, DataSourceReader, EqualTo, Great
                                     InputPartition, LessThan, LessThanOrEqual)
 import dataclasses
 import os
+import pickle
 import posixpath
 
 import numpy as np
@@ -549,6 +550,22 @@ class KafkaSegments(DataSource):
         if not _true(self.options.get("pushdown", "true")):
             return _UnprunedReader(self.options, self._level(), schema)
         return KafkaSegmentsReader(self.options, self._level(), schema)
+
+
+class SplitReads:
+    """What ``mapInArrow`` runs over a scan's split numbers (``spark.range``) when the driver planned
+    the scan itself (``spark_jobs.common.read_planned``): each number's split read by ``reader``, as
+    Spark's Python data source reads it.  ``shipped`` is a broadcast of the splits' pickles, so that
+    a task unpickles its own split only."""
+
+    def __init__(self, reader: KafkaSegmentsReader, shipped):
+        self.reader, self.shipped = reader, shipped
+
+    def __call__(self, numbers):
+        splits = self.shipped.value
+        for batch in numbers:
+            for i in batch.column(0).to_pylist():
+                yield from self.reader.read(pickle.loads(splits[i]))
 
 
 class _UnprunedReader(KafkaSegmentsReader):
