@@ -24,6 +24,8 @@ spark_source = lazy("kafkaforensics.spark.spark_source", globals())
 spark_storage = lazy("kafkaforensics.spark.storage", globals())
 pyspark = lazy("pyspark", globals())
 pyspark_sql = lazy("pyspark.sql", globals())
+pyspark_sql_datasource = lazy("pyspark.sql.datasource", globals())
+pyspark_sql_types = lazy("pyspark.sql.types", globals())
 spark_jobs_scan = lazy("spark_jobs.scan", globals())
 
 
@@ -320,10 +322,10 @@ def read_planned(spark, paths, level: str, split_bytes: int | None = None, optio
     Python data source is created and planned in (two, and seconds of a short run's cold JVM:
     benchmarks/README.md, session 16).  ``kfx scan`` reads so; nothing is pushed into such a read
     (a ``where`` on it filters the rows read)."""
-    from pyspark.sql.datasource import CaseInsensitiveDict  # the options a Python data source is given
-    from pyspark.sql.types import StructType
-    source = spark_source.KafkaSegments(CaseInsensitiveDict(_reader_options(spark, paths, level, split_bytes, options)))
-    schema = StructType.fromDDL(source.schema())
+    # options as a Python data source is given them (CaseInsensitiveDict)
+    source = spark_source.KafkaSegments(
+        pyspark_sql_datasource.CaseInsensitiveDict(_reader_options(spark, paths, level, split_bytes, options)))
+    schema = pyspark_sql_types.StructType.fromDDL(source.schema())
     reader = source.reader(schema)
     splits = reader.partitions()
     shipped = spark.sparkContext.broadcast([pickle.dumps(s) for s in splits])
