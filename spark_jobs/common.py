@@ -306,9 +306,9 @@ def read(spark, paths, level: str, split_bytes: int | None = None, options: dict
 class PlannedRead:
     """A read planned in the driver (:func:`read_planned`): the DataFrame, the splits its tasks
     read (one task each) and the broadcast that ships them."""
-    frame: object
+    frame: pyspark_sql.DataFrame
     splits: list
-    shipped: object
+    shipped: pyspark.Broadcast
 
     def release(self) -> None:
         """Drop the shipped splits once nothing will compute ``frame`` again."""

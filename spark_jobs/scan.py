@@ -87,10 +87,21 @@ def scan(spark, paths, out: str, level: str = "batches", search: str | None = No
         raise ValueError(f"level must be one of {sorted(LEVEL_KINDS)}, not {level!r}")
     opts = dict(options or {})
     opts.pop("scanRecords", None)
-    kind = LEVEL_KINDS[level]
     reads = [read_planned(spark, paths, "scan", split_bytes, opts)]
-    scan_plan = plan_of(reads[0].splits)
     summary = reads[0].frame.persist()
+    try:
+        return _write_outputs(spark, paths, out, level, search, split_bytes, opts, progress, summary, reads)
+    finally:
+        summary.unpersist()
+        for r in reads:
+            r.release()
+
+
+def _write_outputs(spark, paths, out, level, search, split_bytes, opts, progress, summary, reads) -> ScanResult:
+    """:func:`scan`'s outputs from its cached ``summary`` (the first of its planned ``reads``; a
+    records read for the export or the search is added to them)."""
+    kind = LEVEL_KINDS[level]
+    scan_plan = plan_of(reads[0].splits)
     if level == "records":
         reads.append(read_planned(spark, paths, "records", split_bytes, opts))
         export = reads[-1].frame
@@ -108,35 +119,30 @@ def scan(spark, paths, out: str, level: str = "batches", search: str | None = No
         if watcher is not None:
             watcher.join()
             progress(scan_plan.splits, scan_plan.splits)
-    try:
-        anomalies = summary.where(F.col("rowKind") == "anomaly").select(
-            *[n for n, _ in SOURCE_COLUMNS + ROW_KINDS["anomaly"]]).persist()
-        if level != "anomalies":
-            anomalies.write.mode("overwrite").parquet(os.path.join(out, "anomalies"))
-        n_anomalies = anomalies.count()
-        anomalies.unpersist()
-        inv_df = inventory_of(summary).persist()
-        inv = [r.asDict() for r in inv_df.collect()]
-        inv_df.write.mode("overwrite").parquet(os.path.join(out, "inventory"))
-        inv_df.unpersist()
-        replicas_of(summary).write.mode("overwrite").parquet(os.path.join(out, "replicas"))
-        if level == "records":
-            written = spark.read.parquet(os.path.join(out, level)).count()
-        else:
-            written = sum(r["batches"] for r in inv) if level == "batches" else n_anomalies
-        hits = None
-        if search:
-            if level != "records":
-                reads.append(read_planned(spark, paths, "records", split_bytes, opts))
-            records = spark.read.parquet(os.path.join(out, "records")) if level == "records" else reads[-1].frame
-            found = matches(records, search).persist()
-            found.write.mode("overwrite").parquet(os.path.join(out, "search"))
-            hits = found.count()
-            found.unpersist()
-    finally:
-        summary.unpersist()
-        for r in reads:
-            r.release()
+    anomalies = summary.where(F.col("rowKind") == "anomaly").select(
+        *[n for n, _ in SOURCE_COLUMNS + ROW_KINDS["anomaly"]]).persist()
+    if level != "anomalies":
+        anomalies.write.mode("overwrite").parquet(os.path.join(out, "anomalies"))
+    n_anomalies = anomalies.count()
+    anomalies.unpersist()
+    inv_df = inventory_of(summary).persist()
+    inv = [r.asDict() for r in inv_df.collect()]
+    inv_df.write.mode("overwrite").parquet(os.path.join(out, "inventory"))
+    inv_df.unpersist()
+    replicas_of(summary).write.mode("overwrite").parquet(os.path.join(out, "replicas"))
+    if level == "records":
+        written = spark.read.parquet(os.path.join(out, level)).count()
+    else:
+        written = sum(r["batches"] for r in inv) if level == "batches" else n_anomalies
+    hits = None
+    if search:
+        if level != "records":
+            reads.append(read_planned(spark, paths, "records", split_bytes, opts))
+        records = spark.read.parquet(os.path.join(out, "records")) if level == "records" else reads[-1].frame
+        found = matches(records, search).persist()
+        found.write.mode("overwrite").parquet(os.path.join(out, "search"))
+        hits = found.count()
+        found.unpersist()
     return ScanResult(out, level, written, n_anomalies, hits, inv, scan_plan)
 
 
