@@ -279,10 +279,10 @@ def register(spark) -> None:
     spark.dataSource.register(spark_source.KafkaSegments)
 
 
-def _reader_options(spark, paths, level: str, split_bytes: int | None, options: dict | None) -> dict:
-    """The source options of a read: the level, the session's parallelism as ``minPartitions``, the
-    split size, the caller's options (which win), then the paths."""
-    out = {"level": level, "minPartitions": str(spark.sparkContext.defaultParallelism)}
+def reader_options(paths, level: str, split_bytes: int | None, options: dict | None, min_partitions: int) -> dict:
+    """The source options of a read: the level, ``minPartitions``, the split size, the caller's
+    options (which win), then the paths."""
+    out = {"level": level, "minPartitions": str(min_partitions)}
     if split_bytes:
         out["splitBytes"] = str(split_bytes)
     out.update({k: str(v) for k, v in (options or {}).items()})
@@ -290,11 +290,18 @@ def _reader_options(spark, paths, level: str, split_bytes: int | None, options: 
     return out
 
 
+def source_for(paths, level: str, split_bytes: int | None, options: dict | None, min_partitions: int):
+    """The ``kafka_segments`` source Spark would create for such a read, its options case-insensitive
+    as Spark gives them: for planning in the driver (:func:`read_planned`, ``kfx scan``'s plan)."""
+    return spark_source.KafkaSegments(pyspark_sql_datasource.CaseInsensitiveDict(
+        reader_options(paths, level, split_bytes, options, min_partitions)))
+
+
 def read(spark, paths, level: str, split_bytes: int | None = None, options: dict | None = None):
     """``paths`` read by ``kafka_segments`` at ``level``, with the source's ``options``; the scan is
     spread over at least the session's default parallelism.  The level's schema is given, so that
     Spark need not start a Python worker to ask the source for it."""
-    opts = _reader_options(spark, paths, level, split_bytes, options)
+    opts = reader_options(paths, level, split_bytes, options, spark.sparkContext.defaultParallelism)
     path = opts.pop("path")
     r = spark.read.format("kafka_segments").options(**opts)
     if level in records_schema.SOURCE_LEVELS:  # else the source says which levels there are
@@ -322,9 +329,7 @@ def read_planned(spark, paths, level: str, split_bytes: int | None = None, optio
     Python data source is created and planned in (two, and seconds of a short run's cold JVM:
     benchmarks/README.md, session 16).  ``kfx scan`` reads so; nothing is pushed into such a read
     (a ``where`` on it filters the rows read)."""
-    # options as a Python data source is given them (CaseInsensitiveDict)
-    source = spark_source.KafkaSegments(
-        pyspark_sql_datasource.CaseInsensitiveDict(_reader_options(spark, paths, level, split_bytes, options)))
+    source = source_for(paths, level, split_bytes, options, spark.sparkContext.defaultParallelism)
     schema = pyspark_sql_types.StructType.fromDDL(source.schema())
     reader = source.reader(schema)
     splits = reader.partitions()

@@ -17,13 +17,10 @@ from dataclasses import dataclass, field
 from pyspark.sql import functions as F
 
 from kafkaforensics.records.schema import ROW_KINDS, SOURCE_COLUMNS
-from spark_jobs.common import check_inputs, get_spark, job_arguments, read_planned, source_options
+from spark_jobs.common import check_inputs, get_spark, job_arguments, read_planned, source_for, source_options
 from spark_jobs.inventory import inventory_of, replicas_of
 from spark_jobs.search import matches
-from specs.lazy import lazy
 
-#: imported on first use (specs/lazy.py), where start-up must not pay for them
-spark_source = lazy("kafkaforensics.spark.spark_source", globals())
 
 #: each export level and the ``rowKind`` of its rows
 LEVEL_KINDS = {"batches": "batch", "records": "record", "anomalies": "anomaly"}
@@ -49,14 +46,11 @@ class ScanResult:
 
 
 def plan(paths, split_bytes=None, options=None, min_partitions=None) -> ScanPlan:
-    """The splits, segments and bytes a scan of ``paths`` reads (the source's own planning).
+    """The splits, segments and bytes a scan of ``paths`` reads (the source's own planning, with the
+    options a read gets).
     Raises :class:`~kafkaforensics.spark.storage.MissingInput` for an input with nothing at it."""
-    opts = {"path": ",".join(paths), **(options or {})}
-    if split_bytes:
-        opts["maxPartitionBytes"] = str(split_bytes)
-    if min_partitions:
-        opts["minPartitions"] = str(min_partitions)
-    return plan_of(spark_source.KafkaSegmentsReader(opts, "scan").partitions())
+    source = source_for(paths, "scan", split_bytes, options, min_partitions or os.cpu_count() or 1)
+    return plan_of(source.reader(None).partitions())
 
 
 def plan_of(splits) -> ScanPlan:

@@ -56,8 +56,10 @@ def test_a_read_planned_in_the_driver_gives_the_source_s_splits_and_rows(spark, 
     data source's, row for row and column for column, over a fleet with replicas, strays, a
     compressed bad-CRC batch and a broken frame: every level, windows, includeCorrupt, many splits."""
     from spark_jobs.common import read, read_planned
+    from spark_jobs.scan import plan, plan_of
     from tests.spark_fleet import T0, HOUR, build_fleet
     build_fleet(str(tmp_path))
+    paths = [str(tmp_path)]
     cases = [(level, {}) for level in ("batches", "records", "anomalies", "scan")] + [
         ("records", {"includeCorrupt": "true", "maxPartitionBytes": "4096"}),
         ("records", {"topics": "orders", "fromTimestamp": str(T0 + 5 * HOUR), "toTimestamp": str(T0 + 20 * HOUR)}),
@@ -70,8 +72,13 @@ def test_a_read_planned_in_the_driver_gives_the_source_s_splits_and_rows(spark, 
         assert len(planned.splits) == source.rdd.getNumPartitions(), (level, options)
         got, want = sorted(map(repr, planned.frame.collect())), sorted(map(repr, source.collect()))
         assert got and got == want, (level, options)
+        if level == "scan":  # kfx scan's plan (before Spark starts) is the one its read makes
+            assert plan(paths, None, options, spark.sparkContext.defaultParallelism) == plan_of(planned.splits)
         planned.release()
-    assert len(read_planned(spark, [str(tmp_path)], "records", options={"maxPartitionBytes": "4096"}).splits) > 4
+    assert len(read_planned(spark, paths, "records", options={"maxPartitionBytes": "4096"}).splits) > 4
+    # options are case-insensitive, as Spark gives them to a source
+    assert plan(paths, None, {"maxpartitionbytes": "4096"}) == plan(paths, None, {"maxPartitionBytes": "4096"})
+    assert plan(paths, None, {"maxpartitionbytes": "4096"}).splits > plan(paths).splits
 
 
 def test_records_level_equals_deep_dump(spark):
