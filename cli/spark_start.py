@@ -7,7 +7,9 @@
   new ones; it is refused unless ``--overwrite`` (then the earlier outputs are removed first).
 - :func:`quiet_start`: the driver JVM inherits this process's stderr and prints its start-up lines
   there ("Setting default log level", "Using incubator modules", native-hadoop); they are dropped,
-  everything else it writes (errors, Python workers' tracebacks) passes through.
+  everything else it writes (errors, Python workers' tracebacks) passes through.  Its stdout is
+  passed through a pipe too, so that the JVM, which outlives this process by its shutdown (most of
+  a second), does not hold a caller's pipe open: ``$(kfx scan ...)`` returns when kfx exits.
 """
 from __future__ import annotations
 
@@ -99,31 +101,40 @@ def clear_outputs(out: str) -> None:
             shutil.rmtree(path)
 
 
+def _forward(read_end: int, real, keep) -> None:
+    """Copy the lines of ``read_end`` to ``real`` (a file of this process's own), those ``keep`` takes."""
+    with os.fdopen(read_end, "rb") as pipe:
+        for line in pipe:
+            if keep(line):
+                try:
+                    real.write(line)
+                except OSError:
+                    return
+
+
 @contextlib.contextmanager
 def quiet_start(verbose: bool):
     """Start Spark inside this block: the JVM it starts gets a stderr that drops :data:`NOISE` (all of
-    its lines pass with ``verbose``); this process's own stderr is restored on leaving."""
+    its lines pass with ``verbose``) and a stdout that passes everything; this process's own stdout and
+    stderr are restored on leaving."""
     if verbose:
         yield
         return
+    sys.stdout.flush()
     sys.stderr.flush()
-    read_end, write_end = os.pipe()
-    saved = os.dup(2)
-    os.dup2(write_end, 2)
-    os.close(write_end)
-    real = os.fdopen(saved, "wb", buffering=0)
-
-    def forward():
-        with os.fdopen(read_end, "rb") as pipe:
-            for line in pipe:
-                if not NOISE.match(line.decode("utf-8", "replace")):
-                    try:
-                        real.write(line)
-                    except OSError:
-                        return
-    threading.Thread(target=forward, name="kfx-spark-stderr", daemon=True).start()
+    saved = {}
+    for fd, keep in ((1, lambda line: True), (2, lambda line: not NOISE.match(line.decode("utf-8", "replace")))):
+        read_end, write_end = os.pipe()
+        saved[fd] = os.dup(fd)
+        os.dup2(write_end, fd)
+        os.close(write_end)
+        real = os.fdopen(os.dup(saved[fd]), "wb", buffering=0)
+        threading.Thread(target=_forward, args=(read_end, real, keep), name=f"kfx-spark-fd{fd}", daemon=True).start()
     try:
         yield
     finally:
+        sys.stdout.flush()
         sys.stderr.flush()
-        os.dup2(saved, 2)  # this process writes to its own stderr again; the JVM keeps the filter
+        for fd, was in saved.items():  # this process writes to its own again; the JVM keeps the pipes
+            os.dup2(was, fd)
+            os.close(was)

@@ -22,10 +22,12 @@ records_builder = lazy("kafkaforensics.records.builder", globals())
 records_schema = lazy("kafkaforensics.records.schema", globals())
 spark_source = lazy("kafkaforensics.spark.spark_source", globals())
 spark_storage = lazy("kafkaforensics.spark.storage", globals())
+pyarrow = lazy("pyarrow", globals())
 pyspark = lazy("pyspark", globals())
 pyspark_sql = lazy("pyspark.sql", globals())
 pyspark_sql_datasource = lazy("pyspark.sql.datasource", globals())
 pyspark_sql_types = lazy("pyspark.sql.types", globals())
+pyspark_sql_pandas_types = lazy("pyspark.sql.pandas.types", globals())
 spark_jobs_scan = lazy("spark_jobs.scan", globals())
 
 
@@ -37,6 +39,11 @@ SHORT_RUN_BYTES = 256 << 20
 #: stage's code is generated and compiled and adaptive execution re-plans after every shuffle
 #: (measured on the sample fleet's `kfx scan`: benchmarks/README.md, session 15)
 SHORT_RUN_SQL_CONF = {"spark.sql.codegen.wholeStage": "false", "spark.sql.adaptive.enabled": "false"}
+#: a planned read of at most this many bytes of segments, on a local master, is read in the driver's
+#: Python and handed to Spark as one Arrow table (``read_planned``): no Python worker starts for it,
+#: and ``kfx scan`` computes the views of such a summary in pyarrow (spark_jobs/inventory.py), without
+#: a Spark job (benchmarks/README.md, session 17); its memory is that table's, a few times these bytes
+DRIVER_READ_BYTES = 32 << 20
 
 
 def class_archive_path() -> str | None:
@@ -311,28 +318,50 @@ def read(spark, paths, level: str, split_bytes: int | None = None, options: dict
 
 @dataclass
 class PlannedRead:
-    """A read planned in the driver (:func:`read_planned`): the DataFrame, the splits its tasks
-    read (one task each) and the broadcast that ships them."""
+    """A read planned in the driver (:func:`read_planned`): the DataFrame, the splits, and either
+    the broadcast that ships them to the tasks that read them (one task each) or, for a read done in
+    the driver, the Arrow table it read."""
     frame: pyspark_sql.DataFrame
     splits: list
-    shipped: pyspark.Broadcast
+    shipped: pyspark.Broadcast | None = None
+    table: pyarrow.Table | None = None
 
     def release(self) -> None:
         """Drop the shipped splits once nothing will compute ``frame`` again."""
-        self.shipped.destroy()
+        if self.shipped is not None:
+            self.shipped.destroy()
 
 
-def read_planned(spark, paths, level: str, split_bytes: int | None = None, options: dict | None = None) -> PlannedRead:
+def frame_of(spark, table, schema=None):
+    """An Arrow table held in the driver as a DataFrame (``schema``: its Spark schema, else the one its
+    Arrow schema says); pyspark refuses an empty table as Arrow, so that one is made from no rows."""
+    if table.num_rows == 0:
+        return spark.createDataFrame([], schema or pyspark_sql_pandas_types.from_arrow_schema(table.schema))
+    return spark.createDataFrame(table, schema)
+
+
+def segment_bytes(splits) -> int:
+    """The bytes of segments ``splits`` read."""
+    return sum(p.bytes for s in splits for p in s.pieces if p.kind == "segment")
+
+
+def read_planned(spark, paths, level: str, split_bytes: int | None = None, options: dict | None = None,
+                 driver_bytes: int = 0) -> PlannedRead:
     """``paths`` read at ``level`` as :func:`read` reads them -- the same source, options, splits and
     rows (``tests/test_spark.py`` proves them equal) -- but planned here, in the driver's Python, and
     read by ``mapInArrow`` over the split numbers: Spark starts none of the Python processes a
     Python data source is created and planned in (two, and seconds of a short run's cold JVM:
-    benchmarks/README.md, session 16).  ``kfx scan`` reads so; nothing is pushed into such a read
-    (a ``where`` on it filters the rows read)."""
+    benchmarks/README.md, session 16).  On a local master, splits of at most ``driver_bytes`` of
+    segments are read here, by the same reader, into one Arrow table the frame is made from: no
+    Python worker at all.  ``kfx scan`` reads so; nothing is pushed into such a read (a ``where`` on
+    it filters the rows read)."""
     source = source_for(paths, level, split_bytes, options, spark.sparkContext.defaultParallelism)
     schema = pyspark_sql_types.StructType.fromDDL(source.schema())
     reader = source.reader(schema)
     splits = reader.partitions()
+    if spark.sparkContext.master.startswith("local") and segment_bytes(splits) <= driver_bytes:
+        table = pyarrow.Table.from_batches([b for s in splits for b in reader.read(s)], schema=reader.arrow_schema())
+        return PlannedRead(frame_of(spark, table, schema), splits, table=table)
     shipped = spark.sparkContext.broadcast([pickle.dumps(s) for s in splits])
     frame = spark.range(0, len(splits), 1, len(splits)).mapInArrow(spark_source.SplitReads(reader, shipped), schema)
     return PlannedRead(frame, splits, shipped)

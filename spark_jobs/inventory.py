@@ -1,6 +1,9 @@
 """Fleet inventory: one row per log dir and partition (empty partitions included) -- where it is
 (cluster, broker, log dir), its offsets, time span, bytes, codecs, producers and damage -- and a
 replica view comparing the copies of each partition across log dirs (never summing them).
+Each view is here twice: in Spark SQL (``inventory_of``, ``replicas_of``: any fleet, any cluster)
+and in pyarrow (``inventory_table``, ``replicas_table``: a short scan's rows held in the driver, with
+no Spark job at all); ``tests/test_spark_views.py`` proves the two equal, row for row.
 
     spark-submit spark_jobs/inventory.py --out s3a://bucket/reports/inventory s3a://bucket/kafka-logs
 
@@ -10,6 +13,8 @@ from __future__ import annotations
 
 import sys
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
 from spark_jobs.common import check_inputs, get_spark, job_arguments, read, sorted_small, source_options
@@ -18,6 +23,9 @@ from spark_jobs.common import check_inputs, get_spark, job_arguments, read, sort
 WHERE = ("clusterId", "brokerId", "logDir", "topic", "partition")
 #: anomalies with no record behind them in a batch row (records the batches count never held)
 _BATCH_ANOMALIES = ("crc-mismatch", "undecodable-records")
+#: the order of the inventory's and the replica view's rows (ascending, nulls first, as Spark sorts)
+INVENTORY_ORDER = ("topic", "partition", "clusterId", "brokerId", "logDir")
+REPLICAS_ORDER = ("topic", "partition", "clusterId")
 
 
 def inventory_of(rows, *extra):
@@ -50,7 +58,7 @@ def inventory_of(rows, *extra):
         F.coalesce(F.sum(F.when(anomaly, F.col("bytesNotRead"))), F.lit(0)).cast("bigint").alias("bytesNotRead"),
         F.count(F.when(anomaly & (F.col("kind") == "stray-file"), 1)).alias("strayFiles"),
         *extra,
-    ), "topic", "partition", "clusterId", "brokerId", "logDir")
+    ), *INVENTORY_ORDER)
 
 
 def replicas_of(rows):
@@ -90,7 +98,141 @@ def replicas_of(rows):
     return sorted_small(out.withColumn("summary", summary)
                         .select("clusterId", "topic", "partition", "replicas", "logDirs", "brokerIds", "commonFrom",
                                 "equalUpTo", "divergesAt", "minLastOffset", "maxLastOffset", "summary"),
-                        "topic", "partition", "clusterId")
+                        *REPLICAS_ORDER)
+
+def _when(cond, values):
+    """``values`` where ``cond`` is true, else null: Spark's ``F.when`` without ``otherwise``."""
+    if not isinstance(values, (pa.Array, pa.ChunkedArray)):
+        values = pa.scalar(values, pa.int64())
+    return pc.if_else(cond, values, pa.scalar(None, values.type))
+
+
+def _sorted_lists(lists):
+    """Each list of ``lists`` sorted ascending (Spark's ``sort_array``), vectorised."""
+    lists = lists.combine_chunks() if isinstance(lists, pa.ChunkedArray) else lists
+    values, parents = pc.list_flatten(lists), pc.list_parent_indices(lists)
+    order = pc.sort_indices(pa.table({"p": parents, "v": values}), sort_keys=[("p", "ascending"), ("v", "ascending")])
+    offsets = pa.array([0] + pc.cumulative_sum(pc.list_value_length(lists)).to_pylist(), pa.int32()) \
+        if len(lists) else pa.array([0], pa.int32())
+    return pa.ListArray.from_arrays(offsets, values.take(order))
+
+
+def _in_order(table: pa.Table, order) -> pa.Table:
+    """``table`` sorted as :func:`~spark_jobs.common.sorted_small` sorts (ascending, nulls first)."""
+    return table.take(pc.sort_indices(table, sort_keys=[(k, "ascending", "at_start") for k in order]))
+
+
+def _as_spark_plans_it(table: pa.Table, required) -> pa.Table:
+    """``table`` with the nullability Spark's plan of the same view gives it (so that both write one
+    Parquet schema): the ``required`` columns and every list's items are never null."""
+    fields = []
+    for f in table.schema:
+        t = f.type
+        if pa.types.is_list(t):
+            t = pa.list_(pa.field(t.value_field.name, t.value_type, nullable=False))
+        fields.append(pa.field(f.name, t, nullable=f.name not in required))
+    return table.cast(pa.schema(fields))
+
+
+def _renamed(table: pa.Table, names: dict) -> pa.Table:
+    return table.rename_columns([names.get(n, n) for n in table.column_names])
+
+
+def inventory_table(rows: pa.Table) -> pa.Table:
+    """:func:`inventory_of` over ``scan``-level rows held in the driver (a short scan's summary),
+    in pyarrow: the same rows, values and order; no Spark job."""
+    rows = rows.filter(pc.invert(pc.and_(pc.is_null(rows["topic"]), pc.equal(rows["rowKind"], "anomaly"))))
+    col = rows.column
+    batch, anomaly = pc.equal(col("rowKind"), "batch"), pc.equal(col("rowKind"), "anomaly")
+    parts = {k: col(k) for k in WHERE}
+    parts.update({
+        "segments": _when(pc.or_(batch, pc.and_(anomaly, pc.is_valid(col("position")))), col("file")),
+        "batches": _when(batch, 1),
+        "records": _when(batch, col("count")),
+        "notExported": _when(pc.and_(anomaly, pc.is_in(col("kind"), pa.array(_BATCH_ANOMALIES))), col("recordsNotRead")),
+        "firstOffset": _when(batch, col("baseOffset")),
+        "lastOffset": _when(batch, col("lastOffset")),
+        "firstTimestamp": _when(pc.and_(batch, pc.greater_equal(col("firstTimestamp"), 0)), col("firstTimestamp")),
+        "lastTimestamp": _when(batch, col("maxTimestamp")),
+        "bytes": _when(batch, col("size")),
+        "codecs": _when(batch, col("compression")),
+        "producers": _when(pc.and_(batch, pc.greater_equal(col("producerId"), 0)), col("producerId")),
+        "transactionalBatches": _when(pc.and_(pc.and_(batch, col("isTransactional")), pc.invert(col("isControl"))), 1),
+        "anomalies": _when(anomaly, 1),
+        "bytesNotRead": _when(anomaly, col("bytesNotRead")),
+        "strayFiles": _when(pc.and_(anomaly, pc.equal(col("kind"), "stray-file")), 1),
+    })
+    how = {"segments": "count_distinct", "batches": "count", "records": "sum", "notExported": "sum",
+           "firstOffset": "min", "lastOffset": "max", "firstTimestamp": "min", "lastTimestamp": "max",
+           "bytes": "sum", "codecs": "distinct", "producers": "count_distinct", "transactionalBatches": "count",
+           "anomalies": "count", "bytesNotRead": "sum", "strayFiles": "count"}
+    g = pa.table(parts).group_by(list(WHERE), use_threads=False).aggregate(list(how.items()))
+    g = _renamed(g, {f"{n}_{f}": n for n, f in how.items()})
+
+    def total(name):
+        return pc.cast(pc.coalesce(g[name], 0), pa.int64())
+    out = {k: g[k] for k in WHERE}
+    for name in how:
+        out[name] = g[name]
+    out["records"] = pc.subtract(total("records"), total("notExported"))
+    out["bytes"], out["bytesNotRead"] = total("bytes"), total("bytesNotRead")
+    out["codecs"] = _sorted_lists(g["codecs"])
+    del out["notExported"]
+    return _as_spark_plans_it(_in_order(pa.table(out), INVENTORY_ORDER),
+                              ("segments", "batches", "records", "bytes", "codecs", "producers",
+                               "transactionalBatches", "anomalies", "bytesNotRead", "strayFiles"))
+
+
+def replicas_table(rows: pa.Table) -> pa.Table:
+    """:func:`replicas_of` over ``scan``-level rows held in the driver, in pyarrow: the same rows,
+    values and order; no Spark job."""
+    keys = ["_cluster", "topic", "partition"]
+    rows = rows.filter(pc.is_valid(rows["topic"]))
+    rows = rows.append_column("_cluster", pc.coalesce(rows["clusterId"], ""))
+    kind = rows["rowKind"]
+    copies = rows.filter(pc.equal(kind, "partition")).group_by(keys, use_threads=False).aggregate(
+        [("clusterId", "count"), ("logDir", "count_distinct"), ("logDir", "distinct"), ("brokerId", "distinct")])
+    lists = {"logDirs": _sorted_lists(copies["logDir_distinct"]), "brokerIds": _sorted_lists(copies["brokerId_distinct"])}
+    copies = pa.table({**{k: copies[k] for k in keys},   # lists are no join's payload: taken by "_copy" after
+                       "clusterId": _when(pc.greater(copies["clusterId_count"], 0), copies["_cluster"]),
+                       "replicas": copies["logDir_count_distinct"], "_copy": pa.array(range(copies.num_rows), pa.int64())})
+    good = rows.filter(pc.and_kleene(pc.equal(kind, "batch"), rows["crcValid"])).select(
+        keys + ["logDir", "baseOffset", "lastOffset", "crc"])
+    per_copy = good.group_by(keys + ["logDir"], use_threads=False).aggregate(
+        [("baseOffset", "min"), ("lastOffset", "max")])
+    span = _renamed(per_copy.group_by(keys, use_threads=False).aggregate(
+        [("baseOffset_min", "max"), ("lastOffset_max", "min"), ("lastOffset_max", "max")]),
+        {"baseOffset_min_max": "commonFrom", "lastOffset_max_min": "minLastOffset",
+         "lastOffset_max_max": "maxLastOffset"})
+    agree = _renamed(good.group_by(keys + ["baseOffset", "lastOffset", "crc"], use_threads=False).aggregate(
+        [("logDir", "count_distinct")]), {"logDir_count_distinct": "holders"})
+    agree = agree.join(copies.select(keys + ["replicas"]), keys).join(span.select(keys + ["commonFrom"]), keys)
+    agree = agree.filter(pc.greater_equal(agree["baseOffset"], agree["commonFrom"]))
+    lacking = agree.filter(pc.less(agree["holders"], agree["replicas"]))
+    diverge = _renamed(lacking.group_by(keys, use_threads=False).aggregate([("baseOffset", "min")]),
+                       {"baseOffset_min": "divergesAt"})
+    held = agree.filter(pc.equal(agree["holders"], agree["replicas"])).join(diverge, keys, join_type="left outer")
+    held = held.filter(pc.or_kleene(pc.is_null(held["divergesAt"]), pc.less(held["baseOffset"], held["divergesAt"])))
+    equal = _renamed(held.group_by(keys, use_threads=False).aggregate([("lastOffset", "max")]),
+                     {"lastOffset_max": "equalUpTo"})
+    out = (copies.join(span, keys, join_type="left outer").join(diverge, keys, join_type="left outer")
+           .join(equal, keys, join_type="left outer"))
+    for name, values in lists.items():
+        out = out.append_column(name, values.take(out["_copy"]))
+    n = pc.cast(out["replicas"], pa.string())
+
+    def said(*parts):
+        return pc.binary_join_element_wise(*parts, "")
+    summary = pc.case_when(
+        pc.make_struct(pc.is_null(out["commonFrom"]), pc.equal(out["replicas"], 1), pc.is_null(out["divergesAt"]),
+                       pc.is_null(out["equalUpTo"])),
+        said(n, " replica(s), no batches"), "1 replica", said(n, " replicas, identical"),
+        said(n, " replicas, differ from offset ", pc.cast(out["divergesAt"], pa.string())),
+        said(n, " replicas, equal up to offset ", pc.cast(out["equalUpTo"], pa.string())))
+    out = out.append_column("summary", summary)
+    out = out.select(["clusterId", "topic", "partition", "replicas", "logDirs", "brokerIds", "commonFrom",
+                      "equalUpTo", "divergesAt", "minLastOffset", "maxLastOffset", "summary"])
+    return _as_spark_plans_it(_in_order(out, REPLICAS_ORDER), ("replicas", "logDirs", "brokerIds"))
 
 
 def inventory(spark, paths, split_bytes=None, options=None):

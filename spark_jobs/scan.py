@@ -4,7 +4,9 @@ with a pattern, the search hits -- all Parquet.  Its summary (batches, anomalies
 is one read, cached (one row a batch: memory bounded by the batch count, not the bytes); a
 records export is a second read straight into Parquet, and search runs over what that wrote.
 Each read is planned here, in the driver (``common.read_planned``), not by Spark's Python data
-source machinery: the same splits and rows, two Python processes fewer.
+source machinery: the same splits and rows, two Python processes fewer.  A short scan on a local
+master (up to ``common.DRIVER_READ_BYTES``) is read in the driver and its inventory and replica view
+computed there in pyarrow: Spark only writes its outputs.
 
     spark-submit spark_jobs/scan.py --level records --search 'order-42' --out s3a://bucket/scan s3a://bucket/kafka-logs
 """
@@ -14,11 +16,13 @@ import os
 import threading
 from dataclasses import dataclass, field
 
+import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
 from kafkaforensics.records.schema import ROW_KINDS, SOURCE_COLUMNS
-from spark_jobs.common import check_inputs, get_spark, job_arguments, read_planned, source_for, source_options
-from spark_jobs.inventory import inventory_of, replicas_of
+from spark_jobs.common import (DRIVER_READ_BYTES, check_inputs, frame_of, get_spark, job_arguments, read_planned,
+                               segment_bytes, source_for, source_options)
+from spark_jobs.inventory import inventory_of, inventory_table, replicas_of, replicas_table
 from spark_jobs.search import matches
 
 
@@ -55,8 +59,8 @@ def plan(paths, split_bytes=None, options=None, min_partitions=None) -> ScanPlan
 
 def plan_of(splits) -> ScanPlan:
     """The splits, segments and bytes of a scan's splits."""
-    pieces = [p for s in splits for p in s.pieces if p.kind == "segment"]
-    return ScanPlan(sum(1 for s in splits if s.pieces), len({p.uri for p in pieces}), sum(p.bytes for p in pieces))
+    segments = {p.uri for s in splits for p in s.pieces if p.kind == "segment"}
+    return ScanPlan(sum(1 for s in splits if s.pieces), len(segments), segment_bytes(splits))
 
 
 def _watch(spark, total_tasks: int, progress, stop: threading.Event) -> None:
@@ -72,32 +76,46 @@ def _watch(spark, total_tasks: int, progress, stop: threading.Event) -> None:
 
 
 def scan(spark, paths, out: str, level: str = "batches", search: str | None = None, split_bytes=None,
-         options: dict | None = None, progress=None) -> ScanResult:
+         options: dict | None = None, progress=None, driver_bytes: int = DRIVER_READ_BYTES) -> ScanResult:
     """Scan ``paths`` and write ``out/<level>``, ``out/inventory``, ``out/replicas``,
     ``out/anomalies`` and, with a ``search`` pattern, ``out/search`` (Parquet).  ``options`` are
     source options (a window among them).  ``progress(done_splits, total_splits)`` is called while
-    the export is written."""
+    the export is written.  On a local master, a read of at most ``driver_bytes`` of segments is
+    done in the driver (0: every read by Spark's tasks; the outputs are the same)."""
     if level not in LEVEL_KINDS:
         raise ValueError(f"level must be one of {sorted(LEVEL_KINDS)}, not {level!r}")
     opts = dict(options or {})
     opts.pop("scanRecords", None)
-    reads = [read_planned(spark, paths, "scan", split_bytes, opts)]
-    summary = reads[0].frame.persist()
+    reads = [read_planned(spark, paths, "scan", split_bytes, opts, driver_bytes)]
+    summary = reads[0].frame if reads[0].table is not None else reads[0].frame.persist()
     try:
-        return _write_outputs(spark, paths, out, level, search, split_bytes, opts, progress, summary, reads)
+        return _write_outputs(spark, paths, out, level, search, (split_bytes, opts, driver_bytes), progress,
+                              summary, reads)
     finally:
         summary.unpersist()
         for r in reads:
             r.release()
 
 
-def _write_outputs(spark, paths, out, level, search, split_bytes, opts, progress, summary, reads) -> ScanResult:
-    """:func:`scan`'s outputs from its cached ``summary`` (the first of its planned ``reads``; a
-    records read for the export or the search is added to them)."""
+def _views(spark, summary, held):
+    """The inventory's and the replica view's frames of the ``summary``, and the inventory's rows:
+    computed in pyarrow when the summary is ``held`` in the driver (an Arrow table), else by Spark."""
+    if held is None:
+        inv_df = inventory_of(summary).persist()
+        return inv_df, replicas_of(summary), [r.asDict() for r in inv_df.collect()]
+    inv, rep = inventory_table(held), replicas_table(held)
+    return frame_of(spark, inv).coalesce(1), frame_of(spark, rep).coalesce(1), inv.to_pylist()
+
+
+def _write_outputs(spark, paths, out, level, search, how, progress, summary, reads) -> ScanResult:
+    """:func:`scan`'s outputs from its ``summary`` (the first of its planned ``reads``, cached or held
+    in the driver; a records read for the export or the search is added to them), each read as
+    ``how`` = (split bytes, options, driver bytes) say."""
     kind = LEVEL_KINDS[level]
     scan_plan = plan_of(reads[0].splits)
+    held = reads[0].table
     if level == "records":
-        reads.append(read_planned(spark, paths, "records", split_bytes, opts))
+        reads.append(read_planned(spark, paths, "records", *how))
         export = reads[-1].frame
     else:
         export = summary.where(F.col("rowKind") == kind).select(*[n for n, _ in SOURCE_COLUMNS + ROW_KINDS[kind]])
@@ -114,25 +132,32 @@ def _write_outputs(spark, paths, out, level, search, split_bytes, opts, progress
             watcher.join()
             progress(scan_plan.splits, scan_plan.splits)
     anomalies = summary.where(F.col("rowKind") == "anomaly").select(
-        *[n for n, _ in SOURCE_COLUMNS + ROW_KINDS["anomaly"]]).persist()
+        *[n for n, _ in SOURCE_COLUMNS + ROW_KINDS["anomaly"]])
+    if held is not None:
+        n_anomalies = pc.sum(pc.equal(held["rowKind"], "anomaly")).as_py() or 0
+    else:
+        anomalies = anomalies.persist()
+        n_anomalies = anomalies.count()
     if level != "anomalies":
         anomalies.write.mode("overwrite").parquet(os.path.join(out, "anomalies"))
-    n_anomalies = anomalies.count()
     anomalies.unpersist()
-    inv_df = inventory_of(summary).persist()
-    inv = [r.asDict() for r in inv_df.collect()]
+    inv_df, rep_df, inv = _views(spark, summary, held)
     inv_df.write.mode("overwrite").parquet(os.path.join(out, "inventory"))
     inv_df.unpersist()
-    replicas_of(summary).write.mode("overwrite").parquet(os.path.join(out, "replicas"))
+    rep_df.write.mode("overwrite").parquet(os.path.join(out, "replicas"))
     if level == "records":
-        written = spark.read.parquet(os.path.join(out, level)).count()
+        done = reads[-1].table
+        written = done.num_rows if done is not None else spark.read.parquet(os.path.join(out, level)).count()
     else:
         written = sum(r["batches"] for r in inv) if level == "batches" else n_anomalies
     hits = None
     if search:
         if level != "records":
-            reads.append(read_planned(spark, paths, "records", split_bytes, opts))
-        records = spark.read.parquet(os.path.join(out, "records")) if level == "records" else reads[-1].frame
+            reads.append(read_planned(spark, paths, "records", *how))
+        if level == "records" and reads[-1].table is None:  # read back, not read again
+            records = spark.read.parquet(os.path.join(out, "records"))
+        else:
+            records = reads[-1].frame
         found = matches(records, search).persist()
         found.write.mode("overwrite").parquet(os.path.join(out, "search"))
         hits = found.count()

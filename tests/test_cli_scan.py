@@ -98,3 +98,35 @@ def test_a_real_scan_prints_no_spark_start_up_lines(tmp_path):
     assert sorted(os.listdir(out)) == ["anomalies", "batches", "inventory", "replicas"]
     again = _scan(dict(os.environ, PYTHONPATH=ROOT), SAMPLE, "--out", out)
     assert again.returncode == 2 and "is not empty" in again.stderr
+
+
+def _holders(pipe_fd: int) -> list:
+    """The pids, other than this one, holding an end of the pipe ``pipe_fd`` is one end of."""
+    link = f"pipe:[{os.fstat(pipe_fd).st_ino}]"
+    held = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        if int(pid) == os.getpid():
+            continue
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+            if any(os.readlink(f"/proc/{pid}/fd/{fd}") == link for fd in fds):
+                held.append(int(pid))
+        except OSError:  # gone, or not ours to read
+            continue
+    return held
+
+
+def test_the_driver_jvm_does_not_hold_the_caller_s_pipe_after_kfx_exits(tmp_path):
+    """The JVM outlives kfx by its shutdown; a caller reading kfx's output to its end (``$(kfx scan)``,
+    ``capture_output``) must not wait for it: no process but this one holds kfx's stdout pipe once kfx
+    has exited."""
+    proc = subprocess.Popen([sys.executable, "-m", "cli.main", "scan", SAMPLE, "--out", str(tmp_path / "out"),
+                             "--master", "local[1]"], cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT),
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        assert proc.wait(300) == 0
+        assert _holders(proc.stdout.fileno()) == []
+        assert b"batches rows" in proc.stdout.read()
+    finally:
+        proc.kill()
+        proc.stdout.close()

@@ -392,7 +392,8 @@ class KafkaSegmentsReader(DataSourceReader):
                 "position": p.position + shift if p.position is not None else None,
                 "bytesNotRead": lost, "batchesNotRead": None if lost else 0, "recordsNotRead": records}
 
-    def _arrow_schema(self):
+    def arrow_schema(self):
+        """The Arrow schema of the batches :meth:`read` yields."""
         if self._schema is None:
             self._schema = to_arrow_schema(self.spark_schema, timezone="UTC")
         return self._schema
@@ -426,7 +427,7 @@ class KafkaSegmentsReader(DataSourceReader):
             yield self._columns_arrow(cols, RunBatches.of_batches(run, crc))
 
     def _columns_arrow(self, cols, table: RunBatches):
-        schema = self._arrow_schema()
+        schema = self.arrow_schema()
         n, which = len(cols), cols.batch
         types = {f.name: f.type for f in schema}
         file = table.file[which]
@@ -485,7 +486,7 @@ class KafkaSegmentsReader(DataSourceReader):
     def _arrow(self, rows):
         """Batch, anomaly and partition rows (dicts by column name) as one Arrow record batch; a
         column a row does not have is null."""
-        return pa.RecordBatch.from_pylist(rows, schema=self._arrow_schema())
+        return pa.RecordBatch.from_pylist(rows, schema=self.arrow_schema())
 
     def _not_exported(self, b) -> tuple[str, int | None]:
         """Why the records of bad-CRC batch ``b`` are not exported ('' when they are), and how many."""

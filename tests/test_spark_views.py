@@ -1,0 +1,104 @@
+"""A short `kfx scan` is read in the driver and its views computed in pyarrow: proven equal to the
+Spark path -- the views' Spark SQL against their pyarrow twins over hypothesis-made scan rows, and
+whole scans of the test fleet both ways, every output read back by pyarrow."""
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafkaforensics.records.schema import SOURCE_LEVELS, spark_ddl
+from spark_jobs.common import frame_of, read_planned
+from spark_jobs.inventory import inventory_of, inventory_table, replicas_of, replicas_table
+from spark_jobs.scan import scan
+from tests.spark_fleet import build_fleet
+from tests.test_spark import spark  # noqa: F401  (the session fixture)
+
+#: small domains, so that copies of a partition, equal and differing batches, and null ids meet
+LOG_DIRS = ("/a/kafka-logs", "/b/kafka-logs", "/c/kafka-logs")
+CLUSTERS = (None, "", "q1Sh-9_ISia_zwGINzRvyQ")
+TOPICS = ("orders", "payments")
+
+
+@st.composite
+def scan_rows(draw):
+    """Scan-level rows as the source gives them: a partition row per copy, batch rows (good and bad
+    CRCs, replicated or not), anomalies (with and without a topic, records not exported or not)."""
+    rows = []
+    copies = draw(st.lists(st.tuples(st.sampled_from(LOG_DIRS), st.sampled_from(CLUSTERS), st.sampled_from(TOPICS),
+                                     st.integers(0, 1)), min_size=0, max_size=6, unique_by=lambda c: c[0] + c[2] + str(c[3])))
+    for log_dir, cluster, topic, partition in copies:
+        where = {"logDir": log_dir, "brokerId": draw(st.sampled_from((None, 1, 2))), "clusterId": cluster,
+                 "topic": topic, "partition": partition}
+        rows.append({**where, "file": f"{log_dir}/{topic}-{partition}", "rowKind": "partition"})
+        for i in range(draw(st.integers(0, 6))):
+            base = draw(st.integers(0, 4)) * 10
+            rows.append({**where, "file": f"{log_dir}/{topic}-{partition}/{draw(st.sampled_from((0, 20))):020d}.log",
+                         "rowKind": "batch", "baseOffset": base, "lastOffset": base + 9, "count": 10,
+                         "position": i * 100, "size": 100, "crc": draw(st.sampled_from((7, 8))),
+                         "crcValid": draw(st.sampled_from((True, True, False))),
+                         "compression": draw(st.sampled_from(("none", "gzip", "zstd"))),
+                         "isTransactional": draw(st.booleans()), "isControl": draw(st.booleans()),
+                         "producerId": draw(st.sampled_from((-1, 5, 6))),
+                         "firstTimestamp": draw(st.sampled_from((-1, 1000, 2000))), "maxTimestamp": 3000})
+        for _ in range(draw(st.integers(0, 2))):
+            kind = draw(st.sampled_from(("crc-mismatch", "undecodable-records", "torn-tail", "stray-file")))
+            rows.append({**where, "file": f"{log_dir}/{topic}-{partition}/x.log", "rowKind": "anomaly", "kind": kind,
+                         "position": draw(st.sampled_from((None, 40))), "bytesNotRead": draw(st.integers(0, 99)),
+                         "recordsNotRead": draw(st.sampled_from((None, 3)))})
+    for _ in range(draw(st.integers(0, 1))):  # a log dir's own anomaly: no topic
+        rows.append({"logDir": LOG_DIRS[0], "file": LOG_DIRS[0] + "/notes.txt", "rowKind": "anomaly",
+                     "kind": "stray-file", "bytesNotRead": 5})
+    return rows
+
+
+def _arrow(spark, rows):  # noqa: F811
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import StructType
+    schema = StructType.fromDDL(spark_ddl(SOURCE_LEVELS["scan"]))
+    return pa.Table.from_pylist(rows, schema=to_arrow_schema(schema, timezone="UTC")), schema
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                  HealthCheck.too_slow])
+@given(rows=scan_rows())
+def test_the_views_in_pyarrow_equal_the_views_in_spark(spark, rows):  # noqa: F811
+    table, schema = _arrow(spark, rows)
+    frame = frame_of(spark, table, schema)
+    for of_spark, of_arrow in ((inventory_of, inventory_table), (replicas_of, replicas_table)):
+        want = of_spark(frame)
+        got = of_arrow(table)
+        assert frame_of(spark, got).schema == want.schema, of_arrow.__name__
+        assert got.to_pylist() == [r.asDict() for r in want.collect()], of_arrow.__name__
+
+
+def _outputs(out):
+    """Every output of a scan, read back by pyarrow: (schema, rows sorted)."""
+    got = {}
+    for name in sorted(os.listdir(out)):
+        t = pq.read_table(os.path.join(out, name))
+        got[name] = (t.schema.remove_metadata(), sorted(map(repr, t.to_pylist())))
+    return got
+
+
+@pytest.mark.parametrize("level", ["records", "batches"])
+def test_a_scan_read_in_the_driver_writes_what_spark_s_tasks_write(spark, tmp_path, level):  # noqa: F811
+    root = str(tmp_path / "fleet")
+    build_fleet(root)
+    opts = {"includeCorrupt": "true"}
+    held = read_planned(spark, [root], "scan", options=opts, driver_bytes=1 << 30)
+    tasks = read_planned(spark, [root], "scan", options=opts)
+    assert held.table is not None and tasks.table is None and tasks.shipped is not None
+    tasks.release()
+    both = {}
+    for name, limit in (("driver", 1 << 30), ("tasks", 0)):
+        r = scan(spark, [root], str(tmp_path / name), level, search="value-9", options=opts, driver_bytes=limit)
+        both[name] = (r.rows, r.anomalies, r.hits, r.inventory, r.plan, _outputs(str(tmp_path / name)))
+    assert both["driver"] == both["tasks"]
+    rows, anomalies, hits, inventory, _plan, outputs = both["driver"]
+    assert rows and anomalies and hits and inventory
+    assert set(outputs) == {level, "anomalies", "inventory", "replicas", "search"}
+    for name in ("inventory", "replicas"):  # one file each, as sorted_small writes them
+        assert len([f for f in os.listdir(tmp_path / "driver" / name) if f.endswith(".parquet")]) == 1
