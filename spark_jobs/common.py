@@ -4,12 +4,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import importlib
 import os
 import pickle
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -118,10 +120,29 @@ def session_conf(short_run: bool, conf: dict | None = None) -> dict:
     return {**(SHORT_RUN_SQL_CONF if short_run else {}), **(conf or {})}
 
 
+#: what pyspark imports at its first call into a new JVM (py4j asks its numpy converter, which imports
+#: ``pyspark.testing.utils``, which imports pandas): most of a second, imported beside the JVM's start
+#: instead of after it
+_IMPORTED_AT_FIRST_CALL = "pyspark.testing.utils"
+
+
+def _import_while_the_jvm_starts() -> None:
+    """Import :data:`_IMPORTED_AT_FIRST_CALL` in a thread while this one waits for the JVM (its
+    launcher sleeps between looks); the first call then finds it imported, or waits for the rest."""
+    def load():
+        try:
+            importlib.import_module(_IMPORTED_AT_FIRST_CALL)
+        except BaseException:  # noqa: BLE001 -- the first call imports it again and reports what fails
+            pass
+    threading.Thread(target=load, name="kfx-import-beside-jvm", daemon=True).start()
+
+
 def get_spark(master: str | None = None, app: str = "kafkaforensics", console_progress: bool = True,
               short_run: bool = False, class_archive: bool = False, conf: dict | None = None,
-              record_class_archive: bool = True):
-    """A SparkSession with the ``kafka_segments`` data source registered.
+              record_class_archive: bool = True, register_source: bool = True):
+    """A SparkSession with the ``kafka_segments`` data source registered (unless ``register_source``
+    is False: registering it costs a cold session 1.5-2 s, which ``kfx scan``, reading only what it
+    plans itself, does not need).
 
     Locally it binds to 127.0.0.1, has no UI, and runs its Python workers with this interpreter
     (so they see the same installed packages).  Under spark-submit the submitted master wins.
@@ -147,6 +168,7 @@ def get_spark(master: str | None = None, app: str = "kafkaforensics", console_pr
     for k, v in session_conf(short_run and starts_jvm, conf).items():
         b = b.config(k, v)
     if starts_jvm:
+        _import_while_the_jvm_starts()
         java_options, recording = _driver_java_options(short_run, class_archive, quiet=not console_progress,
                                                        record=record_class_archive)
         if java_options:
@@ -159,7 +181,8 @@ def get_spark(master: str | None = None, app: str = "kafkaforensics", console_pr
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     spark._kfx_class_archive_recording = recording
-    register(spark)
+    if register_source:
+        register(spark)
     return spark
 
 

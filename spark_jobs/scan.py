@@ -172,7 +172,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     options = source_options(args)
     check_inputs(args.paths, options)
-    r = scan(get_spark(args.master), args.paths, args.out, args.level, args.search, options=options)
+    r = scan(get_spark(args.master, register_source=False), args.paths, args.out, args.level, args.search, options=options)
     print(f"{r.rows} {r.level} rows, {r.anomalies} anomalies" + (f", {r.hits} search hits" if r.hits is not None else ""))
     raise SystemExit(1 if r.anomalies else 0)
 
