@@ -46,6 +46,9 @@ SHORT_RUN_SQL_CONF = {"spark.sql.codegen.wholeStage": "false", "spark.sql.adapti
 #: and ``kfx scan`` computes the views of such a summary in pyarrow (spark_jobs/inventory.py), without
 #: a Spark job (benchmarks/README.md, session 17); its memory is that table's, a few times these bytes
 DRIVER_READ_BYTES = 32 << 20
+#: and only while that table stays within this many bytes (a compressed segment's records can take
+#: many times its bytes): past them the driver drops what it read and Spark's tasks read it
+DRIVER_TABLE_BYTES = 128 << 20
 
 
 def class_archive_path() -> str | None:
@@ -368,6 +371,18 @@ def segment_bytes(splits) -> int:
     return sum(p.bytes for s in splits for p in s.pieces if p.kind == "segment")
 
 
+def _read_in_driver(reader, splits, limit: int):
+    """Every split read here into one Arrow table, or None once its batches pass ``limit`` bytes."""
+    batches, size = [], 0
+    for split in splits:
+        for batch in reader.read(split):
+            size += batch.nbytes
+            if size > limit:
+                return None
+            batches.append(batch)
+    return pyarrow.Table.from_batches(batches, schema=reader.arrow_schema())
+
+
 def read_planned(spark, paths, level: str, split_bytes: int | None = None, options: dict | None = None,
                  driver_bytes: int = 0) -> PlannedRead:
     """``paths`` read at ``level`` as :func:`read` reads them -- the same source, options, splits and
@@ -375,16 +390,17 @@ def read_planned(spark, paths, level: str, split_bytes: int | None = None, optio
     read by ``mapInArrow`` over the split numbers: Spark starts none of the Python processes a
     Python data source is created and planned in (two, and seconds of a short run's cold JVM:
     benchmarks/README.md, session 16).  On a local master, splits of at most ``driver_bytes`` of
-    segments are read here, by the same reader, into one Arrow table the frame is made from: no
-    Python worker at all.  ``kfx scan`` reads so; nothing is pushed into such a read (a ``where`` on
+    segments are read here, by the same reader, into one Arrow table the frame is made from (no
+    Python worker at all) while that table stays within :data:`DRIVER_TABLE_BYTES`.  ``kfx scan`` reads so; nothing is pushed into such a read (a ``where`` on
     it filters the rows read)."""
     source = source_for(paths, level, split_bytes, options, spark.sparkContext.defaultParallelism)
     schema = pyspark_sql_types.StructType.fromDDL(source.schema())
     reader = source.reader(schema)
     splits = reader.partitions()
     if spark.sparkContext.master.startswith("local") and segment_bytes(splits) <= driver_bytes:
-        table = pyarrow.Table.from_batches([b for s in splits for b in reader.read(s)], schema=reader.arrow_schema())
-        return PlannedRead(frame_of(spark, table, schema), splits, table=table)
+        table = _read_in_driver(reader, splits, DRIVER_TABLE_BYTES)
+        if table is not None:
+            return PlannedRead(frame_of(spark, table, schema), splits, table=table)
     shipped = spark.sparkContext.broadcast([pickle.dumps(s) for s in splits])
     frame = spark.range(0, len(splits), 1, len(splits)).mapInArrow(spark_source.SplitReads(reader, shipped), schema)
     return PlannedRead(frame, splits, shipped)

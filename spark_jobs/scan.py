@@ -1,8 +1,9 @@
 """`kfx scan` as a library function: a fleet of segments read into an export (records, batches or
 anomalies), an inventory (one row per log dir and partition), a replica view, the anomalies and,
 with a pattern, the search hits -- all Parquet.  Its summary (batches, anomalies, partition dirs)
-is one read, cached (one row a batch: memory bounded by the batch count, not the bytes); a
-records export is a second read straight into Parquet, and search runs over what that wrote.
+is one read, cached or held in the driver (one row a batch: memory bounded by the batch count, not
+the bytes); a records export is a second read straight into Parquet, and search runs over what that
+wrote.
 Each read is planned here, in the driver (``common.read_planned``), not by Spark's Python data
 source machinery: the same splits and rows, two Python processes fewer.  A short scan on a local
 master (up to ``common.DRIVER_READ_BYTES``) is read in the driver and its inventory and replica view
@@ -12,6 +13,7 @@ computed there in pyarrow: Spark only writes its outputs.
 """
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from dataclasses import dataclass, field
@@ -86,11 +88,11 @@ def scan(spark, paths, out: str, level: str = "batches", search: str | None = No
         raise ValueError(f"level must be one of {sorted(LEVEL_KINDS)}, not {level!r}")
     opts = dict(options or {})
     opts.pop("scanRecords", None)
-    reads = [read_planned(spark, paths, "scan", split_bytes, opts, driver_bytes)]
+    read = functools.partial(read_planned, spark, paths, split_bytes=split_bytes, options=opts, driver_bytes=driver_bytes)
+    reads = [read("scan")]
     summary = reads[0].frame if reads[0].table is not None else reads[0].frame.persist()
     try:
-        return _write_outputs(spark, paths, out, level, search, (split_bytes, opts, driver_bytes), progress,
-                              summary, reads)
+        return _write_outputs(spark, out, level, search, read, progress, summary, reads)
     finally:
         summary.unpersist()
         for r in reads:
@@ -107,15 +109,15 @@ def _views(spark, summary, held):
     return frame_of(spark, inv).coalesce(1), frame_of(spark, rep).coalesce(1), inv.to_pylist()
 
 
-def _write_outputs(spark, paths, out, level, search, how, progress, summary, reads) -> ScanResult:
+def _write_outputs(spark, out, level, search, read, progress, summary, reads) -> ScanResult:
     """:func:`scan`'s outputs from its ``summary`` (the first of its planned ``reads``, cached or held
-    in the driver; a records read for the export or the search is added to them), each read as
-    ``how`` = (split bytes, options, driver bytes) say."""
+    in the driver; a records read for the export or the search, ``read("records")``, is added to
+    them)."""
     kind = LEVEL_KINDS[level]
     scan_plan = plan_of(reads[0].splits)
     held = reads[0].table
     if level == "records":
-        reads.append(read_planned(spark, paths, "records", *how))
+        reads.append(read("records"))
         export = reads[-1].frame
     else:
         export = summary.where(F.col("rowKind") == kind).select(*[n for n, _ in SOURCE_COLUMNS + ROW_KINDS[kind]])
@@ -153,7 +155,7 @@ def _write_outputs(spark, paths, out, level, search, how, progress, summary, rea
     hits = None
     if search:
         if level != "records":
-            reads.append(read_planned(spark, paths, "records", *how))
+            reads.append(read("records"))
         if level == "records" and reads[-1].table is None:  # read back, not read again
             records = spark.read.parquet(os.path.join(out, "records"))
         else:
