@@ -26,6 +26,9 @@ _BATCH_ANOMALIES = ("crc-mismatch", "undecodable-records")
 #: the order of the inventory's and the replica view's rows (ascending, nulls first, as Spark sorts)
 INVENTORY_ORDER = ("topic", "partition", "clusterId", "brokerId", "logDir")
 REPLICAS_ORDER = ("topic", "partition", "clusterId")
+#: the replica view's columns
+REPLICAS_COLUMNS = ("clusterId", "topic", "partition", "replicas", "logDirs", "brokerIds", "commonFrom", "equalUpTo",
+                    "divergesAt", "minLastOffset", "maxLastOffset", "summary")
 
 
 def inventory_of(rows, *extra):
@@ -95,10 +98,8 @@ def replicas_of(rows):
                .when(F.col("equalUpTo").isNull(), F.concat(n, F.lit(" replicas, differ from offset "),
                                                           F.col("divergesAt").cast("string")))
                .otherwise(F.concat(n, F.lit(" replicas, equal up to offset "), F.col("equalUpTo").cast("string"))))
-    return sorted_small(out.withColumn("summary", summary)
-                        .select("clusterId", "topic", "partition", "replicas", "logDirs", "brokerIds", "commonFrom",
-                                "equalUpTo", "divergesAt", "minLastOffset", "maxLastOffset", "summary"),
-                        *REPLICAS_ORDER)
+    return sorted_small(out.withColumn("summary", summary).select(*REPLICAS_COLUMNS), *REPLICAS_ORDER)
+
 
 def _when(cond, values):
     """``values`` where ``cond`` is true, else null: Spark's ``F.when`` without ``otherwise``."""
@@ -112,9 +113,8 @@ def _sorted_lists(lists):
     lists = lists.combine_chunks() if isinstance(lists, pa.ChunkedArray) else lists
     values, parents = pc.list_flatten(lists), pc.list_parent_indices(lists)
     order = pc.sort_indices(pa.table({"p": parents, "v": values}), sort_keys=[("p", "ascending"), ("v", "ascending")])
-    offsets = pa.array([0] + pc.cumulative_sum(pc.list_value_length(lists)).to_pylist(), pa.int32()) \
-        if len(lists) else pa.array([0], pa.int32())
-    return pa.ListArray.from_arrays(offsets, values.take(order))
+    ends = pc.cast(pc.cumulative_sum(pc.list_value_length(lists)), pa.int32())
+    return pa.ListArray.from_arrays(pa.concat_arrays([pa.array([0], pa.int32()), ends]), values.take(order))
 
 
 def _in_order(table: pa.Table, order) -> pa.Table:
@@ -230,9 +230,8 @@ def replicas_table(rows: pa.Table) -> pa.Table:
         said(n, " replicas, differ from offset ", pc.cast(out["divergesAt"], pa.string())),
         said(n, " replicas, equal up to offset ", pc.cast(out["equalUpTo"], pa.string())))
     out = out.append_column("summary", summary)
-    out = out.select(["clusterId", "topic", "partition", "replicas", "logDirs", "brokerIds", "commonFrom",
-                      "equalUpTo", "divergesAt", "minLastOffset", "maxLastOffset", "summary"])
-    return _as_spark_plans_it(_in_order(out, REPLICAS_ORDER), ("replicas", "logDirs", "brokerIds"))
+    return _as_spark_plans_it(_in_order(out.select(list(REPLICAS_COLUMNS)), REPLICAS_ORDER),
+                              ("replicas", "logDirs", "brokerIds"))
 
 
 def inventory(spark, paths, split_bytes=None, options=None):
