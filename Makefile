@@ -36,8 +36,12 @@ demo: install
 	@# the forensic story on a bundled damaged sample: verify, analyze (+ HTML report), recover, verify, serve
 	sh demo/run.sh $(BIN) .demo
 
+# the tests run in one process a core, up to 4 (pytest-xdist; whole modules to a worker, so a module's
+# fixtures start once); TEST_JOBS=0 runs them in this process
+TEST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 4 ] && n=4; echo $$n)
+
 test: install
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
 
 # the long fuzzing campaign (resumable: state in tests/fixtures/fuzz-corpus/campaign.json)
 FUZZ_MINUTES ?= 20

@@ -10,7 +10,18 @@ from cli.main import app
 #: archive behind (tests/test_spark_remote.py starts one on purpose and waits for it by its pid)
 os.environ.setdefault("KFX_CLASS_ARCHIVE_RECORDING", "no")
 
+#: the longest modules (a Spark standalone cluster and spark-submit; every file of every real log
+#: dir), run first: under ``make test``'s workers (pytest-xdist, one module to a worker, in this
+#: order) the others then fill the time beside them instead of leaving one worker to finish alone
+LONGEST_FIRST = ("test_spark_remote.py", "test_real_logdirs.py")
+
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
+
+
+def pytest_collection_modifyitems(items):
+    """The modules of :data:`LONGEST_FIRST` first, in that order; the others as collected."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 SAMPLE = os.path.join(FIXTURES, "sample-logdir")
 
 
