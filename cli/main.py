@@ -691,7 +691,8 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
 
         def progress(done, total):
             bar.update(task, completed=done, total=total)
-        result = spark_jobs_scan.scan(spark, inputs, out, level.value, search, split_bytes, options, progress)
+        result = spark_jobs_scan.scan(spark, inputs, out, level.value, search, split_bytes, options, progress,
+                                      listing=planned.listing)  # listed once, for the plan
     p = result.plan
     c.print(f"read {p.segments} segments, {p.bytes:,} bytes in {p.splits} splits", highlight=False, soft_wrap=True)
     cli_tables.print_table(f"kfx scan -> {out}", ("partition", "broker", "log dir", "segments", "batches", "records", "offsets",

@@ -330,6 +330,14 @@ def source_for(paths, level: str, split_bytes: int | None, options: dict | None,
         reader_options(paths, level, split_bytes, options, min_partitions)))
 
 
+def listing_of(paths, options: dict | None = None):
+    """The inputs ``paths`` listed once, one listing per input, and sorted out
+    (:class:`~kafkaforensics.spark.scan_plan.Layout`): for the reads of one scan to share
+    (:func:`read_planned`).  Raises :class:`~kafkaforensics.spark.storage.MissingInput` for an input
+    with nothing at it."""
+    return source_for(paths, "scan", None, options, 1).reader(None).listing()
+
+
 def read(spark, paths, level: str, split_bytes: int | None = None, options: dict | None = None):
     """``paths`` read by ``kafka_segments`` at ``level``, with the source's ``options``; the scan is
     spread over at least the session's default parallelism.  The level's schema is given, so that
@@ -384,19 +392,21 @@ def _read_in_driver(reader, splits, limit: int):
 
 
 def read_planned(spark, paths, level: str, split_bytes: int | None = None, options: dict | None = None,
-                 driver_bytes: int = 0) -> PlannedRead:
+                 driver_bytes: int = 0, listing=None) -> PlannedRead:
     """``paths`` read at ``level`` as :func:`read` reads them -- the same source, options, splits and
     rows (``tests/test_spark.py`` proves them equal) -- but planned here, in the driver's Python, and
     read by ``mapInArrow`` over the split numbers: Spark starts none of the Python processes a
     Python data source is created and planned in (two, and seconds of a short run's cold JVM:
     benchmarks/README.md, session 16).  On a local master, splits of at most ``driver_bytes`` of
     segments are read here, by the same reader, into one Arrow table the frame is made from (no
-    Python worker at all) while that table stays within :data:`DRIVER_TABLE_BYTES`.  ``kfx scan`` reads so; nothing is pushed into such a read (a ``where`` on
-    it filters the rows read)."""
+    Python worker at all) while that table stays within :data:`DRIVER_TABLE_BYTES`.  ``kfx scan``
+    reads so; nothing is pushed into such a read (a ``where`` on it filters the rows read).
+    ``listing``: the inputs' listing (:func:`listing_of`), when the caller has one, else they are
+    listed here."""
     source = source_for(paths, level, split_bytes, options, spark.sparkContext.defaultParallelism)
     schema = pyspark_sql_types.StructType.fromDDL(source.schema())
     reader = source.reader(schema)
-    splits = reader.partitions()
+    splits = reader.partitions(listing)
     if spark.sparkContext.master.startswith("local") and segment_bytes(splits) <= driver_bytes:
         table = _read_in_driver(reader, splits, DRIVER_TABLE_BYTES)
         if table is not None:
@@ -506,12 +516,11 @@ def fail(message: str) -> None:
     raise SystemExit(2)
 
 
-def check_inputs(paths, options=None) -> None:
+def check_inputs(paths, options=None):
     """Exit 2 with one line when an input has nothing at it (no such path, bucket or prefix):
-    the source's own listing, done before any Spark work."""
-    storage = spark_storage.Storage(options or {})
-    for p in paths:
-        try:
-            storage.list_entries(p)
-        except spark_storage.MissingInput as e:
-            fail(str(e))
+    the source's own listing, done before any Spark work.  Returns that listing
+    (:func:`listing_of`), which a scan reads from."""
+    try:
+        return listing_of(paths, options)
+    except spark_storage.MissingInput as e:
+        fail(str(e))

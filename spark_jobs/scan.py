@@ -13,6 +13,7 @@ computed there in pyarrow: Spark only writes its outputs.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import threading
@@ -22,8 +23,9 @@ import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
 from kafkaforensics.records.schema import ROW_KINDS, SOURCE_COLUMNS
-from spark_jobs.common import (DRIVER_READ_BYTES, check_inputs, frame_of, get_spark, job_arguments, read_planned,
-                               segment_bytes, source_for, source_options)
+from kafkaforensics.spark.scan_plan import Layout
+from spark_jobs.common import (DRIVER_READ_BYTES, check_inputs, frame_of, get_spark, job_arguments, listing_of,
+                               read_planned, segment_bytes, source_for, source_options)
 from spark_jobs.inventory import inventory_of, inventory_table, replicas_of, replicas_table
 from spark_jobs.search import matches
 
@@ -34,10 +36,12 @@ LEVEL_KINDS = {"batches": "batch", "records": "record", "anomalies": "anomaly"}
 
 @dataclass
 class ScanPlan:
-    """What the scan will read, known before it starts: for progress."""
+    """What the scan will read, known before it starts: for progress; and the inputs' ``listing``
+    it was planned from, which :func:`scan` can read from instead of listing them again."""
     splits: int
     segments: int
     bytes: int
+    listing: Layout | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -55,8 +59,9 @@ def plan(paths, split_bytes=None, options=None, min_partitions=None) -> ScanPlan
     """The splits, segments and bytes a scan of ``paths`` reads (the source's own planning, with the
     options a read gets).
     Raises :class:`~kafkaforensics.spark.storage.MissingInput` for an input with nothing at it."""
-    source = source_for(paths, "scan", split_bytes, options, min_partitions or os.cpu_count() or 1)
-    return plan_of(source.reader(None).partitions())
+    reader = source_for(paths, "scan", split_bytes, options, min_partitions or os.cpu_count() or 1).reader(None)
+    listing = reader.listing()
+    return dataclasses.replace(plan_of(reader.partitions(listing)), listing=listing)
 
 
 def plan_of(splits) -> ScanPlan:
@@ -78,17 +83,22 @@ def _watch(spark, total_tasks: int, progress, stop: threading.Event) -> None:
 
 
 def scan(spark, paths, out: str, level: str = "batches", search: str | None = None, split_bytes=None,
-         options: dict | None = None, progress=None, driver_bytes: int = DRIVER_READ_BYTES) -> ScanResult:
+         options: dict | None = None, progress=None, driver_bytes: int = DRIVER_READ_BYTES,
+         listing: Layout | None = None) -> ScanResult:
     """Scan ``paths`` and write ``out/<level>``, ``out/inventory``, ``out/replicas``,
     ``out/anomalies`` and, with a ``search`` pattern, ``out/search`` (Parquet).  ``options`` are
     source options (a window among them).  ``progress(done_splits, total_splits)`` is called while
     the export is written.  On a local master, a read of at most ``driver_bytes`` of segments is
-    done in the driver (0: every read by Spark's tasks; the outputs are the same)."""
+    done in the driver (0: every read by Spark's tasks; the outputs are the same).  The inputs are
+    listed once for all its reads, or not at all when their ``listing`` is given (:func:`plan`'s)."""
     if level not in LEVEL_KINDS:
         raise ValueError(f"level must be one of {sorted(LEVEL_KINDS)}, not {level!r}")
     opts = dict(options or {})
     opts.pop("scanRecords", None)
-    read = functools.partial(read_planned, spark, paths, split_bytes=split_bytes, options=opts, driver_bytes=driver_bytes)
+    if listing is None:
+        listing = listing_of(paths, opts)
+    read = functools.partial(read_planned, spark, paths, split_bytes=split_bytes, options=opts, driver_bytes=driver_bytes,
+                             listing=listing)
     reads = [read("scan")]
     summary = reads[0].frame if reads[0].table is not None else reads[0].frame.persist()
     try:
@@ -173,8 +183,9 @@ def main(argv=None):
     ap.add_argument("--search")
     args = ap.parse_args(argv)
     options = source_options(args)
-    check_inputs(args.paths, options)
-    r = scan(get_spark(args.master, register_source=False), args.paths, args.out, args.level, args.search, options=options)
+    listing = check_inputs(args.paths, options)
+    r = scan(get_spark(args.master, register_source=False), args.paths, args.out, args.level, args.search, options=options,
+             listing=listing)
     print(f"{r.rows} {r.level} rows, {r.anomalies} anomalies" + (f", {r.hits} search hits" if r.hits is not None else ""))
     raise SystemExit(1 if r.anomalies else 0)
 

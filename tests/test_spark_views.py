@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from kafkaforensics.records.schema import SOURCE_LEVELS, spark_ddl
 from spark_jobs.common import frame_of, read_planned
 from spark_jobs.inventory import inventory_of, inventory_table, replicas_of, replicas_table
-from spark_jobs.scan import scan
+from kafkaforensics.spark.storage import Storage
+from spark_jobs.scan import plan, scan
 from tests.spark_fleet import build_fleet
 from tests.test_spark import spark  # noqa: F401  (the session fixture)
 
@@ -93,7 +94,7 @@ def _outputs(out):
 
 
 @pytest.mark.parametrize("level", ["records", "batches"])
-def test_a_scan_read_in_the_driver_writes_what_spark_s_tasks_write(spark, tmp_path, level):  # noqa: F811
+def test_a_scan_read_in_the_driver_writes_what_spark_s_tasks_write(spark, tmp_path, level, monkeypatch):  # noqa: F811
     root = str(tmp_path / "fleet")
     build_fleet(root)
     opts = {"includeCorrupt": "true"}
@@ -101,9 +102,18 @@ def test_a_scan_read_in_the_driver_writes_what_spark_s_tasks_write(spark, tmp_pa
     tasks = read_planned(spark, [root], "scan", options=opts)
     assert held.table is not None and tasks.table is None and tasks.shipped is not None
     tasks.release()
+    listed = []
+    list_entries = Storage.list_entries
+    monkeypatch.setattr(Storage, "list_entries", lambda self, uri: listed.append(uri) or list_entries(self, uri))
     both = {}
     for name, limit in (("driver", 1 << 30), ("tasks", 0)):
-        r = scan(spark, [root], str(tmp_path / name), level, search="value-9", options=opts, driver_bytes=limit)
+        # the scan's reads (the summary, the records for the export or the search) share one listing:
+        # its own, or the plan's
+        listing = plan([root], options=opts).listing if name == "tasks" else None
+        del listed[:]
+        r = scan(spark, [root], str(tmp_path / name), level, search="value-9", options=opts, driver_bytes=limit,
+                 listing=listing)
+        assert listed == ([] if listing is not None else [root]), name
         both[name] = (r.rows, r.anomalies, r.hits, r.inventory, r.plan, _outputs(str(tmp_path / name)))
     assert both["driver"] == both["tasks"]
     rows, anomalies, hits, inventory, _plan, outputs = both["driver"]

@@ -67,8 +67,9 @@ from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.records.batch import resolve_legacy_wrapper
 from kafkaforensics.records.schema import SOURCE_LEVELS, spark_ddl
 from kafkaforensics.log.segment import BatchScanner, release_pages
-from kafkaforensics.spark.scan_plan import (OPEN_COST_BYTES, Bounds, Piece, Source, SegmentIndexes, bounds_from_filters,
-                                            bounds_from_options, layout, merge, pack, segment_range, split_size)
+from kafkaforensics.spark.scan_plan import (OPEN_COST_BYTES, Bounds, Layout, Piece, Source, SegmentIndexes,
+                                            bounds_from_filters, bounds_from_options, layout, merge, pack,
+                                            segment_range, split_size)
 from kafkaforensics.spark.record_runs import FileRun, RunBatches
 from kafkaforensics.spark.storage import Storage
 from kafkaforensics.records import walks
@@ -178,14 +179,19 @@ class KafkaSegmentsReader(DataSourceReader):
         data = self.storage.read_file(uri)
         return None if data is None else data.decode("utf-8")
 
-    def pieces(self) -> list[Piece]:
-        """What the scan reads, in listing order: per partition dir its own row (at the scan level)
-        and its segments' ranges (segments the bounds exclude left out), then stray files.  One
-        listing per input."""
+    def listing(self) -> Layout:
+        """The inputs listed, one listing per input, and sorted out (:func:`~.scan_plan.layout`):
+        what :meth:`pieces` plans from.  The reads of one scan planned in the driver share one."""
         entries = []
         for p in self.paths:
             entries += self.storage.list_entries(p)
-        lay = layout(entries, self._read_text)
+        return layout(entries, self._read_text)
+
+    def pieces(self, listing: Layout | None = None) -> list[Piece]:
+        """What the scan reads, in listing order: per partition dir its own row (at the scan level)
+        and its segments' ranges (segments the bounds exclude left out), then stray files.  From
+        ``listing`` (:meth:`listing`) when given, else from a listing of its own."""
+        lay = self.listing() if listing is None else listing
         b = self.bounds
         out = [Piece("bad-meta", posixpath.join(ld, "meta.properties"), Source(ld, None, None, None, None), note=why)
                for ld, why in lay.bad_meta.items() if b.topics is None and b.partitions is None]
@@ -211,8 +217,8 @@ class KafkaSegmentsReader(DataSourceReader):
                 out.append(Piece("stray", uri, src, size))
         return out
 
-    def partitions(self):
-        pieces = self.pieces()
+    def partitions(self, listing: Layout | None = None):
+        pieces = self.pieces(listing)
         split = split_size(pieces, self.max_bytes, self.open_cost, self.min_partitions)
         cut = []
         for p in pieces:
