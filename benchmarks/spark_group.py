@@ -10,8 +10,10 @@ Fleets (generated once into benchmarks/data/, reused):
   of about 200 bytes each (six batches of ten) -- a fleet whose cost is its file count;
 - ``big-M``: M MiB in 16 segments of one log dir (100-record batches) -- a fleet whose cost is its bytes.
 
-For each fleet: ``kafka_segments`` at the records level written to Parquet, against Spark copying
-those very rows Parquet -> Parquet (its own reader and writer); the ratio of the medians; the peak
+For each fleet: ``kafka_segments`` at the records level written to Parquet, and the same read as
+``kfx scan`` reads it (``common.read_planned``: planned in the driver, no planner process; a fleet
+of up to ``DRIVER_READ_BYTES`` read in the driver), against Spark copying those very rows
+Parquet -> Parquet (its own reader and writer); the ratios of the medians; the peak
 memory (RSS) of the whole process tree -- driver, JVM, Python workers -- during each; the scan
 partitions and output files.  With ``--timeline`` (a partition spread over a year): a one-hour
 window with filter pushdown against the same query with it off.  ``--profile`` adds where a small
@@ -232,7 +234,7 @@ def main() -> None:
     from pyspark.sql import functions as F
 
     from kafkaforensics.spark.spark_source import KafkaSegmentsReader
-    from spark_jobs.common import get_spark, read
+    from spark_jobs.common import DRIVER_READ_BYTES, get_spark, read, read_planned
     t_start = time.perf_counter()
     spark = get_spark("local[2]", app="kafkaforensics-bench", console_progress=False,
                       conf={"spark.driver.memory": "4g"})
@@ -247,10 +249,18 @@ def main() -> None:
     def copy(name):
         spark.read.parquet(os.path.join(work, name)).write.mode("overwrite").parquet(os.path.join(work, name + "-copy"))
 
+    def planned_to_parquet(name):  # kfx scan's records export: planned in the driver, read as kfx scan reads it
+        r = read_planned(spark, fleets[name], "records", driver_bytes=DRIVER_READ_BYTES)
+        try:
+            r.frame.write.mode("overwrite").parquet(os.path.join(work, name + "-planned"))
+        finally:
+            r.release()
+
     figures = {}
     for name in fleets:
         figures[f"{name}: kafka_segments -> parquet"] = (lambda n=name: records_to_parquet(n))
         figures[f"{name}: parquet -> parquet copy"] = (lambda n=name: copy(n))
+        figures[f"{name}: kfx scan's read -> parquet"] = (lambda n=name: planned_to_parquet(n))
     if args.timeline:
         lo = window_start(args.timeline)
         window = F.col("timestamp").between(lo, lo + HOUR_MS - 1)
@@ -260,6 +270,7 @@ def main() -> None:
     for name in fleets:  # warm-up: the JVM compiles the Parquet writer and the Arrow path once
         records_to_parquet(name)
         copy(name)
+        planned_to_parquet(name)
     times = {k: [] for k in figures}
     peak = {k: 0 for k in figures}
     answers = {}
@@ -277,17 +288,25 @@ def main() -> None:
                                      "records").partitions()
         pieces = [p for s in splits for p in s.pieces if p.kind == "segment"]
         ours, theirs = med[f"{name}: kafka_segments -> parquet"], med[f"{name}: parquet -> parquet copy"]
+        planned = med[f"{name}: kfx scan's read -> parquet"]
+        if spark.read.parquet(os.path.join(work, name + "-planned")).count() != \
+                spark.read.parquet(os.path.join(work, name)).count():
+            raise SystemExit(f"{name}: kfx scan's read and kafka_segments wrote different row counts")
         per_fleet[name] = {
             "segments": len({p.uri for p in pieces}), "bytes": sum(p.bytes for p in pieces),
             "records": spark.read.parquet(os.path.join(work, name)).count(), "scan_partitions": len(splits),
             "output_files": _files(os.path.join(work, name)), "median_s": ours, "copy_median_s": theirs,
             "ratio_vs_copy": ours / theirs,
+            "planned_median_s": planned, "planned_ratio_vs_copy": planned / theirs,
+            "planned_output_files": _files(os.path.join(work, name + "-planned")),
             "peak_rss_mb": peak[f"{name}: kafka_segments -> parquet"] / 2**20,
             "copy_peak_rss_mb": peak[f"{name}: parquet -> parquet copy"] / 2**20,
         }
     out = {"session_start_s": session_s, "repeat": args.repeat, "runs": times, "median_s": med,
            "peak_rss_mb": {k: v / 2**20 for k, v in peak.items()}, "fleets": per_fleet,
            "ratios": {f"spark_{n.replace('-', '_')}_vs_parquet_copy": v["ratio_vs_copy"] for n, v in per_fleet.items()}}
+    out["ratios"].update({f"kfx_scan_read_{n.replace('-', '_')}_vs_parquet_copy": v["planned_ratio_vs_copy"]
+                          for n, v in per_fleet.items()})
     if args.timeline:
         out["window_rows"] = answers["window, pushdown=true"]
         out["window_rows_full_scan"] = answers["window, pushdown=false"]

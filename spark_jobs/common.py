@@ -410,7 +410,9 @@ def read_planned(spark, paths, level: str, split_bytes: int | None = None, optio
     if spark.sparkContext.master.startswith("local") and segment_bytes(splits) <= driver_bytes:
         table = _read_in_driver(reader, splits, DRIVER_TABLE_BYTES)
         if table is not None:
-            return PlannedRead(frame_of(spark, table, schema), splits, table=table)
+            # in as many partitions as Spark's tasks would read it in, at most: an export writes as
+            # many files (pyspark slices a table into many: 16 for 24 MB)
+            return PlannedRead(frame_of(spark, table, schema).coalesce(len(splits)), splits, table=table)
     shipped = spark.sparkContext.broadcast([pickle.dumps(s) for s in splits])
     frame = spark.range(0, len(splits), 1, len(splits)).mapInArrow(spark_source.SplitReads(reader, shipped), schema)
     return PlannedRead(frame, splits, shipped)
