@@ -22,6 +22,7 @@ log_writer = lazy("kafkaforensics.log.writer", globals())
 records_batch = lazy("kafkaforensics.records.batch", globals())
 records_builder = lazy("kafkaforensics.records.builder", globals())
 records_schema = lazy("kafkaforensics.records.schema", globals())
+spark_scan_plan = lazy("kafkaforensics.spark.scan_plan", globals())  # annotations only
 spark_source = lazy("kafkaforensics.spark.spark_source", globals())
 spark_storage = lazy("kafkaforensics.spark.storage", globals())
 pyarrow = lazy("pyarrow", globals())
@@ -330,7 +331,7 @@ def source_for(paths, level: str, split_bytes: int | None, options: dict | None,
         reader_options(paths, level, split_bytes, options, min_partitions)))
 
 
-def listing_of(paths, options: dict | None = None):
+def listing_of(paths, options: dict | None = None) -> spark_scan_plan.Layout:
     """The inputs ``paths`` listed once, one listing per input, and sorted out
     (:class:`~kafkaforensics.spark.scan_plan.Layout`): for the reads of one scan to share
     (:func:`read_planned`).  Raises :class:`~kafkaforensics.spark.storage.MissingInput` for an input
@@ -392,7 +393,7 @@ def _read_in_driver(reader, splits, limit: int):
 
 
 def read_planned(spark, paths, level: str, split_bytes: int | None = None, options: dict | None = None,
-                 driver_bytes: int = 0, listing=None) -> PlannedRead:
+                 driver_bytes: int = 0, listing: spark_scan_plan.Layout | None = None) -> PlannedRead:
     """``paths`` read at ``level`` as :func:`read` reads them -- the same source, options, splits and
     rows (``tests/test_spark.py`` proves them equal) -- but planned here, in the driver's Python, and
     read by ``mapInArrow`` over the split numbers: Spark starts none of the Python processes a
@@ -518,7 +519,7 @@ def fail(message: str) -> None:
     raise SystemExit(2)
 
 
-def check_inputs(paths, options=None):
+def check_inputs(paths, options=None) -> spark_scan_plan.Layout:
     """Exit 2 with one line when an input has nothing at it (no such path, bucket or prefix):
     the source's own listing, done before any Spark work.  Returns that listing
     (:func:`listing_of`), which a scan reads from."""

@@ -16,13 +16,13 @@ os.environ.setdefault("KFX_CLASS_ARCHIVE_RECORDING", "no")
 LONGEST_FIRST = ("test_spark_remote.py", "test_real_logdirs.py")
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
+SAMPLE = os.path.join(FIXTURES, "sample-logdir")
 
 
 def pytest_collection_modifyitems(items):
     """The modules of :data:`LONGEST_FIRST` first, in that order; the others as collected."""
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
-SAMPLE = os.path.join(FIXTURES, "sample-logdir")
 
 
 def private_copy(tmp_path, src: str, name: str) -> str:
