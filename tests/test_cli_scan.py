@@ -130,3 +130,26 @@ def test_the_driver_jvm_does_not_hold_the_caller_s_pipe_after_kfx_exits(tmp_path
     finally:
         proc.kill()
         proc.stdout.close()
+
+
+def test_kfx_scan_lists_its_inputs_once_and_its_reads_share_that_listing(tmp_path, kfx, monkeypatch):
+    """The plan `kfx scan` makes before Spark starts lists the inputs; its scan's reads are handed
+    that listing (Spark's part stood in for: this is the command's wiring, scan() is tested itself
+    in tests/test_spark_views.py)."""
+    from kafkaforensics.spark.storage import Storage
+    from spark_jobs import common
+    from spark_jobs import scan as scan_job
+    listed, handed = [], []
+    list_entries = Storage.list_entries
+    monkeypatch.setattr(Storage, "list_entries", lambda self, uri: listed.append(uri) or list_entries(self, uri))
+    monkeypatch.setattr(common, "get_spark", lambda *a, **k: object())
+    monkeypatch.setattr(common, "end_session", lambda spark: None)
+
+    def scan(spark, paths, out, level, search, split_bytes, options, progress, listing=None):
+        handed.append(listing)
+        return scan_job.ScanResult(out, level, 0, 0, None, [], scan_job.plan_of([]))
+    monkeypatch.setattr(scan_job, "scan", scan)
+    r = kfx("scan", SAMPLE, "--out", tmp_path / "out", "--verbose")
+    assert r.exit_code == 0, r.output
+    assert listed == [SAMPLE]
+    assert len(handed) == 1 and handed[0] is not None and handed[0].partitions
