@@ -677,11 +677,15 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
     c.print(f"starting Spark ({master})...", highlight=False)
     if overwrite:
         cli_spark_start.clear_outputs(out)
-    with cli_spark_start.quiet_start(verbose):
-        spark = spark_jobs_common.get_spark(master, console_progress=False, class_archive=True,
-                                            short_run=planned.bytes <= spark_jobs_common.SHORT_RUN_BYTES,
-                                            record_class_archive=spark_jobs_common.class_archive_recording() == "now",
-                                            register_source=False)  # scan reads what it plans: no data source
+    try:
+        with cli_spark_start.quiet_start(verbose):
+            spark = spark_jobs_common.get_spark(master, console_progress=False, class_archive=True,
+                                                short_run=planned.bytes <= spark_jobs_common.SHORT_RUN_BYTES,
+                                                tiny_run=spark_jobs_common.held_in_driver(master, planned.bytes),
+                                                record_class_archive=spark_jobs_common.class_archive_recording() == "now",
+                                                register_source=False)  # scan reads what it plans: no data source
+    except spark_jobs_common.SparkStartError as e:
+        _fail(str(e))
     if spark_jobs_common.records_class_archive(spark):
         c.print("first run: recording the driver JVM's classes for faster starts (once)", highlight=False)
     with rich_progress.Progress(rich_progress.TextColumn("[progress.description]{task.description}"), rich_progress.BarColumn(),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 
-from spark_jobs.common import check_inputs, get_spark, job_arguments, read, source_options
+from spark_jobs.common import check_inputs, job_spark, job_arguments, read, source_options
 
 
 def anomalies(spark, paths, options=None):
@@ -25,7 +25,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     options = source_options(args)
     check_inputs(args.paths, options)
-    df = anomalies(get_spark(args.master), args.paths, options).persist()
+    df = anomalies(job_spark(args.master), args.paths, options).persist()
     df.write.mode("overwrite").parquet(args.out)
     summary(df).show(truncate=False)
     raise SystemExit(1 if df.count() else 0)

@@ -5,8 +5,10 @@ import argparse
 import contextlib
 import hashlib
 import importlib
+import json
 import os
 import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -27,6 +29,7 @@ spark_source = lazy("kafkaforensics.spark.spark_source", globals())
 spark_storage = lazy("kafkaforensics.spark.storage", globals())
 pyarrow = lazy("pyarrow", globals())
 pyspark = lazy("pyspark", globals())
+pyspark_errors = lazy("pyspark.errors", globals())
 pyspark_sql = lazy("pyspark.sql", globals())
 pyspark_sql_datasource = lazy("pyspark.sql.datasource", globals())
 pyspark_sql_types = lazy("pyspark.sql.types", globals())
@@ -42,6 +45,12 @@ SHORT_RUN_BYTES = 256 << 20
 #: stage's code is generated and compiled and adaptive execution re-plans after every shuffle
 #: (measured on the sample fleet's `kfx scan`: benchmarks/README.md, session 15)
 SHORT_RUN_SQL_CONF = {"spark.sql.codegen.wholeStage": "false", "spark.sql.adaptive.enabled": "false"}
+#: and a scan read in the driver (``tiny_run``: see :data:`DRIVER_READ_BYTES`) also evaluates its
+#: expressions interpreted: Spark then writes its few small tables without generating and compiling
+#: code for each projection (0.9 s of a 9 s `kfx scan` of the sample, 4 interleaved pairs; Spark's
+#: own test suite runs every expression both ways). Past that size it is not set: interpreted
+#: projections over millions of rows cost more than compiling them (20 s more on 244 MB)
+TINY_RUN_SQL_CONF = {"spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 #: a planned read of at most this many bytes of segments, on a local master, is read in the driver's
 #: Python and handed to Spark as one Arrow table (``read_planned``): no Python worker starts for it,
 #: and ``kfx scan`` computes the views of such a summary in pyarrow (spark_jobs/inventory.py), without
@@ -55,14 +64,97 @@ DRIVER_TABLE_BYTES = 128 << 20
 def class_archive_path() -> str | None:
     """Where the driver JVM's class-data archive (Java's AppCDS) for this Java and this PySpark
     lives: ``$KFX_CACHE_DIR`` or ``~/.cache/kafkaforensics``; None when no ``java`` is found."""
+    inputs = _current_archive_inputs()
+    return None if inputs is None else _archive_path(inputs)
 
+
+def _current_archive_inputs() -> dict | None:
+    """:func:`_archive_inputs` of the java PySpark runs (``$JAVA_HOME/bin/java``, else ``java`` on
+    ``PATH``) and of this PySpark; None when no ``java`` is found."""
     java = (os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME")
             else shutil.which("java"))
     if not java or not os.path.exists(java):
         return None
-    java = os.path.realpath(java)
-    key = f"{java}:{os.stat(java).st_mtime_ns}:{pyspark.__version__}:{os.path.dirname(pyspark.__file__)}"
-    return os.path.join(_cache_dir(), f"spark-driver-{hashlib.sha1(key.encode()).hexdigest()[:16]}.jsa")
+    return _archive_inputs(os.path.realpath(java), os.path.dirname(pyspark.__file__), pyspark.__version__)
+
+
+def _archive_path(inputs: dict) -> str:
+    digest = hashlib.sha1(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:16]
+    return os.path.join(_cache_dir(), f"spark-driver-{digest}.jsa")
+
+
+def _archive_inputs(java: str, pyspark_dir: str, pyspark_version: str) -> dict:
+    """What an archive is good for, and named after: a JVM, a PySpark install, and the JDK's own
+    base archives (ours is recorded on top of them; the JVM ignores ours, silently, once one is
+    dumped anew: a package upgrade or ``java -Xshare:dump`` does)."""
+    bases = []
+    for base in _jdk_base_archives(java):
+        with contextlib.suppress(OSError):
+            st = os.stat(base)
+            bases.append([base, st.st_mtime_ns, st.st_size])
+    return {"java": java, "javaMtime": os.stat(java).st_mtime_ns, "pyspark": pyspark_dir,
+            "pysparkVersion": pyspark_version, "bases": bases}
+
+
+def _jdk_base_archives(java: str) -> list[str]:
+    """The JDK's own class-data archives beside ``java`` (``lib/server/classes*.jsa``)."""
+    server = os.path.join(os.path.dirname(os.path.dirname(java)), "lib", "server")
+    return [os.path.join(server, n) for n in ("classes.jsa", "classes_nocoops.jsa")]
+
+
+def _pyspark_version_at(pyspark_dir: str) -> str | None:
+    """The version of the PySpark installed at ``pyspark_dir`` (its ``version.py``), or None."""
+    try:
+        with open(os.path.join(pyspark_dir, "version.py")) as f:
+            m = re.search(r"__version__[^=]*=\s*['\"]([^'\"]+)", f.read())
+    except OSError:
+        return None
+    return m.group(1) if m else None
+
+
+def _archive_is_stale(inputs: dict) -> bool:
+    """Whether an archive recorded for ``inputs`` (its ``.inputs.json``) can no longer be mapped by
+    any JVM: its java, its PySpark or the JDK's base archives are gone or changed since."""
+    try:
+        version = _pyspark_version_at(inputs["pyspark"])
+        return version is None or _archive_inputs(inputs["java"], inputs["pyspark"], version) != inputs
+    except (OSError, KeyError, TypeError):
+        return True
+
+
+def prune_class_archives(keep: str) -> list[str]:
+    """Remove the class archives in ``keep``'s directory (about 190 MB each) that no JVM can map any
+    more (:func:`_archive_is_stale`), ``keep`` aside; those with no ``.inputs.json`` (recorded by an
+    older kafkaforensics) are left. Returns the archives removed."""
+    removed = []
+    folder = os.path.dirname(keep)
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name)
+        if not (name.startswith("spark-driver-") and name.endswith(".jsa")) or path == keep:
+            continue
+        try:
+            with open(f"{path[:-4]}.inputs.json") as f:
+                inputs = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if _archive_is_stale(inputs):
+            for p in (path, f"{path[:-4]}.inputs.json"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(p)
+            removed.append(path)
+    return removed
+
+
+def _keep_archive(recording: str, archive: str) -> None:
+    """Put a recorded archive in place whole (a concurrent run never maps half of one), with what
+    it was recorded for beside it, and remove the archives no JVM can map any more."""
+    inputs = _current_archive_inputs()
+    tmp = f"{archive[:-4]}.inputs.json.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(inputs, f, sort_keys=True)
+    os.replace(tmp, f"{archive[:-4]}.inputs.json")
+    os.replace(recording, archive)
+    prune_class_archives(archive)
 
 
 #: the driver JVM's own log lines (class-archive notes among them) go to stderr, errors only
@@ -118,10 +210,12 @@ def _driver_java_options(short_run: bool, class_archive: bool, quiet: bool = Fal
     return opts + [f"-XX:ArchiveClassesAtExit={recording}"], recording
 
 
-def session_conf(short_run: bool, conf: dict | None = None) -> dict:
+def session_conf(short_run: bool, conf: dict | None = None, tiny_run: bool = False) -> dict:
     """The Spark settings :func:`get_spark` gives a session it starts: :data:`SHORT_RUN_SQL_CONF`
-    for a short run, then the caller's ``conf`` (which wins)."""
-    return {**(SHORT_RUN_SQL_CONF if short_run else {}), **(conf or {})}
+    for a short run, :data:`TINY_RUN_SQL_CONF` too for a tiny one, then the caller's ``conf`` (which
+    wins)."""
+    return {**(SHORT_RUN_SQL_CONF if short_run or tiny_run else {}), **(TINY_RUN_SQL_CONF if tiny_run else {}),
+            **(conf or {})}
 
 
 #: what pyspark imports at its first call into a new JVM (py4j asks its numpy converter, which imports
@@ -143,7 +237,7 @@ def _import_while_the_jvm_starts() -> None:
 
 def get_spark(master: str | None = None, app: str = "kafkaforensics", console_progress: bool = True,
               short_run: bool = False, class_archive: bool = False, conf: dict | None = None,
-              record_class_archive: bool = True, register_source: bool = True):
+              record_class_archive: bool = True, register_source: bool = True, tiny_run: bool = False):
     """A SparkSession with the ``kafka_segments`` data source registered (unless ``register_source``
     is False: registering it costs a cold session 1.5-2 s, which ``kfx scan``, reading only what it
     plans itself, does not need).
@@ -154,7 +248,8 @@ def get_spark(master: str | None = None, app: str = "kafkaforensics", console_pr
 
     When this process starts the driver JVM (not under spark-submit), two options shorten its
     start: ``short_run`` stops its JIT at the C1 compiler and runs Spark SQL's plans interpreted
-    (:data:`SHORT_RUN_SQL_CONF`; for scans of up to ``SHORT_RUN_BYTES``),
+    (:data:`SHORT_RUN_SQL_CONF`; for scans of up to ``SHORT_RUN_BYTES``; ``tiny_run``, for a scan
+    read in the driver, also evaluates expressions interpreted: :data:`TINY_RUN_SQL_CONF`),
     and ``class_archive`` maps the classes Spark loads from an archive recorded by an earlier run
     (:func:`class_archive_path`); when there is none, this run records it (:func:`end_session`
     saves it) unless ``record_class_archive`` is False (``kfx scan`` leaves the recording to a
@@ -169,7 +264,7 @@ def get_spark(master: str | None = None, app: str = "kafkaforensics", console_pr
     recording = None
     # under spark-submit, or with a session in this process, the driver JVM runs already
     starts_jvm = "PYSPARK_GATEWAY_PORT" not in os.environ and pyspark.SparkContext._gateway is None
-    for k, v in session_conf(short_run and starts_jvm, conf).items():
+    for k, v in session_conf(short_run and starts_jvm, conf, tiny_run and starts_jvm).items():
         b = b.config(k, v)
     if starts_jvm:
         _import_while_the_jvm_starts()
@@ -182,12 +277,31 @@ def get_spark(master: str | None = None, app: str = "kafkaforensics", console_pr
         b = (b.master(master).config("spark.ui.enabled", "false")
              .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
              .config("spark.sql.shuffle.partitions", "4"))
-    spark = b.getOrCreate()
+    try:
+        spark = b.getOrCreate()
+    except pyspark_errors.PySparkRuntimeError as e:
+        if not starts_jvm:
+            raise
+        raise SparkStartError(f"Spark's driver JVM did not start ({e.getCondition()}); what it said is above "
+                              "(check `java -version`, 17 or later, and the spark.driver settings)") from e
     spark.sparkContext.setLogLevel("ERROR")
     spark._kfx_class_archive_recording = recording
     if register_source:
         register(spark)
     return spark
+
+
+class SparkStartError(RuntimeError):
+    """The driver JVM :func:`get_spark` started exited before PySpark could talk to it (a bad
+    ``JAVA_HOME``, an option the JVM refuses, too little memory): its own lines went to stderr."""
+
+
+def job_spark(master: str | None, **kwargs):
+    """:func:`get_spark` for a job's ``main``: a JVM that does not start is one line and exit 2."""
+    try:
+        return get_spark(master, **kwargs)
+    except SparkStartError as e:
+        fail(str(e))
 
 
 def records_class_archive(spark) -> bool:
@@ -222,7 +336,7 @@ def end_session(spark, timeout: float = 120.0) -> None:
     spark._kfx_class_archive_recording = None
     if os.path.exists(recording):
         if proc is not None and proc.returncode == 0 and os.path.getsize(recording) > 0:
-            os.replace(recording, recording[:-len(f".{os.getpid()}.tmp")])
+            _keep_archive(recording, recording[:-len(f".{os.getpid()}.tmp")])
         else:
             os.unlink(recording)
 
@@ -286,7 +400,8 @@ def start_class_archive_recording() -> int | None:
 
 def record_class_archive(master: str = "local[*]") -> None:
     """Record the driver JVM's class archive as a first ``kfx scan`` would: a records-level scan
-    with a search of a small partition written for it, in a temp dir removed afterwards."""
+    with a search of a small partition written for it, in a temp dir removed afterwards; read once
+    in the driver, as a small fleet is, and once by Spark's tasks, as a larger one is."""
     archive = class_archive_path()
     try:
         if archive is None or os.path.exists(archive):
@@ -297,8 +412,11 @@ def record_class_archive(master: str = "local[*]") -> None:
                 records_builder.build_v2([records_batch.Record(b * 10 + i, 1700000000000 + b, b"key-%d" % i, b"value", [("h", b"v")]) for i in range(10)],
                          base_offset=b * 10, codec=b % 2) for b in range(20)))
             spark = get_spark(master, app="kafkaforensics-class-archive", console_progress=False, short_run=True,
-                              class_archive=True)
+                              class_archive=True, tiny_run=True)
             spark_jobs_scan.scan(spark, [logs], os.path.join(tmp, "out"), "records", "value")
+            # and as a larger scan runs: read by Spark's tasks, its expressions compiled
+            spark.conf.set("spark.sql.codegen.factoryMode", "FALLBACK")
+            spark_jobs_scan.scan(spark, [logs], os.path.join(tmp, "tasks"), "records", "value", driver_bytes=0)
             end_session(spark)
     finally:
         if archive is not None and recording_pid() in (None, os.getpid()):
@@ -380,6 +498,12 @@ def segment_bytes(splits) -> int:
     return sum(p.bytes for s in splits for p in s.pieces if p.kind == "segment")
 
 
+def held_in_driver(master: str, nbytes: int, driver_bytes: int = DRIVER_READ_BYTES) -> bool:
+    """Whether a planned read of ``nbytes`` of segments on ``master`` is read in the driver
+    (:func:`read_planned`: on a local master, up to ``driver_bytes``)."""
+    return master.startswith("local") and nbytes <= driver_bytes
+
+
 def _read_in_driver(reader, splits, limit: int):
     """Every split read here into one Arrow table, or None once its batches pass ``limit`` bytes."""
     batches, size = [], 0
@@ -408,7 +532,7 @@ def read_planned(spark, paths, level: str, split_bytes: int | None = None, optio
     schema = pyspark_sql_types.StructType.fromDDL(source.schema())
     reader = source.reader(schema)
     splits = reader.partitions(listing)
-    if spark.sparkContext.master.startswith("local") and segment_bytes(splits) <= driver_bytes:
+    if held_in_driver(spark.sparkContext.master, segment_bytes(splits), driver_bytes):
         table = _read_in_driver(reader, splits, DRIVER_TABLE_BYTES)
         if table is not None:
             # in as many partitions as Spark's tasks would read it in, at most: an export writes as

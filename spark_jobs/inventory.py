@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
-from spark_jobs.common import check_inputs, get_spark, job_arguments, read, sorted_small, source_options
+from spark_jobs.common import check_inputs, job_spark, job_arguments, read, sorted_small, source_options
 
 #: where a row of the inventory is: one row per these
 WHERE = ("clusterId", "brokerId", "logDir", "topic", "partition")
@@ -244,7 +244,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     options = source_options(args)
     check_inputs(args.paths, options)
-    spark = get_spark(args.master)
+    spark = job_spark(args.master)
     rows = read(spark, args.paths, "scan", options=options).persist()
     inv = inventory_of(rows).persist()
     inv.write.mode("overwrite").parquet(args.out)

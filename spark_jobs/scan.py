@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 
 from kafkaforensics.records.schema import ROW_KINDS, SOURCE_COLUMNS
 from kafkaforensics.spark.scan_plan import Layout
-from spark_jobs.common import (DRIVER_READ_BYTES, check_inputs, frame_of, get_spark, job_arguments, listing_of,
+from spark_jobs.common import (DRIVER_READ_BYTES, check_inputs, frame_of, job_spark, job_arguments, listing_of,
                                read_planned, segment_bytes, source_for, source_options)
 from spark_jobs.inventory import inventory_of, inventory_table, replicas_of, replicas_table
 from spark_jobs.search import matches
@@ -184,7 +184,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     options = source_options(args)
     listing = check_inputs(args.paths, options)
-    r = scan(get_spark(args.master, register_source=False), args.paths, args.out, args.level, args.search, options=options,
+    r = scan(job_spark(args.master, register_source=False), args.paths, args.out, args.level, args.search, options=options,
              listing=listing)
     print(f"{r.rows} {r.level} rows, {r.anomalies} anomalies" + (f", {r.hits} search hits" if r.hits is not None else ""))
     raise SystemExit(1 if r.anomalies else 0)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pyspark.sql import functions as F
 
 from kafkaforensics.records.schema import SOURCE_COLUMNS
-from spark_jobs.common import check_inputs, get_spark, job_arguments, read, source_options
+from spark_jobs.common import check_inputs, job_spark, job_arguments, read, source_options
 
 #: what a hit says: where the record is, what it holds and whether its batch's CRC held
 HIT_COLUMNS = tuple(name for name, _ in SOURCE_COLUMNS) + (
@@ -41,7 +41,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     options = source_options(args)
     check_inputs(args.paths, options)
-    search(get_spark(args.master), args.paths, args.pattern, options).write.mode("overwrite").parquet(args.out)
+    search(job_spark(args.master), args.paths, args.pattern, options).write.mode("overwrite").parquet(args.out)
 
 
 if __name__ == "__main__":

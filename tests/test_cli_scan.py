@@ -53,6 +53,22 @@ def test_java_home_without_java_and_an_old_java_are_named(tmp_path):
     assert java_version(str(_fake_java(tmp_path / "eight", "1.8.0_381") / "java")) == 8
 
 
+def test_a_driver_jvm_that_does_not_start_is_one_line_and_exit_2(tmp_path):
+    """A java that says it is 17 but runs nothing (as a JVM that refuses an option or finds too little
+    memory): `kfx scan` and the jobs say the JVM did not start, in one line of their own, with no
+    traceback (Spark's launcher's own lines pass above it)."""
+    env = _env_without_java(JAVA_HOME=str(_fake_java(tmp_path, "17.0.9").parent))
+    r = _scan(env, SAMPLE, "--out", tmp_path / "out")
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr and "╭" not in r.stderr, r.stderr
+    assert r.stderr.strip().splitlines()[-1].startswith("error: Spark's driver JVM did not start"), r.stderr
+    job = subprocess.run([sys.executable, os.path.join(ROOT, "spark_jobs", "export.py"), str(SAMPLE),
+                          "--out", str(tmp_path / "export")], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert job.returncode == 2 and "Traceback" not in job.stderr, job.stderr
+    assert job.stderr.strip().splitlines()[-1].startswith("error: Spark's driver JVM did not start"), job.stderr
+
+
 def test_non_empty_out_is_refused_and_left_alone(tmp_path):
     out = tmp_path / "out"
     (out / "batches").mkdir(parents=True)
@@ -142,7 +158,8 @@ def test_kfx_scan_lists_its_inputs_once_and_its_reads_share_that_listing(tmp_pat
     listed, handed = [], []
     list_entries = Storage.list_entries
     monkeypatch.setattr(Storage, "list_entries", lambda self, uri: listed.append(uri) or list_entries(self, uri))
-    monkeypatch.setattr(common, "get_spark", lambda *a, **k: object())
+    started = []
+    monkeypatch.setattr(common, "get_spark", lambda *a, **k: started.append(k) or object())
     monkeypatch.setattr(common, "end_session", lambda spark: None)
 
     def scan(spark, paths, out, level, search, split_bytes, options, progress, listing=None):
@@ -153,3 +170,4 @@ def test_kfx_scan_lists_its_inputs_once_and_its_reads_share_that_listing(tmp_pat
     assert r.exit_code == 0, r.output
     assert listed == [SAMPLE]
     assert len(handed) == 1 and handed[0] is not None and handed[0].partitions
+    assert started[0]["short_run"] and started[0]["tiny_run"]  # the sample is read in the driver

@@ -157,10 +157,89 @@ def test_driver_jvm_options_record_then_map_the_class_archive(tmp_path, monkeypa
     assert common._driver_java_options(short_run=False, class_archive=False) == ([], None)
 
 
+def _fake_jdk(tmp_path):
+    """A JDK's layout, as far as the class archive's name looks: bin/java and its base archive."""
+    jdk = tmp_path / "jdk"
+    (jdk / "bin").mkdir(parents=True)
+    (jdk / "lib" / "server").mkdir(parents=True)
+    (jdk / "bin" / "java").write_bytes(b"")
+    base = jdk / "lib" / "server" / "classes.jsa"
+    base.write_bytes(b"base")
+    return jdk, base
+
+
+def test_the_class_archive_is_keyed_on_the_jdk_s_own_archive(tmp_path, monkeypatch):
+    """A dynamic class archive is recorded on top of the JDK's base archive, and the JVM silently
+    ignores it once the base is dumped anew (a package upgrade, ``java -Xshare:dump``): a new base
+    must name a new archive, or every later scan starts seconds slower, unarchived, for good."""
+    from spark_jobs import common
+    jdk, base = _fake_jdk(tmp_path)
+    monkeypatch.setenv("JAVA_HOME", str(jdk))
+    monkeypatch.setenv("KFX_CACHE_DIR", str(tmp_path / "cache"))
+    first = common.class_archive_path()
+    assert first is not None and first == common.class_archive_path()
+    os.utime(base, ns=(1, 1_000_000_000))  # dumped anew
+    second = common.class_archive_path()
+    assert second != first
+    base.unlink()  # a JDK without a base archive still gets one of its own
+    assert common.class_archive_path() not in (None, first, second)
+
+
+def test_archives_no_jvm_can_map_are_pruned_when_a_new_one_is_kept(tmp_path, monkeypatch):
+    """About 190 MB each: once a JDK upgrade, a re-dumped base archive or a removed PySpark has made
+    an archive useless, keeping a new one removes it; one still good for another install, one of an
+    older kafkaforensics (no inputs beside it) and a recording under way are left alone."""
+    import json
+    from spark_jobs import common
+    jdk, base = _fake_jdk(tmp_path)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    monkeypatch.setenv("JAVA_HOME", str(jdk))
+    monkeypatch.setenv("KFX_CACHE_DIR", str(cache))
+
+    def pyspark_at(name, version):
+        d = tmp_path / name / "pyspark"
+        d.mkdir(parents=True)
+        (d / "version.py").write_text(f'__version__: str = "{version}"\n')
+        return str(d)
+
+    def archive(name, inputs):
+        path = cache / f"spark-driver-{name}.jsa"
+        path.write_bytes(b"archive")
+        if inputs is not None:
+            (cache / f"spark-driver-{name}.inputs.json").write_text(json.dumps(inputs))
+        return path
+    java = os.path.realpath(jdk / "bin" / "java")
+    other = archive("other", common._archive_inputs(java, pyspark_at("venv2", "4.0.1"), "4.0.1"))
+    gone = archive("gone", common._archive_inputs(java, str(tmp_path / "removed" / "pyspark"), "4.3.0"))
+    upgraded = archive("upgraded", common._archive_inputs(java, pyspark_at("venv3", "4.1.0"), "4.1.0"))
+    (tmp_path / "venv3" / "pyspark" / "version.py").write_text('__version__ = "4.2.0"\n')
+    older = archive("older", None)
+    recording = cache / "spark-driver-xyz.jsa.123.tmp"
+    recording.write_bytes(b"half")
+    keep = common.class_archive_path()
+    new = cache / "new.jsa.tmp"
+    new.write_bytes(b"recorded")
+    common._keep_archive(str(new), keep)
+    assert open(keep, "rb").read() == b"recorded" and not new.exists()
+    assert json.loads(open(keep[:-4] + ".inputs.json").read()) == common._current_archive_inputs()
+    assert not gone.exists() and not upgraded.exists()
+    assert not (cache / "spark-driver-gone.inputs.json").exists()
+    assert other.exists() and older.exists() and recording.exists()
+    os.utime(base, ns=(1, 1_000_000_000))  # the JDK's base archive dumped anew: every one recorded on it goes
+    assert set(common.prune_class_archives(common.class_archive_path())) == {keep, str(other)}
+    assert older.exists() and recording.exists()
+
+
 def test_a_short_run_plans_interpreted_and_the_callers_conf_wins():
     from spark_jobs import common
     short = common.session_conf(True)
     assert short["spark.sql.adaptive.enabled"] == "false" and short["spark.sql.codegen.wholeStage"] == "false"
     assert common.session_conf(False) == {}
+    assert "spark.sql.codegen.factoryMode" not in short  # interpreted expressions cost more past a tiny run
+    tiny = common.session_conf(False, tiny_run=True)
+    assert tiny["spark.sql.codegen.factoryMode"] == "NO_CODEGEN" and tiny["spark.sql.adaptive.enabled"] == "false"
+    assert common.held_in_driver("local[2]", common.DRIVER_READ_BYTES) and not common.held_in_driver(
+        "local[*]", common.DRIVER_READ_BYTES + 1) and not common.held_in_driver("spark://h:7077", 1)
     assert common.session_conf(True, {"spark.sql.adaptive.enabled": "true"})["spark.sql.adaptive.enabled"] == "true"
     assert common.session_conf(False, {"spark.driver.memory": "4g"}) == {"spark.driver.memory": "4g"}
