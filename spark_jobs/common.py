@@ -582,6 +582,10 @@ def window_options(topics=(), partitions=(), from_time=None, to_time=None, from_
         out["fromOffset"] = str(int(from_offset))
     if to_offset is not None:
         out["toOffset"] = str(int(to_offset))
+    if "fromTimestamp" in out and "toTimestamp" in out and int(out["fromTimestamp"]) >= int(out["toTimestamp"]):
+        raise ValueError(f"the time window is empty: {from_time} is not before {to_time} (--to-time is exclusive)")
+    if "fromOffset" in out and "toOffset" in out and int(out["fromOffset"]) > int(out["toOffset"]):
+        raise ValueError(f"the offset window is empty: {from_offset} is after {to_offset}")
     return out
 
 
@@ -590,7 +594,9 @@ JOB_OPTIONS = ("level", "path", "paths")
 
 
 def parse_options(pairs) -> dict:
-    """``KEY=VALUE`` strings as a dict (ValueError for one without ``=``, or for one of
+    """``KEY=VALUE`` strings as a dict of source options, each key spelled as the source spells it
+    (ValueError for one without ``=``, an option the source does not read or a value it could not
+    use, :func:`~kafkaforensics.spark.spark_source.checked_option`; or for one of
     :data:`JOB_OPTIONS`, which the job's own arguments set)."""
     out = {}
     for pair in pairs or ():
@@ -599,6 +605,10 @@ def parse_options(pairs) -> dict:
             raise ValueError(f"--option takes KEY=VALUE, not {pair!r}")
         if key in JOB_OPTIONS:
             raise ValueError(f"--option {key}=... is not for this command: the {key} comes from its own arguments")
+        try:
+            key, value = spark_source.checked_option(key, value)
+        except ValueError as e:
+            raise ValueError(f"--option {e}") from None
         out[key] = value
     return out
 

@@ -26,7 +26,7 @@ from kafkaforensics.records.schema import ROW_KINDS, SOURCE_COLUMNS
 from kafkaforensics.spark.scan_plan import Layout
 from spark_jobs.common import (DRIVER_READ_BYTES, check_inputs, frame_of, job_spark, job_arguments, listing_of,
                                read_planned, segment_bytes, source_for, source_options)
-from spark_jobs.inventory import inventory_of, inventory_table, replicas_of, replicas_table
+from spark_jobs.inventory import WHERE, inventory_of, inventory_table, replicas_of, replicas_table
 from spark_jobs.search import matches
 
 
@@ -102,7 +102,8 @@ def scan(spark, paths, out: str, level: str = "batches", search: str | None = No
     reads = [read("scan")]
     summary = reads[0].frame if reads[0].table is not None else reads[0].frame.persist()
     try:
-        return _write_outputs(spark, out, level, search, read, progress, summary, reads)
+        return _write_outputs(spark, out, level, search, read, progress, summary, reads,
+                              windowed=any(opts.get(k) not in (None, "") for k in _RECORD_WINDOW))
     finally:
         summary.unpersist()
         for r in reads:
@@ -119,7 +120,21 @@ def _views(spark, summary, held):
     return frame_of(spark, inv).coalesce(1), frame_of(spark, rep).coalesce(1), inv.to_pylist()
 
 
-def _write_outputs(spark, out, level, search, read, progress, summary, reads) -> ScanResult:
+#: the options that keep part of a batch's records (a topic or partition keeps whole partitions)
+_RECORD_WINDOW = ("fromOffset", "toOffset", "fromTimestamp", "toTimestamp")
+
+
+def _records_exported(spark, out: str, records) -> dict:
+    """The records a records export holds, per inventory row (:data:`WHERE`): ``records`` is the
+    read held in the driver, or None for the export written by Spark's tasks (read back)."""
+    if records is not None:
+        counted = records.group_by(list(WHERE), use_threads=False).aggregate([("offset", "count")])
+        return {tuple(r[k] for k in WHERE): r["offset_count"] for r in counted.to_pylist()}
+    counted = spark.read.parquet(os.path.join(out, "records")).groupBy(*WHERE).count().collect()
+    return {tuple(r[k] for k in WHERE): r["count"] for r in counted}
+
+
+def _write_outputs(spark, out, level, search, read, progress, summary, reads, windowed=False) -> ScanResult:
     """:func:`scan`'s outputs from its ``summary`` (the first of its planned ``reads``, cached or held
     in the driver; a records read for the export or the search, ``read("records")``, is added to
     them)."""
@@ -154,6 +169,12 @@ def _write_outputs(spark, out, level, search, read, progress, summary, reads) ->
         anomalies.write.mode("overwrite").parquet(os.path.join(out, "anomalies"))
     anomalies.unpersist()
     inv_df, rep_df, inv = _views(spark, summary, held)
+    if windowed and level == "records":  # a window keeps part of a batch's records: count those exported
+        exported = _records_exported(spark, out, reads[-1].table)
+        for r in inv:
+            r["records"] = exported.get(tuple(r[k] for k in WHERE), 0)
+        inv_df.unpersist()
+        inv_df = spark.createDataFrame(inv, inv_df.schema).coalesce(1)
     inv_df.write.mode("overwrite").parquet(os.path.join(out, "inventory"))
     inv_df.unpersist()
     rep_df.write.mode("overwrite").parquet(os.path.join(out, "replicas"))

@@ -111,3 +111,29 @@ def test_fast_path_over_the_test_fleet(monkeypatch, tmp_path, corrupt, small):
     assert fast == reference
     bad = [r["offset"] for r in fast if r["topic"] == "flipped" and not r["crcValid"]]
     assert bad == ([3, 4, 5] if corrupt == "true" else [])
+
+
+def test_timestamps_past_what_a_spark_timestamp_holds_keep_their_long_and_no_utc(tmp_path, monkeypatch):
+    """A Kafka timestamp is any long: one past 9999-12-31 (a producer's bug, a forged batch) has no
+    TIMESTAMP beside it (null, where multiplying it into microseconds overflowed or failed), and the
+    epoch-ms long keeps it, at both levels and both ways of reading records."""
+    import datetime
+
+    from kafkaforensics.log import writer
+    from kafkaforensics.records import batch, builder
+    edge = spark_source.MAX_UTC_MS
+    stamps = [0, edge, edge + 1, 2 ** 62, 2 ** 63 - 1]
+    part = tmp_path / "far-0"
+    writer.write_partition(str(part), (builder.build_v2([batch.Record(i, ts, b"k", b"v", [])], base_offset=i)
+                                       for i, ts in enumerate(stamps)))
+    utc = {0: datetime.datetime(1970, 1, 1), edge: datetime.datetime(9999, 12, 31, 23, 59, 59, 999000)}
+    for rows in _both_ways(monkeypatch, str(part)):
+        got = [(r["timestamp"], r["timestampUtc"]) for r in rows]
+        assert [ts for ts, _ in got] == stamps
+        assert [u.replace(tzinfo=None) if u else u for _, u in got] == [utc.get(ts) for ts in stamps]
+    schema = _struct_from_ddl(spark_source.spark_ddl(spark_source.SOURCE_LEVELS["batches"]))
+    reader = spark_source.KafkaSegmentsReader({"path": str(part)}, "batches", schema)
+    rows = [row for split in reader.partitions() for b in reader.read(split) for row in b.to_pylist()]
+    assert [r["maxTimestamp"] for r in rows] == stamps
+    assert [r["maxTimestampUtc"].replace(tzinfo=None) if r["maxTimestampUtc"] else None for r in rows] == [
+        utc.get(ts) for ts in stamps]

@@ -126,6 +126,16 @@ def test_window_options_and_pushed_filters_in_explain(spark, fleet, tmp_path):  
     r = scan(spark, [fleet["a1"]], str(tmp_path / "w"), "records", options=opts)
     rows = pq.read_table(str(tmp_path / "w" / "records")).to_pylist()
     assert {x["offset"] for x in rows} == set(range(90, 95)) | set(range(125, 130)) and r.rows == 10
+    for driver_bytes in (None, 0):  # read in the driver, and by Spark's tasks
+        out = tmp_path / f"o{driver_bytes}"
+        kw = {} if driver_bytes is None else {"driver_bytes": driver_bytes}
+        r = scan(spark, [fleet["a1"]], str(out), "records", options=window_options(from_offset=3, to_offset=7), **kw)
+        exported = {}
+        for x in pq.read_table(str(out / "records")).to_pylist():
+            exported[(x["topic"], x["partition"])] = exported.get((x["topic"], x["partition"]), 0) + 1
+        assert exported and set(exported.values()) == {5}  # a window's records, not its batches' records
+        for inv in (r.inventory, pq.read_table(str(out / "inventory")).to_pylist()):
+            assert {(x["topic"], x["partition"]): x["records"] for x in inv if x["records"]} == exported
     df = read(spark, fleet["root"], "records").where((F.col("topic") == "orders") & (F.col("offset") >= 100))
     import contextlib
     import io
@@ -148,7 +158,50 @@ def test_small_segments_are_packed_into_few_scan_partitions(fleet):
 
 
 def test_missing_local_path_or_bad_option_is_one_line_exit_2(kfx, tmp_path):
-    for args in ([str(tmp_path / "nope")], [str(tmp_path), "--option", "novalue"], [str(tmp_path), "--from-time", "soon"],
-                 [str(tmp_path), "--option", "level=records"]):
+    (tmp_path / "notes.txt").write_text("not a segment")
+    for args in ([str(tmp_path / "nope")], [str(tmp_path / "notes.txt")], [str(tmp_path), "--option", "novalue"], [str(tmp_path), "--from-time", "soon"],
+                 [str(tmp_path), "--option", "level=records"], [str(tmp_path), "--option", "timestampDisorderMS=x"],
+                 [str(tmp_path), "--option", "timestampDisorder=5"], [str(tmp_path), "--option", "includeCorrupt=maybe"],
+                 [str(tmp_path), "--from-time", "2026-01-02", "--to-time", "2026-01-01"],
+                 [str(tmp_path), "--from-offset", "9", "--to-offset", "3"]):
         r = kfx("scan", *args, "--out", tmp_path / "o")
         assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
+
+
+def test_layout_tells_partition_dirs_from_what_holds_them_and_reports_what_kafka_never_reads():
+    """A partition dir holds Kafka's files itself. A subdir in it (a copy someone left, `sub/x`)
+    leaves it a partition dir and is a stray of that partition; a dir named like a partition with
+    log dirs below it (a fleet's `broker-3`, a log dir called `kafka-logs-1`) is none; what sits in a
+    log dir's other subdirs (`lost+found`) is a stray of that log dir; a segment in no partition dir
+    is read as one of an unnamed partition."""
+    from kafkaforensics.spark.scan_plan import layout
+    seg = "00000000000000000000.log"
+    files = [f"/f/broker-3/kafka-logs/orders-0/{seg}", "/f/broker-3/kafka-logs/orders-0/sub/x",
+             "/f/broker-3/kafka-logs/meta.properties", "/f/broker-3/kafka-logs/lost+found/#123",
+             "/f/broker-3/kafka-logs/notapartition/blob", "/f/kafka-logs-1/meta.properties",
+             f"/f/kafka-logs-1/clients-2/{seg}", "/f/kafka-logs-7/meta.properties", f"/f/loose/{seg}"]
+    entries = [(u, 10, False) for u in files] + [("/f/kafka-logs-1/empty-0", 0, True)]
+    meta = {"/f/broker-3/kafka-logs/meta.properties": "broker.id=3\ncluster.id=c\n",
+            "/f/kafka-logs-1/meta.properties": "broker.id=1\n", "/f/kafka-logs-7/meta.properties": "broker.id=7\n"}
+    got = layout(entries, meta.get)
+    logs = "/f/broker-3/kafka-logs"
+    assert {d: (s.log_dir, s.broker_id, s.topic, s.partition) for d, s in got.partitions.items()} == {
+        f"{logs}/orders-0": (logs, 3, "orders", 0), "/f/kafka-logs-1/clients-2": ("/f/kafka-logs-1", 1, "clients", 2),
+        "/f/kafka-logs-1/empty-0": ("/f/kafka-logs-1", 1, "empty", 0), "/f/loose": ("/f", None, None, None)}
+    assert {u: (s.log_dir, s.topic, s.partition) for u, _size, s in got.strays} == {
+        f"{logs}/orders-0/sub/x": (logs, "orders", 0), f"{logs}/lost+found/#123": (logs, None, None),
+        f"{logs}/notapartition/blob": (logs, None, None)}
+    assert [u for _b, u, _s in got.segments[f"{logs}/orders-0"]] == [f"{logs}/orders-0/{seg}"]
+
+
+def test_options_are_checked_and_spelled_as_the_source_spells_them():
+    """Spark hands a data source its options by any case; `kfx scan` and the jobs read them through
+    the same reader, so `--option` spells them as the source does, and refuses a typo or a value
+    the source could not use instead of ignoring it."""
+    from spark_jobs.common import parse_options
+    assert parse_options(["timestampdisorderms=5", "INCLUDECORRUPT=true", "s3.endpoint=http://x"]) == {
+        "timestampDisorderMs": "5", "includeCorrupt": "true", "s3.endpoint": "http://x"}
+    for bad, says in (("timestampDisorder=5", "no such kafka_segments option"), ("fromOffset=x", "not an integer"),
+                      ("partitions=1,b", "comma-separated integers"), ("pushdown=maybe", "not true or false")):
+        with pytest.raises(ValueError, match=says):
+            parse_options([bad])

@@ -335,7 +335,8 @@ def _struct_from_ddl(ddl: str):
     """The Spark schema of a flat DDL (scalars, and ``array<struct<k:t,...>>``) without a session
     (pyspark parses DDL in the JVM)."""
     T = spark_types
-    scalar = {"string": T.StringType(), "int": T.IntegerType(), "bigint": T.LongType(),
+    scalar = {"string": T.StringType(), "tinyint": T.ByteType(), "smallint": T.ShortType(), "int": T.IntegerType(),
+              "bigint": T.LongType(),
               "binary": T.BinaryType(), "boolean": T.BooleanType(), "timestamp": T.TimestampType()}
 
     def typ(t: str):

@@ -307,25 +307,39 @@ def _split(uri: str) -> tuple[str, str]:
     return head, uri[i:]
 
 
+def _ancestors(d: str):
+    """The dirs above ``d``, nearest first (a listed URI's, up to its root or bucket)."""
+    while True:
+        head, name = _split(d)
+        if not name or not head or head == d:
+            return
+        yield head
+        d = head
+
+
 def layout(entries, read_text) -> Layout:
     """Sort ``entries`` -- (uri, size, is_dir) of one listing of the inputs -- into a
     :class:`Layout`; ``read_text(uri)`` reads a log dir's ``meta.properties`` (None: none)."""
     files = [(u, s, *_split(u)) for u, s, d in entries if not d]   # (uri, size, dir, name)
     dirs = {u.rstrip("/") for u, _s, d in entries if d}
     dirs |= {d for _u, _s, d, _n in files}
-    # a partition dir holds files only: a dir with subdirs is no partition dir, whatever its name
-    # (a log dir called kafka-logs-1)
     split_dirs = {d: _split(d) for d in dirs}
-    parents = {head for head, _name in split_dirs.values()}
-    part_dirs = {}
-    for d, (head, name) in split_dirs.items():
-        if d not in parents:
-            tp = partition_of_dir_name(name)
-            if tp:
-                part_dirs[d] = (head, tp)
-    log_dirs = {head for head, _tp in part_dirs.values()}
-    log_dirs |= {d for _u, _s, d, n in files if n == C.META_PROPERTIES_FILE}
+    named = {d: partition_of_dir_name(name) for d, (_head, name) in split_dirs.items()}
     metas = {u for u, _s, _d, n in files if n == C.META_PROPERTIES_FILE}
+    # a partition dir holds Kafka's files itself: a dir with a partition dir, a segment or a
+    # meta.properties further down is none, whatever its name (a log dir called kafka-logs-1, a
+    # fleet's broker-3); a subdir holding anything else (a stray) leaves it a partition dir
+    above_kafka = set()
+    for d in [d for d, tp in named.items() if tp] + [d for _u, _s, d, n in files
+                                                     if n == C.META_PROPERTIES_FILE or n.endswith(LOG)]:
+        for up in _ancestors(d):
+            if up in above_kafka:
+                break
+            above_kafka.add(up)
+    meta_dirs = {_split(u)[0] for u in metas}
+    part_dirs = {d: (split_dirs[d][0], tp) for d, tp in named.items()
+                 if tp and d not in above_kafka and d not in meta_dirs}
+    log_dirs = {head for head, _tp in part_dirs.values()} | meta_dirs
     out = Layout()
     ids = {}
     for ld in sorted(log_dirs):
@@ -350,6 +364,9 @@ def layout(entries, read_text) -> Layout:
         elif d in log_dirs:
             if not _known(name, LOG_DIR_FILES):
                 out.strays.append((uri, size, Source(d, *ids[d], None, None)))
+        elif (home := next((up for up in _ancestors(d) if up in part_dirs or up in log_dirs), None)) is not None:
+            # in a subdir Kafka never reads (a partition dir's, or a log dir's that is no partition dir)
+            out.strays.append((uri, size, out.partitions[home] if home in part_dirs else Source(home, *ids[home], None, None)))
         elif base is not None:  # a segment outside any partition dir
             out.partitions.setdefault(d, Source(_split(d)[0], None, None, None, None))
             out.segments.setdefault(d, []).append((base, uri, size))

@@ -16,7 +16,8 @@ columns of ``kfx dump --format json``), ``records`` (one row a record), ``anomal
 damaged region, bad batch, stray file) and ``scan`` (all of them in one read, ``rowKind`` saying
 which, plus one ``partition`` row per partition dir, empty ones included; records only with
 ``scanRecords``).  Timestamps are epoch-ms longs with a Spark TIMESTAMP beside them
-(``timestampUtc``, ``firstTimestampUtc``, ``maxTimestampUtc``).
+(``timestampUtc``, ``firstTimestampUtc``, ``maxTimestampUtc``; null for -1, and past the year 9999,
+which no TIMESTAMP holds).
 
 Integrity: every records row carries ``crcValid``.  The records of a batch whose CRC fails are left
 out (the anomalies level reports the batch and its records as not read); ``includeCorrupt=true``
@@ -66,12 +67,12 @@ from kafkaforensics.defaults import DEFAULT_SPLIT_BYTES
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.records.batch import resolve_legacy_wrapper
 from kafkaforensics.records.schema import SOURCE_LEVELS, spark_ddl
-from kafkaforensics.log.segment import BatchScanner, release_pages
+from kafkaforensics.log.segment import LOG, BatchScanner, offset_of_file_name, release_pages
 from kafkaforensics.spark.scan_plan import (OPEN_COST_BYTES, Bounds, Layout, Piece, Source, SegmentIndexes,
                                             bounds_from_filters, bounds_from_options, layout, merge, pack,
                                             segment_range, split_size)
 from kafkaforensics.spark.record_runs import FileRun, RunBatches
-from kafkaforensics.spark.storage import Storage
+from kafkaforensics.spark.storage import S3_OPTIONS, NotKafkaInput, Storage
 from kafkaforensics.records import walks
 
 class _Run:
@@ -103,6 +104,35 @@ RECORDS_RUN_BYTES = 4 << 20
 SMALL_FILE_BYTES = 4 << 20
 
 
+#: every option the source reads, and what its value is: ``int``, ``bool`` (true/false, 1/0, yes/no),
+#: ``ints`` (comma-separated) or ``text``; Spark hands a data source its options by any case
+SOURCE_OPTIONS = {"level": "text", "path": "text", "paths": "text", "maxPartitionBytes": "int", "splitBytes": "int",
+                  "openCostInBytes": "int", "minPartitions": "int", "includeCorrupt": "bool", "scanRecords": "bool",
+                  "pushdown": "bool", "topics": "text", "partitions": "ints", "fromOffset": "int", "toOffset": "int",
+                  "fromTimestamp": "int", "toTimestamp": "int", "timestampDisorderMs": "int",
+                  **{k: "text" for k in S3_OPTIONS}}
+_OPTION_NAMES = {k.lower(): k for k in SOURCE_OPTIONS}
+
+
+def checked_option(key: str, value: str) -> tuple[str, str]:
+    """``key`` as the source spells it and ``value`` checked against its kind (:data:`SOURCE_OPTIONS`);
+    ValueError, naming the option, for one the source does not read or a value it could not use."""
+    name = _OPTION_NAMES.get(key.lower())
+    if name is None:
+        raise ValueError(f"{key}: no such kafka_segments option (its options: {', '.join(sorted(SOURCE_OPTIONS))})")
+    kind = SOURCE_OPTIONS[name]
+    try:
+        if kind == "int":
+            int(value)
+        elif kind == "ints":
+            [int(x) for x in value.split(",") if x]
+    except ValueError:
+        raise ValueError(f"{name}={value!r}: not {'an integer' if kind == 'int' else 'comma-separated integers'}") from None
+    if kind == "bool" and str(value).lower() not in ("1", "0", "true", "false", "yes", "no"):
+        raise ValueError(f"{name}={value!r}: not true or false")
+    return name, value
+
+
 def _true(v) -> bool:
     return str(v).lower() in ("1", "true", "yes")
 
@@ -119,9 +149,20 @@ def _segment_indexes(storage: Storage, uri: str, base: int) -> SegmentIndexes:
     return ix
 
 
+#: the last instant a Spark TIMESTAMP holds (9999-12-31T23:59:59.999Z), in epoch ms: a Kafka timestamp
+#: is any long, and one past this (a producer's bug, a forged batch) has no TIMESTAMP beside it
+MAX_UTC_MS = 253_402_300_799_999
+
+
+def _is_segment_name(name: str) -> bool:
+    """Whether ``name`` is a segment's (``<20-digit base offset>.log``), as a layout reads one."""
+    return name.endswith(LOG) and offset_of_file_name(name) is not None
+
+
 def _utc(ms):
-    """An epoch-ms timestamp as the microseconds of a Spark TIMESTAMP (None for -1: none)."""
-    return None if ms is None or ms < 0 else ms * 1000
+    """An epoch-ms timestamp as the microseconds of a Spark TIMESTAMP (None for -1, none, and for
+    one no TIMESTAMP holds: the epoch-ms long keeps it)."""
+    return None if ms is None or ms < 0 or ms > MAX_UTC_MS else ms * 1000
 
 
 class KafkaSegmentsReader(DataSourceReader):
@@ -184,7 +225,10 @@ class KafkaSegmentsReader(DataSourceReader):
         what :meth:`pieces` plans from.  The reads of one scan planned in the driver share one."""
         entries = []
         for p in self.paths:
-            entries += self.storage.list_entries(p)
+            listed = self.storage.list_entries(p)
+            if len(listed) == 1 and not listed[0][2] and not _is_segment_name(posixpath.basename(listed[0][0])):
+                raise NotKafkaInput(f"{p}: not a Kafka segment (named <base offset>.log), partition dir or log dir")
+            entries += listed
         return layout(entries, self._read_text)
 
     def pieces(self, listing: Layout | None = None) -> list[Piece]:
@@ -445,6 +489,7 @@ class KafkaSegmentsReader(DataSourceReader):
             return pa.array(values[which], types[name])
         key = record_arrow.spans(cols.buf, cols.key_start, cols.key_length)
         ts = np.asarray(cols.timestamp, np.int64)
+        no_utc = (ts < 0) | (ts > MAX_UTC_MS)
         srcs = [s for s, _uri in table.files]
         column = {
             "logDir": per_file("logDir", [s.log_dir for s in srcs]),
@@ -456,7 +501,7 @@ class KafkaSegmentsReader(DataSourceReader):
             "rowKind": record_arrow.constant("record", n, pa.string()),
             "offset": pa.array(cols.offset, types["offset"]),
             "timestamp": pa.array(ts, types["timestamp"]),
-            "timestampUtc": pa.array(ts * 1000, pa.int64(), mask=ts < 0).cast(types["timestampUtc"]),
+            "timestampUtc": pa.array(np.where(no_utc, 0, ts) * 1000, pa.int64(), mask=no_utc).cast(types["timestampUtc"]),
             "timestampType": pa.array(RunBatches.TIMESTAMP_TYPES, types["timestampType"]).take(
                 pa.array(table.timestamp_type[which])),
             "key": key,

@@ -29,6 +29,10 @@ class MissingInput(FileNotFoundError):
     """An input with nothing at it: no such path, bucket or prefix (one line, for exit 2)."""
 
 
+class NotKafkaInput(MissingInput):
+    """An input file that is no segment: nothing a scan could read at it (one line, for exit 2)."""
+
+
 def _is_local(uri: str) -> bool:
     return "://" not in uri or uri.startswith("file://")
 
