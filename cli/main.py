@@ -701,7 +701,7 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
     c.print(f"read {p.segments} segments, {p.bytes:,} bytes in {p.splits} splits", highlight=False, soft_wrap=True)
     cli_tables.print_table(f"kfx scan -> {out}", ("partition", "broker", "log dir", "segments", "batches", "records", "offsets",
                                       "bytes", "codecs", "anomalies"),
-                [(f"{r['topic']}-{r['partition']}" if r["topic"] is not None else "(no partition dir)",
+                [(r["partitionDir"] or "(no partition dir)",
                   "" if r["brokerId"] is None else r["brokerId"], r["logDir"],
                   r["segments"], r["batches"], r["records"],
                   f"{r['firstOffset']}..{r['lastOffset']}" if r["firstOffset"] is not None else "empty", r["bytes"],

@@ -20,11 +20,11 @@ from pyspark.sql import functions as F
 from spark_jobs.common import check_inputs, job_spark, job_arguments, read, sorted_small, source_options
 
 #: where a row of the inventory is: one row per these
-WHERE = ("clusterId", "brokerId", "logDir", "topic", "partition")
+WHERE = ("clusterId", "brokerId", "logDir", "topic", "partition", "partitionDir")
 #: anomalies with no record behind them in a batch row (records the batches count never held)
 _BATCH_ANOMALIES = ("crc-mismatch", "undecodable-records")
 #: the order of the inventory's and the replica view's rows (ascending, nulls first, as Spark sorts)
-INVENTORY_ORDER = ("topic", "partition", "clusterId", "brokerId", "logDir")
+INVENTORY_ORDER = ("topic", "partition", "clusterId", "brokerId", "logDir", "partitionDir")
 REPLICAS_ORDER = ("topic", "partition", "clusterId")
 #: the replica view's columns
 REPLICAS_COLUMNS = ("clusterId", "topic", "partition", "replicas", "logDirs", "brokerIds", "commonFrom", "equalUpTo",
@@ -69,9 +69,11 @@ def replicas_of(rows):
     hold it and how far their copies agree -- batch by batch (base and last offset and CRC, good
     CRCs only) from the first offset all of them still hold: ``equalUpTo`` is the last offset up to
     which every copy holds the same batches, ``divergesAt`` the first batch one copy lacks or holds
-    differently (null: none), ``summary`` says it in words."""
+    differently (null: none), ``summary`` says it in words.  Only live partition dirs (``topic-N``)
+    are replicas: a ``-delete``, ``-future`` or ``-stray`` copy is none (the inventory has its row)."""
     keys = ["_cluster", "topic", "partition"]
-    rows = rows.where(F.col("topic").isNotNull()).withColumn("_cluster", F.coalesce("clusterId", F.lit("")))
+    live = F.col("partitionDir") == F.concat_ws("-", F.col("topic"), F.col("partition").cast("string"))
+    rows = rows.where(F.col("topic").isNotNull() & live).withColumn("_cluster", F.coalesce("clusterId", F.lit("")))
     copies = (rows.where(F.col("rowKind") == "partition").groupBy(*keys)
               .agg(F.first("clusterId", ignorenulls=True).alias("clusterId"),
                    F.countDistinct("logDir").alias("replicas"),
@@ -187,7 +189,9 @@ def replicas_table(rows: pa.Table) -> pa.Table:
     """:func:`replicas_of` over ``scan``-level rows held in the driver, in pyarrow: the same rows,
     values and order; no Spark job."""
     keys = ["_cluster", "topic", "partition"]
-    rows = rows.filter(pc.is_valid(rows["topic"]))
+    live = pc.equal(rows["partitionDir"], pc.binary_join_element_wise(
+        rows["topic"], pc.cast(rows["partition"], pa.string()), "-"))
+    rows = rows.filter(pc.and_(pc.is_valid(rows["topic"]), pc.fill_null(live, False)))
     rows = rows.append_column("_cluster", pc.coalesce(rows["clusterId"], ""))
     kind = rows["rowKind"]
     copies = rows.filter(pc.equal(kind, "partition")).group_by(keys, use_threads=False).aggregate(

@@ -28,7 +28,7 @@ def matches(records, pattern: str):
     header_hit = F.exists("headers", lambda h: h["value"].cast("string").rlike(pattern))
     hit = F.col("key").cast("string").rlike(pattern) | F.col("value").cast("string").rlike(pattern) | header_hit
     return (records.where(hit).withColumn("keyText", _text("key")).withColumn("valueText", _text("value"))
-            .select(*HIT_COLUMNS).orderBy("topic", "partition", "logDir", "offset"))
+            .select(*HIT_COLUMNS).orderBy("topic", "partition", "logDir", "partitionDir", "offset"))
 
 
 def search(spark, paths, pattern: str, options=None):

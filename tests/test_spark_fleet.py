@@ -179,15 +179,19 @@ def test_layout_tells_partition_dirs_from_what_holds_them_and_reports_what_kafka
     files = [f"/f/broker-3/kafka-logs/orders-0/{seg}", "/f/broker-3/kafka-logs/orders-0/sub/x",
              "/f/broker-3/kafka-logs/meta.properties", "/f/broker-3/kafka-logs/lost+found/#123",
              "/f/broker-3/kafka-logs/notapartition/blob", "/f/kafka-logs-1/meta.properties",
-             f"/f/kafka-logs-1/clients-2/{seg}", "/f/kafka-logs-7/meta.properties", f"/f/loose/{seg}"]
+             f"/f/kafka-logs-1/clients-2/{seg}", f"/f/kafka-logs-1/clients-2.0123456789abcdef0123456789abcdef-delete/{seg}",
+             "/f/kafka-logs-7/meta.properties", f"/f/loose/{seg}"]
     entries = [(u, 10, False) for u in files] + [("/f/kafka-logs-1/empty-0", 0, True)]
     meta = {"/f/broker-3/kafka-logs/meta.properties": "broker.id=3\ncluster.id=c\n",
             "/f/kafka-logs-1/meta.properties": "broker.id=1\n", "/f/kafka-logs-7/meta.properties": "broker.id=7\n"}
     got = layout(entries, meta.get)
     logs = "/f/broker-3/kafka-logs"
-    assert {d: (s.log_dir, s.broker_id, s.topic, s.partition) for d, s in got.partitions.items()} == {
-        f"{logs}/orders-0": (logs, 3, "orders", 0), "/f/kafka-logs-1/clients-2": ("/f/kafka-logs-1", 1, "clients", 2),
-        "/f/kafka-logs-1/empty-0": ("/f/kafka-logs-1", 1, "empty", 0), "/f/loose": ("/f", None, None, None)}
+    deleted = "clients-2.0123456789abcdef0123456789abcdef-delete"
+    assert {d: (s.log_dir, s.broker_id, s.topic, s.partition, s.dir_name) for d, s in got.partitions.items()} == {
+        f"{logs}/orders-0": (logs, 3, "orders", 0, "orders-0"),
+        "/f/kafka-logs-1/clients-2": ("/f/kafka-logs-1", 1, "clients", 2, "clients-2"),
+        f"/f/kafka-logs-1/{deleted}": ("/f/kafka-logs-1", 1, "clients", 2, deleted),  # told apart by its dir
+        "/f/kafka-logs-1/empty-0": ("/f/kafka-logs-1", 1, "empty", 0, "empty-0"), "/f/loose": ("/f", None, None, None, None)}
     assert {u: (s.log_dir, s.topic, s.partition) for u, _size, s in got.strays} == {
         f"{logs}/orders-0/sub/x": (logs, "orders", 0), f"{logs}/lost+found/#123": (logs, None, None),
         f"{logs}/notapartition/blob": (logs, None, None)}

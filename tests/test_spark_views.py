@@ -22,6 +22,8 @@ from tests.test_spark import spark  # noqa: F401  (the session fixture)
 LOG_DIRS = ("/a/kafka-logs", "/b/kafka-logs", "/c/kafka-logs")
 CLUSTERS = (None, "", "q1Sh-9_ISia_zwGINzRvyQ")
 TOPICS = ("orders", "payments")
+#: a live partition dir, and copies Kafka set aside beside it (never replicas; rows of their own)
+SET_ASIDE = ("", "", ".0f1e2d3c4b5a69788796a5b4c3d2e1f0-delete", ".0f1e2d3c4b5a69788796a5b4c3d2e1f0-future")
 
 
 @st.composite
@@ -30,14 +32,15 @@ def scan_rows(draw):
     CRCs, replicated or not), anomalies (with and without a topic, records not exported or not)."""
     rows = []
     copies = draw(st.lists(st.tuples(st.sampled_from(LOG_DIRS), st.sampled_from(CLUSTERS), st.sampled_from(TOPICS),
-                                     st.integers(0, 1)), min_size=0, max_size=6, unique_by=lambda c: c[0] + c[2] + str(c[3])))
-    for log_dir, cluster, topic, partition in copies:
+                                     st.integers(0, 1), st.sampled_from(SET_ASIDE)),
+                           min_size=0, max_size=6, unique_by=lambda c: c[0] + c[2] + str(c[3]) + c[4]))
+    for log_dir, cluster, topic, partition, aside in copies:
         where = {"logDir": log_dir, "brokerId": draw(st.sampled_from((None, 1, 2))), "clusterId": cluster,
-                 "topic": topic, "partition": partition}
-        rows.append({**where, "file": f"{log_dir}/{topic}-{partition}", "rowKind": "partition"})
+                 "topic": topic, "partition": partition, "partitionDir": f"{topic}-{partition}{aside}"}
+        rows.append({**where, "file": f"{log_dir}/{where['partitionDir']}", "rowKind": "partition"})
         for i in range(draw(st.integers(0, 6))):
             base = draw(st.integers(0, 4)) * 10
-            rows.append({**where, "file": f"{log_dir}/{topic}-{partition}/{draw(st.sampled_from((0, 20))):020d}.log",
+            rows.append({**where, "file": f"{log_dir}/{where['partitionDir']}/{draw(st.sampled_from((0, 20))):020d}.log",
                          "rowKind": "batch", "baseOffset": base, "lastOffset": base + 9, "count": 10,
                          "position": i * 100, "size": 100, "crc": draw(st.sampled_from((7, 8))),
                          "crcValid": draw(st.sampled_from((True, True, False))),
@@ -47,7 +50,7 @@ def scan_rows(draw):
                          "firstTimestamp": draw(st.sampled_from((-1, 1000, 2000))), "maxTimestamp": 3000})
         for _ in range(draw(st.integers(0, 2))):
             kind = draw(st.sampled_from(("crc-mismatch", "undecodable-records", "torn-tail", "stray-file")))
-            rows.append({**where, "file": f"{log_dir}/{topic}-{partition}/x.log", "rowKind": "anomaly", "kind": kind,
+            rows.append({**where, "file": f"{log_dir}/{where['partitionDir']}/x.log", "rowKind": "anomaly", "kind": kind,
                          "position": draw(st.sampled_from((None, 40))), "bytesNotRead": draw(st.integers(0, 99)),
                          "recordsNotRead": draw(st.sampled_from((None, 3)))})
     for _ in range(draw(st.integers(0, 1))):  # a log dir's own anomaly: no topic
@@ -68,7 +71,8 @@ def _fleets(draw_many):
     spans two fleets): one Spark evaluation checks them all."""
     rows = []
     for i, fleet in enumerate(draw_many):
-        rows += [{**r, "topic": f"{r['topic']}.{i}"} if r.get("topic") else r for r in fleet]
+        rows += [{**r, "topic": f"{r['topic']}.{i}", "partitionDir": r["partitionDir"].replace(r["topic"], f"{r['topic']}.{i}", 1)}
+                 if r.get("topic") else r for r in fleet]
     return rows
 
 
@@ -83,6 +87,29 @@ def test_the_views_in_pyarrow_equal_the_views_in_spark(spark, fleets):  # noqa: 
         got = of_arrow(table)
         assert frame_of(spark, got).schema == want.schema, of_arrow.__name__
         assert got.to_pylist() == [r.asDict() for r in want.collect()], of_arrow.__name__
+
+
+def test_a_copy_kafka_set_aside_has_its_own_inventory_row_and_is_no_replica(spark):  # noqa: F811
+    """A `-delete` dir (a deleted partition awaiting removal) beside the live `orders-0` of the same
+    log dir, and a live copy on a second broker: three inventory rows, never summed, and two replicas."""
+    rows, dirs = [], (("/a/kafka-logs", 1, "orders-0"), ("/a/kafka-logs", 1, "orders-0.0f1e2d3c4b5a69788796a5b4c3d2e1f0-delete"),
+                      ("/b/kafka-logs", 2, "orders-0"))
+    for log_dir, broker, name in dirs:
+        where = {"logDir": log_dir, "brokerId": broker, "clusterId": "c", "topic": "orders", "partition": 0,
+                 "partitionDir": name}
+        rows.append({**where, "file": f"{log_dir}/{name}", "rowKind": "partition"})
+        rows += [{**where, "file": f"{log_dir}/{name}/{0:020d}.log", "rowKind": "batch", "baseOffset": b * 10,
+                  "lastOffset": b * 10 + 9, "count": 10, "position": b * 100, "size": 100,
+                  "crc": b + (100 if name.endswith("delete") else 0), "crcValid": True,
+                  "compression": "none", "isTransactional": False, "isControl": False, "producerId": -1,
+                  "firstTimestamp": 1000, "maxTimestamp": 1000} for b in range(3 if name.endswith("delete") else 2)]
+    table, schema = _arrow(spark, rows)
+    for inv in (inventory_table(table).to_pylist(), [r.asDict() for r in inventory_of(frame_of(spark, table, schema)).collect()]):
+        assert [(r["logDir"], r["partitionDir"], r["records"]) for r in inv] == [
+            ("/a/kafka-logs", "orders-0", 20), ("/a/kafka-logs", dirs[1][2], 30), ("/b/kafka-logs", "orders-0", 20)]
+    for rep in (replicas_table(table).to_pylist(), [r.asDict() for r in replicas_of(frame_of(spark, table, schema)).collect()]):
+        assert [(r["replicas"], r["logDirs"], r["equalUpTo"], r["divergesAt"]) for r in rep] == [
+            (2, ["/a/kafka-logs", "/b/kafka-logs"], 19, None)]  # the deleted copy's other batches are not compared
 
 
 def _outputs(out):

@@ -79,9 +79,11 @@ ANOMALY_COLUMNS = (
 )
 
 #: every row names where it came from: the log dir, its broker (node) id and cluster id from its
-#: meta.properties (null where it has none), the partition dir's topic and partition, the file
+#: meta.properties (null where it has none), the partition dir's topic and partition, the partition
+#: dir's own name (``topic-N``; a copy Kafka set aside keeps its own: ``topic-N.<id>-delete``,
+#: ``-future``, ``-stray``), the file
 SOURCE_COLUMNS = (("logDir", "string"), ("brokerId", "int"), ("clusterId", "string"),
-                  ("topic", "string"), ("partition", "int"), ("file", "string"))
+                  ("topic", "string"), ("partition", "int"), ("partitionDir", "string"), ("file", "string"))
 
 #: the ``scan`` level: batches, records and anomalies in one read (what ``kfx scan`` decodes once),
 #: ``rowKind`` saying which; a column two levels share has one meaning and type in both

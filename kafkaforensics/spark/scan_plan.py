@@ -235,6 +235,7 @@ class Source(NamedTuple):
     cluster_id: str | None
     topic: str | None
     partition: int | None
+    dir_name: str | None = None   # the partition dir's own name (a -delete/-future/-stray copy's too)
 
 
 #: what Kafka writes in a log dir besides partition dirs (LogManager, KafkaRaftServer, checkpoints)
@@ -351,7 +352,7 @@ def layout(entries, read_text) -> Layout:
             out.bad_meta[ld] = f"{meta}: {e}"
     for d in sorted(part_dirs):
         ld, (topic, partition) = part_dirs[d]
-        out.partitions[d] = Source(ld, *ids.get(ld, (None, None)), topic, partition)
+        out.partitions[d] = Source(ld, *ids.get(ld, (None, None)), topic, partition, split_dirs[d][1])
         out.segments[d] = []
     for uri, size, d, name in sorted(files):
         base = offset_of_file_name(name) if name.endswith(LOG) else None

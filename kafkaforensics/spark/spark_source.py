@@ -9,7 +9,9 @@ given comma-separated.  A path with nothing at it (no such file, bucket or prefi
 
 Every row says where it came from: ``logDir`` (the partition dir's parent), ``brokerId`` and
 ``clusterId`` (the log dir's ``meta.properties``: ``node.id`` or ``broker.id``, ``cluster.id``; null
-where there is none), ``topic`` and ``partition`` (the partition dir's name) and ``file``.
+where there is none), ``topic`` and ``partition`` (the partition dir's name), ``partitionDir`` (that
+name itself: a ``topic-N.<id>-delete``, ``-future`` or ``-stray`` copy Kafka set aside is told from
+the live ``topic-N`` by it) and ``file``.
 
 Levels (``level``; schemas from :mod:`kafkaforensics.records.schema`): ``batches`` (one row a batch, the
 columns of ``kfx dump --format json``), ``records`` (one row a record), ``anomalies`` (one row per
@@ -410,7 +412,7 @@ class KafkaSegmentsReader(DataSourceReader):
     @staticmethod
     def _row(row: dict, src, uri: str) -> dict:
         row["logDir"], row["brokerId"], row["clusterId"] = src.log_dir, src.broker_id, src.cluster_id
-        row["topic"], row["partition"], row["file"] = src.topic, src.partition, uri
+        row["topic"], row["partition"], row["partitionDir"], row["file"] = src.topic, src.partition, src.dir_name, uri
         return row
 
     @staticmethod
@@ -497,6 +499,7 @@ class KafkaSegmentsReader(DataSourceReader):
             "clusterId": per_file("clusterId", [s.cluster_id for s in srcs]),
             "topic": per_file("topic", [s.topic for s in srcs]),
             "partition": per_file("partition", [s.partition for s in srcs]),
+            "partitionDir": per_file("partitionDir", [s.dir_name for s in srcs]),
             "file": per_file("file", [uri for _s, uri in table.files]),
             "rowKind": record_arrow.constant("record", n, pa.string()),
             "offset": pa.array(cols.offset, types["offset"]),
