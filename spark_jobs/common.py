@@ -210,12 +210,17 @@ def _driver_java_options(short_run: bool, class_archive: bool, quiet: bool = Fal
     return opts + [f"-XX:ArchiveClassesAtExit={recording}"], recording
 
 
+#: every session: Parquet TIMESTAMPs as INT64 microseconds, Parquet's own type, not Spark's legacy
+#: INT96 default, which pyarrow and others read as nanoseconds, wrong past the year 2262
+SESSION_CONF = {"spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS"}
+
+
 def session_conf(short_run: bool, conf: dict | None = None, tiny_run: bool = False) -> dict:
-    """The Spark settings :func:`get_spark` gives a session it starts: :data:`SHORT_RUN_SQL_CONF`
-    for a short run, :data:`TINY_RUN_SQL_CONF` too for a tiny one, then the caller's ``conf`` (which
-    wins)."""
-    return {**(SHORT_RUN_SQL_CONF if short_run or tiny_run else {}), **(TINY_RUN_SQL_CONF if tiny_run else {}),
-            **(conf or {})}
+    """The Spark settings :func:`get_spark` gives a session: :data:`SESSION_CONF`,
+    :data:`SHORT_RUN_SQL_CONF` for a short run, :data:`TINY_RUN_SQL_CONF` too for a tiny one, then
+    the caller's ``conf`` (which wins)."""
+    return {**SESSION_CONF, **(SHORT_RUN_SQL_CONF if short_run or tiny_run else {}),
+            **(TINY_RUN_SQL_CONF if tiny_run else {}), **(conf or {})}
 
 
 #: what pyspark imports at its first call into a new JVM (py4j asks its numpy converter, which imports

@@ -209,3 +209,19 @@ def test_options_are_checked_and_spelled_as_the_source_spells_them():
                       ("partitions=1,b", "comma-separated integers"), ("pushdown=maybe", "not true or false")):
         with pytest.raises(ValueError, match=says):
             parse_options([bad])
+
+
+def test_timestamps_far_ahead_read_back_right_from_the_parquet_outputs(kfx, tmp_path):
+    """Spark writes TIMESTAMPs to Parquet as INT96 by default, which pyarrow (and other readers)
+    take as nanoseconds: wrong past the year 2262. The outputs use Parquet's INT64 microseconds."""
+    import datetime
+
+    from kafkaforensics.log import writer
+    from kafkaforensics.records import batch, builder
+    year_3000 = int(datetime.datetime(3000, 1, 1, tzinfo=datetime.timezone.utc).timestamp() * 1000)
+    writer.write_partition(str(tmp_path / "logs" / "far-0"),
+                           [builder.build_v2([batch.Record(0, year_3000, b"k", b"v", [])], base_offset=0)])
+    r = kfx("scan", tmp_path / "logs", "--out", tmp_path / "out", "--level", "records")
+    assert r.exit_code == 0, r.output
+    rec = pq.read_table(str(tmp_path / "out" / "records")).to_pylist()
+    assert [x["timestampUtc"].replace(tzinfo=None) for x in rec] == [datetime.datetime(3000, 1, 1)]

@@ -235,11 +235,11 @@ def test_a_short_run_plans_interpreted_and_the_callers_conf_wins():
     from spark_jobs import common
     short = common.session_conf(True)
     assert short["spark.sql.adaptive.enabled"] == "false" and short["spark.sql.codegen.wholeStage"] == "false"
-    assert common.session_conf(False) == {}
+    assert common.session_conf(False) == common.SESSION_CONF
     assert "spark.sql.codegen.factoryMode" not in short  # interpreted expressions cost more past a tiny run
     tiny = common.session_conf(False, tiny_run=True)
     assert tiny["spark.sql.codegen.factoryMode"] == "NO_CODEGEN" and tiny["spark.sql.adaptive.enabled"] == "false"
     assert common.held_in_driver("local[2]", common.DRIVER_READ_BYTES) and not common.held_in_driver(
         "local[*]", common.DRIVER_READ_BYTES + 1) and not common.held_in_driver("spark://h:7077", 1)
     assert common.session_conf(True, {"spark.sql.adaptive.enabled": "true"})["spark.sql.adaptive.enabled"] == "true"
-    assert common.session_conf(False, {"spark.driver.memory": "4g"}) == {"spark.driver.memory": "4g"}
+    assert common.session_conf(False, {"spark.driver.memory": "4g"}) == {**common.SESSION_CONF, "spark.driver.memory": "4g"}
