@@ -137,3 +137,34 @@ def test_timestamps_past_what_a_spark_timestamp_holds_keep_their_long_and_no_utc
     assert [r["maxTimestamp"] for r in rows] == stamps
     assert [r["maxTimestampUtc"].replace(tzinfo=None) if r["maxTimestampUtc"] else None for r in rows] == [
         utc.get(ts) for ts in stamps]
+
+
+def test_an_offset_index_the_segment_does_not_bear_out_hides_no_record_of_a_window(tmp_path):
+    """Pruning starts and stops where the offset index says; a damaged or forged index (an entry
+    that puts an offset at a later batch's position, or a stop before the window's last offset) is
+    checked against the batch it points to, and that end of the segment is then read whole."""
+    import struct
+
+    from kafkaforensics.log import writer
+    from kafkaforensics.records import batch, builder
+    part = tmp_path / "late-0"
+    batches = [builder.build_v2([batch.Record(b * 10 + i, 1000, b"k", b"v", []) for i in range(10)], base_offset=b * 10)
+               for b in range(20)]
+    writer.write_partition(str(part), batches)
+    seg = part / "00000000000000000000.log"
+    positions, pos = [], 0
+    for raw in batches:
+        positions.append(pos)
+        pos += len(raw)
+    assert pos == seg.stat().st_size
+    honest = [_rows(str(part), fromOffset=str(lo), toOffset=str(hi)) for lo, hi in ((95, 125), (160, 170))]
+    assert [len(r) for r in honest] == [31, 11]
+
+    def forge(entries):  # (offset, position) pairs, as Kafka's .index holds them relative to the base
+        (part / "00000000000000000000.index").write_bytes(b"".join(struct.pack(">ii", o, p) for o, p in entries))
+    forge([(149, positions[17])])  # says offsets up to 149 end at the batch that really holds 170..179
+    assert _rows(str(part), fromOffset="160", toOffset="170") == honest[1]
+    forge([(89, positions[12])])  # says reading 95.. can start at the batch that really holds 120..129
+    assert _rows(str(part), fromOffset="95", toOffset="125") == honest[0]
+    forge([(129, positions[10]), (139, positions[11])])  # says reading 95.. can stop at the batch of 110..119
+    assert _rows(str(part), fromOffset="95", toOffset="125") == honest[0]

@@ -13,9 +13,11 @@ is skipped -- both exact.  Nothing else about Kafka timestamps is ordered: a rec
 may carry an older timestamp (a replay, a producer's clock), so by default a window's *end* prunes
 nothing.  ``disorder_ms`` (opt-in: ``timestampDisorderMs``; -1, the default, means no bound) states
 a bound on that disorder: once the running maximum passes ``end + disorder_ms`` no later record is
-read -- which loses any record later than the bound.  Pruning trusts the index files (``kfx verify``
-checks them, ``kfx reindex`` rebuilds them); every filter is still applied to the rows, so pruning
-only ever decides what is read, never what a row says.
+read -- which loses any record later than the bound.  Pruning trusts the time index; where the
+offset index says to start or stop, the batch there must bear it out, else that end of the
+segment is read whole (:func:`segment_range`; ``kfx verify`` checks both indexes, ``kfx reindex``
+rebuilds them); every filter is still applied to the rows, so pruning only ever decides what is
+read, never what a row says.
 
 Fleets: :func:`layout` sorts one listing of the inputs into log dirs (their broker and cluster ids
 from ``meta.properties``), partition dirs (empty ones included), segments and stray files (names
@@ -182,11 +184,16 @@ class Range:
     last_offset: int | None = None
 
 
-def segment_range(bounds: Bounds, base: int, next_base: int | None, load, prior_max_ts: int | None):
+def segment_range(bounds: Bounds, base: int, next_base: int | None, load, prior_max_ts: int | None,
+                  base_offset_at=None):
     """The :class:`Range` of a segment based at ``base`` (the partition's next segment at
     ``next_base``, None for the last) that can hold wanted records, or None to skip it.
     ``load()`` returns its :class:`SegmentIndexes` (called only when an index is needed);
-    ``prior_max_ts`` is the largest timestamp of the partition's earlier segments.
+    ``prior_max_ts`` is the largest timestamp of the partition's earlier segments;
+    ``base_offset_at(position)`` reads the base offset of the batch at a position of the segment:
+    where the offset index says to start or stop, the batch there must bear it out (one at or
+    before the first offset wanted; one past the last), else the index is not trusted and that end
+    of the segment is read whole -- a damaged or forged index never hides a record.
     Returns (range or None, this segment's largest timestamp when known)."""
     if bounds.offset_hi is not None and base > bounds.offset_hi:
         return None, None
@@ -223,7 +230,20 @@ def segment_range(bounds: Bounds, base: int, next_base: int | None, load, prior_
         k = next((k for k in range(1, len(offsets)) if offsets[k - 1][0] >= r.last_offset), None)
         if k is not None:
             r.end = offsets[k][1]
+    if base_offset_at is not None:
+        if r.start and not _starts_by(base_offset_at(r.start), base, r.first_offset):
+            r.start = 0
+        if r.end is not None:
+            there = base_offset_at(r.end)
+            if there is None or there <= r.last_offset:
+                r.end = None
     return r, seg_max
+
+
+def _starts_by(found: int | None, base: int, first_offset: int) -> bool:
+    """Whether a batch based at ``found`` can start the reading of offsets from ``first_offset`` in a
+    segment based at ``base``: it lies in the segment and holds no offset after the first wanted."""
+    return found is not None and base <= found <= first_offset
 
 
 # ---------------------------------------------------------------------------------- fleets ----

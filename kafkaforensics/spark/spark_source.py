@@ -54,6 +54,7 @@ from __future__ import annotations
 from pyspark.sql.datasource import (DataSource, DataSourceReader, EqualTo, GreaterThan, GreaterThanOrEqual, In,
                                     InputPartition, LessThan, LessThanOrEqual)
 import dataclasses
+import functools
 import os
 import pickle
 import posixpath
@@ -137,6 +138,13 @@ def checked_option(key: str, value: str) -> tuple[str, str]:
 
 def _true(v) -> bool:
     return str(v).lower() in ("1", "true", "yes")
+
+
+def _base_offset_at(storage: Storage, uri: str, position: int) -> int | None:
+    """The base offset of the batch an index says starts at ``position`` of a segment (its first 8
+    bytes, as every message format begins), or None when the file ends before."""
+    head = storage.read_at(uri, position, 8)
+    return int.from_bytes(head, "big", signed=True) if len(head) == 8 else None
 
 
 def _segment_indexes(storage: Storage, uri: str, base: int) -> SegmentIndexes:
@@ -250,7 +258,8 @@ class KafkaSegmentsReader(DataSourceReader):
             segs, prior = lay.segments[d], None
             for i, (base, uri, size) in enumerate(segs):
                 nxt = segs[i + 1][0] if i + 1 < len(segs) else None
-                r, seg_max = segment_range(b, base, nxt, lambda: _segment_indexes(self.storage, uri, base), prior)
+                r, seg_max = segment_range(b, base, nxt, lambda: _segment_indexes(self.storage, uri, base), prior,
+                                           functools.partial(_base_offset_at, self.storage, uri))
                 if seg_max is not None:
                     prior = seg_max if prior is None else max(prior, seg_max)
                 if r is not None:

@@ -178,6 +178,16 @@ class Storage:
             data = f.read_at(max(0, stop - start), start)
         yield bytes(data), start, 0, len(data)
 
+    def read_at(self, uri: str, position: int, n: int) -> bytes:
+        """Up to ``n`` bytes of a file from ``position`` (fewer at its end): a batch header."""
+        fs, path = self.resolve(uri)
+        if fs is None:
+            with open(path, "rb") as f:
+                f.seek(position)
+                return f.read(n)
+        with fs.open_input_file(path) as f:
+            return bytes(f.read_at(max(0, min(n, f.size() - position)), position))
+
     def split_points(self, uri: str, size: int, split_bytes: int) -> list[int]:
         """Batch boundaries near every ``split_bytes`` of a segment: from its offset index, or,
         for a local segment without one, from a header-only walk."""
