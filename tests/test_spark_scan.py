@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 from pyspark.sql import functions as F
-from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual, LessThanOrEqual
+from pyspark.sql.datasource import EqualTo, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual
 
 from kafkaforensics.records.batch import Record
 from kafkaforensics.records.builder import build_v2
@@ -243,3 +243,27 @@ def test_a_short_run_plans_interpreted_and_the_callers_conf_wins():
         "local[*]", common.DRIVER_READ_BYTES + 1) and not common.held_in_driver("spark://h:7077", 1)
     assert common.session_conf(True, {"spark.sql.adaptive.enabled": "true"})["spark.sql.adaptive.enabled"] == "true"
     assert common.session_conf(False, {"spark.driver.memory": "4g"}) == {**common.SESSION_CONF, "spark.driver.memory": "4g"}
+
+
+def test_bounds_on_the_timestamp_columns_prune_as_their_epoch_ms_would(spark, timeline):  # noqa: F811
+    """A Spark user filters on `timestampUtc` (a TIMESTAMP): it prunes as the same instant on the
+    epoch-ms `timestamp` would, to the millisecond each way, and Spark filters the rows again."""
+    import datetime
+    utc = datetime.timezone.utc
+
+    def at(ms, micros=0):
+        return datetime.datetime.fromtimestamp(ms / 1000, utc) + datetime.timedelta(microseconds=micros)
+    lo, hi = T0 + 5 * HOUR, T0 + 6 * HOUR
+    r = _reader(spark, timeline, timestampDisorderMs="0")
+    left = r.pushFilters([GreaterThanOrEqual(("timestampUtc",), at(lo, 1)), LessThan(("timestampUtc",), at(hi))])
+    assert (r.bounds.ts_lo, r.bounds.ts_hi) == (lo + 1, hi - 1) and len(list(left)) == 2  # Spark filters again
+    assert _planned_bytes(r) < _planned_bytes(_reader(spark, timeline)) * 0.2
+    r = _reader(spark, timeline)
+    r.pushFilters([GreaterThan(("timestampUtc",), at(lo, 1)), LessThanOrEqual(("timestampUtc",), at(hi, 999))])
+    assert (r.bounds.ts_lo, r.bounds.ts_hi) == (lo + 1, hi)
+
+    def rows(pushdown):
+        df = (spark.read.format("kafka_segments").option("level", "records").option("pushdown", pushdown).load(timeline)
+              .where((F.col("timestampUtc") >= F.lit(at(lo))) & (F.col("timestampUtc") < F.lit(at(lo + 600_000)))))
+        return sorted((x["topic"], x["partition"], x["offset"]) for x in df.collect())
+    assert rows("false") and rows("true") == rows("false")

@@ -27,6 +27,7 @@ partitions the way Spark's own file sources do (``maxPartitionBytes``, ``openCos
 from __future__ import annotations
 
 import bisect
+import datetime
 import posixpath
 import re
 from dataclasses import dataclass, field
@@ -48,6 +49,9 @@ DEFAULT_DISORDER_MS = -1
 _LOW_OFFSET = {"offset", "lastOffset"}
 _HIGH_OFFSET = {"offset", "baseOffset"}
 _TIMESTAMP = {"timestamp", "maxTimestamp"}
+#: the TIMESTAMP columns beside epoch-ms ones: a bound on one prunes as the same instant in ms would
+_UTC_OF = {"timestampUtc": "timestamp", "maxTimestampUtc": "maxTimestamp"}
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 
 @dataclass
@@ -148,6 +152,13 @@ def bounds_from_filters(filters, disorder_ms: int = DEFAULT_DISORDER_MS) -> Boun
                 b.offset_lo = max(min(values), b.offset_lo if b.offset_lo is not None else min(values))
                 b.offset_hi = min(max(values), b.offset_hi if b.offset_hi is not None else max(values))
             continue
+        if col in _UTC_OF and isinstance(v, datetime.datetime) and v.tzinfo is not None:
+            # Spark hands a TIMESTAMP bound as an aware datetime (microseconds): the epoch-ms bound
+            # that keeps the same rows (ceiling for >= and <, floor for > and <=); a naive one, never
+            # seen, is not guessed at. Not applied exactly (Spark filters the rows again): it prunes
+            micros = (v - _EPOCH) // datetime.timedelta(microseconds=1)
+            up = isinstance(f, (datasource.GreaterThanOrEqual, datasource.LessThan))
+            col, v = _UTC_OF[col], -(-micros // 1000) if up else micros // 1000
         if not isinstance(v, int) or isinstance(v, bool):
             continue
         if isinstance(f, (datasource.GreaterThan, datasource.GreaterThanOrEqual)):
