@@ -32,7 +32,6 @@ pyspark = lazy("pyspark", globals())
 pyspark_errors = lazy("pyspark.errors", globals())
 pyspark_sql = lazy("pyspark.sql", globals())
 pyspark_sql_datasource = lazy("pyspark.sql.datasource", globals())
-pyspark_sql_types = lazy("pyspark.sql.types", globals())
 pyspark_sql_pandas_types = lazy("pyspark.sql.pandas.types", globals())
 spark_jobs_scan = lazy("spark_jobs.scan", globals())
 
@@ -534,7 +533,7 @@ def read_planned(spark, paths, level: str, split_bytes: int | None = None, optio
     ``listing``: the inputs' listing (:func:`listing_of`), when the caller has one, else they are
     listed here."""
     source = source_for(paths, level, split_bytes, options, spark.sparkContext.defaultParallelism)
-    schema = pyspark_sql_types.StructType.fromDDL(source.schema())
+    schema = spark_source.spark_schema(source._level())
     reader = source.reader(schema)
     splits = reader.partitions(listing)
     if held_in_driver(spark.sparkContext.master, segment_bytes(splits), driver_bytes):

@@ -71,3 +71,11 @@ def test_shared_options_read_the_same_everywhere():
     assert set(seen) == {"--json", "--dry-run", "--backup-dir", "--no-backup", "--index-interval-bytes"}
     for opt, variants in seen.items():
         assert len(variants) == 1, (opt, variants)
+
+
+def test_scan_help_names_every_kind_of_input_it_reads():
+    """`kfx scan` reads object storage too: its help says so (s3://, s3a://, hdfs://), in words a
+    table never cuts (typer's help wraps, it does not truncate)."""
+    text = " ".join(_help("scan", "--help").split())
+    for scheme in ("s3://", "s3a://", "hdfs://", "file://"):
+        assert scheme in text, scheme

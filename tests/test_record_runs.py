@@ -8,12 +8,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkaforensics.harness.fuzz import _struct_from_ddl
 from kafkaforensics.records import walks
 from kafkaforensics.spark import record_runs, spark_source
 from tests.conftest import SAMPLE
 
-SCHEMA = _struct_from_ddl(spark_source.spark_ddl(spark_source.SOURCE_LEVELS["records"]))
+SCHEMA = spark_source.spark_schema("records")
 
 
 def _rows(path: str, **options) -> list:
@@ -131,8 +130,7 @@ def test_timestamps_past_what_a_spark_timestamp_holds_keep_their_long_and_no_utc
         got = [(r["timestamp"], r["timestampUtc"]) for r in rows]
         assert [ts for ts, _ in got] == stamps
         assert [u.replace(tzinfo=None) if u else u for _, u in got] == [utc.get(ts) for ts in stamps]
-    schema = _struct_from_ddl(spark_source.spark_ddl(spark_source.SOURCE_LEVELS["batches"]))
-    reader = spark_source.KafkaSegmentsReader({"path": str(part)}, "batches", schema)
+    reader = spark_source.KafkaSegmentsReader({"path": str(part)}, "batches", spark_source.spark_schema("batches"))
     rows = [row for split in reader.partitions() for b in reader.read(split) for row in b.to_pylist()]
     assert [r["maxTimestamp"] for r in rows] == stamps
     assert [r["maxTimestampUtc"].replace(tzinfo=None) if r["maxTimestampUtc"] else None for r in rows] == [

@@ -7,6 +7,7 @@ import shutil
 import pytest
 
 from kafkaforensics.inspect.dump import DumpOptions, dump
+from kafkaforensics.spark.spark_source import spark_schema
 from tests.conftest import SAMPLE
 
 
@@ -46,6 +47,7 @@ def test_the_schema_read_gives_is_the_one_the_source_declares(spark):
     from spark_jobs.common import read
     for level in ("batches", "records", "anomalies", "scan"):
         declared = spark.read.format("kafka_segments").option("level", level).load(SAMPLE).schema
+        assert spark_schema(level) == declared, level  # made without the JVM's DDL parser, the same
         assert read(spark, SAMPLE, level).schema == declared, level
     with pytest.raises(Exception, match="level must be one of"):
         read(spark, SAMPLE, "bogus").schema

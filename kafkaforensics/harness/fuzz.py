@@ -325,30 +325,9 @@ def _drain_columns(data: bytes):
 
 _SPARK_READER = []
 #: the Spark source's target only (pyspark's import costs the other targets' processes seconds)
-spark_types = lazy("pyspark.sql.types", globals())
 spark_source = lazy("kafkaforensics.spark.spark_source", globals())
 scan_plan = lazy("kafkaforensics.spark.scan_plan", globals())
 record_runs = lazy("kafkaforensics.spark.record_runs", globals())
-
-
-def _struct_from_ddl(ddl: str):
-    """The Spark schema of a flat DDL (scalars, and ``array<struct<k:t,...>>``) without a session
-    (pyspark parses DDL in the JVM)."""
-    T = spark_types
-    scalar = {"string": T.StringType(), "tinyint": T.ByteType(), "smallint": T.ShortType(), "int": T.IntegerType(),
-              "bigint": T.LongType(),
-              "binary": T.BinaryType(), "boolean": T.BooleanType(), "timestamp": T.TimestampType()}
-
-    def typ(t: str):
-        if t.startswith("array<struct<") and t.endswith(">>"):
-            fields = [f.split(":") for f in t[len("array<struct<"):-2].split(",")]
-            return T.ArrayType(T.StructType([T.StructField(n, scalar[x]) for n, x in fields]))
-        return scalar[t]
-    out = []
-    for col in ddl.split(", `"):
-        name, t = col.strip("`").split("` ")
-        out.append(T.StructField(name, typ(t)))
-    return T.StructType(out)
 
 
 def _spark_records(data: bytes):
@@ -357,8 +336,8 @@ def _spark_records(data: bytes):
     :mod:`~kafkaforensics.spark.record_runs`) over every batch, CRC-valid ones and, as with
     ``includeCorrupt``, the others; no Spark session is made."""
     if not _SPARK_READER:
-        _SPARK_READER.append(spark_source.KafkaSegmentsReader({"includeCorrupt": "true"}, "records", _struct_from_ddl(
-            spark_source.spark_ddl(spark_source.SOURCE_LEVELS["records"]))))
+        _SPARK_READER.append(spark_source.KafkaSegmentsReader({"includeCorrupt": "true"}, "records",
+                                                                spark_source.spark_schema("records")))
     reader = _SPARK_READER[0]
     rows = 0
     src = scan_plan.Source("fuzz", None, None, "t", 0)

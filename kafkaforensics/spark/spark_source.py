@@ -164,6 +164,26 @@ def _segment_indexes(storage: Storage, uri: str, base: int) -> SegmentIndexes:
 MAX_UTC_MS = 253_402_300_799_999
 
 
+def spark_schema(level: str):
+    """The Spark schema of a level (its DDL, :func:`spark_ddl`), made here: pyspark parses DDL in
+    the JVM, a round trip that took a cold driver half a second of a short `kfx scan`."""
+    from pyspark.sql import types as T
+    scalar = {"string": T.StringType(), "tinyint": T.ByteType(), "smallint": T.ShortType(), "int": T.IntegerType(),
+              "bigint": T.LongType(), "binary": T.BinaryType(), "boolean": T.BooleanType(),
+              "timestamp": T.TimestampType()}
+
+    def typ(t: str):
+        if t.startswith("array<struct<") and t.endswith(">>"):
+            fields = [f.split(":") for f in t[len("array<struct<"):-2].split(",")]
+            return T.ArrayType(T.StructType([T.StructField(n, scalar[x]) for n, x in fields]))
+        return scalar[t]
+    out = []
+    for col in spark_ddl(SOURCE_LEVELS[level]).split(", `"):
+        name, t = col.strip("`").split("` ")
+        out.append(T.StructField(name, typ(t)))
+    return T.StructType(out)
+
+
 def _is_segment_name(name: str) -> bool:
     """Whether ``name`` is a segment's (``<20-digit base offset>.log``), as a layout reads one."""
     return name.endswith(LOG) and offset_of_file_name(name) is not None
