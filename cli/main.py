@@ -64,6 +64,7 @@ rich_progress = lazy("rich.progress", globals())
 logging = lazy("logging", globals())  # serve's log lines only
 spark_jobs_common = lazy("spark_jobs.common", globals())
 spark_jobs_scan = lazy("spark_jobs.scan", globals())
+spark_jobs_search = lazy("spark_jobs.search", globals())
 
 # plain help text: typer's rich help panels import rich and markdown-it (~0.1 s) before a line is printed
 commands = App(version=__version__, add_completion=False, no_args_is_help=True, rich_markup_mode=None,
@@ -661,7 +662,8 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
          option: List[str] = Option([], "--option", metavar="KEY=VALUE",
                                     help="Any kafka_segments source option, e.g. timestampDisorderMs=3600000 (repeatable)")):
     """Scan a fleet of segments with Spark, reading it once: export, inventory, anomalies (and search hits) as Parquet."""
-    for problem in (cli_spark_start.out_problem(out, overwrite), cli_spark_start.java_problem()):  # before anything starts
+    for problem in (cli_spark_start.java_problem(),
+                    search is not None and spark_jobs_search.pattern_problem(None, search)):  # before anything starts
         if problem:
             _fail(problem)
     c = rich_console.Console(stderr=True)
@@ -674,6 +676,9 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
         planned = spark_jobs_scan.plan(inputs, split_bytes, options)  # lists every input once: a missing one ends here
     except (ValueError, spark_storage.MissingInput) as e:
         _fail(str(e))
+    problem = cli_spark_start.out_problem(out, overwrite)  # last of the checks: it makes a new --out
+    if problem:
+        _fail(problem)
     c.print(f"starting Spark ({master})...", highlight=False)
     if overwrite:
         cli_spark_start.clear_outputs(out)
@@ -686,6 +691,8 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
                                                 register_source=False)  # scan reads what it plans: no data source
     except spark_jobs_common.SparkStartError as e:
         _fail(str(e))
+    if search is not None and (problem := spark_jobs_search.pattern_problem(spark, search)):
+        _fail(problem)
     if spark_jobs_common.records_class_archive(spark):
         c.print("first run: recording the driver JVM's classes for faster starts (once)", highlight=False)
     with rich_progress.Progress(rich_progress.TextColumn("[progress.description]{task.description}"), rich_progress.BarColumn(),
@@ -695,8 +702,13 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
 
         def progress(done, total):
             bar.update(task, completed=done, total=total)
-        result = spark_jobs_scan.scan(spark, inputs, out, level.value, search, split_bytes, options, progress,
-                                      listing=planned.listing)  # listed once, for the plan
+        try:
+            result = spark_jobs_scan.scan(spark, inputs, out, level.value, search, split_bytes, options, progress,
+                                          listing=planned.listing)  # listed once, for the plan
+        except Exception as e:  # noqa: BLE001 -- Spark's and the JVM's: one line, not a traceback (exit 1 means damage)
+            if verbose:
+                raise
+            _fail(f"the scan stopped: {cli_spark_start.error_line(e)} (--verbose shows the whole error)")
     p = result.plan
     c.print(f"read {p.segments} segments, {p.bytes:,} bytes in {p.splits} splits", highlight=False, soft_wrap=True)
     cli_tables.print_table(f"kfx scan -> {out}", ("partition", "broker", "log dir", "segments", "batches", "records", "offsets",

@@ -77,10 +77,18 @@ def _local(path: str) -> str | None:
 
 
 def out_problem(out: str, overwrite: bool) -> str | None:
-    """None when ``out`` may receive a scan's outputs, else one line why not. Remote outputs (s3a://,
-    hdfs://) are Spark's to judge."""
+    """None when ``out`` may receive a scan's outputs, else one line why not. A local ``out`` that
+    does not exist is created here, so that one Spark could not write is said before it starts
+    (as root, permissions do not stop Spark: only trying does). Remote outputs (s3a://, hdfs://)
+    are Spark's to judge."""
     local = _local(out)
-    if local is None or not os.path.exists(local):
+    if local is None:
+        return None
+    if not os.path.exists(local):
+        try:
+            os.makedirs(local)
+        except OSError as e:
+            return f"--out {out}: cannot be created: {e.strerror or e}"
         return None
     if not os.path.isdir(local):
         return f"--out {out}: not a directory"
@@ -99,6 +107,21 @@ def clear_outputs(out: str) -> None:
         path = os.path.join(local, name)
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path)
+
+
+def error_line(e: BaseException) -> str:
+    """The line of an error from Spark that says what went wrong: a JVM exception's own message
+    (py4j wraps it in pages of Java stack), else the error's first line."""
+    java = getattr(e, "java_exception", None)
+    text = None
+    if java is not None:
+        try:
+            text = java.toString()
+        except Exception:  # noqa: BLE001 -- the JVM may be gone
+            text = None
+    text = text or str(e) or type(e).__name__
+    first = next((line.strip() for line in text.splitlines() if line.strip()), type(e).__name__)
+    return first if java is not None or ":" in first else f"{type(e).__name__}: {first}"
 
 
 def _forward(read_end: int, real, keep) -> None:

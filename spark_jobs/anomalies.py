@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 
-from spark_jobs.common import check_inputs, job_spark, job_arguments, read, source_options
+from spark_jobs.common import check_inputs, check_out, job_spark, job_arguments, read, source_options
 
 
 def anomalies(spark, paths, options=None):
@@ -25,6 +25,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     options = source_options(args)
     check_inputs(args.paths, options)
+    check_out(args.out)
     df = anomalies(job_spark(args.master), args.paths, options).persist()
     df.write.mode("overwrite").parquet(args.out)
     summary(df).show(truncate=False)

@@ -657,6 +657,40 @@ def fail(message: str) -> None:
     raise SystemExit(2)
 
 
+#: what Spark writes in a directory it writes a DataFrame to, a partitionBy's ``key=value`` dirs among them
+_SPARK_OUTPUT = re.compile(r"^(_SUCCESS|\._SUCCESS\.crc|_temporary|_committed_.*|_started_.*|\.?part-.*|[^=]+=.*)$")
+
+
+def check_out(out: str, outputs: tuple = ()) -> None:
+    """Exit 2 with one line unless a job may write ``out`` (Spark's ``overwrite`` replaces it whole):
+    new (made here, so that one that cannot be made is said before Spark starts), empty, or holding
+    only what Spark writes -- an earlier run's output, which a job replaces as Spark jobs do; never a
+    regular file or a directory with files of someone else's.  ``outputs``: the names a job writes
+    inside ``out`` (the scan job's levels), each of which may hold such an output.  Remote outputs
+    (s3a://, hdfs://) are Spark's to judge."""
+    local = out[len("file://"):] if out.startswith("file://") else None if "://" in out else out
+    if local is None:
+        return
+    if not os.path.exists(local):
+        try:
+            os.makedirs(local)
+        except OSError as e:
+            fail(f"--out {out}: cannot be created: {e.strerror or e}")
+        return
+    if not os.path.isdir(local):
+        fail(f"--out {out}: not a directory (a job replaces its --out whole)")
+    foreign = []
+    for name in sorted(os.listdir(local)):
+        path = os.path.join(local, name)
+        if name in outputs and os.path.isdir(path):
+            foreign += [f"{name}/{n}" for n in sorted(os.listdir(path)) if not _SPARK_OUTPUT.match(n)]
+        elif not _SPARK_OUTPUT.match(name):
+            foreign.append(name)
+    if foreign:
+        fail(f"--out {out} holds files no Spark job wrote ({', '.join(foreign[:3])}{', ...' if len(foreign) > 3 else ''}), "
+             "which writing there would delete: give a new or empty directory")
+
+
 def check_inputs(paths, options=None) -> spark_scan_plan.Layout:
     """Exit 2 with one line when an input has nothing at it (no such path, bucket or prefix):
     the source's own listing, done before any Spark work.  Returns that listing

@@ -9,7 +9,7 @@ not one per segment.
 """
 from __future__ import annotations
 
-from spark_jobs.common import check_inputs, job_spark, job_arguments, read, source_options
+from spark_jobs.common import check_inputs, check_out, job_spark, job_arguments, read, source_options
 
 
 def export(spark, paths, level: str, out: str, options=None):
@@ -24,6 +24,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     options = source_options(args)
     check_inputs(args.paths, options)
+    check_out(args.out)
     export(job_spark(args.master), args.paths, args.level, args.out, options)
 
 

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
-from spark_jobs.common import check_inputs, job_spark, job_arguments, read, sorted_small, source_options
+from spark_jobs.common import check_inputs, check_out, job_spark, job_arguments, read, sorted_small, source_options
 
 #: where a row of the inventory is: one row per these
 WHERE = ("clusterId", "brokerId", "logDir", "topic", "partition", "partitionDir")
@@ -248,6 +248,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     options = source_options(args)
     check_inputs(args.paths, options)
+    check_out(args.out)
+    check_out(args.out.rstrip("/") + "-replicas")
     spark = job_spark(args.master)
     rows = read(spark, args.paths, "scan", options=options).persist()
     inv = inventory_of(rows).persist()

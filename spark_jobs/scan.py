@@ -24,14 +24,16 @@ from pyspark.sql import functions as F
 
 from kafkaforensics.records.schema import ROW_KINDS, SOURCE_COLUMNS
 from kafkaforensics.spark.scan_plan import Layout
-from spark_jobs.common import (DRIVER_READ_BYTES, check_inputs, frame_of, job_spark, job_arguments, listing_of,
+from spark_jobs.common import (DRIVER_READ_BYTES, check_inputs, check_out, fail, frame_of, job_spark, job_arguments, listing_of,
                                read_planned, segment_bytes, source_for, source_options)
 from spark_jobs.inventory import WHERE, inventory_of, inventory_table, replicas_of, replicas_table
-from spark_jobs.search import matches
+from spark_jobs.search import matches, pattern_problem
 
 
 #: each export level and the ``rowKind`` of its rows
 LEVEL_KINDS = {"batches": "batch", "records": "record", "anomalies": "anomaly"}
+#: what a scan writes in its ``out``, one Parquet output each
+OUTPUTS = (*LEVEL_KINDS, "inventory", "replicas", "search")
 
 
 @dataclass
@@ -205,8 +207,13 @@ def main(argv=None):
     args = ap.parse_args(argv)
     options = source_options(args)
     listing = check_inputs(args.paths, options)
-    r = scan(job_spark(args.master, register_source=False), args.paths, args.out, args.level, args.search, options=options,
-             listing=listing)
+    if args.search is not None and (problem := pattern_problem(None, args.search)):
+        fail(problem)
+    check_out(args.out, OUTPUTS)
+    spark = job_spark(args.master, register_source=False)
+    if args.search is not None and (problem := pattern_problem(spark, args.search)):
+        fail(problem)
+    r = scan(spark, args.paths, args.out, args.level, args.search, options=options, listing=listing)
     print(f"{r.rows} {r.level} rows, {r.anomalies} anomalies" + (f", {r.hits} search hits" if r.hits is not None else ""))
     raise SystemExit(1 if r.anomalies else 0)
 

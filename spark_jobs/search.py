@@ -11,7 +11,7 @@ from __future__ import annotations
 from pyspark.sql import functions as F
 
 from kafkaforensics.records.schema import SOURCE_COLUMNS
-from spark_jobs.common import check_inputs, job_spark, job_arguments, read, source_options
+from spark_jobs.common import check_inputs, check_out, fail, job_spark, job_arguments, read, source_options
 
 #: what a hit says: where the record is, what it holds and whether its batch's CRC held
 HIT_COLUMNS = tuple(name for name, _ in SOURCE_COLUMNS) + (
@@ -21,6 +21,23 @@ HIT_COLUMNS = tuple(name for name, _ in SOURCE_COLUMNS) + (
 
 def _text(col):
     return F.make_valid_utf8(F.col(col).cast("string"))
+
+
+def pattern_problem(spark, pattern: str) -> str | None:
+    """None when ``pattern`` is a Java regular expression (what ``rlike`` compiles), else one line
+    why not: asked of the session's JVM before anything is written, not after the other outputs
+    (``spark`` None: only what needs no JVM, the empty pattern)."""
+    if not pattern:
+        return "the search pattern is empty (it would match every record)"
+    if spark is None:
+        return None
+    try:
+        spark.sparkContext._jvm.java.util.regex.Pattern.compile(pattern)
+    except Exception as e:  # noqa: BLE001 -- py4j's error carries Java's PatternSyntaxException
+        java = getattr(e, "java_exception", None)
+        why = java.getMessage() if java is not None else str(e)
+        return f"the search pattern {pattern!r} is no Java regular expression: {why.splitlines()[0]}"
+    return None
 
 
 def matches(records, pattern: str):
@@ -41,7 +58,12 @@ def main(argv=None):
     args = ap.parse_args(argv)
     options = source_options(args)
     check_inputs(args.paths, options)
-    search(job_spark(args.master), args.paths, args.pattern, options).write.mode("overwrite").parquet(args.out)
+    check_out(args.out)
+    spark = job_spark(args.master)
+    problem = pattern_problem(spark, args.pattern)
+    if problem:
+        fail(problem)
+    search(spark, args.paths, args.pattern, options).write.mode("overwrite").parquet(args.out)
 
 
 if __name__ == "__main__":

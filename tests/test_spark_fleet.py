@@ -10,6 +10,7 @@ from pyspark.sql import functions as F
 from kafkaforensics.spark.spark_source import KafkaSegmentsReader
 from tests.spark_fleet import (CLUSTER_A, CLUSTER_B, HOUR, LAGGING, LATE_BATCH, ORDERS_BATCHES, PER_BATCH, T0,
                                build_fleet)
+from tests.conftest import SAMPLE
 from tests.test_spark import spark  # noqa: F401  (the session fixture)
 
 
@@ -225,3 +226,60 @@ def test_timestamps_far_ahead_read_back_right_from_the_parquet_outputs(kfx, tmp_
     assert r.exit_code == 0, r.output
     rec = pq.read_table(str(tmp_path / "out" / "records")).to_pylist()
     assert [x["timestampUtc"].replace(tzinfo=None) for x in rec] == [datetime.datetime(3000, 1, 1)]
+
+
+def test_jobs_never_write_over_what_no_spark_job_wrote(spark, tmp_path):  # noqa: F811
+    """A job replaces its --out whole (Spark's overwrite): a regular file there, or a directory
+    holding someone's files, is one line and exit 2 and left as it was; an earlier run's output is
+    replaced, as Spark jobs do; an --out that cannot be made is said before any work."""
+    from spark_jobs import export, inventory
+    from spark_jobs import scan as scan_job
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "important.txt").write_text("keep")
+    for job, out in ((export, victim), (inventory, mine), (export, "/proc/kfx-cannot-be-made"), (scan_job, mine)):
+        with pytest.raises(SystemExit) as e:
+            job.main([SAMPLE, "--out", str(out)])
+        assert e.value.code == 2, (job.__name__, out)
+    assert victim.read_text() == "precious" and os.listdir(mine) == ["important.txt"]
+    for _ in range(2):  # a second run replaces the first's output
+        export.main([SAMPLE, "--out", str(tmp_path / "export"), "--level", "batches"])
+        with pytest.raises(SystemExit) as e:
+            scan_job.main([SAMPLE, "--out", str(tmp_path / "scan")])
+        assert e.value.code == 0
+    assert pq.read_table(str(tmp_path / "export")).num_rows == pq.read_table(str(tmp_path / "scan" / "batches")).num_rows
+
+
+def test_inputs_that_overlap_are_read_once_and_inputs_with_nothing_of_kafka_are_refused(tmp_path):
+    from kafkaforensics.log.partition import partition_of_dir_name
+    from kafkaforensics.spark.storage import MissingInput
+    from spark_jobs.scan import plan
+    once = plan([SAMPLE], None, {})
+    for inputs in ([SAMPLE, os.path.join(SAMPLE, "orders-0")], [SAMPLE, os.path.abspath(SAMPLE)]):
+        twice = plan(inputs, None, {})
+        assert (twice.segments, twice.bytes) == (once.segments, once.bytes), inputs
+    (tmp_path / "empty").mkdir()
+    os.mkfifo(tmp_path / "00000000000000000000.log")
+    for bad, says in ((tmp_path / "empty", "no Kafka segment, partition dir or log dir"),
+                      (tmp_path / "00000000000000000000.log", "not a regular file or directory")):
+        with pytest.raises(MissingInput, match=says):
+            plan([str(bad)], None, {})
+    assert partition_of_dir_name("topic-2147483647") == ("topic", 2147483647)
+    assert partition_of_dir_name("topic-2147483648") is None  # no Java int: no partition dir
+
+
+def test_a_search_pattern_java_refuses_or_a_failing_scan_is_one_line_and_exit_2(kfx, tmp_path, monkeypatch):
+    for pattern, says in (("(", "no Java regular expression"), ("", "empty")):
+        r = kfx("scan", SAMPLE, "--out", tmp_path / f"o{len(pattern)}", "--search", pattern)
+        assert r.exit_code == 2 and says in r.output and "Traceback" not in r.output, r.output
+        assert not os.path.exists(tmp_path / f"o{len(pattern)}" / "batches")  # said before anything is written
+    from spark_jobs import scan as scan_job
+
+    def fails(*a, **k):
+        raise RuntimeError("the disk went away\nand a page of stack")
+    monkeypatch.setattr(scan_job, "scan", fails)
+    r = kfx("scan", SAMPLE, "--out", tmp_path / "o")
+    assert r.exit_code == 2 and "the scan stopped: RuntimeError: the disk went away" in r.output, r.output
+    assert "page of stack" not in r.output

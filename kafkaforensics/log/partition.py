@@ -39,10 +39,14 @@ def parse_partition_dir_name(name: str) -> tuple[str, int] | None:
     return partition_of_dir_name(os.path.basename(os.path.normpath(name)))
 
 
+#: a partition number is a Java int
+MAX_PARTITION = (1 << 31) - 1
+
+
 def partition_of_dir_name(name: str) -> tuple[str, int] | None:
     """:func:`parse_partition_dir_name` of a bare dir name (no parent, no trailing slash)."""
     m = _DIR_RE.match(name)
-    if not m:
+    if not m or int(m.group("partition")) > MAX_PARTITION:  # Kafka parses it as an int: no partition dir
         return None
     return m.group("topic"), int(m.group("partition"))
 

@@ -62,6 +62,7 @@ import posixpath
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from kafkaforensics.log import offset_index, record_arrow, time_index
@@ -70,6 +71,7 @@ from kafkaforensics.defaults import DEFAULT_SPLIT_BYTES
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.records.batch import resolve_legacy_wrapper
 from kafkaforensics.records.schema import SOURCE_LEVELS, spark_ddl
+from kafkaforensics.log.partition import partition_of_dir_name
 from kafkaforensics.log.segment import LOG, BatchScanner, offset_of_file_name, release_pages
 from kafkaforensics.spark.scan_plan import (OPEN_COST_BYTES, Bounds, Layout, Piece, Source, SegmentIndexes,
                                             bounds_from_filters, bounds_from_options, layout, merge, pack,
@@ -167,7 +169,6 @@ MAX_UTC_MS = 253_402_300_799_999
 def spark_schema(level: str):
     """The Spark schema of a level (its DDL, :func:`spark_ddl`), made here: pyspark parses DDL in
     the JVM, a round trip that took a cold driver half a second of a short `kfx scan`."""
-    from pyspark.sql import types as T
     scalar = {"string": T.StringType(), "tinyint": T.ByteType(), "smallint": T.ShortType(), "int": T.IntegerType(),
               "bigint": T.LongType(), "binary": T.BinaryType(), "boolean": T.BooleanType(),
               "timestamp": T.TimestampType()}
@@ -253,12 +254,19 @@ class KafkaSegmentsReader(DataSourceReader):
     def listing(self) -> Layout:
         """The inputs listed, one listing per input, and sorted out (:func:`~.scan_plan.layout`):
         what :meth:`pieces` plans from.  The reads of one scan planned in the driver share one."""
-        entries = []
+        entries, seen = [], set()
         for p in self.paths:
             listed = self.storage.list_entries(p)
             if len(listed) == 1 and not listed[0][2] and not _is_segment_name(posixpath.basename(listed[0][0])):
                 raise NotKafkaInput(f"{p}: not a Kafka segment (named <base offset>.log), partition dir or log dir")
-            entries += listed
+            if not any(_is_segment_name(name) or name == "meta.properties" or (is_dir and partition_of_dir_name(name))
+                       for name, is_dir in ((posixpath.basename(u.rstrip("/")), d) for u, _s, d in listed)):
+                raise NotKafkaInput(f"{p}: no Kafka segment, partition dir or log dir in it")
+            for entry in listed:  # inputs that overlap (a log dir and one of its partition dirs) are read once
+                key = os.path.realpath(entry[0]) if "://" not in entry[0] else entry[0]
+                if key not in seen:
+                    seen.add(key)
+                    entries.append(entry)
         return layout(entries, self._read_text)
 
     def pieces(self, listing: Layout | None = None) -> list[Piece]:

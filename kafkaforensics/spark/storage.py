@@ -48,13 +48,19 @@ def _list_local(root: str, out: list) -> None:
         except OSError:  # gone, or not readable: as os.walk, nothing under it
             continue
         with it:
-            for e in it:
+            while True:
+                try:
+                    e = next(it, None)
+                except OSError:  # a dir that cannot be read to its end (/proc's): what it gave so far
+                    break
+                if e is None:
+                    break
                 try:
                     if e.is_dir():
                         out.append((e.path, 0, True))
                         if not e.is_symlink():
                             stack.append(e.path)
-                    else:
+                    elif e.is_file():  # FIFOs, sockets and devices hold no segment
                         out.append((e.path, e.stat().st_size, False))
                 except OSError:  # gone between the listing and the stat
                     pass
@@ -124,6 +130,8 @@ class Storage:
             if os.path.isfile(path):
                 return [(path, os.path.getsize(path), False)]
             if not os.path.isdir(path):
+                if os.path.exists(path):
+                    raise NotKafkaInput(f"{uri}: not a regular file or directory")
                 raise MissingInput(f"{uri}: no such file or directory")
             root = path.rstrip("/") or "/"
             out = [(root, 0, True)]
