@@ -693,6 +693,8 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
         _fail(str(e))
     if search is not None and (problem := spark_jobs_search.pattern_problem(spark, search)):
         _fail(problem)
+    if not verbose:
+        cli_spark_start.quiet_python_logs()
     if spark_jobs_common.records_class_archive(spark):
         c.print("first run: recording the driver JVM's classes for faster starts (once)", highlight=False)
     with rich_progress.Progress(rich_progress.TextColumn("[progress.description]{task.description}"), rich_progress.BarColumn(),
@@ -705,6 +707,10 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
         try:
             result = spark_jobs_scan.scan(spark, inputs, out, level.value, search, split_bytes, options, progress,
                                           listing=planned.listing)  # listed once, for the plan
+        except KeyboardInterrupt:  # as a shell's Ctrl-C: 128 + SIGINT
+            _err().print(f"interrupted: the outputs in {out} are incomplete; scan again with --overwrite",
+                         highlight=False, soft_wrap=True)
+            raise Exit(130) from None
         except Exception as e:  # noqa: BLE001 -- Spark's and the JVM's: one line, not a traceback (exit 1 means damage)
             if verbose:
                 raise

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import shutil
@@ -107,6 +108,15 @@ def clear_outputs(out: str) -> None:
         path = os.path.join(local, name)
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path)
+
+
+def quiet_python_logs() -> None:
+    """Drop what pyspark and py4j log in this process (``logging.exception`` calls: pages of
+    tracebacks when a scan is interrupted or a call to the JVM fails): `kfx scan` says what went
+    wrong in one line of its own; ``--verbose`` leaves them."""
+    root = logging.getLogger()
+    root.addHandler(logging.NullHandler())  # so that logging.exception() does not install a stderr one
+    root.setLevel(logging.CRITICAL)
 
 
 def error_line(e: BaseException) -> str:

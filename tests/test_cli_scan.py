@@ -171,3 +171,23 @@ def test_kfx_scan_lists_its_inputs_once_and_its_reads_share_that_listing(tmp_pat
     assert listed == [SAMPLE]
     assert len(handed) == 1 and handed[0] is not None and handed[0].partitions
     assert started[0]["short_run"] and started[0]["tiny_run"]  # the sample is read in the driver
+
+
+def test_pyspark_s_logged_tracebacks_are_dropped_unless_verbose(capfd):
+    """py4j logs pages of tracebacks through ``logging.exception`` when a scan is interrupted
+    (Ctrl-C: `kfx scan` then says one line and exits 130); a quiet scan drops them."""
+    import logging
+
+    from cli.spark_start import quiet_python_logs
+    root = logging.getLogger()
+    saved = root.level, list(root.handlers)
+    try:
+        quiet_python_logs()
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            logging.exception("KeyboardInterrupt while sending command.")
+        assert capfd.readouterr().err == ""
+    finally:
+        root.setLevel(saved[0])
+        root.handlers[:] = saved[1]

@@ -283,3 +283,9 @@ def test_a_search_pattern_java_refuses_or_a_failing_scan_is_one_line_and_exit_2(
     r = kfx("scan", SAMPLE, "--out", tmp_path / "o")
     assert r.exit_code == 2 and "the scan stopped: RuntimeError: the disk went away" in r.output, r.output
     assert "page of stack" not in r.output
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(scan_job, "scan", interrupted)
+    r = kfx("scan", SAMPLE, "--out", tmp_path / "i")
+    assert r.exit_code == 130 and "incomplete; scan again with --overwrite" in r.output, r.output
