@@ -658,7 +658,8 @@ def fail(message: str) -> None:
 
 
 #: what Spark writes in a directory it writes a DataFrame to, a partitionBy's ``key=value`` dirs among them
-_SPARK_OUTPUT = re.compile(r"^(_SUCCESS|\._SUCCESS\.crc|_temporary|_committed_.*|_started_.*|\.?part-.*|[^=]+=.*)$")
+_SPARK_OUTPUT = re.compile(r"^(_SUCCESS|\._SUCCESS\.crc|_temporary|_committed_.*|_started_.*|\.?part-.*)$")
+_SPARK_PARTITION_DIR = re.compile(r"^[^=]+=.*$")
 
 
 def check_out(out: str, outputs: tuple = ()) -> None:
@@ -679,12 +680,14 @@ def check_out(out: str, outputs: tuple = ()) -> None:
         return
     if not os.path.isdir(local):
         fail(f"--out {out}: not a directory (a job replaces its --out whole)")
+    def spark_wrote(folder, name):
+        return _SPARK_OUTPUT.match(name) or (_SPARK_PARTITION_DIR.match(name) and os.path.isdir(os.path.join(folder, name)))
     foreign = []
     for name in sorted(os.listdir(local)):
         path = os.path.join(local, name)
         if name in outputs and os.path.isdir(path):
-            foreign += [f"{name}/{n}" for n in sorted(os.listdir(path)) if not _SPARK_OUTPUT.match(n)]
-        elif not _SPARK_OUTPUT.match(name):
+            foreign += [f"{name}/{n}" for n in sorted(os.listdir(path)) if not spark_wrote(path, n)]
+        elif not spark_wrote(local, name):
             foreign.append(name)
     if foreign:
         fail(f"--out {out} holds files no Spark job wrote ({', '.join(foreign[:3])}{', ...' if len(foreign) > 3 else ''}), "

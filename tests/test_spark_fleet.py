@@ -239,11 +239,16 @@ def test_jobs_never_write_over_what_no_spark_job_wrote(spark, tmp_path):  # noqa
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "important.txt").write_text("keep")
-    for job, out in ((export, victim), (inventory, mine), (export, "/proc/kfx-cannot-be-made"), (scan_job, mine)):
+    named = tmp_path / "named"
+    named.mkdir()
+    (named / "topic=orders.txt").write_text("keep")  # named like a partitionBy dir, but a file
+    for job, out in ((export, victim), (inventory, mine), (export, "/proc/kfx-cannot-be-made"), (scan_job, mine),
+                     (export, named)):
         with pytest.raises(SystemExit) as e:
             job.main([SAMPLE, "--out", str(out)])
         assert e.value.code == 2, (job.__name__, out)
     assert victim.read_text() == "precious" and os.listdir(mine) == ["important.txt"]
+    assert os.listdir(named) == ["topic=orders.txt"]
     for _ in range(2):  # a second run replaces the first's output
         export.main([SAMPLE, "--out", str(tmp_path / "export"), "--level", "batches"])
         with pytest.raises(SystemExit) as e:
