@@ -22,12 +22,15 @@ import subprocess
 import sys
 import threading
 
+from specs.lazy import lazy
+
+spark_jobs_common = lazy("spark_jobs.common", globals())
+spark_jobs_scan = lazy("spark_jobs.scan", globals())
+
 #: Spark 4's minimum
 JAVA_MIN = 17
 HOW_TO_GET_JAVA = ("install Java 17 or later (e.g. apt-get install openjdk-17-jre-headless) and put `java` "
                    "on PATH or set JAVA_HOME")
-#: what `kfx scan` writes under --out (spark_jobs/scan.py)
-SCAN_OUTPUTS = ("batches", "records", "anomalies", "inventory", "replicas", "search")
 #: the driver JVM's start-up lines that say nothing a kfx user can act on
 NOISE = re.compile(r"^(WARNING: Using incubator modules|Setting default log level|To adjust logging level"
                    r"|.*NativeCodeLoader|.*Unable to load native-hadoop)")
@@ -71,18 +74,12 @@ def java_problem() -> str | None:
     return None
 
 
-def _local(path: str) -> str | None:
-    if path.startswith("file://"):
-        return path[len("file://"):]
-    return None if "://" in path else path
-
-
 def out_problem(out: str, overwrite: bool) -> str | None:
     """None when ``out`` may receive a scan's outputs, else one line why not. A local ``out`` that
     does not exist is created here, so that one Spark could not write is said before it starts
     (as root, permissions do not stop Spark: only trying does). Remote outputs (s3a://, hdfs://)
     are Spark's to judge."""
-    local = _local(out)
+    local = spark_jobs_common.local_path(out)
     if local is None:
         return None
     if not os.path.exists(local):
@@ -101,10 +98,10 @@ def out_problem(out: str, overwrite: bool) -> str | None:
 
 def clear_outputs(out: str) -> None:
     """Remove an earlier run's outputs (``--overwrite``): only the directories a scan writes."""
-    local = _local(out)
+    local = spark_jobs_common.local_path(out)
     if local is None:
         return
-    for name in SCAN_OUTPUTS:
+    for name in spark_jobs_scan.OUTPUTS:  # only the directories a scan writes
         path = os.path.join(local, name)
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path)

@@ -657,6 +657,13 @@ def fail(message: str) -> None:
     raise SystemExit(2)
 
 
+def local_path(uri: str) -> str | None:
+    """The local path of a plain path or a ``file://`` URI; None for a remote one (s3a://, hdfs://)."""
+    if uri.startswith("file://"):
+        return uri[len("file://"):]
+    return None if "://" in uri else uri
+
+
 #: what Spark writes in a directory it writes a DataFrame to, a partitionBy's ``key=value`` dirs among them
 _SPARK_OUTPUT = re.compile(r"^(_SUCCESS|\._SUCCESS\.crc|_temporary|_committed_.*|_started_.*|\.?part-.*)$")
 _SPARK_PARTITION_DIR = re.compile(r"^[^=]+=.*$")
@@ -669,7 +676,7 @@ def check_out(out: str, outputs: tuple = ()) -> None:
     regular file or a directory with files of someone else's.  ``outputs``: the names a job writes
     inside ``out`` (the scan job's levels), each of which may hold such an output.  Remote outputs
     (s3a://, hdfs://) are Spark's to judge."""
-    local = out[len("file://"):] if out.startswith("file://") else None if "://" in out else out
+    local = local_path(out)
     if local is None:
         return
     if not os.path.exists(local):

@@ -339,6 +339,11 @@ def _split(uri: str) -> tuple[str, str]:
     return head, uri[i:]
 
 
+def segment_base(name: str) -> int | None:
+    """The base offset a segment's file name gives (``<20-digit offset>.log``); None for any other."""
+    return offset_of_file_name(name) if name.endswith(LOG) else None
+
+
 def _ancestors(d: str):
     """The dirs above ``d``, nearest first (a listed URI's, up to its root or bucket)."""
     while True:
@@ -363,7 +368,7 @@ def layout(entries, read_text) -> Layout:
     # fleet's broker-3); a subdir holding anything else (a stray) leaves it a partition dir
     above_kafka = set()
     for d in [d for d, tp in named.items() if tp] + [d for _u, _s, d, n in files
-                                                     if n == C.META_PROPERTIES_FILE or n.endswith(LOG)]:
+                                                     if n == C.META_PROPERTIES_FILE or segment_base(n) is not None]:
         for up in _ancestors(d):
             if up in above_kafka:
                 break
@@ -386,7 +391,7 @@ def layout(entries, read_text) -> Layout:
         out.partitions[d] = Source(ld, *ids.get(ld, (None, None)), topic, partition, split_dirs[d][1])
         out.segments[d] = []
     for uri, size, d, name in sorted(files):
-        base = offset_of_file_name(name) if name.endswith(LOG) else None
+        base = segment_base(name)
         if d in part_dirs:
             if base is not None:
                 out.segments[d].append((base, uri, size))

@@ -72,10 +72,10 @@ from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.records.batch import resolve_legacy_wrapper
 from kafkaforensics.records.schema import SOURCE_LEVELS, spark_ddl
 from kafkaforensics.log.partition import partition_of_dir_name
-from kafkaforensics.log.segment import LOG, BatchScanner, offset_of_file_name, release_pages
+from kafkaforensics.log.segment import BatchScanner, release_pages
 from kafkaforensics.spark.scan_plan import (OPEN_COST_BYTES, Bounds, Layout, Piece, Source, SegmentIndexes,
                                             bounds_from_filters, bounds_from_options, layout, merge, pack,
-                                            segment_range, split_size)
+                                            segment_base, segment_range, split_size)
 from kafkaforensics.spark.record_runs import FileRun, RunBatches
 from kafkaforensics.spark.storage import S3_OPTIONS, NotKafkaInput, Storage
 from kafkaforensics.records import walks
@@ -185,11 +185,6 @@ def spark_schema(level: str):
     return T.StructType(out)
 
 
-def _is_segment_name(name: str) -> bool:
-    """Whether ``name`` is a segment's (``<20-digit base offset>.log``), as a layout reads one."""
-    return name.endswith(LOG) and offset_of_file_name(name) is not None
-
-
 def _utc(ms):
     """An epoch-ms timestamp as the microseconds of a Spark TIMESTAMP (None for -1, none, and for
     one no TIMESTAMP holds: the epoch-ms long keeps it)."""
@@ -257,9 +252,9 @@ class KafkaSegmentsReader(DataSourceReader):
         entries, seen = [], set()
         for p in self.paths:
             listed = self.storage.list_entries(p)
-            if len(listed) == 1 and not listed[0][2] and not _is_segment_name(posixpath.basename(listed[0][0])):
+            if len(listed) == 1 and not listed[0][2] and segment_base(posixpath.basename(listed[0][0])) is None:
                 raise NotKafkaInput(f"{p}: not a Kafka segment (named <base offset>.log), partition dir or log dir")
-            if not any(_is_segment_name(name) or name == "meta.properties" or (is_dir and partition_of_dir_name(name))
+            if not any(segment_base(name) is not None or name == "meta.properties" or (is_dir and partition_of_dir_name(name))
                        for name, is_dir in ((posixpath.basename(u.rstrip("/")), d) for u, _s, d in listed)):
                 raise NotKafkaInput(f"{p}: no Kafka segment, partition dir or log dir in it")
             for entry in listed:  # inputs that overlap (a log dir and one of its partition dirs) are read once
