@@ -638,12 +638,13 @@ def main() -> None:
     if spark_group:
         st = Table(title=f"Spark, one local[2] session, median of {rep} interleaved runs")
         for col in ("fleet", "segments", "MiB", "records", "kafka_segments s", "parquet copy s", "ratio",
-                    "kfx scan's read s", "ratio", "peak RSS MB (copy)", "tasks", "files"):
+                    "kfx scan's read s", "ratio", "hand-over floor s", "ratio", "peak RSS MB (copy)", "tasks", "files"):
             st.add_column(col, justify="left" if col == "fleet" else "right")
         for name, f in spark_group["fleets"].items():
             st.add_row(name, f"{f['segments']:,}", f"{f['bytes'] / 2**20:.0f}", f"{f['records']:,}", f"{f['median_s']:.2f}",
                        f"{f['copy_median_s']:.2f}", f"{f['ratio_vs_copy']:.2f}",
                        f"{f['planned_median_s']:.2f}", f"{f['planned_ratio_vs_copy']:.2f}",
+                       f"{f['floor_median_s']:.2f}", f"{f['floor_ratio_vs_copy']:.2f}",
                        f"{f['peak_rss_mb']:.0f} ({f['copy_peak_rss_mb']:.0f})", str(f["scan_partitions"]),
                        str(f["output_files"]))
         c.print(st)

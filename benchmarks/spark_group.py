@@ -13,7 +13,9 @@ Fleets (generated once into benchmarks/data/, reused):
 For each fleet: ``kafka_segments`` at the records level written to Parquet, and the same read as
 ``kfx scan`` reads it (``common.read_planned``: planned in the driver, no planner process; a fleet
 of up to ``DRIVER_READ_BYTES`` read in the driver), against Spark copying those very rows
-Parquet -> Parquet (its own reader and writer); the ratios of the medians; the peak
+Parquet -> Parquet (its own reader and writer), and the hand-over floor: those rows read by
+pyarrow in the tasks and handed to Spark as Arrow batches (``mapInArrow``), what any producer
+written in Python pays before decoding a byte of Kafka; the ratios of the medians; the peak
 memory (RSS) of the whole process tree -- driver, JVM, Python workers -- during each; the scan
 partitions and output files.  With ``--timeline`` (a partition spread over a year): a one-hour
 window with filter pushdown against the same query with it off.  ``--profile`` adds where a small
@@ -256,11 +258,28 @@ def main() -> None:
         finally:
             r.release()
 
+    def hand_over_floor(name):
+        """The same rows reaching Spark from Python as Arrow batches at no Kafka cost at all: each task
+        reads the source's Parquet files with pyarrow (C++) and yields their batches to
+        ``mapInArrow``, then Spark writes Parquet.  What any Python producer pays to hand rows to the
+        JVM; the floor under both our figures."""
+        src = os.path.join(work, name)
+        files = sorted(os.path.join(src, f) for f in os.listdir(src) if f.endswith(".parquet"))
+
+        def batches(numbers):
+            import pyarrow.parquet as pq
+            for b in numbers:
+                for i in b.column(0).to_pylist():
+                    yield from pq.ParquetFile(files[i]).iter_batches(batch_size=8192)
+        (spark.range(len(files), numPartitions=len(files)).mapInArrow(batches, spark.read.parquet(src).schema)
+         .write.mode("overwrite").parquet(os.path.join(work, name + "-floor")))
+
     figures = {}
     for name in fleets:
         figures[f"{name}: kafka_segments -> parquet"] = (lambda n=name: records_to_parquet(n))
         figures[f"{name}: parquet -> parquet copy"] = (lambda n=name: copy(n))
         figures[f"{name}: kfx scan's read -> parquet"] = (lambda n=name: planned_to_parquet(n))
+        figures[f"{name}: pyarrow -> mapInArrow -> parquet (hand-over floor)"] = (lambda n=name: hand_over_floor(n))
     if args.timeline:
         lo = window_start(args.timeline)
         window = F.col("timestamp").between(lo, lo + HOUR_MS - 1)
@@ -271,6 +290,7 @@ def main() -> None:
         records_to_parquet(name)
         copy(name)
         planned_to_parquet(name)
+        hand_over_floor(name)
     times = {k: [] for k in figures}
     peak = {k: 0 for k in figures}
     answers = {}
@@ -289,6 +309,7 @@ def main() -> None:
         pieces = [p for s in splits for p in s.pieces if p.kind == "segment"]
         ours, theirs = med[f"{name}: kafka_segments -> parquet"], med[f"{name}: parquet -> parquet copy"]
         planned = med[f"{name}: kfx scan's read -> parquet"]
+        floor = med[f"{name}: pyarrow -> mapInArrow -> parquet (hand-over floor)"]
         if spark.read.parquet(os.path.join(work, name + "-planned")).count() != \
                 spark.read.parquet(os.path.join(work, name)).count():
             raise SystemExit(f"{name}: kfx scan's read and kafka_segments wrote different row counts")
@@ -298,6 +319,7 @@ def main() -> None:
             "output_files": _files(os.path.join(work, name)), "median_s": ours, "copy_median_s": theirs,
             "ratio_vs_copy": ours / theirs,
             "planned_median_s": planned, "planned_ratio_vs_copy": planned / theirs,
+            "floor_median_s": floor, "floor_ratio_vs_copy": floor / theirs, "planned_ratio_vs_floor": planned / floor,
             "planned_output_files": _files(os.path.join(work, name + "-planned")),
             "peak_rss_mb": peak[f"{name}: kafka_segments -> parquet"] / 2**20,
             "copy_peak_rss_mb": peak[f"{name}: parquet -> parquet copy"] / 2**20,
@@ -306,6 +328,10 @@ def main() -> None:
            "peak_rss_mb": {k: v / 2**20 for k, v in peak.items()}, "fleets": per_fleet,
            "ratios": {f"spark_{n.replace('-', '_')}_vs_parquet_copy": v["ratio_vs_copy"] for n, v in per_fleet.items()}}
     out["ratios"].update({f"kfx_scan_read_{n.replace('-', '_')}_vs_parquet_copy": v["planned_ratio_vs_copy"]
+                          for n, v in per_fleet.items()})
+    out["ratios"].update({f"hand_over_floor_{n.replace('-', '_')}_vs_parquet_copy": v["floor_ratio_vs_copy"]
+                          for n, v in per_fleet.items()})
+    out["ratios"].update({f"kfx_scan_read_{n.replace('-', '_')}_vs_hand_over_floor": v["planned_ratio_vs_floor"]
                           for n, v in per_fleet.items()})
     if args.timeline:
         out["window_rows"] = answers["window, pushdown=true"]

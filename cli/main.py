@@ -676,45 +676,53 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
         planned = spark_jobs_scan.plan(inputs, split_bytes, options)  # lists every input once: a missing one ends here
     except (ValueError, spark_storage.MissingInput) as e:
         _fail(str(e))
+    made_out = cli_spark_start.out_is_new(out)
     problem = cli_spark_start.out_problem(out, overwrite)  # last of the checks: it makes a new --out
     if problem:
         _fail(problem)
+
+    def give_up(message: str) -> None:  # nothing of a scan that did not finish is left in --out
+        cli_spark_start.discard_outputs(out, made_out)
+        _fail(message)
     c.print(f"starting Spark ({master})...", highlight=False)
     if overwrite:
         cli_spark_start.clear_outputs(out)
     try:
-        with cli_spark_start.quiet_start(verbose):
-            spark = spark_jobs_common.get_spark(master, console_progress=False, class_archive=True,
-                                                short_run=planned.bytes <= spark_jobs_common.SHORT_RUN_BYTES,
-                                                tiny_run=spark_jobs_common.held_in_driver(master, planned.bytes),
-                                                record_class_archive=spark_jobs_common.class_archive_recording() == "now",
-                                                register_source=False)  # scan reads what it plans: no data source
-    except spark_jobs_common.SparkStartError as e:
-        _fail(str(e))
-    if search is not None and (problem := spark_jobs_search.pattern_problem(spark, search)):
-        _fail(problem)
-    if not verbose:
-        cli_spark_start.quiet_python_logs()
-    if spark_jobs_common.records_class_archive(spark):
-        c.print("first run: recording the driver JVM's classes for faster starts (once)", highlight=False)
-    with rich_progress.Progress(rich_progress.TextColumn("[progress.description]{task.description}"), rich_progress.BarColumn(),
-                  rich_progress.TextColumn("{task.completed}/{task.total} splits"), rich_progress.TimeRemainingColumn(),
-                  console=c, transient=True) as bar:
-        task = bar.add_task("scanning", total=None)
-
-        def progress(done, total):
-            bar.update(task, completed=done, total=total)
         try:
-            result = spark_jobs_scan.scan(spark, inputs, out, level.value, search, split_bytes, options, progress,
-                                          listing=planned.listing)  # listed once, for the plan
-        except KeyboardInterrupt:  # as a shell's Ctrl-C: 128 + SIGINT
-            _err().print(f"interrupted: the outputs in {out} are incomplete; scan again with --overwrite",
-                         highlight=False, soft_wrap=True)
-            raise Exit(130) from None
-        except Exception as e:  # noqa: BLE001 -- Spark's and the JVM's: one line, not a traceback (exit 1 means damage)
-            if verbose:
-                raise
-            _fail(f"the scan stopped: {cli_spark_start.error_line(e)} (--verbose shows the whole error)")
+            with cli_spark_start.quiet_start(verbose):
+                spark = spark_jobs_common.get_spark(master, console_progress=False, class_archive=True,
+                                                    short_run=planned.bytes <= spark_jobs_common.SHORT_RUN_BYTES,
+                                                    tiny_run=spark_jobs_common.held_in_driver(master, planned.bytes),
+                                                    record_class_archive=spark_jobs_common.class_archive_recording() == "now",
+                                                    register_source=False)  # scan reads what it plans: no data source
+        except spark_jobs_common.SparkStartError as e:
+            give_up(str(e))
+        if search is not None and (problem := spark_jobs_search.pattern_problem(spark, search)):
+            give_up(problem)
+        if not verbose:
+            cli_spark_start.quiet_python_logs()
+        if spark_jobs_common.records_class_archive(spark):
+            c.print("first run: recording the driver JVM's classes for faster starts (once)", highlight=False)
+        with rich_progress.Progress(rich_progress.TextColumn("[progress.description]{task.description}"), rich_progress.BarColumn(),
+                      rich_progress.TextColumn("{task.completed}/{task.total} splits"), rich_progress.TimeRemainingColumn(),
+                      console=c, transient=True) as bar:
+            task = bar.add_task("scanning", total=None)
+
+            def progress(done, total):
+                bar.update(task, completed=done, total=total)
+            try:
+                result = spark_jobs_scan.scan(spark, inputs, out, level.value, search, split_bytes, options, progress,
+                                              listing=planned.listing)  # listed once, for the plan
+            except Exception as e:  # noqa: BLE001 -- Spark's and the JVM's: one line, not a traceback (exit 1 means damage)
+                if verbose:
+                    raise
+                give_up(f"the scan stopped: {cli_spark_start.error_line(e)} (--verbose shows the whole error); "
+                        f"nothing of it was left in {out}")
+    except KeyboardInterrupt:  # as a shell's Ctrl-C: 128 + SIGINT
+        cli_spark_start.stop_driver_jvm()
+        cli_spark_start.discard_outputs(out, made_out)
+        _err().print(f"interrupted: nothing of the scan was left in {out}", highlight=False, soft_wrap=True)
+        raise Exit(130) from None
     p = result.plan
     c.print(f"read {p.segments} segments, {p.bytes:,} bytes in {p.splits} splits", highlight=False, soft_wrap=True)
     cli_tables.print_table(f"kfx scan -> {out}", ("partition", "broker", "log dir", "segments", "batches", "records", "offsets",

@@ -26,6 +26,7 @@ from specs.lazy import lazy
 
 spark_jobs_common = lazy("spark_jobs.common", globals())
 spark_jobs_scan = lazy("spark_jobs.scan", globals())
+pyspark = lazy("pyspark", globals())
 
 #: Spark 4's minimum
 JAVA_MIN = 17
@@ -105,6 +106,41 @@ def clear_outputs(out: str) -> None:
         path = os.path.join(local, name)
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path)
+
+
+def out_is_new(out: str) -> bool:
+    """Whether ``out`` is a local path with nothing at it yet (so that a scan that does not finish
+    can remove it whole, :func:`discard_outputs`)."""
+    local = spark_jobs_common.local_path(out)
+    return local is not None and not os.path.lexists(local)
+
+
+def discard_outputs(out: str, made: bool) -> None:
+    """Remove what a scan that did not finish wrote in a local ``out``: the directory itself when
+    this run made it, else the directories a scan writes (an earlier run's were refused, or cleared
+    by ``--overwrite``, before it started: they are this run's)."""
+    local = spark_jobs_common.local_path(out)
+    if local is None:
+        return
+    if made:
+        shutil.rmtree(local, ignore_errors=True)
+    else:
+        clear_outputs(out)
+
+
+def stop_driver_jvm(timeout: float = 10.0) -> None:
+    """Stop the driver JVM this process started, if any: an interrupted scan's tasks must not write
+    on after its outputs are removed (a terminal's Ctrl-C reaches the JVM too; ``kill -INT`` of
+    kfx alone does not)."""
+    proc = getattr(pyspark.SparkContext._gateway, "proc", None)
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout)
 
 
 def quiet_python_logs() -> None:

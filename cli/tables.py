@@ -11,6 +11,7 @@ is worse than none. :func:`print_table` prints
 from __future__ import annotations
 
 import sys
+import unicodedata
 
 from cli.plain import console_width, no_terminal
 from specs.lazy import lazy
@@ -33,29 +34,46 @@ class Cell(str):
         return cell
 
 
+def cell_width(text: str) -> int:
+    """The terminal columns ``text`` takes: two for a wide or full-width character (CJK topic
+    names), none for a combining mark, one for the rest."""
+    if text.isascii():
+        return len(text)
+    return sum(0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+               for ch in text)
+
+
+def _widths(columns, rows) -> list[int]:
+    return [max([cell_width(c)] + [cell_width(str(r[i])) for r in rows]) for i, c in enumerate(columns)]
+
+
+def _pad(text: str, width: int, right: bool) -> str:
+    fill = " " * (width - cell_width(text))
+    return fill + text if right else text + fill
+
+
 def fits(columns, rows, width: int) -> bool:
     """Whether a table of these columns and rows shows every value whole within ``width`` columns."""
-    widths = [max([len(c)] + [len(str(r[i])) for r in rows]) for i, c in enumerate(columns)]
-    return sum(widths) + _PADDING * len(columns) + 1 <= width
+    return sum(_widths(columns, rows)) + _PADDING * len(columns) + 1 <= width
 
 
 def plain_lines(title: str | None, columns, rows, right=()) -> list[str]:
-    """The table as plain lines at full width (right-justified columns: the indexes in ``right``)."""
-    widths = [max([len(c)] + [len(str(r[i])) for r in rows]) for i, c in enumerate(columns)]
+    """The table as plain lines at full width (right-justified columns: the indexes in ``right``),
+    aligned in terminal columns, wide characters counted twice."""
+    widths = _widths(columns, rows)
 
     def line(cells):
-        return "  ".join(str(v).rjust(w) if i in right else str(v).ljust(w)
-                         for i, (v, w) in enumerate(zip(cells, widths))).rstrip()
+        return "  ".join(_pad(str(v), w, i in right) for i, (v, w) in enumerate(zip(cells, widths))).rstrip()
     return ([title] if title else []) + [line(columns)] + [line(r) for r in rows]
 
 
 def record_lines(title: str | None, columns, rows) -> list[str]:
     """The table as vertical records: a ``-- row N --`` line, then ``column: value`` a line."""
-    name_width = max(len(c) for c in columns)
+    name_width = max(cell_width(c) for c in columns)
     out = [title] if title else []
     for n, r in enumerate(rows, 1):
         out.append(f"-- {n} --" if len(rows) > 1 else "--")
-        out.extend(f"{c.rjust(name_width)}: {v}" for c, v in zip(columns, r))
+        out.extend(f"{_pad(c, name_width, True)}: {v}" for c, v in zip(columns, r))
     return out
 
 

@@ -44,7 +44,7 @@ def inventory_of(rows, *extra):
     def of_batches(col):
         return F.when(batch, col)
     return sorted_small(rows.groupBy(*WHERE).agg(
-        F.countDistinct(F.when(batch | (anomaly & F.col("position").isNotNull()), F.col("file"))).alias("segments"),
+        F.countDistinct(F.when(F.col("rowKind") == "segment", F.col("file"))).alias("segments"),
         F.count(of_batches(F.lit(1))).alias("batches"),
         (F.coalesce(F.sum(of_batches(F.col("count"))), F.lit(0))
          - F.coalesce(F.sum(F.when(anomaly & F.col("kind").isin(*_BATCH_ANOMALIES), F.col("recordsNotRead"))), F.lit(0))
@@ -148,7 +148,7 @@ def inventory_table(rows: pa.Table) -> pa.Table:
     batch, anomaly = pc.equal(col("rowKind"), "batch"), pc.equal(col("rowKind"), "anomaly")
     parts = {k: col(k) for k in WHERE}
     parts.update({
-        "segments": _when(pc.or_(batch, pc.and_(anomaly, pc.is_valid(col("position")))), col("file")),
+        "segments": _when(pc.equal(col("rowKind"), "segment"), col("file")),
         "batches": _when(batch, 1),
         "records": _when(batch, col("count")),
         "notExported": _when(pc.and_(anomaly, pc.is_in(col("kind"), pa.array(_BATCH_ANOMALIES))), col("recordsNotRead")),

@@ -183,3 +183,49 @@ def test_pyspark_s_logged_tracebacks_are_dropped_unless_verbose():
     for code, logged in ((probe.format(quiet=""), True), (probe.format(quiet=quiet), False)):
         r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
         assert r.returncode == 0 and ("KeyboardInterrupt while sending command" in r.stderr) == logged, r.stderr
+
+
+def _children(pid: int) -> set[int]:
+    """The pids of ``pid``'s child processes (from /proc)."""
+    out = set()
+    for d in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                if d.isdigit() and int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.add(int(d))
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def test_an_interrupted_scan_stops_its_jvm_and_leaves_nothing(tmp_path):
+    """SIGINT to the kfx process alone (as ``kill -INT``; a terminal's Ctrl-C reaches the JVM too) while
+    the scan is writing: one line, exit 130, the driver JVM stopped and the ``--out`` it made gone.
+    The scan is held mid-write by a stand-in that writes a partial output, then waits."""
+    out, marker = tmp_path / "out", tmp_path / "writing"
+    code = ("import os, sys, time\nfrom spark_jobs import scan as s\n"
+            "def held(spark, inputs, out, *a, **k):\n"
+            "    os.makedirs(os.path.join(out, 'records', '_temporary'))\n"
+            f"    open({str(marker)!r}, 'w').close()\n"
+            "    time.sleep(120)\n"
+            "s.scan = held\nfrom cli.main import main\nsys.argv = ['kfx'] + sys.argv[1:]\nmain()\n")
+    env = {**os.environ, "PYTHONPATH": ROOT, "KFX_CLASS_ARCHIVE_RECORDING": "no"}
+    proc = subprocess.Popen([sys.executable, "-c", code, "scan", SAMPLE, "--out", str(out), "--master", "local[1]"],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180
+        while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert marker.exists(), proc.communicate(timeout=30)
+        jvms = _children(proc.pid)
+        assert jvms and out.exists()
+        proc.send_signal(2)
+        _stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, 9)
+            proc.wait(30)
+    assert proc.returncode == 130 and "interrupted: nothing of the scan was left in" in stderr, stderr
+    assert "Traceback" not in stderr and not out.exists()
+    assert not any(os.path.exists(f"/proc/{p}") and open(f"/proc/{p}/stat").read().split()[2] != "Z" for p in jvms)

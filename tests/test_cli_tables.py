@@ -135,3 +135,16 @@ def test_layouts_keep_every_value():
     assert "t" * 70 + "  123456789012..123456789099" in text and text.splitlines()[0] == "title"
     rec = record_lines(None, cols, rows)
     assert f"partition: {'t' * 70}" in rec and "  offsets: 123456789012..123456789099" in rec
+
+
+def test_wide_characters_take_two_columns():
+    """A CJK topic name (two terminal columns a character) keeps the plain table aligned, and a table
+    whose wide name would not fit a terminal goes to records; combining marks take none."""
+    cols = ("partition", "records")
+    rows = [("支付-0", 10), ("orders-0", 20), ("cafe\u0301-0", 30)]
+    lines = plain_lines(None, cols, rows, right=(1,))
+    ends = {len(line.encode("utf-32-le")) // 4 + sum(1 for ch in line if "\u4e00" <= ch <= "\u9fff")
+            - sum(1 for ch in line if ch == "\u0301") for line in lines}
+    assert len(ends) == 1, lines  # every line ends in the same terminal column
+    assert lines[1] == "支付-0          10", lines
+    assert not fits(("t",), [("支" * 40,)], 80) and fits(("t",), [("t" * 40,)], 80)

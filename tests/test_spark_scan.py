@@ -267,3 +267,31 @@ def test_bounds_on_the_timestamp_columns_prune_as_their_epoch_ms_would(spark, ti
               .where((F.col("timestampUtc") >= F.lit(at(lo))) & (F.col("timestampUtc") < F.lit(at(lo + 600_000)))))
         return sorted((x["topic"], x["partition"], x["offset"]) for x in df.collect())
     assert rows("false") and rows("true") == rows("false")
+
+
+def test_options_are_read_once_checked_and_typed():
+    """Every option by its own spelling, in any case, as its kind, with its default; the old name
+    ``splitBytes`` still sizes splits; Spark's ``paths`` (``load([a, b])``: a JSON list) and a
+    comma-separated ``path`` both list the inputs; a misspelt option or a bad value is an error."""
+    from kafkaforensics.defaults import DEFAULT_SPLIT_BYTES
+    from kafkaforensics.spark.spark_source import input_paths, read_options
+    o = read_options({"FROMOFFSET": "5", "includecorrupt": "yes", "partitions": "1,2", "path": "a,b"})
+    assert (o["fromOffset"], o["includeCorrupt"], o["partitions"], o["pushdown"]) == (5, True, [1, 2], True)
+    assert o["maxPartitionBytes"] == DEFAULT_SPLIT_BYTES and o["toOffset"] is None and input_paths(o) == ["a", "b"]
+    assert read_options({"splitBytes": "4000"})["maxPartitionBytes"] == 4000
+    assert read_options({"splitBytes": "4000", "maxPartitionBytes": "9"})["maxPartitionBytes"] == 9
+    assert input_paths(read_options({"paths": '["/x/a,1", "/y"]'})) == ["/x/a,1", "/y"]
+    with pytest.raises(ValueError, match="fromTimestmp: no such kafka_segments option"):
+        read_options({"fromTimestmp": "1"})
+    with pytest.raises(ValueError, match="pushdown='maybe': not true or false"):
+        read_options({"pushdown": "maybe"})
+
+
+def test_a_misspelt_option_fails_the_read_and_several_paths_load(spark, timeline):  # noqa: F811
+    """``.option("fromTimestmp", ...)`` would read the whole fleet unwindowed if it were ignored: the
+    read fails, naming it.  ``load([a, b])`` reads both paths."""
+    with pytest.raises(Exception, match="(?i)fromTimestmp: no such kafka_segments option"):  # Spark lower-cases it
+        spark.read.format("kafka_segments").option("level", "records").option("fromTimestmp", "1").load(timeline).count()
+    parts = [os.path.join(timeline, "events-0"), os.path.join(timeline, "events-1")]
+    both = spark.read.format("kafka_segments").option("level", "batches").load(parts)
+    assert both.select("partition").distinct().count() == 2 and both.count() == 1200

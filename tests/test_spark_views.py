@@ -28,7 +28,7 @@ SET_ASIDE = ("", "", ".0f1e2d3c4b5a69788796a5b4c3d2e1f0-delete", ".0f1e2d3c4b5a6
 
 @st.composite
 def scan_rows(draw):
-    """Scan-level rows as the source gives them: a partition row per copy, batch rows (good and bad
+    """Scan-level rows as the source gives them: a partition row per copy, segment rows, batch rows (good and bad
     CRCs, replicated or not), anomalies (with and without a topic, records not exported or not)."""
     rows = []
     copies = draw(st.lists(st.tuples(st.sampled_from(LOG_DIRS), st.sampled_from(CLUSTERS), st.sampled_from(TOPICS),
@@ -38,6 +38,8 @@ def scan_rows(draw):
         where = {"logDir": log_dir, "brokerId": draw(st.sampled_from((None, 1, 2))), "clusterId": cluster,
                  "topic": topic, "partition": partition, "partitionDir": f"{topic}-{partition}{aside}"}
         rows.append({**where, "file": f"{log_dir}/{where['partitionDir']}", "rowKind": "partition"})
+        for base in sorted(draw(st.sets(st.sampled_from((0, 20, 40))))):  # segment files, empty ones among them
+            rows.append({**where, "file": f"{log_dir}/{where['partitionDir']}/{base:020d}.log", "rowKind": "segment"})
         for i in range(draw(st.integers(0, 6))):
             base = draw(st.integers(0, 4)) * 10
             rows.append({**where, "file": f"{log_dir}/{where['partitionDir']}/{draw(st.sampled_from((0, 20))):020d}.log",

@@ -89,7 +89,8 @@ SOURCE_COLUMNS = (("logDir", "string"), ("brokerId", "int"), ("clusterId", "stri
 #: ``rowKind`` saying which; a column two levels share has one meaning and type in both
 #: (``offset``: a record's or an anomaly's; ``position``: a batch's or an anomaly's)
 ROW_KINDS = {"batch": SPARK_BATCH_COLUMNS, "record": RECORD_COLUMNS, "anomaly": ANOMALY_COLUMNS,
-             "partition": ()}   # a partition dir's own row (``file``: the dir), so empty ones are seen
+             "partition": (),   # a partition dir's own row (``file``: the dir), so empty ones are seen
+             "segment": ()}     # a segment file's own row (``file``), so empty ones are counted
 SCAN_COLUMNS = (("rowKind", "string"),) + tuple(
     {name: src for cols in ROW_KINDS.values() for name, src in cols}.items())
 
@@ -99,9 +100,11 @@ SOURCE_LEVELS = {"batches": SPARK_BATCH_COLUMNS, "records": RECORD_COLUMNS, "ano
                  "scan": SCAN_COLUMNS}
 
 
+def spark_columns(columns) -> list[tuple[str, str]]:
+    """A level's columns (:data:`SOURCE_COLUMNS` first) and the Spark SQL type of each."""
+    return [(name, _spark_type(_SPEC[src]) if src in _SPEC else src) for name, src in SOURCE_COLUMNS + tuple(columns)]
+
+
 def spark_ddl(columns) -> str:
-    parts = []
-    for name, src in SOURCE_COLUMNS + tuple(columns):
-        t = _spark_type(_SPEC[src]) if src in _SPEC else src
-        parts.append(f"`{name}` {t}")
-    return ", ".join(parts)
+    """A level's schema as Spark DDL."""
+    return ", ".join(f"`{name}` {t}" for name, t in spark_columns(columns))

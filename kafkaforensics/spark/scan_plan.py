@@ -85,20 +85,19 @@ class Bounds:
 
 
 def bounds_from_options(options) -> Bounds:
-    """The window a scan's options ask for: ``topics`` and ``partitions`` (comma-separated),
-    ``fromOffset``/``toOffset`` (inclusive), ``fromTimestamp`` (inclusive) and ``toTimestamp``
-    (exclusive, epoch ms), ``timestampDisorderMs``.  Unlike pushed filters these apply at every
-    level, the scan level included; the reader keeps only the rows inside them."""
-    def num(key):
-        v = options.get(key)
-        return None if v in (None, "") else int(v)
-    b = Bounds(disorder_ms=num("timestampDisorderMs") if num("timestampDisorderMs") is not None else DEFAULT_DISORDER_MS)
-    if options.get("topics"):
-        b.topics = {t for t in str(options["topics"]).split(",") if t}
-    if options.get("partitions"):
-        b.partitions = {int(x) for x in str(options["partitions"]).split(",") if x}
-    b.offset_lo, b.offset_hi, b.ts_lo = num("fromOffset"), num("toOffset"), num("fromTimestamp")
-    to = num("toTimestamp")
+    """The window a scan's checked options ask for (:func:`~kafkaforensics.spark.spark_source.read_options`):
+    ``topics`` (comma-separated) and ``partitions``, ``fromOffset``/``toOffset`` (inclusive),
+    ``fromTimestamp`` (inclusive) and ``toTimestamp`` (exclusive, epoch ms), ``timestampDisorderMs``.
+    Unlike pushed filters these apply at every level, the scan level included; the reader keeps only
+    the rows inside them."""
+    disorder = options["timestampDisorderMs"]
+    b = Bounds(disorder_ms=DEFAULT_DISORDER_MS if disorder is None else disorder)
+    if options["topics"]:
+        b.topics = {t for t in options["topics"].split(",") if t}
+    if options["partitions"]:
+        b.partitions = set(options["partitions"])
+    b.offset_lo, b.offset_hi, b.ts_lo = options["fromOffset"], options["toOffset"], options["fromTimestamp"]
+    to = options["toTimestamp"]
     b.ts_hi = None if to is None else to - 1
     return b
 
@@ -287,7 +286,8 @@ def _known(name: str, names: frozenset) -> bool:
 @dataclass
 class Piece:
     """One thing a scan partition reads: ``segment`` bytes ``[start, end)`` of a ``.log`` (``last``:
-    to the file's end) keeping offsets ``first_offset``..``last_offset``; ``partition``, a partition
+    to the file's end; ``first``: the first piece the scan reads of the segment) keeping offsets
+    ``first_offset``..``last_offset``; ``partition``, a partition
     dir's own row (so that an empty one is seen); ``stray``, a file Kafka does not write there."""
     kind: str
     uri: str
@@ -301,6 +301,7 @@ class Piece:
     base: int | None = None          # the segment's base offset
     next_base: int | None = None     # the partition's next segment's base offset (None: the last one)
     note: str | None = None          # why a ``bad-meta`` piece's meta.properties was not understood
+    first: bool = True
 
     @property
     def bytes(self) -> int:

@@ -16,8 +16,8 @@ the live ``topic-N`` by it) and ``file``.
 Levels (``level``; schemas from :mod:`kafkaforensics.records.schema`): ``batches`` (one row a batch, the
 columns of ``kfx dump --format json``), ``records`` (one row a record), ``anomalies`` (one row per
 damaged region, bad batch, stray file) and ``scan`` (all of them in one read, ``rowKind`` saying
-which, plus one ``partition`` row per partition dir, empty ones included; records only with
-``scanRecords``).  Timestamps are epoch-ms longs with a Spark TIMESTAMP beside them
+which, plus one ``partition`` row per partition dir and one ``segment`` row per segment file read,
+empty ones included; records only with ``scanRecords``).  Timestamps are epoch-ms longs with a Spark TIMESTAMP beside them
 (``timestampUtc``, ``firstTimestampUtc``, ``maxTimestampUtc``; null for -1, and past the year 9999,
 which no TIMESTAMP holds).
 
@@ -55,6 +55,7 @@ from pyspark.sql.datasource import (DataSource, DataSourceReader, EqualTo, Great
                                     InputPartition, LessThan, LessThanOrEqual)
 import dataclasses
 import functools
+import json
 import os
 import pickle
 import posixpath
@@ -70,7 +71,7 @@ from kafkaforensics.log.record_columns import decode_columns
 from kafkaforensics.defaults import DEFAULT_SPLIT_BYTES
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.records.batch import resolve_legacy_wrapper
-from kafkaforensics.records.schema import SOURCE_LEVELS, spark_ddl
+from kafkaforensics.records.schema import SOURCE_LEVELS, spark_columns, spark_ddl
 from kafkaforensics.log.partition import partition_of_dir_name
 from kafkaforensics.log.segment import BatchScanner, release_pages
 from kafkaforensics.spark.scan_plan import (OPEN_COST_BYTES, Bounds, Layout, Piece, Source, SegmentIndexes,
@@ -79,6 +80,7 @@ from kafkaforensics.spark.scan_plan import (OPEN_COST_BYTES, Bounds, Layout, Pie
 from kafkaforensics.spark.record_runs import FileRun, RunBatches
 from kafkaforensics.spark.storage import S3_OPTIONS, NotKafkaInput, Storage
 from kafkaforensics.records import walks
+from specs.checkpoints import META_PROPERTIES_FILE
 
 class _Run:
     """Batches waiting to be decoded together: (batch, source, uri, shift) each, and their bytes."""
@@ -109,37 +111,69 @@ RECORDS_RUN_BYTES = 4 << 20
 SMALL_FILE_BYTES = 4 << 20
 
 
-#: every option the source reads, and what its value is: ``int``, ``bool`` (true/false, 1/0, yes/no),
-#: ``ints`` (comma-separated) or ``text``; Spark hands a data source its options by any case
-SOURCE_OPTIONS = {"level": "text", "path": "text", "paths": "text", "maxPartitionBytes": "int", "splitBytes": "int",
-                  "openCostInBytes": "int", "minPartitions": "int", "includeCorrupt": "bool", "scanRecords": "bool",
-                  "pushdown": "bool", "topics": "text", "partitions": "ints", "fromOffset": "int", "toOffset": "int",
-                  "fromTimestamp": "int", "toTimestamp": "int", "timestampDisorderMs": "int",
-                  **{k: "text" for k in S3_OPTIONS}}
+#: every option the source reads: its kind -- ``int``, ``bool`` (true/false, 1/0, yes/no), ``ints``
+#: (comma-separated) or ``text`` -- and its value when it is not given (None: none); Spark hands a
+#: data source its options by any case.  The reader takes them through :func:`read_options` only.
+SOURCE_OPTIONS = {"level": ("text", "batches"), "path": ("text", ""), "paths": ("text", ""),
+                  "maxPartitionBytes": ("int", DEFAULT_SPLIT_BYTES), "splitBytes": ("int", None),
+                  "openCostInBytes": ("int", OPEN_COST_BYTES), "minPartitions": ("int", None),
+                  "includeCorrupt": ("bool", False), "scanRecords": ("bool", False), "pushdown": ("bool", True),
+                  "topics": ("text", None), "partitions": ("ints", None), "fromOffset": ("int", None),
+                  "toOffset": ("int", None), "fromTimestamp": ("int", None), "toTimestamp": ("int", None),
+                  "timestampDisorderMs": ("int", None), **{k: ("text", None) for k in S3_OPTIONS}}
 _OPTION_NAMES = {k.lower(): k for k in SOURCE_OPTIONS}
+_TRUE, _FALSE = ("1", "true", "yes"), ("0", "false", "no")
 
 
 def checked_option(key: str, value: str) -> tuple[str, str]:
     """``key`` as the source spells it and ``value`` checked against its kind (:data:`SOURCE_OPTIONS`);
     ValueError, naming the option, for one the source does not read or a value it could not use."""
-    name = _OPTION_NAMES.get(key.lower())
+    name = _OPTION_NAMES.get(str(key).lower())
     if name is None:
         raise ValueError(f"{key}: no such kafka_segments option (its options: {', '.join(sorted(SOURCE_OPTIONS))})")
-    kind = SOURCE_OPTIONS[name]
-    try:
-        if kind == "int":
-            int(value)
-        elif kind == "ints":
-            [int(x) for x in value.split(",") if x]
-    except ValueError:
-        raise ValueError(f"{name}={value!r}: not {'an integer' if kind == 'int' else 'comma-separated integers'}") from None
-    if kind == "bool" and str(value).lower() not in ("1", "0", "true", "false", "yes", "no"):
-        raise ValueError(f"{name}={value!r}: not true or false")
+    _typed(name, value)
     return name, value
 
 
-def _true(v) -> bool:
-    return str(v).lower() in ("1", "true", "yes")
+def _typed(name: str, value):
+    """An option's value as its kind (:data:`SOURCE_OPTIONS`); ValueError, naming it, for a bad one."""
+    kind = SOURCE_OPTIONS[name][0]
+    try:
+        if kind == "int":
+            return int(value)
+        if kind == "ints":
+            return [int(x) for x in str(value).split(",") if x]
+    except ValueError:
+        raise ValueError(f"{name}={value!r}: not {'an integer' if kind == 'int' else 'comma-separated integers'}") from None
+    if kind == "bool":
+        text = str(value).lower()
+        if text not in _TRUE + _FALSE:
+            raise ValueError(f"{name}={value!r}: not true or false")
+        return text in _TRUE
+    return str(value)
+
+
+def read_options(options) -> dict:
+    """A read's options checked once: every option of :data:`SOURCE_OPTIONS` by its own spelling, as
+    its kind, its default where not given.  ValueError for an option the source does not read (a
+    typo in ``.option(...)`` would otherwise read the whole fleet unwindowed) or a bad value."""
+    given = dict(checked_option(k, v) for k, v in options.items() if v is not None and v != "")
+    out = {name: default for name, (_, default) in SOURCE_OPTIONS.items()}
+    out.update({name: _typed(name, v) for name, v in given.items()})
+    if "splitBytes" in given and "maxPartitionBytes" not in given:  # splitBytes: the old name
+        out["maxPartitionBytes"] = out["splitBytes"]
+    if out["minPartitions"] is None:
+        out["minPartitions"] = os.cpu_count() or 1
+    return out
+
+
+def input_paths(options: dict) -> list[str]:
+    """The paths of checked options: ``path`` comma-separated, or Spark's ``paths`` (a JSON list,
+    from ``load([a, b])``, or comma-separated)."""
+    raw = options["path"] or options["paths"]
+    if raw.startswith("["):
+        return [p for p in json.loads(raw) if p]
+    return [p for p in raw.split(",") if p]
 
 
 def _base_offset_at(storage: Storage, uri: str, position: int) -> int | None:
@@ -167,8 +201,9 @@ MAX_UTC_MS = 253_402_300_799_999
 
 
 def spark_schema(level: str):
-    """The Spark schema of a level (its DDL, :func:`spark_ddl`), made here: pyspark parses DDL in
-    the JVM, a round trip that took a cold driver half a second of a short `kfx scan`."""
+    """The Spark schema of a level (the types :func:`spark_columns` gives its DDL), made here:
+    pyspark parses DDL in the JVM, a round trip that took a cold driver half a second of a short
+    `kfx scan`."""
     scalar = {"string": T.StringType(), "tinyint": T.ByteType(), "smallint": T.ShortType(), "int": T.IntegerType(),
               "bigint": T.LongType(), "binary": T.BinaryType(), "boolean": T.BooleanType(),
               "timestamp": T.TimestampType()}
@@ -178,11 +213,7 @@ def spark_schema(level: str):
             fields = [f.split(":") for f in t[len("array<struct<"):-2].split(",")]
             return T.ArrayType(T.StructType([T.StructField(n, scalar[x]) for n, x in fields]))
         return scalar[t]
-    out = []
-    for col in spark_ddl(SOURCE_LEVELS[level]).split(", `"):
-        name, t = col.strip("`").split("` ")
-        out.append(T.StructField(name, typ(t)))
-    return T.StructType(out)
+    return T.StructType([T.StructField(name, typ(t)) for name, t in spark_columns(SOURCE_LEVELS[level])])
 
 
 def _utc(ms):
@@ -198,13 +229,13 @@ class KafkaSegmentsReader(DataSourceReader):
         self.level = level
         self.spark_schema = schema
         self._schema = None
-        raw = options.get("path") or options.get("paths") or ""
-        self.paths = [p for p in raw.split(",") if p]
-        self.max_bytes = int(options.get("maxPartitionBytes", options.get("splitBytes", DEFAULT_SPLIT_BYTES)))
-        self.open_cost = int(options.get("openCostInBytes", OPEN_COST_BYTES))
-        self.min_partitions = int(options.get("minPartitions", os.cpu_count() or 1))
-        self.include_corrupt = _true(options.get("includeCorrupt", "false"))
-        self.scan_records = _true(options.get("scanRecords", "false"))
+        options = read_options(options)
+        self.paths = input_paths(options)
+        self.max_bytes = options["maxPartitionBytes"]
+        self.open_cost = options["openCostInBytes"]
+        self.min_partitions = options["minPartitions"]
+        self.include_corrupt = options["includeCorrupt"]
+        self.scan_records = options["scanRecords"]
         self.window = bounds_from_options(options)
         self.bounds = self.window
         self.storage = Storage(options)
@@ -254,11 +285,18 @@ class KafkaSegmentsReader(DataSourceReader):
             listed = self.storage.list_entries(p)
             if len(listed) == 1 and not listed[0][2] and segment_base(posixpath.basename(listed[0][0])) is None:
                 raise NotKafkaInput(f"{p}: not a Kafka segment (named <base offset>.log), partition dir or log dir")
-            if not any(segment_base(name) is not None or name == "meta.properties" or (is_dir and partition_of_dir_name(name))
+            if not any(segment_base(name) is not None or name == META_PROPERTIES_FILE or (is_dir and partition_of_dir_name(name))
                        for name, is_dir in ((posixpath.basename(u.rstrip("/")), d) for u, _s, d in listed)):
                 raise NotKafkaInput(f"{p}: no Kafka segment, partition dir or log dir in it")
-            for entry in listed:  # inputs that overlap (a log dir and one of its partition dirs) are read once
-                key = os.path.realpath(entry[0]) if "://" not in entry[0] else entry[0]
+            # inputs that overlap (a log dir and one of its partition dirs) are read once: a local entry
+            # is known by its path under its input's real path (one realpath an input, not a file:
+            # listings do not follow links)
+            fs, local = self.storage.resolve(p)
+            base = None if fs is not None else (local.rstrip("/") or "/")
+            real = None if base is None else os.path.realpath(base)
+            for entry in listed:
+                u = entry[0]
+                key = real + u[len(base):] if base is not None and u.startswith(base) else u
                 if key not in seen:
                     seen.add(key)
                     entries.append(entry)
@@ -270,7 +308,7 @@ class KafkaSegmentsReader(DataSourceReader):
         ``listing`` (:meth:`listing`) when given, else from a listing of its own."""
         lay = self.listing() if listing is None else listing
         b = self.bounds
-        out = [Piece("bad-meta", posixpath.join(ld, "meta.properties"), Source(ld, None, None, None, None), note=why)
+        out = [Piece("bad-meta", posixpath.join(ld, META_PROPERTIES_FILE), Source(ld, None, None, None, None), note=why)
                for ld, why in lay.bad_meta.items() if b.topics is None and b.partitions is None]
         for d in sorted(lay.partitions):
             src = lay.partitions[d]
@@ -306,7 +344,7 @@ class KafkaSegmentsReader(DataSourceReader):
             points = [x for x in self.storage.split_points(p.uri, p.size, split) if p.start < x < p.end]
             edges = [p.start] + points + [p.end]
             for i in range(len(edges) - 1):
-                cut.append(dataclasses.replace(p, start=edges[i], end=edges[i + 1],
+                cut.append(dataclasses.replace(p, start=edges[i], end=edges[i + 1], first=i == 0,
                                                last=p.last and i == len(edges) - 2))
         groups = pack(cut, split, self.open_cost)
         return [FleetSplit(i, g) for i, g in enumerate(groups)] or [FleetSplit(0, [])]
@@ -360,6 +398,8 @@ class KafkaSegmentsReader(DataSourceReader):
                 if damage:
                     rows.append(self._row(self._file_anomaly(piece), src, piece.uri))
                 continue
+            if level == "scan" and piece.first:  # a segment file's own row (an empty one counted too)
+                rows.append(self._row({"rowKind": "segment"}, src, piece.uri))
             if piece.size == 0 and piece.last:
                 continue
             with self.storage.open_range(piece.uri, piece.start, None if piece.last else piece.end,
@@ -625,7 +665,7 @@ class KafkaSegments(DataSource):
         return "kafka_segments"
 
     def _level(self) -> str:
-        level = self.options.get("level", "batches")
+        level = read_options(self.options)["level"]
         if level not in SOURCE_LEVELS:
             raise ValueError(f"level must be one of {sorted(SOURCE_LEVELS)}, not {level!r}")
         return level
@@ -634,7 +674,7 @@ class KafkaSegments(DataSource):
         return spark_ddl(SOURCE_LEVELS[self._level()])
 
     def reader(self, schema):
-        if not _true(self.options.get("pushdown", "true")):
+        if not read_options(self.options)["pushdown"]:
             return _UnprunedReader(self.options, self._level(), schema)
         return KafkaSegmentsReader(self.options, self._level(), schema)
 
