@@ -84,6 +84,9 @@ def test_non_empty_out_is_refused_and_left_alone(tmp_path):
     assert out_problem(str(out / "notes.txt"), True) and out_problem(f"s3a://b/{out}", False) is None
     clear_outputs(str(out))
     assert os.listdir(out) == ["notes.txt"]
+    r = _scan(dict(os.environ, PYTHONPATH=ROOT), SAMPLE, "--out", "/proc/kfx-out")  # root cannot make it either
+    assert r.returncode == 2 and "--out /proc/kfx-out: cannot be created" in r.stderr, r.stderr
+    assert "starting Spark" not in r.stderr and "Traceback" not in r.stderr
 
 
 def test_start_up_noise_is_dropped_and_the_rest_passes(capfd):

@@ -159,3 +159,28 @@ def test_export_and_anomaly_jobs(spark, tmp_path):
     rows = a.collect()
     assert len(rows) == 1 and rows[0]["file"] == str(seg) and rows[0]["position"] == os.path.getsize(seg) - 40
     assert summary(a).collect()[0]["count"] == 1
+
+
+def test_split_points_a_damaged_index_gives_are_not_trusted(tmp_path):
+    """An offset index whose positions point inside batches (damaged, or forged) must not start a
+    split there: the splits would report good batches as broken framing and hide them.  The points
+    are taken only where a batch bears them out; with every one wrong the segments are read whole,
+    and every batch is read either way, with no anomaly."""
+    import struct
+    from kafkaforensics.spark.spark_source import KafkaSegmentsReader, spark_schema
+
+    def read(d, level):
+        reader = KafkaSegmentsReader({"path": str(d), "splitBytes": "4000"}, level, spark_schema(level))
+        splits = reader.partitions()
+        return splits, [r for s in splits for b in reader.read(s) for r in b.to_pylist()]
+    d = tmp_path / "orders-0"
+    shutil.copytree(os.path.join(SAMPLE, "orders-0"), d)
+    good_splits, good = read(d, "batches")
+    assert len(good_splits) > 3 and not read(d, "anomalies")[1]
+    for ix in d.glob("*.index"):
+        data = ix.read_bytes()
+        entries = [struct.unpack_from(">ii", data, i) for i in range(0, len(data) - len(data) % 8, 8)]
+        ix.write_bytes(b"".join(struct.pack(">ii", rel, pos + 5) for rel, pos in entries if rel or pos))
+    splits, rows = read(d, "batches")
+    assert len(splits) < len(good_splits) and sorted(r["baseOffset"] for r in rows) == sorted(r["baseOffset"] for r in good)
+    assert read(d, "anomalies")[1] == []

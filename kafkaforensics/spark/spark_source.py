@@ -176,13 +176,6 @@ def input_paths(options: dict) -> list[str]:
     return [p for p in raw.split(",") if p]
 
 
-def _base_offset_at(storage: Storage, uri: str, position: int) -> int | None:
-    """The base offset of the batch an index says starts at ``position`` of a segment (its first 8
-    bytes, as every message format begins), or None when the file ends before."""
-    head = storage.read_at(uri, position, 8)
-    return int.from_bytes(head, "big", signed=True) if len(head) == 8 else None
-
-
 def _segment_indexes(storage: Storage, uri: str, base: int) -> SegmentIndexes:
     stem = uri[:-4]
     ix = SegmentIndexes(base)
@@ -320,7 +313,7 @@ class KafkaSegmentsReader(DataSourceReader):
             for i, (base, uri, size) in enumerate(segs):
                 nxt = segs[i + 1][0] if i + 1 < len(segs) else None
                 r, seg_max = segment_range(b, base, nxt, lambda: _segment_indexes(self.storage, uri, base), prior,
-                                           functools.partial(_base_offset_at, self.storage, uri))
+                                           functools.partial(self.storage.batch_at, uri, size=size))
                 if seg_max is not None:
                     prior = seg_max if prior is None else max(prior, seg_max)
                 if r is not None:

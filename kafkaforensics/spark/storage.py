@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 
+from specs import legacy as L
 from specs.lazy import lazy
 
 from kafkaforensics.log import offset_index
@@ -198,26 +199,42 @@ class Storage:
 
     def split_points(self, uri: str, size: int, split_bytes: int) -> list[int]:
         """Batch boundaries near every ``split_bytes`` of a segment: from its offset index, or,
-        for a local segment without one, from a header-only walk."""
+        for a local segment without one, from a header-only walk.  An index position is taken only
+        where the batch there bears it out (:meth:`batch_at`): a damaged or forged index would
+        otherwise start a split inside a batch, and report good records as broken framing."""
         if size <= split_bytes:
             return []
         data = self.read_file(uri[:-4] + ".index")
         if data:
-            entries, _ = offset_index.read_entries(data, offset_from_name(uri) or 0)
-            positions = (pos for _off, pos in entries)
-        else:
-            fs, path = self.resolve(uri)
-            if fs is not None:
-                return []
-
-            def walk():
-                with open_buffer(path) as buf:
-                    for b in BatchScanner(buf, file=path):
-                        yield b.position
-            positions = walk()
+            base = offset_from_name(uri) or 0
+            entries, _ = offset_index.read_entries(data, base)
+            points, target, prior = [], split_bytes, base - 1
+            for off, pos in entries:
+                if target <= pos < size:
+                    found = self.batch_at(uri, pos, size)
+                    if found is not None and prior < found <= off:  # the index's offset is in that batch
+                        points.append(pos)
+                        target, prior = pos + split_bytes, found
+            return points
+        fs, path = self.resolve(uri)
+        if fs is not None:
+            return []
         points, target = [], split_bytes
-        for pos in positions:
-            if target <= pos < size:
-                points.append(pos)
-                target = pos + split_bytes
+        with open_buffer(path) as buf:
+            for b in BatchScanner(buf, file=path):
+                if target <= b.position < size:
+                    points.append(b.position)
+                    target = b.position + split_bytes
         return points
+
+    def batch_at(self, uri: str, position: int, size: int) -> int | None:
+        """The base offset of a batch that can start at ``position`` of a segment of ``size`` bytes
+        (its 8-byte offset and a 4-byte length that fits the file, as every message format
+        begins), else None: where an index says a batch starts, before it is trusted."""
+        head = self.read_at(uri, position, L.LOG_OVERHEAD)
+        if len(head) < L.LOG_OVERHEAD:
+            return None
+        length = int.from_bytes(head[8:], "big", signed=True)
+        if length < L.RECORD_OVERHEAD_V0 or position + L.LOG_OVERHEAD + length > size:
+            return None
+        return int.from_bytes(head[:8], "big", signed=True)
