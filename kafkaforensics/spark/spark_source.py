@@ -32,7 +32,8 @@ batches past it.  A file Kafka does not write in a log dir or partition dir is a
 anomaly.
 
 Planning (as Spark's own file sources): one listing of the inputs; pieces -- whole segments, or a
-large one's byte ranges cut at batch boundaries from its offset index -- packed into scan partitions
+large one's byte ranges cut at batch boundaries from its offset index, where the batch there bears
+the index out -- packed into scan partitions
 of at most ``maxPartitionBytes`` (default 128 MiB; ``splitBytes`` is the old name) counting
 ``openCostInBytes`` (default 64 KiB, measured) a piece, less when the scan would otherwise leave some of
 ``minPartitions`` cores idle (``spark_jobs.common.read`` passes the session's parallelism).  One
