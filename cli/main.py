@@ -637,7 +637,7 @@ class Level(str, Enum):
 
 @commands.command()
 def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files, partition dirs, log dirs or fleets of them (local, file://, hdfs://, s3://, s3a://)"),
-         out: str = Option(..., "--out", metavar="DIR", help="Directory for the Parquet results"),
+         out: str = Option(..., "--out", metavar="DIR", help="Directory for the Parquet results (new or empty; a scan that does not finish leaves nothing there)"),
          master: str = Option("local[*]", "--master", metavar="URL", help="Spark master (local[*] runs embedded)"),
          level: Level = Option(Level.batches, "--level", metavar="batches|records|anomalies", help="Rows to export: batches, records or anomalies"),
          search: Optional[str] = Option(None, "--search", metavar="REGEX", help="Also write records matching this regex"),
@@ -680,13 +680,11 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
     problem = cli_spark_start.out_problem(out, overwrite)  # last of the checks: it makes a new --out
     if problem:
         _fail(problem)
-
-    def give_up(message: str) -> None:  # nothing of a scan that did not finish is left in --out
-        cli_spark_start.discard_outputs(out, made_out)
-        _fail(message)
+    left = cli_spark_start.left_behind(out)  # what a scan that does not finish leaves in --out
     c.print(f"starting Spark ({master})...", highlight=False)
     if overwrite:
         cli_spark_start.clear_outputs(out)
+    finished = interrupted = False
     try:
         try:
             with cli_spark_start.quiet_start(verbose):
@@ -696,9 +694,9 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
                                                     record_class_archive=spark_jobs_common.class_archive_recording() == "now",
                                                     register_source=False)  # scan reads what it plans: no data source
         except spark_jobs_common.SparkStartError as e:
-            give_up(str(e))
+            _fail(str(e))
         if search is not None and (problem := spark_jobs_search.pattern_problem(spark, search)):
-            give_up(problem)
+            _fail(problem)
         if not verbose:
             cli_spark_start.quiet_python_logs()
         if spark_jobs_common.records_class_archive(spark):
@@ -716,13 +714,18 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
             except Exception as e:  # noqa: BLE001 -- Spark's and the JVM's: one line, not a traceback (exit 1 means damage)
                 if verbose:
                     raise
-                give_up(f"the scan stopped: {cli_spark_start.error_line(e)} (--verbose shows the whole error); "
-                        f"nothing of it was left in {out}")
+                _fail(f"the scan stopped: {cli_spark_start.error_line(e)} (--verbose shows the whole error); {left}")
+        finished = True
     except KeyboardInterrupt:  # as a shell's Ctrl-C: 128 + SIGINT
-        cli_spark_start.stop_driver_jvm()
-        cli_spark_start.discard_outputs(out, made_out)
-        _err().print(f"interrupted: nothing of the scan was left in {out}", highlight=False, soft_wrap=True)
-        raise Exit(130) from None
+        interrupted = True
+    finally:
+        if not finished:  # whatever ended it (an error, --verbose's traceback, Ctrl-C)
+            if interrupted:  # its tasks would write on: pyspark's JVM ignores SIGINT
+                cli_spark_start.stop_driver_jvm()
+            cli_spark_start.discard_outputs(out, made_out)
+    if interrupted:
+        _err().print(f"interrupted: {left}", highlight=False, soft_wrap=True)
+        raise Exit(130)
     p = result.plan
     c.print(f"read {p.segments} segments, {p.bytes:,} bytes in {p.splits} splits", highlight=False, soft_wrap=True)
     cli_tables.print_table(f"kfx scan -> {out}", ("partition", "broker", "log dir", "segments", "batches", "records", "offsets",

@@ -128,10 +128,18 @@ def discard_outputs(out: str, made: bool) -> None:
         clear_outputs(out)
 
 
+def left_behind(out: str) -> str:
+    """What a scan that does not finish leaves in ``out``, in words: nothing in a local one
+    (:func:`discard_outputs`); a remote one (s3a://, hdfs://) keeps what Spark committed."""
+    if spark_jobs_common.local_path(out) is not None:
+        return f"nothing of the scan was left in {out}"
+    return f"the outputs in {out} are incomplete; scan again with --overwrite"
+
+
 def stop_driver_jvm(timeout: float = 10.0) -> None:
     """Stop the driver JVM this process started, if any: an interrupted scan's tasks must not write
-    on after its outputs are removed (a terminal's Ctrl-C reaches the JVM too; ``kill -INT`` of
-    kfx alone does not)."""
+    on after its outputs are removed, and pyspark starts its JVM with SIGINT ignored (so a
+    terminal's Ctrl-C does not reach it)."""
     proc = getattr(pyspark.SparkContext._gateway, "proc", None)
     if proc is None or proc.poll() is not None:
         return

@@ -34,12 +34,17 @@ class Cell(str):
         return cell
 
 
+#: the Unicode categories that take no terminal column: nonspacing and enclosing marks, format characters
+_ZERO_WIDTH = frozenset(("Mn", "Me", "Cf"))
+
+
 def cell_width(text: str) -> int:
-    """The terminal columns ``text`` takes: two for a wide or full-width character (CJK topic
-    names), none for a combining mark, one for the rest."""
+    """The terminal columns ``text`` takes: two for a wide or full-width character (a log dir under
+    a CJK path), none for a mark or format character (a combining accent, a zero-width joiner),
+    one for the rest."""
     if text.isascii():
         return len(text)
-    return sum(0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+    return sum(0 if unicodedata.category(ch) in _ZERO_WIDTH else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
                for ch in text)
 
 

@@ -32,7 +32,7 @@ REPLICAS_COLUMNS = ("clusterId", "topic", "partition", "replicas", "logDirs", "b
 
 
 def inventory_of(rows, *extra):
-    """The inventory of ``scan``-level rows (from partition, batch and anomaly rows), in one
+    """The inventory of ``scan``-level rows (from partition, segment, batch and anomaly rows), in one
     aggregation: one row per log dir and partition, an empty or wholly damaged one included.
     ``records`` counts what the records level exports: the batches' records less those an anomaly
     says were not exported (a bad CRC; with includeCorrupt, a payload that does not decompress).

@@ -202,8 +202,8 @@ def _children(pid: int) -> set[int]:
 
 
 def test_an_interrupted_scan_stops_its_jvm_and_leaves_nothing(tmp_path):
-    """SIGINT to the kfx process alone (as ``kill -INT``; a terminal's Ctrl-C reaches the JVM too) while
-    the scan is writing: one line, exit 130, the driver JVM stopped and the ``--out`` it made gone.
+    """SIGINT to the kfx process (as Ctrl-C; pyspark's JVM ignores SIGINT) while the scan is writing:
+    one line, exit 130, the driver JVM stopped and the ``--out`` it made gone.
     The scan is held mid-write by a stand-in that writes a partial output, then waits."""
     out, marker = tmp_path / "out", tmp_path / "writing"
     code = ("import os, sys, time\nfrom spark_jobs import scan as s\n"

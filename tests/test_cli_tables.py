@@ -138,13 +138,14 @@ def test_layouts_keep_every_value():
 
 
 def test_wide_characters_take_two_columns():
-    """A CJK topic name (two terminal columns a character) keeps the plain table aligned, and a table
-    whose wide name would not fit a terminal goes to records; combining marks take none."""
+    """A CJK name (a log dir's path: two terminal columns a character) keeps the plain table aligned,
+    and a table whose wide name would not fit a terminal goes to records; combining marks and format
+    characters (a zero-width joiner, a Thai vowel sign) take none."""
     cols = ("partition", "records")
-    rows = [("支付-0", 10), ("orders-0", 20), ("cafe\u0301-0", 30)]
+    rows = [("支付-0", 10), ("orders-0", 20), ("cafe\u0301-0", 30), ("a\u200db\u0e34-0", 40)]
     lines = plain_lines(None, cols, rows, right=(1,))
-    ends = {len(line.encode("utf-32-le")) // 4 + sum(1 for ch in line if "\u4e00" <= ch <= "\u9fff")
-            - sum(1 for ch in line if ch == "\u0301") for line in lines}
+    ends = {len(line) + sum(1 for ch in line if "\u4e00" <= ch <= "\u9fff")
+            - sum(1 for ch in line if ch in "\u0301\u200d\u0e34") for line in lines}
     assert len(ends) == 1, lines  # every line ends in the same terminal column
     assert lines[1] == "支付-0          10", lines
     assert not fits(("t",), [("支" * 40,)], 80) and fits(("t",), [("t" * 40,)], 80)

@@ -162,10 +162,11 @@ def test_export_and_anomaly_jobs(spark, tmp_path):
 
 
 def test_split_points_a_damaged_index_gives_are_not_trusted(tmp_path):
-    """An offset index whose positions point inside batches (damaged, or forged) must not start a
-    split there: the splits would report good batches as broken framing and hide them.  The points
-    are taken only where a batch bears them out; with every one wrong the segments are read whole,
-    and every batch is read either way, with no anomaly."""
+    """An offset index whose positions point inside batches (damaged, or forged), or at batches that
+    do not hold their offsets, must not start a split there: the splits would report good batches as
+    broken framing and hide them.  A point is taken only where a whole batch with a valid CRC bears
+    the entry out; with every one wrong the segments are read whole, and every batch is read either
+    way, with no anomaly.  Each segment has one ``segment`` row however many pieces it is read in."""
     import struct
     from kafkaforensics.spark.spark_source import KafkaSegmentsReader, spark_schema
 
@@ -177,10 +178,19 @@ def test_split_points_a_damaged_index_gives_are_not_trusted(tmp_path):
     shutil.copytree(os.path.join(SAMPLE, "orders-0"), d)
     good_splits, good = read(d, "batches")
     assert len(good_splits) > 3 and not read(d, "anomalies")[1]
-    for ix in d.glob("*.index"):
-        data = ix.read_bytes()
-        entries = [struct.unpack_from(">ii", data, i) for i in range(0, len(data) - len(data) % 8, 8)]
-        ix.write_bytes(b"".join(struct.pack(">ii", rel, pos + 5) for rel, pos in entries if rel or pos))
-    splits, rows = read(d, "batches")
-    assert len(splits) < len(good_splits) and sorted(r["baseOffset"] for r in rows) == sorted(r["baseOffset"] for r in good)
-    assert read(d, "anomalies")[1] == []
+    segment_rows = [r["file"] for r in read(d, "scan")[1] if r["rowKind"] == "segment"]
+    assert sorted(segment_rows) == sorted(str(p) for p in d.glob("*.log"))  # one a file, split or not
+    indexes = {ix: ix.read_bytes() for ix in d.glob("*.index")}
+    for damage in ("inside a batch", "at the next entry's batch"):
+        for ix, data in indexes.items():
+            entries = [struct.unpack_from(">ii", data, i) for i in range(0, len(data) - len(data) % 8, 8)]
+            entries = [e for e in entries if e != (0, 0)]
+            if damage == "inside a batch":
+                forged = [(rel, pos + 5) for rel, pos in entries]
+            else:  # a real batch start, but past the offset the entry names
+                forged = [(rel, nxt) for (rel, _), (_, nxt) in zip(entries, entries[1:])]
+            ix.write_bytes(b"".join(struct.pack(">ii", rel, pos) for rel, pos in forged))
+        splits, rows = read(d, "batches")
+        assert len(splits) < len(good_splits), damage
+        assert sorted(r["baseOffset"] for r in rows) == sorted(r["baseOffset"] for r in good), damage
+        assert read(d, "anomalies")[1] == [], damage

@@ -171,10 +171,12 @@ def read_options(options) -> dict:
 def input_paths(options: dict) -> list[str]:
     """The paths of checked options: ``path`` comma-separated, or Spark's ``paths`` (a JSON list,
     from ``load([a, b])``, or comma-separated)."""
-    raw = options["path"] or options["paths"]
-    if raw.startswith("["):
-        return [p for p in json.loads(raw) if p]
-    return [p for p in raw.split(",") if p]
+    if not options["path"] and options["paths"].startswith("["):
+        try:
+            return [p for p in json.loads(options["paths"]) if p]
+        except ValueError:
+            raise ValueError(f"paths={options['paths']!r}: not a JSON list of paths") from None
+    return [p for p in (options["path"] or options["paths"]).split(",") if p]
 
 
 def _segment_indexes(storage: Storage, uri: str, base: int) -> SegmentIndexes:
@@ -284,7 +286,8 @@ class KafkaSegmentsReader(DataSourceReader):
                 raise NotKafkaInput(f"{p}: no Kafka segment, partition dir or log dir in it")
             # inputs that overlap (a log dir and one of its partition dirs) are read once: a local entry
             # is known by its path under its input's real path (one realpath an input, not a file:
-            # listings do not follow links)
+            # listings do not follow links; a segment file that is a link into another input is
+            # read under both names)
             fs, local = self.storage.resolve(p)
             base = None if fs is not None else (local.rstrip("/") or "/")
             real = None if base is None else os.path.realpath(base)
@@ -314,7 +317,7 @@ class KafkaSegmentsReader(DataSourceReader):
             for i, (base, uri, size) in enumerate(segs):
                 nxt = segs[i + 1][0] if i + 1 < len(segs) else None
                 r, seg_max = segment_range(b, base, nxt, lambda: _segment_indexes(self.storage, uri, base), prior,
-                                           functools.partial(self.storage.batch_at, uri, size=size))
+                                           functools.partial(self.storage.base_offset_at, uri, size=size))
                 if seg_max is not None:
                     prior = seg_max if prior is None else max(prior, seg_max)
                 if r is not None:

@@ -17,6 +17,7 @@ from specs import legacy as L
 from specs.lazy import lazy
 
 from kafkaforensics.log import offset_index
+from kafkaforensics.log.batch_search import MAX_CANDIDATE_BYTES, valid_batch_at
 from kafkaforensics.log.segment import BatchScanner, offset_from_name, open_buffer
 
 #: pyarrow's file systems: a fleet of local files never needs them
@@ -24,6 +25,10 @@ pafs = lazy("pyarrow.fs", globals())
 
 #: the data source options this module reads
 S3_OPTIONS = ("s3.endpoint", "s3.accessKey", "s3.secretKey", "s3.region")
+
+
+#: index entries tried for each split point before that split is given up
+SPLIT_TRIES = 4
 
 
 class MissingInput(FileNotFoundError):
@@ -187,34 +192,54 @@ class Storage:
             data = f.read_at(max(0, stop - start), start)
         yield bytes(data), start, 0, len(data)
 
-    def read_at(self, uri: str, position: int, n: int) -> bytes:
-        """Up to ``n`` bytes of a file from ``position`` (fewer at its end): a batch header."""
+    @contextmanager
+    def _pread(self, uri: str):
+        """A ``read(position, n)`` of one file open for the block: up to ``n`` bytes from
+        ``position`` (fewer at its end)."""
         fs, path = self.resolve(uri)
         if fs is None:
-            with open(path, "rb") as f:
-                f.seek(position)
-                return f.read(n)
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                yield lambda position, n: os.pread(fd, n, position)
+            finally:
+                os.close(fd)
+            return
         with fs.open_input_file(path) as f:
-            return bytes(f.read_at(max(0, min(n, f.size() - position)), position))
+            size = f.size()
+            yield lambda position, n: bytes(f.read_at(max(0, min(n, size - position)), position))
+
+    def read_at(self, uri: str, position: int, n: int) -> bytes:
+        """Up to ``n`` bytes of a file from ``position`` (fewer at its end): a batch header."""
+        with self._pread(uri) as read:
+            return read(position, n)
 
     def split_points(self, uri: str, size: int, split_bytes: int) -> list[int]:
         """Batch boundaries near every ``split_bytes`` of a segment: from its offset index, or,
         for a local segment without one, from a header-only walk.  An index position is taken only
-        where the batch there bears it out (:meth:`batch_at`): a damaged or forged index would
-        otherwise start a split inside a batch, and report good records as broken framing."""
+        where a whole batch with a valid CRC starts there and bears out the entry's offset (its first
+        offset at or below it -- Kafka indexes an append's largest offset, older brokers its first --
+        and past the previous point's batch): a damaged or forged index would otherwise start a split inside
+        a batch and report good records as broken framing.  At most :data:`SPLIT_TRIES` entries are
+        tried for each split, so a damaged index costs a bounded number of reads."""
         if size <= split_bytes:
             return []
         data = self.read_file(uri[:-4] + ".index")
         if data:
             base = offset_from_name(uri) or 0
             entries, _ = offset_index.read_entries(data, base)
-            points, target, prior = [], split_bytes, base - 1
-            for off, pos in entries:
-                if target <= pos < size:
-                    found = self.batch_at(uri, pos, size)
-                    if found is not None and prior < found <= off:  # the index's offset is in that batch
+            points, target, prior, tries = [], split_bytes, base - 1, 0
+            with self._pread(uri) as read:
+                for off, pos in entries:
+                    if not target <= pos < size:
+                        continue
+                    b = _batch_in(read, pos, size)
+                    if b is not None and prior < b.base_offset <= off:
                         points.append(pos)
-                        target, prior = pos + split_bytes, found
+                        target, prior, tries = pos + split_bytes, b.last_offset, 0
+                    else:
+                        tries += 1
+                        if tries >= SPLIT_TRIES:  # a damaged stretch of the index: no split here
+                            target, tries = pos + split_bytes, 0
             return points
         fs, path = self.resolve(uri)
         if fs is not None:
@@ -227,14 +252,22 @@ class Storage:
                     target = b.position + split_bytes
         return points
 
-    def batch_at(self, uri: str, position: int, size: int) -> int | None:
-        """The base offset of a batch that can start at ``position`` of a segment of ``size`` bytes
-        (its 8-byte offset and a 4-byte length that fits the file, as every message format
-        begins), else None: where an index says a batch starts, before it is trusted."""
-        head = self.read_at(uri, position, L.LOG_OVERHEAD)
-        if len(head) < L.LOG_OVERHEAD:
-            return None
-        length = int.from_bytes(head[8:], "big", signed=True)
-        if length < L.RECORD_OVERHEAD_V0 or position + L.LOG_OVERHEAD + length > size:
-            return None
-        return int.from_bytes(head[:8], "big", signed=True)
+    def base_offset_at(self, uri: str, position: int, size: int) -> int | None:
+        """The base offset of the batch at ``position`` of a segment of ``size`` bytes, when a whole
+        batch with sound framing and a valid CRC starts there (else None): where an index says a
+        batch starts, before it is trusted."""
+        with self._pread(uri) as read:
+            b = _batch_in(read, position, size)
+        return None if b is None else b.base_offset
+
+
+def _batch_in(read, position: int, size: int):
+    """The batch starting at ``position`` of a segment of ``size`` bytes (read through
+    ``read(position, n)``) when a whole one with sound framing and a valid CRC does, else None."""
+    head = read(position, L.LOG_OVERHEAD)
+    if len(head) < L.LOG_OVERHEAD:
+        return None
+    total = L.LOG_OVERHEAD + int.from_bytes(head[8:], "big", signed=True)
+    if total < L.LOG_OVERHEAD + L.RECORD_OVERHEAD_V0 or position + total > size or total > MAX_CANDIDATE_BYTES:
+        return None
+    return valid_batch_at(read(position, total), 0, deep=False)
