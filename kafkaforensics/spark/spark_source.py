@@ -126,12 +126,18 @@ _OPTION_NAMES = {k.lower(): k for k in SOURCE_OPTIONS}
 _TRUE, _FALSE = ("1", "true", "yes"), ("0", "false", "no")
 
 
-def checked_option(key: str, value: str) -> tuple[str, str]:
-    """``key`` as the source spells it and ``value`` checked against its kind (:data:`SOURCE_OPTIONS`);
-    ValueError, naming the option, for one the source does not read or a value it could not use."""
+def _option_name(key: str) -> str:
+    """``key`` as the source spells it; ValueError, naming it, for an option the source does not read."""
     name = _OPTION_NAMES.get(str(key).lower())
     if name is None:
         raise ValueError(f"{key}: no such kafka_segments option (its options: {', '.join(sorted(SOURCE_OPTIONS))})")
+    return name
+
+
+def checked_option(key: str, value: str) -> tuple[str, str]:
+    """``key`` as the source spells it and ``value`` checked against its kind (:data:`SOURCE_OPTIONS`);
+    ValueError, naming the option, for one the source does not read or a value it could not use."""
+    name = _option_name(key)
     _typed(name, value)
     return name, value
 
@@ -158,7 +164,7 @@ def read_options(options) -> dict:
     """A read's options checked once: every option of :data:`SOURCE_OPTIONS` by its own spelling, as
     its kind, its default where not given.  ValueError for an option the source does not read (a
     typo in ``.option(...)`` would otherwise read the whole fleet unwindowed) or a bad value."""
-    given = dict(checked_option(k, v) for k, v in options.items() if v is not None and v != "")
+    given = {_option_name(k): v for k, v in options.items() if v is not None and v != ""}
     out = {name: default for name, (_, default) in SOURCE_OPTIONS.items()}
     out.update({name: _typed(name, v) for name, v in given.items()})
     if "splitBytes" in given and "maxPartitionBytes" not in given:  # splitBytes: the old name
