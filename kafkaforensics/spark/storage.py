@@ -208,11 +208,6 @@ class Storage:
             size = f.size()
             yield lambda position, n: bytes(f.read_at(max(0, min(n, size - position)), position))
 
-    def read_at(self, uri: str, position: int, n: int) -> bytes:
-        """Up to ``n`` bytes of a file from ``position`` (fewer at its end): a batch header."""
-        with self._pread(uri) as read:
-            return read(position, n)
-
     def split_points(self, uri: str, size: int, split_bytes: int) -> list[int]:
         """Batch boundaries near every ``split_bytes`` of a segment: from its offset index, or,
         for a local segment without one, from a header-only walk.  An index position is taken only
