@@ -638,7 +638,10 @@ class Level(str, Enum):
 @commands.command()
 def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files, partition dirs, log dirs or fleets of them (local, file://, hdfs://, s3://, s3a://)"),
          out: str = Option(..., "--out", metavar="DIR", help="Directory for the Parquet results (new or empty; a scan that does not finish leaves nothing there)"),
-         master: str = Option("local[*]", "--master", metavar="URL", help="Spark master (local[*] runs embedded)"),
+         master: Optional[str] = Option(None, "--master", metavar="URL",
+                                        help="Spark master (default local[*]: Spark embedded here; without --master "
+                                             "or --search, a scan of up to 32 MiB of segments is read and written "
+                                             "here with no JVM)"),
          level: Level = Option(Level.batches, "--level", metavar="batches|records|anomalies", help="Rows to export: batches, records or anomalies"),
          search: Optional[str] = Option(None, "--search", metavar="REGEX", help="Also write records matching this regex"),
          split_bytes: int = Option(DEFAULT_SPLIT_BYTES, "--split-bytes", min=1 << 16, metavar="BYTES",
@@ -661,8 +664,10 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
          to_offset: Optional[int] = Option(None, "--to-offset", metavar="OFFSET", help="Records up to this offset (inclusive)"),
          option: List[str] = Option([], "--option", metavar="KEY=VALUE",
                                     help="Any kafka_segments source option, e.g. timestampDisorderMs=3600000 (repeatable)")):
-    """Scan a fleet of segments with Spark, reading it once: export, inventory, anomalies (and search hits) as Parquet."""
-    for problem in (cli_spark_start.java_problem(),
+    """Scan a fleet of segments with Spark (a small one needs none), reading it once: export, inventory, anomalies (and search hits) as Parquet."""
+    # a scan small enough to be read and written here needs no Spark, hence no Java (unless it grows)
+    may_run_here = master is None and search is None and spark_jobs_common.local_path(out) is not None
+    for problem in (None if may_run_here else cli_spark_start.java_problem(),
                     search is not None and spark_jobs_search.pattern_problem(None, search)):  # before anything starts
         if problem:
             _fail(problem)
@@ -676,45 +681,34 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
         planned = spark_jobs_scan.plan(inputs, split_bytes, options)  # lists every input once: a missing one ends here
     except (ValueError, spark_storage.MissingInput) as e:
         _fail(str(e))
+    runs_here = may_run_here and spark_jobs_common.held_in_driver(LOCAL_MASTER, planned.bytes)
+    if may_run_here and not runs_here and (problem := cli_spark_start.java_problem()):  # still before --out is touched
+        _fail(problem)
     made_out = cli_spark_start.out_is_new(out)
     problem = cli_spark_start.out_problem(out, overwrite)  # last of the checks: it makes a new --out
     if problem:
         _fail(problem)
     left = cli_spark_start.left_behind(out)  # what a scan that does not finish leaves in --out
-    c.print(f"starting Spark ({master})...", highlight=False)
     if overwrite:
         cli_spark_start.clear_outputs(out)
     finished = interrupted = False
+    result = spark = None
     try:
-        try:
-            with cli_spark_start.quiet_start(verbose):
-                spark = spark_jobs_common.get_spark(master, console_progress=False, class_archive=True,
-                                                    short_run=planned.bytes <= spark_jobs_common.SHORT_RUN_BYTES,
-                                                    tiny_run=spark_jobs_common.held_in_driver(master, planned.bytes),
-                                                    record_class_archive=spark_jobs_common.class_archive_recording() == "now",
-                                                    register_source=False)  # scan reads what it plans: no data source
-        except spark_jobs_common.SparkStartError as e:
-            _fail(str(e))
-        if search is not None and (problem := spark_jobs_search.pattern_problem(spark, search)):
-            _fail(problem)
-        if not verbose:
-            cli_spark_start.quiet_python_logs()
-        if spark_jobs_common.records_class_archive(spark):
-            c.print("first run: recording the driver JVM's classes for faster starts (once)", highlight=False)
-        with rich_progress.Progress(rich_progress.TextColumn("[progress.description]{task.description}"), rich_progress.BarColumn(),
-                      rich_progress.TextColumn("{task.completed}/{task.total} splits"), rich_progress.TimeRemainingColumn(),
-                      console=c, transient=True) as bar:
-            task = bar.add_task("scanning", total=None)
-
-            def progress(done, total):
-                bar.update(task, completed=done, total=total)
+        if runs_here:
+            c.print(f"reading {planned.bytes:,} bytes of segments here: a scan this small needs no Spark "
+                    f"(--master {LOCAL_MASTER} runs it on Spark)", highlight=False, soft_wrap=True)
             try:
-                result = spark_jobs_scan.scan(spark, inputs, out, level.value, search, split_bytes, options, progress,
-                                              listing=planned.listing)  # listed once, for the plan
-            except Exception as e:  # noqa: BLE001 -- Spark's and the JVM's: one line, not a traceback (exit 1 means damage)
+                result = spark_jobs_scan.scan_here(inputs, spark_jobs_common.local_path(out), level.value, split_bytes,
+                                                   options, listing=planned.listing)
+            except Exception as e:  # noqa: BLE001 -- one line, not a traceback (exit 1 means damage)
                 if verbose:
                     raise
                 _fail(f"the scan stopped: {cli_spark_start.error_line(e)} (--verbose shows the whole error); {left}")
+            if result is None:
+                c.print("its rows outgrow what this process holds: Spark reads it", highlight=False)
+        if result is None:
+            result, spark = _scan_on_spark(c, inputs, out, master or LOCAL_MASTER, level, search, split_bytes, options,
+                                           planned, verbose, left, outgrew=runs_here)
         finished = True
     except KeyboardInterrupt:  # as a shell's Ctrl-C: 128 + SIGINT
         interrupted = True
@@ -738,14 +732,58 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
     rich_console.Console().print(f"{result.rows} {level.value} rows -> {os.path.join(out, level.value)}; {result.anomalies} anomalies"
                     + (f"; {result.hits} search hits -> {os.path.join(out, 'search')}" if result.hits is not None else ""),
                     highlight=False, soft_wrap=True)
-    spark_jobs_common.end_session(spark)
-    if spark_jobs_common.class_archive_recording() == "background" and spark_jobs_common.class_archive_missing():
-        pid = spark_jobs_common.start_class_archive_recording()
-        if pid is not None:
-            c.print(f"first run: recording the driver JVM's classes for faster starts, once, in the background "
-                    f"(pid {pid}; {spark_jobs_common.CLASS_ARCHIVE_RECORDING}=now records them during a scan, =no never)",
-                    highlight=False, soft_wrap=True)
+    if spark is not None:
+        spark_jobs_common.end_session(spark)
+        if spark_jobs_common.class_archive_recording() == "background" and spark_jobs_common.class_archive_missing():
+            pid = spark_jobs_common.start_class_archive_recording()
+            if pid is not None:
+                c.print(f"first run: recording the driver JVM's classes for faster starts, once, in the background "
+                        f"(pid {pid}; {spark_jobs_common.CLASS_ARCHIVE_RECORDING}=now records them during a scan, =no never)",
+                        highlight=False, soft_wrap=True)
     raise Exit(EXIT_PROBLEMS if result.anomalies else EXIT_OK)
+
+
+#: the master ``kfx scan`` runs Spark on when not told one
+LOCAL_MASTER = "local[*]"
+
+
+def _scan_on_spark(c, inputs, out, master, level, search, split_bytes, options, planned, verbose, left, outgrew=False):
+    """``kfx scan``'s run on Spark, from the JVM's start: (its result, the session).  ``outgrew``: a
+    scan begun here whose rows outgrew this process (Spark's tasks read it: not the driver again)."""
+    if outgrew and (problem := cli_spark_start.java_problem()) is not None:  # checked before, for any other
+        _fail(problem)
+    tiny = not outgrew and spark_jobs_common.held_in_driver(master, planned.bytes)
+    c.print(f"starting Spark ({master})...", highlight=False)
+    try:
+        with cli_spark_start.quiet_start(verbose):
+            spark = spark_jobs_common.get_spark(master, console_progress=False, class_archive=True,
+                                                short_run=planned.bytes <= spark_jobs_common.SHORT_RUN_BYTES,
+                                                tiny_run=tiny,
+                                                record_class_archive=spark_jobs_common.class_archive_recording() == "now",
+                                                register_source=False)  # scan reads what it plans: no data source
+    except spark_jobs_common.SparkStartError as e:
+        _fail(str(e))
+    if search is not None and (problem := spark_jobs_search.pattern_problem(spark, search)):
+        _fail(problem)
+    if not verbose:
+        cli_spark_start.quiet_python_logs()
+    if spark_jobs_common.records_class_archive(spark):
+        c.print("first run: recording the driver JVM's classes for faster starts (once)", highlight=False)
+    with rich_progress.Progress(rich_progress.TextColumn("[progress.description]{task.description}"), rich_progress.BarColumn(),
+                                rich_progress.TextColumn("{task.completed}/{task.total} splits"),
+                                rich_progress.TimeRemainingColumn(), console=c, transient=True) as bar:
+        task = bar.add_task("scanning", total=None)
+
+        def progress(done, total):
+            bar.update(task, completed=done, total=total)
+        try:
+            return spark_jobs_scan.scan(spark, inputs, out, level.value, search, split_bytes, options, progress,
+                                        listing=planned.listing,  # listed once, for the plan
+                                        **({"driver_bytes": 0} if outgrew else {})), spark
+        except Exception as e:  # noqa: BLE001 -- Spark's and the JVM's: one line, not a traceback (exit 1 means damage)
+            if verbose:
+                raise
+            _fail(f"the scan stopped: {cli_spark_start.error_line(e)} (--verbose shows the whole error); {left}")
 
 
 @commands.command()

@@ -520,6 +520,26 @@ def _read_in_driver(reader, splits, limit: int):
     return pyarrow.Table.from_batches(batches, schema=reader.arrow_schema())
 
 
+def planned_reader(paths, level: str, split_bytes: int | None, options: dict | None, min_partitions: int,
+                   listing: spark_scan_plan.Layout | None = None):
+    """(the source's reader, the level's Spark schema, its splits) for a read planned here, in this
+    process, as Spark would plan it: :func:`read_planned`'s and :func:`read_here`'s plan."""
+    source = source_for(paths, level, split_bytes, options, min_partitions)
+    schema = spark_source.spark_schema(source._level())
+    reader = source.reader(schema)
+    return reader, schema, reader.partitions(listing)
+
+
+def read_here(paths, level: str, split_bytes: int | None = None, options: dict | None = None,
+              min_partitions: int | None = None, listing: spark_scan_plan.Layout | None = None):
+    """(``paths`` read at ``level`` in this process into one Arrow table, its splits), with no Spark
+    at all: the same reader, splits and rows as :func:`read_planned`.  The table is None when it
+    would pass :data:`DRIVER_TABLE_BYTES` (Spark's tasks must read it)."""
+    reader, _, splits = planned_reader(paths, level, split_bytes, options, min_partitions or os.cpu_count() or 1,
+                                       listing)
+    return _read_in_driver(reader, splits, DRIVER_TABLE_BYTES), splits
+
+
 def read_planned(spark, paths, level: str, split_bytes: int | None = None, options: dict | None = None,
                  driver_bytes: int = 0, listing: spark_scan_plan.Layout | None = None) -> PlannedRead:
     """``paths`` read at ``level`` as :func:`read` reads them -- the same source, options, splits and
@@ -532,10 +552,8 @@ def read_planned(spark, paths, level: str, split_bytes: int | None = None, optio
     reads so; nothing is pushed into such a read (a ``where`` on it filters the rows read).
     ``listing``: the inputs' listing (:func:`listing_of`), when the caller has one, else they are
     listed here."""
-    source = source_for(paths, level, split_bytes, options, spark.sparkContext.defaultParallelism)
-    schema = spark_source.spark_schema(source._level())
-    reader = source.reader(schema)
-    splits = reader.partitions(listing)
+    reader, schema, splits = planned_reader(paths, level, split_bytes, options, spark.sparkContext.defaultParallelism,
+                                            listing)
     if held_in_driver(spark.sparkContext.master, segment_bytes(splits), driver_bytes):
         table = _read_in_driver(reader, splits, DRIVER_TABLE_BYTES)
         if table is not None:

@@ -7,7 +7,9 @@ wrote.
 Each read is planned here, in the driver (``common.read_planned``), not by Spark's Python data
 source machinery: the same splits and rows, two Python processes fewer.  A short scan on a local
 master (up to ``common.DRIVER_READ_BYTES``) is read in the driver and its inventory and replica view
-computed there in pyarrow: Spark only writes its outputs.
+computed there in pyarrow: Spark only writes its outputs.  ``kfx scan`` of such a scan on its
+default master, with no search, needs not even that: :func:`scan_here` writes the same outputs with
+no JVM at all.
 
     spark-submit spark_jobs/scan.py --level records --search 'order-42' --out s3a://bucket/scan s3a://bucket/kafka-logs
 """
@@ -19,13 +21,15 @@ import os
 import threading
 from dataclasses import dataclass, field
 
+import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
 from kafkaforensics.records.schema import ROW_KINDS, SOURCE_COLUMNS
+from kafkaforensics.spark.parquet_dir import write_parquet_dir
 from kafkaforensics.spark.scan_plan import Layout
 from spark_jobs.common import (DRIVER_READ_BYTES, check_inputs, check_out, fail, frame_of, job_spark, job_arguments, listing_of,
-                               read_planned, segment_bytes, source_for, source_options)
+                               read_here, read_planned, segment_bytes, source_for, source_options)
 from spark_jobs.inventory import WHERE, inventory_of, inventory_table, replicas_of, replicas_table
 from spark_jobs.search import matches, pattern_problem
 
@@ -93,23 +97,77 @@ def scan(spark, paths, out: str, level: str = "batches", search: str | None = No
     the export is written.  On a local master, a read of at most ``driver_bytes`` of segments is
     done in the driver (0: every read by Spark's tasks; the outputs are the same).  The inputs are
     listed once for all its reads, or not at all when their ``listing`` is given (:func:`plan`'s)."""
-    if level not in LEVEL_KINDS:
-        raise ValueError(f"level must be one of {sorted(LEVEL_KINDS)}, not {level!r}")
-    opts = dict(options or {})
-    opts.pop("scanRecords", None)
-    if listing is None:
-        listing = listing_of(paths, opts)
+    opts, listing = _scan_inputs(paths, level, options, listing)
     read = functools.partial(read_planned, spark, paths, split_bytes=split_bytes, options=opts, driver_bytes=driver_bytes,
                              listing=listing)
     reads = [read("scan")]
     summary = reads[0].frame if reads[0].table is not None else reads[0].frame.persist()
     try:
-        return _write_outputs(spark, out, level, search, read, progress, summary, reads,
-                              windowed=any(opts.get(k) not in (None, "") for k in _RECORD_WINDOW))
+        return _write_outputs(spark, out, level, search, read, progress, summary, reads, windowed=_windowed(opts))
     finally:
         summary.unpersist()
         for r in reads:
             r.release()
+
+
+def scan_here(paths, out: str, level: str = "batches", split_bytes=None, options: dict | None = None,
+              listing: Layout | None = None, min_partitions: int | None = None) -> ScanResult | None:
+    """:func:`scan` with no Spark at all, for a scan this process can hold (``kfx scan`` of up to
+    ``DRIVER_READ_BYTES`` of segments with no ``--master`` and no ``--search``: no JVM starts).  The
+    same reads as :func:`scan` makes in the driver, the same views (the pyarrow ones, proven equal
+    to Spark SQL's), the same outputs with the same schemas, each written by pyarrow as one Parquet
+    file in Spark's layout (:mod:`~kafkaforensics.spark.parquet_dir`).  A search needs Spark: its
+    pattern is a Java regular expression.  Returns None, having written nothing, when a read would
+    pass ``DRIVER_TABLE_BYTES`` in memory (Spark's tasks must read it).  ``min_partitions``: the
+    parallelism its splits are planned for (default: this machine's cores, as ``local[*]``)."""
+    opts, listing = _scan_inputs(paths, level, options, listing)
+    read = functools.partial(read_here, paths, split_bytes=split_bytes, options=opts, min_partitions=min_partitions,
+                             listing=listing)
+    summary, splits = read("scan")
+    records = None
+    if summary is not None and level == "records":
+        records, _ = read("records")
+    if summary is None or (level == "records" and records is None):
+        return None
+    anomalies = _rows_of(summary, "anomaly")
+    inv, rep = inventory_table(summary), replicas_table(summary)
+    rows = inv.to_pylist()
+    if _windowed(opts) and level == "records":
+        _count_exported(rows, _records_counted(records))
+        inv = pa.Table.from_pylist(rows, schema=inv.schema)
+    outputs = {"anomalies": anomalies, "inventory": inv, "replicas": rep}
+    if level != "anomalies":
+        outputs[level] = records if level == "records" else _rows_of(summary, LEVEL_KINDS[level])
+    for name, table in outputs.items():
+        write_parquet_dir(table, os.path.join(out, name))
+    written = {"records": outputs[level].num_rows, "batches": sum(r["batches"] for r in rows),
+               "anomalies": anomalies.num_rows}[level]
+    return ScanResult(out, level, written, anomalies.num_rows, None, rows, plan_of(splits))
+
+
+def _scan_inputs(paths, level: str, options: dict | None, listing: Layout | None):
+    """A scan's checked ``level``, its source options (``scanRecords`` is the scan's own) and its
+    inputs' listing (made here when not given)."""
+    if level not in LEVEL_KINDS:
+        raise ValueError(f"level must be one of {sorted(LEVEL_KINDS)}, not {level!r}")
+    opts = dict(options or {})
+    opts.pop("scanRecords", None)
+    return opts, (listing_of(paths, opts) if listing is None else listing)
+
+
+def _windowed(opts: dict) -> bool:
+    """Whether a scan's options keep part of a batch's records (:data:`_RECORD_WINDOW`)."""
+    return any(opts.get(k) not in (None, "") for k in _RECORD_WINDOW)
+
+
+def _columns(kind: str) -> list[str]:
+    """The columns of an export of ``kind`` rows (``rowKind``)."""
+    return [n for n, _ in SOURCE_COLUMNS + ROW_KINDS[kind]]
+
+
+def _rows_of(summary, kind: str):
+    """The ``kind`` rows of a summary held in the driver (an Arrow table), with their columns."""
+    return summary.filter(pc.equal(summary["rowKind"], kind)).select(_columns(kind))
 
 
 def _views(spark, summary, held):
@@ -130,10 +188,21 @@ def _records_exported(spark, out: str, records) -> dict:
     """The records a records export holds, per inventory row (:data:`WHERE`): ``records`` is the
     read held in the driver, or None for the export written by Spark's tasks (read back)."""
     if records is not None:
-        counted = records.group_by(list(WHERE), use_threads=False).aggregate([("offset", "count")])
-        return {tuple(r[k] for k in WHERE): r["offset_count"] for r in counted.to_pylist()}
+        return _records_counted(records)
     counted = spark.read.parquet(os.path.join(out, "records")).groupBy(*WHERE).count().collect()
     return {tuple(r[k] for k in WHERE): r["count"] for r in counted}
+
+
+def _records_counted(records) -> dict:
+    """The records of a records read held in the driver (an Arrow table), per inventory row."""
+    counted = records.group_by(list(WHERE), use_threads=False).aggregate([("offset", "count")])
+    return {tuple(r[k] for k in WHERE): r["offset_count"] for r in counted.to_pylist()}
+
+
+def _count_exported(inventory: list, exported: dict) -> None:
+    """Set each inventory row's ``records`` to the records exported for it (under a window)."""
+    for r in inventory:
+        r["records"] = exported.get(tuple(r[k] for k in WHERE), 0)
 
 
 def _write_outputs(spark, out, level, search, read, progress, summary, reads, windowed=False) -> ScanResult:
@@ -147,7 +216,7 @@ def _write_outputs(spark, out, level, search, read, progress, summary, reads, wi
         reads.append(read("records"))
         export = reads[-1].frame
     else:
-        export = summary.where(F.col("rowKind") == kind).select(*[n for n, _ in SOURCE_COLUMNS + ROW_KINDS[kind]])
+        export = summary.where(F.col("rowKind") == kind).select(*_columns(kind))
     stop = threading.Event()
     watcher = None
     if progress is not None:
@@ -160,8 +229,7 @@ def _write_outputs(spark, out, level, search, read, progress, summary, reads, wi
         if watcher is not None:
             watcher.join()
             progress(scan_plan.splits, scan_plan.splits)
-    anomalies = summary.where(F.col("rowKind") == "anomaly").select(
-        *[n for n, _ in SOURCE_COLUMNS + ROW_KINDS["anomaly"]])
+    anomalies = summary.where(F.col("rowKind") == "anomaly").select(*_columns("anomaly"))
     if held is not None:
         n_anomalies = pc.sum(pc.equal(held["rowKind"], "anomaly")).as_py() or 0
     else:
@@ -172,9 +240,7 @@ def _write_outputs(spark, out, level, search, read, progress, summary, reads, wi
     anomalies.unpersist()
     inv_df, rep_df, inv = _views(spark, summary, held)
     if windowed and level == "records":  # a window keeps part of a batch's records: count those exported
-        exported = _records_exported(spark, out, reads[-1].table)
-        for r in inv:
-            r["records"] = exported.get(tuple(r[k] for k in WHERE), 0)
+        _count_exported(inv, _records_exported(spark, out, reads[-1].table))
         inv_df.unpersist()
         inv_df = spark.createDataFrame(inv, inv_df.schema).coalesce(1)
     inv_df.write.mode("overwrite").parquet(os.path.join(out, "inventory"))

@@ -35,20 +35,47 @@ def _fake_java(tmp_path, version):
 
 
 def test_no_java_is_one_line_and_exit_2_before_anything_starts(tmp_path):
+    for run_on_spark in (("--master", "local[1]"), ("--search", "order")):  # what needs Spark, hence Java
+        out = tmp_path / "out"
+        r = _scan(_env_without_java(), SAMPLE, "--out", out, *run_on_spark)
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and len(lines) <= 3, r.stderr
+        assert "Traceback" not in r.stderr and "JAVA_GATEWAY_EXITED" not in r.stderr
+        assert "Java 17" in r.stderr and "JAVA_HOME" in r.stderr and "PATH" in r.stderr
+        assert not out.exists() and "starting Spark" not in r.stderr
+
+
+def test_a_small_scan_needs_no_spark_and_no_java(tmp_path):
+    """Up to DRIVER_READ_BYTES of segments, with no --master and no --search, `kfx scan` reads and
+    writes in its own process (spark_jobs.scan.scan_here, proven to write what Spark writes in
+    tests/test_spark_views.py): it runs where there is no Java at all, and says why it starts no Spark."""
+    for out, given in ((tmp_path / "out", str(tmp_path / "out")), (tmp_path / "url", f"file://{tmp_path}/url")):
+        r = _scan(_env_without_java(), SAMPLE, "--out", given, "--level", "records")
+        assert r.returncode == 0, r.stderr
+        assert "needs no Spark" in r.stderr and "starting Spark" not in r.stderr and "Traceback" not in r.stderr
+        assert sorted(os.listdir(out)) == ["anomalies", "inventory", "records", "replicas"]
+        assert "668 records rows" in r.stdout, r.stdout
+
+
+def test_a_scan_too_big_to_run_here_checks_java_before_touching_out(tmp_path, kfx, monkeypatch):
+    """Past DRIVER_READ_BYTES a scan needs Spark: no Java is said before --overwrite clears anything."""
+    from cli import spark_start
+    from spark_jobs import common
+    monkeypatch.setattr(spark_start, "java_problem", lambda: "kfx scan needs Java (stood in)")
+    monkeypatch.setattr(common, "held_in_driver", lambda master, nbytes, driver_bytes=0: False)
     out = tmp_path / "out"
-    r = _scan(_env_without_java(), SAMPLE, "--out", out)
-    lines = r.stderr.strip().splitlines()
-    assert r.returncode == 2 and len(lines) <= 3, r.stderr
-    assert "Traceback" not in r.stderr and "JAVA_GATEWAY_EXITED" not in r.stderr
-    assert "Java 17" in r.stderr and "JAVA_HOME" in r.stderr and "PATH" in r.stderr
-    assert not out.exists() and "starting Spark" not in r.stderr
+    (out / "batches").mkdir(parents=True)
+    (out / "batches" / "part-0.parquet").write_bytes(b"an earlier run's")
+    r = kfx("scan", SAMPLE, "--out", out, "--overwrite")
+    assert r.exit_code == 2 and "needs Java (stood in)" in r.output, r.output
+    assert (out / "batches" / "part-0.parquet").read_bytes() == b"an earlier run's"
 
 
 def test_java_home_without_java_and_an_old_java_are_named(tmp_path):
-    r = _scan(_env_without_java(JAVA_HOME=str(tmp_path)), SAMPLE, "--out", tmp_path / "out")
+    r = _scan(_env_without_java(JAVA_HOME=str(tmp_path)), SAMPLE, "--out", tmp_path / "out", "--master", "local[1]")
     assert r.returncode == 2 and f"JAVA_HOME={tmp_path} has no bin/java" in r.stderr, r.stderr
     old = _fake_java(tmp_path, "11.0.2")
-    r = _scan(_env_without_java(JAVA_HOME=str(old.parent)), SAMPLE, "--out", tmp_path / "out")
+    r = _scan(_env_without_java(JAVA_HOME=str(old.parent)), SAMPLE, "--out", tmp_path / "out", "--master", "local[1]")
     assert r.returncode == 2 and "is Java 11" in r.stderr and len(r.stderr.strip().splitlines()) <= 3, r.stderr
     assert java_version(str(_fake_java(tmp_path / "eight", "1.8.0_381") / "java")) == 8
 
@@ -58,7 +85,7 @@ def test_a_driver_jvm_that_does_not_start_is_one_line_and_exit_2(tmp_path):
     memory): `kfx scan` and the jobs say the JVM did not start, in one line of their own, with no
     traceback (Spark's launcher's own lines pass above it)."""
     env = _env_without_java(JAVA_HOME=str(_fake_java(tmp_path, "17.0.9").parent))
-    r = _scan(env, SAMPLE, "--out", tmp_path / "out")
+    r = _scan(env, SAMPLE, "--out", tmp_path / "out", "--master", "local[1]")
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr and "╭" not in r.stderr, r.stderr
     assert r.stderr.strip().splitlines()[-1].startswith("error: Spark's driver JVM did not start"), r.stderr
@@ -153,27 +180,43 @@ def test_the_driver_jvm_does_not_hold_the_caller_s_pipe_after_kfx_exits(tmp_path
 
 def test_kfx_scan_lists_its_inputs_once_and_its_reads_share_that_listing(tmp_path, kfx, monkeypatch):
     """The plan `kfx scan` makes before Spark starts lists the inputs; its scan's reads are handed
-    that listing (Spark's part stood in for: this is the command's wiring, scan() is tested itself
-    in tests/test_spark_views.py)."""
+    that listing, on Spark or in this process, and a scan whose rows outgrow this process goes to
+    Spark (Spark's part stood in for: this is the command's wiring, scan() and scan_here() are
+    tested themselves in tests/test_spark_views.py)."""
     from kafkaforensics.spark.storage import Storage
     from spark_jobs import common
     from spark_jobs import scan as scan_job
-    listed, handed = [], []
+    listed, handed, drivers = [], [], []
     list_entries = Storage.list_entries
     monkeypatch.setattr(Storage, "list_entries", lambda self, uri: listed.append(uri) or list_entries(self, uri))
     started = []
     monkeypatch.setattr(common, "get_spark", lambda *a, **k: started.append(k) or object())
     monkeypatch.setattr(common, "end_session", lambda spark: None)
 
-    def scan(spark, paths, out, level, search, split_bytes, options, progress, listing=None):
+    def scan(spark, paths, out, level, search, split_bytes, options, progress, listing=None, **k):
         handed.append(listing)
+        drivers.append(k.get("driver_bytes"))
         return scan_job.ScanResult(out, level, 0, 0, None, [], scan_job.plan_of([]))
     monkeypatch.setattr(scan_job, "scan", scan)
-    r = kfx("scan", SAMPLE, "--out", tmp_path / "out", "--verbose")
+    r = kfx("scan", SAMPLE, "--out", tmp_path / "out", "--verbose", "--master", "local[2]")
     assert r.exit_code == 0, r.output
     assert listed == [SAMPLE]
     assert len(handed) == 1 and handed[0] is not None and handed[0].partitions
     assert started[0]["short_run"] and started[0]["tiny_run"]  # the sample is read in the driver
+    # no --master: read here, with the same listing; when its rows outgrow this process, on Spark
+    here = []
+    scan_here = scan_job.scan_here
+    monkeypatch.setattr(scan_job, "scan_here", lambda *a, **k: here.append(k["listing"]) or scan_here(*a, **k))
+    for n, (table_bytes, on_spark) in enumerate(((common.DRIVER_TABLE_BYTES, 0), (1000, 1))):
+        monkeypatch.setattr(common, "DRIVER_TABLE_BYTES", table_bytes)
+        del listed[:], handed[:], here[:], started[:], drivers[:]
+        r = kfx("scan", SAMPLE, "--out", tmp_path / f"here{n}", "--verbose")
+        assert r.exit_code == 0, r.output
+        assert listed == [SAMPLE] and len(here) == 1 and here[0] is not None and here[0].partitions
+        assert (len(started), len(handed)) == (on_spark, on_spark), r.output
+        assert ("outgrow" in r.output) == bool(on_spark) and "needs no Spark" in r.output
+        assert handed == [] or (handed[0] is here[0] and drivers == [0] and not started[0]["tiny_run"])  # not read here again
+        assert sorted(os.listdir(tmp_path / f"here{n}")) == ([] if on_spark else ["anomalies", "batches", "inventory", "replicas"])
 
 
 def test_pyspark_s_logged_tracebacks_are_dropped_unless_verbose():

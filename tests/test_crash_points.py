@@ -287,3 +287,35 @@ def test_writable_broker_killed_at_crash_points(tmp_path):
         assert verify([part]).ok
         survived += 1
     print(f"\ncrash points survived: serve --writable {survived} ({acked_total} acknowledged records, lost 0)")
+
+
+def test_a_scan_written_here_killed_at_any_step_leaves_whole_outputs_and_a_rerun_reclaims_the_rest(tmp_path):
+    """`kfx scan`'s outputs written without Spark (spark_jobs.scan.scan_here) killed at every write,
+    fsync and rename: each output dir in --out is whole (its part file and _SUCCESS) or absent, what
+    is left beside them is a kfx temp dir, and the rerun `--overwrite` makes reclaims those."""
+    from cli.spark_start import clear_outputs
+    from spark_jobs.scan import scan_here
+    from tests.conftest import SAMPLE
+    out = str(tmp_path / "out")
+    run = lambda: scan_here([SAMPLE], out, "records")  # noqa: E731
+    calls = []
+    os.makedirs(out)
+    fsutil.FAULT_HOOK = calls.append
+    try:
+        run()
+    finally:
+        fsutil.FAULT_HOOK = None
+    whole = sorted(os.listdir(out))
+    assert whole == ["anomalies", "inventory", "records", "replicas"] and len(calls) >= 4 * len(whole)
+    for n in range(1, len(calls) + 1):
+        shutil.rmtree(out)
+        os.makedirs(out)
+        assert killed_at(run, n)
+        for name in os.listdir(out):
+            if fsutil.is_temp(name):
+                continue
+            files = sorted(os.listdir(os.path.join(out, name)))
+            assert name in whole and files[0] == "_SUCCESS" and files[1].endswith(".parquet"), (n, name, files)
+        clear_outputs(out)  # what --overwrite does first
+        run()
+        assert sorted(os.listdir(out)) == whole, n

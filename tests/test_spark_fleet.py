@@ -293,25 +293,26 @@ def test_a_search_pattern_java_refuses_or_a_failing_scan_is_one_line_and_exit_2(
         assert r.exit_code == 2 and says in r.output and "Traceback" not in r.output, r.output
         assert not os.path.exists(tmp_path / f"o{len(pattern)}")  # said before anything is written, --out not left
     from spark_jobs import scan as scan_job
-
-    def fails(spark, inputs, out, *a, **k):  # a scan that wrote one output, then failed
-        os.makedirs(os.path.join(out, "batches", "_temporary"))
-        raise RuntimeError("the disk went away\nand a page of stack")
-    monkeypatch.setattr(scan_job, "scan", fails)
-    r = kfx("scan", SAMPLE, "--out", tmp_path / "o")
-    assert r.exit_code == 2 and "the scan stopped: RuntimeError: the disk went away" in r.output, r.output
-    assert "page of stack" not in r.output and not os.path.exists(tmp_path / "o")  # it made --out: all gone
-    (tmp_path / "mine").mkdir()  # an empty --out of the user's: it stays, the scan's outputs go
-    r = kfx("scan", SAMPLE, "--out", tmp_path / "mine")
-    assert r.exit_code == 2 and os.listdir(tmp_path / "mine") == [], r.output
-
-    def interrupted(spark, inputs, out, *a, **k):
-        os.makedirs(os.path.join(out, "records"))
-        raise KeyboardInterrupt
-    monkeypatch.setattr(scan_job, "scan", interrupted)
     from cli import spark_start
-    stopped = []
-    monkeypatch.setattr(spark_start, "stop_driver_jvm", lambda: stopped.append(1))  # not this session's JVM
-    r = kfx("scan", SAMPLE, "--out", tmp_path / "i")
-    assert r.exit_code == 130 and "interrupted: nothing of the scan was left in" in r.output, r.output
-    assert stopped == [1] and not os.path.exists(tmp_path / "i")
+    # on Spark, and in this process (a small scan with no --master): the same cleanup
+    for run, master, name, at in (("spark", ["--master", "local[2]"], "scan", 2), ("here", [], "scan_here", 1)):
+        def fails(*a, **k):  # a scan that wrote one output, then failed
+            os.makedirs(os.path.join(a[at], "batches", "_temporary"))
+            raise RuntimeError("the disk went away\nand a page of stack")
+        monkeypatch.setattr(scan_job, name, fails)
+        r = kfx("scan", SAMPLE, "--out", tmp_path / f"o{run}", *master)
+        assert r.exit_code == 2 and "the scan stopped: RuntimeError: the disk went away" in r.output, r.output
+        assert "page of stack" not in r.output and not os.path.exists(tmp_path / f"o{run}")  # it made --out: all gone
+        (tmp_path / f"mine{run}").mkdir()  # an empty --out of the user's: it stays, the scan's outputs go
+        r = kfx("scan", SAMPLE, "--out", tmp_path / f"mine{run}", *master)
+        assert r.exit_code == 2 and os.listdir(tmp_path / f"mine{run}") == [], r.output
+
+        def interrupted(*a, **k):
+            os.makedirs(os.path.join(a[at], "records"))
+            raise KeyboardInterrupt
+        monkeypatch.setattr(scan_job, name, interrupted)
+        stopped = []
+        monkeypatch.setattr(spark_start, "stop_driver_jvm", lambda: stopped.append(1))  # not this session's JVM
+        r = kfx("scan", SAMPLE, "--out", tmp_path / f"i{run}", *master)
+        assert r.exit_code == 130 and "interrupted: nothing of the scan was left in" in r.output, r.output
+        assert stopped == [1] and not os.path.exists(tmp_path / f"i{run}")

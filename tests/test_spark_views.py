@@ -14,7 +14,7 @@ from spark_jobs import common
 from spark_jobs.common import frame_of, read_planned
 from spark_jobs.inventory import inventory_of, inventory_table, replicas_of, replicas_table
 from kafkaforensics.spark.storage import Storage
-from spark_jobs.scan import plan, scan
+from spark_jobs.scan import plan, scan, scan_here
 from tests.spark_fleet import build_fleet
 from tests.test_spark import spark  # noqa: F401  (the session fixture)
 
@@ -157,3 +157,47 @@ def test_a_scan_read_in_the_driver_writes_what_spark_s_tasks_write(spark, tmp_pa
     assert set(outputs) == {level, "anomalies", "inventory", "replicas", "search"}
     for name in ("inventory", "replicas"):  # one file each, as sorted_small writes them
         assert len([f for f in os.listdir(tmp_path / "driver" / name) if f.endswith(".parquet")]) == 1
+
+
+def _spark_read(spark, out):
+    """Every output of a scan, read back by Spark: (schema, rows sorted)."""
+    return {name: (spark.read.parquet(os.path.join(out, name)).schema,
+                   sorted(map(repr, spark.read.parquet(os.path.join(out, name)).collect())))
+            for name in sorted(os.listdir(out))}
+
+
+@pytest.mark.parametrize("level", ["records", "batches", "anomalies"])
+def test_a_scan_written_here_with_no_spark_writes_what_spark_writes(spark, tmp_path, level):  # noqa: F811
+    root = str(tmp_path / "fleet")
+    build_fleet(root)
+    # a window keeps part of some batches' records: the inventory then counts what was exported
+    for window in ({}, {"fromOffset": "3", "toOffset": "40"}):
+        opts = {"includeCorrupt": "true", **window}
+        here, tasks = str(tmp_path / f"here{len(window)}"), str(tmp_path / f"tasks{len(window)}")
+        os.makedirs(here)
+        r = scan_here([root], here, level, options=opts, min_partitions=spark.sparkContext.defaultParallelism)
+        s = scan(spark, [root], tasks, level, options=opts, driver_bytes=0)  # read and written by Spark's tasks
+        assert (r.rows, r.anomalies, r.inventory, r.plan) == (s.rows, s.anomalies, s.inventory, s.plan)
+        assert r.rows and r.anomalies and r.hits is None
+        assert _outputs(here) == _outputs(tasks)  # read back by pyarrow: schemas and rows
+        assert _spark_read(spark, here) == _spark_read(spark, tasks)  # and by Spark
+        for name in os.listdir(here):  # Spark's layout: one part file a dir, and _SUCCESS
+            files = sorted(os.listdir(os.path.join(here, name)))
+            assert files[0] == "_SUCCESS" and len(files) == 2 and files[1].endswith(".snappy.parquet"), files
+        assert sorted(os.listdir(here)) == sorted({level, "anomalies", "inventory", "replicas"})  # no temp dir left
+
+
+def test_a_scan_here_gives_way_to_spark_when_its_rows_outgrow_the_process(tmp_path, monkeypatch):
+    root = str(tmp_path / "fleet")
+    build_fleet(root)
+    os.makedirs(tmp_path / "out")
+    summary, _ = common.read_here([root], "scan")
+    records, _ = common.read_here([root], "records")
+    # the summary outgrows it (any level), or only the records export does
+    for limit in (summary.nbytes - 1, max(summary.nbytes, records.nbytes - 1)):
+        monkeypatch.setattr(common, "DRIVER_TABLE_BYTES", limit)
+        for level in ("records", "batches") if limit < summary.nbytes else ("records",):
+            assert scan_here([root], str(tmp_path / "out"), level) is None, (limit, level)
+            assert os.listdir(tmp_path / "out") == []  # nothing written
+    monkeypatch.setattr(common, "DRIVER_TABLE_BYTES", max(summary.nbytes, records.nbytes - 1))
+    assert scan_here([root], str(tmp_path / "out"), "batches") is not None  # a batches scan holds no records
