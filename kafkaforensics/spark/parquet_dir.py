@@ -5,7 +5,7 @@ DuckDB and every other reader of a Spark job's output read it as such (``spark.r
 The columns are the Arrow table's as given -- a Spark schema's own (``to_arrow_schema``): TIMESTAMPs
 as INT64 microseconds (what ``SESSION_CONF`` has Spark write), binary as binary, lists in Parquet's
 standard three-level form -- so a dir written here and one Spark wrote from the same rows read back
-the same (``tests/test_spark_scan.py``).
+the same (``tests/test_spark_views.py``).
 
 Written as every kfx write is (:mod:`kafkaforensics.fsutil`): into a temp dir beside the target,
 each file fsynced, then renamed into place and the parent fsynced; the target must not exist yet.
