@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import resource
 import subprocess
 import sys
@@ -316,8 +317,6 @@ def child(name: str, arg: str) -> dict:
                            env={**os.environ, "KFX_CACHE_DIR": cache, "KFX_CLASS_ARCHIVE_RECORDING": "background"})
         if r.returncode not in (0, 1):
             raise SystemExit(r.stderr)
-        import re
-        import time
         recording = re.search(r"in the background\s+\(pid (\d+)", r.stderr)
         while recording:  # the first run's archive, recorded after it: later runs map it (not timed)
             try:
