@@ -646,7 +646,7 @@ def main() -> None:
     if spark_group:
         st = Table(title=f"Spark, one local[2] session, median of {rep} interleaved runs")
         for col in ("fleet", "segments", "MiB", "records", "kafka_segments s", "parquet copy s", "ratio",
-                    "kfx scan's read s", "ratio", "hand-over floor s", "ratio", "peak RSS MB (copy)", "tasks", "files"):
+                    "kfx scan's export s", "ratio", "hand-over floor s", "ratio", "peak RSS MB (copy)", "tasks", "files"):
             st.add_column(col, justify="left" if col == "fleet" else "right")
         for name, f in spark_group["fleets"].items():
             st.add_row(name, f"{f['segments']:,}", f"{f['bytes'] / 2**20:.0f}", f"{f['records']:,}", f"{f['median_s']:.2f}",

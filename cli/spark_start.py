@@ -196,19 +196,33 @@ def quiet_start(verbose: bool):
         return
     sys.stdout.flush()
     sys.stderr.flush()
-    saved = {}
+    saved, forwarders = {}, []
     for fd, keep in ((1, lambda line: True), (2, lambda line: not NOISE.match(line.decode("utf-8", "replace")))):
         read_end, write_end = os.pipe()
         saved[fd] = os.dup(fd)
         os.dup2(write_end, fd)
         os.close(write_end)
         real = os.fdopen(os.dup(saved[fd]), "wb", buffering=0)
-        threading.Thread(target=_forward, args=(read_end, real, keep), name=f"kfx-spark-fd{fd}", daemon=True).start()
+        forwarders.append(threading.Thread(target=_forward, args=(read_end, real, keep), name=f"kfx-spark-fd{fd}",
+                                           daemon=True))
+        forwarders[-1].start()
+    failed = False
     try:
         yield
+    except Exception:  # not Ctrl-C: a JVM that ignores SIGINT would keep its pipes open
+        failed = True
+        raise
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
         for fd, was in saved.items():  # this process writes to its own again; the JVM keeps the pipes
             os.dup2(was, fd)
             os.close(was)
+        if failed:  # a JVM that did not start: its last lines pass before the error that follows
+            for t in forwarders:
+                t.join(FORWARD_DRAIN_S)
+
+
+#: how long a JVM that did not start is given to have its last lines passed on (they come at once:
+#: its pipes close when it exits)
+FORWARD_DRAIN_S = 5.0

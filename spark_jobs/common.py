@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -25,6 +26,7 @@ records_batch = lazy("kafkaforensics.records.batch", globals())
 records_builder = lazy("kafkaforensics.records.builder", globals())
 records_schema = lazy("kafkaforensics.records.schema", globals())
 spark_scan_plan = lazy("kafkaforensics.spark.scan_plan", globals())  # annotations only
+spark_parquet_dir = lazy("kafkaforensics.spark.parquet_dir", globals())
 spark_source = lazy("kafkaforensics.spark.spark_source", globals())
 spark_storage = lazy("kafkaforensics.spark.storage", globals())
 pyarrow = lazy("pyarrow", globals())
@@ -476,12 +478,13 @@ def read(spark, paths, level: str, split_bytes: int | None = None, options: dict
 @dataclass
 class PlannedRead:
     """A read planned in the driver (:func:`read_planned`): the DataFrame, the splits, and either
-    the broadcast that ships them to the tasks that read them (one task each) or, for a read done in
-    the driver, the Arrow table it read."""
+    the broadcast that ships them to the tasks that read them (one task each, with ``reader``) or,
+    for a read done in the driver, the Arrow table it read."""
     frame: pyspark_sql.DataFrame
     splits: list
     shipped: pyspark.Broadcast | None = None
     table: pyarrow.Table | None = None
+    reader: object = None
 
     def release(self) -> None:
         """Drop the shipped splits once nothing will compute ``frame`` again."""
@@ -562,7 +565,35 @@ def read_planned(spark, paths, level: str, split_bytes: int | None = None, optio
             return PlannedRead(frame_of(spark, table, schema).coalesce(len(splits)), splits, table=table)
     shipped = spark.sparkContext.broadcast([pickle.dumps(s) for s in splits])
     frame = spark.range(0, len(splits), 1, len(splits)).mapInArrow(spark_source.SplitReads(reader, shipped), schema)
-    return PlannedRead(frame, splits, shipped)
+    return PlannedRead(frame, splits, shipped, reader=reader)
+
+
+def tasks_write_here(master: str, out: str) -> bool:
+    """Whether the tasks of a session on ``master`` can write into ``out`` for the driver to commit
+    (:func:`write_planned`): a local master's tasks share this machine's file system with it."""
+    return master.startswith("local") and local_path(out) is not None
+
+
+def write_planned(spark, r: PlannedRead, path: str, writes=None) -> int:
+    """The rows of a read by Spark's tasks (:func:`read_planned`, not held in the driver) written to
+    the Parquet dir ``path`` by those tasks themselves, with pyarrow, a part file a split
+    (:class:`~kafkaforensics.spark.parquet_dir.SplitWrites`): the rows are never handed to the JVM,
+    nor written by it.  The driver commits what they report, as Spark's committer would
+    (:func:`~kafkaforensics.spark.parquet_dir.parquet_dir`, replacing what is at ``path``); the same
+    rows, schema and layout as ``r.frame.write.parquet(path)`` (``tests/test_spark_views.py``).  Only
+    where the tasks share ``path`` with the driver (:func:`tasks_write_here`).  ``writes``: the
+    tasks' writer, a ``SplitWrites`` (its subclass).  Returns the rows written."""
+    job, path = str(uuid.uuid4()), local_path(path)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)  # as Spark's writer makes it
+    with spark_parquet_dir.parquet_dir(path, replace=True) as tmp:
+        n = len(r.splits)
+        writes = (writes or spark_parquet_dir.SplitWrites)(r.reader, r.shipped, tmp, job)
+        done = spark.range(0, n, 1, max(1, n)).mapInArrow(writes, writes.SCHEMA).collect()
+        parts = [d.part for d in done if d.part]
+        spark_parquet_dir.keep_parts(tmp, parts)
+        if not parts:  # no rows: one part that holds the schema, as Spark writes then
+            spark_parquet_dir.write_part(r.reader.arrow_schema().empty_table(), tmp, 0, job)
+    return sum(d.rows for d in done)
 
 
 def sorted_small(df, *cols):

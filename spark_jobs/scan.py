@@ -3,7 +3,8 @@ anomalies), an inventory (one row per log dir and partition), a replica view, th
 with a pattern, the search hits -- all Parquet.  Its summary (batches, anomalies, partition dirs)
 is one read, cached or held in the driver (one row a batch: memory bounded by the batch count, not
 the bytes); a records export is a second read straight into Parquet, and search runs over what that
-wrote.
+wrote.  On a local master, to a local ``out``, the tasks that read the records export write it too,
+with pyarrow (``common.write_planned``): its rows never cross into the JVM.
 Each read is planned here, in the driver (``common.read_planned``), not by Spark's Python data
 source machinery: the same splits and rows, two Python processes fewer.  A short scan on a local
 master (up to ``common.DRIVER_READ_BYTES``) is read in the driver and its inventory and replica view
@@ -29,7 +30,8 @@ from kafkaforensics.records.schema import ROW_KINDS, SOURCE_COLUMNS
 from kafkaforensics.spark.parquet_dir import write_parquet_dir
 from kafkaforensics.spark.scan_plan import Layout
 from spark_jobs.common import (DRIVER_READ_BYTES, check_inputs, check_out, fail, frame_of, job_spark, job_arguments, listing_of,
-                               read_here, read_planned, segment_bytes, source_for, source_options)
+                               read_here, read_planned, segment_bytes, source_for, source_options, tasks_write_here,
+                               write_planned)
 from spark_jobs.inventory import WHERE, inventory_of, inventory_table, replicas_of, replicas_table
 from spark_jobs.search import matches, pattern_problem
 
@@ -90,20 +92,26 @@ def _watch(spark, total_tasks: int, progress, stop: threading.Event) -> None:
 
 def scan(spark, paths, out: str, level: str = "batches", search: str | None = None, split_bytes=None,
          options: dict | None = None, progress=None, driver_bytes: int = DRIVER_READ_BYTES,
-         listing: Layout | None = None) -> ScanResult:
+         listing: Layout | None = None, tasks_write: bool | None = None) -> ScanResult:
     """Scan ``paths`` and write ``out/<level>``, ``out/inventory``, ``out/replicas``,
     ``out/anomalies`` and, with a ``search`` pattern, ``out/search`` (Parquet).  ``options`` are
     source options (a window among them).  ``progress(done_splits, total_splits)`` is called while
     the export is written.  On a local master, a read of at most ``driver_bytes`` of segments is
     done in the driver (0: every read by Spark's tasks; the outputs are the same).  The inputs are
-    listed once for all its reads, or not at all when their ``listing`` is given (:func:`plan`'s)."""
+    listed once for all its reads, or not at all when their ``listing`` is given (:func:`plan`'s).
+    A records export read by Spark's tasks is written by them with pyarrow (``write_planned``: the
+    rows never cross into the JVM) when ``tasks_write``; by Spark's Parquet writer when not (default:
+    when the master is local and ``out`` a local path, ``tasks_write_here``).  Both write the same."""
     opts, listing = _scan_inputs(paths, level, options, listing)
+    if tasks_write is None:
+        tasks_write = tasks_write_here(spark.sparkContext.master, out)
     read = functools.partial(read_planned, spark, paths, split_bytes=split_bytes, options=opts, driver_bytes=driver_bytes,
                              listing=listing)
     reads = [read("scan")]
     summary = reads[0].frame if reads[0].table is not None else reads[0].frame.persist()
     try:
-        return _write_outputs(spark, out, level, search, read, progress, summary, reads, windowed=_windowed(opts))
+        return _write_outputs(spark, out, level, search, read, progress, summary, reads, windowed=_windowed(opts),
+                              tasks_write=tasks_write)
     finally:
         summary.unpersist()
         for r in reads:
@@ -205,16 +213,19 @@ def _count_exported(inventory: list, exported: dict) -> None:
         r["records"] = exported.get(tuple(r[k] for k in WHERE), 0)
 
 
-def _write_outputs(spark, out, level, search, read, progress, summary, reads, windowed=False) -> ScanResult:
+def _write_outputs(spark, out, level, search, read, progress, summary, reads, windowed=False,
+                   tasks_write=False) -> ScanResult:
     """:func:`scan`'s outputs from its ``summary`` (the first of its planned ``reads``, cached or held
     in the driver; a records read for the export or the search, ``read("records")``, is added to
-    them)."""
+    them); a records export read by the tasks is written by them when ``tasks_write``."""
     kind = LEVEL_KINDS[level]
     scan_plan = plan_of(reads[0].splits)
     held = reads[0].table
+    written = None
     if level == "records":
         reads.append(read("records"))
         export = reads[-1].frame
+        tasks_write = tasks_write and reads[-1].table is None
     else:
         export = summary.where(F.col("rowKind") == kind).select(*_columns(kind))
     stop = threading.Event()
@@ -223,7 +234,10 @@ def _write_outputs(spark, out, level, search, read, progress, summary, reads, wi
         watcher = threading.Thread(target=_watch, args=(spark, max(1, scan_plan.splits), progress, stop), daemon=True)
         watcher.start()
     try:
-        export.write.mode("overwrite").parquet(os.path.join(out, level))
+        if level == "records" and tasks_write:
+            written = write_planned(spark, reads[-1], os.path.join(out, level))
+        else:
+            export.write.mode("overwrite").parquet(os.path.join(out, level))
     finally:
         stop.set()
         if watcher is not None:
@@ -248,7 +262,8 @@ def _write_outputs(spark, out, level, search, read, progress, summary, reads, wi
     rep_df.write.mode("overwrite").parquet(os.path.join(out, "replicas"))
     if level == "records":
         done = reads[-1].table
-        written = done.num_rows if done is not None else spark.read.parquet(os.path.join(out, level)).count()
+        if written is None:
+            written = done.num_rows if done is not None else spark.read.parquet(os.path.join(out, level)).count()
     else:
         written = sum(r["batches"] for r in inv) if level == "batches" else n_anomalies
     hits = None

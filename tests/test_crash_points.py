@@ -319,3 +319,44 @@ def test_a_scan_written_here_killed_at_any_step_leaves_whole_outputs_and_a_rerun
         clear_outputs(out)  # what --overwrite does first
         run()
         assert sorted(os.listdir(out)) == whole, n
+
+
+def test_a_records_export_its_tasks_write_killed_at_any_step_leaves_it_whole_or_a_temp_dir_a_rerun_reclaims(tmp_path):
+    """`kfx scan`'s records export written by Spark's tasks (spark_jobs.common.write_planned) with
+    its driver killed at each of its commit's steps (the temp dir made, each part and _SUCCESS
+    fsynced, the rename): `records` in --out is whole (its parts and _SUCCESS) or absent, what is
+    beside it a kfx temp dir of the dead run (with the tasks' parts in it), and the next run
+    reclaims those.  Each killed run is a process of its own, its JVM and Python workers stopped
+    with its process group."""
+    from tests.conftest import SAMPLE
+    out = str(tmp_path / "out")
+    code = ("from spark_jobs.common import get_spark; from spark_jobs.scan import scan; "
+            "spark = get_spark('local[1]', console_progress=False, register_source=False); "
+            f"scan(spark, [{SAMPLE!r}], {out!r}, 'records', driver_bytes=0)")
+    killed = []
+    for n in range(1, 12):
+        p = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, fsutil.CRASH_ENV: str(n)},
+                             cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            _, err = p.communicate(timeout=180)
+        finally:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)  # its JVM and workers, whatever they do
+            except ProcessLookupError:
+                pass
+        if p.returncode != -signal.SIGKILL:
+            assert p.returncode == 0, err.decode()[-2000:]
+            break
+        killed.append(n)
+        names = os.listdir(out)
+        temps = [f for f in names if fsutil.is_temp(f)]
+        assert len(temps) == 1 and temps[0].startswith(".records."), (n, names)  # earlier ones reclaimed
+        if "records" in names:  # renamed into place: whole
+            files = sorted(os.listdir(os.path.join(out, "records")))
+            assert files[0] == "_SUCCESS" and files[1:] and all(f.endswith(".snappy.parquet") for f in files[1:])
+            shutil.rmtree(os.path.join(out, "records"))  # what --overwrite clears
+        assert set(names) - set(temps) <= {"records"}, (n, names)  # the other outputs come after it
+    assert len(killed) >= 4, killed  # the temp dir, a part's fsync, _SUCCESS's, the rename
+    # the run that finished reclaimed the last killed run's temp dir (each run reclaims those before it)
+    assert sorted(os.listdir(out)) == ["anomalies", "inventory", "records", "replicas"]

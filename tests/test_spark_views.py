@@ -1,6 +1,7 @@
 """A short `kfx scan` is read in the driver and its views computed in pyarrow: proven equal to the
 Spark path -- the views' Spark SQL against their pyarrow twins over hypothesis-made scan rows, and
 whole scans of the test fleet both ways, every output read back by pyarrow."""
+import functools
 import os
 
 import pyarrow as pa
@@ -14,6 +15,7 @@ from spark_jobs import common
 from spark_jobs.common import frame_of, read_planned
 from spark_jobs.inventory import inventory_of, inventory_table, replicas_of, replicas_table
 from kafkaforensics.spark.storage import Storage
+from spark_jobs import scan as scan_module
 from spark_jobs.scan import plan, scan, scan_here
 from tests.spark_fleet import build_fleet
 from tests.test_spark import spark  # noqa: F401  (the session fixture)
@@ -176,7 +178,8 @@ def test_a_scan_written_here_with_no_spark_writes_what_spark_writes(spark, tmp_p
         here, tasks = str(tmp_path / f"here{len(window)}"), str(tmp_path / f"tasks{len(window)}")
         os.makedirs(here)
         r = scan_here([root], here, level, options=opts, min_partitions=spark.sparkContext.defaultParallelism)
-        s = scan(spark, [root], tasks, level, options=opts, driver_bytes=0)  # read and written by Spark's tasks
+        s = scan(spark, [root], tasks, level, options=opts, driver_bytes=0,  # read and written by Spark's tasks
+                 tasks_write=False)
         assert (r.rows, r.anomalies, r.inventory, r.plan) == (s.rows, s.anomalies, s.inventory, s.plan)
         assert r.rows and r.anomalies and r.hits is None
         assert _outputs(here) == _outputs(tasks)  # read back by pyarrow: schemas and rows
@@ -185,6 +188,71 @@ def test_a_scan_written_here_with_no_spark_writes_what_spark_writes(spark, tmp_p
             files = sorted(os.listdir(os.path.join(here, name)))
             assert files[0] == "_SUCCESS" and len(files) == 2 and files[1].endswith(".snappy.parquet"), files
         assert sorted(os.listdir(here)) == sorted({level, "anomalies", "inventory", "replicas"})  # no temp dir left
+
+
+def test_a_records_export_written_by_spark_s_tasks_themselves_is_what_spark_s_writer_writes(spark, tmp_path,  # noqa: F811
+                                                                                           monkeypatch):
+    """A records export read by Spark's tasks and written by them with pyarrow (on a local master,
+    to a local --out: the rows never cross into the JVM) against the same read written by Spark's
+    Parquet writer: the same result, rows and schemas read back by pyarrow and by Spark, a part file
+    a split in Spark's layout, row groups gathered from the batches read, a window that leaves
+    splits empty, an empty export, an earlier output replaced, and what a failed attempt wrote not
+    kept."""
+    from kafkaforensics.spark import parquet_dir
+    root = str(tmp_path / "fleet")
+    build_fleet(root)
+    opts = {"includeCorrupt": "true"}
+    planned = read_planned(spark, [root], "records", options=opts)
+    batches_read = [len(list(planned.reader.read(split))) for split in planned.splits]
+    planned.release()
+    assert max(batches_read) > 1  # so that gathering them into row groups shows
+
+    def groups(out):
+        parts = [f for f in sorted(os.listdir(os.path.join(out, "records"))) if f.endswith(".snappy.parquet")]
+        return [pq.ParquetFile(os.path.join(out, "records", f)).metadata.num_row_groups for f in parts]
+    for window in ({}, {"fromOffset": "3", "toOffset": "40"}, {"fromOffset": "1000000"}):
+        opts = {"includeCorrupt": "true", **window}
+        tasks, spark_wrote = str(tmp_path / f"tasks{len(str(window))}"), str(tmp_path / f"spark{len(str(window))}")
+        os.makedirs(os.path.join(tasks, "records"))  # an earlier run's, replaced as Spark's overwrite replaces it
+        r = scan(spark, [root], tasks, "records", search="value-9", options=opts, driver_bytes=0)
+        s = scan(spark, [root], spark_wrote, "records", search="value-9", options=opts, driver_bytes=0,
+                 tasks_write=False)
+        assert (r.rows, r.anomalies, r.hits, r.inventory, r.plan) == (s.rows, s.anomalies, s.hits, s.inventory, s.plan)
+        assert _outputs(tasks) == _outputs(spark_wrote)
+        assert _spark_read(spark, tasks) == _spark_read(spark, spark_wrote)
+        files = sorted(os.listdir(os.path.join(tasks, "records")))
+        parts = [f for f in files if f.endswith(".snappy.parquet")]
+        assert files == ["_SUCCESS", *parts] and parts, files  # nothing being written, no temp dir beside
+        assert sorted(os.listdir(tasks)) == ["anomalies", "inventory", "records", "replicas", "search"]
+        if not window:
+            assert r.rows and len(parts) == r.plan.splits == len(batches_read)  # a part file a split
+            assert groups(tasks) == [1] * len(parts)  # its batches gathered into one row group
+            everything = r.rows
+        if window.get("fromOffset") == "1000000":  # past every offset: every split reads nothing
+            assert r.rows == 0 and len(parts) == 1  # the schema, in one part, as Spark writes it
+    monkeypatch.setattr(parquet_dir, "ROW_GROUP_BYTES", 4096)  # shipped with the tasks
+    r = scan(spark, [root], str(tmp_path / "small-groups"), "records", options={"includeCorrupt": "true"},
+             driver_bytes=0)
+    assert max(groups(str(tmp_path / "small-groups"))) > 1
+
+    class WritesTwice(parquet_dir.SplitWrites):  # defined here: pickled by value, run by the tasks
+        """A task attempt that wrote a part and was lost, a half-written file of another, then the
+        attempt that is reported."""
+
+        def write(self, i, batches):
+            batches = list(batches)
+            with open(os.path.join(self.into, f".{parquet_dir.part_name(i, 'lost')}.x.writing"), "wb") as f:
+                f.write(b"half a part")
+            self.job, job = "lost-attempt", self.job
+            super().write(i, iter(batches))
+            self.job = job
+            return super().write(i, iter(batches))
+    monkeypatch.setattr(scan_module, "write_planned", functools.partial(common.write_planned, writes=WritesTwice))
+    again = str(tmp_path / "again")
+    r = scan(spark, [root], again, "records", options={"includeCorrupt": "true"}, driver_bytes=0)
+    files = sorted(os.listdir(os.path.join(again, "records")))
+    assert len(files) == 1 + r.plan.splits and "lost" not in "".join(files), files
+    assert pq.read_table(os.path.join(again, "records")).num_rows == r.rows == everything
 
 
 def test_a_scan_here_gives_way_to_spark_when_its_rows_outgrow_the_process(tmp_path, monkeypatch):
