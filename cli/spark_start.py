@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 
 from specs.lazy import lazy
 
@@ -98,7 +99,8 @@ def out_problem(out: str, overwrite: bool) -> str | None:
 
 
 def clear_outputs(out: str) -> None:
-    """Remove an earlier run's outputs (``--overwrite``): only the directories a scan writes."""
+    """Remove an earlier run's outputs (``--overwrite``): only the directories a scan writes, and
+    the temp dirs of killed kfx runs."""
     local = spark_jobs_common.local_path(out)
     if local is None:
         return
@@ -106,6 +108,7 @@ def clear_outputs(out: str) -> None:
         path = os.path.join(local, name)
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path)
+    spark_jobs_common.clear_dead_temps(local)
 
 
 def out_is_new(out: str) -> bool:
@@ -209,7 +212,7 @@ def quiet_start(verbose: bool):
     failed = False
     try:
         yield
-    except Exception:  # not Ctrl-C: a JVM that ignores SIGINT would keep its pipes open
+    except spark_jobs_common.SparkStartError:  # its JVM exited: its pipes close once they are read
         failed = True
         raise
     finally:
@@ -219,8 +222,9 @@ def quiet_start(verbose: bool):
             os.dup2(was, fd)
             os.close(was)
         if failed:  # a JVM that did not start: its last lines pass before the error that follows
+            deadline = time.monotonic() + FORWARD_DRAIN_S
             for t in forwarders:
-                t.join(FORWARD_DRAIN_S)
+                t.join(max(0.0, deadline - time.monotonic()))
 
 
 #: how long a JVM that did not start is given to have its last lines passed on (they come at once:

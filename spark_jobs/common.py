@@ -26,6 +26,7 @@ records_batch = lazy("kafkaforensics.records.batch", globals())
 records_builder = lazy("kafkaforensics.records.builder", globals())
 records_schema = lazy("kafkaforensics.records.schema", globals())
 spark_scan_plan = lazy("kafkaforensics.spark.scan_plan", globals())  # annotations only
+fsutil = lazy("kafkaforensics.fsutil", globals())
 spark_parquet_dir = lazy("kafkaforensics.spark.parquet_dir", globals())
 spark_source = lazy("kafkaforensics.spark.spark_source", globals())
 spark_storage = lazy("kafkaforensics.spark.storage", globals())
@@ -575,23 +576,30 @@ def tasks_write_here(master: str, out: str) -> bool:
 
 
 def write_planned(spark, r: PlannedRead, path: str, writes=None) -> int:
-    """The rows of a read by Spark's tasks (:func:`read_planned`, not held in the driver) written to
-    the Parquet dir ``path`` by those tasks themselves, with pyarrow, a part file a split
-    (:class:`~kafkaforensics.spark.parquet_dir.SplitWrites`): the rows are never handed to the JVM,
-    nor written by it.  The driver commits what they report, as Spark's committer would
-    (:func:`~kafkaforensics.spark.parquet_dir.parquet_dir`, replacing what is at ``path``); the same
-    rows, schema and layout as ``r.frame.write.parquet(path)`` (``tests/test_spark_views.py``).  Only
-    where the tasks share ``path`` with the driver (:func:`tasks_write_here`).  ``writes``: the
-    tasks' writer, a ``SplitWrites`` (its subclass).  Returns the rows written."""
-    job, path = str(uuid.uuid4()), local_path(path)
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)  # as Spark's writer makes it
-    with spark_parquet_dir.parquet_dir(path, replace=True) as tmp:
+    """The rows of a read planned in the driver (:func:`read_planned`) written to the Parquet dir
+    ``path`` with pyarrow, not by Spark's Parquet writer: by the tasks that read them, a part file a
+    split (:class:`~kafkaforensics.spark.spark_source.SplitWrites`), so that they are never handed
+    to the JVM; or, for a read held in the driver, here, in one part.  The driver commits what the
+    tasks report, as Spark's committer would (:func:`~kafkaforensics.spark.parquet_dir.parquet_dir`,
+    replacing what is at ``path``); the same rows and schema as ``r.frame.write.parquet(path)``
+    gives (``tests/test_spark_views.py``).  Only where the tasks share ``path`` with the driver
+    (:func:`tasks_write_here`).  ``writes``: the tasks' writer, a ``SplitWrites`` (or its subclass).
+    Returns the rows written."""
+    local = local_path(path)
+    if local is None:
+        raise ValueError(f"{path}: the tasks write only to a local path; Spark's writer writes elsewhere")
+    job = str(uuid.uuid4())
+    fsutil.make_dirs(os.path.dirname(os.path.abspath(local)))  # as Spark's writer makes it
+    with spark_parquet_dir.parquet_dir(local, replace=True) as tmp:
+        if r.table is not None:
+            spark_parquet_dir.write_part(r.table, tmp, 0, job)
+            return r.table.num_rows
         n = len(r.splits)
-        writes = (writes or spark_parquet_dir.SplitWrites)(r.reader, r.shipped, tmp, job)
+        writes = (writes or spark_source.SplitWrites)(r.reader, r.shipped, tmp, job)
         done = spark.range(0, n, 1, max(1, n)).mapInArrow(writes, writes.SCHEMA).collect()
         parts = [d.part for d in done if d.part]
         spark_parquet_dir.keep_parts(tmp, parts)
-        if not parts:  # no rows: one part that holds the schema, as Spark writes then
+        if not parts:  # no split at all: a part that holds the schema, as Spark writes then
             spark_parquet_dir.write_part(r.reader.arrow_schema().empty_table(), tmp, 0, job)
     return sum(d.rows for d in done)
 
@@ -707,10 +715,30 @@ def fail(message: str) -> None:
 
 
 def local_path(uri: str) -> str | None:
-    """The local path of a plain path or a ``file://`` URI; None for a remote one (s3a://, hdfs://)."""
-    if uri.startswith("file://"):
-        return uri[len("file://"):]
-    return None if "://" in uri else uri
+    """The local path of a plain path or a ``file:`` URI (``file:///p``, ``file://localhost/p`` or,
+    as Hadoop writes them, ``file:/p``); None for any other scheme (``s3a://``, ``hdfs:/p``, ...)
+    or a file URI of another host, whose paths are not this machine's (Hadoop reads them as URIs)."""
+    m = _URI.match(uri)
+    if m is None:
+        return uri
+    if m["scheme"].lower() != "file":
+        return None
+    rest = m["rest"]
+    if rest.startswith("//"):
+        host, _, path = rest[2:].partition("/")
+        return "/" + path if host in ("", "localhost") else None
+    return rest
+
+
+#: a URI's scheme (as Hadoop's ``Path`` reads one: a letter, then letters, digits, ``+-.``) and the rest
+_URI = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*):(?P<rest>.*)$", re.S)
+
+
+def clear_dead_temps(out: str) -> None:
+    """Remove from a local ``out`` the temp dirs kfx runs that were killed left there (an output being
+    written by the tasks, or an old one set aside: ``parquet_dir``)."""
+    for p in fsutil.temp_artefacts(out, live=False):
+        fsutil.remove_temp(p)
 
 
 #: what Spark writes in a directory it writes a DataFrame to, a partitionBy's ``key=value`` dirs among them
@@ -723,8 +751,8 @@ def check_out(out: str, outputs: tuple = ()) -> None:
     new (made here, so that one that cannot be made is said before Spark starts), empty, or holding
     only what Spark writes -- an earlier run's output, which a job replaces as Spark jobs do; never a
     regular file or a directory with files of someone else's.  ``outputs``: the names a job writes
-    inside ``out`` (the scan job's levels), each of which may hold such an output.  Remote outputs
-    (s3a://, hdfs://) are Spark's to judge."""
+    inside ``out`` (the scan job's levels), each of which may hold such an output.  The temp dirs of
+    killed kfx runs there are removed.  Remote outputs (s3a://, hdfs://) are Spark's to judge."""
     local = local_path(out)
     if local is None:
         return
@@ -736,6 +764,7 @@ def check_out(out: str, outputs: tuple = ()) -> None:
         return
     if not os.path.isdir(local):
         fail(f"--out {out}: not a directory (a job replaces its --out whole)")
+    clear_dead_temps(local)
     def spark_wrote(folder, name):
         return _SPARK_OUTPUT.match(name) or (_SPARK_PARTITION_DIR.match(name) and os.path.isdir(os.path.join(folder, name)))
     foreign = []

@@ -99,9 +99,10 @@ def scan(spark, paths, out: str, level: str = "batches", search: str | None = No
     the export is written.  On a local master, a read of at most ``driver_bytes`` of segments is
     done in the driver (0: every read by Spark's tasks; the outputs are the same).  The inputs are
     listed once for all its reads, or not at all when their ``listing`` is given (:func:`plan`'s).
-    A records export read by Spark's tasks is written by them with pyarrow (``write_planned``: the
-    rows never cross into the JVM) when ``tasks_write``; by Spark's Parquet writer when not (default:
-    when the master is local and ``out`` a local path, ``tasks_write_here``).  Both write the same."""
+    A records export is written with pyarrow when ``tasks_write`` (``write_planned``: by the tasks
+    that read it, whose rows then never cross into the JVM, or here for a read held here); by Spark's
+    Parquet writer when not.  Default: when the master is local and ``out`` a local path
+    (``tasks_write_here``).  Both write the same."""
     opts, listing = _scan_inputs(paths, level, options, listing)
     if tasks_write is None:
         tasks_write = tasks_write_here(spark.sparkContext.master, out)
@@ -217,7 +218,8 @@ def _write_outputs(spark, out, level, search, read, progress, summary, reads, wi
                    tasks_write=False) -> ScanResult:
     """:func:`scan`'s outputs from its ``summary`` (the first of its planned ``reads``, cached or held
     in the driver; a records read for the export or the search, ``read("records")``, is added to
-    them); a records export read by the tasks is written by them when ``tasks_write``."""
+    them); a records export is written with pyarrow, by the tasks that read it or here for a read
+    held here, when ``tasks_write``."""
     kind = LEVEL_KINDS[level]
     scan_plan = plan_of(reads[0].splits)
     held = reads[0].table
@@ -225,7 +227,6 @@ def _write_outputs(spark, out, level, search, read, progress, summary, reads, wi
     if level == "records":
         reads.append(read("records"))
         export = reads[-1].frame
-        tasks_write = tasks_write and reads[-1].table is None
     else:
         export = summary.where(F.col("rowKind") == kind).select(*_columns(kind))
     stop = threading.Event()

@@ -322,19 +322,28 @@ def test_a_scan_written_here_killed_at_any_step_leaves_whole_outputs_and_a_rerun
 
 
 def test_a_records_export_its_tasks_write_killed_at_any_step_leaves_it_whole_or_a_temp_dir_a_rerun_reclaims(tmp_path):
-    """`kfx scan`'s records export written by Spark's tasks (spark_jobs.common.write_planned) with
-    its driver killed at each of its commit's steps (the temp dir made, each part and _SUCCESS
-    fsynced, the rename): `records` in --out is whole (its parts and _SUCCESS) or absent, what is
-    beside it a kfx temp dir of the dead run (with the tasks' parts in it), and the next run
-    reclaims those.  Each killed run is a process of its own, its JVM and Python workers stopped
-    with its process group."""
+    """`kfx scan`'s records export written by Spark's tasks (spark_jobs.common.write_planned) over an
+    earlier run's, with its driver killed at each of its commit's steps (the temp dir made, each part
+    and _SUCCESS fsynced, the old output renamed aside, the new one renamed in, the old one removed):
+    `records` in --out is the old output whole, the new one whole, or (between the two renames)
+    absent; what is beside it is kfx temp dirs of the dead run; and the next run reclaims those.
+    Each killed run is a process of its own, its JVM and Python workers stopped with its process
+    group."""
     from tests.conftest import SAMPLE
     out = str(tmp_path / "out")
+    records = os.path.join(out, "records")
+    old_part = "part-00000-0ld0ld-c000.snappy.parquet"
+
+    def an_old_output():
+        os.makedirs(records)
+        for name in ("_SUCCESS", old_part):
+            open(os.path.join(records, name), "wb").close()
     code = ("from spark_jobs.common import get_spark; from spark_jobs.scan import scan; "
             "spark = get_spark('local[1]', console_progress=False, register_source=False); "
             f"scan(spark, [{SAMPLE!r}], {out!r}, 'records', driver_bytes=0)")
-    killed = []
-    for n in range(1, 12):
+    killed, seen = [], set()
+    an_old_output()
+    for n in range(1, 16):
         p = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, fsutil.CRASH_ENV: str(n)},
                              cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
@@ -351,12 +360,16 @@ def test_a_records_export_its_tasks_write_killed_at_any_step_leaves_it_whole_or_
         killed.append(n)
         names = os.listdir(out)
         temps = [f for f in names if fsutil.is_temp(f)]
-        assert len(temps) == 1 and temps[0].startswith(".records."), (n, names)  # earlier ones reclaimed
-        if "records" in names:  # renamed into place: whole
-            files = sorted(os.listdir(os.path.join(out, "records")))
-            assert files[0] == "_SUCCESS" and files[1:] and all(f.endswith(".snappy.parquet") for f in files[1:])
-            shutil.rmtree(os.path.join(out, "records"))  # what --overwrite clears
+        assert 1 <= len(temps) <= 2 and all(t.startswith(".records.") for t in temps), (n, names)  # earlier ones reclaimed
         assert set(names) - set(temps) <= {"records"}, (n, names)  # the other outputs come after it
-    assert len(killed) >= 4, killed  # the temp dir, a part's fsync, _SUCCESS's, the rename
-    # the run that finished reclaimed the last killed run's temp dir (each run reclaims those before it)
+        if "records" in names:
+            files = sorted(os.listdir(records))
+            assert files[0] == "_SUCCESS" and files[1:] and all(f.endswith(".snappy.parquet") for f in files[1:]), files
+            seen.add("old" if files[1:] == [old_part] else "new")
+        else:
+            seen.add("neither")
+            an_old_output()
+    assert len(killed) >= 6 and seen == {"old", "new", "neither"}, (killed, seen)
+    # the run that finished reclaimed the killed runs' temp dirs (each run reclaims those before it)
     assert sorted(os.listdir(out)) == ["anomalies", "inventory", "records", "replicas"]
+    assert old_part not in os.listdir(records)

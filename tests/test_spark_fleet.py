@@ -261,6 +261,45 @@ def test_jobs_never_write_over_what_no_spark_job_wrote(spark, tmp_path):  # noqa
     assert pq.read_table(str(tmp_path / "export")).num_rows == pq.read_table(str(tmp_path / "scan" / "batches")).num_rows
 
 
+def test_only_local_outputs_are_written_here_and_killed_runs_temp_dirs_are_reclaimed(tmp_path):
+    """The tasks write a records export themselves (``write_planned``) only on a local master and to
+    a path of this machine, however its URI is spelled (``file:`` in each of its forms) -- never to
+    another scheme or a file URI of another host, which Spark's writer writes.  A killed run's temp
+    dirs in --out are removed by a job's check of its --out and by ``kfx scan --overwrite``, a live
+    run's are left alone."""
+    import subprocess
+    import sys
+    from cli.spark_start import clear_outputs
+    from kafkaforensics import fsutil
+    from spark_jobs.common import check_out, local_path, tasks_write_here
+    for uri, path in (("/tmp/out", "/tmp/out"), ("out", "out"), ("file:///tmp/out", "/tmp/out"),
+                      ("file://localhost/tmp/out", "/tmp/out"), ("file:/tmp/out", "/tmp/out"),
+                      ("FILE:/tmp/out", "/tmp/out"), ("file://other-host/tmp/out", None), ("hdfs:/tmp/out", None),
+                      ("hdfs://nn:8020/out", None), ("s3a://bucket/out", None), ("s3://bucket/out", None)):
+        assert local_path(uri) == path, uri
+        assert tasks_write_here("local[2]", uri) is (path is not None), uri
+        assert not tasks_write_here("spark://127.0.0.1:7077", uri), uri
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    for reclaim in (check_out, clear_outputs):
+        out = tmp_path / reclaim.__name__
+        out.mkdir()
+        killed = out / f".records.{dead.pid}.abc.kfx-tmp"
+        killed.mkdir()
+        (killed / "part-00000-x-c000.snappy.parquet").write_bytes(b"PAR1")
+        reclaim(str(out))
+        assert os.listdir(out) == [], reclaim
+        live = out / f".records.{os.getpid()}.abc.kfx-tmp"  # a run still writing there
+        live.mkdir()
+        if reclaim is check_out:  # a job refuses to write where another run writes
+            with pytest.raises(SystemExit) as e:
+                check_out(str(out))
+            assert e.value.code == 2
+        else:
+            clear_outputs(str(out))
+        assert os.listdir(out) == [live.name] and fsutil.is_temp(live.name)
+
+
 def test_inputs_that_overlap_are_read_once_and_inputs_with_nothing_of_kafka_are_refused(tmp_path):
     from kafkaforensics.log.partition import partition_of_dir_name
     from kafkaforensics.spark.storage import MissingInput

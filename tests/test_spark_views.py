@@ -14,9 +14,11 @@ from kafkaforensics.records.schema import SOURCE_LEVELS, spark_ddl
 from spark_jobs import common
 from spark_jobs.common import frame_of, read_planned
 from spark_jobs.inventory import inventory_of, inventory_table, replicas_of, replicas_table
+from kafkaforensics.spark.spark_source import SplitWrites
 from kafkaforensics.spark.storage import Storage
 from spark_jobs import scan as scan_module
 from spark_jobs.scan import plan, scan, scan_here
+from tests.conftest import SAMPLE
 from tests.spark_fleet import build_fleet
 from tests.test_spark import spark  # noqa: F401  (the session fixture)
 
@@ -190,6 +192,11 @@ def test_a_scan_written_here_with_no_spark_writes_what_spark_writes(spark, tmp_p
         assert sorted(os.listdir(here)) == sorted({level, "anomalies", "inventory", "replicas"})  # no temp dir left
 
 
+def _part_numbers(out):
+    """The task numbers of a records export's part files (``part-NNNNN-...``)."""
+    return sorted(int(f.split("-")[1]) for f in os.listdir(os.path.join(out, "records")) if f.startswith("part-"))
+
+
 def test_a_records_export_written_by_spark_s_tasks_themselves_is_what_spark_s_writer_writes(spark, tmp_path,  # noqa: F811
                                                                                            monkeypatch):
     """A records export read by Spark's tasks and written by them with pyarrow (on a local master,
@@ -223,6 +230,7 @@ def test_a_records_export_written_by_spark_s_tasks_themselves_is_what_spark_s_wr
         files = sorted(os.listdir(os.path.join(tasks, "records")))
         parts = [f for f in files if f.endswith(".snappy.parquet")]
         assert files == ["_SUCCESS", *parts] and parts, files  # nothing being written, no temp dir beside
+        assert _part_numbers(tasks) == _part_numbers(spark_wrote)  # the parts Spark's tasks write
         assert sorted(os.listdir(tasks)) == ["anomalies", "inventory", "records", "replicas", "search"]
         if not window:
             assert r.rows and len(parts) == r.plan.splits == len(batches_read)  # a part file a split
@@ -235,17 +243,18 @@ def test_a_records_export_written_by_spark_s_tasks_themselves_is_what_spark_s_wr
              driver_bytes=0)
     assert max(groups(str(tmp_path / "small-groups"))) > 1
 
-    class WritesTwice(parquet_dir.SplitWrites):  # defined here: pickled by value, run by the tasks
-        """A task attempt that wrote a part and was lost, a half-written file of another, then the
-        attempt that is reported."""
+    class WritesTwice(SplitWrites):  # defined here: pickled by value, run by the tasks
+        """Attempts that were lost: one wrote a part under another job's name, one was killed
+        writing, one wrote this part in full; then the attempt that is reported."""
 
         def write(self, i, batches):
             batches = list(batches)
-            with open(os.path.join(self.into, f".{parquet_dir.part_name(i, 'lost')}.x.writing"), "wb") as f:
+            with open(os.path.join(self.into, f".{parquet_dir.part_name(i, self.job)}.x.writing"), "wb") as f:
                 f.write(b"half a part")
             self.job, job = "lost-attempt", self.job
             super().write(i, iter(batches))
             self.job = job
+            super().write(i, iter(batches[:1]))
             return super().write(i, iter(batches))
     monkeypatch.setattr(scan_module, "write_planned", functools.partial(common.write_planned, writes=WritesTwice))
     again = str(tmp_path / "again")
@@ -253,6 +262,23 @@ def test_a_records_export_written_by_spark_s_tasks_themselves_is_what_spark_s_wr
     files = sorted(os.listdir(os.path.join(again, "records")))
     assert len(files) == 1 + r.plan.splits and "lost" not in "".join(files), files
     assert pq.read_table(os.path.join(again, "records")).num_rows == r.rows == everything
+
+
+def test_the_first_split_writes_a_part_even_when_empty_as_spark_s_first_task_does(spark, tmp_path):  # noqa: F811
+    """Spark's Parquet writer writes a part file for its first task even when it has no rows (and
+    none for a later empty task): so do the tasks that write a records export themselves."""
+    for keep, numbers in (("id >= 2", [0, 1]), ("id < 2", [0])):  # the first task's rows left out, or the second's
+        d = str(tmp_path / f"spark-{len(numbers)}")
+        spark.range(0, 4, 1, 2).where(keep).write.parquet(d)
+        assert sorted(int(f.split("-")[1]) for f in os.listdir(d) if f.startswith("part-")) == numbers
+    reader, _, _ = common.planned_reader([SAMPLE], "records", None, None, 1)
+    writes = SplitWrites(reader, None, str(tmp_path), "job")
+    assert writes.write(1, iter([])) == ("", 0)
+    part, rows = writes.write(0, iter([]))
+    assert rows == 0 and part.startswith("part-00000-job-")
+    t = pq.read_table(tmp_path / part)
+    assert t.num_rows == 0 and t.schema.remove_metadata() == reader.arrow_schema().remove_metadata()
+    assert sorted(f for f in os.listdir(tmp_path) if not f.startswith("spark-")) == [part]  # nothing else written
 
 
 def test_a_scan_here_gives_way_to_spark_when_its_rows_outgrow_the_process(tmp_path, monkeypatch):

@@ -1,6 +1,6 @@
 """A Parquet output dir laid out as Spark writes one, written by pyarrow: in this process
-(:func:`write_parquet_dir`, one part file) or by a scan's tasks (:class:`SplitWrites`, a part file a
-split, committed here by :func:`parquet_dir`).
+(:func:`write_parquet_dir`, one part file) or by a scan's tasks (:func:`write_batches`, a part file
+a split: ``spark_source.SplitWrites``), committed by :func:`parquet_dir`.
 
 ``out/<name>/part-NNNNN-<uuid>-c000.snappy.parquet`` and an empty ``_SUCCESS``: Spark, pyarrow,
 DuckDB and every other reader of a Spark job's output read it as such (``spark.read.parquet(dir)``).
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pickle
 import shutil
+import time
 import uuid
 
 from specs.lazy import lazy
@@ -34,6 +34,8 @@ SUCCESS = "_SUCCESS"
 ROW_GROUP_BYTES = 64 << 20
 #: what a task's part file is called while it is being written (removed unless its task reported it)
 _WRITING = ".writing"
+#: how pyarrow writes a part file: as Spark's Parquet writer does by default
+_OPTIONS = {"compression": "snappy"}
 
 
 def part_name(task: int = 0, job: str | None = None) -> str:
@@ -48,20 +50,24 @@ def parquet_dir(path: str, replace: bool = False):
     ends, each file in it is given Kafka's modes and the parent's owner (:func:`fsutil.fit_new`) and
     fsynced, ``_SUCCESS`` is added, and the dir renamed to ``path``.  Nothing is left at ``path`` or
     beside it when the block or the commit fails (a :class:`~kafkaforensics.fsutil.WriteFailed`
-    line).  ``path`` must not exist, unless ``replace``: then what is there is removed just before the
-    rename (as Spark's ``mode("overwrite")`` removes it before its job)."""
+    line).  ``path`` must not exist, unless ``replace``: then what is there is renamed aside (a kfx
+    temp name) just before the new dir is renamed in, and removed after: a kill leaves at ``path``
+    the old output or the new one (or, between the two renames, neither), and temp dirs the next
+    write beside it reclaims (as does ``--overwrite``).  Spark's ``mode("overwrite")`` deletes the old
+    output before its job starts."""
     parent = os.path.dirname(os.path.abspath(path))
+    purpose = os.path.basename(path)
     with fsutil.doing("writing", path):
         if os.path.lexists(path) and not replace:
             raise FileExistsError(17, "exists already", path)
-        tmp = fsutil.temp_dir(parent, os.path.basename(path))
-        renamed = False
+        tmp = fsutil.temp_dir(parent, purpose)
+        renamed, old = False, None
         try:
             fsutil._step("write")
             yield tmp
             for name in [*sorted(os.listdir(tmp)), SUCCESS]:
                 name = os.path.join(tmp, name)
-                fd = os.open(name, os.O_RDWR | os.O_CREAT, 0o666)
+                fd = os.open(name, os.O_RDWR | (os.O_CREAT if name.endswith(SUCCESS) else 0), 0o666)
                 try:
                     fsutil.fit_new(name, fd=fd, like=parent)
                     fsutil._step("fsync")
@@ -70,8 +76,10 @@ def parquet_dir(path: str, replace: bool = False):
                     os.close(fd)
             fsutil.fit_new(tmp, like=parent)  # mkdtemp's 0700 would keep others from reading it
             fsutil.fsync_dir(tmp)
-            if os.path.lexists(path):  # replace
-                shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.unlink(path)
+            if os.path.lexists(path):  # replace: the old output aside, under a name the next run reclaims
+                old = os.path.join(parent, f".{purpose}.{os.getpid()}.{uuid.uuid4().hex}{fsutil.TEMP_SUFFIX}")
+                fsutil._step("rename")
+                os.rename(path, old)
             fsutil._step("rename")
             os.rename(tmp, path)
             renamed = True
@@ -80,8 +88,26 @@ def parquet_dir(path: str, replace: bool = False):
             if renamed:
                 shutil.rmtree(path, ignore_errors=True)
             else:
-                fsutil.remove_temp(tmp)
+                _remove_all(tmp)
+            if old is not None and os.path.lexists(old) and not os.path.lexists(path):
+                os.rename(old, path)  # the old output back where it was
             raise
+        if old is not None:
+            fsutil.remove_temp(old)
+
+
+def _remove_all(tmp: str) -> None:
+    """Remove a temp dir that tasks may still be writing in (a failed job's others, being cancelled):
+    a file they add while it is removed would keep it, so it is removed again, a few times."""
+    for _ in range(_REMOVE_TRIES):
+        fsutil.remove_temp(tmp)
+        if not os.path.lexists(tmp):
+            return
+        time.sleep(0.2)
+
+
+#: how many times :func:`_remove_all` removes a temp dir tasks may still be writing in
+_REMOVE_TRIES = 10
 
 
 def write_parquet_dir(table, path: str) -> str:
@@ -96,7 +122,7 @@ def write_part(table, into: str, task: int = 0, job: str | None = None) -> str:
     """``table`` written whole into the dir ``into`` as the part file of ``task`` (:func:`part_name`);
     returns its name."""
     name = part_name(task, job)
-    pq.write_table(table, os.path.join(into, name), compression="snappy")
+    pq.write_table(table, os.path.join(into, name), **_OPTIONS)
     return name
 
 
@@ -109,57 +135,33 @@ def keep_parts(tmp: str, parts) -> None:
             os.unlink(os.path.join(tmp, name))
 
 
-class SplitWrites:
-    """What ``mapInArrow`` runs over a scan's split numbers to write a Parquet dir from its tasks,
-    rows never handed to the JVM: each number's split read by ``reader`` (as
-    :class:`~kafkaforensics.spark.spark_source.SplitReads` reads it) and written by pyarrow into
-    ``into`` (the temp dir of a :func:`parquet_dir`, on a file system the tasks and the driver
-    share: a local master's) as the part file of that number, in row groups of about
-    :data:`ROW_GROUP_BYTES`.  Each task yields a row (``split``, ``part``, ``rows``) for its part:
-    the driver keeps the parts reported (:func:`keep_parts`), one a split, whatever attempt wrote
-    it."""
-
-    #: the rows each task yields
-    SCHEMA = "split long, part string, rows long"
-
-    def __init__(self, reader, shipped, into: str, job: str):
-        self.reader, self.shipped, self.into, self.job = reader, shipped, into, job
-        self.row_group_bytes = ROW_GROUP_BYTES  # the driver's, shipped with the tasks
-
-    def __call__(self, numbers):
-        splits = self.shipped.value
-        for batch in numbers:
-            for i in batch.column(0).to_pylist():
-                part, rows = self.write(i, self.reader.read(pickle.loads(splits[i])))
-                yield pa.RecordBatch.from_pydict({"split": [i], "part": [part], "rows": [rows]},
-                                                 schema=pa.schema([("split", pa.int64()), ("part", pa.string()),
-                                                                   ("rows", pa.int64())]))
-
-    def write(self, i: int, batches) -> tuple[str, int]:
-        """Split ``i``'s ``batches`` as its part file (written under a name of its own, then renamed:
-        a failed attempt leaves no half file under the part's name); (its name, its rows).  A split
-        with no rows writes none (its name is empty), as Spark's tasks write none."""
-        part = part_name(i, self.job)
-        writing = os.path.join(self.into, f".{part}.{uuid.uuid4().hex}{_WRITING}")
-        rows, held, size, w = 0, [], 0, None
-        try:
-            for b in batches:
-                if not b.num_rows:
-                    continue
-                held.append(b)
-                size += b.nbytes
-                rows += b.num_rows
-                if size >= self.row_group_bytes:
-                    w = w or pq.ParquetWriter(writing, self.reader.arrow_schema(), compression="snappy")
-                    w.write_table(pa.Table.from_batches(held))
-                    held, size = [], 0
-            if held:
-                w = w or pq.ParquetWriter(writing, self.reader.arrow_schema(), compression="snappy")
+def write_batches(batches, into: str, name: str, schema, row_group_bytes: int = ROW_GROUP_BYTES,
+                  empty_too: bool = False) -> int | None:
+    """Arrow ``batches`` (of ``schema``) written into the dir ``into`` as the part file ``name``, in
+    row groups gathered to about ``row_group_bytes``; under a name of its own first, then renamed,
+    so that a failed or repeated attempt leaves no half file under ``name``.  Returns its rows, or
+    None, having written nothing, when there were none (unless ``empty_too``: a part that holds the
+    schema, as Spark's first task writes one)."""
+    writing = os.path.join(into, f".{name}.{uuid.uuid4().hex}{_WRITING}")
+    rows, held, size, w = 0, [], 0, None
+    try:
+        for b in batches:
+            if not b.num_rows:
+                continue
+            held.append(b)
+            size += b.nbytes
+            rows += b.num_rows
+            if size >= row_group_bytes:
+                w = w or pq.ParquetWriter(writing, schema, **_OPTIONS)
                 w.write_table(pa.Table.from_batches(held))
-        finally:
-            if w is not None:
-                w.close()
-        if w is None:
-            return "", 0
-        os.rename(writing, os.path.join(self.into, part))
-        return part, rows
+                held, size = [], 0
+        if held or (empty_too and w is None):
+            w = w or pq.ParquetWriter(writing, schema, **_OPTIONS)
+            w.write_table(pa.Table.from_batches(held, schema=schema))
+    finally:
+        if w is not None:
+            w.close()
+    if w is None:
+        return None
+    os.rename(writing, os.path.join(into, name))
+    return rows

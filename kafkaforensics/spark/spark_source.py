@@ -78,6 +78,7 @@ from kafkaforensics.log.segment import BatchScanner, release_pages
 from kafkaforensics.spark.scan_plan import (OPEN_COST_BYTES, Bounds, Layout, Piece, Source, SegmentIndexes,
                                             bounds_from_filters, bounds_from_options, layout, merge, pack,
                                             segment_base, segment_range, split_size)
+from kafkaforensics.spark import parquet_dir
 from kafkaforensics.spark.record_runs import FileRun, RunBatches
 from kafkaforensics.spark.storage import S3_OPTIONS, NotKafkaInput, Storage
 from kafkaforensics.records import walks
@@ -692,10 +693,45 @@ class SplitReads:
         self.reader, self.shipped = reader, shipped
 
     def __call__(self, numbers):
+        for _, split in self.numbered(numbers):
+            yield from self.reader.read(split)
+
+    def numbered(self, numbers):
+        """(number, split) for each split number in ``numbers`` (Arrow batches of them)."""
         splits = self.shipped.value
         for batch in numbers:
             for i in batch.column(0).to_pylist():
-                yield from self.reader.read(pickle.loads(splits[i]))
+                yield i, pickle.loads(splits[i])
+
+
+class SplitWrites(SplitReads):
+    """What ``mapInArrow`` runs over the split numbers to have the tasks write a read's rows
+    themselves (``spark_jobs.common.write_planned``): each split read as :class:`SplitReads` reads
+    it and written by pyarrow into ``into`` (a temp dir the driver commits, on a file system the
+    tasks share with it: a local master's) as the part file of its number
+    (:func:`~kafkaforensics.spark.parquet_dir.write_batches`; the first split's even when empty, as
+    Spark's first task writes one).  Each task yields a row (``split``, ``part``, ``rows``) a split:
+    the driver keeps the parts reported, whatever attempt wrote them."""
+
+    #: the rows the tasks yield
+    SCHEMA = "split long, part string, rows long"
+
+    def __init__(self, reader: KafkaSegmentsReader, shipped, into: str, job: str):
+        super().__init__(reader, shipped)
+        self.into, self.job = into, job
+        self.row_group_bytes = parquet_dir.ROW_GROUP_BYTES  # the driver's, shipped with the tasks
+
+    def __call__(self, numbers):
+        for i, split in self.numbered(numbers):
+            part, rows = self.write(i, self.reader.read(split))
+            yield pa.RecordBatch.from_pydict({"split": [i], "part": [part], "rows": [rows]})
+
+    def write(self, i: int, batches) -> tuple[str, int]:
+        """Split ``i``'s ``batches`` as its part file: (its name, or "" when it wrote none; its rows)."""
+        part = parquet_dir.part_name(i, self.job)
+        rows = parquet_dir.write_batches(batches, self.into, part, self.reader.arrow_schema(), self.row_group_bytes,
+                                         empty_too=i == 0)
+        return ("", 0) if rows is None else (part, rows)
 
 
 class _UnprunedReader(KafkaSegmentsReader):
