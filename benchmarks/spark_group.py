@@ -255,10 +255,7 @@ def main() -> None:
     def planned_to_parquet(name):  # kfx scan's records export (spark_jobs.scan.scan's, on a local master)
         r = read_planned(spark, fleets[name], "records", driver_bytes=DRIVER_READ_BYTES)
         try:
-            if r.table is None:  # read by the tasks: written by them
-                write_planned(spark, r, os.path.join(work, name + "-planned"))
-            else:
-                r.frame.write.mode("overwrite").parquet(os.path.join(work, name + "-planned"))
+            write_planned(spark, r, os.path.join(work, name + "-planned"))  # by the tasks, or here when held here
         finally:
             r.release()
 
