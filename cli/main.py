@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
 from typing import List, Optional
@@ -689,6 +690,7 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
     if problem:
         _fail(problem)
     left = cli_spark_start.left_behind(out)  # what a scan that does not finish leaves in --out
+    run = ScanRun(inputs, out, level.value, search, split_bytes, options, planned, verbose, left)
     if overwrite:
         cli_spark_start.clear_outputs(out)
     finished = interrupted = False
@@ -707,8 +709,7 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
             if result is None:
                 c.print("its rows outgrow what this process holds: Spark reads it", highlight=False)
         if result is None:
-            result, spark = _scan_on_spark(c, inputs, out, master or LOCAL_MASTER, level, search, split_bytes, options,
-                                           planned, verbose, left, outgrew=runs_here)
+            result, spark = _scan_on_spark(c, run, master or LOCAL_MASTER, outgrew=runs_here)
         finished = True
     except KeyboardInterrupt:  # as a shell's Ctrl-C: 128 + SIGINT
         interrupted = True
@@ -747,9 +748,27 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
 LOCAL_MASTER = "local[*]"
 
 
-def _scan_on_spark(c, inputs, out, master, level, search, split_bytes, options, planned, verbose, left, outgrew=False):
-    """``kfx scan``'s run on Spark, from the JVM's start: (its result, the session).  ``outgrew``: a
+@dataclass
+class ScanRun:
+    """What ``kfx scan`` was asked to run, checked and planned: its inputs, ``--out``, level, search
+    pattern, split size and source options, the plan (``spark_jobs.scan.plan``'s, with the inputs'
+    listing), whether Spark's own messages show, and what a scan that does not finish leaves in
+    ``--out`` (for its error line)."""
+    inputs: list
+    out: str
+    level: str
+    search: str | None
+    split_bytes: int
+    options: dict
+    planned: object
+    verbose: bool
+    left: str
+
+
+def _scan_on_spark(c, run: ScanRun, master: str, outgrew: bool = False):
+    """``kfx scan``'s ``run`` on Spark, from the JVM's start: (its result, the session).  ``outgrew``: a
     scan begun here whose rows outgrew this process (Spark's tasks read it: not the driver again)."""
+    planned, verbose, search = run.planned, run.verbose, run.search
     if outgrew and (problem := cli_spark_start.java_problem()) is not None:  # checked before, for any other
         _fail(problem)
     tiny = not outgrew and spark_jobs_common.held_in_driver(master, planned.bytes)
@@ -777,13 +796,13 @@ def _scan_on_spark(c, inputs, out, master, level, search, split_bytes, options, 
         def progress(done, total):
             bar.update(task, completed=done, total=total)
         try:
-            return spark_jobs_scan.scan(spark, inputs, out, level.value, search, split_bytes, options, progress,
+            return spark_jobs_scan.scan(spark, run.inputs, run.out, run.level, search, run.split_bytes, run.options, progress,
                                         listing=planned.listing,  # listed once, for the plan
                                         **({"driver_bytes": 0} if outgrew else {})), spark
         except Exception as e:  # noqa: BLE001 -- Spark's and the JVM's: one line, not a traceback (exit 1 means damage)
             if verbose:
                 raise
-            _fail(f"the scan stopped: {cli_spark_start.error_line(e)} (--verbose shows the whole error); {left}")
+            _fail(f"the scan stopped: {cli_spark_start.error_line(e)} (--verbose shows the whole error); {run.left}")
 
 
 @commands.command()
