@@ -4,7 +4,9 @@ with a pattern, the search hits -- all Parquet.  Its summary (batches, anomalies
 is one read, cached or held in the driver (one row a batch: memory bounded by the batch count, not
 the bytes); a records export is a second read straight into Parquet, and search runs over what that
 wrote.  On a local master, to a local ``out``, the tasks that read the records export write it too,
-with pyarrow (``common.write_planned``): its rows never cross into the JVM.
+with pyarrow (``common.write_planned``): its rows never cross into the JVM.  A summary of up to
+:data:`SUMMARY_ROWS_HERE` rows is collected to the driver once cached, and its inventory and replica
+view computed there in pyarrow (and, to a local ``out``, written there too).
 Each read is planned here, in the driver (``common.read_planned``), not by Spark's Python data
 source machinery: the same splits and rows, two Python processes fewer.  A short scan on a local
 master (up to ``common.DRIVER_READ_BYTES``) is read in the driver and its inventory and replica view
@@ -30,7 +32,7 @@ from kafkaforensics.records.schema import ROW_KINDS, SOURCE_COLUMNS
 from kafkaforensics.spark.parquet_dir import write_parquet_dir
 from kafkaforensics.spark.scan_plan import Layout
 from spark_jobs.common import (DRIVER_READ_BYTES, check_inputs, check_out, fail, frame_of, job_spark, job_arguments, listing_of,
-                               read_here, read_planned, segment_bytes, source_for, source_options, tasks_write_here,
+                               local_path, read_here, read_planned, segment_bytes, source_for, source_options, tasks_write_here,
                                write_planned)
 from spark_jobs.inventory import WHERE, inventory_of, inventory_table, replicas_of, replicas_table
 from spark_jobs.search import matches, pattern_problem
@@ -40,6 +42,11 @@ from spark_jobs.search import matches, pattern_problem
 LEVEL_KINDS = {"batches": "batch", "records": "record", "anomalies": "anomaly"}
 #: what a scan writes in its ``out``, one Parquet output each
 OUTPUTS = (*LEVEL_KINDS, "inventory", "replicas", "search")
+#: the rows of a summary (one a batch, partition dir and segment file) that Spark's tasks read which
+#: are collected to the driver once cached, for its inventory and replica view to be computed in
+#: pyarrow (milliseconds) rather than by a dozen Spark jobs (seconds: 6 of a 1 GiB scan's 12).  At a
+#: few hundred bytes a row, some 100 MiB: a fleet of 25 million records in 100-record batches.
+SUMMARY_ROWS_HERE = 250_000
 
 
 @dataclass
@@ -92,7 +99,8 @@ def _watch(spark, total_tasks: int, progress, stop: threading.Event) -> None:
 
 def scan(spark, paths, out: str, level: str = "batches", search: str | None = None, split_bytes=None,
          options: dict | None = None, progress=None, driver_bytes: int = DRIVER_READ_BYTES,
-         listing: Layout | None = None, tasks_write: bool | None = None) -> ScanResult:
+         listing: Layout | None = None, tasks_write: bool | None = None,
+         summary_rows: int = SUMMARY_ROWS_HERE) -> ScanResult:
     """Scan ``paths`` and write ``out/<level>``, ``out/inventory``, ``out/replicas``,
     ``out/anomalies`` and, with a ``search`` pattern, ``out/search`` (Parquet).  ``options`` are
     source options (a window among them).  ``progress(done_splits, total_splits)`` is called while
@@ -102,7 +110,9 @@ def scan(spark, paths, out: str, level: str = "batches", search: str | None = No
     A records export is written with pyarrow when ``tasks_write`` (``write_planned``: by the tasks
     that read it, whose rows then never cross into the JVM, or here for a read held here); by Spark's
     Parquet writer when not.  Default: when the master is local and ``out`` a local path
-    (``tasks_write_here``).  Both write the same."""
+    (``tasks_write_here``).  Both write the same.  A summary read by the tasks of at most
+    ``summary_rows`` rows is collected to the driver once cached, and its views computed there in
+    pyarrow (0: by Spark SQL; the outputs are the same)."""
     opts, listing = _scan_inputs(paths, level, options, listing)
     if tasks_write is None:
         tasks_write = tasks_write_here(spark.sparkContext.master, out)
@@ -112,7 +122,7 @@ def scan(spark, paths, out: str, level: str = "batches", search: str | None = No
     summary = reads[0].frame if reads[0].table is not None else reads[0].frame.persist()
     try:
         return _write_outputs(spark, out, level, search, read, progress, summary, reads, windowed=_windowed(opts),
-                              tasks_write=tasks_write)
+                              tasks_write=tasks_write, summary_rows=summary_rows)
     finally:
         summary.unpersist()
         for r in reads:
@@ -138,13 +148,8 @@ def scan_here(paths, out: str, level: str = "batches", split_bytes=None, options
         records, _ = read("records")
     if summary is None or (level == "records" and records is None):
         return None
-    anomalies = _rows_of(summary, "anomaly")
-    inv, rep = inventory_table(summary), replicas_table(summary)
-    rows = inv.to_pylist()
-    if _windowed(opts) and level == "records":
-        _count_exported(rows, _records_counted(records))
-        inv = pa.Table.from_pylist(rows, schema=inv.schema)
-    outputs = {"anomalies": anomalies, "inventory": inv, "replicas": rep}
+    outputs, rows = _outputs_here(summary, _records_counted(records) if _windowed(opts) and level == "records" else None)
+    anomalies = outputs["anomalies"]
     if level != "anomalies":
         outputs[level] = records if level == "records" else _rows_of(summary, LEVEL_KINDS[level])
     for name, table in outputs.items():
@@ -177,6 +182,18 @@ def _columns(kind: str) -> list[str]:
 def _rows_of(summary, kind: str):
     """The ``kind`` rows of a summary held in the driver (an Arrow table), with their columns."""
     return summary.filter(pc.equal(summary["rowKind"], kind)).select(_columns(kind))
+
+
+def _outputs_here(summary, exported: dict | None = None):
+    """The anomalies, the inventory and the replica view of a summary held in the driver (Arrow
+    tables, computed in pyarrow), and the inventory's rows.  ``exported``: the records a windowed
+    records export holds per inventory row, which the inventory then counts."""
+    inv = inventory_table(summary)
+    rows = inv.to_pylist()
+    if exported is not None:
+        _count_exported(rows, exported)
+        inv = pa.Table.from_pylist(rows, schema=inv.schema)
+    return {"anomalies": _rows_of(summary, "anomaly"), "inventory": inv, "replicas": replicas_table(summary)}, rows
 
 
 def _views(spark, summary, held):
@@ -215,11 +232,12 @@ def _count_exported(inventory: list, exported: dict) -> None:
 
 
 def _write_outputs(spark, out, level, search, read, progress, summary, reads, windowed=False,
-                   tasks_write=False) -> ScanResult:
+                   tasks_write=False, summary_rows=0) -> ScanResult:
     """:func:`scan`'s outputs from its ``summary`` (the first of its planned ``reads``, cached or held
     in the driver; a records read for the export or the search, ``read("records")``, is added to
     them); a records export is written with pyarrow, by the tasks that read it or here for a read
-    held here, when ``tasks_write``."""
+    held here, when ``tasks_write``; a cached summary of at most ``summary_rows`` rows is then
+    collected to the driver for its views."""
     kind = LEVEL_KINDS[level]
     scan_plan = plan_of(reads[0].splits)
     held = reads[0].table
@@ -244,23 +262,12 @@ def _write_outputs(spark, out, level, search, read, progress, summary, reads, wi
         if watcher is not None:
             watcher.join()
             progress(scan_plan.splits, scan_plan.splits)
-    anomalies = summary.where(F.col("rowKind") == "anomaly").select(*_columns("anomaly"))
-    if held is not None:
-        n_anomalies = pc.sum(pc.equal(held["rowKind"], "anomaly")).as_py() or 0
+    if held is None and summary_rows and summary.count() <= summary_rows:  # the count caches it
+        held = summary.toArrow()
+    if held is not None and tasks_write:  # computed and written here: no Spark job
+        n_anomalies, inv = _write_outputs_here(spark, out, level, held, reads, windowed)
     else:
-        anomalies = anomalies.persist()
-        n_anomalies = anomalies.count()
-    if level != "anomalies":
-        anomalies.write.mode("overwrite").parquet(os.path.join(out, "anomalies"))
-    anomalies.unpersist()
-    inv_df, rep_df, inv = _views(spark, summary, held)
-    if windowed and level == "records":  # a window keeps part of a batch's records: count those exported
-        _count_exported(inv, _records_exported(spark, out, reads[-1].table))
-        inv_df.unpersist()
-        inv_df = spark.createDataFrame(inv, inv_df.schema).coalesce(1)
-    inv_df.write.mode("overwrite").parquet(os.path.join(out, "inventory"))
-    inv_df.unpersist()
-    rep_df.write.mode("overwrite").parquet(os.path.join(out, "replicas"))
+        n_anomalies, inv = _write_outputs_by_spark(spark, out, level, summary, held, reads, windowed)
     if level == "records":
         done = reads[-1].table
         if written is None:
@@ -280,6 +287,48 @@ def _write_outputs(spark, out, level, search, read, progress, summary, reads, wi
         hits = found.count()
         found.unpersist()
     return ScanResult(out, level, written, n_anomalies, hits, inv, scan_plan)
+
+
+def _exported_under_window(spark, out, level, reads, windowed) -> dict | None:
+    """The records a windowed records export holds per inventory row (None when no window keeps part
+    of a batch's records, or the level is not records)."""
+    return _records_exported(spark, out, reads[-1].table) if windowed and level == "records" else None
+
+
+def _write_outputs_here(spark, out, level, held, reads, windowed):
+    """The anomalies, inventory and replica view of a summary ``held`` in the driver, computed and
+    written here by pyarrow (:func:`_outputs_here`, replacing earlier outputs as Spark's overwrite
+    does): (the anomalies, the inventory's rows)."""
+    outputs, inv = _outputs_here(held, _exported_under_window(spark, out, level, reads, windowed))
+    if level == "anomalies":  # the export, written already
+        del outputs["anomalies"]
+    for name, table in outputs.items():
+        write_parquet_dir(table, local_path(os.path.join(out, name)), replace=True)
+    return pc.sum(pc.equal(held["rowKind"], "anomaly")).as_py() or 0, inv
+
+
+def _write_outputs_by_spark(spark, out, level, summary, held, reads, windowed):
+    """The anomalies, inventory and replica view of the ``summary``, written by Spark (their views
+    computed in pyarrow when it is ``held`` in the driver too): (the anomalies, the inventory's rows)."""
+    anomalies = summary.where(F.col("rowKind") == "anomaly").select(*_columns("anomaly"))
+    if held is not None:
+        n_anomalies = pc.sum(pc.equal(held["rowKind"], "anomaly")).as_py() or 0
+    else:
+        anomalies = anomalies.persist()
+        n_anomalies = anomalies.count()
+    if level != "anomalies":
+        anomalies.write.mode("overwrite").parquet(os.path.join(out, "anomalies"))
+    anomalies.unpersist()
+    inv_df, rep_df, inv = _views(spark, summary, held)
+    exported = _exported_under_window(spark, out, level, reads, windowed)
+    if exported is not None:  # a window keeps part of a batch's records: count those exported
+        _count_exported(inv, exported)
+        inv_df.unpersist()
+        inv_df = spark.createDataFrame(inv, inv_df.schema).coalesce(1)
+    inv_df.write.mode("overwrite").parquet(os.path.join(out, "inventory"))
+    inv_df.unpersist()
+    rep_df.write.mode("overwrite").parquet(os.path.join(out, "replicas"))
+    return n_anomalies, inv
 
 
 def main(argv=None):

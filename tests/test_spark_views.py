@@ -146,16 +146,21 @@ def test_a_scan_read_in_the_driver_writes_what_spark_s_tasks_write(spark, tmp_pa
     list_entries = Storage.list_entries
     monkeypatch.setattr(Storage, "list_entries", lambda self, uri: listed.append(uri) or list_entries(self, uri))
     both = {}
-    for name, limit in (("driver", 1 << 30), ("tasks", 0)):
+    # read in the driver; read by the tasks, the summary's views computed in the driver once it is
+    # cached (collected); read by the tasks, the views computed by Spark SQL
+    for name, limit, summary_rows in (("driver", 1 << 30, 1 << 20), ("tasks", 0, 1 << 20), ("sql", 0, 0)):
         # the scan's reads (the summary, the records for the export or the search) share one listing:
         # its own, or the plan's
-        listing = plan([root], options=opts).listing if name == "tasks" else None
+        listing = plan([root], options=opts).listing if name != "driver" else None
         del listed[:]
-        r = scan(spark, [root], str(tmp_path / name), level, search="value-9", options=opts, driver_bytes=limit,
-                 listing=listing)
+        with monkeypatch.context() as m:  # the views computed where they should be, and only there
+            unused = "replicas_of" if summary_rows else "replicas_table"
+            m.setattr(scan_module, unused, lambda *a: pytest.fail(f"{name}: {unused} called"))
+            r = scan(spark, [root], str(tmp_path / name), level, search="value-9", options=opts, driver_bytes=limit,
+                     listing=listing, summary_rows=summary_rows)
         assert listed == ([] if listing is not None else [root]), name
         both[name] = (r.rows, r.anomalies, r.hits, r.inventory, r.plan, _outputs(str(tmp_path / name)))
-    assert both["driver"] == both["tasks"]
+    assert both["driver"] == both["tasks"] == both["sql"]
     rows, anomalies, hits, inventory, _plan, outputs = both["driver"]
     assert rows and anomalies and hits and inventory
     assert set(outputs) == {level, "anomalies", "inventory", "replicas", "search"}

@@ -110,10 +110,11 @@ def _remove_all(tmp: str) -> None:
 _REMOVE_TRIES = 10
 
 
-def write_parquet_dir(table, path: str) -> str:
-    """``table`` (a pyarrow Table) written to the new dir ``path`` as one Spark-style part file and
-    ``_SUCCESS`` (:func:`parquet_dir`); returns the part file's path."""
-    with parquet_dir(path) as tmp:
+def write_parquet_dir(table, path: str, replace: bool = False) -> str:
+    """``table`` (a pyarrow Table) written to the new dir ``path`` (or in place of what is there, when
+    ``replace``) as one Spark-style part file and ``_SUCCESS`` (:func:`parquet_dir`); returns the
+    part file's path."""
+    with parquet_dir(path, replace) as tmp:
         name = write_part(table, tmp)
     return os.path.join(path, name)
 
