@@ -45,7 +45,8 @@ OUTPUTS = (*LEVEL_KINDS, "inventory", "replicas", "search")
 #: the rows of a summary (one a batch, partition dir and segment file) that Spark's tasks read which
 #: are collected to the driver once cached, for its inventory and replica view to be computed in
 #: pyarrow (milliseconds) rather than by a dozen Spark jobs (seconds: 6 of a 1 GiB scan's 12).  At a
-#: few hundred bytes a row, some 100 MiB: a fleet of 25 million records in 100-record batches.
+#: few hundred bytes a row, some 100 MiB (held once in the JVM's cache and once here, until it is
+#: dropped from the cache): a fleet of 25 million records in 100-record batches.
 SUMMARY_ROWS_HERE = 250_000
 
 
@@ -264,7 +265,8 @@ def _write_outputs(spark, out, level, search, read, progress, summary, reads, wi
             progress(scan_plan.splits, scan_plan.splits)
     if held is None and summary_rows and summary.count() <= summary_rows:  # the count caches it
         held = summary.toArrow()
-    if held is not None and tasks_write:  # computed and written here: no Spark job
+        summary.unpersist()  # held here now: the JVM's copy is not read again
+    if held is not None and tasks_write and local_path(out) is not None:  # computed and written here: no Spark job
         n_anomalies, inv = _write_outputs_here(spark, out, level, held, reads, windowed)
     else:
         n_anomalies, inv = _write_outputs_by_spark(spark, out, level, summary, held, reads, windowed)

@@ -127,7 +127,7 @@ def _outputs(out):
     return got
 
 
-@pytest.mark.parametrize("level", ["records", "batches"])
+@pytest.mark.parametrize("level", ["records", "batches", "anomalies"])
 def test_a_scan_read_in_the_driver_writes_what_spark_s_tasks_write(spark, tmp_path, level, monkeypatch):  # noqa: F811
     root = str(tmp_path / "fleet")
     build_fleet(root)
@@ -146,6 +146,8 @@ def test_a_scan_read_in_the_driver_writes_what_spark_s_tasks_write(spark, tmp_pa
     list_entries = Storage.list_entries
     monkeypatch.setattr(Storage, "list_entries", lambda self, uri: listed.append(uri) or list_entries(self, uri))
     both = {}
+    # a records export under a window: the inventory counts what was exported
+    window = {"fromOffset": "3", "toOffset": "40"} if level == "records" else {}
     # read in the driver; read by the tasks, the summary's views computed in the driver once it is
     # cached (collected); read by the tasks, the views computed by Spark SQL
     for name, limit, summary_rows in (("driver", 1 << 30, 1 << 20), ("tasks", 0, 1 << 20), ("sql", 0, 0)):
@@ -156,8 +158,8 @@ def test_a_scan_read_in_the_driver_writes_what_spark_s_tasks_write(spark, tmp_pa
         with monkeypatch.context() as m:  # the views computed where they should be, and only there
             unused = "replicas_of" if summary_rows else "replicas_table"
             m.setattr(scan_module, unused, lambda *a: pytest.fail(f"{name}: {unused} called"))
-            r = scan(spark, [root], str(tmp_path / name), level, search="value-9", options=opts, driver_bytes=limit,
-                     listing=listing, summary_rows=summary_rows)
+            r = scan(spark, [root], str(tmp_path / name), level, search="value-9", options={**opts, **window},
+                     driver_bytes=limit, listing=listing, summary_rows=summary_rows)
         assert listed == ([] if listing is not None else [root]), name
         both[name] = (r.rows, r.anomalies, r.hits, r.inventory, r.plan, _outputs(str(tmp_path / name)))
     assert both["driver"] == both["tasks"] == both["sql"]
@@ -166,6 +168,8 @@ def test_a_scan_read_in_the_driver_writes_what_spark_s_tasks_write(spark, tmp_pa
     assert set(outputs) == {level, "anomalies", "inventory", "replicas", "search"}
     for name in ("inventory", "replicas"):  # one file each, as sorted_small writes them
         assert len([f for f in os.listdir(tmp_path / "driver" / name) if f.endswith(".parquet")]) == 1
+    if level == "anomalies":  # the export Spark wrote from the summary is kept, not written again here
+        assert any(f.endswith(".crc") for f in os.listdir(tmp_path / "tasks" / "anomalies"))
 
 
 def _spark_read(spark, out):
@@ -186,7 +190,7 @@ def test_a_scan_written_here_with_no_spark_writes_what_spark_writes(spark, tmp_p
         os.makedirs(here)
         r = scan_here([root], here, level, options=opts, min_partitions=spark.sparkContext.defaultParallelism)
         s = scan(spark, [root], tasks, level, options=opts, driver_bytes=0,  # read and written by Spark's tasks
-                 tasks_write=False)
+                 tasks_write=False, summary_rows=0)  # the views by Spark SQL
         assert (r.rows, r.anomalies, r.inventory, r.plan) == (s.rows, s.anomalies, s.inventory, s.plan)
         assert r.rows and r.anomalies and r.hits is None
         assert _outputs(here) == _outputs(tasks)  # read back by pyarrow: schemas and rows
@@ -228,7 +232,7 @@ def test_a_records_export_written_by_spark_s_tasks_themselves_is_what_spark_s_wr
         os.makedirs(os.path.join(tasks, "records"))  # an earlier run's, replaced as Spark's overwrite replaces it
         r = scan(spark, [root], tasks, "records", search="value-9", options=opts, driver_bytes=0)
         s = scan(spark, [root], spark_wrote, "records", search="value-9", options=opts, driver_bytes=0,
-                 tasks_write=False)
+                 tasks_write=False, summary_rows=0)  # the views by Spark SQL
         assert (r.rows, r.anomalies, r.hits, r.inventory, r.plan) == (s.rows, s.anomalies, s.hits, s.inventory, s.plan)
         assert _outputs(tasks) == _outputs(spark_wrote)
         assert _spark_read(spark, tasks) == _spark_read(spark, spark_wrote)
