@@ -265,8 +265,8 @@ def _write_outputs(spark, out, level, search, read, progress, summary, reads, wi
             progress(scan_plan.splits, scan_plan.splits)
     if held is None and summary_rows and summary.count() <= summary_rows:  # the count caches it
         held = summary.toArrow()
-        summary.unpersist()  # held here now: the JVM's copy is not read again
     if held is not None and tasks_write and local_path(out) is not None:  # computed and written here: no Spark job
+        summary.unpersist()  # nothing reads the JVM's copy again (Spark's writes below would)
         n_anomalies, inv = _write_outputs_here(spark, out, level, held, reads, windowed)
     else:
         n_anomalies, inv = _write_outputs_by_spark(spark, out, level, summary, held, reads, windowed)
