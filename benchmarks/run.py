@@ -191,6 +191,17 @@ def _log_bytes(arg: str) -> int:
     return sum(os.path.getsize(os.path.join(r, f)) for r, _d, fs in os.walk(arg) for f in fs if f.endswith(".log"))
 
 
+#: the whole-process ceiling of `kfx scan --level records`: Spark's own Parquet -> Parquet copy of the
+#: same rows, as a plain PySpark script on local[2] (argv: the Parquet dir, the output)
+SPARK_COPY_SCRIPT = """
+import sys
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.master("local[2]").appName("parquet-copy").getOrCreate()
+spark.read.parquet(sys.argv[1]).write.mode("overwrite").parquet(sys.argv[2])
+spark.stop()
+"""
+
+
 def child(name: str, arg: str) -> dict:
     size = _log_bytes(arg)
     # imports (numpy, the peers' modules, ours) are not part of any figure: each is a once-per-process cost
@@ -330,6 +341,36 @@ def child(name: str, arg: str) -> dict:
             time.sleep(0.5)
         from pyarrow import parquet
         out["records"] = parquet.read_table(os.path.join(dest, "records"), columns=["offset"]).num_rows
+        shutil.rmtree(dest, ignore_errors=True)
+    elif name in ("process-kfx-scan-records", "process-spark-parquet-copy"):
+        # whole processes as a user runs them, their start-up included: `kfx scan --level records` of a
+        # fleet on local[2] (the class archive scan-small-fleet-first recorded, mapped), and a plain
+        # PySpark script copying the very same rows Parquet -> Parquet on local[2] (what
+        # spark_group.py's kafka_segments wrote); the peak RSS is the whole process tree's
+        import shutil
+
+        from pyarrow import parquet
+
+        from benchmarks.spark_group import PeakMemory
+        dest = os.path.join(DATA, "process-out")
+        shutil.rmtree(dest, ignore_errors=True)
+        if name == "process-kfx-scan-records":
+            cmd = [os.path.join(os.path.dirname(sys.executable), "kfx"), "scan", arg, "--out", dest,
+                   "--master", "local[2]", "--level", "records"]
+            written = os.path.join(dest, "records")
+        else:
+            src = os.path.join(DATA, "spark-work", os.path.basename(arg)[len("spark-fleet-"):])
+            cmd, written = [sys.executable, "-c", SPARK_COPY_SCRIPT, src, dest], dest
+        with PeakMemory() as mem:
+            t0 = time.perf_counter()
+            r = subprocess.run(cmd, capture_output=True, text=True,
+                               env={**os.environ, "KFX_CACHE_DIR": os.path.join(DATA, "kfx-cache")})
+            out["seconds_override"] = time.perf_counter() - t0
+        if r.returncode not in (0, 1):
+            raise SystemExit(r.stderr)
+        out["peak_rss_mb"] = mem.peak / 2**20
+        out["records"] = sum(parquet.ParquetFile(os.path.join(written, f)).metadata.num_rows
+                             for f in os.listdir(written) if f.endswith(".parquet"))
         shutil.rmtree(dest, ignore_errors=True)
     elif name == "dump-deep-json":
         from kafkaforensics.inspect.dump import DumpOptions, dump
@@ -583,6 +624,7 @@ def main() -> None:
         subprocess.run(["cp", "-r", src, work], check=True)
         results.append(_finish(run_child("compact", work)))  # one run: it takes a minute
     spark_group = None
+    summary_processes = {}
     if args.spark_mb:
         sp = make_segment(os.path.join(DATA, "spark", "scan-0", "00000000000000000000.log"), args.spark_mb << 20)
         results.append(_finish(run_child("dump-deep-json", os.path.dirname(sp))))
@@ -590,6 +632,18 @@ def main() -> None:
         results.append(_finish(run_child("scan-small-fleet-first", fleet)))  # one run: it records the class archive
         results += run_group([("scan-small-fleet", fleet), ("scan-small-fleet-here", fleet)], rep)
         spark_group = run_spark_group(args.spark_mb << 20, rep, args.spark_fleets)
+        # whole processes: kfx scan of each fleet against a PySpark script copying its rows (the Parquet
+        # the Spark group wrote), interleaved
+        from benchmarks.spark_group import fleet_path
+        for fleet_name in filter(None, args.spark_fleets.split(",")):
+            path = fleet_path(fleet_name)
+            res = run_group([("process-kfx-scan-records", path), ("process-spark-parquet-copy", path)], rep)
+            for r in res:
+                r["name"] += f" ({fleet_name})"
+                r["fleet"] = fleet_name
+            results += res
+            summary_processes[f"kfx_scan_records_process_{fleet_name.replace('-', '_')}_vs_spark_copy_process"] = (
+                res[0]["seconds"] / res[1]["seconds"])
     deep = {}
     for codec, cname in ((0, "none"), (3, "lz4"), (4, "zstd")):
         p = make_segment(os.path.join(DATA, f"deep-{cname}", "00000000000000000000.log"), args.deep_mb << 20, codec=codec)
@@ -625,6 +679,7 @@ def main() -> None:
         **{f"deep_{c}_{ours}_vs_{peer}": deep[(c, ours)] / deep[(c, peer)]
            for c in ("none", "lz4", "zstd") for ours in OUR_DEEP for peer in ("kafka-python", "aiokafka")},
         **summary_spark,
+        **summary_processes,
         **summary_serve,
         **summary_logdir,
     }

@@ -6,18 +6,20 @@ the bytes); a records export is a second read straight into Parquet, and search 
 wrote.  On a local master, to a local ``out``, the tasks that read the records export write it too,
 with pyarrow (``common.write_planned``): its rows never cross into the JVM.  A summary of up to
 :data:`SUMMARY_ROWS_HERE` rows is collected to the driver once cached, and its inventory and replica
-view computed there in pyarrow (and, to a local ``out``, written there too).
+view computed there in pyarrow (and, to a local ``out``, written there with the export and the
+anomalies).
 Each read is planned here, in the driver (``common.read_planned``), not by Spark's Python data
 source machinery: the same splits and rows, two Python processes fewer.  A short scan on a local
 master (up to ``common.DRIVER_READ_BYTES``) is read in the driver and its inventory and replica view
-computed there in pyarrow: Spark only writes its outputs.  ``kfx scan`` of such a scan on its
-default master, with no search, needs not even that: :func:`scan_here` writes the same outputs with
-no JVM at all.
+computed there in pyarrow; to a local ``out``, pyarrow writes its outputs too (Spark writes to any
+other).  ``kfx scan`` of such a scan on its default master, with no search, needs not even that:
+:func:`scan_here` writes the same outputs with no JVM at all.
 
     spark-submit spark_jobs/scan.py --level records --search 'order-42' --out s3a://bucket/scan s3a://bucket/kafka-logs
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -197,16 +199,6 @@ def _outputs_here(summary, exported: dict | None = None):
     return {"anomalies": _rows_of(summary, "anomaly"), "inventory": inv, "replicas": replicas_table(summary)}, rows
 
 
-def _views(spark, summary, held):
-    """The inventory's and the replica view's frames of the ``summary``, and the inventory's rows:
-    computed in pyarrow when the summary is ``held`` in the driver (an Arrow table), else by Spark."""
-    if held is None:
-        inv_df = inventory_of(summary).persist()
-        return inv_df, replicas_of(summary), [r.asDict() for r in inv_df.collect()]
-    inv, rep = inventory_table(held), replicas_table(held)
-    return frame_of(spark, inv).coalesce(1), frame_of(spark, rep).coalesce(1), inv.to_pylist()
-
-
 #: the options that keep part of a batch's records (a topic or partition keeps whole partitions)
 _RECORD_WINDOW = ("fromOffset", "toOffset", "fromTimestamp", "toTimestamp")
 
@@ -232,38 +224,45 @@ def _count_exported(inventory: list, exported: dict) -> None:
         r["records"] = exported.get(tuple(r[k] for k in WHERE), 0)
 
 
+@contextlib.contextmanager
+def _watching(spark, splits: int, progress):
+    """Report the reading stage's progress to ``progress`` (if any) while in the ``with``, and the
+    whole at its end."""
+    if progress is None:
+        yield
+        return
+    stop = threading.Event()
+    watcher = threading.Thread(target=_watch, args=(spark, max(1, splits), progress, stop), daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        watcher.join()
+        progress(splits, splits)
+
+
 def _write_outputs(spark, out, level, search, read, progress, summary, reads, windowed=False,
                    tasks_write=False, summary_rows=0) -> ScanResult:
     """:func:`scan`'s outputs from its ``summary`` (the first of its planned ``reads``, cached or held
     in the driver; a records read for the export or the search, ``read("records")``, is added to
-    them); a records export is written with pyarrow, by the tasks that read it or here for a read
-    held here, when ``tasks_write``; a cached summary of at most ``summary_rows`` rows is then
-    collected to the driver for its views."""
-    kind = LEVEL_KINDS[level]
+    them).  With ``tasks_write``, a records export is written with pyarrow, by the tasks that read it
+    or here for a read held here; a cached summary of at most ``summary_rows`` rows is collected to
+    the driver once the tasks have read it, and the outputs of a summary held here are computed by
+    pyarrow, and written by it too to a local ``out``."""
     scan_plan = plan_of(reads[0].splits)
     held = reads[0].table
     written = None
     if level == "records":
         reads.append(read("records"))
-        export = reads[-1].frame
-    else:
-        export = summary.where(F.col("rowKind") == kind).select(*_columns(kind))
-    stop = threading.Event()
-    watcher = None
-    if progress is not None:
-        watcher = threading.Thread(target=_watch, args=(spark, max(1, scan_plan.splits), progress, stop), daemon=True)
-        watcher.start()
-    try:
+    with _watching(spark, scan_plan.splits, progress):
         if level == "records" and tasks_write:
             written = write_planned(spark, reads[-1], os.path.join(out, level))
-        else:
-            export.write.mode("overwrite").parquet(os.path.join(out, level))
-    finally:
-        stop.set()
-        if watcher is not None:
-            watcher.join()
-            progress(scan_plan.splits, scan_plan.splits)
-    if held is None and summary_rows and summary.count() <= summary_rows:  # the count caches it
+        elif level == "records":
+            reads[-1].frame.write.mode("overwrite").parquet(os.path.join(out, level))
+        elif held is None:
+            summary.count()  # the tasks read the summary into Spark's cache, which every output reads
+    if held is None and summary_rows and summary.count() <= summary_rows:
         held = summary.toArrow()
     if held is not None and tasks_write and local_path(out) is not None:  # computed and written here: no Spark job
         summary.unpersist()  # nothing reads the JVM's copy again (Spark's writes below would)
@@ -298,35 +297,37 @@ def _exported_under_window(spark, out, level, reads, windowed) -> dict | None:
 
 
 def _write_outputs_here(spark, out, level, held, reads, windowed):
-    """The anomalies, inventory and replica view of a summary ``held`` in the driver, computed and
-    written here by pyarrow (:func:`_outputs_here`, replacing earlier outputs as Spark's overwrite
-    does): (the anomalies, the inventory's rows)."""
+    """The export (at a summary's level), anomalies, inventory and replica view of a summary ``held``
+    in the driver, computed and written here by pyarrow (:func:`_outputs_here`, replacing earlier
+    outputs as Spark's overwrite does): (the anomalies, the inventory's rows)."""
     outputs, inv = _outputs_here(held, _exported_under_window(spark, out, level, reads, windowed))
-    if level == "anomalies":  # the export, written already
-        del outputs["anomalies"]
+    if level != "records":
+        outputs[level] = _rows_of(held, LEVEL_KINDS[level])
     for name, table in outputs.items():
         write_parquet_dir(table, local_path(os.path.join(out, name)), replace=True)
-    return pc.sum(pc.equal(held["rowKind"], "anomaly")).as_py() or 0, inv
+    return outputs["anomalies"].num_rows, inv
 
 
 def _write_outputs_by_spark(spark, out, level, summary, held, reads, windowed):
-    """The anomalies, inventory and replica view of the ``summary``, written by Spark (their views
-    computed in pyarrow when it is ``held`` in the driver too): (the anomalies, the inventory's rows)."""
-    anomalies = summary.where(F.col("rowKind") == "anomaly").select(*_columns("anomaly"))
-    if held is not None:
-        n_anomalies = pc.sum(pc.equal(held["rowKind"], "anomaly")).as_py() or 0
-    else:
-        anomalies = anomalies.persist()
-        n_anomalies = anomalies.count()
-    if level != "anomalies":
-        anomalies.write.mode("overwrite").parquet(os.path.join(out, "anomalies"))
-    anomalies.unpersist()
-    inv_df, rep_df, inv = _views(spark, summary, held)
+    """The export (at a summary's level), anomalies, inventory and replica view of the cached
+    ``summary``, written by Spark; the views are computed by pyarrow when the summary is ``held`` in
+    the driver too (:func:`_outputs_here`), else by Spark SQL: (the anomalies, the inventory's rows)."""
     exported = _exported_under_window(spark, out, level, reads, windowed)
-    if exported is not None:  # a window keeps part of a batch's records: count those exported
-        _count_exported(inv, exported)
-        inv_df.unpersist()
-        inv_df = spark.createDataFrame(inv, inv_df.schema).coalesce(1)
+    if held is not None:
+        tables, inv = _outputs_here(held, exported)
+        n_anomalies = tables["anomalies"].num_rows
+        inv_df, rep_df = (frame_of(spark, tables[n]).coalesce(1) for n in ("inventory", "replicas"))
+    else:
+        n_anomalies = summary.where(F.col("rowKind") == "anomaly").count()
+        inv_df, rep_df = inventory_of(summary).persist(), replicas_of(summary)
+        inv = [r.asDict() for r in inv_df.collect()]
+        if exported is not None:  # a window keeps part of a batch's records: count those exported
+            _count_exported(inv, exported)
+            inv_df.unpersist()
+            inv_df = spark.createDataFrame(inv, inv_df.schema).coalesce(1)
+    for name in dict.fromkeys(n for n in (level, "anomalies") if n != "records"):  # the export, the anomalies
+        kind = LEVEL_KINDS[name]
+        summary.where(F.col("rowKind") == kind).select(*_columns(kind)).write.mode("overwrite").parquet(os.path.join(out, name))
     inv_df.write.mode("overwrite").parquet(os.path.join(out, "inventory"))
     inv_df.unpersist()
     rep_df.write.mode("overwrite").parquet(os.path.join(out, "replicas"))

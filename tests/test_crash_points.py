@@ -321,55 +321,77 @@ def test_a_scan_written_here_killed_at_any_step_leaves_whole_outputs_and_a_rerun
         assert sorted(os.listdir(out)) == whole, n
 
 
-def test_a_records_export_its_tasks_write_killed_at_any_step_leaves_it_whole_or_a_temp_dir_a_rerun_reclaims(tmp_path):
-    """`kfx scan`'s records export written by Spark's tasks (spark_jobs.common.write_planned) over an
-    earlier run's, with its driver killed at each of its commit's steps (the temp dir made, each part
-    and _SUCCESS fsynced, the old output renamed aside, the new one renamed in, the old one removed):
-    `records` in --out is the old output whole, the new one whole, or (between the two renames)
-    absent; what is beside it is kfx temp dirs of the dead run; and the next run reclaims those.
-    Each killed run is a process of its own, its JVM and Python workers stopped with its process
-    group."""
+def test_a_scan_s_outputs_killed_at_any_step_are_each_whole_or_a_temp_dir_a_rerun_reclaims(tmp_path):
+    """`kfx scan --level records` over an earlier run's outputs, its driver killed at each step of the
+    records export its tasks write (spark_jobs.common.write_planned: the temp dir made, each part
+    and _SUCCESS fsynced, the old output renamed aside, the new one renamed in, the old one removed)
+    and at each rename of the three outputs it then writes with pyarrow from the summary held in the
+    driver (anomalies, inventory, replicas): each output in --out is its old version whole, its new
+    one whole, or (between its two renames) absent; what is beside them is kfx temp dirs of dead
+    runs; and the next run reclaims those.  Each killed run is a process of its own, its JVM and
+    Python workers stopped with its process group."""
     from tests.conftest import SAMPLE
     out = str(tmp_path / "out")
-    records = os.path.join(out, "records")
+    outputs = ("records", "anomalies", "inventory", "replicas")
     old_part = "part-00000-0ld0ld-c000.snappy.parquet"
 
-    def an_old_output():
-        os.makedirs(records)
-        for name in ("_SUCCESS", old_part):
-            open(os.path.join(records, name), "wb").close()
-    code = ("from spark_jobs.common import get_spark; from spark_jobs.scan import scan; "
-            "spark = get_spark('local[1]', console_progress=False, register_source=False); "
-            f"scan(spark, [{SAMPLE!r}], {out!r}, 'records', driver_bytes=0, summary_rows=0)")  # views by Spark
-    killed, seen = [], set()
-    an_old_output()
-    for n in range(1, 16):
-        p = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, fsutil.CRASH_ENV: str(n)},
+    def an_old_output(name):
+        os.makedirs(os.path.join(out, name))
+        for f in ("_SUCCESS", old_part):
+            open(os.path.join(out, name, f), "wb").close()
+
+    def run(env, steps=False):
+        code = ("from kafkaforensics import fsutil; from spark_jobs.common import get_spark; "
+                "from spark_jobs.scan import scan; "
+                "spark = get_spark('local[1]', console_progress=False, register_source=False); "
+                + ("fsutil.FAULT_HOOK = lambda s: print('STEP', s, flush=True); " if steps else "")
+                + f"scan(spark, [{SAMPLE!r}], {out!r}, 'records', driver_bytes=0)")
+        p = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, **env},
                              cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         try:
-            _, err = p.communicate(timeout=180)
+            stdout, err = p.communicate(timeout=180)
         finally:
             try:
                 os.killpg(p.pid, signal.SIGKILL)  # its JVM and workers, whatever they do
             except ProcessLookupError:
                 pass
-        if p.returncode != -signal.SIGKILL:
-            assert p.returncode == 0, err.decode()[-2000:]
+        assert p.returncode in (0, -signal.SIGKILL), err.decode()[-2000:]
+        return p.returncode, [line.split()[1] for line in stdout.decode().splitlines() if line.startswith("STEP ")]
+
+    for name in outputs:
+        an_old_output(name)
+    _, steps = run({}, steps=True)  # the driver's steps over earlier outputs, in order
+    records_steps = steps.index("delete") + 1  # the records export's commit comes first
+    assert steps[:records_steps] == ["write", "fsync", "fsync", "rename", "rename", "delete"]
+    assert len(steps) == len(outputs) * records_steps, steps  # then the three outputs written here, alike
+    # each step of the records export; each rename of the others, and the last step (the last old
+    # output removed); and no kill at all
+    points = [n for n in range(1, len(steps) + 2) if n <= records_steps or n >= len(steps) or steps[n - 1] == "rename"]
+    seen = {name: set() for name in outputs}
+    for n in points:
+        for name in outputs:  # every run starts over the old outputs (their temp dirs are left as they are)
+            shutil.rmtree(os.path.join(out, name), ignore_errors=True)
+            an_old_output(name)
+        rc, _ = run({fsutil.CRASH_ENV: str(n)})
+        if rc == 0:
+            assert n == len(steps) + 1
             break
-        killed.append(n)
         names = os.listdir(out)
         temps = [f for f in names if fsutil.is_temp(f)]
-        assert 1 <= len(temps) <= 2 and all(t.startswith(".records.") for t in temps), (n, names)  # earlier ones reclaimed
-        assert set(names) - set(temps) <= {"records"}, (n, names)  # the other outputs come after it
-        if "records" in names:
-            files = sorted(os.listdir(records))
+        assert temps and set(names) - set(temps) <= set(outputs), (n, names)
+        for name in outputs:  # each output's earlier dead temp dirs are reclaimed when it is written
+            assert len([t for t in temps if t.startswith(f".{name}.")]) <= 2, (n, names)
+        assert all(t.split(".")[1] in outputs for t in temps), (n, names)
+        for name in outputs:
+            if name not in names:
+                seen[name].add("neither")
+                continue
+            files = sorted(os.listdir(os.path.join(out, name)))
             assert files[0] == "_SUCCESS" and files[1:] and all(f.endswith(".snappy.parquet") for f in files[1:]), files
-            seen.add("old" if files[1:] == [old_part] else "new")
-        else:
-            seen.add("neither")
-            an_old_output()
-    assert len(killed) >= 6 and seen == {"old", "new", "neither"}, (killed, seen)
-    # the run that finished reclaimed the killed runs' temp dirs (each run reclaims those before it)
-    assert sorted(os.listdir(out)) == ["anomalies", "inventory", "records", "replicas"]
-    assert old_part not in os.listdir(records)
+            seen[name].add("old" if files[1:] == [old_part] else "new")
+    assert seen == {name: {"old", "new", "neither"} for name in outputs}, seen
+    # the run that finished reclaimed the killed runs' temp dirs (each output's write reclaims its own)
+    assert sorted(os.listdir(out)) == sorted(outputs)
+    for name in outputs:
+        assert old_part not in os.listdir(os.path.join(out, name))
