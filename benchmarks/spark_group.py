@@ -159,7 +159,11 @@ def _tree_rss(pid: int) -> int:
 
 
 class PeakMemory:
-    """The largest resident size of this process tree while in the ``with`` (sampled every 0.2 s)."""
+    """The largest resident size of this process tree (or ``pid``'s) while in the ``with`` (sampled
+    every 0.2 s)."""
+
+    def __init__(self, pid: int | None = None):
+        self.pid = pid or os.getpid()
 
     def __enter__(self):
         self.peak, self._stop = 0, threading.Event()
@@ -169,7 +173,7 @@ class PeakMemory:
 
     def _run(self):
         while True:
-            self.peak = max(self.peak, _tree_rss(os.getpid()))
+            self.peak = max(self.peak, _tree_rss(self.pid))
             if self._stop.wait(0.2):
                 return
 

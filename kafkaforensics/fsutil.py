@@ -152,7 +152,8 @@ def fit_new(path: str, *, fd: int | None = None, like: str | None = None) -> Non
 
 
 def make_dirs(path: str) -> None:
-    """``os.makedirs`` whose new dirs each take :func:`fit_new`'s mode and owner."""
+    """``os.makedirs`` whose new dirs each take :func:`fit_new`'s mode and owner, each made durable
+    in its parent (fsynced) before anything is made in it."""
     path = os.path.abspath(path)
     if os.path.isdir(path):
         return
@@ -162,6 +163,7 @@ def make_dirs(path: str) -> None:
     except FileExistsError:
         return
     fit_new(path)
+    fsync_dir(os.path.dirname(path))
 
 
 # ---------------------------------------------------------------------------- errors ----

@@ -589,7 +589,6 @@ def write_planned(spark, r: PlannedRead, path: str, writes=None) -> int:
     if local is None:
         raise ValueError(f"{path}: the tasks write only to a local path; Spark's writer writes elsewhere")
     job = str(uuid.uuid4())
-    fsutil.make_dirs(os.path.dirname(os.path.abspath(local)))  # as Spark's writer makes it
     with spark_parquet_dir.parquet_dir(local, replace=True) as tmp:
         if r.table is not None:
             spark_parquet_dir.write_part(r.table, tmp, 0, job)

@@ -107,15 +107,18 @@ def scan(spark, paths, out: str, level: str = "batches", search: str | None = No
     """Scan ``paths`` and write ``out/<level>``, ``out/inventory``, ``out/replicas``,
     ``out/anomalies`` and, with a ``search`` pattern, ``out/search`` (Parquet).  ``options`` are
     source options (a window among them).  ``progress(done_splits, total_splits)`` is called while
-    the export is written.  On a local master, a read of at most ``driver_bytes`` of segments is
-    done in the driver (0: every read by Spark's tasks; the outputs are the same).  The inputs are
-    listed once for all its reads, or not at all when their ``listing`` is given (:func:`plan`'s).
+    Spark's tasks read what the export is (the records, or the summary), and once with the total
+    when they are done (only then, for a read held in the driver).  On a local master, a read of at
+    most ``driver_bytes`` of segments is done in the driver (0: every read by Spark's tasks; the
+    outputs are the same).  The inputs are listed once for all its reads, or not at all when their
+    ``listing`` is given (:func:`plan`'s).
     A records export is written with pyarrow when ``tasks_write`` (``write_planned``: by the tasks
     that read it, whose rows then never cross into the JVM, or here for a read held here); by Spark's
-    Parquet writer when not.  Default: when the master is local and ``out`` a local path
-    (``tasks_write_here``).  Both write the same.  A summary read by the tasks of at most
-    ``summary_rows`` rows is collected to the driver once cached, and its views computed there in
-    pyarrow (0: by Spark SQL; the outputs are the same)."""
+    Parquet writer when not.  A summary read by the tasks of at most ``summary_rows`` rows is
+    collected to the driver once cached, and its views computed there in pyarrow (0: by Spark SQL);
+    with ``tasks_write``, pyarrow also writes every output of a summary held here (its views, the
+    anomalies, and a batches or anomalies export).  Default ``tasks_write``: when the master is local
+    and ``out`` a local path (``tasks_write_here``).  Every way writes the same outputs."""
     opts, listing = _scan_inputs(paths, level, options, listing)
     if tasks_write is None:
         tasks_write = tasks_write_here(spark.sparkContext.master, out)
@@ -227,7 +230,7 @@ def _count_exported(inventory: list, exported: dict) -> None:
 @contextlib.contextmanager
 def _watching(spark, splits: int, progress):
     """Report the reading stage's progress to ``progress`` (if any) while in the ``with``, and the
-    whole at its end."""
+    whole when it ends without an error."""
     if progress is None:
         yield
         return
@@ -239,7 +242,7 @@ def _watching(spark, splits: int, progress):
     finally:
         stop.set()
         watcher.join()
-        progress(splits, splits)
+    progress(splits, splits)
 
 
 def _write_outputs(spark, out, level, search, read, progress, summary, reads, windowed=False,
@@ -247,23 +250,27 @@ def _write_outputs(spark, out, level, search, read, progress, summary, reads, wi
     """:func:`scan`'s outputs from its ``summary`` (the first of its planned ``reads``, cached or held
     in the driver; a records read for the export or the search, ``read("records")``, is added to
     them).  With ``tasks_write``, a records export is written with pyarrow, by the tasks that read it
-    or here for a read held here; a cached summary of at most ``summary_rows`` rows is collected to
-    the driver once the tasks have read it, and the outputs of a summary held here are computed by
-    pyarrow, and written by it too to a local ``out``."""
+    or here for a read held here.  A cached summary of at most ``summary_rows`` rows is collected to
+    the driver once the tasks have read it; the views of a summary held here are computed by
+    pyarrow, and, with ``tasks_write`` to a local ``out``, all its outputs written by pyarrow too."""
     scan_plan = plan_of(reads[0].splits)
     held = reads[0].table
     written = None
     if level == "records":
         reads.append(read("records"))
-    with _watching(spark, scan_plan.splits, progress):
+    summary_count = None
+    with _watching(spark, scan_plan.splits, progress):  # the read of what the export is
         if level == "records" and tasks_write:
             written = write_planned(spark, reads[-1], os.path.join(out, level))
         elif level == "records":
             reads[-1].frame.write.mode("overwrite").parquet(os.path.join(out, level))
-        elif held is None:
-            summary.count()  # the tasks read the summary into Spark's cache, which every output reads
-    if held is None and summary_rows and summary.count() <= summary_rows:
-        held = summary.toArrow()
+        elif held is None:  # the tasks read the summary into Spark's cache, which every output reads
+            summary_count = summary.count()
+    if held is None and summary_rows:
+        if summary_count is None:
+            summary_count = summary.count()  # the tasks read it into Spark's cache
+        if summary_count <= summary_rows:
+            held = summary.toArrow()
     if held is not None and tasks_write and local_path(out) is not None:  # computed and written here: no Spark job
         summary.unpersist()  # nothing reads the JVM's copy again (Spark's writes below would)
         n_anomalies, inv = _write_outputs_here(spark, out, level, held, reads, windowed)
@@ -313,24 +320,29 @@ def _write_outputs_by_spark(spark, out, level, summary, held, reads, windowed):
     ``summary``, written by Spark; the views are computed by pyarrow when the summary is ``held`` in
     the driver too (:func:`_outputs_here`), else by Spark SQL: (the anomalies, the inventory's rows)."""
     exported = _exported_under_window(spark, out, level, reads, windowed)
-    if held is not None:
-        tables, inv = _outputs_here(held, exported)
-        n_anomalies = tables["anomalies"].num_rows
-        inv_df, rep_df = (frame_of(spark, tables[n]).coalesce(1) for n in ("inventory", "replicas"))
-    else:
-        n_anomalies = summary.where(F.col("rowKind") == "anomaly").count()
-        inv_df, rep_df = inventory_of(summary).persist(), replicas_of(summary)
-        inv = [r.asDict() for r in inv_df.collect()]
-        if exported is not None:  # a window keeps part of a batch's records: count those exported
-            _count_exported(inv, exported)
-            inv_df.unpersist()
-            inv_df = spark.createDataFrame(inv, inv_df.schema).coalesce(1)
-    for name in dict.fromkeys(n for n in (level, "anomalies") if n != "records"):  # the export, the anomalies
-        kind = LEVEL_KINDS[name]
-        summary.where(F.col("rowKind") == kind).select(*_columns(kind)).write.mode("overwrite").parquet(os.path.join(out, name))
-    inv_df.write.mode("overwrite").parquet(os.path.join(out, "inventory"))
-    inv_df.unpersist()
-    rep_df.write.mode("overwrite").parquet(os.path.join(out, "replicas"))
+    cached = []  # released whatever happens
+    try:
+        if held is not None:
+            tables, inv = _outputs_here(held, exported)
+            n_anomalies = tables["anomalies"].num_rows
+            inv_df, rep_df = (frame_of(spark, tables[n]).coalesce(1) for n in ("inventory", "replicas"))
+        else:
+            n_anomalies = summary.where(F.col("rowKind") == "anomaly").count()
+            inv_df, rep_df = inventory_of(summary).persist(), replicas_of(summary)
+            cached.append(inv_df)
+            inv = [r.asDict() for r in inv_df.collect()]
+            if exported is not None:  # a window keeps part of a batch's records: count those exported
+                _count_exported(inv, exported)
+                inv_df = spark.createDataFrame(inv, inv_df.schema).coalesce(1)
+        for name in dict.fromkeys(n for n in (level, "anomalies") if n != "records"):  # the export, the anomalies
+            kind = LEVEL_KINDS[name]
+            rows = summary.where(F.col("rowKind") == kind).select(*_columns(kind))
+            rows.write.mode("overwrite").parquet(os.path.join(out, name))
+        inv_df.write.mode("overwrite").parquet(os.path.join(out, "inventory"))
+        rep_df.write.mode("overwrite").parquet(os.path.join(out, "replicas"))
+    finally:
+        for df in cached:
+            df.unpersist()
     return n_anomalies, inv
 
 

@@ -180,6 +180,26 @@ def test_a_scan_read_in_the_driver_writes_what_spark_s_tasks_write(spark, tmp_pa
             assert any(f.endswith(".crc") for f in files) == by_spark, (name, output, files)
 
 
+@pytest.mark.parametrize("level", ["records", "batches", "anomalies"])
+def test_a_scan_reports_its_progress_in_splits_and_the_whole_once_done(spark, tmp_path, level):  # noqa: F811
+    """``progress(done, total)``: while Spark's tasks read what the export is, never more done than
+    the plan's splits, never going back, and the whole as the last call; a read held in the driver
+    reports none done until the whole."""
+    root = str(tmp_path / "fleet")
+    build_fleet(root)
+    opts = {"includeCorrupt": "true"}
+    for name, limit in (("tasks", 0), ("driver", 1 << 30)):
+        calls = []
+        r = scan(spark, [root], str(tmp_path / name), level, options=opts, driver_bytes=limit,
+                 progress=lambda done, total: calls.append((done, total)))
+        splits = r.plan.splits
+        assert splits > 1 and calls[-1] == (splits, splits), (name, calls)
+        assert all(0 <= d <= t == max(1, splits) for d, t in calls[:-1]), (name, calls)
+        assert [d for d, _ in calls[:-1]] == sorted(d for d, _ in calls[:-1]), (name, calls)
+        if name == "driver":  # no task reads it
+            assert all(d == 0 for d, _ in calls[:-1]), calls
+
+
 def _spark_read(spark, out):
     """Every output of a scan, read back by Spark: (schema, rows sorted)."""
     return {name: (spark.read.parquet(os.path.join(out, name)).schema,

@@ -50,7 +50,8 @@ def parquet_dir(path: str, replace: bool = False):
     ends, each file in it is given Kafka's modes and the parent's owner (:func:`fsutil.fit_new`) and
     fsynced, ``_SUCCESS`` is added, and the dir renamed to ``path``.  Nothing is left at ``path`` or
     beside it when the block or the commit fails (a :class:`~kafkaforensics.fsutil.WriteFailed`
-    line).  Missing parents are made (:func:`fsutil.make_dirs`), as Spark's writer makes them.
+    line); missing parents are made first (:func:`fsutil.make_dirs`, fsynced) and, as Spark's writer
+    leaves those it makes, are left.
     ``path`` must not exist, unless ``replace``: then what is there is renamed aside (a kfx
     temp name) just before the new dir is renamed in, and removed after: a kill leaves at ``path``
     the old output or the new one (or, between the two renames, neither), and temp dirs the next
