@@ -140,9 +140,17 @@ def _renamed(table: pa.Table, names: dict) -> pa.Table:
     return table.rename_columns([names.get(n, n) for n in table.column_names])
 
 
+#: the scan-level columns :func:`inventory_table` and :func:`replicas_table` read
+_INVENTORY_INPUTS = list(dict.fromkeys(WHERE + (
+    "rowKind", "file", "count", "kind", "recordsNotRead", "baseOffset", "lastOffset", "firstTimestamp", "maxTimestamp",
+    "size", "compression", "producerId", "isTransactional", "isControl", "bytesNotRead")))
+_REPLICAS_INPUTS = list(dict.fromkeys(WHERE + ("rowKind", "crcValid", "baseOffset", "lastOffset", "crc")))
+
+
 def inventory_table(rows: pa.Table) -> pa.Table:
     """:func:`inventory_of` over ``scan``-level rows held in the driver (a short scan's summary),
     in pyarrow: the same rows, values and order; no Spark job."""
+    rows = rows.select(_INVENTORY_INPUTS)  # what is filtered is copied: only the columns read
     rows = rows.filter(pc.invert(pc.and_(pc.is_null(rows["topic"]), pc.equal(rows["rowKind"], "anomaly"))))
     col = rows.column
     batch, anomaly = pc.equal(col("rowKind"), "batch"), pc.equal(col("rowKind"), "anomaly")
@@ -189,6 +197,7 @@ def replicas_table(rows: pa.Table) -> pa.Table:
     """:func:`replicas_of` over ``scan``-level rows held in the driver, in pyarrow: the same rows,
     values and order; no Spark job."""
     keys = ["_cluster", "topic", "partition"]
+    rows = rows.select(_REPLICAS_INPUTS)  # what is filtered is copied: only the columns read
     live = pc.equal(rows["partitionDir"], pc.binary_join_element_wise(
         rows["topic"], pc.cast(rows["partition"], pa.string()), "-"))
     rows = rows.filter(pc.and_(pc.is_valid(rows["topic"]), pc.fill_null(live, False)))
