@@ -367,8 +367,9 @@ def child(name: str, arg: str) -> dict:
         with PeakMemory(p.pid) as mem:  # the command's process tree, not this harness
             _, err = p.communicate()
         out["seconds_override"] = time.perf_counter() - t0
-        if p.returncode not in ((0, 1) if name == "process-kfx-scan-records" else (0,)):  # 1: kfx found anomalies
-            raise SystemExit(err)
+        # 1: kfx found anomalies (and wrote its outputs); a Python error is 1 too, and writes none
+        if p.returncode not in ((0, 1) if name == "process-kfx-scan-records" else (0,)) or not os.path.isdir(written):
+            raise SystemExit(f"{name} failed ({p.returncode}):\n{err}")
         out["peak_rss_mb"] = mem.peak / 2**20
         out["records"] = sum(parquet.ParquetFile(os.path.join(written, f)).metadata.num_rows
                              for f in os.listdir(written) if f.endswith(".parquet"))
@@ -511,6 +512,8 @@ def run_group(jobs, repeat: int) -> list[dict]:
         rs = sorted(runs[name], key=lambda r: r["seconds"])
         med = dict(rs[len(rs) // 2])
         med["runs"] = [round(r["seconds"], 4) for r in runs[name]]
+        if "records" in med:
+            med["records_runs"] = [r.get("records") for r in runs[name]]
         med["peak_rss_mb"] = max(r["peak_rss_mb"] for r in rs)
         out.append(_finish(med))
     return out
@@ -639,8 +642,9 @@ def main() -> None:
         for fleet_name in filter(None, args.spark_fleets.split(",")):
             path = fleet_path(fleet_name)
             res = run_group([("process-kfx-scan-records", path), ("process-spark-parquet-copy", path)], rep)
-            if res[0]["records"] != res[1]["records"]:
-                raise SystemExit(f"{fleet_name}: kfx scan wrote {res[0]['records']} records, the copy {res[1]['records']}")
+            if len({n for r in res for n in r["records_runs"]}) != 1:  # every run of both, the same rows
+                raise SystemExit(f"{fleet_name}: kfx scan wrote {res[0]['records_runs']} records, "
+                                 f"the copy {res[1]['records_runs']}")
             for r in res:
                 r["name"] += f" ({fleet_name})"
                 r["fleet"] = fleet_name

@@ -153,7 +153,7 @@ def fit_new(path: str, *, fd: int | None = None, like: str | None = None) -> Non
 
 def make_dirs(path: str) -> None:
     """``os.makedirs`` whose new dirs each take :func:`fit_new`'s mode and owner, each made durable
-    in its parent (fsynced) before anything is made in it."""
+    in its parent (fsynced, where the parent can be opened) before anything is made in it."""
     path = os.path.abspath(path)
     if os.path.isdir(path):
         return
@@ -163,7 +163,11 @@ def make_dirs(path: str) -> None:
     except FileExistsError:
         return
     fit_new(path)
-    fsync_dir(os.path.dirname(path))
+    try:
+        fsync_dir(os.path.dirname(path))
+    except OSError as e:  # a parent one may write but not read (-wx) cannot be opened to fsync
+        if e.errno not in (errno.EACCES, errno.EINVAL):
+            raise
 
 
 # ---------------------------------------------------------------------------- errors ----

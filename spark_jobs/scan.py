@@ -333,6 +333,7 @@ def _write_outputs_by_spark(spark, out, level, summary, held, reads, windowed):
             inv = [r.asDict() for r in inv_df.collect()]
             if exported is not None:  # a window keeps part of a batch's records: count those exported
                 _count_exported(inv, exported)
+                cached.pop().unpersist()  # its rows are collected: what is written is made from them
                 inv_df = spark.createDataFrame(inv, inv_df.schema).coalesce(1)
         for name in dict.fromkeys(n for n in (level, "anomalies") if n != "records"):  # the export, the anomalies
             kind = LEVEL_KINDS[name]

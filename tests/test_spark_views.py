@@ -3,6 +3,8 @@ Spark path -- the views' Spark SQL against their pyarrow twins over hypothesis-m
 whole scans of the test fleet both ways, every output read back by pyarrow."""
 import functools
 import os
+import time
+from types import SimpleNamespace
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -198,6 +200,45 @@ def test_a_scan_reports_its_progress_in_splits_and_the_whole_once_done(spark, tm
         assert [d for d, _ in calls[:-1]] == sorted(d for d, _ in calls[:-1]), (name, calls)
         if name == "driver":  # no task reads it
             assert all(d == 0 for d, _ in calls[:-1]), calls
+
+
+class _Tracker:
+    """Spark's status tracker as ``_watch`` sees it: the reading stage of ``tasks`` tasks completes
+    ``step`` more at each look; a stage of another size (another job's) is always done."""
+
+    def __init__(self, tasks: int, step: int = 1):
+        self.tasks, self.step, self.done = tasks, step, 0
+
+    def getActiveStageIds(self):
+        return [1, 2]
+
+    def getStageInfo(self, stage):
+        if stage == 2:
+            return SimpleNamespace(numTasks=self.tasks + 3, numCompletedTasks=self.tasks + 3)
+        self.done = min(self.tasks, self.done + self.step)
+        return SimpleNamespace(numTasks=self.tasks, numCompletedTasks=self.done)
+
+
+def _fake_spark(tracker):
+    return SimpleNamespace(sparkContext=SimpleNamespace(statusTracker=lambda: tracker))
+
+
+def test_scan_progress_follows_the_reading_stage_alone_and_says_the_whole_only_on_success():
+    calls = []
+    with scan_module._watching(_fake_spark(_Tracker(4)), 4, lambda done, total: calls.append((done, total))):
+        deadline = time.monotonic() + 30
+        while not any(done == 4 for done, _ in calls) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    done = [d for d, _ in calls]
+    assert calls[-1] == (4, 4) and {t for _, t in calls} == {4}
+    assert done == sorted(done) and 1 <= len(set(done)) and max(done) == 4  # the other stage never counts
+    assert any(0 < d < 4 for d in done), calls  # seen on the way
+    calls.clear()
+    with pytest.raises(RuntimeError), scan_module._watching(_fake_spark(_Tracker(4, step=0)), 4,
+                                                            lambda done, total: calls.append((done, total))):
+        time.sleep(0.6)
+        raise RuntimeError("a write failed")
+    assert calls and all(d == 0 for d, _ in calls), calls  # and no whole, after an error
 
 
 def _spark_read(spark, out):
