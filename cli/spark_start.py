@@ -25,6 +25,7 @@ import time
 
 from specs.lazy import lazy
 
+fsutil = lazy("kafkaforensics.fsutil", globals())
 spark_jobs_common = lazy("spark_jobs.common", globals())
 spark_jobs_scan = lazy("spark_jobs.scan", globals())
 pyspark = lazy("pyspark", globals())
@@ -108,7 +109,7 @@ def clear_outputs(out: str) -> None:
         path = os.path.join(local, name)
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path)
-    spark_jobs_common.clear_dead_temps(local)
+    fsutil.clear_dead_temps(local)
 
 
 def out_is_new(out: str) -> bool:

@@ -20,6 +20,7 @@ import os
 import shutil
 import signal
 import tempfile
+import uuid
 
 #: Called with the operation's name before every change this module makes to a file system.
 #: Tests set it to a function that raises after N calls, to prove each step is crash-safe.
@@ -88,10 +89,22 @@ def clean_temps(partition_dir: str) -> list[str]:
     stops a broker: Kafka's log loading takes every dir of a log dir for a partition); the paths
     removed.  Every writing command calls it first."""
     part = os.path.abspath(partition_dir)
-    gone = temp_artefacts(part, live=False) + temp_artefacts(os.path.dirname(part), live=False)
+    return clear_dead_temps(part) + clear_dead_temps(os.path.dirname(part))
+
+
+def clear_dead_temps(directory: str) -> list[str]:
+    """Remove what killed kfx runs left directly in ``directory`` (the temp files and dirs of no
+    live process: a scan's output being written, an old one set aside); the paths removed."""
+    gone = temp_artefacts(directory, live=False)
     for p in gone:
         remove_temp(p)
     return gone
+
+
+def temp_path(parent: str, purpose: str) -> str:
+    """A new temp name ``<parent>/.<purpose>.<pid>.<random>.kfx-tmp`` (nothing made there): whose it
+    is, for :func:`temp_artefacts` to tell a live run's from a dead one's."""
+    return os.path.join(parent, f".{purpose}.{os.getpid()}.{uuid.uuid4().hex}{TEMP_SUFFIX}")
 
 
 def temp_dir(parent: str, purpose: str) -> str:
@@ -101,7 +114,9 @@ def temp_dir(parent: str, purpose: str) -> str:
         bits = os.path.basename(p).split(".")
         if len(bits) > 4 and bits[1] == purpose and bits[2].isdigit():
             shutil.rmtree(p, ignore_errors=True)
-    return tempfile.mkdtemp(prefix=f".{purpose}.{os.getpid()}.", suffix=TEMP_SUFFIX, dir=parent)
+    path = temp_path(parent, purpose)
+    os.mkdir(path, 0o700)
+    return path
 
 
 def _alive(pid: int) -> bool:

@@ -733,13 +733,6 @@ def local_path(uri: str) -> str | None:
 _URI = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*):(?P<rest>.*)$", re.S)
 
 
-def clear_dead_temps(out: str) -> None:
-    """Remove from a local ``out`` the temp dirs kfx runs that were killed left there (an output being
-    written by the tasks, or an old one set aside: ``parquet_dir``)."""
-    for p in fsutil.temp_artefacts(out, live=False):
-        fsutil.remove_temp(p)
-
-
 #: what Spark writes in a directory it writes a DataFrame to, a partitionBy's ``key=value`` dirs among them
 _SPARK_OUTPUT = re.compile(r"^(_SUCCESS|\._SUCCESS\.crc|_temporary|_committed_.*|_started_.*|\.?part-.*)$")
 _SPARK_PARTITION_DIR = re.compile(r"^[^=]+=.*$")
@@ -763,7 +756,7 @@ def check_out(out: str, outputs: tuple = ()) -> None:
         return
     if not os.path.isdir(local):
         fail(f"--out {out}: not a directory (a job replaces its --out whole)")
-    clear_dead_temps(local)
+    fsutil.clear_dead_temps(local)
     def spark_wrote(folder, name):
         return _SPARK_OUTPUT.match(name) or (_SPARK_PARTITION_DIR.match(name) and os.path.isdir(os.path.join(folder, name)))
     foreign = []

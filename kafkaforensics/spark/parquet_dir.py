@@ -80,7 +80,7 @@ def parquet_dir(path: str, replace: bool = False):
             fsutil.fit_new(tmp, like=parent)  # mkdtemp's 0700 would keep others from reading it
             fsutil.fsync_dir(tmp)
             if os.path.lexists(path):  # replace: the old output aside, under a name the next run reclaims
-                old = os.path.join(parent, f".{purpose}.{os.getpid()}.{uuid.uuid4().hex}{fsutil.TEMP_SUFFIX}")
+                old = fsutil.temp_path(parent, purpose)
                 fsutil._step("rename")
                 os.rename(path, old)
             fsutil._step("rename")
