@@ -80,6 +80,9 @@ class _Ctx:
     pos: int
     flexible: bool
     structs: dict
+    #: only the fields the version has, and tagged fields only when the bytes carry them (as
+    #: kafka-dump-log prints a record); otherwise every field, absent ones at their defaults
+    exact: bool = False
 
     def take(self, n: int) -> bytes:
         if n < 0 or self.pos + n > len(self.data):
@@ -119,20 +122,22 @@ class Message:
         return _in(self.flexible, version)
 
     # -- reading ---------------------------------------------------------------------------------
-    def read(self, data: bytes, version: int, *, whole: bool = True) -> dict:
+    def read(self, data: bytes, version: int, *, whole: bool = True, exact: bool = False) -> dict:
+        """The message in ``data`` as version ``version``; ``exact``: only the fields that version has and
+        the tagged fields present in the bytes (else absent fields come back at their defaults)."""
         if not _in(self.valid, version):
             raise KafkaFormatError("schema", f"{self.name} has no version {version}")
-        out, used = self.read_prefix(data, version)
+        out, used = self.read_prefix(data, version, exact=exact)
         if whole and used != len(data):
             raise KafkaFormatError("schema", f"{len(data) - used} bytes left after {self.name} v{version}",
                                    position=used)
         return out
 
-    def read_prefix(self, data: bytes, version: int) -> tuple[dict, int]:
+    def read_prefix(self, data: bytes, version: int, *, exact: bool = False) -> tuple[dict, int]:
         """Read the message at the start of ``data``; returns it and how many bytes it took."""
         if not _in(self.valid, version):
             raise KafkaFormatError("schema", f"{self.name} has no version {version}")
-        ctx = _Ctx(bytes(data), 0, self.is_flexible(version), self.structs)
+        ctx = _Ctx(bytes(data), 0, self.is_flexible(version), self.structs, exact)
         return _read_struct(ctx, self.fields, version), ctx.pos
 
     # -- building --------------------------------------------------------------------------------
@@ -184,10 +189,12 @@ def _read_struct(ctx: _Ctx, fields, version) -> dict:
     for f in fields:
         if ctx.flexible and f.tag is not None and _in(f.tagged, version):
             tagged[f.tag] = f
-            out[f.name] = f.default
+            if not ctx.exact:
+                out[f.name] = f.default
             continue
         if not _in(f.versions, version):
-            out[f.name] = f.default
+            if not ctx.exact:
+                out[f.name] = f.default
             continue
         out[f.name] = _read_value(ctx, f, version)
     if ctx.flexible:
@@ -198,7 +205,7 @@ def _read_struct(ctx: _Ctx, fields, version) -> dict:
             if f is None:
                 out.setdefault("_unknownTaggedFields", {})[tag] = base64.b64encode(raw).decode()
                 continue
-            sub = _Ctx(raw, 0, True, ctx.structs)
+            sub = _Ctx(raw, 0, True, ctx.structs, ctx.exact)
             out[f.name] = _read_value(sub, f, version)
     return out
 

@@ -183,3 +183,74 @@ def test_cluster_metadata_log_with_snapshot_header_footer(tmp_path, kfx):
     assert dec[3]["control"]["type"] == "SnapshotFooterRecord"
     r = kfx("dump", seg, "--cluster-metadata-decoder")
     assert "SnapshotHeaderRecord" in r.stdout and '"Name": "orders"' in r.stdout
+
+
+# --- printed fields: exactly the version's (issue 50) -------------------------------------------
+
+def _fields_of(fields, version, flexible, structs):
+    """The field names a version's bytes carry (no tagged field): Kafka's message JSON, read off the schema."""
+    return {f.name for f in fields
+            if not (flexible and f.tag is not None and from_range(f.tagged, version)) and from_range(f.versions, version)}
+
+
+def from_range(rng, v):
+    return rng is not None and rng[0] <= v <= rng[1]
+
+
+def _internal_values():
+    """(decoder, schema, version) of every value an internal topic holds, every version."""
+    for _, (_, _, vs) in sorted(K.OFFSETS_RECORDS.items()):
+        for v in range(vs.valid[0], vs.valid[1] + 1):
+            yield "offsets", vs, v
+    for v in range(K.TransactionLogValue.valid[0], K.TransactionLogValue.valid[1] + 1):
+        yield "transaction-log", K.TransactionLogValue, v
+    for _, (_, _, vs) in sorted(K.SHARE_STATE_RECORDS.items()):
+        for v in range(vs.valid[0], min(vs.valid[1], 20) + 1):
+            yield "share-group-state", vs, v
+    for reg in (K.METADATA_RECORDS, K.REMOTE_LOG_METADATA_RECORDS):
+        for _, vs in sorted(reg.items()):
+            for v in range(vs.valid[0], min(vs.valid[1], 20) + 1):
+                yield "metadata", vs, v
+
+
+@pytest.mark.parametrize("decoder,schema,version", list(_internal_values()),
+                         ids=lambda x: getattr(x, "name", str(x)))
+def test_printed_fields_are_exactly_the_versions(decoder, schema, version):
+    """A value built at its defaults prints exactly the fields its version has (no field of another
+    version, no tagged field the bytes do not carry): Kafka's message JSON through our schema."""
+    body = schema.build({}, version)
+    flexible = schema.is_flexible(version)
+    d = schema.read(body, version, exact=True)
+    assert set(d) == _fields_of(schema.fields, version, flexible, schema.structs)
+    tagged = [f for f in schema.fields if flexible and f.tag is not None and from_range(f.tagged, version)
+              and f.type in ("int64", "int32", "int16")]
+    for f in tagged:  # a tagged field the record carries is printed
+        d2 = schema.read(schema.build({f.name: 7}, version), version, exact=True)
+        assert d2[f.name] == 7 and set(d2) == set(d) | {f.name}
+
+
+def _dumped_value(tmp_path, kfx, topic, key, value, flag):
+    p = write_partition(str(tmp_path / topic), [build_v2([Record(0, T0, key, value, [])], base_offset=0)])
+    r = kfx("dump", os.path.join(p, "00000000000000000000.log"), flag, "--format", "json")
+    assert r.exit_code == 0, r.output
+    (rec,) = [rec for line in r.stdout.splitlines() for rec in json.loads(line)["records"]]
+    return rec["decoded"]["value"]["data"]
+
+
+def test_dump_prints_only_the_fields_of_the_version_read(tmp_path, kfx):
+    """kfx dump of an offset commit v3: no expireTimestamp (v1 only), no topicId (tagged, absent); a v0
+    transaction state: none of the tagged fields of v1; group metadata v1: no currentStateTimestamp (v2+)."""
+    d = _dumped_value(tmp_path, kfx, "__consumer_offsets-0", KEY(1), struct.pack(">h", 3) + struct.pack(">qi", 42, 9)
+                      + s16("m") + struct.pack(">q", T0), "--offsets-decoder")
+    assert d == {"offset": 42, "leaderEpoch": 9, "metadata": "m", "commitTimestamp": T0}
+    txn = struct.pack(">qhib", 4000, 2, 60000, 0) + struct.pack(">i", 0) + struct.pack(">qq", T0, -1)
+    d = _dumped_value(tmp_path, kfx, "__transaction_state-0", struct.pack(">h", 0) + s16("txn-1"),
+                      struct.pack(">h", 0) + txn, "--transaction-log-decoder")
+    assert set(d) == {"ProducerId", "ProducerEpoch", "TransactionTimeoutMs", "TransactionStatus",
+                      "TransactionPartitions", "TransactionLastUpdateTimestampMs", "TransactionStartTimestampMs"}
+    body = s16("consumer") + struct.pack(">i", 5) + s16("range") + s16("m-1") + struct.pack(">i", 1) + _member(1)
+    d = _dumped_value(tmp_path, kfx, "__consumer_offsets-1", struct.pack(">h", 2) + s16("grp"),
+                      struct.pack(">h", 1) + body, "--offsets-decoder")
+    assert set(d) == {"protocolType", "generation", "protocol", "leader", "members"}
+    assert set(d["members"][0]) == {"memberId", "clientId", "clientHost", "rebalanceTimeout", "sessionTimeout",
+                                    "subscription", "assignment"}

@@ -355,20 +355,20 @@ def decode_record(decoder: str, b, r) -> dict:
         if b.is_control and decoder != "cluster-metadata":  # markers: the metadata log has control records of its own
             return {"control": r.control()}
         if decoder == "offsets":
-            k, v = internal_topics.decode_offsets(r.key, r.value)
+            k, v = internal_topics.decode_offsets(r.key, r.value, exact=True)
         elif decoder == "transaction-log":
-            k, v = internal_topics.decode_transaction_log(r.key, r.value)
+            k, v = internal_topics.decode_transaction_log(r.key, r.value, exact=True)
         elif decoder == "cluster-metadata":
             if b.is_control:
                 ctype = r.control_type
                 if ctype in (R.ABORT, R.COMMIT):
                     return {"control": r.control()}
-                return {"control": internal_topics.decode_metadata_control(ctype, r.value)}
-            return {"value": internal_topics.decode_metadata(r.value)}
+                return {"control": internal_topics.decode_metadata_control(ctype, r.value, exact=True)}
+            return {"value": internal_topics.decode_metadata(r.value, exact=True)}
         elif decoder == "share-group-state":
-            k, v = internal_topics.decode_share_group_state(r.key, r.value)
+            k, v = internal_topics.decode_share_group_state(r.key, r.value, exact=True)
         elif decoder == "remote-log-metadata":
-            return {"value": internal_topics.decode_remote_log_metadata(r.value)}
+            return {"value": internal_topics.decode_remote_log_metadata(r.value, exact=True)}
         else:
             raise ValueError(decoder)
         return {"key": k, "value": v}

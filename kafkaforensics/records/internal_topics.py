@@ -41,7 +41,7 @@ def _undecoded(body: bytes) -> dict:
     return {"undecoded": base64.b64encode(bytes(body)).decode()}
 
 
-def _expand(b64: str | None, schema):
+def _expand(b64: str | None, schema, exact: bool = False):
     """int16 version + a consumer-protocol message, as {"version", "data"}; None when it does not parse."""
     raw = base64.b64decode(b64 or "")
     if len(raw) < 2:
@@ -49,12 +49,13 @@ def _expand(b64: str | None, schema):
     v = _I16.unpack_from(raw, 0)[0]
     try:
         # newer clients may send a higher version: read as the highest one known, prefix only
-        return {"version": v, "data": schema.read_prefix(raw[2:], min(max(v, 0), schema.valid[1]))[0]}
+        return {"version": v, "data": schema.read_prefix(raw[2:], min(max(v, 0), schema.valid[1]),
+                                                               exact=exact)[0]}
     except KafkaFormatError:
         return None
 
 
-def _expand_consumer_protocol(kind: str, value: dict) -> None:
+def _expand_consumer_protocol(kind: str, value: dict, exact: bool = False) -> None:
     """Consumer-protocol bytes expanded in place as kafka-dump-log's offsets decoder does (bytes that
     do not parse stay as they are): a classic ``consumer`` group's member subscriptions and assignments
     (ConsumerProtocolSubscription / ConsumerProtocolAssignment, each after an int16 version), and the
@@ -63,79 +64,86 @@ def _expand_consumer_protocol(kind: str, value: dict) -> None:
         for m in value.get("members") or ():
             for name, schema in (("subscription", K.ConsumerProtocolSubscription),
                                  ("assignment", K.ConsumerProtocolAssignment)):
-                m[name] = _expand(m.get(name), schema) or m.get(name)
+                m[name] = _expand(m.get(name), schema, exact) or m.get(name)
     elif kind == "consumer_group_member_metadata" and value.get("ClassicMemberMetadata"):
         for p in value["ClassicMemberMetadata"].get("SupportedProtocols") or ():
-            p["Metadata"] = _expand(p.get("Metadata"), K.ConsumerProtocolSubscription) or p.get("Metadata")
+            p["Metadata"] = _expand(p.get("Metadata"), K.ConsumerProtocolSubscription, exact) or p.get("Metadata")
 
 
-def _decode_keyed(key: bytes | None, value: bytes | None, registry: dict) -> tuple[dict, dict | None]:
+def _decode_keyed(key: bytes | None, value: bytes | None, registry: dict,
+                  exact: bool = False) -> tuple[dict, dict | None]:
     """(key JSON, value JSON or None for a tombstone) of a coordinator record whose key's version
     names its record type in ``registry`` (type -> (kind, key schema, value schema)); a type or
-    value version not in it is shown ``undecoded`` (base64)."""
+    value version not in it is shown ``undecoded`` (base64); ``exact``: see :func:`decode_offsets`."""
     kv, kbody = _versioned(key)
     entry = registry.get(kv)
     if entry is None:
         k = {"type": str(kv), "unknown": True, **_undecoded(kbody)}
         return k, (None if value is None else _undecoded(value))
     kind, kschema, vschema = entry
-    k = {"type": str(kv), "kind": kind, "data": kschema.read(kbody, kv)}
+    k = {"type": str(kv), "kind": kind, "data": kschema.read(kbody, kv, exact=exact)}
     if value is None:
         return k, None
     vv, vbody = _versioned(value)
     if not _in(vschema.valid, vv):
         return k, {"version": str(vv), **_undecoded(vbody)}
-    return k, {"version": str(vv), **_read_value(vschema, vbody, vv)}
+    return k, {"version": str(vv), **_read_value(vschema, vbody, vv, exact)}
 
 
-def _read_value(schema, body: bytes, version: int) -> dict:
+def _read_value(schema, body: bytes, version: int, exact: bool = False) -> dict:
     """{"data": ...} of a coordinator value.  A share-group value that does not parse with the current
     layout is tried with Kafka 4.0's (early access; 4.1 changed version 0), and then comes back as
     {"layout": "4.0", "data": ...}; when neither parses, the current layout's error is raised."""
     try:
-        return {"data": schema.read(body, version)}
+        return {"data": schema.read(body, version, exact=exact)}
     except KafkaFormatError:
         earlier = K.KAFKA_40_LAYOUTS.get(schema.name)
         if earlier is None:
             raise
         label, old = earlier
         try:
-            return {"layout": label, "data": old.read(body, version)}
+            return {"layout": label, "data": old.read(body, version, exact=exact)}
         except KafkaFormatError:
             pass
         raise
 
 
-def decode_offsets(key: bytes | None, value: bytes | None) -> tuple[dict, dict | None]:
+def decode_offsets(key: bytes | None, value: bytes | None, *, exact: bool = False) -> tuple[dict, dict | None]:
     """(key JSON, value JSON or None for a tombstone) of a __consumer_offsets record.
+
+    ``exact``: exactly the fields of the version read, tagged fields only when the record carries them
+    (what kafka-dump-log prints); otherwise every field, those the version lacks at their defaults.
 
     Every record type of every group protocol in :data:`specs.kafka_messages.OFFSETS_RECORDS` is
     decoded; a type this decoder does not know is shown ``undecoded`` (base64), so a value is only
     ever ``None`` when the record really is a tombstone."""
-    k, v = _decode_keyed(key, value, K.OFFSETS_RECORDS)
+    k, v = _decode_keyed(key, value, K.OFFSETS_RECORDS, exact)
     if v is not None and "data" in v:
-        _expand_consumer_protocol(k["kind"], v["data"])
+        _expand_consumer_protocol(k["kind"], v["data"], exact)
     return k, v
 
 
-def decode_share_group_state(key: bytes | None, value: bytes | None) -> tuple[dict, dict | None]:
+def decode_share_group_state(key: bytes | None, value: bytes | None, *,
+                             exact: bool = False) -> tuple[dict, dict | None]:
     """(key JSON, value JSON or None) of a __share_group_state record (ShareSnapshot / ShareUpdate)."""
-    return _decode_keyed(key, value, K.SHARE_STATE_RECORDS)
+    return _decode_keyed(key, value, K.SHARE_STATE_RECORDS, exact)
 
 
-def decode_remote_log_metadata(value: bytes | None) -> dict | None:
+def decode_remote_log_metadata(value: bytes | None, *, exact: bool = False) -> dict | None:
     """A __remote_log_metadata value: framed as metadata records are (frame version 1, apiKey and
     version as unsigned varints, then the record; Kafka's RemoteLogMetadataSerde)."""
-    return None if value is None else _decode_framed(value, K.REMOTE_LOG_METADATA_RECORDS)
+    return None if value is None else _decode_framed(value, K.REMOTE_LOG_METADATA_RECORDS, exact)
 
 
-def decode_transaction_log(key: bytes | None, value: bytes | None) -> tuple[dict, dict | None]:
+def decode_transaction_log(key: bytes | None, value: bytes | None, *,
+                           exact: bool = False) -> tuple[dict, dict | None]:
+    """(key JSON, value JSON or None) of a __transaction_state record; ``exact``: see :func:`decode_offsets`."""
     kv, kbody = _versioned(key)
-    k = {"type": str(kv), "data": K.TransactionLogKey.read(kbody, kv)}
+    k = {"type": str(kv), "data": K.TransactionLogKey.read(kbody, kv, exact=exact)}
     if value is None:
         return k, None
     vv, vbody = _versioned(value)
-    return k, {"version": str(vv), "data": K.TransactionLogValue.read(vbody, vv)}
+    return k, {"version": str(vv), "data": K.TransactionLogValue.read(vbody, vv, exact=exact)}
 
 
 def encode_transaction_log(transactional_id: str, value: dict, *, value_version: int = 0) -> tuple[bytes, bytes]:
@@ -145,11 +153,12 @@ def encode_transaction_log(transactional_id: str, value: dict, *, value_version:
     return key, _I16.pack(value_version) + K.TransactionLogValue.build(value, value_version)
 
 
-def decode_metadata(value: bytes) -> dict:
-    return _decode_framed(value, K.METADATA_RECORDS)
+def decode_metadata(value: bytes, *, exact: bool = False) -> dict:
+    """A __cluster_metadata record value; ``exact``: see :func:`decode_offsets`."""
+    return _decode_framed(value, K.METADATA_RECORDS, exact)
 
 
-def _decode_framed(value: bytes, registry: dict) -> dict:
+def _decode_framed(value: bytes, registry: dict, exact: bool = False) -> dict:
     ctx = _Ctx(bytes(value), 0, True, {})
     frame, api_key, version = ctx.uvarint(), ctx.uvarint(), ctx.uvarint()
     if frame != 1:
@@ -157,7 +166,8 @@ def _decode_framed(value: bytes, registry: dict) -> dict:
     schema = registry.get(api_key)
     if schema is None or not _in(schema.valid, version):
         return {"type": f"UNKNOWN({api_key})", "version": version, **_undecoded(bytes(value)[ctx.pos:])}
-    return {"type": schema.name, "version": version, "data": schema.read(bytes(value)[ctx.pos:], version)}
+    return {"type": schema.name, "version": version,
+            "data": schema.read(bytes(value)[ctx.pos:], version, exact=exact)}
 
 
 def encode_metadata(schema, version: int, obj: dict) -> bytes:
@@ -165,11 +175,12 @@ def encode_metadata(schema, version: int, obj: dict) -> bytes:
     return uvarint(1) + uvarint(schema.api_key) + uvarint(version) + schema.build(obj, version)
 
 
-def decode_metadata_control(ctype: int, value: bytes) -> dict:
+def decode_metadata_control(ctype: int, value: bytes, *, exact: bool = False) -> dict:
+    """A control record of the metadata log (LeaderChange, snapshot header/footer, KRaft version, voters)."""
     schema = CONTROL_SCHEMAS.get(ctype)
     if schema is None:
         return {"type": f"UNKNOWN({ctype})"}
-    return {"type": schema.name, "data": schema.read(value, schema.valid[0], whole=False)}
+    return {"type": schema.name, "data": schema.read(value, schema.valid[0], whole=False, exact=exact)}
 
 
 def encode_offset_commit(group: str, topic: str, partition: int, offset: int, *, key_version: int = 1,
