@@ -728,7 +728,8 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
                 [(r["partitionDir"] or "(no partition dir)",
                   "" if r["brokerId"] is None else r["brokerId"], r["logDir"],
                   r["segments"], r["batches"], r["records"],
-                  f"{r['firstOffset']}..{r['lastOffset']}" if r["firstOffset"] is not None else "empty", r["bytes"],
+                  f"{r['firstOffset']}..{r['lastOffset']}" if r["firstOffset"] is not None
+                  else "empty" if r["segments"] else "no log", r["bytes"],
                   ",".join(r["codecs"]), r["anomalies"]) for r in result.inventory])
     rich_console.Console().print(f"{result.rows} {level.value} rows -> {os.path.join(out, level.value)}; {result.anomalies} anomalies"
                     + (f"; {result.hits} search hits -> {os.path.join(out, 'search')}" if result.hits is not None else ""),

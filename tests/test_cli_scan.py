@@ -275,3 +275,30 @@ def test_an_interrupted_scan_stops_its_jvm_and_leaves_nothing(tmp_path):
     assert proc.returncode == 130 and "interrupted: nothing of the scan was left in" in stderr, stderr
     assert "Traceback" not in stderr and not out.exists()
     assert not any(os.path.exists(f"/proc/{p}") and open(f"/proc/{p}/stat").read().split()[2] != "Z" for p in jvms)
+
+
+def test_a_partition_whose_log_is_gone_is_an_anomaly_as_verify_says(tmp_path, kfx):
+    """A partition dir whose .log files are gone, with the recovery point checkpointed at 64: `kfx verify`
+    says the checkpoint is past the log end (exit 1); `kfx scan` of the log dir or of that partition dir
+    alone (no Spark) reports the same anomaly from the same rule, exit 1, and does not call it `empty`."""
+    import pyarrow.parquet as pq
+    from tests.conftest import private_copy
+    logdir = private_copy(tmp_path, SAMPLE, "logdir")
+    os.remove(os.path.join(logdir, "legacy-0", "00000000000000000000.log"))
+    r = kfx("verify", logdir, "--json")
+    assert r.exit_code == 1
+    assert "legacy-0: recovery-point-offset-checkpoint says 64 but the log ends at 0" in r.stdout
+    for n, target in enumerate((logdir, os.path.join(logdir, "legacy-0"))):
+        out = tmp_path / f"out{n}"
+        r = kfx("scan", target, "--out", out)
+        assert r.exit_code == 1, r.output
+        rows = pq.read_table(out / "anomalies").to_pylist()
+        (a,) = [x for x in rows if x["partitionDir"] == "legacy-0"]
+        assert (a["kind"], a["offset"]) == ("checkpoint-beyond-log-end", 64)
+        assert a["file"] == os.path.join(logdir, "recovery-point-offset-checkpoint")
+        assert "legacy-0: recovery-point-offset-checkpoint says 64 but the log ends at 0" in a["detail"]
+        line = next(x for x in r.stdout.splitlines() if x.startswith("legacy-0"))
+        assert "no log" in line and "empty" not in line and line.split()[-1] == "1"
+    # a partition whose checkpoints it does not pass stays clean
+    r = kfx("scan", os.path.join(logdir, "orders-0"), "--out", tmp_path / "clean")
+    assert r.exit_code == 0, r.output

@@ -62,23 +62,6 @@ class SegmentSummary:
 #: the high watermark at the log end, drops leader-epoch entries past it (truncateFromEnd at load)
 #: and cleans again from the log start -- the records between are not in this copy, which it says.
 WARNING_KINDS = frozenset({"missing-index", "missing-timeindex", "log-behind-checkpoint", "epoch-beyond-log-end"})
-#: the checkpoints that, past the log end, mean "records this copy does not hold" (what Kafka does)
-_BEHIND_CHECKPOINTS = {
-    "replication-offset-checkpoint": "the high watermark saw records this copy does not hold; "
-                                     "Kafka caps it at the log end when it loads the log",
-    "cleaner-offset-checkpoint": "the cleaner had cleaned past what this copy holds; "
-                                 "Kafka starts cleaning again from the log start",
-}
-
-#: what Kafka's LogLoader does at start-up with the other checkpoints past the log end
-_BEYOND_CONSEQUENCE = {
-    "log-start-offset-checkpoint": ": Kafka deletes every segment of this partition when it loads it "
-                                   "(its log end is below the log start)",
-    "recovery-point-offset-checkpoint": ": records the broker had flushed are not in this log "
-                                        "(Kafka recovers from the log end)",
-}
-
-
 @dataclass
 class VerifyReport:
     problems: list[Problem] = field(default_factory=list)
@@ -347,15 +330,9 @@ def verify_partition(pd: Partition, rep: VerifyReport, *, checkpoints=None, prog
     if checkpoints and pd.topic is not None:
         for name, table in checkpoints.items():
             off = table.get((pd.topic, pd.partition))
-            if off is not None and off > leo:
-                where = os.path.join(os.path.dirname(os.path.normpath(pd.path)), name)
-                if name in _BEHIND_CHECKPOINTS:
-                    rep.add(where, None, off, "log-behind-checkpoint",
-                            f"{pd.name}: {name} says {off} but this copy of the log ends at {leo}: "
-                            f"{_BEHIND_CHECKPOINTS[name]}")
-                else:
-                    rep.add(where, None, off, "checkpoint-beyond-log-end",
-                            f"{pd.name}: {name} says {off} but the log ends at {leo}" + _BEYOND_CONSEQUENCE.get(name, ""))
+            past = checkpoint_file.past_log_end(name, pd.name, off, leo)
+            if past is not None:
+                rep.add(os.path.join(os.path.dirname(os.path.normpath(pd.path)), name), None, off, *past)
     info = {"partition": pd.name, "path": pd.path, "segments": len(pd.segments), "logEndOffset": leo,
             "logStartOffset": summaries[0].first_offset if summaries and summaries[0].first_offset is not None else
             (pd.segments[0].base_offset if pd.segments else 0),

@@ -20,6 +20,36 @@ from kafkaforensics.fsutil import atomic_write
 RECOVERY_POINT, REPLICATION_OFFSET, LOG_START_OFFSET, CLEANER_OFFSET = C.OFFSET_CHECKPOINT_FILES
 
 
+#: the checkpoints that, past the log end, mean "records this copy does not hold" (what Kafka does):
+#: a warning, never a problem
+BEHIND_CHECKPOINTS = {
+    REPLICATION_OFFSET: "the high watermark saw records this copy does not hold; "
+                        "Kafka caps it at the log end when it loads the log",
+    CLEANER_OFFSET: "the cleaner had cleaned past what this copy holds; Kafka starts cleaning again from the log start",
+}
+#: what Kafka's LogLoader does at start-up with the other checkpoints past the log end (a problem)
+BEYOND_CONSEQUENCE = {
+    LOG_START_OFFSET: ": Kafka deletes every segment of this partition when it loads it (its log end is below the log start)",
+    RECOVERY_POINT: ": records the broker had flushed are not in this log (Kafka recovers from the log end)",
+}
+#: the kinds :func:`past_log_end` gives: a warning (the copy lags), a problem (the log lost records)
+LOG_BEHIND_CHECKPOINT, CHECKPOINT_BEYOND_LOG_END = "log-behind-checkpoint", "checkpoint-beyond-log-end"
+
+
+def past_log_end(name: str, partition: str, offset: int | None, log_end: int) -> tuple[str, str] | None:
+    """(kind, detail) of checkpoint ``name``'s ``offset`` for ``partition`` (its dir name) when it is past
+    the partition's ``log_end`` (None when it is not, or there is no entry): ``log-behind-checkpoint``
+    for the high watermark and the cleaner's checkpoint (a warning), else ``checkpoint-beyond-log-end``
+    (a problem).  The one rule ``kfx verify`` and ``kfx scan`` apply."""
+    if offset is None or offset <= log_end:
+        return None
+    if name in BEHIND_CHECKPOINTS:
+        return LOG_BEHIND_CHECKPOINT, (f"{partition}: {name} says {offset} but this copy of the log ends at {log_end}: "
+                                       f"{BEHIND_CHECKPOINTS[name]}")
+    return CHECKPOINT_BEYOND_LOG_END, (f"{partition}: {name} says {offset} but the log ends at {log_end}"
+                                       + BEYOND_CONSEQUENCE.get(name, ""))
+
+
 def read_checkpoint(path: str, spec: C.TextCheckpoint) -> list[dict] | None:
     """The entries of a checkpoint file, None when there is no such file; a malformed file raises
     :class:`KafkaFormatError` naming the file and line."""

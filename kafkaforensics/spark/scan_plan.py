@@ -36,7 +36,9 @@ from typing import NamedTuple
 from specs import checkpoints as C
 from specs.lazy import lazy
 
-from kafkaforensics.log.partition import partition_of_dir_name
+from kafkaforensics.errors import KafkaFormatError
+from kafkaforensics.log.checkpoint_file import CHECKPOINT_BEYOND_LOG_END, past_log_end
+from kafkaforensics.log.partition import partition_dir_state, partition_of_dir_name
 from kafkaforensics.log.segment import LOG, offset_of_file_name
 
 #: Spark's filter classes, for the filters Spark pushes (planning a scan never needs pyspark otherwise)
@@ -288,7 +290,8 @@ class Piece:
     """One thing a scan partition reads: ``segment`` bytes ``[start, end)`` of a ``.log`` (``last``:
     to the file's end; ``first``: the first piece the scan reads of the segment) keeping offsets
     ``first_offset``..``last_offset``; ``partition``, a partition
-    dir's own row (so that an empty one is seen); ``stray``, a file Kafka does not write there."""
+    dir's own row (so that an empty one is seen); ``stray``, a file Kafka does not write there; ``lost``,
+    a checkpoint (``uri``) past the log end of a partition dir whose log is gone (its offset ``first_offset``)."""
     kind: str
     uri: str
     src: Source
@@ -300,7 +303,7 @@ class Piece:
     last_offset: int | None = None
     base: int | None = None          # the segment's base offset
     next_base: int | None = None     # the partition's next segment's base offset (None: the last one)
-    note: str | None = None          # why a ``bad-meta`` piece's meta.properties was not understood
+    note: str | None = None          # why a ``bad-meta`` piece's meta.properties was not understood; a ``lost`` one's "kind: detail"
     first: bool = True
 
     @property
@@ -312,11 +315,13 @@ class Piece:
 class Layout:
     """A fleet's listing sorted out: partition dirs (dir -> Source), each one's segments
     [(base, uri, size)], stray files [(uri, size, Source)], and log dirs whose
-    ``meta.properties`` could not be read (dir -> why)."""
+    ``meta.properties`` could not be read (dir -> why), and partition dirs with no segment whose log
+    dir's checkpoints put them past their log end (dir -> [(checkpoint uri, offset, kind, detail)])."""
     partitions: dict = field(default_factory=dict)
     segments: dict = field(default_factory=dict)
     strays: list = field(default_factory=list)
     bad_meta: dict = field(default_factory=dict)
+    lost: dict = field(default_factory=dict)
 
 
 def identity(text: str | None) -> tuple[int | None, str | None]:
@@ -410,7 +415,38 @@ def layout(entries, read_text) -> Layout:
             out.segments.setdefault(d, []).append((base, uri, size))
     for segs in out.segments.values():
         segs.sort()
+    _logs_gone(out, read_text)
     return out
+
+
+def _logs_gone(out: Layout, read_text) -> None:
+    """Into ``out.lost``: the live partition dirs with no segment (their log is gone, so it ends at 0, as
+    ``kfx verify`` counts it) that their log dir's recovery-point or log-start checkpoint puts past that
+    end (:func:`~kafkaforensics.log.checkpoint_file.past_log_end`, the rule verify applies; a high
+    watermark past it is only a warning there, and no anomaly here).  The checkpoints are those of the
+    partition dir's parent, listed or not (a partition dir scanned alone too, as verify reads them), read
+    only when such a dir exists; one that cannot be read is verify's to report."""
+    tables = {}
+    for d, src in out.partitions.items():
+        if out.segments.get(d) or src.topic is None or partition_dir_state(src.dir_name or "") != "live":
+            continue
+        for name in C.OFFSET_CHECKPOINT_FILES:
+            uri = posixpath.join(src.log_dir, name)
+            if uri not in tables:
+                tables[uri] = _offsets_in(uri, read_text)
+            off = tables[uri].get((src.topic, src.partition))
+            past = past_log_end(name, src.dir_name, off, 0)
+            if past is not None and past[0] == CHECKPOINT_BEYOND_LOG_END:
+                out.lost.setdefault(d, []).append((uri, off, *past))
+
+
+def _offsets_in(uri: str, read_text) -> dict:
+    """An offset checkpoint's {(topic, partition): offset}; empty when it cannot be read."""
+    try:
+        return {(e["topic"], e["partition"]): e["offset"]
+                for e in C.OffsetCheckpoint.parse(read_text(uri) or "", file=uri)}
+    except (KafkaFormatError, ValueError, UnicodeDecodeError):
+        return {}
 
 
 #: Spark's default split size for its own file sources (spark.sql.files.maxPartitionBytes)

@@ -320,6 +320,8 @@ class KafkaSegmentsReader(DataSourceReader):
                 continue
             if self.level == "scan":  # a partition dir's own row (an empty one seen too): the scan level's only
                 out.append(Piece("partition", d, src))
+            for uri, off, kind, detail in lay.lost.get(d, ()):  # its log gone, past a checkpoint: an anomaly
+                out.append(Piece("lost", uri, src, first_offset=off, note=f"{kind}: {detail}"))
             segs, prior = lay.segments[d], None
             for i, (base, uri, size) in enumerate(segs):
                 nxt = segs[i + 1][0] if i + 1 < len(segs) else None
@@ -493,6 +495,11 @@ class KafkaSegmentsReader(DataSourceReader):
 
     @staticmethod
     def _file_anomaly(piece: Piece) -> dict:
+        """The anomaly row of a piece that is no segment: a bad meta.properties, a stray file, or a
+        checkpoint past the log end of a partition whose log is gone (``lost``)."""
+        if piece.kind == "lost":
+            kind, _, detail = piece.note.partition(": ")
+            return {"rowKind": "anomaly", "kind": kind, "offset": piece.first_offset, "detail": detail}
         if piece.kind == "bad-meta":
             return {"rowKind": "anomaly", "kind": "bad-meta-properties",
                     "detail": f"{piece.note}: broker and cluster ids of this log dir unknown"}
