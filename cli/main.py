@@ -913,14 +913,16 @@ def groups(paths: List[str] = Argument(..., metavar="PATH", help="Log dirs, or _
     else:
         cli_tables.print_table(f"kfx groups {' '.join(paths)}", ("group", "topic", "partition", "committed", "log end", "lag", "metadata"),
                     [(r["group"], r["topic"], r["partition"], r["offset"],
-                      "" if r["logEndOffset"] is None else r["logEndOffset"],
+                      "" if r["logEndOffset"] is None else f"{r['logEndOffset']} (no log)" if r["noLog"] else r["logEndOffset"],
                       "past log end" if r["pastLogEnd"] else "" if r["lag"] is None else r["lag"],
                       r["metadata"]) for r in rows])
         for r in rows:
             if r["pastLogEnd"]:
                 _err().print(f"problem: group {r['group']} committed offset {r['offset']} of {r['topic']}-{r['partition']}"
-                             f", past its log end offset {r['logEndOffset']}: the log lost records the group had "
-                             "consumed (a truncation or an unclean leader election)", highlight=False, soft_wrap=True,
+                             f", past its log end offset {r['logEndOffset']}"
+                             + (" (its partition dir holds no log: its segments are gone)" if r["noLog"] else "")
+                             + ": the log lost records the group had consumed (a truncation or an unclean leader "
+                             "election)", highlight=False, soft_wrap=True,
                              markup=False)
         if members:
             cli_tables.print_table("members", ("group", "protocol", "member", "client", "host", "subscribed", "assigned"),

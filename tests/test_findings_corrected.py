@@ -40,6 +40,30 @@ def test_groups_flag_a_commit_past_the_log_end(tmp_path, kfx):
     assert [x["pastLogEnd"] for x in j["offsets"]] == [False, True]
 
 
+def test_groups_flag_a_commit_on_a_partition_whose_log_is_gone(tmp_path, kfx):
+    """orders-0's segments deleted (its dir left): Kafka loads it empty at its log start (0), so a commit
+    of 7 there is past its log end -- flagged, exit 1, and the JSON and text say the log is gone. A
+    partition with no dir at all (another broker's) stays unjudged."""
+    logdir = tmp_path / "logs"
+    p = write_partition(str(logdir / "orders-0"), _batches())
+    commits = [encode_offset_commit("audit", "orders", 0, 7, commit_ts=T0),
+               encode_offset_commit("audit", "orders", 1, 3, commit_ts=T0)]
+    write_partition(str(logdir / "__consumer_offsets-0"),
+                    [build_v2([Record(i, T0, k, v, []) for i, (k, v) in enumerate(commits)], base_offset=0)])
+    for f in os.listdir(p):
+        if f.endswith((".log", ".index", ".timeindex")):
+            os.remove(os.path.join(p, f))
+    r = kfx("groups", logdir, "--json")
+    assert r.exit_code == 1
+    rows = {x["partition"]: x for x in json.loads(r.stdout)["offsets"]}
+    assert (rows[0]["logEndOffset"], rows[0]["pastLogEnd"], rows[0]["noLog"], rows[0]["lag"]) == (0, True, True, None)
+    assert (rows[1]["logEndOffset"], rows[1]["pastLogEnd"], rows[1]["noLog"]) == (None, False, False)
+    r = kfx("groups", logdir)
+    assert r.exit_code == 1 and "0 (no log)" in r.stdout and "past log end" in r.stdout
+    assert ("group audit committed offset 7 of orders-0, past its log end offset 0 (its partition dir holds no log: "
+            "its segments are gone)") in r.stderr
+
+
 def _flip_record_byte(seg, position, size):
     with open(seg, "r+b") as f:  # a byte of the records: the CRC fails, the framing holds
         f.seek(position + size - 5)

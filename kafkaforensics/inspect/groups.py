@@ -5,9 +5,11 @@ Records are replayed in offset order per __consumer_offsets partition; the lates
 loading does; transactional commits count only once their producer's COMMIT marker follows
 (:func:`replay_offsets`).  :func:`group_members` lists the members of classic, KIP-848 consumer, share
 and streams groups.  Lag is measured against the log end offset of the matching
-``<topic>-<partition>`` directory in the same log dir, when there is one. A commit past that log end
-offset (``pastLogEnd``; its lag unknown) is evidence that the log lost records the group had already
-consumed: a truncation, or an unclean leader election.
+``<topic>-<partition>`` directory in the same log dir, when there is one (a dir whose log is gone,
+``noLog``, ends where Kafka would start it: at its log start). A commit past that log end offset
+(``pastLogEnd``; its lag unknown) is evidence that the log lost records the group had already
+consumed: a truncation, an unclean leader election, or segments deleted by hand. A partition with no
+dir in the log dir (it may live on another broker) has no log end here (None).
 """
 from __future__ import annotations
 
@@ -21,8 +23,9 @@ from kafkaforensics.log.partition import Partition, find_partitions
 from kafkaforensics.log.paths import LOG_DIR, PathUsageError, classify_for
 
 
-def _log_end_offset(pd) -> int | None:
-    return Partition.of(pd).load(producers=False).log_end_offset if pd.segments else None
+def _log_end_offset(pd) -> int:
+    """The log end offset of a partition dir as Kafka loads it (one with no segment: its log start)."""
+    return Partition.of(pd).load(producers=False).log_end_offset
 
 
 def replay_offsets(pd) -> list[tuple[dict, dict | None, int]]:
@@ -101,6 +104,7 @@ def committed_offsets(paths) -> list[dict]:
                                "commitTimestamp": v["data"]["commitTimestamp"],
                                "leaderEpoch": v["data"]["leaderEpoch"], "recordOffset": offset}
     leos = {(pd.topic, pd.partition): _log_end_offset(pd) for pd in others}  # a -delete copy never stands in
+    no_log = {(pd.topic, pd.partition) for pd in others if not pd.segments}
     rows = []
     for (group, topic, part), c in sorted(latest.items()):
         leo = leos.get((topic, part))
@@ -108,7 +112,7 @@ def committed_offsets(paths) -> list[dict]:
                      "metadata": c["metadata"], "commitTimestamp": c["commitTimestamp"],
                      "leaderEpoch": c["leaderEpoch"], "logEndOffset": leo,
                      "lag": None if leo is None or c["offset"] > leo else leo - c["offset"],
-                     "pastLogEnd": leo is not None and c["offset"] > leo})
+                     "pastLogEnd": leo is not None and c["offset"] > leo, "noLog": (topic, part) in no_log})
     return rows
 
 
