@@ -1,6 +1,7 @@
 """`kfx verify`: each kind of damage is found where it was planted; clean data gives no problem."""
 import json
 import os
+import struct
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -275,3 +276,22 @@ def test_index_lists_equal_numpy_columns():
             kept = len(got[0])
             assert module.read_lists(data, base, kept) == got
             assert kept == 0 or module.read_lists(data, base, kept - 1) is None
+
+
+def test_bytes_that_are_no_batch_header_give_no_offset(tmp_path, kfx):
+    """A text file named 00000000000000000000.log: its first 8 bytes ("this is ") read as an offset would
+    be 8388070249163485984; its magic byte is none of Kafka's, so verify, dump and analyze report the
+    problem at byte 0 with the offset the walk stands at (the segment's base), never that number."""
+    part = tmp_path / "notes-0"
+    part.mkdir()
+    log = part / "00000000000000000000.log"
+    log.write_bytes(b"this is not a kafka log, just some text saved under a segment name.\nline two.\n")
+    ghost = str(struct.unpack(">q", b"this is ")[0])
+    for args in (("verify", part), ("dump", log), ("analyze", part), ("verify", part, "--json"),
+                 ("analyze", part, "--json")):
+        r = kfx(*args)
+        assert r.exit_code == 1, r.output
+        assert ghost not in r.output and "no batch header (magic byte 102" in r.output, r.output
+    (p,) = json.loads(kfx("verify", part, "--json").stdout)["problems"]
+    assert (p["position"], p["offset"], p["kind"]) == (0, 0, "truncated-batch")
+

@@ -256,19 +256,24 @@ class BatchScanner:
             return None
         offset, size = LOG_PREFIX.unpack_from(buf, pos)
         magic = buf[pos + R.MAGIC_OFFSET]
+        header = magic in (0, 1, 2)
+        # bytes that are no batch header (their magic byte is none) hold no offset and no batch length:
+        # the problem is at the byte position, its offset the one the walk stands at, if any
+        offset, not_header = (offset, "") if header else (self._next_offset(), f"{_no_header(magic)}: ")
         if size < L.RECORD_OVERHEAD_V0:
             kind = "zeroed-tail" if _all_zero(buf, pos, min(end, pos + 4096)) else "bad-size"
             # zeroes hold no offset: the offset is where the walk stands
             self._problem(pos, self._next_offset() if kind == "zeroed-tail" else offset, kind,
-                          f"batch size {size} is below the minimum record overhead {L.RECORD_OVERHEAD_V0}")
+                          not_header + f"batch size {size} is below the minimum record overhead {L.RECORD_OVERHEAD_V0}")
             return None
         if pos + L.LOG_OVERHEAD + size > end:
             self._problem(pos, offset, "truncated-batch",
-                          f"batch of {size + L.LOG_OVERHEAD} bytes runs {pos + L.LOG_OVERHEAD + size - end} bytes past the end")
+                          (f"batch of {size + L.LOG_OVERHEAD} bytes runs {pos + L.LOG_OVERHEAD + size - end} bytes past the end"
+                           if header else f"{not_header}their length field ({size}) runs past the end of the file"))
             return None
         if self.max_batch_bytes is not None and size + L.LOG_OVERHEAD > self.max_batch_bytes:
             self._problem(pos, offset, "oversized-batch",
-                          f"batch of {size + L.LOG_OVERHEAD} bytes exceeds the max message size {self.max_batch_bytes}")
+                          not_header + f"batch of {size + L.LOG_OVERHEAD} bytes exceeds the max message size {self.max_batch_bytes}")
             return None
         if magic == 2:
             if size + L.LOG_OVERHEAD < R.HEADER_SIZE:
@@ -292,7 +297,7 @@ class BatchScanner:
                 except KafkaFormatError:
                     batch._records = None  # left for records() to report where it is read
         else:
-            self._problem(pos, offset, "bad-magic", f"unknown magic byte {magic}")
+            self._problem(pos, offset, "bad-magic", f"unknown magic byte {magic}: the bytes here are no batch header")
             return None
         if self.base_offset is not None and not (
                 0 <= batch.last_offset - self.base_offset <= INT32_MAX):
@@ -300,6 +305,11 @@ class BatchScanner:
                           f"offset {batch.last_offset} is out of the int32 range of segment base {self.base_offset}")
             return None
         return batch
+
+
+def _no_header(magic: int) -> str:
+    """What bytes whose magic byte is none of Kafka's (0, 1, 2) are: no batch header, so no offset."""
+    return f"the bytes here are no batch header (magic byte {magic}, not 0, 1 or 2)"
 
 
 def _all_zero(buf, start: int, end: int) -> bool:
