@@ -295,3 +295,30 @@ def test_bytes_that_are_no_batch_header_give_no_offset(tmp_path, kfx):
     (p,) = json.loads(kfx("verify", part, "--json").stdout)["problems"]
     assert (p["position"], p["offset"], p["kind"]) == (0, 0, "truncated-batch")
 
+
+def test_one_judge_of_the_dirs_a_broker_refuses(tmp_path, kfx):
+    """A `.idea` dir in a log dir: Kafka's LogManager.loadLogs parses every dir's name
+    (LocalLog.parseTopicPartitionName) and throws on it, so the broker does not start. verify says so (a
+    problem, exit 1) and recover --dry-run names the same dirs, both by partition.refused_dirs; the
+    tiered-storage index cache and names Kafka parses (-delete/-future/-stray copies) are no problem."""
+    from kafkaforensics.log.partition import kafka_refuses_dir_name, refused_dirs
+    from tests.conftest import private_copy
+    logdir = private_copy(tmp_path, SAMPLE, "logdir")
+    for name in (".idea", "notes-x", "t.abc-delete", "t-99999999999", "remote-log-index-cache", "orders-0.0a1b-delete",
+                 "orders-3.zz-future"):
+        os.mkdir(os.path.join(logdir, name))
+    refused = [".idea", "notes-x", "t-99999999999", "t.abc-delete"]
+    assert [os.path.basename(d) for d in refused_dirs(logdir)] == refused
+    assert not kafka_refuses_dir_name("t-+5") and kafka_refuses_dir_name("t-") and kafka_refuses_dir_name("-5")
+    r = kfx("verify", logdir, "--json")
+    assert r.exit_code == 1
+    got = [p for p in json.loads(r.stdout)["problems"] if p["kind"] == "not-a-partition-dir"]
+    assert [os.path.basename(p["file"]) for p in got] == refused and "refuses to start" in got[0]["detail"]
+    assert "out of the log dir" in got[0]["remedy"]
+    r = kfx("recover", "--dry-run", logdir)
+    noted = [line.strip().removeprefix("note: ").split(":")[0] for line in r.output.splitlines() if "refuses to start" in line]
+    assert noted == refused
+    for name in refused:
+        os.rmdir(os.path.join(logdir, name))
+    r = kfx("verify", logdir, "--json")
+    assert r.exit_code == 0 and "not-a-partition-dir" not in r.stdout

@@ -108,6 +108,9 @@ def remedy_for(f: Finding, partition_dir: str, producer: tuple | None = None) ->
     if k == "kfx-temp":
         part = d if parse_partition_dir_name(d) is not None else "PARTITION_DIR"
         return f"kfx recover {part} removes it (any partition of the log dir does), or delete it"
+    if k == "not-a-partition-dir":
+        return (f"move {f.file or 'it'} out of the log dir (keep it elsewhere): a broker does not start while "
+                "it is there; kfx recover leaves it alone")
     if k == "leftover-file":
         what = ("Kafka renames a .swap over the segments it replaces (an interrupted compaction or split)"
                 if (f.file or "").endswith(".swap") else

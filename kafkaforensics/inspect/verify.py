@@ -26,7 +26,8 @@ from kafkaforensics.records.batch import Batch, resolve_legacy_wrapper
 from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log.logdir import (CLEAN_SHUTDOWN_FILE, METADATA_PARTITION, check_log_dirs, check_topic_ids, metadata_topic_ids,
                      read_clean_shutdown, read_meta_properties, clean_shutdown_note)
-from kafkaforensics.log.partition import INDEX, LOG, TIMEINDEX, TXNINDEX, Partition, SegmentFiles, find_partitions
+from kafkaforensics.log.partition import (INDEX, LOG, TIMEINDEX, TXNINDEX, Partition, SegmentFiles, find_partitions,
+                                          refused_dirs)
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot
 from kafkaforensics.log.dir_lock import LOCK_FILE
 from kafkaforensics.log.kafka_version import kafka_version as resolve_kafka_version
@@ -104,6 +105,7 @@ def verify(paths, *, progress=None, max_batch_bytes: int | None = None, kafka_ve
         if kp.kind == LOG_DIR:
             parts = find_partitions(kp.path)
             _report_temps([kp.path] + [pd.path for pd in parts], rep)
+            _report_refused_dirs(kp.path, rep)
             ckpts = verify_log_dir_files(kp.path, parts, rep)
             for pd in parts:
                 if pd.dir_state != "live":  # a -delete/-future/-stray copy: checked, never held to the checkpoints
@@ -168,6 +170,17 @@ def _report_temps(dirs, rep: VerifyReport) -> None:
     for t in sorted({t for d in dirs for t in fsutil.temp_artefacts(d)}):
         rep.add(t, None, None, "kfx-temp", ("a dir" if os.path.isdir(t) else "a file")
                 + " an interrupted kfx run left; it holds only a copy")
+
+
+def _report_refused_dirs(log_dir: str, rep: VerifyReport) -> None:
+    """The dirs of a log dir a broker refuses to start on (:func:`~kafkaforensics.log.partition.refused_dirs`,
+    the judge ``kfx recover`` asks too), but a killed kfx run's temp dirs (:func:`_report_temps` says those)."""
+    temps = set(fsutil.temp_artefacts(log_dir))
+    for d in refused_dirs(log_dir):
+        if d not in temps:
+            rep.add(d, None, None, "not-a-partition-dir",
+                    f"{os.path.basename(d)} is no partition dir by Kafka's naming (topic-partition): a broker "
+                    "refuses to start on this log dir (its log loading takes every dir there for a partition)")
 
 
 def _verify_kraft_files(log_dir: str | None, parts, rep: VerifyReport) -> None:

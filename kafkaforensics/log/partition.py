@@ -42,6 +42,48 @@ def parse_partition_dir_name(name: str) -> tuple[str, int] | None:
 #: a partition number is a Java int
 MAX_PARTITION = (1 << 31) - 1
 
+#: LocalLog's -delete/-future/-stray name patterns (java.util.regex ``\\S``: ASCII whitespace only)
+_SUFFIXED = {suffix: re.compile(r"[^ \t\n\x0b\f\r]+-[^ \t\n\x0b\f\r]+\.[^ \t\n\x0b\f\r]+" + re.escape(suffix))
+             for suffix in ("-delete", "-future", "-stray")}
+
+
+def _java_int(s: str) -> int | None:
+    """``s`` as Java's Integer.parseInt reads it (a sign, then decimal digits, in int range), else None."""
+    body = s[1:] if s[:1] in ("+", "-") else s
+    if not body or not all(c.isdecimal() for c in body):
+        return None
+    n = -int(body) if s[0] == "-" else int(body)  # int() reads Unicode decimal digits, as Character.digit
+    return n if -(1 << 31) <= n <= MAX_PARTITION else None
+
+
+def kafka_refuses_dir_name(name: str) -> bool:
+    """Whether Kafka's log loading throws on a dir of this name in a log dir, as
+    LocalLog.parseTopicPartitionName does (Kafka 2.x to 4.x; 0.10-1.x had no -delete/-future patterns and
+    -stray dirs exist since 3.7): no '-'; a -delete/-future/-stray suffix without ``x-y.z`` before it;
+    no topic or partition around the last '-'; a partition that is no Java int.  A broker that meets such a
+    dir in a log dir fails to start (LogManager.loadLogs lists every dir but ``remote-log-index-cache``)."""
+    if "-" not in name:
+        return True
+    suffix = next((x for x in _SUFFIXED if name.endswith(x)), None)
+    if suffix is not None:
+        if not _SUFFIXED[suffix].fullmatch(name):
+            return True
+        name = name[:name.rindex(".")]
+    topic, _, part = name.rpartition("-")
+    return not topic or not part or _java_int(part) is None
+
+
+def refused_dirs(log_dir: str) -> list[str]:
+    """The dirs of ``log_dir`` that make Kafka's LogManager refuse to start on it (every dir it lists but
+    ``remote-log-index-cache``, judged by :func:`kafka_refuses_dir_name`), sorted: the one judge
+    ``kfx verify`` and ``kfx recover`` ask."""
+    try:
+        names = sorted(os.listdir(log_dir))
+    except OSError:
+        return []
+    return [os.path.join(log_dir, n) for n in names
+            if n != REMOTE_INDEX_CACHE_DIR and kafka_refuses_dir_name(n) and os.path.isdir(os.path.join(log_dir, n))]
+
 
 def partition_of_dir_name(name: str) -> tuple[str, int] | None:
     """:func:`parse_partition_dir_name` of a bare dir name (no parent, no trailing slash)."""
@@ -380,11 +422,9 @@ class LogDir:
         return [Partition.scan(p) for p in self.partition_dirs()]
 
     def other_dirs(self) -> list[str]:
-        """Dirs that are no partition by Kafka's naming (a broker refuses to start on them, but for
-        ``remote-log-index-cache``, the tiered-storage index cache)."""
-        return [os.path.join(self.path, n) for n in sorted(os.listdir(self.path))
-                if os.path.isdir(os.path.join(self.path, n)) and parse_partition_dir_name(n) is None
-                and n != REMOTE_INDEX_CACHE_DIR]
+        """Dirs a broker refuses to start on (:func:`refused_dirs`: no partition by Kafka's naming, but
+        for ``remote-log-index-cache``, the tiered-storage index cache)."""
+        return refused_dirs(self.path)
 
 
 #: the tiered-storage index cache a log dir may hold (RemoteIndexCache.DIR_NAME): not a partition
