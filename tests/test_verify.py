@@ -156,10 +156,22 @@ def test_leftover_files(sample, suffix):
     assert kinds(rep) == ["leftover-file"]
 
 
-def test_orphan_index(sample):
+def test_orphan_index(sample, kfx):
+    """An index with no .log is what Kafka's LogLoader deletes at load ("Found an orphaned index file"):
+    a warning with that remedy, never a problem -- verify exits 0 (issue 50: it was an error, exit 1)."""
     import shutil
-    shutil.copy(_path(sample, SEG0 + ".index"), _path(sample, "orders-0/00000000000000000999.index"))
-    assert kinds(verify([sample])) == ["orphan-index"]
+    for suffix in (".index", ".timeindex"):
+        shutil.copy(_path(sample, SEG0 + suffix), _path(sample, "orders-0/00000000000000000999" + suffix))
+    rep = verify([sample])
+    assert kinds(rep) == [] and rep.ok
+    assert [(os.path.basename(w.file), w.kind) for w in rep.warnings] == \
+        [("00000000000000000999.index", "orphan-index"), ("00000000000000000999.timeindex", "orphan-index")]
+    r = kfx("verify", sample, "--json")
+    assert r.exit_code == 0
+    (w, _) = [w for w in json.loads(r.stdout)["warnings"] if w["kind"] == "orphan-index"]
+    assert "deletes it" in w["detail"] and w["remedy"].startswith("nothing needed")
+    r = kfx("analyze", sample, "--json")  # (its exit code is the sample's own warnings')
+    assert {f["severity"] for f in json.loads(r.stdout)["findings"] if f["kind"] == "orphan-index"} == {"warning"}
 
 
 def test_checkpoints_beyond_log_end(sample):

@@ -95,7 +95,7 @@ def remedy_for(f: Finding, partition_dir: str, producer: tuple | None = None) ->
     if k in _INDEX_KINDS:
         target = f.file or d
         if k == "orphan-index":
-            return f"kfx recover {d} removes it, as Kafka's log loading does"
+            return f"nothing needed: Kafka's log loading deletes it; kfx recover {d} removes it now (backup kept)"
         if target.endswith((INDEX, TIMEINDEX, TXNINDEX)) and offset_from_name(target) is not None:
             target = sibling(target, LOG)
         return f"kfx reindex {target} (rebuilds the segment's indexes as Kafka's recovery does, with a backup)"

@@ -58,11 +58,14 @@ class SegmentSummary:
 
 #: What Kafka repairs by itself when it loads the log, reported as a warning with that remedy and
 #: never a problem (alone it makes neither ``kfx verify`` nor ``kfx analyze`` exit 1): a missing
-#: offset index (LogLoader rebuilds it, clean shutdown or not); checkpoints a broker writes from
+#: offset index (LogLoader rebuilds it, clean shutdown or not); an orphan index, an .index/.timeindex
+#: (and from 0.11 a .txnindex) with no .log (LogLoader deletes it: "Found an orphaned index file",
+#: every version since 0.10.1); checkpoints a broker writes from
 #: memory running ahead of the log (a copy taken while it ran, or unflushed writes lost): Kafka caps
 #: the high watermark at the log end, drops leader-epoch entries past it (truncateFromEnd at load)
 #: and cleans again from the log start -- the records between are not in this copy, which it says.
-WARNING_KINDS = frozenset({"missing-index", "missing-timeindex", "log-behind-checkpoint", "epoch-beyond-log-end"})
+WARNING_KINDS = frozenset({"missing-index", "missing-timeindex", "log-behind-checkpoint", "epoch-beyond-log-end",
+                           "orphan-index"})
 @dataclass
 class VerifyReport:
     problems: list[Problem] = field(default_factory=list)
@@ -172,6 +175,12 @@ def _report_temps(dirs, rep: VerifyReport) -> None:
                 + " an interrupted kfx run left; it holds only a copy")
 
 
+def _orphan_detail(path: str) -> str:
+    """What an index with no .log is to Kafka: its log loading deletes it (a warning, not damage)."""
+    when = " (from 0.11; older brokers know no .txnindex and ignore it)" if path.endswith(TXNINDEX) else ""
+    return f"index file without its .log: Kafka's log loading deletes it{when}"
+
+
 def _report_refused_dirs(log_dir: str, rep: VerifyReport) -> None:
     """The dirs of a log dir a broker refuses to start on (:func:`~kafkaforensics.log.partition.refused_dirs`,
     the judge ``kfx recover`` asks too), but a killed kfx run's temp dirs (:func:`_report_temps` says those)."""
@@ -252,7 +261,7 @@ def _verify_file(path: str, rep: VerifyReport, progress, max_batch_bytes) -> Non
         elif name.endswith((INDEX, TIMEINDEX, TXNINDEX)) and base is not None:
             seg = SegmentFiles(base, os.path.dirname(os.path.abspath(path)))
             if not os.path.exists(seg.log):
-                rep.add(path, None, None, "orphan-index", "index file without its .log")
+                rep.add(path, None, None, "orphan-index", _orphan_detail(path))
             else:
                 verify_segment(seg, rep, ProducerState(), active=True, progress=progress,
                                max_batch_bytes=max_batch_bytes)
@@ -301,7 +310,7 @@ def verify_partition(pd: Partition, rep: VerifyReport, *, checkpoints=None, prog
                 "interrupted " + ("swap" if f.endswith(".swap") else "cleaning" if f.endswith(".cleaned") else "deletion")
                 + "; `kfx recover` completes or removes it as Kafka's log loading would")
     for f in pd.orphan_indexes:
-        rep.add(f, None, None, "orphan-index", "index file without its .log (Kafka deletes it on load)")
+        rep.add(f, None, None, "orphan-index", _orphan_detail(f))
     state = ProducerState()
     prev: SegmentSummary | None = None
     summaries = []
