@@ -240,10 +240,16 @@ def verify_report_lines(rep) -> list:
                                   soft_wrap=True))
                 lines.append(cli_plain.Line(f"  remedy: {remedy}", f"  remedy: {remedy}", [remedy], highlight=False,
                                   soft_wrap=True, markup=False))
+                if p.caused:  # the index problems this root cause explains, grouped under it
+                    why = inspect_verify.caused_line(p.caused)
+                    lines.append(cli_plain.Line(f"  {why}", f"  {why}", [why], highlight=False, soft_wrap=True, markup=False))
     total = f"{rep.files} files, {rep.batches} batches, {rep.bytes} bytes: "
+    caused = sum(len(p.caused) for p in rep.problems)
     verdict = ("OK" if rep.ok else f"{len(rep.problems)} problem(s)") + (
+        f" (and {caused} they cause, grouped under them)" if caused else "") + (
         f", {len(rep.warnings)} warning(s)" if rep.warnings else "")
-    lines.append(cli_plain.Line(total + (f"[green]{verdict}[/green]" if rep.ok else f"[red]{verdict}[/red]"), total + verdict))
+    lines.append(cli_plain.Line(total + (f"[green]{verdict}[/green]" if rep.ok else f"[red]{verdict}[/red]"), total + verdict,
+                                soft_wrap=True))
     return lines
 
 
@@ -845,6 +851,8 @@ def analyze(paths: List[str] = Argument(..., metavar="PATH", help="Segments, par
                     + f": {f.explanation}", highlight=False, soft_wrap=True)
             if f.remedy:
                 c.print(f"  remedy: {f.remedy}", highlight=False, soft_wrap=True, markup=False)
+            if f.caused:  # the index problems this root cause explains, grouped under it
+                c.print(f"  {inspect_verify.caused_line(f.caused)}", highlight=False, soft_wrap=True, markup=False)
         if html_out:
             c.print(f"report: {html_out}", highlight=False, soft_wrap=True, markup=False)
     raise Exit(EXIT_PROBLEMS if rep.problems else EXIT_OK)

@@ -1,21 +1,26 @@
 """The project's one error type and the located problem record every checker and spec reports."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 
 @dataclass
 class Problem:
-    """A located problem: which file, which byte, which offset, what kind, and why."""
+    """A located problem: which file, which byte, which offset, what kind, and why; ``caused``: the
+    problems it is the root cause of (grouped under it, fixed with it), shown in JSON only when there are."""
 
     file: str | None
     position: int | None
     offset: int | None
     kind: str
     detail: str
+    caused: list = field(default_factory=list)
 
     def to_json(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        if not self.caused:
+            del d["caused"]
+        return d
 
     def __str__(self) -> str:
         where = self.file or "<input>"

@@ -334,3 +334,38 @@ def test_one_judge_of_the_dirs_a_broker_refuses(tmp_path, kfx):
         os.rmdir(os.path.join(logdir, name))
     r = kfx("verify", logdir, "--json")
     assert r.exit_code == 0 and "not-a-partition-dir" not in r.stdout
+
+
+@pytest.mark.parametrize("damage", ["torn-tail", "length-field"])
+def test_the_root_cause_comes_first_with_what_it_causes_grouped_under_it(tmp_path, kfx, damage):
+    """A torn tail (the segment cut in half), or one batch's length field grown by 700 bytes (its CRC fails and
+    the walk then lands in the middle of a batch): one problem, the root cause, first, with the remedy of
+    recovery; the index problems past it (and the later damage the corrupt length makes) grouped in its
+    ``caused``, in verify's and analyze's text and JSON -- no `kfx reindex` remedy for them."""
+    from tests.conftest import private_copy
+    logdir = private_copy(tmp_path, SAMPLE, "logdir")
+    seg = _path(logdir, SEG0 + ".log")
+    data = bytearray(open(seg, "rb").read())
+    if damage == "torn-tail":
+        data, root = data[:len(data) // 2], ("truncated-batch", 6182)
+    else:
+        pos = 0
+        for _ in range(5):
+            pos += 12 + struct.unpack_from(">i", data, pos + 8)[0]
+        struct.pack_into(">i", data, pos + 8, struct.unpack_from(">i", data, pos + 8)[0] + 700)
+        root = ("crc-mismatch", pos)
+    open(seg, "wb").write(bytes(data))
+    r = kfx("verify", logdir, "--json")
+    assert r.exit_code == 1
+    (p,) = json.loads(r.stdout)["problems"]
+    assert (p["kind"], p["position"]) == root and p["remedy"].startswith("kfx recover --dry-run")
+    kinds = {c["kind"] for c in p["caused"]}
+    assert len(p["caused"]) >= 12 and {"index-past-end", "timeindex-mismatch"} <= kinds
+    assert all(c["position"] is None or c["position"] > root[1] for c in p["caused"])
+    r = kfx("verify", logdir)
+    assert "kfx reindex" not in r.output and f"caused by it: {len(p['caused'])} problem(s)" in r.output
+    assert f"1 problem(s) (and {len(p['caused'])} they cause, grouped under them)" in r.output
+    r = kfx("analyze", logdir, "--json")
+    errors = [f for f in json.loads(r.stdout)["findings"] if f["severity"] == "error"]
+    assert [(f["kind"], f["position"], len(f["caused"])) for f in errors] == [(*root, len(p["caused"]))]
+    assert "kfx reindex" not in kfx("analyze", logdir).output

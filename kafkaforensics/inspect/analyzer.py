@@ -31,7 +31,7 @@ from kafkaforensics.log.segment import (INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDE
                                         open_buffer, sibling)
 from kafkaforensics.log.tiered import remote_segments
 from kafkaforensics.inspect.dump import TOPIC_DECODERS, decode_record
-from kafkaforensics.inspect.verify import (WARNING_KINDS, VerifyReport, read_log_dir_checkpoints, verify_identity,
+from kafkaforensics.inspect.verify import (TAIL_KINDS, WARNING_KINDS, VerifyReport, read_log_dir_checkpoints, verify_identity,
                                            verify_log_dir_files, verify_partition, verify_partition_files)
 from kafkaforensics.log.paths import (FILE, LOG_DIR, PARTITION_DIR, PathUsageError, classify_for, live_log_dirs,
                                       live_note)
@@ -49,12 +49,15 @@ class Finding:
     file: str | None
     explanation: str
     remedy: str = ""   # one line: what to do about it (filled in per partition, see remedy_for)
+    #: the problems this one is the root cause of (verify's grouping: fixed with it, its remedy theirs)
+    caused: list = field(default_factory=list)
 
     def to_json(self) -> dict:
         d = asdict(self)
         return {"kind": d["kind"], "severity": d["severity"], "partition": d["partition"],
                 "offsetRange": [d["first_offset"], d["last_offset"]], "position": d["position"],
-                "file": d["file"], "explanation": d["explanation"], "remedy": d["remedy"]}
+                "file": d["file"], "explanation": d["explanation"], "remedy": d["remedy"],
+                **({"caused": [p.to_json() for p in self.caused]} if self.caused else {})}
 
     def offsets_text(self) -> str:
         """"offsets 3..7", "offset 3", or "" when the finding names no offset (never "None")."""
@@ -70,9 +73,7 @@ _INDEX_KINDS = {"index-mismatch", "index-past-end", "index-size", "index-zero-ta
                 "timeindex-mismatch", "timeindex-order", "txnindex-missing", "txnindex-mismatch", "txnindex-extra",
                 "orphan-index"}
 #: damage Kafka's log loading truncates away (LogSegment.recover): the tail from the first bad batch
-_TAIL_KINDS = {"crc-mismatch", "zeroed-tail", "bad-size", "truncated-batch", "trailing-bytes", "oversized-batch",
-               "bad-header", "bad-magic", "offset-overflow", "offset-order", "offset-before-segment-base",
-               "compression", "record"}
+_TAIL_KINDS = TAIL_KINDS
 
 
 def remedy_for(f: Finding, partition_dir: str, producer: tuple | None = None) -> str:
@@ -302,7 +303,7 @@ def _verify_findings(vr: VerifyReport, name: str | None, path: str | None, rep: 
             where = name
             if where is None:  # named by the dir holding the file: its partition dir, else its log dir
                 where = os.path.basename(os.path.dirname(os.path.abspath(p.file))) if p.file else ""
-            f = Finding(p.kind, sev, where, p.offset, p.offset, p.position, p.file, p.detail)
+            f = Finding(p.kind, sev, where, p.offset, p.offset, p.position, p.file, p.detail, caused=p.caused)
             if sev == "info":
                 f.remedy = "nothing to do"
             else:

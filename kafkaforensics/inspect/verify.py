@@ -66,6 +66,50 @@ class SegmentSummary:
 #: and cleans again from the log start -- the records between are not in this copy, which it says.
 WARNING_KINDS = frozenset({"missing-index", "missing-timeindex", "log-behind-checkpoint", "epoch-beyond-log-end",
                            "orphan-index"})
+#: damage Kafka's log loading truncates away (LogSegment.recover): the tail from the first bad batch
+TAIL_KINDS = frozenset({"crc-mismatch", "zeroed-tail", "bad-size", "truncated-batch", "trailing-bytes", "oversized-batch",
+                        "bad-header", "bad-magic", "offset-overflow", "offset-order", "offset-before-segment-base",
+                        "compression", "record"})
+#: index problems located in the segment's .log (a byte its entry points at, or an offset): past a tail
+#: problem they are that damage's consequence, and the truncation at it fixes them
+_CAUSED_KINDS = frozenset({"index-past-end", "index-mismatch", "timeindex-mismatch", "timeindex-order",
+                           "txnindex-mismatch", "txnindex-extra", "txnindex-missing"})
+
+
+def group_caused(problems: list[Problem]) -> list[Problem]:
+    """One segment's ``problems`` with their root cause first: the first damage Kafka's loading truncates
+    at (:data:`TAIL_KINDS`, by byte position), holding in its ``caused`` the index problems at or past
+    that byte (or, located by offset only, at or past its offset) and the later damage of the segment
+    (a walk gone astray after a corrupt length field; all of it truncated away with the root) -- their
+    remedy is the root's."""
+    roots = [p for p in problems if p.kind in TAIL_KINDS and p.position is not None]
+    if not roots:
+        return problems
+    root = min(roots, key=lambda p: p.position)
+
+    def caused(p: Problem) -> bool:
+        if p.kind in TAIL_KINDS and p is not root:
+            return p.position is not None and p.position > root.position
+        if p.kind not in _CAUSED_KINDS:
+            return False
+        if p.position is not None:
+            return p.position >= root.position
+        return p.offset is not None and root.offset is not None and p.offset >= root.offset
+
+    root.caused += [p for p in problems if caused(p)]
+    return [root] + [p for p in problems if p is not root and not caused(p)]
+
+
+def caused_line(caused: list[Problem]) -> str:
+    """One line saying what a root cause's ``caused`` problems are: how many of each kind, where."""
+    kinds: dict[str, int] = {}
+    for p in caused:
+        kinds[p.kind] = kinds.get(p.kind, 0) + 1
+    offs = [p.offset for p in caused if p.offset is not None]
+    where = f" at offsets {min(offs)}..{max(offs)}" if offs else ""
+    return f"caused by it: {len(caused)} problem(s) ({', '.join(f'{n} {k}' for k, n in kinds.items())}){where}, fixed with it"
+
+
 @dataclass
 class VerifyReport:
     problems: list[Problem] = field(default_factory=list)
@@ -130,6 +174,7 @@ def verify(paths, *, progress=None, max_batch_bytes: int | None = None, kafka_ve
             _verify_file(kp.path, rep, progress, max_batch_bytes)
             if kp.is_segment and kp.log_dir in live and is_active_segment(kp.path):
                 _in_flight_tail(kp.path, rep, before)
+            rep.problems[before:] = group_caused(rep.problems[before:])
     dirs = [kp.path for kp in kpaths if kp.kind == LOG_DIR]
     if dirs:
         verify_identity(dirs, rep)
@@ -320,6 +365,7 @@ def verify_partition(pd: Partition, rep: VerifyReport, *, checkpoints=None, prog
         s = verify_segment(seg, rep, state, active=active, progress=progress, max_batch_bytes=max_batch_bytes)
         if live and active:
             _in_flight_tail(seg.log, rep, before)
+        rep.problems[before:] = group_caused(rep.problems[before:])
         summaries.append(s)
         if prev is not None and prev.next_offset is not None and seg.base_offset < prev.next_offset:
             rep.add(seg.log, 0, seg.base_offset, "segment-overlap",
