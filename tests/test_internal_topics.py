@@ -222,11 +222,12 @@ def test_printed_fields_are_exactly_the_versions(decoder, schema, version):
     flexible = schema.is_flexible(version)
     d = schema.read(body, version, exact=True)
     assert set(d) == _fields_of(schema.fields, version, flexible, schema.structs)
+    values = {"int64": 7, "int32": 7, "int16": 7, "uuid": "q3Bq1nEAR5uD4qPQ0Kh0bw"}
     tagged = [f for f in schema.fields if flexible and f.tag is not None and from_range(f.tagged, version)
-              and f.type in ("int64", "int32", "int16")]
-    for f in tagged:  # a tagged field the record carries is printed
-        d2 = schema.read(schema.build({f.name: 7}, version), version, exact=True)
-        assert d2[f.name] == 7 and set(d2) == set(d) | {f.name}
+              and f.type in values]
+    for f in tagged:  # a tagged field the record carries is printed (an offset commit v4's topicId too)
+        d2 = schema.read(schema.build({f.name: values[f.type]}, version), version, exact=True)
+        assert d2[f.name] == values[f.type] and set(d2) == set(d) | {f.name}
 
 
 def _dumped_value(tmp_path, kfx, topic, key, value, flag):
