@@ -805,18 +805,41 @@ def _scan_on_spark(c, run: ScanRun, master: str, outgrew: bool = False):
             _fail(f"the scan stopped: {cli_spark_start.error_line(e)} (--verbose shows the whole error); {run.left}")
 
 
+def _new_file_problem(path: str, overwrite: bool) -> str | None:
+    """Why a command cannot write the file ``path`` (a missing or read-only directory, a directory in
+    its place, an existing file without ``--overwrite``), or None."""
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        return f"{path}: is a directory (give a file name)"
+    if not os.path.isdir(parent):
+        return f"{path}: no such directory {parent}"
+    if os.path.exists(path) and not overwrite:
+        return f"{path}: exists (--overwrite replaces it)"
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        return f"{path}: the file is read-only"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"{path}: the directory {parent} is not writable"
+    return None
+
+
 @commands.command()
 def analyze(paths: List[str] = Argument(..., metavar="PATH", help="Segments, partition dirs or log dirs"),
             as_json: bool = JSON,
             html_out: Optional[str] = Option(None, "--html", metavar="FILE", help="Write a self-contained HTML report here"),
+            overwrite: bool = Option(False, "--overwrite", help="Replace an existing --html file (else it is refused)"),
             now: Optional[int] = NOW):
     """Find damage and suspicious patterns: offsets, timestamps, producers, transactions, leader epochs."""
+    if html_out and (problem := _new_file_problem(html_out, overwrite)):
+        _fail(problem)  # before the analysis: a report it could not write is no report
     try:
         rep = inspect_analyzer.analyze(paths, inspect_analyzer.AnalyzeOptions(now=now))
     except (OSError, log_paths.PathUsageError) as e:
         _fail(str(e))
     if html_out:
-        fsutil.atomic_write(html_out, inspect_report_html.render(rep, "kfx analyze " + " ".join(paths), paths).encode())
+        try:
+            fsutil.atomic_write(html_out, inspect_report_html.render(rep, "kfx analyze " + " ".join(paths), paths).encode())
+        except OSError as e:
+            _fail(f"{html_out}: cannot write the report ({e.strerror or e})")
     if as_json:
         print(json.dumps(rep.to_json()))
         if html_out:
@@ -909,6 +932,8 @@ def groups(paths: List[str] = Argument(..., metavar="PATH", help="Log dirs, or _
     _print_live_notes(paths)
     if as_json:
         print(json.dumps({"offsets": rows, **({"members": mrows} if members else {})}))
+    elif not rows and not mrows:  # a no-op says why
+        print(inspect_groups.no_commits_line(paths))
     else:
         cli_tables.print_table(f"kfx groups {' '.join(paths)}", ("group", "topic", "partition", "committed", "log end", "lag", "metadata"),
                     [(r["group"], r["topic"], r["partition"], r["offset"],
