@@ -414,13 +414,31 @@ def reindex(path: str = Argument(..., help="A <offset>.log segment or a partitio
     raise Exit(EXIT_PROBLEMS if rep.actions else EXIT_OK)
 
 
+def _is_log_dir(path: str) -> bool:
+    """Whether ``path`` is a log dir by :mod:`kafkaforensics.log.paths`' rules."""
+    try:
+        return log_paths.classify(path).kind == log_paths.LOG_DIR
+    except log_paths.PathUsageError:
+        return False
+
+
 @commands.command()
-def restore(backup_dir: str = Argument(..., metavar="BACKUP_DIR", help="A backup dir a repair wrote (it holds manifest.json)"),
+def restore(backup_dir: str = Argument(..., metavar="BACKUP_DIR", help="A backup dir a repair wrote (it holds manifest.json, "
+                                       "or run.json: a whole-log-dir recover's), or a log dir: its newest recover run"),
             dry_run: bool = DRY_RUN,
             as_json: bool = JSON):
     """Undo a repair (recover, reindex, compact, retention) from its backup: the files byte-identical again."""
     if not os.path.isdir(backup_dir):
         _fail(f"{backup_dir}: not a directory")
+    if not any(os.path.isfile(os.path.join(backup_dir, n)) for n in (fsutil.MANIFEST, repair_restore.RUN_FILE)) \
+            and _is_log_dir(backup_dir):
+        run = repair_restore.latest_run(backup_dir)
+        if run is None:
+            _fail(f"{backup_dir}: a log dir with no run of `kfx recover` backed up beside it "
+                  f"({os.path.abspath(backup_dir)}{fsutil.BACKUP_DIR_NAME}/); give the backup dir the repair printed")
+        _err().print(f"undoing the newest recover run of {backup_dir}: {run}", highlight=False, soft_wrap=True,
+                     markup=False)
+        backup_dir = run
     try:
         rep = repair_restore.restore(backup_dir, dry_run=dry_run)
     except (OSError, ValueError) as e:

@@ -1,6 +1,5 @@
 """What ``kfx recover`` of log dirs shows: a progress bar a partition while it runs (rich, on a
-terminal; nothing when stderr is piped), then one summary table (or JSON lines, one a partition and
-one a log dir)."""
+terminal; nothing when stderr is piped), then one summary table (or one JSON document)."""
 from __future__ import annotations
 
 import json
@@ -44,13 +43,17 @@ def recovery_progress(total: int):
         yield on_start, on_done
 
 
+def log_dir_recovery_json(outs, dry_run: bool) -> dict:
+    """A run over log dirs as one JSON document: each log dir's marker, checkpoints, notes and backup,
+    with its partitions' reports in it."""
+    return {"dryRun": dry_run, "changed": any(o.changed for o in outs),
+            "logDirs": [o.to_json() | {"partitions": [rep.to_json() for rep in o.partitions]} for o in outs]}
+
+
 def print_log_dir_recovery(outs, as_json: bool, dry_run: bool) -> None:
-    """The summary table of a run over log dirs, or its JSON lines."""
+    """The summary table of a run over log dirs, or its JSON document."""
     if as_json:
-        for out in outs:
-            for rep in out.partitions:
-                print(json.dumps(rep.to_json()))
-            print(json.dumps(out.to_json()))
+        print(json.dumps(log_dir_recovery_json(outs, dry_run)))
         return
     c = rich_console.Console()
     several = len({o.log_dir for o in outs}) > 1
@@ -81,7 +84,8 @@ def print_log_dir_recovery(outs, as_json: bool, dry_run: bool) -> None:
         for note in out.notes:
             c.print(f"  [dim]note: {note}[/dim]", highlight=False, soft_wrap=True)
         if out.backup:
-            c.print(f"  backup of the log dir's files: {out.backup}", highlight=False, soft_wrap=True)
+            c.print(f"  backup of this run: {out.backup} (`kfx restore {out.backup}` undoes every change above: "
+                    "the partitions' and the log dir's)", highlight=False, soft_wrap=True, markup=False)
     truncated = [(o, r) for o in outs for r in o.partitions if r.truncated_at]
     for o, r in truncated:
         ta = r.truncated_at

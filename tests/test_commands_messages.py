@@ -5,9 +5,11 @@ import json
 import os
 import shutil
 
+from kafkaforensics.harness.damaged_sample import make_damaged_logdir
 from kafkaforensics.inspect.dump import DumpOptions, dump
 from kafkaforensics.log import time_index
 from tests.conftest import SAMPLE
+from tests.corruption import snapshot_files
 
 NOW = "1700000000000"
 
@@ -69,3 +71,72 @@ def test_dump_prints_the_not_found_header_once(tmp_path):
     assert [line for line in text.splitlines() if line.startswith("Indexed offset")] == [
         f"Indexed offset: {o}, found log offset: -1" for o in (10_001, 10_002, 10_003)]
     assert len(res.problems) == 3
+
+
+# -- recover of a whole log dir: the dry run names no backup, --json is one document, one run is undone
+# by one restore, and a dry restore counts what the restore does
+
+def _damaged_log_dir(tmp_path):
+    """The demo's damaged log dir (kafkaforensics.harness.damaged_sample)."""
+    logs = str(tmp_path / "logs")
+    make_damaged_logdir(logs)
+    return logs
+
+
+def test_recover_dry_run_of_a_log_dir_names_no_backup(kfx, tmp_path):
+    logs = _damaged_log_dir(tmp_path)
+    r = kfx("recover", "--dry-run", logs)
+    assert r.exit_code == 1 and "backup" not in r.stdout, r.stdout
+    doc = json.loads(kfx("recover", "--dry-run", "--json", logs).stdout)
+    assert [d["backup"] for d in doc["logDirs"]] == [None]
+    assert not os.path.exists(logs + ".kfx-backup")
+
+
+def test_recover_json_of_a_log_dir_is_one_document(kfx, tmp_path):
+    logs = _damaged_log_dir(tmp_path)
+    r = kfx("recover", "--dry-run", "--json", logs)
+    doc = json.loads(r.stdout)  # the whole output: one document
+    (d,) = doc["logDirs"]
+    assert d["logDir"] == logs and doc["dryRun"] and doc["changed"]
+    assert sorted(p["partition"] for p in d["partitions"]) == ["clients-0", "legacy-0", "orders-0", "payments-0"]
+
+
+def test_one_restore_undoes_a_whole_log_dir_recover(kfx, tmp_path):
+    logs = _damaged_log_dir(tmp_path)
+    before = snapshot_files(logs)
+    r = kfx("recover", logs)
+    assert r.exit_code == 1
+    (run,) = [os.path.join(logs + ".kfx-backup", n) for n in os.listdir(logs + ".kfx-backup")]
+    assert f"backup of this run: {run}" in " ".join(r.stdout.split()) and f"kfx restore {run}" in r.stdout, r.stdout
+    dry = kfx("restore", "--dry-run", run)
+    assert dry.exit_code == 0
+    r = kfx("restore", run)
+    assert r.exit_code == 0
+    after = {k: v for k, v in snapshot_files(logs).items() if ".kfx-backup" not in k}
+    assert after == before  # every partition's changes and the log dir's checkpoint undone
+    n = int(r.stdout.splitlines()[-1].split()[0])
+    assert n >= 5 and dry.stdout.splitlines()[-1] == f"{n} change(s) undone (dry run)", (dry.stdout, r.stdout)
+
+
+def test_restore_of_a_log_dir_undoes_its_newest_recover_run(kfx, tmp_path):
+    logs = _damaged_log_dir(tmp_path)
+    before = snapshot_files(logs)
+    assert kfx("recover", logs).exit_code == 1
+    r = kfx("restore", logs)
+    assert r.exit_code == 0 and "undoing the newest recover run" in r.stderr, r.output
+    assert {k: v for k, v in snapshot_files(logs).items() if ".kfx-backup" not in k} == before
+    other = tmp_path / "other"
+    shutil.copytree(os.path.join(SAMPLE), other)
+    r = kfx("restore", other)
+    assert r.exit_code == 2 and "no run of `kfx recover`" in r.stderr
+
+
+def test_a_dry_restore_counts_what_the_restore_undoes(kfx, tmp_path):
+    """A recover that completes a swap (delete, then rename into place): undoing the rename frees the
+    name the deleted file goes back to, so a dry run that looks only at the disk counts too few."""
+    logs = _damaged_log_dir(tmp_path)
+    part = os.path.join(logs, "orders-0")
+    assert kfx("recover", "--backup-dir", tmp_path / "bk", part).exit_code == 1
+    dry, real = kfx("restore", "--dry-run", tmp_path / "bk"), kfx("restore", tmp_path / "bk")
+    would = [line.replace("would restore", "restored") for line in dry.stdout.splitlines()[:-1]]
+    assert would == real.stdout.splitlines()[:-1] and len(would) == 8, (dry.stdout, real.stdout)
