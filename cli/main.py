@@ -893,10 +893,13 @@ def analyze(paths: List[str] = Argument(..., metavar="PATH", help="Segments, par
 @commands.command()
 def diff(dir_a: str = Argument(..., help="Replica A (the leader's copy)"),
          dir_b: str = Argument(..., help="Replica B"),
+         different_partitions: bool = Option(False, "--different-partitions",
+                                             help="Compare dirs named after two different topic-partitions "
+                                                  "(else refused: they are no replicas of one partition)"),
          as_json: bool = JSON):
     """Compare two replicas of a partition: first divergence, one-sided batches, epoch truncation point."""
     try:
-        rep = inspect_diff.diff(dir_a, dir_b)
+        rep = inspect_diff.diff(dir_a, dir_b, different_partitions=different_partitions)
     except log_paths.PathUsageError as e:
         _fail(str(e))
     _print_live_notes([dir_a, dir_b])
@@ -904,6 +907,8 @@ def diff(dir_a: str = Argument(..., help="Replica A (the leader's copy)"),
         print(json.dumps(rep.to_json()))
     else:
         c = rich_console.Console()
+        for n in rep.notes:
+            c.print(f"note: {n}", highlight=False, soft_wrap=True, markup=False)
         for label, corrupt in (("A", rep.corrupt_a), ("B", rep.corrupt_b)):
             for x in corrupt[:20]:
                 c.print(f"replica {label} is corrupt: the batch at offsets {x['baseOffset']}..{x['lastOffset']} "

@@ -140,3 +140,25 @@ def test_a_dry_restore_counts_what_the_restore_undoes(kfx, tmp_path):
     dry, real = kfx("restore", "--dry-run", tmp_path / "bk"), kfx("restore", tmp_path / "bk")
     would = [line.replace("would restore", "restored") for line in dry.stdout.splitlines()[:-1]]
     assert would == real.stdout.splitlines()[:-1] and len(would) == 8, (dry.stdout, real.stdout)
+
+
+# -- diff: two dirs named after different topic-partitions are no replicas of one
+
+def test_diff_refuses_two_different_topic_partitions(kfx, tmp_path):
+    a, b = tmp_path / "test-0", tmp_path / "items-0"
+    shutil.copytree(os.path.join(SAMPLE, "orders-0"), a)
+    shutil.copytree(os.path.join(SAMPLE, "orders-0"), b)
+    r = kfx("diff", a, b)
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1, r.output
+    assert "test-0" in r.stderr and "items-0" in r.stderr and "--different-partitions" in r.stderr
+    r = kfx("diff", "--different-partitions", a, b)
+    assert r.exit_code == 0 and "compared as replicas" in r.stdout, r.output
+
+
+def test_diff_of_dirs_without_partition_names_says_so(kfx, tmp_path):
+    a, b = tmp_path / "leader", tmp_path / "b" / "orders-0"
+    shutil.copytree(os.path.join(SAMPLE, "orders-0"), a)
+    shutil.copytree(os.path.join(SAMPLE, "orders-0"), b)
+    r = kfx("diff", a, b)
+    assert r.exit_code == 0 and f"note: {a}: no <topic>-<partition> name" in r.stdout, r.output
+    assert "note" not in kfx("diff", b, os.path.join(SAMPLE, "orders-0")).stdout
