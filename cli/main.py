@@ -61,6 +61,7 @@ repair_retention = lazy("kafkaforensics.repair.retention", globals())
 repair_salvage = lazy("kafkaforensics.repair.salvage", globals())
 spark_storage = lazy("kafkaforensics.spark.storage", globals())
 rich_console = lazy("rich.console", globals())
+rich_markup = lazy("rich.markup", globals())
 rich_progress = lazy("rich.progress", globals())
 logging = lazy("logging", globals())  # serve's log lines only
 spark_jobs_common = lazy("spark_jobs.common", globals())
@@ -840,6 +841,14 @@ def _new_file_problem(path: str, overwrite: bool) -> str | None:
     return None
 
 
+def finding_text(f, partition_path: str | None) -> str:
+    """An analyze finding as one line: partition, kind, the file it is in (else the partition's dir),
+    byte position and offsets where known, then the explanation."""
+    where = " ".join(x for x in (f.file or partition_path or "", f"@ byte {f.position}" if f.position is not None else "",
+                                 f.offsets_text()) if x)
+    return f"{f.partition} {f.kind}" + (f" {where}" if where else "") + f": {f.explanation}"
+
+
 @commands.command()
 def analyze(paths: List[str] = Argument(..., metavar="PATH", help="Segments, partition dirs or log dirs"),
             as_json: bool = JSON,
@@ -870,7 +879,7 @@ def analyze(paths: List[str] = Argument(..., metavar="PATH", help="Segments, par
             iso = inspect_report_html.iso
             span = f"{iso(p.first_timestamp)}..{iso(p.last_timestamp)}" if p.first_timestamp is not None else "-"
             tx = p.transactions
-            offs = f"{p.log_start_offset}..{p.log_end_offset - 1}" if p.log_start_offset is not None else "-"
+            offs = inspect_report_html.offset_span(p).removeprefix("offsets ")
             rows.append((p.partition, offs, span, p.bytes, ",".join(sorted(p.codecs)), p.producers,
                          f"{tx['committed']}/{tx['aborted']}/{tx['open']}", cli_tables.Cell(str(n), "red" if n else None)))
         cli_tables.print_table("kfx analyze", ("partition", "offsets", "time span", "bytes", "codecs", "producers",
@@ -878,11 +887,11 @@ def analyze(paths: List[str] = Argument(..., metavar="PATH", help="Segments, par
         empty = len(rep.partitions) - len(rep.partitions_with_data)
         if empty:
             print(f"{empty} partition(s) hold no batches (not listed)")
+        dirs = {p.partition: p.path for p in rep.partitions}
         for f in rep.findings:
             style = {"error": "red", "warning": "yellow", "info": "dim"}[f.severity]
-            where = " ".join(x for x in (f.offsets_text(), f"@ byte {f.position}" if f.position is not None else "") if x)
-            c.print(f"[{style}]{f.severity}[/{style}] {f.partition} {f.kind}" + (f" {where}" if where else "")
-                    + f": {f.explanation}", highlight=False, soft_wrap=True)
+            c.print(f"[{style}]{f.severity}[/{style}] {rich_markup.escape(finding_text(f, dirs.get(f.partition)))}",
+                    highlight=False, soft_wrap=True)
             if f.remedy:
                 c.print(f"  remedy: {f.remedy}", highlight=False, soft_wrap=True, markup=False)
         if html_out:

@@ -162,3 +162,33 @@ def test_diff_of_dirs_without_partition_names_says_so(kfx, tmp_path):
     r = kfx("diff", a, b)
     assert r.exit_code == 0 and f"note: {a}: no <topic>-<partition> name" in r.stdout, r.output
     assert "note" not in kfx("diff", b, os.path.join(SAMPLE, "orders-0")).stdout
+
+
+# -- the report never prints None or a reversed range
+
+def test_ticket_summary_prints_no_none_and_no_reversed_range():
+    from kafkaforensics.inspect.analyzer import AnalysisReport, Finding, PartitionSummary
+    from kafkaforensics.inspect.report_html import render, ticket_summary
+    odd = PartitionSummary(partition="t-0", path="/x/t-0", batches=1, log_start_offset=505479, log_end_offset=1)
+    bare = PartitionSummary(partition="u-0", path="/x/u-0", batches=1, log_start_offset=5, log_end_offset=9)
+    rep = AnalysisReport(partitions=[odd, bare], findings=[
+        Finding("offset-gap", "warning", part, 5, 6, None, None, "a gap") for part in ("t-0", "u-0")])
+    text = ticket_summary(rep)
+    assert "None" not in text and "505479..0" not in text, text
+    assert "no offsets: log start offset 505479, log end offset 1" in text
+    assert "u-0 (offsets 5..8" in text and "no open transaction" in text
+    page = render(rep)
+    assert "None" not in page and "505479..0" not in page
+
+
+# -- analyze's text names the file of each finding
+
+def test_analyze_finding_lines_name_their_file(kfx, tmp_path):
+    logs = _damaged_log_dir(tmp_path)
+    r = kfx("analyze", logs, "--now", NOW)
+    lines = [ln for ln in r.stdout.splitlines() if ln.split(" ")[0] in ("error", "warning", "info")]
+    assert lines
+    for ln in lines:
+        assert f" {logs}/" in ln, ln  # the file, else the partition dir
+    seg = os.path.join(logs, "orders-0", "00000000000000000225.log")
+    assert any(f"truncated-batch {seg} @ byte " in ln for ln in lines), lines
