@@ -60,7 +60,6 @@ repair_restore = lazy("kafkaforensics.repair.restore", globals())
 repair_retention = lazy("kafkaforensics.repair.retention", globals())
 repair_salvage = lazy("kafkaforensics.repair.salvage", globals())
 spark_storage = lazy("kafkaforensics.spark.storage", globals())
-rich_console = lazy("rich.console", globals())
 rich_markup = lazy("rich.markup", globals())
 rich_progress = lazy("rich.progress", globals())
 logging = lazy("logging", globals())  # serve's log lines only
@@ -82,7 +81,7 @@ def __getattr__(name: str):
 @lru_cache(maxsize=None)
 def _err():
     """The rich console on stderr (made on first use)."""
-    return rich_console.Console(stderr=True)
+    return cli_plain.console(stderr=True)
 
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
@@ -366,22 +365,22 @@ def _print_partition_recovery(rep, as_json: bool, dry_run: bool) -> None:
         return
     _print_actions(j, f"kfx recover {rep.partition}" + (" (dry run)" if dry_run else ""))
     if rep.kafka is not None:
-        rich_console.Console().print(rep.kafka.line(), highlight=False, markup=False, soft_wrap=True)
+        cli_plain.console().print(rep.kafka.line(), highlight=False, markup=False, soft_wrap=True)
     if rep.truncated_at:
         t = rep.truncated_at
-        rich_console.Console().print(f"{'would truncate' if dry_run else 'truncated'} {t['segment']} at byte {t['position']} "
+        cli_plain.console().print(f"{'would truncate' if dry_run else 'truncated'} {t['segment']} at byte {t['position']} "
                         f"(log end offset {t['offset']}): {t['reason']}", highlight=False, soft_wrap=True)
     if rep.dropped:
         hint = ""
         if rep.dropped.batches:
             hint = (f" (kept in the backup: `kfx salvage {rep.backup} --out DIR` copies the valid batches out)"
                     if rep.backup else f" (`kfx salvage {rep.path} --out DIR` first copies the valid batches out)")
-        rich_console.Console().print(f"{'would drop' if dry_run else 'dropped'} {rep.dropped.text()}{hint}", highlight=False,
+        cli_plain.console().print(f"{'would drop' if dry_run else 'dropped'} {rep.dropped.text()}{hint}", highlight=False,
                         soft_wrap=True, markup=False)
     for n in rep.notes:
-        rich_console.Console().print(f"[dim]note: {n}[/dim]", highlight=False, soft_wrap=True)
+        cli_plain.console().print(f"[dim]note: {n}[/dim]", highlight=False, soft_wrap=True)
     if rep.backup:
-        rich_console.Console().print(f"backup: {rep.backup}", highlight=False, soft_wrap=True)
+        cli_plain.console().print(f"backup: {rep.backup}", highlight=False, soft_wrap=True)
 
 
 @commands.command()
@@ -409,9 +408,9 @@ def reindex(path: str = Argument(..., help="A <offset>.log segment or a partitio
         print(json.dumps(j))
     else:
         _print_actions(j, "kfx reindex" + (" (dry run)" if dry_run else ""))
-        rich_console.Console().print(rep.kafka.line(), highlight=False, markup=False)
+        cli_plain.console().print(rep.kafka.line(), highlight=False, markup=False)
         for n in rep.notes:
-            rich_console.Console().print(f"[dim]note: {n}[/dim]", highlight=False, soft_wrap=True)
+            cli_plain.console().print(f"[dim]note: {n}[/dim]", highlight=False, soft_wrap=True)
     raise Exit(EXIT_PROBLEMS if rep.actions else EXIT_OK)
 
 
@@ -475,7 +474,7 @@ def salvage(inputs: List[str] = Argument(..., metavar="INPUT", help="Damaged seg
     if as_json:
         print(json.dumps(rep.to_json()))
     else:
-        c = rich_console.Console()
+        c = cli_plain.console()
         cli_tables.print_table("recovered offset ranges", ("first", "last"), [(r["first"], r["last"]) for r in rep.recovered],
                     right=(0, 1))
         for s in rep.skipped:
@@ -542,7 +541,7 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
     if as_json:
         print(json.dumps(j))
     else:
-        c = rich_console.Console()
+        c = cli_plain.console()
         cli_tables.print_table(f"kfx compact {rep.partition}" + (" (dry run)" if dry_run else ""), ("", "before", "after"),
                     [("records", j["records"]["before"], j["records"]["after"]),
                      ("bytes", j["bytes"]["before"], j["bytes"]["after"]),
@@ -601,7 +600,7 @@ def retention(partition_dir: str = Argument(..., help="A partition directory (to
     if as_json:
         print(json.dumps(rep.to_json() | {"notes": from_configs, "problems": [p.to_json() for p in problems]}))
     else:
-        c = rich_console.Console()
+        c = cli_plain.console()
         if rep.deleted:
             cli_tables.print_table(f"kfx retention {rep.partition}" + (" (dry run)" if dry_run else ""),
                         ("segment", "offsets", "bytes", "largest timestamp", "reason"),
@@ -691,7 +690,7 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
                     search is not None and spark_jobs_search.pattern_problem(None, search)):  # before anything starts
         if problem:
             _fail(problem)
-    c = rich_console.Console(stderr=True)
+    c = cli_plain.console(stderr=True)
     options = {k: v for k, v in (("includeCorrupt", "true" if include_corrupt else None), ("s3.endpoint", s3_endpoint),
                                  ("s3.accessKey", s3_access_key), ("s3.secretKey", s3_secret_key),
                                  ("s3.region", s3_region)) if v}
@@ -749,7 +748,7 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
                   r["segments"], r["batches"], r["records"],
                   f"{r['firstOffset']}..{r['lastOffset']}" if r["firstOffset"] is not None else "empty", r["bytes"],
                   ",".join(r["codecs"]), r["anomalies"]) for r in result.inventory])
-    rich_console.Console().print(f"{result.rows} {level.value} rows -> {os.path.join(out, level.value)}; {result.anomalies} anomalies"
+    cli_plain.console().print(f"{result.rows} {level.value} rows -> {os.path.join(out, level.value)}; {result.anomalies} anomalies"
                     + (f"; {result.hits} search hits -> {os.path.join(out, 'search')}" if result.hits is not None else ""),
                     highlight=False, soft_wrap=True)
     if spark is not None:
@@ -872,7 +871,7 @@ def analyze(paths: List[str] = Argument(..., metavar="PATH", help="Segments, par
         if html_out:
             _err().print(f"report: {html_out}", highlight=False, soft_wrap=True, markup=False)
     else:
-        c = rich_console.Console()
+        c = cli_plain.console()
         rows = []
         for p in rep.partitions_with_data:  # then one line counting the empty ones
             n = sum(1 for f in rep.findings if f.partition == p.partition and f.severity != "info")
@@ -915,7 +914,7 @@ def diff(dir_a: str = Argument(..., help="Replica A (the leader's copy)"),
     if as_json:
         print(json.dumps(rep.to_json()))
     else:
-        c = rich_console.Console()
+        c = cli_plain.console()
         for n in rep.notes:
             c.print(f"note: {n}", highlight=False, soft_wrap=True, markup=False)
         for label, corrupt in (("A", rep.corrupt_a), ("B", rep.corrupt_b)):

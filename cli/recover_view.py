@@ -11,8 +11,8 @@ from specs.lazy import lazy
 
 #: imported on first use (specs/lazy.py), where start-up must not pay for them
 cli_main = lazy("cli.main", globals())
+cli_plain = lazy("cli.plain", globals())
 cli_tables = lazy("cli.tables", globals())
-rich_console = lazy("rich.console", globals())
 rich_progress = lazy("rich.progress", globals())
 
 
@@ -55,7 +55,7 @@ def print_log_dir_recovery(outs, as_json: bool, dry_run: bool) -> None:
     if as_json:
         print(json.dumps(log_dir_recovery_json(outs, dry_run)))
         return
-    c = rich_console.Console()
+    c = cli_plain.console()
     several = len({o.log_dir for o in outs}) > 1
     rows, idle = [], 0
     for out in outs:

@@ -192,3 +192,27 @@ def test_analyze_finding_lines_name_their_file(kfx, tmp_path):
         assert f" {logs}/" in ln, ln  # the file, else the partition dir
     seg = os.path.join(logs, "orders-0", "00000000000000000225.log")
     assert any(f"truncated-batch {seg} @ byte " in ln for ln in lines), lines
+
+
+# -- piped output is full width: no line folded, a long path whole
+
+def _piped(*args):
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "FORCE_COLOR", "TTY_COMPATIBLE")}
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return subprocess.run([sys.executable, "-m", "kafkaforensics", *map(str, args)], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, env=env, timeout=120)
+
+
+def test_piped_output_is_not_folded_at_80_columns(tmp_path):
+    logs = tmp_path / ("a-long-directory-name-" * 4) / "logs"
+    shutil.copytree(SAMPLE, logs)
+    (logs / ".kafka_cleanshutdown").write_bytes(b"")
+    r = _piped("verify", logs)
+    assert r.returncode == 0, r.stderr
+    assert any(ln.startswith(f"note: {logs}/.kafka_cleanshutdown: ") for ln in r.stdout.splitlines()), r.stdout
+    r = _piped("reindex", "--dry-run", logs / "orders-0")
+    (kafka,) = [ln for ln in r.stdout.splitlines() if ln.startswith("Kafka ")]
+    assert "; rules: " in kafka and kafka.endswith(f"leftover-swap={kafka.rsplit('leftover-swap=', 1)[-1]}"), r.stdout
+    assert len(kafka) > 80 and r.stdout.splitlines()[-1] == kafka, r.stdout  # one line, not folded
