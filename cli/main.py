@@ -271,10 +271,11 @@ def write(out: str = Option(..., "--out", metavar="DIR", help="Partition directo
     _err().print(f"wrote {w.batches} batches in {len(w.segments)} segment(s) to {out}", highlight=False, soft_wrap=True)
 
 
-def _print_actions(report_json: dict, title: str) -> None:
+def _print_actions(report_json: dict, title: str, dry_run: bool = False) -> None:
+    """A repair's actions as a table (a dry run's: ``would delete``...), or that there is nothing to do."""
     if report_json["actions"]:
         cli_tables.print_table(title, ("action", "file", "detail"), [
-            (a["action"], os.path.basename(a["file"]) + (f" -> {os.path.basename(a['target'])}" if a.get("target") else ""),
+            (("would " if dry_run else "") + a["action"], os.path.basename(a["file"]) + (f" -> {os.path.basename(a['target'])}" if a.get("target") else ""),
              a["detail"]) for a in report_json["actions"]])
     else:
         print(f"{title}: nothing to do")
@@ -363,7 +364,7 @@ def _print_partition_recovery(rep, as_json: bool, dry_run: bool) -> None:
     if as_json:
         print(json.dumps(j))
         return
-    _print_actions(j, f"kfx recover {rep.partition}" + (" (dry run)" if dry_run else ""))
+    _print_actions(j, f"kfx recover {rep.partition}" + (" (dry run)" if dry_run else ""), dry_run)
     if rep.kafka is not None:
         cli_plain.console().print(rep.kafka.line(), highlight=False, markup=False, soft_wrap=True)
     if rep.truncated_at:
@@ -407,7 +408,7 @@ def reindex(path: str = Argument(..., help="A <offset>.log segment or a partitio
     if as_json:
         print(json.dumps(j))
     else:
-        _print_actions(j, "kfx reindex" + (" (dry run)" if dry_run else ""))
+        _print_actions(j, "kfx reindex" + (" (dry run)" if dry_run else ""), dry_run)
         cli_plain.console().print(rep.kafka.line(), highlight=False, markup=False)
         for n in rep.notes:
             cli_plain.console().print(f"[dim]note: {n}[/dim]", highlight=False, soft_wrap=True)
@@ -448,7 +449,7 @@ def restore(backup_dir: str = Argument(..., metavar="BACKUP_DIR", help="A backup
     else:
         for r in rep.restored:
             print(f"{'would restore' if dry_run else 'restored'} {r['file']}: {r['detail']}")
-        print(f"{len(rep.restored)} change(s) undone" + (" (dry run)" if dry_run else "")
+        print(f"{len(rep.restored)} change(s) " + ("would be undone (dry run)" if dry_run else "undone")
               + (f", {len(rep.skipped)} not made or already undone" if rep.skipped else ""))
     raise Exit(EXIT_OK)
 
@@ -547,10 +548,11 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
                      ("bytes", j["bytes"]["before"], j["bytes"]["after"]),
                      ("dirty ratio", f"{j['dirtyRatio']['before']:.2f}", f"{j['dirtyRatio']['after']:.2f}")],
                     right=(1, 2))
-        c.print(f"cleaned [{rep.first_dirty_offset}, {rep.end_offset}) in {rep.rounds} round(s); tombstones kept "
-                f"{j['tombstones']['kept']} removed {j['tombstones']['removed']}; aborted records removed "
-                f"{j['abortedRecordsRemoved']}; markers kept {j['markers']['kept']} removed {j['markers']['removed']}",
-                highlight=False, soft_wrap=True)
+        kept, removed = ("to keep", "to remove") if dry_run else ("kept", "removed")
+        c.print(f"{'would clean' if dry_run else 'cleaned'} [{rep.first_dirty_offset}, {rep.end_offset}) in "
+                f"{rep.rounds} round(s); tombstones: {j['tombstones']['kept']} {kept}, {j['tombstones']['removed']} "
+                f"{removed}; aborted records: {j['abortedRecordsRemoved']} {removed}; markers: {j['markers']['kept']} "
+                f"{kept}, {j['markers']['removed']} {removed}", highlight=False, soft_wrap=True)
         dr = j["dropped"]
         c.print(f"{'would drop' if dry_run else 'dropped'} {dr['records']} records, {dr['batches']} whole batches, "
                 f"{dr['bytes']} bytes, rewriting {dr['segmentsRewritten']} segment(s)", highlight=False)
@@ -615,7 +617,8 @@ def retention(partition_dir: str = Argument(..., help="A partition directory (to
             c.print(f"{'would delete' if dry_run else 'deleted'} {rep.dropped.text()}", highlight=False,
                     soft_wrap=True, markup=False)
         if rep.rolled:
-            c.print(f"rolled a new active segment {rep.rolled}", highlight=False, soft_wrap=True)
+            c.print(f"{'would roll' if dry_run else 'rolled'} a new active segment {rep.rolled}", highlight=False,
+                    soft_wrap=True)
         if rep.backup:
             c.print(f"backup: {rep.backup}", highlight=False, soft_wrap=True, markup=False)
         _print_walk_problems(problems)

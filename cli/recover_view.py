@@ -63,11 +63,14 @@ def print_log_dir_recovery(outs, as_json: bool, dry_run: bool) -> None:
             if not rep.actions:
                 idle += 1
                 continue
-            rows.append((*((os.path.basename(out.log_dir),) if several else ()), rep.partition, ", ".join(rep.done),
+            rows.append((*((os.path.basename(out.log_dir),) if several else ()), rep.partition,
+                         ", ".join(rep.would_do if dry_run else rep.done),
                          rep.dropped.bytes, rep.dropped.batches, rep.dropped.records, len(rep.rebuilt_indexes)))
     if rows:
-        cols = ("log dir",) * several + ("partition", "done", "bytes cut", "valid batches cut", "records cut",
-                                          "indexes rebuilt")
+        cols = ("log dir",) * several + (("partition", "plan", "bytes to cut", "valid batches to cut", "records to cut",
+                                           "indexes to rebuild") if dry_run else
+                                          ("partition", "done", "bytes cut", "valid batches cut", "records cut",
+                                           "indexes rebuilt"))
         cli_tables.print_table("kfx recover" + (" (dry run)" if dry_run else ""), cols, rows,
                     right=range(len(cols) - 4, len(cols)))
     n = sum(len(o.partitions) for o in outs)
@@ -76,7 +79,8 @@ def print_log_dir_recovery(outs, as_json: bool, dry_run: bool) -> None:
             highlight=False)
     for out in outs:
         state = ("clean shutdown" + (f" ({out.marker['format']} marker)" if out.marker else "")
-                 if out.clean_shutdown else "no clean-shutdown marker: segments past the recovery point recovered")
+                 if out.clean_shutdown else "no clean-shutdown marker: segments past the recovery point "
+                 + ("would be recovered" if dry_run else "recovered"))
         c.print(f"{out.log_dir}: {state}", highlight=False, soft_wrap=True)
         for a in out.checkpoint_actions:
             c.print(f"  {'would write' if dry_run else 'wrote'} {os.path.basename(a.file)}: {a.detail}",
@@ -89,6 +93,7 @@ def print_log_dir_recovery(outs, as_json: bool, dry_run: bool) -> None:
     truncated = [(o, r) for o in outs for r in o.partitions if r.truncated_at]
     for o, r in truncated:
         ta = r.truncated_at
-        c.print(f"{r.partition}: truncated {ta['segment']} at byte {ta['position']} (log end offset {ta['offset']}): "
+        c.print(f"{r.partition}: {'would truncate' if dry_run else 'truncated'} {ta['segment']} at byte "
+                f"{ta['position']} (log end offset {ta['offset']}): "
                 f"{ta['reason']}", highlight=False, soft_wrap=True)
     sys.stdout.flush()

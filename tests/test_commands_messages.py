@@ -115,7 +115,7 @@ def test_one_restore_undoes_a_whole_log_dir_recover(kfx, tmp_path):
     after = {k: v for k, v in snapshot_files(logs).items() if ".kfx-backup" not in k}
     assert after == before  # every partition's changes and the log dir's checkpoint undone
     n = int(r.stdout.splitlines()[-1].split()[0])
-    assert n >= 5 and dry.stdout.splitlines()[-1] == f"{n} change(s) undone (dry run)", (dry.stdout, r.stdout)
+    assert n >= 5 and dry.stdout.splitlines()[-1] == f"{n} change(s) would be undone (dry run)", (dry.stdout, r.stdout)
 
 
 def test_restore_of_a_log_dir_undoes_its_newest_recover_run(kfx, tmp_path):
@@ -138,8 +138,9 @@ def test_a_dry_restore_counts_what_the_restore_undoes(kfx, tmp_path):
     part = os.path.join(logs, "orders-0")
     assert kfx("recover", "--backup-dir", tmp_path / "bk", part).exit_code == 1
     dry, real = kfx("restore", "--dry-run", tmp_path / "bk"), kfx("restore", tmp_path / "bk")
-    would = [line.replace("would restore", "restored") for line in dry.stdout.splitlines()[:-1]]
-    assert would == real.stdout.splitlines()[:-1] and len(would) == 8, (dry.stdout, real.stdout)
+    would = [line.split(": ")[0].replace("would restore", "restored") for line in dry.stdout.splitlines()[:-1]]
+    assert would == [line.split(": ")[0] for line in real.stdout.splitlines()[:-1]] and len(would) == 8, \
+        (dry.stdout, real.stdout)
 
 
 # -- diff: two dirs named after different topic-partitions are no replicas of one
@@ -216,3 +217,32 @@ def test_piped_output_is_not_folded_at_80_columns(tmp_path):
     (kafka,) = [ln for ln in r.stdout.splitlines() if ln.startswith("Kafka ")]
     assert "; rules: " in kafka and kafka.endswith(f"leftover-swap={kafka.rsplit('leftover-swap=', 1)[-1]}"), r.stdout
     assert len(kafka) > 80 and r.stdout.splitlines()[-1] == kafka, r.stdout  # one line, not folded
+
+
+# -- dry runs say what they would do, not what they did
+
+PAST = ("index rebuilt", "rolled a new", "truncated 0", "cleaned [", "appended the", "removed the file", ": put back")
+
+
+def _no_past_tense(text):
+    return not any(p in text for p in PAST)
+
+
+def test_dry_runs_speak_of_what_they_would_do(kfx, tmp_path):
+    logs = _damaged_log_dir(tmp_path)
+    r = kfx("recover", "--dry-run", logs)
+    assert "orders-0    would complete leftover, would truncate, would rebuild index" in r.stdout, r.stdout
+    assert "orders-0: would truncate 00000000000000000225.log at byte 10684" in r.stdout and _no_past_tense(r.stdout)
+    r = kfx("recover", "--dry-run", os.path.join(logs, "clients-0"))
+    assert "would write" in r.stdout and _no_past_tense(r.stdout), r.stdout
+    r = kfx("reindex", "--dry-run", os.path.join(logs, "clients-0"))
+    assert "would write" in r.stdout and "rebuild index from the segment's batches" in r.stdout, r.stdout
+    assert _no_past_tense(r.stdout)
+    r = kfx("retention", "--dry-run", "--retention-ms", "1", os.path.join(logs, "clients-0"))
+    assert "would roll a new active segment 00000000000000000200.log" in r.stdout and _no_past_tense(r.stdout), r.stdout
+    r = kfx("compact", "--dry-run", "--include-active", os.path.join(logs, "clients-0"))
+    assert "would clean [0, 200)" in r.stdout and "tombstones: 4 to keep" in r.stdout and _no_past_tense(r.stdout)
+    assert kfx("recover", "--backup-dir", tmp_path / "bk", os.path.join(logs, "orders-0")).exit_code == 1
+    r = kfx("restore", "--dry-run", tmp_path / "bk")
+    assert "would append the 40 bytes cut at byte 10684" in r.stdout and "would put back the old content" in r.stdout
+    assert r.stdout.splitlines()[-1] == "8 change(s) would be undone (dry run)" and _no_past_tense(r.stdout), r.stdout

@@ -195,11 +195,25 @@ def _restore_one(bdir: str, doc: dict, files: _Files, rep: RestoreReport) -> Non
     for i in range(len(changes) - undone - 1, -1, -1):
         c = changes[i]
         what = _undo(c, bdir, files, partitions)
+        if what and files.dry_run:
+            what = _would(what)
         (rep.restored if what else rep.skipped).append(
             {"op": c["op"], "file": c["file"], "detail": what or "not made, or already undone"})
         if not files.dry_run:
             doc["undone"] = len(changes) - i
             fsutil.atomic_write(manifest, json.dumps(doc, indent=1).encode())
+
+
+#: the past tense of what :func:`_undo` did -> what a dry run would do
+_WOULD = (("removed ", "remove "), ("put back ", "put back "), ("appended ", "append "), ("renamed back ", "rename back "))
+
+
+def _would(what: str) -> str:
+    """What :func:`_undo` says it did, as a dry run says it would do it."""
+    for done, would in _WOULD:
+        if what.startswith(done):
+            return "would " + would + what[len(done):]
+    return "would: " + what
 
 
 def _undo(c: dict, bdir: str, files: _Files, partitions: set = frozenset()) -> str | None:
