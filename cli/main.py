@@ -993,7 +993,9 @@ def serve(log_dir: str = Argument(..., help="A log dir: every <topic>-<partition
           port: int = Option(9092, "--port", min=0, max=65535, metavar="PORT", help="Port to listen on (0: any free one)"),
           advertised_host: Optional[str] = Option(None, "--advertised-host", metavar="HOST",
                                                   help="Host name clients are told to connect to (default: --host)"),
-          node_id: int = Option(0, "--node-id", min=0, metavar="ID", help="The broker id clients see"),
+          node_id: Optional[int] = Option(None, "--node-id", min=0, metavar="ID",
+                                          help="The broker id clients see (default: the log dir's node.id, else "
+                                               "broker.id, in meta.properties; else 0)"),
           writable: bool = Option(False, "--writable", help="Accept Produce, transactions and CreateTopics"),
           auto_create: bool = Option(True, "--auto-create/--no-auto-create",
                                            help="With --writable: create a topic a client names (Kafka's auto.create.topics.enable)"),
