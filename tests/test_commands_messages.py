@@ -274,3 +274,14 @@ def test_serve_advertises_the_log_dirs_node_id_and_hides_the_metadata_log(tmp_pa
     (made,) = w.create_topics(5, {"Topics": [{"Name": "__cluster_metadata", "NumPartitions": 1,
                                               "ReplicationFactor": 1}]})["Topics"]
     assert made["ErrorCode"] == 42 and "prohibited" in made["ErrorMessage"]  # INVALID_REQUEST, as Kafka
+
+
+# -- README: what `make demo` and the Spark class archive cost
+
+def test_readme_says_what_make_demo_and_the_class_archive_cost():
+    readme = open(os.path.join(os.path.dirname(SAMPLE), "..", "..", "README.md"), encoding="utf-8").read()
+    quick = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    (demo,) = [ln for ln in quick.splitlines() if ln.startswith("make demo")]
+    assert "installs" in demo and "2.5 min on a fresh clone" in demo, demo
+    spark = " ".join(readme.split("## Spark: scanning fleets", 1)[1].split())
+    assert "189 MB" in spark and "checkouts sharing one virtualenv" in spark and "share one archive" in spark
