@@ -459,7 +459,7 @@ def _load_epochs(d: _PlannedPartition, rep: RecoveryReport) -> LeaderEpochCache:
     try:
         return LeaderEpochCache.load(read_checkpoint(p, C.LeaderEpochCheckpoint) or [])
     except KafkaFormatError as e:
-        rep.notes.append(f"leader-epoch-checkpoint unreadable ({e.problem.detail}); rebuilt from the batches")
+        rep.notes.append(f"leader-epoch-checkpoint unreadable ({e.problem.detail}): its entries are taken from the batches")
         return LeaderEpochCache()
 
 
