@@ -275,7 +275,8 @@ def _print_actions(report_json: dict, title: str, dry_run: bool = False) -> None
     """A repair's actions as a table (a dry run's: ``would delete``...), or that there is nothing to do."""
     if report_json["actions"]:
         cli_tables.print_table(title, ("action", "file", "detail"), [
-            (("would " if dry_run else "") + a["action"], os.path.basename(a["file"]) + (f" -> {os.path.basename(a['target'])}" if a.get("target") else ""),
+            (("would " if dry_run else "") + a["action"],
+             os.path.basename(a["file"]) + (f" -> {os.path.basename(a['target'])}" if a.get("target") else ""),
              a["detail"]) for a in report_json["actions"]])
     else:
         print(f"{title}: nothing to do")
@@ -415,6 +416,20 @@ def reindex(path: str = Argument(..., help="A <offset>.log segment or a partitio
     raise Exit(EXIT_PROBLEMS if rep.actions else EXIT_OK)
 
 
+def _backup_to_restore(path: str) -> str:
+    """The backup dir ``kfx restore PATH`` undoes: PATH itself, or for a log dir (no manifest.json or
+    run.json in it) the newest whole-log-dir recover run kept beside it (said on stderr)."""
+    if any(os.path.isfile(os.path.join(path, n)) for n in (fsutil.MANIFEST, repair_restore.RUN_FILE)) \
+            or not _is_log_dir(path):
+        return path
+    run = repair_restore.latest_run(path)
+    if run is None:
+        _fail(f"{path}: a log dir with no run of `kfx recover` backed up beside it "
+              f"({os.path.abspath(path)}{fsutil.BACKUP_DIR_NAME}/); give the backup dir the repair printed")
+    _err().print(f"undoing the newest recover run of {path}: {run}", highlight=False, soft_wrap=True, markup=False)
+    return run
+
+
 def _is_log_dir(path: str) -> bool:
     """Whether ``path`` is a log dir by :mod:`kafkaforensics.log.paths`' rules."""
     try:
@@ -431,15 +446,7 @@ def restore(backup_dir: str = Argument(..., metavar="BACKUP_DIR", help="A backup
     """Undo a repair (recover, reindex, compact, retention) from its backup: the files byte-identical again."""
     if not os.path.isdir(backup_dir):
         _fail(f"{backup_dir}: not a directory")
-    if not any(os.path.isfile(os.path.join(backup_dir, n)) for n in (fsutil.MANIFEST, repair_restore.RUN_FILE)) \
-            and _is_log_dir(backup_dir):
-        run = repair_restore.latest_run(backup_dir)
-        if run is None:
-            _fail(f"{backup_dir}: a log dir with no run of `kfx recover` backed up beside it "
-                  f"({os.path.abspath(backup_dir)}{fsutil.BACKUP_DIR_NAME}/); give the backup dir the repair printed")
-        _err().print(f"undoing the newest recover run of {backup_dir}: {run}", highlight=False, soft_wrap=True,
-                     markup=False)
-        backup_dir = run
+    backup_dir = _backup_to_restore(backup_dir)
     try:
         rep = repair_restore.restore(backup_dir, dry_run=dry_run)
     except (OSError, ValueError) as e:
