@@ -60,7 +60,7 @@ repair_restore = lazy("kafkaforensics.repair.restore", globals())
 repair_retention = lazy("kafkaforensics.repair.retention", globals())
 repair_salvage = lazy("kafkaforensics.repair.salvage", globals())
 spark_storage = lazy("kafkaforensics.spark.storage", globals())
-rich_console = lazy("rich.console", globals())
+rich_markup = lazy("rich.markup", globals())
 rich_progress = lazy("rich.progress", globals())
 logging = lazy("logging", globals())  # serve's log lines only
 spark_jobs_common = lazy("spark_jobs.common", globals())
@@ -81,7 +81,7 @@ def __getattr__(name: str):
 @lru_cache(maxsize=None)
 def _err():
     """The rich console on stderr (made on first use)."""
-    return rich_console.Console(stderr=True)
+    return cli_plain.console(stderr=True)
 
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
@@ -277,10 +277,12 @@ def write(out: str = Option(..., "--out", metavar="DIR", help="Partition directo
     _err().print(f"wrote {w.batches} batches in {len(w.segments)} segment(s) to {out}", highlight=False, soft_wrap=True)
 
 
-def _print_actions(report_json: dict, title: str) -> None:
+def _print_actions(report_json: dict, title: str, dry_run: bool = False) -> None:
+    """A repair's actions as a table (a dry run's: ``would delete``...), or that there is nothing to do."""
     if report_json["actions"]:
         cli_tables.print_table(title, ("action", "file", "detail"), [
-            (a["action"], os.path.basename(a["file"]) + (f" -> {os.path.basename(a['target'])}" if a.get("target") else ""),
+            (("would " if dry_run else "") + a["action"],
+             os.path.basename(a["file"]) + (f" -> {os.path.basename(a['target'])}" if a.get("target") else ""),
              a["detail"]) for a in report_json["actions"]])
     else:
         print(f"{title}: nothing to do")
@@ -369,24 +371,24 @@ def _print_partition_recovery(rep, as_json: bool, dry_run: bool) -> None:
     if as_json:
         print(json.dumps(j))
         return
-    _print_actions(j, f"kfx recover {rep.partition}" + (" (dry run)" if dry_run else ""))
+    _print_actions(j, f"kfx recover {rep.partition}" + (" (dry run)" if dry_run else ""), dry_run)
     if rep.kafka is not None:
-        rich_console.Console().print(rep.kafka.line(), highlight=False, markup=False, soft_wrap=True)
+        cli_plain.console().print(rep.kafka.line(), highlight=False, markup=False, soft_wrap=True)
     if rep.truncated_at:
         t = rep.truncated_at
-        rich_console.Console().print(f"{'would truncate' if dry_run else 'truncated'} {t['segment']} at byte {t['position']} "
+        cli_plain.console().print(f"{'would truncate' if dry_run else 'truncated'} {t['segment']} at byte {t['position']} "
                         f"(log end offset {t['offset']}): {t['reason']}", highlight=False, soft_wrap=True)
     if rep.dropped:
         hint = ""
         if rep.dropped.batches:
             hint = (f" (kept in the backup: `kfx salvage {rep.backup} --out DIR` copies the valid batches out)"
                     if rep.backup else f" (`kfx salvage {rep.path} --out DIR` first copies the valid batches out)")
-        rich_console.Console().print(f"{'would drop' if dry_run else 'dropped'} {rep.dropped.text()}{hint}", highlight=False,
+        cli_plain.console().print(f"{'would drop' if dry_run else 'dropped'} {rep.dropped.text()}{hint}", highlight=False,
                         soft_wrap=True, markup=False)
     for n in rep.notes:
-        rich_console.Console().print(f"[dim]note: {n}[/dim]", highlight=False, soft_wrap=True)
+        cli_plain.console().print(f"[dim]note: {n}[/dim]", highlight=False, soft_wrap=True)
     if rep.backup:
-        rich_console.Console().print(f"backup: {rep.backup}", highlight=False, soft_wrap=True)
+        cli_plain.console().print(f"backup: {rep.backup}", highlight=False, soft_wrap=True)
 
 
 @commands.command()
@@ -413,20 +415,44 @@ def reindex(path: str = Argument(..., help="A <offset>.log segment or a partitio
     if as_json:
         print(json.dumps(j))
     else:
-        _print_actions(j, "kfx reindex" + (" (dry run)" if dry_run else ""))
-        rich_console.Console().print(rep.kafka.line(), highlight=False, markup=False)
+        _print_actions(j, "kfx reindex" + (" (dry run)" if dry_run else ""), dry_run)
+        cli_plain.console().print(rep.kafka.line(), highlight=False, markup=False)
         for n in rep.notes:
-            rich_console.Console().print(f"[dim]note: {n}[/dim]", highlight=False, soft_wrap=True)
+            cli_plain.console().print(f"[dim]note: {n}[/dim]", highlight=False, soft_wrap=True)
     raise Exit(EXIT_PROBLEMS if rep.actions else EXIT_OK)
 
 
+def _backup_to_restore(path: str) -> str:
+    """The backup dir ``kfx restore PATH`` undoes: PATH itself, or for a log dir (no manifest.json or
+    run.json in it) the newest whole-log-dir recover run kept beside it (said on stderr)."""
+    if any(os.path.isfile(os.path.join(path, n)) for n in (fsutil.MANIFEST, repair_restore.RUN_FILE)) \
+            or not _is_log_dir(path):
+        return path
+    run = repair_restore.latest_run(path)
+    if run is None:
+        _fail(f"{path}: a log dir with no run of `kfx recover` backed up beside it "
+              f"({os.path.abspath(path)}{fsutil.BACKUP_DIR_NAME}/); give the backup dir the repair printed")
+    _err().print(f"undoing the newest recover run of {path}: {run}", highlight=False, soft_wrap=True, markup=False)
+    return run
+
+
+def _is_log_dir(path: str) -> bool:
+    """Whether ``path`` is a log dir by :mod:`kafkaforensics.log.paths`' rules."""
+    try:
+        return log_paths.classify(path).kind == log_paths.LOG_DIR
+    except log_paths.PathUsageError:
+        return False
+
+
 @commands.command()
-def restore(backup_dir: str = Argument(..., metavar="BACKUP_DIR", help="A backup dir a repair wrote (it holds manifest.json)"),
+def restore(backup_dir: str = Argument(..., metavar="BACKUP_DIR", help="A backup dir a repair wrote (it holds manifest.json, "
+                                       "or run.json: a whole-log-dir recover's), or a log dir: its newest recover run"),
             dry_run: bool = DRY_RUN,
             as_json: bool = JSON):
     """Undo a repair (recover, reindex, compact, retention) from its backup: the files byte-identical again."""
     if not os.path.isdir(backup_dir):
         _fail(f"{backup_dir}: not a directory")
+    backup_dir = _backup_to_restore(backup_dir)
     try:
         rep = repair_restore.restore(backup_dir, dry_run=dry_run)
     except (OSError, ValueError) as e:
@@ -436,7 +462,7 @@ def restore(backup_dir: str = Argument(..., metavar="BACKUP_DIR", help="A backup
     else:
         for r in rep.restored:
             print(f"{'would restore' if dry_run else 'restored'} {r['file']}: {r['detail']}")
-        print(f"{len(rep.restored)} change(s) undone" + (" (dry run)" if dry_run else "")
+        print(f"{len(rep.restored)} change(s) " + ("would be undone (dry run)" if dry_run else "undone")
               + (f", {len(rep.skipped)} not made or already undone" if rep.skipped else ""))
     raise Exit(EXIT_OK)
 
@@ -462,7 +488,7 @@ def salvage(inputs: List[str] = Argument(..., metavar="INPUT", help="Damaged seg
     if as_json:
         print(json.dumps(rep.to_json()))
     else:
-        c = rich_console.Console()
+        c = cli_plain.console()
         cli_tables.print_table("recovered offset ranges", ("first", "last"), [(r["first"], r["last"]) for r in rep.recovered],
                     right=(0, 1))
         for s in rep.skipped:
@@ -529,16 +555,17 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
     if as_json:
         print(json.dumps(j))
     else:
-        c = rich_console.Console()
+        c = cli_plain.console()
         cli_tables.print_table(f"kfx compact {rep.partition}" + (" (dry run)" if dry_run else ""), ("", "before", "after"),
                     [("records", j["records"]["before"], j["records"]["after"]),
                      ("bytes", j["bytes"]["before"], j["bytes"]["after"]),
                      ("dirty ratio", f"{j['dirtyRatio']['before']:.2f}", f"{j['dirtyRatio']['after']:.2f}")],
                     right=(1, 2))
-        c.print(f"cleaned [{rep.first_dirty_offset}, {rep.end_offset}) in {rep.rounds} round(s); tombstones kept "
-                f"{j['tombstones']['kept']} removed {j['tombstones']['removed']}; aborted records removed "
-                f"{j['abortedRecordsRemoved']}; markers kept {j['markers']['kept']} removed {j['markers']['removed']}",
-                highlight=False, soft_wrap=True)
+        kept, removed = ("to keep", "to remove") if dry_run else ("kept", "removed")
+        c.print(f"{'would clean' if dry_run else 'cleaned'} [{rep.first_dirty_offset}, {rep.end_offset}) in "
+                f"{rep.rounds} round(s); tombstones: {j['tombstones']['kept']} {kept}, {j['tombstones']['removed']} "
+                f"{removed}; aborted records: {j['abortedRecordsRemoved']} {removed}; markers: {j['markers']['kept']} "
+                f"{kept}, {j['markers']['removed']} {removed}", highlight=False, soft_wrap=True)
         dr = j["dropped"]
         c.print(f"{'would drop' if dry_run else 'dropped'} {dr['records']} records, {dr['batches']} whole batches, "
                 f"{dr['bytes']} bytes, rewriting {dr['segmentsRewritten']} segment(s)", highlight=False)
@@ -588,7 +615,7 @@ def retention(partition_dir: str = Argument(..., help="A partition directory (to
     if as_json:
         print(json.dumps(rep.to_json() | {"notes": from_configs, "problems": [p.to_json() for p in problems]}))
     else:
-        c = rich_console.Console()
+        c = cli_plain.console()
         if rep.deleted:
             cli_tables.print_table(f"kfx retention {rep.partition}" + (" (dry run)" if dry_run else ""),
                         ("segment", "offsets", "bytes", "largest timestamp", "reason"),
@@ -603,7 +630,8 @@ def retention(partition_dir: str = Argument(..., help="A partition directory (to
             c.print(f"{'would delete' if dry_run else 'deleted'} {rep.dropped.text()}", highlight=False,
                     soft_wrap=True, markup=False)
         if rep.rolled:
-            c.print(f"rolled a new active segment {rep.rolled}", highlight=False, soft_wrap=True)
+            c.print(f"{'would roll' if dry_run else 'rolled'} a new active segment {rep.rolled}", highlight=False,
+                    soft_wrap=True)
         if rep.backup:
             c.print(f"backup: {rep.backup}", highlight=False, soft_wrap=True, markup=False)
         _print_walk_problems(problems)
@@ -678,7 +706,7 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
                     search is not None and spark_jobs_search.pattern_problem(None, search)):  # before anything starts
         if problem:
             _fail(problem)
-    c = rich_console.Console(stderr=True)
+    c = cli_plain.console(stderr=True)
     options = {k: v for k, v in (("includeCorrupt", "true" if include_corrupt else None), ("s3.endpoint", s3_endpoint),
                                  ("s3.accessKey", s3_access_key), ("s3.secretKey", s3_secret_key),
                                  ("s3.region", s3_region)) if v}
@@ -737,7 +765,7 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
                   f"{r['firstOffset']}..{r['lastOffset']}" if r["firstOffset"] is not None
                   else "empty" if r["segments"] else "no log", r["bytes"],
                   ",".join(r["codecs"]), r["anomalies"]) for r in result.inventory])
-    rich_console.Console().print(f"{result.rows} {level.value} rows -> {os.path.join(out, level.value)}; {result.anomalies} anomalies"
+    cli_plain.console().print(f"{result.rows} {level.value} rows -> {os.path.join(out, level.value)}; {result.anomalies} anomalies"
                     + (f"; {result.hits} search hits -> {os.path.join(out, 'search')}" if result.hits is not None else ""),
                     highlight=False, soft_wrap=True)
     if spark is not None:
@@ -812,31 +840,62 @@ def _scan_on_spark(c, run: ScanRun, master: str, outgrew: bool = False):
             _fail(f"the scan stopped: {cli_spark_start.error_line(e)} (--verbose shows the whole error); {run.left}")
 
 
+def _new_file_problem(path: str, overwrite: bool) -> str | None:
+    """Why a command cannot write the file ``path`` (a missing or read-only directory, a directory in
+    its place, an existing file without ``--overwrite``), or None."""
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        return f"{path}: is a directory (give a file name)"
+    if not os.path.isdir(parent):
+        return f"{path}: no such directory {parent}"
+    if os.path.exists(path) and not overwrite:
+        return f"{path}: exists (--overwrite replaces it)"
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        return f"{path}: the file is read-only"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"{path}: the directory {parent} is not writable"
+    return None
+
+
+def finding_text(f, partition_path: str | None) -> str:
+    """An analyze finding as one line: partition, kind, the file it is in (else the partition's dir),
+    byte position and offsets where known, then the explanation."""
+    where = " ".join(x for x in (f.file or partition_path or "", f"@ byte {f.position}" if f.position is not None else "",
+                                 f.offsets_text()) if x)
+    return f"{f.partition} {f.kind}" + (f" {where}" if where else "") + f": {f.explanation}"
+
+
 @commands.command()
 def analyze(paths: List[str] = Argument(..., metavar="PATH", help="Segments, partition dirs or log dirs"),
             as_json: bool = JSON,
             html_out: Optional[str] = Option(None, "--html", metavar="FILE", help="Write a self-contained HTML report here"),
+            overwrite: bool = Option(False, "--overwrite", help="Replace an existing --html file (else it is refused)"),
             now: Optional[int] = NOW):
     """Find damage and suspicious patterns: offsets, timestamps, producers, transactions, leader epochs."""
+    if html_out and (problem := _new_file_problem(html_out, overwrite)):
+        _fail(problem)  # before the analysis: a report it could not write is no report
     try:
         rep = inspect_analyzer.analyze(paths, inspect_analyzer.AnalyzeOptions(now=now))
     except (OSError, log_paths.PathUsageError) as e:
         _fail(str(e))
     if html_out:
-        fsutil.atomic_write(html_out, inspect_report_html.render(rep, "kfx analyze " + " ".join(paths), paths).encode())
+        try:
+            fsutil.atomic_write(html_out, inspect_report_html.render(rep, "kfx analyze " + " ".join(paths), paths).encode())
+        except OSError as e:
+            _fail(f"{html_out}: cannot write the report ({e.strerror or e})")
     if as_json:
         print(json.dumps(rep.to_json()))
         if html_out:
             _err().print(f"report: {html_out}", highlight=False, soft_wrap=True, markup=False)
     else:
-        c = rich_console.Console()
+        c = cli_plain.console()
         rows = []
         for p in rep.partitions_with_data:  # then one line counting the empty ones
             n = sum(1 for f in rep.findings if f.partition == p.partition and f.severity != "info")
             iso = inspect_report_html.iso
             span = f"{iso(p.first_timestamp)}..{iso(p.last_timestamp)}" if p.first_timestamp is not None else "-"
             tx = p.transactions
-            offs = f"{p.log_start_offset}..{p.log_end_offset - 1}" if p.log_start_offset is not None else "-"
+            offs = inspect_report_html.offset_span(p).removeprefix("offsets ")
             rows.append((p.partition, offs, span, p.bytes, ",".join(sorted(p.codecs)), p.producers,
                          f"{tx['committed']}/{tx['aborted']}/{tx['open']}", cli_tables.Cell(str(n), "red" if n else None)))
         cli_tables.print_table("kfx analyze", ("partition", "offsets", "time span", "bytes", "codecs", "producers",
@@ -844,11 +903,11 @@ def analyze(paths: List[str] = Argument(..., metavar="PATH", help="Segments, par
         empty = len(rep.partitions) - len(rep.partitions_with_data)
         if empty:
             print(f"{empty} partition(s) hold no batches (not listed)")
+        dirs = {p.partition: p.path for p in rep.partitions}
         for f in rep.findings:
             style = {"error": "red", "warning": "yellow", "info": "dim"}[f.severity]
-            where = " ".join(x for x in (f.offsets_text(), f"@ byte {f.position}" if f.position is not None else "") if x)
-            c.print(f"[{style}]{f.severity}[/{style}] {f.partition} {f.kind}" + (f" {where}" if where else "")
-                    + f": {f.explanation}", highlight=False, soft_wrap=True)
+            c.print(f"[{style}]{f.severity}[/{style}] {rich_markup.escape(finding_text(f, dirs.get(f.partition)))}",
+                    highlight=False, soft_wrap=True)
             if f.remedy:
                 c.print(f"  remedy: {f.remedy}", highlight=False, soft_wrap=True, markup=False)
             if f.caused:  # the index problems this root cause explains, grouped under it
@@ -861,17 +920,22 @@ def analyze(paths: List[str] = Argument(..., metavar="PATH", help="Segments, par
 @commands.command()
 def diff(dir_a: str = Argument(..., help="Replica A (the leader's copy)"),
          dir_b: str = Argument(..., help="Replica B"),
+         different_partitions: bool = Option(False, "--different-partitions",
+                                             help="Compare dirs named after two different topic-partitions "
+                                                  "(else refused: they are no replicas of one partition)"),
          as_json: bool = JSON):
     """Compare two replicas of a partition: first divergence, one-sided batches, epoch truncation point."""
     try:
-        rep = inspect_diff.diff(dir_a, dir_b)
+        rep = inspect_diff.diff(dir_a, dir_b, different_partitions=different_partitions)
     except log_paths.PathUsageError as e:
         _fail(str(e))
     _print_live_notes([dir_a, dir_b])
     if as_json:
         print(json.dumps(rep.to_json()))
     else:
-        c = rich_console.Console()
+        c = cli_plain.console()
+        for n in rep.notes:
+            c.print(f"note: {n}", highlight=False, soft_wrap=True, markup=False)
         for label, corrupt in (("A", rep.corrupt_a), ("B", rep.corrupt_b)):
             for x in corrupt[:20]:
                 c.print(f"replica {label} is corrupt: the batch at offsets {x['baseOffset']}..{x['lastOffset']} "
@@ -918,6 +982,8 @@ def groups(paths: List[str] = Argument(..., metavar="PATH", help="Log dirs, or _
     _print_live_notes(paths)
     if as_json:
         print(json.dumps({"offsets": rows, **({"members": mrows} if members else {})}))
+    elif not rows and not mrows:  # a no-op says why
+        print(inspect_groups.no_commits_line(paths))
     else:
         cli_tables.print_table(f"kfx groups {' '.join(paths)}", ("group", "topic", "partition", "committed", "log end", "lag", "metadata"),
                     [(r["group"], r["topic"], r["partition"], r["offset"],
@@ -945,7 +1011,9 @@ def serve(log_dir: str = Argument(..., help="A log dir: every <topic>-<partition
           port: int = Option(9092, "--port", min=0, max=65535, metavar="PORT", help="Port to listen on (0: any free one)"),
           advertised_host: Optional[str] = Option(None, "--advertised-host", metavar="HOST",
                                                   help="Host name clients are told to connect to (default: --host)"),
-          node_id: int = Option(0, "--node-id", min=0, metavar="ID", help="The broker id clients see"),
+          node_id: Optional[int] = Option(None, "--node-id", min=0, metavar="ID",
+                                          help="The broker id clients see (default: the log dir's node.id, else "
+                                               "broker.id, in meta.properties; else 0)"),
           writable: bool = Option(False, "--writable", help="Accept Produce, transactions and CreateTopics"),
           auto_create: bool = Option(True, "--auto-create/--no-auto-create",
                                            help="With --writable: create a topic a client names (Kafka's auto.create.topics.enable)"),

@@ -75,13 +75,19 @@ def render(lines, width: int) -> str | None:
     return "".join(out)
 
 
+def console(stderr: bool = False):
+    """A rich Console on stdout (``stderr``: on stderr) that folds no line when its stream is no
+    terminal: piped output is full width, a long path whole (a terminal folds at its own width)."""
+    return rich_console.Console(stderr=stderr, soft_wrap=no_terminal(sys.stderr if stderr else sys.stdout))
+
+
 def print_lines(lines) -> None:
     """Print ``lines`` plainly when that is what rich would print; else through rich."""
     if no_terminal():
-        text = render(lines, console_width())
+        text = render(lines, sys.maxsize)  # piped: console() folds nothing
         if text is not None:
             sys.stdout.write(text)
             return
-    out = rich_console.Console()
+    out = console()
     for line in lines:
         out.print(line.rich_text, **line.options)

@@ -1,6 +1,5 @@
 """What ``kfx recover`` of log dirs shows: a progress bar a partition while it runs (rich, on a
-terminal; nothing when stderr is piped), then one summary table (or JSON lines, one a partition and
-one a log dir)."""
+terminal; nothing when stderr is piped), then one summary table (or one JSON document)."""
 from __future__ import annotations
 
 import json
@@ -12,8 +11,8 @@ from specs.lazy import lazy
 
 #: imported on first use (specs/lazy.py), where start-up must not pay for them
 cli_main = lazy("cli.main", globals())
+cli_plain = lazy("cli.plain", globals())
 cli_tables = lazy("cli.tables", globals())
-rich_console = lazy("rich.console", globals())
 rich_progress = lazy("rich.progress", globals())
 
 
@@ -44,15 +43,19 @@ def recovery_progress(total: int):
         yield on_start, on_done
 
 
+def log_dir_recovery_json(outs, dry_run: bool) -> dict:
+    """A run over log dirs as one JSON document: each log dir's marker, checkpoints, notes and backup,
+    with its partitions' reports in it."""
+    return {"dryRun": dry_run, "changed": any(o.changed for o in outs),
+            "logDirs": [o.to_json() | {"partitions": [rep.to_json() for rep in o.partitions]} for o in outs]}
+
+
 def print_log_dir_recovery(outs, as_json: bool, dry_run: bool) -> None:
-    """The summary table of a run over log dirs, or its JSON lines."""
+    """The summary table of a run over log dirs, or its JSON document."""
     if as_json:
-        for out in outs:
-            for rep in out.partitions:
-                print(json.dumps(rep.to_json()))
-            print(json.dumps(out.to_json()))
+        print(json.dumps(log_dir_recovery_json(outs, dry_run)))
         return
-    c = rich_console.Console()
+    c = cli_plain.console()
     several = len({o.log_dir for o in outs}) > 1
     rows, idle = [], 0
     for out in outs:
@@ -60,11 +63,14 @@ def print_log_dir_recovery(outs, as_json: bool, dry_run: bool) -> None:
             if not rep.actions:
                 idle += 1
                 continue
-            rows.append((*((os.path.basename(out.log_dir),) if several else ()), rep.partition, ", ".join(rep.done),
+            rows.append((*((os.path.basename(out.log_dir),) if several else ()), rep.partition,
+                         ", ".join(rep.would_do if dry_run else rep.done),
                          rep.dropped.bytes, rep.dropped.batches, rep.dropped.records, len(rep.rebuilt_indexes)))
     if rows:
-        cols = ("log dir",) * several + ("partition", "done", "bytes cut", "valid batches cut", "records cut",
-                                          "indexes rebuilt")
+        cols = ("log dir",) * several + (("partition", "plan", "bytes to cut", "valid batches to cut", "records to cut",
+                                           "indexes to rebuild") if dry_run else
+                                          ("partition", "done", "bytes cut", "valid batches cut", "records cut",
+                                           "indexes rebuilt"))
         cli_tables.print_table("kfx recover" + (" (dry run)" if dry_run else ""), cols, rows,
                     right=range(len(cols) - 4, len(cols)))
     n = sum(len(o.partitions) for o in outs)
@@ -73,7 +79,8 @@ def print_log_dir_recovery(outs, as_json: bool, dry_run: bool) -> None:
             highlight=False)
     for out in outs:
         state = ("clean shutdown" + (f" ({out.marker['format']} marker)" if out.marker else "")
-                 if out.clean_shutdown else "no clean-shutdown marker: segments past the recovery point recovered")
+                 if out.clean_shutdown else "no clean-shutdown marker: segments past the recovery point "
+                 + ("would be recovered" if dry_run else "recovered"))
         c.print(f"{out.log_dir}: {state}", highlight=False, soft_wrap=True)
         for a in out.checkpoint_actions:
             c.print(f"  {'would write' if dry_run else 'wrote'} {os.path.basename(a.file)}: {a.detail}",
@@ -81,10 +88,12 @@ def print_log_dir_recovery(outs, as_json: bool, dry_run: bool) -> None:
         for note in out.notes:
             c.print(f"  [dim]note: {note}[/dim]", highlight=False, soft_wrap=True)
         if out.backup:
-            c.print(f"  backup of the log dir's files: {out.backup}", highlight=False, soft_wrap=True)
+            c.print(f"  backup of this run: {out.backup} (`kfx restore {out.backup}` undoes every change above: "
+                    "the partitions' and the log dir's)", highlight=False, soft_wrap=True, markup=False)
     truncated = [(o, r) for o in outs for r in o.partitions if r.truncated_at]
     for o, r in truncated:
         ta = r.truncated_at
-        c.print(f"{r.partition}: truncated {ta['segment']} at byte {ta['position']} (log end offset {ta['offset']}): "
+        c.print(f"{r.partition}: {'would truncate' if dry_run else 'truncated'} {ta['segment']} at byte "
+                f"{ta['position']} (log end offset {ta['offset']}): "
                 f"{ta['reason']}", highlight=False, soft_wrap=True)
     sys.stdout.flush()

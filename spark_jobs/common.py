@@ -72,12 +72,16 @@ def class_archive_path() -> str | None:
 
 def _current_archive_inputs() -> dict | None:
     """:func:`_archive_inputs` of the java PySpark runs (``$JAVA_HOME/bin/java``, else ``java`` on
-    ``PATH``) and of this PySpark; None when no ``java`` is found."""
+    ``PATH``) and of this PySpark; None when no ``java`` is found. Both by their real paths: what the
+    archive depends on is the JVM and the jar files of the driver's classpath, not the path a
+    checkout reaches them by, so checkouts sharing one virtualenv (a symlinked ``.venv``) share one
+    archive (the JVM maps it through any path to the same files)."""
     java = (os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME")
             else shutil.which("java"))
     if not java or not os.path.exists(java):
         return None
-    return _archive_inputs(os.path.realpath(java), os.path.dirname(pyspark.__file__), pyspark.__version__)
+    return _archive_inputs(os.path.realpath(java), os.path.realpath(os.path.dirname(pyspark.__file__)),
+                           pyspark.__version__)
 
 
 def _archive_path(inputs: dict) -> str:

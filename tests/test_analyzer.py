@@ -180,16 +180,16 @@ def test_diff_replicas(tmp_path, kfx):
     a = [v2(0, 3, partition_leader_epoch=0), v2(3, 2, partition_leader_epoch=0), v2(5, 2, partition_leader_epoch=1)]
     b = [v2(0, 3, partition_leader_epoch=0), v2(3, 2, partition_leader_epoch=0),
          build_v2(recs(5, 3), base_offset=5, partition_leader_epoch=0)]  # B kept writing in epoch 0
-    pa, pb = part(tmp_path, a, name="a-0"), part(tmp_path, b, name="b-0")
+    pa, pb = part(tmp_path, a, name="a/p-0"), part(tmp_path, b, name="b/p-0")
     rep = diff(pa, pb)
     assert rep.first_diverging_offset == 5
     assert len(rep.different) == 1 and rep.same_batches == 2
     assert rep.epoch_truncation == {"epoch": 0, "endOffsetInA": 5, "truncateBTo": 5}
     r = kfx("diff", pa, pb, "--json")
     assert r.exit_code == 1 and json.loads(r.stdout)["firstDivergingOffset"] == 5
-    same = part(tmp_path, a, name="c-0")
+    same = part(tmp_path, a, name="c/p-0")
     assert kfx("diff", pa, same).exit_code == 0
-    short = part(tmp_path, a[:2], name="d-0")
+    short = part(tmp_path, a[:2], name="d/p-0")
     rep = diff(pa, short)
     assert rep.first_diverging_offset == 5 and len(rep.only_in_a) == 1
 

@@ -102,7 +102,7 @@ def test_a_command_says_which_paths_it_cannot_act_on(tmp_path, kfx):
         args = (cmd, p, os.path.join(d, "u-0")) if cmd == "diff" else (cmd, p)
         r = kfx(*args)
         assert r.exit_code == 2 and want in r.output, (cmd, r.output)
-    assert kfx("diff", os.path.join(d, "t-0"), os.path.join(d, "u-0")).exit_code == 1   # two partition dirs: fine
+    assert kfx("diff", "--different-partitions", os.path.join(d, "t-0"), os.path.join(d, "u-0")).exit_code == 1   # two partition dirs: fine
 
 
 # -- checkpoints as Kafka's CheckpointReadBuffer reads them ----------------------------------------

@@ -205,12 +205,15 @@ def test_cli_recover_log_dir_summary_json_and_dry_run(tmp_path, kfx):
     assert r.exit_code == 1 and "kfx recover (dry run)" in r.stdout and "events-0" in r.stdout
     assert tree(ld) == before
     r = kfx("recover", ld, "--dry-run", "--json", "--index-interval-bytes", INTERVAL)
-    lines = [json.loads(x) for x in r.stdout.splitlines()]
+    (doc,) = [json.loads(x) for x in r.stdout.splitlines()]  # one JSON document, as --json's help says
+    (dir_doc,) = doc["logDirs"]
+    lines = dir_doc["partitions"] + [dir_doc]
     assert {x["partition"] for x in lines if "partition" in x} == {f"events-{i}" for i in range(7)}
-    assert lines[-1]["logDir"] == ld and tree(ld) == before
+    assert dir_doc["logDir"] == ld and doc["dryRun"] and tree(ld) == before
     r = kfx("recover", ld, "--jobs", "2", "--index-interval-bytes", INTERVAL, "--json")
     assert r.exit_code == 1
-    done = [json.loads(x) for x in r.stdout.splitlines()]
+    (done_doc,) = json.loads(r.stdout)["logDirs"]
+    done = done_doc["partitions"] + [done_doc]
 
     def said(rows):  # what a run says it does, whether it does it or not
         return [(x.get("partition"), x.get("done"), x.get("dropped"),

@@ -185,6 +185,25 @@ def test_the_class_archive_is_keyed_on_the_jdk_s_own_archive(tmp_path, monkeypat
     assert common.class_archive_path() not in (None, first, second)
 
 
+def test_checkouts_sharing_a_virtualenv_share_one_class_archive(tmp_path, monkeypatch):
+    """About 190 MB each: a checkout whose .venv is a symlink to another's reaches the same PySpark jars
+    by another path; the archive depends on the files (the JVM maps it through any path to them), so
+    both name one archive, not one a checkout (issue 50)."""
+    import pyspark
+    from spark_jobs import common
+    jdk, _base = _fake_jdk(tmp_path)
+    monkeypatch.setenv("JAVA_HOME", str(jdk))
+    monkeypatch.setenv("KFX_CACHE_DIR", str(tmp_path / "cache"))
+    real = os.path.dirname(os.path.realpath(pyspark.__file__))
+    link = tmp_path / "checkout-b" / ".venv"
+    link.parent.mkdir()
+    link.symlink_to(os.path.dirname(real))  # checkout B's .venv -> the shared site-packages
+    first = common.class_archive_path()
+    monkeypatch.setattr(pyspark, "__file__", str(link / "pyspark" / "__init__.py"))
+    assert common.class_archive_path() == first
+    assert common._current_archive_inputs()["pyspark"] == real
+
+
 def test_archives_no_jvm_can_map_are_pruned_when_a_new_one_is_kept(tmp_path, monkeypatch):
     """About 190 MB each: once a JDK upgrade, a re-dumped base archive or a removed PySpark has made
     an archive useless, keeping a new one removes it; one still good for another install, one of an

@@ -29,6 +29,7 @@ from specs import protocol_messages as P
 from specs import record_batch as R
 from specs.checkpoints import parse_properties
 from specs.kafka_errors import (INVALID_CONFIG, INVALID_PARTITIONS, INVALID_PRODUCER_EPOCH, INVALID_REPLICATION_FACTOR,
+                                INVALID_REQUEST,
                                 INVALID_TOPIC, KAFKA_STORAGE_ERROR, NAMES, NONE, OFFSET_OUT_OF_RANGE,
                                 OPERATION_NOT_ATTEMPTED, POLICY_VIOLATION, PRODUCER_FENCED, TOPIC_ALREADY_EXISTS,
                                 TRANSACTIONAL_ID_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION)
@@ -149,14 +150,17 @@ WRITE_APIS = {k: P.ADVERTISED[k] for k in WRITE_ONLY}
 TV2_FIRST = {ApiKey.PRODUCE: 12, ApiKey.END_TXN: 5, ApiKey.TXN_OFFSET_COMMIT: 5}
 #: created by their coordinators, never by a client's Metadata or Produce
 INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata"}
+#: the KRaft metadata log (Kafka's Topic.CLUSTER_METADATA_TOPIC_NAME): never a topic a client sees
+METADATA_TOPIC = "__cluster_metadata"
 
 
 class ReplayBroker:
-    def __init__(self, log_dir: str, *, node_id: int = 0, host: str = "127.0.0.1", port: int = 9092,
+    def __init__(self, log_dir: str, *, node_id: int | None = None, host: str = "127.0.0.1", port: int = 9092,
                  writable: bool = False, auto_create: bool = True, partitions: int = 1,
                  transaction_version: int = 2):
         self.log_dir = os.path.abspath(log_dir)
-        self.node_id, self.host, self.port = node_id, host, port
+        self.node_id = self.log_dir_node_id() if node_id is None else node_id
+        self.host, self.port = host, port
         self.writable = writable
         # auto.create.topics.enable (Kafka's default: true) and num.partitions, with writable only
         self.auto_create, self.default_partitions = auto_create, max(1, partitions)
@@ -181,6 +185,8 @@ class ReplayBroker:
         for pd in find_partitions(self.log_dir):
             if pd.topic is None or not valid_topic(pd.topic) or partition_dir_state(pd.path) not in ("live", None):
                 continue  # a -delete, -future or -stray copy never stands in for the partition
+            if pd.topic == METADATA_TOPIC:
+                continue  # KRaft's own log: no broker's metadata cache holds it (Metadata, Fetch, Produce: unknown)
             s = LiveLog(pd.path, pd=pd)  # log start and epoch cache from the checkpoints, as Kafka loads them
             if s.state.producers:
                 self.next_producer_id = max(self.next_producer_id, max(s.state.producers) + 1)
@@ -242,13 +248,27 @@ class ReplayBroker:
             done.append(f"wrote {CLEAN_SHUTDOWN_FILE}")
         return done
 
-    def cluster_id(self) -> str:
-        """meta.properties' cluster.id (as the broker that wrote the log dir had it), else kfx-replay."""
+    def _meta_properties(self) -> dict:
+        """The log dir's meta.properties (empty when it has none, or one that does not read)."""
         try:
             with open(os.path.join(self.log_dir, "meta.properties"), encoding="utf-8") as f:
-                return parse_properties(f.read()).get("cluster.id") or "kfx-replay"
+                return parse_properties(f.read())
         except (OSError, ValueError):
-            return "kfx-replay"
+            return {}
+
+    def cluster_id(self) -> str:
+        """meta.properties' cluster.id (as the broker that wrote the log dir had it), else kfx-replay."""
+        return self._meta_properties().get("cluster.id") or "kfx-replay"
+
+    def log_dir_node_id(self) -> int:
+        """The id of the broker that wrote the log dir: meta.properties' node.id (KRaft), else its
+        broker.id (ZooKeeper), else 0."""
+        props = self._meta_properties()
+        for key in ("node.id", "broker.id"):
+            value = (props.get(key) or "").strip()
+            if value.isdigit() and int(value) <= (1 << 31) - 1:
+                return int(value)
+        return 0
 
     def topic_overrides(self, topic: str) -> dict[str, str]:
         """The topic's own configs: its ConfigRecords in the log dir's KRaft metadata
@@ -602,6 +622,8 @@ class ReplayBroker:
                 r.update(ErrorCode=INVALID_TOPIC, ErrorMessage=f"Topic name {name!r} is illegal, it contains a "
                                                                "character other than ASCII alphanumerics, '.', '_' "
                                                                "and '-', or is empty, '.', '..' or over 249 characters")
+            elif name == METADATA_TOPIC:  # KafkaApis/ControllerApis.createTopics
+                r.update(ErrorCode=INVALID_REQUEST, ErrorMessage=f"Creation of internal topic {name} is prohibited.")
             elif any(k[0] == name for k in self.partitions) or name in self.creating:
                 r.update(ErrorCode=TOPIC_ALREADY_EXISTS, ErrorMessage=f"Topic '{name}' already exists.")
             elif collision_key(name) in collisions:

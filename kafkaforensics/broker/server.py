@@ -176,7 +176,7 @@ def default_state_path(log_dir: str) -> str:
 
 
 async def start(log_dir: str, host: str = "127.0.0.1", port: int = 9092, advertised_host: str | None = None,
-                node_id: int = 0, state_path: str | None = None, writable: bool = False, auto_create: bool = True,
+                node_id: int | None = None, state_path: str | None = None, writable: bool = False, auto_create: bool = True,
                 partitions: int = 1, limits: Limits | None = None, transaction_version: int = 2):
     broker = ReplayBroker(log_dir, node_id=node_id, host=advertised_host or host, port=port, writable=writable,
                           auto_create=auto_create, partitions=partitions, transaction_version=transaction_version)
@@ -195,7 +195,7 @@ async def start(log_dir: str, host: str = "127.0.0.1", port: int = 9092, adverti
     return server, broker
 
 
-def serve_forever(log_dir: str, host: str, port: int, advertised_host: str | None, node_id: int,
+def serve_forever(log_dir: str, host: str, port: int, advertised_host: str | None, node_id: int | None,
                   state_path: str | None = None, writable: bool = False, auto_create: bool = True,
                   partitions: int = 1, limits: Limits | None = None, transaction_version: int = 2) -> None:
     """Serve until SIGTERM or SIGINT, then shut down as Kafka's broker does (:meth:`ReplayBroker.shutdown`)."""
@@ -223,7 +223,7 @@ def serve_forever(log_dir: str, host: str, port: int, advertised_host: str | Non
 class BrokerThread:
     """A replay broker on 127.0.0.1 and a free port, in a background thread (tests, notebooks)."""
 
-    def __init__(self, log_dir: str, node_id: int = 0, state_path: str | None = None, writable: bool = False,
+    def __init__(self, log_dir: str, node_id: int | None = None, state_path: str | None = None, writable: bool = False,
                  auto_create: bool = True, partitions: int = 1, limits: Limits | None = None,
                  transaction_version: int = 2):
         self.log_dir, self.node_id, self.state_path, self.writable = log_dir, node_id, state_path, writable

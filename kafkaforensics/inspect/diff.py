@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
-from kafkaforensics.log.partition import Partition
-from kafkaforensics.log.paths import PARTITION_DIR, classify_for
+from kafkaforensics.log.partition import Partition, parse_partition_dir_name
+from kafkaforensics.log.paths import PARTITION_DIR, PathUsageError, classify_for
 
 
 @dataclass
@@ -33,6 +33,7 @@ class DiffReport:
     same_batches: int = 0
     corrupt_a: list = field(default_factory=list)
     corrupt_b: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
 
     @property
     def identical(self) -> bool:
@@ -44,7 +45,7 @@ class DiffReport:
                 "onlyInB": self.only_in_b, "differentBytes": self.different, "sameBatches": self.same_batches,
                 "logEndOffsets": {"a": self.log_end_offsets[0], "b": self.log_end_offsets[1]},
                 "truncateBTo": self.truncate_b_to, "epochTruncation": self.epoch_truncation,
-                "corruptA": self.corrupt_a, "corruptB": self.corrupt_b}
+                "corruptA": self.corrupt_a, "corruptB": self.corrupt_b, "notes": self.notes}
 
 
 def _batches(log: Partition, corrupt: list, max_listed: int):
@@ -59,13 +60,32 @@ def _batches(log: Partition, corrupt: list, max_listed: int):
         yield t
 
 
-def diff(dir_a: str, dir_b: str, max_listed: int = 1000) -> DiffReport:
+def replica_names(dir_a: str, dir_b: str, different_partitions: bool = False) -> list[str]:
+    """Notes on what the names of two replicas' dirs say (none: one topic-partition); raises
+    :class:`~kafkaforensics.log.paths.PathUsageError` when they name two different topic-partitions,
+    unless ``different_partitions``."""
+    ta, tb = parse_partition_dir_name(dir_a), parse_partition_dir_name(dir_b)
+    if ta is not None and tb is not None:
+        if ta == tb:
+            return []
+        what = f"{dir_a} holds {ta[0]}-{ta[1]}, {dir_b} holds {tb[0]}-{tb[1]}"
+        if not different_partitions:
+            raise PathUsageError(f"{what}: two different partitions are no replicas of one "
+                                 "(--different-partitions compares them anyway)")
+        return [f"{what}: compared as replicas, as --different-partitions asks"]
+    unnamed = " and ".join(d for d, t in ((dir_a, ta), (dir_b, tb)) if t is None)
+    return [f"{unnamed}: no <topic>-<partition> name, so not known to hold the same partition; compared as replicas"]
+
+
+def diff(dir_a: str, dir_b: str, max_listed: int = 1000, different_partitions: bool = False) -> DiffReport:
     """Compare two replicas of one partition: two partition dirs (anything else raises
-    :class:`~kafkaforensics.log.paths.PathUsageError`: a log dir holds many partitions, a file is part of one)."""
+    :class:`~kafkaforensics.log.paths.PathUsageError`: a log dir holds many partitions, a file is part
+    of one; so do two dirs named after two different topic-partitions, unless ``different_partitions``)."""
     classify_for([dir_a, dir_b], "diff", accept=(PARTITION_DIR,),
                  what="two partition dirs (two replicas of one partition)")
+    notes = replica_names(dir_a, dir_b, different_partitions)
     pa, pb = Partition.scan(dir_a), Partition.scan(dir_b)
-    rep = DiffReport(pa.path, pb.path)
+    rep = DiffReport(pa.path, pb.path, notes=notes)
     ia, ib = _batches(pa, rep.corrupt_a, max_listed), _batches(pb, rep.corrupt_b, max_listed)
     corrupt_offsets = []  # offset ranges a corrupt batch of either side holds: not compared there
 

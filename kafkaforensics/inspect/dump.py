@@ -477,22 +477,35 @@ def _dump_time_index(path, opts: DumpOptions, out, err, res: DumpResult) -> None
         for b in Segment.of_file(log, base).batches():
             by_last[b.last_offset] = b.max_timestamp
     prev = -1
+    mismatched, disordered, missing = [], [], []
     for ts, off in entries:
         if off not in by_last:
-            print(f"The following indexed offsets are not found in the log.\nIndexed offset: {off}, found log offset: -1",
-                  file=err)
+            missing.append(off)
             res.problems.append(Problem(path, None, off, "timeindex-mismatch", "indexed offset not found in the log"))
         elif by_last[off] != ts:
-            print(f"Found timestamp mismatch in :{os.path.abspath(path)}\n  Index timestamp: {ts}, log timestamp: {by_last[off]}",
-                  file=err)
+            mismatched.append((ts, by_last[off]))
             res.problems.append(Problem(path, None, off, "timeindex-mismatch", f"index {ts}, log {by_last[off]}"))
         if prev >= ts:
-            print(f"Found out of order timestamp in :{os.path.abspath(path)}\n  Index timestamp: {ts}, "
-                  f"Previously indexed timestamp: {prev}", file=err)
+            disordered.append((ts, prev))
             res.problems.append(Problem(path, None, off, "timeindex-order", f"{ts} after {prev}"))
         if not opts.verify_index_only:
             _emit(out, opts, {"timestamp": ts, "offset": off}, "timestamp: {timestamp} offset: {offset}")
         prev = ts
+    _print_time_index_errors(path, mismatched, disordered, missing, err)
+
+
+def _print_time_index_errors(path, mismatched, disordered, missing, err) -> None:
+    """A time index's errors as kafka-dump-log prints them (DumpLogSegments.TimeIndexDumpErrors): each
+    kind's header once, then its entries."""
+    where = os.path.abspath(path)
+    for header, lines in ((f"Found timestamp mismatch in :{where}",
+                           [f"  Index timestamp: {ts}, log timestamp: {log_ts}" for ts, log_ts in mismatched]),
+                          (f"Found out of order timestamp in :{where}",
+                           [f"  Index timestamp: {ts}, Previously indexed timestamp: {prev}" for ts, prev in disordered]),
+                          ("The following indexed offsets are not found in the log.",
+                           [f"Indexed offset: {off}, found log offset: -1" for off in missing])):
+        if lines:
+            print("\n".join([header] + lines), file=err)
 
 
 def _dump_snapshot(path, opts: DumpOptions, out) -> None:

@@ -116,6 +116,15 @@ def committed_offsets(paths) -> list[dict]:
     return rows
 
 
+def no_commits_line(paths) -> str:
+    """What ``kfx groups`` says when ``paths`` hold no committed offset: where it looked, and why."""
+    offsets, _others, _dirs = _inputs(paths)
+    where = " ".join(str(p) for p in ([paths] if isinstance(paths, (str, os.PathLike)) else paths))
+    why = (f"no {OFFSETS_TOPIC} partition there" if not offsets else
+           f"{len(offsets)} {OFFSETS_TOPIC} partition(s), none holding a live offset commit")
+    return f"no consumer group commits found in {where} ({why})"
+
+
 def _assignment_names(parts, names: dict | None = None) -> list[str]:
     """``topic:partitions`` strings of an assignment (topic ids named through ``names`` when known)."""
     out = []

@@ -123,6 +123,30 @@ def _shown_partitions(rep: AnalysisReport) -> list:
     return [p for p in rep.partitions if p.batches or p.partition in flagged]
 
 
+def offset_span(p) -> str:
+    """A partition's offsets in words, never a reversed range: ``offsets A..B``; where the batches
+    read hold no offset (the log end at or below its start) what holds instead."""
+    start, end = p.log_start_offset, p.log_end_offset
+    if start is None or end is None:
+        return "no readable batches"
+    if end <= start:
+        return f"no offsets: log start offset {start}, log end offset {end}"
+    return f"offsets {start}..{end - 1}"
+
+
+def stable_text(p) -> str:
+    """A partition's last stable offset in words, never ``None``: the offset an open transaction pins
+    it at, else that no open transaction holds it back."""
+    if _pinned(p):
+        return f"last stable offset {p.last_stable_offset} (an open transaction pins it)"
+    return "no open transaction"
+
+
+def _pinned(p) -> bool:
+    lso = p.last_stable_offset
+    return lso is not None and (p.log_end_offset is None or lso < p.log_end_offset)
+
+
 def ticket_summary(rep: AnalysisReport, paths=()) -> str:
     """A plain-text paragraph for an incident ticket: what was examined, what is wrong, what to do."""
     c = rep.to_json()["counts"]
@@ -132,8 +156,7 @@ def ticket_summary(rep: AnalysisReport, paths=()) -> str:
     shown = _shown_partitions(rep)
     for p in shown:
         fs = [f for f in rep.findings if f.partition == p.partition and f.severity != "info"]
-        span = (f"offsets {p.log_start_offset}..{p.log_end_offset - 1}, "
-                f"{iso(p.first_timestamp) or 'no timestamps'} to {iso(p.last_timestamp) or '?'}"
+        span = (f"{offset_span(p)}, {iso(p.first_timestamp) or 'no timestamps'} to {iso(p.last_timestamp) or '?'}"
                 if p.log_start_offset is not None else "no readable batches")
         if not fs:
             lines.append(f"- {p.partition} ({span}): no problems found.")
@@ -142,7 +165,7 @@ def ticket_summary(rep: AnalysisReport, paths=()) -> str:
         for f in fs:
             kinds.setdefault(f.kind, []).append(f)
         what = "; ".join(f"{k}" + (f" x{len(v)}" if len(v) > 1 else "") + f" ({_where(v[0])})" for k, v in kinds.items())
-        lines.append(f"- {p.partition} ({span}, last stable offset {p.last_stable_offset}): {what}.")
+        lines.append(f"- {p.partition} ({span}, {stable_text(p)}): {what}.")
         for k, v in kinds.items():
             lines.append(f"  remedy for {k}: {v[0].remedy}")
     if len(shown) < len(rep.partitions):
@@ -366,7 +389,9 @@ def render(rep: AnalysisReport, title: str = "kfx analyze", paths=()) -> str:
         out.append(f"<h2 id='{_e(_anchor('p', p.partition))}'>Partition {_e(p.partition)}</h2><table>")
         rows = [("path", _e(p.path)), ("segments", p.segments), ("batches", f"{p.batches:,}"),
                 ("records", f"{p.records:,}"), ("bytes", f"{p.bytes:,}"), ("log start offset", _cell(p.log_start_offset)),
-                ("log end offset", _cell(p.log_end_offset)), ("last stable offset", _cell(p.last_stable_offset)),
+                ("log end offset", _cell(p.log_end_offset)), ("last stable offset", _cell(p.last_stable_offset) + (
+                    "" if p.last_stable_offset is None else
+                    " (an open transaction pins it)" if _pinned(p) else " (no open transaction)")),
                 ("first timestamp", _ts(p.first_timestamp)), ("last timestamp", _ts(p.last_timestamp)),
                 ("codecs", _e(", ".join(f"{k} ({v})" for k, v in sorted(p.codecs.items()))) or _cell(None)),
                 ("magic", _e(", ".join(f"v{k} ({v})" for k, v in sorted(p.magics.items()))) or _cell(None)),

@@ -36,6 +36,7 @@ from kafkaforensics.log.partition import (METADATA_PARTITION, LogDir, is_log_dir
                                           partition_dir_state)
 from kafkaforensics.repair.actions import Action, apply_actions
 from kafkaforensics.repair.recovery import RecoveryReport, recover
+from kafkaforensics.repair.restore import write_run
 
 
 class NotALogDir(ValueError):
@@ -80,9 +81,10 @@ def _recover_task(task: _Task) -> RecoveryReport:
 
 
 def _log_dir_backup(log_dir: str, backup_dir: str | None) -> str:
-    """Where the log dir's own files (checkpoints) are backed up: ``<backup-dir>/<log dir name>``,
-    else ``<log dir>.kfx-backup/<UTC time>`` beside it -- never inside: LogManager fails on a dir in a
-    log dir that is no partition."""
+    """The run-level backup of a log dir's recovery: the log dir's own files (checkpoints) and the list
+    of the partitions' backups (restore.RUN_FILE), in ``<backup-dir>/<log dir name>``, else in
+    ``<log dir>.kfx-backup/<UTC time>`` beside it -- never inside: LogManager fails on a dir in a log
+    dir that is no partition."""
     if backup_dir:
         return os.path.join(os.path.abspath(backup_dir), os.path.basename(log_dir))
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
@@ -156,10 +158,15 @@ def finish_log_dir(out: LogDirRecovery, *, backup: bool, backup_dir: str | None)
             continue
         ordered = dict(sorted(table.items()))
         out.checkpoint_actions.append(Action("write", path, why, data=build_offsets(ordered)))
-    if out.checkpoint_actions and backup:
+    if out.dry_run:  # a dry run makes no backup, so names none
+        return
+    made = [rep.backup for rep in out.partitions if rep.backup and os.path.isdir(rep.backup)]
+    if backup and (out.checkpoint_actions or made):
         out.backup = _log_dir_backup(out.log_dir, backup_dir)
-    if out.checkpoint_actions and not out.dry_run:
+    if out.checkpoint_actions:
         apply_actions(out.checkpoint_actions, out.backup)
+    if out.backup:  # one run, one backup to undo it: `kfx restore` of it undoes every partition's changes too
+        write_run(out.backup, made, f"kfx recover {out.log_dir}")
 
 
 def recover_log_dirs(log_dirs, *, jobs: int | None = None, dry_run: bool = False, backup: bool = True,

@@ -63,6 +63,14 @@ from kafkaforensics.log.batch_search import scan_file
 _INDEX_SUFFIXES = (INDEX, TIMEINDEX, TXNINDEX)
 
 
+#: each phrase of :attr:`RecoveryReport.done` as a dry run says it
+WOULD = {"truncated": "would truncate", "segment removed": "would remove segment",
+         "leftover completed": "would complete leftover", "orphan index deleted": "would delete orphan index",
+         "index rebuilt": "would rebuild index", "time index created": "would create time index",
+         "snapshot written": "would write snapshot", "snapshot deleted": "would delete snapshot",
+         "leader epochs": "would rewrite leader epochs"}
+
+
 @dataclass
 class RecoveryReport:
     partition: str
@@ -101,6 +109,11 @@ class RecoveryReport:
             if what not in kinds:
                 kinds.append(what)
         return kinds
+
+    @property
+    def would_do(self) -> list[str]:
+        """:attr:`done` as a dry run says it: what it would do (``would rebuild index``)."""
+        return [WOULD.get(d, f"would {d}") for d in self.done]
 
     def to_json(self) -> dict:
         return {"partition": self.partition, "path": self.path, "truncatedAt": self.truncated_at,
@@ -446,7 +459,7 @@ def _load_epochs(d: _PlannedPartition, rep: RecoveryReport) -> LeaderEpochCache:
     try:
         return LeaderEpochCache.load(read_checkpoint(p, C.LeaderEpochCheckpoint) or [])
     except KafkaFormatError as e:
-        rep.notes.append(f"leader-epoch-checkpoint unreadable ({e.problem.detail}); rebuilt from the batches")
+        rep.notes.append(f"leader-epoch-checkpoint unreadable ({e.problem.detail}): its entries are taken from the batches")
         return LeaderEpochCache()
 
 
@@ -465,7 +478,7 @@ def _plan_epochs(d: _PlannedPartition, epochs: LeaderEpochCache, leo: int, log_s
     data = epochs.to_bytes()
     if name in d.files and fsutil.same_content(d.files[name], data):
         return
-    plan.append(Action("write", d.full(name), "leader epochs truncated at the log end and extended by the "
+    plan.append(Action("write", d.full(name), "truncate the leader epochs at the log end and extend them by the "
                                               "recovered batches", data=data, phase=PHASES["epochs"]))
 
 
@@ -599,7 +612,7 @@ def _plan_snapshots(d: _PlannedPartition, segments: list[int], leo: int, lso_ck:
         if n in d.files and (_same_snapshot(d.files[n], data)
                              or kafka_files.snapshot_kept(d.files[n], data, log_start, rules)):
             continue
-        plan.append(Action("write", d.full(n), "producer state rebuilt from the batches", data=data, phase=phase))
+        plan.append(Action("write", d.full(n), "rebuild the producer state from the batches", data=data, phase=phase))
         d.files[n] = d.full(n)
 
 

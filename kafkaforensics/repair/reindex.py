@@ -76,7 +76,7 @@ def reindex(path: str, *, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYT
                 rep.unchanged.append(name)
                 continue
             rep.rebuilt.append(name)
-            rep.actions.append(Action("write", target, "index rebuilt from the segment's batches", data=data))
+            rep.actions.append(Action("write", target, "rebuild index from the segment's batches", data=data))
     if rep.actions and backup and not dry_run:  # a dry run names no backup: it makes none
         rep.backup = os.path.abspath(backup_dir) if backup_dir else default_backup_dir(pdir)
     if rep.actions and not dry_run:
