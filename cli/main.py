@@ -505,19 +505,13 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
     kv = _kafka_version(partition_dir, kafka_version)
     cfg = topic_config(partition_dir, config, kv)  # the topic's policy, asked once
     against = _policy(cfg, log_log_config.COMPACT, acting=True, ignore=ignore_topic_config)
-    got, from_configs = cfg.settle({"delete.retention.ms": delete_retention_ms,
-                                    "min.compaction.lag.ms": min_compaction_lag_ms,
-                                    "max.compaction.lag.ms": max_compaction_lag_ms})
-    segment_bytes, index_interval_bytes, size_notes = sizes(partition_dir, segment_bytes, index_interval_bytes,
-                                                            config=cfg)
-    from_configs += size_notes + against
-    max_lag = got["max.compaction.lag.ms"]
-    opts = repair_cleaner.CompactOptions(delete_retention_ms=_or(got["delete.retention.ms"], DEFAULT_DELETE_RETENTION_MS),
-                          min_compaction_lag_ms=_or(got["min.compaction.lag.ms"], 0),
-                          max_compaction_lag_ms=None if max_lag == log_log_config.LONG_MAX else max_lag, now=now,
-                          segment_bytes=segment_bytes, include_active=include_active,
-                          index_interval_bytes=index_interval_bytes, dedupe_buffer_bytes=dedupe_buffer_bytes,
-                          ignore_checkpoint=ignore_checkpoint, kafka_version=kv)
+    settings, from_configs = _cleaner_settings(cfg, partition_dir, {
+        "delete.retention.ms": delete_retention_ms, "min.compaction.lag.ms": min_compaction_lag_ms,
+        "max.compaction.lag.ms": max_compaction_lag_ms, "segment.bytes": segment_bytes,
+        "index.interval.bytes": index_interval_bytes})
+    from_configs += against
+    opts = repair_cleaner.CompactOptions(now=now, include_active=include_active, dedupe_buffer_bytes=dedupe_buffer_bytes,
+                                         ignore_checkpoint=ignore_checkpoint, kafka_version=kv, **settings)
     try:
         problems = inspect_verify.walk_problems(partition_dir)
         rep = repair_cleaner.compact(partition_dir, opts, out=out, dry_run=dry_run, **_backup_opts(backup_dir, no_backup))
@@ -576,7 +570,7 @@ def retention(partition_dir: str = Argument(..., help="A partition directory (to
     cfg = topic_config(partition_dir, config)  # the topic's policy, asked once
     flags = {"retention.ms": retention_ms, "retention.bytes": retention_bytes}
     acting = any(v is not None for v in flags.values())
-    from_configs = _policy(cfg, log_log_config.DELETE, acting=acting, ignore=ignore_topic_config)
+    from_configs = _policy(cfg, log_log_config.DELETE, acting=acting or ignore_topic_config, ignore=ignore_topic_config)
     got, notes = cfg.settle(flags, note_defaults=not acting)
     if acting:  # a limit stated: the other is the topic's config where one is known, never an assumed default
         got = {name: v if flags[name] is not None or name in cfg.noted else None for name, v in got.items()}
@@ -595,7 +589,8 @@ def retention(partition_dir: str = Argument(..., help="A partition directory (to
     except (OSError, ValueError, errors.KafkaFormatError) as e:
         _fail(str(e))
     if as_json:
-        print(json.dumps(rep.to_json() | {"notes": from_configs + unlimited, "problems": [p.to_json() for p in problems]}))
+        print(json.dumps(rep.to_json() | {"notes": from_configs + unlimited,
+                                          "problems": [p.to_json() for p in problems]}))
     else:
         c = rich_console.Console()
         if rep.deleted:
@@ -653,6 +648,20 @@ def _policy(cfg, action: str, acting: bool, ignore: bool) -> list[str]:
     except log_log_config.PolicyRefusal as e:
         _fail(str(e))
     return [line] if line else []
+
+
+def _cleaner_settings(cfg, partition_dir: str, flags: dict) -> tuple[dict, list[str]]:
+    """compact's settings (CompactOptions keywords): each flag given, else the topic's effective config
+    (``cfg``), else the cleaner's default; and the notes naming the configs used."""
+    got, notes = cfg.settle({k: v for k, v in flags.items() if k not in ("segment.bytes", "index.interval.bytes")})
+    segment_bytes, index_interval_bytes, size_notes = sizes(partition_dir, flags["segment.bytes"],
+                                                            flags["index.interval.bytes"], config=cfg)
+    max_lag = got["max.compaction.lag.ms"]
+    return dict(delete_retention_ms=_or(got["delete.retention.ms"], DEFAULT_DELETE_RETENTION_MS),
+                min_compaction_lag_ms=_or(got["min.compaction.lag.ms"], 0),
+                max_compaction_lag_ms=None if max_lag == log_log_config.LONG_MAX else max_lag,
+                segment_bytes=segment_bytes, index_interval_bytes=index_interval_bytes), \
+        notes + [n for n in size_notes if n not in notes]  # the config's own notes once
 
 
 def _or(value, default):

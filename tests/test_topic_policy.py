@@ -103,6 +103,8 @@ def test_retention_refuses_to_expire_a_compacted_internal_topic(tmp_path, kfx):
     assert len(offsets) == 3, offsets  # the three commits `kfx groups` lists (one left after the old deletion)
     r = kfx("retention", "--dry-run", "--retention-ms", "604800000", "--ignore-topic-config", part)
     assert r.exit_code == 0 and "acting against the topic's policy" in r.stdout and "680 records" in r.stdout
+    r = kfx("retention", "--dry-run", "--ignore-topic-config", part)  # the topic's limits, against its policy
+    assert r.exit_code == 0 and "acting against the topic's policy" in r.stdout, r.stdout
     r = kfx("retention", "--dry-run", part)  # no flags: only the log start offset applies, and it says why
     assert r.exit_code == 0 and "nothing to delete" in r.stdout and "only the log start offset applies" in r.stdout
 
