@@ -508,7 +508,7 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
     settings, from_configs = _cleaner_settings(cfg, partition_dir, {
         "delete.retention.ms": delete_retention_ms, "min.compaction.lag.ms": min_compaction_lag_ms,
         "max.compaction.lag.ms": max_compaction_lag_ms, "segment.bytes": segment_bytes,
-        "index.interval.bytes": index_interval_bytes})
+        "index.interval.bytes": index_interval_bytes, "cleanup.policy": None})
     from_configs += against
     opts = repair_cleaner.CompactOptions(now=now, include_active=include_active, dedupe_buffer_bytes=dedupe_buffer_bytes,
                                          ignore_checkpoint=ignore_checkpoint, kafka_version=kv, **settings)
@@ -572,6 +572,7 @@ def retention(partition_dir: str = Argument(..., help="A partition directory (to
     acting = any(v is not None for v in flags.values())
     from_configs = _policy(cfg, log_log_config.DELETE, acting=acting or ignore_topic_config, ignore=ignore_topic_config)
     got, notes = cfg.settle(flags, note_defaults=not acting)
+    notes += [n for n in [cfg.note_for("cleanup.policy")] if n]  # where the policy came from
     if acting:  # a limit stated: the other is the topic's config where one is known, never an assumed default
         got = {name: v if flags[name] is not None or name in cfg.noted else None for name, v in got.items()}
     if cfg.deletes or ignore_topic_config:

@@ -133,6 +133,11 @@ def test_compact_refuses_a_delete_policy_topic_unless_told(tmp_path, kfx):
     assert r.exit_code == 0 and any("acting against the topic's policy" in n for n in json.loads(r.stdout)["notes"])
     r = kfx("compact", "--dry-run", "--json", "--now", now, "--config", "cleanup.policy=compact", part)
     assert r.exit_code == 0 and json.loads(r.stdout)["dropped"]["records"] > 0
+    assert "cleanup.policy=compact (--config), as Kafka would use it" in json.loads(r.stdout)["notes"]
+    offsets = tmp_path / "zk" / "__consumer_offsets-0"  # an internal topic: compacted as Kafka creates it
+    _partition(offsets, segment_bytes=300)
+    r = kfx("compact", "--dry-run", "--json", "--now", now, offsets)
+    assert r.exit_code == 0 and any("creates __consumer_offsets" in n for n in json.loads(r.stdout)["notes"]), r.output
     _metadata(tmp_path / "logs", [(K.TopicRecord, {"Name": "users", "TopicId": TOPIC_ID}),
                                   _config(2, "users", "cleanup.policy", "delete")])
     line = _one_error_line(kfx("compact", "--dry-run", "--config", "cleanup.policy=compact", part))

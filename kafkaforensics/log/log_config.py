@@ -211,11 +211,17 @@ class LogConfig:
                 continue
             values[name] = self.values[name] if name == "cleanup.policy" else self.get_int(name)
             if name in self.noted:
-                notes.append(f"{self.describe(name)}{self.noted[name]}, as Kafka would use it")
+                notes.append(self.note_for(name))
             elif note_defaults:
                 notes.append(f"{self.describe(name)}: the log dir holds no {name} for {self.topic}, so Kafka's "
                              f"default applies (--config {name}=VALUE or the flag says otherwise)")
         return values, notes
+
+    def note_for(self, name: str) -> str | None:
+        """The note naming where ``name`` came from (None: Kafka's built-in default, or not set)."""
+        if name not in self.noted:
+            return None
+        return f"{self.describe(name)}{self.noted[name]}, as Kafka would use it"
 
     def check(self, action: str, *, acting: bool = True, ignore: bool = False) -> str | None:
         """Whether a command may ``action`` (:data:`DELETE`: time and size retention, :data:`COMPACT`)
