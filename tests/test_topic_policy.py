@@ -63,6 +63,10 @@ def test_log_config_resolves_metadata_then_config_then_internal_topics_then_defa
     # the metadata log: never cleaned nor expired
     md = LogConfig.of(str(logdir / "__cluster_metadata-0"))
     assert md.metadata_log and not md.deletes and not md.compacts
+    copy = tmp_path / "copy" / "meta-0"  # any dir holding KRaft snapshots is the metadata log
+    _partition(copy)
+    (copy / "00000000000000000005-0000000001.checkpoint").write_bytes(b"")
+    assert LogConfig.of(str(copy), {"cleanup.policy": "compact"}).metadata_log
 
 
 def test_config_flags_are_parsed_as_kafka_parses_them():
