@@ -24,8 +24,8 @@ from functools import lru_cache
 from typing import List, Optional
 
 from cli.declare import App, Argument, Exit, Option
-from cli.options import (BACKUP_DIR, DRY_RUN, INDEX_INTERVAL_BYTES, JSON, KAFKA_VERSION, NO_BACKUP, NOW, SEGMENT_BYTES,
-                         backup_settings, sizes)
+from cli.options import (BACKUP_DIR, CONFIG, DRY_RUN, IGNORE_TOPIC_CONFIG, INDEX_INTERVAL_BYTES, JSON, KAFKA_VERSION,
+                         NO_BACKUP, NOW, SEGMENT_BYTES, backup_settings, sizes, topic_config)
 from kafkaforensics import __version__
 from kafkaforensics.defaults import DEFAULT_DEDUPE_BUFFER_BYTES, DEFAULT_DELETE_RETENTION_MS, DEFAULT_SPLIT_BYTES
 from specs.lazy import lazy
@@ -49,7 +49,7 @@ inspect_verify = lazy("kafkaforensics.inspect.verify", globals())
 log_dir_lock = lazy("kafkaforensics.log.dir_lock", globals())
 log_kafka_version = lazy("kafkaforensics.log.kafka_version", globals())
 log_paths = lazy("kafkaforensics.log.paths", globals())
-log_topic_config = lazy("kafkaforensics.log.topic_config", globals())
+log_log_config = lazy("kafkaforensics.log.log_config", globals())
 log_writer = lazy("kafkaforensics.log.writer", globals())
 records_batch_json = lazy("kafkaforensics.records.batch_json", globals())
 repair_cleaner = lazy("kafkaforensics.repair.cleaner", globals())
@@ -398,13 +398,14 @@ def reindex(path: str = Argument(..., help="A <offset>.log segment or a partitio
             backup_dir: Optional[str] = BACKUP_DIR,
             no_backup: bool = NO_BACKUP,
             as_json: bool = JSON,
-            kafka_version: Optional[str] = KAFKA_VERSION):
+            kafka_version: Optional[str] = KAFKA_VERSION,
+            config: List[str] = CONFIG):
     """Rebuild .index/.timeindex/.txnindex exactly as Kafka's recovery writes them."""
-    if not os.path.exists(path):
-        _fail(f"{path}: no such file or directory")
-    _seg, index_interval_bytes, from_configs = sizes(path if os.path.isdir(path) else os.path.dirname(path) or ".",
-                                                     None, index_interval_bytes, segments=False)
     _refuse_live(path)
+    _one_partition(path, "reindex", segments=True)
+    partition_dir = path if os.path.isdir(path) else os.path.dirname(path) or "."
+    _seg, index_interval_bytes, from_configs = sizes(partition_dir, None, index_interval_bytes, segments=False,
+                                                     config=topic_config(partition_dir, config))
     try:
         rep = repair_reindex.reindex(path, index_interval_bytes=index_interval_bytes, dry_run=dry_run,
                            kafka_version=_kafka_version(path, kafka_version), **_backup_opts(backup_dir, no_backup))
@@ -527,24 +528,22 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
             backup_dir: Optional[str] = BACKUP_DIR,
             no_backup: bool = NO_BACKUP,
             as_json: bool = JSON,
-            kafka_version: Optional[str] = KAFKA_VERSION):
+            kafka_version: Optional[str] = KAFKA_VERSION,
+            config: List[str] = CONFIG,
+            ignore_topic_config: bool = IGNORE_TOPIC_CONFIG):
     """Run Kafka's log cleaner offline, with its crash-safe .cleaned/.swap/.deleted file swap."""
-    if not os.path.isdir(partition_dir):
-        _fail(f"{partition_dir}: not a directory")
     _refuse_live(partition_dir if out is None else out)
-    got, from_configs, configs = log_topic_config.settle(partition_dir, {
+    _one_partition(partition_dir, "compact")
+    kv = _kafka_version(partition_dir, kafka_version)
+    cfg = topic_config(partition_dir, config, kv)  # the topic's policy, asked once
+    against = _policy(cfg, log_log_config.COMPACT, acting=True, ignore=ignore_topic_config)
+    settings, from_configs = _cleaner_settings(cfg, partition_dir, {
         "delete.retention.ms": delete_retention_ms, "min.compaction.lag.ms": min_compaction_lag_ms,
-        "max.compaction.lag.ms": max_compaction_lag_ms})
-    segment_bytes, index_interval_bytes, size_notes = sizes(partition_dir, segment_bytes, index_interval_bytes)
-    from_configs += size_notes
-    if configs and configs.policies() is not None and "compact" not in configs.policies():
-        from_configs.append(f"{configs.describe('cleanup.policy')}: Kafka's cleaner would not compact this topic")
-    opts = repair_cleaner.CompactOptions(delete_retention_ms=_or(got["delete.retention.ms"], DEFAULT_DELETE_RETENTION_MS),
-                          min_compaction_lag_ms=_or(got["min.compaction.lag.ms"], 0),
-                          max_compaction_lag_ms=got["max.compaction.lag.ms"], now=now, segment_bytes=segment_bytes,
-                          include_active=include_active, index_interval_bytes=index_interval_bytes,
-                          dedupe_buffer_bytes=dedupe_buffer_bytes, ignore_checkpoint=ignore_checkpoint,
-                          kafka_version=_kafka_version(partition_dir, kafka_version))
+        "max.compaction.lag.ms": max_compaction_lag_ms, "segment.bytes": segment_bytes,
+        "index.interval.bytes": index_interval_bytes, "cleanup.policy": None})
+    from_configs += against
+    opts = repair_cleaner.CompactOptions(now=now, include_active=include_active, dedupe_buffer_bytes=dedupe_buffer_bytes,
+                                         ignore_checkpoint=ignore_checkpoint, kafka_version=kv, **settings)
     try:
         problems = inspect_verify.walk_problems(partition_dir)
         rep = repair_cleaner.compact(partition_dir, opts, out=out, dry_run=dry_run, **_backup_opts(backup_dir, no_backup))
@@ -583,29 +582,40 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
 
 @commands.command()
 def retention(partition_dir: str = Argument(..., help="A partition directory (topic-N)"),
-              retention_ms: Optional[int] = Option(None, "--retention-ms", metavar="MS",
-                                                   help="Delete segments whose newest record is older (retention.ms)"),
-              retention_bytes: Optional[int] = Option(None, "--retention-bytes", metavar="BYTES",
+              retention_ms: Optional[int] = Option(None, "--retention-ms", min=-1, metavar="MS",
+                                                   help="Delete segments whose newest record is older (retention.ms; "
+                                                        "-1: unlimited)"),
+              retention_bytes: Optional[int] = Option(None, "--retention-bytes", min=-1, metavar="BYTES",
                                                       help="Delete the oldest segments while the partition is larger "
-                                                           "(retention.bytes)"),
+                                                           "(retention.bytes; -1: unlimited)"),
               log_start_offset: Optional[int] = Option(None, "--log-start-offset", min=0, metavar="OFFSET",
                                                        help="Delete the segments wholly below this offset"),
               now: Optional[int] = NOW,
               dry_run: bool = DRY_RUN,
               backup_dir: Optional[str] = BACKUP_DIR,
               no_backup: bool = NO_BACKUP,
-              as_json: bool = JSON):
+              as_json: bool = JSON,
+              config: List[str] = CONFIG,
+              ignore_topic_config: bool = IGNORE_TOPIC_CONFIG):
     """Apply Kafka's time, size and log-start-offset retention rules (deletion via .deleted renames)."""
-    if not os.path.isdir(partition_dir):
-        _fail(f"{partition_dir}: not a directory")
     _refuse_live(partition_dir)
+    _one_partition(partition_dir, "retention")
+    cfg = topic_config(partition_dir, config)  # the topic's policy, asked once
+    flags = {"retention.ms": retention_ms, "retention.bytes": retention_bytes}
+    acting = any(v is not None for v in flags.values())
+    from_configs = _policy(cfg, log_log_config.DELETE, acting=acting or ignore_topic_config, ignore=ignore_topic_config)
+    got, notes = cfg.settle(flags, note_defaults=not acting)
+    notes += [n for n in [cfg.note_for("cleanup.policy")] if n]  # where the policy came from
+    if acting:  # a limit stated: the other is the topic's config where one is known, never an assumed default
+        got = {name: v if flags[name] is not None or name in cfg.noted else None for name, v in got.items()}
+    if cfg.deletes or ignore_topic_config:
+        from_configs = notes + from_configs
+    else:  # UnifiedLog.deleteOldSegments: without cleanup.policy delete, only the log start offset applies
+        got = {"retention.ms": None, "retention.bytes": None}
+        from_configs = cfg.notes() + [f"{cfg.describe('cleanup.policy')}: Kafka deletes by time and size only with "
+                                      "cleanup.policy delete; only the log start offset applies"]
+    unlimited = [f"{name}={v}: unlimited, as Kafka reads -1" for name, v in got.items() if v is not None and v < 0]
     try:
-        got, from_configs, configs = log_topic_config.settle(partition_dir, {"retention.ms": retention_ms,
-                                                            "retention.bytes": retention_bytes})
-        if from_configs and configs.policies() is not None and "delete" not in configs.policies():
-            from_configs = [f"{configs.describe('cleanup.policy')}: Kafka deletes by time and size only with "
-                            "cleanup.policy delete; --retention-ms/--retention-bytes apply them anyway"]
-            got["retention.ms"], got["retention.bytes"] = retention_ms, retention_bytes
         problems = inspect_verify.walk_problems(partition_dir)
         rep = repair_retention.retention(partition_dir, retention_ms=got["retention.ms"], retention_bytes=got["retention.bytes"],
                               log_start_offset=log_start_offset, now=now, dry_run=dry_run,
@@ -613,7 +623,8 @@ def retention(partition_dir: str = Argument(..., help="A partition directory (to
     except (OSError, ValueError, errors.KafkaFormatError) as e:
         _fail(str(e))
     if as_json:
-        print(json.dumps(rep.to_json() | {"notes": from_configs, "problems": [p.to_json() for p in problems]}))
+        print(json.dumps(rep.to_json() | {"notes": from_configs + unlimited,
+                                          "problems": [p.to_json() for p in problems]}))
     else:
         c = cli_plain.console()
         if rep.deleted:
@@ -622,9 +633,8 @@ def retention(partition_dir: str = Argument(..., help="A partition directory (to
                         [(d["segment"], f"{d['baseOffset']}..{d['nextOffset'] - 1}", d["bytes"], d["largestTimestamp"],
                           d["reason"]) for d in rep.deleted])
         else:
-            c.print(_nothing_to_delete(got["retention.ms"], got["retention.bytes"], log_start_offset, configs),
-                    highlight=False, soft_wrap=True, markup=False)
-        for n in from_configs:
+            c.print(_nothing_to_delete(got, log_start_offset), highlight=False, soft_wrap=True, markup=False)
+        for n in from_configs + (unlimited if rep.deleted else []):  # else the line above says so
             c.print(f"note: {n}", highlight=False, soft_wrap=True, markup=False)
         if rep.dropped:
             c.print(f"{'would delete' if dry_run else 'deleted'} {rep.dropped.text()}", highlight=False,
@@ -638,19 +648,55 @@ def retention(partition_dir: str = Argument(..., help="A partition directory (to
     raise Exit(EXIT_PROBLEMS if problems else EXIT_OK)
 
 
-def _nothing_to_delete(retention_ms, retention_bytes, log_start_offset, configs) -> str:
-    """Why retention deletes nothing, and what would make it act."""
-    limits = [f"{name}={v}" for name, v in (("retention.ms", retention_ms), ("retention.bytes", retention_bytes))
-              if v is not None and v >= 0]
+def _nothing_to_delete(got: dict, log_start_offset) -> str:
+    """Why retention deletes nothing: the limits no segment is past, those that are unlimited (-1)."""
+    limits = [f"{name}={v}" for name, v in got.items() if v is not None and v >= 0]
+    unlimited = [f"{name}={v}" for name, v in got.items() if v is not None and v < 0]
     if log_start_offset is not None:
         limits.append(f"log start offset {log_start_offset}")
-    if limits:
-        return f"nothing to delete: no segment is past {', '.join(limits)} (the active segment always remains)"
-    where = ("the log dir holds no topic configs (no __cluster_metadata-0 beside the partition)"
-             if configs is None or configs.metadata is None else
-             f"the log dir's metadata sets no retention.ms or retention.bytes for {configs.topic}")
-    return ("nothing to delete: no retention limit was given (--retention-ms, --retention-bytes, --log-start-offset) "
-            f"and {where}; only log-start-offset-checkpoint's entry applied")
+    parts = [f"no segment is past {', '.join(limits)} (the active segment always remains)"] if limits else []
+    if unlimited:
+        parts.append(f"{' and '.join(unlimited)}: unlimited, as Kafka reads -1")
+    if not parts:
+        parts.append("no time or size retention applies and no log start offset was given (--log-start-offset); "
+                     "only log-start-offset-checkpoint's entry applied")
+    return "nothing to delete: " + "; ".join(parts)
+
+
+def _one_partition(path: str, command: str, segments: bool = False) -> None:
+    """The path rules (kafkaforensics.log.paths) for a command that acts on one partition dir (or,
+    ``segments``, one of its segments): anything else is one line and exit 2."""
+    try:
+        log_paths.classify_for([path], command, accept=(log_paths.PARTITION_DIR, log_paths.FILE) if segments
+                               else (log_paths.PARTITION_DIR,), file_kinds={"log"},
+                               what="a partition dir (<topic>-<partition>)" + (" or a <offset>.log segment"
+                                                                               if segments else ""))
+    except log_paths.PathUsageError as e:
+        _fail(str(e))
+
+
+def _policy(cfg, action: str, acting: bool, ignore: bool) -> list[str]:
+    """The topic's policy for ``action`` (LogConfig.check): a refusal is one line and exit 2; acting
+    against the policy (--ignore-topic-config) gives the one line saying so."""
+    try:
+        line = cfg.check(action, acting=acting, ignore=ignore)
+    except log_log_config.PolicyRefusal as e:
+        _fail(str(e))
+    return [line] if line else []
+
+
+def _cleaner_settings(cfg, partition_dir: str, flags: dict) -> tuple[dict, list[str]]:
+    """compact's settings (CompactOptions keywords): each flag given, else the topic's effective config
+    (``cfg``), else the cleaner's default; and the notes naming the configs used."""
+    got, notes = cfg.settle({k: v for k, v in flags.items() if k not in ("segment.bytes", "index.interval.bytes")})
+    segment_bytes, index_interval_bytes, size_notes = sizes(partition_dir, flags["segment.bytes"],
+                                                            flags["index.interval.bytes"], config=cfg)
+    max_lag = got["max.compaction.lag.ms"]
+    return dict(delete_retention_ms=_or(got["delete.retention.ms"], DEFAULT_DELETE_RETENTION_MS),
+                min_compaction_lag_ms=_or(got["min.compaction.lag.ms"], 0),
+                max_compaction_lag_ms=None if max_lag == log_log_config.LONG_MAX else max_lag,
+                segment_bytes=segment_bytes, index_interval_bytes=index_interval_bytes), \
+        notes + [n for n in size_notes if n not in notes]  # the config's own notes once
 
 
 def _or(value, default):

@@ -13,7 +13,7 @@ from kafkaforensics.defaults import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_SEGMEN
 from specs.lazy import lazy
 
 #: imported on first use (specs/lazy.py), where start-up must not pay for them
-log_topic_config = lazy("kafkaforensics.log.topic_config", globals())
+log_log_config = lazy("kafkaforensics.log.log_config", globals())
 
 JSON = Option(False, "--json", help="Print the result as one JSON document instead of tables")
 DRY_RUN = Option(False, "--dry-run", help="Say what would be done (and what would be dropped); change nothing")
@@ -23,26 +23,44 @@ BACKUP_DIR = Option(None, "--backup-dir", metavar="DIR",
 NO_BACKUP = Option(False, "--no-backup", help="Keep no copy of the files changed or removed")
 INDEX_INTERVAL_BYTES = Option(None, "--index-interval-bytes", min=0, metavar="BYTES",
                               help="Bytes of log between two offset-index entries (default: the topic's "
-                                   "index.interval.bytes in the log dir's metadata, else "
+                                   "index.interval.bytes: the log dir's metadata, --config, else "
                                    f"{DEFAULT_INDEX_INTERVAL_BYTES})")
 SEGMENT_BYTES = Option(None, "--segment-bytes", min=14, metavar="BYTES",
-                       help="Roll a new segment past this size (default: the topic's segment.bytes in the log dir's "
-                            f"metadata, else {DEFAULT_SEGMENT_BYTES})")
+                       help="Roll a new segment past this size (default: the topic's segment.bytes: the log dir's "
+                            f"metadata, --config, an internal topic's, else {DEFAULT_SEGMENT_BYTES})")
 #: ``--kafka-version X.Y``, shared by the commands that apply a Kafka generation's rules (verify,
 #: reindex, recover, compact): overrides the version inferred from the log dir
 KAFKA_VERSION = Option(None, "--kafka-version", metavar="VERSION",
                        help="Apply this Kafka release's rules, X.Y such as 2.8 (default: inferred from the log dir's files)")
 NOW = Option(None, "--now", metavar="MS", help="The clock to judge times by, epoch ms (default: now)")
+#: the topic configuration the commands that apply Kafka's policy share (kafkaforensics.log.log_config)
+CONFIG = Option([], "--config", metavar="KEY=VALUE",
+                help="A topic config the log dir does not hold (a ZooKeeper-mode dir keeps them in ZooKeeper), "
+                     "e.g. cleanup.policy=compact; the log dir's own ConfigRecords win (repeatable)")
+IGNORE_TOPIC_CONFIG = Option(False, "--ignore-topic-config",
+                             help="Act even where the topic's cleanup.policy says Kafka would not (never on the "
+                                  "KRaft metadata log)")
+
+
+def topic_config(partition_dir: str, config=(), kafka_version=None):
+    """The partition's effective topic configuration (kafkaforensics.log.log_config.LogConfig), with
+    ``--config`` items; a bad item is one line and exit 2."""
+    try:
+        return log_log_config.LogConfig.of(partition_dir, log_log_config.parse_config_flags(config), kafka_version)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise Exit(2) from None
 
 
 def sizes(partition_dir: str, segment_bytes=None, index_interval_bytes=None,
-          segments: bool = True) -> tuple[int, int, list[str]]:
+          segments: bool = True, config=None) -> tuple[int, int, list[str]]:
     """``--segment-bytes`` and ``--index-interval-bytes`` as a command uses them: the flag, else the topic's
-    config where ``partition_dir``'s log dir holds the metadata (kafkaforensics.log.topic_config), else
-    Kafka's default; and notes naming the configs used (``segments=False``: a command that rolls no
-    segment, whose segment size is neither read nor noted)."""
-    got, notes, _configs = log_topic_config.settle(partition_dir, {"index.interval.bytes": index_interval_bytes,
-                                                  **({"segment.bytes": segment_bytes} if segments else {})})
+    effective config (``config``, a LogConfig; default: ``partition_dir``'s), else Kafka's default; and
+    notes naming the configs used (``segments=False``: a command that rolls no segment, whose segment
+    size is neither read nor noted)."""
+    config = topic_config(partition_dir) if config is None else config
+    got, notes = config.settle({"index.interval.bytes": index_interval_bytes,
+                                **({"segment.bytes": segment_bytes} if segments else {})})
     seg, interval = got.get("segment.bytes"), got["index.interval.bytes"]
     return (DEFAULT_SEGMENT_BYTES if seg is None else seg,
             DEFAULT_INDEX_INTERVAL_BYTES if interval is None else interval, notes)

@@ -15,6 +15,7 @@ from kafkaforensics.repair.recovery import recover
 from kafkaforensics.log.segment import iter_batches
 from kafkaforensics.inspect.verify import verify
 from kafkaforensics.log.writer import write_partition
+from tests.conftest import COMPACTED
 
 T0 = 1_700_000_000_000
 RET = 86_400_000
@@ -214,14 +215,14 @@ def test_out_leaves_input_untouched_and_dry_run_changes_nothing(tmp_path, kfx):
     from tests.corruption import snapshot_files
     part = _sample(tmp_path)
     files = snapshot_files(part)
-    r = kfx("compact", part, "--now", T0 + 10**6, "--out", tmp_path / "out-0", "--json")
+    r = kfx("compact", *COMPACTED, part, "--now", T0 + 10**6, "--out", tmp_path / "out-0", "--json")
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert snapshot_files(part) == files
     assert out["records"]["after"] < out["records"]["before"]
     assert set(out) >= {"records", "bytes", "tombstones", "abortedRecordsRemoved", "markers", "dirtyRatio"}
     assert verify([str(tmp_path / "out-0")]).ok
-    r = kfx("compact", part, "--now", T0 + 10**6, "--dry-run", "--json")
+    r = kfx("compact", *COMPACTED, part, "--now", T0 + 10**6, "--dry-run", "--json")
     assert r.exit_code == 0 and json.loads(r.stdout)["records"] == out["records"]
     assert snapshot_files(part) == files
     assert not [n for n in os.listdir(tmp_path) if n.startswith(".kfx-compact")]
@@ -248,7 +249,7 @@ def test_small_offset_map_cleans_in_several_rounds(tmp_path):
 def test_refuses_leftovers(tmp_path, kfx):
     part = _sample(tmp_path)
     open(os.path.join(part, "00000000000000000000.log.swap"), "wb").close()
-    r = kfx("compact", part)
+    r = kfx("compact", *COMPACTED, part)
     assert r.exit_code == 2 and "kfx recover" in r.output
 
 

@@ -99,7 +99,7 @@ def _commands(logdir, tmp):
         "salvage": ([part, "--out", tmp / "salvaged", "--dry-run"], [str(BASE), last]),
         "recover": (["--dry-run", "--no-backup", torn], [active, f"{BASE + 20}"]),
         "reindex": (["--dry-run", "--no-backup", noindex], [f"{BASE:020d}.index"]),
-        "compact": (["--dry-run", "--include-active", part], [PARTITION, "1614"]),
+        "compact": (["--dry-run", "--include-active", "--config", "cleanup.policy=compact", part], [PARTITION, "1614"]),
     }
 
 

@@ -184,7 +184,8 @@ def test_crash_hook_through_the_cli(tmp_path):
     part = _fresh(tmp_path, "cli")
     before = records(part)
     env = dict(os.environ, **{fsutil.CRASH_ENV: "6"})
-    r = subprocess.run([sys.executable, "-m", "kafkaforensics", "compact", part, "--now", str(NOW)],
+    r = subprocess.run([sys.executable, "-m", "kafkaforensics", "compact", part, "--now", str(NOW),
+                        "--config", "cleanup.policy=compact"],
                        env=env, capture_output=True, timeout=120)
     assert r.returncode == -signal.SIGKILL
     r = subprocess.run([sys.executable, "-m", "kafkaforensics", "recover", part, "--no-backup"],

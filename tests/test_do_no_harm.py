@@ -22,6 +22,7 @@ from kafkaforensics.repair.reindex import reindex
 from kafkaforensics.repair.restore import restore
 from kafkaforensics.repair.retention import retention
 from tests.corruption import INTERVAL, layout, make_partition
+from tests.conftest import COMPACTED
 
 #: the issue's reproducers, byte for byte
 COUNT_2G = bytes.fromhex("00000000000000000000003a0000000002a58dcca800000000000000000000000000000000000000000000"
@@ -62,7 +63,7 @@ def test_claimed_two_billion_records_take_no_gigabyte(tmp_path, kfx):
     (p,) = rep.problems
     assert p.file == os.path.join(part, "00000000000000000000.log") and p.position == 0 and p.offset == 0
     assert _tree(os.path.dirname(part)) == before  # nothing created in the log dir
-    r = kfx("compact", "--dry-run", "--include-active", part)
+    r = kfx("compact", *COMPACTED, "--dry-run", "--include-active", part)
     assert r.exit_code == 1 and "record count 2147483646" in r.output and "Traceback" not in r.output
     assert sorted(os.listdir(os.path.dirname(part))) == ["t-0"] and os.listdir(part) == ["00000000000000000000.log"]
 
@@ -92,7 +93,7 @@ def test_timestamp_past_int64_wraps_as_java_reads_it(tmp_path, kfx):
     cols = decode_columns([b])
     want = (b.first_timestamp + 1 + 2**63) % 2**64 - 2**63  # firstTimestamp + delta, a Java long sum
     assert cols.timestamp.tolist() == [want] and cols.create_time.tolist() == [want]
-    r = kfx("compact", "--dry-run", "--include-active", str(tmp_path / "logs" / "t-0"))
+    r = kfx("compact", *COMPACTED, "--dry-run", "--include-active", str(tmp_path / "logs" / "t-0"))
     assert r.exit_code == 0 and "Traceback" not in r.output
 
 
@@ -106,7 +107,7 @@ def test_records_that_do_not_decompress_stop_compact_located_and_unchanged(tmp_p
     part = write_partition(str(tmp_path / "logs" / "t-0"), recs, segment_bytes=400, index_interval_bytes=INTERVAL)
     before = _tree(os.path.dirname(part))
     for args in (("--dry-run",), ()):
-        r = kfx("compact", "--include-active", "--now", str(NOW), "--json", *args, part)
+        r = kfx("compact", *COMPACTED, "--include-active", "--now", str(NOW), "--json", *args, part)
         assert r.exit_code == 1, r.output
         out = json.loads(r.output)
         (p,) = out["problems"]
@@ -211,14 +212,14 @@ def test_restore_cli(tmp_path, kfx):
 
 def test_compact_and_retention_take_the_backup_options(tmp_path, kfx):
     part = str(make_partition(tmp_path / "a" / "t-0"))
-    r = kfx("compact", part, "--now", str(NOW), "--segment-bytes", "8000", "--json", "--no-backup")
+    r = kfx("compact", *COMPACTED, part, "--now", str(NOW), "--segment-bytes", "8000", "--json", "--no-backup")
     assert r.exit_code == 0 and json.loads(r.output)["backup"] is None
     assert not os.path.exists(os.path.join(part, fsutil.BACKUP_DIR_NAME))
     part = str(make_partition(tmp_path / "b" / "t-0"))
     r = kfx("retention", part, "--retention-bytes", "9000", "--now", str(NOW), "--json",
             "--backup-dir", str(tmp_path / "bk"))
     assert r.exit_code == 0 and json.loads(r.output)["backup"] == str(tmp_path / "bk")
-    assert kfx("compact", part, "--no-backup", "--backup-dir", "x").exit_code == 2
+    assert kfx("compact", *COMPACTED, part, "--no-backup", "--backup-dir", "x").exit_code == 2
     shutil.rmtree(tmp_path / "bk")
 
 
@@ -455,7 +456,7 @@ def test_no_space_on_a_real_small_filesystem(tmp_path, kfx):
         st = os.statvfs(str(mnt))
         with open(mnt / "filler", "wb") as f:
             f.write(b"\0" * (st.f_bavail * st.f_frsize - 6 * 4096))
-        r = kfx("compact", part, "--now", str(NOW), "--segment-bytes", "8000")
+        r = kfx("compact", *COMPACTED, part, "--now", str(NOW), "--segment-bytes", "8000")
         assert r.exit_code == 2, r.output
         (line,) = r.output.strip().splitlines()
         assert "No space left on device" in line and "bytes needed" in line and str(mnt) in line, line

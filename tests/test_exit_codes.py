@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from tests.conftest import SAMPLE
+from tests.conftest import COMPACTED, SAMPLE
 
 OK, PROBLEMS, USAGE = 0, 1, 2
 
@@ -80,10 +80,10 @@ def test_salvage(kfx, clean, torn, tmp_path):
     assert kfx("salvage", clean / "orders-0", "--out", tmp_path / "a").exit_code == USAGE  # --out not empty
 
 
-@pytest.mark.parametrize("command,args", [("compact", ["--dry-run"]), ("retention", ["--retention-bytes", "1"])])
+@pytest.mark.parametrize("command,args", [("compact", ["--dry-run", *COMPACTED]), ("retention", ["--retention-bytes", "1"])])
 def test_compact_and_retention_exit_1_on_damage_they_leave_alone(kfx, clean, torn, tmp_path, command, args):
     r = kfx(command, clean / "orders-0", "--json", *args)
-    assert r.exit_code == OK and json.loads(r.stdout)["problems"] == []
+    assert r.exit_code == OK and json.loads(r.stdout)["problems"] == [], r.output
     r = kfx(command, torn / "orders-0", "--json", *args)
     assert r.exit_code == PROBLEMS
     (p,) = json.loads(r.stdout)["problems"]
@@ -95,7 +95,7 @@ def test_compact_and_retention_exit_1_on_damage_they_leave_alone(kfx, clean, tor
 
 def test_compact_refuses_leftovers_with_usage(kfx, clean):
     (clean / "orders-0" / "00000000000000000000.log.swap").write_bytes(b"")
-    assert kfx("compact", clean / "orders-0").exit_code == USAGE
+    assert kfx("compact", *COMPACTED, clean / "orders-0").exit_code == USAGE
 
 
 def test_write_groups_serve(kfx, clean, tmp_path):

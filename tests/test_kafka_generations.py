@@ -12,6 +12,7 @@ from kafkaforensics.records.builder import build_legacy, build_v2
 from kafkaforensics.repair.cleaner import CompactOptions, compact
 from kafkaforensics.repair.recovery import recover
 from kafkaforensics.log.segment import iter_batches
+from tests.conftest import COMPACTED
 
 T0 = 1_700_000_000_000
 INTERVAL = 150
@@ -356,6 +357,6 @@ def test_compact_cli_takes_the_version(tmp_path, kfx):
     log, idx, tidx = broker_files([[b] for b in batches(3)], per="batch")
     for suf, data in ((".log", log), (".index", idx), (".timeindex", tidx)):
         (d / name(0, suf)).write_bytes(data)
-    out = json.loads(kfx("compact", str(d), "--dry-run", "--json", "--kafka-version", "3.0").stdout)
+    out = json.loads(kfx("compact", *COMPACTED, str(d), "--dry-run", "--json", "--kafka-version", "3.0").stdout)
     assert out["kafkaVersion"]["rules"]["cleaner-tombstones"] == "segment-mtime"
-    assert kfx("compact", str(d), "--dry-run", "--kafka-version", "two").exit_code == 2
+    assert kfx("compact", *COMPACTED, str(d), "--dry-run", "--kafka-version", "two").exit_code == 2

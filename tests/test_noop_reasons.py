@@ -8,6 +8,7 @@ from kafkaforensics.records.batch import Record
 from kafkaforensics.records.builder import build_v2
 from kafkaforensics.records.internal_topics import encode_metadata
 from specs import kafka_messages as K
+from tests.conftest import COMPACTED
 
 T0 = 1_700_000_000_000
 DAY = 86_400_000
@@ -34,32 +35,35 @@ def _config(rtype, name, key, value):
 def test_compact_of_an_active_segment_names_include_active(tmp_path, kfx):
     part = tmp_path / "logs" / "users-0"
     _partition(part)
-    r = kfx("compact", "--dry-run", part)
+    r = kfx("compact", *COMPACTED, "--dry-run", part)
     assert r.exit_code == 0
     assert "active segment 00000000000000000000.log" in r.stdout and "--include-active" in r.stdout, r.stdout
     assert "which Kafka never cleans" in r.stdout
-    r = kfx("compact", "--dry-run", "--include-active", part)
+    r = kfx("compact", *COMPACTED, "--dry-run", "--include-active", part)
     assert "nothing to clean" not in r.stdout and "records" in r.stdout
 
 
 def test_compact_of_a_clean_log_names_ignore_checkpoint(tmp_path, kfx):
     part = tmp_path / "logs" / "users-0"
     _partition(part, segment_bytes=300)
-    r = kfx("compact", "--dry-run", "--now", str(T0 + 10 * DAY), part)
+    r = kfx("compact", *COMPACTED, "--dry-run", "--now", str(T0 + 10 * DAY), part)
     assert "nothing to clean" not in r.stdout
-    assert kfx("compact", "--include-active", "--now", str(T0 + 10 * DAY), part).exit_code == 0
-    r = kfx("compact", "--dry-run", "--include-active", "--now", str(T0 + 10 * DAY), part)
+    assert kfx("compact", *COMPACTED, "--include-active", "--now", str(T0 + 10 * DAY), part).exit_code == 0
+    r = kfx("compact", *COMPACTED, "--dry-run", "--include-active", "--now", str(T0 + 10 * DAY), part)
     assert "clean up to its end (cleaner-offset-checkpoint at 12)" in r.stdout and "--ignore-checkpoint" in r.stdout, r.stdout
 
 
 def test_retention_without_a_limit_says_so_and_names_the_flags(tmp_path, kfx):
+    # issue 50: a topic the log dir holds no config for has Kafka's defaults (retention.ms=604800000,
+    # retention.bytes=-1): they apply, and the output names them and how to say otherwise
     part = tmp_path / "logs" / "orders-0"
     _partition(part, segment_bytes=300)
     r = kfx("retention", "--dry-run", part)
-    assert r.exit_code == 0 and "no retention limit was given" in r.stdout
-    for flag in ("--retention-ms", "--retention-bytes", "--log-start-offset"):
-        assert flag in r.stdout
-    assert "no __cluster_metadata-0" in r.stdout
+    assert r.exit_code == 0 and "older than retention.ms=604800000" in r.stdout
+    assert "retention.ms=604800000 (Kafka's default): the log dir holds no retention.ms for orders" in r.stdout
+    assert "--config retention.ms=VALUE" in r.stdout
+    r = kfx("retention", "--dry-run", "--config", "retention.ms=-1", part)
+    assert r.exit_code == 0 and "retention.ms=-1 and retention.bytes=-1: unlimited" in r.stdout, r.stdout
     r = kfx("retention", "--dry-run", "--retention-ms", str(1000 * DAY), "--now", str(T0 + 10 * DAY), part)
     assert "no segment is past retention.ms=86400000000" in r.stdout, r.stdout
 
@@ -111,7 +115,7 @@ def test_a_compacted_topic_is_not_deleted_by_its_retention_config(tmp_path, kfx)
                        _config(2, "users", "min.compaction.lag.ms", str(DAY))])
     r = kfx("retention", "--dry-run", "--now", str(T0 + 10 * DAY), part)
     assert "nothing to delete" in r.stdout and "cleanup.policy=compact (topic config)" in r.stdout, r.stdout
-    r = kfx("compact", "--dry-run", "--json", "--now", str(T0 + 10 * DAY), part)
+    r = kfx("compact", *COMPACTED, "--dry-run", "--json", "--now", str(T0 + 10 * DAY), part)
     notes = json.loads(r.stdout)["notes"]
     assert any("min.compaction.lag.ms=86400000 (topic config)" in n for n in notes), notes
 
@@ -134,16 +138,17 @@ def test_reindex_recover_and_compact_use_the_topics_index_interval_and_segment_s
     assert kfx("reindex", "--dry-run", "--index-interval-bytes", "4096", part).exit_code == 1  # the flag wins
     j = json.loads(kfx("recover", "--dry-run", "--json", "--full", part).stdout)
     assert j["actions"] == [] and any("index.interval.bytes=1024" in n for n in j["notes"]), j
-    j = json.loads(kfx("compact", "--dry-run", "--json", "--include-active", part).stdout)
+    j = json.loads(kfx("compact", *COMPACTED, "--dry-run", "--json", "--include-active", part).stdout)
     assert any("segment.bytes=4000 (cluster-wide dynamic broker default, log.segment.bytes)" in n for n in j["notes"])
     assert [len(g) for g in j["groups"]] == [1, 1]  # two segments of ~5.6 kB: no group of both within 4000
-    j = json.loads(kfx("compact", "--dry-run", "--json", "--include-active", bare).stdout)
+    j = json.loads(kfx("compact", *COMPACTED, "--dry-run", "--json", "--include-active", bare).stdout)
     assert len(j["groups"]) == 1  # Kafka's default segment.bytes: one group
 
 
 def test_metadata_that_breaks_off_gives_what_came_before_and_says_so(tmp_path, monkeypatch):
     from kafkaforensics.errors import KafkaFormatError
     from kafkaforensics.log import topic_config
+    from kafkaforensics.log.log_config import LogConfig
     part = tmp_path / "logs" / "orders-0"
     _partition(part)
     (tmp_path / "logs" / "__cluster_metadata-0").mkdir()
@@ -153,6 +158,7 @@ def test_metadata_that_breaks_off_gives_what_came_before_and_says_so(tmp_path, m
                                                 "Value": "5"}}
         raise KafkaFormatError("compression", "gzip payload does not decompress", file="x.log", position=9)
     monkeypatch.setattr(topic_config, "metadata_records", broken)
-    got, notes, cfg = topic_config.settle(str(part), {"retention.ms": None})
-    assert got == {"retention.ms": 5} and cfg.unreadable
+    cfg = LogConfig.of(str(part))
+    got, notes = cfg.settle({"retention.ms": None})
+    assert got == {"retention.ms": 5} and cfg.records.unreadable
     assert "could not be read to its end" in notes[0] and "gzip payload" in notes[0]

@@ -6,7 +6,8 @@ dynamic broker default (BROKER, empty name), then the broker's static ``server.p
 built-in default. Broker configs carry the topic config under another name (Kafka's
 ``ServerTopicConfigSynonyms``: ``log.retention.ms``, then ``log.retention.minutes`` and
 ``log.retention.hours`` converted, for ``retention.ms``). A log dir holds all but the static file:
-:func:`topic_configs` resolves what it holds and says where each value came from. A ConfigRecord
+:func:`topic_configs` resolves what it holds and says where each value came from; :class:`~.log_config.LogConfig` adds
+what the log dir does not hold (--config, internal topics' creation configs, Kafka's defaults). A ConfigRecord
 with a null value removes that config; removing the topic removes its configs.
 """
 from __future__ import annotations
@@ -16,7 +17,6 @@ from dataclasses import dataclass, field
 
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.logdir import metadata_records, read_meta_properties
-from kafkaforensics.log.partition import parse_partition_dir_name
 
 #: ConfigResource types in ConfigRecord
 TOPIC, BROKER = 2, 4
@@ -32,6 +32,7 @@ SYNONYMS = {
     "delete.retention.ms": [("log.cleaner.delete.retention.ms", 1)],
     "segment.bytes": [("log.segment.bytes", 1)],
     "index.interval.bytes": [("log.index.interval.bytes", 1)],
+    "message.timestamp.type": [("log.message.timestamp.type", None)],
 }
 
 
@@ -132,23 +133,3 @@ def _lookup(configs: dict, name: str, synonyms, by_synonym: bool):
                     continue
             return value, synonym
     return None
-
-
-def settle(partition_dir: str, given: dict) -> tuple[dict, list[str], TopicConfigs | None]:
-    """Each setting as a command uses it: ``given`` maps a topic config name to the value of its flag
-    (None when not given); a setting not given is the topic's config from the log dir's metadata (an
-    int; ``cleanup.policy`` as text), else None. Also the notes saying which values came from the
-    metadata, and the configs read (None for a directory that names no topic)."""
-    parsed = parse_partition_dir_name(partition_dir)
-    configs = topic_configs(partition_dir, parsed[0]) if parsed else None
-    values, notes = {}, []
-    if configs is not None and configs.unreadable:
-        notes.append(f"{configs.metadata} could not be read to its end ({configs.unreadable}); "
-                     "the configs before that point apply")
-    for name, flag in given.items():
-        if flag is not None or configs is None or name not in configs.values:
-            values[name] = flag
-            continue
-        values[name] = configs.values[name] if name == "cleanup.policy" else configs.get_int(name)
-        notes.append(f"{configs.describe(name)} from {os.path.basename(configs.metadata)}, as Kafka would use it")
-    return values, notes, configs

@@ -43,7 +43,8 @@ from specs import checkpoints as C
 
 from kafkaforensics import fsutil
 
-from kafkaforensics.log import kafka_files, offset_index, time_index, topic_config, txn_index
+from kafkaforensics.log import kafka_files, offset_index, time_index, txn_index
+from kafkaforensics.log.log_config import LogConfig
 from kafkaforensics.repair.actions import PHASES, Action, Dropped, apply_actions
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentIndexes, SegmentRebuild
@@ -195,7 +196,7 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
     tp = parse_partition_dir_name(path)
     notes: list[str] = []
     if index_interval_bytes is None:
-        got, config_notes, _configs = topic_config.settle(path, {"index.interval.bytes": None})
+        got, config_notes = LogConfig.of(path).settle({"index.interval.bytes": None})
         index_interval_bytes = got["index.interval.bytes"] or DEFAULT_INDEX_INTERVAL_BYTES
         notes += config_notes
     metadata = os.path.basename(path) == METADATA_PARTITION

@@ -16,7 +16,8 @@ import os
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 
-from kafkaforensics.log.partition import Partition
+from kafkaforensics.log.partition import Partition, parse_partition_dir_name
+from kafkaforensics.log.paths import LOG_DIR, PathUsageError, classify
 from kafkaforensics.log.batch_search import MAX_CANDIDATE_BYTES, scan_file, valid_batch_at  # noqa: F401 (re-exported)
 from kafkaforensics.log.segment import RESIDENT_WINDOW, open_buffer, release_pages
 from kafkaforensics.log.writer import DEFAULT_SEGMENT_BYTES, PartitionWriter
@@ -62,8 +63,33 @@ def _source_topic_id(files) -> str | None:
     return None
 
 
+def check_inputs(paths) -> None:
+    """ValueError (one line) for inputs that are no one partition's: a log dir (each of its partitions
+    is salvaged into its own --out), or partition dirs of different topic-partitions merged into one
+    output. Raw files and disk images are taken as they are."""
+    names = {}
+    for p in paths:
+        if not os.path.isdir(p):
+            continue
+        try:
+            kind = classify(p).kind
+        except PathUsageError:  # a damaged dir with nothing Kafka names in it: its files are raw input
+            continue
+        if kind == LOG_DIR:
+            raise ValueError(f"{p}: a log dir; kfx salvage takes segment files, partition dirs or disk images: "
+                             "name the partition dirs to salvage each into its own --out")
+        tp = parse_partition_dir_name(p)
+        if tp is not None:
+            names.setdefault(tp, p)
+    if len(names) > 1:
+        a, b = list(names.values())[:2]
+        raise ValueError(f"{a} and {b} are different partitions: salvage each into its own --out "
+                         "(one output holds one partition)")
+
+
 def salvage(paths, out_dir: str, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES, index_interval_bytes: int = 4096,
             progress=None, dry_run: bool = False) -> SalvageReport:
+    check_inputs(paths)
     files = _inputs(paths)
     out_abs = os.path.abspath(out_dir)
     for p in paths:
