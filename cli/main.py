@@ -604,10 +604,16 @@ def retention(partition_dir: str = Argument(..., help="A partition directory (to
     flags = {"retention.ms": retention_ms, "retention.bytes": retention_bytes}
     acting = any(v is not None for v in flags.values())
     from_configs = _policy(cfg, log_log_config.DELETE, acting=acting or ignore_topic_config, ignore=ignore_topic_config)
-    got, notes = cfg.settle(flags, note_defaults=not acting)
+    got, notes = cfg.settle(flags)
     notes += [n for n in [cfg.note_for("cleanup.policy")] if n]  # where the policy came from
-    if acting:  # a limit stated: the other is the topic's config where one is known, never an assumed default
-        got = {name: v if flags[name] is not None or name in cfg.noted else None for name, v in got.items()}
+    # a limit deletes data only when stated (a flag) or known (the log dir's metadata, --config, an internal
+    # topic's creation), never from Kafka's built-in default: server.properties or ZooKeeper may set another
+    notes += [f"{cfg.describe(name)} not applied: the log dir holds no {name} for {cfg.topic} (a broker's "
+              f"server.properties or ZooKeeper may set another); --{name.replace('.', '-')} or --config "
+              f"{name}=VALUE applies one" for name, v in got.items()
+              if flags[name] is None and name not in cfg.noted and v is not None and v >= 0 and not acting]
+    got = {name: v if flags[name] is not None or name in cfg.noted or (not acting and v is not None and v < 0) else None
+           for name, v in got.items()}  # (a default of -1, unlimited, deletes nothing: it is said as such)
     if cfg.deletes or ignore_topic_config:
         from_configs = notes + from_configs
     else:  # UnifiedLog.deleteOldSegments: without cleanup.policy delete, only the log start offset applies

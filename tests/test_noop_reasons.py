@@ -54,14 +54,17 @@ def test_compact_of_a_clean_log_names_ignore_checkpoint(tmp_path, kfx):
 
 
 def test_retention_without_a_limit_says_so_and_names_the_flags(tmp_path, kfx):
-    # issue 50: a topic the log dir holds no config for has Kafka's defaults (retention.ms=604800000,
-    # retention.bytes=-1): they apply, and the output names them and how to say otherwise
+    # issue 50: a topic the log dir holds no config for: Kafka's built-in default (retention.ms=604800000) is
+    # named but never deletes data (server.properties or ZooKeeper may set another); the flags say how to apply one
     part = tmp_path / "logs" / "orders-0"
     _partition(part, segment_bytes=300)
     r = kfx("retention", "--dry-run", part)
-    assert r.exit_code == 0 and "older than retention.ms=604800000" in r.stdout
-    assert "retention.ms=604800000 (Kafka's default): the log dir holds no retention.ms for orders" in r.stdout
+    assert r.exit_code == 0 and "older than" not in r.stdout and "nothing to delete" in r.stdout, r.stdout
+    assert "retention.ms=604800000 (Kafka's default) not applied: the log dir holds no retention.ms for orders" \
+        in r.stdout, r.stdout
     assert "--config retention.ms=VALUE" in r.stdout
+    r = kfx("retention", "--dry-run", "--config", "retention.ms=604800000", part)
+    assert r.exit_code == 0 and "older than retention.ms=604800000" in r.stdout, r.stdout
     r = kfx("retention", "--dry-run", "--config", "retention.ms=-1", part)
     assert r.exit_code == 0 and "retention.ms=-1 and retention.bytes=-1: unlimited" in r.stdout, r.stdout
     r = kfx("retention", "--dry-run", "--retention-ms", str(1000 * DAY), "--now", str(T0 + 10 * DAY), part)

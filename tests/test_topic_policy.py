@@ -160,13 +160,19 @@ def test_retention_minus_one_is_unlimited_and_says_so(tmp_path, kfx):
     assert kfx("retention", "--retention-ms", "-2", part).exit_code == 2
 
 
-def test_retention_applies_kafkas_default_and_names_it(tmp_path, kfx):
+def test_retention_names_kafkas_default_but_deletes_only_by_a_known_limit(tmp_path, kfx):
+    # Kafka's built-in retention.ms may be overridden where the log dir cannot show it (server.properties,
+    # ZooKeeper): without a flag or a config the log dir holds, nothing is deleted by it; it is named
     part = tmp_path / "logs" / "orders-0"
     _partition(part, segment_bytes=300)  # batches at days 0..5
     r = kfx("retention", "--dry-run", "--json", "--now", str(T0 + 12 * DAY), part)
     j = json.loads(r.stdout)
+    assert j["deletedSegments"] == []
+    assert any(n.startswith("retention.ms=604800000 (Kafka's default) not applied") for n in j["notes"]), j["notes"]
+    r = kfx("retention", "--dry-run", "--json", "--now", str(T0 + 12 * DAY), "--config", "retention.ms=604800000",
+            part)
+    j = json.loads(r.stdout)
     assert [d["baseOffset"] for d in j["deletedSegments"]] == [0, 2, 4, 6, 8]  # days 0..4: older than 7 days
-    assert any(n.startswith("retention.ms=604800000 (Kafka's default)") for n in j["notes"]), j["notes"]
 
 
 def test_salvage_refuses_a_log_dir_and_partitions_merged(tmp_path, kfx, sample):
