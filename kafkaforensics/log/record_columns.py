@@ -20,12 +20,11 @@ from itertools import chain
 import numpy as np
 
 from specs import record_batch as R
-from specs.layout import INT32_MAX
 
 from kafkaforensics.records.batch import Batch, Record, read_varint, v2_record_bytes
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.segment import BatchScanner, offset_from_name, open_buffer
-from kafkaforensics.records import walks
+from kafkaforensics.records import int64, walks
 
 _SAFE = 2**61  # bases and deltas below this cannot overflow int64 when added
 #: batches' bytes gathered into one decode by :func:`iter_record_columns`
@@ -99,8 +98,11 @@ class RecordColumns:
     def sequences(self) -> np.ndarray:
         """Each record's producer sequence (-1 without one); sequences wrap at Integer.MAX_VALUE."""
         base = np.array([b.base_sequence for b in self.batches], np.int64)[self.batch]
+        if not (base >= 0).any():
+            return np.full(len(self), -1, np.int64)
         first = np.array([b.base_offset for b in self.batches], np.int64)[self.batch]
-        return np.where(base >= 0, (base + self.offset - first) & INT32_MAX, -1)
+        # offset - first is the record's offsetDelta (modulo 2^64, all Java's int reads of it)
+        return np.where(base >= 0, int64.increment_sequence(base, self.offset - first), -1)
 
     def records(self) -> list[Record]:
         """The records as :class:`Record` objects, equal to the batches' ``records()`` joined."""
@@ -226,12 +228,9 @@ def _from_records(batches) -> RecordColumns:
 
 
 def _int64(values: list) -> np.ndarray:
-    """``values`` as int64, each out-of-range one wrapped as Java's long sum wraps it (a header's
-    firstTimestamp + a record's delta past 2^63 is what DefaultRecord.readFrom reads too)."""
-    try:
-        return np.array(values, np.int64)
-    except OverflowError:
-        return np.array([(v + (1 << 63)) % (1 << 64) - (1 << 63) for v in values], np.int64)
+    """``values`` as int64: ``Batch.records()`` gives only offsets and timestamps within int64
+    (the :mod:`~kafkaforensics.records.int64` rule)."""
+    return np.array(values, np.int64)
 
 
 def _record_starts(data: bytes, pos: int, end: int, count: int, starts: list) -> None:

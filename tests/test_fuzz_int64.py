@@ -1,0 +1,163 @@
+"""The int64 edge, found by fuzzing (issues 58 and 50): offsets that leave int64 are damage (located,
+reported, skipped by salvage, never in an output partition or a producer snapshot); timestamps wrap
+as Java's long addition does and sequences as Kafka's incrementSequence does -- one answer from
+``Batch.records()`` and the columnar decoder alike."""
+import os
+import struct
+
+import pytest
+
+from kafkaforensics.errors import KafkaFormatError
+from kafkaforensics.inspect.analyzer import AnalyzeOptions, analyze
+from kafkaforensics.inspect.verify import verify
+from kafkaforensics.log import record_columns
+from kafkaforensics.log.producer_state import read_snapshot
+from kafkaforensics.log.segment import BatchScanner, iter_batches
+from kafkaforensics.records import builder, compression, int64
+from kafkaforensics.records.batch import Record
+
+INT64_MAX = 2**63 - 1
+
+
+def _batch(base, n, *, pid=-1, seq=-1, codec=0, ts=1000, ple=-1, deltas=None, lod=None) -> bytes:
+    offs = deltas if deltas is not None else list(range(n))
+    recs = [Record(base + d, ts + j, b"k%d" % j, b"v%d" % j, []) for j, d in enumerate(offs)]
+    return builder.build_v2(recs, base_offset=base, codec=codec, producer_id=pid, producer_epoch=0,
+                            base_sequence=seq, partition_leader_epoch=ple,
+                            last_offset_delta=max(offs) if lod is None else lod)
+
+
+def _with_base(batch: bytes, base: int) -> bytes:
+    """``batch`` with its baseOffset set to ``base``: the CRC does not cover it, it stays valid."""
+    out = bytearray(batch)
+    struct.pack_into(">q", out, 0, base)
+    return bytes(out)
+
+
+def _decoders(data: bytes):
+    """Both decoders over the CRC-valid batches of ``data``: (records of ``Batch.records()``, of the
+    columnar decoder), an exception's class standing for what a decoder raised."""
+    batches = [b for b in BatchScanner(data, file="x.log") if b.crc_valid()]
+    try:
+        exact = [r for b in batches for r in b.records()]
+    except KafkaFormatError as e:
+        exact = type(e)
+    try:
+        cols = record_columns.decode_columns(
+            [b for b in BatchScanner(data, file="x.log") if b.crc_valid()]).records()
+    except KafkaFormatError as e:
+        cols = type(e)
+    return exact, cols
+
+
+# -- issue 58: kfx salvage on a batch whose base offset is 2^63-2 ------------------------------------
+def test_salvage_skips_a_batch_whose_offsets_leave_int64(tmp_path, kfx):
+    good = _batch(0, 5, pid=77, seq=103, codec=3)
+    bad = _with_base(_batch(5, 41, pid=77, seq=108, codec=3), 0x7FFFFFFFFFFFFFFE)
+    tail = _batch(46, 3, pid=77, seq=149, codec=3)
+    seg = tmp_path / "00000000000000000000.log"
+    seg.write_bytes(good + bad + tail)
+    out = tmp_path / "out"
+    r = kfx("salvage", seg, "--out", out)
+    assert r.exit_code == 1, r.output  # damaged bytes skipped
+    assert "Traceback" not in r.output
+    at = len(good)
+    line = next(x for x in r.output.splitlines() if x.startswith("skipped"))
+    assert f"[{at}, {at + len(bad)})" in line and f"at byte {at}" in line and "leaves int64" in line
+    # the output partition: valid, without the overflowing batch, its producer snapshot readable
+    kept = [(b.base_offset, b.last_offset) for b in iter_batches(str(out / "00000000000000000000.log"))]
+    assert kept == [(0, 4), (46, 48)]
+    assert verify([str(out)]).ok
+    snaps = [f for f in os.listdir(out) if f.endswith(".snapshot")]
+    assert snaps
+    for s in snaps:
+        entries = read_snapshot((out / s).read_bytes(), file=s)
+        assert [(e.producer_id, e.last_sequence, e.last_offset) for e in entries] == [(77, 151, 48)]
+    js = kfx("salvage", seg, "--out", tmp_path / "out2", "--json", "--dry-run")
+    assert js.exit_code == 1 and "leaves int64" in js.output
+
+
+def test_dump_verify_analyze_report_the_overflowing_batch(tmp_path, kfx):
+    part = tmp_path / "t-0"
+    part.mkdir()
+    good = _batch(0, 5, pid=77, seq=0)
+    (part / "00000000000000000000.log").write_bytes(good + _with_base(_batch(5, 41, pid=77, seq=5), INT64_MAX - 1))
+    for cmd in (("dump", part / "00000000000000000000.log"), ("verify", part), ("analyze", part)):
+        r = kfx(*cmd)
+        assert "Traceback" not in r.output
+        assert f"byte {len(good)}" in r.output and "offset-overflow" in r.output, (cmd, r.output)
+    # without a segment base (a walk of bare bytes) the batch is damage all the same
+    sc = BatchScanner(good + _with_base(_batch(5, 41), INT64_MAX - 1), file="x.log")
+    assert len(list(sc)) == 1 and sc.stop.kind == "offset-overflow" and sc.stop.position == len(good)
+    assert "leaves int64" in sc.stop.detail
+
+
+# -- issue 50: one answer, Java's, from both decoders ----------------------------------------------
+@pytest.mark.parametrize("first_ts", [INT64_MAX, INT64_MAX - 1, -2**63, -2**63 + 1])
+def test_timestamps_wrap_as_javas_long_addition(first_ts):
+    """firstTimestamp near 2^63-1 (or -2^63) plus a record's timestampDelta wraps in Java's long."""
+    recs = [Record(j, first_ts + d, b"k", b"v", []) for j, d in enumerate((-1, 0, 1))]
+    data = builder.build_v2(recs, base_offset=0, base_timestamp=first_ts, max_timestamp=first_ts)
+    want = [int64.java_long(first_ts + d) for d in (-1, 0, 1)]
+    exact, cols = _decoders(data)
+    assert [r.timestamp for r in exact] == want
+    assert [r.timestamp for r in cols] == want
+    assert all(-2**63 <= t <= INT64_MAX for t in want)
+
+
+def test_sequences_are_kafkas_increment_sequence():
+    """baseSequence + offsetDelta as DefaultRecordBatch.incrementSequence computes it in Java's int:
+    wrapping at Integer.MAX_VALUE to 0, and what Java gives for a (damaged) negative offsetDelta."""
+    assert int64.increment_sequence(2**31 - 1, 1) == 0
+    assert int64.increment_sequence(2**31 - 3, 5) == 2
+    assert int64.increment_sequence(5, -1) == -1 - (2**31 - 1 - 5) - 1  # Java: MAX - (-1) wraps
+    data = _batch(10, 3, pid=9, seq=2**31 - 2, deltas=[0, 1, 2])
+    b = next(iter(BatchScanner(data)))
+    assert b.last_sequence == 0
+    exact, cols = _decoders(data)
+    assert [r.sequence for r in exact] == [r.sequence for r in cols] == [2**31 - 2, 2**31 - 1, 0]
+    damaged = _batch(10, 2, pid=9, seq=5, deltas=[1, -1])  # a record whose offsetDelta is negative
+    exact, cols = _decoders(damaged)
+    assert [r.sequence for r in exact] == [r.sequence for r in cols] == [6, int64.increment_sequence(5, -1)]
+    assert exact[1].sequence < 0
+
+
+def test_a_record_offset_leaving_int64_is_located_damage_in_both_decoders():
+    data = _with_base(_batch(0, 2, deltas=[0, 5], lod=0), INT64_MAX - 1)  # lastOffsetDelta 0, a record's 5
+    b = next(iter(BatchScanner(data, file="x.log")))  # the header's offsets fit: the walk takes it
+    with pytest.raises(KafkaFormatError) as e:
+        b.records()
+    assert e.value.problem.position == 0 and "leaves int64" in str(e.value)
+    assert _decoders(data) == (KafkaFormatError, KafkaFormatError)
+
+
+def _legacy_wrapper(wrapper_offset: int, inner_offsets) -> bytes:
+    """A gzip magic 1 wrapper at ``wrapper_offset`` whose inner messages have the given (relative) offsets."""
+    inner = b"".join(builder.legacy_entry(o, 1, 0, 1000, b"k", b"v") for o in inner_offsets)
+    return builder.legacy_entry(wrapper_offset, 1, 1, 1000, None, compression.compress(1, inner, magic=1))
+
+
+def test_legacy_wrapper_whose_inner_offsets_leave_int64_is_damage_in_both_decoders():
+    """magic 1: inner offsets are relative to the wrapper's (the last); a wrapper at 2^63-1 whose last
+    inner offset is -5 puts its records past 2^63-1 -- located damage, not an OverflowError."""
+    data = _legacy_wrapper(INT64_MAX, [0, 1, -5])
+    b = next(iter(BatchScanner(data, file="x.log")))
+    assert b.crc_valid()
+    with pytest.raises(KafkaFormatError) as e:
+        b.records()
+    assert e.value.problem.position == 0 and "leaves int64" in str(e.value)
+    assert _decoders(data) == (KafkaFormatError, KafkaFormatError)
+
+
+# -- issue 50: a first batch whose baseOffset is -1 ----------------------------------------------------
+@pytest.mark.parametrize("base", [-1, -2**63])
+def test_analyze_on_a_negative_base_offset_is_a_finding(tmp_path, kfx, base):
+    part = tmp_path / "t-0"
+    part.mkdir()
+    first = _with_base(_batch(0, 3, ple=0), base)
+    (part / "00000000000000000000.log").write_bytes(first + _batch(3, 2, ple=0))
+    rep = analyze([str(part)], AnalyzeOptions(now=2_000_000_000_000))
+    found = [f for f in rep.findings if f.position == 0 and f.severity == "error"]
+    assert found, rep.findings
+    r = kfx("analyze", part)
+    assert r.exit_code == 1 and "Traceback" not in r.output
