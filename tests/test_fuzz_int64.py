@@ -8,6 +8,7 @@ import struct
 import pytest
 
 from kafkaforensics.errors import KafkaFormatError
+from kafkaforensics.harness import fuzz
 from kafkaforensics.inspect.analyzer import AnalyzeOptions, analyze
 from kafkaforensics.inspect.verify import verify
 from kafkaforensics.log import record_columns
@@ -161,3 +162,78 @@ def test_analyze_on_a_negative_base_offset_is_a_finding(tmp_path, kfx, base):
     assert found, rep.findings
     r = kfx("analyze", part)
     assert r.exit_code == 1 and "Traceback" not in r.output
+
+
+# -- the decoders' differential target, and what it found --------------------------------------------
+def test_a_legacy_log_append_time_message_has_no_create_time_in_either_decoder():
+    """A magic 1 message flagged LogAppendTime stores one timestamp, the log append time: no
+    producer's create time to give (the columnar decoder gave the timestamp again)."""
+    data = builder.build_legacy([Record(0, 5000, b"k", b"v", [])], magic=1, log_append_time=True)
+    exact, cols = _decoders(data)
+    assert [(r.timestamp, r.create_time) for r in exact] == [(5000, None)]
+    assert cols == exact
+
+
+def test_an_lz4_frame_decodes_the_same_after_a_failed_one():
+    """The thread's LZ4 decompressor is discarded after a failure: a frame decodes the same whatever
+    failed before it (after a frame stating its content size failed, the next valid frame failed
+    with ERROR_frameSize_wrong: the columnar decoder and records() then disagreed)."""
+    import lz4.frame
+    recs = [Record(j, 1000 + j, b"k%d" % j, b"v" * 40, []) for j in range(8)]
+    good = builder.build_legacy(recs, magic=0, codec=3)
+    bad = bytearray(lz4.frame.compress(bytes(range(256)) * 2, store_size=True, block_linked=False))
+    bad[17] ^= 0xFF  # the first block's size: past the frame's maximum
+    for _ in range(3):
+        with pytest.raises(KafkaFormatError):
+            compression.decompress(3, bytes(bad), magic=1)
+        assert len(next(iter(BatchScanner(good, file="x.log"))).records()) == 8
+
+
+def test_the_differential_target_finds_no_difference(monkeypatch):
+    """Mutated segments (int64-edge headers among the mutations) through both decoders: equal
+    records or the same located problem, for every input of a quick pass."""
+    from specs import codecs
+    monkeypatch.setattr(codecs, "MAX_DECOMPRESSED", 4 << 20)
+    t = fuzz.targets()["decoders"]
+    stats, crashers = fuzz.Stats(), []
+    fuzz.run_target(t, 0, 1500, stats, corpus=None, crashers=crashers)
+    assert not crashers, crashers[0][2]
+    assert stats.located > 0 and stats.clean > 0
+
+
+def test_the_differential_target_reports_a_difference(monkeypatch):
+    """The target can fail: a columnar decoder that wraps an offset differently is caught."""
+    data = _batch(0, 3, pid=9, seq=1)
+    assert fuzz.decoders_agree(data) == 3
+    real = record_columns.RecordColumns.sequences
+    monkeypatch.setattr(record_columns.RecordColumns, "sequences", lambda self: real(self) + 1)
+    with pytest.raises(AssertionError, match="decoders differ"):
+        fuzz.decoders_agree(data)
+
+
+def test_the_campaign_mutates_at_the_int64_edge():
+    """The campaign's own mutations reach every int64 edge (so the next such case is found there
+    first): base offsets leaving int64 and negative, first timestamps at Java's limits, base
+    sequences at Integer.MAX_VALUE, CRC-valid so that the decoders and commands see them."""
+    t = fuzz.targets()["segment"]
+    seen = set()
+    for i in range(len(t.seeds), len(t.seeds) + 4000):
+        sc = BatchScanner(fuzz.input_for(t, i))
+        for b in sc:
+            if not b.crc_valid() or b.magic < 2:
+                continue
+            seen.add("negative" if b.base_offset < 0 else None)
+            seen.add("timestamp" if abs(b.first_timestamp) >= 2**63 - 2 else None)
+            seen.add("sequence" if b.base_sequence >= 2**31 - 2 else None)
+        if sc.stop is not None and "leaves int64" in sc.stop.detail:  # the walk stops at such a batch
+            seen.add("overflow")
+    assert {"overflow", "negative", "timestamp", "sequence"} <= seen
+
+
+def test_the_salvage_target_of_the_campaign_takes_issue_58(tmp_path):
+    """The campaign runs salvage (and verify) as commands: issue 58's segment is a report there, not a crash."""
+    data = _batch(0, 5, pid=77, seq=103, codec=3) + _with_base(_batch(5, 41, pid=77, seq=108, codec=3), INT64_MAX - 1)
+    ts = fuzz.targets()
+    assert fuzz.check(ts["salvage"], data) == "clean"
+    assert fuzz.check(ts["verify"], data) == "located"
+    assert fuzz.check(ts["decoders"], data) in ("clean", "located")

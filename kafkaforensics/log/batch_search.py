@@ -13,6 +13,7 @@ import re
 
 from specs import legacy as L
 from specs import record_batch as R
+from specs.layout import INT32_MAX
 
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.segment import LOG_PREFIX, RESIDENT_WINDOW, release_pages
@@ -88,8 +89,9 @@ def valid_batch_at(buf, pos: int, file: str | None = None, *, deep: bool = True)
             if not b.crc_valid():
                 return None
             resolve_legacy_wrapper(b)
-            if b.base_offset < 0:
-                return None
+            if int64.offset_problem(b.base_offset, b.last_offset) or not (
+                    0 <= b.last_offset - b.base_offset <= INT32_MAX):
+                return None  # no segment holds a wrapper whose inner offsets are out of order or span past an int32
             return b
     except (KafkaFormatError, ValueError, IndexError):
         return None
