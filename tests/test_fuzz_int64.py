@@ -237,3 +237,19 @@ def test_the_salvage_target_of_the_campaign_takes_issue_58(tmp_path):
     assert fuzz.check(ts["salvage"], data) == "clean"
     assert fuzz.check(ts["verify"], data) == "located"
     assert fuzz.check(ts["decoders"], data) in ("clean", "located")
+
+
+@pytest.mark.parametrize("wrapper_offset", [2**40, -1])
+def test_salvage_skips_a_legacy_wrapper_no_segment_can_hold(tmp_path, wrapper_offset):
+    """A magic 0 wrapper's offset is its last inner offset: one far past its first (more than an
+    int32 apart) or before it is damage the salvaged partition must not hold (found by the
+    campaign's salvage target: verify rejected the output)."""
+    from kafkaforensics.repair.salvage import salvage
+    inner = b"".join(builder.legacy_entry(o, 0, 0, -1, b"k", b"v") for o in (0, 1, 2))
+    bad = builder.legacy_entry(wrapper_offset, 0, 1, -1, None, compression.compress(1, inner, magic=0))
+    good = builder.build_legacy([Record(3 + j, -1, b"k", b"v", []) for j in range(2)], magic=0, codec=1)
+    seg = tmp_path / "00000000000000000000.log"
+    seg.write_bytes(bad + good)
+    rep = salvage([str(seg)], str(tmp_path / "out"))
+    assert rep.skipped and rep.skipped[0]["start"] == 0 and rep.batches == 1
+    assert not verify([str(tmp_path / "out")]).problems
