@@ -253,3 +253,18 @@ def test_salvage_skips_a_legacy_wrapper_no_segment_can_hold(tmp_path, wrapper_of
     rep = salvage([str(seg)], str(tmp_path / "out"))
     assert rep.skipped and rep.skipped[0]["start"] == 0 and rep.batches == 1
     assert not verify([str(tmp_path / "out")]).problems
+
+
+def test_a_ten_byte_timestamp_delta_is_read_as_javas_varlong():
+    """ByteUtils.readVarlong keeps 64 bits: the tenth byte's bits past bit 63 are shifted out. A
+    timestamp delta whose tenth byte is 0x02 (bit 64 alone) is 0, in both decoders."""
+    from kafkaforensics.harness.fuzz import fix_crcs
+    # attributes, a tsDelta of ten bytes, offsetDelta 0, null key and value, no headers
+    body = bytes([0]) + bytes([0x80] * 9 + [0x02]) + bytes([0, 1, 1, 0])
+    record = builder.zigzag(len(body)) + body
+    head = bytearray(_batch(0, 1, ts=777)[:61])
+    struct.pack_into(">i", head, 8, 61 - 12 + len(record))
+    data = bytearray(bytes(head) + record)
+    fix_crcs(data)
+    exact, cols = _decoders(bytes(data))
+    assert [r.timestamp for r in exact] == [r.timestamp for r in cols] == [777]

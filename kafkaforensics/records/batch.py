@@ -231,9 +231,13 @@ def resolve_legacy_wrapper(b: Batch) -> None:
             b.base_offset = recs[0].offset
 
 
+_VARINT_MASK = ((1 << 32) - 1, (1 << 64) - 1)
+
+
 def read_varint(data, pos: int, limit: int | None = None, max_bytes: int = 10) -> tuple[int, int]:
     """The zigzag varint at ``pos`` and the position after it: at most ``max_bytes`` bytes (Kafka's
-    readers: 5 for an int, 10 for a long), all before ``limit`` (default: the end of ``data``).
+    readers: 5 for an int, 10 for a long), all before ``limit`` (default: the end of ``data``); the
+    bits past the int's or the long's width are dropped, as Java's shifts drop them.
     The decoders' slow path (their one- and two-byte varints are inline) and the broker's validator."""
     limit = len(data) if limit is None else limit
     value = shift = 0
@@ -244,6 +248,7 @@ def read_varint(data, pos: int, limit: int | None = None, max_bytes: int = 10) -
         pos += 1
         value |= (byte & 0x7F) << shift
         if byte < 0x80:
+            value &= _VARINT_MASK[max_bytes > 5]  # Java's int (5 bytes) or long drops the bits past it
             return (value >> 1) ^ -(value & 1), pos
         shift += 7
     raise KafkaFormatError("record", f"varint longer than {max_bytes} bytes")
