@@ -132,6 +132,14 @@ def test_a_record_offset_leaving_int64_is_located_damage_in_both_decoders():
     assert _decoders(data) == (KafkaFormatError, KafkaFormatError)
 
 
+@pytest.mark.parametrize("base", [-2**63, -2**63 + 1])
+def test_a_base_offset_at_minus_2_63_is_not_wrapped_by_the_columnar_decoder(base):
+    """numpy's abs(-2^63) is -2^63: the vectorised path took such a base as safe and wrapped
+    base + (-1) to 2^63-1 where ``Batch.records()`` reports an offset leaving int64."""
+    data = _with_base(_batch(0, 2, deltas=[0, -2], lod=0), base)
+    assert _decoders(data) == (KafkaFormatError, KafkaFormatError)
+
+
 def _legacy_wrapper(wrapper_offset: int, inner_offsets) -> bytes:
     """A gzip magic 1 wrapper at ``wrapper_offset`` whose inner messages have the given (relative) offsets."""
     inner = b"".join(builder.legacy_entry(o, 1, 0, 1000, b"k", b"v") for o in inner_offsets)

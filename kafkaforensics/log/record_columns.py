@@ -10,7 +10,7 @@ Python object per record; :meth:`RecordColumns.keys`, :meth:`~RecordColumns.valu
 :meth:`~RecordColumns.records` make them when asked.
 
 Anything the vectorised checks do not accept -- a malformed record, a varint over nine bytes,
-offsets near the int64 limits, a legacy entry -- is decoded by ``Batch.records()`` instead, which
+offsets or timestamps near the int64 limits (``records.int64``), a legacy entry -- is decoded by ``Batch.records()`` instead, which
 also raises the same located error.  ``tests/test_record_columns.py`` proves the two paths equal.
 """
 from __future__ import annotations
@@ -26,7 +26,6 @@ from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.segment import BatchScanner, offset_from_name, open_buffer
 from kafkaforensics.records import int64, walks
 
-_SAFE = 2**61  # bases and deltas below this cannot overflow int64 when added
 #: batches' bytes gathered into one decode by :func:`iter_record_columns`
 CHUNK_BYTES = 4 << 20
 #: how many records :meth:`RecordColumns.iter_records` makes its per-record lists for at a time
@@ -235,6 +234,12 @@ def _int64(values: list) -> np.ndarray:
     return np.array(values, np.int64)
 
 
+def _within_safe(a: np.ndarray) -> bool:
+    """Whether every value of ``a`` is strictly within +-``int64.SAFE`` (compared as signed values:
+    ``np.abs`` of -2^63 is -2^63)."""
+    return not len(a) or (int(a.min()) > -int64.SAFE and int(a.max()) < int64.SAFE)
+
+
 def _record_starts(data: bytes, pos: int, end: int, count: int, starts: list) -> None:
     """Append the position of each of ``count`` records from ``pos``; they must fill [pos, end)
     exactly (checked once at the end: a bad length only sends the walk astray until then)."""
@@ -335,7 +340,7 @@ def decode_sections(buf, first: np.ndarray, size: np.ndarray, count: np.ndarray,
     None."""
     if ((count < 0) | (count > size // 7 + 1)).any():
         raise _Fallback
-    if ((np.abs(base_offset) >= _SAFE) | (np.abs(base_ts) >= _SAFE)).any():
+    if not (_within_safe(base_offset) and _within_safe(base_ts)):
         raise _Fallback  # int64 sums could overflow where Python's ints do not
     arr = np.frombuffer(buf, np.uint8) if len(buf) else np.zeros(1, np.uint8)
     if int(count.max(initial=0)) * LOCKSTEP_MIN_BATCHES <= int(count.sum()):  # each step advances many batches
@@ -368,7 +373,7 @@ def decode_sections(buf, first: np.ndarray, size: np.ndarray, count: np.ndarray,
         raise _Fallback
     with_headers = np.flatnonzero(~plain)
     spans = _header_spans(arr, with_headers, q[with_headers], end[with_headers])
-    if len(p) and (np.abs(off_delta).max() >= _SAFE or np.abs(ts_delta).max() >= _SAFE):
+    if not (_within_safe(off_delta) and _within_safe(ts_delta)):
         raise _Fallback
     c = RecordColumns()
     c.batches = None

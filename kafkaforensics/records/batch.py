@@ -296,7 +296,8 @@ def decode_records(data: bytes, count: int, base_offset: int, base_ts: int, base
     R = Record
     seq = base_seq >= 0
     inc = int64.increment_sequence
-    wide = not (-_EDGE < base_offset < _EDGE and -_EDGE < base_ts < _EDGE)  # sums may leave int64
+    safe = int64.within_safe
+    wide = not (safe(base_offset) and safe(base_ts))  # sums may leave int64
     try:
         for _ in range(count):
             b = data[pos]
@@ -321,7 +322,7 @@ def decode_records(data: bytes, count: int, base_offset: int, base_ts: int, base
                     b = (b & 0x7F) | (c << 7); ts_delta = (b >> 1) ^ -(b & 1); pos += 3
                 else:
                     ts_delta, pos = vs(data, pos + 1)
-                    wide = wide or not -_EDGE < ts_delta < _EDGE
+                    wide = wide or not safe(ts_delta)
             b = data[pos]
             if b < 0x80:
                 off_delta = (b >> 1) ^ -(b & 1); pos += 1
@@ -331,7 +332,7 @@ def decode_records(data: bytes, count: int, base_offset: int, base_ts: int, base
                     b = (b & 0x7F) | (c << 7); off_delta = (b >> 1) ^ -(b & 1); pos += 2
                 else:
                     off_delta, pos = vs(data, pos)
-                    wide = wide or not -_EDGE < off_delta < _EDGE
+                    wide = wide or not safe(off_delta)
             b = data[pos]
             if b < 0x80:
                 klen = (b >> 1) ^ -(b & 1); pos += 1
@@ -384,10 +385,6 @@ def decode_records(data: bytes, count: int, base_offset: int, base_ts: int, base
     if wide:
         _at_int64_edge(out)
     return out
-
-
-#: bases and deltas within this bound cannot leave int64 when added (the decoders check only past it)
-_EDGE = 1 << 62
 
 
 def _at_int64_edge(records: list[Record]) -> None:

@@ -20,6 +20,10 @@ from __future__ import annotations
 from specs.layout import INT32_MAX, INT64_MAX
 
 INT64_MIN = -INT64_MAX - 1
+#: a base and a delta both strictly within +-SAFE cannot leave int64 when added: the decoders' fast
+#: paths check only that (a magnitude, never ``abs()``: numpy's abs(-2^63) is -2^63) and leave the rest
+#: to the exact rule
+SAFE = 1 << 62
 _TWO_64 = 1 << 64
 _TWO_32 = 1 << 32
 _HALF_32 = 1 << 31
@@ -48,6 +52,11 @@ def increment_sequence(sequence, increment):
     wraps = sequence > java_int(INT32_MAX - increment)
     # increment - (MAX - sequence) - 1 is sequence + increment + 2**31 modulo 2**32
     return java_int(sequence + increment + wraps * _HALF_32)
+
+
+def within_safe(v) -> bool:
+    """Whether ``v`` (an int) is strictly within +-:data:`SAFE`."""
+    return -SAFE < v < SAFE
 
 
 def fits(v) -> bool:
