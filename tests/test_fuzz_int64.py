@@ -6,6 +6,8 @@ import os
 import struct
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.harness import fuzz
@@ -276,3 +278,29 @@ def test_a_ten_byte_timestamp_delta_is_read_as_javas_varlong():
     fix_crcs(data)
     exact, cols = _decoders(bytes(data))
     assert [r.timestamp for r in exact] == [r.timestamp for r in cols] == [777]
+
+
+_EDGE_OFFSETS = st.sampled_from([0, 5, 2**62 - 1, 2**62, 2**63 - 2, 2**63 - 41, -1, -2**63, -2**63 + 1])
+_EDGE_TIMES = st.sampled_from([0, 1000, 2**62, 2**63 - 1, 2**63 - 2, -2**63, -2**63 + 1, -1])
+_EDGE_SEQUENCES = st.sampled_from([-1, 0, 2**31 - 1, 2**31 - 2, 2**31 - 5, -2, -2**31])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.lists(st.tuples(st.integers(-3, 40), st.integers(-2**20, 2**20)), min_size=1,
+                                   max_size=6),
+                          _EDGE_OFFSETS, _EDGE_TIMES, _EDGE_SEQUENCES, st.integers(0, 4), st.booleans()),
+                min_size=1, max_size=4))
+def test_the_decoders_agree_at_the_int64_edge(specs):
+    """Differential: batches whose base offset, first timestamp and base sequence sit at the int64 /
+    int32 edges, with record offset and timestamp deltas of either sign (damage Kafka never writes
+    but a disk can hold), decode to the same records -- or the same located problem -- through
+    ``Batch.records()`` and the columnar decoder (Python walk and lockstep alike)."""
+    data = b""
+    for deltas, base, first_ts, seq, codec, lat in specs:
+        recs = [Record(base + d, first_ts + t, b"k", b"v", []) for d, t in deltas]
+        b = builder.build_v2(recs, base_offset=base, last_offset_delta=max(max(d for d, _ in deltas), 0),
+                             codec=codec, producer_id=5 if seq >= 0 else -1, producer_epoch=0,
+                             base_sequence=seq, base_timestamp=first_ts, max_timestamp=first_ts,
+                             log_append_time=lat)
+        data += b
+    fuzz.decoders_agree(data)
