@@ -304,3 +304,15 @@ def test_the_decoders_agree_at_the_int64_edge(specs):
                              log_append_time=lat)
         data += b
     fuzz.decoders_agree(data)
+
+
+def test_a_batch_whose_offsets_leave_int64_never_enters_a_producer_snapshot():
+    """ProducerState.append leaves such a batch out: the snapshot it writes packs (issue 58's
+    traceback was struct.error in snapshot_bytes, packing its last offset)."""
+    from kafkaforensics.log.producer_state import ProducerState
+    from kafkaforensics.records.batch import parse_v2_header
+    state = ProducerState()
+    for raw in (_batch(0, 5, pid=77, seq=0), _with_base(_batch(5, 41, pid=77, seq=5), INT64_MAX - 1)):
+        state.append(parse_v2_header(raw, 0))
+    entries = read_snapshot(state.to_snapshot(), file="x.snapshot")
+    assert [(e.producer_id, e.last_sequence, e.last_offset) for e in entries] == [(77, 4, 4)]
