@@ -316,3 +316,24 @@ def test_a_batch_whose_offsets_leave_int64_never_enters_a_producer_snapshot():
         state.append(parse_v2_header(raw, 0))
     entries = read_snapshot(state.to_snapshot(), file="x.snapshot")
     assert [(e.producer_id, e.last_sequence, e.last_offset) for e in entries] == [(77, 4, 4)]
+
+
+def _one_record_batch(offset_delta_varint: bytes) -> bytes:
+    """A v2 batch of one record whose offsetDelta is the raw varint given (CRC made valid)."""
+    from kafkaforensics.harness.fuzz import fix_crcs
+    body = bytes([0, 0]) + offset_delta_varint + bytes([1, 1, 0])  # attrs, tsDelta 0, .., null key/value
+    record = builder.zigzag(len(body)) + body
+    head = bytearray(_batch(0, 1, ts=777)[:61])
+    struct.pack_into(">i", head, 8, 61 - 12 + len(record))
+    data = bytearray(bytes(head) + record)
+    fix_crcs(data)
+    return bytes(data)
+
+
+def test_an_offset_delta_is_read_as_javas_varint():
+    """DefaultRecord.readFrom reads offsetDelta with ByteUtils.readVarint: more than 5 bytes is
+    damage (located, in both decoders); the bits of a fifth byte past 32 are shifted out."""
+    assert _decoders(_one_record_batch(bytes([0x82, 0x80, 0x80, 0x80, 0x80, 0x00]))) == (
+        KafkaFormatError, KafkaFormatError)
+    exact, cols = _decoders(_one_record_batch(bytes([0x82, 0x80, 0x80, 0x80, 0x10])))  # 2 + 2^32: 1 in Java
+    assert [r.offset for r in exact] == [r.offset for r in cols] == [1]

@@ -20,6 +20,7 @@ from itertools import chain
 import numpy as np
 
 from specs import record_batch as R
+from specs.layout import INT32_MAX, INT32_MIN
 
 from kafkaforensics.records.batch import Batch, Record, read_varint, v2_record_bytes
 from kafkaforensics.errors import KafkaFormatError
@@ -358,7 +359,10 @@ def decode_sections(buf, first: np.ndarray, size: np.ndarray, count: np.ndarray,
     end = body + length
     attrs = arr[np.minimum(body, len(arr) - 1)].astype(np.int64)
     ts_delta, q = _varints(arr, body + 1)
-    off_delta, q = _varints(arr, q)
+    off_delta, after = _varints(arr, q)
+    if ((after - q > 5) | (off_delta < INT32_MIN) | (off_delta > INT32_MAX)).any():
+        raise _Fallback  # Java's offsetDelta is an int (5 bytes, 32 bits): the exact path reads it so
+    q = after
     key_length, q = _varints(arr, q)
     key_start = q
     q = q + np.maximum(key_length, 0)

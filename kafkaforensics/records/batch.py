@@ -330,8 +330,8 @@ def decode_records(data: bytes, count: int, base_offset: int, base_ts: int, base
                 c = data[pos + 1]
                 if c < 0x80:
                     b = (b & 0x7F) | (c << 7); off_delta = (b >> 1) ^ -(b & 1); pos += 2
-                else:
-                    off_delta, pos = vs(data, pos)
+                else:  # an int in Java (ByteUtils.readVarint): at most 5 bytes, 32 bits
+                    off_delta, pos = vs(data, pos, None, 5)
                     wide = wide or not safe(off_delta)
             b = data[pos]
             if b < 0x80:
