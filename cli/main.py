@@ -493,7 +493,8 @@ def salvage(inputs: List[str] = Argument(..., metavar="INPUT", help="Damaged seg
         cli_tables.print_table("recovered offset ranges", ("first", "last"), [(r["first"], r["last"]) for r in rep.recovered],
                     right=(0, 1))
         for s in rep.skipped:
-            c.print(f"skipped {s['bytes']} bytes of {s['file']} [{s['start']}, {s['end']})", highlight=False, soft_wrap=True)
+            c.print(f"skipped {s['bytes']} bytes of {s['file']} [{s['start']}, {s['end']})"
+                    + (f": {s['reason']}" if s.get("reason") else ""), highlight=False, soft_wrap=True)
         for x in rep.conflicts:
             c.print(f"[yellow]conflict:[/yellow] offsets {x['baseOffset']}..{x['lastOffset']} at {x['file']}@{x['position']} "
                     f"differ from the batch kept from {x['keptFile']}@{x['keptPosition']}", highlight=False, soft_wrap=True)

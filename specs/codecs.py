@@ -178,7 +178,22 @@ def _unlz4(data: bytes, magic: int, bound: int) -> bytes:
     if d is None:  # one decompressor a thread, reset per frame: a fresh one maps fresh buffers per batch
         d = _LZ4.d = lz4_frame.LZ4FrameDecompressor()
     d.reset()
-    # grow the output in steps: asking for ``bound`` at once would allocate the whole bound per batch
+    try:
+        out = _lz4_frame(d, data, bound)
+        if not d.eof and len(out) <= bound:
+            raise CompressionError("LZ4 frame is truncated")
+    except BaseException:
+        # a decompressor that failed keeps state reset() does not clear (the next, valid frame then
+        # fails with ERROR_frameSize_wrong): a fresh one for the next frame, so that a frame decodes
+        # the same whatever was decoded before it (found by the decoders' differential fuzz target)
+        _LZ4.d = None
+        raise
+    return out
+
+
+def _lz4_frame(d, data: bytes, bound: int) -> bytes:
+    """One frame through the reset decompressor ``d``, the output grown in steps (asking for
+    ``bound`` at once would allocate the whole bound per batch)."""
     step = _first_step(len(data), bound)
     out = d.decompress(data, max_length=step)
     if not d.eof and not d.needs_input:
@@ -188,8 +203,6 @@ def _unlz4(data: bytes, magic: int, bound: int) -> bytes:
             step = min(step * 2, bound + 1 - total)
             total += out_buf.write(d.decompress(b"", max_length=step))
         out = out_buf.getvalue()
-    if not d.eof and len(out) <= bound:
-        raise CompressionError("LZ4 frame is truncated")
     return out
 
 

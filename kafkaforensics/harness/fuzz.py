@@ -8,10 +8,17 @@ garbage or by a decompression bomb, splices; a segment's batch CRCs are recomput
 half of the time so that mutations reach the decoders behind the CRC check.
 
 Whole commands are targets too: ``compact`` (in place, with its backup, and ``compact-dry-run``),
-``recover``, ``reindex``, ``retention`` and ``analyze`` run on the mutated segment laid out as a
-partition (split at a batch boundary into two segments when it can be; on tmpfs), and
+``recover``, ``reindex``, ``retention``, ``analyze``, ``verify`` and ``salvage`` (whose output
+partition must then verify free of offset and snapshot problems) run on the mutated segment laid
+out as a partition (split at a batch boundary into two segments when it can be; on tmpfs), and
 ``spark-records`` is the Spark records level's Arrow path without a session; a command must return
 its report, every problem in it located -- nothing it raises counts as located.
+
+One mutation puts a header field at the int64 edge (issue 58, :data:`INT64_EDGES`): a base offset
+whose last offset leaves int64 or that is negative (the CRC does not cover it), a first timestamp at
+Java's long limits, a base sequence at Integer.MAX_VALUE, a legacy entry's offset at the limits.
+The ``decoders`` target is differential: ``Batch.records()`` and the columnar decoder must give
+equal records (or the same located problem) for every input.
 
 The contract checked for every input: the parser returns (a clean parse) or raises
 :class:`~kafkaforensics.errors.KafkaFormatError` with a kind and a byte position (a located
@@ -69,7 +76,9 @@ from kafkaforensics.repair.cleaner import CompactOptions, compact
 from kafkaforensics.repair.recovery import recover
 from kafkaforensics.repair.reindex import reindex
 from kafkaforensics.repair.retention import retention
+from kafkaforensics.repair.salvage import salvage
 from kafkaforensics.inspect.analyzer import AnalyzeOptions, analyze
+from kafkaforensics.inspect.verify import verify
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(os.path.dirname(HERE), "tests", "fixtures", "sample-logdir")
@@ -187,7 +196,7 @@ def mutate(rnd: random.Random, data: bytes, bounds: list[int], segment: bool) ->
     buf = bytearray(data)
     at = lambda: rnd.choice(bounds) if bounds and rnd.random() < 0.8 else rnd.randint(0, len(buf))  # noqa: E731
     for _ in range(rnd.choice((1, 1, 1, 2, 3))):
-        op = rnd.randrange(10 if segment else 8)
+        op = rnd.randrange(11 if segment else 8)
         if op == 0 and buf:                                   # bit flips
             for _ in range(rnd.randint(1, 8)):
                 i = rnd.randrange(len(buf))
@@ -222,9 +231,40 @@ def mutate(rnd: random.Random, data: bytes, bounds: list[int], segment: bool) ->
             buf[i:i] = buf[a:b]
         elif op in (8, 9):                                    # a compressed payload replaced
             _replace_payload(rnd, buf, bomb=op == 9 and rnd.random() < 0.25)
+        elif op == 10:                                        # a header field at the int64 / int32 edge
+            int64_edge(rnd, buf)
     if segment and rnd.random() < 0.5:
         fix_crcs(buf)
     return bytes(buf)
+
+
+#: (field, struct, values) of the int64 edge (issue 58): base offsets whose last offset leaves int64 or
+#: that are negative (the CRC does not cover baseOffset: such a batch stays CRC-valid), first
+#: timestamps at Java's long limits (a delta wraps them), base sequences at Integer.MAX_VALUE (they wrap
+#: to 0), and a legacy entry's offset at the limits (a wrapper's inner offsets are relative to it)
+INT64_EDGES = (
+    (R.BATCH_HEADER.offset("baseOffset"), ">q", (2**63 - 2, 2**63 - 1, 2**63 - 41, -1, -2, -2**63)),
+    (R.BATCH_HEADER.offset("baseTimestamp"), ">q", (2**63 - 1, 2**63 - 2, -2**63, -2**63 + 1)),
+    (R.BATCH_HEADER.offset("baseSequence"), ">i", (2**31 - 1, 2**31 - 2, -2, -2**31)),
+)
+_LEGACY_OFFSETS = (2**63 - 1, 2**63 - 2, -1, -2**63)
+
+
+def int64_edge(rnd, buf: bytearray) -> None:
+    """Set one framed batch's base offset, first timestamp or base sequence (v2), or a legacy entry's
+    offset, to a value at the int64 / int32 edge; the batch's CRC is recomputed when it covers the
+    field, so the batch reaches every decoder and command behind the CRC check."""
+    batches = list(BatchScanner(bytes(buf)))
+    if not batches:
+        return
+    b = rnd.choice(batches)
+    if b.magic < 2:
+        struct.pack_into(">q", buf, b.position, rnd.choice(_LEGACY_OFFSETS))
+        return
+    at, fmt, values = rnd.choice(INT64_EDGES)
+    struct.pack_into(fmt, buf, b.position + at, rnd.choice(values))
+    end = b.position + b.size
+    struct.pack_into(">I", buf, b.position + R.CRC_OFFSET, crc32c(bytes(buf[b.position + R.ATTRIBUTES_OFFSET:end])))
 
 
 def _encode_varint(u: int) -> bytes:
@@ -321,6 +361,45 @@ def _drain_columns(data: bytes):
             raise AssertionError(f"unlocated problem: {e}") from None
         return LOCATED
     return len(cols)
+
+
+def _decode_or_error(decode):
+    """``decode()``'s records, or ("error", position) for the located KafkaFormatError it raised."""
+    try:
+        return decode()
+    except KafkaFormatError as e:
+        if e.problem.position is None:
+            raise AssertionError(f"unlocated problem: {e}") from None
+        return ("error", e.problem.position)
+
+
+def decoders_agree(data: bytes):
+    """The differential target: every CRC-valid batch decoded by ``Batch.records()`` and by the
+    columnar decoder (its record starts found by the Python walk and in lockstep), each batch alone
+    and all of them as one run, must give equal records (offsets, timestamps, sequences, keys,
+    values, headers) or both raise a located problem at the same batch. Any difference is a defect
+    of one of the two decoders."""
+    def fresh():
+        return [b for b in BatchScanner(data, file="fuzz.log") if b.crc_valid()]
+
+    exact = [_decode_or_error(b.records) for b in fresh()]
+    saved = record_columns.LOCKSTEP_MIN_BATCHES
+    try:
+        for lockstep in (0, 10**9):
+            record_columns.LOCKSTEP_MIN_BATCHES = lockstep
+            for i, b in enumerate(fresh()):
+                got = _decode_or_error(lambda: record_columns.decode_columns([b]).records())
+                if got != exact[i]:
+                    raise AssertionError(f"the decoders differ on the batch at byte {b.position}: "
+                                         f"records() {exact[i]!r}, columns {got!r}")
+            run = _decode_or_error(lambda: record_columns.decode_columns(fresh()).records())
+            errors = [e for e in exact if isinstance(e, tuple)]
+            want = errors[0] if errors else [r for rs in exact for r in rs]
+            if run != want:
+                raise AssertionError(f"the decoders differ on the run of {len(exact)} batches")
+    finally:
+        record_columns.LOCKSTEP_MIN_BATCHES = saved
+    return LOCATED if any(isinstance(e, tuple) for e in exact) else sum(map(len, exact))
 
 
 _SPARK_READER = []
@@ -421,8 +500,30 @@ def _analyze(part):
     return analyze([part], AnalyzeOptions(now=NOW))
 
 
+def _verify(part):
+    return verify([part])
+
+
+def _salvage(part):
+    """Salvage the partition into a new one, whose offsets and producer snapshot must then verify
+    clean (salvage never copies a batch whose offsets are damage -- negative, leaving int64, out of
+    any segment's range -- into its output or its producer snapshot).  (Batches met walking sound
+    bytes are taken on their CRC, as Kafka takes them: their records are not judged here.)"""
+    out = os.path.join(WORK, "salvaged-0")
+    shutil.rmtree(out, ignore_errors=True)
+    rep = salvage([part], out)
+    for p in verify([out]).problems:
+        if "offset" in p.kind or "snapshot" in p.kind:
+            raise AssertionError(f"salvage wrote a partition verify rejects: {p}")
+    for s in rep.skipped:
+        if s.get("start") is None or not s.get("file"):
+            raise AssertionError(f"unlocated skipped range: {s}")
+    return rep
+
+
 _COMMANDS = {"compact": lambda p: _compact(p, False), "compact-dry-run": lambda p: _compact(p, True),
-             "recover": _recover, "reindex": _reindex, "retention": _retention, "analyze": _analyze}
+             "recover": _recover, "reindex": _reindex, "retention": _retention, "analyze": _analyze,
+             "verify": _verify, "salvage": _salvage}
 
 
 def _index_target(name, module, width, suffix):
@@ -563,6 +664,7 @@ def targets() -> dict[str, Target]:
     ts = [
         Target("segment", _drain_segment, seg, segment=True),
         Target("columns", _drain_columns, seg, segment=True),
+        Target("decoders", decoders_agree, seg, segment=True),
         Target("spark-records", _spark_records, seg, segment=True),
         *(Target(n, _command(n), seg, segment=True) for n in _COMMANDS),
         _index_target("offset-index", offset_index, 8, ".index"),
@@ -726,8 +828,8 @@ def _save(path: str, state: dict) -> None:
 def cli_campaign(files: int, workdir: str, seed: int = 0, per_process: int = 40) -> dict:
     """Mutated segment, index, snapshot and checkpoint files through ``kfx verify``, ``kfx analyze``
     and ``kfx dump --deep`` subprocesses (many files a process), and partitions of them through
-    ``kfx recover --dry-run`` and ``kfx compact --dry-run``: exit codes must be in {0, 1, 2} and
-    stderr free of tracebacks. Returns counts and the failing runs."""
+    ``kfx recover --dry-run``, ``kfx compact --dry-run`` and ``kfx salvage``: exit codes must be in
+    {0, 1, 2} and stderr free of tracebacks. Returns counts and the failing runs."""
     rnd = random.Random(seed)
     ts = targets()
     kinds = [("segment", ".log"), ("offset-index", ".index"), ("time-index", ".timeindex"),
@@ -757,6 +859,8 @@ def cli_campaign(files: int, workdir: str, seed: int = 0, per_process: int = 40)
     for d in dirs[:12]:  # the repairs take one partition a process: dry runs (they change nothing)
         cmds.append(["recover", "--dry-run", "--json", d])
         cmds.append(["compact", "--dry-run", "--include-active", "--json", "--now", str(NOW), d])
+        # salvage writes a new partition (and its producer snapshot) beside the inputs, never into them
+        cmds.append(["salvage", "--json", d, "--out", os.path.join(workdir, "salvaged", os.path.basename(d))])
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     for c in cmds:
         r = subprocess.run([sys.executable, "-m", "kafkaforensics", *c], capture_output=True, timeout=300,

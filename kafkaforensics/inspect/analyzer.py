@@ -36,6 +36,7 @@ from kafkaforensics.inspect.verify import (TAIL_KINDS, WARNING_KINDS, VerifyRepo
 from kafkaforensics.log.paths import (FILE, LOG_DIR, PARTITION_DIR, PathUsageError, classify_for, live_log_dirs,
                                       live_note)
 from kafkaforensics.log.batch_search import scan_file
+from kafkaforensics.records import int64
 
 
 @dataclass
@@ -623,7 +624,7 @@ class _PartitionAnalysis:
             p[0], p[2] = b.producer_epoch, max(max_epoch, b.producer_epoch)
             return
         if b.producer_epoch == epoch and b.base_sequence >= 0 and last_seq >= 0:
-            expected = (last_seq + 1) & INT32_MAX
+            expected = int64.increment_sequence(last_seq, 1)  # Kafka's: wraps at Integer.MAX_VALUE to 0
             if b.base_sequence != expected:
                 if b.base_sequence <= last_seq and not (last_seq > INT32_MAX - 1000 and b.base_sequence < 1000):
                     self.add("duplicate-sequence", "warning", b.base_offset, b.last_offset, b,

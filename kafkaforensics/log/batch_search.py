@@ -13,9 +13,11 @@ import re
 
 from specs import legacy as L
 from specs import record_batch as R
+from specs.layout import INT32_MAX
 
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.segment import LOG_PREFIX, RESIDENT_WINDOW, release_pages
+from kafkaforensics.records import int64
 from kafkaforensics.records.batch import parse_legacy_header, parse_v2_header, resolve_legacy_wrapper
 
 # A plausible header at the match position: a positive size of at least 14 bytes, then either
@@ -68,7 +70,8 @@ def valid_batch_at(buf, pos: int, file: str | None = None, *, deep: bool = True)
             if size + R.LOG_OVERHEAD < R.HEADER_SIZE:
                 return None
             b = parse_v2_header(buf, pos, file)
-            if b.last_offset < b.base_offset or b.base_offset < 0 or (deep and not _plausible_v2(b)):
+            if b.last_offset < b.base_offset or int64.offset_problem(b.base_offset, b.last_offset) or (
+                    deep and not _plausible_v2(b)):
                 return None
             if not b.crc_valid():
                 return None
@@ -86,12 +89,26 @@ def valid_batch_at(buf, pos: int, file: str | None = None, *, deep: bool = True)
             if not b.crc_valid():
                 return None
             resolve_legacy_wrapper(b)
-            if b.base_offset < 0:
-                return None
+            if int64.offset_problem(b.base_offset, b.last_offset) or not (
+                    0 <= b.last_offset - b.base_offset <= INT32_MAX):
+                return None  # no segment holds a wrapper whose inner offsets are out of order or span past an int32
             return b
     except (KafkaFormatError, ValueError, IndexError):
         return None
     return None
+
+
+def offset_damage_at(buf, pos: int) -> str | None:
+    """Why the framed, CRC-valid v2 batch at ``pos`` is damage all the same -- its offsets are
+    negative or leave int64 (the CRC does not cover the base offset) -- or None."""
+    if pos + R.HEADER_SIZE > len(buf) or buf[pos + R.MAGIC_OFFSET] != 2:
+        return None
+    _offset, size = LOG_PREFIX.unpack_from(buf, pos)
+    if size + R.LOG_OVERHEAD < R.HEADER_SIZE or pos + R.LOG_OVERHEAD + size > len(buf):
+        return None
+    b = parse_v2_header(buf, pos)
+    why = int64.offset_problem(b.base_offset, b.last_offset)
+    return why if why and b.crc_valid() else None
 
 
 def scan_file(buf, file: str, *, progress=None):

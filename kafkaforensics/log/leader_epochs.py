@@ -107,8 +107,10 @@ class LeaderEpochCache:
         return True
 
     def assign_newer(self, epoch: int, start: int) -> bool:
-        """The recovery / append guard: assign only an epoch newer than the newest entry."""
-        if epoch < 0 or (self.entries and epoch <= self.entries[-1][0]):
+        """The recovery / append guard: assign only an epoch newer than the newest entry.  A batch
+        whose base offset is negative (damage the CRC does not cover: the walks report it) assigns
+        nothing -- Kafka's assign would throw on it."""
+        if epoch < 0 or start < 0 or (self.entries and epoch <= self.entries[-1][0]):
             return False
         return self.assign(epoch, start)
 

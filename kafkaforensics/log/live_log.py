@@ -41,6 +41,7 @@ from kafkaforensics.log.indexing import SegmentIndexes
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.partition import Partition
 from kafkaforensics.log.segment import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, BatchScanner, Segment, file_name
+from kafkaforensics.records import int64
 from kafkaforensics.records.batch import Record, parse_header, resolve_legacy_wrapper
 from kafkaforensics.records.builder import build_v2, control_record_key, end_txn_marker_value
 
@@ -162,7 +163,7 @@ class LiveLog(Partition):
         if e is not None and b.producer_epoch < e.epoch:
             return INVALID_PRODUCER_EPOCH, None
         if e is not None and b.producer_epoch == e.epoch and e.last_sequence >= 0:
-            if b.base_sequence != (e.last_sequence + 1) & INT32_MAX:
+            if b.base_sequence != int64.increment_sequence(e.last_sequence, 1):
                 return OUT_OF_ORDER_SEQUENCE, None
         elif b.base_sequence not in (0, -1) and (e is None or b.producer_epoch > e.epoch):
             return OUT_OF_ORDER_SEQUENCE, None

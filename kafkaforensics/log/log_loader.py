@@ -68,7 +68,7 @@ def segment_batches(seg: LoadedSegment, buf, *, state: ProducerState | None = No
             done = state.append(b) if state is not None else None
             if b.partition_leader_epoch > latest and b.magic >= 2:
                 epochs.assign_newer(b.partition_leader_epoch, b.base_offset)
-                latest = epochs.latest_epoch
+                latest = -1 if epochs.latest_epoch is None else epochs.latest_epoch  # None: a negative base
             n += 1
             nxt = b.next_offset  # LogSegment.readNextOffset: the last batch's next offset
             if b.max_timestamp > max_ts:

@@ -18,6 +18,7 @@ from specs.lazy import lazy
 
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.txn_index import AbortedTxn
+from kafkaforensics.records import int64
 
 #: runs of headers (numpy columns or lists): a plain read of a snapshot never loads them
 np = lazy("numpy", globals())
@@ -68,7 +69,8 @@ class ProducerState:
     def append(self, batch) -> CompletedTxn | None:
         """Apply one batch; returns the transaction its marker completes, if any."""
         done = None
-        if batch.magic >= 2 and batch.producer_id >= 0:
+        # a batch whose offsets leave int64 is damage (records.int64): never a producer entry
+        if batch.magic >= 2 and batch.producer_id >= 0 and int64.fits(batch.last_offset):
             pid = batch.producer_id
             e = self.producers.get(pid)
             if e is None:

@@ -10,7 +10,7 @@ Python object per record; :meth:`RecordColumns.keys`, :meth:`~RecordColumns.valu
 :meth:`~RecordColumns.records` make them when asked.
 
 Anything the vectorised checks do not accept -- a malformed record, a varint over nine bytes,
-offsets near the int64 limits, a legacy entry -- is decoded by ``Batch.records()`` instead, which
+offsets or timestamps near the int64 limits (``records.int64``), a legacy entry -- is decoded by ``Batch.records()`` instead, which
 also raises the same located error.  ``tests/test_record_columns.py`` proves the two paths equal.
 """
 from __future__ import annotations
@@ -20,14 +20,13 @@ from itertools import chain
 import numpy as np
 
 from specs import record_batch as R
-from specs.layout import INT32_MAX
+from specs.layout import INT32_MAX, INT32_MIN
 
 from kafkaforensics.records.batch import Batch, Record, read_varint, v2_record_bytes
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.segment import BatchScanner, offset_from_name, open_buffer
-from kafkaforensics.records import walks
+from kafkaforensics.records import int64, walks
 
-_SAFE = 2**61  # bases and deltas below this cannot overflow int64 when added
 #: batches' bytes gathered into one decode by :func:`iter_record_columns`
 CHUNK_BYTES = 4 << 20
 #: how many records :meth:`RecordColumns.iter_records` makes its per-record lists for at a time
@@ -99,8 +98,11 @@ class RecordColumns:
     def sequences(self) -> np.ndarray:
         """Each record's producer sequence (-1 without one); sequences wrap at Integer.MAX_VALUE."""
         base = np.array([b.base_sequence for b in self.batches], np.int64)[self.batch]
+        if not (base >= 0).any():
+            return np.full(len(self), -1, np.int64)
         first = np.array([b.base_offset for b in self.batches], np.int64)[self.batch]
-        return np.where(base >= 0, (base + self.offset - first) & INT32_MAX, -1)
+        # offset - first is the record's offsetDelta (modulo 2^64, all Java's int reads of it)
+        return np.where(base >= 0, int64.increment_sequence(base, self.offset - first), -1)
 
     def records(self) -> list[Record]:
         """The records as :class:`Record` objects, equal to the batches' ``records()`` joined."""
@@ -111,7 +113,9 @@ class RecordColumns:
         garbage before many more are made when the consumer drops it, and the per-record lists
         behind them are made :data:`RECORD_SLICE` records at a time, so that they stay in the CPU
         cache (measured: 15-20 % faster over zstd runs than lists of a whole run)."""
-        n, batch_lat = len(self), [bool(b.attributes & R.TIMESTAMP_TYPE_MASK) for b in self.batches]
+        # only a v2 LogAppendTime batch still stores the producer's timestamps (its deltas); a legacy
+        # message's one timestamp is the log append time (found by the decoders' differential target)
+        n, batch_lat = len(self), [b.magic >= 2 and bool(b.attributes & R.TIMESTAMP_TYPE_MASK) for b in self.batches]
         lat = np.array(batch_lat, bool)[self.batch] if any(batch_lat) else None
         with_headers = [()] * n
         for i, h in self.headers.items():
@@ -226,12 +230,15 @@ def _from_records(batches) -> RecordColumns:
 
 
 def _int64(values: list) -> np.ndarray:
-    """``values`` as int64, each out-of-range one wrapped as Java's long sum wraps it (a header's
-    firstTimestamp + a record's delta past 2^63 is what DefaultRecord.readFrom reads too)."""
-    try:
-        return np.array(values, np.int64)
-    except OverflowError:
-        return np.array([(v + (1 << 63)) % (1 << 64) - (1 << 63) for v in values], np.int64)
+    """``values`` as int64: ``Batch.records()`` gives only offsets and timestamps within int64
+    (the :mod:`~kafkaforensics.records.int64` rule)."""
+    return np.array(values, np.int64)
+
+
+def _within_safe(a: np.ndarray) -> bool:
+    """Whether every value of ``a`` is strictly within +-``int64.SAFE`` (compared as signed values:
+    ``np.abs`` of -2^63 is -2^63)."""
+    return not len(a) or (int(a.min()) > -int64.SAFE and int(a.max()) < int64.SAFE)
 
 
 def _record_starts(data: bytes, pos: int, end: int, count: int, starts: list) -> None:
@@ -334,7 +341,7 @@ def decode_sections(buf, first: np.ndarray, size: np.ndarray, count: np.ndarray,
     None."""
     if ((count < 0) | (count > size // 7 + 1)).any():
         raise _Fallback
-    if ((np.abs(base_offset) >= _SAFE) | (np.abs(base_ts) >= _SAFE)).any():
+    if not (_within_safe(base_offset) and _within_safe(base_ts)):
         raise _Fallback  # int64 sums could overflow where Python's ints do not
     arr = np.frombuffer(buf, np.uint8) if len(buf) else np.zeros(1, np.uint8)
     if int(count.max(initial=0)) * LOCKSTEP_MIN_BATCHES <= int(count.sum()):  # each step advances many batches
@@ -352,7 +359,10 @@ def decode_sections(buf, first: np.ndarray, size: np.ndarray, count: np.ndarray,
     end = body + length
     attrs = arr[np.minimum(body, len(arr) - 1)].astype(np.int64)
     ts_delta, q = _varints(arr, body + 1)
-    off_delta, q = _varints(arr, q)
+    off_delta, after = _varints(arr, q)
+    if ((after - q > 5) | (off_delta < INT32_MIN) | (off_delta > INT32_MAX)).any():
+        raise _Fallback  # Java's offsetDelta is an int (5 bytes, 32 bits): the exact path reads it so
+    q = after
     key_length, q = _varints(arr, q)
     key_start = q
     q = q + np.maximum(key_length, 0)
@@ -367,7 +377,7 @@ def decode_sections(buf, first: np.ndarray, size: np.ndarray, count: np.ndarray,
         raise _Fallback
     with_headers = np.flatnonzero(~plain)
     spans = _header_spans(arr, with_headers, q[with_headers], end[with_headers])
-    if len(p) and (np.abs(off_delta).max() >= _SAFE or np.abs(ts_delta).max() >= _SAFE):
+    if not (_within_safe(off_delta) and _within_safe(ts_delta)):
         raise _Fallback
     c = RecordColumns()
     c.batches = None

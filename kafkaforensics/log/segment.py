@@ -22,7 +22,7 @@ from specs.lazy import lazy
 
 from kafkaforensics.records.batch import parse_legacy_header, parse_v2_header, resolve_legacy_wrapper
 from kafkaforensics.errors import KafkaFormatError, Problem
-from kafkaforensics.records import walks
+from kafkaforensics.records import int64, walks
 from kafkaforensics.log import offset_index, time_index, txn_index
 
 #: the runs' walk loop and containers: only for segments walked in runs (numpy: only for HeaderRun)
@@ -298,6 +298,9 @@ class BatchScanner:
                     batch._records = None  # left for records() to report where it is read
         else:
             self._problem(pos, offset, "bad-magic", f"unknown magic byte {magic}: the bytes here are no batch header")
+            return None
+        if batch.last_offset > INT64_MAX:  # the int64 rule (records.int64): damage, whatever the segment
+            self._problem(pos, offset, "offset-overflow", f"the batch's {int64.offset_problem(offset, batch.last_offset)}")
             return None
         if self.base_offset is not None and not (
                 0 <= batch.last_offset - self.base_offset <= INT32_MAX):

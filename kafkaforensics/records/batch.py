@@ -13,10 +13,10 @@ from kafkaforensics.records.checksums import crc32c
 
 from specs import legacy as L
 from specs import record_batch as R
-from specs.layout import INT32_MAX
 from specs.lazy import lazy
 
 from kafkaforensics.records import compression
+from kafkaforensics.records import int64
 from kafkaforensics.errors import KafkaFormatError
 
 #: the row model, for ``to_json`` alone
@@ -122,7 +122,7 @@ class Batch:
         if self.magic < 2 or self.base_sequence == R.NO_SEQUENCE:
             return R.NO_SEQUENCE
         # Kafka's incrementSequence: sequences wrap from Integer.MAX_VALUE to 0
-        return (self.base_sequence + self.last_offset - self.base_offset) & INT32_MAX
+        return int64.increment_sequence(self.base_sequence, self.last_offset - self.base_offset)
 
     @property
     def next_offset(self) -> int:
@@ -231,9 +231,13 @@ def resolve_legacy_wrapper(b: Batch) -> None:
             b.base_offset = recs[0].offset
 
 
+_VARINT_MASK = ((1 << 32) - 1, (1 << 64) - 1)
+
+
 def read_varint(data, pos: int, limit: int | None = None, max_bytes: int = 10) -> tuple[int, int]:
     """The zigzag varint at ``pos`` and the position after it: at most ``max_bytes`` bytes (Kafka's
-    readers: 5 for an int, 10 for a long), all before ``limit`` (default: the end of ``data``).
+    readers: 5 for an int, 10 for a long), all before ``limit`` (default: the end of ``data``); the
+    bits past the int's or the long's width are dropped, as Java's shifts drop them.
     The decoders' slow path (their one- and two-byte varints are inline) and the broker's validator."""
     limit = len(data) if limit is None else limit
     value = shift = 0
@@ -244,6 +248,7 @@ def read_varint(data, pos: int, limit: int | None = None, max_bytes: int = 10) -
         pos += 1
         value |= (byte & 0x7F) << shift
         if byte < 0x80:
+            value &= _VARINT_MASK[max_bytes > 5]  # Java's int (5 bytes) or long drops the bits past it
             return (value >> 1) ^ -(value & 1), pos
         shift += 7
     raise KafkaFormatError("record", f"varint longer than {max_bytes} bytes")
@@ -290,6 +295,9 @@ def decode_records(data: bytes, count: int, base_offset: int, base_ts: int, base
     pos = 0
     R = Record
     seq = base_seq >= 0
+    inc = int64.increment_sequence
+    safe = int64.within_safe
+    wide = not (safe(base_offset) and safe(base_ts))  # sums may leave int64
     try:
         for _ in range(count):
             b = data[pos]
@@ -314,6 +322,7 @@ def decode_records(data: bytes, count: int, base_offset: int, base_ts: int, base
                     b = (b & 0x7F) | (c << 7); ts_delta = (b >> 1) ^ -(b & 1); pos += 3
                 else:
                     ts_delta, pos = vs(data, pos + 1)
+                    wide = wide or not safe(ts_delta)
             b = data[pos]
             if b < 0x80:
                 off_delta = (b >> 1) ^ -(b & 1); pos += 1
@@ -321,8 +330,9 @@ def decode_records(data: bytes, count: int, base_offset: int, base_ts: int, base
                 c = data[pos + 1]
                 if c < 0x80:
                     b = (b & 0x7F) | (c << 7); off_delta = (b >> 1) ^ -(b & 1); pos += 2
-                else:
-                    off_delta, pos = vs(data, pos)
+                else:  # an int in Java (ByteUtils.readVarint): at most 5 bytes, 32 bits
+                    off_delta, pos = vs(data, pos, None, 5)
+                    wide = wide or not safe(off_delta)
             b = data[pos]
             if b < 0x80:
                 klen = (b >> 1) ^ -(b & 1); pos += 1
@@ -364,15 +374,28 @@ def decode_records(data: bytes, count: int, base_offset: int, base_ts: int, base
                 raise KafkaFormatError("record", f"record body is {length} bytes but its fields span {length + pos - end}")
             if log_append_time is None:
                 append(R(base_offset + off_delta, base_ts + ts_delta, key, value, headers, attrs,
-                              (base_seq + off_delta) & INT32_MAX if seq else -1))
+                         inc(base_seq, off_delta) if seq else -1))
             else:
                 append(R(base_offset + off_delta, log_append_time, key, value, headers, attrs,
-                              (base_seq + off_delta) & INT32_MAX if seq else -1, base_ts + ts_delta))
+                         inc(base_seq, off_delta) if seq else -1, base_ts + ts_delta))
     except IndexError:
         raise KafkaFormatError("record", f"records run past the end of the batch ({n} bytes)") from None
     if pos != n:
         raise KafkaFormatError("record", f"{n - pos} bytes left after the last of {count} records")
+    if wide:
+        _at_int64_edge(out)
     return out
+
+
+def _at_int64_edge(records: list[Record]) -> None:
+    """The int64 rule (:mod:`.int64`) over records whose sums may have left int64: an offset
+    outside int64 is damage; timestamps wrap as Java's long addition does."""
+    for r in records:
+        if not int64.fits(r.offset):
+            raise KafkaFormatError("record", f"record offset {r.offset} leaves int64 (base offset + offsetDelta)")
+        r.timestamp = int64.java_long(r.timestamp)
+        if r.create_time is not None:
+            r.create_time = int64.java_long(r.create_time)
 
 
 def v2_record_bytes(b: Batch) -> bytes:
@@ -447,5 +470,9 @@ def _decode_legacy_records(b: Batch) -> list[Record]:
         base = offset - inner[-1][0]  # v1: inner offsets are relative, the wrapper holds the last
     else:
         base = 0
+    for o in {min(e[0] for e in inner), max(e[0] for e in inner)} if base else ():
+        if not int64.fits(base + o):
+            raise KafkaFormatError("message", f"inner offset {o} of a wrapper at offset {offset} gives "
+                                              f"{base + o}, which leaves int64")
     return [Record(base + o, ts if log_append else its, k, v, [], a)
             for (o, _m, a, its, k, v, _c, _ok) in inner]

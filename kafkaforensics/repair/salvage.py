@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from kafkaforensics.log.partition import Partition, parse_partition_dir_name
 from kafkaforensics.log.paths import LOG_DIR, PathUsageError, classify
-from kafkaforensics.log.batch_search import MAX_CANDIDATE_BYTES, scan_file, valid_batch_at  # noqa: F401 (re-exported)
+from kafkaforensics.log.batch_search import MAX_CANDIDATE_BYTES, offset_damage_at, scan_file, valid_batch_at  # noqa: F401
 from kafkaforensics.log.segment import RESIDENT_WINDOW, open_buffer, release_pages
 from kafkaforensics.log.writer import DEFAULT_SEGMENT_BYTES, PartitionWriter
 
@@ -48,6 +48,16 @@ def _inputs(paths) -> list[str]:
                 out += [os.path.join(root, f) for f in sorted(files) if ".log" in f]
         else:
             out.append(p)
+    return out
+
+
+def _skipped(file: str, buf, gap) -> dict:
+    """A skipped range of ``file``, with the reason when it starts at a CRC-valid batch whose offsets
+    are damage (negative, or leaving int64: the CRC does not cover the base offset)."""
+    out = {"file": file, "start": gap[0], "end": gap[1], "bytes": gap[1] - gap[0]}
+    why = offset_damage_at(buf, gap[0])
+    if why:
+        out["reason"] = f"the batch at byte {gap[0]} is CRC-valid but its {why}"
     return out
 
 
@@ -104,7 +114,7 @@ def salvage(paths, out_dir: str, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES, 
             rep.scanned_bytes += len(buf)
             for b, gap in scan_file(buf, f, progress=progress):
                 if gap is not None:
-                    rep.skipped.append({"file": f, "start": gap[0], "end": gap[1], "bytes": gap[1] - gap[0]})
+                    rep.skipped.append(_skipped(f, buf, gap))
                 if b is not None:
                     found.append((b.base_offset, -b.partition_leader_epoch, b.last_offset, b.crc, fi, b.position,
                                   b.size, b.count or 0))
