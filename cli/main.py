@@ -1038,7 +1038,11 @@ def explain(path: str = Argument(..., metavar="PATH", help="A partition dir (top
         pdir = inspect_explain.partition_dir(path, topic, partition)
     except ValueError as e:
         _fail(str(e))
-    _one_partition(pdir, "explain")
+    try:
+        log_paths.classify_for([pdir], "explain", accept=(log_paths.PARTITION_DIR,),
+                               what="a partition dir (<topic>-<partition>), or a log dir with --topic and --partition")
+    except log_paths.PathUsageError as e:
+        _fail(str(e))
     cfg = topic_config(pdir, config)
     try:
         got = inspect_explain.explain(pdir, offset=offset, key=key, at=at_time, cfg=cfg, now=now)

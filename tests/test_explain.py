@@ -8,6 +8,7 @@ import pytest
 
 from kafkaforensics.inspect.explain import explain_offset, lag_split, lag_text, parse_time, scan
 from kafkaforensics.inspect.groups import explain_lag
+from kafkaforensics.log.log_config import LogConfig
 from kafkaforensics.log.partition import find_partitions
 from kafkaforensics.records.batch import Record
 from kafkaforensics.records.builder import build_v2
@@ -127,7 +128,8 @@ def test_compacted_key_and_tombstone(tmp_path, kfx):
     batches = [build_v2([Record(i, T0 + i, k, v)], base_offset=i) for i, (k, v) in enumerate(recs)]
     p = write_partition(str(tmp_path / "cmp-0"), batches, segment_bytes=150)
     before = scan(p, offsets=[2])
-    fate = explain_offset(before, 2)
+    assert not any(e.get("laterOffset") for e in explain_offset(before, 2)["evidence"])  # not compacted: no matter
+    fate = explain_offset(before, 2, LogConfig.of(p, {"cleanup.policy": "compact"}))
     assert fate["fate"] == "present" and any(e.get("laterOffset") == 5 for e in fate["evidence"])
     compact(p, CompactOptions(now=T0 + 10**6, delete_retention_ms=10**9), backup=False)
     cleaned = int((tmp_path / "cleaner-offset-checkpoint").read_text().split()[-1])
@@ -200,7 +202,8 @@ def test_bad_questions_exit_2(tmp_path, kfx, args):
 def test_bad_paths_exit_2(tmp_path, kfx):
     _txn_partition(tmp_path)
     assert kfx("explain", str(tmp_path / "nope"), "--offset", 1).exit_code == 2
-    assert kfx("explain", str(tmp_path), "--offset", 1).exit_code == 2  # a log dir without --topic/--partition
+    r = kfx("explain", str(tmp_path), "--offset", 1)  # a log dir without --topic/--partition
+    assert r.exit_code == 2 and "or a log dir with --topic and --partition" in r.stderr
     r = kfx("explain", str(tmp_path), "--topic", "x", "--partition", 0, "--offset", 1)
     assert r.exit_code == 2 and "no partition dir x-0" in r.stderr
 
@@ -241,6 +244,8 @@ def test_lag_text_wording():
     split = {"offsets": 3, "data": 0, "controlMarkers": {"COMMIT": 2}, "aborted": 0, "heldBehindLso": 0,
              "removed": 1, "belowLogStart": 0}
     assert lag_text(split) == "3 offsets: 2 COMMIT markers, 1 removed by compaction, nothing to consume"
+    split |= {"offsets": 1, "controlMarkers": {"ABORT": 1}, "removed": 0}
+    assert lag_text(split) == "1 offset: an ABORT marker, nothing to consume"
 
 
 @pytest.mark.skipif(not realdirs.tarballs(), reason="the real log dirs (../shared/real-logdirs) are not on this machine")

@@ -313,9 +313,8 @@ def _key_fate(view: LogView, offset: int, rec: dict, compacts: bool) -> list:
     ev = [_ev(f"record key {_key_text(rec['key'])}, timestamp {rec['timestamp']}"
               + (", a tombstone (null value)" if rec["tombstone"] else ""))]
     later = [o for o in view.by_key.get(rec["key"], ()) if o > offset]
-    if later and rec["key"] is not None:
-        ev.append(_ev(f"a later record of the same key at offset {later[-1]}"
-                      + (": the cleaner will remove this one" if compacts else " (the topic is not compacted)"),
+    if later and rec["key"] is not None and compacts:
+        ev.append(_ev(f"a later record of the same key at offset {later[-1]}: the cleaner will remove this one",
                       laterOffset=later[-1]))
     if rec["tombstone"] and compacts:
         ev.append(_ev("a tombstone: the cleaner removes it delete.retention.ms after it cleans its segment"))
@@ -555,7 +554,8 @@ def lag_split(view: LogView, committed: int) -> dict:
 
 
 def _plural(n: int, one: str, many: str | None = None) -> str:
-    return f"{'a' if n == 1 and one[0] not in 'aeiou' else 'an' if n == 1 else n} {one if n == 1 else many or one + 's'}"
+    article = "an" if one[0].lower() in "aeiou" else "a"
+    return f"{article if n == 1 else n} {one if n == 1 else many or one + 's'}"
 
 
 def lag_text(split: dict) -> str:
