@@ -1048,6 +1048,7 @@ def explain(path: str = Argument(..., metavar="PATH", help="A partition dir (top
         got = inspect_explain.explain(pdir, offset=offset, key=key, at=at_time, cfg=cfg, now=now)
     except (OSError, ValueError, errors.KafkaFormatError) as e:
         _fail(str(e))
+    _print_live_notes([pdir])
     if as_json:
         print(json.dumps(got))
     else:

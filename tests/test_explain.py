@@ -3,6 +3,8 @@ compaction, a torn tail, a gap), each answered with its reason and evidence; the
 of a partition reported gone, their groups' lag split."""
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -18,6 +20,7 @@ from kafkaforensics.repair.retention import retention
 from kafkaforensics.log.writer import write_partition
 from tests import realdirs
 from tests.test_analyzer import T0, marker, v2
+from tests.test_read_paths import HOLD
 
 MINUTE = 60_000
 
@@ -266,3 +269,23 @@ def test_real_log_dirs_nothing_gone_and_lag_split(tmp_path, name):
         if e is not None:
             parts = e["data"] + sum(e["controlMarkers"].values()) + e["aborted"] + e["heldBehindLso"] + e["removed"]
             assert parts + e["belowLogStart"] == e["offsets"] == row["lag"]
+
+
+def test_partial_batch_of_a_live_log_dir_is_an_append_in_flight(tmp_path, kfx):
+    p = write_partition(str(tmp_path / "live-0"), [v2(0, 3)])
+    whole = v2(3, 3)
+    with open(os.path.join(p, "00000000000000000000.log"), "ab") as f:
+        f.write(whole[: len(whole) // 2])
+    open(tmp_path / ".lock", "w").close()
+    assert _explain(kfx, p, "--offset", 4)[1]["results"][0]["rule"] == "torn-tail"   # no broker: a torn tail
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path / ".lock")], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        code, out = _explain(kfx, p, "--offset", 4)
+        r = out["results"][0]
+        assert code == 1 and r["fate"] == "past-log-end" and r["rule"] == "in-flight"
+        assert "is live" in " ".join(kfx("explain", p, "--offset", 4).stderr.split())
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)

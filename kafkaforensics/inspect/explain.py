@@ -34,6 +34,7 @@ from specs import checkpoints as C
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log import checkpoint_file
 from kafkaforensics.log.partition import Partition
+from kafkaforensics.log.paths import appending
 from kafkaforensics.log.segment import offset_for_timestamp
 from kafkaforensics.repair.retention import largest_timestamp
 
@@ -160,9 +161,10 @@ def _record_offsets(b) -> tuple | None:
     if b.base_offset == b.last_offset or (b.magic >= 2 and b.count == b.last_offset - b.base_offset + 1):
         return None
     try:
-        return tuple(r.offset for r in b.records())
+        offsets = tuple(r.offset for r in b.records())
     except KafkaFormatError:
         return None
+    return None if offsets == tuple(range(b.base_offset, b.last_offset + 1)) else offsets
 
 
 def _marker_type(b) -> str | None:
@@ -219,7 +221,7 @@ def _torn(seg) -> dict | None:
     if base is not None and len(head) >= 27 and head[16] >= 2:
         last = base + int.from_bytes(head[23:27], "big", signed=True)
     return {"file": seg.path, "position": seg.valid_bytes, "bytes": seg.size - seg.valid_bytes,
-            "baseOffset": base, "lastOffset": last}
+            "baseOffset": base, "lastOffset": last, "inFlight": appending(seg.path)}
 
 
 def scan(partition, offsets=(), keys=()) -> LogView:
@@ -402,6 +404,9 @@ def _truncated(view: LogView, offset: int, torn: dict) -> dict:
     ev = [_ev(f"a torn batch at byte {torn['position']} of {os.path.basename(torn['file'])} ({torn['bytes']} bytes) claims "
               f"offsets {torn['baseOffset']}.." + ("" if torn["lastOffset"] is None else str(torn["lastOffset"])),
               file=torn["file"], position=torn["position"], baseOffset=torn["baseOffset"], lastOffset=torn["lastOffset"])]
+    if torn["inFlight"]:
+        return _result(offset, PAST_LOG_END, "being written: the broker holding this log dir is still appending this "
+                       "batch at the end of its active segment (an append in flight, not damage)", ev, rule="in-flight")
     return _result(offset, TRUNCATED, f"truncated: a torn tail (a batch written in part); Kafka's recovery cuts the "
                    f"segment at byte {torn['position']}", ev, rule="torn-tail")
 
