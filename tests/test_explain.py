@@ -289,3 +289,13 @@ def test_partial_batch_of_a_live_log_dir_is_an_append_in_flight(tmp_path, kfx):
     finally:
         holder.stdin.close()
         holder.wait(timeout=30)
+
+
+def test_metadata_log_trimmed_below_its_snapshot(tmp_path, kfx):
+    p = write_partition(str(tmp_path / "__cluster_metadata-0"), [v2(5, 3)])
+    code, out = _explain(kfx, p, "--offset", 2)
+    assert code == 1 and out["results"][0]["rule"] is None  # no snapshot: nothing on disk says why
+    open(os.path.join(p, "00000000000000000005-0000000001.checkpoint"), "wb").close()
+    code, out = _explain(kfx, p, "--offset", 2)
+    r = out["results"][0]
+    assert code == 1 and r["rule"] == "KRaft snapshot" and r["certainty"] == "likely"

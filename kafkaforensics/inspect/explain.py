@@ -35,7 +35,7 @@ from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log import checkpoint_file
 from kafkaforensics.log.partition import Partition
 from kafkaforensics.log.paths import appending
-from kafkaforensics.log.segment import offset_for_timestamp
+from kafkaforensics.log.segment import KRAFT_SNAPSHOT_RE, offset_for_timestamp
 from kafkaforensics.repair.retention import largest_timestamp
 
 #: fates of an offset; the first one is "found" (exit 0), the others are gone (exit 1)
@@ -353,7 +353,9 @@ def _below_start(view: LogView, offset: int, cfg, now: int) -> dict:
 def _removal_rules(view: LogView, cfg, now: int, ck, first_base: int) -> list[dict]:
     """Each rule that could have deleted the segments below ``first_base``, how sure, and why."""
     out = []
-    if cfg is not None and cfg.deletes:
+    if cfg is not None and cfg.metadata_log:
+        out += _snapshot_rule(view, first_base)
+    elif cfg is not None and cfg.deletes:
         out += _time_rule(view, cfg, now) + _size_rule(view, cfg)
     elif cfg is not None:
         out.append({"rule": "retention", "certainty": "ruled out",
@@ -363,6 +365,16 @@ def _removal_rules(view: LogView, cfg, now: int, ck, first_base: int) -> list[di
                     "text": f"{ck[1]}: a log start moved by DeleteRecords deletes the segments below it (retention writes "
                             "the new log start there too)"})
     return out
+
+
+def _snapshot_rule(view: LogView, first_base: int) -> list[dict]:
+    """The KRaft metadata log: Kafka deletes the segments below its latest snapshot's end offset."""
+    ends = sorted(int(m.group(1)) for m in (KRAFT_SNAPSHOT_RE.match(n) for n in os.listdir(view.partition.path)) if m)
+    if not ends or ends[-1] < first_base:
+        return []
+    return [{"rule": "KRaft snapshot", "certainty": "likely",
+             "text": f"KRaft snapshot {ends[-1]:020d}-*.checkpoint holds the metadata up to offset {ends[-1]}: the "
+                     "metadata log is trimmed below its latest snapshot"}]
 
 
 def _time_rule(view: LogView, cfg, now: int) -> list[dict]:
