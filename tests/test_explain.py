@@ -299,3 +299,23 @@ def test_metadata_log_trimmed_below_its_snapshot(tmp_path, kfx):
     code, out = _explain(kfx, p, "--offset", 2)
     r = out["results"][0]
     assert code == 1 and r["rule"] == "KRaft snapshot" and r["certainty"] == "likely"
+
+
+def test_segment_renamed_for_deletion_is_judged_by_its_largest_timestamp(tmp_path, kfx):
+    """Kafka renames an expired segment to .deleted and removes it file.delete.delay.ms later: while the file is
+    there, its largest timestamp against retention.ms is the evidence, and the record is still in it."""
+    p = _minutes_partition(tmp_path)
+    first = sorted(n for n in os.listdir(p) if n.endswith(".log"))[0]
+    for n in [n for n in os.listdir(p) if n.startswith(first[:20]) and not n.endswith(".snapshot")]:
+        os.rename(os.path.join(p, n), os.path.join(p, n + ".deleted"))
+    args = ("--offset", 1, "--config", "retention.ms=300000")
+    code, out = _explain(kfx, p, *args, "--now", T0 + 60 * MINUTE)
+    r = out["results"][0]
+    assert code == 1 and r["rule"] == "retention.ms" and r["certainty"] == "likely"
+    texts = [e["text"] for e in r["evidence"]]
+    assert any(t.startswith(f"{first}.deleted still holds offsets 0..") for t in texts)
+    assert any(e.get("baseOffset") == 1 and "still in it" in e["text"] for e in r["evidence"])
+    assert any("the deleted segment's largest timestamp" in t and "past retention.ms" in t for t in texts)
+    code, out = _explain(kfx, p, *args, "--now", T0 + 3 * MINUTE)  # not yet past retention.ms: not time's doing
+    assert out["results"][0]["rule"] is None
+    assert [x["certainty"] for x in out["results"][0]["rules"] if x["rule"] == "retention.ms"] == ["ruled out"]

@@ -35,7 +35,8 @@ from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log import checkpoint_file
 from kafkaforensics.log.partition import Partition
 from kafkaforensics.log.paths import appending
-from kafkaforensics.log.segment import KRAFT_SNAPSHOT_RE, offset_for_timestamp
+from kafkaforensics.log.log_loader import replay_segment
+from kafkaforensics.log.segment import DELETED, KRAFT_SNAPSHOT_RE, LOG, Segment, offset_for_timestamp, offset_from_name
 from kafkaforensics.repair.retention import largest_timestamp
 
 #: fates of an offset; the first one is "found" (exit 0), the others are gone (exit 1)
@@ -338,7 +339,14 @@ def _below_start(view: LogView, offset: int, cfg, now: int) -> dict:
                        f"base {first_base} (or a follower followed its leader's log start); Kafka serves nothing below it",
                        ev, "likely", rule="delete-records")
     ev.append(_ev(f"the oldest segment left starts at offset {first_base}: the segments below it were deleted"))
-    rules = _removal_rules(view, cfg, now, ck, first_base)
+    gone = _deleted_segment(view, offset)
+    if gone is not None:
+        ev.append(_ev(f"{os.path.basename(gone['file'])} still holds offsets {gone['baseOffset']}..{gone['nextOffset'] - 1}"
+                      f" (largest timestamp {gone['largestTimestamp']}): Kafka renamed the segment for deletion and "
+                      "removes the file file.delete.delay.ms later", **{k: gone[k] for k in ("file", "baseOffset")}))
+        if gone["batch"] is not None:
+            ev.append(_ev(f"the record is still in it: {gone['batch'].text()}", **gone["batch"].where()))
+    rules = _removal_rules(view, cfg, now, ck, first_base, gone)
     ev += [_ev(r["text"]) for r in rules]
     best = next((r for r in rules if r["certainty"] == "likely"), None) or \
         next((r for r in rules if r["certainty"] == "possible"), None)
@@ -350,13 +358,31 @@ def _below_start(view: LogView, offset: int, cfg, now: int) -> dict:
                    ev, best["certainty"], rule=best["rule"], rules=rules)
 
 
-def _removal_rules(view: LogView, cfg, now: int, ck, first_base: int) -> list[dict]:
-    """Each rule that could have deleted the segments below ``first_base``, how sure, and why."""
+def _deleted_segment(view: LogView, offset: int) -> dict | None:
+    """The segment holding ``offset`` that Kafka renamed to ``.log.deleted`` and has not removed yet (its
+    file, offsets, largest timestamp and the batch holding the offset), or None."""
+    named = [(offset_from_name(os.path.basename(p)), p) for p in view.partition.leftovers if p.endswith(LOG + DELETED)]
+    below = [(base, p) for base, p in named if base is not None and base <= offset]
+    if not below:
+        return None
+    base, path = max(below)
+    seg = replay_segment(path, base)
+    if offset >= seg.next_offset:
+        return None
+    batch = next((_fact(b, None) for b in Segment.of_file(path, base).batches()
+                  if b.base_offset <= offset <= b.last_offset), None)
+    return {"file": path, "baseOffset": base, "nextOffset": seg.next_offset, "largestTimestamp": largest_timestamp(seg),
+            "batch": batch if batch is not None and batch.holds(offset) else None}
+
+
+def _removal_rules(view: LogView, cfg, now: int, ck, first_base: int, gone: dict | None = None) -> list[dict]:
+    """Each rule that could have deleted the segments below ``first_base`` (``gone``: the segment itself,
+    renamed for deletion), how sure, and why."""
     out = []
     if cfg is not None and cfg.metadata_log:
         out += _snapshot_rule(view, first_base)
     elif cfg is not None and cfg.deletes:
-        out += _time_rule(view, cfg, now) + _size_rule(view, cfg)
+        out += _time_rule(view, cfg, now, gone) + _size_rule(view, cfg)
     elif cfg is not None:
         out.append({"rule": "retention", "certainty": "ruled out",
                     "text": f"{cfg.describe('cleanup.policy')}: Kafka deletes by time and size only with cleanup.policy delete"})
@@ -377,10 +403,16 @@ def _snapshot_rule(view: LogView, first_base: int) -> list[dict]:
                      "metadata log is trimmed below its latest snapshot"}]
 
 
-def _time_rule(view: LogView, cfg, now: int) -> list[dict]:
+def _time_rule(view: LogView, cfg, now: int, gone: dict | None) -> list[dict]:
     ms = cfg.get_int("retention.ms")
     if ms is None or ms < 0:
         return []
+    if gone is not None:  # the segment itself: Kafka's very test (LogSegment.largestTimestamp against retention.ms)
+        age = now - gone["largestTimestamp"]
+        return [{"rule": "retention.ms", "certainty": "likely" if age > ms else "ruled out",
+                 "text": f"{cfg.describe('retention.ms')}: the deleted segment's largest timestamp "
+                         f"{gone['largestTimestamp']} is {age} ms before now {now}"
+                         + (", past retention.ms" if age > ms else ", within retention.ms: time retention did not delete it")}]
     loaded = view.partition.loaded
     oldest = largest_timestamp(loaded[0]) if loaded else -1
     first_ts = next((b.max_timestamp for b in view.batches if b.max_timestamp >= 0), oldest)
