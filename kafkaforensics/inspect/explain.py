@@ -9,13 +9,15 @@ judges an offset against it:
   COMMIT/ABORT marker or still open) and what a ``read_committed`` consumer sees (visible, skipped as
   aborted, or held behind the last stable offset by a producer's open transaction);
 - ``below-log-start``: on disk below the checkpointed log start (DeleteRecords, or a follower
-  following its leader's log start), or in a segment removed by retention (time: the oldest remaining
-  record's age against ``retention.ms``; size: the log's bytes against ``retention.bytes``) or by the
-  log start rule: every candidate rule with how sure it is;
+  following its leader's log start), or in a segment removed by retention (time: the ``.log.deleted``
+  segment's largest timestamp, else the oldest remaining record's age, against ``retention.ms``; size:
+  the log's bytes against ``retention.bytes``), by the log start rule or, for the KRaft metadata log, by
+  its latest snapshot: every candidate rule with how sure it is;
 - ``compacted``: no record at the offset, below ``cleaner-offset-checkpoint`` or inside a batch the
   cleaner thinned (or a compacted topic showing the cleaner's marks);
-- ``truncated``: a torn batch claims it (Kafka's recovery cuts there), or the log ends below it though a
-  checkpoint, producer snapshot or leader epoch says the log once reached it;
+- ``truncated``: a torn batch claims it (Kafka's recovery cuts there; at the end of a live log dir's active
+  segment it is an append in flight), or the log ends below it though a checkpoint, producer snapshot or
+  leader epoch says the log once reached it;
 - ``never-written``: a gap compaction does not explain; ``past-log-end``: nothing says it was written.
 
 :func:`lag_split` divides the offsets between a committed offset and the log end the same way for
@@ -28,8 +30,6 @@ import datetime
 import os
 import time
 from dataclasses import dataclass, field
-
-from specs import checkpoints as C
 
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log import checkpoint_file
