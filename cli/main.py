@@ -43,6 +43,7 @@ fsutil = lazy("kafkaforensics.fsutil", globals())
 inspect_analyzer = lazy("kafkaforensics.inspect.analyzer", globals())
 inspect_diff = lazy("kafkaforensics.inspect.diff", globals())
 inspect_dump = lazy("kafkaforensics.inspect.dump", globals())
+inspect_explain = lazy("kafkaforensics.inspect.explain", globals())
 inspect_groups = lazy("kafkaforensics.inspect.groups", globals())
 inspect_report_html = lazy("kafkaforensics.inspect.report_html", globals())
 inspect_verify = lazy("kafkaforensics.inspect.verify", globals())
@@ -1022,27 +1023,85 @@ def diff(dir_a: str = Argument(..., help="Replica A (the leader's copy)"),
 
 
 @commands.command()
+def explain(path: str = Argument(..., metavar="PATH", help="A partition dir (topic-N), or a log dir with --topic and --partition"),
+            offset: Optional[int] = Option(None, "--offset", metavar="N", help="The offset to explain"),
+            key: Optional[str] = Option(None, "--key", metavar="K", help="Every record of this key (UTF-8), in order"),
+            at_time: Optional[str] = Option(None, "--time", metavar="T", help="The offset ListOffsets gives for this "
+                                                                          "time (epoch ms or ISO-8601 UTC)"),
+            topic: Optional[str] = Option(None, "--topic", metavar="TOPIC", help="With a log dir: the topic"),
+            partition: Optional[int] = Option(None, "--partition", min=0, metavar="P", help="With a log dir: the partition"),
+            now: Optional[int] = NOW,
+            config: List[str] = CONFIG,
+            as_json: bool = JSON):
+    """The fate of an offset, a key's records or a time: present (where, which transaction, visible or not) or gone, and by which rule."""
+    _require_paths([path])
+    try:
+        pdir = inspect_explain.partition_dir(path, topic, partition)
+    except ValueError as e:
+        _fail(str(e))
+    try:
+        log_paths.classify_for([pdir], "explain", accept=(log_paths.PARTITION_DIR,),
+                               what="a partition dir (<topic>-<partition>), or a log dir with --topic and --partition")
+    except log_paths.PathUsageError as e:
+        _fail(str(e))
+    cfg = topic_config(pdir, config)
+    try:
+        got = inspect_explain.explain(pdir, offset=offset, key=key, at=at_time, cfg=cfg, now=now)
+    except (OSError, ValueError, errors.KafkaFormatError) as e:
+        _fail(str(e))
+    _print_live_notes([pdir])
+    if as_json:
+        print(json.dumps(got))
+    else:
+        _print_explained(got)
+    raise Exit(EXIT_OK if got["results"] and all(r["found"] for r in got["results"]) else EXIT_PROBLEMS)
+
+
+def _print_explained(got: dict) -> None:
+    """explain's text: a line per result (offset, fate, reason), its evidence indented."""
+    c = cli_plain.console()
+    say = lambda line: c.print(line, highlight=False, soft_wrap=True, markup=False)  # noqa: E731
+    say(f"{got['partition']}: log start {got['logStartOffset']}, last stable {got['lastStableOffset']}, "
+        f"log end {got['logEndOffset']}")
+    if not got["results"]:
+        say(f"no record of key {got['key']!r} in this partition (compaction or retention may have removed them)")
+    for r in got["results"]:
+        sure = "" if r["certainty"] == "certain" else f" ({r['certainty']})"
+        say(f"offset {r['offset']}: {r['fate']}{sure}: {r['reason']}")
+        for e in r["evidence"]:
+            say(f"  {e['text']}")
+
+
+@commands.command()
 def groups(paths: List[str] = Argument(..., metavar="PATH", help="Log dirs, or __consumer_offsets-N partition dirs"),
            as_json: bool = JSON,
            members: bool = Option(False, "--members", help="Also list the members of classic, consumer "
-                                        "(KIP-848), share and streams groups")):
+                                        "(KIP-848), share and streams groups"),
+           group: Optional[str] = Option(None, "--group", metavar="G", help="Only this group"),
+           explain: bool = Option(False, "--explain", help="Split each lag into data to consume, control markers, "
+                                                           "aborted records, records held behind the last stable "
+                                                           "offset and offsets compaction removed")):
     """Latest committed offset of every group/topic/partition, and its lag against the log dir's partitions."""
     try:
-        rows = inspect_groups.committed_offsets(paths)
-        mrows = inspect_groups.group_members(paths) if members else None
+        rows = (inspect_groups.explain_lag(paths, group) if explain else
+                [r for r in inspect_groups.committed_offsets(paths) if group is None or r["group"] == group])
+        mrows = [m for m in inspect_groups.group_members(paths) if group is None or m["group"] == group] if members else None
     except log_paths.PathUsageError as e:
         _fail(str(e))
     _print_live_notes(paths)
     if as_json:
         print(json.dumps({"offsets": rows, **({"members": mrows} if members else {})}))
     elif not rows and not mrows:  # a no-op says why
-        print(inspect_groups.no_commits_line(paths))
+        print(f"no committed offset of group {group} in {' '.join(paths)}" if group else inspect_groups.no_commits_line(paths))
     else:
         cli_tables.print_table(f"kfx groups {' '.join(paths)}", ("group", "topic", "partition", "committed", "log end", "lag", "metadata"),
                     [(r["group"], r["topic"], r["partition"], r["offset"],
                       "" if r["logEndOffset"] is None else f"{r['logEndOffset']} (no log)" if r["noLog"] else r["logEndOffset"],
                       "past log end" if r["pastLogEnd"] else "" if r["lag"] is None else r["lag"],
                       r["metadata"]) for r in rows])
+        for r in rows if explain else ():
+            if r["explain"] is not None:
+                print(f"{r['group']} {r['topic']}-{r['partition']} lag {r['lag']}: {r['explain']['text']}")
         for r in rows:
             if r["pastLogEnd"]:
                 _err().print(f"problem: group {r['group']} committed offset {r['offset']} of {r['topic']}-{r['partition']}"

@@ -44,7 +44,7 @@ from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.logdir import CLEAN_SHUTDOWN_FILE, metadata_topics, read_clean_shutdown
 from kafkaforensics.log.partition import (derived_topic_id, find_partitions, partition_dir_state,
                                           write_partition_metadata)
-from kafkaforensics.log.segment import INDEX, LOG, file_name, offset_from_name
+from kafkaforensics.log.segment import INDEX, LOG, file_name, offset_for_timestamp, offset_from_name
 from kafkaforensics.repair.actions import Dropped
 from kafkaforensics.repair.recovery import count_dropped, recover
 from kafkaforensics.inspect.groups import committed_offsets
@@ -830,11 +830,8 @@ class ReplayBroker:
         by time, UnifiedLog.fetchOffsetByTimestamp): each segment looked up through its time index
         (Segment.find_offset_by_timestamp); a segment whose times all lie below ``ts`` costs the
         batches after its last time-index entry."""
-        for seg in s.segments:
-            found = seg.find_offset_by_timestamp(ts, s.log_start_offset)
-            if found is not None:
-                return found.offset, found.timestamp
-        return -1, -1
+        found = offset_for_timestamp(s.segments, ts, s.log_start_offset)
+        return (-1, -1) if found is None else (found.offset, found.timestamp)
 
     def offset_of_max_timestamp(self, s: LiveLog) -> tuple[int, int, int]:
         """(offset, timestamp, leader epoch) of the first record carrying the partition's largest

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 
 from kafkaforensics.errors import KafkaFormatError
+from kafkaforensics.inspect.explain import lag_split, lag_text, scan
 from kafkaforensics.records.internal_topics import decode_offsets
 from kafkaforensics.log.logdir import METADATA_PARTITION, metadata_topic_ids
 from kafkaforensics.log.partition import Partition, find_partitions
@@ -113,6 +114,28 @@ def committed_offsets(paths) -> list[dict]:
                      "leaderEpoch": c["leaderEpoch"], "logEndOffset": leo,
                      "lag": None if leo is None or c["offset"] > leo else leo - c["offset"],
                      "pastLogEnd": leo is not None and c["offset"] > leo, "noLog": (topic, part) in no_log})
+    return rows
+
+
+def explain_lag(paths, group: str | None = None) -> list[dict]:
+    """:func:`committed_offsets` (of ``group`` only, when given), each row with ``explain``: its lag
+    split by what a read_committed consumer makes of it (:func:`~.explain.lag_split`: data to consume,
+    control markers, aborted records, records held behind the last stable offset, offsets compaction
+    removed, offsets below the log start) and that as one line (``text``); None where the partition has
+    no dir here or the commit lies past its log end."""
+    rows = [r for r in committed_offsets(paths) if group is None or r["group"] == group]
+    _offsets, others, _dirs = _inputs(paths)
+    parts = {(pd.topic, pd.partition): pd for pd in others}
+    views = {}
+    for r in rows:
+        tp = (r["topic"], r["partition"])
+        if tp not in parts or r["pastLogEnd"]:
+            r["explain"] = None
+            continue
+        if tp not in views:
+            views[tp] = scan(parts[tp])
+        split = lag_split(views[tp], r["offset"])
+        r["explain"] = split | {"text": lag_text(split)}
     return rows
 
 

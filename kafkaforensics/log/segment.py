@@ -542,3 +542,14 @@ class Segment:
         for b in self.batches(entries[-1][1] if entries else 0):
             nxt = b.next_offset
         return nxt
+
+
+def offset_for_timestamp(segments, timestamp: int, log_start_offset: int) -> TimestampAndOffset | None:
+    """ListOffsets by time (UnifiedLog.fetchOffsetByTimestamp): the first record at or after the log
+    start whose timestamp is at least ``timestamp``, each segment in order looked up through its time
+    index (:meth:`Segment.find_offset_by_timestamp`); None when no record is that late."""
+    for seg in segments:
+        found = seg.find_offset_by_timestamp(timestamp, log_start_offset)
+        if found is not None:
+            return found
+    return None

@@ -47,7 +47,7 @@ class RetentionReport:
                 "logEndOffset": self.log_end_offset, "backup": self.backup, "dropped": self.dropped.to_json()}
 
 
-def _largest_timestamp(seg) -> int:
+def largest_timestamp(seg) -> int:
     """LogSegment.largestTimestamp: the batches' and the time index's last entry's largest, else
     the file's modification time."""
     largest = seg.max_timestamp
@@ -68,7 +68,7 @@ def retention(partition_dir: str, *, retention_ms: int | None = None, retention_
     now = int(time.time() * 1000) if now is None else now
     pd = log = Partition.of(partition_dir).load(producers=False)
     rep = RetentionReport(pd.name, dry_run)
-    segs = [(s.files, s.size, s.next_offset, _largest_timestamp(s)) for s in log.loaded]
+    segs = [(s.files, s.size, s.next_offset, largest_timestamp(s)) for s in log.loaded]
     if not segs:
         return rep
     leo = segs[-1][2]
