@@ -8,7 +8,7 @@ import shutil
 from kafkaforensics.harness.damaged_sample import make_damaged_logdir
 from kafkaforensics.inspect.dump import DumpOptions, dump
 from kafkaforensics.log import time_index
-from tests.conftest import SAMPLE
+from tests.conftest import COMPACTED, SAMPLE
 from tests.corruption import snapshot_files
 
 NOW = "1700000000000"
@@ -240,7 +240,7 @@ def test_dry_runs_speak_of_what_they_would_do(kfx, tmp_path):
     assert _no_past_tense(r.stdout)
     r = kfx("retention", "--dry-run", "--retention-ms", "1", os.path.join(logs, "clients-0"))
     assert "would roll a new active segment 00000000000000000200.log" in r.stdout and _no_past_tense(r.stdout), r.stdout
-    r = kfx("compact", "--dry-run", "--include-active", os.path.join(logs, "clients-0"))
+    r = kfx("compact", "--dry-run", "--include-active", *COMPACTED, os.path.join(logs, "clients-0"))
     assert "would clean [0, 200)" in r.stdout and "tombstones: 4 to keep" in r.stdout and _no_past_tense(r.stdout)
     assert kfx("recover", "--backup-dir", tmp_path / "bk", os.path.join(logs, "orders-0")).exit_code == 1
     r = kfx("restore", "--dry-run", tmp_path / "bk")
