@@ -44,6 +44,7 @@ inspect_analyzer = lazy("kafkaforensics.inspect.analyzer", globals())
 inspect_diff = lazy("kafkaforensics.inspect.diff", globals())
 inspect_dump = lazy("kafkaforensics.inspect.dump", globals())
 inspect_explain = lazy("kafkaforensics.inspect.explain", globals())
+inspect_fleet = lazy("kafkaforensics.inspect.fleet", globals())
 inspect_groups = lazy("kafkaforensics.inspect.groups", globals())
 inspect_report_html = lazy("kafkaforensics.inspect.report_html", globals())
 inspect_verify = lazy("kafkaforensics.inspect.verify", globals())
@@ -972,18 +973,23 @@ def analyze(paths: List[str] = Argument(..., metavar="PATH", help="Segments, par
 
 
 @commands.command()
-def diff(dir_a: str = Argument(..., help="Replica A (the leader's copy)"),
-         dir_b: str = Argument(..., help="Replica B"),
+def diff(dirs: List[str] = Argument(..., metavar="DIR", help="Two or more replicas: partition dirs of one partition "
+                                                             "(the first is A, the leader's copy), or log dirs (one per broker)"),
          different_partitions: bool = Option(False, "--different-partitions",
                                              help="Compare dirs named after two different topic-partitions "
                                                   "(else refused: they are no replicas of one partition)"),
          as_json: bool = JSON):
-    """Compare two replicas of a partition: first divergence, one-sided batches, epoch truncation point."""
+    """Compare replicas: two partition dirs batch by batch, or N log dirs / N partition dirs, each divergence classified."""
+    _require_paths(dirs)
+    if len(dirs) < 2:
+        _fail("kfx diff takes two or more dirs (replicas of a partition, or log dirs one per broker)")
     try:
-        rep = inspect_diff.diff(dir_a, dir_b, different_partitions=different_partitions)
+        if len(dirs) > 2 or any(log_paths.classify(d).kind != log_paths.PARTITION_DIR for d in dirs):
+            _diff_fleet(inspect_fleet.fleet_diff(dirs, different_partitions=different_partitions), as_json)
+        rep = inspect_diff.diff(dirs[0], dirs[1], different_partitions=different_partitions)
     except log_paths.PathUsageError as e:
         _fail(str(e))
-    _print_live_notes([dir_a, dir_b])
+    _print_live_notes(dirs)
     if as_json:
         print(json.dumps(rep.to_json()))
     else:
@@ -1020,6 +1026,28 @@ def diff(dir_a: str = Argument(..., help="Replica A (the leader's copy)"),
                 c.print(f"by leader epoch (OffsetsForLeaderEpoch): B's epoch {e['epoch']} ends at {e['endOffsetInA']} "
                         f"in A, so B truncates to {e['truncateBTo']}", highlight=False, soft_wrap=True)
     raise Exit(EXIT_OK if rep.identical else EXIT_PROBLEMS)
+
+
+def _diff_fleet(rep, as_json: bool) -> None:
+    """``kfx diff`` of N replicas: the report (JSON or lines), exit 0 consistent, 1 divergence."""
+    _print_live_notes(rep.paths)
+    if as_json:
+        print(json.dumps(rep.to_json()))
+        raise Exit(EXIT_OK if rep.consistent else EXIT_PROBLEMS)
+    c = cli_plain.console()
+    for n in rep.notes:
+        c.print(f"note: {n}", highlight=False, soft_wrap=True, markup=False)
+    for p in rep.partitions:
+        for d in p["divergences"]:
+            c.print(f"{p['partition']}: {d['class']}: {d['text']}", highlight=False, soft_wrap=True, markup=False)
+            for e in d["evidence"]:
+                c.print(f"  evidence: {e['text']}", highlight=False, soft_wrap=True, markup=False)
+        for n in p["notes"]:
+            c.print(f"{p['partition']}: note: {n}", highlight=False, soft_wrap=True, markup=False)
+    same = sum(1 for p in rep.partitions if not p["divergences"])
+    c.print(f"{len(rep.partitions)} partition(s) on 2+ replicas: {same} consistent, {len(rep.partitions) - same} "
+            f"diverged; {len(rep.single)} on one replica only", highlight=False, soft_wrap=True, markup=False)
+    raise Exit(EXIT_OK if rep.consistent else EXIT_PROBLEMS)
 
 
 @commands.command()

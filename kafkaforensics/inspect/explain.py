@@ -190,17 +190,17 @@ def _fact(b, state) -> BatchFact:
     return f
 
 
-def _watch(view: LogView, b, offsets: set, keys: set) -> None:
+def _watch(view: LogView, b, offsets: set, keys: set, every_key: bool = False) -> None:
     """Keep the records of ``b`` asked for: those at ``offsets`` (their keys then watched) and those of
-    the ``keys`` watched."""
-    if b.is_control or (not keys and not any(b.base_offset <= o <= b.last_offset for o in offsets)):
+    the ``keys`` watched (``every_key``: every keyed record)."""
+    if b.is_control or (not keys and not every_key and not any(b.base_offset <= o <= b.last_offset for o in offsets)):
         return
     try:
         recs = b.records()
     except KafkaFormatError:
         return
     for r in recs:
-        if r.offset in offsets or r.key in keys:
+        if r.offset in offsets or r.key in keys or (every_key and r.key is not None):
             view.records[r.offset] = {"key": r.key, "timestamp": r.timestamp, "tombstone": r.value is None}
             if r.key is not None:
                 keys.add(r.key)
@@ -225,9 +225,10 @@ def _torn(seg) -> dict | None:
             "baseOffset": base, "lastOffset": last, "inFlight": appending(seg.path)}
 
 
-def scan(partition, offsets=(), keys=()) -> LogView:
+def scan(partition, offsets=(), keys=(), every_key: bool = False) -> LogView:
     """Walk ``partition`` (a :class:`Partition` or its dir) once into a :class:`LogView`, keeping the
-    records at ``offsets``, those of ``keys`` (bytes) and those of the keys the offsets' records have."""
+    records at ``offsets``, those of ``keys`` (bytes) and those of the keys the offsets' records have
+    (``every_key``: every keyed record, for ``kfx diff``'s compaction checks)."""
     pd = Partition.of(partition)
     view = LogView(pd)
     want, watched = set(offsets), set(keys)
@@ -240,7 +241,7 @@ def scan(partition, offsets=(), keys=()) -> LogView:
             if done is not None:
                 view.txns[done.first_offset] = {"offset": done.last_offset, "type": "ABORT" if done.aborted else "COMMIT",
                                                 "file": b.file, "position": b.position}
-            _watch(view, b, want, watched)
+            _watch(view, b, want, watched, every_key)
     view.open_txns = {first: pid for first, pid in pd.state.ongoing.items()}
     view.log_end, view.last_stable, view.log_start = pd.log_end_offset, pd.last_stable_offset, pd.log_start_offset
     view.torn = [t for t in (_torn(s) for s in pd.loaded) if t is not None]

@@ -1,0 +1,135 @@
+"""`kfx diff` of N replicas (issue 54, part 3): every divergence class planted with the project's writers
+and found with its class and evidence; a replica merely behind is consistent; three log dirs of several
+partitions; the real log dirs against a copy of themselves."""
+import json
+import os
+import shutil
+
+import pytest
+
+from kafkaforensics.inspect.fleet import fleet_diff
+from kafkaforensics.log.partition import write_partition_metadata
+from kafkaforensics.log.writer import write_partition
+from kafkaforensics.records.batch import Record
+from kafkaforensics.records.builder import build_v2
+from kafkaforensics.repair.cleaner import CompactOptions, compact
+from tests import realdirs
+from tests.test_analyzer import T0, marker, recs, v2
+from tests.test_explain import _txn
+
+
+def _p(root, broker, batches, name="t-0"):
+    return write_partition(str(root / broker / name), batches, index_interval_bytes=200)
+
+
+def _classes(rep):
+    return sorted({d["class"] for d in rep.divergences})
+
+
+def _one(rep, cls):
+    found = [d for d in rep.divergences if d["class"] == cls]
+    assert len(found) == 1, (cls, rep.divergences)
+    return found[0]
+
+
+def _cleaner(log_dir, topic, part, offset):
+    with open(os.path.join(log_dir, "cleaner-offset-checkpoint"), "w") as f:
+        f.write(f"0\n1\n{topic} {part} {offset}\n")
+
+
+def test_identical_and_behind_are_consistent(tmp_path, kfx):
+    full = [v2(0, 3), v2(3, 2), v2(5, 2, partition_leader_epoch=1)]
+    a, b, c = _p(tmp_path, "a", full), _p(tmp_path, "b", full), _p(tmp_path, "c", full[:2])
+    rep = fleet_diff([a, b, c])
+    assert rep.consistent and rep.partitions[0]["reference"] == a
+    assert any("is behind" in n and c in n for n in rep.partitions[0]["notes"])
+    r = kfx("diff", a, b, c, "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["consistent"] is True
+    assert "behind" in kfx("diff", a, b, c).stdout
+
+
+def test_same_offsets_different_bytes_and_epoch_truncation(tmp_path, kfx):
+    a = [v2(0, 3, partition_leader_epoch=0), v2(3, 2, partition_leader_epoch=0), v2(5, 2, partition_leader_epoch=1)]
+    b = a[:2] + [build_v2(recs(5, 3), base_offset=5, partition_leader_epoch=0)]  # kept writing in epoch 0
+    pa, pb, pc = _p(tmp_path, "a", a), _p(tmp_path, "b", b), _p(tmp_path, "c", a)
+    rep = fleet_diff([pa, pb, pc])
+    assert _classes(rep) == ["diverged", "epoch-truncation"]
+    d = _one(rep, "diverged")
+    assert d["replica"] == pb and d["offsets"] == [5, 7]
+    assert [(e["replica"], e["baseOffset"], e["position"]) for e in d["evidence"]] == [
+        (pa, 5, d["evidence"][0]["position"]), (pb, 5, d["evidence"][1]["position"])]
+    assert d["evidence"][0]["position"] > 0 and d["evidence"][0]["file"].endswith("00000000000000000000.log")
+    t = _one(rep, "epoch-truncation")
+    assert t["replica"] == pb and t["epoch"] == 0 and t["truncateTo"] == 5
+    assert t["evidence"][0]["file"].endswith("leader-epoch-checkpoint") and t["evidence"][1]["baseOffset"] == 5
+    r = kfx("diff", pa, pb, pc, "--json")
+    assert r.exit_code == 1 and json.loads(r.stdout)["classes"] == ["diverged", "epoch-truncation"]
+
+
+def test_batches_on_one_side_only(tmp_path):
+    a = [v2(0, 3), v2(3, 2), v2(5, 2)]
+    pa, pb = _p(tmp_path, "a", a), _p(tmp_path, "b", [a[0], a[2]])  # B lacks 3..4 yet holds 5..6
+    rep = fleet_diff([pa, pb, _p(tmp_path, "c", a)])
+    d = _one(rep, "one-sided")
+    assert d["replica"] == pa and d["other"] == pb and d["offsets"] == [3, 4]
+    assert d["evidence"][0]["baseOffset"] == 3 and d["evidence"][0]["replica"] == pa
+
+
+def test_aborted_transaction_served_as_committed(tmp_path, kfx):
+    """(b) The ABORT marker at 2 is missing on B: producer 1's COMMIT at 5 commits 0..1 and 3..4 there."""
+    a = [_txn(0, 2, 1), marker(2, 1, abort=True), _txn(3, 2, 1), marker(5, 1), v2(6, 2)]
+    pa, pb = _p(tmp_path, "a", a), _p(tmp_path, "b", a[:1] + a[2:])
+    rep = fleet_diff([pa, pb])
+    d = _one(rep, "aborted-served-as-committed")
+    assert d["replica"] == pb and d["transactionFirstOffset"] == 0 and d["markerOffset"] == 2
+    assert d["evidence"][0]["marker"] == "ABORT" and d["evidence"][0]["file"].startswith(pa)
+    assert any(e.get("markerOffset") == 5 and e["replica"] == pb for e in d["evidence"])
+    assert "one-sided" in _classes(rep)  # the marker's batch itself
+    assert kfx("diff", pa, pb).exit_code == 1  # two partition dirs: the 2-replica form, its own exit
+
+
+def test_committed_data_hidden(tmp_path):
+    """(c) The COMMIT marker at 2 is missing on B: producer 1's ABORT at 5 aborts 0..1 there too."""
+    a = [_txn(0, 2, 1), marker(2, 1), _txn(3, 2, 1), marker(5, 1, abort=True), v2(6, 2)]
+    pa, pb = _p(tmp_path, "a", a), _p(tmp_path, "b", a[:1] + a[2:])
+    rep = fleet_diff([pa, pb, _p(tmp_path, "c", a)])
+    d = _one(rep, "committed-hidden")
+    assert d["replica"] == pb and d["markerOffset"] == 2 and d["evidence"][0]["marker"] == "COMMIT"
+    assert "lso-frozen" not in _classes(rep)
+
+
+def test_last_stable_offset_frozen_by_a_marker_on_one_replica(tmp_path):
+    """(d) A's ABORT at 2 is missing on B: B's transaction stays open, its last stable offset frozen at 0;
+    a replica that has not fetched the marker yet is merely behind."""
+    a = [_txn(0, 2, 1), marker(2, 1, abort=True), v2(3, 4)]
+    pa, pb = _p(tmp_path, "a", a), _p(tmp_path, "b", [a[0], a[2]])
+    behind = _p(tmp_path, "c", a[:1])
+    rep = fleet_diff([pa, pb, behind])
+    d = _one(rep, "lso-frozen")
+    assert d["replica"] == pb and d["lastStableOffset"] == 0 and d["markerOffset"] == 2
+    assert any(e.get("lastStableOffset") == 0 for e in d["evidence"])
+    assert not [x for x in rep.divergences if x["replica"] == behind]
+    assert fleet_diff([pa, behind]).consistent
+
+
+def test_deleted_key_older_value_resurrected(tmp_path, kfx):
+    """(a) A's cleaner compacted key k's value at 0 away under its tombstone at 2; B lost the tombstone
+    in the race, and its cleaner kept k's value at 0, which it still serves."""
+    rec = lambda off, k, v: build_v2([Record(off, T0 + off, k, v)], base_offset=off)  # noqa: E731
+    written = [(b"k", b"old"), (b"j", b"1"), (b"k", None), (b"j", b"2"), (b"m", b"1"), (b"m", b"2"), (b"n", b"1")]
+    a = [rec(i, k, v) for i, (k, v) in enumerate(written)]
+    pa = write_partition(str(tmp_path / "a" / "t-0"), a, segment_bytes=150)
+    pb = write_partition(str(tmp_path / "b" / "t-0"), a[:2] + a[3:], segment_bytes=150)
+    for p in (pa, pb):
+        compact(p, CompactOptions(now=T0 + 10**6, delete_retention_ms=10**9), backup=False)
+    ck = {d: int((tmp_path / d / "cleaner-offset-checkpoint").read_text().split()[-1]) for d in "ab"}
+    assert min(ck.values()) > 2
+    rep = fleet_diff([str(tmp_path / "a"), str(tmp_path / "b")])
+    d = _one(rep, "deleted-key-resurrected")
+    assert d["replica"] == pb and d["key"] == "k" and d["offset"] == 0
+    assert d["evidence"][0]["baseOffset"] == 0 and d["evidence"][0]["replica"] == pb
+    assert any(f"cleaner-offset-checkpoint: 't 0 {ck['b']}'" in e["text"] for e in d["evidence"])
+    assert any(e.get("baseOffset") == 2 and e.get("replica") == pa for e in d["evidence"])
+    assert _classes(rep) == ["deleted-key-resurrected"]  # the rest differs below the cleaner checkpoints
+    r = kfx("diff", str(tmp_path / "a"), str(tmp_path / "b"))
+    assert r.exit_code == 1 and "deleted-key-resurrected" in r.stdout
