@@ -133,3 +133,63 @@ def test_deleted_key_older_value_resurrected(tmp_path, kfx):
     assert _classes(rep) == ["deleted-key-resurrected"]  # the rest differs below the cleaner checkpoints
     r = kfx("diff", str(tmp_path / "a"), str(tmp_path / "b"))
     assert r.exit_code == 1 and "deleted-key-resurrected" in r.stdout
+
+
+def test_three_log_dirs_of_several_partitions(tmp_path, kfx):
+    """Three brokers: orders-0 on all three (broker 3 behind), orders-1 on two (broker 2's batch 3..4
+    differs), items-0 on one; a topic of one name re-created with another id on broker 3."""
+    base = [v2(0, 3), v2(3, 2), v2(5, 2)]
+    for broker in ("b1", "b2", "b3"):
+        _p(tmp_path, broker, base if broker != "b3" else base[:2], name="orders-0")
+    _p(tmp_path, "b1", base, name="orders-1")
+    _p(tmp_path, "b2", base[:1] + [build_v2(recs(3, 2, key=b"x"), base_offset=3)] + base[2:], name="orders-1")
+    _p(tmp_path, "b1", base, name="items-0")
+    _p(tmp_path, "b1", base, name="users-0")
+    users3 = _p(tmp_path, "b3", base, name="users-0")
+    write_partition_metadata(users3, "AAAAAAAAAAAAAAAAAAAAAQ")
+    dirs = [str(tmp_path / b) for b in ("b1", "b2", "b3")]
+    rep = fleet_diff(dirs)
+    by = {p["partition"]: p for p in rep.partitions}
+    assert sorted(by) == ["orders-0", "orders-1", "users-0"] and rep.single == [
+        {"partition": "items-0", "replica": str(tmp_path / "b1" / "items-0")}]
+    assert not by["orders-0"]["divergences"] and len(by["orders-0"]["replicas"]) == 3
+    assert any("is behind" in n for n in by["orders-0"]["notes"])
+    assert [(d["class"], d["offsets"]) for d in by["orders-1"]["divergences"]] == [("diverged", [3, 4])]
+    t = by["users-0"]["divergences"]
+    assert [d["class"] for d in t] == ["topic-id-mismatch"]
+    assert {e["topicId"] for e in t[0]["evidence"]} == {"AAAAAAAAAAAAAAAAAAAAAQ", by["users-0"]["divergences"][0][
+        "evidence"][0]["topicId"]} and len(t[0]["evidence"]) == 2
+    r = kfx("diff", *dirs)
+    assert r.exit_code == 1
+    assert "orders-1: diverged: offsets 3..4" in r.stdout and "users-0: topic-id-mismatch" in r.stdout
+    assert "3 partition(s) on 2+ replicas: 1 consistent, 2 diverged; 1 on one replica only" in r.stdout
+    shutil.rmtree(str(tmp_path / "b2" / "orders-1"))
+    shutil.rmtree(users3)
+    assert kfx("diff", *dirs).exit_code == 0
+
+
+def test_bad_input_is_one_line_exit_2(tmp_path, kfx):
+    a = _p(tmp_path, "a", [v2(0, 2)])
+    b = _p(tmp_path, "b", [v2(0, 2)])
+    for args, want in (((str(tmp_path / "a"), b), "not both"), ((a, b, str(tmp_path / "missing")), "no such file"),
+                       ((str(tmp_path / "a"),), "two or more"), ((a, a, b), "different dirs"),
+                       ((a, b, os.path.join(a, "00000000000000000000.log")), "not a")):
+        r = kfx("diff", *args)
+        assert r.exit_code == 2 and want in r.output and "Traceback" not in r.output, (args, r.output)
+        assert len([ln for ln in r.output.splitlines() if ln.strip()]) == 1, r.output
+    other = _p(tmp_path, "c", [v2(0, 2)], name="u-0")
+    r = kfx("diff", a, b, other)
+    assert r.exit_code == 2 and "--different-partitions" in r.output
+    assert kfx("diff", "--different-partitions", a, b, other).exit_code == 0
+
+
+@pytest.mark.skipif(not realdirs.tarballs(), reason="the real log dirs (../shared/real-logdirs) are not on this machine")
+@pytest.mark.parametrize("name", realdirs.tarballs())
+def test_real_log_dirs_against_a_copy_of_themselves(tmp_path, name):
+    rd = realdirs.unpack(name, str(tmp_path / "one"))
+    copy = str(tmp_path / "copy")
+    shutil.copytree(rd.log_dir, copy, symlinks=True)
+    rep = fleet_diff([rd.log_dir, copy])
+    assert rep.consistent, rep.divergences[:3]
+    assert rep.partitions and not rep.single
+    assert all(len(p["replicas"]) == 2 for p in rep.partitions)

@@ -32,7 +32,7 @@ from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.inspect.diff import diff as diff_pair, replica_names
 from kafkaforensics.inspect.explain import LogView, scan
 from kafkaforensics.log.log_config import LogConfig
-from kafkaforensics.log.partition import LogDir, Partition, partition_dir_state
+from kafkaforensics.log.partition import LogDir, Partition, parse_partition_dir_name, partition_dir_state
 from kafkaforensics.log.paths import LOG_DIR, PARTITION_DIR, PathUsageError, classify_for
 
 DIVERGED, ONE_SIDED, EPOCH_TRUNCATION, CORRUPT, TOPIC_ID_MISMATCH = (
@@ -280,10 +280,11 @@ def _resurrected(x: Replica, y: Replica) -> list:
     return out
 
 
-def compare_partition(name: str, dirs: list, max_listed: int = 1000) -> dict:
-    """The replicas ``dirs`` of partition ``name`` compared: divergences, notes, each one's log end."""
+def compare_partition(name: str, dirs: list, max_listed: int = 1000, check_ids: bool = True) -> dict:
+    """The replicas ``dirs`` of partition ``name`` compared: divergences, notes, each one's log end
+    (``check_ids``: their ``partition.metadata`` topic ids must agree)."""
     out = {"partition": name, "replicas": list(dirs), "reference": None, "divergences": [], "notes": []}
-    ids = _topic_ids(dirs)
+    ids = _topic_ids(dirs) if check_ids else {}
     if len(set(ids.values())) > 1:
         out["divergences"].append(_entry(TOPIC_ID_MISMATCH, dirs[0], dirs[1], "partition.metadata: topic ids differ ("
                                          + ", ".join(f"{d}: {t}" for d, t in ids.items()) + "): two topics of one name",
@@ -325,7 +326,9 @@ def fleet_diff(paths: list, max_listed: int = 1000, different_partitions: bool =
     if len({os.path.realpath(p) for p in paths}) < len(paths) or len(paths) < 2:
         raise PathUsageError(f"kfx diff takes {TAKES}: two or more different dirs, one replica each")
     rep = FleetReport(list(paths))
+    one_name = True
     if kinds[0].kind == PARTITION_DIR:
+        one_name = len({parse_partition_dir_name(p) for p in paths}) == 1
         for p in paths[1:]:
             rep.notes += replica_names(paths[0], p, different_partitions)
         groups = {os.path.basename(os.path.normpath(paths[0])): list(paths)}
@@ -338,5 +341,5 @@ def fleet_diff(paths: list, max_listed: int = 1000, different_partitions: bool =
         if len(dirs) < 2:
             rep.single.append({"partition": name, "replica": dirs[0]})
             continue
-        rep.partitions.append(compare_partition(name, dirs, max_listed))
+        rep.partitions.append(compare_partition(name, dirs, max_listed, check_ids=one_name))
     return rep
