@@ -193,3 +193,16 @@ def test_real_log_dirs_against_a_copy_of_themselves(tmp_path, name):
     assert rep.consistent, rep.divergences[:3]
     assert rep.partitions and not rep.single
     assert all(len(p["replicas"]) == 2 for p in rep.partitions)
+
+
+def test_a_batch_failing_its_crc_is_corruption(tmp_path):
+    a = [v2(0, 3), v2(3, 2), v2(5, 2)]
+    pa, pb, pc = _p(tmp_path, "a", a), _p(tmp_path, "b", a), _p(tmp_path, "c", a)
+    log = os.path.join(pb, "00000000000000000000.log")
+    data = bytearray(open(log, "rb").read())
+    data[-3] ^= 0xFF  # a value byte of the last batch: its CRC fails
+    open(log, "wb").write(bytes(data))
+    rep = fleet_diff([pa, pb, pc])
+    d = _one(rep, "corrupt")
+    assert d["replica"] == pb and d["evidence"][0]["baseOffset"] == 5 and d["evidence"][0]["file"] == log
+    assert _classes(rep) == ["corrupt"]

@@ -311,7 +311,9 @@ def compare_partition(name: str, dirs: list, max_listed: int = 1000, check_ids: 
 
 
 def _live_partition_dirs(log_dir: str) -> list:
-    return [d for d in LogDir(log_dir).partition_dirs() if partition_dir_state(d) == "live"]
+    """The live partition dirs of ``log_dir``, spelled from the path the user gave."""
+    return [os.path.join(log_dir, os.path.basename(d)) for d in LogDir(log_dir).partition_dirs()
+            if partition_dir_state(d) == "live"]
 
 
 def fleet_diff(paths: list, max_listed: int = 1000, different_partitions: bool = False) -> FleetReport:
