@@ -980,12 +980,15 @@ def diff(dirs: List[str] = Argument(..., metavar="DIR", help="Two or more replic
                                                   "(else refused: they are no replicas of one partition)"),
          as_json: bool = JSON):
     """Compare replicas: two partition dirs batch by batch, or N log dirs / N partition dirs, each divergence classified."""
-    _require_paths(dirs)
     if len(dirs) < 2:
         _fail("kfx diff takes two or more dirs (replicas of a partition, or log dirs one per broker)")
     try:
         if len(dirs) > 2 or any(log_paths.classify(d).kind != log_paths.PARTITION_DIR for d in dirs):
-            _diff_fleet(inspect_fleet.fleet_diff(dirs, different_partitions=different_partitions), as_json)
+            try:
+                fleet = inspect_fleet.fleet_diff(dirs, different_partitions=different_partitions)
+            except (OSError, errors.KafkaFormatError) as e:
+                _fail(str(e))
+            _diff_fleet(fleet, as_json)
         rep = inspect_diff.diff(dirs[0], dirs[1], different_partitions=different_partitions)
     except log_paths.PathUsageError as e:
         _fail(str(e))
