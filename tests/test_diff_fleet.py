@@ -75,9 +75,12 @@ def test_batches_on_one_side_only(tmp_path):
     assert d["evidence"][0]["baseOffset"] == 3 and d["evidence"][0]["replica"] == pa
 
 
-def test_aborted_transaction_served_as_committed(tmp_path, kfx):
-    """(b) The ABORT marker at 2 is missing on B: producer 1's COMMIT at 5 commits 0..1 and 3..4 there."""
-    a = [_txn(0, 2, 1), marker(2, 1, abort=True), _txn(3, 2, 1), marker(5, 1), v2(6, 2)]
+@pytest.mark.parametrize("bump", [0, 1], ids=["txn-v1", "txn-v2-epoch-bump-per-marker"])
+def test_aborted_transaction_served_as_committed(tmp_path, kfx, bump):
+    """(b) The ABORT marker at 2 is missing on B: producer 1's COMMIT at 5 commits 0..1 and 3..4 there
+    (KIP-890's transactions v2 too: each marker bumps the epoch, the next transaction starts under it)."""
+    a = [_txn(0, 2, 1), marker(2, 1, abort=True, epoch=bump), _txn(3, 2, 1, epoch=bump), marker(5, 1, epoch=2 * bump),
+         v2(6, 2)]
     pa, pb = _p(tmp_path, "a", a), _p(tmp_path, "b", a[:1] + a[2:])
     rep = fleet_diff([pa, pb])
     d = _one(rep, "aborted-served-as-committed")
