@@ -53,10 +53,12 @@ class Replica:
 
     @property
     def cleaned_to(self) -> int:
+        """The cleaner checkpoint's offset (0: the cleaner never ran on it)."""
         return self.cleaner[0] if self.cleaner else 0
 
     @property
     def latest_epoch(self) -> int:
+        """The newest leader epoch its batches carry (-1: none)."""
         return max((b.leader_epoch for b in self.view.batches), default=-1)
 
 
@@ -83,10 +85,12 @@ class FleetReport:
 
 
 def _entry(cls: str, replica: str, other: str, text: str, evidence: list, **more) -> dict:
+    """One divergence: its class, the replica it is about, the replica it was compared with."""
     return {"class": cls, "replica": replica, "other": other, "text": text, "evidence": evidence, **more}
 
 
 def _batch_ev(r: Replica, b, what: str) -> dict:
+    """A batch of ``r`` (a :class:`~kafkaforensics.inspect.explain.BatchFact`) as evidence."""
     return {"text": f"{what}: {b.text()} in {r.path} (epoch {b.leader_epoch})", "replica": r.path, **b.where(),
             "epoch": b.leader_epoch}
 
@@ -112,6 +116,7 @@ def _replicas(dirs: list) -> list[Replica]:
 
 
 def _topic_ids(dirs: list) -> dict:
+    """dir -> the topic id its ``partition.metadata`` holds (dirs without a readable one left out)."""
     out = {}
     for d in dirs:
         try:
@@ -206,6 +211,7 @@ def _txn_firsts(view: LogView) -> dict:
 
 
 def _marker_ev(r: Replica, m: dict, what: str) -> dict:
+    """A transaction's end marker in ``r`` (as :attr:`LogView.txns` holds it) as evidence."""
     return {"text": f"{what}: {m['type']} marker at offset {m['offset']}, byte {m['position']} of "
                     f"{os.path.basename(m['file'])} in {r.path}", "replica": r.path, "file": m["file"],
             "position": m["position"], "markerOffset": m["offset"], "marker": m["type"]}
