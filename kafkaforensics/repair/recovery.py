@@ -23,8 +23,9 @@ have written is kept (:mod:`kafkaforensics.log.kafka_files`):
 6. producer snapshots are deleted and taken as ProducerStateManager does at load (see
    :func:`_plan_snapshots`): none past the log end or at or below the log start, none corrupt, no
    stray one but the latest, and one taken only past the last one (none in an empty partition);
-   the leader-epoch cache is truncated at the log end (an entry starting there kept) and from the
-   log start, and extended by the recovered batches.
+   the leader-epoch cache is truncated at the log end (every entry starting at or past it goes) and
+   from the log start, and extended by the recovered batches (its file written only when its entries
+   change).
 
 The metadata partition (``__cluster_metadata-0``) loads from offset 0 as after an unclean shutdown,
 as the raft layer loads it; a ``-delete`` dir is left as it is.
@@ -451,22 +452,32 @@ def _load_epochs(d: _PlannedPartition, rep: RecoveryReport) -> LeaderEpochCache:
 
 
 def _plan_epochs(d: _PlannedPartition, epochs: LeaderEpochCache, leo: int, log_start: int, plan) -> None:
-    """LogLoader.load: the cache is truncated at the log end, then from the checkpointed log start.
-
-    An entry starting exactly at the log end is kept: it is what a leader assigns when elected
-    (assign(epoch, log end)); Kafka drops it at load and writes it back when the partition's leader
-    is elected again, so dropping it offline would change a file a restart leaves as it is."""
+    """LogLoader.load: the cache is truncated at the log end (``truncateFromEnd(logEndOffset)``, in
+    0.11-2.2 ``clearAndFlushLatest``: every entry starting at or past the log end goes, an entry a
+    leader assigned at the log end when elected too), then from the checkpointed log start.  The file
+    is written only when its entries change (an empty file is no entries: left as it is)."""
     name = C.LEADER_EPOCH_FILE
     if name not in d.files and not epochs:
         return
-    epochs.truncate_from_end(leo + 1)
+    past_end = epochs.truncate_from_end(leo)
     if log_start > 0 and epochs and epochs.entries[0][1] < log_start:
         epochs.truncate_from_start(log_start)
-    data = epochs.to_bytes()
-    if name in d.files and fsutil.same_content(d.files[name], data):
+    if name in d.files and _epoch_entries(d.files[name]) == epochs.entries:
         return
-    plan.append(Action("write", d.full(name), "leader epochs truncated at the log end and extended by the "
-                                              "recovered batches", data=data, phase=PHASES["epochs"]))
+    why = "leader epochs truncated at the log end and extended by the recovered batches"
+    if past_end:
+        why += (f"; drops {', '.join(f'epoch {e} at {o}' for e, o in past_end)} (at or past the log end {leo}: "
+                "LeaderEpochFileCache.truncateFromEnd at load)")
+    plan.append(Action("write", d.full(name), why, data=epochs.to_bytes(), phase=PHASES["epochs"]))
+
+
+def _epoch_entries(path: str) -> list[tuple[int, int]] | None:
+    """The (epoch, start) entries a leader-epoch-checkpoint holds as written (an empty file: none, as
+    Kafka reads it); None when unreadable."""
+    try:
+        return [(e["epoch"], e["startOffset"]) for e in read_checkpoint(path, C.LeaderEpochCheckpoint) or []]
+    except KafkaFormatError:
+        return None
 
 
 _EMPTY = None  # a snapshot Kafka writes without producer state (see _plan_snapshots)
