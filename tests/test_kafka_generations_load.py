@@ -82,3 +82,27 @@ def test_empty_epoch_checkpoint_is_not_rewritten(tmp_path, kfx, version):
     assert r.exit_code == 0 and json.loads(r.stdout)["actions"] == [], r.output
     assert recover(str(d), kafka_version=version, backup=False).actions == []
     assert (d / "leader-epoch-checkpoint").read_bytes() == b""
+
+
+# -- 5. the recovery point after an unclean start ------------------------------------------------------
+def crashed_log_dir(tmp_path, recovery_point, records=70):
+    """A log dir after an unclean shutdown: t-0 holds offsets [0, records), its checkpointed recovery
+    point is ``recovery_point``."""
+    from kafkaforensics.log.checkpoint_file import build_offsets
+    ld = log_dir(tmp_path, clean=False)
+    d = empty_partition(ld, None)
+    (d / name(0, ".log")).write_bytes(b"".join(v2(b, 10) for b in range(0, records, 10)))
+    (ld / "recovery-point-offset-checkpoint").write_bytes(build_offsets({("t", 0): recovery_point}))
+    return ld
+
+
+@pytest.mark.parametrize("version,checkpointed,expected", [
+    ("0.10", 30, 30), ("0.11", 30, 30), ("0.11", 90, 90),      # Log.recoverLog 0.11: set only when clean
+    ("1.0", 30, 70), ("2.2", 30, 70), ("2.7", 90, 70),         # 1.0-2.7: recoveryPoint = activeSegment.nextOffset
+    ("2.8", 30, 30), ("3.6", 90, 70), ("4.0", 30, 30)])        # 2.8 (KAFKA-10101): min(recoveryPoint, logEndOffset)
+def test_recovery_point_after_an_unclean_start_per_version(tmp_path, version, checkpointed, expected):
+    from kafkaforensics.log.checkpoint_file import read_offsets
+    from kafkaforensics.repair.load_logs import recover_log_dirs
+    ld = crashed_log_dir(tmp_path, checkpointed)
+    recover_log_dirs([str(ld)], jobs=1, backup=False, kafka_version=version)
+    assert read_offsets(str(ld / "recovery-point-offset-checkpoint")) == {("t", 0): expected}

@@ -14,8 +14,8 @@ Per log dir, as LogManager does at start:
   (Kafka loads it only to delete it);
 * then the two checkpoints LogManager writes are written as it writes them: the recovery point of
   every loaded log (current and future, not ``-delete`` or ``-stray`` dirs, not the metadata log):
-  its log end after a clean shutdown, else the lower of its checkpointed recovery point and its log
-  end; the log start of those whose log start lies above their first segment. A checkpoint whose
+  its log end after a clean shutdown, else by the version's rule (KAFKA-10101): up to 0.11 the
+  checkpointed one, 1.0-2.7 the log end, from 2.8 the lower of the checkpointed one and the log end; the log start of those whose log start lies above their first segment. A checkpoint whose
   entries are already these (in any order: Kafka writes hash-map order) is left as it is.
 
 Nothing else of the log dir is touched (the marker stays: the dir is as consistent as the broker
@@ -131,6 +131,17 @@ def plan_log_dir(ld: LogDir, *, full: bool, dry_run: bool, backup: bool, backup_
     return out, tasks
 
 
+def _recovery_point(out: LogDirRecovery, rep: RecoveryReport, tp) -> int:
+    """The recovery point LogManager checkpoints for a loaded log: its log end after a clean
+    shutdown; after an unclean one by the version's rule (KAFKA-10101): up to 0.11 the checkpointed
+    one, 1.0-2.7 the log end, from 2.8 the lower of the two."""
+    leo, ck = rep.log_end_offset, out.tables[RECOVERY_POINT].get(tp, 0)
+    if out.clean_shutdown:
+        return leo
+    rule = rep.kafka.rules().write("recovery-point-unclean") if rep.kafka is not None else "min"
+    return ck if rule == "keep" else leo if rule == "log-end" else min(ck, leo)
+
+
 def finish_log_dir(out: LogDirRecovery, *, backup: bool, backup_dir: str | None) -> None:
     """The checkpoints LogManager writes once the logs are loaded (planned, applied unless a dry run)."""
     rps, lsos = {}, {}
@@ -139,8 +150,7 @@ def finish_log_dir(out: LogDirRecovery, *, backup: bool, backup_dir: str | None)
         tp = parse_partition_dir_name(rep.path)
         if state not in ("live", "future") or rep.partition == METADATA_PARTITION or tp is None:
             continue
-        leo = rep.log_end_offset
-        rps[tp] = leo if out.clean_shutdown else min(out.tables[RECOVERY_POINT].get(tp, 0), leo)
+        rps[tp] = _recovery_point(out, rep, tp)
         if rep.first_segment is not None and rep.log_start_offset > rep.first_segment:
             lsos[tp] = rep.log_start_offset
     for name, table, why in ((RECOVERY_POINT, rps, "the recovery point of every loaded log, as LogManager "
