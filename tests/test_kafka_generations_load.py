@@ -338,3 +338,46 @@ def test_recovered_segment_indexes_rebuilt_as_recovery_writes_them(tmp_path, kfx
     assert open(os.path.join(part, name(0, ".index")), "rb").read() == want_idx
     assert open(os.path.join(part, name(0, ".timeindex")), "rb").read() == want_tidx
     assert rewritten or {f: open(os.path.join(part, f), "rb").read() for f in os.listdir(part)} == before
+
+
+# -- done when: every real log dir, after a clean and after an unclean shutdown ------------------------------
+def _tarballs():
+    from tests.realdirs import tarballs
+    return tarballs()
+
+
+@pytest.mark.parametrize("clean", [True, False], ids=["clean", "unclean"])
+@pytest.mark.parametrize("tarball", _tarballs())
+def test_real_log_dirs_load_as_their_kafka(tmp_path, tarball, clean):
+    """Every real log dir, marked clean or not: after recover no leader-epoch entry starts at or past its
+    partition's log end (truncateFromEnd), an empty epoch file is still empty, a 0.10-era dir holds no
+    producer snapshot kfx made, no partial/deleted KRaft snapshot is left; a second run plans nothing
+    (after a clean shutdown: nothing but the snapshots Kafka's own clean loads alternate)."""
+    from kafkaforensics.repair.load_logs import recover_log_dirs
+    real = _real(tmp_path, tarball)
+    ld = real.log_dir
+    marker = os.path.join(ld, ".kafka_cleanshutdown")
+    if clean and not os.path.exists(marker):
+        open(marker, "wb").close()
+    elif not clean and os.path.exists(marker):
+        os.remove(marker)
+    empty = {r for r, _d, fs in os.walk(ld) if "leader-epoch-checkpoint" in fs
+             and os.path.getsize(os.path.join(r, "leader-epoch-checkpoint")) == 0}
+    snaps = {os.path.join(r, f) for r, _d, fs in os.walk(ld) for f in fs if f.endswith(".snapshot")}
+    (out,) = recover_log_dirs([ld], jobs=1, backup=False)
+    for rep in out.partitions:
+        p = os.path.join(rep.path, "leader-epoch-checkpoint")
+        if os.path.exists(p):
+            lines = open(p).read().split("\n")[2:]
+            assert all(int(x.split()[1]) < rep.log_end_offset for x in lines if x.strip()), (rep.partition, lines)
+    assert all(os.path.getsize(os.path.join(r, "leader-epoch-checkpoint")) == 0 for r in empty)
+    if out.kafka.rules().write("files-since-0.11") == "none":
+        assert {os.path.join(r, f) for r, _d, fs in os.walk(ld) for f in fs if f.endswith(".snapshot")} <= snaps
+    assert not [f for _r, _d, fs in os.walk(ld) for f in fs if f.endswith((".checkpoint.part", ".checkpoint.deleted"))]
+    # a second run changes nothing but where Kafka's own loads alternate: after a clean shutdown a
+    # partition with no snapshot gets empty ones (loadProducerState), which the next load deletes when
+    # they lie at its log start (truncateAndReload)
+    (again,) = recover_log_dirs([ld], jobs=1, backup=False)
+    assert not again.checkpoint_actions
+    assert {k for r in again.partitions for k in r.done} <= ({"snapshot written", "snapshot deleted"} if clean
+                                                            else set())

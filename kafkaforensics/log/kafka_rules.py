@@ -58,6 +58,9 @@ class Rule:
     #: the behaviours that change less, best first: the first of them a range allows is taken when the
     #: range spans several behaviours (none allowed -- a file format -- : the newest is written)
     safe: tuple[str, ...] = ()
+    #: whether kfx applies one behaviour (False: a check of every behaviour the range allows, never
+    #: ambiguous)
+    applied: bool = True
 
 
 def _b(since, until, key, says) -> Behaviour:
@@ -106,7 +109,7 @@ RULES: tuple[Rule, ...] = (
          (_b(None, (1, 1), "delete", "-delete only"),
           _b((1, 1), (3, 7), "future", "-delete and -future (JBOD moves, KIP-113)"),
           _b((3, 7), None, "stray", "-delete, -future and -stray (KIP-858)")),
-         "Log.parseTopicPartitionName 1.0.0 / 1.1.0; LocalLog.StrayDirSuffix 3.7.0"),
+         "Log.parseTopicPartitionName 1.0.0 / 1.1.0; LocalLog.StrayDirSuffix 3.7.0", applied=False),
     Rule("files-since-0.11", "producer snapshots and log-start-offset-checkpoint (KIP-98, KIP-107)",
          (_b(None, (0, 11), "none", "are not written (0.10 has neither)"),
           _b((0, 11), None, "write", "are written at load (ProducerStateManager; LogManager.checkpointLogStartOffsets)")),
@@ -160,7 +163,7 @@ class AppliedRules:
         out = []
         for r in RULES:
             p = self.possible(r.area)
-            if len(p) > 1:
+            if len(p) > 1 and r.applied:
                 how = "the one that changes less" if set(r.safe) & set(p) else "the newest"
                 out.append(f"{r.area}: {' / '.join(p)} -> {self.write(r.area)} ({how})")
         return out
