@@ -93,7 +93,9 @@ def parse_partition_metadata(text: str, *, file: str | None = None) -> dict:
 
 
 def build_partition_metadata(topic_id: str) -> str:
-    return f"version: 0\ntopic_id: {topic_id}\n"
+    """As Kafka writes it (PartitionMetadataFileFormatter.toFile, 2.8+): no newline after the topic
+    id, 43 bytes."""
+    return f"version: 0\ntopic_id: {topic_id}"
 
 
 def parse_properties(text: str) -> dict:

@@ -153,7 +153,8 @@ def test_checkpoint_text_is_kafkas_layout():
 
 def test_partition_metadata_roundtrip():
     text = C.build_partition_metadata("q3Bq1nEAR5uD4qPQ0Kh0bw")
-    assert text == "version: 0\ntopic_id: q3Bq1nEAR5uD4qPQ0Kh0bw\n"
+    assert text == "version: 0\ntopic_id: q3Bq1nEAR5uD4qPQ0Kh0bw"  # as Kafka: no newline at the end, 43 bytes
+    assert len(text.encode()) == 43
     assert C.parse_partition_metadata(text) == {"version": 0, "topicId": "q3Bq1nEAR5uD4qPQ0Kh0bw"}
 
 

@@ -80,3 +80,6 @@ def test_write_and_salvage_write_partition_metadata(kfx, tmp_path):
     w = kfx("write", "--out", tmp_path / "fresh-3", input=r.stdout)
     assert w.exit_code == 0, w.output
     assert Partition.scan(str(tmp_path / "fresh-3")).partition_metadata()["topicId"] == derived_topic_id("fresh")
+    # written as Kafka's PartitionMetadataFile writes it: "version: 0\ntopic_id: <id>", no newline, 43 bytes
+    assert (tmp_path / "fresh-3" / "partition.metadata").read_bytes() == (
+        b"version: 0\ntopic_id: " + derived_topic_id("fresh").encode())

@@ -30,6 +30,7 @@ from kafkaforensics.log.partition import (INDEX, LOG, TIMEINDEX, TXNINDEX, Parti
                                           refused_dirs)
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot
 from kafkaforensics.log.dir_lock import LOCK_FILE
+from kafkaforensics.log.kafka_rules import refused_dir
 from kafkaforensics.log.kafka_version import kafka_version as resolve_kafka_version
 from kafkaforensics.log.paths import (LOG_DIR, PARTITION_DIR, classify, is_active_segment, live_log_dirs, live_note,
                                       live_tail)
@@ -159,6 +160,7 @@ def verify(paths, *, progress=None, max_batch_bytes: int | None = None, kafka_ve
                     rep.notes.append(Problem(pd.path, None, None, f"{pd.dir_state}-copy",
                                              f"{pd.name} is a {pd.dir_state} copy of {pd.topic}-{pd.partition}, "
                                              "not the live partition"))
+                    _refused_suffix(pd, rep)
                 verify_partition(pd, rep, checkpoints=ckpts if pd.dir_state == "live" else None, progress=progress,
                                  max_batch_bytes=max_batch_bytes, live=kp.log_dir in live)
         elif kp.kind == PARTITION_DIR:
@@ -169,6 +171,7 @@ def verify(paths, *, progress=None, max_batch_bytes: int | None = None, kafka_ve
             verify_partition(pd, rep, checkpoints=ckpts, progress=progress, max_batch_bytes=max_batch_bytes,
                              live=kp.log_dir in live)
             verify_partition_files(pd, rep)
+            _refused_suffix(pd, rep)
         else:
             before = len(rep.problems)
             _verify_file(kp.path, rep, progress, max_batch_bytes)
@@ -179,6 +182,13 @@ def verify(paths, *, progress=None, max_batch_bytes: int | None = None, kafka_ve
     if dirs:
         verify_identity(dirs, rep)
     return rep
+
+
+def _refused_suffix(pd: Partition, rep: VerifyReport) -> None:
+    """A -future/-stray dir the log dir's Kafka cannot parse: a problem (that broker does not start)."""
+    why = refused_dir(pd.name, pd.dir_state, rep.kafka.rules()) if rep.kafka is not None else None
+    if why:
+        rep.add(pd.path, None, None, "unknown-dir-suffix", why)
 
 
 def verify_log_dir_files(log_dir: str, parts, rep: VerifyReport) -> dict:

@@ -9,11 +9,11 @@ fact a bound (Kafka source in brackets):
 * ``meta.properties``: v1 (``node.id``) is KRaft, 2.8+; v1 without ``directory.id`` is before 3.7 (3.7's
   KRaft start-up gives every log dir one, KIP-858); v0 without ``cluster.id`` is before 2.4 (2.4 writes
   it) [BrokerMetadataCheckpoint]; a v0 log dir without ``__cluster_metadata`` is ZooKeeper mode, before 4.0;
-* ``partition.metadata`` (topic ids, KIP-516) is written from 2.8: present, 2.8+; absent from every
-  partition dir, before 2.8 (or an inter.broker.protocol.version below 2.8);
+* ``partition.metadata`` (topic ids, KIP-516) is written from 2.8: present, 2.8+ (absent says nothing:
+  an inter.broker.protocol.version below 2.8 writes none);
 * ``.kafka_cleanshutdown``: JSON ``{"version", "brokerEpoch"}`` from 3.7 (KAFKA-15582), empty before;
-* ``leader-epoch-checkpoint`` exists in every partition dir from 0.11 (KIP-101): in none, before 0.11;
-  producer snapshots are 0.11+;
+* ``leader-epoch-checkpoint`` (KIP-101) and producer snapshots are 0.11+ (absent says nothing: from 2.2
+  the epoch file is deleted on the old message format);
 * batch formats: magic 2 is 0.11+, magic 1 is 0.10+ (older segments stay as they were written, so
   magic 0/1 is no upper bound);
 * index contents (the first entries of a sample of segments): an offset-index entry holding the base
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.kafka_rules import (NEWEST, OLDEST, RELEASES, AppliedRules, Version, next_release,
-                                            version_text)
+                                            release_of, version_text)
 from kafkaforensics.log.logdir import CLEAN_SHUTDOWN_FILE, METADATA_PARTITION, read_meta_properties
 from kafkaforensics.log.segment import BatchScanner, offset_from_name, open_buffer
 from kafkaforensics.log import kraft, offset_index, time_index
@@ -115,8 +115,8 @@ def parse_kafka_version(text: str) -> KafkaVersion:
     m = _VERSION.match(text.strip())
     if not m:
         raise ValueError(f"--kafka-version {text!r}: expected a release such as 3.6 or 2.8.1")
-    v = (int(m.group(1)), int(m.group(2)))
-    if v not in RELEASES:
+    v = release_of(tuple(int(x) for x in text.strip().split(".")))
+    if v is None:
         raise ValueError(f"--kafka-version {text}: not a Kafka release kfx knows "
                          f"({version_text(RELEASES[0])} to {version_text(NEWEST)})")
     return KafkaVersion(v, next_release(v), [f"told {text}"], told=True)
@@ -178,14 +178,14 @@ def infer_kafka_version(log_dir: str) -> KafkaVersion:
     if parts:
         data_parts = [p for p in parts if p != METADATA_PARTITION]
         files = {p: _listdir(os.path.join(log_dir, p)) for p in data_parts}
+        # only what a version writes proves it: a missing partition.metadata (an inter.broker.protocol
+        # below 2.8) or leader-epoch-checkpoint (deleted from 2.2 on the old message format) says nothing
         if any("partition.metadata" in f for f in files.values()):
             kv.at_least((2, 8), "partition.metadata present")
-        elif data_parts and not kraft:
-            kv.below((2, 8), "no partition.metadata in any partition dir")
         if any("leader-epoch-checkpoint" in f for f in files.values()):
             kv.at_least((0, 11), "leader-epoch-checkpoint present")
-        elif data_parts:
-            kv.below((0, 11), "no leader-epoch-checkpoint in any partition dir")
+        if any(n.endswith(".timeindex") for f in files.values() for n in f):
+            kv.at_least((0, 10, 1), "time indexes present (KIP-33, 0.10.1)")
         if any(n.endswith(".snapshot") for f in files.values() for n in f):
             kv.at_least((0, 11), "producer snapshots present")
         _index_styles(log_dir, files, kv)

@@ -14,8 +14,8 @@ Per log dir, as LogManager does at start:
   (Kafka loads it only to delete it);
 * then the two checkpoints LogManager writes are written as it writes them: the recovery point of
   every loaded log (current and future, not ``-delete`` or ``-stray`` dirs, not the metadata log):
-  its log end after a clean shutdown, else the lower of its checkpointed recovery point and its log
-  end; the log start of those whose log start lies above their first segment. A checkpoint whose
+  its log end after a clean shutdown, else by the version's rule (KAFKA-10101): up to 0.11 the
+  checkpointed one, 1.0-2.7 the log end, from 2.8 the lower of the checkpointed one and the log end; the log start of those whose log start lies above their first segment. A checkpoint whose
   entries are already these (in any order: Kafka writes hash-map order) is left as it is.
 
 Nothing else of the log dir is touched (the marker stays: the dir is as consistent as the broker
@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, RECOVERY_POINT, build_offsets, read_offsets
 from kafkaforensics.log.dir_lock import refuse_live
+from kafkaforensics.log.kafka_rules import refused_dir
 from kafkaforensics.log.kafka_version import kafka_version as resolve_kafka_version
 from kafkaforensics.log.partition import (METADATA_PARTITION, LogDir, is_log_dir, parse_partition_dir_name,
                                           partition_dir_state)
@@ -56,6 +57,7 @@ class LogDirRecovery:
     dry_run: bool = False
     #: the offset checkpoints as read before loading: file name -> {(topic, partition): offset}
     tables: dict = field(default_factory=dict, repr=False)
+    kafka: object = None  # the KafkaVersion whose rules apply
 
     @property
     def changed(self) -> bool:
@@ -102,7 +104,9 @@ def plan_log_dir(ld: LogDir, *, full: bool, dry_run: bool, backup: bool, backup_
                  index_interval_bytes: int | None, max_message_bytes: int | None,
                  kafka_version=None, now: int | None = None) -> tuple[LogDirRecovery, list[_Task]]:
     """What LogManager reads of a log dir before it loads the partitions, and a task a partition."""
-    out = LogDirRecovery(ld.path, dry_run=dry_run)
+    out = LogDirRecovery(ld.path, dry_run=dry_run, kafka=kafka_version)
+    if kafka_version is not None and kafka_version.rules().note():
+        out.notes.append(kafka_version.rules().note())
     out.marker = ld.clean_shutdown_marker()
     out.clean_shutdown = ld.clean_shutdown and not full
     tables = {}
@@ -117,6 +121,9 @@ def plan_log_dir(ld: LogDir, *, full: bool, dry_run: bool, backup: bool, backup_
                          "start on it); left alone")
     tasks = []
     for p in ld.partition_dirs():
+        refused = kafka_version and refused_dir(os.path.basename(p), partition_dir_state(p), kafka_version.rules())
+        if refused:
+            out.notes.append(refused)
         tp = parse_partition_dir_name(p)
         metadata = os.path.basename(p) == METADATA_PARTITION
         kw = {"dry_run": dry_run, "backup": backup, "index_interval_bytes": index_interval_bytes,
@@ -133,6 +140,17 @@ def plan_log_dir(ld: LogDir, *, full: bool, dry_run: bool, backup: bool, backup_
     return out, tasks
 
 
+def _recovery_point(out: LogDirRecovery, rep: RecoveryReport, tp) -> int:
+    """The recovery point LogManager checkpoints for a loaded log: its log end after a clean
+    shutdown; after an unclean one by the version's rule (KAFKA-10101): up to 0.11 the checkpointed
+    one, 1.0-2.7 the log end, from 2.8 the lower of the two."""
+    leo, ck = rep.log_end_offset, out.tables[RECOVERY_POINT].get(tp, 0)
+    if out.clean_shutdown:
+        return leo
+    rule = rep.kafka.rules().write("recovery-point-unclean") if rep.kafka is not None else "min"
+    return ck if rule == "keep" else leo if rule == "log-end" else min(ck, leo)
+
+
 def finish_log_dir(out: LogDirRecovery, *, backup: bool, backup_dir: str | None) -> None:
     """The checkpoints LogManager writes once the logs are loaded (planned, applied unless a dry run)."""
     rps, lsos = {}, {}
@@ -141,14 +159,15 @@ def finish_log_dir(out: LogDirRecovery, *, backup: bool, backup_dir: str | None)
         tp = parse_partition_dir_name(rep.path)
         if state not in ("live", "future") or rep.partition == METADATA_PARTITION or tp is None:
             continue
-        leo = rep.log_end_offset
-        rps[tp] = leo if out.clean_shutdown else min(out.tables[RECOVERY_POINT].get(tp, 0), leo)
+        rps[tp] = _recovery_point(out, rep, tp)
         if rep.first_segment is not None and rep.log_start_offset > rep.first_segment:
             lsos[tp] = rep.log_start_offset
-    for name, table, why in ((RECOVERY_POINT, rps, "the recovery point of every loaded log, as LogManager "
-                              "checkpoints it after loading"),
-                             (LOG_START_OFFSET, lsos, "the log start of every log whose start lies above its "
-                              "first segment, as LogManager checkpoints it")):
+    files = [(RECOVERY_POINT, rps, "the recovery point of every loaded log, as LogManager checkpoints it after "
+              "loading")]
+    if out.kafka is None or out.kafka.rules().write("files-since-0.11") == "write":   # 0.10 has no log start
+        files.append((LOG_START_OFFSET, lsos, "the log start of every log whose start lies above its first "
+                      "segment, as LogManager checkpoints it"))
+    for name, table, why in files:
         path = os.path.join(out.log_dir, name)
         try:
             have = read_offsets(path)

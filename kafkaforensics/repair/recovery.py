@@ -4,8 +4,11 @@
 Rule for rule after LogLoader, LogSegment and ProducerStateManager. Where Kafka generations differ
 (:mod:`kafkaforensics.log.kafka_rules`: leftover swaps, corrupt indexes below the recovery point,
 producers below the log start, stray snapshots, offset-index entries, the old message format), the
-rules of the generation that wrote the log dir apply; an index or snapshot that generation would
-have written is kept (:mod:`kafkaforensics.log.kafka_files`):
+rules of the generation that wrote the log dir apply (where the range it is inferred as spans a
+change, the rule that changes less, said in a note); a snapshot that generation would have written is
+kept (:mod:`kafkaforensics.log.kafka_files`), an index of a segment not recovered too, while a
+recovered segment's indexes are rebuilt as that version's recovery writes them (LogSegment.recover
+resets both):
 
 1. leftovers -- ``.deleted`` files are removed; ``.cleaned`` files are removed, and with them every
    ``.swap`` file at or above the lowest cleaned offset (an interrupted split); the remaining
@@ -23,8 +26,9 @@ have written is kept (:mod:`kafkaforensics.log.kafka_files`):
 6. producer snapshots are deleted and taken as ProducerStateManager does at load (see
    :func:`_plan_snapshots`): none past the log end or at or below the log start, none corrupt, no
    stray one but the latest, and one taken only past the last one (none in an empty partition);
-   the leader-epoch cache is truncated at the log end (an entry starting there kept) and from the
-   log start, and extended by the recovered batches.
+   the leader-epoch cache is truncated at the log end (every entry starting at or past it goes) and
+   from the log start, and extended by the recovered batches (its file written only when its entries
+   change).
 
 The metadata partition (``__cluster_metadata-0``) loads from offset 0 as after an unclean shutdown,
 as the raft layer loads it; a ``-delete`` dir is left as it is.
@@ -37,6 +41,7 @@ Running it twice changes nothing the second time.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 
 from specs import checkpoints as C
@@ -48,8 +53,8 @@ from kafkaforensics.log.log_config import LogConfig
 from kafkaforensics.repair.actions import PHASES, Action, Dropped, apply_actions
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentIndexes, SegmentRebuild
-from kafkaforensics.log.kafka_rules import EXPIRY_DEFAULT_MS
-from kafkaforensics.log.kafka_version import kafka_version as resolve_kafka_version
+from kafkaforensics.log.kafka_rules import EXPIRY_DEFAULT_MS, refused_dir
+from kafkaforensics.log.kafka_version import KafkaVersion, kafka_version as resolve_kafka_version
 from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, RECOVERY_POINT, partition_offset, read_checkpoint
 from kafkaforensics.log.dir_lock import refuse_live
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
@@ -213,7 +218,13 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
     rep = RecoveryReport(os.path.basename(path), rp, dry_run=dry_run, path=path, clean_shutdown=clean,
                          kafka=resolve_kafka_version(path, kafka_version))
     rules = rep.kafka.rules()
+    if not isinstance(kafka_version, KafkaVersion) and rules.note():   # a log dir's run says it once
+        notes.append(rules.note())
     rep.notes += notes
+    refused = refused_dir(os.path.basename(path), state, rules)
+    if refused:
+        rep.notes.append(refused + "; left as it is")
+        return rep
     if state == "delete":
         # Kafka loads it without recovery only to delete it (file.delete.delay.ms later): kfx keeps it
         rep.notes.append("a partition dir marked for deletion: Kafka deletes it after loading; left as it is")
@@ -252,7 +263,7 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
         if problem is None and not unflushed:
             leo = _replay(src, base, pstate, leo)
             walked.append((base, leo, pstate.to_snapshot()))
-            if not os.path.exists(seg.path(TIMEINDEX)):
+            if not os.path.exists(seg.path(TIMEINDEX)) and rules.write("missing-timeindex") == "create-empty":
                 # LogSegment.sanityCheck: a time index that did not exist is created empty at load
                 _plan_write(d, file_name(base, TIMEINDEX), b"", "time index created empty, as Kafka does at load "
                             "(LogSegment.sanityCheck)", plan)
@@ -289,9 +300,18 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
                                    phase=PHASES["remove-segment"]))
                 del d.files[n]
     kept = [b for b in segments if b not in removed]
-    if not segments:
+    if metadata:
+        latest = _plan_kraft_snapshots(d, plan, kept[0] if kept else 0)
+        already = kept == [latest and latest[0]] and leo == kept[0]   # an empty log at the snapshot's end
+        if latest is not None and not already and _snapshot_past_log(latest, epochs, leo):
+            # KafkaMetadataLog.truncateToLatestSnapshot: log.truncateFullyAndStartAt(snapshot end offset)
+            _plan_truncate_fully(d, plan, kept, latest[0], rep)
+            epochs.entries.clear()
+            kept, log_start_offset = [], latest[0]   # the empty segment at the snapshot's end is made below
+    if not kept:
         # LogLoader.recoverLog: a log without segments gets an empty one at the checkpointed log start
-        # (the active segment; a clean shutdown trims its indexes to nothing)
+        # (the active segment; a clean shutdown trims its indexes to nothing); a metadata log truncated
+        # to its latest snapshot, at that snapshot's end offset
         leo = log_start_offset
         for suf in (LOG, INDEX, TIMEINDEX):
             _plan_write(d, file_name(leo, suf), b"", "empty active segment, as Kafka creates one for a log "
@@ -306,8 +326,9 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
     # the segments Kafka's LogSegments holds when it recovers each: the ones loaded before it at load
     # time, all of them in recoverLog
     recoveries = [(b, [s for s in segments if s < b]) for b in load_phase] + [(b, segments) for b in log_phase]
-    _plan_snapshots(d, kept, leo, log_start_offset, clean, recoveries, v2_end, walked, removed, plan, rules,
-                    now=now)
+    if rules.write("files-since-0.11") == "write":   # 0.10 has no producer state: snapshots left as they are
+        _plan_snapshots(d, kept, leo, log_start_offset, clean, recoveries, v2_end, walked, removed, plan, rules,
+                        now=now)
     _plan_epochs(d, epochs, leo, log_start_offset, plan)
     rep.actions = sorted(plan, key=lambda a: a.phase)  # stable: Kafka's order within a phase
     if not rep.actions:
@@ -417,6 +438,49 @@ def _plan_leftovers(d: _PlannedPartition, plan: list[Action], rules) -> None:
                         del d.files[idx]
 
 
+_KRAFT_SNAPSHOT = re.compile(r"^(\d{20})-(\d{10})\.checkpoint(\.part|\.deleted)?$")
+
+
+def _plan_kraft_snapshots(d: _PlannedPartition, plan: list[Action], log_start: int) -> tuple[int, int] | None:
+    """KafkaMetadataLog.recoverSnapshots: partial (``.checkpoint.part``) and deleted
+    (``.checkpoint.deleted``) snapshots and those ending below the log start are deleted
+    (Files.deleteIfExists); the latest one kept, (end offset, epoch), comes back."""
+    kept = []
+    for n in sorted(d.files):
+        m = _KRAFT_SNAPSHOT.match(n)
+        if not m:
+            continue
+        sid = (int(m.group(1)), int(m.group(2)))
+        if m.group(3) or sid[0] < log_start:
+            why = ("partial" if m.group(3) == ".part" else "deleted" if m.group(3) else "below the log start")
+            plan.append(Action("delete", d.full(n), f"{why} metadata snapshot (KafkaMetadataLog.recoverSnapshots "
+                               "deletes it at start)", phase=PHASES["leftover-delete"]))
+            del d.files[n]
+        else:
+            kept.append(sid)
+    return max(kept, default=None)
+
+
+def _snapshot_past_log(snap: tuple[int, int], epochs: LeaderEpochCache, leo: int) -> bool:
+    """truncateToLatestSnapshot's test: the snapshot's epoch above the log's latest (0 without one), or
+    the same epoch and its end offset past the log end."""
+    latest = max([e for e, o in epochs.entries if o < leo], default=0)
+    return snap[1] > latest or (snap[1] == latest and snap[0] > leo)
+
+
+def _plan_truncate_fully(d: _PlannedPartition, plan: list[Action], kept: list[int], start: int, rep) -> None:
+    """UnifiedLog.truncateFullyAndStartAt(start): every segment goes, an empty one starts at ``start``."""
+    for base in kept:
+        for suf in (LOG,) + _INDEX_SUFFIXES:
+            n = file_name(base, suf)
+            if n in d.files:
+                plan.append(Action("delete", d.full(n), f"metadata log segment below the latest snapshot's end "
+                                   f"offset {start} (truncateToLatestSnapshot)", phase=PHASES["remove-segment"]))
+                del d.files[n]
+    rep.notes.append(f"the latest metadata snapshot ends at {start}, past the log: Kafka starts the metadata log "
+                     "there (KafkaMetadataLog.truncateToLatestSnapshot)")
+
+
 def _plan_orphans(d: _PlannedPartition, plan: list[Action]) -> None:
     for n, off in list(d.with_offset(_INDEX_SUFFIXES)):
         if file_name(off, LOG) not in d.files:
@@ -436,6 +500,7 @@ def _recover_segment(src, base, state, epochs, interval, max_bytes, rules) -> Se
 
 
 def _plan_index_writes(d: _PlannedPartition, base: int, res: SegmentRebuild, plan, rep: RecoveryReport, rules) -> None:
+    """The indexes of a segment Kafka recovers, as its recovery writes them (byte for byte)."""
     idx: SegmentIndexes = res.indexes
     for suf, data in ((INDEX, offset_index.to_bytes(idx.offsets, base)),
                       (TIMEINDEX, time_index.to_bytes(idx.times, base)),
@@ -444,8 +509,12 @@ def _plan_index_writes(d: _PlannedPartition, base: int, res: SegmentRebuild, pla
         current = d.files.get(n)
         if suf == TXNINDEX and not data and current is None:
             continue
-        if current is not None and (fsutil.same_content(current, data) or kafka_files.kept_as_written(
-                current, suf, res.path, base, res.valid_bytes, rules, idx.interval)):
+        if suf == TIMEINDEX and current is None and rules.write("missing-timeindex") == "none":
+            continue   # 0.10.0: no time index
+        # LogSegment.recover resets both indexes and rebuilds them from the batches: whatever form the
+        # broker's appends gave them (a leader's time index up to 3.6, a follower's sparse offset index
+        # up to 4.0), a recovered segment's indexes are recovery's, for the version's entry rules
+        if current is not None and fsutil.same_content(current, data):
             continue
         plan.append(Action("write", d.full(n), "rebuild index from the segment's valid batches", data=data,
                            phase=PHASES["index"]))
@@ -465,22 +534,32 @@ def _load_epochs(d: _PlannedPartition, rep: RecoveryReport) -> LeaderEpochCache:
 
 
 def _plan_epochs(d: _PlannedPartition, epochs: LeaderEpochCache, leo: int, log_start: int, plan) -> None:
-    """LogLoader.load: the cache is truncated at the log end, then from the checkpointed log start.
-
-    An entry starting exactly at the log end is kept: it is what a leader assigns when elected
-    (assign(epoch, log end)); Kafka drops it at load and writes it back when the partition's leader
-    is elected again, so dropping it offline would change a file a restart leaves as it is."""
+    """LogLoader.load: the cache is truncated at the log end (``truncateFromEnd(logEndOffset)``, in
+    0.11-2.2 ``clearAndFlushLatest``: every entry starting at or past the log end goes, an entry a
+    leader assigned at the log end when elected too), then from the checkpointed log start.  The file
+    is written only when its entries change (an empty file is no entries: left as it is)."""
     name = C.LEADER_EPOCH_FILE
     if name not in d.files and not epochs:
         return
-    epochs.truncate_from_end(leo + 1)
+    past_end = epochs.truncate_from_end(leo)
     if log_start > 0 and epochs and epochs.entries[0][1] < log_start:
         epochs.truncate_from_start(log_start)
-    data = epochs.to_bytes()
-    if name in d.files and fsutil.same_content(d.files[name], data):
+    if name in d.files and _epoch_entries(d.files[name]) == epochs.entries:
         return
-    plan.append(Action("write", d.full(name), "truncate the leader epochs at the log end and extend them by the "
-                                              "recovered batches", data=data, phase=PHASES["epochs"]))
+    why = "truncate the leader epochs at the log end and extend them by the recovered batches"
+    if past_end:
+        why += (f"; drops {', '.join(f'epoch {e} at {o}' for e, o in past_end)} (at or past the log end {leo}: "
+                "LeaderEpochFileCache.truncateFromEnd at load)")
+    plan.append(Action("write", d.full(name), why, data=epochs.to_bytes(), phase=PHASES["epochs"]))
+
+
+def _epoch_entries(path: str) -> list[tuple[int, int]] | None:
+    """The (epoch, start) entries a leader-epoch-checkpoint holds as written (an empty file: none, as
+    Kafka reads it); None when unreadable."""
+    try:
+        return [(e["epoch"], e["startOffset"]) for e in read_checkpoint(path, C.LeaderEpochCheckpoint) or []]
+    except KafkaFormatError:
+        return None
 
 
 _EMPTY = None  # a snapshot Kafka writes without producer state (see _plan_snapshots)
@@ -598,6 +677,10 @@ def _plan_snapshots(d: _PlannedPartition, segments: list[int], leo: int, lso_ck:
             last = max([s for s in snaps if s <= leo], default=log_start)
             if leo > last:
                 rebuild(segments, leo, log_start, last)
+    # the snapshot the log's state manager loads (loadFromSnapshot): its producers the batches replayed
+    # past it do not touch stay in the state, those below the log start too (evicted up to 2.3 below)
+    loaded = max((s for s in snaps & on_disk if s <= leo), default=None)
+    loaded_path = d.files[file_name(loaded, SNAPSHOT)] if loaded is not None else None
     for s in sorted(on_disk - snaps):
         n = file_name(s, SNAPSHOT)
         plan.append(Action("delete", d.full(n), why.get(s, "producer snapshot Kafka removes at load"), phase=phase))
@@ -605,6 +688,8 @@ def _plan_snapshots(d: _PlannedPartition, segments: list[int], leo: int, lso_ck:
     evict = rules.write("producers-below-log-start") == "evict"
     for o in sorted(written):
         data = written[o] if written[o] is not _EMPTY else _EMPTY_SNAPSHOT
+        if loaded_path is not None and o > loaded and not legacy and written[o] is not _EMPTY:
+            data = _with_loaded(data, loaded_path)
         if evict and data is not _EMPTY_SNAPSHOT:
             data = kafka_files.evict_below(data, log_start)
         elif now is not None and data is not _EMPTY_SNAPSHOT:
@@ -618,6 +703,16 @@ def _plan_snapshots(d: _PlannedPartition, segments: list[int], leo: int, lso_ck:
 
 
 _EMPTY_SNAPSHOT = snapshot_bytes([])
+
+
+def _with_loaded(data: bytes, path: str) -> bytes:
+    """``data``'s producers plus those of the snapshot Kafka loaded (``path``) that the batches replayed
+    did not touch (a producer whose batches are all gone from the log lives on in the snapshot only)."""
+    have = read_snapshot(data)
+    ids = {e.producer_id for e in have}
+    with open(path, "rb") as f:
+        extra = [e for e in read_snapshot(f.read(), file=path) if e.producer_id not in ids]
+    return data if not extra else snapshot_bytes(have + extra)
 
 
 def _legacy_format(d: _PlannedPartition, segments: list[int]) -> bool:
