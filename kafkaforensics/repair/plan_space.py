@@ -235,12 +235,16 @@ def _retention_limits(partition_dir: str, notes: set) -> dict:
     """The topic's retention.ms and retention.bytes as Kafka applies them (None: unlimited or not by
     time and size), the notes naming where each came from added to ``notes``."""
     cfg = LogConfig.of(partition_dir)
-    got, said = cfg.settle({"retention.ms": None, "retention.bytes": None}, note_defaults=True)
+    got, said = cfg.settle({"retention.ms": None, "retention.bytes": None})
     if not cfg.deletes:
         notes.add(f"{cfg.topic}: {cfg.describe('cleanup.policy')}: retention by time and size does not apply "
                   "(only the log start offset)")
         return {"retention.ms": None, "retention.bytes": None}
     notes.update(said)
+    for name in got:
+        if name not in cfg.noted and name in cfg.values:
+            notes.add(f"{cfg.topic}: {cfg.describe(name)}: the log dir holds no {name} for it (a broker's "
+                      "server.properties may set another)")
     return {k: v if v is not None and v >= 0 else None for k, v in got.items()}
 
 
