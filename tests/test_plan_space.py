@@ -12,8 +12,10 @@ import pytest
 
 from kafkaforensics.records.batch import Record
 from kafkaforensics.records.builder import build_v2
+from kafkaforensics.log.partition import find_partitions
 from kafkaforensics.log.writer import write_partition
 from kafkaforensics.repair import plan_space
+from tests import realdirs
 from tests.test_analyzer import T0
 from tests.test_explain import _commit
 
@@ -154,3 +156,39 @@ def test_fits_and_bad_input(planted, kfx, monkeypatch, tmp_path):
     assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1
     r = kfx("recover", "--plan-space", logs, "--no-backup")
     assert r.exit_code == 2 and "writes nothing" in r.stderr
+
+
+def test_log_dirs_on_one_filesystem_share_its_free_bytes(planted, kfx, monkeypatch, tmp_path):
+    logs = planted[0]
+    second = str(tmp_path / "logs2")
+    _minutes(os.path.join(second, "solo-0"), n=5)
+    _fake_free(monkeypatch, 1 << 40)
+    one = _plan(kfx, logs)[1]["neededBytes"]
+    two = _plan(kfx, second)[1]["neededBytes"]
+    _fake_free(monkeypatch, max(one, two) + 1)  # enough for either alone, not for both
+    assert _plan(kfx, logs)[0] == 0
+    r = kfx("recover", "--plan-space", logs, second, "--json")
+    out = json.loads(r.stdout)
+    assert r.exit_code == 1 and not out["fits"]
+    assert all(d["sharedNeededBytes"] == one + two and not d["fits"] for d in out["logDirs"])
+    assert any("shares its filesystem with" in n for n in out["logDirs"][0]["notes"])
+
+
+@pytest.mark.skipif(not realdirs.tarballs(), reason="the real log dirs (../shared/real-logdirs) are not on this machine")
+def test_real_clean_log_dir_needs_only_its_active_indexes_grown(tmp_path, kfx):
+    """A broker's log dir after a clean shutdown: start-up rebuilds nothing; it grows each log's active
+    segment's indexes back to segment.index.bytes (trimmed at shutdown) and rewrites the checkpoints."""
+    rd = realdirs.unpack("kafka3x-zk-bitnami-gzip-cleanshutdown", str(tmp_path))
+    before = _state(rd.log_dir)
+    code, plan = _plan(kfx, rd.log_dir)
+    assert code == 0 and plan["transientBytes"] == 0
+    live = [pd for pd in find_partitions(rd.log_dir) if pd.dir_state == "live"]
+    want = {}
+    for pd in live:
+        active = _segments(pd.path)[-1]
+        for suffix, entry in ((".index", 8), (".timeindex", 12)):
+            p = os.path.join(pd.path, _name(active, suffix))
+            want[p] = MAX_INDEX - MAX_INDEX % entry - (os.path.getsize(p) if os.path.exists(p) else 0)
+    got = {n["file"]: n["bytes"] for n in plan["needs"] if not n["file"].endswith("checkpoint")}
+    assert got == {p: b for p, b in want.items() if b > 0}
+    assert _state(rd.log_dir) == before

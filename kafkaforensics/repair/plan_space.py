@@ -22,7 +22,8 @@ For each log dir:
 
   Bytes the start-up frees (leftovers deleted, tails truncated) are listed but not credited:
   the plan stays on the safe side of the order Kafka frees and writes them in.
-* **free**: ``f_bavail * f_frsize`` of ``os.statvfs`` (what a broker not running as root may use).
+* **free**: ``f_bavail * f_frsize`` of ``os.statvfs`` (what a broker not running as root may use); log dirs
+  given together on one filesystem share it, each judged by what they need together.
 * **segments that could be moved** elsewhere: whole segments of live topic partitions (never the active
   one, never the metadata log) that are both below every consumer group's committed offset for that
   partition (:func:`~kafkaforensics.inspect.groups.committed_offsets`; a partition no group committed
@@ -103,6 +104,9 @@ class SpacePlan:
     moves: list[Movable] = field(default_factory=list)
     move_to: str | None = None
     notes: list[str] = field(default_factory=list)
+    #: what every log dir given on this one's filesystem needs together (None: it is alone there)
+    shared_need: int | None = None
+    device: int | None = field(default=None, repr=False)
 
     @property
     def needed(self) -> int:
@@ -110,11 +114,11 @@ class SpacePlan:
 
     @property
     def fits(self) -> bool:
-        return self.free >= self.needed
+        return self.free >= (self.shared_need or self.needed)
 
     @property
     def shortfall(self) -> int:
-        return max(0, self.needed - self.free)
+        return max(0, (self.shared_need or self.needed) - self.free)
 
     def commands(self) -> list[str]:
         """The shell commands that would move :attr:`moves` (printed for the user, never run here)."""
@@ -130,7 +134,7 @@ class SpacePlan:
     def to_json(self) -> dict:
         moved = sum(m.bytes for m in self.moves)
         return {"logDir": self.log_dir, "neededBytes": self.needed, "transientBytes": self.transient,
-                "freeBytes": self.free, "fits": self.fits, "shortfallBytes": self.shortfall,
+                "freeBytes": self.free, "sharedNeededBytes": self.shared_need, "fits": self.fits, "shortfallBytes": self.shortfall,
                 "freedByStartupBytes": self.freed, "needs": [n.to_json() for n in self.needs],
                 "candidates": [m.to_json() for m in self.candidates],
                 "moves": [m.to_json() for m in self.moves], "moveBytes": moved,
@@ -312,10 +316,28 @@ def plan_space(log_dirs, *, move_to: str | None = None, now: int | None = None,
         notes: set = set()
         clock = int(time.time() * 1000) if now is None else now
         plan.candidates = oldest_first(movable_segments(out, clock, notes))
-        plan.moves = choose_moves(plan.candidates, plan.shortfall) if not plan.fits else []
         plan.notes = sorted(notes)
+        plan.device = os.stat(out.log_dir).st_dev
         if any("resizeIndexes" in n.why for n in needs):
             plan.notes.append("the active segments' indexes are counted at their preallocated size; most Linux "
                               "filesystems (ext4, xfs) keep them sparse, taking blocks as entries are written")
         plans.append(plan)
+    _share_filesystems(plans)
+    for plan in plans:
+        plan.moves = choose_moves(plan.candidates, plan.shortfall) if not plan.fits else []
     return plans
+
+
+def _share_filesystems(plans: list[SpacePlan]) -> None:
+    """Log dirs on one filesystem share its free bytes: each is judged by what they need together."""
+    by_device: dict = {}
+    for plan in plans:
+        by_device.setdefault(plan.device, []).append(plan)
+    for group in by_device.values():
+        if len(group) < 2:
+            continue
+        total = sum(p.needed for p in group)
+        for plan in group:
+            plan.shared_need = total
+            others = ", ".join(p.log_dir for p in group if p is not plan)
+            plan.notes.append(f"shares its filesystem with {others}: together they need {total} bytes")
