@@ -56,6 +56,7 @@ log_writer = lazy("kafkaforensics.log.writer", globals())
 records_batch_json = lazy("kafkaforensics.records.batch_json", globals())
 repair_cleaner = lazy("kafkaforensics.repair.cleaner", globals())
 repair_load_logs = lazy("kafkaforensics.repair.load_logs", globals())
+repair_plan_space = lazy("kafkaforensics.repair.plan_space", globals())
 repair_recovery = lazy("kafkaforensics.repair.recovery", globals())
 repair_reindex = lazy("kafkaforensics.repair.reindex", globals())
 repair_restore = lazy("kafkaforensics.repair.restore", globals())
@@ -315,8 +316,17 @@ def recover(paths: List[str] = Argument(..., metavar="PATH", help="Log dirs (eve
             jobs: Optional[int] = Option(None, "--jobs", min=1, metavar="N", help="Partitions recovered at once (default: the cores)"),
             as_json: bool = JSON,
             kafka_version: Optional[str] = KAFKA_VERSION,
-            now: Optional[int] = NOW):
+            now: Optional[int] = NOW,
+            plan_space: bool = Option(False, "--plan-space",
+                                      help="Write nothing: the bytes Kafka's start-up would write on each log dir, "
+                                           "the bytes free, and the segments that could be moved to make room"),
+            move_to: Optional[str] = Option(None, "--move-to", metavar="DIR",
+                                            help="With --plan-space: where the printed mv commands move segments to")):
     """Do what Kafka's log loading does at start (LogManager + LogLoader): finish swaps, truncate, rebuild."""
+    if plan_space or move_to is not None:
+        _plan_space(paths, move_to=move_to, as_json=as_json, now=now,
+                    kafka_version=kafka_version and _kafka_version(paths[0], kafka_version),
+                    full=full, writing=recovery_point is not None or no_backup or backup_dir is not None)
     try:
         kinds = ["log dir" if kp.kind == log_paths.LOG_DIR else "partition"
                  for kp in log_paths.classify_for(paths, "recover", accept=(log_paths.LOG_DIR, log_paths.PARTITION_DIR))]
@@ -340,6 +350,31 @@ def recover(paths: List[str] = Argument(..., metavar="PATH", help="Log dirs (eve
         _fail(str(e.problem))
     cli_recover_view.print_log_dir_recovery(outs, as_json, dry_run)
     raise Exit(EXIT_PROBLEMS if any(o.changed for o in outs) else EXIT_OK)
+
+
+def _plan_space(paths, *, move_to, as_json, now, kafka_version, full, writing) -> None:
+    """``kfx recover --plan-space`` (``--move-to`` implies it): the disk-full rescue plan of each log
+    dir, writing nothing; exit 0 when start-up fits everywhere, 1 when it does not (the plan says what
+    could be moved), 2 for bad input."""
+    if move_to is not None and (not move_to.strip() or os.path.isfile(move_to)):
+        _fail(f"--move-to {move_to!r}: not a directory path")
+    if writing:
+        _fail("--plan-space writes nothing (not even a backup): it takes log dirs, --move-to, --full, --now, "
+              "--kafka-version and --json, not --recovery-point, --backup-dir or --no-backup")
+    try:
+        kinds = log_paths.classify_for(paths, "recover --plan-space", accept=(log_paths.LOG_DIR,))
+    except log_paths.PathUsageError as e:
+        _fail(str(e))
+    _refuse_live(*paths)
+    try:
+        plans = repair_plan_space.plan_space([str(k.path) for k in kinds], move_to=move_to, now=now,
+                                             kafka_version=kafka_version, full=full)
+    except (OSError, repair_load_logs.NotALogDir) as e:
+        _fail(str(e))
+    except errors.KafkaFormatError as e:
+        _fail(str(e.problem))
+    cli_recover_view.print_space_plans(plans, as_json)
+    raise Exit(EXIT_OK if all(p.fits for p in plans) else EXIT_PROBLEMS)
 
 
 def _recover_log_dirs(paths, kinds, jobs, opts):

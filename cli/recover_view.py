@@ -97,3 +97,68 @@ def print_log_dir_recovery(outs, as_json: bool, dry_run: bool) -> None:
                 f"{ta['position']} (log end offset {ta['offset']}): "
                 f"{ta['reason']}", highlight=False, soft_wrap=True)
     sys.stdout.flush()
+
+
+def _by_partition(plan) -> list[tuple]:
+    """The plan's needs summed by partition dir (the log dir's own files as ``(log dir)``): rows of
+    (where, bytes, what: the distinct reasons, shortened)."""
+    rows: dict[str, list] = {}
+    for n in plan.needs:
+        parent = os.path.dirname(n.file)
+        where = "(log dir)" if os.path.normpath(parent) == os.path.normpath(plan.log_dir) else os.path.basename(parent)
+        row = rows.setdefault(where, [0, []])
+        row[0] += n.bytes
+        what = n.why.split(",")[0].split(" (")[0]
+        if what not in row[1]:
+            row[1].append(what)
+    return [(where, b, "; ".join(whats)) for where, (b, whats) in rows.items()]
+
+
+def print_space_plans(plans, as_json: bool) -> None:
+    """``kfx recover --plan-space``: each log dir's needs, free bytes and the segments to move, or one
+    JSON document ``{"dryRun": true, "fits", "logDirs": [...]}``."""
+    if as_json:
+        print(json.dumps({"dryRun": True, "fits": all(p.fits for p in plans), "logDirs": [p.to_json() for p in plans]}))
+        return
+    c = cli_plain.console()
+    for plan in plans:
+        say = lambda text: c.print(text, highlight=False, soft_wrap=True, markup=False)  # noqa: E731
+        say(f"kfx recover --plan-space {plan.log_dir} (a plan: nothing was written, nothing would be deleted)")
+        rows = _by_partition(plan)
+        if rows:
+            cli_tables.print_table("bytes Kafka's start-up would write", ("where", "bytes", "what"), rows, right=(1,))
+        if plan.transient:
+            say(f"+ {plan.transient} bytes at once while a rolled segment's indexes are rebuilt (reset to "
+                "segment.index.bytes, then trimmed)")
+        verdict = "start-up fits" if plan.fits else f"start-up does NOT fit: {plan.shortfall} bytes short"
+        say(f"needed {plan.needed} bytes, free {plan.free} bytes: {verdict}")
+        if plan.freed:
+            say(f"(start-up would also free {plan.freed} bytes of leftovers and cut tails; not counted)")
+        _print_moves(plan, say)
+        for note in plan.notes:
+            say(f"note: {note}")
+    sys.stdout.flush()
+
+
+def _print_moves(plan, say) -> None:
+    """The segments the plan would move (or, when start-up fits, how many could be), and the commands."""
+    movable = sum(m.bytes for m in plan.candidates)
+    if plan.fits:
+        if plan.candidates:
+            say(f"if room is needed: {len(plan.candidates)} segment(s), {movable} bytes, are below every group's "
+                "committed offset and past retention (--json lists them)")
+        return
+    if not plan.moves:
+        say("no segment is both below every group's committed offset and past its topic's retention: nothing "
+            "to move")
+        return
+    cli_tables.print_table("segments that could be moved elsewhere (oldest first)",
+                           ("partition", "segment", "offsets", "bytes", "largest timestamp", "past retention"),
+                           [(m.partition, os.path.basename(m.files[0][0]), f"{m.base_offset}..{m.next_offset - 1}",
+                             m.bytes, m.largest_timestamp, m.reason) for m in plan.moves], right=(3, 4))
+    moved = sum(m.bytes for m in plan.moves)
+    if moved < plan.shortfall:
+        say(f"moving them all frees {moved} bytes: still {plan.shortfall - moved} bytes short")
+    say("would move them with (printed, not run" + ("" if plan.move_to else "; --move-to DIR names DEST") + "):")
+    for line in plan.commands():
+        say(f"  {line}")

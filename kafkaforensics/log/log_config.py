@@ -40,6 +40,7 @@ BROKER_DEFAULTS = {
     "max.compaction.lag.ms": (str(LONG_MAX), (2, 3)),  # KIP-354
     "segment.bytes": (str(1 << 30), (0, 8)),
     "index.interval.bytes": ("4096", (0, 8)),
+    "segment.index.bytes": (str(10 << 20), (0, 8)),    # the size the active segment's indexes are preallocated to
     "message.timestamp.type": ("CreateTime", (0, 10)),  # KIP-32
 }
 

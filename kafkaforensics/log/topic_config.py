@@ -32,6 +32,7 @@ SYNONYMS = {
     "delete.retention.ms": [("log.cleaner.delete.retention.ms", 1)],
     "segment.bytes": [("log.segment.bytes", 1)],
     "index.interval.bytes": [("log.index.interval.bytes", 1)],
+    "segment.index.bytes": [("log.index.size.max.bytes", 1)],
     "message.timestamp.type": [("log.message.timestamp.type", None)],
 }
 

@@ -97,6 +97,7 @@ class RecoveryReport:
     dropped: Dropped = field(default_factory=Dropped)
     recovered_segments: list[str] = field(default_factory=list)
     first_segment: int | None = None  # the base offset of the first segment kept
+    active_segment: int | None = None  # the base offset of the last segment kept (Kafka's active segment)
     kafka: object = None  # the KafkaVersion whose rules applied
 
     @property
@@ -320,6 +321,7 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
     rep.log_end_offset = leo
     rep.log_start_offset = max(log_start_offset, kept[0]) if kept else log_start_offset
     rep.first_segment = kept[0] if kept else None
+    rep.active_segment = kept[-1] if kept else None
     if kept and leo < log_start_offset:
         rep.notes.append(f"the log end offset {leo} is below the checkpointed log start {log_start_offset}: Kafka "
                          "would delete every segment (segment files deleted behind its back); left as it is")
