@@ -2,7 +2,9 @@
 over the bytes read as UTF-8), with where they are (cluster, broker, log dir, topic, partition,
 file, byte position), offset, timestamp and ``crcValid``.  Keys and values stay binary, as they
 are; ``keyText``/``valueText`` beside them are the same bytes as UTF-8 text (bytes that are not
-valid UTF-8 shown as U+FFFD), so every Parquet reader can read the hits back.
+valid UTF-8 shown as U+FFFD), so every Parquet reader can read the hits back; ``headerTexts`` is the
+headers with their values as such text (``key``, ``valueText``) beside the binary ``headers``, and
+``matchedIn`` says what matched: ``key``, ``value`` and ``header:<name>`` for each header that did.
 
     spark-submit spark_jobs/search.py --pattern 'order-42\\b' --out s3a://bucket/hits s3a://bucket/kafka-logs
 """
@@ -15,8 +17,8 @@ from spark_jobs.common import check_inputs, check_out, fail, job_spark, job_argu
 
 #: what a hit says: where the record is, what it holds and whether its batch's CRC held
 HIT_COLUMNS = tuple(name for name, _ in SOURCE_COLUMNS) + (
-    "offset", "timestamp", "timestampUtc", "key", "value", "keyText", "valueText", "headers", "batchPosition",
-    "crcValid")
+    "offset", "timestamp", "timestampUtc", "key", "value", "keyText", "valueText", "headers", "headerTexts",
+    "matchedIn", "batchPosition", "crcValid")
 
 
 def _text(col):
@@ -40,11 +42,26 @@ def pattern_problem(spark, pattern: str) -> str | None:
     return None
 
 
+def _matched_in(pattern: str):
+    """What of a record matched ``pattern``: ``key``, ``value``, ``header:<name>`` (an array, in that
+    order; empty when nothing did)."""
+    none = F.array().cast("array<string>")
+
+    def field(name):
+        return F.when(F.col(name).cast("string").rlike(pattern), F.array(F.lit(name))).otherwise(none)
+    headers = F.transform(F.filter("headers", lambda h: h["value"].cast("string").rlike(pattern)),
+                          lambda h: F.concat(F.lit("header:"), h["key"]))
+    return F.concat(field("key"), field("value"), F.coalesce(headers, none))
+
+
 def matches(records, pattern: str):
-    """The rows of a records-level DataFrame whose key, value or a header value matches ``pattern``."""
-    header_hit = F.exists("headers", lambda h: h["value"].cast("string").rlike(pattern))
-    hit = F.col("key").cast("string").rlike(pattern) | F.col("value").cast("string").rlike(pattern) | header_hit
-    return (records.where(hit).withColumn("keyText", _text("key")).withColumn("valueText", _text("value"))
+    """The rows of a records-level DataFrame whose key, value or a header value matches ``pattern``,
+    with what matched (``matchedIn``) and their text beside the bytes."""
+    header_texts = F.transform("headers", lambda h: F.struct(h["key"].alias("key"),
+                                                            F.make_valid_utf8(h["value"].cast("string")).alias("valueText")))
+    return (records.withColumn("matchedIn", _matched_in(pattern)).where(F.size("matchedIn") > 0)
+            .withColumn("keyText", _text("key")).withColumn("valueText", _text("value"))
+            .withColumn("headerTexts", header_texts)
             .select(*HIT_COLUMNS).orderBy("topic", "partition", "logDir", "partitionDir", "offset"))
 
 

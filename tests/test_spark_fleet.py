@@ -78,8 +78,10 @@ def test_replicas_are_compared_not_summed(scanned, fleet):
     orders = rep[(CLUSTER_A, "orders", 0)]
     last_common = (ORDERS_BATCHES - LAGGING) * PER_BATCH - 1
     assert orders["replicas"] == 2 and orders["brokerIds"] == [1, 2]
-    assert orders["equalUpTo"] == last_common and orders["divergesAt"] == last_common + 1
-    assert orders["summary"] == f"2 replicas, equal up to offset {last_common}"
+    # the lagging copy is a prefix of the other: behind, not diverged (issue 57)
+    assert orders["equalUpTo"] == last_common and orders["divergesAt"] is None and orders["state"] == "behind"
+    assert orders["summary"] == (f"2 replicas, behind: equal up to offset {last_common}, "
+                                 f"the longest goes on to {ORDERS_BATCHES * PER_BATCH - 1}")
     assert rep[(CLUSTER_B, "orders", 0)]["replicas"] == 1
     assert rep[(CLUSTER_A, "__cluster_metadata", 0)]["summary"] == "2 replicas, identical"
     assert rep[(CLUSTER_B, "__cluster_metadata", 0)]["replicas"] == 1
