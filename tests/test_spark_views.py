@@ -120,6 +120,54 @@ def test_a_copy_kafka_set_aside_has_its_own_inventory_row_and_is_no_replica(spar
             (2, ["/a/kafka-logs", "/b/kafka-logs"], 19, None)]  # the deleted copy's other batches are not compared
 
 
+def _replica_rows(copies):
+    """Scan rows of partition orders-0 copies: ``copies`` maps a log dir to its batches (base offset,
+    CRC), ten records each."""
+    rows = []
+    for n, (log_dir, batches) in enumerate(copies.items()):
+        where = {"logDir": log_dir, "brokerId": n, "clusterId": "c", "topic": "orders", "partition": 0,
+                 "partitionDir": "orders-0"}
+        rows.append({**where, "file": f"{log_dir}/orders-0", "rowKind": "partition"})
+        rows += [{**where, "file": f"{log_dir}/orders-0/{0:020d}.log", "rowKind": "batch", "baseOffset": base,
+                  "lastOffset": base + 9, "count": 10, "position": i * 100, "size": 100, "crc": crc, "crcValid": True,
+                  "compression": "none", "isTransactional": False, "isControl": False, "producerId": -1,
+                  "firstTimestamp": 1000, "maxTimestamp": 1000} for i, (base, crc) in enumerate(batches)]
+    return rows
+
+
+@pytest.mark.parametrize("b_copy, want", [
+    ([(0, 1), (10, 2)], ("behind", None, 19, "2 replicas, behind: equal up to offset 19, the longest goes on to 39")),
+    ([(0, 1), (10, 2), (20, 9)], ("diverged", 20, 19, "2 replicas, diverged at offset 20: equal up to offset 19")),
+    ([(0, 7)], ("diverged", 0, None, "2 replicas, diverged: differ from offset 0")),
+    ([(0, 1), (10, 2), (20, 3), (30, 4)], ("identical", None, 39, "2 replicas, identical")),
+])
+def test_the_replica_view_tells_a_copy_behind_from_a_copy_that_diverged(spark, b_copy, want):  # noqa: F811
+    """A copy that is a prefix of the other is behind (no divergesAt); different bytes at an offset
+    both copies hold is a divergence -- in Spark SQL and in pyarrow alike."""
+    table, schema = _arrow(spark, _replica_rows({"/a": [(0, 1), (10, 2), (20, 3), (30, 4)], "/b": b_copy}))
+    for rep in (replicas_table(table).to_pylist(), [r.asDict() for r in replicas_of(frame_of(spark, table, schema)).collect()]):
+        assert [(r["state"], r["divergesAt"], r["equalUpTo"], r["summary"]) for r in rep] == [want]
+
+
+def test_a_search_hit_says_what_matched_and_carries_its_headers_as_text(spark, tmp_path):  # noqa: F811
+    """A key-only, a value-only and a header-only hit each say so (``matchedIn``); header values are
+    there as text (``headerTexts``) beside the binary headers; a record matching nowhere is no hit."""
+    from kafkaforensics.log.writer import write_partition
+    from kafkaforensics.records.batch import Record
+    from kafkaforensics.records.builder import build_v2
+    from spark_jobs.search import matches
+    recs = [Record(0, 1000, b"ORD-1", b"plain", [("trace", b"x")]),
+            Record(1, 1000, b"k", b"has ORD-1 in it", []),
+            Record(2, 1000, b"k", b"plain", [("ref", b"ORD-1\xff"), ("other", b"no")]),
+            Record(3, 1000, b"k", b"plain", [("ref", b"none")])]
+    write_partition(str(tmp_path / "orders-0"), [build_v2(recs, base_offset=0)])
+    records = read_planned(spark, [str(tmp_path / "orders-0")], "records").frame
+    hits = [r.asDict(recursive=True) for r in matches(records, "ORD-1").collect()]
+    assert [(h["offset"], h["matchedIn"]) for h in hits] == [(0, ["key"]), (1, ["value"]), (2, ["header:ref"])]
+    assert hits[2]["headerTexts"] == [{"key": "ref", "valueText": "ORD-1\ufffd"}, {"key": "other", "valueText": "no"}]
+    assert hits[2]["headers"][0]["value"] == b"ORD-1\xff"
+
+
 def _outputs(out):
     """Every output of a scan, read back by pyarrow: (schema, rows sorted)."""
     got = {}
