@@ -655,7 +655,7 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
          s3_region: Optional[str] = Option(None, "--s3-region", metavar="REGION", help="S3 region (else AWS_REGION)"),
          overwrite: bool = Option(False, "--overwrite", help="Replace an earlier run's outputs in --out (else a "
                                                                   "non-empty --out is refused)"),
-         verbose: bool = Option(False, "--verbose", help="Show Spark's own start-up messages"),
+         verbose: bool = Option(False, "--verbose", help="Show Spark's own start-up messages, and every partition of the inventory (else a summary past 20)"),
          topic: List[str] = Option([], "--topic", metavar="TOPIC", help="Only this topic (repeatable)"),
          partition: List[int] = Option([], "--partition", metavar="N", help="Only this partition (repeatable)"),
          from_time: Optional[str] = Option(None, "--from-time", metavar="TIME",
@@ -721,16 +721,11 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
     if interrupted:
         _err().print(f"interrupted: {left}", highlight=False, soft_wrap=True)
         raise Exit(130)
-    p = result.plan
-    c.print(f"read {p.segments} segments, {p.bytes:,} bytes in {p.splits} splits", highlight=False, soft_wrap=True)
-    cli_tables.print_table(f"kfx scan -> {out}", ("partition", "broker", "log dir", "segments", "batches", "records", "offsets",
-                                      "bytes", "codecs", "anomalies"),
-                [(r["partitionDir"] or "(no partition dir)",
-                  "" if r["brokerId"] is None else r["brokerId"], r["logDir"],
-                  r["segments"], r["batches"], r["records"],
-                  f"{r['firstOffset']}..{r['lastOffset']}" if r["firstOffset"] is not None else "empty", r["bytes"],
-                  ",".join(r["codecs"]), r["anomalies"]) for r in result.inventory])
+    c.print(_plan_line(result.plan), highlight=False, soft_wrap=True)
+    _print_inventory(out, result.inventory, verbose)
     rich_console.Console().print(f"{result.rows} {level.value} rows -> {os.path.join(out, level.value)}; {result.anomalies} anomalies"
+                    + (f" in the window ({result.notes} outside it: notes, in {os.path.join(out, 'anomalies')})"
+                       if result.notes else "")
                     + (f"; {result.hits} search hits -> {os.path.join(out, 'search')}" if result.hits is not None else ""),
                     highlight=False, soft_wrap=True)
     if spark is not None:
@@ -746,6 +741,43 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
 
 #: the master ``kfx scan`` runs Spark on when not told one
 LOCAL_MASTER = "local[*]"
+#: an inventory of up to this many rows is printed whole; a longer one as a summary (``--verbose``: whole)
+SCAN_TABLE_ROWS = 20
+#: the largest partitions a summary names
+SCAN_LARGEST = 5
+
+
+def _plan_line(p) -> str:
+    """What a scan read: its segments, bytes and splits (a large segment is cut into several)."""
+    cut = " (large segments cut at batch boundaries)" if p.splits > p.segments else ""
+    return f"read {p.segments} segments, {p.bytes:,} bytes, in {p.splits} splits{cut}"
+
+
+def _print_inventory(out: str, inventory: list, verbose: bool) -> None:
+    """``kfx scan``'s inventory on the console: whole when short or ``verbose``; else its totals, the
+    partitions with anomalies and the largest ones (the whole table is ``out/inventory``)."""
+    def row(r):
+        return (r["partitionDir"] or "(no partition dir)", "" if r["brokerId"] is None else r["brokerId"], r["logDir"],
+                r["segments"], r["batches"], r["records"],
+                f"{r['firstOffset']}..{r['lastOffset']}" if r["firstOffset"] is not None else "empty", r["bytes"],
+                ",".join(r["codecs"]), r["anomalies"])
+    columns = ("partition", "broker", "log dir", "segments", "batches", "records", "offsets", "bytes", "codecs",
+               "anomalies")
+    if verbose or len(inventory) <= SCAN_TABLE_ROWS:
+        cli_tables.print_table(f"kfx scan -> {out}", columns, [row(r) for r in inventory])
+        return
+    total = {k: sum(r[k] for r in inventory) for k in ("segments", "batches", "records", "bytes", "anomalies")}
+    print(f"kfx scan -> {out}: {len(inventory)} partition copies in {len({r['logDir'] for r in inventory})} log dirs, "
+          f"{total['segments']:,} segments, {total['batches']:,} batches, {total['records']:,} records, "
+          f"{total['bytes']:,} bytes, {total['anomalies']:,} anomalies")
+    damaged = [r for r in inventory if r["anomalies"]]
+    if damaged:
+        cli_tables.print_table(f"partitions with anomalies ({len(damaged)})", columns,
+                               [row(r) for r in sorted(damaged, key=lambda r: -r["anomalies"])[:SCAN_TABLE_ROWS]])
+    largest = sorted(inventory, key=lambda r: -r["bytes"])[:SCAN_LARGEST]
+    cli_tables.print_table(f"the {len(largest)} largest partitions", columns, [row(r) for r in largest])
+    print(f"every partition: {os.path.join(out, 'inventory')} (--verbose prints them all here)")
+
 
 
 @dataclass
@@ -789,12 +821,13 @@ def _scan_on_spark(c, run: ScanRun, master: str, outgrew: bool = False):
     if spark_jobs_common.records_class_archive(spark):
         c.print("first run: recording the driver JVM's classes for faster starts (once)", highlight=False)
     with rich_progress.Progress(rich_progress.TextColumn("[progress.description]{task.description}"), rich_progress.BarColumn(),
-                                rich_progress.TextColumn("{task.completed}/{task.total} splits"),
+                                rich_progress.TextColumn("{task.fields[splits]}"),
                                 rich_progress.TimeRemainingColumn(), console=c, transient=True) as bar:
-        task = bar.add_task("scanning", total=None)
+        task = bar.add_task("reading", total=max(1, planned.splits), splits=f"0/{planned.splits} splits")
 
-        def progress(done, total):
-            bar.update(task, completed=done, total=total)
+        def progress(done, total):  # once read, no second pass of the same splits is shown
+            bar.update(task, completed=done, total=total, **({"description": "writing the outputs", "splits": ""}
+                                                             if done >= total else {"splits": f"{done}/{total} splits"}))
         try:
             return spark_jobs_scan.scan(spark, run.inputs, run.out, run.level, search, run.split_bytes, run.options, progress,
                                         listing=planned.listing,  # listed once, for the plan

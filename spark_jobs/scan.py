@@ -50,6 +50,8 @@ OUTPUTS = (*LEVEL_KINDS, "inventory", "replicas", "search")
 #: few hundred bytes a row, some 100 MiB (held once in the JVM's cache and once here, until it is
 #: dropped from the cache): a fleet of 25 million records in 100-record batches.
 SUMMARY_ROWS_HERE = 250_000
+#: the search hits written to one Parquet file (a few hits are one file, not one a task)
+SEARCH_ROWS_A_FILE = 1_000_000
 
 
 @dataclass
@@ -67,10 +69,31 @@ class ScanResult:
     out: str
     level: str
     rows: int                       # rows written at ``level``
-    anomalies: int
+    anomalies: int                  # anomalies in what the scan was asked (a window's: inside it)
     hits: int | None                # search hits, when a pattern was given
     inventory: list = field(default_factory=list)   # one dict per log dir and partition
     plan: ScanPlan | None = None
+    notes: int = 0                  # anomalies outside a window (in ``out/anomalies`` too): no finding
+
+
+@dataclass(frozen=True)
+class Window:
+    """What a scan was asked about: ``any`` (a topic, partition, offset or time window at all),
+    ``records`` (a window that keeps part of a partition's records: offsets or times) and its offset
+    bounds (inclusive, None: open).  An anomaly of a windowed scan is a finding only inside it
+    (:func:`_scoped`); outside, a note."""
+    any: bool = False
+    records: bool = False
+    offset_lo: int | None = None
+    offset_hi: int | None = None
+
+
+def window_of(opts: dict) -> Window:
+    """The :class:`Window` of a scan's source options."""
+    def given(k):
+        return opts.get(k) not in (None, "")
+    lo, hi = (int(opts[k]) if given(k) else None for k in ("fromOffset", "toOffset"))
+    return Window(any(given(k) for k in ("topics", "partitions") + _RECORD_WINDOW), _windowed(opts), lo, hi)
 
 
 def plan(paths, split_bytes=None, options=None, min_partitions=None) -> ScanPlan:
@@ -127,7 +150,7 @@ def scan(spark, paths, out: str, level: str = "batches", search: str | None = No
     reads = [read("scan")]
     summary = reads[0].frame if reads[0].table is not None else reads[0].frame.persist()
     try:
-        return _write_outputs(spark, out, level, search, read, progress, summary, reads, windowed=_windowed(opts),
+        return _write_outputs(spark, out, level, search, read, progress, summary, reads, window=window_of(opts),
                               tasks_write=tasks_write, summary_rows=summary_rows)
     finally:
         summary.unpersist()
@@ -154,7 +177,9 @@ def scan_here(paths, out: str, level: str = "batches", split_bytes=None, options
         records, _ = read("records")
     if summary is None or (level == "records" and records is None):
         return None
-    outputs, rows = _outputs_here(summary, _records_counted(records) if _windowed(opts) and level == "records" else None)
+    window = window_of(opts)
+    outputs, rows, findings = _outputs_here(summary, _records_counted(records) if window.records and level == "records"
+                                            else None, window)
     anomalies = outputs["anomalies"]
     if level != "anomalies":
         outputs[level] = records if level == "records" else _rows_of(summary, LEVEL_KINDS[level])
@@ -162,7 +187,7 @@ def scan_here(paths, out: str, level: str = "batches", split_bytes=None, options
         write_parquet_dir(table, os.path.join(out, name))
     written = {"records": outputs[level].num_rows, "batches": sum(r["batches"] for r in rows),
                "anomalies": anomalies.num_rows}[level]
-    return ScanResult(out, level, written, anomalies.num_rows, None, rows, plan_of(splits))
+    return ScanResult(out, level, written, findings, None, rows, plan_of(splits), anomalies.num_rows - findings)
 
 
 def _scan_inputs(paths, level: str, options: dict | None, listing: Layout | None):
@@ -190,41 +215,93 @@ def _rows_of(summary, kind: str):
     return summary.filter(pc.equal(summary["rowKind"], kind)).select(_columns(kind))
 
 
-def _outputs_here(summary, exported: dict | None = None):
+def _outputs_here(summary, exported: dict | None = None, window: Window = Window()):
     """The anomalies, the inventory and the replica view of a summary held in the driver (Arrow
-    tables, computed in pyarrow), and the inventory's rows.  ``exported``: the records a windowed
-    records export holds per inventory row, which the inventory then counts."""
+    tables, computed in pyarrow), the inventory's rows and the anomalies that are findings (inside
+    the ``window``).  ``exported``: what a windowed records export holds per inventory row, which
+    the inventory then describes (:func:`_count_exported`)."""
     inv = inventory_table(summary)
     rows = inv.to_pylist()
+    anomalies = _rows_of(summary, "anomaly")
     if exported is not None:
         _count_exported(rows, exported)
+    findings = _scoped(rows, anomalies.select(_ANOMALY_WHERE).to_pylist(), window)
+    if exported is not None or window.any:
         inv = pa.Table.from_pylist(rows, schema=inv.schema)
-    return {"anomalies": _rows_of(summary, "anomaly"), "inventory": inv, "replicas": replicas_table(summary)}, rows
+    return {"anomalies": anomalies, "inventory": inv, "replicas": replicas_table(summary)}, rows, findings
 
 
 #: the options that keep part of a batch's records (a topic or partition keeps whole partitions)
 _RECORD_WINDOW = ("fromOffset", "toOffset", "fromTimestamp", "toTimestamp")
 
 
+#: what a windowed records export's inventory row says of the records exported for it: the column
+#: and how it is aggregated over them (a batch is told by its base offset within a partition dir)
+_EXPORTED = {"records": ("offset", "count"), "batches": ("batchBaseOffset", "count_distinct"),
+             "firstOffset": ("offset", "min"), "lastOffset": ("offset", "max"),
+             "firstTimestamp": ("_timestamp", "min"), "lastTimestamp": ("timestamp", "max")}
+#: the columns of an anomaly :func:`_scoped` reads
+_ANOMALY_WHERE = list(WHERE) + ["offset"]
+
+
 def _records_exported(spark, out: str, records) -> dict:
-    """The records a records export holds, per inventory row (:data:`WHERE`): ``records`` is the
-    read held in the driver, or None for the export written by Spark's tasks (read back)."""
+    """What a records export holds, per inventory row (:data:`WHERE`; :data:`_EXPORTED`): ``records``
+    is the read held in the driver, or None for the export written by Spark's tasks (read back)."""
     if records is not None:
         return _records_counted(records)
-    counted = spark.read.parquet(os.path.join(out, "records")).groupBy(*WHERE).count().collect()
-    return {tuple(r[k] for k in WHERE): r["count"] for r in counted}
+    how = {"count": F.count, "count_distinct": F.countDistinct, "min": F.min, "max": F.max}
+    df = spark.read.parquet(os.path.join(out, "records")).withColumn(
+        "_timestamp", F.when(F.col("timestamp") >= 0, F.col("timestamp")))
+    counted = df.groupBy(*WHERE).agg(*(how[f](c).alias(n) for n, (c, f) in _EXPORTED.items())).collect()
+    return {tuple(r[k] for k in WHERE): {n: r[n] for n in _EXPORTED} for r in counted}
 
 
 def _records_counted(records) -> dict:
-    """The records of a records read held in the driver (an Arrow table), per inventory row."""
-    counted = records.group_by(list(WHERE), use_threads=False).aggregate([("offset", "count")])
-    return {tuple(r[k] for k in WHERE): r["offset_count"] for r in counted.to_pylist()}
+    """What a records read held in the driver (an Arrow table) holds, per inventory row."""
+    ts = records["timestamp"]
+    records = records.select(list(WHERE) + ["offset", "batchBaseOffset", "timestamp"]).append_column(
+        "_timestamp", pc.if_else(pc.greater_equal(ts, 0), ts, pa.scalar(None, ts.type)))
+    counted = records.group_by(list(WHERE), use_threads=False).aggregate(list(_EXPORTED.values()))
+    return {tuple(r[k] for k in WHERE): {n: r[f"{c}_{f}"] for n, (c, f) in _EXPORTED.items()}
+            for r in counted.to_pylist()}
 
 
 def _count_exported(inventory: list, exported: dict) -> None:
-    """Set each inventory row's ``records`` to the records exported for it (under a window)."""
+    """Have each inventory row describe the records exported for it (under a window): their count,
+    batches, first and last offsets and timestamps (none: 0 and nulls)."""
     for r in inventory:
-        r["records"] = exported.get(tuple(r[k] for k in WHERE), 0)
+        got = exported.get(tuple(r[k] for k in WHERE))
+        for name in _EXPORTED:
+            r[name] = got[name] if got else (0 if name in ("records", "batches") else None)
+
+
+def _scoped(inventory: list, anomalies: list, window: Window) -> int:
+    """The ``anomalies`` (dicts of :data:`_ANOMALY_WHERE`) that are findings of a scan asked about
+    ``window``; each inventory row's ``anomalies`` then counts those of its copy.  With no window,
+    every one.  Under one, a log dir's own (a stray file beside the partitions) is outside it; under
+    a window of offsets or times, so is one whose offset is unknown or outside the copy's span --
+    the offset bounds, and the offsets its rows run over (``firstOffset``..``lastOffset`` + 1: the
+    window's, for a records export) -- and any of a copy with no rows in the window."""
+    if not window.any:
+        return len(anomalies)
+    rows = {tuple(r[k] for k in WHERE): r for r in inventory}
+    inside = dict.fromkeys(rows, 0)
+    for a in anomalies:
+        where = tuple(a[k] for k in WHERE)
+        row = rows.get(where)
+        if row is None or a["topic"] is None:
+            continue
+        if window.records:
+            lo, hi, offset = row["firstOffset"], row["lastOffset"], a["offset"]
+            if offset is None or lo is None or not lo <= offset <= hi + 1:
+                continue
+            if (window.offset_lo is not None and offset < window.offset_lo) or \
+                    (window.offset_hi is not None and offset > window.offset_hi):
+                continue
+        inside[where] += 1
+    for where, row in rows.items():
+        row["anomalies"] = inside[where]
+    return sum(inside.values())
 
 
 @contextlib.contextmanager
@@ -245,7 +322,7 @@ def _watching(spark, splits: int, progress):
     progress(splits, splits)
 
 
-def _write_outputs(spark, out, level, search, read, progress, summary, reads, windowed=False,
+def _write_outputs(spark, out, level, search, read, progress, summary, reads, window: Window = Window(),
                    tasks_write=False, summary_rows=0) -> ScanResult:
     """:func:`scan`'s outputs from its ``summary`` (the first of its planned ``reads``, cached or held
     in the driver; a records read for the export or the search, ``read("records")``, is added to
@@ -273,9 +350,9 @@ def _write_outputs(spark, out, level, search, read, progress, summary, reads, wi
             held = summary.toArrow()
     if held is not None and tasks_write and local_path(out) is not None:  # computed and written here: no Spark job
         summary.unpersist()  # nothing reads the JVM's copy again (Spark's writes below would)
-        n_anomalies, inv = _write_outputs_here(spark, out, level, held, reads, windowed)
+        n_anomalies, findings, inv = _write_outputs_here(spark, out, level, held, reads, window)
     else:
-        n_anomalies, inv = _write_outputs_by_spark(spark, out, level, summary, held, reads, windowed)
+        n_anomalies, findings, inv = _write_outputs_by_spark(spark, out, level, summary, held, reads, window)
     if level == "records":
         done = reads[-1].table
         if written is None:
@@ -291,49 +368,53 @@ def _write_outputs(spark, out, level, search, read, progress, summary, reads, wi
         else:
             records = reads[-1].frame
         found = matches(records, search).persist()
-        found.write.mode("overwrite").parquet(os.path.join(out, "search"))
         hits = found.count()
+        found.coalesce(max(1, -(-hits // SEARCH_ROWS_A_FILE))).write.mode("overwrite").parquet(os.path.join(out, "search"))
         found.unpersist()
-    return ScanResult(out, level, written, n_anomalies, hits, inv, scan_plan)
+    return ScanResult(out, level, written, findings, hits, inv, scan_plan, n_anomalies - findings)
 
 
-def _exported_under_window(spark, out, level, reads, windowed) -> dict | None:
-    """The records a windowed records export holds per inventory row (None when no window keeps part
-    of a batch's records, or the level is not records)."""
-    return _records_exported(spark, out, reads[-1].table) if windowed and level == "records" else None
+def _exported_under_window(spark, out, level, reads, window: Window) -> dict | None:
+    """What a windowed records export holds per inventory row (None when no window keeps part of a
+    batch's records, or the level is not records)."""
+    return _records_exported(spark, out, reads[-1].table) if window.records and level == "records" else None
 
 
-def _write_outputs_here(spark, out, level, held, reads, windowed):
+def _write_outputs_here(spark, out, level, held, reads, window: Window):
     """The export (at a summary's level), anomalies, inventory and replica view of a summary ``held``
     in the driver, computed and written here by pyarrow (:func:`_outputs_here`, replacing earlier
-    outputs as Spark's overwrite does): (the anomalies, the inventory's rows)."""
-    outputs, inv = _outputs_here(held, _exported_under_window(spark, out, level, reads, windowed))
+    outputs as Spark's overwrite does): (the anomalies, those that are findings, the inventory's rows)."""
+    outputs, inv, findings = _outputs_here(held, _exported_under_window(spark, out, level, reads, window), window)
     if level != "records":
         outputs[level] = _rows_of(held, LEVEL_KINDS[level])
     for name, table in outputs.items():
         write_parquet_dir(table, local_path(os.path.join(out, name)), replace=True)
-    return outputs["anomalies"].num_rows, inv
+    return outputs["anomalies"].num_rows, findings, inv
 
 
-def _write_outputs_by_spark(spark, out, level, summary, held, reads, windowed):
+def _write_outputs_by_spark(spark, out, level, summary, held, reads, window: Window):
     """The export (at a summary's level), anomalies, inventory and replica view of the cached
     ``summary``, written by Spark; the views are computed by pyarrow when the summary is ``held`` in
-    the driver too (:func:`_outputs_here`), else by Spark SQL: (the anomalies, the inventory's rows)."""
-    exported = _exported_under_window(spark, out, level, reads, windowed)
+    the driver too (:func:`_outputs_here`), else by Spark SQL: (the anomalies, those that are
+    findings, the inventory's rows)."""
+    exported = _exported_under_window(spark, out, level, reads, window)
     cached = []  # released whatever happens
     try:
         if held is not None:
-            tables, inv = _outputs_here(held, exported)
+            tables, inv, findings = _outputs_here(held, exported, window)
             n_anomalies = tables["anomalies"].num_rows
             inv_df, rep_df = (frame_of(spark, tables[n]).coalesce(1) for n in ("inventory", "replicas"))
         else:
-            n_anomalies = summary.where(F.col("rowKind") == "anomaly").count()
+            anomalies = summary.where(F.col("rowKind") == "anomaly").select(*_ANOMALY_WHERE).collect()
+            n_anomalies = len(anomalies)
             inv_df, rep_df = inventory_of(summary).persist(), replicas_of(summary)
             cached.append(inv_df)
             inv = [r.asDict() for r in inv_df.collect()]
-            if exported is not None:  # a window keeps part of a batch's records: count those exported
+            if exported is not None:  # a window keeps part of a batch's records: describe those exported
                 _count_exported(inv, exported)
-                cached.pop().unpersist()  # its rows are collected: what is written is made from them
+            findings = _scoped(inv, [a.asDict() for a in anomalies], window)
+            if exported is not None or window.any:  # the rows collected say the window: written from them
+                cached.pop().unpersist()
                 inv_df = spark.createDataFrame(inv, inv_df.schema).coalesce(1)
         for name in dict.fromkeys(n for n in (level, "anomalies") if n != "records"):  # the export, the anomalies
             kind = LEVEL_KINDS[name]
@@ -344,7 +425,7 @@ def _write_outputs_by_spark(spark, out, level, summary, held, reads, windowed):
     finally:
         for df in cached:
             df.unpersist()
-    return n_anomalies, inv
+    return n_anomalies, findings, inv
 
 
 def main(argv=None):
@@ -361,7 +442,8 @@ def main(argv=None):
     if args.search is not None and (problem := pattern_problem(spark, args.search)):
         fail(problem)
     r = scan(spark, args.paths, args.out, args.level, args.search, options=options, listing=listing)
-    print(f"{r.rows} {r.level} rows, {r.anomalies} anomalies" + (f", {r.hits} search hits" if r.hits is not None else ""))
+    print(f"{r.rows} {r.level} rows, {r.anomalies} anomalies" + (f" ({r.notes} more outside the window)" if r.notes else "")
+          + (f", {r.hits} search hits" if r.hits is not None else ""))
     raise SystemExit(1 if r.anomalies else 0)
 
 
