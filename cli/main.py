@@ -641,7 +641,7 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
          out: str = Option(..., "--out", metavar="DIR", help="Directory for the Parquet results (new or empty; a scan that does not finish leaves nothing there)"),
          master: Optional[str] = Option(None, "--master", metavar="URL",
                                         help="Spark master (default local[*]: Spark embedded here; without --master "
-                                             "or --search, a scan of up to 32 MiB of segments is read and written "
+                                             "(and a --search Python reads as Java does), a scan of up to 32 MiB of segments is read and written "
                                              "here with no JVM)"),
          level: Level = Option(Level.batches, "--level", metavar="batches|records|anomalies", help="Rows to export: batches, records or anomalies"),
          search: Optional[str] = Option(None, "--search", metavar="REGEX", help="Also write records matching this regex"),
@@ -667,7 +667,8 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
                                     help="Any kafka_segments source option, e.g. timestampDisorderMs=3600000 (repeatable)")):
     """Scan a fleet of segments with Spark (a small one needs none), reading it once: export, inventory, anomalies (and search hits) as Parquet."""
     # a scan small enough to be read and written here needs no Spark, hence no Java (unless it grows)
-    may_run_here = master is None and search is None and spark_jobs_common.local_path(out) is not None
+    may_run_here = (master is None and (search is None or spark_jobs_search.python_pattern(search) is not None)
+                    and spark_jobs_common.local_path(out) is not None)  # a search Python reads as Java does
     for problem in (None if may_run_here else cli_spark_start.java_problem(),
                     search is not None and spark_jobs_search.pattern_problem(None, search)):  # before anything starts
         if problem:
@@ -701,7 +702,7 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
                     f"(--master {LOCAL_MASTER} runs it on Spark)", highlight=False, soft_wrap=True)
             try:
                 result = spark_jobs_scan.scan_here(inputs, spark_jobs_common.local_path(out), level.value, split_bytes,
-                                                   options, listing=planned.listing)
+                                                   options, listing=planned.listing, search=search)
             except Exception as e:  # noqa: BLE001 -- one line, not a traceback (exit 1 means damage)
                 if verbose:
                     raise

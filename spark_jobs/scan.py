@@ -37,7 +37,7 @@ from spark_jobs.common import (DRIVER_READ_BYTES, check_inputs, check_out, fail,
                                local_path, read_here, read_planned, segment_bytes, source_for, source_options, tasks_write_here,
                                write_planned)
 from spark_jobs.inventory import WHERE, inventory_of, inventory_table, replicas_of, replicas_table
-from spark_jobs.search import matches, pattern_problem
+from spark_jobs.search import matches, pattern_problem, python_pattern, search_table
 
 
 #: each export level and the ``rowKind`` of its rows
@@ -159,23 +159,28 @@ def scan(spark, paths, out: str, level: str = "batches", search: str | None = No
 
 
 def scan_here(paths, out: str, level: str = "batches", split_bytes=None, options: dict | None = None,
-              listing: Layout | None = None, min_partitions: int | None = None) -> ScanResult | None:
+              listing: Layout | None = None, min_partitions: int | None = None,
+              search: str | None = None) -> ScanResult | None:
     """:func:`scan` with no Spark at all, for a scan this process can hold (``kfx scan`` of up to
     ``DRIVER_READ_BYTES`` of segments with no ``--master`` and no ``--search``: no JVM starts).  The
     same reads as :func:`scan` makes in the driver, the same views (the pyarrow ones, proven equal
     to Spark SQL's), the same outputs with the same schemas, each written by pyarrow as one Parquet
-    file in Spark's layout (:mod:`~kafkaforensics.spark.parquet_dir`).  A search needs Spark: its
-    pattern is a Java regular expression.  Returns None, having written nothing, when a read would
+    file in Spark's layout (:mod:`~kafkaforensics.spark.parquet_dir`).  A ``search`` pattern (a Java
+    regular expression) runs here when Python reads it as Java does (:func:`python_pattern`; else
+    ValueError: Spark must run it), its hits the rows Spark's :func:`matches` gives.  Returns None, having written nothing, when a read would
     pass ``DRIVER_TABLE_BYTES`` in memory (Spark's tasks must read it).  ``min_partitions``: the
     parallelism its splits are planned for (default: this machine's cores, as ``local[*]``)."""
     opts, listing = _scan_inputs(paths, level, options, listing)
+    python = None if search is None else python_pattern(search)
+    if search is not None and python is None:
+        raise ValueError(f"the search pattern {search!r} needs Java's reading of it: Spark runs it")
     read = functools.partial(read_here, paths, split_bytes=split_bytes, options=opts, min_partitions=min_partitions,
                              listing=listing)
     summary, splits = read("scan")
     records = None
-    if summary is not None and level == "records":
+    if summary is not None and (level == "records" or search is not None):
         records, _ = read("records")
-    if summary is None or (level == "records" and records is None):
+    if summary is None or ((level == "records" or search is not None) and records is None):
         return None
     window = window_of(opts)
     outputs, rows, findings = _outputs_here(summary, _records_counted(records) if window.records and level == "records"
@@ -183,11 +188,14 @@ def scan_here(paths, out: str, level: str = "batches", split_bytes=None, options
     anomalies = outputs["anomalies"]
     if level != "anomalies":
         outputs[level] = records if level == "records" else _rows_of(summary, LEVEL_KINDS[level])
+    if search is not None:
+        outputs["search"] = search_table(records, search, python)
     for name, table in outputs.items():
         write_parquet_dir(table, os.path.join(out, name))
     written = {"records": outputs[level].num_rows, "batches": sum(r["batches"] for r in rows),
                "anomalies": anomalies.num_rows}[level]
-    return ScanResult(out, level, written, findings, None, rows, plan_of(splits), anomalies.num_rows - findings)
+    hits = outputs["search"].num_rows if search is not None else None
+    return ScanResult(out, level, written, findings, hits, rows, plan_of(splits), anomalies.num_rows - findings)
 
 
 def _scan_inputs(paths, level: str, options: dict | None, listing: Layout | None):

@@ -155,14 +155,17 @@ def test_a_search_hit_says_what_matched_and_carries_its_headers_as_text(spark, t
     from kafkaforensics.log.writer import write_partition
     from kafkaforensics.records.batch import Record
     from kafkaforensics.records.builder import build_v2
-    from spark_jobs.search import matches
+    from spark_jobs.search import matches, python_pattern, search_table
     recs = [Record(0, 1000, b"ORD-1", b"plain", [("trace", b"x")]),
             Record(1, 1000, b"k", b"has ORD-1 in it", []),
             Record(2, 1000, b"k", b"plain", [("ref", b"ORD-1\xff"), ("other", b"no")]),
             Record(3, 1000, b"k", b"plain", [("ref", b"none")])]
     write_partition(str(tmp_path / "orders-0"), [build_v2(recs, base_offset=0)])
-    records = read_planned(spark, [str(tmp_path / "orders-0")], "records").frame
-    hits = [r.asDict(recursive=True) for r in matches(records, "ORD-1").collect()]
+    read = read_planned(spark, [str(tmp_path / "orders-0")], "records", driver_bytes=1 << 30)
+    hits = [r.asDict(recursive=True) for r in matches(read.frame, "ORD-1").collect()]
+    here = search_table(read.table, "ORD-1", python_pattern("ORD-1")).to_pylist()  # with no Spark: the same hits
+    assert [{k: v for k, v in h.items() if k != "timestampUtc"} for h in here] == [
+        {k: v for k, v in h.items() if k != "timestampUtc"} for h in hits]
     assert [(h["offset"], h["matchedIn"]) for h in hits] == [(0, ["key"]), (1, ["value"]), (2, ["header:ref"])]
     assert hits[2]["headerTexts"] == [{"key": "ref", "valueText": "ORD-1\ufffd"}, {"key": "other", "valueText": "no"}]
     assert hits[2]["headers"][0]["value"] == b"ORD-1\xff"
@@ -305,17 +308,19 @@ def test_a_scan_written_here_with_no_spark_writes_what_spark_writes(spark, tmp_p
         opts = {"includeCorrupt": "true", **window}
         here, tasks = str(tmp_path / f"here{len(window)}"), str(tmp_path / f"tasks{len(window)}")
         os.makedirs(here)
-        r = scan_here([root], here, level, options=opts, min_partitions=spark.sparkContext.defaultParallelism)
-        s = scan(spark, [root], tasks, level, options=opts, driver_bytes=0,  # read and written by Spark's tasks
+        search = "-9|amount=3"  # keys and values hit (a search Python reads as Java does runs here too)
+        r = scan_here([root], here, level, options=opts, min_partitions=spark.sparkContext.defaultParallelism,
+                      search=search)
+        s = scan(spark, [root], tasks, level, search, options=opts, driver_bytes=0,  # read and written by Spark's tasks
                  tasks_write=False, summary_rows=0)  # the views by Spark SQL
-        assert (r.rows, r.anomalies, r.inventory, r.plan) == (s.rows, s.anomalies, s.inventory, s.plan)
-        assert r.rows and r.anomalies and r.hits is None
+        assert (r.rows, r.anomalies, r.inventory, r.plan, r.hits) == (s.rows, s.anomalies, s.inventory, s.plan, s.hits)
+        assert r.rows and r.anomalies and r.hits
         assert _outputs(here) == _outputs(tasks)  # read back by pyarrow: schemas and rows
         assert _spark_read(spark, here) == _spark_read(spark, tasks)  # and by Spark
         for name in os.listdir(here):  # Spark's layout: one part file a dir, and _SUCCESS
             files = sorted(os.listdir(os.path.join(here, name)))
             assert files[0] == "_SUCCESS" and len(files) == 2 and files[1].endswith(".snappy.parquet"), files
-        assert sorted(os.listdir(here)) == sorted({level, "anomalies", "inventory", "replicas"})  # no temp dir left
+        assert sorted(os.listdir(here)) == sorted({level, "anomalies", "inventory", "replicas", "search"})  # no temp dir left
 
 
 def _part_numbers(out):
