@@ -133,6 +133,8 @@ class Storage:
         there is nothing at ``uri`` (no such path, bucket or prefix) or it cannot be listed."""
         fs, path = self.resolve(uri)
         if fs is None:
+            # absolute: every row's logDir and file say the same wherever the scan ran from (runs join)
+            path = os.path.abspath(path) if path else path
             if os.path.isfile(path):
                 return [(path, os.path.getsize(path), False)]
             if not os.path.isdir(path):
