@@ -664,7 +664,10 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
          from_offset: Optional[int] = Option(None, "--from-offset", metavar="OFFSET", help="Records from this offset on"),
          to_offset: Optional[int] = Option(None, "--to-offset", metavar="OFFSET", help="Records up to this offset (inclusive)"),
          option: List[str] = Option([], "--option", metavar="KEY=VALUE",
-                                    help="Any kafka_segments source option, e.g. timestampDisorderMs=3600000 (repeatable)")):
+                                    help="Any kafka_segments source option, e.g. timestampDisorderMs=3600000 (repeatable)"),
+         partition_by: List[str] = Option([], "--partition-by", metavar="topic|date",
+                                          help="Partition the records export by topic and/or the UTC date of the "
+                                               "record timestamp (a date column), as Spark's partitionBy (repeatable)")):
     """Scan a fleet of segments with Spark (a small one needs none), reading it once: export, inventory, anomalies (and search hits) as Parquet."""
     # a scan small enough to be read and written here needs no Spark, hence no Java (unless it grows)
     may_run_here = (master is None and (search is None or spark_jobs_search.python_pattern(search) is not None)
@@ -680,6 +683,7 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
     try:
         options.update(spark_jobs_common.window_options(topic, partition, from_time, to_time, from_offset, to_offset))
         options.update(spark_jobs_common.parse_options(option))
+        spark_jobs_scan.check_partition_by(level.value, partition_by)
         planned = spark_jobs_scan.plan(inputs, split_bytes, options)  # lists every input once: a missing one ends here
     except (ValueError, spark_storage.MissingInput) as e:
         _fail(str(e))
@@ -691,7 +695,7 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
     if problem:
         _fail(problem)
     left = cli_spark_start.left_behind(out)  # what a scan that does not finish leaves in --out
-    run = ScanRun(inputs, out, level.value, search, split_bytes, options, planned, verbose, left)
+    run = ScanRun(inputs, out, level.value, search, split_bytes, options, planned, verbose, left, tuple(partition_by))
     if overwrite:
         cli_spark_start.clear_outputs(out)
     finished = interrupted = False
@@ -702,7 +706,8 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
                     f"(--master {LOCAL_MASTER} runs it on Spark)", highlight=False, soft_wrap=True)
             try:
                 result = spark_jobs_scan.scan_here(inputs, spark_jobs_common.local_path(out), level.value, split_bytes,
-                                                   options, listing=planned.listing, search=search)
+                                                   options, listing=planned.listing, search=search,
+                                                   partition_by=tuple(partition_by))
             except Exception as e:  # noqa: BLE001 -- one line, not a traceback (exit 1 means damage)
                 if verbose:
                     raise
@@ -796,6 +801,7 @@ class ScanRun:
     planned: object
     verbose: bool
     left: str
+    partition_by: tuple = ()
 
 
 def _scan_on_spark(c, run: ScanRun, master: str, outgrew: bool = False):
@@ -832,6 +838,7 @@ def _scan_on_spark(c, run: ScanRun, master: str, outgrew: bool = False):
         try:
             return spark_jobs_scan.scan(spark, run.inputs, run.out, run.level, search, run.split_bytes, run.options, progress,
                                         listing=planned.listing,  # listed once, for the plan
+                                        partition_by=run.partition_by,
                                         **({"driver_bytes": 0} if outgrew else {})), spark
         except Exception as e:  # noqa: BLE001 -- Spark's and the JVM's: one line, not a traceback (exit 1 means damage)
             if verbose:

@@ -126,7 +126,7 @@ def _watch(spark, total_tasks: int, progress, stop: threading.Event) -> None:
 def scan(spark, paths, out: str, level: str = "batches", search: str | None = None, split_bytes=None,
          options: dict | None = None, progress=None, driver_bytes: int = DRIVER_READ_BYTES,
          listing: Layout | None = None, tasks_write: bool | None = None,
-         summary_rows: int = SUMMARY_ROWS_HERE) -> ScanResult:
+         summary_rows: int = SUMMARY_ROWS_HERE, partition_by=()) -> ScanResult:
     """Scan ``paths`` and write ``out/<level>``, ``out/inventory``, ``out/replicas``,
     ``out/anomalies`` and, with a ``search`` pattern, ``out/search`` (Parquet).  ``options`` are
     source options (a window among them).  ``progress(done_splits, total_splits)`` is called while
@@ -141,8 +141,10 @@ def scan(spark, paths, out: str, level: str = "batches", search: str | None = No
     collected to the driver once cached, and its views computed there in pyarrow (0: by Spark SQL);
     with ``tasks_write``, pyarrow also writes every output of a summary held here (its views, the
     anomalies, and a batches or anomalies export).  Default ``tasks_write``: when the master is local
-    and ``out`` a local path (``tasks_write_here``).  Every way writes the same outputs."""
+    and ``out`` a local path (``tasks_write_here``).  Every way writes the same outputs.
+    ``partition_by``: :data:`PARTITION_COLUMNS` a records export is partitioned by (Spark's writer)."""
     opts, listing = _scan_inputs(paths, level, options, listing)
+    check_partition_by(level, partition_by)
     if tasks_write is None:
         tasks_write = tasks_write_here(spark.sparkContext.master, out)
     read = functools.partial(read_planned, spark, paths, split_bytes=split_bytes, options=opts, driver_bytes=driver_bytes,
@@ -151,7 +153,7 @@ def scan(spark, paths, out: str, level: str = "batches", search: str | None = No
     summary = reads[0].frame if reads[0].table is not None else reads[0].frame.persist()
     try:
         return _write_outputs(spark, out, level, search, read, progress, summary, reads, window=window_of(opts),
-                              tasks_write=tasks_write, summary_rows=summary_rows)
+                              tasks_write=tasks_write, summary_rows=summary_rows, partition_by=tuple(partition_by))
     finally:
         summary.unpersist()
         for r in reads:
@@ -160,7 +162,7 @@ def scan(spark, paths, out: str, level: str = "batches", search: str | None = No
 
 def scan_here(paths, out: str, level: str = "batches", split_bytes=None, options: dict | None = None,
               listing: Layout | None = None, min_partitions: int | None = None,
-              search: str | None = None) -> ScanResult | None:
+              search: str | None = None, partition_by=()) -> ScanResult | None:
     """:func:`scan` with no Spark at all, for a scan this process can hold (``kfx scan`` of up to
     ``DRIVER_READ_BYTES`` of segments with no ``--master`` and no ``--search``: no JVM starts).  The
     same reads as :func:`scan` makes in the driver, the same views (the pyarrow ones, proven equal
@@ -171,6 +173,7 @@ def scan_here(paths, out: str, level: str = "batches", split_bytes=None, options
     pass ``DRIVER_TABLE_BYTES`` in memory (Spark's tasks must read it).  ``min_partitions``: the
     parallelism its splits are planned for (default: this machine's cores, as ``local[*]``)."""
     opts, listing = _scan_inputs(paths, level, options, listing)
+    check_partition_by(level, partition_by)
     python = None if search is None else python_pattern(search)
     if search is not None and python is None:
         raise ValueError(f"the search pattern {search!r} needs Java's reading of it: Spark runs it")
@@ -191,11 +194,43 @@ def scan_here(paths, out: str, level: str = "batches", split_bytes=None, options
     if search is not None:
         outputs["search"] = search_table(records, search, python)
     for name, table in outputs.items():
-        write_parquet_dir(table, os.path.join(out, name))
+        if name == "records" and partition_by:
+            write_parquet_dir(_dated_table(table) if "date" in partition_by else table, os.path.join(out, name),
+                              partition_by=tuple(partition_by))
+        else:
+            write_parquet_dir(table, os.path.join(out, name))
     written = {"records": outputs[level].num_rows, "batches": sum(r["batches"] for r in rows),
                "anomalies": anomalies.num_rows}[level]
     hits = outputs["search"].num_rows if search is not None else None
     return ScanResult(out, level, written, findings, hits, rows, plan_of(splits), anomalies.num_rows - findings)
+
+
+#: what a records export can be partitioned by: its topic, and the UTC date of its record timestamp
+#: (a ``date`` column; null for a timestamp below 0)
+PARTITION_COLUMNS = ("topic", "date")
+_DAY_MS = 86_400_000
+
+
+def check_partition_by(level: str, partition_by) -> None:
+    """ValueError, one line, for a partitioning a scan cannot write."""
+    unknown = [c for c in partition_by if c not in PARTITION_COLUMNS]
+    if unknown:
+        raise ValueError(f"--partition-by {unknown[0]}: one of {', '.join(PARTITION_COLUMNS)}")
+    if partition_by and level != "records":
+        raise ValueError("--partition-by partitions the records export: give --level records")
+
+
+def _dated_table(records):
+    """A records table (Arrow) with its ``date`` column: the UTC day of each timestamp."""
+    ts = records["timestamp"]
+    days = pc.cast(pc.divide(pc.if_else(pc.greater_equal(ts, 0), ts, pa.scalar(None, ts.type)), _DAY_MS), pa.int32())
+    return records.append_column("date", pc.cast(days, pa.date32()))
+
+
+def _dated_frame(records):
+    """A records DataFrame with its ``date`` column, as :func:`_dated_table` computes it."""
+    ts = F.col("timestamp")
+    return records.withColumn("date", F.date_from_unix_date(F.when(ts >= 0, F.floor(ts / _DAY_MS).cast("int"))))
 
 
 def _scan_inputs(paths, level: str, options: dict | None, listing: Layout | None):
@@ -331,7 +366,7 @@ def _watching(spark, splits: int, progress):
 
 
 def _write_outputs(spark, out, level, search, read, progress, summary, reads, window: Window = Window(),
-                   tasks_write=False, summary_rows=0) -> ScanResult:
+                   tasks_write=False, summary_rows=0, partition_by=()) -> ScanResult:
     """:func:`scan`'s outputs from its ``summary`` (the first of its planned ``reads``, cached or held
     in the driver; a records read for the export or the search, ``read("records")``, is added to
     them).  With ``tasks_write``, a records export is written with pyarrow, by the tasks that read it
@@ -345,7 +380,10 @@ def _write_outputs(spark, out, level, search, read, progress, summary, reads, wi
         reads.append(read("records"))
     summary_count = None
     with _watching(spark, scan_plan.splits, progress):  # the read of what the export is
-        if level == "records" and tasks_write:
+        if level == "records" and partition_by:  # Spark's writer partitions it
+            frame = _dated_frame(reads[-1].frame) if "date" in partition_by else reads[-1].frame
+            frame.write.mode("overwrite").partitionBy(*partition_by).parquet(os.path.join(out, level))
+        elif level == "records" and tasks_write:
             written = write_planned(spark, reads[-1], os.path.join(out, level))
         elif level == "records":
             reads[-1].frame.write.mode("overwrite").parquet(os.path.join(out, level))

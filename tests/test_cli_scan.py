@@ -297,3 +297,14 @@ def test_a_scan_of_a_relative_path_says_absolute_log_dirs_and_files(tmp_path, mo
     rows = pq.read_table(os.path.join(out, "records"), columns=["logDir", "file"]).to_pylist()
     assert rows and all(x["logDir"] == os.path.abspath(SAMPLE) and x["file"].startswith(os.path.abspath(SAMPLE) + "/")
                         for x in rows)
+
+
+def test_partition_by_is_checked_before_anything_starts(kfx, tmp_path):
+    for args, says in ((["--partition-by", "hour", "--level", "records"], "--partition-by hour: one of topic, date"),
+                       (["--partition-by", "topic"], "give --level records")):
+        r = kfx("scan", SAMPLE, "--out", tmp_path / "o", *args)
+        assert r.exit_code == 2 and says in r.output and len(r.output.strip().splitlines()) == 1, r.output
+        assert not (tmp_path / "o").exists()
+    r = kfx("scan", SAMPLE, "--out", tmp_path / "p", "--level", "records", "--partition-by", "topic")
+    assert r.exit_code == 0, r.output
+    assert "topic=orders" in os.listdir(tmp_path / "p" / "records")

@@ -426,3 +426,29 @@ def test_a_scan_here_gives_way_to_spark_when_its_rows_outgrow_the_process(tmp_pa
             assert os.listdir(tmp_path / "out") == []  # nothing written
     monkeypatch.setattr(common, "DRIVER_TABLE_BYTES", max(summary.nbytes, records.nbytes - 1))
     assert scan_here([root], str(tmp_path / "out"), "batches") is not None  # a batches scan holds no records
+
+
+def test_a_records_export_partitioned_by_topic_and_date_is_the_same_here_and_on_spark(spark, tmp_path):  # noqa: F811
+    """--partition-by topic and/or date (the UTC day of the record timestamp): Spark's layout
+    (``topic=orders/date=2023-11-14/part-...``), the same rows read back here and on Spark (issue 57)."""
+    import datetime
+    root = str(tmp_path / "fleet")
+    build_fleet(root)
+    for pb in (("topic",), ("topic", "date")):
+        here, tasks = str(tmp_path / f"here{len(pb)}"), str(tmp_path / f"tasks{len(pb)}")
+        os.makedirs(here)
+        r = scan_here([root], here, "records", partition_by=pb)
+        s = scan(spark, [root], tasks, "records", partition_by=pb, driver_bytes=0)
+        assert r.rows == s.rows and r.rows > 0
+        got, want = (sorted(map(repr, (x.asDict() for x in spark.read.parquet(os.path.join(d, "records")).collect())))
+                     for d in (here, tasks))
+        assert got == want
+        top = sorted(os.listdir(os.path.join(here, "records")))
+        assert "_SUCCESS" in top and "topic=orders" in top and not any(f.endswith(".parquet") for f in top)
+        if "date" in pb:
+            rows = spark.read.parquet(os.path.join(here, "records")).select("timestamp", "date").collect()
+            assert rows and all(x["date"] == datetime.datetime.fromtimestamp(x["timestamp"] / 1000, datetime.timezone.utc).date()
+                                for x in rows if x["timestamp"] >= 0)
+            assert any(d.startswith("date=") for d in os.listdir(os.path.join(here, "records", "topic=orders")))
+    with pytest.raises(ValueError, match="--partition-by hour: one of topic, date"):
+        scan_here([root], str(tmp_path / "x"), "records", partition_by=("hour",))
