@@ -641,7 +641,7 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
          out: str = Option(..., "--out", metavar="DIR", help="Directory for the Parquet results (new or empty; a scan that does not finish leaves nothing there)"),
          master: Optional[str] = Option(None, "--master", metavar="URL",
                                         help="Spark master (default local[*]: Spark embedded here; without --master "
-                                             "(and a --search Python reads as Java does), a scan of up to 32 MiB of segments is read and written "
+                                             "(and a --search Python reads as Java does), a scan of up to 1 GiB of segments is read and written "
                                              "here with no JVM)"),
          level: Level = Option(Level.batches, "--level", metavar="batches|records|anomalies", help="Rows to export: batches, records or anomalies"),
          search: Optional[str] = Option(None, "--search", metavar="REGEX", help="Also write records matching this regex"),
@@ -687,7 +687,7 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
         planned = spark_jobs_scan.plan(inputs, split_bytes, options)  # lists every input once: a missing one ends here
     except (ValueError, spark_storage.MissingInput) as e:
         _fail(str(e))
-    runs_here = may_run_here and spark_jobs_common.held_in_driver(LOCAL_MASTER, planned.bytes)
+    runs_here = may_run_here and spark_jobs_common.held_in_driver(LOCAL_MASTER, planned.bytes, spark_jobs_common.HERE_BYTES)
     if may_run_here and not runs_here and (problem := cli_spark_start.java_problem()):  # still before --out is touched
         _fail(problem)
     made_out = cli_spark_start.out_is_new(out)

@@ -24,6 +24,7 @@ import dataclasses
 import functools
 import os
 import threading
+import uuid
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -31,13 +32,14 @@ import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
 from kafkaforensics.records.schema import ROW_KINDS, SOURCE_COLUMNS
-from kafkaforensics.spark.parquet_dir import write_parquet_dir
+from kafkaforensics.spark.parquet_dir import parquet_dir, part_name, write_batches, write_parquet_dir, write_part
 from kafkaforensics.spark.scan_plan import Layout
 from spark_jobs.common import (DRIVER_READ_BYTES, check_inputs, check_out, fail, frame_of, job_spark, job_arguments, listing_of,
-                               local_path, read_here, read_planned, segment_bytes, source_for, source_options, tasks_write_here,
+                               local_path, planned_reader, read_here, read_planned, segment_bytes, source_for, source_options,
+                               tasks_write_here,
                                write_planned)
 from spark_jobs.inventory import WHERE, inventory_of, inventory_table, replicas_of, replicas_table
-from spark_jobs.search import matches, pattern_problem, python_pattern, search_table
+from spark_jobs.search import matches, pattern_problem, python_pattern, search_table, sorted_hits
 
 
 #: each export level and the ``rowKind`` of its rows
@@ -180,29 +182,80 @@ def scan_here(paths, out: str, level: str = "batches", split_bytes=None, options
     read = functools.partial(read_here, paths, split_bytes=split_bytes, options=opts, min_partitions=min_partitions,
                              listing=listing)
     summary, splits = read("scan")
+    streamed = level == "records" and not partition_by  # written split by split, never held whole
     records = None
-    if summary is not None and (level == "records" or search is not None):
+    if summary is not None and not streamed and (level == "records" or search is not None):
         records, _ = read("records")
-    if summary is None or ((level == "records" or search is not None) and records is None):
+    if summary is None or (not streamed and (level == "records" or search is not None) and records is None):
         return None
     window = window_of(opts)
-    outputs, rows, findings = _outputs_here(summary, _records_counted(records) if window.records and level == "records"
-                                            else None, window)
+    exported, found = None, None
+    if streamed:
+        exported, found, n_records = _stream_records(paths, os.path.join(out, "records"), split_bytes, opts, min_partitions,
+                                                     listing, search, python)
+    elif window.records and level == "records":
+        exported = _records_counted(records)
+    outputs, rows, findings = _outputs_here(summary, exported if window.records else None, window)
     anomalies = outputs["anomalies"]
-    if level != "anomalies":
+    if level != "anomalies" and not streamed:
         outputs[level] = records if level == "records" else _rows_of(summary, LEVEL_KINDS[level])
     if search is not None:
-        outputs["search"] = search_table(records, search, python)
+        outputs["search"] = found if streamed else search_table(records, search, python)
     for name, table in outputs.items():
         if name == "records" and partition_by:
             write_parquet_dir(_dated_table(table) if "date" in partition_by else table, os.path.join(out, name),
                               partition_by=tuple(partition_by))
         else:
             write_parquet_dir(table, os.path.join(out, name))
-    written = {"records": outputs[level].num_rows, "batches": sum(r["batches"] for r in rows),
-               "anomalies": anomalies.num_rows}[level]
+    written = {"records": n_records if streamed else outputs["records"].num_rows if level == "records" else None,
+               "batches": sum(r["batches"] for r in rows), "anomalies": anomalies.num_rows}[level]
     hits = outputs["search"].num_rows if search is not None else None
     return ScanResult(out, level, written, findings, hits, rows, plan_of(splits), anomalies.num_rows - findings)
+
+
+def _stream_records(paths, into: str, split_bytes, opts, min_partitions, listing, search, python):
+    """A records export written split by split into the Parquet dir ``into`` (a part file a split, by
+    pyarrow, as Spark's tasks write it: memory bounded by a split's batches, not the fleet), what it
+    holds per inventory row (:data:`_EXPORTED`) and, with a ``search``, its hits (:func:`search_table`
+    over each Arrow batch): (those counts, the hits or None, the rows written)."""
+    reader, _, splits = planned_reader(paths, "records", split_bytes, opts, min_partitions or os.cpu_count() or 1,
+                                       listing)
+    schema = reader.arrow_schema()
+    counts = {}
+    hits = [] if search is None else [search_table(schema.empty_table(), search, python)]
+
+    def watched(split):
+        for b in reader.read(split):
+            if b.num_rows:
+                t = pa.Table.from_batches([b])
+                _count_into(counts, t)
+                if search is not None:
+                    hits.append(search_table(t, search, python))
+            yield b
+    rows, job = 0, str(uuid.uuid4())
+    with parquet_dir(into) as tmp:
+        for i, split in enumerate(splits):
+            rows += write_batches(watched(split), tmp, part_name(i, job), schema, empty_too=i == 0) or 0
+        if not splits:
+            write_part(schema.empty_table(), tmp, 0, job)
+    for got in counts.values():
+        got["batches"] = len(got["batches"])
+    return counts, None if search is None else sorted_hits(pa.concat_tables(hits)), rows
+
+
+def _count_into(counts: dict, records) -> None:
+    """Add what an Arrow batch of records holds per inventory row to ``counts`` (batches as sets of
+    base offsets: a batch's records may span two Arrow batches)."""
+    for where, got in _records_counted(records, batch_sets=True).items():
+        have = counts.get(where)
+        if have is None:
+            counts[where] = {**got, "batches": set(got["batches"])}
+            continue
+        have["records"] += got["records"]
+        have["batches"].update(got["batches"])
+        for name, pick in (("firstOffset", min), ("lastOffset", max), ("firstTimestamp", min), ("lastTimestamp", max)):
+            values = [v for v in (have[name], got[name]) if v is not None]
+            have[name] = pick(values) if values else None
 
 
 #: what a records export can be partitioned by: its topic, and the UTC date of its record timestamp
@@ -299,13 +352,15 @@ def _records_exported(spark, out: str, records) -> dict:
     return {tuple(r[k] for k in WHERE): {n: r[n] for n in _EXPORTED} for r in counted}
 
 
-def _records_counted(records) -> dict:
-    """What a records read held in the driver (an Arrow table) holds, per inventory row."""
+def _records_counted(records, batch_sets: bool = False) -> dict:
+    """What a records read held in the driver (an Arrow table) holds, per inventory row
+    (``batch_sets``: its batches as the list of their base offsets, not their count)."""
     ts = records["timestamp"]
     records = records.select(list(WHERE) + ["offset", "batchBaseOffset", "timestamp"]).append_column(
         "_timestamp", pc.if_else(pc.greater_equal(ts, 0), ts, pa.scalar(None, ts.type)))
-    counted = records.group_by(list(WHERE), use_threads=False).aggregate(list(_EXPORTED.values()))
-    return {tuple(r[k] for k in WHERE): {n: r[f"{c}_{f}"] for n, (c, f) in _EXPORTED.items()}
+    how = dict(_EXPORTED, **({"batches": ("batchBaseOffset", "distinct")} if batch_sets else {}))
+    counted = records.group_by(list(WHERE), use_threads=False).aggregate(list(how.values()))
+    return {tuple(r[k] for k in WHERE): {n: r[f"{c}_{f}"] for n, (c, f) in how.items()}
             for r in counted.to_pylist()}
 
 

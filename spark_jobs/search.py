@@ -206,9 +206,13 @@ def search_table(records: pa.Table, pattern: str, python: str) -> pa.Table:
     cols["headerTexts"] = pa.array(header_texts, HEADER_TEXTS)
     cols["matchedIn"] = pa.array(matched, MATCHED_IN)
     table = pa.table({name: cols[name] for name in HIT_COLUMNS})
+    return sorted_hits(table.cast(pa.schema([f.with_nullable(f.name != "matchedIn") for f in table.schema])))  # as Spark plans it
+
+
+def sorted_hits(table: pa.Table) -> pa.Table:
+    """Search hits (Arrow) in :func:`matches`' order."""
     order = [(k, "ascending", "at_start") for k in ("topic", "partition", "logDir", "partitionDir", "offset")]
-    table = table.take(pc.sort_indices(table, sort_keys=order))
-    return table.cast(pa.schema([f.with_nullable(f.name != "matchedIn") for f in table.schema]))  # as Spark plans it
+    return table.take(pc.sort_indices(table, sort_keys=order))
 
 
 #: the Arrow types of the columns :func:`matches` adds, as Spark writes them
