@@ -166,13 +166,15 @@ def scan_here(paths, out: str, level: str = "batches", split_bytes=None, options
               listing: Layout | None = None, min_partitions: int | None = None,
               search: str | None = None, partition_by=()) -> ScanResult | None:
     """:func:`scan` with no Spark at all, for a scan this process can hold (``kfx scan`` of up to
-    ``DRIVER_READ_BYTES`` of segments with no ``--master`` and no ``--search``: no JVM starts).  The
-    same reads as :func:`scan` makes in the driver, the same views (the pyarrow ones, proven equal
-    to Spark SQL's), the same outputs with the same schemas, each written by pyarrow as one Parquet
-    file in Spark's layout (:mod:`~kafkaforensics.spark.parquet_dir`).  A ``search`` pattern (a Java
+    ``HERE_BYTES`` of segments with no ``--master``: no JVM starts).  The same reads as :func:`scan`
+    makes in the driver, the same views (the pyarrow ones, proven equal to Spark SQL's), the same
+    outputs with the same schemas, each written by pyarrow as one Parquet file in Spark's layout
+    (:mod:`~kafkaforensics.spark.parquet_dir`) -- but a records export, streamed split by split into a
+    part file a split (:func:`_stream_records`; partitioned by ``partition_by``, it is held whole).  A ``search`` pattern (a Java
     regular expression) runs here when Python reads it as Java does (:func:`python_pattern`; else
-    ValueError: Spark must run it), its hits the rows Spark's :func:`matches` gives.  Returns None, having written nothing, when a read would
-    pass ``DRIVER_TABLE_BYTES`` in memory (Spark's tasks must read it).  ``min_partitions``: the
+    ValueError: Spark must run it), its hits the rows Spark's :func:`matches` gives.  Returns None,
+    having written nothing, when a read it holds would pass ``DRIVER_TABLE_BYTES`` in memory (Spark's
+    tasks must read it).  ``min_partitions``: the
     parallelism its splits are planned for (default: this machine's cores, as ``local[*]``)."""
     opts, listing = _scan_inputs(paths, level, options, listing)
     check_partition_by(level, partition_by)
