@@ -158,6 +158,34 @@ READ_TREE = ("import os, sys\nfor root, _d, files in sorted(os.walk(sys.argv[1])
 RECOVER_EACH = ("import sys\nfrom kafkaforensics.log.partition import LogDir\n"
                 "from kafkaforensics.repair.recovery import recover\n"
                 "for p in LogDir(sys.argv[1]).partition_dirs():\n    recover(p, backup=False)\n")
+#: the whole-process ceiling of `kfx scan --level records --search` on one machine: the plain single-process
+#: kafka-python script a user would otherwise write over the same files -- walk every .log, check every
+#: batch's CRC, decode every record, search key, value and headers, collect a time window, count records per
+#: partition (argv: the fleet, the pattern, the window's start and end in epoch ms)
+PLAIN_SCAN_SCRIPT = """
+import collections, os, re, sys
+from kafka.record.memory_records import MemoryRecords
+root, pattern, lo, hi = sys.argv[1], re.compile(sys.argv[2].encode()), int(sys.argv[3]), int(sys.argv[4])
+hits, window, per_partition, bad = [], [], collections.Counter(), 0
+for d, _dirs, files in sorted(os.walk(root)):
+    for n in sorted(f for f in files if f.endswith(".log")):
+        with open(os.path.join(d, n), "rb") as f:
+            records = MemoryRecords(f.read())
+        while (batch := records.next_batch()) is not None:
+            if not batch.validate_crc():
+                bad += 1
+                continue
+            for r in batch:
+                per_partition[d] += 1
+                if (pattern.search(r.key or b"") or pattern.search(r.value or b"")
+                        or any(pattern.search(v or b"") for _k, v in r.headers)):
+                    hits.append((d, r.offset, r.key, r.value, r.headers))
+                if lo <= r.timestamp < hi:
+                    window.append((d, r.offset, r.timestamp, r.key, r.value))
+print(len(hits), len(window), sum(per_partition.values()), bad)
+"""
+#: what the scan-vs-script pair searches for (a key of every batch of benchmark segments) and its window
+SCAN_PATTERN, SCAN_WINDOW = "key-0042", (T0 + 10, T0 + 20)
 PROCESSES = {
     "process-bare-interpreter": lambda a: [sys.executable, "-c", "pass"],
     "process-kfx-help": lambda a: [KFX, "--help"],
@@ -172,7 +200,33 @@ PROCESSES = {
     "process-kfx-recover-logdir-jobs2": lambda a: [sys.executable, "-m", "cli.main", "recover", "--jobs", "2",
                                                    "--no-backup", a],
     "process-recover-partitions-one-by-one": lambda a: [sys.executable, "-c", RECOVER_EACH, a],
+    # the scan-vs-script pair: this checkout's kfx scan (no --master: as a user runs it), and the plain script
+    "process-kfx-scan-records-search": lambda a: [sys.executable, "-m", "cli.main", "scan", a, "--out", _fresh_out(),
+                                                  "--level", "records", "--search", SCAN_PATTERN],
+    "process-plain-kafka-python-scan": lambda a: [sys.executable, "-c", PLAIN_SCAN_SCRIPT, a, SCAN_PATTERN,
+                                                  *map(str, SCAN_WINDOW)],
 }
+
+
+def _fresh_out() -> str:
+    """A new --out for a kfx scan run (the one before removed)."""
+    out = os.path.join(DATA, "scan-vs-script-out")
+    subprocess.run(["rm", "-rf", out], check=True)
+    return out
+
+
+def run_scan_vs_script_group(mb: int, partitions: int, repeat: int) -> tuple[list[dict], dict]:
+    """The whole `kfx scan --level records --search` (no --master) of a fleet of ``mb`` MiB in
+    ``partitions`` partitions, against the plain kafka-python script doing the same work over the
+    same files (:data:`PLAIN_SCAN_SCRIPT`), interleaved: (the rows, the script's time over kfx's)."""
+    fleet = os.path.join(DATA, f"scan-fleet-{mb}-{partitions}")
+    for i in range(partitions):
+        make_segment(os.path.join(fleet, f"bench-{i}", "00000000000000000000.log"), (mb << 20) // partitions)
+    res = run_group([(n, fleet) for n in ("process-kfx-scan-records-search", "process-plain-kafka-python-scan")],
+                    repeat)
+    by = {r["name"]: r for r in res}
+    return res, {f"kfx_scan_search_{mb}mb_vs_plain_script_process": by["process-plain-kafka-python-scan"]["seconds"]
+                 / by["process-kfx-scan-records-search"]["seconds"]}
 
 
 def make_log_dir(path: str, size: int, partitions: int) -> str:
@@ -547,13 +601,18 @@ def main() -> None:
     ap.add_argument("--logdir-mb", type=int, default=1024, help="the log-dir recovery group's log dir (0: skip)")
     ap.add_argument("--logdir-partitions", type=int, default=200)
     ap.add_argument("--only-logdir", action="store_true", help="run the log-dir recovery group alone")
+    ap.add_argument("--scan-script-mb", type=int, default=24,
+                    help="the scan-vs-script pair's fleet (0: skip): whole kfx scan against a plain kafka-python script")
+    ap.add_argument("--scan-script-partitions", type=int, default=8)
+    ap.add_argument("--only-scan-script", action="store_true", help="run the scan-vs-script pair alone (printed)")
     ap.add_argument("--child", nargs=2)
     args = ap.parse_args()
     if args.child:
         print(json.dumps(child(*args.child)))
         return
-    if args.only_logdir:
-        results, summary = run_log_dir_group(args.logdir_mb, args.logdir_partitions, args.repeat)
+    if args.only_logdir or args.only_scan_script:
+        results, summary = (run_log_dir_group(args.logdir_mb, args.logdir_partitions, args.repeat) if args.only_logdir
+                            else run_scan_vs_script_group(args.scan_script_mb, args.scan_script_partitions, args.repeat))
         for r in results:
             print(f"{r['name']}: {r['seconds']:.2f} s, {r['mb_per_s']:.0f} MB/s, peak RSS {r['peak_rss_mb']:.0f} MB, "
                   f"runs {r['runs']}")
@@ -658,6 +717,10 @@ def main() -> None:
             r["codec"] = cname
             results.append(r)
             deep[(cname, r["name"].split("-", 2)[2])] = r["records_per_s"]
+    summary_scan_script = {}
+    if args.scan_script_mb:
+        res, summary_scan_script = run_scan_vs_script_group(args.scan_script_mb, args.scan_script_partitions, rep)
+        results += res
     summary_logdir = {}
     if args.logdir_mb:
         res, summary_logdir = run_log_dir_group(args.logdir_mb, args.logdir_partitions, rep)
@@ -689,6 +752,7 @@ def main() -> None:
         **summary_processes,
         **summary_serve,
         **summary_logdir,
+        **summary_scan_script,
     }
     machine = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
                "python": platform.python_version(), "system": platform.platform()}

@@ -765,7 +765,7 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
          out: str = Option(..., "--out", metavar="DIR", help="Directory for the Parquet results (new or empty; a scan that does not finish leaves nothing there)"),
          master: Optional[str] = Option(None, "--master", metavar="URL",
                                         help="Spark master (default local[*]: Spark embedded here; without --master "
-                                             "or --search, a scan of up to 32 MiB of segments is read and written "
+                                             "(and a --search Python reads as Java does), a scan of up to 1 GiB of segments is read and written "
                                              "here with no JVM)"),
          level: Level = Option(Level.batches, "--level", metavar="batches|records|anomalies", help="Rows to export: batches, records or anomalies"),
          search: Optional[str] = Option(None, "--search", metavar="REGEX", help="Also write records matching this regex"),
@@ -779,7 +779,7 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
          s3_region: Optional[str] = Option(None, "--s3-region", metavar="REGION", help="S3 region (else AWS_REGION)"),
          overwrite: bool = Option(False, "--overwrite", help="Replace an earlier run's outputs in --out (else a "
                                                                   "non-empty --out is refused)"),
-         verbose: bool = Option(False, "--verbose", help="Show Spark's own start-up messages"),
+         verbose: bool = Option(False, "--verbose", help="Show Spark's own start-up messages, and every partition of the inventory (else a summary past 20)"),
          topic: List[str] = Option([], "--topic", metavar="TOPIC", help="Only this topic (repeatable)"),
          partition: List[int] = Option([], "--partition", metavar="N", help="Only this partition (repeatable)"),
          from_time: Optional[str] = Option(None, "--from-time", metavar="TIME",
@@ -788,10 +788,14 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
          from_offset: Optional[int] = Option(None, "--from-offset", metavar="OFFSET", help="Records from this offset on"),
          to_offset: Optional[int] = Option(None, "--to-offset", metavar="OFFSET", help="Records up to this offset (inclusive)"),
          option: List[str] = Option([], "--option", metavar="KEY=VALUE",
-                                    help="Any kafka_segments source option, e.g. timestampDisorderMs=3600000 (repeatable)")):
+                                    help="Any kafka_segments source option, e.g. timestampDisorderMs=3600000 (repeatable)"),
+         partition_by: List[str] = Option([], "--partition-by", metavar="topic|date",
+                                          help="Partition the records export by topic and/or the UTC date of the "
+                                               "record timestamp (a date column), as Spark's partitionBy (repeatable)")):
     """Scan a fleet of segments with Spark (a small one needs none), reading it once: export, inventory, anomalies (and search hits) as Parquet."""
     # a scan small enough to be read and written here needs no Spark, hence no Java (unless it grows)
-    may_run_here = master is None and search is None and spark_jobs_common.local_path(out) is not None
+    may_run_here = (master is None and (search is None or spark_jobs_search.python_pattern(search) is not None)
+                    and spark_jobs_common.local_path(out) is not None)  # a search Python reads as Java does
     for problem in (None if may_run_here else cli_spark_start.java_problem(),
                     search is not None and spark_jobs_search.pattern_problem(None, search)):  # before anything starts
         if problem:
@@ -803,10 +807,11 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
     try:
         options.update(spark_jobs_common.window_options(topic, partition, from_time, to_time, from_offset, to_offset))
         options.update(spark_jobs_common.parse_options(option))
+        spark_jobs_scan.check_partition_by(level.value, partition_by)
         planned = spark_jobs_scan.plan(inputs, split_bytes, options)  # lists every input once: a missing one ends here
     except (ValueError, spark_storage.MissingInput) as e:
         _fail(str(e))
-    runs_here = may_run_here and spark_jobs_common.held_in_driver(LOCAL_MASTER, planned.bytes)
+    runs_here = may_run_here and spark_jobs_common.held_in_driver(LOCAL_MASTER, planned.bytes, spark_jobs_common.HERE_BYTES)
     if may_run_here and not runs_here and (problem := cli_spark_start.java_problem()):  # still before --out is touched
         _fail(problem)
     made_out = cli_spark_start.out_is_new(out)
@@ -814,7 +819,7 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
     if problem:
         _fail(problem)
     left = cli_spark_start.left_behind(out)  # what a scan that does not finish leaves in --out
-    run = ScanRun(inputs, out, level.value, search, split_bytes, options, planned, verbose, left)
+    run = ScanRun(inputs, out, level.value, search, split_bytes, options, planned, verbose, left, tuple(partition_by))
     if overwrite:
         cli_spark_start.clear_outputs(out)
     finished = interrupted = False
@@ -825,7 +830,8 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
                     f"(--master {LOCAL_MASTER} runs it on Spark)", highlight=False, soft_wrap=True)
             try:
                 result = spark_jobs_scan.scan_here(inputs, spark_jobs_common.local_path(out), level.value, split_bytes,
-                                                   options, listing=planned.listing)
+                                                   options, listing=planned.listing, search=search,
+                                                   partition_by=tuple(partition_by))
             except Exception as e:  # noqa: BLE001 -- one line, not a traceback (exit 1 means damage)
                 if verbose:
                     raise
@@ -845,17 +851,11 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
     if interrupted:
         _err().print(f"interrupted: {left}", highlight=False, soft_wrap=True)
         raise Exit(130)
-    p = result.plan
-    c.print(f"read {p.segments} segments, {p.bytes:,} bytes in {p.splits} splits", highlight=False, soft_wrap=True)
-    cli_tables.print_table(f"kfx scan -> {out}", ("partition", "broker", "log dir", "segments", "batches", "records", "offsets",
-                                      "bytes", "codecs", "anomalies"),
-                [(r["partitionDir"] or "(no partition dir)",
-                  "" if r["brokerId"] is None else r["brokerId"], r["logDir"],
-                  r["segments"], r["batches"], r["records"],
-                  f"{r['firstOffset']}..{r['lastOffset']}" if r["firstOffset"] is not None
-                  else "empty" if r["segments"] else "no log", r["bytes"],
-                  ",".join(r["codecs"]), r["anomalies"]) for r in result.inventory])
+    c.print(_plan_line(result.plan), highlight=False, soft_wrap=True)
+    _print_inventory(out, result.inventory, verbose)
     cli_plain.console().print(f"{result.rows} {level.value} rows -> {os.path.join(out, level.value)}; {result.anomalies} anomalies"
+                    + (f" in the window ({result.notes} outside it: notes, in {os.path.join(out, 'anomalies')})"
+                       if result.notes else "")
                     + (f"; {result.hits} search hits -> {os.path.join(out, 'search')}" if result.hits is not None else ""),
                     highlight=False, soft_wrap=True)
     if spark is not None:
@@ -871,6 +871,44 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
 
 #: the master ``kfx scan`` runs Spark on when not told one
 LOCAL_MASTER = "local[*]"
+#: an inventory of up to this many rows is printed whole; a longer one as a summary (``--verbose``: whole)
+SCAN_TABLE_ROWS = 20
+#: the largest partitions a summary names
+SCAN_LARGEST = 5
+
+
+def _plan_line(p) -> str:
+    """What a scan read: its segments, bytes and splits (a large segment is cut into several)."""
+    cut = " (large segments cut at batch boundaries)" if p.splits > p.segments else ""
+    return f"read {p.segments} segments, {p.bytes:,} bytes, in {p.splits} splits{cut}"
+
+
+def _print_inventory(out: str, inventory: list, verbose: bool) -> None:
+    """``kfx scan``'s inventory on the console: whole when short or ``verbose``; else its totals, the
+    partitions with anomalies and the largest ones (the whole table is ``out/inventory``)."""
+    def row(r):
+        return (r["partitionDir"] or "(no partition dir)", "" if r["brokerId"] is None else r["brokerId"], r["logDir"],
+                r["segments"], r["batches"], r["records"],
+                f"{r['firstOffset']}..{r['lastOffset']}" if r["firstOffset"] is not None
+                else "empty" if r["segments"] else "no log", r["bytes"],
+                ",".join(r["codecs"]), r["anomalies"])
+    columns = ("partition", "broker", "log dir", "segments", "batches", "records", "offsets", "bytes", "codecs",
+               "anomalies")
+    if verbose or len(inventory) <= SCAN_TABLE_ROWS:
+        cli_tables.print_table(f"kfx scan -> {out}", columns, [row(r) for r in inventory])
+        return
+    total = {k: sum(r[k] for r in inventory) for k in ("segments", "batches", "records", "bytes", "anomalies")}
+    print(f"kfx scan -> {out}: {len(inventory)} partition copies in {len({r['logDir'] for r in inventory})} log dirs, "
+          f"{total['segments']:,} segments, {total['batches']:,} batches, {total['records']:,} records, "
+          f"{total['bytes']:,} bytes, {total['anomalies']:,} anomalies")
+    damaged = [r for r in inventory if r["anomalies"]]
+    if damaged:
+        cli_tables.print_table(f"partitions with anomalies ({len(damaged)})", columns,
+                               [row(r) for r in sorted(damaged, key=lambda r: -r["anomalies"])[:SCAN_TABLE_ROWS]])
+    largest = sorted(inventory, key=lambda r: -r["bytes"])[:SCAN_LARGEST]
+    cli_tables.print_table(f"the {len(largest)} largest partitions", columns, [row(r) for r in largest])
+    print(f"every partition: {os.path.join(out, 'inventory')} (--verbose prints them all here)")
+
 
 
 @dataclass
@@ -888,6 +926,7 @@ class ScanRun:
     planned: object
     verbose: bool
     left: str
+    partition_by: tuple = ()
 
 
 def _scan_on_spark(c, run: ScanRun, master: str, outgrew: bool = False):
@@ -914,15 +953,17 @@ def _scan_on_spark(c, run: ScanRun, master: str, outgrew: bool = False):
     if spark_jobs_common.records_class_archive(spark):
         c.print("first run: recording the driver JVM's classes for faster starts (once)", highlight=False)
     with rich_progress.Progress(rich_progress.TextColumn("[progress.description]{task.description}"), rich_progress.BarColumn(),
-                                rich_progress.TextColumn("{task.completed}/{task.total} splits"),
+                                rich_progress.TextColumn("{task.fields[splits]}"),
                                 rich_progress.TimeRemainingColumn(), console=c, transient=True) as bar:
-        task = bar.add_task("scanning", total=None)
+        task = bar.add_task("reading", total=max(1, planned.splits), splits=f"0/{planned.splits} splits")
 
-        def progress(done, total):
-            bar.update(task, completed=done, total=total)
+        def progress(done, total):  # once read, no second pass of the same splits is shown
+            bar.update(task, completed=done, total=total, **({"description": "writing the outputs", "splits": ""}
+                                                             if done >= total else {"splits": f"{done}/{total} splits"}))
         try:
             return spark_jobs_scan.scan(spark, run.inputs, run.out, run.level, search, run.split_bytes, run.options, progress,
                                         listing=planned.listing,  # listed once, for the plan
+                                        partition_by=run.partition_by,
                                         **({"driver_bytes": 0} if outgrew else {})), spark
         except Exception as e:  # noqa: BLE001 -- Spark's and the JVM's: one line, not a traceback (exit 1 means damage)
             if verbose:

@@ -58,6 +58,10 @@ TINY_RUN_SQL_CONF = {"spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 #: and ``kfx scan`` computes the views of such a summary in pyarrow (spark_jobs/inventory.py), without
 #: a Spark job (benchmarks/README.md, session 17); its memory is that table's, a few times these bytes
 DRIVER_READ_BYTES = 32 << 20
+#: the segments ``kfx scan`` with no ``--master`` reads in its own process, with no Spark
+#: (``spark_jobs.scan.scan_here``: a records export streamed split by split, the summary -- a row a
+#: batch -- held while it stays within :data:`DRIVER_TABLE_BYTES`); past it, Spark's tasks read it
+HERE_BYTES = 1 << 30
 #: and only while that table stays within this many bytes (a compressed segment's records can take
 #: many times its bytes): past them the driver drops what it read and Spark's tasks read it
 DRIVER_TABLE_BYTES = 128 << 20

@@ -28,7 +28,11 @@ INVENTORY_ORDER = ("topic", "partition", "clusterId", "brokerId", "logDir", "par
 REPLICAS_ORDER = ("topic", "partition", "clusterId")
 #: the replica view's columns
 REPLICAS_COLUMNS = ("clusterId", "topic", "partition", "replicas", "logDirs", "brokerIds", "commonFrom", "equalUpTo",
-                    "divergesAt", "minLastOffset", "maxLastOffset", "summary")
+                    "divergesAt", "minLastOffset", "maxLastOffset", "state", "summary")
+#: the replica view's ``state``s: no batches in any copy, one copy, every copy the same batches,
+#: some copies a prefix of the longest (``behind``: only shorter), or different batches at the same
+#: offset (``diverged``: a batch one copy lacks or holds differently where every copy holds offsets)
+REPLICA_STATES = ("no batches", "single", "identical", "behind", "diverged")
 
 
 def inventory_of(rows, *extra):
@@ -69,7 +73,9 @@ def replicas_of(rows):
     hold it and how far their copies agree -- batch by batch (base and last offset and CRC, good
     CRCs only) from the first offset all of them still hold: ``equalUpTo`` is the last offset up to
     which every copy holds the same batches, ``divergesAt`` the first batch one copy lacks or holds
-    differently (null: none), ``summary`` says it in words.  Only live partition dirs (``topic-N``)
+    differently up to the last offset every copy holds (``minLastOffset``; null: none), ``state``
+    tells a copy that is only shorter (``behind``: a prefix of the longest) from one that holds
+    different batches (``diverged``), ``summary`` says it in words.  Only live partition dirs (``topic-N``)
     are replicas: a ``-delete``, ``-future`` or ``-stray`` copy is none (the inventory has its row)."""
     keys = ["_cluster", "topic", "partition"]
     live = F.col("partitionDir") == F.concat_ws("-", F.col("topic"), F.col("partition").cast("string"))
@@ -85,21 +91,31 @@ def replicas_of(rows):
             .groupBy(*keys).agg(F.max("first").alias("commonFrom"), F.min("last").alias("minLastOffset"),
                                 F.max("last").alias("maxLastOffset")))
     agree = (good.groupBy(*keys, "baseOffset", "lastOffset", "crc").agg(F.countDistinct("logDir").alias("holders"))
-             .join(copies.select(*keys, "replicas"), keys).join(span.select(*keys, "commonFrom"), keys)
+             .join(copies.select(*keys, "replicas"), keys).join(span.select(*keys, "commonFrom", "minLastOffset"), keys)
              .where(F.col("baseOffset") >= F.col("commonFrom")))
-    diverge = agree.where(F.col("holders") < F.col("replicas")).groupBy(*keys).agg(
+    diverge = agree.where((F.col("holders") < F.col("replicas")) & (F.col("baseOffset") <= F.col("minLastOffset"))).groupBy(*keys).agg(
         F.min("baseOffset").alias("divergesAt"))
     equal = (agree.where(F.col("holders") == F.col("replicas")).join(diverge, keys, "left")
              .where(F.col("divergesAt").isNull() | (F.col("baseOffset") < F.col("divergesAt")))
              .groupBy(*keys).agg(F.max("lastOffset").alias("equalUpTo")))
     out = copies.join(span, keys, "left").join(diverge, keys, "left").join(equal, keys, "left")
     n = F.col("replicas").cast("string")
-    summary = (F.when(F.col("commonFrom").isNull(), F.concat(n, F.lit(" replica(s), no batches")))
-               .when(F.col("replicas") == 1, F.lit("1 replica"))
-               .when(F.col("divergesAt").isNull(), F.concat(n, F.lit(" replicas, identical")))
-               .when(F.col("equalUpTo").isNull(), F.concat(n, F.lit(" replicas, differ from offset "),
+    no_batches, single, identical, behind, diverged = REPLICA_STATES
+    state = (F.when(F.col("commonFrom").isNull(), F.lit(no_batches)).when(F.col("replicas") == 1, F.lit(single))
+             .when(F.col("divergesAt").isNotNull(), F.lit(diverged))
+             .when(F.col("minLastOffset") < F.col("maxLastOffset"), F.lit(behind)).otherwise(F.lit(identical)))
+    out = out.withColumn("state", state)
+    summary = (F.when(F.col("state") == no_batches, F.concat(n, F.lit(" replica(s), no batches")))
+               .when(F.col("state") == single, F.lit("1 replica"))
+               .when(F.col("state") == identical, F.concat(n, F.lit(" replicas, identical")))
+               .when(F.col("state") == behind, F.concat(n, F.lit(" replicas, behind: equal up to offset "),
+                                                         F.col("minLastOffset").cast("string"),
+                                                         F.lit(", the longest goes on to "),
+                                                         F.col("maxLastOffset").cast("string")))
+               .when(F.col("equalUpTo").isNull(), F.concat(n, F.lit(" replicas, diverged: differ from offset "),
                                                           F.col("divergesAt").cast("string")))
-               .otherwise(F.concat(n, F.lit(" replicas, equal up to offset "), F.col("equalUpTo").cast("string"))))
+               .otherwise(F.concat(n, F.lit(" replicas, diverged at offset "), F.col("divergesAt").cast("string"),
+                                   F.lit(": equal up to offset "), F.col("equalUpTo").cast("string"))))
     return sorted_small(out.withColumn("summary", summary).select(*REPLICAS_COLUMNS), *REPLICAS_ORDER)
 
 
@@ -219,9 +235,10 @@ def replicas_table(rows: pa.Table) -> pa.Table:
          "lastOffset_max_max": "maxLastOffset"})
     agree = _renamed(good.group_by(keys + ["baseOffset", "lastOffset", "crc"], use_threads=False).aggregate(
         [("logDir", "count_distinct")]), {"logDir_count_distinct": "holders"})
-    agree = agree.join(copies.select(keys + ["replicas"]), keys).join(span.select(keys + ["commonFrom"]), keys)
+    agree = agree.join(copies.select(keys + ["replicas"]), keys).join(span.select(keys + ["commonFrom", "minLastOffset"]), keys)
     agree = agree.filter(pc.greater_equal(agree["baseOffset"], agree["commonFrom"]))
-    lacking = agree.filter(pc.less(agree["holders"], agree["replicas"]))
+    lacking = agree.filter(pc.and_(pc.less(agree["holders"], agree["replicas"]),
+                                   pc.less_equal(agree["baseOffset"], agree["minLastOffset"])))
     diverge = _renamed(lacking.group_by(keys, use_threads=False).aggregate([("baseOffset", "min")]),
                        {"baseOffset_min": "divergesAt"})
     held = agree.filter(pc.equal(agree["holders"], agree["replicas"])).join(diverge, keys, join_type="left outer")
@@ -236,15 +253,25 @@ def replicas_table(rows: pa.Table) -> pa.Table:
 
     def said(*parts):
         return pc.binary_join_element_wise(*parts, "")
+
+    def text(name):
+        return pc.cast(out[name], pa.string())
+    no_batches, single, identical, behind, diverged = REPLICA_STATES
+    state = pc.case_when(
+        pc.make_struct(pc.is_null(out["commonFrom"]), pc.equal(out["replicas"], 1), pc.is_valid(out["divergesAt"]),
+                       pc.less(out["minLastOffset"], out["maxLastOffset"])),
+        no_batches, single, diverged, behind, identical)
     summary = pc.case_when(
-        pc.make_struct(pc.is_null(out["commonFrom"]), pc.equal(out["replicas"], 1), pc.is_null(out["divergesAt"]),
+        pc.make_struct(*(pc.equal(state, s) for s in (no_batches, single, identical, behind)),
                        pc.is_null(out["equalUpTo"])),
         said(n, " replica(s), no batches"), "1 replica", said(n, " replicas, identical"),
-        said(n, " replicas, differ from offset ", pc.cast(out["divergesAt"], pa.string())),
-        said(n, " replicas, equal up to offset ", pc.cast(out["equalUpTo"], pa.string())))
-    out = out.append_column("summary", summary)
+        said(n, " replicas, behind: equal up to offset ", text("minLastOffset"), ", the longest goes on to ",
+             text("maxLastOffset")),
+        said(n, " replicas, diverged: differ from offset ", text("divergesAt")),
+        said(n, " replicas, diverged at offset ", text("divergesAt"), ": equal up to offset ", text("equalUpTo")))
+    out = out.append_column("state", state).append_column("summary", summary)
     return _as_spark_plans_it(_in_order(out.select(list(REPLICAS_COLUMNS)), REPLICAS_ORDER),
-                              ("replicas", "logDirs", "brokerIds"))
+                              ("replicas", "logDirs", "brokerIds", "state"))
 
 
 def inventory(spark, paths, split_bytes=None, options=None):

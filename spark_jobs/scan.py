@@ -24,6 +24,7 @@ import dataclasses
 import functools
 import os
 import threading
+import uuid
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -31,13 +32,14 @@ import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
 from kafkaforensics.records.schema import ROW_KINDS, SOURCE_COLUMNS
-from kafkaforensics.spark.parquet_dir import write_parquet_dir
+from kafkaforensics.spark.parquet_dir import parquet_dir, part_name, write_batches, write_parquet_dir, write_part
 from kafkaforensics.spark.scan_plan import Layout
 from spark_jobs.common import (DRIVER_READ_BYTES, check_inputs, check_out, fail, frame_of, job_spark, job_arguments, listing_of,
-                               local_path, read_here, read_planned, segment_bytes, source_for, source_options, tasks_write_here,
+                               local_path, planned_reader, read_here, read_planned, segment_bytes, source_for, source_options,
+                               tasks_write_here,
                                write_planned)
 from spark_jobs.inventory import WHERE, inventory_of, inventory_table, replicas_of, replicas_table
-from spark_jobs.search import matches, pattern_problem
+from spark_jobs.search import matches, pattern_problem, python_pattern, search_table, sorted_hits
 
 
 #: each export level and the ``rowKind`` of its rows
@@ -50,6 +52,8 @@ OUTPUTS = (*LEVEL_KINDS, "inventory", "replicas", "search")
 #: few hundred bytes a row, some 100 MiB (held once in the JVM's cache and once here, until it is
 #: dropped from the cache): a fleet of 25 million records in 100-record batches.
 SUMMARY_ROWS_HERE = 250_000
+#: the search hits written to one Parquet file (a few hits are one file, not one a task)
+SEARCH_ROWS_A_FILE = 1_000_000
 
 
 @dataclass
@@ -67,10 +71,31 @@ class ScanResult:
     out: str
     level: str
     rows: int                       # rows written at ``level``
-    anomalies: int
+    anomalies: int                  # anomalies in what the scan was asked (a window's: inside it)
     hits: int | None                # search hits, when a pattern was given
     inventory: list = field(default_factory=list)   # one dict per log dir and partition
     plan: ScanPlan | None = None
+    notes: int = 0                  # anomalies outside a window (in ``out/anomalies`` too): no finding
+
+
+@dataclass(frozen=True)
+class Window:
+    """What a scan was asked about: ``any`` (a topic, partition, offset or time window at all),
+    ``records`` (a window that keeps part of a partition's records: offsets or times) and its offset
+    bounds (inclusive, None: open).  An anomaly of a windowed scan is a finding only inside it
+    (:func:`_scoped`); outside, a note."""
+    any: bool = False
+    records: bool = False
+    offset_lo: int | None = None
+    offset_hi: int | None = None
+
+
+def window_of(opts: dict) -> Window:
+    """The :class:`Window` of a scan's source options."""
+    def given(k):
+        return opts.get(k) not in (None, "")
+    lo, hi = (int(opts[k]) if given(k) else None for k in ("fromOffset", "toOffset"))
+    return Window(any(given(k) for k in ("topics", "partitions") + _RECORD_WINDOW), _windowed(opts), lo, hi)
 
 
 def plan(paths, split_bytes=None, options=None, min_partitions=None) -> ScanPlan:
@@ -103,7 +128,7 @@ def _watch(spark, total_tasks: int, progress, stop: threading.Event) -> None:
 def scan(spark, paths, out: str, level: str = "batches", search: str | None = None, split_bytes=None,
          options: dict | None = None, progress=None, driver_bytes: int = DRIVER_READ_BYTES,
          listing: Layout | None = None, tasks_write: bool | None = None,
-         summary_rows: int = SUMMARY_ROWS_HERE) -> ScanResult:
+         summary_rows: int = SUMMARY_ROWS_HERE, partition_by=()) -> ScanResult:
     """Scan ``paths`` and write ``out/<level>``, ``out/inventory``, ``out/replicas``,
     ``out/anomalies`` and, with a ``search`` pattern, ``out/search`` (Parquet).  ``options`` are
     source options (a window among them).  ``progress(done_splits, total_splits)`` is called while
@@ -118,8 +143,10 @@ def scan(spark, paths, out: str, level: str = "batches", search: str | None = No
     collected to the driver once cached, and its views computed there in pyarrow (0: by Spark SQL);
     with ``tasks_write``, pyarrow also writes every output of a summary held here (its views, the
     anomalies, and a batches or anomalies export).  Default ``tasks_write``: when the master is local
-    and ``out`` a local path (``tasks_write_here``).  Every way writes the same outputs."""
+    and ``out`` a local path (``tasks_write_here``).  Every way writes the same outputs.
+    ``partition_by``: :data:`PARTITION_COLUMNS` a records export is partitioned by (Spark's writer)."""
     opts, listing = _scan_inputs(paths, level, options, listing)
+    check_partition_by(level, partition_by)
     if tasks_write is None:
         tasks_write = tasks_write_here(spark.sparkContext.master, out)
     read = functools.partial(read_planned, spark, paths, split_bytes=split_bytes, options=opts, driver_bytes=driver_bytes,
@@ -127,8 +154,8 @@ def scan(spark, paths, out: str, level: str = "batches", search: str | None = No
     reads = [read("scan")]
     summary = reads[0].frame if reads[0].table is not None else reads[0].frame.persist()
     try:
-        return _write_outputs(spark, out, level, search, read, progress, summary, reads, windowed=_windowed(opts),
-                              tasks_write=tasks_write, summary_rows=summary_rows)
+        return _write_outputs(spark, out, level, search, read, progress, summary, reads, window=window_of(opts),
+                              tasks_write=tasks_write, summary_rows=summary_rows, partition_by=tuple(partition_by))
     finally:
         summary.unpersist()
         for r in reads:
@@ -136,33 +163,129 @@ def scan(spark, paths, out: str, level: str = "batches", search: str | None = No
 
 
 def scan_here(paths, out: str, level: str = "batches", split_bytes=None, options: dict | None = None,
-              listing: Layout | None = None, min_partitions: int | None = None) -> ScanResult | None:
+              listing: Layout | None = None, min_partitions: int | None = None,
+              search: str | None = None, partition_by=()) -> ScanResult | None:
     """:func:`scan` with no Spark at all, for a scan this process can hold (``kfx scan`` of up to
-    ``DRIVER_READ_BYTES`` of segments with no ``--master`` and no ``--search``: no JVM starts).  The
-    same reads as :func:`scan` makes in the driver, the same views (the pyarrow ones, proven equal
-    to Spark SQL's), the same outputs with the same schemas, each written by pyarrow as one Parquet
-    file in Spark's layout (:mod:`~kafkaforensics.spark.parquet_dir`).  A search needs Spark: its
-    pattern is a Java regular expression.  Returns None, having written nothing, when a read would
-    pass ``DRIVER_TABLE_BYTES`` in memory (Spark's tasks must read it).  ``min_partitions``: the
+    ``HERE_BYTES`` of segments with no ``--master``: no JVM starts).  The same reads as :func:`scan`
+    makes in the driver, the same views (the pyarrow ones, proven equal to Spark SQL's), the same
+    outputs with the same schemas, each written by pyarrow as one Parquet file in Spark's layout
+    (:mod:`~kafkaforensics.spark.parquet_dir`) -- but a records export, streamed split by split into a
+    part file a split (:func:`_stream_records`; partitioned by ``partition_by``, it is held whole).  A ``search`` pattern (a Java
+    regular expression) runs here when Python reads it as Java does (:func:`python_pattern`; else
+    ValueError: Spark must run it), its hits the rows Spark's :func:`matches` gives.  Returns None,
+    having written nothing, when a read it holds would pass ``DRIVER_TABLE_BYTES`` in memory (Spark's
+    tasks must read it).  ``min_partitions``: the
     parallelism its splits are planned for (default: this machine's cores, as ``local[*]``)."""
     opts, listing = _scan_inputs(paths, level, options, listing)
+    check_partition_by(level, partition_by)
+    python = None if search is None else python_pattern(search)
+    if search is not None and python is None:
+        raise ValueError(f"the search pattern {search!r} needs Java's reading of it: Spark runs it")
     read = functools.partial(read_here, paths, split_bytes=split_bytes, options=opts, min_partitions=min_partitions,
                              listing=listing)
     summary, splits = read("scan")
+    streamed = level == "records" and not partition_by  # written split by split, never held whole
     records = None
-    if summary is not None and level == "records":
+    if summary is not None and not streamed and (level == "records" or search is not None):
         records, _ = read("records")
-    if summary is None or (level == "records" and records is None):
+    if summary is None or (not streamed and (level == "records" or search is not None) and records is None):
         return None
-    outputs, rows = _outputs_here(summary, _records_counted(records) if _windowed(opts) and level == "records" else None)
+    window = window_of(opts)
+    exported, found = None, None
+    if streamed:
+        exported, found, n_records = _stream_records(paths, os.path.join(out, "records"), split_bytes, opts, min_partitions,
+                                                     listing, search, python)
+    elif window.records and level == "records":
+        exported = _records_counted(records)
+    outputs, rows, findings = _outputs_here(summary, exported if window.records else None, window)
     anomalies = outputs["anomalies"]
-    if level != "anomalies":
+    if level != "anomalies" and not streamed:
         outputs[level] = records if level == "records" else _rows_of(summary, LEVEL_KINDS[level])
+    if search is not None:
+        outputs["search"] = found if streamed else search_table(records, search, python)
     for name, table in outputs.items():
-        write_parquet_dir(table, os.path.join(out, name))
-    written = {"records": outputs[level].num_rows, "batches": sum(r["batches"] for r in rows),
-               "anomalies": anomalies.num_rows}[level]
-    return ScanResult(out, level, written, anomalies.num_rows, None, rows, plan_of(splits))
+        if name == "records" and partition_by:
+            write_parquet_dir(_dated_table(table) if "date" in partition_by else table, os.path.join(out, name),
+                              partition_by=tuple(partition_by))
+        else:
+            write_parquet_dir(table, os.path.join(out, name))
+    written = {"records": n_records if streamed else outputs["records"].num_rows if level == "records" else None,
+               "batches": sum(r["batches"] for r in rows), "anomalies": anomalies.num_rows}[level]
+    hits = outputs["search"].num_rows if search is not None else None
+    return ScanResult(out, level, written, findings, hits, rows, plan_of(splits), anomalies.num_rows - findings)
+
+
+def _stream_records(paths, into: str, split_bytes, opts, min_partitions, listing, search, python):
+    """A records export written split by split into the Parquet dir ``into`` (a part file a split, by
+    pyarrow, as Spark's tasks write it: memory bounded by a split's batches, not the fleet), what it
+    holds per inventory row (:data:`_EXPORTED`) and, with a ``search``, its hits (:func:`search_table`
+    over each Arrow batch): (those counts, the hits or None, the rows written)."""
+    reader, _, splits = planned_reader(paths, "records", split_bytes, opts, min_partitions or os.cpu_count() or 1,
+                                       listing)
+    schema = reader.arrow_schema()
+    counts = {}
+    hits = [] if search is None else [search_table(schema.empty_table(), search, python)]
+
+    def watched(split):
+        for b in reader.read(split):
+            if b.num_rows:
+                t = pa.Table.from_batches([b])
+                _count_into(counts, t)
+                if search is not None:
+                    hits.append(search_table(t, search, python))
+            yield b
+    rows, job = 0, str(uuid.uuid4())
+    with parquet_dir(into) as tmp:
+        for i, split in enumerate(splits):
+            rows += write_batches(watched(split), tmp, part_name(i, job), schema, empty_too=i == 0) or 0
+        if not splits:
+            write_part(schema.empty_table(), tmp, 0, job)
+    for got in counts.values():
+        got["batches"] = len(got["batches"])
+    return counts, None if search is None else sorted_hits(pa.concat_tables(hits)), rows
+
+
+def _count_into(counts: dict, records) -> None:
+    """Add what an Arrow batch of records holds per inventory row to ``counts`` (batches as sets of
+    base offsets: a batch's records may span two Arrow batches)."""
+    for where, got in _records_counted(records, batch_sets=True).items():
+        have = counts.get(where)
+        if have is None:
+            counts[where] = {**got, "batches": set(got["batches"])}
+            continue
+        have["records"] += got["records"]
+        have["batches"].update(got["batches"])
+        for name, pick in (("firstOffset", min), ("lastOffset", max), ("firstTimestamp", min), ("lastTimestamp", max)):
+            values = [v for v in (have[name], got[name]) if v is not None]
+            have[name] = pick(values) if values else None
+
+
+#: what a records export can be partitioned by: its topic, and the UTC date of its record timestamp
+#: (a ``date`` column; null for a timestamp below 0)
+PARTITION_COLUMNS = ("topic", "date")
+_DAY_MS = 86_400_000
+
+
+def check_partition_by(level: str, partition_by) -> None:
+    """ValueError, one line, for a partitioning a scan cannot write."""
+    unknown = [c for c in partition_by if c not in PARTITION_COLUMNS]
+    if unknown:
+        raise ValueError(f"--partition-by {unknown[0]}: one of {', '.join(PARTITION_COLUMNS)}")
+    if partition_by and level != "records":
+        raise ValueError("--partition-by partitions the records export: give --level records")
+
+
+def _dated_table(records):
+    """A records table (Arrow) with its ``date`` column: the UTC day of each timestamp."""
+    ts = records["timestamp"]
+    days = pc.cast(pc.divide(pc.if_else(pc.greater_equal(ts, 0), ts, pa.scalar(None, ts.type)), _DAY_MS), pa.int32())
+    return records.append_column("date", pc.cast(days, pa.date32()))
+
+
+def _dated_frame(records):
+    """A records DataFrame with its ``date`` column, as :func:`_dated_table` computes it."""
+    ts = F.col("timestamp")
+    return records.withColumn("date", F.date_from_unix_date(F.when(ts >= 0, F.floor(ts / _DAY_MS).cast("int"))))
 
 
 def _scan_inputs(paths, level: str, options: dict | None, listing: Layout | None):
@@ -190,41 +313,95 @@ def _rows_of(summary, kind: str):
     return summary.filter(pc.equal(summary["rowKind"], kind)).select(_columns(kind))
 
 
-def _outputs_here(summary, exported: dict | None = None):
+def _outputs_here(summary, exported: dict | None = None, window: Window = Window()):
     """The anomalies, the inventory and the replica view of a summary held in the driver (Arrow
-    tables, computed in pyarrow), and the inventory's rows.  ``exported``: the records a windowed
-    records export holds per inventory row, which the inventory then counts."""
+    tables, computed in pyarrow), the inventory's rows and the anomalies that are findings (inside
+    the ``window``).  ``exported``: what a windowed records export holds per inventory row, which
+    the inventory then describes (:func:`_count_exported`)."""
     inv = inventory_table(summary)
     rows = inv.to_pylist()
+    anomalies = _rows_of(summary, "anomaly")
     if exported is not None:
         _count_exported(rows, exported)
+    findings = _scoped(rows, anomalies.select(_ANOMALY_WHERE).to_pylist(), window)
+    if exported is not None or window.any:
         inv = pa.Table.from_pylist(rows, schema=inv.schema)
-    return {"anomalies": _rows_of(summary, "anomaly"), "inventory": inv, "replicas": replicas_table(summary)}, rows
+    return {"anomalies": anomalies, "inventory": inv, "replicas": replicas_table(summary)}, rows, findings
 
 
 #: the options that keep part of a batch's records (a topic or partition keeps whole partitions)
 _RECORD_WINDOW = ("fromOffset", "toOffset", "fromTimestamp", "toTimestamp")
 
 
+#: what a windowed records export's inventory row says of the records exported for it: the column
+#: and how it is aggregated over them (a batch is told by its base offset within a partition dir)
+_EXPORTED = {"records": ("offset", "count"), "batches": ("batchBaseOffset", "count_distinct"),
+             "firstOffset": ("offset", "min"), "lastOffset": ("offset", "max"),
+             "firstTimestamp": ("_timestamp", "min"), "lastTimestamp": ("timestamp", "max")}
+#: the columns of an anomaly :func:`_scoped` reads
+_ANOMALY_WHERE = list(WHERE) + ["offset"]
+
+
 def _records_exported(spark, out: str, records) -> dict:
-    """The records a records export holds, per inventory row (:data:`WHERE`): ``records`` is the
-    read held in the driver, or None for the export written by Spark's tasks (read back)."""
+    """What a records export holds, per inventory row (:data:`WHERE`; :data:`_EXPORTED`): ``records``
+    is the read held in the driver, or None for the export written by Spark's tasks (read back)."""
     if records is not None:
         return _records_counted(records)
-    counted = spark.read.parquet(os.path.join(out, "records")).groupBy(*WHERE).count().collect()
-    return {tuple(r[k] for k in WHERE): r["count"] for r in counted}
+    how = {"count": F.count, "count_distinct": F.countDistinct, "min": F.min, "max": F.max}
+    df = spark.read.parquet(os.path.join(out, "records")).withColumn(
+        "_timestamp", F.when(F.col("timestamp") >= 0, F.col("timestamp")))
+    counted = df.groupBy(*WHERE).agg(*(how[f](c).alias(n) for n, (c, f) in _EXPORTED.items())).collect()
+    return {tuple(r[k] for k in WHERE): {n: r[n] for n in _EXPORTED} for r in counted}
 
 
-def _records_counted(records) -> dict:
-    """The records of a records read held in the driver (an Arrow table), per inventory row."""
-    counted = records.group_by(list(WHERE), use_threads=False).aggregate([("offset", "count")])
-    return {tuple(r[k] for k in WHERE): r["offset_count"] for r in counted.to_pylist()}
+def _records_counted(records, batch_sets: bool = False) -> dict:
+    """What a records read held in the driver (an Arrow table) holds, per inventory row
+    (``batch_sets``: its batches as the list of their base offsets, not their count)."""
+    ts = records["timestamp"]
+    records = records.select(list(WHERE) + ["offset", "batchBaseOffset", "timestamp"]).append_column(
+        "_timestamp", pc.if_else(pc.greater_equal(ts, 0), ts, pa.scalar(None, ts.type)))
+    how = dict(_EXPORTED, **({"batches": ("batchBaseOffset", "distinct")} if batch_sets else {}))
+    counted = records.group_by(list(WHERE), use_threads=False).aggregate(list(how.values()))
+    return {tuple(r[k] for k in WHERE): {n: r[f"{c}_{f}"] for n, (c, f) in how.items()}
+            for r in counted.to_pylist()}
 
 
 def _count_exported(inventory: list, exported: dict) -> None:
-    """Set each inventory row's ``records`` to the records exported for it (under a window)."""
+    """Have each inventory row describe the records exported for it (under a window): their count,
+    batches, first and last offsets and timestamps (none: 0 and nulls)."""
     for r in inventory:
-        r["records"] = exported.get(tuple(r[k] for k in WHERE), 0)
+        got = exported.get(tuple(r[k] for k in WHERE))
+        for name in _EXPORTED:
+            r[name] = got[name] if got else (0 if name in ("records", "batches") else None)
+
+
+def _scoped(inventory: list, anomalies: list, window: Window) -> int:
+    """The ``anomalies`` (dicts of :data:`_ANOMALY_WHERE`) that are findings of a scan asked about
+    ``window``; each inventory row's ``anomalies`` then counts those of its copy.  With no window,
+    every one.  Under one, a log dir's own (a stray file beside the partitions) is outside it; under
+    a window of offsets or times, so is one whose offset is unknown or outside the copy's span --
+    the offset bounds, and the offsets its rows run over (``firstOffset``..``lastOffset`` + 1: the
+    window's, for a records export) -- and any of a copy with no rows in the window."""
+    if not window.any:
+        return len(anomalies)
+    rows = {tuple(r[k] for k in WHERE): r for r in inventory}
+    inside = dict.fromkeys(rows, 0)
+    for a in anomalies:
+        where = tuple(a[k] for k in WHERE)
+        row = rows.get(where)
+        if row is None or a["topic"] is None:
+            continue
+        if window.records:
+            lo, hi, offset = row["firstOffset"], row["lastOffset"], a["offset"]
+            if offset is None or lo is None or not lo <= offset <= hi + 1:
+                continue
+            if (window.offset_lo is not None and offset < window.offset_lo) or \
+                    (window.offset_hi is not None and offset > window.offset_hi):
+                continue
+        inside[where] += 1
+    for where, row in rows.items():
+        row["anomalies"] = inside[where]
+    return sum(inside.values())
 
 
 @contextlib.contextmanager
@@ -245,8 +422,8 @@ def _watching(spark, splits: int, progress):
     progress(splits, splits)
 
 
-def _write_outputs(spark, out, level, search, read, progress, summary, reads, windowed=False,
-                   tasks_write=False, summary_rows=0) -> ScanResult:
+def _write_outputs(spark, out, level, search, read, progress, summary, reads, window: Window = Window(),
+                   tasks_write=False, summary_rows=0, partition_by=()) -> ScanResult:
     """:func:`scan`'s outputs from its ``summary`` (the first of its planned ``reads``, cached or held
     in the driver; a records read for the export or the search, ``read("records")``, is added to
     them).  With ``tasks_write``, a records export is written with pyarrow, by the tasks that read it
@@ -260,7 +437,10 @@ def _write_outputs(spark, out, level, search, read, progress, summary, reads, wi
         reads.append(read("records"))
     summary_count = None
     with _watching(spark, scan_plan.splits, progress):  # the read of what the export is
-        if level == "records" and tasks_write:
+        if level == "records" and partition_by:  # Spark's writer partitions it
+            frame = _dated_frame(reads[-1].frame) if "date" in partition_by else reads[-1].frame
+            frame.write.mode("overwrite").partitionBy(*partition_by).parquet(os.path.join(out, level))
+        elif level == "records" and tasks_write:
             written = write_planned(spark, reads[-1], os.path.join(out, level))
         elif level == "records":
             reads[-1].frame.write.mode("overwrite").parquet(os.path.join(out, level))
@@ -273,9 +453,9 @@ def _write_outputs(spark, out, level, search, read, progress, summary, reads, wi
             held = summary.toArrow()
     if held is not None and tasks_write and local_path(out) is not None:  # computed and written here: no Spark job
         summary.unpersist()  # nothing reads the JVM's copy again (Spark's writes below would)
-        n_anomalies, inv = _write_outputs_here(spark, out, level, held, reads, windowed)
+        n_anomalies, findings, inv = _write_outputs_here(spark, out, level, held, reads, window)
     else:
-        n_anomalies, inv = _write_outputs_by_spark(spark, out, level, summary, held, reads, windowed)
+        n_anomalies, findings, inv = _write_outputs_by_spark(spark, out, level, summary, held, reads, window)
     if level == "records":
         done = reads[-1].table
         if written is None:
@@ -291,49 +471,53 @@ def _write_outputs(spark, out, level, search, read, progress, summary, reads, wi
         else:
             records = reads[-1].frame
         found = matches(records, search).persist()
-        found.write.mode("overwrite").parquet(os.path.join(out, "search"))
         hits = found.count()
+        found.coalesce(max(1, -(-hits // SEARCH_ROWS_A_FILE))).write.mode("overwrite").parquet(os.path.join(out, "search"))
         found.unpersist()
-    return ScanResult(out, level, written, n_anomalies, hits, inv, scan_plan)
+    return ScanResult(out, level, written, findings, hits, inv, scan_plan, n_anomalies - findings)
 
 
-def _exported_under_window(spark, out, level, reads, windowed) -> dict | None:
-    """The records a windowed records export holds per inventory row (None when no window keeps part
-    of a batch's records, or the level is not records)."""
-    return _records_exported(spark, out, reads[-1].table) if windowed and level == "records" else None
+def _exported_under_window(spark, out, level, reads, window: Window) -> dict | None:
+    """What a windowed records export holds per inventory row (None when no window keeps part of a
+    batch's records, or the level is not records)."""
+    return _records_exported(spark, out, reads[-1].table) if window.records and level == "records" else None
 
 
-def _write_outputs_here(spark, out, level, held, reads, windowed):
+def _write_outputs_here(spark, out, level, held, reads, window: Window):
     """The export (at a summary's level), anomalies, inventory and replica view of a summary ``held``
     in the driver, computed and written here by pyarrow (:func:`_outputs_here`, replacing earlier
-    outputs as Spark's overwrite does): (the anomalies, the inventory's rows)."""
-    outputs, inv = _outputs_here(held, _exported_under_window(spark, out, level, reads, windowed))
+    outputs as Spark's overwrite does): (the anomalies, those that are findings, the inventory's rows)."""
+    outputs, inv, findings = _outputs_here(held, _exported_under_window(spark, out, level, reads, window), window)
     if level != "records":
         outputs[level] = _rows_of(held, LEVEL_KINDS[level])
     for name, table in outputs.items():
         write_parquet_dir(table, local_path(os.path.join(out, name)), replace=True)
-    return outputs["anomalies"].num_rows, inv
+    return outputs["anomalies"].num_rows, findings, inv
 
 
-def _write_outputs_by_spark(spark, out, level, summary, held, reads, windowed):
+def _write_outputs_by_spark(spark, out, level, summary, held, reads, window: Window):
     """The export (at a summary's level), anomalies, inventory and replica view of the cached
     ``summary``, written by Spark; the views are computed by pyarrow when the summary is ``held`` in
-    the driver too (:func:`_outputs_here`), else by Spark SQL: (the anomalies, the inventory's rows)."""
-    exported = _exported_under_window(spark, out, level, reads, windowed)
+    the driver too (:func:`_outputs_here`), else by Spark SQL: (the anomalies, those that are
+    findings, the inventory's rows)."""
+    exported = _exported_under_window(spark, out, level, reads, window)
     cached = []  # released whatever happens
     try:
         if held is not None:
-            tables, inv = _outputs_here(held, exported)
+            tables, inv, findings = _outputs_here(held, exported, window)
             n_anomalies = tables["anomalies"].num_rows
             inv_df, rep_df = (frame_of(spark, tables[n]).coalesce(1) for n in ("inventory", "replicas"))
         else:
-            n_anomalies = summary.where(F.col("rowKind") == "anomaly").count()
+            anomalies = summary.where(F.col("rowKind") == "anomaly").select(*_ANOMALY_WHERE).collect()
+            n_anomalies = len(anomalies)
             inv_df, rep_df = inventory_of(summary).persist(), replicas_of(summary)
             cached.append(inv_df)
             inv = [r.asDict() for r in inv_df.collect()]
-            if exported is not None:  # a window keeps part of a batch's records: count those exported
+            if exported is not None:  # a window keeps part of a batch's records: describe those exported
                 _count_exported(inv, exported)
-                cached.pop().unpersist()  # its rows are collected: what is written is made from them
+            findings = _scoped(inv, [a.asDict() for a in anomalies], window)
+            if exported is not None or window.any:  # the rows collected say the window: written from them
+                cached.pop().unpersist()
                 inv_df = spark.createDataFrame(inv, inv_df.schema).coalesce(1)
         for name in dict.fromkeys(n for n in (level, "anomalies") if n != "records"):  # the export, the anomalies
             kind = LEVEL_KINDS[name]
@@ -344,7 +528,7 @@ def _write_outputs_by_spark(spark, out, level, summary, held, reads, windowed):
     finally:
         for df in cached:
             df.unpersist()
-    return n_anomalies, inv
+    return n_anomalies, findings, inv
 
 
 def main(argv=None):
@@ -361,7 +545,8 @@ def main(argv=None):
     if args.search is not None and (problem := pattern_problem(spark, args.search)):
         fail(problem)
     r = scan(spark, args.paths, args.out, args.level, args.search, options=options, listing=listing)
-    print(f"{r.rows} {r.level} rows, {r.anomalies} anomalies" + (f", {r.hits} search hits" if r.hits is not None else ""))
+    print(f"{r.rows} {r.level} rows, {r.anomalies} anomalies" + (f" ({r.notes} more outside the window)" if r.notes else "")
+          + (f", {r.hits} search hits" if r.hits is not None else ""))
     raise SystemExit(1 if r.anomalies else 0)
 
 

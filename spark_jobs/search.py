@@ -2,12 +2,18 @@
 over the bytes read as UTF-8), with where they are (cluster, broker, log dir, topic, partition,
 file, byte position), offset, timestamp and ``crcValid``.  Keys and values stay binary, as they
 are; ``keyText``/``valueText`` beside them are the same bytes as UTF-8 text (bytes that are not
-valid UTF-8 shown as U+FFFD), so every Parquet reader can read the hits back.
+valid UTF-8 shown as U+FFFD), so every Parquet reader can read the hits back; ``headerTexts`` is the
+headers with their values as such text (``key``, ``valueText``) beside the binary ``headers``, and
+``matchedIn`` says what matched: ``key``, ``value`` and ``header:<name>`` for each header that did.
 
     spark-submit spark_jobs/search.py --pattern 'order-42\\b' --out s3a://bucket/hits s3a://bucket/kafka-logs
 """
 from __future__ import annotations
 
+import re
+
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
 from kafkaforensics.records.schema import SOURCE_COLUMNS
@@ -15,8 +21,8 @@ from spark_jobs.common import check_inputs, check_out, fail, job_spark, job_argu
 
 #: what a hit says: where the record is, what it holds and whether its batch's CRC held
 HIT_COLUMNS = tuple(name for name, _ in SOURCE_COLUMNS) + (
-    "offset", "timestamp", "timestampUtc", "key", "value", "keyText", "valueText", "headers", "batchPosition",
-    "crcValid")
+    "offset", "timestamp", "timestampUtc", "key", "value", "keyText", "valueText", "headers", "headerTexts",
+    "matchedIn", "batchPosition", "crcValid")
 
 
 def _text(col):
@@ -40,12 +46,179 @@ def pattern_problem(spark, pattern: str) -> str | None:
     return None
 
 
+def _matched_in(pattern: str):
+    """What of a record matched ``pattern``: ``key``, ``value``, ``header:<name>`` (an array, in that
+    order; empty when nothing did)."""
+    none = F.array().cast("array<string>")
+
+    def field(name):
+        return F.when(F.col(name).cast("string").rlike(pattern), F.array(F.lit(name))).otherwise(none)
+    headers = F.transform(F.filter("headers", lambda h: h["value"].cast("string").rlike(pattern)),
+                          lambda h: F.concat(F.lit("header:"), h["key"]))
+    return F.concat(field("key"), field("value"), F.coalesce(headers, none))
+
+
 def matches(records, pattern: str):
-    """The rows of a records-level DataFrame whose key, value or a header value matches ``pattern``."""
-    header_hit = F.exists("headers", lambda h: h["value"].cast("string").rlike(pattern))
-    hit = F.col("key").cast("string").rlike(pattern) | F.col("value").cast("string").rlike(pattern) | header_hit
-    return (records.where(hit).withColumn("keyText", _text("key")).withColumn("valueText", _text("value"))
+    """The rows of a records-level DataFrame whose key, value or a header value matches ``pattern``,
+    with what matched (``matchedIn``) and their text beside the bytes."""
+    header_texts = F.transform("headers", lambda h: F.struct(h["key"].alias("key"),
+                                                            F.make_valid_utf8(h["value"].cast("string")).alias("valueText")))
+    return (records.withColumn("matchedIn", _matched_in(pattern)).where(F.size("matchedIn") > 0)
+            .withColumn("keyText", _text("key")).withColumn("valueText", _text("value"))
+            .withColumn("headerTexts", header_texts)
             .select(*HIT_COLUMNS).orderBy("topic", "partition", "logDir", "partitionDir", "offset"))
+
+
+#: what Java's ``.`` does not match (its line terminators; Python's ``.`` excludes only ``\n``)
+_JAVA_DOT = "[^\n\r\u0085\u2028\u2029]"
+#: the escapes that mean the same in Java's and Python's regular expressions (ASCII classes: Java's
+#: default, Python's with ``re.ASCII``), and escaped punctuation
+_SAME_ESCAPES = set("dDwWsSbBtnrf") | set("\\.[](){}*+?|^$/-,:;!'\"#%&@<>=~`_ ")
+_QUANTIFIER = re.compile(r"\{\d+(,\d*)?\}")
+
+
+def python_pattern(pattern: str) -> str | None:
+    r"""``pattern`` (a Java regular expression) as a Python one that matches the same strings (with
+    ``re.ASCII``), or None when it uses what the two read differently or Python cannot be trusted
+    to read as Java does (a group construct ``(?``, ``$``, ``\p``/``\Q``/``\z``..., possessive
+    quantifiers, nested or intersected classes): such a search runs on Spark, as Java reads it."""
+    out, i, n = [], 0, len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if ch == "\\":
+            if i + 1 >= n or pattern[i + 1] not in _SAME_ESCAPES:
+                return None
+            out.append(pattern[i:i + 2])
+            i += 2
+        elif ch == "[":
+            j = _class_end(pattern, i)
+            if j is None:
+                return None
+            out.append(pattern[i:j + 1])
+            i = j + 1
+        elif ch == ".":
+            out.append(_JAVA_DOT)
+            i += 1
+        elif ch == "$" or pattern.startswith("(?", i):
+            return None
+        elif ch == "{":
+            m = _QUANTIFIER.match(pattern, i)
+            if m is None:
+                return None
+            out.append(m.group())
+            i = m.end()
+        else:
+            out.append(ch)
+            i += 1
+        if i < n and pattern[i] == "+" and pattern[i - 1] in "*+?}" and out[-1] not in ("\\*", "\\+", "\\?", "\\}"):
+            return None  # possessive
+    try:
+        re.compile("".join(out), re.ASCII)
+    except re.error:
+        return None
+    return "".join(out)
+
+
+def _class_end(pattern: str, start: int) -> int | None:
+    """The index of the ``]`` closing the character class at ``start``, or None for one Java and
+    Python may read differently (nested, intersected, starting with ``]``, an escape not both read
+    alike) or that is not closed."""
+    i = start + 1
+    if pattern.startswith("^", i):
+        i += 1
+    if pattern.startswith("]", i):
+        return None
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            if i + 1 >= len(pattern) or pattern[i + 1] not in _SAME_ESCAPES:
+                return None
+            i += 2
+            continue
+        if ch == "[" or pattern.startswith("&&", i):
+            return None
+        if ch == "]":
+            return i
+        i += 1
+    return None
+
+
+def _texts(values) -> list:
+    """Binary values as Spark's ``make_valid_utf8(cast(... as string))`` gives them (None stays)."""
+    return [None if v is None else v.decode("utf-8", "replace") for v in values]
+
+
+_LITERAL = re.compile(r"(?:[A-Za-z0-9 _\-=:;,'\"#%&@<>/!~`]|\\[.\[\](){}*+?|^$\\/])+")
+
+
+def _ascii_literal(pattern: str) -> bytes | None:
+    """The bytes a Java pattern that is one ASCII literal (escaped punctuation allowed) matches as a
+    substring, else None.  Such bytes are found in a value exactly where its text (invalid UTF-8
+    shown as U+FFFD) holds the literal: ASCII bytes always decode as themselves."""
+    if not _LITERAL.fullmatch(pattern):
+        return None
+    return re.sub(r"\\(.)", r"\1", pattern).encode("ascii")
+
+
+def _candidates(records: pa.Table, pattern: str):
+    """The rows of ``records`` that may match ``pattern``: for an ASCII literal, those whose key, value
+    or a header value holds its bytes (vectorised); else every row."""
+    literal = _ascii_literal(pattern)
+    if literal is None:
+        return range(records.num_rows)
+    headers = records["headers"].combine_chunks()
+    values = pc.struct_field(pc.list_flatten(headers), "value")
+    in_header = pc.fill_null(pc.match_substring(values, literal.decode()), False)
+    rows_hit = pc.unique(pc.filter(pc.list_parent_indices(headers), in_header))
+    hit = pc.or_(pc.fill_null(pc.match_substring(records["key"], literal.decode()), False),
+                 pc.fill_null(pc.match_substring(records["value"], literal.decode()), False))
+    hit = pc.or_(hit, pc.is_in(pa.array(range(records.num_rows), pa.int64()), value_set=pc.cast(rows_hit, pa.int64())))
+    return pc.indices_nonzero(hit).to_pylist()
+
+
+def search_table(records: pa.Table, pattern: str, python: str) -> pa.Table:
+    """:func:`matches` over a records read held in this process (an Arrow table), with no Spark:
+    ``python`` is ``pattern`` as :func:`python_pattern` gives it.  The same rows, columns, values and
+    order as Spark's (``tests/test_spark_views.py``).  An ASCII literal is looked for in the bytes
+    first (:func:`_candidates`); only the rows holding it are read in Python."""
+    rx = re.compile(python, re.ASCII)
+    rows = _candidates(records, pattern)
+    some = records.take(pa.array(rows, pa.int64())) if not isinstance(rows, range) else records
+    keys, values = _texts(some["key"].to_pylist()), _texts(some["value"].to_pylist())
+    headers = some["headers"].to_pylist()
+    hit_rows, matched, header_texts, key_texts, value_texts = [], [], [], [], []
+    for i, k, v, hs in zip(rows, keys, values, headers):
+        texts = [{"key": h["key"], "valueText": None if h["value"] is None else h["value"].decode("utf-8", "replace")}
+                 for h in hs or ()]
+        found = (["key"] if k is not None and rx.search(k) else []) + (["value"] if v is not None and rx.search(v) else [])
+        found += [f"header:{t['key']}" for t in texts if t["valueText"] is not None and rx.search(t["valueText"])]
+        if found:
+            hit_rows.append(i)
+            matched.append(found)
+            header_texts.append(texts)
+            key_texts.append(k)
+            value_texts.append(v)
+    take = pa.array(hit_rows, pa.int64())
+    hits = records.take(take)
+    cols = {name: hits[name] for name in HIT_COLUMNS if name in hits.column_names}
+    cols["keyText"] = pa.array(key_texts, pa.string())
+    cols["valueText"] = pa.array(value_texts, pa.string())
+    cols["headerTexts"] = pa.array(header_texts, HEADER_TEXTS)
+    cols["matchedIn"] = pa.array(matched, MATCHED_IN)
+    table = pa.table({name: cols[name] for name in HIT_COLUMNS})
+    return sorted_hits(table.cast(pa.schema([f.with_nullable(f.name != "matchedIn") for f in table.schema])))  # as Spark plans it
+
+
+def sorted_hits(table: pa.Table) -> pa.Table:
+    """Search hits (Arrow) in :func:`matches`' order."""
+    order = [(k, "ascending", "at_start") for k in ("topic", "partition", "logDir", "partitionDir", "offset")]
+    return table.take(pc.sort_indices(table, sort_keys=order))
+
+
+#: the Arrow types of the columns :func:`matches` adds, as Spark writes them
+HEADER_TEXTS = pa.list_(pa.field("element", pa.struct([("key", pa.string()), ("valueText", pa.string())]),
+                                 nullable=False))
+MATCHED_IN = pa.list_(pa.string())
 
 
 def search(spark, paths, pattern: str, options=None):

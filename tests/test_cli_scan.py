@@ -35,7 +35,8 @@ def _fake_java(tmp_path, version):
 
 
 def test_no_java_is_one_line_and_exit_2_before_anything_starts(tmp_path):
-    for run_on_spark in (("--master", "local[1]"), ("--search", "order")):  # what needs Spark, hence Java
+    # what needs Spark, hence Java: a master, a search pattern Python does not read as Java does
+    for run_on_spark in (("--master", "local[1]"), ("--search", "(?i)order")):
         out = tmp_path / "out"
         r = _scan(_env_without_java(), SAMPLE, "--out", out, *run_on_spark)
         lines = r.stderr.strip().splitlines()
@@ -55,6 +56,12 @@ def test_a_small_scan_needs_no_spark_and_no_java(tmp_path):
         assert "needs no Spark" in r.stderr and "starting Spark" not in r.stderr and "Traceback" not in r.stderr
         assert sorted(os.listdir(out)) == ["anomalies", "inventory", "records", "replicas"]
         assert "668 records rows" in r.stdout, r.stdout
+    # a search Python reads as Java does runs here too (issue 57): its hits, no Java
+    r = _scan(_env_without_java(), SAMPLE, "--out", tmp_path / "s", "--level", "records", "--search", "txn-4[0-9]")
+    assert r.returncode == 0, r.stderr
+    assert "needs no Spark" in r.stderr and "starting Spark" not in r.stderr
+    assert sorted(os.listdir(tmp_path / "s")) == ["anomalies", "inventory", "records", "replicas", "search"]
+    assert " search hits -> " in r.stdout and "; 0 search hits" not in r.stdout, r.stdout
 
 
 def test_a_scan_too_big_to_run_here_checks_java_before_touching_out(tmp_path, kfx, monkeypatch):
@@ -302,3 +309,29 @@ def test_a_partition_whose_log_is_gone_is_an_anomaly_as_verify_says(tmp_path, kf
     # a partition whose checkpoints it does not pass stays clean
     r = kfx("scan", os.path.join(logdir, "orders-0"), "--out", tmp_path / "clean")
     assert r.exit_code == 0, r.output
+
+
+def test_a_scan_of_a_relative_path_says_absolute_log_dirs_and_files(tmp_path, monkeypatch):
+    """Runs from different directories join: logDir and file are absolute whatever the input's
+    spelling (issue 57)."""
+    import pyarrow.parquet as pq
+    from spark_jobs.scan import scan_here
+    monkeypatch.chdir(os.path.dirname(SAMPLE))
+    out = str(tmp_path / "out")
+    os.makedirs(out)
+    r = scan_here([os.path.join(".", os.path.basename(SAMPLE), "")], out, "records")
+    assert {x["logDir"] for x in r.inventory} == {os.path.abspath(SAMPLE)}
+    rows = pq.read_table(os.path.join(out, "records"), columns=["logDir", "file"]).to_pylist()
+    assert rows and all(x["logDir"] == os.path.abspath(SAMPLE) and x["file"].startswith(os.path.abspath(SAMPLE) + "/")
+                        for x in rows)
+
+
+def test_partition_by_is_checked_before_anything_starts(kfx, tmp_path):
+    for args, says in ((["--partition-by", "hour", "--level", "records"], "--partition-by hour: one of topic, date"),
+                       (["--partition-by", "topic"], "give --level records")):
+        r = kfx("scan", SAMPLE, "--out", tmp_path / "o", *args)
+        assert r.exit_code == 2 and says in r.output and len(r.output.strip().splitlines()) == 1, r.output
+        assert not (tmp_path / "o").exists()
+    r = kfx("scan", SAMPLE, "--out", tmp_path / "p", "--level", "records", "--partition-by", "topic")
+    assert r.exit_code == 0, r.output
+    assert "topic=orders" in os.listdir(tmp_path / "p" / "records")

@@ -28,6 +28,7 @@ def scanned(spark, fleet, tmp_path_factory):  # noqa: F811
     out = tmp_path_factory.mktemp("scan") / "out"
     r = Kfx()("scan", fleet["root"], "--out", out, "--master", "local[2]", "--level", "records",
               "--search", "value-9", "--include-corrupt")
+    r.out_dir = out
     tables = {name: pq.read_table(str(out / name)) for name in
               ("records", "inventory", "replicas", "anomalies", "search")}
     return r, {k: t.to_pylist() for k, t in tables.items()}, tables
@@ -78,8 +79,10 @@ def test_replicas_are_compared_not_summed(scanned, fleet):
     orders = rep[(CLUSTER_A, "orders", 0)]
     last_common = (ORDERS_BATCHES - LAGGING) * PER_BATCH - 1
     assert orders["replicas"] == 2 and orders["brokerIds"] == [1, 2]
-    assert orders["equalUpTo"] == last_common and orders["divergesAt"] == last_common + 1
-    assert orders["summary"] == f"2 replicas, equal up to offset {last_common}"
+    # the lagging copy is a prefix of the other: behind, not diverged (issue 57)
+    assert orders["equalUpTo"] == last_common and orders["divergesAt"] is None and orders["state"] == "behind"
+    assert orders["summary"] == (f"2 replicas, behind: equal up to offset {last_common}, "
+                                 f"the longest goes on to {ORDERS_BATCHES * PER_BATCH - 1}")
     assert rep[(CLUSTER_B, "orders", 0)]["replicas"] == 1
     assert rep[(CLUSTER_A, "__cluster_metadata", 0)]["summary"] == "2 replicas, identical"
     assert rep[(CLUSTER_B, "__cluster_metadata", 0)]["replicas"] == 1
@@ -110,6 +113,16 @@ def test_search_hits_carry_crc_valid_and_binary_values(scanned):
     assert hits and all(h["crcValid"] is True for h in hits)
     assert all(b"value-9" in h["value"] and h["value"].endswith(b"\xff\xfe") for h in hits if h["topic"] == "orders")
     assert all("value-9" in h["valueText"] and "\ufffd" in h["valueText"] for h in hits if h["topic"] == "orders")
+    assert {tuple(h["matchedIn"]) for h in hits} == {("value",)}
+
+
+def test_a_few_search_hits_are_one_parquet_file_in_their_order(scanned):
+    """Not one part file a task for a handful of rows (issue 57)."""
+    r, out, _t = scanned
+    parts = [f for f in os.listdir(r.out_dir / "search") if f.endswith(".parquet")]
+    assert len(parts) == 1, parts
+    keys = [(h["topic"], h["partition"], h["logDir"], h["partitionDir"], h["offset"]) for h in out["search"]]
+    assert keys == sorted(keys)
 
 
 def test_late_record_is_inside_its_window_by_default(spark, fleet):  # noqa: F811
@@ -149,6 +162,65 @@ def test_window_options_and_pushed_filters_in_explain(spark, fleet, tmp_path):  
         df.explain(mode="formatted")
     assert "PushedFilters: [EqualTo(topic,orders), GreaterThanOrEqual(offset,100)]" in buf.getvalue()
     assert {x["offset"] >= 100 and x["topic"] == "orders" for x in df.collect()} == {True}
+
+
+def test_a_windowed_scan_s_inventory_and_findings_are_the_window_s(spark, fleet, tmp_path):  # noqa: F811
+    """The inventory of a windowed records export describes the window (its first and last offsets,
+    batches, records, anomalies); damage outside the window is a note (no finding), damage inside
+    one -- the same on Spark's tasks, in the driver, and with no Spark (issue 57)."""
+    from spark_jobs.common import window_options
+    from spark_jobs.scan import scan, scan_here
+    hours = window_options(["orders"], [0], T0 + 18 * HOUR, T0 + 19 * HOUR)  # offsets 90..94 and the late 125..129
+    bad_crc = window_options(["payments"], from_offset=20, to_offset=40)   # the bad batch at 28 inside
+    past_it = window_options(["payments"], from_offset=40)                 # the bad batch read, outside
+    runs = {"spark tasks": lambda out, o: scan(spark, [fleet["a1"]], out, "records", options=o, driver_bytes=0),
+            "spark sql": lambda out, o: scan(spark, [fleet["a1"]], out, "records", options=o, driver_bytes=0,
+                                             summary_rows=0),
+            "driver": lambda out, o: scan(spark, [fleet["a1"]], out, "records", options=o),
+            "no spark": lambda out, o: scan_here([fleet["a1"]], out, "records", options=o)}
+    for how, run in runs.items():
+        got = {}
+        for name, opts in (("hours", hours), ("bad_crc", bad_crc), ("past_it", past_it)):
+            out = str(tmp_path / f"{how}-{name}".replace(" ", "_"))
+            r = run(out, opts)
+            for inv in (r.inventory, pq.read_table(os.path.join(out, "inventory")).to_pylist()):
+                got[name] = [(x["partitionDir"], x["firstOffset"], x["lastOffset"], x["batches"], x["records"],
+                              x["anomalies"]) for x in inv], (r.anomalies, r.notes)
+        assert got["hours"] == ([("orders-0", 90, 129, 2, 10, 0)], (0, 1)), how  # its stray file: a note
+        assert got["bad_crc"] == ([("payments-0", 20, 40, 5, 17, 1)], (1, 0)), how
+        assert got["past_it"] == ([("payments-0", 40, 79, 10, 40, 0)], (0, 1)), how
+
+
+def test_kfx_scan_of_a_window_exits_0_for_damage_outside_it_and_1_inside(fleet, kfx, tmp_path):
+    outside = kfx("scan", fleet["a1"], "--out", tmp_path / "o1", "--level", "records", "--topic", "payments",
+                  "--from-offset", "40")
+    assert outside.exit_code == 0, outside.output
+    assert "0 anomalies in the window (1 outside it: notes" in outside.stdout
+    inside = kfx("scan", fleet["a1"], "--out", tmp_path / "o2", "--level", "records", "--topic", "payments",
+                 "--from-offset", "20", "--to-offset", "40")
+    assert inside.exit_code == 1, inside.output
+
+
+def test_kfx_scan_prints_a_summary_of_a_long_inventory_and_all_of_it_with_verbose(fleet, kfx, tmp_path, monkeypatch):
+    """Past SCAN_TABLE_ROWS partitions the console gets the totals, the partitions with anomalies and
+    the largest ones, and where the whole table is; --verbose prints every partition (issue 57)."""
+    from cli import main as cli_main
+    monkeypatch.setattr(cli_main, "SCAN_TABLE_ROWS", 3)
+    short = kfx("scan", fleet["root"], "--out", tmp_path / "o1")
+    rows = pq.read_table(str(tmp_path / "o1" / "inventory")).to_pylist()
+    assert len(rows) > 3 + cli_main.SCAN_LARGEST
+    assert f"{len(rows)} partition copies in " in short.stdout and "largest partitions" in short.stdout
+    assert "partitions with anomalies" in short.stdout and f"every partition: {tmp_path / 'o1' / 'inventory'}" in short.stdout
+    assert "orders-1" not in short.stdout  # an empty partition: neither damaged nor large
+    whole = kfx("scan", fleet["root"], "--out", tmp_path / "o2", "--verbose")
+    assert "orders-1" in whole.stdout and "largest partitions" not in whole.stdout
+
+
+def test_the_plan_line_says_why_there_are_more_splits_than_segments():
+    from cli.main import _plan_line
+    from spark_jobs.scan import ScanPlan
+    assert _plan_line(ScanPlan(3, 2, 5000)) == "read 2 segments, 5,000 bytes, in 3 splits (large segments cut at batch boundaries)"
+    assert _plan_line(ScanPlan(1, 2, 5000)) == "read 2 segments, 5,000 bytes, in 1 splits"
 
 
 def test_small_segments_are_packed_into_few_scan_partitions(fleet):

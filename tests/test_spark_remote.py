@@ -102,14 +102,16 @@ def test_s3_segments_split_through_their_remote_index(s3_fleet):
     assert cuts(remote) == cuts(local) and len(remote) > 3
 
 
-@pytest.mark.parametrize("uri", ["s3://no-such-bucket/2026", f"s3a://{BUCKET}/lgos"])
-def test_kfx_scan_of_a_missing_bucket_or_prefix_is_a_usage_error(kfx, s3_fleet, tmp_path, uri):
+@pytest.mark.parametrize("uri, says", [("s3://no-such-bucket/2026", "no such bucket: no-such-bucket"),
+                                       (f"s3a://{BUCKET}/lgos", f"bucket {BUCKET} has no prefix or object lgos")])
+def test_kfx_scan_of_a_missing_bucket_or_prefix_is_a_usage_error(kfx, s3_fleet, tmp_path, uri, says):
     r = kfx("scan", uri, "--out", tmp_path / "scan", "--master", "local[2]",
             "--s3-endpoint", s3_fleet["s3.endpoint"], "--s3-access-key", "testing", "--s3-secret-key", "testing",
             "--s3-region", "us-east-1")
     assert r.exit_code == 2, r.output
     lines = r.output.strip().splitlines()
     assert len(lines) == 1 and uri in lines[0] and "error" in lines[0]
+    assert lines[0].count(says) == 1 and "bucket, prefix" not in lines[0], lines[0]  # which one, once (issue 57)
     assert not (tmp_path / "scan").exists()
 
 

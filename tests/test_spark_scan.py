@@ -301,8 +301,12 @@ def test_options_are_read_once_checked_and_typed():
     assert read_options({"splitBytes": "4000", "maxPartitionBytes": "9"})["maxPartitionBytes"] == 9
     assert input_paths(read_options({"paths": '["/x/a,1", "/y"]'})) == ["/x/a,1", "/y"]
     assert input_paths(read_options({"path": "[2026]/logs"})) == ["[2026]/logs"]  # a path, not JSON
-    with pytest.raises(ValueError, match="fromTimestmp: no such kafka_segments option"):
+    with pytest.raises(ValueError, match="fromTimestmp: no such kafka_segments option; did you mean fromTimestamp"):
         read_options({"fromTimestmp": "1"})
+    with pytest.raises(ValueError, match=r"fromtimestmp: no such kafka_segments option; did you mean fromTimestamp\?"):
+        read_options({"fromtimestmp": "1"})  # as Spark hands it over, lower-cased
+    with pytest.raises(ValueError, match=r"zzz: no such kafka_segments option \(its options"):
+        read_options({"zzz": "1"})  # nothing close: no guess
     with pytest.raises(ValueError, match="pushdown='maybe': not true or false"):
         read_options({"pushdown": "maybe"})
 

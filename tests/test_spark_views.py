@@ -120,6 +120,57 @@ def test_a_copy_kafka_set_aside_has_its_own_inventory_row_and_is_no_replica(spar
             (2, ["/a/kafka-logs", "/b/kafka-logs"], 19, None)]  # the deleted copy's other batches are not compared
 
 
+def _replica_rows(copies):
+    """Scan rows of partition orders-0 copies: ``copies`` maps a log dir to its batches (base offset,
+    CRC), ten records each."""
+    rows = []
+    for n, (log_dir, batches) in enumerate(copies.items()):
+        where = {"logDir": log_dir, "brokerId": n, "clusterId": "c", "topic": "orders", "partition": 0,
+                 "partitionDir": "orders-0"}
+        rows.append({**where, "file": f"{log_dir}/orders-0", "rowKind": "partition"})
+        rows += [{**where, "file": f"{log_dir}/orders-0/{0:020d}.log", "rowKind": "batch", "baseOffset": base,
+                  "lastOffset": base + 9, "count": 10, "position": i * 100, "size": 100, "crc": crc, "crcValid": True,
+                  "compression": "none", "isTransactional": False, "isControl": False, "producerId": -1,
+                  "firstTimestamp": 1000, "maxTimestamp": 1000} for i, (base, crc) in enumerate(batches)]
+    return rows
+
+
+@pytest.mark.parametrize("b_copy, want", [
+    ([(0, 1), (10, 2)], ("behind", None, 19, "2 replicas, behind: equal up to offset 19, the longest goes on to 39")),
+    ([(0, 1), (10, 2), (20, 9)], ("diverged", 20, 19, "2 replicas, diverged at offset 20: equal up to offset 19")),
+    ([(0, 7)], ("diverged", 0, None, "2 replicas, diverged: differ from offset 0")),
+    ([(0, 1), (10, 2), (20, 3), (30, 4)], ("identical", None, 39, "2 replicas, identical")),
+])
+def test_the_replica_view_tells_a_copy_behind_from_a_copy_that_diverged(spark, b_copy, want):  # noqa: F811
+    """A copy that is a prefix of the other is behind (no divergesAt); different bytes at an offset
+    both copies hold is a divergence -- in Spark SQL and in pyarrow alike."""
+    table, schema = _arrow(spark, _replica_rows({"/a": [(0, 1), (10, 2), (20, 3), (30, 4)], "/b": b_copy}))
+    for rep in (replicas_table(table).to_pylist(), [r.asDict() for r in replicas_of(frame_of(spark, table, schema)).collect()]):
+        assert [(r["state"], r["divergesAt"], r["equalUpTo"], r["summary"]) for r in rep] == [want]
+
+
+def test_a_search_hit_says_what_matched_and_carries_its_headers_as_text(spark, tmp_path):  # noqa: F811
+    """A key-only, a value-only and a header-only hit each say so (``matchedIn``); header values are
+    there as text (``headerTexts``) beside the binary headers; a record matching nowhere is no hit."""
+    from kafkaforensics.log.writer import write_partition
+    from kafkaforensics.records.batch import Record
+    from kafkaforensics.records.builder import build_v2
+    from spark_jobs.search import matches, python_pattern, search_table
+    recs = [Record(0, 1000, b"ORD-1", b"plain", [("trace", b"x")]),
+            Record(1, 1000, b"k", b"has ORD-1 in it", []),
+            Record(2, 1000, b"k", b"plain", [("ref", b"ORD-1\xff"), ("other", b"no")]),
+            Record(3, 1000, b"k", b"plain", [("ref", b"none")])]
+    write_partition(str(tmp_path / "orders-0"), [build_v2(recs, base_offset=0)])
+    read = read_planned(spark, [str(tmp_path / "orders-0")], "records", driver_bytes=1 << 30)
+    hits = [r.asDict(recursive=True) for r in matches(read.frame, "ORD-1").collect()]
+    here = search_table(read.table, "ORD-1", python_pattern("ORD-1")).to_pylist()  # with no Spark: the same hits
+    assert [{k: v for k, v in h.items() if k != "timestampUtc"} for h in here] == [
+        {k: v for k, v in h.items() if k != "timestampUtc"} for h in hits]
+    assert [(h["offset"], h["matchedIn"]) for h in hits] == [(0, ["key"]), (1, ["value"]), (2, ["header:ref"])]
+    assert hits[2]["headerTexts"] == [{"key": "ref", "valueText": "ORD-1\ufffd"}, {"key": "other", "valueText": "no"}]
+    assert hits[2]["headers"][0]["value"] == b"ORD-1\xff"
+
+
 def _outputs(out):
     """Every output of a scan, read back by pyarrow: (schema, rows sorted)."""
     got = {}
@@ -257,17 +308,20 @@ def test_a_scan_written_here_with_no_spark_writes_what_spark_writes(spark, tmp_p
         opts = {"includeCorrupt": "true", **window}
         here, tasks = str(tmp_path / f"here{len(window)}"), str(tmp_path / f"tasks{len(window)}")
         os.makedirs(here)
-        r = scan_here([root], here, level, options=opts, min_partitions=spark.sparkContext.defaultParallelism)
-        s = scan(spark, [root], tasks, level, options=opts, driver_bytes=0,  # read and written by Spark's tasks
+        search = "-9|amount=3"  # keys and values hit (a search Python reads as Java does runs here too)
+        r = scan_here([root], here, level, options=opts, min_partitions=spark.sparkContext.defaultParallelism,
+                      search=search)
+        s = scan(spark, [root], tasks, level, search, options=opts, driver_bytes=0,  # read and written by Spark's tasks
                  tasks_write=False, summary_rows=0)  # the views by Spark SQL
-        assert (r.rows, r.anomalies, r.inventory, r.plan) == (s.rows, s.anomalies, s.inventory, s.plan)
-        assert r.rows and r.anomalies and r.hits is None
+        assert (r.rows, r.anomalies, r.inventory, r.plan, r.hits) == (s.rows, s.anomalies, s.inventory, s.plan, s.hits)
+        assert r.rows and r.anomalies and r.hits
         assert _outputs(here) == _outputs(tasks)  # read back by pyarrow: schemas and rows
         assert _spark_read(spark, here) == _spark_read(spark, tasks)  # and by Spark
-        for name in os.listdir(here):  # Spark's layout: one part file a dir, and _SUCCESS
+        for name in os.listdir(here):  # Spark's layout: one part file a dir (records: one a split), and _SUCCESS
             files = sorted(os.listdir(os.path.join(here, name)))
-            assert files[0] == "_SUCCESS" and len(files) == 2 and files[1].endswith(".snappy.parquet"), files
-        assert sorted(os.listdir(here)) == sorted({level, "anomalies", "inventory", "replicas"})  # no temp dir left
+            parts = max(1, r.plan.splits) if name == "records" else 1
+            assert files[0] == "_SUCCESS" and len(files) <= 1 + parts and files[1].endswith(".snappy.parquet"), files
+        assert sorted(os.listdir(here)) == sorted({level, "anomalies", "inventory", "replicas", "search"})  # no temp dir left
 
 
 def _part_numbers(out):
@@ -365,11 +419,40 @@ def test_a_scan_here_gives_way_to_spark_when_its_rows_outgrow_the_process(tmp_pa
     os.makedirs(tmp_path / "out")
     summary, _ = common.read_here([root], "scan")
     records, _ = common.read_here([root], "records")
-    # the summary outgrows it (any level), or only the records export does
+    # the summary outgrows it (any level), or only the records, which a partitioned export holds
     for limit in (summary.nbytes - 1, max(summary.nbytes, records.nbytes - 1)):
         monkeypatch.setattr(common, "DRIVER_TABLE_BYTES", limit)
-        for level in ("records", "batches") if limit < summary.nbytes else ("records",):
-            assert scan_here([root], str(tmp_path / "out"), level) is None, (limit, level)
+        for level, pb in (("records", ()), ("batches", ())) if limit < summary.nbytes else (("records", ("topic",)),):
+            assert scan_here([root], str(tmp_path / "out"), level, partition_by=pb) is None, (limit, level)
             assert os.listdir(tmp_path / "out") == []  # nothing written
     monkeypatch.setattr(common, "DRIVER_TABLE_BYTES", max(summary.nbytes, records.nbytes - 1))
     assert scan_here([root], str(tmp_path / "out"), "batches") is not None  # a batches scan holds no records
+    # a records export is streamed split by split (issue 57): its records never held whole
+    r = scan_here([root], str(tmp_path / "streamed"), "records")
+    assert r is not None and r.rows == records.num_rows
+
+
+def test_a_records_export_partitioned_by_topic_and_date_is_the_same_here_and_on_spark(spark, tmp_path):  # noqa: F811
+    """--partition-by topic and/or date (the UTC day of the record timestamp): Spark's layout
+    (``topic=orders/date=2023-11-14/part-...``), the same rows read back here and on Spark (issue 57)."""
+    import datetime
+    root = str(tmp_path / "fleet")
+    build_fleet(root)
+    for pb in (("topic",), ("topic", "date")):
+        here, tasks = str(tmp_path / f"here{len(pb)}"), str(tmp_path / f"tasks{len(pb)}")
+        os.makedirs(here)
+        r = scan_here([root], here, "records", partition_by=pb)
+        s = scan(spark, [root], tasks, "records", partition_by=pb, driver_bytes=0)
+        assert r.rows == s.rows and r.rows > 0
+        got, want = (sorted(map(repr, (x.asDict() for x in spark.read.parquet(os.path.join(d, "records")).collect())))
+                     for d in (here, tasks))
+        assert got == want
+        top = sorted(os.listdir(os.path.join(here, "records")))
+        assert "_SUCCESS" in top and "topic=orders" in top and not any(f.endswith(".parquet") for f in top)
+        if "date" in pb:
+            rows = spark.read.parquet(os.path.join(here, "records")).select("timestamp", "date").collect()
+            assert rows and all(x["date"] == datetime.datetime.fromtimestamp(x["timestamp"] / 1000, datetime.timezone.utc).date()
+                                for x in rows if x["timestamp"] >= 0)
+            assert any(d.startswith("date=") for d in os.listdir(os.path.join(here, "records", "topic=orders")))
+    with pytest.raises(ValueError, match="--partition-by hour: one of topic, date"):
+        scan_here([root], str(tmp_path / "x"), "records", partition_by=("hour",))

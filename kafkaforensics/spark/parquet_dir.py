@@ -68,15 +68,9 @@ def parquet_dir(path: str, replace: bool = False):
         try:
             fsutil._step("write")
             yield tmp
-            for name in [*sorted(os.listdir(tmp)), SUCCESS]:
-                name = os.path.join(tmp, name)
-                fd = os.open(name, os.O_RDWR | (os.O_CREAT if name.endswith(SUCCESS) else 0), 0o666)
-                try:
-                    fsutil.fit_new(name, fd=fd, like=parent)
-                    fsutil._step("fsync")
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
+            _sync_partition_dirs(tmp, parent)
+            for name in [*sorted(n for n in os.listdir(tmp) if not os.path.isdir(os.path.join(tmp, n))), SUCCESS]:
+                _sync_file(os.path.join(tmp, name), parent)
             fsutil.fit_new(tmp, like=parent)  # mkdtemp's 0700 would keep others from reading it
             fsutil.fsync_dir(tmp)
             if os.path.lexists(path):  # replace: the old output aside, under a name the next run reclaims
@@ -99,6 +93,28 @@ def parquet_dir(path: str, replace: bool = False):
             fsutil.remove_temp(old)
 
 
+def _sync_file(name: str, parent: str) -> None:
+    """A part file (or ``_SUCCESS``, made here) given Kafka's modes and the parent's owner, fsynced."""
+    fd = os.open(name, os.O_RDWR | (os.O_CREAT if name.endswith(SUCCESS) else 0), 0o666)
+    try:
+        fsutil.fit_new(name, fd=fd, like=parent)
+        fsutil._step("fsync")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _sync_partition_dirs(tmp: str, parent: str) -> None:
+    """The files of a partitioned output's ``key=value`` dirs under ``tmp`` fsynced, then the dirs."""
+    for root, dirs, files in os.walk(tmp, topdown=False):
+        if root == tmp:
+            continue
+        for name in files:
+            _sync_file(os.path.join(root, name), parent)
+        fsutil.fit_new(root, like=parent)
+        fsutil.fsync_dir(root)
+
+
 def _remove_all(tmp: str) -> None:
     """Remove a temp dir that tasks may still be writing in (a failed job's others, being cancelled):
     a file they add while it is removed would keep it, so it is removed again, a few times."""
@@ -113,11 +129,17 @@ def _remove_all(tmp: str) -> None:
 _REMOVE_TRIES = 10
 
 
-def write_parquet_dir(table, path: str, replace: bool = False) -> str:
+def write_parquet_dir(table, path: str, replace: bool = False, partition_by=()) -> str:
     """``table`` (a pyarrow Table) written to the new dir ``path`` (or in place of what is there, when
     ``replace``) as one Spark-style part file and ``_SUCCESS`` (:func:`parquet_dir`); returns the
-    part file's path."""
+    part file's path.  ``partition_by``: columns whose values name ``key=value`` dirs, as Spark's
+    ``partitionBy`` writes them (a null as ``__HIVE_DEFAULT_PARTITION__``), a part file in each; then
+    returns ``path``."""
     with parquet_dir(path, replace) as tmp:
+        if partition_by:
+            pq.write_to_dataset(table, tmp, partition_cols=list(partition_by),
+                                basename_template=part_name().replace("c000", "c{i}"), **_OPTIONS)
+            return path
         name = write_part(table, tmp)
     return os.path.join(path, name)
 

@@ -55,6 +55,7 @@ from __future__ import annotations
 from pyspark.sql.datasource import (DataSource, DataSourceReader, EqualTo, GreaterThan, GreaterThanOrEqual, In,
                                     InputPartition, LessThan, LessThanOrEqual)
 import dataclasses
+import difflib
 import functools
 import json
 import os
@@ -131,7 +132,9 @@ def _option_name(key: str) -> str:
     """``key`` as the source spells it; ValueError, naming it, for an option the source does not read."""
     name = _OPTION_NAMES.get(str(key).lower())
     if name is None:
-        raise ValueError(f"{key}: no such kafka_segments option (its options: {', '.join(sorted(SOURCE_OPTIONS))})")
+        close = difflib.get_close_matches(str(key).lower(), _OPTION_NAMES, n=1, cutoff=0.6)
+        hint = f"; did you mean {_OPTION_NAMES[close[0]]}?" if close else ""
+        raise ValueError(f"{key}: no such kafka_segments option{hint} (its options: {', '.join(sorted(SOURCE_OPTIONS))})")
     return name
 
 

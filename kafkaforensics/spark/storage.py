@@ -133,6 +133,8 @@ class Storage:
         there is nothing at ``uri`` (no such path, bucket or prefix) or it cannot be listed."""
         fs, path = self.resolve(uri)
         if fs is None:
+            # absolute: every row's logDir and file say the same wherever the scan ran from (runs join)
+            path = os.path.abspath(path) if path else path
             if os.path.isfile(path):
                 return [(path, os.path.getsize(path), False)]
             if not os.path.isdir(path):
@@ -150,7 +152,7 @@ class Storage:
             if info.type == pafs.FileType.File:
                 return [(uri, info.size, False)]
             if info.type == pafs.FileType.NotFound:
-                raise MissingInput(f"{uri}: no such bucket, prefix or object")
+                raise MissingInput(f"{uri}: {_what_is_missing(fs, path)}")
             listed = fs.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
         except OSError as e:
             raise MissingInput(f"{uri}: cannot be listed: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
@@ -254,6 +256,19 @@ class Storage:
         with self._pread(uri) as read:
             b = _batch_in(read, position, size)
         return None if b is None else b.base_offset
+
+
+def _what_is_missing(fs, path: str) -> str:
+    """Which of an object store's ``path`` (``bucket/prefix``) is missing, said once: the bucket, or
+    the prefix in a bucket that is there (or both, when the bucket cannot be asked about)."""
+    bucket, _, prefix = path.partition("/")
+    try:
+        there = fs.get_file_info(bucket).type != pafs.FileType.NotFound
+    except OSError:
+        return "no such bucket, prefix or object"
+    if not there:
+        return f"no such bucket: {bucket}"
+    return f"bucket {bucket} has no prefix or object {prefix}" if prefix else f"no such bucket: {bucket}"
 
 
 def _batch_in(read, position: int, size: int):
