@@ -139,7 +139,7 @@ def test_a_dry_restore_counts_what_the_restore_undoes(kfx, tmp_path):
     assert kfx("recover", "--backup-dir", tmp_path / "bk", part).exit_code == 1
     dry, real = kfx("restore", "--dry-run", tmp_path / "bk"), kfx("restore", tmp_path / "bk")
     would = [line.split(": ")[0].replace("would restore", "restored") for line in dry.stdout.splitlines()[:-1]]
-    assert would == [line.split(": ")[0] for line in real.stdout.splitlines()[:-1]] and len(would) == 8, \
+    assert would == [line.split(": ")[0] for line in real.stdout.splitlines()[:-1]] and len(would) == 9, \
         (dry.stdout, real.stdout)
 
 
