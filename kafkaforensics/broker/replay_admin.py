@@ -19,14 +19,11 @@ import uuid
 from specs.kafka_errors import (INVALID_PARTITIONS, INVALID_REQUEST, INVALID_TOPIC, NONE, OFFSET_OUT_OF_RANGE,
                                 POLICY_VIOLATION, TRANSACTIONAL_ID_NOT_FOUND, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION)
 from specs.kafka_messages import TRANSACTION_STATES
-from specs.lazy import lazy
 
 from kafkaforensics.broker import topic_configs as TC
 from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, checkpoint_path, update_offsets
+from kafkaforensics.broker.topic_creation import MAX_RECORDS_PER_REQUEST
 from kafkaforensics.log.partition import find_partitions
-
-#: the broker these handlers are mixed into (it imports this module)
-replay = lazy("kafkaforensics.broker.replay", globals())
 
 #: DescribeConfigs resource types (Kafka's ConfigResource.Type)
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
@@ -149,7 +146,7 @@ class AdminAPIs:
                      "TransactionTimeoutMs": e.timeout_ms, "TransactionStartTimeMs": e.start_ms,
                      "Topics": [{"Topic": t, "Partitions": sorted(p for tt, p in e.partitions if tt == t)}
                                 for t in sorted({t for t, _p in e.partitions})]}
-               for tid, e in self.b.logged_transactions().items()}
+               for tid, e in self.b.transactions.logged_transactions().items()}
         out.update(self.b.txn.describe())  # what this broker's own coordinator has seen is newer
         return out
 
@@ -263,7 +260,7 @@ class WriteAdminAPIs:
         return {"Responses": out}
 
     def create_partitions(self, version: int, body: dict) -> dict:
-        return self.b.make_and_adopt(*self.plan_partitions(version, body))
+        return self.b.topic_creation.make_and_adopt(*self.plan_partitions(version, body))
 
     def plan_partitions(self, version: int, body: dict) -> tuple[dict, list]:
         """CreatePartitions' answer and what it creates (as :meth:`plan_topics`); more than the
@@ -282,7 +279,7 @@ class WriteAdminAPIs:
                 r.update(ErrorCode=INVALID_PARTITIONS,
                          ErrorMessage=f"Topic currently has {len(parts)} partitions, which is higher than or equal "
                                       f"to the requested {count}.")
-            elif records > replay.MAX_RECORDS_PER_REQUEST:
+            elif records > MAX_RECORDS_PER_REQUEST:
                 r.update(ErrorCode=POLICY_VIOLATION, ErrorMessage="Unable to perform excessively large batch operation.")
             elif not body.get("ValidateOnly"):
                 plan.append((name, len(parts), count - len(parts), parts[0].topic_id))
