@@ -64,7 +64,7 @@ def fetch_body(offset, wait_ms=500, min_bytes=1, isolation=0, topic="t"):
 @pytest.fixture
 def core(tmp_path):
     b = ReplayBroker(str(tmp_path), writable=True)
-    b.topic_creation.create_topics(2, {"Topics": [{"Name": "t", "NumPartitions": 1}]})
+    b.topic_creation.create_topics(2, {"Topics": [{"Name": "t", "NumPartitions": 1, "ReplicationFactor": 1}]})
     return BrokerCore(b, GroupCoordinator(None, initial_delay_ms=0))
 
 

@@ -39,7 +39,7 @@ def roundtrip(broker, api_key, version, body):
 @pytest.fixture
 def wb(tmp_path):
     b = ReplayBroker(str(tmp_path), writable=True)
-    b.topic_creation.create_topics(0, {"Topics": [{"Name": "t", "NumPartitions": 1}]})
+    b.topic_creation.create_topics(0, {"Topics": [{"Name": "t", "NumPartitions": 1, "ReplicationFactor": 1}]})
     return b
 
 
@@ -100,7 +100,7 @@ def test_advertised_versions_are_kafka_4s_and_parseable():
 @pytest.mark.parametrize("version", range(0, 14))
 def test_metadata_every_version_names_topics_with_distinct_nonzero_ids(tmp_path, version):
     b = ReplayBroker(str(tmp_path), writable=True)
-    b.topic_creation.create_topics(2, {"Topics": [{"Name": "a", "NumPartitions": 2}, {"Name": "b", "NumPartitions": 1}]})
+    b.topic_creation.create_topics(2, {"Topics": [{"Name": "a", "NumPartitions": 2, "ReplicationFactor": 1}, {"Name": "b", "NumPartitions": 1, "ReplicationFactor": 1}]})
     r = roundtrip(b, 3, version, {"Topics": None if version >= 1 else []})
     names = [t["Name"] for t in r["Topics"]]
     assert names == ["a", "b"]  # v0's empty array and v1+'s null both ask for every topic
@@ -114,7 +114,7 @@ def test_fetch_by_name_and_by_topic_id(tmp_path, version):
     from kafkaforensics.records.batch import Record
     from kafkaforensics.records.builder import build_v2
     b = ReplayBroker(str(tmp_path), writable=True)
-    b.topic_creation.create_topics(2, {"Topics": [{"Name": "t", "NumPartitions": 1}]})
+    b.topic_creation.create_topics(2, {"Topics": [{"Name": "t", "NumPartitions": 1, "ReplicationFactor": 1}]})
     recs = build_v2([Record(0, 1000, b"k", b"v", [])], base_offset=0)
     assert b.produce(9, {"Acks": 1, "TopicData": [{"Name": "t", "PartitionData": [{"Index": 0, "Records": recs}]}]}
                      )["Responses"][0]["PartitionResponses"][0]["ErrorCode"] == 0

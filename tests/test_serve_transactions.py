@@ -34,7 +34,7 @@ def tbroker(request, tmp_path):
     with BrokerThread(str(d), writable=True, state_path=str(tmp_path / "state.json"),
                       transaction_version=request.param) as b:
         b.dir = str(d)
-        body = b.broker.topic_creation.create_topics(5, {"Topics": [{"Name": "txn", "NumPartitions": 2}]})
+        body = b.broker.topic_creation.create_topics(5, {"Topics": [{"Name": "txn", "NumPartitions": 2, "ReplicationFactor": 1}]})
         assert body["Topics"][0]["ErrorCode"] == 0
         yield b
 
@@ -261,7 +261,7 @@ def test_v2_flow_produce_adds_partitions_and_end_txn_bumps_the_epoch(tmp_path):
     d.mkdir()
     with BrokerThread(str(d), writable=True, state_path=str(tmp_path / "s.json"), transaction_version=2) as b:
         b.dir = str(d)
-        b.broker.topic_creation.create_topics(5, {"Topics": [{"Name": "txn", "NumPartitions": 2}]})
+        b.broker.topic_creation.create_topics(5, {"Topics": [{"Name": "txn", "NumPartitions": 2, "ReplicationFactor": 1}]})
         r = Raw(b.port)
         av = r.call(18, 3, {"ClientSoftwareName": "raw", "ClientSoftwareVersion": "1"})
         assert {"Name": "transaction.version", "MaxVersionLevel": 2, "MinVersionLevel": 2} in av["FinalizedFeatures"]
@@ -372,7 +372,7 @@ def test_transaction_state_is_logged_and_a_restart_times_out_what_was_left_open(
     d = tmp_path / "logs"
     d.mkdir()
     with BrokerThread(str(d), writable=True, state_path=str(tmp_path / "s.json")) as b:
-        b.broker.topic_creation.create_topics(5, {"Topics": [{"Name": "txn", "NumPartitions": 2}]})
+        b.broker.topic_creation.create_topics(5, {"Topics": [{"Name": "txn", "NumPartitions": 2, "ReplicationFactor": 1}]})
         r = Raw(b.port)
         _open_txn(r, "done", 60000, 0, b"committed", commit=True)
         pid, epoch = _open_txn(r, "left", 1500, 1, b"left-open")
@@ -402,7 +402,7 @@ def test_a_restart_finishes_a_prepared_commit(tmp_path):
     d = tmp_path / "logs"
     d.mkdir()
     with BrokerThread(str(d), writable=True, state_path=str(tmp_path / "s.json")) as b:
-        b.broker.topic_creation.create_topics(5, {"Topics": [{"Name": "txn", "NumPartitions": 2}]})
+        b.broker.topic_creation.create_topics(5, {"Topics": [{"Name": "txn", "NumPartitions": 2, "ReplicationFactor": 1}]})
         r = Raw(b.port)
         pid, epoch = _open_txn(r, "prep", 60000, 0, b"prepared")
         r.s.close()

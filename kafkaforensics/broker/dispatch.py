@@ -117,7 +117,7 @@ class BrokerCore:
         body = API_TABLE[event.api_key](self, event)
         if inspect.isawaitable(body):
             return Deferred(event, body)
-        if event.api_key == ApiKey.PRODUCE and event.body.get("Acks") == 0:
+        if event.api_key == ApiKey.PRODUCE and event.typed.acks == 0:
             return NoReply(event)
         if event.api_key == ApiKey.FETCH:
             return self._fetched(event, body)
@@ -133,14 +133,15 @@ class BrokerCore:
         """Answer now, as Kafka's ReplicaManager does when no wait is asked, no partition is, MinBytes
         are there or a partition has an error; else wait for an append past the ends this answer saw."""
         parts = [p for t in body["Responses"] for p in t["Partitions"]]
-        wait = min(request.body.get("MaxWaitMs", 0), MAX_WAIT_MS)
-        if (wait <= 0 or not parts or sum(len(p["Records"]) for p in parts) >= request.body.get("MinBytes", 1)
+        req = request.typed
+        wait = min(req.max_wait_ms, MAX_WAIT_MS)
+        if (wait <= 0 or not parts or sum(len(p["Records"]) for p in parts) >= req.min_bytes
                 or any(p["ErrorCode"] != NONE for p in parts)):
             self.waiting.pop(wait_id, None)
             return self.finish(request, body)
         if wait_id is None:
             wait_id, self._next_wait = self._next_wait, self._next_wait + 1
-        committed = request.body.get("IsolationLevel", 0) == 1
+        committed = req.isolation_level == 1
         ends = {}
         for key in self._fetched_partitions(request):
             s = self.broker.partitions.get(key)
@@ -150,14 +151,14 @@ class BrokerCore:
         return w
 
     def _fetched_partitions(self, request: Request) -> list:
-        return [(self.broker.fetched_topic(request.api_version, t), p["Partition"])
-                for t in request.body.get("Topics", []) for p in t.get("Partitions", [])]
+        return [(self.broker.fetched_topic(request.api_version, t), p.partition)
+                for t in request.typed.topics for p in t.partitions]
 
     def wakeups(self) -> list[WaitForData]:
         """The waiting fetches an append (or a deleted partition) has given something new."""
         out = []
         for w in self.waiting.values():
-            committed = w.request.body.get("IsolationLevel", 0) == 1
+            committed = w.request.typed.isolation_level == 1
             for key, seen in w.ends.items():
                 s = self.broker.partitions.get(key)
                 if s is None or (s.last_stable_offset if committed else s.log_end_offset) > seen:
@@ -179,7 +180,7 @@ class BrokerCore:
         self.waiting.pop(wait.id, None)
 
     def _fetch(self, request: Request) -> dict:
-        return self.broker.read_path.fetch(request.api_version, request.body)
+        return self.broker.read_path.fetch(request.api_version, request.typed)
 
     # -- partition dirs, made away from the event loop ------------------------------------------
     def create_topics(self, r: Request):
@@ -187,17 +188,17 @@ class BrokerCore:
 
     def metadata(self, r: Request):
         """Topics it names are auto-created off the event loop first (the broker answers after)."""
-        plan = self.broker.topic_creation.plan_auto_create(r.api_version, r.body)
+        plan = self.broker.topic_creation.plan_auto_create(r.api_version, r.typed)
         if not plan:
-            return self.broker.read_path.metadata(r.api_version, r.body)
+            return self.broker.read_path.metadata(r.api_version, r.typed)
         if self.offload is None:
             self.broker.topic_creation.make_and_adopt({}, plan)
-            return self.broker.read_path.metadata(r.api_version, r.body)
+            return self.broker.read_path.metadata(r.api_version, r.typed)
         return self._auto_created(r, plan)
 
     async def _auto_created(self, r: Request, plan: list) -> dict:
         await self._made({}, plan)
-        return self.broker.read_path.metadata(r.api_version, r.body)
+        return self.broker.read_path.metadata(r.api_version, r.typed)
 
     def create_partitions(self, r: Request):
         return self._make(*self.broker.write_admin.plan_partitions(r.api_version, r.body))
@@ -280,12 +281,12 @@ Handler = Callable[[BrokerCore, Request], object]
 #: ApiKey -> the one handler answering it (Kafka's KafkaApis.handle): every API ApiVersions may advertise
 API_TABLE: dict[int, Handler] = {
     ApiKey.PRODUCE: lambda c, r: c.broker.produce(r.api_version, r.body),
-    ApiKey.FETCH: lambda c, r: c.broker.read_path.fetch(r.api_version, r.body),
-    ApiKey.LIST_OFFSETS: lambda c, r: c.broker.read_path.list_offsets(r.api_version, r.body),
+    ApiKey.FETCH: lambda c, r: c.broker.read_path.fetch(r.api_version, r.typed),
+    ApiKey.LIST_OFFSETS: lambda c, r: c.broker.read_path.list_offsets(r.api_version, r.typed),
     ApiKey.METADATA: BrokerCore.metadata,
     ApiKey.OFFSET_COMMIT: BrokerCore.offset_commit,
     ApiKey.OFFSET_FETCH: BrokerCore.offset_fetch,
-    ApiKey.FIND_COORDINATOR: lambda c, r: c.broker.read_path.find_coordinator(r.api_version, r.body),
+    ApiKey.FIND_COORDINATOR: lambda c, r: c.broker.read_path.find_coordinator(r.api_version, r.typed),
     ApiKey.JOIN_GROUP: BrokerCore.join_group,
     ApiKey.HEARTBEAT: BrokerCore.heartbeat,
     ApiKey.LEAVE_GROUP: BrokerCore.leave_group,

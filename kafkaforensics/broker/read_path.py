@@ -7,6 +7,8 @@ import logging
 import os
 
 from specs.kafka_errors import INVALID_TOPIC, NONE, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION
+from specs.message_types import typed
+from specs.protocol_messages import ApiKey
 
 from kafkaforensics.broker.protocol import FileRegion
 from kafkaforensics.broker.topic_creation import valid_topic
@@ -36,12 +38,13 @@ class ReadPath:
         self.index_cache: dict[str, tuple] = {}  # .index path -> (size, mtime, entries)
         self.served_damage: set = set()  # (partition, byte, segment) of damaged batches served and logged
 
-    def metadata(self, version: int, body: dict) -> dict:
+    def metadata(self, version: int, body) -> dict:
         """Metadata (a topic it names is auto-created first, inline, unless the edge has done it)."""
-        plan = self.b.topic_creation.plan_auto_create(version, body)
+        req = typed(ApiKey.METADATA, body)
+        plan = self.b.topic_creation.plan_auto_create(version, req)
         if plan:
             self.b.topic_creation.make_and_adopt({}, plan)
-        names = self.b.metadata_names(version, body)
+        names = self.b.metadata_names(version, req)
         topics = self.b.topics()
         names = sorted(topics) if names is None else names
         out = []
@@ -61,45 +64,47 @@ class ReadPath:
         return {"Brokers": [{"NodeId": self.b.node_id, "Host": self.b.host, "Port": self.b.port, "Rack": None}],
                 "ClusterId": self.b.cluster_id(), "ControllerId": self.b.node_id, "Topics": out, "ErrorCode": NONE}
 
-    def find_coordinator(self, version: int, body: dict) -> dict:
+    def find_coordinator(self, version: int, body) -> dict:
+        """This broker coordinates every group and transactional id (v4+: each key asked)."""
         me = {"NodeId": self.b.node_id, "Host": self.b.host, "Port": self.b.port, "ErrorCode": NONE,
               "ErrorMessage": None}
         if version >= 4:
-            return {"Coordinators": [dict(me, Key=k) for k in body.get("CoordinatorKeys", [])]}
+            return {"Coordinators": [dict(me, Key=k) for k in typed(ApiKey.FIND_COORDINATOR, body).coordinator_keys]}
         return me
 
-    def list_offsets(self, version: int, body: dict) -> dict:
+    def list_offsets(self, version: int, body) -> dict:
         """As Kafka's ReplicaManager answers a client: earliest (-2), latest (-1, the last stable
         offset for read_committed), max timestamp (-3, the first record with the largest timestamp)
         or by timestamp; a found offset is kept only below the last fetchable offset (the LSO for
         read_committed, the high watermark otherwise), else -1.  Each with its leader epoch."""
-        committed = body.get("IsolationLevel", 0) == 1
+        req = typed(ApiKey.LIST_OFFSETS, body)
+        committed = req.isolation_level == 1
         topics = []
-        for t in body.get("Topics", []):
+        for t in req.topics:
             parts = []
-            for p in t.get("Partitions", []):
-                s = self.b.partitions.get((t.get("Name"), p["PartitionIndex"]))
-                r = {"PartitionIndex": p["PartitionIndex"], "ErrorCode": NONE, "Timestamp": -1, "Offset": -1,
+            for p in t.partitions:
+                s = self.b.partitions.get((t.name, p.partition_index))
+                r = {"PartitionIndex": p.partition_index, "ErrorCode": NONE, "Timestamp": -1, "Offset": -1,
                      "LeaderEpoch": -1}
                 if s is None:
                     r["ErrorCode"] = UNKNOWN_TOPIC_OR_PARTITION
                     parts.append(r)
                     continue
                 fetchable = s.last_stable_offset if committed else s.log_end_offset
-                if p["Timestamp"] == EARLIEST:
+                if p.timestamp == EARLIEST:
                     r.update(Offset=s.log_start_offset, LeaderEpoch=s.epoch_at(s.log_start_offset))
-                elif p["Timestamp"] == LATEST:
+                elif p.timestamp == LATEST:
                     r.update(Offset=fetchable, LeaderEpoch=s.leader_epoch)
                 else:
-                    if p["Timestamp"] == MAX_TIMESTAMP:
+                    if p.timestamp == MAX_TIMESTAMP:
                         offset, ts, epoch = self.offset_of_max_timestamp(s)
                     else:
-                        offset, ts = self.offset_for_time(s, p["Timestamp"])
+                        offset, ts = self.offset_for_time(s, p.timestamp)
                         epoch = s.epoch_at(offset)
                     if 0 <= offset < fetchable:
                         r.update(Offset=offset, Timestamp=ts, LeaderEpoch=epoch)
                 parts.append(r)
-            topics.append({"Name": t.get("Name"), "Partitions": parts})
+            topics.append({"Name": t.name, "Partitions": parts})
         return {"Topics": topics}
 
     def offset_for_time(self, s: LiveLog, ts: int) -> tuple[int, int]:
@@ -131,16 +136,19 @@ class ReadPath:
                 return r.offset, r.timestamp, max(epoch, -1)
         return -1, -1, -1
 
-    def fetch(self, version: int, body: dict) -> dict:
-        committed = body.get("IsolationLevel", 0) == 1
-        budget = body.get("MaxBytes", 0x7FFFFFFF)
+    def fetch(self, version: int, body) -> dict:
+        """Whole batches of each partition asked, within the request's and each partition's byte
+        budgets (the first batch always, KIP-74); read_committed stops at the last stable offset."""
+        req = typed(ApiKey.FETCH, body)
+        committed = req.isolation_level == 1
+        budget = req.max_bytes
         responses = []
-        for t in body.get("Topics", []):
+        for t in req.topics:
             parts = []
             name = self.b.fetched_topic(version, t)
-            for p in t.get("Partitions", []):
-                s = self.b.partitions.get((name, p["Partition"]))
-                r = {"PartitionIndex": p["Partition"], "ErrorCode": NONE, "HighWatermark": -1,
+            for p in t.partitions:
+                s = self.b.partitions.get((name, p.partition))
+                r = {"PartitionIndex": p.partition, "ErrorCode": NONE, "HighWatermark": -1,
                      "LastStableOffset": -1, "LogStartOffset": -1, "AbortedTransactions": None,
                      "PreferredReadReplica": -1, "Records": b""}
                 if s is None:
@@ -148,12 +156,12 @@ class ReadPath:
                 else:
                     r.update(HighWatermark=s.log_end_offset, LastStableOffset=s.last_stable_offset,
                              LogStartOffset=s.log_start_offset)
-                    off = p["FetchOffset"]
+                    off = p.fetch_offset
                     if off < s.log_start_offset or off > s.log_end_offset:
                         r["ErrorCode"] = OFFSET_OUT_OF_RANGE
                     else:
                         limit = s.last_stable_offset if committed else s.log_end_offset
-                        data, upper = self.read(s, off, min(p["PartitionMaxBytes"], max(budget, 0)), limit,
+                        data, upper = self.read(s, off, min(p.partition_max_bytes, max(budget, 0)), limit,
                                                 first=not any(x["Records"] for tp in responses
                                                               for x in tp["Partitions"]))
                         budget -= len(data)
@@ -161,7 +169,7 @@ class ReadPath:
                         if committed:
                             r["AbortedTransactions"] = self.aborted(s, off, upper)
                 parts.append(r)
-            responses.append({"Topic": t.get("Topic"), "TopicId": t.get("TopicId"), "Partitions": parts})
+            responses.append({"Topic": t.topic, "TopicId": t.topic_id, "Partitions": parts})
         return {"ErrorCode": NONE, "SessionId": 0, "Responses": responses}
 
     def read(self, s: LiveLog, offset: int, max_bytes: int, limit: int, first: bool) -> tuple[FileRegion | bytes, int]:

@@ -28,6 +28,7 @@ import time
 from specs import protocol_messages as P
 from specs.checkpoints import parse_properties
 from specs.kafka_errors import INVALID_TOPIC, NAMES, NONE, POLICY_VIOLATION, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION
+from specs.message_types import typed
 from specs.protocol_messages import ApiKey
 
 from kafkaforensics.broker.group_coordinator import offsets_partition_for
@@ -245,15 +246,15 @@ class ReplayBroker:
         """Topic id -> topic name."""
         return {s.topic_id: t for (t, _p), s in self.partitions.items()}
 
-    def named_topic(self, version: int, topic: dict, first_id_version: int, name_key: str = "Name"):
-        """The topic a request names: by name before ``first_id_version``, by TopicId from it on."""
+    def named_topic(self, version: int, first_id_version: int, topic_id: str | None, name: str | None):
+        """The topic a request names: by ``name`` before ``first_id_version``, by ``topic_id`` from it on."""
         if version >= first_id_version:
-            return self.topic_ids().get(topic.get("TopicId"))
-        return topic.get(name_key)
+            return self.topic_ids().get(topic_id)
+        return name
 
-    def fetched_topic(self, version: int, topic: dict):
-        """The topic a Fetch request's topic entry names (by TopicId from v13)."""
-        return self.named_topic(version, topic, 13, "Topic")
+    def fetched_topic(self, version: int, topic) -> str | None:
+        """The topic a Fetch request's (typed) topic entry names (by TopicId from v13)."""
+        return self.named_topic(version, 13, topic.topic_id, topic.topic)
 
     def names_for_ids(self, topics: list | None) -> None:
         """Fill in Name from TopicId (OffsetCommit v10+, OffsetFetch v10+), for the group coordinator."""
@@ -275,17 +276,18 @@ class ReplayBroker:
         return out
 
     # -- writing (--writable) ----------------------------------------------------------------------
-    def produce(self, version: int, body: dict) -> dict:
+    def produce(self, version: int, body) -> dict:
         """Read-only: every partition answers POLICY_VIOLATION; writable: append (see LiveLog).  A topic
         this broker does not have is UNKNOWN_TOPIC_OR_PARTITION: as in Kafka, only Metadata auto-creates."""
+        req = typed(ApiKey.PRODUCE, body)
         out = []
-        for t in body.get("TopicData", []):
+        for t in req.topic_data:
             parts = []
-            name = self.named_topic(version, t, 13)
-            for p in t.get("PartitionData", []):
-                r = {"Index": p["Index"], "ErrorCode": NONE, "BaseOffset": -1, "LogStartOffset": -1,
+            name = self.named_topic(version, 13, t.topic_id, t.name)
+            for p in t.partition_data:
+                r = {"Index": p.index, "ErrorCode": NONE, "BaseOffset": -1, "LogStartOffset": -1,
                      "RecordErrors": [], "ErrorMessage": None, "LogAppendTimeMs": -1}
-                s = self.partitions.get((name, p["Index"]))
+                s = self.partitions.get((name, p.index))
                 if not self.writable:
                     r.update(ErrorCode=POLICY_VIOLATION,
                              ErrorMessage="this replay broker is read-only (start it with --writable)")
@@ -294,22 +296,22 @@ class ReplayBroker:
                 elif name in INTERNAL_TOPICS:  # ReplicaManager: only the coordinators append to them
                     r.update(ErrorCode=INVALID_TOPIC, ErrorMessage=f"Cannot append to internal topic {name}")
                 else:
-                    v = validate(p.get("Records") or b"", version, int(time.time() * 1000), self.topic_rules(name))
+                    v = validate(p.records or b"", version, int(time.time() * 1000), self.topic_rules(name))
                     err, base = v.error, -1
                     if err != NONE:
-                        _log.warning("produce to %s-%d refused (%s): %s", name, p["Index"], NAMES.get(err, err),
+                        _log.warning("produce to %s-%d refused (%s): %s", name, p.index, NAMES.get(err, err),
                                      v.reason)
                         if v.record_errors:  # Kafka answers a message only with per-record errors
                             r.update(ErrorMessage=v.reason, RecordErrors=[
                                 {"BatchIndex": i, "BatchIndexErrorMessage": m} for i, m in v.record_errors])
                     else:
-                        err = self.transactions.check_transactional(version, body.get("TransactionalId"), v.batch,
-                                                       (name, p["Index"]))
+                        err = self.transactions.check_transactional(version, req.transactional_id, v.batch,
+                                                                    (name, p.index))
                     if err == NONE:
                         err, base = s.append(v.batch)
                     r.update(ErrorCode=err, BaseOffset=base, LogStartOffset=s.log_start_offset)
                 parts.append(r)
-            out.append({"Name": t.get("Name"), "TopicId": t.get("TopicId"), "PartitionResponses": parts})
+            out.append({"Name": t.name, "TopicId": t.topic_id, "PartitionResponses": parts})
         return {"Responses": out}
 
     def topic_rules(self, name: str) -> TopicRules:
@@ -391,11 +393,10 @@ class ReplayBroker:
                 "FinalizedFeatures": [{"Name": "transaction.version", "MaxVersionLevel": tv, "MinVersionLevel": tv}]
                 if tv > 0 else []}
 
-    def metadata_names(self, version: int, body: dict) -> list | None:
-        """The topics a Metadata request names (by name, or by TopicId from v10); None: every topic."""
-        wanted = body.get("Topics")
+    def metadata_names(self, version: int, req) -> list | None:
+        """The topics a (typed) Metadata request names (by name, or by TopicId from v10); None: every topic."""
+        wanted = req.topics
         if version == 0 and not wanted:  # v0 has no null array: an empty one asks for every topic
             wanted = None
         ids = self.topic_ids()
-        return None if wanted is None else [t.get("Name") if t.get("Name") is not None
-                                            else ids.get(t.get("TopicId")) for t in wanted]
+        return None if wanted is None else [t.name if t.name is not None else ids.get(t.topic_id) for t in wanted]

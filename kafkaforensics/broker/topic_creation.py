@@ -13,6 +13,9 @@ import uuid
 from specs.kafka_errors import (INVALID_CONFIG, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_REQUEST,
                                 INVALID_TOPIC, KAFKA_STORAGE_ERROR, NONE, POLICY_VIOLATION, TOPIC_ALREADY_EXISTS)
 
+from specs.message_types import typed
+from specs.protocol_messages import ApiKey
+
 from kafkaforensics.broker.topic_configs import invalid
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.live_log import LiveLog
@@ -56,8 +59,8 @@ def valid_topic(name) -> bool:
 
 
 def bad_config(configs: list) -> str | None:
-    """The first reason Kafka's controller would refuse one of a CreateTopics topic's configs."""
-    return next((why for c in configs if (why := invalid(c.get("Name"), c.get("Value")))), None)
+    """The first reason Kafka's controller would refuse one of a CreateTopics topic's (typed) configs."""
+    return next((why for c in configs if (why := invalid(c.name, c.value))), None)
 
 
 def collision_key(name: str) -> str:
@@ -78,20 +81,21 @@ class TopicCreation:
         self.adopt([], made)
         return made[0]
 
-    def create_topics(self, version: int, body: dict) -> dict:
+    def create_topics(self, version: int, body) -> dict:
         """CreateTopics, its partition dirs made here (the edge runs :meth:`plan_topics`' work in a thread)."""
         return self.make_and_adopt(*self.plan_topics(version, body))
 
-    def plan_topics(self, version: int, body: dict) -> tuple[dict, list]:
+    def plan_topics(self, version: int, body) -> tuple[dict, list]:
         """The answer to a CreateTopics and what it creates: [(topic, first partition, count, topic id)].
         The names are reserved until :meth:`adopt` (a second request for one is TOPIC_ALREADY_EXISTS)."""
+        req = typed(ApiKey.CREATE_TOPICS, body)
         out, plan = [], []
-        topics = body.get("Topics", [])
-        records = sum(1 + (self.b.default_partitions if t.get("NumPartitions", 1) == -1 else
-                           max(t.get("NumPartitions", 1), 0)) + len(t.get("Configs") or []) for t in topics)
+        topics = req.topics
+        records = sum(1 + (self.b.default_partitions if t.num_partitions == -1 else max(t.num_partitions, 0))
+                      + len(t.configs or []) for t in topics)
         collisions = {collision_key(t) for t in self.b.topics()} | {collision_key(t) for t in self.b.creating}
         for t in topics:
-            name, n = t.get("Name"), t.get("NumPartitions", 1)
+            name, n = t.name, t.num_partitions
             r = {"Name": name, "ErrorCode": NONE, "ErrorMessage": None, "NumPartitions": n, "ReplicationFactor": 1,
                  "Configs": None, "TopicId": "AAAAAAAAAAAAAAAAAAAAAA"}
             if not valid_topic(name):
@@ -111,23 +115,23 @@ class TopicCreation:
             elif records > MAX_RECORDS_PER_REQUEST:
                 r.update(ErrorCode=POLICY_VIOLATION,
                          ErrorMessage="Unable to perform excessively large batch operation.")
-            elif bad_config(t.get("Configs") or []):
-                r.update(ErrorCode=INVALID_CONFIG, ErrorMessage=bad_config(t.get("Configs") or []))
-            elif t.get("ReplicationFactor", 1) not in (-1, 1):
+            elif bad_config(t.configs or []):
+                r.update(ErrorCode=INVALID_CONFIG, ErrorMessage=bad_config(t.configs or []))
+            elif t.replication_factor not in (-1, 1):
                 r.update(ErrorCode=INVALID_REPLICATION_FACTOR,
-                         ErrorMessage=f"Unable to replicate the partition {t.get('ReplicationFactor')} time(s): "
+                         ErrorMessage=f"Unable to replicate the partition {t.replication_factor} time(s): "
                                       "The target replication factor of "
-                                      f"{t.get('ReplicationFactor')} cannot be reached because only 1 broker(s) "
+                                      f"{t.replication_factor} cannot be reached because only 1 broker(s) "
                                       "are registered.")
             if r["ErrorCode"] == NONE:
                 n = self.b.default_partitions if n == -1 else n
                 r["NumPartitions"] = n
                 collisions.add(collision_key(name))
-                if not body.get("validateOnly"):
+                if not req.validate_only:
                     r["TopicId"] = new_topic_id()
                     plan.append((name, 0, n, r["TopicId"]))
                     self.b.creating.add(name)
-                    configs = {c["Name"]: c["Value"] for c in t.get("Configs") or [] if c.get("Value") is not None}
+                    configs = {c.name: c.value for c in t.configs or [] if c.value is not None}
                     if configs:
                         self.b.topic_overrides(name)  # loaded before one is added
                         self.b.config_overrides[name] = configs
@@ -183,12 +187,12 @@ class TopicCreation:
         return (self.b.writable and self.b.auto_create and valid_topic(name) and name not in INTERNAL_TOPICS
                 and name not in self.b.creating and collision_key(name) not in collisions)
 
-    def plan_auto_create(self, version: int, body: dict) -> list:
+    def plan_auto_create(self, version: int, req) -> list:
         """The topics a Metadata request has auto-created (auto.create.topics.enable), as a plan for
         :meth:`make_partitions` (the edge makes them off the event loop, then the answer is given)."""
-        names = self.b.metadata_names(version, body)
+        names = self.b.metadata_names(version, req)
         plan = []
-        if names and body.get("AllowAutoTopicCreation", True):
+        if names and req.allow_auto_topic_creation:
             for name in dict.fromkeys(n for n in names if n is not None):
                 if self.may_auto_create(name) and not any(k[0] == name for k in self.b.partitions):
                     plan.append((name, 0, self.b.default_partitions, new_topic_id()))

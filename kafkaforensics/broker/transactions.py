@@ -9,11 +9,16 @@ import time
 from specs import record_batch as R
 from specs.kafka_errors import (INVALID_PRODUCER_EPOCH, NONE, OPERATION_NOT_ATTEMPTED, PRODUCER_FENCED,
                                 TRANSACTIONAL_ID_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_OR_PARTITION)
+from specs.message_types import REQUEST_TYPES, typed
+from specs.protocol_messages import ApiKey
 
 from kafkaforensics.broker.read_path import valid_batches
 from kafkaforensics.broker.txn_coordinator import LogEntry, client_error
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.records.internal_topics import decode_transaction_log, encode_transaction_log
+
+#: one transaction of an AddPartitionsToTxn v4+ (v0-3's fields are made one)
+_TXN = REQUEST_TYPES[ApiKey.ADD_PARTITIONS_TO_TXN].SUBS["Transactions"]
 
 
 class Transactions:
@@ -100,33 +105,34 @@ class Transactions:
         done = self.b.txn.restore(list(logged.values()))
         self.write_markers(done, restored=True)
 
-    def init_producer_id(self, version: int, body: dict) -> dict:
-        tid = body.get("TransactionalId")
+    def init_producer_id(self, version: int, body) -> dict:
+        """A producer id: a new one without a transactional id, else the coordinator's (epoch bumped)."""
+        req = typed(ApiKey.INIT_PRODUCER_ID, body)
+        tid = req.transactional_id
         if tid is None:
             return {"ErrorCode": NONE, "ProducerId": self.b.new_producer_id(), "ProducerEpoch": 0}
         self.expire_transactions()
-        o = self.b.txn.init_producer_id(tid, body.get("TransactionTimeoutMs", 60000), body.get("ProducerId", -1),
-                                      body.get("ProducerEpoch", -1))
+        o = self.b.txn.init_producer_id(tid, req.transaction_timeout_ms, req.producer_id, req.producer_epoch)
         self.write_markers(o.markers)
         return {"ErrorCode": client_error(o.error, 4, version), "ProducerId": o.producer_id,
                 "ProducerEpoch": o.producer_epoch}
 
-    def add_partitions_to_txn(self, version: int, body: dict) -> dict:
+    def add_partitions_to_txn(self, version: int, body) -> dict:
         """v0-3 (clients): one transaction; v4+ (the batched form): each, VerifyOnly or adding."""
+        req = typed(ApiKey.ADD_PARTITIONS_TO_TXN, body)
         self.expire_transactions()
         if version <= 3:
-            txns = [{"TransactionalId": body.get("V3AndBelowTransactionalId"),
-                     "ProducerId": body.get("V3AndBelowProducerId"),
-                     "ProducerEpoch": body.get("V3AndBelowProducerEpoch"), "VerifyOnly": False,
-                     "Topics": body.get("V3AndBelowTopics") or []}]
+            txns = [_TXN(transactional_id=req.v3_and_below_transactional_id, producer_id=req.v3_and_below_producer_id,
+                         producer_epoch=req.v3_and_below_producer_epoch, verify_only=False,
+                         topics=req.v3_and_below_topics or [])]
         else:
-            txns = body.get("Transactions") or []
+            txns = req.transactions or []
         results = []
         for tx in txns:
-            tid, pid, epoch = tx.get("TransactionalId"), tx.get("ProducerId"), tx.get("ProducerEpoch")
-            wanted = [(t.get("Name"), p) for t in tx.get("Topics", []) for p in t.get("Partitions", [])]
+            tid, pid, epoch = tx.transactional_id, tx.producer_id, tx.producer_epoch
+            wanted = [(t.name, p) for t in tx.topics for p in t.partitions]
             unknown = {tp for tp in wanted if tp not in self.b.partitions}
-            if tx.get("VerifyOnly"):
+            if tx.verify_only:
                 errs = {tp: self.b.txn.verify(tid, pid, epoch, tp) for tp in wanted}
             else:  # Kafka adds none when any is unknown: those UNKNOWN_TOPIC_OR_PARTITION, the rest
                 # OPERATION_NOT_ATTEMPTED
@@ -135,41 +141,43 @@ class Transactions:
                 errs = {tp: (UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else
                              OPERATION_NOT_ATTEMPTED if unknown else err) for tp in wanted}
             topics = []
-            for t in tx.get("Topics", []):
-                topics.append({"Name": t.get("Name"), "ResultsByPartition": [
-                    {"PartitionIndex": p, "PartitionErrorCode": errs[(t.get("Name"), p)]}
-                    for p in t.get("Partitions", [])]})
+            for t in tx.topics:
+                topics.append({"Name": t.name, "ResultsByPartition": [
+                    {"PartitionIndex": p, "PartitionErrorCode": errs[(t.name, p)]} for p in t.partitions]})
             results.append({"TransactionalId": tid, "TopicResults": topics})
         self.log_transactions(self.b.txn.take_log())
         if version <= 3:
             return {"ResultsByTopicV3AndBelow": results[0]["TopicResults"] if results else []}
         return {"ErrorCode": NONE, "ResultsByTransaction": results}
 
-    def end_txn(self, version: int, body: dict) -> dict:
+    def end_txn(self, version: int, body) -> dict:
         """EndTxn: v5+ is the v2 flow (the epoch bumped, the new one answered)."""
+        req = typed(ApiKey.END_TXN, body)
         self.expire_transactions()
-        o = self.b.txn.end_txn(body.get("TransactionalId"), body.get("ProducerId"), body.get("ProducerEpoch"),
-                             bool(body.get("Committed")), v2=version >= 5)
+        o = self.b.txn.end_txn(req.transactional_id, req.producer_id, req.producer_epoch, bool(req.committed),
+                               v2=version >= 5)
         self.write_markers(o.markers)
         return {"ErrorCode": client_error(o.error, 2, version), "ProducerId": o.producer_id,
                 "ProducerEpoch": o.producer_epoch}
 
-    def add_offsets_to_txn(self, version: int, body: dict) -> dict:
+    def add_offsets_to_txn(self, version: int, body) -> dict:
+        """The group's __consumer_offsets partition joins the transaction."""
+        req = typed(ApiKey.ADD_OFFSETS_TO_TXN, body)
         self.expire_transactions()
-        s = self.b.offsets_partition(body.get("GroupId", ""))
-        err = self.b.txn.add_partitions(body.get("TransactionalId"), body.get("ProducerId"), body.get("ProducerEpoch"),
-                                      [(s.topic, s.partition)])
+        s = self.b.offsets_partition(req.group_id)
+        err = self.b.txn.add_partitions(req.transactional_id, req.producer_id, req.producer_epoch,
+                                        [(s.topic, s.partition)])
         self.log_transactions(self.b.txn.take_log())
         return {"ErrorCode": client_error(err, 2, version)}
 
-    def txn_offset_commit(self, version: int, body: dict) -> dict:
+    def txn_offset_commit(self, version: int, body) -> dict:
         """The commits go to __consumer_offsets-N in a transactional batch of the producer; they
         become the group's offsets when EndTxn commits (an abort drops them).  v1 requires
         AddOffsetsToTxn first; v5+ (transactions v2) adds the offsets partition itself."""
-        tid, gid = body.get("TransactionalId"), body.get("GroupId", "")
-        pid, epoch = body.get("ProducerId"), body.get("ProducerEpoch")
-        commits = [(t["Name"], p["PartitionIndex"], p["CommittedOffset"], p.get("CommittedLeaderEpoch", -1),
-                    p.get("CommittedMetadata") or "") for t in body.get("Topics", []) for p in t.get("Partitions", [])]
+        req = typed(ApiKey.TXN_OFFSET_COMMIT, body)
+        tid, gid, pid, epoch = req.transactional_id, req.group_id, req.producer_id, req.producer_epoch
+        commits = [(t.name, p.partition_index, p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "")
+                   for t in req.topics for p in t.partitions]
         s = self.b.offsets_partition(gid)
         key = (s.topic, s.partition)
         err = (self.b.txn.add_partitions(tid, pid, epoch, [key], v2=True) if version >= 5
@@ -180,9 +188,8 @@ class Transactions:
             if err == NONE:
                 self.b.txn.add_offsets(tid, gid, commits)
         err = client_error(err, 1 << 15, version)  # the log's producer-state check answers it, in every version
-        return {"Topics": [
-            {"Name": t["Name"], "Partitions": [{"PartitionIndex": p["PartitionIndex"], "ErrorCode": err}
-                                               for p in t.get("Partitions", [])]} for t in body.get("Topics", [])]}
+        return {"Topics": [{"Name": t.name, "Partitions": [{"PartitionIndex": p.partition_index, "ErrorCode": err}
+                                                           for p in t.partitions]} for t in req.topics]}
 
     def check_transactional(self, version: int, tid, data: bytes, key) -> int:
         """A Produce's partition data: a transactional batch must belong to its producer's open
