@@ -3,6 +3,7 @@ message, snake_case attributes for every field, unknown fields refused as Messag
 and the broker's handlers reading them (attributes, not dict keys)."""
 import pytest
 
+from kafkaforensics.broker.group_coordinator import GroupCoordinator
 from kafkaforensics.broker.replay import ReplayBroker
 from specs import protocol_messages as P
 from specs.message_schema import UnknownField
@@ -73,7 +74,7 @@ def test_the_read_path_reads_typed_requests(tmp_path):
 
 
 def test_every_handler_family_refuses_a_misspelled_field(tmp_path):
-    """Produce, the admin, transaction and topic-creation APIs read typed requests: a key that is no
+    """Produce, the admin, transaction, topic-creation and group APIs read typed requests: a key that is no
     field of the request is refused (UnknownField), never taken as an absent field."""
     b = ReplayBroker(str(tmp_path), writable=True)
     b.topic_creation.create_topics(5, {"Topics": [{"Name": "t", "NumPartitions": 1, "ReplicationFactor": 1}]})
@@ -81,7 +82,9 @@ def test_every_handler_family_refuses_a_misspelled_field(tmp_path):
              (b.admin.describe_configs, 4, {"Resources": [{"Type": 2, "ResourceName": "t"}]}),
              (b.transactions.end_txn, 3, {"TransactionId": "x", "Committed": True}),
              (b.topic_creation.create_topics, 5, {"Topics": [{"Name": "u", "Partitions": 1}]}),
-             (b.produce, 9, {"Acks": 1, "TopicData": [{"Topic": "t", "PartitionData": []}]})]
+             (b.produce, 9, {"Acks": 1, "TopicData": [{"Topic": "t", "PartitionData": []}]}),
+             (GroupCoordinator(None).list_groups, 5, {"StatesFilters": ["Stable"]}),
+             (GroupCoordinator(None).heartbeat, 4, {"GroupId": "g", "Generation": 1, "MemberId": "m"})]
     for handler, version, body in calls:
         with pytest.raises(UnknownField):
             handler(version, body)

@@ -184,7 +184,7 @@ class BrokerCore:
 
     # -- partition dirs, made away from the event loop ------------------------------------------
     def create_topics(self, r: Request):
-        return self._make(*self.broker.topic_creation.plan_topics(r.api_version, r.body))
+        return self._make(*self.broker.topic_creation.plan_topics(r.api_version, r.typed))
 
     def metadata(self, r: Request):
         """Topics it names are auto-created off the event loop first (the broker answers after)."""
@@ -201,7 +201,7 @@ class BrokerCore:
         return self.broker.read_path.metadata(r.api_version, r.typed)
 
     def create_partitions(self, r: Request):
-        return self._make(*self.broker.write_admin.plan_partitions(r.api_version, r.body))
+        return self._make(*self.broker.write_admin.plan_partitions(r.api_version, r.typed))
 
     def _make(self, body: dict, plan: list):
         if not plan:
@@ -222,50 +222,50 @@ class BrokerCore:
 
     # -- the group APIs, adapted to the coordinator ----------------------------------------------
     def join_group(self, r: Request):
-        return self.groups.join(r.api_version, r.body, r.client_id)
+        return self.groups.join(r.api_version, r.typed, r.client_id)
 
     def sync_group(self, r: Request):
-        return self.groups.sync(r.api_version, r.body)
+        return self.groups.sync(r.api_version, r.typed)
 
     def heartbeat(self, r: Request) -> dict:
-        return self.groups.heartbeat(r.api_version, r.body)
+        return self.groups.heartbeat(r.api_version, r.typed)
 
     def leave_group(self, r: Request) -> dict:
-        return self.groups.leave(r.api_version, r.body)
+        return self.groups.leave(r.api_version, r.typed)
 
     def offset_commit(self, r: Request) -> dict:
         by_id = r.api_version >= FIRST_TOPIC_ID_VERSION
         if by_id:
-            self.broker.names_for_ids(r.body.get("Topics"))
-        body = self.groups.commit(r.api_version, r.body)
+            self.broker.names_for_ids(r.typed.topics)
+        body = self.groups.commit(r.api_version, r.typed)
         if by_id:
             self.broker.ids_for_names(body.get("Topics"))
         return body
 
     def offset_fetch(self, r: Request) -> dict:
         by_id = r.api_version >= FIRST_TOPIC_ID_VERSION
-        for g in r.body.get("Groups", []) if by_id else ():
-            self.broker.names_for_ids(g.get("Topics"))
-        body = self.groups.fetch_offsets(r.api_version, r.body)
+        for g in r.typed.groups if by_id else ():
+            self.broker.names_for_ids(g.topics)
+        body = self.groups.fetch_offsets(r.api_version, r.typed)
         for g in body.get("Groups", []) if by_id else ():
             self.broker.ids_for_names(g.get("Topics"))
         return body
 
     def describe_groups(self, r: Request) -> dict:
         """Live groups and those the log's commits tell of."""
-        return self.groups.describe_groups(r.api_version, r.body, self.broker.logged_groups())
+        return self.groups.describe_groups(r.api_version, r.typed, self.broker.logged_groups())
 
     def list_groups(self, r: Request) -> dict:
-        return self.groups.list_groups(r.api_version, r.body, self.broker.logged_groups())
+        return self.groups.list_groups(r.api_version, r.typed, self.broker.logged_groups())
 
     def _topic_sizes(self) -> dict:
         return {t: (ps[0].topic_id, len(ps)) for t, ps in self.broker.topics().items()}
 
     def consumer_group_heartbeat(self, r: Request) -> dict:  # KIP-848
-        return self.groups.consumer_heartbeat(r.api_version, r.body, r.client_id, self._topic_sizes())
+        return self.groups.consumer_heartbeat(r.api_version, r.typed, r.client_id, self._topic_sizes())
 
     def consumer_group_describe(self, r: Request) -> dict:
-        return self.groups.consumer_describe(r.api_version, r.body, self._topic_sizes())
+        return self.groups.consumer_describe(r.api_version, r.typed, self._topic_sizes())
 
 
 def _raise(e: BaseException):
@@ -280,7 +280,7 @@ def _one_part(api_key: int, api_version: int, correlation_id: int, body: dict) -
 Handler = Callable[[BrokerCore, Request], object]
 #: ApiKey -> the one handler answering it (Kafka's KafkaApis.handle): every API ApiVersions may advertise
 API_TABLE: dict[int, Handler] = {
-    ApiKey.PRODUCE: lambda c, r: c.broker.produce(r.api_version, r.body),
+    ApiKey.PRODUCE: lambda c, r: c.broker.produce(r.api_version, r.typed),
     ApiKey.FETCH: lambda c, r: c.broker.read_path.fetch(r.api_version, r.typed),
     ApiKey.LIST_OFFSETS: lambda c, r: c.broker.read_path.list_offsets(r.api_version, r.typed),
     ApiKey.METADATA: BrokerCore.metadata,
@@ -293,23 +293,23 @@ API_TABLE: dict[int, Handler] = {
     ApiKey.SYNC_GROUP: BrokerCore.sync_group,
     ApiKey.DESCRIBE_GROUPS: BrokerCore.describe_groups,
     ApiKey.LIST_GROUPS: BrokerCore.list_groups,
-    ApiKey.API_VERSIONS: lambda c, r: c.broker.api_versions(r.api_version, r.body),
+    ApiKey.API_VERSIONS: lambda c, r: c.broker.api_versions(r.api_version, r.typed),
     ApiKey.CREATE_TOPICS: BrokerCore.create_topics,
-    ApiKey.DELETE_TOPICS: lambda c, r: c.broker.write_admin.delete_topics(r.api_version, r.body),
-    ApiKey.DELETE_RECORDS: lambda c, r: c.broker.write_admin.delete_records(r.api_version, r.body),
-    ApiKey.INIT_PRODUCER_ID: lambda c, r: c.broker.transactions.init_producer_id(r.api_version, r.body),
-    ApiKey.OFFSET_FOR_LEADER_EPOCH: lambda c, r: c.broker.admin.offset_for_leader_epoch(r.api_version, r.body),
-    ApiKey.ADD_PARTITIONS_TO_TXN: lambda c, r: c.broker.transactions.add_partitions_to_txn(r.api_version, r.body),
-    ApiKey.ADD_OFFSETS_TO_TXN: lambda c, r: c.broker.transactions.add_offsets_to_txn(r.api_version, r.body),
-    ApiKey.END_TXN: lambda c, r: c.broker.transactions.end_txn(r.api_version, r.body),
-    ApiKey.TXN_OFFSET_COMMIT: lambda c, r: c.broker.transactions.txn_offset_commit(r.api_version, r.body),
-    ApiKey.DESCRIBE_CONFIGS: lambda c, r: c.broker.admin.describe_configs(r.api_version, r.body),
-    ApiKey.DESCRIBE_LOG_DIRS: lambda c, r: c.broker.admin.describe_log_dirs(r.api_version, r.body),
+    ApiKey.DELETE_TOPICS: lambda c, r: c.broker.write_admin.delete_topics(r.api_version, r.typed),
+    ApiKey.DELETE_RECORDS: lambda c, r: c.broker.write_admin.delete_records(r.api_version, r.typed),
+    ApiKey.INIT_PRODUCER_ID: lambda c, r: c.broker.transactions.init_producer_id(r.api_version, r.typed),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: lambda c, r: c.broker.admin.offset_for_leader_epoch(r.api_version, r.typed),
+    ApiKey.ADD_PARTITIONS_TO_TXN: lambda c, r: c.broker.transactions.add_partitions_to_txn(r.api_version, r.typed),
+    ApiKey.ADD_OFFSETS_TO_TXN: lambda c, r: c.broker.transactions.add_offsets_to_txn(r.api_version, r.typed),
+    ApiKey.END_TXN: lambda c, r: c.broker.transactions.end_txn(r.api_version, r.typed),
+    ApiKey.TXN_OFFSET_COMMIT: lambda c, r: c.broker.transactions.txn_offset_commit(r.api_version, r.typed),
+    ApiKey.DESCRIBE_CONFIGS: lambda c, r: c.broker.admin.describe_configs(r.api_version, r.typed),
+    ApiKey.DESCRIBE_LOG_DIRS: lambda c, r: c.broker.admin.describe_log_dirs(r.api_version, r.typed),
     ApiKey.CREATE_PARTITIONS: BrokerCore.create_partitions,
-    ApiKey.DESCRIBE_CLUSTER: lambda c, r: c.broker.admin.describe_cluster(r.api_version, r.body),
-    ApiKey.DESCRIBE_PRODUCERS: lambda c, r: c.broker.admin.describe_producers(r.api_version, r.body),
-    ApiKey.DESCRIBE_TRANSACTIONS: lambda c, r: c.broker.admin.describe_transactions(r.api_version, r.body),
-    ApiKey.LIST_TRANSACTIONS: lambda c, r: c.broker.admin.list_transactions(r.api_version, r.body),
+    ApiKey.DESCRIBE_CLUSTER: lambda c, r: c.broker.admin.describe_cluster(r.api_version, r.typed),
+    ApiKey.DESCRIBE_PRODUCERS: lambda c, r: c.broker.admin.describe_producers(r.api_version, r.typed),
+    ApiKey.DESCRIBE_TRANSACTIONS: lambda c, r: c.broker.admin.describe_transactions(r.api_version, r.typed),
+    ApiKey.LIST_TRANSACTIONS: lambda c, r: c.broker.admin.list_transactions(r.api_version, r.typed),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: BrokerCore.consumer_group_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: BrokerCore.consumer_group_describe,
 }

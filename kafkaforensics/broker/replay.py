@@ -257,11 +257,12 @@ class ReplayBroker:
         return self.named_topic(version, 13, topic.topic_id, topic.topic)
 
     def names_for_ids(self, topics: list | None) -> None:
-        """Fill in Name from TopicId (OffsetCommit v10+, OffsetFetch v10+), for the group coordinator."""
+        """Fill in the name from the topic id of a typed request's topics (OffsetCommit v10+, OffsetFetch
+        v10+), for the group coordinator."""
         ids = self.topic_ids()
         for t in topics or []:
-            if t.get("TopicId") and not t.get("Name"):
-                t["Name"] = ids.get(t["TopicId"], "")
+            if t.topic_id and not t.name:
+                t.name = ids.get(t.topic_id, "")
 
     def ids_for_names(self, topics: list | None) -> None:
         """Fill in TopicId from Name in a group coordinator's answer."""
