@@ -8,7 +8,7 @@ import pytest
 
 from kafkaforensics.records.batch import Record
 from kafkaforensics.records.builder import build_v2
-from kafkaforensics.broker.dispatch import BrokerCore, Close, Deferred, NoReply, Reply, WaitForData
+from kafkaforensics.broker.dispatch import API_TABLE, BrokerCore, Close, Deferred, NoReply, Reply, WaitForData
 from kafkaforensics.broker.group_coordinator import GroupCoordinator
 from kafkaforensics.broker.protocol import Connection, request_header_version
 from kafkaforensics.broker.replay import ReplayBroker
@@ -64,7 +64,7 @@ def fetch_body(offset, wait_ms=500, min_bytes=1, isolation=0, topic="t"):
 @pytest.fixture
 def core(tmp_path):
     b = ReplayBroker(str(tmp_path), writable=True)
-    b.create_topics(2, {"Topics": [{"Name": "t", "NumPartitions": 1}]})
+    b.topic_creation.create_topics(2, {"Topics": [{"Name": "t", "NumPartitions": 1, "ReplicationFactor": 1}]})
     return BrokerCore(b, GroupCoordinator(None, initial_delay_ms=0))
 
 
@@ -75,16 +75,35 @@ def read_only(tmp_path):
 
 
 # -- one dispatch ----------------------------------------------------------------------------------
-def test_every_advertised_api_has_one_handler_named_after_it(core):
-    assert sorted(core.handlers) == sorted(P.ADVERTISED)
-    for key in P.ADVERTISED:  # exactly one of the core (group APIs) and the broker answers each
-        name = K(key).name.lower()
-        if key in (K.CREATE_TOPICS, K.CREATE_PARTITIONS, K.METADATA):  # the core's offloads the broker's file work
-            assert core.handlers[key] == getattr(core, name) and core.broker.handler(name) is not None
-            continue
-        assert hasattr(core, name) != (core.broker.handler(name) is not None), name
-    assert core.handlers[K.JOIN_GROUP] == core.join_group
-    assert not hasattr(core.broker, "handle")  # no second table
+def test_the_api_table_covers_every_api_that_api_versions_advertises(core, read_only):
+    """One handler an ApiKey, for every key ApiVersions advertises (writable or not), and each answers."""
+    for c in (core, read_only):
+        advertised = ask(c, K.API_VERSIONS, 3, {"ClientSoftwareName": "t", "ClientSoftwareVersion": "1"})["ApiKeys"]
+        assert {k["ApiKey"] for k in advertised} <= set(API_TABLE)
+    assert sorted(API_TABLE) == sorted(P.ADVERTISED)
+    assert API_TABLE[K.JOIN_GROUP] is BrokerCore.join_group  # the group APIs: the core's adapters
+    assert not hasattr(core.broker, "handle") and not hasattr(core.broker, "handler")  # no second table
+
+
+def test_a_handler_cannot_be_reached_by_its_name(core):
+    """Routing is the table's alone: a method named after an API, on the core or on the broker,
+    answers nothing (the read path answers ListOffsets; the admin object DescribeCluster)."""
+    called = []
+
+    class Named(BrokerCore):
+        def list_offsets(self, r):
+            called.append(r)
+
+        def describe_cluster(self, r):
+            called.append(r)
+
+    named = Named(core.broker, GroupCoordinator(None, initial_delay_ms=0))
+    named.broker.describe_cluster = lambda *a: called.append(a)
+    body = {"ReplicaId": -1, "IsolationLevel": 0, "Topics": [{"Name": "t", "Partitions": [
+        {"PartitionIndex": 0, "CurrentLeaderEpoch": -1, "Timestamp": -1}]}]}
+    assert ask(named, K.LIST_OFFSETS, 7, body)["Topics"][0]["Partitions"][0]["ErrorCode"] == E.NONE
+    assert ask(named, K.DESCRIBE_CLUSTER, 0, {})["Brokers"][0]["BrokerId"] == core.broker.node_id
+    assert not called
 
 
 # -- unsupported APIs and versions, malformed frames -------------------------------------------------

@@ -39,13 +39,13 @@ def roundtrip(broker, api_key, version, body):
 @pytest.fixture
 def wb(tmp_path):
     b = ReplayBroker(str(tmp_path), writable=True)
-    b.create_topics(0, {"Topics": [{"Name": "t", "NumPartitions": 1}]})
+    b.topic_creation.create_topics(0, {"Topics": [{"Name": "t", "NumPartitions": 1, "ReplicationFactor": 1}]})
     return b
 
 
 def _fence(b):
-    first = b.init_producer_id(0, {"TransactionalId": "tx", "TransactionTimeoutMs": 60000})
-    second = b.init_producer_id(0, {"TransactionalId": "tx", "TransactionTimeoutMs": 60000})
+    first = b.transactions.init_producer_id(0, {"TransactionalId": "tx", "TransactionTimeoutMs": 60000})
+    second = b.transactions.init_producer_id(0, {"TransactionalId": "tx", "TransactionTimeoutMs": 60000})
     assert second["ProducerEpoch"] == first["ProducerEpoch"] + 1
     return first["ProducerId"], first["ProducerEpoch"]
 
@@ -100,7 +100,7 @@ def test_advertised_versions_are_kafka_4s_and_parseable():
 @pytest.mark.parametrize("version", range(0, 14))
 def test_metadata_every_version_names_topics_with_distinct_nonzero_ids(tmp_path, version):
     b = ReplayBroker(str(tmp_path), writable=True)
-    b.create_topics(2, {"Topics": [{"Name": "a", "NumPartitions": 2}, {"Name": "b", "NumPartitions": 1}]})
+    b.topic_creation.create_topics(2, {"Topics": [{"Name": "a", "NumPartitions": 2, "ReplicationFactor": 1}, {"Name": "b", "NumPartitions": 1, "ReplicationFactor": 1}]})
     r = roundtrip(b, 3, version, {"Topics": None if version >= 1 else []})
     names = [t["Name"] for t in r["Topics"]]
     assert names == ["a", "b"]  # v0's empty array and v1+'s null both ask for every topic
@@ -114,14 +114,14 @@ def test_fetch_by_name_and_by_topic_id(tmp_path, version):
     from kafkaforensics.records.batch import Record
     from kafkaforensics.records.builder import build_v2
     b = ReplayBroker(str(tmp_path), writable=True)
-    b.create_topics(2, {"Topics": [{"Name": "t", "NumPartitions": 1}]})
+    b.topic_creation.create_topics(2, {"Topics": [{"Name": "t", "NumPartitions": 1, "ReplicationFactor": 1}]})
     recs = build_v2([Record(0, 1000, b"k", b"v", [])], base_offset=0)
     assert b.produce(9, {"Acks": 1, "TopicData": [{"Name": "t", "PartitionData": [{"Index": 0, "Records": recs}]}]}
                      )["Responses"][0]["PartitionResponses"][0]["ErrorCode"] == 0
     tid = b.partitions[("t", 0)].topic_id
     part = {"Partition": 0, "FetchOffset": 0, "PartitionMaxBytes": 1 << 20}
     topic = {"TopicId": tid, "Partitions": [part]} if version >= 13 else {"Topic": "t", "Partitions": [part]}
-    body = b.fetch(version, {"MaxBytes": 1 << 20, "Topics": [topic, {"TopicId": "AAAAAAAAAAAAAAAAAAAAAQ",
+    body = b.read_path.fetch(version, {"MaxBytes": 1 << 20, "Topics": [topic, {"TopicId": "AAAAAAAAAAAAAAAAAAAAAQ",
                                                                       "Topic": "nope", "Partitions": [part]}]})
     first, second = body["Responses"]
     assert first["Partitions"][0]["ErrorCode"] == 0 and first["Partitions"][0]["HighWatermark"] == 1
@@ -137,7 +137,7 @@ def test_unsupported_versions_are_refused_as_kafka_refuses_them():
 
 
 def _lo(b, ts, iso=0, version=7, topic="t"):
-    r = b.list_offsets(version, {"IsolationLevel": iso, "Topics": [{"Name": topic, "Partitions": [
+    r = b.read_path.list_offsets(version, {"IsolationLevel": iso, "Topics": [{"Name": topic, "Partitions": [
         {"PartitionIndex": 0, "Timestamp": ts}]}]})
     p = r["Topics"][0]["Partitions"][0]
     return p["Offset"], p["Timestamp"], p["LeaderEpoch"]

@@ -204,7 +204,7 @@ def test_robustness_then_a_client_still_works(broker):
     c = KafkaConsumer(bootstrap_servers=broker.bootstrap, consumer_timeout_ms=1000)
     assert not c.partitions_for_topic("../x")
     c.close()
-    md = broker.broker.metadata(12, {"Topics": [{"Name": "../x"}, {"Name": "orders-0/../../etc"}]})
+    md = broker.broker.read_path.metadata(12, {"Topics": [{"Name": "../x"}, {"Name": "orders-0/../../etc"}]})
     assert [t["ErrorCode"] for t in md["Topics"]] == [17, 17]  # INVALID_TOPIC_EXCEPTION
     assert len(_kp(broker, "legacy")) == 64
 

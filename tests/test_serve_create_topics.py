@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from kafkaforensics.broker.replay import MAX_RECORDS_PER_REQUEST, valid_topic
+from kafkaforensics.broker.topic_creation import MAX_RECORDS_PER_REQUEST, valid_topic
 from kafkaforensics.broker.server import BrokerThread
 from specs import kafka_errors as E
 from tests.test_serve_transactions import Raw

@@ -80,7 +80,7 @@ def vbroker(tmp_path_factory):
     d.mkdir()
     with BrokerThread(str(d), writable=True, state_path=str(d.parent / "s.json")) as b:
         b.dir = str(d)
-        b.broker.create_topics(5, {"Topics": [{"Name": "v", "NumPartitions": 1}]})
+        b.broker.topic_creation.create_topics(5, {"Topics": [{"Name": "v", "NumPartitions": 1, "ReplicationFactor": 1}]})
         yield b
 
 

@@ -73,7 +73,7 @@ def test_marker_taken_while_writable_and_kept_out_of_a_dir_not_marked_clean(tmp_
     shutil.copytree(SAMPLE, d)
     assert not (d / ".kafka_cleanshutdown").exists()
     with BrokerThread(str(d), writable=True, state_path=str(tmp_path / "s.json")) as b:
-        b.broker.create_topics(5, {"Topics": [{"Name": "new", "NumPartitions": 1}]})
+        b.broker.topic_creation.create_topics(5, {"Topics": [{"Name": "new", "NumPartitions": 1, "ReplicationFactor": 1}]})
     # the sample's partitions were served as found, in a dir not marked clean: Kafka must recover them
     assert not (d / ".kafka_cleanshutdown").exists()
     assert any("no .kafka_cleanshutdown" in line for line in b.shutdown_report)

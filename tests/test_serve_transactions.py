@@ -34,7 +34,7 @@ def tbroker(request, tmp_path):
     with BrokerThread(str(d), writable=True, state_path=str(tmp_path / "state.json"),
                       transaction_version=request.param) as b:
         b.dir = str(d)
-        body = b.broker.create_topics(5, {"Topics": [{"Name": "txn", "NumPartitions": 2}]})
+        body = b.broker.topic_creation.create_topics(5, {"Topics": [{"Name": "txn", "NumPartitions": 2, "ReplicationFactor": 1}]})
         assert body["Topics"][0]["ErrorCode"] == 0
         yield b
 
@@ -261,7 +261,7 @@ def test_v2_flow_produce_adds_partitions_and_end_txn_bumps_the_epoch(tmp_path):
     d.mkdir()
     with BrokerThread(str(d), writable=True, state_path=str(tmp_path / "s.json"), transaction_version=2) as b:
         b.dir = str(d)
-        b.broker.create_topics(5, {"Topics": [{"Name": "txn", "NumPartitions": 2}]})
+        b.broker.topic_creation.create_topics(5, {"Topics": [{"Name": "txn", "NumPartitions": 2, "ReplicationFactor": 1}]})
         r = Raw(b.port)
         av = r.call(18, 3, {"ClientSoftwareName": "raw", "ClientSoftwareVersion": "1"})
         assert {"Name": "transaction.version", "MaxVersionLevel": 2, "MinVersionLevel": 2} in av["FinalizedFeatures"]
@@ -372,13 +372,13 @@ def test_transaction_state_is_logged_and_a_restart_times_out_what_was_left_open(
     d = tmp_path / "logs"
     d.mkdir()
     with BrokerThread(str(d), writable=True, state_path=str(tmp_path / "s.json")) as b:
-        b.broker.create_topics(5, {"Topics": [{"Name": "txn", "NumPartitions": 2}]})
+        b.broker.topic_creation.create_topics(5, {"Topics": [{"Name": "txn", "NumPartitions": 2, "ReplicationFactor": 1}]})
         r = Raw(b.port)
         _open_txn(r, "done", 60000, 0, b"committed", commit=True)
         pid, epoch = _open_txn(r, "left", 1500, 1, b"left-open")
         r.s.close()
     with BrokerThread(str(d), writable=True, state_path=str(tmp_path / "s.json")) as b:
-        logged = b.broker.logged_transactions()
+        logged = b.broker.transactions.logged_transactions()
         assert logged["done"].status == 4 and logged["left"].status == 1           # CompleteCommit, Ongoing
         assert logged["left"].partitions == (("txn", 1),) and logged["left"].producer_id == pid
         r = Raw(b.port)
@@ -402,15 +402,15 @@ def test_a_restart_finishes_a_prepared_commit(tmp_path):
     d = tmp_path / "logs"
     d.mkdir()
     with BrokerThread(str(d), writable=True, state_path=str(tmp_path / "s.json")) as b:
-        b.broker.create_topics(5, {"Topics": [{"Name": "txn", "NumPartitions": 2}]})
+        b.broker.topic_creation.create_topics(5, {"Topics": [{"Name": "txn", "NumPartitions": 2, "ReplicationFactor": 1}]})
         r = Raw(b.port)
         pid, epoch = _open_txn(r, "prep", 60000, 0, b"prepared")
         r.s.close()
     rb = ReplayBroker(str(d), writable=True)  # as if the broker stopped between PrepareCommit and the markers
-    rb._log_transactions([LogEntry("prep", pid, epoch, 60000, 2, (("txn", 0),), 1, 1, False)])
+    rb.transactions.log_transactions([LogEntry("prep", pid, epoch, 60000, 2, (("txn", 0),), 1, 1, False)])
     with BrokerThread(str(d), writable=True, state_path=str(tmp_path / "s.json")) as b:
         assert _read_committed(b, 0) == [b"prepared"]
-        assert b.broker.logged_transactions()["prep"].status == 4
+        assert b.broker.transactions.logged_transactions()["prep"].status == 4
     assert [(k, m) for _v, k, _e, m in _history(str(d), "txn", 0)] == [("COMMIT", epoch)]
 
 

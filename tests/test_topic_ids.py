@@ -44,7 +44,7 @@ def test_topics_without_partition_metadata_get_distinct_ids(tmp_path):
     assert len(set(ids.values())) == 3 and ZERO not in ids.values()
     assert kept.split("topic_id: ")[1].strip() == ids["orders"]
     assert ids["clients"] == derived_topic_id("clients") == ReplayBroker(str(d)).topics()["clients"][0].topic_id
-    md = b.metadata(12, {"Topics": None})
+    md = b.read_path.metadata(12, {"Topics": None})
     assert {t["Name"]: t["TopicId"] for t in md["Topics"]} == ids
 
 

@@ -23,6 +23,17 @@ from kafkaforensics.fsutil import atomic_write
 from specs.kafka_errors import (ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, INVALID_GROUP_ID,
                                 FENCED_MEMBER_EPOCH, GROUP_ID_NOT_FOUND, INVALID_REQUEST, MEMBER_ID_REQUIRED, NONE,
                                 REBALANCE_IN_PROGRESS, STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID)
+from specs.message_types import typed
+from specs.protocol_messages import ApiKey
+
+
+def _all_committed(stored: dict) -> list:
+    """(topic, its partitions) of every offset in a group's ``stored`` commits ("topic:partition" keys)."""
+    pairs: dict = {}
+    for k in stored:
+        name, part = k.rsplit(":", 1)
+        pairs.setdefault(name, []).append(int(part))
+    return [(n, sorted(ps)) for n, ps in sorted(pairs.items())]
 
 
 @dataclass
@@ -108,28 +119,29 @@ class GroupCoordinator:
             os.makedirs(os.path.dirname(self.state_path), exist_ok=True)
             atomic_write(self.state_path, json.dumps(self.offsets, sort_keys=True).encode())
 
-    def commit(self, version: int, body: dict) -> dict:
-        gid = body.get("GroupId", "")
-        gen = body.get("GenerationIdOrMemberEpoch", -1)
+    def commit(self, version: int, body) -> dict:
+        """OffsetCommit: a member of the generation (or a KIP-848 member at its epoch), or no group at all."""
+        req = typed(ApiKey.OFFSET_COMMIT, body)
+        gid, gen = req.group_id, req.generation_id_or_member_epoch
         g = self.groups.get(gid)
         err = NONE
         cg = self.consumer_groups.get(gid)
         if cg is not None and gen >= 0:  # a KIP-848 member commits with its member epoch
-            m = cg.members.get(body.get("MemberId"))
+            m = cg.members.get(req.member_id)
             err = UNKNOWN_MEMBER_ID if m is None else STALE_MEMBER_EPOCH if gen > m.epoch else NONE
         elif gen >= 0:
-            if g is None or body.get("MemberId") not in g.members:
+            if g is None or req.member_id not in g.members:
                 err = UNKNOWN_MEMBER_ID
             elif gen != g.generation:
                 err = ILLEGAL_GENERATION
             elif g.state == "PreparingRebalance":
                 err = REBALANCE_IN_PROGRESS
-        topics = [{"Name": t["Name"], "Partitions": [{"PartitionIndex": p["PartitionIndex"], "ErrorCode": err}
-                                                      for p in t.get("Partitions", [])]}
-                  for t in body.get("Topics", [])]
+        topics = [{"Name": t.name, "Partitions": [{"PartitionIndex": p.partition_index, "ErrorCode": err}
+                                                  for p in t.partitions]}
+                  for t in req.topics]
         if err == NONE:
-            self.store(gid, [(t["Name"], p["PartitionIndex"], p["CommittedOffset"], p.get("CommittedLeaderEpoch", -1),
-                              p.get("CommittedMetadata")) for t in body.get("Topics", []) for p in t.get("Partitions", [])])
+            self.store(gid, [(t.name, p.partition_index, p.committed_offset, p.committed_leader_epoch,
+                              p.committed_metadata) for t in req.topics for p in t.partitions])
         return {"Topics": topics}
 
     def store(self, gid: str, commits: list, write: bool = True) -> None:
@@ -143,31 +155,27 @@ class GroupCoordinator:
             self.offsets_writer(gid, [(t, p, o, e, m or "") for t, p, o, e, m in commits])
 
     def _fetch_group(self, gid: str, topics) -> list:
+        """The group's committed offsets of the (typed) topics asked; None: of every topic it has any."""
         stored = self.offsets.get(gid, {})
-        if topics is None:
-            pairs = {}
-            for k in stored:
-                name, part = k.rsplit(":", 1)
-                pairs.setdefault(name, []).append(int(part))
-            topics = [{"Name": n, "PartitionIndexes": sorted(ps)} for n, ps in sorted(pairs.items())]
+        wanted = _all_committed(stored) if topics is None else [(t.name, t.partition_indexes) for t in topics]
         out = []
-        for t in topics:
+        for name, indexes in wanted:
             parts = []
-            for p in t.get("PartitionIndexes", []):
-                c = stored.get(f"{t['Name']}:{p}")
+            for p in indexes:
+                c = stored.get(f"{name}:{p}")
                 parts.append({"PartitionIndex": p, "CommittedOffset": c["offset"] if c else -1,
                               "CommittedLeaderEpoch": c["leaderEpoch"] if c else -1,
                               "Metadata": (c["metadata"] if c else "") or "", "ErrorCode": NONE})
-            out.append({"Name": t["Name"], "Partitions": parts})
+            out.append({"Name": name, "Partitions": parts})
         return out
 
-    def fetch_offsets(self, version: int, body: dict) -> dict:
+    def fetch_offsets(self, version: int, body) -> dict:
+        req = typed(ApiKey.OFFSET_FETCH, body)
         if version >= 8:
             return {"Groups": [
-                {"GroupId": g["GroupId"], "Topics": self._fetch_group(g["GroupId"], g.get("Topics")), "ErrorCode": NONE}
-                for g in body.get("Groups", [])]}
-        return {"ErrorCode": NONE,
-                "Topics": self._fetch_group(body.get("GroupId", ""), body.get("Topics"))}
+                {"GroupId": g.group_id, "Topics": self._fetch_group(g.group_id, g.topics), "ErrorCode": NONE}
+                for g in req.groups]}
+        return {"ErrorCode": NONE, "Topics": self._fetch_group(req.group_id, req.topics)}
 
     # -- admin: ListGroups, DescribeGroups --------------------------------------------------------
     def known_groups(self, logged=()) -> dict[str, Group]:
@@ -181,9 +189,10 @@ class GroupCoordinator:
             out[gid].kip848 = True
         return out
 
-    def list_groups(self, version: int, body: dict, logged=()) -> dict:
-        states = body.get("StatesFilter") or []
-        types = body.get("TypesFilter") or []
+    def list_groups(self, version: int, body, logged=()) -> dict:
+        req = typed(ApiKey.LIST_GROUPS, body)
+        states = req.states_filter or []
+        types = req.types_filter or []
         out = []
         for gid, g in sorted(self.known_groups(logged).items()):
             kind = "consumer" if getattr(g, "kip848", False) else "classic"
@@ -193,10 +202,10 @@ class GroupCoordinator:
                         "GroupType": kind})
         return {"ErrorCode": NONE, "Groups": out}
 
-    def describe_groups(self, version: int, body: dict, logged=()) -> dict:
+    def describe_groups(self, version: int, body, logged=()) -> dict:
         known = self.known_groups(logged)
         out = []
-        for gid in body.get("Groups", []):
+        for gid in typed(ApiKey.DESCRIBE_GROUPS, body).groups:
             g = known.get(gid)
             if g is None:  # Kafka describes an unknown group as Dead, with no error (GROUP_ID_NOT_FOUND from v6)
                 out.append({"ErrorCode": GROUP_ID_NOT_FOUND if version >= 6 else NONE, "ErrorMessage": None,
@@ -215,13 +224,14 @@ class GroupCoordinator:
         return {"Groups": out}
 
     # -- KIP-848: ConsumerGroupHeartbeat ----------------------------------------------------------
-    def consumer_heartbeat(self, version: int, body: dict, client_id: str | None, topics: dict) -> dict:
+    def consumer_heartbeat(self, version: int, body, client_id: str | None, topics: dict) -> dict:
         """One heartbeat of a ``group.protocol=consumer`` member.  ``topics``: name -> (topic id,
         partition count).  Epoch 0 joins (the member id the client chose, or a new one), -1 leaves;
         the group's target assignment spreads the subscribed partitions round-robin over the members
         in id order, and a member is handed a partition only once no other member holds it (the
         previous owner drops it on its own next heartbeat), as the incremental protocol requires."""
-        gid, mid, epoch = body.get("GroupId") or "", body.get("MemberId") or "", body.get("MemberEpoch", 0)
+        req = typed(ApiKey.CONSUMER_GROUP_HEARTBEAT, body)
+        gid, mid, epoch = req.group_id or "", req.member_id or "", req.member_epoch
         out = {"ErrorCode": NONE, "ErrorMessage": None, "MemberId": mid, "MemberEpoch": epoch,
                "HeartbeatIntervalMs": self.heartbeat_ms, "Assignment": None}
         if not gid:
@@ -241,18 +251,18 @@ class GroupCoordinator:
                 mid = mid or str(uuid.uuid4())
                 m = g.members[mid] = ConsumerMember(mid, client_id or "")
                 g.epoch += 1
-            if body.get("SubscribedTopicNames") is None:
+            if req.subscribed_topic_names is None:
                 return dict(out, ErrorCode=INVALID_REQUEST, ErrorMessage="SubscribedTopicNames is required to join")
         elif m is None:
             return dict(out, ErrorCode=UNKNOWN_MEMBER_ID, ErrorMessage=f"unknown member {mid}")
         elif epoch > m.epoch:
             return dict(out, ErrorCode=FENCED_MEMBER_EPOCH, ErrorMessage=f"epoch {epoch} is ahead of {m.epoch}")
         m.last_seen = now
-        if body.get("SubscribedTopicNames") is not None and sorted(body["SubscribedTopicNames"]) != m.subscribed:
-            m.subscribed = sorted(body["SubscribedTopicNames"])
+        if req.subscribed_topic_names is not None and sorted(req.subscribed_topic_names) != m.subscribed:
+            m.subscribed = sorted(req.subscribed_topic_names)
             g.epoch += 1
-        if body.get("TopicPartitions") is not None:  # what the member owns now: revocations confirmed
-            owned = {t["TopicId"]: set(t["Partitions"]) for t in body["TopicPartitions"]}
+        if req.topic_partitions is not None:  # what the member owns now: revocations confirmed
+            owned = {t.topic_id: set(t.partitions) for t in req.topic_partitions}
             m.assigned = {tid: sorted(set(ps) & owned.get(tid, set())) for tid, ps in m.assigned.items()}
         target = self._target(g, topics).get(mid, {})
         held = {(tid, p) for x in g.members.values() if x is not m for tid, ps in x.assigned.items() for p in ps}
@@ -268,7 +278,7 @@ class GroupCoordinator:
             out["Assignment"] = {"TopicPartitions": [{"TopicId": t, "Partitions": ps} for t, ps in sorted(new.items())]}
         return dict(out, MemberId=mid, MemberEpoch=m.epoch)
 
-    def consumer_describe(self, version: int, body: dict, topics: dict) -> dict:
+    def consumer_describe(self, version: int, body, topics: dict) -> dict:
         """ConsumerGroupDescribe: a KIP-848 group's members, their assignments and targets
         (GROUP_ID_NOT_FOUND for a group that is not one, as Kafka answers)."""
         names = {tid: name for name, (tid, _n) in topics.items()}
@@ -277,7 +287,7 @@ class GroupCoordinator:
             return {"TopicPartitions": [{"TopicId": t, "TopicName": names.get(t, ""), "Partitions": ps}
                                         for t, ps in sorted(parts.items())]}
         out = []
-        for gid in body.get("GroupIds", []):
+        for gid in typed(ApiKey.CONSUMER_GROUP_DESCRIBE, body).group_ids:
             g = self.consumer_groups.get(gid)
             if g is None:
                 out.append({"ErrorCode": GROUP_ID_NOT_FOUND, "ErrorMessage": f"group {gid} is not a consumer group",
@@ -319,21 +329,22 @@ class GroupCoordinator:
                              "Metadata": dict(x.protocols).get(g.protocol, "")} for x in g.members.values()]
                 if leader else []}
 
-    async def join(self, version: int, body: dict, client_id: str | None) -> dict:
+    async def join(self, version: int, body, client_id: str | None) -> dict:
         r = await self._join(version, body, client_id)
         if version < 7 and r.get("ProtocolName") is None:  # null only from v7: older versions carry ""
             r = dict(r, ProtocolName="")
         return r
 
-    async def _join(self, version: int, body: dict, client_id: str | None) -> dict:
-        gid = body.get("GroupId") or ""
+    async def _join(self, version: int, body, client_id: str | None) -> dict:
+        req = typed(ApiKey.JOIN_GROUP, body)
+        gid = req.group_id or ""
         if not gid:
             return {"ErrorCode": INVALID_GROUP_ID, "GenerationId": -1, "Leader": "", "MemberId": "", "Members": [],
                     "ProtocolName": None}
         g = self.groups.setdefault(gid, Group(gid))
-        mid = body.get("MemberId") or ""
-        protocols = [(p["Name"], p["Metadata"]) for p in body.get("Protocols", [])]
-        if g.protocol_type and body.get("ProtocolType") != g.protocol_type and g.members:
+        mid = req.member_id or ""
+        protocols = [(p.name, p.metadata) for p in req.protocols]
+        if g.protocol_type and req.protocol_type != g.protocol_type and g.members:
             return {"ErrorCode": INCONSISTENT_GROUP_PROTOCOL, "GenerationId": -1, "Leader": "", "MemberId": mid,
                     "Members": [], "ProtocolName": None}
         if not mid:
@@ -341,16 +352,16 @@ class GroupCoordinator:
             if version >= 4:
                 return {"ErrorCode": MEMBER_ID_REQUIRED, "GenerationId": -1, "Leader": "", "MemberId": mid,
                         "Members": [], "ProtocolName": None}
-        rebalance_ms = body.get("RebalanceTimeoutMs", -1)
-        session_ms = body.get("SessionTimeoutMs", 10000)
+        rebalance_ms = req.rebalance_timeout_ms
+        session_ms = req.session_timeout_ms
         m = g.members.get(mid)
         if m is None:
             m = g.members[mid] = Member(mid, client_id or "", session_ms, rebalance_ms if rebalance_ms > 0 else session_ms,
-                                        protocols, body.get("GroupInstanceId"))
+                                        protocols, req.group_instance_id)
         else:
             m.protocols, m.session_ms = protocols, session_ms
         m.last_seen = time.monotonic()
-        g.protocol_type = body.get("ProtocolType")
+        g.protocol_type = req.protocol_type
         m.join = asyncio.get_running_loop().create_future()
         self._prepare_rebalance(g)
         self._maybe_complete(g)
@@ -410,12 +421,13 @@ class GroupCoordinator:
             x.join.set_result(self._response(g, x))
             x.join = None
 
-    async def sync(self, version: int, body: dict) -> dict:
-        g = self.groups.get(body.get("GroupId", ""))
-        mid = body.get("MemberId", "")
+    async def sync(self, version: int, body) -> dict:
+        req = typed(ApiKey.SYNC_GROUP, body)
+        g = self.groups.get(req.group_id)
+        mid = req.member_id
         if g is None or mid not in g.members:
             return {"ErrorCode": UNKNOWN_MEMBER_ID, "Assignment": ""}
-        if body.get("GenerationId") != g.generation:
+        if req.generation_id != g.generation:
             return {"ErrorCode": ILLEGAL_GENERATION, "Assignment": ""}
         if g.state == "PreparingRebalance":
             return {"ErrorCode": REBALANCE_IN_PROGRESS, "Assignment": ""}
@@ -425,7 +437,7 @@ class GroupCoordinator:
         if g.state == "Stable":
             return dict(base, Assignment=m.assignment)
         if mid == g.leader:
-            given = {a["MemberId"]: a["Assignment"] for a in body.get("Assignments", [])}
+            given = {a.member_id: a.assignment for a in req.assignments}
             g.state = "Stable"
             for x in g.members.values():
                 x.assignment = given.get(x.member_id, "")
@@ -435,12 +447,13 @@ class GroupCoordinator:
         m.sync = asyncio.get_running_loop().create_future()
         return await m.sync
 
-    def heartbeat(self, version: int, body: dict) -> dict:
-        g = self.groups.get(body.get("GroupId", ""))
-        mid = body.get("MemberId", "")
+    def heartbeat(self, version: int, body) -> dict:
+        req = typed(ApiKey.HEARTBEAT, body)
+        g = self.groups.get(req.group_id)
+        mid = req.member_id
         if g is None or mid not in g.members:
             err = UNKNOWN_MEMBER_ID
-        elif body.get("GenerationId") != g.generation:
+        elif req.generation_id != g.generation:
             err = ILLEGAL_GENERATION
         elif g.state == "PreparingRebalance":
             err = REBALANCE_IN_PROGRESS
@@ -450,9 +463,10 @@ class GroupCoordinator:
             g.members[mid].last_seen = time.monotonic()
         return {"ErrorCode": err}
 
-    def leave(self, version: int, body: dict) -> dict:
-        g = self.groups.get(body.get("GroupId", ""))
-        ids = [m["MemberId"] for m in body.get("Members", [])] if version >= 3 else [body.get("MemberId", "")]
+    def leave(self, version: int, body) -> dict:
+        req = typed(ApiKey.LEAVE_GROUP, body)
+        g = self.groups.get(req.group_id)
+        ids = [m.member_id for m in req.members] if version >= 3 else [req.member_id]
         results = []
         for mid in ids:
             ok = g is not None and mid in g.members

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from specs import protocol_messages as P
+from specs.message_types import Struct, typed
 from specs.protocol_messages import ApiKey
 
 from kafkaforensics.errors import KafkaFormatError
@@ -58,6 +60,12 @@ class Request:
     def name(self) -> str:
         m = P.REQUESTS.get(self.api_key)
         return m.name if m else f"api_key_{self.api_key}"
+
+    @cached_property
+    def typed(self) -> Struct:
+        """The body as its request class, generated from the schema (:mod:`specs.message_types`):
+        snake_case attributes, ``req.topics[0].partitions``, not dict keys."""
+        return typed(self.api_key, self.body)
 
 
 @dataclass

@@ -19,14 +19,13 @@ import uuid
 from specs.kafka_errors import (INVALID_PARTITIONS, INVALID_REQUEST, INVALID_TOPIC, NONE, OFFSET_OUT_OF_RANGE,
                                 POLICY_VIOLATION, TRANSACTIONAL_ID_NOT_FOUND, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION)
 from specs.kafka_messages import TRANSACTION_STATES
-from specs.lazy import lazy
+from specs.message_types import typed
+from specs.protocol_messages import ApiKey
 
 from kafkaforensics.broker import topic_configs as TC
 from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, checkpoint_path, update_offsets
+from kafkaforensics.broker.topic_creation import MAX_RECORDS_PER_REQUEST
 from kafkaforensics.log.partition import find_partitions
-
-#: the broker these handlers are mixed into (it imports this module)
-replay = lazy("kafkaforensics.broker.replay", globals())
 
 #: DescribeConfigs resource types (Kafka's ConfigResource.Type)
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
@@ -39,7 +38,8 @@ class AdminAPIs:
         self.b = broker
 
     # -- the cluster -----------------------------------------------------------------------------
-    def describe_cluster(self, version: int, body: dict) -> dict:
+    def describe_cluster(self, version: int, body) -> dict:
+        """This one-node cluster (the request asks nothing this broker answers by)."""
         return {"ErrorCode": NONE, "ErrorMessage": None, "EndpointType": 1,
                 "ClusterId": self.b.cluster_id(), "ControllerId": self.b.node_id,
                 "Brokers": [{"BrokerId": self.b.node_id, "Host": self.b.host, "Port": self.b.port, "Rack": None,
@@ -51,14 +51,15 @@ class AdminAPIs:
                 "auto.create.topics.enable": str(bool(self.b.writable and self.b.auto_create)).lower(),
                 "num.partitions": str(self.b.default_partitions)}
 
-    def describe_configs(self, version: int, body: dict) -> dict:
+    def describe_configs(self, version: int, body) -> dict:
         """A topic: every Kafka 4.0 topic config with value, source and (IncludeSynonyms) synonyms, the
         topic's own from the log dir's KRaft ConfigRecords (:mod:`topic_configs`); this broker: the
         settings it runs with (read-only, STATIC_BROKER_CONFIG)."""
+        req = typed(ApiKey.DESCRIBE_CONFIGS, body)
         results = []
-        synonyms = bool(body.get("IncludeSynonyms"))
-        for r in body.get("Resources", []):
-            rtype, name, keys = r.get("ResourceType"), r.get("ResourceName"), r.get("ConfigurationKeys")
+        synonyms = bool(req.include_synonyms)
+        for r in req.resources:
+            rtype, name, keys = r.resource_type, r.resource_name, r.configuration_keys
             res = {"ErrorCode": NONE, "ErrorMessage": None, "ResourceType": rtype, "ResourceName": name,
                    "Configs": []}
             if rtype == TOPIC_RESOURCE:
@@ -80,10 +81,10 @@ class AdminAPIs:
         return {"Results": results}
 
     # -- the log dir -----------------------------------------------------------------------------
-    def describe_log_dirs(self, version: int, body: dict) -> dict:
+    def describe_log_dirs(self, version: int, body) -> dict:
         """One log dir: every served partition's size, and its -future copies flagged IsFutureKey."""
-        wanted = body.get("Topics")
-        want = None if wanted is None else {(t["Topic"], p) for t in wanted for p in t.get("Partitions", [])}
+        wanted = typed(ApiKey.DESCRIBE_LOG_DIRS, body).topics
+        want = None if wanted is None else {(t.topic, p) for t in wanted for p in t.partitions}
         topics: dict[str, list] = {}
         for pd in find_partitions(self.b.log_dir):
             if pd.topic is None or pd.dir_state not in ("live", "future"):
@@ -106,28 +107,30 @@ class AdminAPIs:
         """Kafka's LeaderEpochFileCache.endOffsetFor: (epoch, end offset) for a requested epoch."""
         return s.epochs.end_offset_for(epoch, s.log_end_offset)
 
-    def offset_for_leader_epoch(self, version: int, body: dict) -> dict:
+    def offset_for_leader_epoch(self, version: int, body) -> dict:
+        """Each partition's end offset of the epoch asked (the leader-epoch cache)."""
         topics = []
-        for t in body.get("Topics", []):
+        for t in typed(ApiKey.OFFSET_FOR_LEADER_EPOCH, body).topics:
             parts = []
-            for p in t.get("Partitions", []):
-                s = self.b.partitions.get((t.get("Topic"), p["Partition"]))
-                r = {"ErrorCode": NONE, "Partition": p["Partition"], "LeaderEpoch": -1, "EndOffset": -1}
+            for p in t.partitions:
+                s = self.b.partitions.get((t.topic, p.partition))
+                r = {"ErrorCode": NONE, "Partition": p.partition, "LeaderEpoch": -1, "EndOffset": -1}
                 if s is None:
                     r["ErrorCode"] = UNKNOWN_TOPIC_OR_PARTITION
                 else:
-                    r["LeaderEpoch"], r["EndOffset"] = self.end_offset_for_epoch(s, p["LeaderEpoch"])
+                    r["LeaderEpoch"], r["EndOffset"] = self.end_offset_for_epoch(s, p.leader_epoch)
                 parts.append(r)
-            topics.append({"Topic": t.get("Topic"), "Partitions": parts})
+            topics.append({"Topic": t.topic, "Partitions": parts})
         return {"Topics": topics}
 
     # -- producers and transactions --------------------------------------------------------------
-    def describe_producers(self, version: int, body: dict) -> dict:
+    def describe_producers(self, version: int, body) -> dict:
+        """Each partition's producer state, as the log holds it."""
         topics = []
-        for t in body.get("Topics", []):
+        for t in typed(ApiKey.DESCRIBE_PRODUCERS, body).topics:
             parts = []
-            for i in t.get("PartitionIndexes", []):
-                s = self.b.partitions.get((t.get("Name"), i))
+            for i in t.partition_indexes:
+                s = self.b.partitions.get((t.name, i))
                 r = {"PartitionIndex": i, "ErrorCode": NONE, "ErrorMessage": None, "ActiveProducers": []}
                 if s is None:
                     r["ErrorCode"] = UNKNOWN_TOPIC_OR_PARTITION
@@ -138,7 +141,7 @@ class AdminAPIs:
                          "CurrentTxnStartOffset": e.current_txn_first_offset}
                         for _pid, e in sorted(s.state.producers.items())]
                 parts.append(r)
-            topics.append({"Name": t.get("Name"), "Partitions": parts})
+            topics.append({"Name": t.name, "Partitions": parts})
         return {"Topics": topics}
 
     def transactions(self) -> dict[str, dict]:
@@ -149,15 +152,17 @@ class AdminAPIs:
                      "TransactionTimeoutMs": e.timeout_ms, "TransactionStartTimeMs": e.start_ms,
                      "Topics": [{"Topic": t, "Partitions": sorted(p for tt, p in e.partitions if tt == t)}
                                 for t in sorted({t for t, _p in e.partitions})]}
-               for tid, e in self.b.logged_transactions().items()}
+               for tid, e in self.b.transactions.logged_transactions().items()}
         out.update(self.b.txn.describe())  # what this broker's own coordinator has seen is newer
         return out
 
-    def list_transactions(self, version: int, body: dict) -> dict:
-        states = body.get("StateFilters") or []
-        pids = set(body.get("ProducerIdFilters") or [])
-        duration = body.get("DurationFilter", -1)
-        pattern = body.get("TransactionalIdPattern")
+    def list_transactions(self, version: int, body) -> dict:
+        """The transactions the filters keep (state, producer id, open longer than, id pattern)."""
+        req = typed(ApiKey.LIST_TRANSACTIONS, body)
+        states = req.state_filters or []
+        pids = set(req.producer_id_filters or [])
+        duration = req.duration_filter
+        pattern = req.transactional_id_pattern
         try:
             rx = re.compile(pattern) if pattern else None
         except re.error:
@@ -180,10 +185,11 @@ class AdminAPIs:
                 "UnknownStateFilters": [s for s in states if s not in TRANSACTION_STATES.values()],
                 "TransactionStates": out}
 
-    def describe_transactions(self, version: int, body: dict) -> dict:
+    def describe_transactions(self, version: int, body) -> dict:
+        """Each transactional id's state (TRANSACTIONAL_ID_NOT_FOUND for one never seen)."""
         known = self.transactions()
         out = []
-        for tid in body.get("TransactionalIds", []):
+        for tid in typed(ApiKey.DESCRIBE_TRANSACTIONS, body).transactional_ids:
             t = known.get(tid)
             if t is None:
                 out.append({"ErrorCode": TRANSACTIONAL_ID_NOT_FOUND, "TransactionalId": tid, "TransactionState": "",
@@ -216,17 +222,18 @@ class WriteAdminAPIs:
         update_offsets(checkpoint_path(self.b.log_dir, LOG_START_OFFSET), dict.fromkeys(tps), create=False,
                        unreadable="replace")
 
-    def delete_records(self, version: int, body: dict) -> dict:
+    def delete_records(self, version: int, body) -> dict:
+        """Each partition's log start moved up to the offset asked (-1: the log end)."""
         topics, moved = [], False
-        for t in body.get("Topics", []):
+        for t in typed(ApiKey.DELETE_RECORDS, body).topics:
             parts = []
-            for p in t.get("Partitions", []):
-                s = self.b.partitions.get((t.get("Name"), p["PartitionIndex"]))
-                r = {"PartitionIndex": p["PartitionIndex"], "LowWatermark": -1, "ErrorCode": NONE}
+            for p in t.partitions:
+                s = self.b.partitions.get((t.name, p.partition_index))
+                r = {"PartitionIndex": p.partition_index, "LowWatermark": -1, "ErrorCode": NONE}
                 if s is None:
                     r["ErrorCode"] = UNKNOWN_TOPIC_OR_PARTITION
                 else:
-                    target = s.log_end_offset if p["Offset"] == -1 else p["Offset"]
+                    target = s.log_end_offset if p.offset == -1 else p.offset
                     if target < 0 or target > s.log_end_offset:
                         r["ErrorCode"] = OFFSET_OUT_OF_RANGE
                     else:
@@ -236,15 +243,17 @@ class WriteAdminAPIs:
                                 s.epochs.write(s.path)
                         r["LowWatermark"] = s.log_start_offset
                 parts.append(r)
-            topics.append({"Name": t.get("Name"), "Partitions": parts})
+            topics.append({"Name": t.name, "Partitions": parts})
         if moved:
             self._save_log_starts()
         return {"Topics": topics}
 
-    def delete_topics(self, version: int, body: dict) -> dict:
+    def delete_topics(self, version: int, body) -> dict:
+        """The topics' partition dirs renamed ``-delete`` (by name, or by TopicId from v6)."""
+        req = typed(ApiKey.DELETE_TOPICS, body)
         ids = self.b.topic_ids()
-        wanted = ([(t.get("Name") or ids.get(t.get("TopicId")), t.get("TopicId")) for t in body.get("Topics", [])]
-                  if version >= 6 else [(n, None) for n in body.get("TopicNames", [])])
+        wanted = ([(t.name or ids.get(t.topic_id), t.topic_id) for t in req.topics]
+                  if version >= 6 else [(n, None) for n in req.topic_names])
         out = []
         for name, tid in wanted:
             parts = self.b.topics().get(name) if name else None
@@ -262,18 +271,19 @@ class WriteAdminAPIs:
             out.append(r)
         return {"Responses": out}
 
-    def create_partitions(self, version: int, body: dict) -> dict:
-        return self.b.make_and_adopt(*self.plan_partitions(version, body))
+    def create_partitions(self, version: int, body) -> dict:
+        """CreatePartitions, the partition dirs made here (the edge runs :meth:`plan_partitions`' work in a thread)."""
+        return self.b.topic_creation.make_and_adopt(*self.plan_partitions(version, body))
 
-    def plan_partitions(self, version: int, body: dict) -> tuple[dict, list]:
+    def plan_partitions(self, version: int, body) -> tuple[dict, list]:
         """CreatePartitions' answer and what it creates (as :meth:`plan_topics`); more than the
         controller's records per request (one a partition) is POLICY_VIOLATION for the whole request."""
+        req = typed(ApiKey.CREATE_PARTITIONS, body)
         out, plan = [], []
-        topics = body.get("Topics", [])
-        current = {t.get("Name"): len(self.b.topics().get(t.get("Name")) or []) for t in topics}
-        records = sum(max(t.get("Count", 0) - current[t.get("Name")], 0) for t in topics)
-        for t in topics:
-            name, count = t.get("Name"), t.get("Count", 0)
+        current = {t.name: len(self.b.topics().get(t.name) or []) for t in req.topics}
+        records = sum(max(t.count - current[t.name], 0) for t in req.topics)
+        for t in req.topics:
+            name, count = t.name, t.count
             parts = self.b.topics().get(name)
             r = {"Name": name, "ErrorCode": NONE, "ErrorMessage": None}
             if not parts or name in self.b.creating:
@@ -282,9 +292,9 @@ class WriteAdminAPIs:
                 r.update(ErrorCode=INVALID_PARTITIONS,
                          ErrorMessage=f"Topic currently has {len(parts)} partitions, which is higher than or equal "
                                       f"to the requested {count}.")
-            elif records > replay.MAX_RECORDS_PER_REQUEST:
+            elif records > MAX_RECORDS_PER_REQUEST:
                 r.update(ErrorCode=POLICY_VIOLATION, ErrorMessage="Unable to perform excessively large batch operation.")
-            elif not body.get("ValidateOnly"):
+            elif not req.validate_only:
                 plan.append((name, len(parts), count - len(parts), parts[0].topic_id))
                 self.b.creating.add(name)
             out.append(r)
