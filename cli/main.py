@@ -367,7 +367,8 @@ def _plan_space(paths, *, move_to, as_json, now, kafka_version, full, writing) -
         _fail(str(e))
     _refuse_live(*paths)
     try:
-        plans = repair_plan_space.plan_space([str(k.path) for k in kinds], move_to=move_to, now=now,
+        plans = repair_plan_space.plan_space([str(k.path) for k in kinds], inspect_groups.committed_offsets,
+                                             move_to=move_to, now=now,
                                              kafka_version=kafka_version, full=full)
     except (OSError, repair_load_logs.NotALogDir) as e:
         _fail(str(e))

@@ -176,7 +176,7 @@ DECLINED = [
     [], ["--help"], ["verify"], ["verify", "--help", SMALL], ["verify", "-x", SMALL], ["verify", "--jsn", SMALL],
     ["verify", "--max-message-bytes", "13", SMALL], ["verify", "--max-message-bytes", "1e3", SMALL],
     ["verify", "--max-message-bytes", SMALL], ["dump", "--format", "yaml", SMALL], ["dump", "--deep=1", SMALL],
-    ["dump", "--max-bytes", "-1", SMALL], ["diff", "a"], ["diff", "a", "b", "c"], ["write"], ["nope", SMALL],
+    ["dump", "--max-bytes", "-1", SMALL], ["write"], ["nope", SMALL],
 ]
 
 

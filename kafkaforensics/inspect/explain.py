@@ -36,8 +36,8 @@ from kafkaforensics.log import checkpoint_file
 from kafkaforensics.log.partition import Partition
 from kafkaforensics.log.paths import appending
 from kafkaforensics.log.log_loader import replay_segment
-from kafkaforensics.log.segment import DELETED, KRAFT_SNAPSHOT_RE, LOG, Segment, offset_for_timestamp, offset_from_name
-from kafkaforensics.repair.retention import largest_timestamp
+from kafkaforensics.log.segment import (DELETED, KRAFT_SNAPSHOT_RE, LOG, SNAPSHOT, Segment, file_name,
+                                        offset_for_timestamp, offset_from_name)
 
 #: fates of an offset; the first one is "found" (exit 0), the others are gone (exit 1)
 PRESENT, BELOW_LOG_START, COMPACTED, TRUNCATED, NEVER_WRITTEN, PAST_LOG_END = (
@@ -372,7 +372,7 @@ def _deleted_segment(view: LogView, offset: int) -> dict | None:
         return None
     batch = next((_fact(b, None) for b in Segment.of_file(path, base).batches()
                   if b.base_offset <= offset <= b.last_offset), None)
-    return {"file": path, "baseOffset": base, "nextOffset": seg.next_offset, "largestTimestamp": largest_timestamp(seg),
+    return {"file": path, "baseOffset": base, "nextOffset": seg.next_offset, "largestTimestamp": seg.largest_timestamp(),
             "batch": batch if batch is not None and batch.holds(offset) else None}
 
 
@@ -400,7 +400,7 @@ def _snapshot_rule(view: LogView, first_base: int) -> list[dict]:
     if not ends or ends[-1] < first_base:
         return []
     return [{"rule": "KRaft snapshot", "certainty": "likely",
-             "text": f"KRaft snapshot {ends[-1]:020d}-*.checkpoint holds the metadata up to offset {ends[-1]}: the "
+             "text": f"KRaft snapshot {file_name(ends[-1], '')}-*.checkpoint holds the metadata up to offset {ends[-1]}: the "
                      "metadata log is trimmed below its latest snapshot"}]
 
 
@@ -415,7 +415,7 @@ def _time_rule(view: LogView, cfg, now: int, gone: dict | None) -> list[dict]:
                          f"{gone['largestTimestamp']} is {age} ms before now {now}"
                          + (", past retention.ms" if age > ms else ", within retention.ms: time retention did not delete it")}]
     loaded = view.partition.loaded
-    oldest = largest_timestamp(loaded[0]) if loaded else -1
+    oldest = loaded[0].largest_timestamp() if loaded else -1
     first_ts = next((b.max_timestamp for b in view.batches if b.max_timestamp >= 0), oldest)
     age = now - first_ts
     sure = "likely" if age > ms else "possible"
@@ -467,7 +467,7 @@ def _past_end(view: LogView, offset: int) -> dict:
             once.append(_ev(f"{ck[1]}: the {what} was {ck[0]}", line=ck[1]))
     snaps = [s for s in view.partition.snapshots if s > offset]
     if snaps:
-        once.append(_ev(f"producer snapshot {snaps[-1]:020d}.snapshot: the log had reached offset {snaps[-1]}"))
+        once.append(_ev(f"producer snapshot {file_name(snaps[-1], SNAPSHOT)}: the log had reached offset {snaps[-1]}"))
     epochs = _epochs(view)
     once += [_ev(f"leader-epoch-checkpoint: epoch {e} started at offset {s}", line=f"{e} {s}") for e, s in epochs
              if s > offset]

@@ -142,6 +142,18 @@ def kafka_version(path: str, told: str | KafkaVersion | None = None) -> KafkaVer
     return infer_kafka_version(find_log_dir(path))
 
 
+#: partition dirs only a broker from this release on makes: a replica moving between log dirs (-future,
+#: KIP-113, 1.1) and one the controller no longer assigns here (-stray, KIP-858, 3.7)
+_SUFFIX_SINCE = {"future": ((1, 1), "a -future dir (KIP-113, 1.1)"), "stray": ((3, 7), "a -stray dir (KIP-858, 3.7)")}
+_SUFFIXED_DIR = re.compile(r"^.+-\d+\.[0-9a-f]{32}-(future|stray)$")
+
+
+def _suffix_dirs(names, kv: KafkaVersion) -> None:
+    """What a version writes proves it: a ``-future`` or ``-stray`` partition dir."""
+    for state in sorted({m.group(1) for m in map(_SUFFIXED_DIR.match, names) if m}):
+        kv.at_least(*_SUFFIX_SINCE[state])
+
+
 def infer_kafka_version(log_dir: str) -> KafkaVersion:
     """The range of Kafka releases whose files the log dir holds (see the module's doc)."""
     kv = KafkaVersion()
@@ -175,6 +187,7 @@ def infer_kafka_version(log_dir: str) -> KafkaVersion:
         kv.at_least((2, 8), "KRaft mode")
         _metadata_versions(log_dir, kv)
     _clean_shutdown(log_dir, names, kv)
+    _suffix_dirs(names, kv)
     if parts:
         data_parts = [p for p in parts if p != METADATA_PARTITION]
         files = {p: _listdir(os.path.join(log_dir, p)) for p in data_parts}

@@ -10,8 +10,9 @@ import os
 from dataclasses import dataclass
 
 from kafkaforensics.errors import KafkaFormatError, Problem
+from kafkaforensics.log import time_index
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
-from kafkaforensics.log.segment import Segment
+from kafkaforensics.log.segment import TIMEINDEX, Segment
 from kafkaforensics.log.producer_state import ProducerState
 from kafkaforensics.log.segment import BatchScanner, open_buffer
 from kafkaforensics.records.batch import resolve_legacy_wrapper
@@ -42,6 +43,20 @@ class LoadedSegment:
     @property
     def log(self) -> str:
         return self.files.log
+
+    def largest_timestamp(self) -> int:
+        """LogSegment.largestTimestamp: the batches' and the time index's last entry's largest, else
+        the file's modification time (what retention by time judges a segment by)."""
+        largest = self.max_timestamp
+        tidx = self.files.existing(TIMEINDEX)
+        if tidx:
+            with open(tidx, "rb") as f:
+                entries, _ = time_index.read_entries(f.read(), self.base_offset)
+            if entries:
+                largest = max(largest, entries[-1][0])
+        if largest < 0:
+            largest = int(os.stat(self.log).st_mtime * 1000)
+        return largest
 
 
 def segment_batches(seg: LoadedSegment, buf, *, state: ProducerState | None = None,

@@ -83,6 +83,8 @@ def file_name(base_offset: int, suffix: str) -> str:
 
 #: a KRaft metadata snapshot: ``<end offset, 20 digits>-<epoch, 10 digits>.checkpoint`` (Kafka's Snapshots)
 KRAFT_SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
+#: the same, and the partial (``.checkpoint.part``) and deleted (``.checkpoint.deleted``) ones Kafka removes at start
+KRAFT_SNAPSHOT_FILE_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint(\.part|\.deleted)?$")
 
 
 def kraft_snapshot_file_name(end_offset: int, epoch: int) -> str:

@@ -42,7 +42,6 @@ from dataclasses import dataclass, field
 
 from specs import checkpoints as C
 
-from kafkaforensics.inspect.groups import committed_offsets
 from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, RECOVERY_POINT
 from kafkaforensics.log.log_config import BROKER_DEFAULTS, LogConfig
 from kafkaforensics.log.partition import METADATA_PARTITION, parse_partition_dir_name, partition_dir_state
@@ -226,10 +225,11 @@ def log_dir_needs(out: LogDirRecovery) -> tuple[list[Need], int, int]:
     return needs, peak, freed
 
 
-def _lowest_commits(log_dir: str) -> dict:
-    """(topic, partition) -> the lowest offset any group committed for it."""
+def _lowest_commits(log_dir: str, committed) -> dict:
+    """(topic, partition) -> the lowest offset any group committed for it (``committed``: the log dir's
+    commits, as :func:`~kafkaforensics.inspect.groups.committed_offsets` lists them)."""
     low: dict = {}
-    for r in committed_offsets([log_dir]):
+    for r in committed([log_dir]):
         tp = (r["topic"], r["partition"])
         low[tp] = min(low.get(tp, r["offset"]), r["offset"])
     return low
@@ -252,9 +252,9 @@ def _retention_limits(partition_dir: str, notes: set) -> dict:
     return {k: v if v is not None and v >= 0 else None for k, v in got.items()}
 
 
-def movable_segments(out: LogDirRecovery, now: int | None, notes: set) -> list[Movable]:
+def movable_segments(out: LogDirRecovery, now: int | None, notes: set, committed) -> list[Movable]:
     """Every segment of the log dir below every group's commit and past its topic's retention."""
-    low = _lowest_commits(out.log_dir)
+    low = _lowest_commits(out.log_dir, committed)
     found, uncommitted = [], []
     for rep in out.partitions:
         tp = parse_partition_dir_name(rep.path)
@@ -302,9 +302,11 @@ def choose_moves(candidates: list[Movable], shortfall: int) -> list[Movable]:
     return moves
 
 
-def plan_space(log_dirs, *, move_to: str | None = None, now: int | None = None,
+def plan_space(log_dirs, committed, *, move_to: str | None = None, now: int | None = None,
                kafka_version=None, full: bool = False) -> list[SpacePlan]:
     """A :class:`SpacePlan` a log dir (see the module's doc). Reads only: nothing is written.
+    ``committed``: a function listing the commits of log dirs, as
+    :func:`~kafkaforensics.inspect.groups.committed_offsets` (an inspect stage's, given by the caller).
     ``now`` (epoch ms): the clock retention and producer expiry are judged by (default: now for
     retention; no producer expires, as ``kfx recover``); ``full``: every segment validated, as
     ``kfx recover --full``."""
@@ -315,7 +317,7 @@ def plan_space(log_dirs, *, move_to: str | None = None, now: int | None = None,
         plan = SpacePlan(out.log_dir, free_bytes(out.log_dir), needs, transient, freed, move_to=move_to)
         notes: set = set()
         clock = int(time.time() * 1000) if now is None else now
-        plan.candidates = oldest_first(movable_segments(out, clock, notes))
+        plan.candidates = oldest_first(movable_segments(out, clock, notes, committed))
         plan.notes = sorted(notes)
         plan.device = os.stat(out.log_dir).st_dev
         if any("resizeIndexes" in n.why for n in needs):

@@ -41,7 +41,6 @@ Running it twice changes nothing the second time.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 
 from specs import checkpoints as C
@@ -62,8 +61,8 @@ from kafkaforensics.log.log_loader import replay_segment
 from kafkaforensics.log.partition import (METADATA_PARTITION, LogDir, Partition, parse_partition_dir_name,
                                          partition_dir_state)
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot, snapshot_bytes
-from kafkaforensics.log.segment import (CLEANED, DELETED, INDEX, LOG, SNAPSHOT, SWAP, TIMEINDEX, TXNINDEX,
-                                        Segment, file_name, offset_from_name, open_buffer, without_leftover_suffix)
+from kafkaforensics.log.segment import (CLEANED, DELETED, INDEX, KRAFT_SNAPSHOT_FILE_RE, LOG, SNAPSHOT, SWAP,
+                                        TIMEINDEX, TXNINDEX, Segment, file_name, offset_from_name, open_buffer, without_leftover_suffix)
 from kafkaforensics.log.batch_search import scan_file
 
 _INDEX_SUFFIXES = (INDEX, TIMEINDEX, TXNINDEX)
@@ -440,16 +439,13 @@ def _plan_leftovers(d: _PlannedPartition, plan: list[Action], rules) -> None:
                         del d.files[idx]
 
 
-_KRAFT_SNAPSHOT = re.compile(r"^(\d{20})-(\d{10})\.checkpoint(\.part|\.deleted)?$")
-
-
 def _plan_kraft_snapshots(d: _PlannedPartition, plan: list[Action], log_start: int) -> tuple[int, int] | None:
     """KafkaMetadataLog.recoverSnapshots: partial (``.checkpoint.part``) and deleted
     (``.checkpoint.deleted``) snapshots and those ending below the log start are deleted
     (Files.deleteIfExists); the latest one kept, (end offset, epoch), comes back."""
     kept = []
     for n in sorted(d.files):
-        m = _KRAFT_SNAPSHOT.match(n)
+        m = KRAFT_SNAPSHOT_FILE_RE.match(n)
         if not m:
             continue
         sid = (int(m.group(1)), int(m.group(2)))

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 
 from kafkaforensics import fsutil
 
-from kafkaforensics.log import time_index
 from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, set_partition_offset
 from kafkaforensics.log.partition import Partition, parse_partition_dir_name
 from kafkaforensics.log.segment import DELETED, INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, file_name
@@ -47,28 +46,13 @@ class RetentionReport:
                 "logEndOffset": self.log_end_offset, "backup": self.backup, "dropped": self.dropped.to_json()}
 
 
-def largest_timestamp(seg) -> int:
-    """LogSegment.largestTimestamp: the batches' and the time index's last entry's largest, else
-    the file's modification time."""
-    largest = seg.max_timestamp
-    tidx = seg.files.existing(TIMEINDEX)
-    if tidx:
-        with open(tidx, "rb") as f:
-            entries, _ = time_index.read_entries(f.read(), seg.base_offset)
-        if entries:
-            largest = max(largest, entries[-1][0])
-    if largest < 0:
-        largest = int(os.stat(seg.log).st_mtime * 1000)
-    return largest
-
-
 def retention(partition_dir: str, *, retention_ms: int | None = None, retention_bytes: int | None = None,
               log_start_offset: int | None = None, now: int | None = None, dry_run: bool = False,
               backup: bool = True, backup_dir: str | None = None) -> RetentionReport:
     now = int(time.time() * 1000) if now is None else now
     pd = log = Partition.of(partition_dir).load(producers=False)
     rep = RetentionReport(pd.name, dry_run)
-    segs = [(s.files, s.size, s.next_offset, largest_timestamp(s)) for s in log.loaded]
+    segs = [(s.files, s.size, s.next_offset, s.largest_timestamp()) for s in log.loaded]
     if not segs:
         return rep
     leo = segs[-1][2]
