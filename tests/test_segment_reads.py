@@ -114,7 +114,7 @@ def test_log_dir_reads_both_marker_formats_and_its_checkpoints(tmp_path):
     (ld / "recovery-point-offset-checkpoint").write_text("0\n1\nevents 0 17\n")
     assert d.recovery_points() == {("events", 0): 17}
     (ld / "cleaner-offset-checkpoint").write_text("")
-    assert d.lock_holder() is None and [os.path.basename(x) for x in d.other_dirs()] == [".kfx-backup"]
+    assert d.lock_holder() is None and [os.path.basename(x) for x, _, _ in d.refused_dirs()] == [".kfx-backup"]
 
 
 def test_partition_dir_producer_state_and_epochs(part, tmp_path):

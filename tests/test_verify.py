@@ -320,7 +320,7 @@ def test_one_judge_of_the_dirs_a_broker_refuses(tmp_path, kfx):
                  "orders-3.zz-future"):
         os.mkdir(os.path.join(logdir, name))
     refused = [".idea", "notes-x", "t-99999999999", "t.abc-delete"]
-    assert [os.path.basename(d) for d in refused_dirs(logdir)] == refused
+    assert [os.path.basename(d) for d, _, _ in refused_dirs(logdir)] == refused
     assert not kafka_refuses_dir_name("t-+5") and kafka_refuses_dir_name("t-") and kafka_refuses_dir_name("-5")
     r = kfx("verify", logdir, "--json")
     assert r.exit_code == 1

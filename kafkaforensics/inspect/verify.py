@@ -26,11 +26,10 @@ from kafkaforensics.records.batch import Batch, resolve_legacy_wrapper
 from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log.logdir import (CLEAN_SHUTDOWN_FILE, METADATA_PARTITION, check_log_dirs, check_topic_ids, metadata_topic_ids,
                      read_clean_shutdown, read_meta_properties, clean_shutdown_note)
-from kafkaforensics.log.partition import (INDEX, LOG, TIMEINDEX, TXNINDEX, Partition, SegmentFiles, find_partitions,
-                                          refused_dirs)
+from kafkaforensics.log.partition import (INDEX, LOG, TIMEINDEX, TXNINDEX, Partition, SegmentFiles, broker_refusal,
+                                          find_partitions, refused_dirs)
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot
 from kafkaforensics.log.dir_lock import LOCK_FILE
-from kafkaforensics.log.kafka_rules import refused_dir
 from kafkaforensics.log.kafka_version import kafka_version as resolve_kafka_version
 from kafkaforensics.log.paths import (LOG_DIR, PARTITION_DIR, classify, is_active_segment, live_log_dirs, live_note,
                                       live_tail)
@@ -160,7 +159,6 @@ def verify(paths, *, progress=None, max_batch_bytes: int | None = None, kafka_ve
                     rep.notes.append(Problem(pd.path, None, None, f"{pd.dir_state}-copy",
                                              f"{pd.name} is a {pd.dir_state} copy of {pd.topic}-{pd.partition}, "
                                              "not the live partition"))
-                    _refused_suffix(pd, rep)
                 verify_partition(pd, rep, checkpoints=ckpts if pd.dir_state == "live" else None, progress=progress,
                                  max_batch_bytes=max_batch_bytes, live=kp.log_dir in live)
         elif kp.kind == PARTITION_DIR:
@@ -185,10 +183,11 @@ def verify(paths, *, progress=None, max_batch_bytes: int | None = None, kafka_ve
 
 
 def _refused_suffix(pd: Partition, rep: VerifyReport) -> None:
-    """A -future/-stray dir the log dir's Kafka cannot parse: a problem (that broker does not start)."""
-    why = refused_dir(pd.name, pd.dir_state, rep.kafka.rules()) if rep.kafka is not None else None
-    if why:
-        rep.add(pd.path, None, None, "unknown-dir-suffix", why)
+    """A partition dir verified alone whose name its log dir's Kafka cannot parse (:func:`broker_refusal`,
+    the judge a log dir's verify asks of every dir): a problem (that broker does not start)."""
+    refusal = broker_refusal(pd.name, rep.kafka.rules() if rep.kafka is not None else None)
+    if refusal:
+        rep.add(pd.path, None, None, *refusal)
 
 
 def verify_log_dir_files(log_dir: str, parts, rep: VerifyReport) -> dict:
@@ -237,14 +236,13 @@ def _orphan_detail(path: str) -> str:
 
 
 def _report_refused_dirs(log_dir: str, rep: VerifyReport) -> None:
-    """The dirs of a log dir a broker refuses to start on (:func:`~kafkaforensics.log.partition.refused_dirs`,
-    the judge ``kfx recover`` asks too), but a killed kfx run's temp dirs (:func:`_report_temps` says those)."""
+    """The dirs of a log dir its broker refuses to start on (:func:`~kafkaforensics.log.partition.refused_dirs`,
+    the judge ``kfx recover`` asks too: a name no Kafka parses, a -future/-stray suffix the log dir's Kafka
+    does not know), but a killed kfx run's temp dirs (:func:`_report_temps` says those)."""
     temps = set(fsutil.temp_artefacts(log_dir))
-    for d in refused_dirs(log_dir):
+    for d, kind, why in refused_dirs(log_dir, rep.kafka.rules() if rep.kafka is not None else None):
         if d not in temps:
-            rep.add(d, None, None, "not-a-partition-dir",
-                    f"{os.path.basename(d)} is no partition dir by Kafka's naming (topic-partition): a broker "
-                    "refuses to start on this log dir (its log loading takes every dir there for a partition)")
+            rep.add(d, None, None, kind, why)
 
 
 def _verify_kraft_files(log_dir: str | None, parts, rep: VerifyReport) -> None:

@@ -18,6 +18,7 @@ from kafkaforensics.log.segment import (INDEX, LEFTOVER_SUFFIXES, LOG, SNAPSHOT,
                                         Segment, file_name, offset_from_name, open_buffer)
 from kafkaforensics.log.producer_state import read_snapshot
 from kafkaforensics.log.dir_lock import lock_holder
+from kafkaforensics.log.kafka_rules import refused_dir
 
 #: what reading a segment never needs: the writers, the checkpoint readers, name-based UUIDs
 fsutil = lazy("kafkaforensics.fsutil", globals())
@@ -75,16 +76,40 @@ def kafka_refuses_dir_name(name: str) -> bool:
     return not topic or not part or _java_int(part) is None
 
 
-def refused_dirs(log_dir: str) -> list[str]:
-    """The dirs of ``log_dir`` that make Kafka's LogManager refuse to start on it (every dir it lists but
-    ``remote-log-index-cache``, judged by :func:`kafka_refuses_dir_name`), sorted: the one judge
-    ``kfx verify`` and ``kfx recover`` ask."""
+#: the kinds of :func:`broker_refusal`: a name no Kafka parses, a suffix the log dir's Kafka does not know
+NOT_A_PARTITION_DIR, UNKNOWN_DIR_SUFFIX = "not-a-partition-dir", "unknown-dir-suffix"
+
+
+def broker_refusal(name: str, rules=None) -> tuple[str, str] | None:
+    """Why a broker refuses to start on a log dir holding a dir named ``name``, as (kind, one line), or
+    None: the one judge ``kfx verify`` and ``kfx recover`` ask. A name LocalLog.parseTopicPartitionName
+    throws on (:func:`kafka_refuses_dir_name`; ``remote-log-index-cache`` excepted, as LogManager.loadLogs)
+    is :data:`NOT_A_PARTITION_DIR`; a ``-future``/``-stray`` suffix no Kafka of ``rules``' range parses
+    (:func:`~kafkaforensics.log.kafka_rules.refused_dir`; ``rules`` None: not judged) :data:`UNKNOWN_DIR_SUFFIX`."""
+    if name == REMOTE_INDEX_CACHE_DIR:
+        return None
+    if kafka_refuses_dir_name(name):
+        return NOT_A_PARTITION_DIR, (f"{name}: no partition dir by Kafka's naming (topic-partition); a broker "
+                                     "refuses to start on this log dir (its log loading takes every dir there for a "
+                                     "partition)")
+    suffix = next((x for x in ("future", "stray") if name.endswith("-" + x)), None)
+    why = refused_dir(name, suffix, rules) if rules is not None and suffix else None
+    return (UNKNOWN_DIR_SUFFIX, why) if why else None
+
+
+def refused_dirs(log_dir: str, rules=None) -> list[tuple[str, str, str]]:
+    """The dirs of ``log_dir`` that make the broker of ``rules`` refuse to start on it, sorted, each as
+    (path, kind, why) by :func:`broker_refusal`."""
     try:
         names = sorted(os.listdir(log_dir))
     except OSError:
         return []
-    return [os.path.join(log_dir, n) for n in names
-            if n != REMOTE_INDEX_CACHE_DIR and kafka_refuses_dir_name(n) and os.path.isdir(os.path.join(log_dir, n))]
+    out = []
+    for n in names:
+        refusal = broker_refusal(n, rules)
+        if refusal is not None and os.path.isdir(os.path.join(log_dir, n)):
+            out.append((os.path.join(log_dir, n), *refusal))
+    return out
 
 
 def partition_of_dir_name(name: str) -> tuple[str, int] | None:
@@ -429,10 +454,9 @@ class LogDir:
     def partitions(self) -> list[Partition]:
         return [Partition.scan(p) for p in self.partition_dirs()]
 
-    def other_dirs(self) -> list[str]:
-        """Dirs a broker refuses to start on (:func:`refused_dirs`: no partition by Kafka's naming, but
-        for ``remote-log-index-cache``, the tiered-storage index cache)."""
-        return refused_dirs(self.path)
+    def refused_dirs(self, rules=None) -> list[tuple[str, str, str]]:
+        """Dirs the broker of ``rules`` refuses to start on, as (path, kind, why): :func:`refused_dirs`."""
+        return refused_dirs(self.path, rules)
 
 
 #: the tiered-storage index cache a log dir may hold (RemoteIndexCache.DIR_NAME): not a partition

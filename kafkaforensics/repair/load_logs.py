@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, RECOVERY_POINT, build_offsets, read_offsets
 from kafkaforensics.log.dir_lock import refuse_live
-from kafkaforensics.log.kafka_rules import refused_dir
 from kafkaforensics.log.kafka_version import kafka_version as resolve_kafka_version
 from kafkaforensics.log.partition import (METADATA_PARTITION, LogDir, is_log_dir, parse_partition_dir_name,
                                           partition_dir_state)
@@ -116,14 +115,10 @@ def plan_log_dir(ld: LogDir, *, full: bool, dry_run: bool, backup: bool, backup_
         except KafkaFormatError as e:
             out.notes.append(f"{name} unreadable ({e.problem.detail}): read as no entries, as Kafka does")
             tables[name] = {}
-    for other in ld.other_dirs():
-        out.notes.append(f"{os.path.basename(other)}: not a partition dir by Kafka's naming (a broker refuses to "
-                         "start on it); left alone")
+    for _path, _kind, why in ld.refused_dirs(kafka_version.rules() if kafka_version is not None else None):
+        out.notes.append(f"{why}; left alone")   # the judge verify asks too (partition.broker_refusal)
     tasks = []
     for p in ld.partition_dirs():
-        refused = kafka_version and refused_dir(os.path.basename(p), partition_dir_state(p), kafka_version.rules())
-        if refused:
-            out.notes.append(refused)
         tp = parse_partition_dir_name(p)
         metadata = os.path.basename(p) == METADATA_PARTITION
         kw = {"dry_run": dry_run, "backup": backup, "index_interval_bytes": index_interval_bytes,

@@ -52,14 +52,14 @@ from kafkaforensics.log.log_config import LogConfig
 from kafkaforensics.repair.actions import PHASES, Action, Dropped, apply_actions
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentIndexes, SegmentRebuild
-from kafkaforensics.log.kafka_rules import EXPIRY_DEFAULT_MS, refused_dir
+from kafkaforensics.log.kafka_rules import EXPIRY_DEFAULT_MS
 from kafkaforensics.log.kafka_version import KafkaVersion, kafka_version as resolve_kafka_version
 from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, RECOVERY_POINT, partition_offset, read_checkpoint
 from kafkaforensics.log.dir_lock import refuse_live
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.log_loader import replay_segment
-from kafkaforensics.log.partition import (METADATA_PARTITION, LogDir, Partition, parse_partition_dir_name,
-                                         partition_dir_state)
+from kafkaforensics.log.partition import (METADATA_PARTITION, LogDir, Partition, broker_refusal,
+                                         parse_partition_dir_name, partition_dir_state)
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot, snapshot_bytes
 from kafkaforensics.log.segment import (CLEANED, DELETED, INDEX, KRAFT_SNAPSHOT_FILE_RE, LOG, SNAPSHOT, SWAP,
                                         TIMEINDEX, TXNINDEX, Segment, file_name, offset_from_name, open_buffer, without_leftover_suffix)
@@ -221,9 +221,10 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
     if not isinstance(kafka_version, KafkaVersion) and rules.note():   # a log dir's run says it once
         notes.append(rules.note())
     rep.notes += notes
-    refused = refused_dir(os.path.basename(path), state, rules)
+    refused = broker_refusal(os.path.basename(path), rules)   # the judge verify asks too
     if refused:
-        rep.notes.append(refused + "; left as it is")
+        if not isinstance(kafka_version, KafkaVersion):   # a log dir's run says it once, of the log dir
+            rep.notes.append(refused[1] + "; left as it is")
         return rep
     if state == "delete":
         # Kafka loads it without recovery only to delete it (file.delete.delay.ms later): kfx keeps it
