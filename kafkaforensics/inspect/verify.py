@@ -26,8 +26,8 @@ from kafkaforensics.records.batch import Batch, resolve_legacy_wrapper
 from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log.logdir import (CLEAN_SHUTDOWN_FILE, METADATA_PARTITION, check_log_dirs, check_topic_ids, metadata_topic_ids,
                      read_clean_shutdown, read_meta_properties, clean_shutdown_note)
-from kafkaforensics.log.partition import (INDEX, LOG, TIMEINDEX, TXNINDEX, Partition, SegmentFiles, broker_refusal,
-                                          find_partitions, refused_dirs)
+from kafkaforensics.log.partition import (INDEX, LOG, TIMEINDEX, TXNINDEX, Partition, SegmentFiles,
+                                          UNKNOWN_DIR_SUFFIX, broker_refusal, find_partitions, refused_dirs)
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot
 from kafkaforensics.log.dir_lock import LOCK_FILE
 from kafkaforensics.log.kafka_version import kafka_version as resolve_kafka_version
@@ -186,7 +186,7 @@ def _refused_suffix(pd: Partition, rep: VerifyReport) -> None:
     """A partition dir verified alone whose name its log dir's Kafka cannot parse (:func:`broker_refusal`,
     the judge a log dir's verify asks of every dir): a problem (that broker does not start)."""
     refusal = broker_refusal(pd.name, rep.kafka.rules() if rep.kafka is not None else None)
-    if refusal:
+    if refusal and refusal[0] == UNKNOWN_DIR_SUFFIX:   # any name is a partition dir's given alone (kfx write --out)
         rep.add(pd.path, None, None, *refusal)
 
 

@@ -58,7 +58,7 @@ from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, RECOVERY_POINT,
 from kafkaforensics.log.dir_lock import refuse_live
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.log_loader import replay_segment
-from kafkaforensics.log.partition import (METADATA_PARTITION, LogDir, Partition, broker_refusal,
+from kafkaforensics.log.partition import (METADATA_PARTITION, UNKNOWN_DIR_SUFFIX, LogDir, Partition, broker_refusal,
                                          parse_partition_dir_name, partition_dir_state)
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot, snapshot_bytes
 from kafkaforensics.log.segment import (CLEANED, DELETED, INDEX, KRAFT_SNAPSHOT_FILE_RE, LOG, SNAPSHOT, SWAP,
@@ -222,7 +222,7 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
         notes.append(rules.note())
     rep.notes += notes
     refused = broker_refusal(os.path.basename(path), rules)   # the judge verify asks too
-    if refused:
+    if refused and refused[0] == UNKNOWN_DIR_SUFFIX:   # any name is a partition dir's given alone (kfx write --out)
         if not isinstance(kafka_version, KafkaVersion):   # a log dir's run says it once, of the log dir
             rep.notes.append(refused[1] + "; left as it is")
         return rep
