@@ -12,7 +12,8 @@ import pytest
 
 from kafkaforensics.log import kraft
 from kafkaforensics.errors import KafkaFormatError
-from kafkaforensics.log.logdir import check_log_dirs, metadata_topic_ids, read_meta_properties
+from kafkaforensics.log.kraft import metadata_topic_ids
+from kafkaforensics.log.partition import check_log_dirs, read_meta_properties
 from kafkaforensics.inspect.verify import verify
 from tests.conftest import FIXTURES, private_copy
 

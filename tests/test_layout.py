@@ -109,3 +109,73 @@ def test_imports_are_declared_at_module_tops():
                         isinstance(n, (ast.Import, ast.ImportFrom)) for n in ast.walk(fn)):
                     found.add((str(path.relative_to(ROOT.parent)), fn.name))
     assert found == set(INSIDE_A_FUNCTION), sorted(found ^ set(INSIDE_A_FUNCTION))
+
+
+def _code_files():
+    """Every Python file of the library, the CLI and the Spark jobs, with its path from the repository."""
+    for top in (ROOT, ROOT.parent / "cli", ROOT.parent / "spark_jobs"):
+        for path in sorted(top.rglob("*.py")):
+            yield str(path.relative_to(ROOT.parent)), ast.parse(path.read_text())
+
+
+#: where the segment's file kinds are defined: log/segment.py's registry (INDEX_KINDS, SEGMENT_FILE_RE)
+SEGMENT_REGISTRY = "kafkaforensics/log/segment.py"
+_INDEX_NAMES = {"INDEX", "TIMEINDEX", "TXNINDEX"}
+
+
+def test_each_suffix_list_pattern_and_constant_is_defined_once():
+    """A new index type touches the registry, not every module (issue 52): no module but log/segment.py
+    spells an index suffix, lists the index suffixes or writes a pattern of 20-digit offsets, and no
+    literal constant is defined under the same name in two modules."""
+    bad, consts = [], {}
+    for rel, tree in _code_files():
+        for node in ast.walk(tree):
+            if rel != SEGMENT_REGISTRY:
+                if isinstance(node, ast.Constant) and node.value in (".index", ".timeindex", ".txnindex"):
+                    bad.append(f"{rel}:{node.lineno} spells {node.value}")
+                if isinstance(node, ast.Constant) and isinstance(node.value, str) and r"\d{20}" in node.value:
+                    bad.append(f"{rel}:{node.lineno} has its own file-name pattern")
+                if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and len(
+                        {e.id for e in node.elts if isinstance(e, ast.Name)} & _INDEX_NAMES) >= 2:
+                    bad.append(f"{rel}:{node.lineno} lists index suffixes")
+        for node in tree.body:
+            if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                    and node.targets[0].id.lstrip("_").isupper()
+                    and not any(isinstance(n, (ast.Name, ast.Attribute, ast.Call)) for n in ast.walk(node.value))):
+                consts.setdefault((node.targets[0].id.lstrip("_"), ast.unparse(node.value)), []).append(rel)
+    bad += [f"{name} = {value} in {', '.join(where)}" for (name, value), where in consts.items() if len(where) > 1]
+    assert not bad, bad
+
+
+#: the LogDir module and the codecs it reads a log dir's files with (Kafka's OffsetCheckpointFile, FileLock)
+LOG_DIR_READERS = {"kafkaforensics/log/partition.py", "kafkaforensics/log/checkpoint_file.py",
+                   "kafkaforensics/log/dir_lock.py"}
+#: who else may read such a file, and why a user would accept it
+LOG_DIR_READ_EXCEPTIONS = {
+    "kafkaforensics/repair/restore.py": "restores a backup's copy of a checkpoint (no log dir's own file)",
+    "kafkaforensics/harness/damaged_sample.py": "builds the damaged demo log dir it then writes",
+}
+_LOG_DIR_FILE_NAMES = {"meta.properties", ".kafka_cleanshutdown", ".lock", "recovery-point-offset-checkpoint",
+                       "replication-offset-checkpoint", "log-start-offset-checkpoint", "cleaner-offset-checkpoint"}
+_LOG_DIR_CODECS = {"read_offsets", "read_checkpoint_offsets", "lock_holder", "partition_offset"}
+
+
+def test_log_dir_is_the_only_reader_of_log_dir_files():
+    """``meta.properties``, the offset checkpoints, the clean-shutdown marker and ``.lock`` are read
+    through :class:`~kafkaforensics.log.partition.LogDir` (issue 52): no other module names those
+    files or calls the checkpoint and lock codecs itself."""
+    bad = []
+    for rel, tree in _code_files():
+        if rel in LOG_DIR_READERS or rel in LOG_DIR_READ_EXCEPTIONS:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and node.value in _LOG_DIR_FILE_NAMES:
+                bad.append(f"{rel}:{node.lineno} names {node.value}")
+            if isinstance(node, ast.Call):
+                f = node.func
+                called = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+                on_log_dir = isinstance(f, ast.Attribute) and not (isinstance(f.value, ast.Name)
+                                                                   and f.value.id == "checkpoint_file")
+                if called in _LOG_DIR_CODECS and not on_log_dir:
+                    bad.append(f"{rel}:{node.lineno} calls {called}")
+    assert not bad, bad

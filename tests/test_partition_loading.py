@@ -6,12 +6,12 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from kafkaforensics.log.checkpoint_file import (LOG_START_OFFSET, RECOVERY_POINT, partition_offset, read_offsets,
-                                            set_partition_offset, update_offsets)
+from kafkaforensics.log.checkpoint_file import (LOG_START_OFFSET, RECOVERY_POINT, read_offsets, set_partition_offset,
+                                            update_offsets)
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.leader_epochs import UNDEFINED_EPOCH, LeaderEpochCache
 from kafkaforensics.log.log_loader import replay_segment
-from kafkaforensics.log.partition import Partition
+from kafkaforensics.log.partition import LogDir, Partition
 from kafkaforensics.log.producer_state import ProducerState
 from kafkaforensics.log.segment import (LEFTOVER_SUFFIXES, LOG, BatchScanner, file_name, offset_from_name,
                                     open_buffer, sibling, without_leftover_suffix)
@@ -220,6 +220,7 @@ def test_editor_changes_only_the_entries_asked(tmp_path, table, changes):
 
 def test_editor_per_partition(tmp_path):
     d = str(tmp_path)
+    partition_offset = lambda d, name, tp: LogDir(d).partition_offset(name, tp)  # noqa: E731 (the log dir's reader)
     assert partition_offset(d, LOG_START_OFFSET, ("t", 0)) is None
     assert set_partition_offset(d, LOG_START_OFFSET, ("t", 0), 5, create=False) is False
     assert not os.path.exists(os.path.join(d, LOG_START_OFFSET))

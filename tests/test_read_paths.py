@@ -25,7 +25,7 @@ from kafkaforensics.inspect.analyzer import AnalyzeOptions, analyze
 from kafkaforensics.inspect.dump import DumpOptions, dump
 from kafkaforensics.inspect.groups import committed_offsets
 from kafkaforensics.inspect.verify import verify
-from kafkaforensics.log.logdir import read_clean_shutdown
+from kafkaforensics.log.partition import read_clean_shutdown
 from kafkaforensics.log.paths import (FILE, LOG_DIR, PARTITION_DIR, PathUsageError, classify, partition_dirs,
                                       partition_files)
 from kafkaforensics.log.writer import write_partition

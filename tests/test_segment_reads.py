@@ -110,9 +110,10 @@ def test_log_dir_reads_both_marker_formats_and_its_checkpoints(tmp_path):
     assert d.clean_shutdown_marker()["brokerEpoch"] == 42
     assert [os.path.basename(x) for x in d.partition_dirs()] == ["events-0",
                                                                "events-1.0123456789abcdef0123456789abcdef-delete"]
-    assert d.recovery_points() == {}
+    assert d.checkpoint("recovery-point-offset-checkpoint") == {} and d.stored_checkpoint("recovery-point-offset-checkpoint") is None
     (ld / "recovery-point-offset-checkpoint").write_text("0\n1\nevents 0 17\n")
-    assert d.recovery_points() == {("events", 0): 17}
+    assert d.checkpoint("recovery-point-offset-checkpoint") == {("events", 0): 17}
+    assert d.partition_offset("recovery-point-offset-checkpoint", ("events", 0)) == 17
     (ld / "cleaner-offset-checkpoint").write_text("")
     assert d.lock_holder() is None and [os.path.basename(x) for x, _, _ in d.refused_dirs()] == [".kfx-backup"]
 

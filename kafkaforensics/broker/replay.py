@@ -26,7 +26,6 @@ import os
 import time
 
 from specs import protocol_messages as P
-from specs.checkpoints import parse_properties
 from specs.kafka_errors import INVALID_TOPIC, NAMES, NONE, POLICY_VIOLATION, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION
 from specs.message_types import typed
 from specs.protocol_messages import ApiKey
@@ -44,8 +43,8 @@ from kafkaforensics.fsutil import atomic_write, fsync_dir
 from kafkaforensics.inspect.groups import committed_offsets
 from kafkaforensics.log.checkpoint_file import RECOVERY_POINT, checkpoint_path, update_offsets
 from kafkaforensics.log.live_log import LiveLog
-from kafkaforensics.log.logdir import CLEAN_SHUTDOWN_FILE, metadata_topics, read_clean_shutdown
-from kafkaforensics.log.partition import derived_topic_id, find_partitions, partition_dir_state
+from kafkaforensics.log.kraft import metadata_topics
+from kafkaforensics.log.partition import CLEAN_SHUTDOWN_FILE, LogDir, derived_topic_id, find_partitions, partition_dir_state
 from kafkaforensics.log.segment import offset_from_name
 from kafkaforensics.records.internal_topics import encode_offset_commit
 from kafkaforensics.repair.actions import Dropped
@@ -165,11 +164,12 @@ class ReplayBroker:
         """A writable broker about to change the dir takes its ``.kafka_cleanshutdown`` away, as
         Kafka's log loading does: were it to crash, the dir must not look cleanly shut down.  The
         marker's broker epoch is kept for the one :meth:`shutdown` writes."""
-        path = os.path.join(self.log_dir, CLEAN_SHUTDOWN_FILE)
+        ld = LogDir(self.log_dir)
+        path = ld.file(CLEAN_SHUTDOWN_FILE)
         self.was_clean, self.broker_epoch = os.path.exists(path), -1
         if self.was_clean:
             try:
-                self.broker_epoch = read_clean_shutdown(path)["brokerEpoch"]
+                self.broker_epoch = (ld.clean_shutdown_marker(strict=True) or {}).get("brokerEpoch", -1)
             except (OSError, ValueError, KafkaFormatError):
                 pass
             os.unlink(path)
@@ -205,11 +205,7 @@ class ReplayBroker:
 
     def _meta_properties(self) -> dict:
         """The log dir's meta.properties (empty when it has none, or one that does not read)."""
-        try:
-            with open(os.path.join(self.log_dir, "meta.properties"), encoding="utf-8") as f:
-                return parse_properties(f.read())
-        except (OSError, ValueError):
-            return {}
+        return LogDir(self.log_dir).meta_properties_raw()
 
     def cluster_id(self) -> str:
         """meta.properties' cluster.id (as the broker that wrote the log dir had it), else kfx-replay."""

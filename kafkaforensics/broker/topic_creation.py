@@ -19,7 +19,7 @@ from specs.protocol_messages import ApiKey
 from kafkaforensics.broker.topic_configs import invalid
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.live_log import LiveLog
-from kafkaforensics.log.partition import write_partition_metadata
+from kafkaforensics.log.partition import METADATA_TOPIC, write_partition_metadata
 
 _TOPIC_RE = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 #: Kafka's controller writes at most this many records for one request (QuorumController's
@@ -30,8 +30,6 @@ MAX_RECORDS_PER_REQUEST = 10_000
 
 #: created by their coordinators, never by a client's Metadata or Produce
 INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata"}
-#: the KRaft metadata log (Kafka's Topic.CLUSTER_METADATA_TOPIC_NAME): never a topic a client sees
-METADATA_TOPIC = "__cluster_metadata"
 
 _log = logging.getLogger("kfx.serve")
 

@@ -27,7 +27,7 @@ from kafkaforensics.records.batch import Record
 from kafkaforensics.records.builder import build_v2
 from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, RECOVERY_POINT, REPLICATION_OFFSET, read_offsets, write_offsets
 from kafkaforensics.log.partition import find_partitions
-from kafkaforensics.log.segment import INDEX, LOG, SWAP, TIMEINDEX, iter_batches, offset_from_name, sibling
+from kafkaforensics.log.segment import INDEX, LOG, NEW_SEGMENT_SUFFIXES, SWAP, iter_batches, offset_from_name, sibling
 from kafkaforensics.log.writer import write_partition
 
 T0 = 1_700_000_000_000
@@ -80,7 +80,7 @@ def make_damaged_logdir(target: str, sample: str = SAMPLE) -> dict:
 
     # orders-0: the cleaner's swap of the first segment, written but not yet renamed
     first = os.path.join(orders, logs[0])
-    for suffix in (LOG, INDEX, TIMEINDEX):
+    for suffix in NEW_SEGMENT_SUFFIXES:
         src = sibling(first, suffix)
         if os.path.exists(src):
             shutil.copyfile(src, src + SWAP)

@@ -63,9 +63,10 @@ from specs.lazy import lazy
 from kafkaforensics.broker.protocol import Connection, ProtocolViolation, Request, request_header_version
 from kafkaforensics.broker.replay import SUPPORTED, WRITE_APIS
 from kafkaforensics.errors import KafkaFormatError
-from kafkaforensics.log import offset_index, record_columns, time_index
+from kafkaforensics.log import record_columns
 from kafkaforensics.log.producer_state import read_snapshot
-from kafkaforensics.log.segment import BatchScanner, file_name
+from kafkaforensics.log.segment import (INDEX, INDEX_BY_SUFFIX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, BatchScanner,
+                                        file_name)
 from kafkaforensics.log.txn_index import AbortedTxn, to_bytes
 from kafkaforensics.log.txn_index import read_entries as read_txn
 from kafkaforensics.records import builder, compression
@@ -526,16 +527,18 @@ _COMMANDS = {"compact": lambda p: _compact(p, False), "compact-dry-run": lambda 
              "verify": _verify, "salvage": _salvage}
 
 
-def _index_target(name, module, width, suffix):
+def _index_target(name, suffix):
+    kind = INDEX_BY_SUFFIX[suffix]
+
     def run(data):
-        entries, _ = module.read_entries(data, 0)
+        entries, _ = kind.module.read_entries(data, 0)
         return len(entries)
-    seeds = [(d, _fixed(d, width)) for d in map(_read, _files(suffix))]
+    seeds = [(d, _fixed(d, kind.entry_size)) for d in map(_read, _files(suffix))]
     return Target(name, run, seeds)
 
 
 def _txn_seeds():
-    seeds = [_read(p) for p in _files(".txnindex")]
+    seeds = [_read(p) for p in _files(TXNINDEX)]
     seeds.append(to_bytes([AbortedTxn(7, 0, 5, 3, 0), AbortedTxn(9, 6, 9, 6, 0)]))
     return [(d, _fixed(d, 34) + [x + o for x in range(0, len(d), 34) for o in (2, 10, 18, 26)]) for d in seeds]
 
@@ -557,7 +560,7 @@ def _text_run(data: bytes):
 
 
 def _text_seeds():
-    names = ("-checkpoint", "partition.metadata", "meta.properties")
+    names = ("-checkpoint", C.PARTITION_METADATA_FILE, C.META_PROPERTIES_FILE)
     out = []
     for root, _d, files in os.walk(SAMPLE):
         for f in sorted(files):
@@ -667,8 +670,8 @@ def targets() -> dict[str, Target]:
         Target("decoders", decoders_agree, seg, segment=True),
         Target("spark-records", _spark_records, seg, segment=True),
         *(Target(n, _command(n), seg, segment=True) for n in _COMMANDS),
-        _index_target("offset-index", offset_index, 8, ".index"),
-        _index_target("time-index", time_index, 12, ".timeindex"),
+        _index_target("offset-index", INDEX),
+        _index_target("time-index", TIMEINDEX),
         Target("txn-index", lambda d: len(read_txn(d, file="x")), _txn_seeds()),
         Target("snapshot", lambda d: len(read_snapshot(d, file="x")), _snapshot_seeds()),
         Target("checkpoint", _text_run, _text_seeds(), text=True),
@@ -832,8 +835,8 @@ def cli_campaign(files: int, workdir: str, seed: int = 0, per_process: int = 40)
     {0, 1, 2} and stderr free of tracebacks. Returns counts and the failing runs."""
     rnd = random.Random(seed)
     ts = targets()
-    kinds = [("segment", ".log"), ("offset-index", ".index"), ("time-index", ".timeindex"),
-             ("txn-index", ".txnindex"), ("snapshot", ".snapshot"), ("checkpoint", "leader-epoch-checkpoint")]
+    kinds = [("segment", LOG), ("offset-index", INDEX), ("time-index", TIMEINDEX),
+             ("txn-index", TXNINDEX), ("snapshot", SNAPSHOT), ("checkpoint", C.LEADER_EPOCH_FILE)]
     os.makedirs(workdir, exist_ok=True)
     made = []
     for i in range(files):

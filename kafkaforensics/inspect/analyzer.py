@@ -25,13 +25,14 @@ from specs.layout import INT32_MAX
 
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
-from kafkaforensics.log.partition import Partition, SegmentFiles, find_partitions, parse_partition_dir_name
+from kafkaforensics.log.checkpoint_file import CLEANER_OFFSET, LOG_START_OFFSET
+from kafkaforensics.log.partition import LogDir, Partition, SegmentFiles, find_partitions, parse_partition_dir_name
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot
-from kafkaforensics.log.segment import (INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, file_name, offset_from_name,
+from kafkaforensics.log.segment import (INDEX_SUFFIXES, LOG, SNAPSHOT, file_name, offset_from_name,
                                         open_buffer, sibling)
 from kafkaforensics.log.tiered import remote_segments
 from kafkaforensics.inspect.dump import TOPIC_DECODERS, decode_record
-from kafkaforensics.inspect.verify import (TAIL_KINDS, WARNING_KINDS, VerifyReport, read_log_dir_checkpoints, verify_identity,
+from kafkaforensics.inspect.verify import (TAIL_KINDS, WARNING_KINDS, VerifyReport, verify_identity,
                                            verify_log_dir_files, verify_partition, verify_partition_files)
 from kafkaforensics.log.paths import (FILE, LOG_DIR, PARTITION_DIR, PathUsageError, classify_for, live_log_dirs,
                                       live_note)
@@ -98,7 +99,7 @@ def remedy_for(f: Finding, partition_dir: str, producer: tuple | None = None) ->
         target = f.file or d
         if k == "orphan-index":
             return f"nothing needed: Kafka's log loading deletes it; kfx recover {d} removes it now (backup kept)"
-        if target.endswith((INDEX, TIMEINDEX, TXNINDEX)) and offset_from_name(target) is not None:
+        if target.endswith(INDEX_SUFFIXES) and offset_from_name(target) is not None:
             target = sibling(target, LOG)
         return f"kfx reindex {target} (rebuilds the segment's indexes as Kafka's recovery does, with a backup)"
     if k in _TAIL_KINDS:
@@ -272,7 +273,7 @@ def analyze(paths, opts: AnalyzeOptions | None = None) -> AnalysisReport:
             pd = Partition.scan(pdir)
             ckpts = {}  # a malformed checkpoint is the log dir's analysis's to report
             if kp.log_dir is not None and pd.dir_state == "live":
-                ckpts = read_log_dir_checkpoints(kp.log_dir)[0]
+                ckpts = LogDir(kp.log_dir).checkpoints()[0]
             if kp.kind == FILE:  # that segment alone: no snapshot or epoch file applies to a part
                 base = offset_from_name(kp.path)
                 if base is None or os.path.basename(kp.path) != file_name(base, LOG):
@@ -348,10 +349,10 @@ def _analyze_partition(pd: Partition, ckpts: dict, now: int, opts: AnalyzeOption
     _verify_findings(vr, name, pd.path, rep)
     summ = PartitionSummary(name, pd.path, segments=len(pd.segments))
     rep.partitions.append(summ)
-    log_start = ckpts.get("log-start-offset-checkpoint", {}).get((pd.topic, pd.partition)) if pd.topic else None
+    log_start = ckpts.get(LOG_START_OFFSET, {}).get((pd.topic, pd.partition)) if pd.topic else None
     if pd.segments:
         log_start = max(log_start or 0, pd.segments[0].base_offset)
-    cleaner_ck = ckpts.get("cleaner-offset-checkpoint", {}).get((pd.topic, pd.partition)) if pd.topic else None
+    cleaner_ck = ckpts.get(CLEANER_OFFSET, {}).get((pd.topic, pd.partition)) if pd.topic else None
     try:
         epochs = (LeaderEpochCache.read(pd.path) if not segment_only else None) or LeaderEpochCache()
     except KafkaFormatError:

@@ -17,17 +17,15 @@ from specs import record_batch as R
 from specs.lazy import lazy
 
 from kafkaforensics.log import kraft, offset_index, time_index, txn_index
-from kafkaforensics.log.logdir import read_clean_shutdown
 from kafkaforensics.log.paths import (FILE, LOG_DIR, appending, classify, file_kind, live_notes, live_tail,
                                       log_dir_files, partition_dirs, partition_files)
 from kafkaforensics.log.tiered import REMOTE_INDEX_RE
 from kafkaforensics.records.batch import resolve_legacy_wrapper
 from kafkaforensics.records.batch_json import encode, record_to_json
 from kafkaforensics.errors import KafkaFormatError, Problem
-from kafkaforensics.log.partition import LEFTOVER_SUFFIXES, parse_partition_dir_name, read_text
+from kafkaforensics.log.partition import LEFTOVER_SUFFIXES, LogDir, parse_partition_dir_name, read_clean_shutdown, read_text
 from kafkaforensics.log.producer_state import read_snapshot
 from kafkaforensics.log.segment import BatchScanner, Segment, file_name, offset_from_name, open_buffer
-from kafkaforensics.log.dir_lock import lock_holder
 
 #: the message schemas of the internal topics: only for a decoder
 internal_topics = lazy("kafkaforensics.records.internal_topics", globals())
@@ -205,7 +203,7 @@ def _dump_file(path: str, kind: str, opts: DumpOptions, out, err, res: DumpResul
                 for k, v in props.items():
                     print(f"{k}={v}", file=out)
         elif kind == "lock":
-            pid = lock_holder(os.path.dirname(os.path.abspath(path)))
+            pid = LogDir(os.path.dirname(os.path.abspath(path))).lock_holder()
             _emit(out, opts, {"lock": True, "heldBy": pid},
                   "held by process {heldBy} (a running broker)" if pid is not None else
                   "not held: no broker is running on this log dir (every broker leaves its .lock behind)")

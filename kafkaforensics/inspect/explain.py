@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log import checkpoint_file
-from kafkaforensics.log.partition import Partition
+from kafkaforensics.log.partition import LogDir, Partition
 from kafkaforensics.log.paths import appending
 from kafkaforensics.log.log_loader import replay_segment
 from kafkaforensics.log.segment import (DELETED, KRAFT_SNAPSHOT_RE, LOG, SNAPSHOT, Segment, file_name,
@@ -118,7 +118,7 @@ class LogView:
     def checkpoint(self, name: str) -> tuple[int, str] | None:
         """(offset, the file's line) of this partition in the log dir's checkpoint ``name``; None: no entry."""
         try:
-            off = checkpoint_file.partition_offset(self.partition.log_dir, name, self.partition.topic_partition)
+            off = LogDir(self.partition.log_dir).partition_offset(name, self.partition.topic_partition)
         except KafkaFormatError:
             return None
         if off is None:

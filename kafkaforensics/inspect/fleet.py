@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.inspect.diff import diff as diff_pair, replica_names
 from kafkaforensics.inspect.explain import LogView, scan
+from kafkaforensics.log.checkpoint_file import CLEANER_OFFSET
 from kafkaforensics.log.log_config import LogConfig
 from kafkaforensics.log.partition import LogDir, Partition, parse_partition_dir_name, partition_dir_state
 from kafkaforensics.log.paths import LOG_DIR, PARTITION_DIR, PathUsageError, classify_for
@@ -39,7 +40,6 @@ DIVERGED, ONE_SIDED, EPOCH_TRUNCATION, CORRUPT, TOPIC_ID_MISMATCH = (
     "diverged", "one-sided", "epoch-truncation", "corrupt", "topic-id-mismatch")
 KEY_RESURRECTED, ABORTED_SERVED, COMMITTED_HIDDEN, LSO_FROZEN = (
     "deleted-key-resurrected", "aborted-served-as-committed", "committed-hidden", "lso-frozen")
-CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 #: what ``kfx diff`` takes, in its one-line refusals
 TAKES = "two partition dirs or more (replicas of one partition), or log dirs (one per broker)"
 
@@ -106,7 +106,7 @@ def _batch_holding(view: LogView, offset: int):
 def _replicas(dirs: list) -> list[Replica]:
     """Each dir walked once; every keyed record kept when the topic compacts or a replica's cleaner ran."""
     parts = [Partition.scan(d) for d in dirs]
-    cleaners = [LogView(pd).checkpoint(CLEANER_CHECKPOINT) for pd in parts]
+    cleaners = [LogView(pd).checkpoint(CLEANER_OFFSET) for pd in parts]
     try:
         compacts = any(LogConfig.of(d).compacts for d in dirs)
     except (ValueError, KafkaFormatError):

@@ -19,8 +19,8 @@ import os
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.inspect.explain import lag_split, lag_text, scan
 from kafkaforensics.records.internal_topics import decode_offsets
-from kafkaforensics.log.logdir import METADATA_PARTITION, metadata_topic_ids
-from kafkaforensics.log.partition import Partition, find_partitions
+from kafkaforensics.log.kraft import metadata_topic_ids
+from kafkaforensics.log.partition import METADATA_PARTITION, Partition, find_partitions
 from kafkaforensics.log.paths import LOG_DIR, PathUsageError, classify_for
 
 

@@ -24,17 +24,18 @@ from specs.lazy import lazy
 from kafkaforensics.log import offset_index, time_index, txn_index
 from kafkaforensics.records.batch import Batch, resolve_legacy_wrapper
 from kafkaforensics.errors import KafkaFormatError, Problem
-from kafkaforensics.log.logdir import (CLEAN_SHUTDOWN_FILE, METADATA_PARTITION, check_log_dirs, check_topic_ids, metadata_topic_ids,
-                     read_clean_shutdown, read_meta_properties, clean_shutdown_note)
-from kafkaforensics.log.partition import (INDEX, LOG, TIMEINDEX, TXNINDEX, Partition, SegmentFiles,
-                                          UNKNOWN_DIR_SUFFIX, broker_refusal, find_partitions, refused_dirs)
+from kafkaforensics.log.kraft import metadata_topic_ids
+from kafkaforensics.log.partition import (CLEAN_SHUTDOWN_FILE, INDEX, LOG, METADATA_PARTITION, TIMEINDEX, TXNINDEX,
+                                          UNKNOWN_DIR_SUFFIX, LogDir, Partition, SegmentFiles, broker_refusal,
+                                          check_log_dirs, check_topic_ids, clean_shutdown_note, find_partitions,
+                                          refused_dirs)
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot
 from kafkaforensics.log.dir_lock import LOCK_FILE
 from kafkaforensics.log.kafka_version import kafka_version as resolve_kafka_version
 from kafkaforensics.log.paths import (LOG_DIR, PARTITION_DIR, classify, is_active_segment, live_log_dirs, live_note,
                                       live_tail)
 from kafkaforensics.log.tiered import REMOTE_INDEX_RE, check_remote_index
-from kafkaforensics.log.segment import Segment, file_name, offset_from_name
+from kafkaforensics.log.segment import INDEX_SUFFIXES, Segment, file_name, offset_from_name
 
 #: only for what a small segment's check never needs: KRaft files, runs of headers
 kraft = lazy("kafkaforensics.log.kraft", globals())
@@ -165,7 +166,7 @@ def verify(paths, *, progress=None, max_batch_bytes: int | None = None, kafka_ve
             pd = Partition.scan(kp.path)
             ckpts = None  # a malformed checkpoint is the log dir's verify's to report
             if kp.log_dir is not None and pd.dir_state == "live":
-                ckpts = read_log_dir_checkpoints(kp.log_dir)[0]
+                ckpts = LogDir(kp.log_dir).checkpoints()[0]
             verify_partition(pd, rep, checkpoints=ckpts, progress=progress, max_batch_bytes=max_batch_bytes,
                              live=kp.log_dir in live)
             verify_partition_files(pd, rep)
@@ -193,25 +194,12 @@ def _refused_suffix(pd: Partition, rep: VerifyReport) -> None:
 def verify_log_dir_files(log_dir: str, parts, rep: VerifyReport) -> dict:
     """A log dir's own files (the offset checkpoints, the metadata partition's snapshots and
     quorum-state, bootstrap.checkpoint) into ``rep``; the checkpoints' tables come back."""
-    ckpts, problems = read_log_dir_checkpoints(log_dir)
+    ckpts, problems = LogDir(log_dir).checkpoints()
     rep.problems += problems
     _verify_kraft_files(log_dir, parts, rep)
     return ckpts
 
 
-def read_log_dir_checkpoints(log_dir: str) -> tuple[dict, list[Problem]]:
-    """The log dir's offset checkpoints as {file name: {(topic, partition): offset}}, read one at a time
-    (a malformed one is a problem and hides none of the others), and those problems."""
-    ckpts, problems = {}, []
-    for name in C.OFFSET_CHECKPOINT_FILES:
-        try:
-            table = checkpoint_file.read_offsets(os.path.join(log_dir, name))
-        except KafkaFormatError as e:
-            problems.append(e.problem)
-            continue
-        if table is not None:
-            ckpts[name] = table
-    return ckpts, problems
 
 
 def verify_partition_files(pd: Partition, rep: VerifyReport) -> None:
@@ -311,7 +299,7 @@ def _verify_file(path: str, rep: VerifyReport, progress, max_batch_bytes) -> Non
         elif name.endswith(".snapshot"):
             with open(path, "rb") as f:
                 read_snapshot(f.read(), file=path)
-        elif name.endswith((INDEX, TIMEINDEX, TXNINDEX)) and base is not None:
+        elif name.endswith(INDEX_SUFFIXES) and base is not None:
             seg = SegmentFiles(base, os.path.dirname(os.path.abspath(path)))
             if not os.path.exists(seg.log):
                 rep.add(path, None, None, "orphan-index", _orphan_detail(path))
@@ -321,13 +309,14 @@ def _verify_file(path: str, rep: VerifyReport, progress, max_batch_bytes) -> Non
         elif name == C.LEADER_EPOCH_FILE:
             _check_epochs(C.LeaderEpochCheckpoint.parse(_read(path), file=path), path, None, rep)
         elif name in C.OFFSET_CHECKPOINT_FILES:
-            C.OffsetCheckpoint.parse(_read(path), file=path)
+            LogDir(os.path.dirname(path)).stored_checkpoint(name)
         elif name == C.PARTITION_METADATA_FILE:
             C.parse_partition_metadata(_read(path), file=path)
         elif name == C.META_PROPERTIES_FILE:
-            read_meta_properties(path)
+            LogDir(os.path.dirname(path)).meta_properties()
         elif name == CLEAN_SHUTDOWN_FILE:
-            rep.notes.append(Problem(path, None, None, "clean-shutdown", clean_shutdown_note(path, read_clean_shutdown(path))))
+            marker = LogDir(os.path.dirname(path)).clean_shutdown_marker(strict=True)
+            rep.notes.append(Problem(path, None, None, "clean-shutdown", clean_shutdown_note(path, marker)))
         elif name == LOCK_FILE:
             pass  # its lock, not its bytes, says something (live_log_dirs)
         elif REMOTE_INDEX_RE.match(name):

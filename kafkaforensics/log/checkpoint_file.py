@@ -3,9 +3,9 @@
 A log dir's offset checkpoints (``recovery-point-offset-checkpoint``, ``replication-offset-
 checkpoint``, ``log-start-offset-checkpoint``, ``cleaner-offset-checkpoint``) map each
 (topic, partition) to an offset; Kafka rewrites the whole file through a temp file, fsync and
-rename.  :func:`read_offsets` reads one, :func:`partition_offset` one partition's entry and
-:func:`update_offsets` / :func:`set_partition_offset` change entries while keeping every other
-entry and its order.  The formats are ``specs.checkpoints``'s.
+rename.  :func:`read_offsets` reads one (the codec :class:`~.partition.LogDir` reads a log dir's
+checkpoints through: commands ask the LogDir) and :func:`update_offsets` / :func:`set_partition_offset`
+change entries while keeping every other entry and its order.  The formats are ``specs.checkpoints``'s.
 """
 from __future__ import annotations
 
@@ -73,14 +73,6 @@ def checkpoint_path(log_dir: str, name: str) -> str:
     if name not in C.OFFSET_CHECKPOINT_FILES:
         raise ValueError(f"{name!r} is not one of Kafka's offset checkpoint files {C.OFFSET_CHECKPOINT_FILES}")
     return os.path.join(log_dir, name)
-
-
-def partition_offset(log_dir: str, name: str, tp: tuple[str, int] | None) -> int | None:
-    """The offset the log dir's checkpoint ``name`` holds for ``tp`` (None: no file, no entry)."""
-    if tp is None:
-        return None
-    table = read_offsets(checkpoint_path(log_dir, name))
-    return None if table is None else table.get(tuple(tp))
 
 
 def build_offsets(table: dict[tuple[str, int], int]) -> bytes:

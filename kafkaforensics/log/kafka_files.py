@@ -31,9 +31,8 @@ from __future__ import annotations
 import bisect
 
 from kafkaforensics.errors import KafkaFormatError
-from kafkaforensics.log import offset_index, time_index
 from kafkaforensics.log.kafka_rules import AppliedRules
-from kafkaforensics.log.segment import BatchScanner, INDEX, TIMEINDEX, open_buffer
+from kafkaforensics.log.segment import BatchScanner, INDEX, INDEX_BY_SUFFIX, open_buffer
 from kafkaforensics.log.producer_state import read_snapshot, snapshot_bytes
 from kafkaforensics.records.batch import resolve_legacy_wrapper
 
@@ -130,12 +129,13 @@ def kept_as_written(target: str, suffix: str, seg_log: str, base: int, valid_byt
                     rules: AppliedRules, interval: int) -> bool:
     """Whether the index file ``target`` (``.index`` or ``.timeindex`` of the segment ``seg_log``,
     whose first ``valid_bytes`` are kept) is one a Kafka of ``rules`` would have written."""
-    if suffix not in (INDEX, TIMEINDEX) or not append_path_differs(rules):
+    kind = INDEX_BY_SUFFIX.get(suffix)
+    if kind is None or not kind.preallocated or not append_path_differs(rules):
         return False
     try:
         with open(target, "rb") as f:
             data = f.read()
-        module = offset_index if suffix == INDEX else time_index
+        module = kind.module
         if len(data) % module.ENTRY_SIZE:
             return False
         entries, zero_tail = module.read_entries(data, base)

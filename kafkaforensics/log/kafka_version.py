@@ -32,11 +32,13 @@ import re
 import struct
 from dataclasses import dataclass, field
 
+from specs import checkpoints as C
+
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.kafka_rules import (NEWEST, OLDEST, RELEASES, AppliedRules, Version, next_release,
                                             release_of, version_text)
-from kafkaforensics.log.logdir import CLEAN_SHUTDOWN_FILE, METADATA_PARTITION, read_meta_properties
-from kafkaforensics.log.segment import BatchScanner, offset_from_name, open_buffer
+from kafkaforensics.log.partition import METADATA_PARTITION, LogDir
+from kafkaforensics.log.segment import INDEX, LOG, SNAPSHOT, TIMEINDEX, BatchScanner, offset_from_name, open_buffer, sibling
 from kafkaforensics.log import kraft, offset_index, time_index
 from kafkaforensics.records.batch import parse_header
 from kafkaforensics.records.internal_topics import decode_metadata
@@ -127,7 +129,7 @@ def find_log_dir(path: str) -> str:
     path = os.path.abspath(path)
     if os.path.isfile(path):
         path = os.path.dirname(path)
-    if os.path.exists(os.path.join(path, "meta.properties")) or not _PARTITION_DIR.match(os.path.basename(path)):
+    if os.path.exists(LogDir(path).file(C.META_PROPERTIES_FILE)) or not _PARTITION_DIR.match(os.path.basename(path)):
         return path
     return os.path.dirname(path)
 
@@ -163,13 +165,14 @@ def infer_kafka_version(log_dir: str) -> KafkaVersion:
         return kv
     parts = [n for n in names if _PARTITION_DIR.match(n) and os.path.isdir(os.path.join(log_dir, n))]
     kraft = METADATA_PARTITION in parts
-    if "meta.properties" not in names:
-        return kv   # not a broker's log dir (a partition written by kfx, a copy): nothing to infer from
+    ld = LogDir(log_dir)
     try:
-        meta = read_meta_properties(os.path.join(log_dir, "meta.properties"))
+        meta = ld.meta_properties()
     except (KafkaFormatError, OSError):
-        meta = None
-    if meta is not None:
+        meta = {}
+    if meta is None:
+        return kv   # not a broker's log dir (a partition written by kfx, a copy): nothing to infer from
+    if meta:
         if meta["version"] == 1:
             kraft = True
             kv.at_least((2, 8), "meta.properties v1 (KRaft)")
@@ -186,20 +189,20 @@ def infer_kafka_version(log_dir: str) -> KafkaVersion:
     if kraft:
         kv.at_least((2, 8), "KRaft mode")
         _metadata_versions(log_dir, kv)
-    _clean_shutdown(log_dir, names, kv)
+    _clean_shutdown(ld, kv)
     _suffix_dirs(names, kv)
     if parts:
         data_parts = [p for p in parts if p != METADATA_PARTITION]
         files = {p: _listdir(os.path.join(log_dir, p)) for p in data_parts}
         # only what a version writes proves it: a missing partition.metadata (an inter.broker.protocol
         # below 2.8) or leader-epoch-checkpoint (deleted from 2.2 on the old message format) says nothing
-        if any("partition.metadata" in f for f in files.values()):
+        if any(C.PARTITION_METADATA_FILE in f for f in files.values()):
             kv.at_least((2, 8), "partition.metadata present")
-        if any("leader-epoch-checkpoint" in f for f in files.values()):
+        if any(C.LEADER_EPOCH_FILE in f for f in files.values()):
             kv.at_least((0, 11), "leader-epoch-checkpoint present")
-        if any(n.endswith(".timeindex") for f in files.values() for n in f):
+        if any(n.endswith(TIMEINDEX) for f in files.values() for n in f):
             kv.at_least((0, 10, 1), "time indexes present (KIP-33, 0.10.1)")
-        if any(n.endswith(".snapshot") for f in files.values() for n in f):
+        if any(n.endswith(SNAPSHOT) for f in files.values() for n in f):
             kv.at_least((0, 11), "producer snapshots present")
         _index_styles(log_dir, files, kv)
         magics = _first_magics(log_dir, files)
@@ -233,19 +236,19 @@ def _index_styles(log_dir: str, files: dict, kv: KafkaVersion) -> None:
     found = set()
     for p, names in files.items():
         for n in names:
-            if not n.endswith(".index") or seen >= INDEX_SAMPLE:
+            if not n.endswith(INDEX) or seen >= INDEX_SAMPLE:
                 continue
             base = offset_from_name(n)
-            stem = os.path.join(log_dir, p, n[:-len(".index")])
-            if base is None or not os.path.exists(stem + ".log"):
+            stem = os.path.join(log_dir, p, n[:-len(INDEX)])
+            if base is None or not os.path.exists(stem + LOG):
                 continue
             seen += 1
             try:
-                with open(stem + ".index", "rb") as f:
+                with open(stem + INDEX, "rb") as f:
                     head = f.read(8)
-                with open(stem + ".timeindex", "rb") as f:
+                with open(stem + TIMEINDEX, "rb") as f:
                     thead = f.read(12)
-                with open_buffer(stem + ".log") as buf:
+                with open_buffer(stem + LOG) as buf:
                     if len(head) == 8:
                         (off, pos), = offset_index.read_entries(head, base)[0] or [(None, None)]
                         if off is not None and 0 < pos < len(buf) - 17:
@@ -282,7 +285,7 @@ def _first_magics(log_dir: str, files: dict) -> set[int]:
     out = set()
     for p, names in files.items():
         for n in names:
-            if not n.endswith(".log"):
+            if not n.endswith(LOG):
                 continue
             try:
                 with open(os.path.join(log_dir, p, n), "rb") as f:
@@ -294,15 +297,14 @@ def _first_magics(log_dir: str, files: dict) -> set[int]:
     return out
 
 
-def _clean_shutdown(log_dir: str, names: list, kv: KafkaVersion) -> None:
-    if CLEAN_SHUTDOWN_FILE not in names:
-        return
+def _clean_shutdown(ld: LogDir, kv: KafkaVersion) -> None:
     try:
-        with open(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), "rb") as f:
-            data = f.read(4096)
-    except OSError:
+        marker = ld.clean_shutdown_marker(strict=True)
+    except KafkaFormatError:
         return
-    if data.strip():
+    if marker is None:
+        return
+    if marker["format"] != "empty":
         kv.at_least((3, 7), "clean-shutdown file as JSON")
     else:
         kv.below((3, 7), "empty clean-shutdown file")
@@ -312,7 +314,7 @@ def _index_position(log: str, base: int, offset: int) -> int:
     """Where the batch holding ``offset`` starts at the latest, by the segment's offset index (0
     without a readable one)."""
     try:
-        with open(log[:-len(".log")] + ".index", "rb") as f:
+        with open(sibling(log, INDEX), "rb") as f:
             entries, _zero = offset_index.read_entries(f.read(), base)
         pos = offset_index.lookup(entries, offset, base)[1]
         return pos if 0 <= pos < os.path.getsize(log) else 0
@@ -360,7 +362,7 @@ def _metadata_versions(log_dir: str, kv: KafkaVersion) -> None:
         scan(os.path.join(mdir, snaps[-1]))
         end = kraft.snapshot_id(snaps[-1])[0]
     # then the log from there on: from the last segment starting at or below it, at its index entry
-    logs = sorted((offset_from_name(n), n) for n in names if n.endswith(".log") and offset_from_name(n) is not None)
+    logs = sorted((offset_from_name(n), n) for n in names if n.endswith(LOG) and offset_from_name(n) is not None)
     first = max([i for i, (base, _n) in enumerate(logs) if base <= end] or [0])
     for i, (base, n) in enumerate(logs[first:]):
         scan(os.path.join(mdir, n), _index_position(os.path.join(mdir, n), base, end) if i == 0 else 0)

@@ -220,3 +220,64 @@ def check_snapshot_ids(pd) -> list[Problem]:
                                     + ("is not among the log's leader epochs" if epoch not in starts
                                        else f"ends at offset {end}")))
     return problems
+
+
+# -- the metadata log's records: topic ids and topic configs as the metadata partition leaves them ------
+def metadata_records(metadata_dir: str):
+    """The decoded metadata records the partition holds, in the order a broker applies them: the
+    newest snapshot's, then the log's after it (bad-CRC batches and undecodable records left out)."""
+
+    def replay(path, base, start):
+        with open_buffer(path) as buf:
+            for b in BatchScanner(buf, file=path, base_offset=base):
+                if b.is_control or not b.crc_valid() or b.last_offset < start:
+                    continue
+                for r in b.records():
+                    if r.offset >= start and r.value is not None:
+                        try:
+                            yield internal_topics.decode_metadata(r.value)
+                        except KafkaFormatError:
+                            pass
+
+    snaps = sorted((snapshot_id(n), n) for n in os.listdir(metadata_dir) if SNAPSHOT_RE.match(n))
+    start = 0
+    if snaps:
+        (end, _), name = snaps[-1]
+        yield from replay(os.path.join(metadata_dir, name), 0, 0)
+        start = end
+    for seg in partition.Partition.scan(metadata_dir).segments:
+        yield from replay(seg.log, seg.base_offset, start)
+
+
+def metadata_topic_ids(metadata_dir: str) -> dict[str, str]:
+    """topic name -> topic id as the metadata partition leaves them: the newest snapshot, then the
+    log's records after it (TopicRecord adds, RemoveTopicRecord removes)."""
+    return metadata_topics(metadata_dir)[0]
+
+
+#: ConfigRecord's ResourceType of a topic (Kafka's ConfigResource.Type.TOPIC)
+TOPIC_CONFIG_RESOURCE = 2
+
+
+def metadata_topics(metadata_dir: str) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """(topic name -> topic id, topic name -> {config: value}) as the metadata partition leaves them:
+    the newest snapshot, then the log's records after it (TopicRecord adds, RemoveTopicRecord removes
+    the topic and its configs, a topic's ConfigRecord sets a config, with a null value deletes it)."""
+    names: dict[str, str] = {}
+    configs: dict[str, dict[str, str]] = {}
+    for d in metadata_records(metadata_dir):
+        data = d.get("data") or {}
+        if d.get("type") == "TopicRecord":
+            names[data["Name"]] = data["TopicId"]
+        elif d.get("type") == "RemoveTopicRecord":
+            for n, t in list(names.items()):
+                if t == data["TopicId"]:
+                    del names[n]
+                    configs.pop(n, None)
+        elif d.get("type") == "ConfigRecord" and data.get("ResourceType") == TOPIC_CONFIG_RESOURCE:
+            topic = configs.setdefault(data["ResourceName"], {})
+            if data.get("Value") is None:
+                topic.pop(data["Name"], None)
+            else:
+                topic[data["Name"]] = data["Value"]
+    return names, {n: c for n, c in configs.items() if c}

@@ -36,11 +36,10 @@ from specs.layout import INT32_MAX
 from kafkaforensics.defaults import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_SEGMENT_BYTES
 from kafkaforensics.errors import Problem
 from kafkaforensics.fsutil import _step, atomic_write
-from kafkaforensics.log import offset_index, time_index, txn_index
 from kafkaforensics.log.indexing import SegmentIndexes
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.partition import Partition
-from kafkaforensics.log.segment import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, BatchScanner, Segment, file_name
+from kafkaforensics.log.segment import INDEX_BY_SUFFIX, LOG, SNAPSHOT, BatchScanner, Segment, file_name, index_bytes
 from kafkaforensics.records import int64
 from kafkaforensics.records.batch import Record, parse_header, resolve_legacy_wrapper
 from kafkaforensics.records.builder import build_v2, control_record_key, end_txn_marker_value
@@ -264,10 +263,9 @@ class LiveLog(Partition):
 
     def _flush_indexes(self) -> None:
         base, idx = self.active, self.idx
-        atomic_write(self.seg_path(base, INDEX), offset_index.to_bytes(idx.offsets, base))
-        atomic_write(self.seg_path(base, TIMEINDEX), time_index.to_bytes(idx.times, base))
-        if idx.aborted:
-            atomic_write(self.seg_path(base, TXNINDEX), txn_index.to_bytes(idx.aborted))
+        for suf, data in index_bytes(idx, base):
+            if data or not INDEX_BY_SUFFIX[suf].created_lazily:
+                atomic_write(self.seg_path(base, suf), data)
 
     def _close_active(self) -> None:
         """The active segment closed: its data fsynced, its final time-index entry, its indexes written."""

@@ -22,12 +22,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from kafkaforensics.log.partition import parse_partition_dir_name
+from kafkaforensics.log.partition import METADATA_TOPIC, parse_partition_dir_name
 from kafkaforensics.log.segment import KRAFT_SNAPSHOT_RE
 from kafkaforensics.log.topic_config import TopicConfigs, topic_configs
 
 LONG_MAX = (1 << 63) - 1
-METADATA_TOPIC = "__cluster_metadata"
 
 #: Kafka's built-in topic defaults (LogConfig / ServerLogConfigs: ``log.cleanup.policy``,
 #: ``log.retention.hours=168``, ...) and the feature release that introduced each

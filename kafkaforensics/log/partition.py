@@ -1,11 +1,24 @@
 """Kafka's storage objects above the segment: a partition (:class:`Partition`: its
 :class:`~.segment.Segment` s, producer snapshots and state, leader epochs, ``partition.metadata``, and
-what a walk of its batches loads) and a log dir
-(:class:`LogDir`: identity, the four offset checkpoints, the clean-shutdown marker, its partitions by
-Kafka's naming rules); discovery and naming."""
+what a walk of its batches loads) and a log dir (:class:`LogDir`, the one reader of a log dir's own
+files: ``meta.properties``, the four offset checkpoints, the clean-shutdown marker, ``.lock``, its
+partitions by Kafka's naming rules); discovery and naming.
+
+Facts carried over from Kafka (metadata.properties.MetaProperties / MetaPropertiesEnsemble,
+DirectoryId, storage CleanShutdownFileHandler):
+* meta.properties: ``version`` (0 when missing); v0 names the node ``broker.id`` and may lack
+  ``cluster.id``; v1 requires ``node.id`` and ``cluster.id``; ``directory.id`` (optional, both versions)
+  is a Kafka Uuid (base64url, 16 bytes) and must not be one of the 100 reserved ids (0..99);
+* across one broker's log dirs the cluster id and node id agree and no two dirs share a directory id;
+* ``.kafka_cleanshutdown``: present (whatever it holds), the broker shut down cleanly and its logs
+  load without recovery; absent, recovery runs from the recovery point. Empty up to Kafka 3.6, then
+  holding the broker epoch (JSON ``{"version": 0, "brokerEpoch": N}``), see :func:`read_clean_shutdown`.
+"""
 from __future__ import annotations
 
 import base64
+import binascii
+import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -13,11 +26,11 @@ from dataclasses import dataclass, field
 from specs import checkpoints as C
 from specs.lazy import lazy
 
-from kafkaforensics.errors import KafkaFormatError
-from kafkaforensics.log.segment import (INDEX, LEFTOVER_SUFFIXES, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX,  # noqa: F401 (re-exported)
+from kafkaforensics.errors import KafkaFormatError, Problem
+from kafkaforensics.log.segment import (INDEX, INDEX_SUFFIXES, LEFTOVER_SUFFIXES, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX,  # noqa: F401 (re-exported)
                                         Segment, file_name, offset_from_name, open_buffer)
 from kafkaforensics.log.producer_state import read_snapshot
-from kafkaforensics.log.dir_lock import lock_holder
+from kafkaforensics.log.dir_lock import LOCK_FILE, lock_holder  # noqa: F401 (LOCK_FILE re-exported)
 from kafkaforensics.log.kafka_rules import refused_dir
 
 #: what reading a segment never needs: the writers, the checkpoint readers, name-based UUIDs
@@ -28,8 +41,6 @@ producer_state = lazy("kafkaforensics.log.producer_state", globals())
 #: the batch walk of a load (log_loader imports what only a walk needs)
 log_loader = lazy("kafkaforensics.log.log_loader", globals())
 uuid = lazy("uuid", globals())
-#: the log dir's files (logdir imports this module)
-logdir = lazy("kafkaforensics.log.logdir", globals())
 #: the topic's effective configuration (log_config imports this module)
 log_config = lazy("kafkaforensics.log.log_config", globals())
 
@@ -214,7 +225,7 @@ class Partition:
                 pd.snapshots.append(off)
         for n in names:
             off = offset_from_name(n)
-            if off is not None and n.endswith((INDEX, TIMEINDEX, TXNINDEX)) and off not in logs:
+            if off is not None and n.endswith(INDEX_SUFFIXES) and off not in logs:
                 pd.orphan_indexes.append(os.path.join(path, n))
         pd.segments = [Segment(o, path) for o in sorted(logs)]
         pd.snapshots.sort()
@@ -364,7 +375,7 @@ class Partition:
     def checkpointed_log_start(self) -> int | None:
         """This partition's entry in the log dir's ``log-start-offset-checkpoint`` (None: no file,
         no entry, a partition dir not named ``topic-N``)."""
-        return checkpoint_file.partition_offset(self.log_dir, checkpoint_file.LOG_START_OFFSET, self.topic_partition)
+        return LogDir(self.log_dir).partition_offset(checkpoint_file.LOG_START_OFFSET, self.topic_partition)
 
     @property
     def log_start_offset(self) -> int:
@@ -381,11 +392,12 @@ class Partition:
 
 
 class LogDir:
-    """A broker's log dir as LogManager.loadLogs sees it: ``meta.properties``, the four offset
-    checkpoints (a missing file: no entries; Kafka reads an empty file as none too), the
-    clean-shutdown marker (Kafka goes by its existence: empty from ZooKeeper-era brokers, JSON
-    ``{"version":0,"brokerEpoch":N}`` later), the ``.lock`` a running broker holds, and its
-    partition dirs by Kafka's naming rules (``topic-N``; ``topic-N.<id>-delete|-future|-stray``)."""
+    """A broker's log dir as LogManager.loadLogs sees it, and the one reader of its own files:
+    ``meta.properties``, the four offset checkpoints (a missing file: no entries; Kafka reads an empty
+    file as none too), the clean-shutdown marker (Kafka goes by its existence: empty from
+    ZooKeeper-era brokers, JSON ``{"version":0,"brokerEpoch":N}`` later), the ``.lock`` a running
+    broker holds, and its partition dirs by Kafka's naming rules (``topic-N``;
+    ``topic-N.<id>-delete|-future|-stray``)."""
 
     def __init__(self, path: str):
         self.path = os.path.abspath(path)
@@ -397,51 +409,76 @@ class LogDir:
     def name(self) -> str:
         return os.path.basename(self.path)
 
+    def file(self, name: str) -> str:
+        """The path of one of the log dir's own files (``meta.properties``, a checkpoint, ...)."""
+        return os.path.join(self.path, name)
+
     # -- identity and state ----------------------------------------------------------------------
     def meta_properties(self) -> dict | None:
-        """``meta.properties`` as :func:`~.logdir.read_meta_properties` reads it (None: no file)."""
-        p = os.path.join(self.path, C.META_PROPERTIES_FILE)
-        return logdir.read_meta_properties(p) if os.path.exists(p) else None
+        """``meta.properties`` as :func:`read_meta_properties` reads it (None: no file; one Kafka
+        refuses raises :class:`KafkaFormatError`)."""
+        p = self.file(C.META_PROPERTIES_FILE)
+        return read_meta_properties(p) if os.path.exists(p) else None
+
+    def meta_properties_raw(self) -> dict[str, str]:
+        """``meta.properties`` as its key/value pairs, unvalidated ({} when there is none or it does not
+        read): what a broker serving the dir takes its cluster and node id from."""
+        try:
+            return C.parse_properties(_read(self.file(C.META_PROPERTIES_FILE), errors="strict"))
+        except (OSError, ValueError):
+            return {}
 
     @property
     def clean_shutdown(self) -> bool:
         """Whether the broker shut down cleanly: the marker exists (CleanShutdownFileHandler.exists)."""
-        return os.path.isfile(os.path.join(self.path, logdir.CLEAN_SHUTDOWN_FILE))
+        return os.path.isfile(self.file(CLEAN_SHUTDOWN_FILE))
 
-    def clean_shutdown_marker(self) -> dict | None:
-        """What the marker holds: None without one; ``{"format": "empty"}`` for the empty file brokers
-        up to 3.6 leave; the broker epoch of the JSON form; ``{"format": "unknown"}`` for anything else
-        (still a clean shutdown to Kafka)."""
-        p = os.path.join(self.path, logdir.CLEAN_SHUTDOWN_FILE)
+    def clean_shutdown_marker(self, strict: bool = False) -> dict | None:
+        """What the marker holds (:func:`read_clean_shutdown`): None without one; ``{"format": "empty"}``
+        for the empty file brokers up to 3.6 leave; the broker epoch of the JSON form;
+        ``{"format": "unknown"}`` for anything else, an unreadable file too (still a clean shutdown to
+        Kafka), which ``strict`` raises as :class:`KafkaFormatError` instead."""
+        p = self.file(CLEAN_SHUTDOWN_FILE)
         if not os.path.isfile(p):
             return None
-        if os.path.getsize(p) == 0 or not read_text(p).strip():
-            return {"version": None, "brokerEpoch": None, "format": "empty"}
         try:
-            return {"format": "json"} | logdir.read_clean_shutdown(p)
+            return read_clean_shutdown(p)
         except KafkaFormatError:
+            if strict:
+                raise
             return {"version": None, "brokerEpoch": None, "format": "unknown"}
 
     def lock_holder(self) -> int | None:
         """The pid of the running broker holding this log dir's ``.lock``, if any (:mod:`.dir_lock`)."""
         return lock_holder(self.path)
 
-    def checkpoint(self, name: str) -> dict[tuple[str, int], int]:
-        """One of the four offset checkpoints as {(topic, partition): offset}; {} when there is no
+    # -- the offset checkpoints ------------------------------------------------------------------
+    def stored_checkpoint(self, name: str) -> dict[tuple[str, int], int] | None:
+        """One of the four offset checkpoints as {(topic, partition): offset}, None when there is no
         file (a malformed one raises :class:`KafkaFormatError`)."""
-        return checkpoint_file.read_offsets(checkpoint_file.checkpoint_path(self.path, name)) or {}
+        return checkpoint_file.read_offsets(checkpoint_file.checkpoint_path(self.path, name))
 
-    def recovery_points(self) -> dict[tuple[str, int], int]:
-        return self.checkpoint(C.OFFSET_CHECKPOINT_FILES[0])
+    def checkpoint(self, name: str) -> dict[tuple[str, int], int]:
+        """:meth:`stored_checkpoint`, {} when there is no file."""
+        return self.stored_checkpoint(name) or {}
 
-    def log_start_offsets(self) -> dict[tuple[str, int], int]:
-        return self.checkpoint(C.OFFSET_CHECKPOINT_FILES[2])
+    def checkpoints(self) -> tuple[dict[str, dict[tuple[str, int], int]], list[Problem]]:
+        """The offset checkpoint files the log dir has, {file name: {(topic, partition): offset}}, read
+        one at a time (a malformed one is a problem and hides none of the others), and those problems."""
+        tables, problems = {}, []
+        for name in C.OFFSET_CHECKPOINT_FILES:
+            try:
+                table = self.stored_checkpoint(name)
+            except KafkaFormatError as e:
+                problems.append(e.problem)
+                continue
+            if table is not None:
+                tables[name] = table
+        return tables, problems
 
-    def replication_offsets(self) -> dict[tuple[str, int], int]:
-        return self.checkpoint(C.OFFSET_CHECKPOINT_FILES[1])
-
-    def cleaner_offsets(self) -> dict[tuple[str, int], int]:
-        return self.checkpoint(C.OFFSET_CHECKPOINT_FILES[3])
+    def partition_offset(self, name: str, tp: tuple[str, int] | None) -> int | None:
+        """The offset the checkpoint ``name`` holds for ``tp`` (None: no file, no entry, no ``tp``)."""
+        return None if tp is None else self.checkpoint(name).get(tuple(tp))
 
     # -- partitions --------------------------------------------------------------------------------
     def partition_dirs(self) -> list[str]:
@@ -459,11 +496,16 @@ class LogDir:
         return refused_dirs(self.path, rules)
 
 
+#: the clean-shutdown marker (CleanShutdownFileHandler)
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 #: the tiered-storage index cache a log dir may hold (RemoteIndexCache.DIR_NAME): not a partition
 REMOTE_INDEX_CACHE_DIR = "remote-log-index-cache"
-#: the KRaft metadata partition: loaded by the raft layer (KafkaMetadataLog), always from offset 0 as
-#: after an unclean shutdown, and never in the log dir's checkpoints
-METADATA_PARTITION = "__cluster_metadata-0"
+#: the KRaft metadata topic (Topic.CLUSTER_METADATA_TOPIC_NAME, never a topic a client sees) and its one
+#: partition: loaded by the raft layer (KafkaMetadataLog), always from offset 0 as after an unclean
+#: shutdown, and never in the log dir's checkpoints
+METADATA_TOPIC = "__cluster_metadata"
+METADATA_PARTITION = f"{METADATA_TOPIC}-0"
+METADATA_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"   # Kafka's Uuid.METADATA_TOPIC_ID (0, 1)
 
 
 def is_log_dir(path: str) -> bool:
@@ -494,19 +536,167 @@ def find_partitions(path: str) -> list[Partition]:
     return out
 
 
-def read_offset_checkpoints(log_dir: str) -> dict[str, dict[tuple[str, int], int]]:
-    """The log dir's offset checkpoint files: file name -> {(topic, partition): offset}."""
-    out = {}
-    for name in C.OFFSET_CHECKPOINT_FILES:
-        table = checkpoint_file.read_offsets(os.path.join(log_dir, name))
-        if table is not None:
-            out[name] = table
-    return out
-
-
 def read_text(path: str) -> str:
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             return f.read()
     except OSError as e:
         raise KafkaFormatError("io", str(e), file=path) from None
+
+
+def _read(path: str, errors: str = "replace") -> str:
+    with open(path, encoding="utf-8", errors=errors) as f:
+        return f.read()
+
+
+def _uuid_bytes(s: str) -> bytes | None:
+    try:
+        raw = base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
+    except (binascii.Error, ValueError):
+        return None
+    return raw if len(raw) == 16 and len(s) == 22 else None
+
+
+def read_meta_properties(path: str) -> dict:
+    """{version, clusterId, nodeId, directoryId} of a meta.properties file, validated as Kafka does."""
+    props = C.parse_properties(_read(path))
+    version = props.get("version", "0")
+    if version not in ("0", "1"):
+        raise KafkaFormatError("meta.properties", f"version {version!r} (only 0 and 1 exist)", file=path)
+    v = int(version)
+    node_key = "broker.id" if v == 0 else "node.id"
+    node = props.get(node_key)
+    if node is None and v == 1:
+        raise KafkaFormatError("meta.properties", "node.id was not specified (required in version 1)", file=path)
+    if v == 1 and not props.get("cluster.id"):
+        raise KafkaFormatError("meta.properties", "cluster.id was not specified (required in version 1)", file=path)
+    try:
+        node_id = None if node is None else int(node)
+    except ValueError:
+        raise KafkaFormatError("meta.properties", f"{node_key} {node!r} is not an integer", file=path) from None
+    did = props.get("directory.id")
+    if did is not None:
+        raw = _uuid_bytes(did)
+        if raw is None:
+            raise KafkaFormatError("meta.properties", f"directory.id {did!r} is not a Kafka Uuid", file=path)
+        if raw[:8] == bytes(8) and int.from_bytes(raw[8:], "big") < 100:
+            raise KafkaFormatError("meta.properties", f"directory.id {did} is a reserved directory id", file=path)
+    return {"version": v, "clusterId": props.get("cluster.id"), "nodeId": node_id, "directoryId": did}
+
+
+def read_clean_shutdown(path: str) -> dict:
+    """{version, brokerEpoch, format} of a ``.kafka_cleanshutdown`` marker, in every form brokers wrote.
+
+    Kafka decides a clean shutdown by the file's existence alone (CleanShutdownFileHandler.exists);
+    what it holds is the broker epoch (KIP-966), read where it can be and otherwise taken as unknown.
+    Up to 3.6 LogManager created the marker empty (``format`` "empty"); later brokers write JSON,
+    ``{"version":0,"brokerEpoch":N}`` (numbers, or strings from the handler that wrote a string map);
+    one handler wrote ``version: 0`` and ``brokerEpoch: N`` lines ("text"). Anything else is "unknown"
+    (version and epoch None): still a clean shutdown to Kafka. Only an unreadable file raises."""
+    try:
+        text = _read(path)
+    except OSError as e:
+        raise KafkaFormatError("io", str(e), file=path) from None
+    if not text.strip():
+        return {"version": None, "brokerEpoch": None, "format": "empty"}
+    fields = None
+    try:
+        obj = json.loads(text)
+        if isinstance(obj, dict):
+            fields, fmt = obj, "json"
+    except json.JSONDecodeError:
+        pairs = [ln.split(":", 1) for ln in text.splitlines() if ":" in ln]
+        if pairs:
+            fields, fmt = {k.strip(): v.strip() for k, v in pairs}, "text"
+    if fields is not None:
+        version, epoch = _as_int(fields.get("version")), _as_int(fields.get("brokerEpoch"))
+        if epoch is not None:
+            return {"version": version, "brokerEpoch": epoch, "format": fmt}
+    return {"version": None, "brokerEpoch": None, "format": "unknown"}
+
+
+def _as_int(v) -> int | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, str):
+        try:
+            return int(v.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def clean_shutdown_note(path: str, cs: dict) -> str:
+    """One line on what a clean-shutdown marker says (verify's and analyze's note)."""
+    what = {"empty": "an empty marker, as brokers up to 3.6 write it",
+            "unknown": "a marker in no format Kafka writes; Kafka goes by its existence"}.get(
+        cs["format"], f"at broker epoch {cs['brokerEpoch']}")
+    return f"clean shutdown ({what}): Kafka loads these logs without recovery"
+
+
+def check_log_dirs(log_dirs) -> tuple[list[Problem], list[dict]]:
+    """Validate each log dir's meta.properties and cross-check them as one broker's dirs (Kafka's
+    MetaPropertiesEnsemble.verify): problems and, per dir, its identity and clean-shutdown state."""
+    problems, rows = [], []
+    cluster = node = None
+    seen: dict[str, str] = {}
+    for d in log_dirs:
+        row = {"logDir": d, "metaProperties": None, "cleanShutdown": None}
+        rows.append(row)
+        ld = LogDir(d)
+        mp, cs = ld.file(C.META_PROPERTIES_FILE), ld.file(CLEAN_SHUTDOWN_FILE)
+        if os.path.exists(cs):
+            try:
+                row["cleanShutdown"] = read_clean_shutdown(cs)
+            except KafkaFormatError as e:
+                problems.append(e.problem)
+        try:
+            m = row["metaProperties"] = ld.meta_properties()
+        except KafkaFormatError as e:
+            problems.append(e.problem)
+            continue
+        if m is None:
+            continue
+        if m["clusterId"]:
+            if cluster is None:
+                cluster = (m["clusterId"], mp)
+            elif m["clusterId"] != cluster[0]:
+                problems.append(Problem(mp, None, None, "cluster-id-mismatch",
+                                        f"cluster.id {m['clusterId']} but {cluster[1]} has {cluster[0]}"))
+        if m["nodeId"] is not None:
+            if node is None:
+                node = (m["nodeId"], mp)
+            elif m["nodeId"] != node[0]:
+                problems.append(Problem(mp, None, None, "node-id-mismatch",
+                                        f"node id {m['nodeId']} but {node[1]} has {node[0]}"))
+        if m["directoryId"]:
+            prev = seen.setdefault(m["directoryId"], d)
+            if prev != d:
+                problems.append(Problem(mp, None, None, "duplicate-directory-id",
+                                        f"directory.id {m['directoryId']} is also the id of {prev}"))
+    return problems, rows
+
+
+def check_topic_ids(log_dir: str, topic_ids: dict[str, str]) -> list[Problem]:
+    """Each ``<topic>-<n>/partition.metadata`` of ``log_dir`` against the metadata log's topic ids: a
+    different id means the directory belongs to a deleted/recreated topic (Kafka refuses to load it)."""
+    problems = []
+    for pd in find_partitions(log_dir):
+        pm = os.path.join(pd.path, C.PARTITION_METADATA_FILE)
+        if pd.topic is None or not os.path.exists(pm):
+            continue
+        try:
+            tid = C.parse_partition_metadata(_read(pm), file=pm)["topicId"]
+        except KafkaFormatError as e:
+            problems.append(e.problem)
+            continue
+        want = METADATA_TOPIC_ID if pd.name == METADATA_PARTITION else topic_ids.get(pd.topic)
+        if want is None:
+            problems.append(Problem(pm, None, None, "topic-not-in-metadata",
+                                    f"topic {pd.topic} (id {tid}) is not in the metadata log"))
+        elif want != tid:
+            problems.append(Problem(pm, None, None, "topic-id-mismatch",
+                                    f"topic id {tid}, but the metadata log names {pd.topic} {want}"))
+    return problems

@@ -21,11 +21,10 @@ from dataclasses import dataclass
 
 from specs import checkpoints as C
 
-from kafkaforensics.log.dir_lock import LOCK_FILE, lock_holder
+from kafkaforensics.log.dir_lock import LOCK_FILE
 from kafkaforensics.log.kraft import BOOTSTRAP_FILE, PARTIAL_SUFFIX as KRAFT_PARTIAL_SUFFIX, QUORUM_STATE_FILE
-from kafkaforensics.log.logdir import CLEAN_SHUTDOWN_FILE
-from kafkaforensics.log.segment import LEFTOVER_SUFFIXES, KRAFT_SNAPSHOT_RE, offset_from_name
-from kafkaforensics.log.partition import parse_partition_dir_name, partition_dir_state
+from kafkaforensics.log.segment import FAMILY_SUFFIXES, LEFTOVER_SUFFIXES, KRAFT_SNAPSHOT_RE, offset_from_name
+from kafkaforensics.log.partition import CLEAN_SHUTDOWN_FILE, LogDir, parse_partition_dir_name, partition_dir_state
 
 LOG_DIR, PARTITION_DIR, FILE = "log-dir", "partition-dir", "file"
 #: the words a message uses for each kind
@@ -36,7 +35,7 @@ LOG_DIR_FILES = frozenset((C.META_PROPERTIES_FILE, CLEAN_SHUTDOWN_FILE, LOCK_FIL
                            *C.OFFSET_CHECKPOINT_FILES))
 
 EXPECTED = ("a log dir, a partition dir (<topic>-<partition>) or a file Kafka writes "
-            "(.log, .index, .timeindex, .txnindex, .snapshot, a checkpoint)")
+            f"({', '.join(FAMILY_SUFFIXES)}, a checkpoint)")
 
 
 class PathUsageError(ValueError):
@@ -101,8 +100,7 @@ def file_kind(path: str) -> str:
         return "lock"
     ext = os.path.splitext(name)[1]
     # by extension: a segment copied out under another name (evidence.log) is still read as one
-    return {".log": "log", ".index": "index", ".timeindex": "timeindex", ".txnindex": "txnindex",
-            ".snapshot": "snapshot"}.get(ext, "unknown")
+    return ext[1:] if ext in FAMILY_SUFFIXES else "unknown"
 
 
 def _listdir(path: str) -> list[str]:
@@ -183,7 +181,7 @@ def live_log_dirs(kpaths) -> dict[str, int]:
     for kp in kpaths:
         d = kp.log_dir
         if d is not None and d not in out:
-            pid = lock_holder(d)
+            pid = LogDir(d).lock_holder()
             if pid is not None:
                 out[d] = pid
     return out
@@ -235,7 +233,7 @@ def appending(log: str) -> bool:
     """Whether a running broker may be appending to ``log``: the active segment of a partition in a
     live log dir (what a reader finds at its very end may be a write in flight)."""
     kp = KafkaPath(log, FILE, "log")
-    return kp.log_dir is not None and lock_holder(kp.log_dir) is not None and is_active_segment(log)
+    return kp.log_dir is not None and LogDir(kp.log_dir).lock_holder() is not None and is_active_segment(log)
 
 
 def live_notes(paths) -> list[str]:
@@ -257,7 +255,7 @@ def live_note(log_dir: str, pid: int) -> str:
 
 #: within one offset, the order a partition's files are listed in (a segment, then its indexes, then
 #: the producer snapshot taken at that offset)
-_SUFFIX_ORDER = {"log": 0, "index": 1, "timeindex": 2, "txnindex": 3, "snapshot": 4}
+_SUFFIX_ORDER = {suffix[1:]: i for i, suffix in enumerate(FAMILY_SUFFIXES)}
 
 
 def partition_files(partition_dir: str) -> list[str]:

@@ -13,6 +13,7 @@ import mmap
 import os
 import re
 from contextlib import contextmanager
+from typing import NamedTuple
 
 from specs import legacy as L
 from specs import record_batch as R
@@ -29,7 +30,6 @@ from kafkaforensics.log import offset_index, time_index, txn_index
 header_list = lazy("kafkaforensics.records.header_list", globals())
 header_run = lazy("kafkaforensics.records.header_run", globals())
 
-_SEGMENT_RE = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)((?:\.\w+)?)$")
 #: baseOffset, batchLength: the LOG_OVERHEAD every magic shares
 LOG_PREFIX = R.LOG_PREFIX_STRUCT
 #: How much of a mapped file a walk keeps resident: pages behind the walk are dropped from this
@@ -63,6 +63,48 @@ SWAP, CLEANED, DELETED = ".swap", ".cleaned", ".deleted"
 LEFTOVER_SUFFIXES = (SWAP, CLEANED, DELETED)
 
 
+class IndexKind(NamedTuple):
+    """One index file Kafka keeps next to a segment's ``.log`` (LogSegment's offsetIndex, timeIndex,
+    txnIndex), as every module that lists, checks, rebuilds or names index files knows it."""
+    suffix: str          # ``.index`` (the file kind paths.file_kind names is the suffix without its dot)
+    module: object       # the entry codec: ``ENTRY_SIZE``, ``to_bytes``
+    entries: str         # the attribute of a rebuild's SegmentIndexes holding its entries
+    preallocated: bool   # AbstractIndex: mmap'd, preallocated to segment.index.bytes, trimmed at roll
+    indexed_by_base: bool  # entries relative to the segment's base offset (to_bytes(entries, base))
+    created_lazily: bool   # the file exists only once it has an entry (TransactionIndex opens its file lazily)
+
+    @property
+    def entry_size(self) -> int:
+        return self.module.ENTRY_SIZE
+
+    def to_bytes(self, indexes, base_offset: int) -> bytes:
+        """The file's bytes for the entries of ``indexes`` (a SegmentIndexes), as Kafka writes them."""
+        entries = getattr(indexes, self.entries)
+        return self.module.to_bytes(entries, base_offset) if self.indexed_by_base else self.module.to_bytes(entries)
+
+
+#: the segment's index files, in the order LogSegment opens them; LogSegment.recover resets and rebuilds
+#: all three; the transaction index is created only with its first entry (TransactionIndex, lazily)
+INDEX_KINDS = (IndexKind(INDEX, offset_index, "offsets", True, True, False),
+               IndexKind(TIMEINDEX, time_index, "times", True, True, False),
+               IndexKind(TXNINDEX, txn_index, "aborted", False, False, True))
+INDEX_BY_SUFFIX = {k.suffix: k for k in INDEX_KINDS}
+
+
+def index_bytes(indexes, base_offset: int) -> list[tuple[str, bytes]]:
+    """(suffix, bytes) of each index file of a segment rebuilt into ``indexes``, as Kafka writes them."""
+    return [(k.suffix, k.to_bytes(indexes, base_offset)) for k in INDEX_KINDS]
+INDEX_SUFFIXES = tuple(INDEX_BY_SUFFIX)
+#: the files of one segment (LogSegment's), and of the segment family (with the producer snapshot at an offset)
+SEGMENT_SUFFIXES = (LOG,) + INDEX_SUFFIXES
+#: the files a new segment starts with (LogSegment.open: the log and the eagerly created indexes)
+NEW_SEGMENT_SUFFIXES = (LOG,) + tuple(k.suffix for k in INDEX_KINDS if not k.created_lazily)
+FAMILY_SUFFIXES = SEGMENT_SUFFIXES + (SNAPSHOT,)
+#: a segment-family file name: the 20-digit offset, a family suffix, maybe a further extension
+#: (group 3: a leftover ``.swap``/``.cleaned``/``.deleted``, or anything else a copy was given)
+SEGMENT_FILE_RE = re.compile(r"^(\d{20})(%s)((?:\.\w+)?)$" % "|".join(re.escape(s) for s in FAMILY_SUFFIXES))
+
+
 def offset_from_name(name: str) -> int | None:
     """The base offset in a segment-family file name (``00000000000000000042.log`` -> 42), a
     leftover suffix included (``...42.log.swap`` -> 42); None for any other name."""
@@ -72,8 +114,15 @@ def offset_from_name(name: str) -> int | None:
 def offset_of_file_name(name: str) -> int | None:
     """:func:`offset_from_name` of a bare file name (no directory): a fleet's listing has tens of
     thousands, already split."""
-    m = _SEGMENT_RE.match(name)
+    m = SEGMENT_FILE_RE.match(name)
     return int(m.group(1)) if m else None
+
+
+def is_family_file(name: str) -> bool:
+    """Whether a bare file name is one Kafka gives a segment-family file: ``<offset>.log`` and kin,
+    maybe with a leftover suffix (``.swap``, ``.cleaned``, ``.deleted``) and nothing else."""
+    m = SEGMENT_FILE_RE.match(name)
+    return m is not None and (not m.group(3) or m.group(3) in LEFTOVER_SUFFIXES)
 
 
 def file_name(base_offset: int, suffix: str) -> str:
@@ -345,7 +394,6 @@ def iter_batches(path: str, **kw):
 
 # -- a segment as Kafka's LogSegment: its files and the reads over them -------------------------
 from dataclasses import dataclass  # noqa: E402
-from typing import NamedTuple  # noqa: E402
 
 
 class LogOffsetPosition(NamedTuple):
@@ -449,9 +497,8 @@ class Segment:
         2.3 and later (KAFKA-7283), whose load checks only the transaction index."""
         if not os.path.exists(self.path(INDEX)):
             return f"offset index {file_name(self.base_offset, INDEX)} is missing"
-        checks = ((INDEX, offset_index.ENTRY_SIZE), (TIMEINDEX, time_index.ENTRY_SIZE), (TXNINDEX, txn_index.ENTRY_SIZE))
-        for suffix, size in checks[0 if check_offset_and_time else 2:]:
-            p = self.path(suffix)
+        for kind in INDEX_KINDS if check_offset_and_time else INDEX_KINDS[2:]:
+            p, size = self.path(kind.suffix), kind.entry_size
             if os.path.exists(p) and os.path.getsize(p) % size:
                 return f"{os.path.basename(p)}: size {os.path.getsize(p)} is not a multiple of {size}"
         # the old sanity checks read only the first and last entries (a preallocated zero tail reads as

@@ -15,14 +15,14 @@ import re
 from specs.lazy import lazy
 
 from kafkaforensics.errors import KafkaFormatError, Problem
-from kafkaforensics.log import offset_index, time_index
+from kafkaforensics.log.segment import INDEX, INDEX_BY_SUFFIX, INDEX_SUFFIXES
 from kafkaforensics.log.partition import find_partitions
 
 #: the message schemas and the log loader: verify/dump of a segment never load them
 internal_topics = lazy("kafkaforensics.records.internal_topics", globals())
 
 # remote-log-index-cache/<start offset>_<remote segment uuid>.{index,timeindex,txnindex} (RemoteIndexCache)
-REMOTE_INDEX_RE = re.compile(r"^(\d+)_[A-Za-z0-9_-]{22}\.(index|timeindex|txnindex)$")
+REMOTE_INDEX_RE = re.compile(r"^(\d+)_[A-Za-z0-9_-]{22}(%s)$" % "|".join(re.escape(s) for s in INDEX_SUFFIXES))
 
 SEGMENT_STATES = {0: "COPY_SEGMENT_STARTED", 1: "COPY_SEGMENT_FINISHED", 2: "DELETE_SEGMENT_STARTED",
                   3: "DELETE_SEGMENT_FINISHED"}
@@ -80,16 +80,16 @@ def check_remote_index(path: str) -> list:
     """A tiered-storage cache index (offset or time index) read at the base offset its name gives:
     whole entries, offsets not below the base and not decreasing."""
     m = REMOTE_INDEX_RE.match(os.path.basename(path))
-    if m is None or m.group(2) == "txnindex":
+    if m is None or not INDEX_BY_SUFFIX[m.group(2)].preallocated:
         return []
-    base, mod = int(m.group(1)), offset_index if m.group(2) == "index" else time_index
+    base, mod = int(m.group(1)), INDEX_BY_SUFFIX[m.group(2)].module
     with open(path, "rb") as f:
         data = f.read()
     if len(data) % mod.ENTRY_SIZE:
         return [Problem(path, len(data) - len(data) % mod.ENTRY_SIZE, None, "index-size",
                         f"size {len(data)} is not a multiple of {mod.ENTRY_SIZE}")]
     entries, _ = mod.read_entries(data, base)
-    offs = [e[0] if mod is offset_index else e[1] for e in entries]
+    offs = [e[0] if m.group(2) == INDEX else e[1] for e in entries]
     out = []
     for i, o in enumerate(offs):
         if o < base or (i and o < offs[i - 1]):

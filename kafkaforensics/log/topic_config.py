@@ -16,11 +16,11 @@ import os
 from dataclasses import dataclass, field
 
 from kafkaforensics.errors import KafkaFormatError
-from kafkaforensics.log.logdir import metadata_records, read_meta_properties
+from kafkaforensics.log.kraft import metadata_records
+from kafkaforensics.log.partition import METADATA_PARTITION, LogDir
 
 #: ConfigResource types in ConfigRecord
 TOPIC, BROKER = 2, 4
-METADATA_PARTITION_DIR = "__cluster_metadata-0"
 
 #: topic config -> its broker synonyms, first wins, with the factor that turns each into the topic's unit
 SYNONYMS = {
@@ -65,7 +65,7 @@ class TopicConfigs:
 
 def find_metadata_dir(partition_dir: str) -> str | None:
     """The ``__cluster_metadata-0`` beside a partition directory, if its log dir holds one."""
-    path = os.path.join(os.path.dirname(os.path.abspath(partition_dir)), METADATA_PARTITION_DIR)
+    path = os.path.join(os.path.dirname(os.path.abspath(partition_dir)), METADATA_PARTITION)
     return path if os.path.isdir(path) else None
 
 
@@ -77,7 +77,7 @@ def topic_configs(partition_dir: str, topic: str) -> TopicConfigs:
         return out
     node_id = None
     try:
-        node_id = read_meta_properties(os.path.join(os.path.dirname(metadata), "meta.properties")).get("nodeId")
+        node_id = (LogDir(os.path.dirname(metadata)).meta_properties() or {}).get("nodeId")
     except (OSError, ValueError, KafkaFormatError):
         pass
     topic_ids: dict[str, str] = {}

@@ -16,7 +16,7 @@ from kafkaforensics.records.checksums import crc32c
 
 #: baseOffset .. crc: what the walk loop reads of each batch
 _UP_TO_CRC = struct.Struct(">" + R.HEADER_STRUCT.format[1:R.HEADER_FIELDS.index("crc") + 2])
-_SAFE_OFFSET = 2**62  # base + lastOffsetDelta cannot overflow int64 below this
+SAFE_OFFSET = 2**62  # base + lastOffsetDelta cannot overflow int64 below this
 #: where each header field is in a row
 FIELD = {name: i for i, name in enumerate(R.HEADER_FIELDS)}
 _HEADER_ROWS = R.HEADER_STRUCT.iter_unpack
@@ -101,11 +101,11 @@ class ListRun(RunOfHeaders):
         if not self.rows:
             return 0
         deltas, last = self.columns[FIELD["lastOffsetDelta"]], self.last_offset
-        if min(deltas) >= 0 and max(self.base_offset) < _SAFE_OFFSET and (
+        if min(deltas) >= 0 and max(self.base_offset) < SAFE_OFFSET and (
                 segment_base is None or (min(last) >= segment_base and max(last) - segment_base <= INT32_MAX)):
             return len(self)
         for i, (delta, base, lst) in enumerate(zip(deltas, self.base_offset, last)):
-            if delta < 0 or base >= _SAFE_OFFSET:
+            if delta < 0 or base >= SAFE_OFFSET:
                 return i
             if segment_base is not None and not 0 <= lst - segment_base <= INT32_MAX:
                 return i

@@ -14,12 +14,11 @@ import numpy as np
 from specs import record_batch as R
 from specs.layout import INT32_MAX, numpy_dtype
 
-from kafkaforensics.records.header_list import RunOfHeaders
+from kafkaforensics.records.header_list import SAFE_OFFSET, RunOfHeaders
 
 #: the 61-byte v2 header as a numpy record, field for field from the spec's struct
 HEADER_DTYPE = numpy_dtype(R.HEADER_STRUCT, R.HEADER_FIELDS)
 assert HEADER_DTYPE.itemsize == R.HEADER_SIZE
-_SAFE_OFFSET = 2**62  # base + lastOffsetDelta cannot overflow int64 below this
 
 
 class HeaderRun(RunOfHeaders):
@@ -51,7 +50,7 @@ class HeaderRun(RunOfHeaders):
         """How many leading batches need nothing the batch-by-batch step would judge: the step
         stops at a negative lastOffsetDelta and at offsets out of the segment's int32 range."""
         base = self.base_offset
-        declined = (self.header["lastOffsetDelta"] < 0) | (base >= _SAFE_OFFSET)
+        declined = (self.header["lastOffsetDelta"] < 0) | (base >= SAFE_OFFSET)
         if segment_base is not None:
             rel = self.last_offset - segment_base
             declined |= (rel < 0) | (rel > INT32_MAX)

@@ -46,11 +46,11 @@ from kafkaforensics.defaults import (DEFAULT_DEDUPE_BUFFER_BYTES, DEFAULT_DELETE
                        DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_SEGMENT_BYTES)
 from kafkaforensics.log.indexing import SegmentIndexes
 from kafkaforensics.errors import KafkaFormatError, Problem
-from kafkaforensics.log.checkpoint_file import CLEANER_OFFSET, partition_offset, set_partition_offset
+from kafkaforensics.log.checkpoint_file import CLEANER_OFFSET, set_partition_offset
 from kafkaforensics.repair.offset_map import OffsetMap, span_digests
-from kafkaforensics.log.partition import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, Partition, parse_partition_dir_name
+from kafkaforensics.log.partition import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, LogDir, Partition, parse_partition_dir_name
 from kafkaforensics.log.record_columns import decode_columns, runs
-from kafkaforensics.log.segment import Segment, file_name
+from kafkaforensics.log.segment import INDEX_BY_SUFFIX, SEGMENT_SUFFIXES, Segment, file_name
 from kafkaforensics.log.txn_index import AbortedTxn
 from kafkaforensics.log.kafka_version import kafka_version
 
@@ -466,7 +466,7 @@ def _rebuild(b: Batch, kept, horizon) -> bytes:
 def _clean_group(pdir, group, omap, txn, active, upper, now, opts, stats, legacy_horizon, backup=None):
     """Write the group's cleaned segment as .cleaned files; returns their paths."""
     base = group[0].base
-    names = {suf: os.path.join(pdir, file_name(base, suf) + ".cleaned") for suf in (LOG, INDEX, TIMEINDEX, TXNINDEX)}
+    names = {suf: os.path.join(pdir, file_name(base, suf) + ".cleaned") for suf in SEGMENT_SUFFIXES}
     for p in names.values():
         fsutil.created(p, backup)
     try:
@@ -546,18 +546,18 @@ def _swap(pdir, group, cleaned: dict, backup=None) -> None:
     """LocalLog.replaceSegments: .cleaned -> .swap, old -> .deleted, .swap -> final, drop .deleted
     (into the backup, when there is one)."""
     base = group[0].base
-    for suf in (LOG, INDEX, TIMEINDEX, TXNINDEX):
+    for suf in SEGMENT_SUFFIXES:
         fsutil.rename(cleaned[suf], os.path.join(pdir, file_name(base, suf) + ".swap"), backup_dir=backup)
     deleted = []
     for s in group:
-        for suf in (LOG, INDEX, TIMEINDEX, TXNINDEX):
+        for suf in SEGMENT_SUFFIXES:
             p = os.path.join(pdir, file_name(s.base, suf))
             if os.path.exists(p):
                 fsutil.rename(p, p + ".deleted", backup_dir=backup)
                 deleted.append(p + ".deleted")
-    for suf in (LOG, INDEX, TIMEINDEX, TXNINDEX):
+    for suf in SEGMENT_SUFFIXES:
         final = os.path.join(pdir, file_name(base, suf))
-        if suf == TXNINDEX and os.path.getsize(final + ".swap") == 0:
+        if suf in INDEX_BY_SUFFIX and INDEX_BY_SUFFIX[suf].created_lazily and os.path.getsize(final + ".swap") == 0:
             fsutil.remove_file(final + ".swap", backup_dir=backup)  # Kafka creates the transaction index lazily
             continue
         fsutil.rename(final + ".swap", final, backup_dir=backup)
@@ -567,7 +567,7 @@ def _swap(pdir, group, cleaned: dict, backup=None) -> None:
 
 def _read_cleaner_checkpoint(pdir, tp):
     try:
-        return partition_offset(os.path.dirname(os.path.abspath(pdir)), CLEANER_OFFSET, tp)
+        return LogDir(os.path.dirname(os.path.abspath(pdir))).partition_offset(CLEANER_OFFSET, tp)
     except KafkaFormatError:  # an unreadable checkpoint: Kafka would start from the log start
         return None
 

@@ -29,7 +29,7 @@ import os
 from dataclasses import dataclass, field
 
 from kafkaforensics.errors import KafkaFormatError
-from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, RECOVERY_POINT, build_offsets, read_offsets
+from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, RECOVERY_POINT, build_offsets
 from kafkaforensics.log.dir_lock import refuse_live
 from kafkaforensics.log.kafka_version import kafka_version as resolve_kafka_version
 from kafkaforensics.log.partition import (METADATA_PARTITION, LogDir, is_log_dir, parse_partition_dir_name,
@@ -163,9 +163,10 @@ def finish_log_dir(out: LogDirRecovery, *, backup: bool, backup_dir: str | None)
         files.append((LOG_START_OFFSET, lsos, "the log start of every log whose start lies above its first "
                       "segment, as LogManager checkpoints it"))
     for name, table, why in files:
-        path = os.path.join(out.log_dir, name)
+        ld = LogDir(out.log_dir)
+        path = ld.file(name)
         try:
-            have = read_offsets(path)
+            have = ld.stored_checkpoint(name)
         except KafkaFormatError:
             have = None
         if have is not None and have == table:

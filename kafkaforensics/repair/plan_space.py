@@ -42,19 +42,17 @@ from dataclasses import dataclass, field
 
 from specs import checkpoints as C
 
-from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, RECOVERY_POINT
+from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, RECOVERY_POINT, REPLICATION_OFFSET
 from kafkaforensics.log.log_config import BROKER_DEFAULTS, LogConfig
 from kafkaforensics.log.partition import METADATA_PARTITION, parse_partition_dir_name, partition_dir_state
-from kafkaforensics.log.segment import INDEX, LOG, TIMEINDEX, TXNINDEX, file_name, offset_from_name
+from kafkaforensics.log.segment import INDEX_KINDS, LOG, SEGMENT_SUFFIXES, file_name, offset_from_name
 from kafkaforensics.repair.load_logs import LogDirRecovery, recover_log_dirs
 from kafkaforensics.repair.retention import retention
 
 #: the entry size of each index preallocated (AbstractIndex.resize rounds down to a multiple of it)
-ENTRY_BYTES = {INDEX: 8, TIMEINDEX: 12}
-REPLICATION_OFFSET = "replication-offset-checkpoint"
+ENTRY_BYTES = {k.suffix: k.entry_size for k in INDEX_KINDS if k.preallocated}
 #: the log dir's checkpoints a starting broker writes through a .tmp file and a rename
 LOG_DIR_CHECKPOINTS = (RECOVERY_POINT, LOG_START_OFFSET, REPLICATION_OFFSET)
-SEGMENT_SUFFIXES = (LOG, INDEX, TIMEINDEX, TXNINDEX)
 
 
 @dataclass

@@ -47,25 +47,25 @@ from specs import checkpoints as C
 
 from kafkaforensics import fsutil
 
-from kafkaforensics.log import kafka_files, offset_index, time_index, txn_index
+from kafkaforensics.log import kafka_files
 from kafkaforensics.log.log_config import LogConfig
 from kafkaforensics.repair.actions import PHASES, Action, Dropped, apply_actions
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentIndexes, SegmentRebuild
 from kafkaforensics.log.kafka_rules import EXPIRY_DEFAULT_MS
 from kafkaforensics.log.kafka_version import KafkaVersion, kafka_version as resolve_kafka_version
-from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, RECOVERY_POINT, partition_offset, read_checkpoint
+from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, RECOVERY_POINT, read_checkpoint
 from kafkaforensics.log.dir_lock import refuse_live
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.log_loader import replay_segment
 from kafkaforensics.log.partition import (METADATA_PARTITION, UNKNOWN_DIR_SUFFIX, LogDir, Partition, broker_refusal,
                                          parse_partition_dir_name, partition_dir_state)
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot, snapshot_bytes
-from kafkaforensics.log.segment import (CLEANED, DELETED, INDEX, KRAFT_SNAPSHOT_FILE_RE, LOG, SNAPSHOT, SWAP,
-                                        TIMEINDEX, TXNINDEX, Segment, file_name, offset_from_name, open_buffer, without_leftover_suffix)
+from kafkaforensics.log.segment import (CLEANED, DELETED, INDEX_BY_SUFFIX, INDEX_SUFFIXES, KRAFT_SNAPSHOT_FILE_RE, LOG,
+                                        NEW_SEGMENT_SUFFIXES, SEGMENT_SUFFIXES, SNAPSHOT, SWAP, TIMEINDEX, Segment, file_name,
+                                        index_bytes, offset_from_name, open_buffer, without_leftover_suffix)
 from kafkaforensics.log.batch_search import scan_file
 
-_INDEX_SUFFIXES = (INDEX, TIMEINDEX, TXNINDEX)
 
 
 #: each phrase of :attr:`RecoveryReport.done` as a dry run says it
@@ -174,7 +174,7 @@ class _PlannedSegment(Segment):
 
 def _checkpointed(log_dir: str, name: str, tp, notes: list[str]) -> int | None:
     try:
-        return partition_offset(log_dir, name, tp)
+        return LogDir(log_dir).partition_offset(name, tp)
     except KafkaFormatError as e:
         notes.append(f"{name} unreadable ({e.problem.detail}): taken as having no entry, as Kafka does")
         return None
@@ -294,7 +294,7 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
         rep.removed_segments.append(file_name(base, LOG))
         src = d.files[file_name(base, LOG)]
         count_dropped(rep.dropped, src, 0)
-        for suf in (LOG,) + _INDEX_SUFFIXES:
+        for suf in SEGMENT_SUFFIXES:
             n = file_name(base, suf)
             if n in d.files:
                 plan.append(Action("delete", d.full(n), "segment after the truncation point",
@@ -314,7 +314,7 @@ def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, b
         # (the active segment; a clean shutdown trims its indexes to nothing); a metadata log truncated
         # to its latest snapshot, at that snapshot's end offset
         leo = log_start_offset
-        for suf in (LOG, INDEX, TIMEINDEX):
+        for suf in NEW_SEGMENT_SUFFIXES:
             _plan_write(d, file_name(leo, suf), b"", "empty active segment, as Kafka creates one for a log "
                         "without segments (LogLoader.recoverLog)", plan)
         kept = [leo]
@@ -432,7 +432,7 @@ def _plan_leftovers(d: _PlannedPartition, plan: list[Action], rules) -> None:
     if recover_swaps:
         for n in valid:
             if n.endswith(LOG + SWAP):
-                for suf in _INDEX_SUFFIXES:
+                for suf in INDEX_SUFFIXES:
                     idx = file_name(offset_from_name(n), suf)
                     if idx in d.files:  # an index of the segment replaced: rebuilt with the swap
                         plan.append(Action("delete", d.full(idx), "index replaced with the swapped segment "
@@ -470,7 +470,7 @@ def _snapshot_past_log(snap: tuple[int, int], epochs: LeaderEpochCache, leo: int
 def _plan_truncate_fully(d: _PlannedPartition, plan: list[Action], kept: list[int], start: int, rep) -> None:
     """UnifiedLog.truncateFullyAndStartAt(start): every segment goes, an empty one starts at ``start``."""
     for base in kept:
-        for suf in (LOG,) + _INDEX_SUFFIXES:
+        for suf in SEGMENT_SUFFIXES:
             n = file_name(base, suf)
             if n in d.files:
                 plan.append(Action("delete", d.full(n), f"metadata log segment below the latest snapshot's end "
@@ -481,7 +481,7 @@ def _plan_truncate_fully(d: _PlannedPartition, plan: list[Action], kept: list[in
 
 
 def _plan_orphans(d: _PlannedPartition, plan: list[Action]) -> None:
-    for n, off in list(d.with_offset(_INDEX_SUFFIXES)):
+    for n, off in list(d.with_offset(INDEX_SUFFIXES)):
         if file_name(off, LOG) not in d.files:
             plan.append(Action("delete", d.full(n), "index file without a .log", phase=PHASES["orphan"]))
             del d.files[n]
@@ -501,12 +501,10 @@ def _recover_segment(src, base, state, epochs, interval, max_bytes, rules) -> Se
 def _plan_index_writes(d: _PlannedPartition, base: int, res: SegmentRebuild, plan, rep: RecoveryReport, rules) -> None:
     """The indexes of a segment Kafka recovers, as its recovery writes them (byte for byte)."""
     idx: SegmentIndexes = res.indexes
-    for suf, data in ((INDEX, offset_index.to_bytes(idx.offsets, base)),
-                      (TIMEINDEX, time_index.to_bytes(idx.times, base)),
-                      (TXNINDEX, txn_index.to_bytes(idx.aborted))):
+    for suf, data in index_bytes(idx, base):
         n = file_name(base, suf)
         current = d.files.get(n)
-        if suf == TXNINDEX and not data and current is None:
+        if INDEX_BY_SUFFIX[suf].created_lazily and not data and current is None:
             continue
         if suf == TIMEINDEX and current is None and rules.write("missing-timeindex") == "none":
             continue   # 0.10.0: no time index

@@ -11,15 +11,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from kafkaforensics.log import offset_index, time_index, txn_index
 from kafkaforensics.log.indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentRebuild
 from kafkaforensics.log.kafka_files import kept_as_written
 from kafkaforensics.log.kafka_version import kafka_version as resolve_kafka_version
-from kafkaforensics.log.partition import INDEX, LOG, TIMEINDEX, TXNINDEX, Partition
+from kafkaforensics.log.partition import LOG, Partition
 from kafkaforensics.log.producer_state import ProducerState
 from kafkaforensics.fsutil import clean_temps, default_backup_dir, same_content
 from kafkaforensics.repair.actions import Action, apply_actions
-from kafkaforensics.log.segment import offset_from_name
+from kafkaforensics.log.segment import INDEX_BY_SUFFIX, index_bytes, offset_from_name
 
 
 @dataclass
@@ -64,12 +63,10 @@ def reindex(path: str, *, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYT
                              "`kfx recover` truncates")
         if only is not None and seg.base_offset != only:
             continue
-        for suf, data in ((INDEX, offset_index.to_bytes(idx.offsets, seg.base_offset)),
-                          (TIMEINDEX, time_index.to_bytes(idx.times, seg.base_offset)),
-                          (TXNINDEX, txn_index.to_bytes(idx.aborted))):
+        for suf, data in index_bytes(idx, seg.base_offset):
             target = seg.path(suf)
             name = os.path.basename(target)
-            if suf == TXNINDEX and not data and not os.path.exists(target):
+            if INDEX_BY_SUFFIX[suf].created_lazily and not data and not os.path.exists(target):
                 continue
             if os.path.exists(target) and (same_content(target, data) or kept_as_written(
                     target, suf, seg.log, seg.base_offset, idx.valid_bytes, rules, index_interval_bytes)):

@@ -23,7 +23,7 @@ from kafkaforensics import fsutil
 
 from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, set_partition_offset
 from kafkaforensics.log.partition import Partition, parse_partition_dir_name
-from kafkaforensics.log.segment import DELETED, INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, file_name
+from kafkaforensics.log.segment import DELETED, FAMILY_SUFFIXES, LOG, NEW_SEGMENT_SUFFIXES, file_name
 from kafkaforensics.repair.actions import Dropped
 from kafkaforensics.repair.recovery import count_dropped
 
@@ -103,11 +103,11 @@ def retention(partition_dir: str, *, retention_ms: int | None = None, retention_
     fsutil.clean_temps(pd.path)
     bk = fsutil.Backup(backup_dir or fsutil.default_backup_dir(pd.path)) if backup else None
     if rep.rolled:  # roll first so that an active segment always exists
-        for suf in (LOG, INDEX, TIMEINDEX):
+        for suf in NEW_SEGMENT_SUFFIXES:
             fsutil.atomic_write(os.path.join(pd.path, file_name(leo, suf)), b"", backup_dir=bk)
     renamed = []
     for base in sorted(doomed):
-        for suf in (LOG, INDEX, TIMEINDEX, TXNINDEX, SNAPSHOT):
+        for suf in FAMILY_SUFFIXES:
             p = os.path.join(pd.path, file_name(base, suf))
             if os.path.exists(p):
                 fsutil.rename(p, p + DELETED, backup_dir=bk)

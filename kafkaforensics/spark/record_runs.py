@@ -30,12 +30,11 @@ from specs.layout import INT32_MAX
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.record_columns import RecordColumns, _Fallback, decode_sections
 from kafkaforensics.records.compression import decompress
-from kafkaforensics.records.header_list import walk_run
+from kafkaforensics.records.header_list import SAFE_OFFSET, walk_run
 from kafkaforensics.records.header_run import HEADER_DTYPE
 
 _TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime", "NoTimestampType")
 _NO_LIMIT = 2**63 - 1
-_SAFE_OFFSET = 2**62  # as HeaderRun.accepted: base + lastOffsetDelta cannot overflow int64 below this
 
 
 def _declined(h: np.ndarray, base: np.ndarray, has_base: np.ndarray) -> np.ndarray:
@@ -46,7 +45,7 @@ def _declined(h: np.ndarray, base: np.ndarray, has_base: np.ndarray) -> np.ndarr
     first = h["baseOffset"].astype(np.int64)
     delta = h["lastOffsetDelta"].astype(np.int64)
     rel = first + delta - base
-    return (delta < 0) | (first >= _SAFE_OFFSET) | (has_base & ((rel < 0) | (rel > INT32_MAX)))
+    return (delta < 0) | (first >= SAFE_OFFSET) | (has_base & ((rel < 0) | (rel > INT32_MAX)))
 
 
 class HeldSegment(NamedTuple):

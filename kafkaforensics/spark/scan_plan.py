@@ -29,7 +29,6 @@ from __future__ import annotations
 import bisect
 import datetime
 import posixpath
-import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -39,7 +38,8 @@ from specs.lazy import lazy
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.checkpoint_file import CHECKPOINT_BEYOND_LOG_END, past_log_end
 from kafkaforensics.log.partition import partition_dir_state, partition_of_dir_name
-from kafkaforensics.log.segment import LOG, offset_of_file_name
+from kafkaforensics.log.paths import LOG_DIR_FILES
+from kafkaforensics.log.segment import KRAFT_SNAPSHOT_FILE_RE, LOG, is_family_file, offset_of_file_name
 
 #: Spark's filter classes, for the filters Spark pushes (planning a scan never needs pyspark otherwise)
 datasource = lazy("pyspark.sql.datasource", globals())
@@ -270,15 +270,8 @@ class Source(NamedTuple):
     dir_name: str | None = None   # the partition dir's own name (a -delete/-future/-stray copy's too)
 
 
-#: what Kafka writes in a log dir besides partition dirs (LogManager, KafkaRaftServer, checkpoints)
-LOG_DIR_FILES = frozenset((C.META_PROPERTIES_FILE, ".lock", ".kafka_cleanshutdown", "bootstrap.checkpoint",
-                           *C.OFFSET_CHECKPOINT_FILES))
 #: what Kafka writes in a partition dir besides the segment family (``<offset>.log`` and kin)
 PARTITION_DIR_FILES = frozenset((C.LEADER_EPOCH_FILE, C.PARTITION_METADATA_FILE, "quorum-state"))
-#: KRaft snapshots (``<end offset>-<epoch>.checkpoint``, maybe ``.part`` or ``.deleted``)
-_KRAFT_SNAPSHOT = re.compile(r"^\d{20}-\d{10}\.checkpoint(\.part|\.deleted)?$")
-#: the segment family, maybe with a leftover suffix (``.swap``, ``.cleaned``, ``.deleted``)
-_SEGMENT_FAMILY = re.compile(r"^\d{20}\.(log|index|timeindex|txnindex|snapshot)(\.swap|\.cleaned|\.deleted)?$")
 
 
 def _known(name: str, names: frozenset) -> bool:
@@ -401,7 +394,7 @@ def layout(entries, read_text) -> Layout:
         if d in part_dirs:
             if base is not None:
                 out.segments[d].append((base, uri, size))
-            elif not (_SEGMENT_FAMILY.match(name) or _KRAFT_SNAPSHOT.match(name)
+            elif not (is_family_file(name) or KRAFT_SNAPSHOT_FILE_RE.match(name)
                       or _known(name, PARTITION_DIR_FILES)):
                 out.strays.append((uri, size, out.partitions[d]))
         elif d in log_dirs:

@@ -18,7 +18,7 @@ from specs.lazy import lazy
 
 from kafkaforensics.log import offset_index
 from kafkaforensics.log.batch_search import MAX_CANDIDATE_BYTES, valid_batch_at
-from kafkaforensics.log.segment import BatchScanner, offset_from_name, open_buffer
+from kafkaforensics.log.segment import INDEX, BatchScanner, offset_from_name, open_buffer
 
 #: pyarrow's file systems: a fleet of local files never needs them
 pafs = lazy("pyarrow.fs", globals())
@@ -220,7 +220,7 @@ class Storage:
         tried for each split, so a damaged index costs a bounded number of reads."""
         if size <= split_bytes:
             return []
-        data = self.read_file(uri[:-4] + ".index")
+        data = self.read_file(uri[:-4] + INDEX)
         if data:
             base = offset_from_name(uri) or 0
             entries, _ = offset_index.read_entries(data, base)
