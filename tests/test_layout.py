@@ -11,6 +11,7 @@ import sys
 import pytest
 
 import kafkaforensics
+from kafkaforensics.inspect import verify
 
 ROOT = pathlib.Path(kafkaforensics.__file__).parent
 README = ROOT.parent / "README.md"
@@ -179,3 +180,16 @@ def test_log_dir_is_the_only_reader_of_log_dir_files():
                 if called in _LOG_DIR_CODECS and not on_log_dir:
                     bad.append(f"{rel}:{node.lineno} calls {called}")
     assert not bad, bad
+
+
+def test_one_class_per_concept():
+    """One class per concept (issue 52): no class name is defined twice (the Spark source reads a
+    segment's index entries into log/indexing.py's ``SegmentIndexes``, not a second class of that
+    name), and verify's walk of a segment gives one immutable summary row, ``SegmentSummary``."""
+    where = {}
+    for rel, tree in _code_files():
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                where.setdefault(node.name, []).append(rel)
+    assert not {n: w for n, w in where.items() if len(w) > 1}
+    assert verify.SegmentSummary.__dataclass_params__.frozen and not hasattr(verify, "SegmentScan")

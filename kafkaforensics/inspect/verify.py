@@ -45,8 +45,11 @@ fsutil = lazy("kafkaforensics.fsutil", globals())
 header_list = lazy("kafkaforensics.records.header_list", globals())
 
 
-@dataclass
+@dataclass(frozen=True)
 class SegmentSummary:
+    """One segment as a walk leaves it (LogSegment's size, the offset after its last batch, its largest
+    timestamp): the one immutable summary row reports are made of; the file-backed
+    :class:`~kafkaforensics.log.segment.Segment` is the segment itself."""
     base_offset: int
     size: int
     valid_bytes: int
@@ -454,15 +457,15 @@ def verify_segment(seg: SegmentFiles, rep: VerifyReport, state: ProducerState, *
                 aborted = txn_index.read_entries(f.read(), file=txn_path)
         except KafkaFormatError as e:
             rep.problems.append(e.problem)
-    scanned = _SegmentScan(log, base, rep, state, offsets, times, progress).walk(max_batch_bytes)
-    summary = scanned.summary
+    scan = _SegmentScan(log, base, rep, state, offsets, times, progress)
+    summary = scan.walk(max_batch_bytes)
     if summary.batches and not idx_path and require_index:
         rep.add(seg.path(INDEX), None, None, "missing-index", "segment has batches but no offset index (Kafka rebuilds it)")
     if summary.batches and idx_path and not tidx_path and require_index:
         rep.add(seg.path(TIMEINDEX), None, None, "missing-timeindex",
                 "segment has batches and an offset index but no time index (Kafka creates it empty at load and "
                 "does not rebuild it: time retention then goes by the file's modification time; kfx reindex rebuilds it)")
-    _compare_aborted(aborted, scanned.aborted, scanned.abort_markers, txn_path or seg.path(TXNINDEX), rep)
+    _compare_aborted(aborted, scan.aborted, frozenset(scan.abort_markers), txn_path or seg.path(TXNINDEX), rep)
     return summary
 
 
@@ -485,19 +488,12 @@ def _read_index(path, module, base, active, rep: VerifyReport):
     return columns
 
 
-@dataclass(frozen=True)
-class SegmentScan:
-    """What one segment's streaming pass found besides its problems: the summary, the aborted
-    transactions its batches show (to compare with the ``.txnindex``) and its ABORT markers."""
-    summary: SegmentSummary
-    aborted: list
-    abort_markers: frozenset  # (producer id, offset) of every ABORT marker
-
-
 class _SegmentScan:
-    """What verify carries along one segment's walk, fed a batch or a run of batches at a time."""
+    """What verify carries along one segment's walk, fed a batch or a run of batches at a time: the
+    walk gives the :class:`SegmentSummary`; the aborted transactions the batches show (to compare with
+    the ``.txnindex``) and the (producer id, offset) of every ABORT marker stay here."""
 
-    def walk(self, max_batch_bytes) -> SegmentScan:
+    def walk(self, max_batch_bytes) -> SegmentSummary:
         """The streaming pass over the segment's walk (:meth:`~.segment.Segment.walk`): framing, CRC,
         offset order, and the index entries checked on the way.
 
@@ -659,7 +655,7 @@ class _SegmentScan:
                 self.progress(self.done_bytes)
                 self.done_bytes = 0
 
-    def finish(self, scanner, size: int) -> SegmentScan:
+    def finish(self, scanner, size: int) -> SegmentSummary:
         rep, log, offsets, nxt = self.rep, self.log, self.offsets, self.next
         if self.progress is not None:
             self.progress(self.done_bytes + size - scanner.valid_bytes)
@@ -680,8 +676,7 @@ class _SegmentScan:
                             f"offset index entry {off} is past the segment's last offset {nxt - 1}")
         if self.time_index is not None:
             self.time_index.report(log, rep)
-        summary = SegmentSummary(self.base, size, scanner.valid_bytes, self.batches, 0, self.first, nxt, self.max_ts)
-        return SegmentScan(summary, self.aborted, frozenset(self.abort_markers))
+        return SegmentSummary(self.base, size, scanner.valid_bytes, self.batches, 0, self.first, nxt, self.max_ts)
 
 
 class _OffsetIndexCheck:

@@ -178,15 +178,6 @@ def bounds_from_filters(filters, disorder_ms: int = DEFAULT_DISORDER_MS) -> Boun
 
 
 @dataclass
-class SegmentIndexes:
-    """A segment's ``.index`` entries (last offset of a batch, its position) and ``.timeindex``
-    entries (running max timestamp, offset), as lists; empty when the file is missing."""
-    base: int
-    offsets: list = field(default_factory=list)
-    times: list = field(default_factory=list)
-
-
-@dataclass
 class Range:
     """The part of a segment a scan reads: bytes ``[start, end)`` (end None: to the file's end)
     and the offsets to keep (``first_offset``..``last_offset``)."""
@@ -200,7 +191,9 @@ def segment_range(bounds: Bounds, base: int, next_base: int | None, load, prior_
                   base_offset_at=None):
     """The :class:`Range` of a segment based at ``base`` (the partition's next segment at
     ``next_base``, None for the last) that can hold wanted records, or None to skip it.
-    ``load()`` returns its :class:`SegmentIndexes` (called only when an index is needed);
+    ``load()`` returns its :class:`~kafkaforensics.log.indexing.SegmentIndexes` (``offsets``: the
+    ``.index`` entries, offset and position; ``times``: the ``.timeindex`` entries, timestamp and
+    offset; empty when a file is missing), called only when an index is needed;
     ``prior_max_ts`` is the largest timestamp of the partition's earlier segments;
     ``base_offset_at(position)`` reads the base offset of the batch at a position of the segment:
     where the offset index says to start or stop, the batch there must bear it out (one at or

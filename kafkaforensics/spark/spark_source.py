@@ -76,9 +76,10 @@ from kafkaforensics.records.batch import resolve_legacy_wrapper
 from kafkaforensics.records.schema import SOURCE_LEVELS, spark_columns, spark_ddl
 from kafkaforensics.log.partition import partition_of_dir_name
 from kafkaforensics.log.segment import INDEX, TIMEINDEX, BatchScanner, release_pages
-from kafkaforensics.spark.scan_plan import (OPEN_COST_BYTES, Bounds, Layout, Piece, Source, SegmentIndexes,
-                                            bounds_from_filters, bounds_from_options, layout, merge, pack,
-                                            segment_base, segment_range, split_size)
+from kafkaforensics.log.indexing import SegmentIndexes
+from kafkaforensics.spark.scan_plan import (OPEN_COST_BYTES, Bounds, Layout, Piece, Source, bounds_from_filters,
+                                            bounds_from_options, layout, merge, pack, segment_base, segment_range,
+                                            split_size)
 from kafkaforensics.spark import parquet_dir
 from kafkaforensics.spark.record_runs import FileRun, RunBatches
 from kafkaforensics.spark.storage import S3_OPTIONS, NotKafkaInput, Storage
