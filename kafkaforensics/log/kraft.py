@@ -8,6 +8,8 @@
   also hold KRaftVersion / Voters control records after the header.
 * ``quorum-state`` is QuorumStateData as JSON (field names with a lower-case first letter) plus a
   ``data_version`` field (Kafka's FileQuorumStateStore), versions 0 and 1.
+* The metadata log's records as a broker applies them (:func:`metadata_records`: the newest snapshot,
+  then the log after it), and what they leave: topic names and ids, topic configs (:func:`metadata_topics`).
 Schemas: :mod:`specs.kafka_messages`; records decoded by :mod:`kafkaforensics.records.internal_topics`.
 """
 from __future__ import annotations
