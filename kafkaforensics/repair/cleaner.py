@@ -56,7 +56,8 @@ from kafkaforensics.log.kafka_version import kafka_version
 
 # Both passes take a run of batches at a time: records decoded by the columnar decoder, keys
 # hashed and put or looked up in the offset map together; with ``records.walks.SPEEDUPS`` off,
-# batch by batch, record by record (the reference the tests compare with).
+# batch by batch, record by record (the reference the tests compare with): ``_map_batches`` and
+# ``_Filter.judged`` are bound to one or the other once, at import.
 
 
 @dataclass
@@ -243,33 +244,45 @@ def _build_offset_map(segs, start, end, aborted, omap: OffsetMap) -> None:
     dirty = [s for s in segs if s.next_offset > start and s.base < end]
     for s in dirty:
         with s.seg.walk() as walk:
-            batches = takewhile(lambda b: b.base_offset < end, walk)
-            for run in (runs(batches) if walks.SPEEDUPS else ([b] for b in batches)):
-                if not _map_run(run, start, txn, omap):
-                    return  # full: the round ends at the last offset mapped
+            if not _map_batches(takewhile(lambda b: b.base_offset < end, walk), start, txn, omap):
+                return  # full: the round ends at the last offset mapped
         omap.update_latest_offset(min(s.next_offset, end) - 1)
 
 
-def _map_run(run: list, start: int, txn: "_TxnMetadata", omap: OffsetMap) -> bool:
-    """Put the keys of ``run``'s records from ``start`` on (not those of control batches or
-    aborted transactions) in log order; False when the map is full (the batch whose key did not
-    fit, and all after it, are left out of the map's latest offset)."""
-    try:
-        cols = decode_columns(run) if walks.SPEEDUPS else None
-    except KafkaFormatError:
-        cols = None  # record by record: each batch's records() raises its error if it is reached
-    if cols is None:
-        for b in run:
-            if b.is_control:
-                txn.on_control(b)
-            elif not txn.on_data(b):
-                for r in b.records():
-                    if r.key is not None and r.offset >= start:
-                        if not omap.put(bytes(r.key), r.offset):
-                            return False
-            if b.last_offset >= start:
-                omap.update_latest_offset(b.last_offset)
-        return True
+def _map_batches_fast(batches, start: int, txn: "_TxnMetadata", omap: OffsetMap) -> bool:
+    """``_map_batches`` over runs: each run's records decoded together (:func:`_map_columns`), a
+    run the columnar decoder refuses record by record (:func:`_map_records`)."""
+    for run in runs(batches):
+        try:
+            cols = decode_columns(run)
+        except KafkaFormatError:
+            cols = None  # record by record: each batch's records() raises its error if it is reached
+        if not (_map_records(run, start, txn, omap) if cols is None else _map_columns(run, cols, start, txn, omap)):
+            return False
+    return True
+
+
+def _map_records(batches, start: int, txn: "_TxnMetadata", omap: OffsetMap) -> bool:
+    """Put the keys of the batches' records from ``start`` on (not those of control batches or
+    aborted transactions) in log order, batch by batch, record by record; False when the map is
+    full (the batch whose key did not fit, and all after it, are left out of the map's latest
+    offset).  ``_map_batches`` with ``records.walks.SPEEDUPS`` off: the reference."""
+    for b in batches:
+        if b.is_control:
+            txn.on_control(b)
+        elif not txn.on_data(b):
+            for r in b.records():
+                if r.key is not None and r.offset >= start:
+                    if not omap.put(bytes(r.key), r.offset):
+                        return False
+        if b.last_offset >= start:
+            omap.update_latest_offset(b.last_offset)
+    return True
+
+
+def _map_columns(run: list, cols, start: int, txn: "_TxnMetadata", omap: OffsetMap) -> bool:
+    """:func:`_map_records` of ``run`` from its decoded columns ``cols``: the keys hashed and put
+    together."""
     mapped = np.zeros(len(run), dtype=bool)
     for i, b in enumerate(run):  # transactions are followed batch by batch, in order
         if b.is_control:
@@ -283,6 +296,11 @@ def _map_run(run: list, start: int, txn: "_TxnMetadata", omap: OffsetMap) -> boo
         if b.last_offset >= start:
             omap.update_latest_offset(b.last_offset)
     return done == len(rec)
+
+
+#: the offset map's pass over a segment's batches: in columnar runs, or with ``records.walks.SPEEDUPS``
+#: off record by record (chosen once, at import)
+_map_batches = walks.bind("_map_batches", _map_batches_fast, _map_records)
 
 
 def _group_segments(segs, max_size, max_index, first_uncleanable):
@@ -374,11 +392,17 @@ class _Filter:
         flags = keep.tolist()
         return [_Verdict(flags[a:z], *(c[z] - c[a] for c in sums)) for a, z in zip(at, at[1:])]
 
-    def judged(self, batches):
+    def _judged_fast(self, batches):
         """Each batch with its :meth:`verdicts` verdict (None: :meth:`apply` judges it itself)."""
-        if not walks.SPEEDUPS:
-            return ((b, None) for b in batches)
         return ((b, v) for run in runs(batches) for b, v in zip(run, self.verdicts(run)))
+
+    def _judged_reference(self, batches):
+        """``judged`` with ``records.walks.SPEEDUPS`` off: no verdict given, every batch judged by
+        :meth:`apply` record by record."""
+        return ((b, None) for b in batches)
+
+    #: each batch with its verdict, from columnar runs or (the reference) none: chosen once, at import
+    judged = walks.bind("judged", _judged_fast, _judged_reference)
 
     def apply(self, b: Batch, verdict: "_Verdict | None" = None) -> tuple[bytes | None, int]:
         """The batch's bytes after cleaning (None when it goes) and how many records it keeps;
