@@ -54,7 +54,7 @@ class RecordColumns:
                  "key_start", "key_length", "value_start", "value_length",
                  "header_record", "header_key_start", "header_key_length",
                  "header_value_start", "header_value_length", "_header_map")
-    batches: list[Batch]
+    batches: list[Batch] | None  # None where the decoder was given no Batch objects (decode_sections)
     buf: bytes
     batch: np.ndarray
     offset: np.ndarray
@@ -79,7 +79,7 @@ class RecordColumns:
         buf = self.buf
         s = start.tolist()
         e = (start + np.maximum(length, 0)).tolist()
-        out = list(map(buf.__getitem__, map(slice, s, e)))
+        out: list[bytes | None] = list(map(buf.__getitem__, map(slice, s, e)))
         for i in np.flatnonzero(length < 0).tolist():
             out[i] = None
         return out
@@ -107,7 +107,7 @@ class RecordColumns:
 
     def header_lists(self) -> list:
         """Each record's headers as a list of (key, value) pairs."""
-        out = [[] for _ in range(len(self))]
+        out: list[list] = [[] for _ in range(len(self))]
         for i, h in self.headers.items():
             out[i] = h
         return out
@@ -199,10 +199,21 @@ def iter_records(path: str):
 # --------------------------------------------------------------------------------------------
 def _from_records(batches) -> RecordColumns:
     """The exact path: each batch's ``records()`` (raises its error), then laid out as columns."""
-    parts = []
-    key_start, key_length, value_start, value_length = [], [], [], []
-    h_record, h_key_start, h_key_length, h_value_start, h_value_length = [], [], [], [], []
-    offs, tss, creates, attrs, which = [], [], [], [], []
+    parts: list[bytes] = []
+    key_start: list[int] = []
+    key_length: list[int] = []
+    value_start: list[int] = []
+    value_length: list[int] = []
+    h_record: list[int] = []
+    h_key_start: list[int] = []
+    h_key_length: list[int] = []
+    h_value_start: list[int] = []
+    h_value_length: list[int] = []
+    offs: list[int] = []
+    tss: list[int] = []
+    creates: list[int | None] = []
+    attrs: list[int] = []
+    which: list[int] = []
     at = 0
 
     def span(v, starts, lengths):

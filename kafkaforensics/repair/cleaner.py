@@ -23,7 +23,7 @@ MemoryRecords.filterTo:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, make_dataclass, replace
+from dataclasses import dataclass, field, replace
 import os
 import shutil
 import tempfile
@@ -52,7 +52,7 @@ from kafkaforensics.log.partition import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNIND
 from kafkaforensics.log.record_columns import decode_columns, runs
 from kafkaforensics.log.segment import Segment, file_name
 from kafkaforensics.log.txn_index import AbortedTxn
-from kafkaforensics.log.kafka_version import kafka_version
+from kafkaforensics.log.kafka_version import KafkaVersion, kafka_version
 
 # Both passes take a run of batches at a time: records decoded by the columnar decoder, keys
 # hashed and put or looked up in the offset map together; with ``records.walks.SPEEDUPS`` off,
@@ -75,15 +75,25 @@ class CompactOptions:
     ignore_checkpoint: bool = False  # clean from the log start, whatever cleaner-offset-checkpoint says
     #: whose tombstone rule applies ("X.Y", a KafkaVersion, or None: inferred from the log dir); up to
     #: 3.0 every tombstone and marker goes by its segment's mtime, from 3.1 by the batch's delete horizon
-    kafka_version: object = None
+    kafka_version: "str | KafkaVersion | None" = None
 
 
-#: A compaction's counters, every one an int from 0 (a dataclass: ``CompactStats(records_before=...)``).
-CompactStats = make_dataclass("CompactStats", [(name, int, 0) for name in (
-    "records_before bytes_before records_after bytes_after tombstones_kept tombstones_removed "
-    "aborted_records_removed keyless_records_removed markers_kept markers_removed batches_emptied "
-    "batches_removed").split()])
-CompactStats.__module__ = __name__
+@dataclass
+class CompactStats:
+    """A compaction's counters, every one an int from 0."""
+
+    records_before: int = 0
+    bytes_before: int = 0
+    records_after: int = 0
+    bytes_after: int = 0
+    tombstones_kept: int = 0
+    tombstones_removed: int = 0
+    aborted_records_removed: int = 0
+    keyless_records_removed: int = 0
+    markers_kept: int = 0
+    markers_removed: int = 0
+    batches_emptied: int = 0
+    batches_removed: int = 0
 
 
 @dataclass
@@ -101,7 +111,7 @@ class CompactReport:
     stats: CompactStats = field(default_factory=CompactStats)
     notes: list[str] = field(default_factory=list)
     offset_map_bytes: int = 0
-    kafka: object = None  # the KafkaVersion whose rules applied
+    kafka: KafkaVersion | None = None  # the KafkaVersion whose rules applied
     backup: str | None = None
     #: located problems that stopped the cleaning (records that do not decode, an offset map too small)
     problems: list[Problem] = field(default_factory=list)
