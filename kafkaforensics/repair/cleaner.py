@@ -627,18 +627,19 @@ def compact(partition_dir: str, opts: CompactOptions | None = None, *, out: str 
     log dir, and the input's files are only ever read."""
     opts = opts or CompactOptions()
     src = os.path.abspath(partition_dir)
-    opts = replace(opts, kafka_version=kafka_version(src, opts.kafka_version))
+    kafka = kafka_version(src, opts.kafka_version)
+    opts = replace(opts, kafka_version=kafka)
     pd0 = Partition.scan(src)
     if pd0.leftovers:
         raise ValueError(f"{partition_dir} has leftover files of an interrupted operation "
                          f"({os.path.basename(pd0.leftovers[0])}, ...): run `kfx recover` first")
     tp = parse_partition_dir_name(src)
-    rep = CompactReport(os.path.basename(src), None, dry_run, kafka=opts.kafka_version)
+    rep = CompactReport(os.path.basename(src), None, dry_run, kafka=kafka)
     now = opts.now if opts.now is not None else int(time.time() * 1000)
     journal = None
     if dry_run or out:
         # a dry run never touches the log dir; --out builds beside its output (renamed into place)
-        parent = tempfile.gettempdir() if dry_run else os.path.dirname(os.path.abspath(out))
+        parent = tempfile.gettempdir() if dry_run or out is None else os.path.dirname(os.path.abspath(out))
         work_parent = fsutil.temp_dir(parent, "compact")
         work = os.path.join(work_parent, os.path.basename(out) if out and not dry_run else rep.partition)
         _link_copy(src, work, symlinks=dry_run)
