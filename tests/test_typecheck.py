@@ -5,6 +5,7 @@ import os
 import pathlib
 import subprocess
 import sys
+
 import pytest
 
 tomllib = pytest.importorskip("tomllib", reason="pyproject.toml is read with tomllib (Python 3.11+)")
@@ -27,7 +28,8 @@ def read(path: str) -> tuple[bytes, int]:
 def _mypy(*args: str) -> subprocess.CompletedProcess:
     pytest.importorskip("mypy", reason="mypy is in the test dependencies (pip install -e '.[test]')")
     return subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
-                           "--no-incremental", "--cache-dir", os.devnull, *args], cwd=ROOT, capture_output=True, text=True, timeout=600)
+                           "--no-incremental", "--cache-dir", os.devnull, *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
 
 
 def test_make_test_runs_the_type_checker_over_the_four_packages():
