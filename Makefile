@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test bench fixtures clean fuzz crashpoints
+.PHONY: install demo test typecheck bench fixtures clean fuzz crashpoints
 
 $(STAMP): pyproject.toml
 	@# system tools the tests drive: Debian's chromium (HTML report) and kcat (a real client)
@@ -40,7 +40,11 @@ demo: install
 # fixtures start once); TEST_JOBS=0 runs them in this process
 TEST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 4 ] && n=4; echo $$n)
 
-test: install
+# the type checker over kafkaforensics/, specs/, cli/ and spark_jobs/ (pyproject.toml's [tool.mypy]): zero errors
+typecheck: install
+	$(BIN)/python -m mypy
+
+test: install typecheck
 	$(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
 
 # the long fuzzing campaign (resumable: state in tests/fixtures/fuzz-corpus/campaign.json)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import inspect
 import typing
+from typing import Any
 
 from specs.lazy import lazy
 
@@ -18,7 +19,8 @@ class Exit(SystemExit):
     """Leave a command with an exit code (typer and click let a SystemExit through as it is)."""
 
     @property
-    def exit_code(self) -> int:
+    def exit_code(self) -> int | str | None:
+        """The code given (``SystemExit.code``: an int, as every command gives)."""
         return self.code
 
 
@@ -41,11 +43,15 @@ class Param:
         return typer.Option(self.default, *self.param_decls, **self.settings)
 
 
-def Option(default=..., *param_decls: str, **settings) -> Param:  # noqa: N802 (typer's name)
+# Both return ``Any`` as typer's own Option/Argument do: a :class:`Param` stands as a parameter's
+# default for a value of the parameter's annotated type (``paths: list[str] = Argument(...)``).
+def Option(default: Any = ..., *param_decls: str, **settings: Any) -> Any:  # noqa: N802 (typer's name)
+    """What ``typer.Option`` is given, kept as a :class:`Param`."""
     return Param("option", default, param_decls, settings)
 
 
-def Argument(default=..., *param_decls: str, **settings) -> Param:  # noqa: N802 (typer's name)
+def Argument(default: Any = ..., *param_decls: str, **settings: Any) -> Any:  # noqa: N802 (typer's name)
+    """What ``typer.Argument`` is given, kept as a :class:`Param`."""
     return Param("argument", default, param_decls, settings)
 
 

@@ -3,8 +3,12 @@ and the construct Struct the schemas in :mod:`specs.schemas` are made from."""
 from __future__ import annotations
 
 import struct
+from typing import TYPE_CHECKING
 
 from .lazy import lazy
+
+if TYPE_CHECKING:  # the annotation's; at run time numpy is imported on first use (np below)
+    import numpy
 
 np = lazy("numpy", globals())
 

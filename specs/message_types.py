@@ -12,6 +12,7 @@ and on assignment (the classes have ``__slots__``).
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any
 
 from . import protocol_messages as P
 from .message_schema import F, Message, UnknownField
@@ -32,6 +33,12 @@ class Struct:
     #: schema name -> (attribute, field); the struct's name in errors
     FIELDS: dict = {}
     WHERE = ""
+    #: attribute -> (schema name, field); schema name -> the generated class of a struct field
+    ATTRS: dict = {}
+    SUBS: dict[str, type[Struct]] = {}
+
+    if TYPE_CHECKING:  # the fields are attributes of the generated subclasses (``__slots__``)
+        def __getattr__(self, attr: str) -> Any: ...
 
     def __init__(self, **values):
         known = type(self).ATTRS
@@ -81,7 +88,7 @@ def _default(f):
     return list(f.default) if isinstance(f.default, list) else f.default
 
 
-def _class(name: str, fields, structs: dict, where: str) -> type:
+def _class(name: str, fields, structs: dict, where: str) -> type[Struct]:
     """The class of one field list, its struct fields' classes made first."""
     table = {f.name: (snake(f.name), f) for f in fields}
     table.update({k: (a, F(k, "extra", "0+")) for k, a in _EXTRA.items()})
@@ -95,7 +102,7 @@ def _class(name: str, fields, structs: dict, where: str) -> type:
                                   "WHERE": where})
 
 
-def message_class(m: Message) -> type:
+def message_class(m: Message) -> type[Struct]:
     """The generated class of a message schema."""
     return _class(m.name, m.fields, m.structs, m.name)
 

@@ -3,6 +3,7 @@ defaults, api keys) carried over from apache/kafka's clients/src/main/resources/
 definitions into :mod:`specs.message_schema`'s declarative form."""
 import re
 from enum import IntEnum
+from typing import Any
 
 from .message_schema import F, Message
 
@@ -971,5 +972,11 @@ ADVERTISED = {
 #: API name (the message name less Request) -> api key
 API_KEYS = {m.name[:-len("Request")]: k for k, m in REQUESTS.items()}
 #: Kafka's ApiKeys by their constant names (PRODUCE, FETCH, API_VERSIONS, ...), from the messages' api keys
-ApiKey = IntEnum("ApiKey", {re.sub(r"(?<!^)(?=[A-Z])", "_", name).upper(): k
-                            for name, k in sorted(API_KEYS.items(), key=lambda nk: nk[1])})
+def _api_key_enum() -> Any:
+    """The ApiKey enum (typed Any: its members are made from the schemas at import, where a type
+    checker cannot list them)."""
+    return IntEnum("ApiKey", {re.sub(r"(?<!^)(?=[A-Z])", "_", name).upper(): k
+                              for name, k in sorted(API_KEYS.items(), key=lambda nk: nk[1])})
+
+
+ApiKey = _api_key_enum()

@@ -329,20 +329,20 @@ def test_compaction_over_runs_equals_batch_by_batch(tmp_path_factory, monkeypatc
     for runs in (True, False):
         d = tmp_path_factory.mktemp("dst") / "t-0"
         shutil.copytree(part, d)
-        monkeypatch.setattr(walks, "SPEEDUPS", runs)
-        if first_dirty is not None:
-            cleaner._write_cleaner_checkpoint(str(d), ("t", 0), first_dirty)
-        reps = []
-        for now in (T0 + 10**6, T0 + 10**6 + later):  # a second cleaning: horizons stamped by the first
-            try:
-                rep = compact(str(d), CompactOptions(now=now, ignore_checkpoint=now > T0 + 10**6, **kw)).to_json()
-                rep.pop("partition")
-                rep.pop("backup")  # a new timestamped dir each run
-                for p in rep["problems"]:
-                    p["file"] = p["file"].replace(str(d), "<part>")
-            except Exception as e:  # the same error, at the same place, either way
-                rep = (type(e).__name__, str(e).replace(str(d), "<part>"))
-            reps.append(rep)
-        files = {n: (d / n).read_bytes() for n in sorted(os.listdir(d)) if (d / n).is_file()}
-        outcomes.append((reps, files))
+        with walks.use_speedups(runs):
+            if first_dirty is not None:
+                cleaner._write_cleaner_checkpoint(str(d), ("t", 0), first_dirty)
+            reps = []
+            for now in (T0 + 10**6, T0 + 10**6 + later):  # a second cleaning: horizons stamped by the first
+                try:
+                    rep = compact(str(d), CompactOptions(now=now, ignore_checkpoint=now > T0 + 10**6, **kw)).to_json()
+                    rep.pop("partition")
+                    rep.pop("backup")  # a new timestamped dir each run
+                    for p in rep["problems"]:
+                        p["file"] = p["file"].replace(str(d), "<part>")
+                except Exception as e:  # the same error, at the same place, either way
+                    rep = (type(e).__name__, str(e).replace(str(d), "<part>"))
+                reps.append(rep)
+            files = {n: (d / n).read_bytes() for n in sorted(os.listdir(d)) if (d / n).is_file()}
+            outcomes.append((reps, files))
     assert outcomes[0] == outcomes[1]

@@ -23,8 +23,8 @@ def _rows(path: str, **options) -> list:
 def _both_ways(monkeypatch, path: str, **options) -> tuple[list, list]:
     out = []
     for fast in (True, False):
-        monkeypatch.setattr(walks, "SPEEDUPS", fast)
-        out.append(_rows(path, **options))
+        with walks.use_speedups(fast):
+            out.append(_rows(path, **options))
     return out[0], out[1]
 
 

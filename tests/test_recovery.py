@@ -306,14 +306,14 @@ def _rebuilt_both_ways(root, src, monkeypatch, interval, limit=None) -> list:
 
     results = []
     for runs in (True, False):
-        monkeypatch.setattr(walks, "SPEEDUPS", runs)
-        rec, rei = str(root / f"rec-{runs}" / "t-0"), str(root / f"rei-{runs}" / "t-0")
-        shutil.copytree(src, rec)
-        shutil.copytree(src, rei)
-        r1 = recover(rec, backup=False, full=True, max_message_bytes=limit, index_interval_bytes=interval).to_json()
-        r2 = reindex(rei, backup=False, index_interval_bytes=interval).to_json()
-        text = json.dumps([r1, r2]).replace(str(root / f"rec-{runs}"), "R").replace(str(root / f"rei-{runs}"), "R")
-        results.append((json.loads(text), _tree(rec), _tree(rei)))
+        with walks.use_speedups(runs):
+            rec, rei = str(root / f"rec-{runs}" / "t-0"), str(root / f"rei-{runs}" / "t-0")
+            shutil.copytree(src, rec)
+            shutil.copytree(src, rei)
+            r1 = recover(rec, backup=False, full=True, max_message_bytes=limit, index_interval_bytes=interval).to_json()
+            r2 = reindex(rei, backup=False, index_interval_bytes=interval).to_json()
+            text = json.dumps([r1, r2]).replace(str(root / f"rec-{runs}"), "R").replace(str(root / f"rei-{runs}"), "R")
+            results.append((json.loads(text), _tree(rec), _tree(rei)))
     return results
 
 

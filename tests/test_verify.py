@@ -240,8 +240,8 @@ def test_verify_over_header_runs_equals_batch_by_batch(tmp_path_factory, monkeyp
     limit = data.draw(st.sampled_from([None, None, 1000]))
     monkeypatch.setattr(verify_mod, "SMALL_SEGMENT_BYTES", -1)  # every segment over runs
     runs = verify([part], max_batch_bytes=limit).to_json()
-    monkeypatch.setattr(walks, "SPEEDUPS", False)  # the reference: batch by batch
-    assert verify([part], max_batch_bytes=limit).to_json() == runs
+    with walks.use_speedups(False):  # the reference: batch by batch
+        assert verify([part], max_batch_bytes=limit).to_json() == runs
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,

@@ -30,8 +30,7 @@ def _segment(path, batches=60, records=5, value=b"v" * 100):
 
 
 def _items(path, monkeypatch, speedups, lists):
-    monkeypatch.setattr(walks, "SPEEDUPS", speedups)
-    with open_buffer(path) as buf, open(path, "rb", buffering=0) as f:
+    with walks.use_speedups(speedups), open_buffer(path) as buf, open(path, "rb", buffering=0) as f:
         sc = BatchScanner(buf, file=path, base_offset=0)
         assert isinstance(sc, walks.BatchWalk)
         items = list(sc.iter_runs(f.fileno(), lists=lists))
@@ -71,8 +70,8 @@ def test_record_decoder_switch_off_is_record_by_record(tmp_path, monkeypatch):
     with open_buffer(path) as buf:
         batches = list(BatchScanner(buf, file=path, base_offset=0))
         fast = decode(batches)
-        monkeypatch.setattr(walks, "SPEEDUPS", False)
-        ref = decode(batches)
+        with walks.use_speedups(False):
+            ref = decode_columns(batches)  # rebound here too: this module imported it by name
         assert list(ref.iter_records()) == list(fast.iter_records()) == [r for b in batches for r in b.records()]
 
 
@@ -86,6 +85,52 @@ def test_no_other_module_switch():
                     and isinstance(value.value, bool):
                 found.append(f"{path.relative_to(ROOT)}: {ast.unparse(node)}")
     assert found == []
+
+
+def _reads_of_the_switch(path: pathlib.Path) -> list[str]:
+    """The functions of ``path`` whose body reads ``SPEEDUPS`` (a name or an attribute)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            if any(isinstance(n, ast.Name) and n.id == "SPEEDUPS" or isinstance(n, ast.Attribute)
+                   and n.attr == "SPEEDUPS" for n in ast.walk(node)):
+                found.append(getattr(node, "name", "<lambda>"))
+    return found
+
+
+def test_no_function_reads_the_switch_per_call():
+    """The choice is made once, at import (``walks.bind``): no function of the project tests
+    ``SPEEDUPS`` when it runs, but walks' own binding and rebinding (six did before)."""
+    found = []
+    for top in ("kafkaforensics", "cli", "spark_jobs", "specs"):
+        for path in sorted((ROOT.parent / top).rglob("*.py")):
+            found += [f"{path.relative_to(ROOT.parent)}: {name}" for name in _reads_of_the_switch(path)]
+    assert found == ["kafkaforensics/records/walks.py: " + f for f in ("bind", "_rebind", "use_speedups")]
+
+
+def test_use_speedups_rebinds_every_fast_path_and_puts_it_back():
+    """Each bound name is its fast function or its reference, where it is defined and where it was
+    imported by name; ``use_speedups`` switches them all, and back."""
+    from kafkaforensics.log import record_columns, segment
+    from kafkaforensics.repair import cleaner
+    from kafkaforensics.spark import spark_source
+
+    held = [(segment.BatchScanner, "iter_runs"), (record_columns, "decode_columns"),
+            (cleaner, "decode_columns"), (spark_source, "decode_columns"), (cleaner, "_map_batches"),
+            (cleaner._Filter, "judged"), (spark_source.KafkaSegmentsReader, "_fast"),
+            (sys.modules[__name__], "decode_columns")]
+    pairs = {b.name: (b.fast, b.reference) for b in walks.BOUND}
+    assert sorted(pairs) == ["_fast", "_map_batches", "decode_columns", "iter_runs", "judged"]
+    assert all(fast is not ref for fast, ref in pairs.values())
+
+    def chosen(flag):
+        return [getattr(owner, name) is pairs[name][0 if flag else 1] for owner, name in held]
+    before = walks.SPEEDUPS
+    assert all(chosen(before))
+    for flag in (not before, before, False, True):
+        with walks.use_speedups(flag):
+            assert all(chosen(flag)) and walks.SPEEDUPS is flag
+        assert all(chosen(before)) and walks.SPEEDUPS is before
 
 
 def test_a_whole_process_without_speedups_reports_the_same(tmp_path):

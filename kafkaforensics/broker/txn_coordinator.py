@@ -176,7 +176,7 @@ class TransactionCoordinator:
             return Outcome(PRODUCER_FENCED)
         if expected_pid >= 0 and expected_epoch >= 0 and expected_epoch not in (t.producer_epoch, t.last_producer_epoch):
             return Outcome(PRODUCER_FENCED)
-        markers = ()
+        markers: tuple[EndMarkers, ...] = ()
         if t.state == TxnState.ONGOING:  # fence and abort what is open, in the fenced epoch
             markers = (self._prepare(t, commit=False, bump=True),)
             self.complete(tid)

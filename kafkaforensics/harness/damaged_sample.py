@@ -127,7 +127,7 @@ def _valid_batches(log: str):
 def _segment_base(target: str, topic: str, partition: int) -> int:
     """The base offset of the partition's active segment: a checkpoint flushed before it was written."""
     d = os.path.join(target, f"{topic}-{partition}")
-    return max(offset_from_name(f) for f in os.listdir(d) if f.endswith(LOG) and offset_from_name(f) is not None)
+    return max(base for f in os.listdir(d) if f.endswith(LOG) and (base := offset_from_name(f)) is not None)
 
 
 if __name__ == "__main__":  # python -m kafkaforensics.harness.damaged_sample TARGET

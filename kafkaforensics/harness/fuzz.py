@@ -47,7 +47,7 @@ import sys
 import time
 import traceback
 import zlib
-from dataclasses import asdict, dataclass, field, make_dataclass
+from dataclasses import asdict, dataclass, field
 
 from specs import checkpoints as C
 from specs import codecs
@@ -718,10 +718,16 @@ def input_for(target: Target, i: int) -> bytes:
     return mutate(rnd, seed, bounds, target.segment)
 
 
-#: A campaign's counts per target (a dataclass): inputs run, and how each ended; seconds spent.
-Stats = make_dataclass("Stats", [*((name, int, 0) for name in "inputs clean located crashes hangs".split()),
-                                 ("seconds", float, 0.0)])
-Stats.__module__ = __name__
+@dataclass
+class Stats:
+    """A campaign's counts per target: inputs run, and how each ended; seconds spent."""
+
+    inputs: int = 0
+    clean: int = 0
+    located: int = 0
+    crashes: int = 0
+    hangs: int = 0
+    seconds: float = 0.0
 
 
 def save_crasher(name: str, data: bytes, outcome: str, corpus: str = CORPUS) -> str:

@@ -203,7 +203,7 @@ def _epoch_point(ref: Replica, f: Replica, rep) -> list:
 
 def _txn_firsts(view: LogView) -> dict:
     """First offset of each transaction -> its first data batch."""
-    out = {}
+    out: dict = {}
     for b in view.batches:
         if b.txn_first is not None and not b.control:
             out.setdefault(b.txn_first, b)

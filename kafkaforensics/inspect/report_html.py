@@ -161,7 +161,7 @@ def ticket_summary(rep: AnalysisReport, paths=()) -> str:
         if not fs:
             lines.append(f"- {p.partition} ({span}): no problems found.")
             continue
-        kinds = {}
+        kinds: dict[str, list[Finding]] = {}
         for f in fs:
             kinds.setdefault(f.kind, []).append(f)
         what = "; ".join(f"{k}" + (f" x{len(v)}" if len(v) > 1 else "") + f" ({_where(v[0])})" for k, v in kinds.items())
@@ -234,7 +234,7 @@ def _txn_svg(p: PartitionSummary) -> str:
            f'viewBox="0 0 {W} {h}" role="img"><title>producers and transactions of {_e(p.partition)}</title>',
            f'<text x="{PAD + 90}" y="{PAD - 22}" class="axis">offset {lo}</text>'
            f'<text x="{W - PAD}" y="{PAD - 22}" class="axis" text-anchor="end">log end offset {hi}</text>']
-    txns_by = {}
+    txns_by: dict[int, list[dict]] = {}
     for t in p.txns:
         txns_by.setdefault(t["producerId"], []).append(t)
     for i, pid in enumerate(pids):
@@ -346,10 +346,10 @@ def render(rep: AnalysisReport, title: str = "kfx analyze", paths=()) -> str:
            "<h2>Summary for the incident ticket</h2>",
            f"<pre class='summary' id='summary'>{_e(ticket_summary(rep, paths))}</pre>"]
     factor = _bucket_factor(rep)
-    marked = {}
+    marked: dict[tuple[str, int], set[int]] = {}
     for f in rep.findings:
-        p = parts.get(f.partition)
-        g = _seg_of(p, f.file) if p else None
+        summary = parts.get(f.partition)
+        g = _seg_of(summary, f.file) if summary else None
         if g is not None and f.position is not None:
             marked.setdefault((f.partition, g["baseOffset"]), set()).add(f.position)
     for sev, heading in SEVERITIES:
@@ -360,14 +360,14 @@ def render(rep: AnalysisReport, title: str = "kfx analyze", paths=()) -> str:
             continue
         out.append("<table class='findings'><tr><th>partition</th><th>kind</th><th>file</th><th>byte</th>"
                    "<th>offsets</th><th>what</th><th>remedy</th></tr>")
-        shown = {}
+        per_kind: dict[tuple[str, str], int] = {}
         for f in fs:
             k = (f.partition, f.kind)
-            shown[k] = shown.get(k, 0) + 1
-            if shown[k] > MAX_FINDINGS_PER_KIND:
+            per_kind[k] = per_kind.get(k, 0) + 1
+            if per_kind[k] > MAX_FINDINGS_PER_KIND:
                 continue
-            p = parts.get(f.partition)
-            t = _target(p, f, factor) if p else None
+            summary = parts.get(f.partition)
+            t = _target(summary, f, factor) if summary else None
             link = (lambda text: f"<a href='#{_e(t)}'>{text}</a>" if t and text else (text or _cell(None)))
             out.append(f"<tr class='finding {sev}'><td>{_e(f.partition)}</td><td>{_e(f.kind)}</td>"
                        f"<td>{link(_e(os.path.basename(f.file)) if f.file else '')}</td>"
@@ -375,7 +375,7 @@ def render(rep: AnalysisReport, title: str = "kfx analyze", paths=()) -> str:
                        f"<td>{link(_e(f.offsets_text()))}</td><td>{_e(f.explanation)}</td>"
                        f"<td class='remedy'>{_e(f.remedy)}</td></tr>")
         out.append("</table>")
-        for (part, kind), n in shown.items():
+        for (part, kind), n in per_kind.items():
             if n > MAX_FINDINGS_PER_KIND:
                 out.append(f"<p class='note'>{part} {_e(kind)}: {n - MAX_FINDINGS_PER_KIND} more not listed "
                            "(kfx analyze --json has them all)</p>")

@@ -31,7 +31,7 @@ from kafkaforensics.log.partition import (CLEAN_SHUTDOWN_FILE, INDEX, LOG, METAD
                                           refused_dirs)
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot
 from kafkaforensics.log.dir_lock import LOCK_FILE
-from kafkaforensics.log.kafka_version import kafka_version as resolve_kafka_version
+from kafkaforensics.log.kafka_version import KafkaVersion, kafka_version as resolve_kafka_version
 from kafkaforensics.log.paths import (LOG_DIR, PARTITION_DIR, classify, is_active_segment, live_log_dirs, live_note,
                                       live_tail)
 from kafkaforensics.log.tiered import REMOTE_INDEX_RE, check_remote_index
@@ -89,7 +89,7 @@ def group_caused(problems: list[Problem]) -> list[Problem]:
     roots = [p for p in problems if p.kind in TAIL_KINDS and p.position is not None]
     if not roots:
         return problems
-    root = min(roots, key=lambda p: p.position)
+    root = min(roots, key=lambda p: p.position or 0)  # every root has a position
 
     def caused(p: Problem) -> bool:
         if p.kind in TAIL_KINDS and p is not root:
@@ -123,7 +123,7 @@ class VerifyReport:
     files: int = 0
     batches: int = 0
     bytes: int = 0
-    kafka: object = None  # the KafkaVersion whose files these are
+    kafka: KafkaVersion | None = None  # the KafkaVersion whose files these are
 
     @property
     def ok(self) -> bool:

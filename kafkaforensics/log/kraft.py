@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 from specs.lazy import lazy
 from specs.record_batch import SNAPSHOT_FOOTER, SNAPSHOT_HEADER
@@ -53,7 +54,7 @@ def read_snapshot(path: str) -> dict:
     """Read a snapshot or bootstrap checkpoint whole: its id, header, footer, the metadata records by
     type, and the problems found (a missing or misplaced header/footer, a bad CRC, a record that does
     not decode), each located by byte position and offset."""
-    out = {"file": path, "snapshotId": None, "header": None, "footer": None, "controlRecords": [],
+    out: dict[str, Any] = {"file": path, "snapshotId": None, "header": None, "footer": None, "controlRecords": [],
            "records": 0, "recordTypes": {}, "batches": 0, "problems": []}
     sid = snapshot_id(path)
     if sid is not None:

@@ -192,6 +192,7 @@ class LiveLog(Partition):
             off = self._write(bytearray(b.data), assign=True)
             first = off if first is None else first
         self._appended()
+        assert first is not None  # batches is not empty, and each one set it
         return NONE, first
 
     def append_as_is(self, data: bytes) -> int:

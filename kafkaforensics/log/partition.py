@@ -249,7 +249,7 @@ class Partition:
 
     @property
     def topic_partition(self) -> tuple[str, int] | None:
-        return None if self.topic is None else (self.topic, self.partition)
+        return None if self.topic is None or self.partition is None else (self.topic, self.partition)
 
     def segment_for(self, offset: int) -> Segment | None:
         """The segment holding ``offset`` (the last one starting at or below it; LogSegments.floorSegment)."""

@@ -54,6 +54,23 @@ class RecordColumns:
                  "key_start", "key_length", "value_start", "value_length",
                  "header_record", "header_key_start", "header_key_length",
                  "header_value_start", "header_value_length", "_header_map")
+    batches: list[Batch] | None  # None where the decoder was given no Batch objects (decode_sections)
+    buf: bytes
+    batch: np.ndarray
+    offset: np.ndarray
+    timestamp: np.ndarray
+    create_time: np.ndarray
+    attributes: np.ndarray
+    key_start: np.ndarray
+    key_length: np.ndarray
+    value_start: np.ndarray
+    value_length: np.ndarray
+    header_record: np.ndarray
+    header_key_start: np.ndarray
+    header_key_length: np.ndarray
+    header_value_start: np.ndarray
+    header_value_length: np.ndarray
+    _header_map: dict | None
 
     def __len__(self) -> int:
         return len(self.offset)
@@ -62,7 +79,7 @@ class RecordColumns:
         buf = self.buf
         s = start.tolist()
         e = (start + np.maximum(length, 0)).tolist()
-        out = list(map(buf.__getitem__, map(slice, s, e)))
+        out: list[bytes | None] = list(map(buf.__getitem__, map(slice, s, e)))
         for i in np.flatnonzero(length < 0).tolist():
             out[i] = None
         return out
@@ -90,7 +107,7 @@ class RecordColumns:
 
     def header_lists(self) -> list:
         """Each record's headers as a list of (key, value) pairs."""
-        out = [[] for _ in range(len(self))]
+        out: list[list] = [[] for _ in range(len(self))]
         for i, h in self.headers.items():
             out[i] = h
         return out
@@ -135,11 +152,11 @@ class RecordColumns:
         return chain.from_iterable(map(records, range(0, n, RECORD_SLICE)))
 
 
-def decode_columns(batches: list[Batch]) -> RecordColumns:
-    """Decode every record of ``batches`` (any magic; v2 batches take the vectorised path unless
-    ``records.walks.SPEEDUPS`` is off).  A :class:`~.walks.RecordDecoder`."""
+def _decode_columns_fast(batches: list[Batch]) -> RecordColumns:
+    """Decode every record of ``batches`` (any magic; v2 batches take the vectorised path, what it
+    declines :func:`_from_records`).  ``decode_columns`` with ``records.walks.SPEEDUPS`` on."""
     try:
-        if not walks.SPEEDUPS or any(b.magic < 2 for b in batches):
+        if any(b.magic < 2 for b in batches):
             raise _Fallback
         return _vectorised(batches)
     except _Fallback:
@@ -182,10 +199,21 @@ def iter_records(path: str):
 # --------------------------------------------------------------------------------------------
 def _from_records(batches) -> RecordColumns:
     """The exact path: each batch's ``records()`` (raises its error), then laid out as columns."""
-    parts = []
-    key_start, key_length, value_start, value_length = [], [], [], []
-    h_record, h_key_start, h_key_length, h_value_start, h_value_length = [], [], [], [], []
-    offs, tss, creates, attrs, which = [], [], [], [], []
+    parts: list[bytes] = []
+    key_start: list[int] = []
+    key_length: list[int] = []
+    value_start: list[int] = []
+    value_length: list[int] = []
+    h_record: list[int] = []
+    h_key_start: list[int] = []
+    h_key_length: list[int] = []
+    h_value_start: list[int] = []
+    h_value_length: list[int] = []
+    offs: list[int] = []
+    tss: list[int] = []
+    creates: list[int | None] = []
+    attrs: list[int] = []
+    which: list[int] = []
     at = 0
 
     def span(v, starts, lengths):
@@ -227,6 +255,11 @@ def _from_records(batches) -> RecordColumns:
     c.header_value_length = np.array(h_value_length, np.int64)
     c._header_map = None
     return c
+
+
+#: every record of a run of batches as columns (a :class:`~.walks.RecordDecoder`): the vectorised
+#: decoder, or with ``records.walks.SPEEDUPS`` off each batch's ``records()`` (bound once, here)
+decode_columns = walks.bind("decode_columns", _decode_columns_fast, _from_records)
 
 
 def _int64(values: list) -> np.ndarray:

@@ -235,7 +235,12 @@ class BatchScanner:
             yield batch
             pos += batch.size
 
-    def iter_runs(self, fd: int | None = None, window: int | None = None, lists: bool = False):
+    def _iter_runs_reference(self, fd: int | None = None, window: int | None = None, lists: bool = False):
+        """``iter_runs`` with ``records.walks.SPEEDUPS`` off: the reference walk, every batch one
+        at a time (``fd``, ``window`` and ``lists`` are the fast path's and change nothing)."""
+        return iter(self)
+
+    def _iter_runs_fast(self, fd: int | None = None, window: int | None = None, lists: bool = False):
         """The same walk, but stretches of v2 batches come as :class:`~.header_run.HeaderRun`
         columns (CRCs checked on the way) and only what the run walk declines comes as a Batch.
 
@@ -245,9 +250,6 @@ class BatchScanner:
         batch-by-batch step.  ``tests/test_verify.py`` proves verify over runs equal to verify
         batch by batch.  With ``lists`` the runs are :class:`~.header_list.ListRun` (no numpy).
         """
-        if not walks.SPEEDUPS:  # the reference walk: every batch, one at a time
-            yield from self
-            return
         Run = header_list.ListRun if lists else header_run.HeaderRun
         walk_run = header_list.walk_run
         buf, end = self.buf, self.end
@@ -292,6 +294,10 @@ class BatchScanner:
             self._after = batch
             yield batch
             pos += batch.size
+
+    #: the walk in runs (:meth:`_iter_runs_fast`), or batch by batch with ``records.walks.SPEEDUPS``
+    #: off: the choice made once, at import
+    iter_runs = walks.bind("iter_runs", _iter_runs_fast, _iter_runs_reference)
 
     def _step(self, pos: int):
         """The batch at ``pos``, or None when the walk ends there (``stop`` says why)."""

@@ -8,6 +8,7 @@ log entry (possibly a compressed wrapper) at a byte position of a file.
 from __future__ import annotations
 
 import zlib
+from typing import Any
 
 from kafkaforensics.records.checksums import crc32c
 
@@ -84,6 +85,23 @@ class Batch:
     __slots__ = ("position", "size", "magic", "base_offset", "last_offset", "count",
                  "partition_leader_epoch", "crc", "attributes", "first_timestamp", "max_timestamp",
                  "producer_id", "producer_epoch", "base_sequence", "data", "_records", "file")
+    position: int
+    size: int
+    magic: int
+    base_offset: int
+    last_offset: int
+    count: int | None  # a legacy compressed wrapper's: None until its inner messages are counted
+    partition_leader_epoch: int
+    crc: int
+    attributes: int
+    first_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    data: Any  # the batch's bytes: a slice of the file's buffer (bytes, mmap slice or memoryview)
+    _records: "list[Record] | None"
+    file: str | None
 
     # -- derived fields --------------------------------------------------------------------
     @property

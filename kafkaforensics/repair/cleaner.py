@@ -23,7 +23,7 @@ MemoryRecords.filterTo:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, make_dataclass, replace
+from dataclasses import dataclass, field, replace
 import os
 import shutil
 import tempfile
@@ -52,11 +52,12 @@ from kafkaforensics.log.partition import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNIND
 from kafkaforensics.log.record_columns import decode_columns, runs
 from kafkaforensics.log.segment import INDEX_BY_SUFFIX, SEGMENT_SUFFIXES, Segment, file_name
 from kafkaforensics.log.txn_index import AbortedTxn
-from kafkaforensics.log.kafka_version import kafka_version
+from kafkaforensics.log.kafka_version import KafkaVersion, kafka_version
 
 # Both passes take a run of batches at a time: records decoded by the columnar decoder, keys
 # hashed and put or looked up in the offset map together; with ``records.walks.SPEEDUPS`` off,
-# batch by batch, record by record (the reference the tests compare with).
+# batch by batch, record by record (the reference the tests compare with): ``_map_batches`` and
+# ``_Filter.judged`` are bound to one or the other once, at import.
 
 
 @dataclass
@@ -74,15 +75,25 @@ class CompactOptions:
     ignore_checkpoint: bool = False  # clean from the log start, whatever cleaner-offset-checkpoint says
     #: whose tombstone rule applies ("X.Y", a KafkaVersion, or None: inferred from the log dir); up to
     #: 3.0 every tombstone and marker goes by its segment's mtime, from 3.1 by the batch's delete horizon
-    kafka_version: object = None
+    kafka_version: "str | KafkaVersion | None" = None
 
 
-#: A compaction's counters, every one an int from 0 (a dataclass: ``CompactStats(records_before=...)``).
-CompactStats = make_dataclass("CompactStats", [(name, int, 0) for name in (
-    "records_before bytes_before records_after bytes_after tombstones_kept tombstones_removed "
-    "aborted_records_removed keyless_records_removed markers_kept markers_removed batches_emptied "
-    "batches_removed").split()])
-CompactStats.__module__ = __name__
+@dataclass
+class CompactStats:
+    """A compaction's counters, every one an int from 0."""
+
+    records_before: int = 0
+    bytes_before: int = 0
+    records_after: int = 0
+    bytes_after: int = 0
+    tombstones_kept: int = 0
+    tombstones_removed: int = 0
+    aborted_records_removed: int = 0
+    keyless_records_removed: int = 0
+    markers_kept: int = 0
+    markers_removed: int = 0
+    batches_emptied: int = 0
+    batches_removed: int = 0
 
 
 @dataclass
@@ -100,7 +111,7 @@ class CompactReport:
     stats: CompactStats = field(default_factory=CompactStats)
     notes: list[str] = field(default_factory=list)
     offset_map_bytes: int = 0
-    kafka: object = None  # the KafkaVersion whose rules applied
+    kafka: KafkaVersion | None = None  # the KafkaVersion whose rules applied
     backup: str | None = None
     #: located problems that stopped the cleaning (records that do not decode, an offset map too small)
     problems: list[Problem] = field(default_factory=list)
@@ -243,33 +254,45 @@ def _build_offset_map(segs, start, end, aborted, omap: OffsetMap) -> None:
     dirty = [s for s in segs if s.next_offset > start and s.base < end]
     for s in dirty:
         with s.seg.walk() as walk:
-            batches = takewhile(lambda b: b.base_offset < end, walk)
-            for run in (runs(batches) if walks.SPEEDUPS else ([b] for b in batches)):
-                if not _map_run(run, start, txn, omap):
-                    return  # full: the round ends at the last offset mapped
+            if not _map_batches(takewhile(lambda b: b.base_offset < end, walk), start, txn, omap):
+                return  # full: the round ends at the last offset mapped
         omap.update_latest_offset(min(s.next_offset, end) - 1)
 
 
-def _map_run(run: list, start: int, txn: "_TxnMetadata", omap: OffsetMap) -> bool:
-    """Put the keys of ``run``'s records from ``start`` on (not those of control batches or
-    aborted transactions) in log order; False when the map is full (the batch whose key did not
-    fit, and all after it, are left out of the map's latest offset)."""
-    try:
-        cols = decode_columns(run) if walks.SPEEDUPS else None
-    except KafkaFormatError:
-        cols = None  # record by record: each batch's records() raises its error if it is reached
-    if cols is None:
-        for b in run:
-            if b.is_control:
-                txn.on_control(b)
-            elif not txn.on_data(b):
-                for r in b.records():
-                    if r.key is not None and r.offset >= start:
-                        if not omap.put(bytes(r.key), r.offset):
-                            return False
-            if b.last_offset >= start:
-                omap.update_latest_offset(b.last_offset)
-        return True
+def _map_batches_fast(batches, start: int, txn: "_TxnMetadata", omap: OffsetMap) -> bool:
+    """``_map_batches`` over runs: each run's records decoded together (:func:`_map_columns`), a
+    run the columnar decoder refuses record by record (:func:`_map_records`)."""
+    for run in runs(batches):
+        try:
+            cols = decode_columns(run)
+        except KafkaFormatError:
+            cols = None  # record by record: each batch's records() raises its error if it is reached
+        if not (_map_records(run, start, txn, omap) if cols is None else _map_columns(run, cols, start, txn, omap)):
+            return False
+    return True
+
+
+def _map_records(batches, start: int, txn: "_TxnMetadata", omap: OffsetMap) -> bool:
+    """Put the keys of the batches' records from ``start`` on (not those of control batches or
+    aborted transactions) in log order, batch by batch, record by record; False when the map is
+    full (the batch whose key did not fit, and all after it, are left out of the map's latest
+    offset).  ``_map_batches`` with ``records.walks.SPEEDUPS`` off: the reference."""
+    for b in batches:
+        if b.is_control:
+            txn.on_control(b)
+        elif not txn.on_data(b):
+            for r in b.records():
+                if r.key is not None and r.offset >= start:
+                    if not omap.put(bytes(r.key), r.offset):
+                        return False
+        if b.last_offset >= start:
+            omap.update_latest_offset(b.last_offset)
+    return True
+
+
+def _map_columns(run: list, cols, start: int, txn: "_TxnMetadata", omap: OffsetMap) -> bool:
+    """:func:`_map_records` of ``run`` from its decoded columns ``cols``: the keys hashed and put
+    together."""
     mapped = np.zeros(len(run), dtype=bool)
     for i, b in enumerate(run):  # transactions are followed batch by batch, in order
         if b.is_control:
@@ -283,6 +306,11 @@ def _map_run(run: list, start: int, txn: "_TxnMetadata", omap: OffsetMap) -> boo
         if b.last_offset >= start:
             omap.update_latest_offset(b.last_offset)
     return done == len(rec)
+
+
+#: the offset map's pass over a segment's batches: in columnar runs, or with ``records.walks.SPEEDUPS``
+#: off record by record (chosen once, at import)
+_map_batches = walks.bind("_map_batches", _map_batches_fast, _map_records)
 
 
 def _group_segments(segs, max_size, max_index, first_uncleanable):
@@ -374,11 +402,17 @@ class _Filter:
         flags = keep.tolist()
         return [_Verdict(flags[a:z], *(c[z] - c[a] for c in sums)) for a, z in zip(at, at[1:])]
 
-    def judged(self, batches):
+    def _judged_fast(self, batches):
         """Each batch with its :meth:`verdicts` verdict (None: :meth:`apply` judges it itself)."""
-        if not walks.SPEEDUPS:
-            return ((b, None) for b in batches)
         return ((b, v) for run in runs(batches) for b, v in zip(run, self.verdicts(run)))
+
+    def _judged_reference(self, batches):
+        """``judged`` with ``records.walks.SPEEDUPS`` off: no verdict given, every batch judged by
+        :meth:`apply` record by record."""
+        return ((b, None) for b in batches)
+
+    #: each batch with its verdict, from columnar runs or (the reference) none: chosen once, at import
+    judged = walks.bind("judged", _judged_fast, _judged_reference)
 
     def apply(self, b: Batch, verdict: "_Verdict | None" = None) -> tuple[bytes | None, int]:
         """The batch's bytes after cleaning (None when it goes) and how many records it keeps;
@@ -593,18 +627,19 @@ def compact(partition_dir: str, opts: CompactOptions | None = None, *, out: str 
     log dir, and the input's files are only ever read."""
     opts = opts or CompactOptions()
     src = os.path.abspath(partition_dir)
-    opts = replace(opts, kafka_version=kafka_version(src, opts.kafka_version))
+    kafka = kafka_version(src, opts.kafka_version)
+    opts = replace(opts, kafka_version=kafka)
     pd0 = Partition.scan(src)
     if pd0.leftovers:
         raise ValueError(f"{partition_dir} has leftover files of an interrupted operation "
                          f"({os.path.basename(pd0.leftovers[0])}, ...): run `kfx recover` first")
     tp = parse_partition_dir_name(src)
-    rep = CompactReport(os.path.basename(src), None, dry_run, kafka=opts.kafka_version)
+    rep = CompactReport(os.path.basename(src), None, dry_run, kafka=kafka)
     now = opts.now if opts.now is not None else int(time.time() * 1000)
     journal = None
     if dry_run or out:
         # a dry run never touches the log dir; --out builds beside its output (renamed into place)
-        parent = tempfile.gettempdir() if dry_run else os.path.dirname(os.path.abspath(out))
+        parent = tempfile.gettempdir() if dry_run or out is None else os.path.dirname(os.path.abspath(out))
         work_parent = fsutil.temp_dir(parent, "compact")
         work = os.path.join(work_parent, os.path.basename(out) if out and not dry_run else rep.partition)
         _link_copy(src, work, symlinks=dry_run)

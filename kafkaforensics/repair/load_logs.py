@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, RECOVERY_POINT, build_offsets
 from kafkaforensics.log.dir_lock import refuse_live
-from kafkaforensics.log.kafka_version import kafka_version as resolve_kafka_version
+from kafkaforensics.log.kafka_version import KafkaVersion, kafka_version as resolve_kafka_version
 from kafkaforensics.log.partition import (METADATA_PARTITION, LogDir, is_log_dir, parse_partition_dir_name,
                                           partition_dir_state)
 from kafkaforensics.repair.actions import Action, apply_actions
@@ -56,7 +56,7 @@ class LogDirRecovery:
     dry_run: bool = False
     #: the offset checkpoints as read before loading: file name -> {(topic, partition): offset}
     tables: dict = field(default_factory=dict, repr=False)
-    kafka: object = None  # the KafkaVersion whose rules apply
+    kafka: KafkaVersion | None = None  # the KafkaVersion whose rules apply
 
     @property
     def changed(self) -> bool:

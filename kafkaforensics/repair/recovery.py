@@ -97,7 +97,7 @@ class RecoveryReport:
     recovered_segments: list[str] = field(default_factory=list)
     first_segment: int | None = None  # the base offset of the first segment kept
     active_segment: int | None = None  # the base offset of the last segment kept (Kafka's active segment)
-    kafka: object = None  # the KafkaVersion whose rules applied
+    kafka: KafkaVersion | None = None  # the KafkaVersion whose rules applied
 
     @property
     def done(self) -> list[str]:
@@ -563,7 +563,7 @@ _EMPTY = None  # a snapshot Kafka writes without producer state (see _plan_snaps
 
 
 def _plan_snapshots(d: _PlannedPartition, segments: list[int], leo: int, lso_ck: int, clean: bool,
-                    recoveries: list[int], v2_end: dict, walked: list, removed: list[int], plan, rules,
+                    recoveries: list[tuple[int, list[int]]], v2_end: dict, walked: list, removed: list[int], plan, rules,
                     now: int | None = None) -> None:
     """The producer snapshots Kafka's loading leaves, by its rules (ProducerStateManager with
     UnifiedLog.rebuildProducerState), played over the snapshot offsets on disk:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from kafkaforensics.log.indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentRebuild
 from kafkaforensics.log.kafka_files import kept_as_written
-from kafkaforensics.log.kafka_version import kafka_version as resolve_kafka_version
+from kafkaforensics.log.kafka_version import KafkaVersion, kafka_version as resolve_kafka_version
 from kafkaforensics.log.partition import LOG, Partition
 from kafkaforensics.log.producer_state import ProducerState
 from kafkaforensics.fsutil import clean_temps, default_backup_dir, same_content
@@ -28,7 +28,7 @@ class ReindexReport:
     notes: list[str] = field(default_factory=list)
     backup: str | None = None
     actions: list[Action] = field(default_factory=list)
-    kafka: object = None  # the KafkaVersion whose rules applied
+    kafka: KafkaVersion | None = None  # the KafkaVersion whose rules applied
 
     def to_json(self) -> dict:
         return {"rebuiltIndexes": self.rebuilt, "unchanged": self.unchanged, "notes": self.notes,

@@ -386,12 +386,19 @@ class KafkaSegmentsReader(DataSourceReader):
                 if running > stop:
                     return
 
-    def _fast(self) -> bool:
+    def _fast_when_unbounded(self) -> bool:
         """Whether segments go through :class:`~.record_runs.FileRun` (the records level, no offset
         or time window: what the batch-by-batch walk would skip is then nothing)."""
         b = self.bounds
-        return (self.level == "records" and walks.SPEEDUPS and b.ts_stop is None
+        return (self.level == "records" and b.ts_stop is None
                 and b.offset_lo is None and b.offset_hi is None and b.ts_lo is None and b.ts_hi is None)
+
+    def _never_fast(self) -> bool:
+        """``_fast`` with ``records.walks.SPEEDUPS`` off: every segment batch by batch."""
+        return False
+
+    #: whether this read takes the header runs: chosen once, at import
+    _fast = walks.bind("_fast", _fast_when_unbounded, _never_fast)
 
     def read(self, split: FleetSplit):
         level = self.level

@@ -43,7 +43,7 @@ _MessageBody = c.Struct(
 Message = CrcSealed(c.Int32ub, _crc32, _MessageBody)
 
 #: One log entry of a legacy message set.
-LogEntry = c.Struct(
+LogEntry: c.Construct = c.Struct(  # annotated: its value refers to itself (LazyBound)
     "offset" / c.Int64sb,
     "message" / c.Prefixed(c.Int32sb, Message),
 )
