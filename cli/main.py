@@ -25,7 +25,8 @@ from typing import List, Optional
 
 from cli.declare import App, Argument, Exit, Option
 from cli.options import (BACKUP_DIR, CONFIG, DRY_RUN, IGNORE_TOPIC_CONFIG, INDEX_INTERVAL_BYTES, JSON, KAFKA_VERSION,
-                         NO_BACKUP, NOW, SEGMENT_BYTES, backup_settings, sizes, topic_config)
+                         NO_BACKUP, NOW, SCHEMA_REGISTRY, SCHEMAS, SEGMENT_BYTES, backup_settings, schema_decoder,
+                         sizes, topic_config)
 from kafkaforensics import __version__
 from kafkaforensics.defaults import DEFAULT_DEDUPE_BUFFER_BYTES, DEFAULT_DELETE_RETENTION_MS, DEFAULT_SPLIT_BYTES
 from specs.lazy import lazy
@@ -177,7 +178,10 @@ def dump(paths: List[str] = Argument(..., metavar="PATH", help="Files (.log .ind
          share_group_state_decoder: bool = Option(False, "--share-group-state-decoder",
                                                         help="Decode __share_group_state records"),
          remote_log_metadata_decoder: bool = Option(False, "--remote-log-metadata-decoder",
-                                                          help="Decode __remote_log_metadata records")):
+                                                          help="Decode __remote_log_metadata records"),
+         decode: bool = Option(False, "--decode", help="Decode Confluent-framed Avro/Protobuf/JSON Schema keys and "
+                                                       "values (keyDecoded/valueDecoded beside the raw bytes)"),
+         schemas: Optional[str] = SCHEMAS, schema_registry: Optional[str] = SCHEMA_REGISTRY):
     """Print Kafka storage files like kafka-dump-log.sh, or as JSON lines."""
     decoders = [n for n, on in (("offsets", offsets_decoder), ("transaction-log", transaction_log_decoder),
                                 ("cluster-metadata", cluster_metadata_decoder),
@@ -187,7 +191,10 @@ def dump(paths: List[str] = Argument(..., metavar="PATH", help="Files (.log .ind
         _fail("choose one decoder")
     opts = inspect_dump.DumpOptions(deep=deep, print_data=print_data, fmt=fmt.value, encoding=encoding.value if encoding else None,
                        max_bytes=max_bytes, verify_index_only=verify_index_only, index_sanity_check=index_sanity_check,
-                       decoder=decoders[0] if decoders else None)
+                       decoder=decoders[0] if decoders else None,
+                       schemas=schema_decoder(paths, schemas, schema_registry) if decode else None)
+    if decode:
+        opts.print_data = True
     try:
         res = inspect_dump.dump(paths, opts)
     except log_paths.PathUsageError as e:

@@ -3,6 +3,7 @@ registry over HTTP) and Confluent-framed values decoded equal to what confluent-
 deserializers return."""
 from __future__ import annotations
 
+import base64
 import json
 import os
 import threading
@@ -153,3 +154,49 @@ def test_framing_and_message_indexes():
     assert message_indexes(bytes([4, 2, 4]) + b"m") == ([1, 2], b"m")    # zigzag: count 2, then 1 and 2
     with pytest.raises(ValueError):
         message_indexes(bytes([4, 2]))
+
+
+# -- kfx dump --decode ---------------------------------------------------------------------------------
+def _json_records(out: str) -> list:
+    recs = []
+    for line in out.splitlines():
+        obj = json.loads(line)
+        recs.extend(obj.get("records") or [])
+    return recs
+
+
+def test_dump_decode_json_beside_raw_bytes(fx, kfx):
+    for topic, expect_rc in (("payments", 0), ("users", 1), ("orders", 0), ("clicks", 1)):
+        r = kfx("dump", "--decode", "--format", "json", os.path.join(fx.log_dir, f"{topic}-0"))
+        assert r.exit_code == expect_rc, (topic, r.output)
+        recs = _json_records(r.stdout)
+        assert len(recs) == len(fx.raw[topic])
+        for i, rec in enumerate(recs):
+            raw = fx.raw[topic][i]
+            assert base64.b64decode(rec["value"]) == raw            # the raw bytes stay
+            if (topic, i) in GOOD:
+                assert rec["valueDecoded"]["value"] == deserialized(fx, topic, raw)
+                assert rec["valueDecoded"]["subject"] == f"{topic}-value"
+    r = kfx("dump", "--decode", "--format", "json", os.path.join(fx.log_dir, "users-0"))
+    recs = _json_records(r.stdout)
+    assert "valueDecoded" not in recs[6]                             # not framed: raw only
+    assert "schema-unknown-id" in r.stderr and "(offset 4)" in r.stderr and "producerId 7" in r.stderr
+    assert "schema-undecodable" in r.stderr and "(offset 5)" in r.stderr
+
+
+def test_dump_decode_text(fx, kfx):
+    r = kfx("dump", "--decode", "--encoding", "hex", os.path.join(fx.log_dir, "orders-0"))
+    assert r.exit_code == 0
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("| offset: 0"))
+    assert f"payload: {fx.raw['orders'][0].hex()}" in line
+    got = json.loads(line.split(" valueDecoded: ", 1)[1])
+    assert got["value"] == {"id": 7, "ship_to": {"city": "Oslo"}}
+
+
+def test_dump_decode_without_schemas_is_usage_error(kfx, tmp_path):
+    from tests.schema_fixtures import write_topic
+    write_topic(str(tmp_path), "t-0", [b"\x00\x00\x00\x00\x01x"])
+    r = kfx("dump", "--decode", str(tmp_path / "t-0"))
+    assert r.exit_code == 2 and "needs schemas" in r.stderr and "Traceback" not in r.output
+    r = kfx("dump", "--decode", "--schemas", str(tmp_path / "missing"), str(tmp_path / "t-0"))
+    assert r.exit_code == 2 and "not a directory of schemas" in r.stderr

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from kafkaforensics.records.framing import message_indexes, unframe
 from kafkaforensics.records import proto_schema
+from kafkaforensics.records.schemas import SchemaSourceError
 
 
 @dataclass
@@ -68,7 +69,10 @@ class SchemaDecoder:
         fr = unframe(data)
         if fr is None:
             return Decoded(False)
-        schema = self.store.get(fr.schema_id)
+        try:
+            schema = self.store.get(fr.schema_id)
+        except SchemaSourceError as e:  # a registry that stopped answering: this value is not decoded
+            return Decoded(True, fr.schema_id, error=str(e))
         if schema is None:
             return Decoded(True, fr.schema_id, error=f"schema id {fr.schema_id} is not in the schema store",
                            unknown_id=True)
