@@ -1009,12 +1009,13 @@ def analyze(paths: List[str] = Argument(..., metavar="PATH", help="Segments, par
             as_json: bool = JSON,
             html_out: Optional[str] = Option(None, "--html", metavar="FILE", help="Write a self-contained HTML report here"),
             overwrite: bool = Option(False, "--overwrite", help="Replace an existing --html file (else it is refused)"),
-            now: Optional[int] = NOW):
+            now: Optional[int] = NOW, schemas: Optional[str] = SCHEMAS, schema_registry: Optional[str] = SCHEMA_REGISTRY):
     """Find damage and suspicious patterns: offsets, timestamps, producers, transactions, leader epochs."""
     if html_out and (problem := _new_file_problem(html_out, overwrite)):
         _fail(problem)  # before the analysis: a report it could not write is no report
+    decoder = schema_decoder(paths, schemas, schema_registry) if schemas or schema_registry else None
     try:
-        rep = inspect_analyzer.analyze(paths, inspect_analyzer.AnalyzeOptions(now=now))
+        rep = inspect_analyzer.analyze(paths, inspect_analyzer.AnalyzeOptions(now=now, schemas=decoder))
     except (OSError, log_paths.PathUsageError) as e:
         _fail(str(e))
     if html_out:

@@ -86,17 +86,17 @@ def payment_classes():
             message_factory.GetMessageClass(fd.message_types_by_name["Refund"]))
 
 
-def _rec(offset, value, key=None, ts=None):
-    return SimpleNamespace(offset=offset, timestamp=T0 + offset * 1000 if ts is None else ts, key=key,
+def _rec(offset, value, key=None, t0=T0):
+    return SimpleNamespace(offset=offset, timestamp=t0 + offset * 1000, key=key,
                            value=value, headers=(), attributes=0)
 
 
-def write_topic(log_dir: str, name: str, values, *, producer_id: int = -1, keys=None) -> str:
+def write_topic(log_dir: str, name: str, values, *, producer_id: int = -1, keys=None, t0: int = T0) -> str:
     """One partition dir ``name`` holding ``values`` (one record a batch, a producer id on each)."""
     batches = []
     for i, v in enumerate(values):
         k = keys[i] if keys else None
-        batches.append(build_v2([_rec(i, v, k)], base_offset=i, producer_id=producer_id,
+        batches.append(build_v2([_rec(i, v, k, t0)], base_offset=i, producer_id=producer_id,
                                 producer_epoch=0 if producer_id >= 0 else -1,
                                 base_sequence=i if producer_id >= 0 else -1))
     return write_partition(os.path.join(log_dir, name), batches)
@@ -190,7 +190,7 @@ def build_log_dir(log_dir: str, proto_as_text: bool = True) -> SimpleNamespace:
     write_topic(log_dir, "orders-0", orders)
     write_topic(log_dir, "payments-0", payments)
     write_topic(log_dir, "clicks-0", clicks)
-    write_topic(log_dir, "legacy-0", legacy, producer_id=3)
+    write_topic(log_dir, "legacy-0", legacy, producer_id=3, t0=T0 + 3_600_000)  # after the subject's deletion
     raw = {"users": users, "orders": orders, "payments": payments, "clicks": clicks, "legacy": legacy}
     return SimpleNamespace(client=client, raw=raw, classes=(Payment, Refund), v1_id=v1_id, legacy_id=legacy_id)
 

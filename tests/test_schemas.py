@@ -200,3 +200,44 @@ def test_dump_decode_without_schemas_is_usage_error(kfx, tmp_path):
     assert r.exit_code == 2 and "needs schemas" in r.stderr and "Traceback" not in r.output
     r = kfx("dump", "--decode", "--schemas", str(tmp_path / "missing"), str(tmp_path / "t-0"))
     assert r.exit_code == 2 and "not a directory of schemas" in r.stderr
+
+
+# -- kfx analyze: the schema timeline ----------------------------------------------------------------
+def test_analyze_schema_timeline_and_findings(fx, kfx, tmp_path):
+    from kafkaforensics.inspect.analyzer import analyze
+    rep = analyze([fx.log_dir])
+    by = {(f.partition, f.kind): f for f in rep.findings if f.kind.startswith("schema-")}
+    assert set(by) == {("users-0", "schema-unknown-id"), ("users-0", "schema-undecodable"),
+                       ("users-0", "schema-mixed-framing"), ("clicks-0", "schema-undecodable"),
+                       ("legacy-0", "schema-deleted-subject")}
+    unknown = by[("users-0", "schema-unknown-id")]
+    assert (unknown.first_offset, unknown.position is not None) == (4, True) and "producer 7" in unknown.explanation
+    assert by[("users-0", "schema-undecodable")].first_offset == 5
+    assert by[("users-0", "schema-mixed-framing")].first_offset == 6
+    assert "producer 3" in by[("legacy-0", "schema-deleted-subject")].explanation
+    users = next(p for p in rep.partitions if p.partition == "users-0")
+    spans = [(s["schemaId"], s["version"], s["firstOffset"], s["lastOffset"]) for s in users.schemas["spans"]]
+    assert spans == [(fx.v1_id, 1, 0, 1), (fx.v1_id + 1, 2, 2, 3), (9999, None, 4, 4), (fx.v1_id, 1, 5, 5),
+                     (None, None, 6, 6)]
+    assert next(p for p in rep.partitions if p.partition == "_schemas-0").schemas is None
+    html = tmp_path / "r.html"
+    r = kfx("analyze", "--html", str(html), fx.log_dir)
+    assert r.exit_code == 1 and "schema-unknown-id" in r.stdout
+    assert html.read_text().count("<h3>Schemas</h3>") == 5
+
+
+def test_analyze_soft_delete_before_production_is_no_finding(tmp_path):
+    """Values written before the registry soft-deleted their subject are not a finding."""
+    from kafkaforensics.inspect.analyzer import analyze
+    from tests.schema_fixtures import T0, schemas_records, write_topic, registry_client
+    from confluent_kafka.schema_registry import Schema
+    client = registry_client()
+    sid = client.register_schema("old-value", Schema(json.dumps({"type": "string"}), "AVRO"))
+    write_topic(str(tmp_path), "old-0", [b"\x00" + sid.to_bytes(4, "big") + b"\x02a"], t0=T0 - 10_000)
+    recs = schemas_records(client, [({"keytype": "DELETE_SUBJECT", "subject": "old-value", "magic": 0},
+                                     {"subject": "old-value", "version": 1})])
+    write_topic(str(tmp_path), "_schemas-0", [v for _k, v in recs], keys=[k for k, _v in recs])
+    rep = analyze([str(tmp_path)])
+    assert not [f for f in rep.findings if f.kind.startswith("schema-")]
+    store = load_schema_store([str(tmp_path)])
+    assert store.subject_soft_deleted("old-value", 1) and store.deleted_at["old-value"] == T0 + 1000

@@ -40,7 +40,7 @@ def read_schemas_topic(partition_dir: str, store: SchemaStore | None = None) -> 
         if b.is_control:
             continue
         for r in b.records():
-            why = apply_record(store, r.key, r.value)
+            why = apply_record(store, r.key, r.value, r.timestamp)
             if why is not None:
                 store.skipped.append((r.offset, why))
     return store

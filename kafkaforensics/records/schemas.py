@@ -71,6 +71,8 @@ class SchemaStore:
         self.config: dict[str | None, dict] = {}
         self.mode: dict[str | None, dict] = {}
         self.deleted_subjects: dict[str, int] = {}
+        #: subject -> the time (ms) of the record that first soft-deleted it, when known
+        self.deleted_at: dict[str, int] = {}
         self.unknown_keys: list[dict] = []
         self.fallbacks: list = []
 
@@ -91,10 +93,14 @@ class SchemaStore:
             self.by_version[(subject, int(version))] = sid
         return s
 
-    def apply(self, key: dict, value: dict | None) -> None:
-        """Apply one ``_schemas`` record (key and value parsed from JSON; value None: a tombstone)."""
+    def apply(self, key: dict, value: dict | None, timestamp: int | None = None) -> None:
+        """Apply one ``_schemas`` record (key and value parsed from JSON; value None: a tombstone;
+        ``timestamp``: the record's, kept as when a subject was soft-deleted)."""
         kt = key.get("keytype")
         subject = key.get("subject")
+        deleting = (kt == "DELETE_SUBJECT" and value is not None) or (kt == "SCHEMA" and (value or {}).get("deleted"))
+        if deleting and timestamp is not None and timestamp >= 0:
+            self.deleted_at.setdefault((value or {}).get("subject", subject), timestamp)
         if kt == "SCHEMA":
             self._apply_schema(key, value)
         elif kt in ("CONFIG", "MODE"):
@@ -165,7 +171,7 @@ class SchemaStore:
                 "mode": {str(k): v for k, v in self.mode.items()}}
 
 
-def apply_record(store: SchemaStore, key: bytes | None, value: bytes | None) -> str | None:
+def apply_record(store: SchemaStore, key: bytes | None, value: bytes | None, timestamp: int | None = None) -> str | None:
     """Apply one raw ``_schemas`` record; returns why it was skipped (a key or value that is not
     the registry's JSON), else None."""
     try:
@@ -176,7 +182,7 @@ def apply_record(store: SchemaStore, key: bytes | None, value: bytes | None) -> 
     if not isinstance(k, dict) or (v is not None and not isinstance(v, dict)):
         return "not a registry key/value object"
     try:
-        store.apply(k, v)
+        store.apply(k, v, timestamp)
     except (KeyError, TypeError, ValueError) as e:
         return f"not a registry record: {e!r}"
     return None
