@@ -1148,7 +1148,10 @@ def explain(path: str = Argument(..., metavar="PATH", help="A partition dir (top
             partition: Optional[int] = Option(None, "--partition", min=0, metavar="P", help="With a log dir: the partition"),
             now: Optional[int] = NOW,
             config: List[str] = CONFIG,
-            as_json: bool = JSON):
+            as_json: bool = JSON,
+            decode: bool = Option(False, "--decode", help="--key K may be a Confluent-framed key's decoded value "
+                                                          "(JSON, e.g. '{\"id\": 7}', else a string)"),
+            schemas: Optional[str] = SCHEMAS, schema_registry: Optional[str] = SCHEMA_REGISTRY):
     """The fate of an offset, a key's records or a time: present (where, which transaction, visible or not) or gone, and by which rule."""
     _require_paths([path])
     try:
@@ -1162,7 +1165,8 @@ def explain(path: str = Argument(..., metavar="PATH", help="A partition dir (top
         _fail(str(e))
     cfg = topic_config(pdir, config)
     try:
-        got = inspect_explain.explain(pdir, offset=offset, key=key, at=at_time, cfg=cfg, now=now)
+        got = inspect_explain.explain(pdir, offset=offset, key=key, at=at_time, cfg=cfg, now=now,
+                                      key_decoder=schema_decoder([pdir], schemas, schema_registry) if decode else None)
     except (OSError, ValueError, errors.KafkaFormatError) as e:
         _fail(str(e))
     _print_live_notes([pdir])

@@ -25,6 +25,8 @@ AVRO_ADDRESS = {"type": "record", "name": "Address", "namespace": "kfx.test",
                 "fields": [{"name": "city", "type": "string"}]}
 AVRO_ORDER = {"type": "record", "name": "Order", "namespace": "kfx.test",
               "fields": [{"name": "id", "type": "long"}, {"name": "ship_to", "type": "kfx.test.Address"}]}
+ACCOUNT_KEY = {"type": "record", "name": "AccountKey", "namespace": "kfx.test",
+               "fields": [{"name": "id", "type": "long"}]}
 JSON_SCHEMA = {"$schema": "http://json-schema.org/draft-07/schema#", "title": "Click", "type": "object",
                "properties": {"page": {"type": "string"}, "ms": {"type": "integer"}},
                "required": ["page", "ms"]}
@@ -174,6 +176,10 @@ def build_log_dir(log_dir: str, proto_as_text: bool = True) -> SimpleNamespace:
     legacy = [AvroSerializer(client, json.dumps(AVRO_V1))(
         {"name": "old", "age": 99}, ctx("legacy"))]
     legacy_id = int.from_bytes(legacy[0][1:5], "big")
+    key_ser = AvroSerializer(client, json.dumps(ACCOUNT_KEY))
+    kctx = SerializationContext("accounts", MessageField.KEY)
+    account_keys = [key_ser({"id": i}, kctx) for i in (1, 2, 1)]
+    accounts = [AvroSerializer(client, '"string"')(v, ctx("accounts")) for v in ("open", "open", "closed")]
     extra = [({"keytype": "CONFIG", "subject": None, "magic": 0}, {"compatibilityLevel": "BACKWARD"}),
              ({"keytype": "MODE", "subject": None, "magic": 0}, {"mode": "READWRITE"}),
              ({"keytype": "SCHEMA", "subject": "legacy-value", "version": 1, "magic": 1},
@@ -190,8 +196,10 @@ def build_log_dir(log_dir: str, proto_as_text: bool = True) -> SimpleNamespace:
     write_topic(log_dir, "orders-0", orders)
     write_topic(log_dir, "payments-0", payments)
     write_topic(log_dir, "clicks-0", clicks)
+    write_topic(log_dir, "accounts-0", accounts, keys=account_keys)
     write_topic(log_dir, "legacy-0", legacy, producer_id=3, t0=T0 + 3_600_000)  # after the subject's deletion
-    raw = {"users": users, "orders": orders, "payments": payments, "clicks": clicks, "legacy": legacy}
+    raw = {"users": users, "orders": orders, "payments": payments, "clicks": clicks, "legacy": legacy,
+           "accounts": accounts, "account_keys": account_keys}
     return SimpleNamespace(client=client, raw=raw, classes=(Payment, Refund), v1_id=v1_id, legacy_id=legacy_id)
 
 

@@ -223,7 +223,7 @@ def test_analyze_schema_timeline_and_findings(fx, kfx, tmp_path):
     html = tmp_path / "r.html"
     r = kfx("analyze", "--html", str(html), fx.log_dir)
     assert r.exit_code == 1 and "schema-unknown-id" in r.stdout
-    assert html.read_text().count("<h3>Schemas</h3>") == 5
+    assert html.read_text().count("<h3>Schemas</h3>") == 6
 
 
 def test_analyze_soft_delete_before_production_is_no_finding(tmp_path):
@@ -241,3 +241,15 @@ def test_analyze_soft_delete_before_production_is_no_finding(tmp_path):
     assert not [f for f in rep.findings if f.kind.startswith("schema-")]
     store = load_schema_store([str(tmp_path)])
     assert store.subject_soft_deleted("old-value", 1) and store.deleted_at["old-value"] == T0 + 1000
+
+
+# -- kfx explain --key with a decoded key ------------------------------------------------------------
+def test_explain_decoded_key(fx, kfx):
+    part = os.path.join(fx.log_dir, "accounts-0")
+    r = kfx("explain", "--decode", "--key", '{"id": 1}', "--json", part)
+    assert r.exit_code == 0, r.output
+    assert [x["offset"] for x in json.loads(r.stdout)["results"]] == [0, 2]
+    r = kfx("explain", "--key", '{"id": 1}', "--json", part)            # without --decode: raw bytes only
+    assert r.exit_code == 1 and json.loads(r.stdout)["results"] == []
+    r = kfx("explain", "--decode", "--key", '{"id": 3}', part)
+    assert r.exit_code == 1 and "no record of key" in r.stdout
