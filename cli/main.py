@@ -799,7 +799,10 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
                                     help="Any kafka_segments source option, e.g. timestampDisorderMs=3600000 (repeatable)"),
          partition_by: List[str] = Option([], "--partition-by", metavar="topic|date",
                                           help="Partition the records export by topic and/or the UTC date of the "
-                                               "record timestamp (a date column), as Spark's partitionBy (repeatable)")):
+                                               "record timestamp (a date column), as Spark's partitionBy (repeatable)"),
+         decode: bool = Option(False, "--decode", help="Records export: Confluent-framed keys and values decoded "
+                                                       "(keyDecoded/valueDecoded JSON, schema id, subject columns)"),
+         schemas: Optional[str] = SCHEMAS, schema_registry: Optional[str] = SCHEMA_REGISTRY):
     """Scan a fleet of segments with Spark (a small one needs none), reading it once: export, inventory, anomalies (and search hits) as Parquet."""
     # a scan small enough to be read and written here needs no Spark, hence no Java (unless it grows)
     may_run_here = (master is None and (search is None or spark_jobs_search.python_pattern(search) is not None)
@@ -809,9 +812,12 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
         if problem:
             _fail(problem)
     c = cli_plain.console(stderr=True)
+    if decode and level != Level.records:
+        _fail("--decode adds columns to the records export: give --level records")
     options = {k: v for k, v in (("includeCorrupt", "true" if include_corrupt else None), ("s3.endpoint", s3_endpoint),
                                  ("s3.accessKey", s3_access_key), ("s3.secretKey", s3_secret_key),
-                                 ("s3.region", s3_region)) if v}
+                                 ("s3.region", s3_region), ("decode", "true" if decode else None),
+                                 ("schemas", schemas), ("schemaRegistry", schema_registry)) if v}
     try:
         options.update(spark_jobs_common.window_options(topic, partition, from_time, to_time, from_offset, to_offset))
         options.update(spark_jobs_common.parse_options(option))

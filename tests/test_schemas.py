@@ -253,3 +253,59 @@ def test_explain_decoded_key(fx, kfx):
     assert r.exit_code == 1 and json.loads(r.stdout)["results"] == []
     r = kfx("explain", "--decode", "--key", '{"id": 3}', part)
     assert r.exit_code == 1 and "no record of key" in r.stdout
+
+
+# -- the records level's decode option (the kafka_segments source, kfx scan --decode) -----------------
+def _check_decode_columns(fx, rows):
+    by = {(r["topic"], r["offset"]): r for r in rows}
+    for topic, i in GOOD:
+        r = by[(topic, i)]
+        assert json.loads(r["valueDecoded"]) == deserialized(fx, topic, fx.raw[topic][i]), (topic, i)
+        assert r["valueSubject"] == f"{topic}-value" and r["valueSchemaId"] == int.from_bytes(fx.raw[topic][i][1:5], "big")
+        assert r["value"] == fx.raw[topic][i]                                   # the binary column as it is
+    assert by[("users", 4)]["valueDecoded"] is None and by[("users", 4)]["valueSchemaId"] == 9999
+    assert "not in the schema store" in by[("users", 4)]["valueDecodeError"]
+    assert by[("users", 6)]["valueSchemaId"] is None and by[("users", 6)]["valueDecodeError"] is None
+    assert json.loads(by[("accounts", 2)]["keyDecoded"]) == {"id": 1} and by[("accounts", 2)]["keySubject"] == "accounts-key"
+
+
+def test_records_level_decode_without_spark(fx):
+    """The no-Spark path (kfx scan of a small fleet reads so)."""
+    from spark_jobs.common import read_here
+    table, _ = read_here([fx.log_dir], "records", options={"decode": "true"})
+    _check_decode_columns(fx, table.to_pylist())
+    plain, _ = read_here([fx.log_dir], "records")
+    assert "valueDecoded" not in plain.column_names                            # decode is opt-in
+
+
+
+def test_records_level_decode_needs_schemas(fx, tmp_path):
+    import shutil
+    from spark_jobs.common import read_here
+    shutil.copytree(os.path.join(fx.log_dir, "users-0"), tmp_path / "users-0")   # a log dir without _schemas
+    with pytest.raises(ValueError, match="decode=true needs schemas"):
+        read_here([str(tmp_path)], "records", options={"decode": "true"})
+
+
+def test_scan_decode_cli(fx, kfx, tmp_path):
+    import pyarrow.parquet as pq
+    out = tmp_path / "out"
+    r = kfx("scan", "--level", "records", "--decode", "--out", str(out), fx.log_dir)
+    assert r.exit_code in (0, 1), r.output
+    _check_decode_columns(fx, pq.read_table(str(out / "records")).to_pylist())
+    r = kfx("scan", "--decode", "--out", str(tmp_path / "o2"), fx.log_dir)
+    assert r.exit_code == 2 and "give --level records" in r.stderr
+
+
+def test_records_level_decode_on_spark(fx):
+    """The Spark path: the kafka_segments source read by Spark (its reader, with the schemas, shipped
+    to the Python workers)."""
+    pytest.importorskip("pyspark")
+    from spark_jobs.common import get_spark, read
+    spark = get_spark("local[1]", app="kafkaforensics-tests-schemas")
+    try:
+        df = read(spark, [fx.log_dir], "records", options={"decode": "true"})
+        assert {"keyDecoded", "valueDecoded", "valueSchemaId", "valueSubject"} <= set(df.columns)
+        _check_decode_columns(fx, [r.asDict() for r in df.collect()])
+    finally:
+        spark.stop()

@@ -64,6 +64,24 @@ class SchemaDecoder:
         self.store = store
         self._parsed: dict[int, object] = {}
 
+    def __getstate__(self):
+        """Shipped to Spark's tasks without the parsed schemas (each task parses its own)."""
+        return {"store": self.store, "_parsed": {}}
+
+    def columns(self, topics, keys, values) -> dict[str, list]:
+        """The records level's decode columns (``keyDecoded``, ``keySchemaId``, ``keySubject``,
+        ``keyDecodeError``, the same for the value) of rows given as their topics, keys and values."""
+        out = {f"{side}{c}": [] for side in ("key", "value") for c in ("Decoded", "SchemaId", "Subject", "DecodeError")}
+        for topic, key, value in zip(topics, keys, values):
+            for side, data in (("key", key), ("value", value)):
+                d = self.decode(data, topic, side == "key")
+                ok = d.framed and d.error is None
+                out[side + "Decoded"].append(json.dumps(d.value) if ok else None)
+                out[side + "SchemaId"].append(d.schema_id)
+                out[side + "Subject"].append(d.subject)
+                out[side + "DecodeError"].append(d.error)
+        return out
+
     def decode(self, data: bytes | None, topic: str | None = None, is_key: bool = False) -> Decoded:
         """Decode one key or value; never raises for bad bytes (the reason is ``error``)."""
         fr = unframe(data)
