@@ -309,3 +309,83 @@ def test_records_level_decode_on_spark(fx):
         _check_decode_columns(fx, [r.asDict() for r in df.collect()])
     finally:
         spark.stop()
+
+
+COMMON_PROTO = 'syntax = "proto3";\npackage c;\n\nmessage Money {\n  int64 cents = 1;\n  string cur = 2;\n}\n'
+SALE_PROTO = '''syntax = "proto3";
+package t;
+
+import "common.proto";
+import "google/protobuf/timestamp.proto";
+
+message Sale {
+  c.Money price = 1;
+  google.protobuf.Timestamp at = 2;
+  optional string note = 3;
+  oneof kind {
+    int32 a = 4;
+    string b = 5;
+  }
+}
+'''
+
+
+def _sale_class():
+    """Sale (importing common.proto's Money and the well-known Timestamp), built from hand-made
+    FileDescriptorProtos, not by kfx's parser."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
+    F = descriptor_pb2.FieldDescriptorProto
+    pool = descriptor_pool.DescriptorPool()
+    ts = descriptor_pb2.FileDescriptorProto()
+    timestamp_pb2.DESCRIPTOR.CopyToProto(ts)
+    pool.Add(ts)
+    common = descriptor_pb2.FileDescriptorProto(name="common.proto", package="c", syntax="proto3")
+    money = common.message_type.add(name="Money")
+    money.field.add(name="cents", number=1, type=F.TYPE_INT64, label=F.LABEL_OPTIONAL)
+    money.field.add(name="cur", number=2, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+    pool.Add(common)
+    sale_fd = descriptor_pb2.FileDescriptorProto(name="sale.proto", package="t", syntax="proto3",
+                                                 dependency=["common.proto", "google/protobuf/timestamp.proto"])
+    sale = sale_fd.message_type.add(name="Sale")
+    sale.field.add(name="price", number=1, type=F.TYPE_MESSAGE, label=F.LABEL_OPTIONAL, type_name=".c.Money")
+    sale.field.add(name="at", number=2, type=F.TYPE_MESSAGE, label=F.LABEL_OPTIONAL,
+                   type_name=".google.protobuf.Timestamp")
+    sale.field.add(name="note", number=3, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL, proto3_optional=True,
+                   oneof_index=1)
+    sale.field.add(name="a", number=4, type=F.TYPE_INT32, label=F.LABEL_OPTIONAL, oneof_index=0)
+    sale.field.add(name="b", number=5, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL, oneof_index=0)
+    sale.oneof_decl.add(name="kind")
+    sale.oneof_decl.add(name="_note")
+    pool.Add(sale_fd)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("t.Sale"))
+
+
+def test_protobuf_references_from_proto_text(tmp_path):
+    """A Protobuf schema whose .proto text imports a referenced schema and a well-known type,
+    serialized by confluent-kafka's ProtobufSerializer (which registers the reference)."""
+    from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+    from google.protobuf import json_format
+    from tests.schema_fixtures import registry_client, schemas_records, write_topic
+    client = registry_client()
+    Sale = _sale_class()
+    ctx = SerializationContext("sales", MessageField.VALUE)
+    ser = ProtobufSerializer(Sale, client, {"use.deprecated.format": False})
+    msgs = [Sale(note="x", b="y"), Sale(a=3)]
+    msgs[0].price.cents, msgs[0].price.cur = 5, "EUR"
+    msgs[0].at.seconds = 10
+    values = [ser(m, ctx) for m in msgs]
+    recs = []
+    for k, v in schemas_records(client):   # the .proto text the Java registry stores
+        obj = json.loads(v)
+        obj["schema"] = COMMON_PROTO if obj["subject"] == "common.proto" else SALE_PROTO
+        recs.append((k, json.dumps(obj).encode()))
+    assert any(json.loads(v).get("references") for _k, v in recs)
+    write_topic(str(tmp_path), "_schemas-0", [v for _k, v in recs], keys=[k for k, _v in recs])
+    write_topic(str(tmp_path), "sales-0", values)
+    dec = SchemaDecoder(load_schema_store([str(tmp_path)]))
+    deser = ProtobufDeserializer(Sale, {"use.deprecated.format": False}, client)
+    for raw in values:
+        got = dec.decode(raw, "sales")
+        assert got.error is None, got.error
+        assert got.value == json_format.MessageToDict(deser(raw, ctx), preserving_proto_field_name=True)

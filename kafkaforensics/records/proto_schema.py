@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import importlib
 
 from google.protobuf import descriptor_pb2, descriptor_pool
 from proto_schema_parser import ast
@@ -112,7 +113,12 @@ def as_file_proto(text: str, name: str) -> descriptor_pb2.FileDescriptorProto:
 
 
 def _add_builtin(pool, dep: str) -> None:
-    """A well-known import (google/protobuf/..., google/type/...) from protobuf's own pool."""
+    """A well-known import (google/protobuf/..., google/type/...) from protobuf's own pool, its
+    generated module imported first (``google/protobuf/timestamp.proto``: ``timestamp_pb2``)."""
+    try:
+        importlib.import_module(dep.removesuffix(".proto").replace("/", ".") + "_pb2")
+    except ImportError:
+        pass
     try:
         fd = descriptor_pool.Default().FindFileByName(dep)
     except KeyError:

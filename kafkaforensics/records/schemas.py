@@ -232,8 +232,11 @@ class RegistryClient(SchemaStore):
         self.url = url.rstrip("/")
         self.timeout = timeout
         self.missing: set = set()
+        self.down: str | None = None  # why the registry stopped answering: not asked again
 
     def _get(self, path: str) -> dict | None:
+        if self.down is not None:
+            raise SchemaSourceError(self.down)
         try:
             with urllib.request.urlopen(self.url + path, timeout=self.timeout) as resp:
                 return json.loads(resp.read())
@@ -242,7 +245,8 @@ class RegistryClient(SchemaStore):
                 return None
             raise SchemaSourceError(f"schema registry {self.url}{path}: HTTP {e.code}") from None
         except (urllib.error.URLError, OSError, ValueError) as e:
-            raise SchemaSourceError(f"schema registry {self.url}: {getattr(e, 'reason', e)}") from None
+            self.down = f"schema registry {self.url}: {getattr(e, 'reason', e)}"
+            raise SchemaSourceError(self.down) from None
 
     def get(self, schema_id: int) -> Schema | None:
         if schema_id in self.by_id or schema_id in self.missing:
