@@ -389,3 +389,26 @@ def test_protobuf_references_from_proto_text(tmp_path):
         got = dec.decode(raw, "sales")
         assert got.error is None, got.error
         assert got.value == json_format.MessageToDict(deser(raw, ctx), preserving_proto_field_name=True)
+
+
+def test_json_schema_reference_and_id_named_export(tmp_path):
+    """A JSON Schema ``$ref`` to a referenced schema by its name; schema files named by id."""
+    (tmp_path / "1.schema.json").write_text(json.dumps({"type": "object", "properties": {"n": {"type": "integer"}},
+                                                         "required": ["n"]}))
+    (tmp_path / "3.avsc").write_text(json.dumps({"type": "array", "items": "int"}))
+    store = store_from_dir(str(tmp_path))
+    store.add({"id": 2, "subject": "w-value", "version": 1, "schemaType": "JSON",
+               "references": [{"name": "inner.json", "subject": "inner", "version": 1}],
+               "schema": json.dumps({"type": "object", "properties": {"inner": {"$ref": "inner.json"}}})})
+    store.add({"id": 1, "subject": "inner", "version": 1, "schemaType": "JSON", "schema": store.get(1).schema})
+    dec = SchemaDecoder(store)
+    assert dec.decode(b"\x00\x00\x00\x00\x02" + b'{"inner": {"n": 1}}', "w").error is None
+    assert "fails its schema" in dec.decode(b"\x00\x00\x00\x00\x02" + b'{"inner": {"n": "x"}}', "w").error
+    assert dec.decode(b"\x00\x00\x00\x00\x03\x04\x02\x04\x00", "a").value == [1, 2]
+
+
+def test_a_segment_file_finds_its_log_dir_schemas(fx, kfx):
+    seg = os.path.join(fx.log_dir, "orders-0", "00000000000000000000.log")
+    r = kfx("dump", "--decode", "--format", "json", seg)
+    assert r.exit_code == 0, r.output
+    assert _json_records(r.stdout)[0]["valueDecoded"]["value"] == {"id": 7, "ship_to": {"city": "Oslo"}}

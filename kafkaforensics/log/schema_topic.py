@@ -14,10 +14,12 @@ SCHEMAS_TOPIC = "_schemas"
 
 
 def schemas_partition_dirs(paths, topic: str = SCHEMAS_TOPIC) -> list[str]:
-    """The ``_schemas`` partition dirs among ``paths`` (log dirs or partition dirs; a partition dir's
-    log dir is looked at too, so a data topic's dir given alone finds its sibling)."""
+    """The ``_schemas`` partition dirs among ``paths`` (log dirs, partition dirs or segment files; a
+    partition dir's log dir is looked at too, so a data topic's dir given alone finds its sibling)."""
     found = []
     for p in paths:
+        if os.path.isfile(p):  # a segment file: its partition dir's log dir is looked at
+            p = os.path.dirname(os.path.abspath(p))
         if not is_log_dir(p) and is_partition_dir(p) and (parse_partition_dir_name(p) or ("",))[0] == topic:
             cands = [p]
         else:

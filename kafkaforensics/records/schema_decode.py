@@ -160,9 +160,12 @@ def _decode_avro(parsed, body: bytes):
 def _parse_json_schema(schema, store):
     import jsonschema
     from referencing import Registry, Resource
-    resources = [(name, Resource.from_contents(json.loads(dep.schema))) for name, dep in _references(schema, store)]
+    from referencing.jsonschema import specification_with
     doc = json.loads(schema.schema)
     cls = jsonschema.validators.validator_for(doc)
+    spec = specification_with(cls.META_SCHEMA["$schema"])  # a reference without $schema: the schema's dialect
+    resources = [(name, Resource.from_contents(json.loads(dep.schema), default_specification=spec))
+                 for name, dep in _references(schema, store)]
     return cls(doc, registry=Registry().with_resources(resources))
 
 
