@@ -215,6 +215,8 @@ def test_analyze_schema_timeline_and_findings(fx, kfx, tmp_path):
     assert by[("users-0", "schema-undecodable")].first_offset == 5
     assert by[("users-0", "schema-mixed-framing")].first_offset == 6
     assert "producer 3" in by[("legacy-0", "schema-deleted-subject")].explanation
+    assert all(f.remedy and "kfx recover" not in f.remedy for f in by.values())
+    assert f"kfx dump --decode {os.path.join(fx.log_dir, 'users-0')} shows the record at offset 4" in unknown.remedy
     users = next(p for p in rep.partitions if p.partition == "users-0")
     spans = [(s["schemaId"], s["version"], s["firstOffset"], s["lastOffset"]) for s in users.schemas["spans"]]
     assert spans == [(fx.v1_id, 1, 0, 1), (fx.v1_id + 1, 2, 2, 3), (9999, None, 4, 4), (fx.v1_id, 1, 5, 5),

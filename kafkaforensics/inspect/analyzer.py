@@ -33,7 +33,7 @@ from kafkaforensics.log.segment import (INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDE
                                         open_buffer, sibling)
 from kafkaforensics.log.tiered import remote_segments
 from kafkaforensics.inspect.dump import TOPIC_DECODERS, decode_record
-from kafkaforensics.inspect.schema_timeline import SchemaTimeline
+from kafkaforensics.inspect.schema_timeline import SchemaTimeline, schema_remedy
 from kafkaforensics.log.schema_topic import SCHEMAS_TOPIC, load_schema_store
 from kafkaforensics.records.schema_decode import SchemaDecoder
 from kafkaforensics.inspect.verify import (TAIL_KINDS, WARNING_KINDS, VerifyReport, read_log_dir_checkpoints, verify_identity,
@@ -726,7 +726,10 @@ class _PartitionAnalysis:
     def finish(self) -> None:
         s = self.summ
         if self.schemas is not None:
+            first = len(self.rep.findings)
             s.schemas = self.schemas.finish(self.add)
+            for f in self.rep.findings[first:]:
+                f.remedy = schema_remedy(f.kind, self.path, f.first_offset)
         for first, last, b in self.pending_gaps:
             explained = self.compacted or (self.cleaner_ck is not None and last < self.cleaner_ck) or any(
                 first <= p.offset <= last for p in self.damaged)  # the offsets of a batch whose CRC fails
