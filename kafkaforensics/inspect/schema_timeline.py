@@ -117,17 +117,20 @@ def _explain(kind: str, what, g: _Group, store) -> str:
     return f"{n} of subject {what} produced after the registry soft-deleted it ({g.why}, {who})"
 
 
+#: what to do about each schema finding ({see}: where to look at the record)
+_REMEDIES = {
+    "schema-unknown-id": "{see}; find the schema in a registry export or backup (--schemas DIR, --schema-registry URL): "
+                         "consumers fail on this id until it is registered",
+    "schema-undecodable": "{see}; find the producer (its id is above) writing with the wrong schema; consumers must "
+                          "skip the record (a poison pill) or seek past it",
+    "schema-deleted-subject": "the registry soft-deleted this subject while producers still used it: re-register the "
+                              "schema or stop the producers; consumers that look up by subject fail",
+    "schema-mixed-framing": "{see}; values without framing came from a producer without the registry's serializer: "
+                            "consumers using a registry deserializer fail on them",
+}
+
+
 def schema_remedy(kind: str, partition_dir: str, offset: int | None) -> str:
     """One line saying what to do about a schema finding, with the partition dir and first offset."""
     see = f"kfx dump --decode {partition_dir} shows the record at offset {offset} beside its raw bytes"
-    if kind == "schema-unknown-id":
-        return (f"{see}; find the schema in a registry export or backup (--schemas DIR, --schema-registry URL): "
-                "consumers fail on this id until it is registered")
-    if kind == "schema-undecodable":
-        return (f"{see}; find the producer (its id is above) writing with the wrong schema; consumers must skip "
-                "the record (a poison pill) or seek past it")
-    if kind == "schema-deleted-subject":
-        return ("the registry soft-deleted this subject while producers still used it: re-register the schema "
-                "or stop the producers; consumers that look up by subject fail")
-    return (f"{see}; values without framing came from a producer without the registry's serializer: "
-            "consumers using a registry deserializer fail on them")
+    return _REMEDIES[kind].format(see=see)
