@@ -48,6 +48,7 @@ inspect_explain = lazy("kafkaforensics.inspect.explain", globals())
 inspect_fleet = lazy("kafkaforensics.inspect.fleet", globals())
 inspect_groups = lazy("kafkaforensics.inspect.groups", globals())
 inspect_report_html = lazy("kafkaforensics.inspect.report_html", globals())
+inspect_schema_timeline = lazy("kafkaforensics.inspect.schema_timeline", globals())
 inspect_verify = lazy("kafkaforensics.inspect.verify", globals())
 log_dir_lock = lazy("kafkaforensics.log.dir_lock", globals())
 log_kafka_version = lazy("kafkaforensics.log.kafka_version", globals())
@@ -1049,6 +1050,9 @@ def analyze(paths: List[str] = Argument(..., metavar="PATH", help="Segments, par
         empty = len(rep.partitions) - len(rep.partitions_with_data)
         if empty:
             print(f"{empty} partition(s) hold no batches (not listed)")
+        for p in rep.partitions:  # the schema timeline, where values are Confluent-framed
+            if p.schemas is not None:
+                print(inspect_schema_timeline.timeline_text(p.partition, p.schemas))
         dirs = {p.partition: p.path for p in rep.partitions}
         for f in rep.findings:
             style = {"error": "red", "warning": "yellow", "info": "dim"}[f.severity]

@@ -225,6 +225,8 @@ def test_analyze_schema_timeline_and_findings(fx, kfx, tmp_path):
     html = tmp_path / "r.html"
     r = kfx("analyze", "--html", str(html), fx.log_dir)
     assert r.exit_code == 1 and "schema-unknown-id" in r.stdout
+    assert (f"users-0 schemas: 6 framed, 1 unframed: id {fx.v1_id} (users-value v1) @ 0..1, id {fx.v1_id + 1} "
+            f"(users-value v2) @ 2..3, id 9999 (unknown) @ 4..4") in r.stdout
     assert html.read_text().count("<h3>Schemas</h3>") == 6
 
 

@@ -134,3 +134,13 @@ def schema_remedy(kind: str, partition_dir: str, offset: int | None) -> str:
     """One line saying what to do about a schema finding, with the partition dir and first offset."""
     see = f"kfx dump --decode {partition_dir} shows the record at offset {offset} beside its raw bytes"
     return _REMEDIES[kind].format(see=see)
+
+
+def timeline_text(partition: str, tl: dict) -> str:
+    """A partition's schema timeline as one line: counts, then each span's schema id (subject and
+    version) and offsets."""
+    spans = ", ".join(
+        ("unframed" if sp["schemaId"] is None else f"id {sp['schemaId']}"
+         + (f" ({sp['subject']} v{sp['version']})" if sp["subject"] else " (unknown)"))
+        + f" @ {sp['firstOffset']}..{sp['lastOffset']}" for sp in tl["spans"])
+    return f"{partition} schemas: {tl['framed']} framed, {tl['unframed']} unframed: {spans}"
