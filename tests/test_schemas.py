@@ -51,6 +51,8 @@ def test_bad_values_are_errors_not_exceptions(fx):
     assert bad.schema_id == fx.v1_id and "does not decode under schema id" in bad.error
     assert not dec.decode(fx.raw["users"][6], "users").framed
     assert "fails its schema" in dec.decode(fx.raw["clicks"][1], "clicks").error
+    # an offset commit key (version 1, group "abc"...) starts with 0x00 too: internal topics are never decoded
+    assert not dec.decode(b"\x00\x01\x00\x03abc\x00\x01t\x00\x00\x00\x00", "__consumer_offsets").framed
 
 
 def test_store_honours_deletes_config_and_mode(fx):

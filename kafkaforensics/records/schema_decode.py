@@ -20,6 +20,10 @@ from kafkaforensics.records import proto_schema
 from kafkaforensics.records.schemas import SchemaSourceError
 
 
+#: Kafka's internal topics are named so; their keys (a version int16 first: 0x00 ...) are no framing
+INTERNAL_TOPIC_PREFIX = "__"
+
+
 @dataclass
 class Decoded:
     """What a key or value decodes to: ``framed`` False for bytes without Confluent's framing (then
@@ -83,8 +87,9 @@ class SchemaDecoder:
         return out
 
     def decode(self, data: bytes | None, topic: str | None = None, is_key: bool = False) -> Decoded:
-        """Decode one key or value; never raises for bad bytes (the reason is ``error``)."""
-        fr = unframe(data)
+        """Decode one key or value; never raises for bad bytes (the reason is ``error``).  Kafka's
+        internal topics (``__consumer_offsets``, ...) hold no Confluent framing: never decoded."""
+        fr = None if topic is not None and topic.startswith(INTERNAL_TOPIC_PREFIX) else unframe(data)
         if fr is None:
             return Decoded(False)
         try:
