@@ -277,7 +277,7 @@ def _dump_log(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
             if opts.fmt == "json":
                 obj = b.to_json()
                 if deep:
-                    _print_batch_json(b, obj, opts, enc, corrupt, out, err, res, path)
+                    _print_batch_json(b, obj, opts, enc, corrupt, out, err, res)
                 else:
                     print(json.dumps(obj), file=out)
                 continue
@@ -312,8 +312,7 @@ def _dump_log(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
             print(f"  {a} is followed by {b2}", file=err)
 
 
-def _print_batch_json(b, obj: dict, opts: DumpOptions, enc: str, corrupt: bool, out, err, res,
-                      path: str | None = None) -> None:
+def _print_batch_json(b, obj: dict, opts: DumpOptions, enc: str, corrupt: bool, out, err, res) -> None:
     """One batch's JSON line with its records, written record by record: the records are decoded
     first as columns (every record checked before a byte is written, so a batch that does not decode
     gets ``"records": null`` and a located problem), then made into objects and printed one at a
@@ -335,7 +334,7 @@ def _print_batch_json(b, obj: dict, opts: DumpOptions, enc: str, corrupt: bool, 
             rj["crcValid"] = False
         if opts.decoder:
             rj["decoded"] = decode_record(opts.decoder, b, r)
-        rj.update(schema_decoded(opts.schemas, path, b, r, res, err))
+        rj.update(schema_decoded(opts.schemas, b.file, b, r, res, err))
         out.write(sep + json.dumps(rj))
         sep = ", "
     out.write("]}\n")

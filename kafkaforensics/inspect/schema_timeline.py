@@ -58,6 +58,7 @@ class SchemaTimeline:
                 self._record(b, r)
 
     def _record(self, b, r) -> None:
+        """One value: its span, and the finding group it belongs to, if any."""
         d = self.decoder.decode(r.value, self.topic)
         pid = b.producer_id if b.magic >= 2 else -1
         if not d.framed:
@@ -84,6 +85,7 @@ class SchemaTimeline:
         g.take(r.offset, pid)
 
     def _span(self, sid, subject, version, r) -> None:
+        """Extend the last span with the record, or start one (up to :data:`MAX_SPANS`)."""
         s = self.spans[-1] if self.spans else None
         if s is not None and s["schemaId"] == sid and s["version"] == version:
             s["lastOffset"], s["records"] = r.offset, s["records"] + 1

@@ -27,6 +27,7 @@ def _camel(name: str) -> str:
 
 
 def _field(f, out, *, proto3: bool, oneof: int | None = None):
+    """A field of the parse tree added to ``out`` (a message's fields) as a FieldDescriptorProto."""
     fd = out.add(name=f.name, number=f.number)
     fd.label = _LABELS.get(f.cardinality, F.LABEL_OPTIONAL)
     typ = f.type.lstrip(".") if f.type.startswith(".") else f.type
@@ -45,6 +46,7 @@ def _field(f, out, *, proto3: bool, oneof: int | None = None):
 
 
 def _map_field(f, msg):
+    """A ``map<K, V>`` field: its synthetic ``<Name>Entry`` message and the repeated field of it."""
     entry = msg.nested_type.add(name=_camel(f.name) + "Entry")
     entry.options.map_entry = True
     for i, (name, typ) in enumerate((("key", f.key_type), ("value", f.value_type)), 1):
@@ -53,6 +55,7 @@ def _map_field(f, msg):
 
 
 def _enum(e, out):
+    """An enum of the parse tree added to ``out`` as an EnumDescriptorProto."""
     ed = out.add(name=e.name)
     for v in e.elements:
         if isinstance(v, ast.EnumValue):
@@ -62,6 +65,7 @@ def _enum(e, out):
 
 
 def _message(m, msg, proto3: bool):
+    """A message of the parse tree into ``msg`` (a DescriptorProto): fields, maps, oneofs, nested types."""
     for el in m.elements:
         if isinstance(el, ast.Field):
             _field(el, msg.field, proto3=proto3)

@@ -109,6 +109,7 @@ class SchemaDecoder:
         return out
 
     def _parse(self, schema):
+        """The parsed form of a schema (cached; a schema that does not parse raises ValueError)."""
         if schema.id not in self._parsed:
             try:
                 self._parsed[schema.id] = _PARSERS[schema.schema_type](schema, self.store)
@@ -146,6 +147,7 @@ def _references(schema, store, seen=None) -> list:
 
 # -- Avro ------------------------------------------------------------------------------------------
 def _parse_avro(schema, store):
+    """An Avro schema parsed by fastavro, its references' named types parsed into it first."""
     import fastavro
     named: dict = {}
     for _name, dep in _references(schema, store):
@@ -154,6 +156,7 @@ def _parse_avro(schema, store):
 
 
 def _decode_avro(parsed, body: bytes):
+    """(value, error) of an Avro body: the schemaless datum, and bytes left after it as an error."""
     import fastavro
     buf = io.BytesIO(body)
     value = jsonable(fastavro.schemaless_reader(buf, parsed, None))
@@ -163,6 +166,7 @@ def _decode_avro(parsed, body: bytes):
 
 # -- JSON Schema ------------------------------------------------------------------------------------
 def _parse_json_schema(schema, store):
+    """A jsonschema validator for the schema, its references registered by their names."""
     import jsonschema
     from referencing import Registry, Resource
     from referencing.jsonschema import specification_with
@@ -175,6 +179,7 @@ def _parse_json_schema(schema, store):
 
 
 def _decode_json(validator, body: bytes):
+    """(value, error) of a JSON body: the parsed value, and the first validation error."""
     value = json.loads(body)
     err = next(iter(validator.iter_errors(value)), None)
     return value, (None if err is None else f"JSON value fails its schema: {err.message}")
@@ -182,11 +187,14 @@ def _decode_json(validator, body: bytes):
 
 # -- Protobuf ---------------------------------------------------------------------------------------
 def _parse_protobuf(schema, store):
+    """The schema's FileDescriptor (:mod:`.proto_schema`), references first."""
     deps = [(name, dep.schema) for name, dep in _references(schema, store)]
     return proto_schema.file_descriptor(schema.schema, deps, name=f"kfx_schema_{schema.id}.proto")
 
 
 def _decode_protobuf(fd, body: bytes):
+    """(value, error) of a Protobuf body: the message the index list names, as protobuf's JSON
+    mapping with the .proto field names; fields the schema does not define as an error."""
     from google.protobuf import json_format, message_factory
     idx, msg_bytes = message_indexes(body)
     desc = proto_schema.message_at(fd, idx)

@@ -117,6 +117,7 @@ class SchemaStore:
             self.unknown_keys.append(key)
 
     def _apply_schema(self, key: dict, value: dict | None) -> None:
+        """A SCHEMA record: a value registers (or soft-deletes) a version, a tombstone hard-deletes it."""
         sv = (key.get("subject"), key.get("version"))
         if value is None:  # a hard delete of that version: the schema text stays known, its state says so
             sid = self.by_version.get(sv)
@@ -126,6 +127,7 @@ class SchemaStore:
         self.add(value, "soft-deleted" if value.get("deleted") else "live")
 
     def _delete_subject(self, subject: str, upto: int | None, state: str) -> None:
+        """Every version of ``subject`` up to ``upto`` (all: None) put in ``state``."""
         if state == "soft-deleted":
             self.deleted_subjects[subject] = upto if upto is not None else -1
         for (s, v), sid in self.by_version.items():
@@ -235,6 +237,7 @@ class RegistryClient(SchemaStore):
         self.down: str | None = None  # why the registry stopped answering: not asked again
 
     def _get(self, path: str) -> dict | None:
+        """GET a registry path as JSON (None: 404); SchemaSourceError for anything else."""
         if self.down is not None:
             raise SchemaSourceError(self.down)
         try:
