@@ -25,7 +25,8 @@ from typing import List, Optional
 
 from cli.declare import App, Argument, Exit, Option
 from cli.options import (BACKUP_DIR, CONFIG, DRY_RUN, IGNORE_TOPIC_CONFIG, INDEX_INTERVAL_BYTES, JSON, KAFKA_VERSION,
-                         NO_BACKUP, NOW, SEGMENT_BYTES, backup_settings, sizes, topic_config)
+                         NO_BACKUP, NOW, SCHEMA_REGISTRY, SCHEMAS, SEGMENT_BYTES, backup_settings, schema_decoder,
+                         sizes, topic_config)
 from kafkaforensics import __version__
 from kafkaforensics.defaults import DEFAULT_DEDUPE_BUFFER_BYTES, DEFAULT_DELETE_RETENTION_MS, DEFAULT_SPLIT_BYTES
 from specs.lazy import lazy
@@ -47,6 +48,7 @@ inspect_explain = lazy("kafkaforensics.inspect.explain", globals())
 inspect_fleet = lazy("kafkaforensics.inspect.fleet", globals())
 inspect_groups = lazy("kafkaforensics.inspect.groups", globals())
 inspect_report_html = lazy("kafkaforensics.inspect.report_html", globals())
+inspect_schema_timeline = lazy("kafkaforensics.inspect.schema_timeline", globals())
 inspect_verify = lazy("kafkaforensics.inspect.verify", globals())
 log_dir_lock = lazy("kafkaforensics.log.dir_lock", globals())
 log_kafka_version = lazy("kafkaforensics.log.kafka_version", globals())
@@ -177,7 +179,10 @@ def dump(paths: List[str] = Argument(..., metavar="PATH", help="Files (.log .ind
          share_group_state_decoder: bool = Option(False, "--share-group-state-decoder",
                                                         help="Decode __share_group_state records"),
          remote_log_metadata_decoder: bool = Option(False, "--remote-log-metadata-decoder",
-                                                          help="Decode __remote_log_metadata records")):
+                                                          help="Decode __remote_log_metadata records"),
+         decode: bool = Option(False, "--decode", help="Decode Confluent-framed Avro/Protobuf/JSON Schema keys and "
+                                                       "values (keyDecoded/valueDecoded beside the raw bytes)"),
+         schemas: Optional[str] = SCHEMAS, schema_registry: Optional[str] = SCHEMA_REGISTRY):
     """Print Kafka storage files like kafka-dump-log.sh, or as JSON lines."""
     decoders = [n for n, on in (("offsets", offsets_decoder), ("transaction-log", transaction_log_decoder),
                                 ("cluster-metadata", cluster_metadata_decoder),
@@ -187,7 +192,10 @@ def dump(paths: List[str] = Argument(..., metavar="PATH", help="Files (.log .ind
         _fail("choose one decoder")
     opts = inspect_dump.DumpOptions(deep=deep, print_data=print_data, fmt=fmt.value, encoding=encoding.value if encoding else None,
                        max_bytes=max_bytes, verify_index_only=verify_index_only, index_sanity_check=index_sanity_check,
-                       decoder=decoders[0] if decoders else None)
+                       decoder=decoders[0] if decoders else None,
+                       schemas=schema_decoder(paths, schemas, schema_registry) if decode else None)
+    if decode:
+        opts.print_data = True
     try:
         res = inspect_dump.dump(paths, opts)
     except log_paths.PathUsageError as e:
@@ -792,7 +800,10 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
                                     help="Any kafka_segments source option, e.g. timestampDisorderMs=3600000 (repeatable)"),
          partition_by: List[str] = Option([], "--partition-by", metavar="topic|date",
                                           help="Partition the records export by topic and/or the UTC date of the "
-                                               "record timestamp (a date column), as Spark's partitionBy (repeatable)")):
+                                               "record timestamp (a date column), as Spark's partitionBy (repeatable)"),
+         decode: bool = Option(False, "--decode", help="Records export: Confluent-framed keys and values decoded "
+                                                       "(keyDecoded/valueDecoded JSON, schema id, subject columns)"),
+         schemas: Optional[str] = SCHEMAS, schema_registry: Optional[str] = SCHEMA_REGISTRY):
     """Scan a fleet of segments with Spark (a small one needs none), reading it once: export, inventory, anomalies (and search hits) as Parquet."""
     # a scan small enough to be read and written here needs no Spark, hence no Java (unless it grows)
     may_run_here = (master is None and (search is None or spark_jobs_search.python_pattern(search) is not None)
@@ -802,9 +813,12 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
         if problem:
             _fail(problem)
     c = cli_plain.console(stderr=True)
+    if decode and level != Level.records:
+        _fail("--decode adds columns to the records export: give --level records")
     options = {k: v for k, v in (("includeCorrupt", "true" if include_corrupt else None), ("s3.endpoint", s3_endpoint),
                                  ("s3.accessKey", s3_access_key), ("s3.secretKey", s3_secret_key),
-                                 ("s3.region", s3_region)) if v}
+                                 ("s3.region", s3_region), ("decode", "true" if decode else None),
+                                 ("schemas", schemas), ("schemaRegistry", schema_registry)) if v}
     try:
         options.update(spark_jobs_common.window_options(topic, partition, from_time, to_time, from_offset, to_offset))
         options.update(spark_jobs_common.parse_options(option))
@@ -1002,12 +1016,13 @@ def analyze(paths: List[str] = Argument(..., metavar="PATH", help="Segments, par
             as_json: bool = JSON,
             html_out: Optional[str] = Option(None, "--html", metavar="FILE", help="Write a self-contained HTML report here"),
             overwrite: bool = Option(False, "--overwrite", help="Replace an existing --html file (else it is refused)"),
-            now: Optional[int] = NOW):
+            now: Optional[int] = NOW, schemas: Optional[str] = SCHEMAS, schema_registry: Optional[str] = SCHEMA_REGISTRY):
     """Find damage and suspicious patterns: offsets, timestamps, producers, transactions, leader epochs."""
     if html_out and (problem := _new_file_problem(html_out, overwrite)):
         _fail(problem)  # before the analysis: a report it could not write is no report
+    decoder = schema_decoder(paths, schemas, schema_registry) if schemas or schema_registry else None
     try:
-        rep = inspect_analyzer.analyze(paths, inspect_analyzer.AnalyzeOptions(now=now))
+        rep = inspect_analyzer.analyze(paths, inspect_analyzer.AnalyzeOptions(now=now, schemas=decoder))
     except (OSError, log_paths.PathUsageError) as e:
         _fail(str(e))
     if html_out:
@@ -1035,6 +1050,9 @@ def analyze(paths: List[str] = Argument(..., metavar="PATH", help="Segments, par
         empty = len(rep.partitions) - len(rep.partitions_with_data)
         if empty:
             print(f"{empty} partition(s) hold no batches (not listed)")
+        for p in rep.partitions:  # the schema timeline, where values are Confluent-framed
+            if p.schemas is not None:
+                print(inspect_schema_timeline.timeline_text(p.partition, p.schemas))
         dirs = {p.partition: p.path for p in rep.partitions}
         for f in rep.findings:
             style = {"error": "red", "warning": "yellow", "info": "dim"}[f.severity]
@@ -1140,7 +1158,10 @@ def explain(path: str = Argument(..., metavar="PATH", help="A partition dir (top
             partition: Optional[int] = Option(None, "--partition", min=0, metavar="P", help="With a log dir: the partition"),
             now: Optional[int] = NOW,
             config: List[str] = CONFIG,
-            as_json: bool = JSON):
+            as_json: bool = JSON,
+            decode: bool = Option(False, "--decode", help="--key K may be a Confluent-framed key's decoded value "
+                                                          "(JSON, e.g. '{\"id\": 7}', else a string)"),
+            schemas: Optional[str] = SCHEMAS, schema_registry: Optional[str] = SCHEMA_REGISTRY):
     """The fate of an offset, a key's records or a time: present (where, which transaction, visible or not) or gone, and by which rule."""
     _require_paths([path])
     try:
@@ -1154,7 +1175,8 @@ def explain(path: str = Argument(..., metavar="PATH", help="A partition dir (top
         _fail(str(e))
     cfg = topic_config(pdir, config)
     try:
-        got = inspect_explain.explain(pdir, offset=offset, key=key, at=at_time, cfg=cfg, now=now)
+        got = inspect_explain.explain(pdir, offset=offset, key=key, at=at_time, cfg=cfg, now=now,
+                                      key_decoder=schema_decoder([pdir], schemas, schema_registry) if decode else None)
     except (OSError, ValueError, errors.KafkaFormatError) as e:
         _fail(str(e))
     _print_live_notes([pdir])

@@ -14,6 +14,8 @@ from specs.lazy import lazy
 
 #: imported on first use (specs/lazy.py), where start-up must not pay for them
 log_log_config = lazy("kafkaforensics.log.log_config", globals())
+log_schema_topic = lazy("kafkaforensics.log.schema_topic", globals())
+records_schema_decode = lazy("kafkaforensics.records.schema_decode", globals())
 
 JSON = Option(False, "--json", help="Print the result as one JSON document instead of tables")
 DRY_RUN = Option(False, "--dry-run", help="Say what would be done (and what would be dropped); change nothing")
@@ -40,6 +42,32 @@ CONFIG = Option([], "--config", metavar="KEY=VALUE",
 IGNORE_TOPIC_CONFIG = Option(False, "--ignore-topic-config",
                              help="Act even where the topic's cleanup.policy says Kafka would not (never on the "
                                   "KRaft metadata log)")
+
+#: the schemas Confluent-framed keys and values are decoded by (issue 56): the log dir's own
+#: ``_schemas`` topic first, then these
+SCHEMAS = Option(None, "--schemas", metavar="DIR",
+                 help="A directory of exported schemas (registry responses as *.json, or <id>.avsc/.proto/"
+                      ".schema.json), used for ids the log dir's _schemas topic does not hold")
+SCHEMA_REGISTRY = Option(None, "--schema-registry", metavar="URL",
+                         help="A schema registry to ask (GET /schemas/ids/N) for ids no other source holds")
+
+
+def schema_decoder(paths, schemas=None, registry=None, required: bool = True):
+    """The decoder of Confluent-framed values for ``paths``: the log dirs' ``_schemas`` topic, then
+    ``--schemas``, then ``--schema-registry``. No source at all is one line and exit 2 when
+    ``required`` (else None); a source that cannot be read is one line and exit 2."""
+    try:
+        store = log_schema_topic.load_schema_store(paths, schema_dir=schemas, registry_url=registry)
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise Exit(2) from None
+    if store is None:
+        if not required:
+            return None
+        print("error: --decode needs schemas: the log dir holds no _schemas topic; give --schemas DIR or "
+              "--schema-registry URL", file=sys.stderr)
+        raise Exit(2)
+    return records_schema_decode.SchemaDecoder(store)
 
 
 def topic_config(partition_dir: str, config=(), kafka_version=None):

@@ -480,7 +480,8 @@ def read(spark, paths, level: str, split_bytes: int | None = None, options: dict
     path = opts.pop("path")
     r = spark.read.format("kafka_segments").options(**opts)
     if level in records_schema.SOURCE_LEVELS:  # else the source says which levels there are
-        r = r.schema(records_schema.spark_ddl(records_schema.SOURCE_LEVELS[level]))
+        decode = spark_source.read_options(opts)["decode"]
+        r = r.schema(records_schema.spark_ddl(records_schema.level_columns(level, decode)))
     return r.load(path)
 
 
@@ -537,7 +538,7 @@ def planned_reader(paths, level: str, split_bytes: int | None, options: dict | N
     """(the source's reader, the level's Spark schema, its splits) for a read planned here, in this
     process, as Spark would plan it: :func:`read_planned`'s and :func:`read_here`'s plan."""
     source = source_for(paths, level, split_bytes, options, min_partitions)
-    schema = spark_source.spark_schema(source._level())
+    schema = spark_source.spark_schema(source._level(), spark_source.read_options(source.options)["decode"])
     reader = source.reader(schema)
     return reader, schema, reader.partitions(listing)
 

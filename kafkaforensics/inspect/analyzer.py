@@ -10,7 +10,9 @@ problems become ``error`` findings) looks for what is well-formed but suspicious
 * transactions: hanging (no marker: they pin the last stable offset), aborted, markers without data;
 * leader epochs: batches whose epoch disagrees with leader-epoch-checkpoint, epoch regressions, and
   the truncation points the checkpoint implies;
-* producer snapshots that disagree with the state replayed from the log.
+* producer snapshots that disagree with the state replayed from the log;
+* when the log dir holds the schema registry's ``_schemas`` topic: each data topic's schema timeline
+  and its findings (:mod:`.schema_timeline`).
 
 Severities: ``error`` (damage), ``warning`` (suspicious), ``info`` (worth knowing: aborted
 transactions, epoch boundaries).
@@ -32,6 +34,9 @@ from kafkaforensics.log.segment import (INDEX_SUFFIXES, LOG, SNAPSHOT, file_name
                                         open_buffer, sibling)
 from kafkaforensics.log.tiered import remote_segments
 from kafkaforensics.inspect.dump import TOPIC_DECODERS, decode_record
+from kafkaforensics.inspect.schema_timeline import SchemaTimeline, schema_remedy
+from kafkaforensics.log.schema_topic import SCHEMAS_TOPIC, load_schema_store
+from kafkaforensics.records.schema_decode import SchemaDecoder
 from kafkaforensics.inspect.verify import (TAIL_KINDS, WARNING_KINDS, VerifyReport, verify_identity,
                                            verify_log_dir_files, verify_partition, verify_partition_files)
 from kafkaforensics.log.paths import (FILE, LOG_DIR, PARTITION_DIR, PathUsageError, classify_for, live_log_dirs,
@@ -201,10 +206,14 @@ class PartitionSummary:
     txns: list = field(default_factory=list)
     #: producer id -> [first offset, last offset, batches, first timestamp, last timestamp]
     producer_spans: dict = field(default_factory=dict)
+    #: the schema timeline of a data topic's values (framed/unframed counts, spans of schema ids and
+    #: versions over offsets and times) when schemas are known; None otherwise
+    schemas: dict | None = None
 
     def to_json(self) -> dict:
         skip = ("timeline", "segment_starts", "segment_info", "txns", "producer_spans")  # the report's material
-        return {_camel(f.name): getattr(self, f.name) for f in fields(self) if f.name not in skip}
+        return {_camel(f.name): getattr(self, f.name) for f in fields(self)
+                if f.name not in skip and not (f.name == "schemas" and self.schemas is None)}
 
 
 def _camel(s: str) -> str:
@@ -243,6 +252,8 @@ class AnalyzeOptions:
     max_rows: int = 6000            # batch rows kept in the whole report (later segments: buckets only)
     buckets: int = 40               # ... this many per segment
     max_txns: int = 2000            # transactions kept for the report (open ones always)
+    #: a SchemaDecoder for the schema timeline; None: the paths' own ``_schemas`` topic, if any
+    schemas: object = None
 
 
 def analyze(paths, opts: AnalyzeOptions | None = None) -> AnalysisReport:
@@ -255,6 +266,9 @@ def analyze(paths, opts: AnalyzeOptions | None = None) -> AnalysisReport:
     opts = opts or AnalyzeOptions()
     now = opts.now if opts.now is not None else int(_time.time() * 1000)
     rep = AnalysisReport()
+    if opts.schemas is None:
+        store = load_schema_store([kp.path for kp in kpaths])
+        opts = replace(opts, schemas=SchemaDecoder(store) if store is not None else None)
     live = live_log_dirs(kpaths)
     for d, pid in live.items():
         rep.findings.append(Finding("live-log-dir", "info", os.path.basename(d), None, None, None, d, live_note(d, pid)))
@@ -375,6 +389,8 @@ def _analyze_partition(pd: Partition, ckpts: dict, now: int, opts: AnalyzeOption
     if a.decoder is not None:
         summ.record_types = {}
     a.damaged = [p for p in vr.problems if p.kind == "crc-mismatch" and p.offset is not None]
+    if opts.schemas is not None and pd.topic and pd.topic != SCHEMAS_TOPIC and a.decoder is None:
+        a.schemas = SchemaTimeline(opts.schemas, pd.topic)
     first_finding = len(rep.findings) - len(vr.problems)
     base_pos = 0
     for seg, batches in pd.walk(damage="skip", strict_legacy=True, state=a.state,
@@ -417,6 +433,7 @@ class _PartitionAnalysis:
         self.log_start = None        # the partition's log start offset (checkpoint, first segment)
         self.decoder = None          # an internal topic's decoder (dump's, by the dir's name)
         self.damaged = []            # verify's crc-mismatch problems: their batches are stepped over
+        self.schemas = None          # a data topic's SchemaTimeline, when schemas are known
 
     def add(self, kind, severity, first, last, b, explanation):
         self.rep.findings.append(Finding(kind, severity, self.name, first, last,
@@ -530,6 +547,8 @@ class _PartitionAnalysis:
         s.batches += 1
         if self.decoder is not None:
             self._decode(b)
+        if self.schemas is not None:
+            self.schemas.batch(b)
         self._row(b)
         self._txn_spans(b)
         s.records += b.count or 0
@@ -707,6 +726,11 @@ class _PartitionAnalysis:
     # -- end of partition -----------------------------------------------------------------------
     def finish(self) -> None:
         s = self.summ
+        if self.schemas is not None:
+            first = len(self.rep.findings)
+            s.schemas = self.schemas.finish(self.add)
+            for f in self.rep.findings[first:]:
+                f.remedy = schema_remedy(f.kind, self.path, f.first_offset)
         for first, last, b in self.pending_gaps:
             explained = self.compacted or (self.cleaner_ck is not None and last < self.cleaner_ck) or any(
                 first <= p.offset <= last for p in self.damaged)  # the offsets of a batch whose CRC fails

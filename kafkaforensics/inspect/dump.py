@@ -57,6 +57,9 @@ class DumpOptions:
     index_sanity_check: bool = False
     # "offsets" | "transaction-log" | "cluster-metadata" | "share-group-state" | "remote-log-metadata"
     decoder: str | None = None
+    #: Confluent-framed keys and values decoded by these schemas (``--decode``): a
+    #: :class:`~kafkaforensics.records.schema_decode.SchemaDecoder`
+    schemas: object = None
 
     @property
     def value_encoding(self) -> str:
@@ -249,7 +252,7 @@ def _emit(out, opts: DumpOptions, obj: dict, text_fmt: str) -> None:
 
 def _dump_log(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
     base = _base_offset(path)
-    deep = opts.deep or opts.print_data or opts.decoder is not None
+    deep = opts.deep or opts.print_data or opts.decoder is not None or opts.schemas is not None
     enc = opts.value_encoding
     if opts.fmt == "text":
         print(f"Log starting offset: {base}", file=out)
@@ -289,7 +292,8 @@ def _dump_log(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
                 if last_offset is not None and r.offset != last_offset + 1:
                     gaps.append((last_offset, r.offset))
                 last_offset = r.offset
-                _print_record_line(b, r, opts.print_data, enc, out, opts.decoder, corrupt)
+                _print_record_line(b, r, opts.print_data, enc, out, opts.decoder, corrupt,
+                                   schema_decoded(opts.schemas, path, b, r, res, err))
         stop = scanner.stop
         why = live_tail(stop, path) if stop is not None and opts.max_bytes is None and appending(path) else None
         if why is not None:
@@ -328,6 +332,7 @@ def _print_batch_json(b, obj: dict, opts: DumpOptions, enc: str, corrupt: bool, 
             rj["crcValid"] = False
         if opts.decoder:
             rj["decoded"] = decode_record(opts.decoder, b, r)
+        rj.update(schema_decoded(opts.schemas, b.file, b, r, res, err))
         out.write(sep + json.dumps(rj))
         sep = ", "
     out.write("]}\n")
@@ -374,8 +379,29 @@ def decode_record(decoder: str, b, r) -> dict:
         return {"error": f"offset {r.offset}: {e.problem.detail}"}
 
 
+def schema_decoded(schemas, path: str, b, r, res: DumpResult, err) -> dict:
+    """``keyDecoded``/``valueDecoded`` of a record whose key/value is Confluent-framed (nothing for
+    control records or without ``schemas``); a framed one that does not decode under its id is a
+    located problem (offset, producer id), and the dump exits 1."""
+    if schemas is None or b.is_control:
+        return {}
+    topic = (parse_partition_dir_name(os.path.dirname(os.path.abspath(path))) or (None,))[0]
+    out = {}
+    for name, data, is_key in (("keyDecoded", r.key, True), ("valueDecoded", r.value, False)):
+        d = schemas.decode(data, topic, is_key)
+        if not d.framed:
+            continue
+        out[name] = d.to_json()
+        if d.error is not None:
+            p = Problem(path, b.position, r.offset, "schema-unknown-id" if d.unknown_id else "schema-undecodable",
+                        f"{'key' if is_key else 'value'}: {d.error} (producerId {b.producer_id})")
+            res.problems.append(p)
+            print(str(p), file=err)
+    return out
+
+
 def _print_record_line(b, r, print_data: bool, enc: str, out, decoder: str | None = None,
-                       corrupt: bool = False) -> None:
+                       corrupt: bool = False, schema_json: dict | None = None) -> None:
     parts = [f"| offset: {r.offset} {b.timestamp_type}: {r.timestamp} "
              f"keySize: {-1 if r.key is None else len(r.key)} valueSize: {-1 if r.value is None else len(r.value)}"]
     if b.magic >= 2:
@@ -401,6 +427,8 @@ def _print_record_line(b, r, print_data: bool, enc: str, out, decoder: str | Non
             parts.append(f" key: {encode(r.key, enc)}")
         if r.value is not None:
             parts.append(f" payload: {encode(r.value, enc)}")
+    for name, d in (schema_json or {}).items():  # beside the raw bytes
+        parts.append(f" {name}: {json.dumps(d)}")
     if corrupt:
         parts.append(" isvalid: false")  # the batch's CRC fails: this record is not trusted
     print("".join(parts), file=out)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import bisect
 import datetime
+import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -632,18 +633,36 @@ def lag_text(split: dict) -> str:
     return text + (", nothing to consume" if not split["data"] else "")
 
 
+def keys_decoding_to(view: LogView, key: str, key_decoder, topic: str | None) -> list[bytes]:
+    """The raw keys of ``view`` (every keyed record watched) that are ``key``: its UTF-8 bytes, and the
+    Confluent-framed keys whose decoded value equals ``key`` read as JSON (else as a string) — one
+    decoded key may have been written under several schema ids."""
+    try:
+        want = json.loads(key)
+    except ValueError:
+        want = key
+    raw = key.encode()
+    return [k for k in view.by_key if k == raw or (
+        (d := key_decoder.decode(k, topic, True)).framed and d.error is None and d.value == want)]
+
+
 def explain(path: str, *, offset: int | None = None, key: str | None = None, at: str | None = None,
-            cfg=None, now: int | None = None) -> dict:
+            cfg=None, now: int | None = None, key_decoder=None) -> dict:
     """``kfx explain``: the partition dir ``path``'s answer for one ``offset``, every record of ``key`` or
     the offset ListOffsets gives for the time ``at`` (epoch ms or ISO-8601): {partition, logStartOffset,
-    logEndOffset, lastStableOffset, results}; ValueError for a bad question."""
+    logEndOffset, lastStableOffset, results}; ValueError for a bad question. With ``key_decoder`` (a
+    :class:`~kafkaforensics.records.schema_decode.SchemaDecoder`) ``key`` may be a decoded key."""
     if sum(x is not None for x in (offset, key, at)) != 1:
         raise ValueError("give exactly one of --offset, --key, --time")
     if offset is not None and offset < 0:
         raise ValueError(f"--offset {offset}: offsets are not negative")
     ts = parse_time(at) if at is not None else None
     pd = Partition.scan(path)
-    if key is not None:
+    if key is not None and key_decoder is not None:
+        view = scan(pd, every_key=True)
+        keys = keys_decoding_to(view, key, key_decoder, pd.topic)
+        results = sorted((r for k in keys for r in explain_key(view, k, cfg, now)), key=lambda r: r["offset"])
+    elif key is not None:
         view = scan(pd, keys=[key.encode()])
         results = explain_key(view, key.encode(), cfg, now)
     elif ts is not None:

@@ -323,6 +323,18 @@ def _batch_table(p: PartitionSummary, g: dict, marked: set, factor: int = 1) -> 
     return "".join(out)
 
 
+def _schema_table(tl: dict) -> str:
+    """The schema timeline of a partition's values: which schema id and version over which offsets
+    and times (``unframed``: values without Confluent framing)."""
+    rows = [f"<tr><td>{_cell(s['firstOffset'])}..{_cell(s['lastOffset'])}</td><td>{_ts(s['firstTimestamp'])} .. "
+            f"{_ts(s['lastTimestamp'])}</td><td>{'unframed' if s['schemaId'] is None else _cell(s['schemaId'])}</td>"
+            f"<td>{_e(s['subject'] or '')}</td><td>{_cell(s['version'])}</td><td>{s['records']:,}</td></tr>"
+            for s in tl["spans"]]
+    return (f"<h3>Schemas</h3><p>{tl['framed']:,} framed values, {tl['unframed']:,} without framing</p>"
+            "<table><tr><th>offsets</th><th>time</th><th>schema id</th><th>subject</th><th>version</th>"
+            "<th>values</th></tr>" + "".join(rows) + "</table>")
+
+
 def render(rep: AnalysisReport, title: str = "kfx analyze", paths=()) -> str:
     parts = {p.partition: p for p in rep.partitions}
     c = rep.to_json()["counts"]
@@ -401,6 +413,8 @@ def render(rep: AnalysisReport, title: str = "kfx analyze", paths=()) -> str:
         out.append("</table><h3>Segments</h3>" + _segments_svg(p, fs))
         out.append("<h3>Producers and transactions</h3>" + _txn_svg(p))
         out.append("<h3>Offsets and timestamps over the bytes</h3>" + _offsets_svg(p, fs))
+        if p.schemas is not None:
+            out.append(_schema_table(p.schemas))
         out.append("<h3>Batches</h3>")
         for g in p.segment_info:
             out.append(_batch_table(p, g, marked.get((p.partition, g["baseOffset"]), set()), factor))

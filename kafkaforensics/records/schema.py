@@ -99,6 +99,19 @@ SCAN_COLUMNS = (("rowKind", "string"),) + tuple(
 SOURCE_LEVELS = {"batches": SPARK_BATCH_COLUMNS, "records": RECORD_COLUMNS, "anomalies": ANOMALY_COLUMNS,
                  "scan": SCAN_COLUMNS}
 
+#: what the records level adds with ``decode`` (issue 56): a Confluent-framed key's and value's
+#: decoded value as a JSON string, its schema id and subject, and why it did not decode (all null
+#: for bytes without framing); the binary ``key``/``value`` stay as they are
+DECODE_COLUMNS = tuple((f"{side}{name}", typ) for side in ("key", "value")
+                       for name, typ in (("Decoded", "string"), ("SchemaId", "int"), ("Subject", "string"),
+                                         ("DecodeError", "string")))
+
+
+def level_columns(level: str, decode: bool = False) -> tuple:
+    """A level's columns (after :data:`SOURCE_COLUMNS`): the records level's with ``decode`` adds
+    :data:`DECODE_COLUMNS`."""
+    return SOURCE_LEVELS[level] + (DECODE_COLUMNS if decode and level == "records" else ())
+
 
 def spark_columns(columns) -> list[tuple[str, str]]:
     """A level's columns (:data:`SOURCE_COLUMNS` first) and the Spark SQL type of each."""

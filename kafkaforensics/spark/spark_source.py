@@ -73,7 +73,9 @@ from kafkaforensics.log.record_columns import decode_columns
 from kafkaforensics.defaults import DEFAULT_SPLIT_BYTES
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.records.batch import resolve_legacy_wrapper
-from kafkaforensics.records.schema import SOURCE_LEVELS, spark_columns, spark_ddl
+from kafkaforensics.records.schema import SOURCE_LEVELS, level_columns, spark_columns, spark_ddl
+from kafkaforensics.log.schema_topic import load_schema_store
+from kafkaforensics.records.schema_decode import SchemaDecoder
 from kafkaforensics.log.partition import partition_of_dir_name
 from kafkaforensics.log.segment import INDEX, TIMEINDEX, BatchScanner, release_pages
 from kafkaforensics.log.indexing import SegmentIndexes
@@ -124,7 +126,8 @@ SOURCE_OPTIONS = {"level": ("text", "batches"), "path": ("text", ""), "paths": (
                   "includeCorrupt": ("bool", False), "scanRecords": ("bool", False), "pushdown": ("bool", True),
                   "topics": ("text", None), "partitions": ("ints", None), "fromOffset": ("int", None),
                   "toOffset": ("int", None), "fromTimestamp": ("int", None), "toTimestamp": ("int", None),
-                  "timestampDisorderMs": ("int", None), **{k: ("text", None) for k in S3_OPTIONS}}
+                  "timestampDisorderMs": ("int", None), "decode": ("bool", False), "schemas": ("text", None),
+                  "schemaRegistry": ("text", None), **{k: ("text", None) for k in S3_OPTIONS}}
 _OPTION_NAMES = {k.lower(): k for k in SOURCE_OPTIONS}
 _TRUE, _FALSE = ("1", "true", "yes"), ("0", "false", "no")
 
@@ -207,7 +210,7 @@ def _segment_indexes(storage: Storage, uri: str, base: int) -> SegmentIndexes:
 MAX_UTC_MS = 253_402_300_799_999
 
 
-def spark_schema(level: str):
+def spark_schema(level: str, decode: bool = False):
     """The Spark schema of a level (the types :func:`spark_columns` gives its DDL), made here:
     pyspark parses DDL in the JVM, a round trip that took a cold driver half a second of a short
     `kfx scan`."""
@@ -220,7 +223,21 @@ def spark_schema(level: str):
             fields = [f.split(":") for f in t[len("array<struct<"):-2].split(",")]
             return T.ArrayType(T.StructType([T.StructField(n, scalar[x]) for n, x in fields]))
         return scalar[t]
-    return T.StructType([T.StructField(name, typ(t)) for name, t in spark_columns(SOURCE_LEVELS[level])])
+    return T.StructType([T.StructField(name, typ(t)) for name, t in spark_columns(level_columns(level, decode))])
+
+
+def schema_decoder(paths, options: dict) -> SchemaDecoder | None:
+    """The decoder of the records level's ``decode`` option: the ``_schemas`` topic of the local
+    inputs' log dirs, then ``schemas`` (an exported dir), then ``schemaRegistry`` (a URL); None
+    without ``decode``.  ValueError when ``decode`` finds no schemas at all."""
+    if not options["decode"]:
+        return None
+    local = [p[len("file://"):] if p.startswith("file://") else p for p in paths if "://" not in p or p.startswith("file://")]
+    store = load_schema_store(local, schema_dir=options["schemas"], registry_url=options["schemaRegistry"])
+    if store is None:
+        raise ValueError("decode=true needs schemas: no _schemas topic in the local inputs' log dirs; give "
+                         "schemas=DIR or schemaRegistry=URL")
+    return SchemaDecoder(store)
 
 
 def _utc(ms):
@@ -246,6 +263,7 @@ class KafkaSegmentsReader(DataSourceReader):
         self.window = bounds_from_options(options)
         self.bounds = self.window
         self.storage = Storage(options)
+        self.decoder = schema_decoder(self.paths, options) if level == "records" else None
 
     def pushFilters(self, filters):
         """Prune with what the filters allow (see :mod:`~kafkaforensics.spark.scan_plan`).  The
@@ -611,6 +629,9 @@ class KafkaSegmentsReader(DataSourceReader):
             "isControl": per_batch("isControl", table.control),
             "crcValid": per_batch("crcValid", table.crc_valid),
         }
+        if self.decoder is not None:  # decode=true: a Python pass over the keys and values
+            got = self.decoder.columns(column["topic"].to_pylist(), key.to_pylist(), column["value"].to_pylist())
+            column.update({name: pa.array(values, types[name]) for name, values in got.items()})
         batch = pa.RecordBatch.from_arrays([column[f.name] if f.name in column else pa.nulls(n, f.type)
                                             for f in schema], schema=schema)
         b = self.bounds
@@ -693,7 +714,7 @@ class KafkaSegments(DataSource):
         return level
 
     def schema(self):
-        return spark_ddl(SOURCE_LEVELS[self._level()])
+        return spark_ddl(level_columns(self._level(), read_options(self.options)["decode"]))
 
     def reader(self, schema):
         if not read_options(self.options)["pushdown"]:
