@@ -11,7 +11,10 @@ import importlib
 
 from google.protobuf import descriptor_pb2, descriptor_pool
 from proto_schema_parser import ast
+from specs.lazy import lazy
 from proto_schema_parser.parser import Parser
+
+unknown_fields = lazy("google.protobuf.unknown_fields", globals())
 
 F = descriptor_pb2.FieldDescriptorProto
 #: scalar type names of .proto -> FieldDescriptorProto types
@@ -165,7 +168,6 @@ def message_at(fd, indexes: list[int]):
 
 def unknown_field_count(msg) -> int:
     """How many fields of a parsed message (and its sub-messages) the schema does not define."""
-    from google.protobuf import unknown_fields
     n = len(unknown_fields.UnknownFieldSet(msg))
     for fd, val in msg.ListFields():
         if fd.message_type is not None and not fd.message_type.GetOptions().map_entry:

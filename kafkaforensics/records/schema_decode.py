@@ -18,6 +18,14 @@ from dataclasses import dataclass
 from kafkaforensics.records.framing import message_indexes, unframe
 from kafkaforensics.records import proto_schema
 from kafkaforensics.records.schemas import SchemaSourceError
+from specs.lazy import lazy
+
+fastavro = lazy("fastavro", globals())
+jsonschema = lazy("jsonschema", globals())
+referencing = lazy("referencing", globals())
+referencing_jsonschema = lazy("referencing.jsonschema", globals())
+json_format = lazy("google.protobuf.json_format", globals())
+message_factory = lazy("google.protobuf.message_factory", globals())
 
 
 #: Kafka's internal topics are named so; their keys (a version int16 first: 0x00 ...) are no framing
@@ -148,7 +156,6 @@ def _references(schema, store, seen=None) -> list:
 # -- Avro ------------------------------------------------------------------------------------------
 def _parse_avro(schema, store):
     """An Avro schema parsed by fastavro, its references' named types parsed into it first."""
-    import fastavro
     named: dict = {}
     for _name, dep in _references(schema, store):
         fastavro.parse_schema(json.loads(dep.schema), named)
@@ -157,7 +164,6 @@ def _parse_avro(schema, store):
 
 def _decode_avro(parsed, body: bytes):
     """(value, error) of an Avro body: the schemaless datum, and bytes left after it as an error."""
-    import fastavro
     buf = io.BytesIO(body)
     value = jsonable(fastavro.schemaless_reader(buf, parsed, None))
     left = len(body) - buf.tell()
@@ -167,15 +173,12 @@ def _decode_avro(parsed, body: bytes):
 # -- JSON Schema ------------------------------------------------------------------------------------
 def _parse_json_schema(schema, store):
     """A jsonschema validator for the schema, its references registered by their names."""
-    import jsonschema
-    from referencing import Registry, Resource
-    from referencing.jsonschema import specification_with
     doc = json.loads(schema.schema)
     cls = jsonschema.validators.validator_for(doc)
-    spec = specification_with(cls.META_SCHEMA["$schema"])  # a reference without $schema: the schema's dialect
-    resources = [(name, Resource.from_contents(json.loads(dep.schema), default_specification=spec))
+    spec = referencing_jsonschema.specification_with(cls.META_SCHEMA["$schema"])  # a reference without $schema: the schema's dialect
+    resources = [(name, referencing.Resource.from_contents(json.loads(dep.schema), default_specification=spec))
                  for name, dep in _references(schema, store)]
-    return cls(doc, registry=Registry().with_resources(resources))
+    return cls(doc, registry=referencing.Registry().with_resources(resources))
 
 
 def _decode_json(validator, body: bytes):
@@ -195,7 +198,6 @@ def _parse_protobuf(schema, store):
 def _decode_protobuf(fd, body: bytes):
     """(value, error) of a Protobuf body: the message the index list names, as protobuf's JSON
     mapping with the .proto field names; fields the schema does not define as an error."""
-    from google.protobuf import json_format, message_factory
     idx, msg_bytes = message_indexes(body)
     desc = proto_schema.message_at(fd, idx)
     msg = message_factory.GetMessageClass(desc)()
