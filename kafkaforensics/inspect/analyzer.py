@@ -27,8 +27,8 @@ from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.partition import Partition, SegmentFiles, find_partitions, parse_partition_dir_name
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot
-from kafkaforensics.log.segment import (INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, file_name, offset_from_name,
-                                        open_buffer, sibling)
+from kafkaforensics.log.segment import (INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, Segment, file_name, offset_from_name,
+                                        sibling)
 from kafkaforensics.log.tiered import remote_segments
 from kafkaforensics.inspect.dump import TOPIC_DECODERS, decode_record
 from kafkaforensics.inspect.verify import (TAIL_KINDS, WARNING_KINDS, VerifyReport, read_log_dir_checkpoints, verify_identity,
@@ -560,7 +560,7 @@ class _PartitionAnalysis:
         at = seg.damaged.base_offset if seg.damaged is not None else seg.next_offset
         batches = records = 0
         first = last = None
-        with open_buffer(seg.path) as buf:
+        with Segment.of_file(seg.path).buffer() as buf:
             tail = memoryview(buf)[start:]
             try:
                 for b, _gap in scan_file(tail, seg.path):

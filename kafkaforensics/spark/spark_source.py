@@ -75,7 +75,7 @@ from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.records.batch import resolve_legacy_wrapper
 from kafkaforensics.records.schema import SOURCE_LEVELS, spark_columns, spark_ddl
 from kafkaforensics.log.partition import partition_of_dir_name
-from kafkaforensics.log.segment import BatchScanner, release_pages
+from kafkaforensics.log.segment import INDEX, TIMEINDEX, BatchScanner, SegmentBytes, release_pages
 from kafkaforensics.spark.scan_plan import (OPEN_COST_BYTES, Bounds, Layout, Piece, Source, SegmentIndexes,
                                             bounds_from_filters, bounds_from_options, layout, merge, pack,
                                             segment_base, segment_range, split_size)
@@ -190,12 +190,11 @@ def input_paths(options: dict) -> list[str]:
 
 
 def _segment_indexes(storage: Storage, uri: str, base: int) -> SegmentIndexes:
-    stem = uri[:-4]
     ix = SegmentIndexes(base)
-    data = storage.read_file(stem + ".index")
+    data = storage.index_bytes(uri, INDEX)
     if data:
         ix.offsets = offset_index.read_entries(data, base)[0]
-    data = storage.read_file(stem + ".timeindex")
+    data = storage.index_bytes(uri, TIMEINDEX)
     if data:
         ix.times = time_index.read_entries(data, base)[0]
     return ix
@@ -455,7 +454,7 @@ class KafkaSegmentsReader(DataSourceReader):
         ``rows``, wanted batches' records into ``run`` (Arrow batches yielded as it fills)."""
         level, src = self.level, piece.src
         records = level == "records" or (level == "scan" and self.scan_records)
-        sc = BatchScanner(buf, start=start, end=end, file=piece.uri, base_offset=piece.base)
+        sc = SegmentBytes(buf, shift, start, end, piece.uri, piece.base).walk()
         seen = None
         for b, wanted in self._batches(sc, piece):
             seen = b
