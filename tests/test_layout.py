@@ -133,13 +133,14 @@ BINARY_READS_OF_OTHER_FILES = {
     ("kafkaforensics/broker/server.py", "*"): "sendfile of a Fetch file region, moving into Segment.read (issue 52, A)",
 }
 #: the calls that read a file's bytes themselves; BatchScanner only over in-memory bytes, in the fuzz harness
-_BYTE_READERS = {"open_buffer", "mmap", "pread", "preadv"}
+_BYTE_READERS = {"open_buffer", "mmap", "memmap", "fromfile", "pread", "preadv", "read_bytes"}
 
 
 def _binary_read(call: ast.Call) -> bool:
-    """``open(x, "rb")`` (any mode reading bytes without writing) or ``os.open(x, os.O_RDONLY ...)``."""
+    """``open(x, "rb")``/``io.open`` (any mode reading bytes without writing) or ``os.open(x, ...)``."""
     f = call.func
-    if isinstance(f, ast.Name) and f.id == "open":
+    if isinstance(f, ast.Name) and f.id == "open" or isinstance(f, ast.Attribute) and f.attr == "open" and getattr(
+            f.value, "id", None) == "io":
         mode = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "mode"), None)
         text = mode.value if isinstance(mode, ast.Constant) and isinstance(mode.value, str) else "r"
         return "b" in text and not set(text) & set("wax+")
@@ -206,6 +207,8 @@ def test_the_door_check_catches_a_module_reading_segment_bytes(tmp_path):
         "def c(p):\n    fd = os.open(p, os.O_RDONLY)\n    return os.pread(fd, 10, 0)\n"
         "def d(f):\n    return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)\n"
         "def e(buf):\n    return list(BatchScanner(buf))\n"
+        "def f(p):\n    return p.read_bytes()\n"
+        "def g(p):\n    return io.open(p, 'rb')\n"
         "def ok(p):\n    with open(p, 'w') as f:\n        f.write('x')\n")
     found = segment_byte_reads([mod], tmp_path)
-    assert [line.split()[1] for line in found] == ["a", "b", "c", "c", "d", "e"], found
+    assert [line.split()[1] for line in found] == ["a", "b", "c", "c", "d", "e", "f", "g"], found

@@ -87,7 +87,8 @@ def _sibling(path: str, suffix: str) -> str:
     return os.path.join(os.path.dirname(path), file_name(_base_offset(path), suffix))
 
 
-def _no_buffer():
+def _no_log():
+    """No segment bytes to compare an index with (its ``.log`` is missing)."""
     return nullcontext(None)
 
 
@@ -451,7 +452,7 @@ def _dump_index(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
     log = _sibling(path, ".log")
     remote = REMOTE_INDEX_RE.match(os.path.basename(path)) is not None
     mismatches = []
-    with Segment.of_file(log, base).bytes_range() if os.path.exists(log) else _no_buffer() as region:
+    with Segment.of_file(log, base).bytes_range() if os.path.exists(log) else _no_log() as region:
         for off, pos in entries:
             if remote:
                 # a tiered-storage cache index: its segment lives in remote storage, nothing to compare

@@ -398,6 +398,7 @@ class ObjectFiles:
         self.resolve = resolve
 
     def read_all(self, uri: str) -> bytes | None:
+        """A whole object (an index), or None when there is none or it cannot be read."""
         fs, path = self.resolve(uri)
         try:
             with fs.open_input_file(path) as f:
@@ -407,6 +408,7 @@ class ObjectFiles:
 
     @contextmanager
     def reader(self, uri: str):
+        """``read(position, n)`` of the object, open for the block (fewer bytes at its end)."""
         fs, path = self.resolve(uri)
         with fs.open_input_file(path) as f:
             size = f.size()
