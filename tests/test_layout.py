@@ -193,3 +193,109 @@ def test_one_class_per_concept():
                 where.setdefault(node.name, []).append(rel)
     assert not {n: w for n, w in where.items() if len(w) > 1}
     assert verify.SegmentSummary.__dataclass_params__.frozen and not hasattr(verify, "SegmentScan")
+
+
+#: reads outside ``log/`` of files that are no segment or index, in binary: (module, function) -> why a user
+#: would accept it.  A segment's or index's bytes are read through ``Segment`` (log/segment.py) only.
+BINARY_READS_OF_OTHER_FILES = {
+    ("kafkaforensics/fsutil.py", "fsync_dir"): "a directory, opened to fsync it",
+    ("kafkaforensics/fsutil.py", "_write_new"): "a backup's copy of any file, byte for byte",
+    ("kafkaforensics/fsutil.py", "keep_tail"): "a backup's copy of the tail a repair cuts, byte for byte",
+    ("kafkaforensics/fsutil.py", "same_content"): "a file compared with the bytes a write would give it",
+    ("kafkaforensics/repair/restore.py", "*"): "restores a backup's copies byte for byte",
+    ("kafkaforensics/repair/recovery.py", "_plan_snapshots"): "a producer-state snapshot",
+    ("kafkaforensics/repair/recovery.py", "_with_loaded"): "a producer-state snapshot",
+    ("kafkaforensics/repair/recovery.py", "_same_snapshot"): "a producer-state snapshot",
+    ("kafkaforensics/inspect/dump.py", "_dump_snapshot"): "a producer-state snapshot",
+    ("kafkaforensics/inspect/verify.py", "_verify_file"): "a producer-state snapshot",
+    ("kafkaforensics/inspect/verify.py", "verify_partition"): "a producer-state snapshot",
+    ("kafkaforensics/inspect/analyzer.py", "_analyze_partition"): "a producer-state snapshot",
+    ("kafkaforensics/spark/parquet_dir.py", "*"): "the output dir's commit marker (opened to write and fsync)",
+    ("spark_jobs/common.py", "*"): "a job's marker file, created to write",
+    ("cli/main.py", "*"): "/dev/null, opened to write",
+    ("cli/fastpath.py", "*"): "/dev/null, opened to write",
+    # the broker's Fetch: engineer A's rewrite (issue 52) serves it from Segment.read's file region
+    ("kafkaforensics/broker/read_path.py", "_index"): "the Fetch's own index cache, moving into Segment (issue 52, A)",
+    ("kafkaforensics/broker/dispatch.py", "to_bytes"): "a Fetch file region's bytes, moving into Segment.read (issue 52, A)",
+    ("kafkaforensics/broker/server.py", "*"): "sendfile of a Fetch file region, moving into Segment.read (issue 52, A)",
+}
+#: the calls that read a file's bytes themselves; BatchScanner only over in-memory bytes, in the fuzz harness
+_BYTE_READERS = {"open_buffer", "mmap", "memmap", "fromfile", "pread", "preadv", "read_bytes"}
+
+
+def _binary_read(call: ast.Call) -> bool:
+    """``open(x, "rb")``/``io.open`` (any mode reading bytes without writing) or ``os.open(x, ...)``."""
+    f = call.func
+    if isinstance(f, ast.Name) and f.id == "open" or isinstance(f, ast.Attribute) and f.attr == "open" and getattr(
+            f.value, "id", None) == "io":
+        mode = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "mode"), None)
+        text = mode.value if isinstance(mode, ast.Constant) and isinstance(mode.value, str) else "r"
+        return "b" in text and not set(text) & set("wax+")
+    if isinstance(f, ast.Attribute) and f.attr == "open" and getattr(f.value, "id", None) == "os":
+        return True
+    return False
+
+
+def _called(call: ast.Call) -> str | None:
+    f = call.func
+    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+
+
+def _calls_by_function(tree, name="<module>"):
+    """(innermost enclosing function's name, call) for every call in ``tree``."""
+    for child in ast.iter_child_nodes(tree):
+        inner = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else name
+        if isinstance(child, ast.Call):
+            yield name, child
+        yield from _calls_by_function(child, inner)
+
+
+def segment_byte_reads(paths, root, listed_used: set | None = None) -> list[str]:
+    """Every place in ``paths`` (files outside kafkaforensics/log/) that maps, opens in binary, preads or
+    scans a file itself: each must be a listed read of a file that is no segment or index (the listed
+    entries met are added to ``listed_used``)."""
+    found, used = [], set() if listed_used is None else listed_used
+    for path in paths:
+        rel = str(path.relative_to(root))
+        for name, call in _calls_by_function(ast.parse(path.read_text())):
+            what = _called(call)
+            if what == "BatchScanner" and not rel.startswith("kafkaforensics/harness/"):
+                found.append(f"{rel}:{call.lineno} {name} builds a BatchScanner")
+            elif what in _BYTE_READERS or _binary_read(call):
+                listed = {(rel, name), (rel, "*")} & BINARY_READS_OF_OTHER_FILES.keys()
+                used |= listed
+                if not listed:
+                    found.append(f"{rel}:{call.lineno} {name} reads a file itself ({what})")
+    return sorted(set(found), key=lambda line: int(line.split()[0].rsplit(":", 1)[1]))
+
+
+def _outside_log():
+    tops = (ROOT, ROOT.parent / "cli", ROOT.parent / "spark_jobs")
+    return [p for top in tops for p in sorted(top.rglob("*.py")) if (ROOT / "log") not in p.parents]
+
+
+def test_segment_bytes_are_read_only_through_segment():
+    """Nothing outside log/ maps, opens (in binary), preads or scans a segment or index file: every read
+    of one goes through ``Segment``/``Partition`` (issue 52); the binary reads left are of other files."""
+    used = set()
+    assert segment_byte_reads(_outside_log(), ROOT.parent, used) == []
+    assert set(BINARY_READS_OF_OTHER_FILES) - used == set(), "listed reads that are gone: shorten the list"
+
+
+def test_the_door_check_catches_a_module_reading_segment_bytes(tmp_path):
+    """The check above fails on each way a module could read a segment itself."""
+    mod = tmp_path / "kafkaforensics" / "inspect" / "rogue.py"
+    mod.parent.mkdir(parents=True)
+    mod.write_text(
+        "import mmap, os\n"
+        "from kafkaforensics.log.segment import BatchScanner, open_buffer\n"
+        "def a(p):\n    with open_buffer(p) as buf:\n        return buf\n"
+        "def b(p):\n    with open(p, 'rb') as f:\n        return f.read()\n"
+        "def c(p):\n    fd = os.open(p, os.O_RDONLY)\n    return os.pread(fd, 10, 0)\n"
+        "def d(f):\n    return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)\n"
+        "def e(buf):\n    return list(BatchScanner(buf))\n"
+        "def f(p):\n    return p.read_bytes()\n"
+        "def g(p):\n    return io.open(p, 'rb')\n"
+        "def ok(p):\n    with open(p, 'w') as f:\n        f.write('x')\n")
+    found = segment_byte_reads([mod], tmp_path)
+    assert [line.split()[1] for line in found] == ["a", "b", "c", "c", "d", "e", "f", "g"], found

@@ -27,7 +27,7 @@ from kafkaforensics.records.batch import Record
 from kafkaforensics.records.builder import build_v2
 from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, RECOVERY_POINT, REPLICATION_OFFSET, read_offsets, write_offsets
 from kafkaforensics.log.partition import find_partitions
-from kafkaforensics.log.segment import INDEX, LOG, NEW_SEGMENT_SUFFIXES, SWAP, iter_batches, offset_from_name, sibling
+from kafkaforensics.log.segment import INDEX, LOG, NEW_SEGMENT_SUFFIXES, SWAP, Segment, iter_batches, offset_from_name, sibling
 from kafkaforensics.log.writer import write_partition
 
 T0 = 1_700_000_000_000
@@ -70,13 +70,13 @@ def make_damaged_logdir(target: str, sample: str = SAMPLE) -> dict:
     logs = sorted(f for f in os.listdir(orders) if f.endswith(LOG))
     active = os.path.join(orders, logs[-1])
     last = list(iter_batches(active))[-1]
-    with open(active, "rb") as f:
-        data = f.read()
-    torn = bytearray(data[last.position:last.position + last.size])
+    seg = Segment.of_file(active)
+    size = seg.size
+    torn = bytearray(seg.read_at(last.position, last.size))
     torn[0:8] = last.next_offset.to_bytes(8, "big", signed=True)
     with open(active, "ab") as f:
         f.write(bytes(torn[:40]))
-    planted["torn-tail"] = {"file": active, "position": len(data), "offset": last.next_offset}
+    planted["torn-tail"] = {"file": active, "position": size, "offset": last.next_offset}
 
     # orders-0: the cleaner's swap of the first segment, written but not yet renamed
     first = os.path.join(orders, logs[0])
@@ -90,8 +90,7 @@ def make_damaged_logdir(target: str, sample: str = SAMPLE) -> dict:
     clients = os.path.join(target, "clients-0")
     clogs = sorted(f for f in os.listdir(clients) if f.endswith(LOG))
     idx = sibling(os.path.join(clients, clogs[-1]), INDEX)
-    with open(idx, "rb") as f:
-        entries = bytearray(f.read())
+    entries = bytearray(Segment.of_file(os.path.join(clients, clogs[-1])).file_bytes(INDEX))
     rel = int.from_bytes(entries[0:4], "big")
     pos = int.from_bytes(entries[4:8], "big")
     entries[4:8] = (pos + 7).to_bytes(4, "big")

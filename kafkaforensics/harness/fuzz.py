@@ -65,8 +65,8 @@ from kafkaforensics.broker.replay import SUPPORTED, WRITE_APIS
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log import record_columns
 from kafkaforensics.log.producer_state import read_snapshot
-from kafkaforensics.log.segment import (INDEX, INDEX_BY_SUFFIX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, BatchScanner,
-                                        file_name)
+from kafkaforensics.log.segment import (INDEX, INDEX_BY_SUFFIX, LOCAL_FILES, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX,
+                                        BatchScanner, file_name)
 from kafkaforensics.log.txn_index import AbortedTxn, to_bytes
 from kafkaforensics.log.txn_index import read_entries as read_txn
 from kafkaforensics.records import builder, compression
@@ -308,8 +308,8 @@ def _files(suffix: str) -> list[str]:
 
 
 def _read(p: str) -> bytes:
-    with open(p, "rb") as f:
-        return f.read()
+    """A sample file's bytes (a seed), read through the segments' byte source."""
+    return LOCAL_FILES.read_all(p)
 
 
 def _fixed(data: bytes, width: int, head: int = 0) -> list[int]:

@@ -25,7 +25,7 @@ from kafkaforensics.records.batch_json import encode, record_to_json
 from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log.partition import LEFTOVER_SUFFIXES, LogDir, parse_partition_dir_name, read_clean_shutdown, read_text
 from kafkaforensics.log.producer_state import read_snapshot
-from kafkaforensics.log.segment import BatchScanner, Segment, file_name, offset_from_name, open_buffer
+from kafkaforensics.log.segment import TXNINDEX, Segment, file_name, offset_from_name
 
 #: the message schemas of the internal topics: only for a decoder
 internal_topics = lazy("kafkaforensics.records.internal_topics", globals())
@@ -88,8 +88,9 @@ def _sibling(path: str, suffix: str) -> str:
     return os.path.join(os.path.dirname(path), file_name(_base_offset(path), suffix))
 
 
-def _no_buffer():
-    return nullcontext(b"")
+def _no_log():
+    """No segment bytes to compare an index with (its ``.log`` is missing)."""
+    return nullcontext(None)
 
 
 def _bool(b: bool) -> str:
@@ -164,10 +165,9 @@ def _dump_file(path: str, kind: str, opts: DumpOptions, out, err, res: DumpResul
         elif kind == "timeindex":
             _dump_time_index(path, opts, out, err, res)
         elif kind == "txnindex":
-            with open(path, "rb") as f:
-                for e in txn_index.read_entries(f.read(), file=path):
-                    _emit(out, opts, e.to_json(), "version: {version} producerId: {producerId} firstOffset: "
-                          "{firstOffset} lastOffset: {lastOffset} lastStableOffset: {lastStableOffset}")
+            for e in txn_index.read_entries(_index_bytes(path, TXNINDEX), file=path):
+                _emit(out, opts, e.to_json(), "version: {version} producerId: {producerId} firstOffset: "
+                      "{firstOffset} lastOffset: {lastOffset} lastStableOffset: {lastStableOffset}")
         elif kind == "snapshot":
             _dump_snapshot(path, opts, out)
         elif kind == "offset-checkpoint":
@@ -434,11 +434,17 @@ def _print_record_line(b, r, print_data: bool, enc: str, out, decoder: str | Non
     print("".join(parts), file=out)
 
 
-def _last_offset_at(buf, position: int, base: int, path: str):
-    """lastOffset of the batch read at ``position`` (what kafka-dump-log compares an entry with)."""
-    for b in BatchScanner(buf, start=position, file=path, base_offset=base):
+def _last_offset_at(region, position: int):
+    """lastOffset of the batch read at ``position`` of the segment's bytes (what kafka-dump-log
+    compares an entry with); None without a ``.log`` (``region`` None)."""
+    for b in region.walk(start=position) if region is not None else ():
         return b.last_offset
     return None
+
+
+def _index_bytes(path: str, suffix: str) -> bytes:
+    """The bytes of the index file ``path`` (of ``suffix``), read through its segment."""
+    return Segment.of_index(path, _base_offset(path), suffix).file_bytes(suffix) or b""
 
 
 def _read_index(path, module, kind: str, opts: DumpOptions, out, last_entry_problem):
@@ -446,8 +452,7 @@ def _read_index(path, module, kind: str, opts: DumpOptions, out, last_entry_prob
     size and last entry (``last_entry_problem(entries, base)``: what is wrong, or None) are checked
     instead, and None comes back."""
     base = _base_offset(path)
-    with open(path, "rb") as f:
-        data = f.read()
+    data = _index_bytes(path, "." + kind)
     entries, _zero_tail = module.read_entries(data, base)
     if not opts.index_sanity_check:
         return base, entries
@@ -473,13 +478,13 @@ def _dump_index(path, opts: DumpOptions, out, err, res: DumpResult) -> None:
     log = _sibling(path, ".log")
     remote = REMOTE_INDEX_RE.match(os.path.basename(path)) is not None
     mismatches = []
-    with open_buffer(log) if os.path.exists(log) else _no_buffer() as buf:
+    with Segment.of_file(log, base).bytes_range() if os.path.exists(log) else _no_log() as region:
         for off, pos in entries:
             if remote:
                 # a tiered-storage cache index: its segment lives in remote storage, nothing to compare
                 found = off
             else:
-                found = _last_offset_at(buf, pos, base, log)
+                found = _last_offset_at(region, pos)
             if found != off:
                 mismatches.append((off, -1 if found is None else found))
             if not opts.verify_index_only:

@@ -213,9 +213,7 @@ def _torn(seg) -> dict | None:
     offsets its partial header claims (base; last when the v2 header is whole enough)."""
     if seg.valid_bytes >= seg.size:
         return None
-    with open(seg.path, "rb") as f:
-        f.seek(seg.valid_bytes)
-        head = f.read(61)
+    head = Segment.of_file(seg.path).read_at(seg.valid_bytes, 61)
     if not head.strip(b"\0"):
         return None
     base = int.from_bytes(head[:8], "big", signed=True) if len(head) >= 8 else None

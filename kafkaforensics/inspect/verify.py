@@ -446,15 +446,14 @@ def verify_segment(seg: SegmentFiles, rep: VerifyReport, state: ProducerState, *
     aborted = []
     if idx_path:
         rep.files += 1
-        offsets = _read_index(idx_path, offset_index, base, active, rep)
+        offsets = _read_index(seg, INDEX, offset_index, active, rep)
     if tidx_path:
         rep.files += 1
-        times = _read_index(tidx_path, time_index, base, active, rep)
+        times = _read_index(seg, TIMEINDEX, time_index, active, rep)
     if txn_path:
         rep.files += 1
         try:
-            with open(txn_path, "rb") as f:
-                aborted = txn_index.read_entries(f.read(), file=txn_path)
+            aborted = txn_index.read_entries(seg.file_bytes(TXNINDEX) or b"", file=txn_path)
         except KafkaFormatError as e:
             rep.problems.append(e.problem)
     scan = _SegmentScan(log, base, rep, state, offsets, times, progress)
@@ -469,10 +468,10 @@ def verify_segment(seg: SegmentFiles, rep: VerifyReport, state: ProducerState, *
     return summary
 
 
-def _read_index(path, module, base, active, rep: VerifyReport):
-    """The index's entries as columns (lists)."""
-    with open(path, "rb") as f:
-        data = f.read()
+def _read_index(seg: Segment, suffix: str, module, active, rep: VerifyReport):
+    """The entries of the segment's index ``suffix`` as columns (lists)."""
+    path, base = seg.path(suffix), seg.base_offset
+    data = seg.file_bytes(suffix) or b""
     if len(data) % module.ENTRY_SIZE:
         rep.add(path, len(data) - len(data) % module.ENTRY_SIZE, None, "index-size",
                 f"size {len(data)} is not a multiple of the {module.ENTRY_SIZE}-byte entry")
@@ -501,19 +500,13 @@ class _SegmentScan:
         the rest batch by batch (everything, when ``records.walks.SPEEDUPS`` is off).
         """
         log = self.log
-        with Segment.of_file(log, self.base).walk(max_batch_bytes=max_batch_bytes) as scanner:
-            size = len(scanner.buf)
-            if size <= SMALL_SEGMENT_BYTES:
-                for b in scanner:
-                    self.batch(b)
-            else:
-                with open(log, "rb", buffering=0) as f:
-                    for item in scanner.iter_runs(f.fileno(), lists=True):
-                        if isinstance(item, Batch):
-                            self.batch(item)
-                        else:
-                            self.run(item)
-            return self.finish(scanner, size)
+        with Segment.of_file(log, self.base).runs(max_batch_bytes, lists=True, small=SMALL_SEGMENT_BYTES) as (scanner, items):
+            for item in items:
+                if isinstance(item, Batch):
+                    self.batch(item)
+                else:
+                    self.run(item)
+            return self.finish(scanner, len(scanner.buf))
 
     def __init__(self, log, base, rep: VerifyReport, state, offsets, times, progress):
         self.log, self.base, self.rep, self.state, self.offsets, self.times = log, base, rep, state, offsets, times

@@ -398,8 +398,122 @@ def iter_batches(path: str, **kw):
         yield from scanner
 
 
+# -- a segment's byte source: where Segment reads its files from (issue 52) ---------------------
+class LocalFiles:
+    """The default byte source: a segment's files on the local disk, mapped or read in ranges."""
+
+    def read_all(self, path: str) -> bytes | None:
+        """A whole file (an index), or None when there is none."""
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+
+    @contextmanager
+    def reader(self, path: str):
+        """``read(position, n)`` of the file, open for the block (fewer bytes at its end)."""
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            yield lambda position, n: os.pread(fd, n, position)
+        finally:
+            os.close(fd)
+
+    @contextmanager
+    def mapped(self, path: str):
+        """The whole file as a buffer for the block (:func:`open_buffer`)."""
+        with open_buffer(path) as buf:
+            yield buf
+
+    @contextmanager
+    def range(self, path: str, start: int, end: int | None, small: int = 0):
+        """(buffer, shift, first, stop) of bytes ``[start, end)``: mapped, or, when at most ``small``
+        bytes, one open, fstat, pread and close (a fleet opens tens of thousands of small segments;
+        the buffer then outlives the block)."""
+        if small:
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                size = os.fstat(fd).st_size
+                stop = size if end is None else min(end, size)
+                data = os.pread(fd, max(0, stop - start), start) if stop - start <= small else None
+            finally:
+                os.close(fd)
+            if data is not None:
+                yield data, start, 0, len(data)
+                return
+        with open_buffer(path) as buf:
+            yield buf, 0, start, len(buf) if end is None else min(end, len(buf))
+
+
+class ObjectFiles:
+    """A byte source in an object store (a pyarrow FileSystem, ``s3://``, ``hdfs://`` ...): files read
+    in byte ranges.  ``resolve(uri)`` gives (file system, path within it)."""
+
+    def __init__(self, resolve):
+        self.resolve = resolve
+
+    def read_all(self, uri: str) -> bytes | None:
+        """A whole object (an index), or None when there is none or it cannot be read."""
+        fs, path = self.resolve(uri)
+        try:
+            with fs.open_input_file(path) as f:
+                return f.read()
+        except (FileNotFoundError, OSError):
+            return None
+
+    @contextmanager
+    def reader(self, uri: str):
+        """``read(position, n)`` of the object, open for the block (fewer bytes at its end)."""
+        fs, path = self.resolve(uri)
+        with fs.open_input_file(path) as f:
+            size = f.size()
+            yield lambda position, n: bytes(f.read_at(max(0, min(n, size - position)), position))
+
+    @contextmanager
+    def range(self, uri: str, start: int, end: int | None, small: int = 0):
+        """(buffer, shift, first, stop) of bytes ``[start, end)``, read in one ranged request."""
+        fs, path = self.resolve(uri)
+        with fs.open_input_file(path) as f:
+            size = f.size()
+            stop = size if end is None else min(end, size)
+            data = f.read_at(max(0, stop - start), start)
+        yield bytes(data), start, 0, len(data)
+
+    @contextmanager
+    def mapped(self, uri: str):
+        """The whole object as one buffer (read in one request)."""
+        with self.range(uri, 0, None) as (data, _shift, _first, _stop):
+            yield data
+
+
+#: the byte source of every segment not told otherwise
+LOCAL_FILES = LocalFiles()
+
+
+class SegmentBytes:
+    """Bytes of a segment's ``.log`` held for a block (:meth:`Segment.bytes_range`): the batches lie
+    at ``buf[start:end]``, ``shift`` turns buffer positions into file positions.  It unpacks as
+    (buf, shift, start, end); :meth:`walk` is the segment's walk over them (Kafka's
+    ``FileRecords.batches()`` of a slice)."""
+
+    def __init__(self, buf, shift: int, start: int, end: int, file: str | None, base_offset: int | None):
+        self.buf, self.shift, self.start, self.end = buf, shift, start, end
+        self.file, self.base_offset = file, base_offset
+
+    def __iter__(self):
+        return iter((self.buf, self.shift, self.start, self.end))
+
+    def walk(self, start: int | None = None, end: int | None = None, base_offset: "int | None | str" = "segment",
+             **kw) -> BatchScanner:
+        """A :class:`BatchScanner` from buffer position ``start`` (default: the first batch) to ``end``;
+        ``base_offset`` None: no segment offset-range check."""
+        base = self.base_offset if base_offset == "segment" else base_offset
+        return BatchScanner(self.buf, start=self.start if start is None else start,
+                            end=self.end if end is None else end, file=self.file, base_offset=base, **kw)
+
+
 # -- a segment as Kafka's LogSegment: its files and the reads over them -------------------------
-from dataclasses import dataclass  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
 
 
 class LogOffsetPosition(NamedTuple):
@@ -433,6 +547,10 @@ class Segment:
     dir: str
     #: a ``.log`` file a user names whatever its name (:meth:`of_file`); None: the one named after the base
     file: str | None = None
+    #: where the files' bytes come from (:class:`LocalFiles`, or :class:`ObjectFiles` for the Spark source)
+    source: "LocalFiles | ObjectFiles" = LOCAL_FILES
+    #: files a user names whatever their names, by suffix (:meth:`of_index`)
+    named: dict = field(default_factory=dict)
 
     @classmethod
     def of_file(cls, path: str, base_offset: "int | None | str" = "name") -> "Segment":
@@ -599,6 +717,53 @@ class Segment:
         return nxt
 
 
+    # -- the one door to the bytes (issue 52): every reader outside log/ comes through here -------
+    @classmethod
+    def of_index(cls, path: str, base_offset: int | None, suffix: str) -> "Segment":
+        """The segment of an index file (``suffix``: ``.index`` ...) a user names whatever its name
+        (``kfx dump`` of a tiered-storage cache index): that file is ``path``, the others named after the base."""
+        return cls(base_offset, os.path.dirname(os.path.abspath(path)), named={suffix: path})
+
+    def file_of(self, suffix: str) -> str:
+        """The file of ``suffix``: one a user named, else the one named after the base."""
+        return self.named.get(suffix) or self.path(suffix)
+
+    def file_bytes(self, suffix: str) -> bytes | None:
+        """The whole file of ``suffix`` (an index's bytes), or None when there is none."""
+        return self.source.read_all(self.file_of(suffix))
+
+    def buffer(self):
+        """The ``.log`` as one buffer for the block (mapped locally, read whole from an object store)."""
+        return self.source.mapped(self.log)
+
+    def bytes_range(self, start: int = 0, end: int | None = None, small: int = 0):
+        """The ``.log``'s bytes ``[start, end)`` for the block as :class:`SegmentBytes` (read into memory
+        when at most ``small`` bytes, else mapped; one ranged request from an object store)."""
+        return _segment_bytes(self, start, end, small)
+
+    def reader(self):
+        """``read(position, n)`` over the ``.log`` for the block: up to ``n`` bytes from ``position``."""
+        return self.source.reader(self.log)
+
+    def read_at(self, position: int, n: int) -> bytes:
+        """Up to ``n`` bytes of the ``.log`` from byte ``position`` (fewer at its end)."""
+        with self.reader() as read:
+            return read(position, n)
+
+    @contextmanager
+    def runs(self, max_batch_bytes: int | None = None, lists: bool = False, small: int = 0):
+        """The segment's walk for the block as (walk, items): ``items`` the batches one by one when the
+        file is at most ``small`` bytes, else :meth:`BatchScanner.iter_runs` over ``preadv`` copies."""
+        with self.walk(max_batch_bytes=max_batch_bytes) as scanner:
+            if len(scanner.buf) <= small:
+                yield scanner, iter(scanner)
+                return
+            fd = os.open(self.log, os.O_RDONLY)
+            try:
+                yield scanner, scanner.iter_runs(fd, lists=lists)
+            finally:
+                os.close(fd)
+
 def offset_for_timestamp(segments, timestamp: int, log_start_offset: int) -> TimestampAndOffset | None:
     """ListOffsets by time (UnifiedLog.fetchOffsetByTimestamp): the first record at or after the log
     start whose timestamp is at least ``timestamp``, each segment in order looked up through its time
@@ -608,3 +773,10 @@ def offset_for_timestamp(segments, timestamp: int, log_start_offset: int) -> Tim
         if found is not None:
             return found
     return None
+
+
+
+@contextmanager
+def _segment_bytes(seg: Segment, start: int, end: int | None, small: int):
+    with seg.source.range(seg.log, start, end, small) as (buf, shift, first, stop):
+        yield SegmentBytes(buf, shift, first, stop, seg.log, seg.base_offset)

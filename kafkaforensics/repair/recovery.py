@@ -63,7 +63,7 @@ from kafkaforensics.log.partition import (METADATA_PARTITION, UNKNOWN_DIR_SUFFIX
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot, snapshot_bytes
 from kafkaforensics.log.segment import (CLEANED, DELETED, INDEX_BY_SUFFIX, INDEX_SUFFIXES, KRAFT_SNAPSHOT_FILE_RE, LOG,
                                         NEW_SEGMENT_SUFFIXES, SEGMENT_SUFFIXES, SNAPSHOT, SWAP, TIMEINDEX, Segment, file_name,
-                                        index_bytes, offset_from_name, open_buffer, without_leftover_suffix)
+                                        index_bytes, offset_from_name, without_leftover_suffix)
 from kafkaforensics.log.batch_search import scan_file
 
 
@@ -344,7 +344,7 @@ def count_dropped(out: Dropped, path: str, start: int) -> None:
     """Add the bytes of ``path`` from ``start`` on to ``out``: the batches in them that pass their CRC
     and decode, found the way ``kfx salvage`` finds them (past damage too)."""
     out.files.append(os.path.basename(path))
-    with open_buffer(path) as buf:
+    with Segment.of_file(path).buffer() as buf:
         tail = memoryview(buf)[start:] if start else buf
         out.bytes += len(tail)
         try:
@@ -718,8 +718,7 @@ def _legacy_format(d: _PlannedPartition, segments: list[int]) -> bool:
     for base in sorted(segments, reverse=True):
         path = d.files.get(file_name(base, LOG))
         try:
-            with open(path, "rb") as f:
-                head = f.read(17)
+            head = Segment.of_file(path).read_at(0, 17)
         except (OSError, TypeError):  # not written yet (an empty segment the plan creates)
             continue
         if len(head) == 17:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from kafkaforensics.log.partition import Partition, parse_partition_dir_name
 from kafkaforensics.log.paths import LOG_DIR, PathUsageError, classify
 from kafkaforensics.log.batch_search import MAX_CANDIDATE_BYTES, offset_damage_at, scan_file, valid_batch_at  # noqa: F401
-from kafkaforensics.log.segment import RESIDENT_WINDOW, open_buffer, release_pages
+from kafkaforensics.log.segment import RESIDENT_WINDOW, Segment, release_pages
 from kafkaforensics.log.writer import DEFAULT_SEGMENT_BYTES, PartitionWriter
 
 
@@ -109,7 +109,7 @@ def salvage(paths, out_dir: str, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES, 
     rep = SalvageReport()
     found = []  # (base, -epoch, last, crc, file index, position, size)
     with ExitStack() as stack:
-        bufs = [stack.enter_context(open_buffer(f)) for f in files]
+        bufs = [stack.enter_context(Segment.of_file(f).buffer()) for f in files]
         for fi, (f, buf) in enumerate(zip(files, bufs)):
             rep.scanned_bytes += len(buf)
             for b, gap in scan_file(buf, f, progress=progress):

@@ -77,7 +77,7 @@ from kafkaforensics.records.schema import SOURCE_LEVELS, level_columns, spark_co
 from kafkaforensics.log.schema_topic import load_schema_store
 from kafkaforensics.records.schema_decode import SchemaDecoder
 from kafkaforensics.log.partition import partition_of_dir_name
-from kafkaforensics.log.segment import INDEX, TIMEINDEX, BatchScanner, release_pages
+from kafkaforensics.log.segment import INDEX, TIMEINDEX, BatchScanner, SegmentBytes, release_pages
 from kafkaforensics.log.indexing import SegmentIndexes
 from kafkaforensics.spark.scan_plan import (OPEN_COST_BYTES, Bounds, Layout, Piece, Source, bounds_from_filters,
                                             bounds_from_options, layout, merge, pack, segment_base, segment_range,
@@ -194,12 +194,11 @@ def input_paths(options: dict) -> list[str]:
 
 
 def _segment_indexes(storage: Storage, uri: str, base: int) -> SegmentIndexes:
-    stem = uri[:-4]
     ix = SegmentIndexes(base)
-    data = storage.read_file(stem + INDEX)
+    data = storage.index_bytes(uri, INDEX)
     if data:
         ix.offsets = offset_index.read_entries(data, base)[0]
-    data = storage.read_file(stem + TIMEINDEX)
+    data = storage.index_bytes(uri, TIMEINDEX)
     if data:
         ix.times = time_index.read_entries(data, base)[0]
     return ix
@@ -481,7 +480,7 @@ class KafkaSegmentsReader(DataSourceReader):
         ``rows``, wanted batches' records into ``run`` (Arrow batches yielded as it fills)."""
         level, src = self.level, piece.src
         records = level == "records" or (level == "scan" and self.scan_records)
-        sc = BatchScanner(buf, start=start, end=end, file=piece.uri, base_offset=piece.base)
+        sc = SegmentBytes(buf, shift, start, end, piece.uri, piece.base).walk()
         seen = None
         for b, wanted in self._batches(sc, piece):
             seen = b

@@ -1,6 +1,8 @@
 """Where a scan's segments live: local paths (read through mmap) or any file system pyarrow
 reaches -- ``s3://`` and ``s3a://`` buckets (AWS or any S3-compatible server), ``hdfs://``, ``gs://``
--- read in byte ranges.
+-- read in byte ranges.  Every byte of a segment or index is read through
+:class:`~kafkaforensics.log.segment.Segment` (:meth:`Storage.segment`), whose byte source is the
+local file or the object.
 
 S3 settings come from the data source's options, else from the usual AWS environment variables:
 ``s3.endpoint`` (``http://host:port`` for a server of your own; ``AWS_ENDPOINT_URL``),
@@ -11,14 +13,14 @@ Python workers; each process makes its file system once.
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
+import posixpath
 
 from specs import legacy as L
 from specs.lazy import lazy
 
 from kafkaforensics.log import offset_index
 from kafkaforensics.log.batch_search import MAX_CANDIDATE_BYTES, valid_batch_at
-from kafkaforensics.log.segment import INDEX, BatchScanner, offset_from_name, open_buffer
+from kafkaforensics.log.segment import INDEX, INDEX, LOCAL_FILES, TIMEINDEX, ObjectFiles, Segment, offset_from_name
 
 #: pyarrow's file systems: a fleet of local files never needs them
 pafs = lazy("pyarrow.fs", globals())
@@ -70,20 +72,6 @@ def _list_local(root: str, out: list) -> None:
                         out.append((e.path, e.stat().st_size, False))
                 except OSError:  # gone between the listing and the stat
                     pass
-
-
-def _read_small(path: str, start: int, end: int | None, small: int) -> bytes | None:
-    """Bytes ``[start, end)`` of a local file when they are at most ``small``, else None: one
-    open, fstat, pread and close (a fleet opens tens of thousands of small segments)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        size = os.fstat(fd).st_size
-        stop = size if end is None else min(end, size)
-        if stop - start > small:
-            return None
-        return os.pread(fd, max(0, stop - start), start)
-    finally:
-        os.close(fd)
 
 
 class Storage:
@@ -160,55 +148,47 @@ class Storage:
         out += [(f"{scheme}://{fi.path}", fi.size or 0, fi.type == pafs.FileType.Directory) for fi in listed]
         return sorted(out)
 
-    def read_file(self, uri: str) -> bytes | None:
-        """A whole small file (an index), or None when there is none."""
+    def _source(self, uri: str):
+        """(byte source, name within it) of ``uri``: the local file, or the object store's object."""
         fs, path = self.resolve(uri)
+        return (LOCAL_FILES, path) if fs is None else (ObjectFiles(self.resolve), uri)
+
+    def segment(self, uri: str) -> Segment:
+        """The segment of the ``.log`` at ``uri``, reading its bytes where they live; its indexes are
+        the files of the same stem (``...42.index``, ``...42.timeindex``)."""
+        source, name = self._source(uri)
+        stem = name[:-4]
+        return Segment(offset_from_name(name), posixpath.dirname(name), file=name, source=source,
+                       named={INDEX: stem + INDEX, TIMEINDEX: stem + TIMEINDEX})
+
+    def read_file(self, uri: str) -> bytes | None:
+        """A whole small file (a checkpoint, ``meta.properties``), or None when there is none."""
+        source, name = self._source(uri)
         try:
-            if fs is None:
-                with open(path, "rb") as f:
-                    return f.read()
-            with fs.open_input_file(path) as f:
-                return f.read()
-        except (FileNotFoundError, OSError):
+            return source.read_all(name)
+        except OSError:
             return None
 
-    @contextmanager
+    def index_bytes(self, uri: str, suffix: str) -> bytes | None:
+        """The bytes of the index ``suffix`` of the segment at ``uri``, or None when there is none or
+        it cannot be read."""
+        try:
+            return self.segment(uri).file_bytes(suffix)
+        except OSError:
+            return None
+
     def open_range(self, uri: str, start: int, end: int | None, small: int = 0):
         """Bytes ``[start, end)`` of a segment (``end`` None: to its end) as (buffer, shift, first,
         stop): the batches lie at ``buffer[first:stop]`` and ``shift`` turns buffer positions into
         file positions.  Local files are mapped, or, when at most ``small`` bytes, read into memory
-        (the buffer then outlives the ``with``); remote ones read in one ranged request."""
-        fs, path = self.resolve(uri)
-        if fs is None and small:
-            data = _read_small(path, start, end, small)
-            if data is not None:
-                yield data, start, 0, len(data)
-                return
-        if fs is None:
-            with open_buffer(path) as buf:
-                yield buf, 0, start, len(buf) if end is None else min(end, len(buf))
-            return
-        with fs.open_input_file(path) as f:
-            size = f.size()
-            stop = size if end is None else min(end, size)
-            data = f.read_at(max(0, stop - start), start)
-        yield bytes(data), start, 0, len(data)
+        (the buffer then outlives the ``with``); remote ones read in one ranged request
+        (:meth:`Segment.bytes_range <kafkaforensics.log.segment.Segment.bytes_range>`)."""
+        return self.segment(uri).bytes_range(start, end, small)
 
-    @contextmanager
     def _pread(self, uri: str):
         """A ``read(position, n)`` of one file open for the block: up to ``n`` bytes from
         ``position`` (fewer at its end)."""
-        fs, path = self.resolve(uri)
-        if fs is None:
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                yield lambda position, n: os.pread(fd, n, position)
-            finally:
-                os.close(fd)
-            return
-        with fs.open_input_file(path) as f:
-            size = f.size()
-            yield lambda position, n: bytes(f.read_at(max(0, min(n, size - position)), position))
+        return self.segment(uri).reader()
 
     def split_points(self, uri: str, size: int, split_bytes: int) -> list[int]:
         """Batch boundaries near every ``split_bytes`` of a segment: from its offset index, or,
@@ -220,7 +200,7 @@ class Storage:
         tried for each split, so a damaged index costs a bounded number of reads."""
         if size <= split_bytes:
             return []
-        data = self.read_file(uri[:-4] + INDEX)
+        data = self.index_bytes(uri, INDEX)
         if data:
             base = offset_from_name(uri) or 0
             entries, _ = offset_index.read_entries(data, base)
@@ -238,12 +218,12 @@ class Storage:
                         if tries >= SPLIT_TRIES:  # a damaged stretch of the index: no split here
                             target, tries = pos + split_bytes, 0
             return points
-        fs, path = self.resolve(uri)
-        if fs is not None:
+        seg = self.segment(uri)
+        if seg.source is not LOCAL_FILES:
             return []
         points, target = [], split_bytes
-        with open_buffer(path) as buf:
-            for b in BatchScanner(buf, file=path):
+        with seg.bytes_range() as region:
+            for b in region.walk(base_offset=None):
                 if target <= b.position < size:
                     points.append(b.position)
                     target = b.position + split_bytes
