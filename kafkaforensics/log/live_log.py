@@ -82,12 +82,21 @@ class LiveLog(Partition):
         """One walk (log_loader): a batch failing its CRC is left out of the producer state and the
         indexes, but stays in the log (served as stored, as a Kafka broker serves it)."""
         last_seg = None
+        #: base offset -> byte ranges [start, end) of the segment holding the batches the load skipped
+        #: for their CRC (the gaps between the batches it kept): a reader checks CRCs only there
+        self.crc_skipped: dict[int, list[tuple[int, int]]] = {}
         for seg, batches in self.walk(damage="skip"):
             last = seg.base_offset == self.active
+            kept_end = 0
             for b, done in batches:
                 if last:
                     self.idx.add(b, done)
                 self._remember(b, b.base_offset)
+                if b.position > kept_end:
+                    self.crc_skipped.setdefault(seg.base_offset, []).append((kept_end, b.position))
+                kept_end = b.position + b.size
+            if seg.damaged is not None and seg.size > kept_end:
+                self.crc_skipped.setdefault(seg.base_offset, []).append((kept_end, seg.size))
             last_seg = seg
             if seg.damaged is not None:
                 d = seg.damaged
