@@ -200,15 +200,20 @@ class ReadPath:
     @staticmethod
     def _max_position(s: LiveLog, seg, limit: int) -> int | None:
         """The byte of ``seg`` a read stops at for ``limit`` (the high watermark's or last stable
-        offset's position, as LocalLog.read's maxPosition): the start of the batch holding ``limit``
-        when the segment holds it below the log end, else None (the segment's end)."""
+        offset's position, as LocalLog.read's maxPosition): the start of the batch starting at
+        ``limit`` (the end of one holding it past its base) when the segment holds it below the log
+        end, else None (the segment's end)."""
         if limit >= s.log_end_offset:
             return None
         holder = s.segment_for(limit)
         if holder is None or holder.base_offset != seg.base_offset:
             return None
         at = seg.translate_offset(limit)
-        return None if at is None else at.position
+        if at is None:
+            return None
+        with seg.walk(at.position) as walk:
+            b = next(iter(walk), None)
+        return at.position if b is None or b.base_offset >= limit else at.position + at.size
 
     def _whole_batches(self, s: LiveLog, seg, region: FileRegion, offset: int,
                        limit: int) -> tuple[FileRegion | bytes, int]:
