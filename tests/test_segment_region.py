@@ -162,3 +162,24 @@ def test_segment_copies_carry_no_cached_index(part):
     copy = pickle.loads(pickle.dumps(seg))
     assert copy == seg and copy._indexes == {} and copy.offset_index() == seg.offset_index()
     assert segment_module.Segment is Segment
+
+
+def test_live_log_end_after_a_damaged_last_batch_is_read_next_offset(tmp_path, monkeypatch):
+    """The load's walk skips a batch whose CRC fails; the log end is still after it, as Kafka's
+    LogSegment.readNextOffset (which checks no CRC) says: LiveLog asks Segment.read_next_offset."""
+    p = str(tmp_path / "events-0")
+    make_partition(p, seed=5, n=90)
+    last_seg = Partition.scan(p).segments[-1]
+    _data, batches = _batches(last_seg)
+    last = batches[-1]
+    with open(last_seg.log, "r+b") as f:  # a flipped byte in the last batch's records: its CRC fails
+        f.seek(last.position + last.size - 1)
+        byte = f.read(1)
+        f.seek(last.position + last.size - 1)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    asked = []
+    real = Segment.read_next_offset
+    monkeypatch.setattr(Segment, "read_next_offset", lambda seg: asked.append(seg.base_offset) or real(seg))
+    s = LiveLog(p, index_after_append=False)
+    assert s.log_end_offset == last.next_offset and asked == [last_seg.base_offset]
+    assert s.crc_skipped == {last_seg.base_offset: [(last.position, last.position + last.size)]}

@@ -211,7 +211,7 @@ class ReadPath:
         at = seg.translate_offset(limit)
         if at is None:
             return None
-        with seg.walk(at.position) as walk:
+        with seg.walk(at.position, sequential=False) as walk:
             b = next(iter(walk), None)
         return at.position if b is None or b.base_offset >= limit else at.position + at.size
 
@@ -238,7 +238,7 @@ class ReadPath:
         """(end byte, next offset) of the last whole batch below ``limit`` walked from byte ``start`` to
         ``end`` (None: none); a batch in a ``skipped`` range is checked and logged."""
         found = None
-        with seg.walk(start, end) as walk:
+        with seg.walk(start, end, sequential=False) as walk:  # headers only: no readahead
             for b in walk:
                 if b.base_offset >= limit:
                     break

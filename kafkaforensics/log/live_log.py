@@ -107,10 +107,8 @@ class LiveLog(Partition):
         #: the log end: the newest segment's next offset (its base when it has no batch, as Kafka's),
         #: after its last whole batch whatever its CRC (LogSegment.readNextOffset checks none)
         self.next_offset = Partition.log_end_offset.fget(self)
-        if last_seg is not None and last_seg.damaged is not None:
-            with last_seg.files.walk(last_seg.damaged.position) as walk:
-                for b in walk:
-                    self.next_offset = max(self.next_offset, b.next_offset)
+        if last_seg is not None and last_seg.damaged is not None:  # the walk skipped a batch: Kafka's own rule
+            self.next_offset = max(self.next_offset, last_seg.files.read_next_offset())
         #: the first segment's base, or log-start-offset-checkpoint's entry within the log (DeleteRecords)
         self._log_start = Partition.log_start_offset.fget(self)
         self._leader_epoch = Partition.leader_epoch.fget(self)  # the newest the batches carry: appends get it

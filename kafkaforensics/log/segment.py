@@ -111,8 +111,10 @@ def without_leftover_suffix(name: str) -> str:
 
 
 @contextmanager
-def open_buffer(path: str):
-    """Map a file read-only; empty files give an empty buffer (mmap refuses length 0)."""
+def open_buffer(path: str, sequential: bool = True):
+    """Map a file read-only; empty files give an empty buffer (mmap refuses length 0).  ``sequential``:
+    advise the kernel of a read from start to end (readahead); a few batches' headers read (a Fetch's
+    look-ups) skip that call."""
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         if size == 0:
@@ -120,7 +122,8 @@ def open_buffer(path: str):
             return
         mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         try:
-            mm.madvise(mmap.MADV_SEQUENTIAL)
+            if sequential:
+                mm.madvise(mmap.MADV_SEQUENTIAL)
         except (AttributeError, OSError):
             pass
         view = memoryview(mm)
@@ -324,14 +327,15 @@ def _all_zero(buf, start: int, end: int) -> bool:
 
 
 @contextmanager
-def open_walk(path: str, *, start: int = 0, end: int | None = None, base_offset: "int | None | str" = "name", **kw):
+def open_walk(path: str, *, start: int = 0, end: int | None = None, base_offset: "int | None | str" = "name",
+              sequential: bool = True, **kw):
     """A :class:`BatchScanner` (a :class:`~.walks.BatchWalk`) over a ``.log`` file mapped for the
     block, from byte ``start`` to ``end`` (clipped to the file); ``base_offset`` is by default the
     one the file's name says (None: no segment range check).  Its ``buf`` is the mapped file;
     ``stop`` and ``valid_bytes`` say where and why the walk ended."""
     if base_offset == "name":
         base_offset = offset_from_name(path)
-    with open_buffer(path) as buf:
+    with open_buffer(path, sequential) as buf:
         yield BatchScanner(buf, start=start, end=None if end is None else min(end, len(buf)), file=path,
                            base_offset=base_offset, **kw)
 
@@ -521,9 +525,10 @@ class Segment:
         searched from the offset index's entry for it (or ``start_position`` when later); None when
         the segment ends before it."""
         _off, pos = offset_index.lookup(self.offset_index(), offset, self.base_offset)
-        for b in self.batches(max(pos, start_position)):
-            if b.last_offset >= offset:
-                return LogOffsetPosition(b.last_offset, b.position, b.size)
+        with self.walk(max(pos, start_position), sequential=False) as walk:  # an index interval, at most
+            for b in walk:
+                if b.last_offset >= offset:
+                    return LogOffsetPosition(b.last_offset, b.position, b.size)
         return None
 
     def read(self, start_offset: int, max_size: int, max_position: int | None = None,
