@@ -183,3 +183,36 @@ def test_live_log_end_after_a_damaged_last_batch_is_read_next_offset(tmp_path, m
     s = LiveLog(p, index_after_append=False)
     assert s.log_end_offset == last.next_offset and asked == [last_seg.base_offset]
     assert s.crc_skipped == {last_seg.base_offset: [(last.position, last.position + last.size)]}
+
+
+def test_fetch_checks_crcs_only_where_the_load_skipped_a_batch(tmp_path, monkeypatch, caplog):
+    """The load checked every batch's CRC: a Fetch computes none again, but for the batches the load
+    skipped for theirs, which are served as stored and logged once."""
+    import logging
+    from kafkaforensics.records import batch as batch_module
+    p = str(tmp_path / "events-0")
+    make_partition(p, seed=5, n=90)
+    seg = Partition.scan(p).segments[1]
+    _data, batches = _batches(seg)
+    bad = batches[len(batches) // 2]
+    with open(seg.log, "r+b") as f:  # a flipped byte in a middle batch's records: its CRC fails
+        f.seek(bad.position + bad.size - 1)
+        byte = f.read(1)
+        f.seek(bad.position + bad.size - 1)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    s = LiveLog(p, index_after_append=False)
+    assert s.crc_skipped == {seg.base_offset: [(bad.position, bad.position + bad.size)]}
+    checked = []
+    real = batch_module.Batch.crc_valid
+    monkeypatch.setattr(batch_module.Batch, "crc_valid", lambda b: checked.append(b.base_offset) or real(b))
+    path = rp.ReadPath(broker=None)
+    with caplog.at_level(logging.WARNING, logger="kfx.serve"):
+        for _ in range(2):
+            offset, served = 0, []
+            while offset < s.log_end_offset:
+                data, offset = path.read(s, offset, 1 << 20, s.log_end_offset, first=True)
+                served += [b.base_offset for b in BatchScanner(data.read())]
+            assert bad.base_offset in served  # served as stored
+    assert set(checked) == {bad.base_offset}  # no clean batch's CRC computed again
+    logged = [r.getMessage() for r in caplog.records if "serving the batch" in r.getMessage()]
+    assert len(logged) == 1 and f"offset {bad.base_offset}" in logged[0]
