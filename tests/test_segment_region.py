@@ -216,3 +216,7 @@ def test_fetch_checks_crcs_only_where_the_load_skipped_a_batch(tmp_path, monkeyp
     assert set(checked) == {bad.base_offset}  # no clean batch's CRC computed again
     logged = [r.getMessage() for r in caplog.records if "serving the batch" in r.getMessage()]
     assert len(logged) == 1 and f"offset {bad.base_offset}" in logged[0]
+    checked.clear()  # ListOffsets' and the transaction restore's walk of the valid batches: the same
+    valid = [b.base_offset for b in rp.valid_batches(s)]
+    assert bad.base_offset not in valid and len(valid) == sum(len(_batches(x)[1]) for x in s.segments) - 1
+    assert checked == [bad.base_offset]

@@ -23,10 +23,11 @@ _log = logging.getLogger("kfx.serve")
 
 
 def valid_batches(s: LiveLog):
-    """The partition's batches whose CRC holds (a damaged batch's timestamps and records are not trusted)."""
+    """The partition's batches whose CRC holds (a damaged batch's timestamps and records are not
+    trusted); only those where the load skipped batches for their CRC are checked again."""
     for seg in s.segments:
         for b in seg.batches():
-            if b.crc_valid():
+            if not s.crc_unchecked(seg.base_offset, b.position) or b.crc_valid():
                 yield b
 
 
@@ -222,27 +223,26 @@ class ReadPath:
         offset index's last entry but one inside it (every batch before that entry's byte is whole),
         unless a batch the load skipped for its CRC may lie in it: then each batch is walked and such
         a batch logged (:meth:`_log_damage`)."""
-        skipped = s.crc_skipped.get(seg.base_offset)
-        if not skipped:
+        if not s.crc_skipped.get(seg.base_offset):
             start = _batch_start_before(seg.offset_index(), region)
             if start > region.position:
-                found = self._walk_whole(s, seg, start, region.end, limit, None)
+                found = self._walk_whole(s, seg, start, region.end, limit, check=False)
                 if found is not None:
                     return FileRegion(region.path, region.position, found[0] - region.position), found[1]
-        found = self._walk_whole(s, seg, region.position, region.end, limit, skipped)
+        found = self._walk_whole(s, seg, region.position, region.end, limit, check=True)
         if found is None:
             return b"", offset
         return FileRegion(region.path, region.position, found[0] - region.position), found[1]
 
-    def _walk_whole(self, s: LiveLog, seg, start: int, end: int, limit: int, skipped) -> tuple[int, int] | None:
+    def _walk_whole(self, s: LiveLog, seg, start: int, end: int, limit: int, check: bool) -> tuple[int, int] | None:
         """(end byte, next offset) of the last whole batch below ``limit`` walked from byte ``start`` to
-        ``end`` (None: none); a batch in a ``skipped`` range is checked and logged."""
+        ``end`` (None: none); with ``check``, a batch the load skipped for its CRC is checked and logged."""
         found = None
         with seg.walk(start, end, sequential=False) as walk:  # headers only: no readahead
             for b in walk:
                 if b.base_offset >= limit:
                     break
-                if skipped and any(lo <= b.position < hi for lo, hi in skipped):
+                if check and s.crc_unchecked(seg.base_offset, b.position):
                     self._log_damage(s, seg, b)
                 found = (b.position + b.size, b.next_offset)
         return found

@@ -119,6 +119,13 @@ class LiveLog(Partition):
         if self.segments and self._log_start > self.segments[0].base_offset:
             self.epochs.truncate_from_start(self._log_start)
 
+    def crc_unchecked(self, base_offset: int, position: int) -> bool:
+        """Whether the batch at byte ``position`` of the segment at ``base_offset`` lies where the load
+        skipped batches for their CRC (:attr:`crc_skipped`): every other batch had its CRC checked,
+        at load or at its append, so a reader need not check it again."""
+        ranges = self.crc_skipped.get(base_offset)
+        return bool(ranges) and any(lo <= position < hi for lo, hi in ranges)
+
     # -- the offsets, live ------------------------------------------------------------------------
     @property
     def log_end_offset(self) -> int:
