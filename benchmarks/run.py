@@ -588,6 +588,41 @@ def run_log_dir_group(mb: int, partitions: int, repeat: int) -> tuple[list[dict]
 
 
 # ---------------------------------------------------------------------------------- main ----
+def run_serve_group(size: int, rep: int) -> tuple[list[dict], dict]:
+    """The replay broker: a librdkafka consumer (kcat) reading a whole partition of 16 KB records (so
+    that the byte path, not kcat's per-message printing, is measured), and the loopback sendfile
+    ceiling of the same file, interleaved."""
+    serve_dir = os.path.join(DATA, "serve-16k", "bench-0")
+    seg = os.path.join(serve_dir, "00000000000000000000.log")
+    if not os.path.exists(seg) or abs(os.path.getsize(seg) - size) >= 1 << 20 or \
+            not os.path.exists(seg[:-4] + ".index"):
+        make_segment(seg, size, records_per_batch=16, value_size=16000)
+        from kafkaforensics.repair.reindex import reindex
+        reindex(serve_dir, backup=False)
+    run_child("sendfile-ceiling", seg)  # warm the page cache first, as for the crc32c ceiling
+    # both sides of this pair swing by 2x from run to run on a shared machine: five runs, as for verify
+    res = run_group([("sendfile-ceiling", seg), ("serve-kcat", serve_dir)], max(rep, 5))
+    by = {r["name"]: r for r in res}
+    return res, {"serve_kcat_vs_sendfile_ceiling": by["serve-kcat"]["mb_per_s"] / by["sendfile-ceiling"]["mb_per_s"]}
+
+
+def run_verify_process_group(rep: int, more: tuple = ()) -> tuple[list[dict], dict]:
+    """A 512 MiB segment: a kfx verify process next to a process that reads it and crc32c's it
+    (``more``: further whole processes over the same file, interleaved with them)."""
+    import compileall
+    for package in ("cli", "kafkaforensics", "specs"):  # as an install has them (see main)
+        compileall.compile_dir(os.path.join(ROOT, package), quiet=1)
+    mid = make_segment(os.path.join(DATA, "mid", "00000000000000000000.log"), 512 << 20)
+    res = run_group([(n, mid) for n in ("process-read-crc32c", "process-kfx-verify") + tuple(more)], max(rep, 5))
+    by = {r["name"]: r for r in res}
+    return res, {"verify_process_vs_read_crc32c_process":
+                 by["process-read-crc32c"]["seconds"] / by["process-kfx-verify"]["seconds"]}
+
+
+#: ``--only NAME``: one pair run alone (sizes from --size-mb, runs from --repeat)
+ONLY_GROUPS = {"serve": run_serve_group, "verify": lambda size, rep: run_verify_process_group(rep)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--size-mb", type=int, default=1024)
@@ -605,10 +640,20 @@ def main() -> None:
                     help="the scan-vs-script pair's fleet (0: skip): whole kfx scan against a plain kafka-python script")
     ap.add_argument("--scan-script-partitions", type=int, default=8)
     ap.add_argument("--only-scan-script", action="store_true", help="run the scan-vs-script pair alone (printed)")
+    ap.add_argument("--only", choices=sorted(ONLY_GROUPS),
+                    help="run one pair alone and print its rows and ratio (serve: kfx serve against the sendfile "
+                         "ceiling; verify: a kfx verify process against a read+crc32c process)")
     ap.add_argument("--child", nargs=2)
     args = ap.parse_args()
     if args.child:
         print(json.dumps(child(*args.child)))
+        return
+    if args.only:
+        results, summary = ONLY_GROUPS[args.only](args.size_mb << 20, args.repeat)
+        for r in results:
+            print(f"{r['name']}: {r['seconds']:.3f} s, {r['mb_per_s']:.0f} MB/s, runs {r['runs']}")
+        for k, v in summary.items():
+            print(f"{k}: {v:.2f}")
         return
     if args.only_logdir or args.only_scan_script:
         results, summary = (run_log_dir_group(args.logdir_mb, args.logdir_partitions, args.repeat) if args.only_logdir
@@ -640,9 +685,7 @@ def main() -> None:
     small = os.path.join(ROOT, "tests", "fixtures", "sample-logdir", "orders-0", "00000000000000000225.log")
     results += run_group([(n, small) for n in ("process-bare-interpreter", "process-kfx-help",
                                                "process-kfx-dump-small", "process-kfx-verify-small")], max(rep, 5))
-    mid = make_segment(os.path.join(DATA, "mid", "00000000000000000000.log"), 512 << 20)
-    results += run_group([(n, mid) for n in ("process-read-crc32c", "process-kfx-verify", "process-read",
-                                             "process-kfx-dump-json")], max(rep, 5))
+    results += run_verify_process_group(rep, ("process-read", "process-kfx-dump-json"))[0]
     results += run_group([("disk-write-ceiling", big), ("write", big)], rep)
     # recovery of a 1 GiB segment with a torn last batch (each run truncates it again: a fresh copy)
     rec = os.path.join(DATA, "recover-0")
@@ -669,16 +712,7 @@ def main() -> None:
     results += run_group([("salvage", img)], rep)
     # the replay broker: a librdkafka consumer (kcat) reading a whole partition of 16 KB records
     # (so that the byte path, not kcat's per-message printing, is measured), and the ceiling
-    serve_dir = os.path.join(DATA, "serve-16k", "bench-0")
-    seg = os.path.join(serve_dir, "00000000000000000000.log")
-    if not os.path.exists(seg) or abs(os.path.getsize(seg) - size) >= 1 << 20 or \
-            not os.path.exists(seg[:-4] + ".index"):
-        make_segment(seg, size, records_per_batch=16, value_size=16000)
-        from kafkaforensics.repair.reindex import reindex
-        reindex(serve_dir, backup=False)
-    run_child("sendfile-ceiling", seg)  # warm the page cache first, as for the crc32c ceiling
-    # both sides of this pair swing by 2x from run to run on a shared machine: five runs, as for verify
-    results += run_group([("sendfile-ceiling", seg), ("serve-kcat", serve_dir)], max(rep, 5))
+    results += run_serve_group(size, rep)[0]
     if args.compact_records:
         src = make_compaction_log(os.path.join(DATA, f"compact-src-{args.compact_records}-0"), args.compact_records,
                                   args.compact_keys)

@@ -30,11 +30,11 @@ def test_translate_offset_and_read(part):
                 got = seg.translate_offset(o)
                 want = next(x for x, _ in walk if x.last_offset >= o)
                 assert got == (want.last_offset, want.position, want.size)
-                data = seg.read(o, 10).data
+                data = seg.read(o, 10).records.read()
                 with open(seg.log, "rb") as f:
                     f.seek(want.position)
                     assert data == f.read(10)
-                assert len(seg.read(o, 1, min_one_message=True).data) == want.size
+                assert len(seg.read(o, 1, min_one_message=True).records.read()) == want.size
         assert seg.translate_offset(walk[-1][0].last_offset + 1) is None
         assert seg.read(walk[-1][0].last_offset + 1, 100) is None
         assert seg.read_next_offset() == walk[-1][0].last_offset + 1

@@ -53,9 +53,7 @@ class Reply:
         out = bytearray()
         for p in self.parts:
             if isinstance(p, FileRegion):
-                with open(p.path, "rb") as f:
-                    f.seek(p.offset)
-                    out += f.read(p.length)
+                out += p.read()
             else:
                 out += p
         return bytes(out)

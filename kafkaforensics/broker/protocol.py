@@ -18,22 +18,16 @@ from specs.message_types import Struct, typed
 from specs.protocol_messages import ApiKey
 
 from kafkaforensics.errors import KafkaFormatError
+from kafkaforensics.log import file_region
 
 MAX_FRAME_BYTES = 100 * 1024 * 1024
 _I32 = struct.Struct(">i")
 
 
-class FileRegion:
-    """Record bytes that stay in a file: the response carries their length and leaves a hole that the
-    transport fills with sendfile (zero copy), as Kafka's broker sends fetched records."""
-
-    __slots__ = ("path", "offset", "length")
-
-    def __init__(self, path: str, offset: int, length: int):
-        self.path, self.offset, self.length = path, offset, length
-
-    def __len__(self) -> int:
-        return self.length
+#: record bytes that stay in a segment file (what Segment.read returns): the response carries their
+#: length and leaves a hole that the transport fills with sendfile (zero copy), as Kafka's broker
+#: sends fetched records
+FileRegion = file_region.FileRegion
 
 
 class Chunks(bytearray):
@@ -168,7 +162,7 @@ def encode_response_parts(api_key: int, api_version: int, correlation_id: int, b
     flexible = m.is_flexible(api_version) and api_key != ApiKey.API_VERSIONS
     header = P.ResponseHeader.build({"CorrelationId": correlation_id}, 1 if flexible else 0)
     chunks = m.build_into(Chunks(), body, api_version)
-    total = len(header) + len(chunks) + sum(r.length for _pos, r in chunks.regions)
+    total = len(header) + len(chunks) + sum(r.size for _pos, r in chunks.regions)
     parts, last = [_I32.pack(total) + header], 0
     for pos, region in chunks.regions:
         parts.append(bytes(chunks[last:pos]))

@@ -1,20 +1,20 @@
 """The replay broker's read path: Metadata, FindCoordinator, ListOffsets and Fetch, answered from the
 partitions a :class:`~kafkaforensics.broker.replay.ReplayBroker` serves (record bytes left in their
-segment files, :class:`~kafkaforensics.broker.protocol.FileRegion`, for the edge to sendfile)."""
+segment files, :class:`~kafkaforensics.log.file_region.FileRegion` as Segment.read returns them, for
+the edge to sendfile)."""
 from __future__ import annotations
 
+import bisect
 import logging
-import os
 
 from specs.kafka_errors import INVALID_TOPIC, NONE, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION
 from specs.message_types import typed
 from specs.protocol_messages import ApiKey
 
-from kafkaforensics.broker.protocol import FileRegion
 from kafkaforensics.broker.topic_creation import valid_topic
-from kafkaforensics.log import offset_index
+from kafkaforensics.log.file_region import FileRegion
 from kafkaforensics.log.live_log import LiveLog
-from kafkaforensics.log.segment import INDEX, LOG, file_name, offset_for_timestamp
+from kafkaforensics.log.segment import LOG, file_name, offset_for_timestamp
 
 #: ListOffsets' special timestamps
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
@@ -23,11 +23,23 @@ _log = logging.getLogger("kfx.serve")
 
 
 def valid_batches(s: LiveLog):
-    """The partition's batches whose CRC holds (a damaged batch's timestamps and records are not trusted)."""
+    """The partition's batches whose CRC holds (a damaged batch's timestamps and records are not
+    trusted); only those where the load skipped batches for their CRC are checked again."""
     for seg in s.segments:
         for b in seg.batches():
-            if b.crc_valid():
+            if not s.crc_unchecked(seg.base_offset, b.position) or b.crc_valid():
                 yield b
+
+
+def _batch_start_before(entries: list, region: FileRegion) -> int:
+    """The byte of the offset index's last entry but one inside ``region`` (a batch start: the batches
+    before it are whole), or the region's start when the index names fewer than two there."""
+    i = bisect.bisect_right(entries, region.end, key=_position) - 2
+    return entries[i][1] if i >= 0 and entries[i][1] > region.position else region.position
+
+
+def _position(entry: tuple[int, int]) -> int:
+    return entry[1]
 
 
 class ReadPath:
@@ -35,7 +47,6 @@ class ReadPath:
 
     def __init__(self, broker):
         self.b = broker
-        self.index_cache: dict[str, tuple] = {}  # .index path -> (size, mtime, entries)
         self.served_damage: set = set()  # (partition, byte, segment) of damaged batches served and logged
 
     def metadata(self, version: int, body) -> dict:
@@ -172,55 +183,80 @@ class ReadPath:
     def read(self, s: LiveLog, offset: int, max_bytes: int, limit: int, first: bool) -> tuple[FileRegion | bytes, int]:
         """Whole batches from the one that holds ``offset``, at most ``max_bytes`` (but at least one
         batch when ``first``, as KIP-74 says), never past ``limit``; returns them as a FileRegion of
-        the segment (sent with sendfile) and the next offset."""
-        start = s.segment_for(offset) or (s.segments[0] if s.segments else None)
-        if start is None or offset >= limit:
+        the segment (sent with sendfile) and the next offset.  As Kafka's LocalLog.read: each segment
+        from the one holding ``offset`` is asked (Segment.read, through its cached offset index) until
+        one holds a batch at or after it, its region ending at ``limit``'s byte when ``limit`` lies in
+        it; the region's cut last batch is left out (this broker sends whole batches)."""
+        if offset >= limit or not s.segments:
             return b"", offset
+        start = s.segment_for(offset) or s.segments[0]
         for seg in s.segments[s.segments.index(start):]:
-            base = seg.base_offset
-            entries = self._index(seg.path(INDEX), base)
-            pos = offset_index.lookup(entries, offset, base)[1] if entries else 0
-            with seg.walk(pos) as walk:  # LogSegment.read's walk from the index's position, whole batches
-                begin = end = None
-                upper = offset
-                for b in walk:
-                    if b.last_offset < offset:
-                        continue
-                    if b.base_offset >= limit:
-                        break
-                    # a batch whose CRC fails is served as stored, as Kafka serves it (its fetch path
-                    # checks no CRC): the client's CRC check meets it (logged at start and here)
-                    if (s.path, b.position, base) not in self.served_damage and not b.crc_valid():
-                        self.served_damage.add((s.path, b.position, base))
-                        _log.warning("%s-%d: serving the batch at byte %d of %s (offset %d) as stored: its CRC "
-                                     "fails; the client's CRC check raises CorruptRecordException",
-                                     s.topic, s.partition, b.position, file_name(base, LOG), b.base_offset)
-                    if begin is None:
-                        begin = b.position
-                    elif b.position + b.size - begin > max_bytes:
-                        break
-                    if b.position + b.size - begin > max_bytes and not first:
-                        begin = None
-                        break
-                    end = b.position + b.size
-                    upper = b.next_offset
-                if begin is not None and end is not None:
-                    return FileRegion(seg.log, begin, end - begin), upper
+            if seg.base_offset >= limit:
+                break
+            info = seg.read(offset, max_bytes, self._max_position(s, seg, limit), min_one_message=first)
+            if info is not None:
+                return self._whole_batches(s, seg, info.records, offset, limit)
         return b"", offset
 
-    def _index(self, path: str, base: int) -> list:
-        """A segment's offset index entries, parsed once and re-read only when the file changes."""
-        try:
-            st = os.stat(path)
-        except OSError:
-            return []
-        hit = self.index_cache.get(path)
-        if hit is not None and hit[0] == st.st_size and hit[1] == st.st_mtime_ns:
-            return hit[2]
-        with open(path, "rb") as f:
-            entries, _ = offset_index.read_entries(f.read(), base)
-        self.index_cache[path] = (st.st_size, st.st_mtime_ns, entries)
-        return entries
+    @staticmethod
+    def _max_position(s: LiveLog, seg, limit: int) -> int | None:
+        """The byte of ``seg`` a read stops at for ``limit`` (the high watermark's or last stable
+        offset's position, as LocalLog.read's maxPosition): the start of the batch starting at
+        ``limit`` (the end of one holding it past its base) when the segment holds it below the log
+        end, else None (the segment's end)."""
+        if limit >= s.log_end_offset:
+            return None
+        holder = s.segment_for(limit)
+        if holder is None or holder.base_offset != seg.base_offset:
+            return None
+        at = seg.translate_offset(limit)
+        if at is None:
+            return None
+        with seg.walk(at.position, sequential=False) as walk:
+            b = next(iter(walk), None)
+        return at.position if b is None or b.base_offset >= limit else at.position + at.size
+
+    def _whole_batches(self, s: LiveLog, seg, region: FileRegion, offset: int,
+                       limit: int) -> tuple[FileRegion | bytes, int]:
+        """``region`` cut to the whole batches it holds below ``limit``, and the offset after them
+        ((b"", ``offset``) when it holds none).  Only the region's last batches are walked, from the
+        offset index's last entry but one inside it (every batch before that entry's byte is whole),
+        unless a batch the load skipped for its CRC may lie in it: then each batch is walked and such
+        a batch logged (:meth:`_log_damage`)."""
+        if not s.crc_skipped.get(seg.base_offset):
+            start = _batch_start_before(seg.offset_index(), region)
+            if start > region.position:
+                found = self._walk_whole(s, seg, start, region.end, limit, check=False)
+                if found is not None:
+                    return FileRegion(region.path, region.position, found[0] - region.position), found[1]
+        found = self._walk_whole(s, seg, region.position, region.end, limit, check=True)
+        if found is None:
+            return b"", offset
+        return FileRegion(region.path, region.position, found[0] - region.position), found[1]
+
+    def _walk_whole(self, s: LiveLog, seg, start: int, end: int, limit: int, check: bool) -> tuple[int, int] | None:
+        """(end byte, next offset) of the last whole batch below ``limit`` walked from byte ``start`` to
+        ``end`` (None: none); with ``check``, a batch the load skipped for its CRC is checked and logged."""
+        found = None
+        with seg.walk(start, end, sequential=False) as walk:  # headers only: no readahead
+            for b in walk:
+                if b.base_offset >= limit:
+                    break
+                if check and s.crc_unchecked(seg.base_offset, b.position):
+                    self._log_damage(s, seg, b)
+                found = (b.position + b.size, b.next_offset)
+        return found
+
+    def _log_damage(self, s: LiveLog, seg, b) -> None:
+        """A batch whose CRC fails is served as stored, as Kafka serves it (its fetch path checks no
+        CRC): the client's CRC check meets it; logged at start and, once, here.  Only the batches the
+        load skipped for their CRC are checked (every other one was checked at load or append)."""
+        key = (s.path, b.position, seg.base_offset)
+        if key not in self.served_damage and not b.crc_valid():
+            self.served_damage.add(key)
+            _log.warning("%s-%d: serving the batch at byte %d of %s (offset %d) as stored: its CRC "
+                         "fails; the client's CRC check raises CorruptRecordException",
+                         s.topic, s.partition, b.position, file_name(seg.base_offset, LOG), b.base_offset)
 
     def aborted(self, s: LiveLog, first: int, upper: int) -> list[dict]:
         """The aborted transactions a read_committed fetch of [first, upper) carries

@@ -165,7 +165,7 @@ class _Server:
                 continue
             await writer.drain()
             with open(part.path, "rb") as f:
-                await loop.sendfile(writer.transport, f, part.offset, part.length, fallback=True)
+                await loop.sendfile(writer.transport, f, part.position, part.size, fallback=True)
 
 
 def default_state_path(log_dir: str) -> str:

@@ -81,12 +81,21 @@ class LiveLog(Partition):
         """One walk (log_loader): a batch failing its CRC is left out of the producer state and the
         indexes, but stays in the log (served as stored, as a Kafka broker serves it)."""
         last_seg = None
+        #: base offset -> byte ranges [start, end) of the segment holding the batches the load skipped
+        #: for their CRC (the gaps between the batches it kept): a reader checks CRCs only there
+        self.crc_skipped: dict[int, list[tuple[int, int]]] = {}
         for seg, batches in self.walk(damage="skip"):
             last = seg.base_offset == self.active
+            kept_end = 0
             for b, done in batches:
                 if last:
                     self.idx.add(b, done)
                 self._remember(b, b.base_offset)
+                if b.position > kept_end:
+                    self.crc_skipped.setdefault(seg.base_offset, []).append((kept_end, b.position))
+                kept_end = b.position + b.size
+            if seg.damaged is not None and seg.size > kept_end:
+                self.crc_skipped.setdefault(seg.base_offset, []).append((kept_end, seg.size))
             last_seg = seg
             if seg.damaged is not None:
                 d = seg.damaged
@@ -97,10 +106,8 @@ class LiveLog(Partition):
         #: the log end: the newest segment's next offset (its base when it has no batch, as Kafka's),
         #: after its last whole batch whatever its CRC (LogSegment.readNextOffset checks none)
         self.next_offset = Partition.log_end_offset.fget(self)
-        if last_seg is not None and last_seg.damaged is not None:
-            with last_seg.files.walk(last_seg.damaged.position) as walk:
-                for b in walk:
-                    self.next_offset = max(self.next_offset, b.next_offset)
+        if last_seg is not None and last_seg.damaged is not None:  # the walk skipped a batch: Kafka's own rule
+            self.next_offset = max(self.next_offset, last_seg.files.read_next_offset())
         #: the first segment's base, or log-start-offset-checkpoint's entry within the log (DeleteRecords)
         self._log_start = Partition.log_start_offset.fget(self)
         self._leader_epoch = Partition.leader_epoch.fget(self)  # the newest the batches carry: appends get it
@@ -110,6 +117,13 @@ class LiveLog(Partition):
         self.epochs.truncate_from_end(self.next_offset)
         if self.segments and self._log_start > self.segments[0].base_offset:
             self.epochs.truncate_from_start(self._log_start)
+
+    def crc_unchecked(self, base_offset: int, position: int) -> bool:
+        """Whether the batch at byte ``position`` of the segment at ``base_offset`` lies where the load
+        skipped batches for their CRC (:attr:`crc_skipped`): every other batch had its CRC checked,
+        at load or at its append, so a reader need not check it again."""
+        ranges = self.crc_skipped.get(base_offset)
+        return bool(ranges) and any(lo <= position < hi for lo, hi in ranges)
 
     # -- the offsets, live ------------------------------------------------------------------------
     @property

@@ -25,6 +25,7 @@ from kafkaforensics.records.batch import parse_legacy_header, parse_v2_header, r
 from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.records import int64, walks
 from kafkaforensics.log import offset_index, time_index, txn_index
+from kafkaforensics.log.file_region import FileRegion
 
 #: the runs' walk loop and containers: only for segments walked in runs (numpy: only for HeaderRun)
 header_list = lazy("kafkaforensics.records.header_list", globals())
@@ -159,8 +160,10 @@ def without_leftover_suffix(name: str) -> str:
 
 
 @contextmanager
-def open_buffer(path: str):
-    """Map a file read-only; empty files give an empty buffer (mmap refuses length 0)."""
+def open_buffer(path: str, sequential: bool = True):
+    """Map a file read-only; empty files give an empty buffer (mmap refuses length 0).  ``sequential``:
+    advise the kernel of a read from start to end (readahead); a few batches' headers read (a Fetch's
+    look-ups) skip that call."""
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         if size == 0:
@@ -168,7 +171,8 @@ def open_buffer(path: str):
             return
         mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         try:
-            mm.madvise(mmap.MADV_SEQUENTIAL)
+            if sequential:
+                mm.madvise(mmap.MADV_SEQUENTIAL)
         except (AttributeError, OSError):
             pass
         view = memoryview(mm)
@@ -378,14 +382,15 @@ def _all_zero(buf, start: int, end: int) -> bool:
 
 
 @contextmanager
-def open_walk(path: str, *, start: int = 0, end: int | None = None, base_offset: "int | None | str" = "name", **kw):
+def open_walk(path: str, *, start: int = 0, end: int | None = None, base_offset: "int | None | str" = "name",
+              sequential: bool = True, **kw):
     """A :class:`BatchScanner` (a :class:`~.walks.BatchWalk`) over a ``.log`` file mapped for the
     block, from byte ``start`` to ``end`` (clipped to the file); ``base_offset`` is by default the
     one the file's name says (None: no segment range check).  Its ``buf`` is the mapped file;
     ``stop`` and ``valid_bytes`` say where and why the walk ended."""
     if base_offset == "name":
         base_offset = offset_from_name(path)
-    with open_buffer(path) as buf:
+    with open_buffer(path, sequential) as buf:
         yield BatchScanner(buf, start=start, end=None if end is None else min(end, len(buf)), file=path,
                            base_offset=base_offset, **kw)
 
@@ -531,18 +536,33 @@ class TimestampAndOffset(NamedTuple):
 
 
 class FetchDataInfo(NamedTuple):
-    """LogSegment.read's answer: where the read starts and the bytes of whole-or-partial batches."""
+    """LogSegment.read's answer (Kafka's FetchDataInfo): the offset asked, the byte where the batch
+    holding it starts, the records as a region of the ``.log`` file (not copied: ``records.read()``
+    gives the bytes), and whether the region holds only part of its first batch (``maxSize`` below it)."""
     offset: int
     position: int
-    data: bytes
+    records: FileRegion
+    first_entry_incomplete: bool = False
+
+
+#: the index files a segment owns, each read once and cached until the file changes
+_INDEX_READERS = {
+    INDEX: lambda data, seg: offset_index.read_entries(data, seg.base_offset)[0],
+    TIMEINDEX: lambda data, seg: time_index.read_entries(data, seg.base_offset)[0],
+    TXNINDEX: lambda data, seg: txn_index.read_entries(data, file=seg.path(TXNINDEX)),
+}
 
 
 @dataclass
 class Segment:
     """One segment of a partition dir (Kafka's LogSegment): the base offset, the files named after it
     (``.log``, ``.index``, ``.timeindex``, ``.txnindex``) and the reads Kafka makes through them:
-    :meth:`read` (LogSegment.read), :meth:`translate_offset`, :meth:`find_offset_by_timestamp` and
-    :meth:`collect_aborted_txns`. Every call reads the files as they are now (nothing is cached)."""
+    :meth:`read` (LogSegment.read, a file region), :meth:`translate_offset`,
+    :meth:`find_offset_by_timestamp`, :meth:`collect_aborted_txns` and :meth:`read_next_offset`.
+    The segment owns its indexes as LogSegment does: each is read on first use and kept on the object
+    until its file changes (size, modification time or inode: an append's rewrite), so a long-lived
+    Segment (a :class:`~.partition.Partition`'s, a :class:`~.live_log.LiveLog`'s) parses each index
+    once, and still sees every append."""
     base_offset: int
     dir: str
     #: a ``.log`` file a user names whatever its name (:meth:`of_file`); None: the one named after the base
@@ -551,6 +571,13 @@ class Segment:
     source: "LocalFiles | ObjectFiles" = LOCAL_FILES
     #: files a user names whatever their names, by suffix (:meth:`of_index`)
     named: dict = field(default_factory=dict)
+    #: suffix -> ((size, mtime_ns, inode), entries): the indexes read so far (never compared or pickled)
+    _indexes: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_indexes"] = {}  # a copy (a Spark task's) reads the files where it runs
+        return state
 
     @classmethod
     def of_file(cls, path: str, base_offset: "int | None | str" = "name") -> "Segment":
@@ -577,13 +604,6 @@ class Segment:
         return os.path.getsize(self.log)
 
     # -- the files ---------------------------------------------------------------------------------
-    def _read(self, suffix: str) -> bytes | None:
-        try:
-            with open(self.path(suffix), "rb") as f:
-                return f.read()
-        except FileNotFoundError:
-            return None
-
     def _edges(self, suffix: str, entry) -> tuple[tuple, tuple] | None:
         """The first and last raw entries of a fixed-width index (None: missing or empty)."""
         try:
@@ -597,20 +617,37 @@ class Segment:
         except FileNotFoundError:
             return None
 
+    def _index(self, suffix: str) -> list:
+        """The entries of the index ``suffix`` ([] when missing or empty): parsed once, parsed again
+        only when the file's size, modification time or inode has changed since (an append rewrites
+        it through a rename). The list is shared: callers never change it."""
+        path = self.path(suffix)
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            self._indexes.pop(suffix, None)
+            return []
+        hit = self._indexes.get(suffix)
+        if hit is not None and hit[0] == (st.st_size, st.st_mtime_ns, st.st_ino):
+            return hit[1]
+        with open(path, "rb") as f:  # the stamp of the file read, whatever was renamed over it since
+            st = os.fstat(f.fileno())
+            data = f.read()
+        entries = _INDEX_READERS[suffix](data, self) if data else []
+        self._indexes[suffix] = ((st.st_size, st.st_mtime_ns, st.st_ino), entries)
+        return entries
+
     def offset_index(self) -> list[tuple[int, int]]:
         """The ``.index`` entries as (absolute offset, position) up to its zero tail ([] when missing)."""
-        data = self._read(INDEX)
-        return offset_index.read_entries(data, self.base_offset)[0] if data else []
+        return self._index(INDEX)
 
     def time_index(self) -> list[tuple[int, int]]:
         """The ``.timeindex`` entries as (timestamp, absolute offset) ([] when missing)."""
-        data = self._read(TIMEINDEX)
-        return time_index.read_entries(data, self.base_offset)[0] if data else []
+        return self._index(TIMEINDEX)
 
     def aborted_txns(self) -> list:
         """The ``.txnindex`` entries (:class:`~.txn_index.AbortedTxn`; [] when missing)."""
-        data = self._read(TXNINDEX)
-        return txn_index.read_entries(data, file=self.path(TXNINDEX)) if data else []
+        return self._index(TXNINDEX)
 
     def index_problem(self, check_offset_and_time: bool = True) -> str | None:
         """Why Kafka would recover this segment at load though it lies below the recovery point, or
@@ -659,27 +696,27 @@ class Segment:
         searched from the offset index's entry for it (or ``start_position`` when later); None when
         the segment ends before it."""
         _off, pos = offset_index.lookup(self.offset_index(), offset, self.base_offset)
-        for b in self.batches(max(pos, start_position)):
-            if b.last_offset >= offset:
-                return LogOffsetPosition(b.last_offset, b.position, b.size)
+        with self.walk(max(pos, start_position), sequential=False) as walk:  # an index interval, at most
+            for b in walk:
+                if b.last_offset >= offset:
+                    return LogOffsetPosition(b.last_offset, b.position, b.size)
         return None
 
     def read(self, start_offset: int, max_size: int, max_position: int | None = None,
              min_one_message: bool = False) -> FetchDataInfo | None:
-        """LogSegment.read: up to ``max_size`` bytes from the batch holding ``start_offset`` (at least
-        that batch with ``min_one_message``), never past ``max_position``; None past the segment's end."""
+        """LogSegment.read: the region of the ``.log`` file from the batch holding ``start_offset`` (the
+        first whose last offset is at least it), ``max_size`` bytes long (at least that batch's size with
+        ``min_one_message``), never past byte ``max_position`` (default: the file's end); the region's
+        last batch may be cut, as Kafka's is.  None when the segment ends before ``start_offset``."""
         if max_size < 0:
-            raise ValueError(f"invalid max size {max_size}")
+            raise ValueError(f"invalid max size {max_size} for a read of {self.log}")
         at = self.translate_offset(start_offset)
         if at is None:
             return None
         size = max(max_size, at.size) if min_one_message else max_size
         end = self.size if max_position is None else max_position
         n = max(0, min(end - at.position, size))
-        with open(self.log, "rb") as f:
-            f.seek(at.position)
-            data = f.read(n)
-        return FetchDataInfo(start_offset, at.position, data)
+        return FetchDataInfo(start_offset, at.position, FileRegion(self.log, at.position, n), size < at.size)
 
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int | None = None) -> TimestampAndOffset | None:
         """LogSegment.findOffsetByTimestamp: the time index's entry at or below ``timestamp`` gives an

@@ -1,0 +1,52 @@
+"""A byte range of a file left where it is: what :meth:`~.segment.Segment.read` returns, as Kafka's
+``LogSegment.read`` returns a ``FileRecords`` slice.  The broker puts it in a Fetch response as a hole
+its transport fills with sendfile (zero copy); whoever needs the bytes asks :meth:`FileRegion.read`."""
+from __future__ import annotations
+
+import os
+
+
+class FileRegion:
+    """``size`` bytes of the file ``path`` from byte ``position`` (FileRecords.slice)."""
+
+    __slots__ = ("path", "position", "size")
+
+    def __init__(self, path: str, position: int, size: int):
+        if position < 0 or size < 0:
+            raise ValueError(f"invalid region of {path}: position {position}, size {size}")
+        self.path, self.position, self.size = path, position, size
+
+    def __len__(self) -> int:
+        return self.size
+
+    @property
+    def end(self) -> int:
+        """The byte after the region."""
+        return self.position + self.size
+
+    def read(self) -> bytes:
+        """The region's bytes as the file holds them now (fewer when the file has shrunk since)."""
+        if not self.size:
+            return b""
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            out = bytearray()
+            while len(out) < self.size:  # pread returns at most ~2 GiB a call
+                got = os.pread(fd, self.size - len(out), self.position + len(out))
+                if not got:
+                    break
+                out += got
+            return bytes(out)
+        finally:
+            os.close(fd)
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, FileRegion):
+            return NotImplemented
+        return (self.path, self.position, self.size) == (other.path, other.position, other.size)
+
+    def __hash__(self) -> int:
+        return hash((self.path, self.position, self.size))
+
+    def __repr__(self) -> str:
+        return f"FileRegion({self.path!r}, position={self.position}, size={self.size})"
