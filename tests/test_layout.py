@@ -214,10 +214,6 @@ BINARY_READS_OF_OTHER_FILES = {
     ("spark_jobs/common.py", "*"): "a job's marker file, created to write",
     ("cli/main.py", "*"): "/dev/null, opened to write",
     ("cli/fastpath.py", "*"): "/dev/null, opened to write",
-    # the broker's Fetch: engineer A's rewrite (issue 52) serves it from Segment.read's file region
-    ("kafkaforensics/broker/read_path.py", "_index"): "the Fetch's own index cache, moving into Segment (issue 52, A)",
-    ("kafkaforensics/broker/dispatch.py", "to_bytes"): "a Fetch file region's bytes, moving into Segment.read (issue 52, A)",
-    ("kafkaforensics/broker/server.py", "*"): "sendfile of a Fetch file region, moving into Segment.read (issue 52, A)",
 }
 #: the calls that read a file's bytes themselves; BatchScanner only over in-memory bytes, in the fuzz harness
 _BYTE_READERS = {"open_buffer", "mmap", "memmap", "fromfile", "pread", "preadv", "read_bytes"}

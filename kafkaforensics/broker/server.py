@@ -164,7 +164,7 @@ class _Server:
                 writer.write(part)
                 continue
             await writer.drain()
-            with open(part.path, "rb") as f:
+            with part.open() as f:
                 await loop.sendfile(writer.transport, f, part.position, part.size, fallback=True)
 
 

@@ -407,6 +407,9 @@ def iter_batches(path: str, **kw):
 class LocalFiles:
     """The default byte source: a segment's files on the local disk, mapped or read in ranges."""
 
+    def __reduce__(self) -> str:
+        return "LOCAL_FILES"  # one local source: a copy (a Spark task's) unpickles to the same object
+
     def read_all(self, path: str) -> bytes | None:
         """A whole file (an index), or None when there is none."""
         try:
