@@ -343,15 +343,16 @@ def recover(paths: List[str] = Argument(..., metavar="PATH", help="Log dirs (eve
     if recovery_point is not None and kinds != ["partition"]:
         _fail("--recovery-point applies to one partition dir")
     _refuse_live(*paths)
-    opts = dict(dry_run=dry_run, index_interval_bytes=index_interval_bytes, max_message_bytes=max_message_bytes,
-                full=full, kafka_version=kafka_version and _kafka_version(paths[0], kafka_version), now=now,
-                **_backup_opts(backup_dir, no_backup))
+    load = repair_recovery.LoadOptions(index_interval_bytes=index_interval_bytes, max_message_bytes=max_message_bytes,
+                                       full=full, kafka_version=kafka_version and _kafka_version(paths[0], kafka_version),
+                                       now=now)
+    opts = dict(dry_run=dry_run, **_backup_opts(backup_dir, no_backup))
     try:
         if kinds == ["partition"]:
-            rep = repair_recovery.recover(paths[0], recovery_point=recovery_point, **opts)
+            rep = repair_recovery.recover(paths[0], load.told(recovery_point=recovery_point), **opts)
             _print_partition_recovery(rep, as_json, dry_run)
             raise Exit(EXIT_PROBLEMS if rep.actions else EXIT_OK)
-        outs = _recover_log_dirs(paths, kinds, jobs, opts)
+        outs = _recover_log_dirs(paths, kinds, jobs, load, opts)
     except OSError as e:
         _fail(str(e))
     except errors.KafkaFormatError as e:
@@ -386,18 +387,19 @@ def _plan_space(paths, *, move_to, as_json, now, kafka_version, full, writing) -
     raise Exit(EXIT_OK if all(p.fits for p in plans) else EXIT_PROBLEMS)
 
 
-def _recover_log_dirs(paths, kinds, jobs, opts):
+def _recover_log_dirs(paths, kinds, jobs, load, opts):
     """Log dirs through LogManager's loading; partition dirs among them each as a one-partition run."""
     total = sum(_total_bytes([p]) for p in paths)
     with cli_recover_view.recovery_progress(total) as (on_start, on_done):
         outs = []
         dirs = [p for p, k in zip(paths, kinds) if k == "log dir"]
         if dirs:
-            outs += repair_load_logs.recover_log_dirs(dirs, jobs=jobs, on_start=on_start, on_done=on_done, **opts)
+            outs += repair_load_logs.recover_log_dirs(dirs, load, jobs=jobs, on_start=on_start, on_done=on_done,
+                                                      **opts)
         for p, k in zip(paths, kinds):
             if k == "partition":
                 on_start(p, _total_bytes([p]))
-                rep = repair_recovery.recover(p, **opts)
+                rep = repair_recovery.recover(p, load, **opts)
                 on_done(rep)
                 outs.append(repair_load_logs.LogDirRecovery(os.path.dirname(os.path.abspath(p)), partitions=[rep],
                                            dry_run=opts["dry_run"]))
@@ -1284,8 +1286,9 @@ def serve(log_dir: str = Argument(..., help="A log dir: every <topic>-<partition
     limits = broker_server.Limits(max_request_bytes=max_request_bytes, max_connections=max_connections,
                     max_buffered_bytes=max_buffered_bytes, idle_ms=idle_ms)
     try:
-        broker_server.serve_forever(log_dir, host, port, advertised_host, node_id, state_file, writable, auto_create, partitions,
-                      limits=limits, transaction_version=transaction_version)
+        broker_server.serve_forever(log_dir, host, port, broker_server.ServeOptions(
+            advertised_host=advertised_host, node_id=node_id, state_path=state_file, writable=writable,
+            auto_create=auto_create, partitions=partitions, limits=limits, transaction_version=transaction_version))
     except KeyboardInterrupt:
         raise Exit(EXIT_OK)
     except OSError as e:

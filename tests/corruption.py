@@ -3,7 +3,7 @@ import os
 import random
 
 from kafkaforensics.records.batch import Record
-from kafkaforensics.records.builder import build_v2, control_record_key, end_txn_marker_value
+from kafkaforensics.records.builder import BatchProducer, build_v2, control_record_key, end_txn_marker_value
 from kafkaforensics.log.segment import iter_batches
 from kafkaforensics.log.writer import write_partition
 
@@ -21,16 +21,19 @@ def batches(seed=1, n=60):
                        [("h", b"v")] if rnd.random() < 0.2 else []) for j in range(k)]
         if i % 9 == 4:  # a transaction that is aborted two batches later
             pid = 500 + i
-            out.append(build_v2(recs, base_offset=off, transactional=True, producer_id=pid, producer_epoch=0,
-                                base_sequence=0, codec=i % 5, partition_leader_epoch=i // 15))
+            out.append(build_v2(recs, base_offset=off, transactional=True,
+                                producer=BatchProducer(producer_id=pid, producer_epoch=0, base_sequence=0),
+                                codec=i % 5, partition_leader_epoch=i // 15))
             off += k
             m = [Record(off, 1_700_000_000_000 + off, control_record_key(0), end_txn_marker_value(3))]
-            out.append(build_v2(m, base_offset=off, transactional=True, control=True, producer_id=pid,
-                                producer_epoch=0, partition_leader_epoch=i // 15))
+            out.append(build_v2(m, base_offset=off, transactional=True, control=True,
+                                producer=BatchProducer(producer_id=pid, producer_epoch=0),
+                                partition_leader_epoch=i // 15))
             off += 1
         else:
-            out.append(build_v2(recs, base_offset=off, codec=i % 5, producer_id=7, producer_epoch=0,
-                                base_sequence=off, partition_leader_epoch=i // 15))
+            out.append(build_v2(recs, base_offset=off, codec=i % 5,
+                                producer=BatchProducer(producer_id=7, producer_epoch=0, base_sequence=off),
+                                partition_leader_epoch=i // 15))
             off += k
     return out
 
@@ -88,10 +91,11 @@ def mixed_batches(seed):
         elif kind == 1:
             out.append(build_v2(recs, base_offset=off, codec=rnd.randint(0, 4), **leader))
         elif kind == 2:
-            out.append(build_v2(recs, base_offset=off, transactional=True, producer_id=900, producer_epoch=1,
-                                base_sequence=i, **leader))
+            out.append(build_v2(recs, base_offset=off, transactional=True,
+                                producer=BatchProducer(producer_id=900, producer_epoch=1, base_sequence=i), **leader))
         else:
-            out.append(build_v2(recs, base_offset=off, producer_id=7, producer_epoch=2, base_sequence=i, **leader))
+            out.append(build_v2(recs, base_offset=off,
+                                producer=BatchProducer(producer_id=7, producer_epoch=2, base_sequence=i), **leader))
         off += len(recs)
     return out
 

@@ -8,10 +8,11 @@ import pytest
 
 from kafkaforensics.inspect.analyzer import AnalyzeOptions, analyze
 from kafkaforensics.records.batch import Record
-from kafkaforensics.records.builder import build_v2, control_record_key, end_txn_marker_value
+from kafkaforensics.records.builder import (BatchProducer, HeaderOverrides, build_v2, control_record_key, end_txn_marker_value)
 from kafkaforensics.inspect.diff import diff
 from kafkaforensics.log.writer import write_partition
 from tests.conftest import SAMPLE
+from tests.batch_args import v2_kwargs
 
 T0 = 1_700_000_000_000
 NOW = T0 + 10**7
@@ -24,13 +25,13 @@ def recs(base, n, ts=None, key=b"k"):
 
 def v2(base, n, **kw):
     ts = kw.pop("ts", None)
-    return build_v2(recs(base, n, ts), base_offset=base, **kw)
+    return build_v2(recs(base, n, ts), base_offset=base, **v2_kwargs(**kw))
 
 
 def marker(off, pid, abort=False, epoch=0, ple=0):
     return build_v2([Record(off, T0 + off * 1000, control_record_key(0 if abort else 1), end_txn_marker_value(2))],
-                    base_offset=off, transactional=True, control=True, producer_id=pid, producer_epoch=epoch,
-                    partition_leader_epoch=ple)
+                    base_offset=off, transactional=True, control=True,
+                    producer=BatchProducer(producer_id=pid, producer_epoch=epoch), partition_leader_epoch=ple)
 
 
 def part(tmp_path, batches, name="p-0", **kw):
@@ -64,7 +65,7 @@ def test_offset_gap_and_its_compaction_explanation(tmp_path):
     p = part(tmp_path, [v2(0, 3), v2(10, 2)])
     assert findings(p) == [("offset-gap", 3, 9)]
     # a compacted log (a batch holding fewer records than its offset range) explains gaps
-    compacted = build_v2(recs(0, 1), base_offset=0, last_offset_delta=2)
+    compacted = build_v2(recs(0, 1), base_offset=0, header=HeaderOverrides(last_offset_delta=2))
     p2 = part(tmp_path, [compacted, v2(10, 2)], name="q-0")
     assert findings(p2) == []
 

@@ -15,6 +15,7 @@ from kafkaforensics.broker.replay import ReplayBroker
 from specs import kafka_errors as E
 from specs import protocol_messages as P
 from specs.protocol_messages import ApiKey as K
+from tests.batch_args import v2_kwargs
 
 
 def frame(api_key, version, body, corr=7, client="t") -> bytes:
@@ -46,7 +47,7 @@ def ask(core, api_key, version, body, corr=7) -> dict:
 
 
 def records(*values, base=0, **kw) -> bytes:
-    return build_v2([Record(base + i, 1000 + i, b"k", v, []) for i, v in enumerate(values)], base_offset=base, **kw)
+    return build_v2([Record(base + i, 1000 + i, b"k", v, []) for i, v in enumerate(values)], base_offset=base, **v2_kwargs(**kw))
 
 
 def produce_body(data, acks=1, topic="t", tid=None):

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from kafkaforensics.records import walks
 from kafkaforensics import fsutil
 from kafkaforensics.records.batch import Record
-from kafkaforensics.records.builder import build_v2, control_record_key, end_txn_marker_value
+from kafkaforensics.records.builder import BatchProducer, build_v2, control_record_key, end_txn_marker_value
 from kafkaforensics.repair.cleaner import CompactOptions, compact
 from kafkaforensics.repair.recovery import recover
 from kafkaforensics.log.segment import iter_batches
@@ -50,8 +50,8 @@ def build(ops, open_txn):
                 off += 1
                 ts += 1000
             seq = seqs.get(pid, 0)
-            batches.append(build_v2(rs, base_offset=rs[0].offset, codec=codec, producer_id=pid,
-                                    producer_epoch=0 if pid >= 0 else -1, base_sequence=seq if pid >= 0 else -1))
+            batches.append(build_v2(rs, base_offset=rs[0].offset, codec=codec,
+                                    producer=BatchProducer(producer_id=pid, producer_epoch=0 if pid >= 0 else -1, base_sequence=seq if pid >= 0 else -1)))
             seqs[pid] = seq + len(rs)
         else:
             _, recs, outcome, pid = op
@@ -60,18 +60,18 @@ def build(ops, open_txn):
                 rs.append(Record(off, ts, k.encode(), None if v is None else v.encode(), []))
                 off += 1
                 ts += 1000
-            batches.append(build_v2(rs, base_offset=rs[0].offset, transactional=True, producer_id=pid,
-                                    producer_epoch=0, base_sequence=seqs.get(pid, 0)))
+            batches.append(build_v2(rs, base_offset=rs[0].offset, transactional=True,
+                                    producer=BatchProducer(producer_id=pid, producer_epoch=0, base_sequence=seqs.get(pid, 0))))
             seqs[pid] = seqs.get(pid, 0) + len(rs)
             m = [Record(off, ts, control_record_key(0 if outcome == "abort" else 1), end_txn_marker_value(1))]
-            batches.append(build_v2(m, base_offset=off, transactional=True, control=True, producer_id=pid,
-                                    producer_epoch=0))
+            batches.append(build_v2(m, base_offset=off, transactional=True, control=True,
+                                    producer=BatchProducer(producer_id=pid, producer_epoch=0)))
             off += 1
             ts += 1000
     if open_txn:  # a hanging transaction pins the last stable offset
         rs = [Record(off, ts, b"z", b"open", [])]
-        batches.append(build_v2(rs, base_offset=off, transactional=True, producer_id=99, producer_epoch=0,
-                                base_sequence=0))
+        batches.append(build_v2(rs, base_offset=off, transactional=True,
+                                producer=BatchProducer(producer_id=99, producer_epoch=0, base_sequence=0)))
         off += 1
         ts += 1000
     for j in range(3):  # a tail that becomes the active segment

@@ -14,6 +14,7 @@ from kafkaforensics.records import builder
 from kafkaforensics.records.batch import Record, parse_legacy_header, parse_v2_header
 from kafkaforensics.log.segment import BatchScanner
 from tests.strategies import batch_kwargs, records
+from tests.batch_args import v2_kwargs
 
 CODECS = range(5)
 T0 = 1_700_000_000_000
@@ -57,7 +58,8 @@ def test_v2_built_by_clients_is_read_identically(Builder, codec):
 @pytest.mark.parametrize("codec", CODECS)
 def test_v2_we_build_is_read_identically_by_clients(Reader, codec):
     recs = sample_records(base=500)
-    data = builder.build_v2(recs, base_offset=500, codec=codec, producer_id=5, producer_epoch=1, base_sequence=0,
+    data = builder.build_v2(recs, base_offset=500, codec=codec,
+                            producer=builder.BatchProducer(producer_id=5, producer_epoch=1, base_sequence=0),
                             transactional=True, partition_leader_epoch=9)
     batch = Reader(bytearray(data))
     assert batch.validate_crc()
@@ -69,7 +71,7 @@ def test_v2_we_build_is_read_identically_by_clients(Reader, codec):
 @settings(max_examples=40, deadline=None)
 @given(records(base_offset=123), batch_kwargs)
 def test_v2_property_both_ways(recs, kw):
-    data = builder.build_v2(recs, base_offset=123, **kw)
+    data = builder.build_v2(recs, base_offset=123, **v2_kwargs(**kw))
     kp = KpBatch(bytearray(data))
     assert kp.validate_crc()
     assert their_view(list(kp)) == their_view(recs)

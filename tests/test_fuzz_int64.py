@@ -25,9 +25,10 @@ INT64_MAX = 2**63 - 1
 def _batch(base, n, *, pid=-1, seq=-1, codec=0, ts=1000, ple=-1, deltas=None, lod=None) -> bytes:
     offs = deltas if deltas is not None else list(range(n))
     recs = [Record(base + d, ts + j, b"k%d" % j, b"v%d" % j, []) for j, d in enumerate(offs)]
-    return builder.build_v2(recs, base_offset=base, codec=codec, producer_id=pid, producer_epoch=0,
-                            base_sequence=seq, partition_leader_epoch=ple,
-                            last_offset_delta=max(offs) if lod is None else lod)
+    return builder.build_v2(recs, base_offset=base, codec=codec,
+                            producer=builder.BatchProducer(producer_id=pid, producer_epoch=0, base_sequence=seq),
+                            partition_leader_epoch=ple,
+                            header=builder.HeaderOverrides(last_offset_delta=max(offs) if lod is None else lod))
 
 
 def _with_base(batch: bytes, base: int) -> bytes:
@@ -100,7 +101,8 @@ def test_dump_verify_analyze_report_the_overflowing_batch(tmp_path, kfx):
 def test_timestamps_wrap_as_javas_long_addition(first_ts):
     """firstTimestamp near 2^63-1 (or -2^63) plus a record's timestampDelta wraps in Java's long."""
     recs = [Record(j, first_ts + d, b"k", b"v", []) for j, d in enumerate((-1, 0, 1))]
-    data = builder.build_v2(recs, base_offset=0, base_timestamp=first_ts, max_timestamp=first_ts)
+    data = builder.build_v2(recs, base_offset=0,
+                            header=builder.HeaderOverrides(base_timestamp=first_ts, max_timestamp=first_ts))
     want = [int64.java_long(first_ts + d) for d in (-1, 0, 1)]
     exact, cols = _decoders(data)
     assert [r.timestamp for r in exact] == want
@@ -298,10 +300,10 @@ def test_the_decoders_agree_at_the_int64_edge(specs):
     data = b""
     for deltas, base, first_ts, seq, codec, lat in specs:
         recs = [Record(base + d, first_ts + t, b"k", b"v", []) for d, t in deltas]
-        b = builder.build_v2(recs, base_offset=base, last_offset_delta=max(max(d for d, _ in deltas), 0),
-                             codec=codec, producer_id=5 if seq >= 0 else -1, producer_epoch=0,
-                             base_sequence=seq, base_timestamp=first_ts, max_timestamp=first_ts,
-                             log_append_time=lat)
+        b = builder.build_v2(recs, base_offset=base,
+                             header=builder.HeaderOverrides(last_offset_delta=max(max(d for d, _ in deltas), 0), base_timestamp=first_ts, max_timestamp=first_ts, log_append_time=lat),
+                             codec=codec,
+                             producer=builder.BatchProducer(producer_id=5 if seq >= 0 else -1, producer_epoch=0, base_sequence=seq))
         data += b
     fuzz.decoders_agree(data)
 

@@ -9,7 +9,7 @@ import struct
 import pytest
 
 from kafkaforensics.records.batch import Record
-from kafkaforensics.records.builder import build_v2, control_record_key, end_txn_marker_value
+from kafkaforensics.records.builder import BatchProducer, build_v2, control_record_key, end_txn_marker_value
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.inspect.groups import committed_offsets, group_members
 from kafkaforensics.records.internal_topics import decode_offsets, encode_offset_commit
@@ -97,12 +97,13 @@ def test_classic_member_of_a_consumer_group_has_its_protocols_expanded():
 
 def _txn(pid, records, base):
     return build_v2([Record(base + i, T0, k, v, []) for i, (k, v) in enumerate(records)], base_offset=base,
-                    transactional=True, producer_id=pid, producer_epoch=0, base_sequence=0)
+                    transactional=True, producer=BatchProducer(producer_id=pid, producer_epoch=0, base_sequence=0))
 
 
 def _marker(pid, commit, base):
     return build_v2([Record(base, T0, control_record_key(1 if commit else 0), end_txn_marker_value(3), [])],
-                    base_offset=base, transactional=True, control=True, producer_id=pid, producer_epoch=0)
+                    base_offset=base, transactional=True, control=True,
+                    producer=BatchProducer(producer_id=pid, producer_epoch=0))
 
 
 def test_groups_skip_aborted_and_open_transactional_commits(tmp_path, kfx):

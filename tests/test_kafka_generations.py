@@ -8,9 +8,9 @@ from kafkaforensics.inspect.analyzer import AnalyzeOptions, analyze
 from kafkaforensics.log import offset_index, time_index
 from kafkaforensics.log.producer_state import ProducerEntry, ProducerState, snapshot_bytes
 from kafkaforensics.records.batch import Record, parse_header, resolve_legacy_wrapper
-from kafkaforensics.records.builder import build_legacy, build_v2
+from kafkaforensics.records.builder import BatchProducer, build_legacy, build_v2
 from kafkaforensics.repair.cleaner import CompactOptions, compact
-from kafkaforensics.repair.recovery import recover
+from kafkaforensics.repair.recovery import LoadOptions, recover
 from kafkaforensics.log.segment import iter_batches
 from tests.conftest import COMPACTED
 
@@ -298,7 +298,7 @@ def test_producer_below_a_moved_log_start_evicted_up_to_23(tmp_path):
         d = logs / "t-0"
         d.mkdir(parents=True)
         bs = [build_v2([Record(i * 5 + j, T0 + i, b"k", b"v") for j in range(5)], base_offset=i * 5,
-                       producer_id=5 if i == 0 else 6, producer_epoch=0, base_sequence=0 if i < 2 else (i - 1) * 5)
+                       producer=BatchProducer(producer_id=5 if i == 0 else 6, producer_epoch=0, base_sequence=0 if i < 2 else (i - 1) * 5))
               for i in range(4)]
         log, idx, tidx = broker_files([[b] for b in bs], per="batch")
         for suf, data in ((".log", log), (".index", idx), (".timeindex", tidx)):
@@ -322,13 +322,13 @@ def test_producer_below_the_log_start_kept_until_it_expires_from_24(tmp_path):
         d = logs / "t-0"
         d.mkdir(parents=True)
         bs = [build_v2([Record(k * 5 + j, T0 + k, b"k", b"v") for j in range(5)], base_offset=k * 5,
-                       producer_id=5 if k == 0 else 6, producer_epoch=0, base_sequence=0 if k < 2 else (k - 1) * 5)
+                       producer=BatchProducer(producer_id=5 if k == 0 else 6, producer_epoch=0, base_sequence=0 if k < 2 else (k - 1) * 5))
               for k in range(4)]
         log, idx, tidx = broker_files([[b] for b in bs], per="batch")
         for suf, data in ((".log", log), (".index", idx), (".timeindex", tidx)):
             (d / name(0, suf)).write_bytes(data)
         (logs / "log-start-offset-checkpoint").write_text("0\n1\nt 0 10\n")
-        recover(str(d), kafka_version=version, backup=False, index_interval_bytes=INTERVAL, now=now)
+        recover(str(d), LoadOptions(now=now), kafka_version=version, backup=False, index_interval_bytes=INTERVAL)
         pids = {e.producer_id for e in read_snapshot((d / name(20, ".snapshot")).read_bytes())}
         # producer 6's last batch (offset 19, at T0+3) is above the log start: never expired at load
         assert pids == ({5, 6} if kept else {6}), (version, now)
@@ -344,7 +344,7 @@ def test_snapshot_entries_in_another_order_are_kept(tmp_path, kfx):
     d = tmp_path / "logs" / "t-0"
     d.mkdir(parents=True)
     bs = [build_v2([Record(i * 5 + j, T0 + i, b"k", b"v") for j in range(5)], base_offset=i * 5,
-                   producer_id=9 - i, producer_epoch=0, base_sequence=0) for i in range(3)]
+                   producer=BatchProducer(producer_id=9 - i, producer_epoch=0, base_sequence=0)) for i in range(3)]
     log, idx, tidx = broker_files([[b] for b in bs], per="batch")
     for suf, data in ((".log", log), (".index", idx), (".timeindex", tidx)):
         (d / name(0, suf)).write_bytes(data)

@@ -7,8 +7,8 @@ import pytest
 
 from kafkaforensics.log.producer_state import ProducerState
 from kafkaforensics.records.batch import Record
-from kafkaforensics.records.builder import build_v2
-from kafkaforensics.repair.recovery import recover
+from kafkaforensics.records.builder import BatchProducer, build_v2
+from kafkaforensics.repair.recovery import LoadOptions, recover
 
 T0 = 1_700_000_000_000
 
@@ -104,7 +104,7 @@ def test_recovery_point_after_an_unclean_start_per_version(tmp_path, version, ch
     from kafkaforensics.log.checkpoint_file import read_offsets
     from kafkaforensics.repair.load_logs import recover_log_dirs
     ld = crashed_log_dir(tmp_path, checkpointed)
-    recover_log_dirs([str(ld)], jobs=1, backup=False, kafka_version=version)
+    recover_log_dirs([str(ld)], LoadOptions(kafka_version=version), jobs=1, backup=False)
     assert read_offsets(str(ld / "recovery-point-offset-checkpoint")) == {("t", 0): expected}
 
 
@@ -128,7 +128,7 @@ def test_kafka_010_log_dir_gets_no_snapshot_nor_log_start_checkpoint(tmp_path, t
     ld = real.log_dir
     rp_before = read_offsets(os.path.join(ld, "recovery-point-offset-checkpoint"))
     assert not os.path.exists(os.path.join(ld, "log-start-offset-checkpoint"))
-    (out,) = recover_log_dirs([ld], jobs=1, backup=False, kafka_version=told)
+    (out,) = recover_log_dirs([ld], LoadOptions(kafka_version=told), jobs=1, backup=False)
     assert told or "files-since-0.11: none / write -> none" in " ".join(out.notes)
     made = [os.path.join(r, f) for r, _d, fs in os.walk(ld) for f in fs if f.endswith(".snapshot")]
     assert made == [] and not os.path.exists(os.path.join(ld, "log-start-offset-checkpoint"))
@@ -289,7 +289,7 @@ def test_producers_below_the_log_start_kept_in_new_snapshots_from_24(tmp_path, v
 
     def batch(off):
         return build_v2([Record(off, T0 + off, b"k", b"v")], base_offset=off, partition_leader_epoch=0,
-                        producer_id=2000, producer_epoch=0, base_sequence=off - 100)
+                        producer=BatchProducer(producer_id=2000, producer_epoch=0, base_sequence=off - 100))
     for base in (100, 105):
         (d / name(base, ".log")).write_bytes(b"".join(batch(o) for o in range(base, base + 5)))
     (d / name(100, ".index")).write_bytes(b"")

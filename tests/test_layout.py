@@ -295,3 +295,45 @@ def test_the_door_check_catches_a_module_reading_segment_bytes(tmp_path):
         "def ok(p):\n    with open(p, 'w') as f:\n        f.write('x')\n")
     found = segment_byte_reads([mod], tmp_path)
     assert [line.split()[1] for line in found] == ["a", "b", "c", "c", "d", "e", "f", "g"], found
+
+
+#: the function-size rule (issue 52): at most this many lines and parameters (self/cls not counted;
+#: *args and **kwargs counted)
+MAX_FUNCTION_LINES, MAX_FUNCTION_PARAMS = 80, 8
+
+
+def _oversized(source: str, where: str) -> list[str]:
+    """Every function of ``source`` over the function-size rule, as ``where:line name (lines, params)``."""
+    found = []
+    for fn in ast.walk(ast.parse(source)):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        a = fn.args
+        params = [*a.posonlyargs, *a.args, *a.kwonlyargs]
+        n = len(params) + (a.vararg is not None) + (a.kwarg is not None)
+        if params and params[0].arg in ("self", "cls"):
+            n -= 1
+        lines = fn.end_lineno - fn.lineno + 1
+        if lines > MAX_FUNCTION_LINES or n > MAX_FUNCTION_PARAMS:
+            found.append(f"{where}:{fn.lineno} {fn.name} ({lines} lines, {n} params)")
+    return found
+
+
+def test_the_size_rule_sees_long_functions_and_many_parameters():
+    """The check itself: 81 lines or 9 parameters (``*args``/``**kwargs`` counted, ``self`` not) fail."""
+    long_body = "def f():\n" + "    x = 1\n" * 80
+    assert _oversized(long_body, "m") == ["m:1 f (81 lines, 0 params)"]
+    assert _oversized("def f():\n" + "    x = 1\n" * 79, "m") == []
+    assert _oversized("def g(a, b, c, d, e, f, g, h, *rest): pass\n", "m") == ["m:1 g (1 lines, 9 params)"]
+    assert _oversized("def g(a, b, c, d, e, f, g, *, h): pass\n", "m") == []
+    assert _oversized("class C:\n    def m(self, a, b, c, d, e, f, g, **kw): pass\n", "m") == []
+    assert _oversized("class C:\n    def m(self, a, b, c, d, e, f, g, h, **kw): pass\n", "m") == \
+        ["m:2 m (1 lines, 9 params)"]
+
+
+def test_no_function_in_the_package_is_over_80_lines_or_8_parameters():
+    """Issue 52: functions are small (option dataclasses and named passes, not long parameter lists)."""
+    found = []
+    for path in sorted(ROOT.rglob("*.py")):
+        found += _oversized(path.read_text(), str(path.relative_to(ROOT.parent)))
+    assert not found, found

@@ -18,6 +18,7 @@ from kafkaforensics.log.record_columns import (MAX_HEADER_ROUNDS, _Fallback, _ve
 from kafkaforensics.log.segment import BatchScanner
 from tests.conftest import SAMPLE
 from tests.strategies import batch_kwargs, records
+from tests.batch_args import v2_kwargs
 
 SETTINGS = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -27,7 +28,7 @@ def _log(batch_specs):
     out, base = [], 0
     for recs, kw, lat in batch_specs:
         shifted = [Record(base + r.offset, r.timestamp, r.key, r.value, r.headers) for r in recs]
-        out.append(builder.build_v2(shifted, base_offset=base, log_append_time=lat, **kw))
+        out.append(builder.build_v2(shifted, base_offset=base, **v2_kwargs(log_append_time=lat, **kw)))
         base = shifted[-1].offset + 1
     return b"".join(out)
 

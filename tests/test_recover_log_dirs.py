@@ -15,7 +15,7 @@ import pytest
 
 from kafkaforensics.log.partition import LogDir
 from kafkaforensics.repair.load_logs import recover_log_dirs
-from kafkaforensics.repair.recovery import recover
+from kafkaforensics.repair.recovery import LoadOptions, recover
 from tests.corruption import INTERVAL, layout, make_partition
 
 from tests.realdirs import REAL
@@ -166,7 +166,7 @@ def test_crashed_log_dir_recovers_as_each_partition_would(tmp_path):
     before = tree(ld)
     one_by_one = {os.path.basename(p): recover(p, index_interval_bytes=INTERVAL, backup=False)
                   for p in LogDir(twin).partition_dirs()}
-    outs = recover_log_dirs([ld], jobs=2, index_interval_bytes=INTERVAL, backup=False)
+    outs = recover_log_dirs([ld], LoadOptions(index_interval_bytes=INTERVAL), jobs=2, backup=False)
     got = {r.partition: r for r in outs[0].partitions}
     assert set(got) == set(one_by_one) == set(damage)
     after = tree(ld)
@@ -189,7 +189,7 @@ def test_crashed_log_dir_recovers_as_each_partition_would(tmp_path):
             assert ("time index created" in a.done) == (a.recovery_point > 0), name
     # torn batches are not counted as dropped batches; garbage may frame none either
     assert sum(r.dropped.batches for r in got.values()) >= sum(len(r.removed_segments) for r in got.values())
-    again = recover_log_dirs([ld], jobs=2, index_interval_bytes=INTERVAL)
+    again = recover_log_dirs([ld], LoadOptions(index_interval_bytes=INTERVAL), jobs=2)
     assert not again[0].changed
     assert tree(ld) == after
 
@@ -197,7 +197,7 @@ def test_crashed_log_dir_recovers_as_each_partition_would(tmp_path):
 def test_recovery_points_checkpointed_as_logmanager_writes_them(tmp_path):
     ld = str(tmp_path / "logs")
     crashed_log_dir(ld, n=6)
-    outs = recover_log_dirs([ld], jobs=1, index_interval_bytes=INTERVAL, backup=False)
+    outs = recover_log_dirs([ld], LoadOptions(index_interval_bytes=INTERVAL), jobs=1, backup=False)
     from kafkaforensics.log.checkpoint_file import read_offsets
     table = read_offsets(os.path.join(ld, "recovery-point-offset-checkpoint"))
     assert len(table) == 6
@@ -311,7 +311,7 @@ def test_delete_stray_and_future_dirs_as_logmanager_loads_them(tmp_path):
         seg, batches = layout(p)[-1]
         os.truncate(seg, batches[-1][0] + 5)  # a torn last batch in each
     before = tree(str(ld))
-    outs = recover_log_dirs([str(ld)], jobs=1, index_interval_bytes=INTERVAL, backup=False)
+    outs = recover_log_dirs([str(ld)], LoadOptions(index_interval_bytes=INTERVAL), jobs=1, backup=False)
     got = {r.partition: r for r in outs[0].partitions}
     assert got[names["delete"]].truncated_at is None and not got[names["delete"]].actions
     after = tree(str(ld))
@@ -329,7 +329,7 @@ def test_crash_at_every_step_then_recover_again(tmp_path):
     ref = str(tmp_path / "ref")
     crashed_log_dir(ref, n=6, seed=3)
     work = str(tmp_path / "work")
-    recover_log_dirs([ref], jobs=1, index_interval_bytes=INTERVAL, backup=False)
+    recover_log_dirs([ref], LoadOptions(index_interval_bytes=INTERVAL), jobs=1, backup=False)
     want = tree(ref)
     env = dict(os.environ, PYTHONPATH=os.getcwd() + os.pathsep + os.environ.get("PYTHONPATH", ""))
     cmd = [sys.executable, "-m", "cli.main", "recover", "--jobs", "1", "--no-backup", "--index-interval-bytes",
@@ -355,7 +355,7 @@ def test_crash_at_every_step_then_recover_again(tmp_path):
 def test_clean_shutdown_full_check_changes_nothing_either(tmp_path):
     _root, ld = unpack(CLEAN, tmp_path)
     before = tree(ld)
-    outs = recover_log_dirs([ld], jobs=2, full=True)
+    outs = recover_log_dirs([ld], LoadOptions(full=True), jobs=2)
     assert not outs[0].clean_shutdown and all(r.recovered_segments for r in outs[0].partitions)
     assert {r.partition: r.done for r in outs[0].partitions if r.actions} == {"tesot-0": ["leader epochs"]}
     assert tree(ld) == as_kafka_loads_clean(before)
@@ -378,7 +378,7 @@ def test_producer_snapshots_as_kafka_takes_them(tmp_path):
     shuffled = snapshot_bytes(entries[::-1])
     with open(last, "wb") as f:
         f.write(shuffled)
-    outs = recover_log_dirs([str(ld)], jobs=1, index_interval_bytes=INTERVAL, backup=False)
+    outs = recover_log_dirs([str(ld)], LoadOptions(index_interval_bytes=INTERVAL), jobs=1, backup=False)
     # its missing indexes are made (empty), no snapshot
     assert sorted(os.listdir(empty)) == ["00000000000000000000." + s for s in ("index", "log", "timeindex")]
     assert open(last, "rb").read() == shuffled
@@ -403,7 +403,7 @@ def test_missing_index_after_a_clean_shutdown_is_rebuilt_and_nothing_else_recove
     with open(s_last, "ab") as f:
         f.write(b"\xff" * 40)
     last_before = open(s_last, "rb").read()
-    outs = recover_log_dirs([str(ld)], jobs=1, index_interval_bytes=INTERVAL, backup=False)
+    outs = recover_log_dirs([str(ld)], LoadOptions(index_interval_bytes=INTERVAL), jobs=1, backup=False)
     (r,) = outs[0].partitions
     assert outs[0].clean_shutdown and outs[0].marker["brokerEpoch"] == 7
     assert r.recovered_segments == [os.path.basename(s1)] and not r.removed_segments

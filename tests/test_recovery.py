@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkaforensics.records import walks
-from kafkaforensics.repair.recovery import recover
+from kafkaforensics.repair.recovery import LoadOptions, recover
 from kafkaforensics.inspect.verify import verify
 from tests.corruption import INTERVAL, all_records, layout, make_partition, snapshot_files
 
@@ -310,7 +310,7 @@ def _rebuilt_both_ways(root, src, monkeypatch, interval, limit=None) -> list:
             rec, rei = str(root / f"rec-{runs}" / "t-0"), str(root / f"rei-{runs}" / "t-0")
             shutil.copytree(src, rec)
             shutil.copytree(src, rei)
-            r1 = recover(rec, backup=False, full=True, max_message_bytes=limit, index_interval_bytes=interval).to_json()
+            r1 = recover(rec, LoadOptions(max_message_bytes=limit), backup=False, full=True, index_interval_bytes=interval).to_json()
             r2 = reindex(rei, backup=False, index_interval_bytes=interval).to_json()
             text = json.dumps([r1, r2]).replace(str(root / f"rec-{runs}"), "R").replace(str(root / f"rei-{runs}"), "R")
             results.append((json.loads(text), _tree(rec), _tree(rei)))
@@ -363,3 +363,42 @@ def test_rebuild_over_runs_where_offsets_go_back(tmp_path, monkeypatch, run_byte
     runs, batches = _rebuilt_both_ways(tmp_path, src, monkeypatch, 100)
     assert runs[0][0]["truncatedAt"]["position"] == starts[12]
     assert runs == batches
+
+
+#: LogLoader.load()'s passes, in Kafka's order (issue 52)
+LOADER_PASSES = ["remove_temp_files_and_collect_swap_files", "load_segment_files", "recover_log",
+                 "rebuild_producer_state", "truncate_leader_epochs"]
+
+
+def test_recover_is_one_loader_whose_passes_are_kafkas(part, monkeypatch):
+    """Issue 52: ``recover`` plans through :class:`LogLoader`, whose passes are methods named after
+    Kafka's LogLoader, run once each in LogLoader.load()'s order; a pass changed changes the plan."""
+    from kafkaforensics.repair.recovery import LogLoader
+    lay = layout(part)
+    seg, batches = lay[-1]
+    os.truncate(seg, batches[-1][0] + batches[-1][1] - 9)   # a torn last batch: recoverLog truncates it
+    calls = []
+    for name in LOADER_PASSES:
+        def traced(self, _name=name, _inner=getattr(LogLoader, name)):
+            calls.append(_name)
+            return _inner(self)
+        monkeypatch.setattr(LogLoader, name, traced)
+    rep = recover(part, LoadOptions(index_interval_bytes=INTERVAL), dry_run=True)
+    assert calls == LOADER_PASSES
+    assert rep.truncated_at["position"] == batches[-1][0]
+    monkeypatch.setattr(LogLoader, "recover_log", lambda self: None)   # recoverLog settles the log end
+    assert recover(part, LoadOptions(index_interval_bytes=INTERVAL), dry_run=True).log_end_offset == 0
+    assert rep.log_end_offset == batches[-2][3] + 1
+
+
+def test_load_options_carry_what_the_log_dir_would_say(part):
+    """``LoadOptions.recovery_point``: segments below it are not recovered (the log dir's checkpoint
+    otherwise, 0 without one); the shorthand keywords replace the options' fields."""
+    lay = layout(part)
+    seg, batches = lay[0]
+    os.truncate(seg, batches[-1][0] + batches[-1][1] - 9)   # damage in the first segment
+    past = lay[-1][1][-1][3] + 1
+    untouched = recover(part, LoadOptions(index_interval_bytes=INTERVAL, recovery_point=past), dry_run=True)
+    assert untouched.truncated_at is None and untouched.recovery_point == past
+    full = recover(part, LoadOptions(recovery_point=past), dry_run=True, index_interval_bytes=INTERVAL, full=True)
+    assert full.truncated_at["segment"] == os.path.basename(seg) and full.recovery_point == 0

@@ -11,6 +11,8 @@ from kafkaforensics.broker.protocol import Connection, Request, UnsupportedReque
 from kafkaforensics.broker.replay import ReplayBroker
 from specs import kafka_errors as E
 from specs import protocol_messages as P
+from kafkaforensics.records.builder import HeaderOverrides
+from tests.batch_args import v2_kwargs
 
 
 def frame(api_key, version, body, corr=7, client="t"):
@@ -149,7 +151,7 @@ def _append(b, recs, **kw):
     s = b.partitions[("t", 0)]
     base = s.next_offset
     err, _ = s.append(build_v2([Record(base + i, ts, b"k", b"v", []) for i, ts in enumerate(recs)],
-                               base_offset=base, **kw))
+                               base_offset=base, **v2_kwargs(**kw)))
     assert err == 0
 
 
@@ -192,7 +194,8 @@ def test_list_offsets_max_timestamp_answers_the_batchs_own_epoch_as_kafka_38(tmp
     b = ReplayBroker(str(tmp_path / "logs"))
     assert _lo(b, E_MAX) == (1, 900, 5)
     part = str(tmp_path / "logs2" / "t-0")
-    write_partition(part, [build_v2([Record(0, 100, b"k", b"v", [])], base_offset=0, max_timestamp=7000),
+    write_partition(part, [build_v2([Record(0, 100, b"k", b"v", [])], base_offset=0,
+                                    header=HeaderOverrides(max_timestamp=7000)),
                            build_v2([Record(1, 900, b"k", b"v", [])], base_offset=1)])
     assert _lo(ReplayBroker(str(tmp_path / "logs2")), E_MAX) == (-1, -1, -1)
 

@@ -13,17 +13,18 @@ import pytest
 from kafkaforensics.broker.log_validator import TopicRules, validate
 from kafkaforensics.broker.server import BrokerThread
 from kafkaforensics.records.batch import Record
-from kafkaforensics.records.builder import build_v2
+from kafkaforensics.records.builder import HeaderOverrides, build_v2
 from kafkaforensics.records.checksums import crc32c
 from specs import kafka_errors as E
 from specs import record_batch as R
 from tests.test_serve_transactions import Raw
+from tests.batch_args import v2_kwargs
 
 NOW = int(time.time() * 1000)
 
 
 def good(n=5, **kw):
-    return build_v2([Record(i, NOW, b"k", b"value-%d" % i, []) for i in range(n)], base_offset=0, **kw)
+    return build_v2([Record(i, NOW, b"k", b"value-%d" % i, []) for i in range(n)], base_offset=0, **v2_kwargs(**kw))
 
 
 def patched(batch: bytes, body: bytes | None = None, **fields) -> bytes:
@@ -70,7 +71,7 @@ HOSTILE = {
                                            base_offset=0), E.INVALID_TIMESTAMP, True),
     # a LogAppendTime batch's records carry its max timestamp: two hours ahead is out of range
     "log-append-time-two-hours-ahead": (build_v2([Record(0, NOW + 7_200_000, b"k", b"v", [])], base_offset=0,
-                                                 log_append_time=True), E.INVALID_TIMESTAMP, True),
+                                                 header=HeaderOverrides(log_append_time=True)), E.INVALID_TIMESTAMP, True),
 }
 
 

@@ -18,7 +18,7 @@ import pytest
 from kafkaforensics.broker.server import BrokerThread
 from kafkaforensics.log.segment import iter_batches
 from kafkaforensics.records.batch import Record
-from kafkaforensics.records.builder import build_v2
+from kafkaforensics.records.builder import BatchProducer, build_v2
 from specs import protocol_messages as P
 from tests.clients import drain
 
@@ -246,7 +246,8 @@ class Raw:
 
     def produce(self, version, tid, partition, pid, epoch, seq, values, topic_id=None):
         recs = build_v2([Record(i, 1_700_000_000_000, b"k", v, []) for i, v in enumerate(values)], base_offset=0,
-                        producer_id=pid, producer_epoch=epoch, base_sequence=seq, transactional=True)
+                        producer=BatchProducer(producer_id=pid, producer_epoch=epoch, base_sequence=seq),
+                        transactional=True)
         topic = {"Name": "txn", "TopicId": topic_id, "PartitionData": [{"Index": partition, "Records": recs}]}
         body = self.call(0, version, {"TransactionalId": tid, "Acks": -1, "TimeoutMs": 5000, "TopicData": [topic]})
         return body["Responses"][0]["PartitionResponses"][0]["ErrorCode"]

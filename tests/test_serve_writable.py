@@ -12,6 +12,7 @@ from kafkaforensics.broker.server import BrokerThread
 from kafkaforensics.inspect.verify import verify
 from tests.clients import drain
 from tests.corruption import snapshot_files
+from kafkaforensics.records.builder import BatchProducer
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
@@ -133,8 +134,8 @@ def test_idempotent_retries_do_not_duplicate_and_gaps_are_refused(wbroker):
     from kafkaforensics.records.batch import Record
     from kafkaforensics.records.builder import build_v2
     _create(wbroker, "idem")
-    mk = lambda seq, n: build_v2([Record(i, 1, b"k", b"v%d" % (seq + i), []) for i in range(n)],  # noqa: E731
-                                 base_offset=0, producer_id=4242, producer_epoch=0, base_sequence=seq)
+    mk = lambda seq, n: build_v2([Record(i, 1, b"k", b"v%d" % (seq + i), []) for i in range(n)], base_offset=0,
+                                 producer=BatchProducer(producer_id=4242, producer_epoch=0, base_sequence=seq))
     first = _raw_produce(wbroker, "idem", mk(0, 3), 1)
     assert (first["ErrorCode"], first["BaseOffset"]) == (0, 0)
     retry = _raw_produce(wbroker, "idem", mk(0, 3), 2)      # the same batch again: a retry

@@ -17,6 +17,7 @@ from specs.schemas import legacy as LS
 from specs.schemas import producer_snapshot as SS
 from specs.schemas import record_batch as RS
 from tests.strategies import batch_kwargs, records
+from tests.batch_args import v2_kwargs
 
 i64 = st.integers(-2**63, 2**63 - 1)
 i32 = st.integers(-2**31, 2**31 - 1)
@@ -55,7 +56,7 @@ def test_record_spec_roundtrip(rec):
 @given(records(base_offset=1000), batch_kwargs)
 def test_record_batch_spec_equals_fast_path(recs, kw):
     """The builder's bytes parse with the spec; spec and fast path agree field by field."""
-    data = builder.build_v2(recs, base_offset=1000, **kw)
+    data = builder.build_v2(recs, base_offset=1000, **v2_kwargs(**kw))
     spec = RS.RecordBatch.parse(data)
     fast = parse_v2_header(data, 0)
     sealed = spec.body.sealed

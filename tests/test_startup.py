@@ -125,8 +125,8 @@ def test_large_segment_verify_imports_no_numpy(tmp_path):
     with open(seg, "wb") as f:
         for b in range(300):  # ~3 MiB: past SMALL_SEGMENT_BYTES
             f.write(build_v2([Record(b * 10 + i, 1700000000000 + b, b"k", bytes(1000), []) for i in range(10)],
-                             base_offset=b * 10, producer_id=7 if b % 3 else -1, producer_epoch=0,
-                             base_sequence=b * 10 if b % 3 else -1))
+                             base_offset=b * 10,
+                             producer=BatchProducer(producer_id=7 if b % 3 else -1, producer_epoch=0, base_sequence=b * 10 if b % 3 else -1)))
     assert os.path.getsize(seg) > 2 << 20
     code, out, mods = imported("-m", "cli.main", "verify", "--json", str(seg))
     assert code == 0 and '"batches": 300' in out
@@ -228,6 +228,7 @@ from types import SimpleNamespace  # noqa: E402
 from cli.main import verify_report_lines  # noqa: E402
 from cli.plain import console_width, render  # noqa: E402
 from kafkaforensics.errors import Problem  # noqa: E402
+from kafkaforensics.records.builder import BatchProducer
 
 TEXT = st.text(alphabet="abz AZ09:.-_/\\[]()@\t\né", max_size=90) | st.sampled_from(
     [":smile:", "[red]x[/red]", "x [/dim] y", "s3://b/k:v:", "a" * 79, "b" * 81, "tail ", " lead", ""])

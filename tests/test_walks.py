@@ -13,7 +13,7 @@ from kafkaforensics.log.record_columns import decode_columns
 from kafkaforensics.log.segment import BatchScanner, open_buffer
 from kafkaforensics.records import walks
 from kafkaforensics.records.batch import Batch, Record
-from kafkaforensics.records.builder import build_v2
+from kafkaforensics.records.builder import BatchProducer, build_v2
 from kafkaforensics.records.header_list import ListRun
 from kafkaforensics.records.header_run import HeaderRun
 
@@ -24,8 +24,9 @@ def _segment(path, batches=60, records=5, value=b"v" * 100):
     with open(path, "wb") as f:
         for b in range(batches):
             f.write(build_v2([Record(b * records + i, 1700000000000 + b, b"k%d" % i, value, [("h", b"x")])
-                              for i in range(records)], base_offset=b * records,
-                             producer_id=7 if b % 3 else -1, producer_epoch=0, base_sequence=b * records if b % 3 else -1))
+                              for i in range(records)],
+                             base_offset=b * records,
+                             producer=BatchProducer(producer_id=7 if b % 3 else -1, producer_epoch=0, base_sequence=b * records if b % 3 else -1)))
     return str(path)
 
 

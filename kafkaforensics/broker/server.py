@@ -175,18 +175,34 @@ def default_state_path(log_dir: str) -> str:
     return os.path.join(base, "kfx", "serve", key, "group-offsets.json")
 
 
-async def start(log_dir: str, host: str = "127.0.0.1", port: int = 9092, advertised_host: str | None = None,
-                node_id: int | None = None, state_path: str | None = None, writable: bool = False, auto_create: bool = True,
-                partitions: int = 1, limits: Limits | None = None, transaction_version: int = 2):
-    broker = ReplayBroker(log_dir, node_id=node_id, host=advertised_host or host, port=port, writable=writable,
-                          auto_create=auto_create, partitions=partitions, transaction_version=transaction_version)
-    groups = GroupCoordinator(state_path or default_state_path(log_dir))
+@dataclass(frozen=True)
+class ServeOptions:
+    """What ``kfx serve`` is told besides where: the broker's identity (``node_id``, ``advertised_host``:
+    the host clients are told, default the one bound), where committed offsets live (``state_path``,
+    default :func:`default_state_path`), whether it takes writes (``writable``, ``auto_create``,
+    ``partitions`` of a topic it creates, ``transaction_version``) and the socket layer's ``limits``."""
+    advertised_host: str | None = None
+    node_id: int | None = None
+    state_path: str | None = None
+    writable: bool = False
+    auto_create: bool = True
+    partitions: int = 1
+    limits: Limits | None = None
+    transaction_version: int = 2
+
+
+async def start(log_dir: str, host: str = "127.0.0.1", port: int = 9092, options: ServeOptions | None = None):
+    """The replay broker of ``log_dir`` listening on ``host:port`` (0: a free port): (server, broker)."""
+    o = options or ServeOptions()
+    broker = ReplayBroker(log_dir, node_id=o.node_id, host=o.advertised_host or host, port=port, writable=o.writable,
+                          auto_create=o.auto_create, partitions=o.partitions, transaction_version=o.transaction_version)
+    groups = GroupCoordinator(o.state_path or default_state_path(log_dir))
     core = BrokerCore(broker, groups)
     loop = asyncio.get_running_loop()
     core.offload = lambda fn: loop.run_in_executor(None, fn)  # file work off the event loop
-    srv = _Server(core, limits)
+    srv = _Server(core, o.limits)
     asyncio.get_running_loop().create_task(groups.expire_loop())
-    if writable:
+    if o.writable:
         loop.create_task(srv.expire_transactions_loop())
     server = await asyncio.start_server(srv.client, host, port)
     server.edge = srv  # the socket layer's counters (connections, buffered bytes), for tests
@@ -195,14 +211,11 @@ async def start(log_dir: str, host: str = "127.0.0.1", port: int = 9092, adverti
     return server, broker
 
 
-def serve_forever(log_dir: str, host: str, port: int, advertised_host: str | None, node_id: int | None,
-                  state_path: str | None = None, writable: bool = False, auto_create: bool = True,
-                  partitions: int = 1, limits: Limits | None = None, transaction_version: int = 2) -> None:
+def serve_forever(log_dir: str, host: str, port: int, options: ServeOptions | None = None) -> None:
     """Serve until SIGTERM or SIGINT, then shut down as Kafka's broker does (:meth:`ReplayBroker.shutdown`)."""
 
     async def main():
-        server, broker = await start(log_dir, host, port, advertised_host, node_id, state_path, writable,
-                                     auto_create, partitions, limits, transaction_version)
+        server, broker = await start(log_dir, host, port, options)
         stopping = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):  # before the line that says it is up
@@ -237,14 +250,10 @@ class BrokerThread:
 
         def run():
             asyncio.set_event_loop(self.loop)
-            self.server, self.broker = self.loop.run_until_complete(start(self.log_dir, "127.0.0.1", 0,
-                                                                          node_id=self.node_id,
-                                                                          state_path=self.state_path,
-                                                                          writable=self.writable,
-                                                                          auto_create=self.auto_create,
-                                                                          partitions=self.partitions,
-                                                                          limits=self.limits,
-                                                                          transaction_version=self.transaction_version))
+            options = ServeOptions(node_id=self.node_id, state_path=self.state_path, writable=self.writable,
+                                   auto_create=self.auto_create, partitions=self.partitions, limits=self.limits,
+                                   transaction_version=self.transaction_version)
+            self.server, self.broker = self.loop.run_until_complete(start(self.log_dir, "127.0.0.1", 0, options))
             self.port = self.broker.port
             self.edge = self.server.edge
             ready.set()

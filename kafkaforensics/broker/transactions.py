@@ -15,6 +15,7 @@ from specs.protocol_messages import ApiKey
 from kafkaforensics.broker.read_path import valid_batches
 from kafkaforensics.broker.txn_coordinator import LogEntry, client_error
 from kafkaforensics.errors import KafkaFormatError
+from kafkaforensics.records.builder import BatchProducer
 from kafkaforensics.records.internal_topics import decode_transaction_log, encode_transaction_log
 
 #: one transaction of an AddPartitionsToTxn v4+ (v0-3's fields are made one)
@@ -184,7 +185,7 @@ class Transactions:
                else self.b.txn.in_transaction(tid, pid, epoch, key))
         self.log_transactions(self.b.txn.take_log())
         if err == NONE and commits:
-            err = self.b.append_offset_commits(gid, commits, transactional=True, producer_id=pid, producer_epoch=epoch)
+            err = self.b.append_offset_commits(gid, commits, transactional=True, producer=BatchProducer(pid, epoch))
             if err == NONE:
                 self.b.txn.add_offsets(tid, gid, commits)
         err = client_error(err, 1 << 15, version)  # the log's producer-state check answers it, in every version

@@ -24,7 +24,7 @@ import os
 import shutil
 
 from kafkaforensics.records.batch import Record
-from kafkaforensics.records.builder import build_v2
+from kafkaforensics.records.builder import BatchProducer, build_v2
 from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, RECOVERY_POINT, REPLICATION_OFFSET, read_offsets, write_offsets
 from kafkaforensics.log.partition import find_partitions
 from kafkaforensics.log.segment import INDEX, LOG, NEW_SEGMENT_SUFFIXES, SWAP, Segment, iter_batches, offset_from_name, sibling
@@ -45,15 +45,17 @@ def payments_batches():
         recs = [Record(off + j, T0 + (off + j) * 250, f"acct-{(off + j) % 7}".encode(),
                        f'{{"payment": {off + j}, "amount": {((off + j) * 37) % 1000}}}'.encode(), [])
                 for j in range(n)]
-        out.append(build_v2(recs, base_offset=off, codec=i % 3, producer_id=SEQ_PID, producer_epoch=0,
-                            base_sequence=seq, partition_leader_epoch=0))
+        out.append(build_v2(recs, base_offset=off, codec=i % 3,
+                            producer=BatchProducer(producer_id=SEQ_PID, producer_epoch=0, base_sequence=seq),
+                            partition_leader_epoch=0))
         off, seq = off + n, seq + n
         if i == 8:  # a transactional producer starts a transaction and dies before committing
             for k in range(2):
                 recs = [Record(off + j, T0 + (off + j) * 250, b"refund", b'{"refund": %d}' % (off + j), [])
                         for j in range(2)]
-                out.append(build_v2(recs, base_offset=off, transactional=True, producer_id=TXN_PID,
-                                    producer_epoch=0, base_sequence=2 * k, partition_leader_epoch=0))
+                out.append(build_v2(recs, base_offset=off, transactional=True,
+                                    producer=BatchProducer(producer_id=TXN_PID, producer_epoch=0, base_sequence=2 * k),
+                                    partition_leader_epoch=0))
                 off += 2
     return out
 

@@ -324,8 +324,9 @@ def _segment_seeds():
     for codec in range(5):
         recs = [Record(j, 1000 + j, None if j == 1 else b"k%d" % j, None if j == 2 else b"v" * j,
                        [("h", b"x")] if j % 2 else []) for j in range(4)]
-        extra.append(builder.build_v2(recs, base_offset=0, codec=codec, producer_id=7, producer_epoch=1,
-                                      base_sequence=0, transactional=codec == 3))
+        extra.append(builder.build_v2(recs, base_offset=0, codec=codec,
+                                      producer=builder.BatchProducer(producer_id=7, producer_epoch=1, base_sequence=0),
+                                      transactional=codec == 3))
     for magic in (0, 1):
         for codec in range(4):
             recs = [Record(j, 1000 + j, b"k", b"v" * j, []) for j in range(3)]

@@ -124,6 +124,12 @@ def remedy_for(f: Finding, partition_dir: str, producer: tuple | None = None) ->
                 if (f.file or "").endswith(".swap") else
                 "Kafka deletes .cleaned/.deleted leftovers on start-up")
         return f"{what}: kfx recover --dry-run {d}, then kfx recover {d} does the same with a backup"
+    return _history_remedy(k, d)
+
+
+def _history_remedy(k: str, d: str) -> str:
+    """:func:`remedy_for` of the findings about what the log holds (sequences, epochs, offsets,
+    timestamps, checkpoints, metadata) rather than its files."""
     if k == "sequence-gap":
         return ("records this producer sent between those sequences are not in this replica (lost to an unclean "
                 "leader election or a truncation?): compare the other replicas with kfx diff, check the broker logs "

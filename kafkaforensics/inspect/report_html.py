@@ -365,32 +365,7 @@ def render(rep: AnalysisReport, title: str = "kfx analyze", paths=()) -> str:
         if g is not None and f.position is not None:
             marked.setdefault((f.partition, g["baseOffset"]), set()).add(f.position)
     for sev, heading in SEVERITIES:
-        fs = [f for f in rep.findings if f.severity == sev]
-        out.append(f"<h2 class='{sev}'>{heading}: {len(fs)}</h2>")
-        if not fs:
-            out.append("<p class='absent'>none</p>")
-            continue
-        out.append("<table class='findings'><tr><th>partition</th><th>kind</th><th>file</th><th>byte</th>"
-                   "<th>offsets</th><th>what</th><th>remedy</th></tr>")
-        per_kind: dict[tuple[str, str], int] = {}
-        for f in fs:
-            k = (f.partition, f.kind)
-            per_kind[k] = per_kind.get(k, 0) + 1
-            if per_kind[k] > MAX_FINDINGS_PER_KIND:
-                continue
-            summary = parts.get(f.partition)
-            t = _target(summary, f, factor) if summary else None
-            link = (lambda text: f"<a href='#{_e(t)}'>{text}</a>" if t and text else (text or _cell(None)))
-            out.append(f"<tr class='finding {sev}'><td>{_e(f.partition)}</td><td>{_e(f.kind)}</td>"
-                       f"<td>{link(_e(os.path.basename(f.file)) if f.file else '')}</td>"
-                       f"<td>{link('' if f.position is None else str(f.position))}</td>"
-                       f"<td>{link(_e(f.offsets_text()))}</td><td>{_e(f.explanation)}</td>"
-                       f"<td class='remedy'>{_e(f.remedy)}</td></tr>")
-        out.append("</table>")
-        for (part, kind), n in per_kind.items():
-            if n > MAX_FINDINGS_PER_KIND:
-                out.append(f"<p class='note'>{part} {_e(kind)}: {n - MAX_FINDINGS_PER_KIND} more not listed "
-                           "(kfx analyze --json has them all)</p>")
+        out += _findings_table(rep, parts, sev, heading, factor)
     shown = _shown_partitions(rep)
     if len(shown) < len(rep.partitions):
         hidden = [p.partition for p in rep.partitions if p not in shown]
@@ -420,3 +395,35 @@ def render(rep: AnalysisReport, title: str = "kfx analyze", paths=()) -> str:
             out.append(_batch_table(p, g, marked.get((p.partition, g["baseOffset"]), set()), factor))
     out.append("</body></html>")
     return "\n".join(out)
+
+
+def _findings_table(rep: AnalysisReport, parts: dict, sev: str, heading: str, factor) -> list[str]:
+    """The HTML of one severity's findings: a heading and a table (at most MAX_FINDINGS_PER_KIND a kind)."""
+    out: list[str] = []
+    fs = [f for f in rep.findings if f.severity == sev]
+    out.append(f"<h2 class='{sev}'>{heading}: {len(fs)}</h2>")
+    if not fs:
+        out.append("<p class='absent'>none</p>")
+        return out
+    out.append("<table class='findings'><tr><th>partition</th><th>kind</th><th>file</th><th>byte</th>"
+               "<th>offsets</th><th>what</th><th>remedy</th></tr>")
+    shown = {}
+    for f in fs:
+        k = (f.partition, f.kind)
+        shown[k] = shown.get(k, 0) + 1
+        if shown[k] > MAX_FINDINGS_PER_KIND:
+            continue
+        p = parts.get(f.partition)
+        t = _target(p, f, factor) if p else None
+        link = (lambda text: f"<a href='#{_e(t)}'>{text}</a>" if t and text else (text or _cell(None)))
+        out.append(f"<tr class='finding {sev}'><td>{_e(f.partition)}</td><td>{_e(f.kind)}</td>"
+                   f"<td>{link(_e(os.path.basename(f.file)) if f.file else '')}</td>"
+                   f"<td>{link('' if f.position is None else str(f.position))}</td>"
+                   f"<td>{link(_e(f.offsets_text()))}</td><td>{_e(f.explanation)}</td>"
+                   f"<td class='remedy'>{_e(f.remedy)}</td></tr>")
+    out.append("</table>")
+    for (part, kind), n in shown.items():
+        if n > MAX_FINDINGS_PER_KIND:
+            out.append(f"<p class='note'>{part} {_e(kind)}: {n - MAX_FINDINGS_PER_KIND} more not listed "
+                       "(kfx analyze --json has them all)</p>")
+    return out

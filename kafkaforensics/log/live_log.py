@@ -42,7 +42,7 @@ from kafkaforensics.log.partition import Partition
 from kafkaforensics.log.segment import INDEX_BY_SUFFIX, LOG, SNAPSHOT, BatchScanner, Segment, file_name, index_bytes
 from kafkaforensics.records import int64
 from kafkaforensics.records.batch import Record, parse_header, resolve_legacy_wrapper
-from kafkaforensics.records.builder import build_v2, control_record_key, end_txn_marker_value
+from kafkaforensics.records.builder import BatchProducer, build_v2, control_record_key, end_txn_marker_value
 
 
 class LiveLog(Partition):
@@ -226,7 +226,7 @@ class LiveLog(Partition):
         rec = Record(self.next_offset, timestamp, control_record_key(1 if commit else 0),
                      end_txn_marker_value(coordinator_epoch), [])
         raw = build_v2([rec], base_offset=self.next_offset, transactional=True, control=True,
-                       producer_id=producer_id, producer_epoch=producer_epoch)
+                       producer=BatchProducer(producer_id=producer_id, producer_epoch=producer_epoch))
         off = self._write(bytearray(raw), assign=True)
         self._appended()
         return off

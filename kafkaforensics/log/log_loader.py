@@ -3,7 +3,9 @@ applied to the producer state and the leader-epoch cache, and the segment's load
 (:class:`LoadedSegment`: its size, the offset after its last batch — its base when it has none,
 LogSegment.readNextOffset —, its largest batch timestamp, where its sound batches end, what ended its
 walk, the first damaged batch). :meth:`~.partition.Partition.walk` walks a partition's segments
-through it; :func:`replay_segment` walks one file (a leftover being completed)."""
+through it; :func:`replay_segment` walks one file (a leftover being completed). The partition's
+load, Kafka's LogLoader.load() with its passes as named methods, is
+:class:`kafkaforensics.repair.recovery.LogLoader` (it plans file changes, a repair's)."""
 from __future__ import annotations
 
 import os

@@ -271,10 +271,10 @@ class BatchScanner:
             declined = False
             while pos < run_end and not declined:
                 if copy is None:
-                    nxt, declined = walk_run(buf, pos, end, limit, run_end - pos, positions, bad_crc, headers)
+                    nxt, declined = walk_run(buf, pos, end, limit, run_end - pos, (positions, bad_crc, headers))
                 else:
                     n = os.preadv(fd, [copy[:min(window, end - pos)]], pos)
-                    nxt, declined = walk_run(copy, 0, n, limit, run_end - pos, positions, bad_crc, headers, pos)
+                    nxt, declined = walk_run(copy, 0, n, limit, run_end - pos, (positions, bad_crc, headers), pos)
                     nxt += pos
                 if nxt == pos:
                     break  # the batch at pos is not for the run walk (or does not fit a window)

@@ -307,95 +307,9 @@ def decode_records(data: bytes, count: int, base_offset: int, base_ts: int, base
     n = len(data)
     if count < 0 or count > n // 7 + 1:
         raise KafkaFormatError("record", f"record count {count} does not fit in {n} bytes")
-    out = []
-    append = out.append
-    vs = read_varint
-    pos = 0
-    R = Record
-    seq = base_seq >= 0
-    inc = int64.increment_sequence
-    safe = int64.within_safe
-    wide = not (safe(base_offset) and safe(base_ts))  # sums may leave int64
+    out: list[Record] = []
     try:
-        for _ in range(count):
-            b = data[pos]
-            if b < 0x80:
-                length = (b >> 1) ^ -(b & 1); pos += 1
-            else:
-                c = data[pos + 1]
-                if c < 0x80:
-                    b = (b & 0x7F) | (c << 7); length = (b >> 1) ^ -(b & 1); pos += 2
-                else:
-                    length, pos = vs(data, pos)
-            end = pos + length
-            if length < 6 or end > n:
-                raise KafkaFormatError("record", f"record length {length} runs past the batch ({n - pos} bytes left)")
-            attrs = data[pos]
-            b = data[pos + 1]
-            if b < 0x80:
-                ts_delta = (b >> 1) ^ -(b & 1); pos += 2
-            else:
-                c = data[pos + 2]
-                if c < 0x80:
-                    b = (b & 0x7F) | (c << 7); ts_delta = (b >> 1) ^ -(b & 1); pos += 3
-                else:
-                    ts_delta, pos = vs(data, pos + 1)
-                    wide = wide or not safe(ts_delta)
-            b = data[pos]
-            if b < 0x80:
-                off_delta = (b >> 1) ^ -(b & 1); pos += 1
-            else:
-                c = data[pos + 1]
-                if c < 0x80:
-                    b = (b & 0x7F) | (c << 7); off_delta = (b >> 1) ^ -(b & 1); pos += 2
-                else:  # an int in Java (ByteUtils.readVarint): at most 5 bytes, 32 bits
-                    off_delta, pos = vs(data, pos, None, 5)
-                    wide = wide or not safe(off_delta)
-            b = data[pos]
-            if b < 0x80:
-                klen = (b >> 1) ^ -(b & 1); pos += 1
-            else:
-                c = data[pos + 1]
-                if c < 0x80:
-                    b = (b & 0x7F) | (c << 7); klen = (b >> 1) ^ -(b & 1); pos += 2
-                else:
-                    klen, pos = vs(data, pos)
-            if klen < 0:
-                key = None
-                if klen != -1:
-                    raise KafkaFormatError("record", f"negative key length {klen}")
-            else:
-                key = data[pos:pos + klen]
-                pos += klen
-            b = data[pos]
-            if b < 0x80:
-                vlen = (b >> 1) ^ -(b & 1); pos += 1
-            else:
-                c = data[pos + 1]
-                if c < 0x80:
-                    b = (b & 0x7F) | (c << 7); vlen = (b >> 1) ^ -(b & 1); pos += 2
-                else:
-                    vlen, pos = vs(data, pos)
-            if vlen < 0:
-                value = None
-                if vlen != -1:
-                    raise KafkaFormatError("record", f"negative value length {vlen}")
-            else:
-                value = data[pos:pos + vlen]
-                pos += vlen
-            if data[pos] == 0:
-                pos += 1
-                headers = []
-            else:
-                headers, pos = decode_headers(data, pos, end)
-            if pos != end:
-                raise KafkaFormatError("record", f"record body is {length} bytes but its fields span {length + pos - end}")
-            if log_append_time is None:
-                append(R(base_offset + off_delta, base_ts + ts_delta, key, value, headers, attrs,
-                         inc(base_seq, off_delta) if seq else -1))
-            else:
-                append(R(base_offset + off_delta, log_append_time, key, value, headers, attrs,
-                         inc(base_seq, off_delta) if seq else -1, base_ts + ts_delta))
+        pos, wide = _decode_into(out, data, count, base_offset, base_ts, base_seq, log_append_time)
     except IndexError:
         raise KafkaFormatError("record", f"records run past the end of the batch ({n} bytes)") from None
     if pos != n:
@@ -403,6 +317,89 @@ def decode_records(data: bytes, count: int, base_offset: int, base_ts: int, base
     if wide:
         _at_int64_edge(out)
     return out
+
+
+def _bad_length(what: str, length: int):
+    raise KafkaFormatError("record", f"negative {what} length {length}")
+
+
+def _decode_into(out: list, data: bytes, count: int, base_offset: int, base_ts: int, base_seq: int,
+                 log_append_time: int | None) -> tuple[int, bool]:
+    """:func:`decode_records`' loop: the records appended to ``out``; (where they end, whether a sum may
+    have left int64). An IndexError: the records run past ``data``."""
+    append, vs, R, n, pos = out.append, read_varint, Record, len(data), 0
+    seq, inc, safe = base_seq >= 0, int64.increment_sequence, int64.within_safe
+    wide = not (safe(base_offset) and safe(base_ts))  # sums may leave int64
+    for _ in range(count):
+        b = data[pos]
+        if b < 0x80:
+            length = (b >> 1) ^ -(b & 1); pos += 1
+        else:
+            c = data[pos + 1]
+            if c < 0x80:
+                b = (b & 0x7F) | (c << 7); length = (b >> 1) ^ -(b & 1); pos += 2
+            else:
+                length, pos = vs(data, pos)
+        end = pos + length
+        if length < 6 or end > n:
+            raise KafkaFormatError("record", f"record length {length} runs past the batch ({n - pos} bytes left)")
+        attrs = data[pos]
+        b = data[pos + 1]
+        if b < 0x80:
+            ts_delta = (b >> 1) ^ -(b & 1); pos += 2
+        else:
+            c = data[pos + 2]
+            if c < 0x80:
+                b = (b & 0x7F) | (c << 7); ts_delta = (b >> 1) ^ -(b & 1); pos += 3
+            else:
+                ts_delta, pos = vs(data, pos + 1)
+                wide = wide or not safe(ts_delta)
+        b = data[pos]
+        if b < 0x80:
+            off_delta = (b >> 1) ^ -(b & 1); pos += 1
+        else:
+            c = data[pos + 1]
+            if c < 0x80:
+                b = (b & 0x7F) | (c << 7); off_delta = (b >> 1) ^ -(b & 1); pos += 2
+            else:  # an int in Java (ByteUtils.readVarint): at most 5 bytes, 32 bits
+                off_delta, pos = vs(data, pos, None, 5)
+                wide = wide or not safe(off_delta)
+        b = data[pos]
+        if b < 0x80:
+            klen = (b >> 1) ^ -(b & 1); pos += 1
+        else:
+            c = data[pos + 1]
+            if c < 0x80:
+                b = (b & 0x7F) | (c << 7); klen = (b >> 1) ^ -(b & 1); pos += 2
+            else:
+                klen, pos = vs(data, pos)
+        if klen < 0:
+            key = None if klen == -1 else _bad_length("key", klen)
+        else:
+            key = data[pos:pos + klen]; pos += klen
+        b = data[pos]
+        if b < 0x80:
+            vlen = (b >> 1) ^ -(b & 1); pos += 1
+        else:
+            c = data[pos + 1]
+            if c < 0x80:
+                b = (b & 0x7F) | (c << 7); vlen = (b >> 1) ^ -(b & 1); pos += 2
+            else:
+                vlen, pos = vs(data, pos)
+        if vlen < 0:
+            value = None if vlen == -1 else _bad_length("value", vlen)
+        else:
+            value = data[pos:pos + vlen]; pos += vlen
+        if data[pos] == 0:
+            pos += 1; headers = []
+        else:
+            headers, pos = decode_headers(data, pos, end)
+        if pos != end:
+            raise KafkaFormatError("record", f"record body is {length} bytes but its fields span {length + pos - end}")
+        ts = base_ts + ts_delta
+        append(R(base_offset + off_delta, ts if log_append_time is None else log_append_time, key, value, headers,
+                 attrs, inc(base_seq, off_delta) if seq else -1, None if log_append_time is None else ts))
+    return pos, wide
 
 
 def _at_int64_edge(records: list[Record]) -> None:

@@ -89,16 +89,16 @@ def batch_from_json(obj: dict, *, encoding: str = "base64") -> bytes:
             if log_append:
                 create = [r.get("createTime") if r.get("createTime") is not None else obj["maxTimestamp"]
                           for r in recs_json]
-            return builder.build_v2(
-                recs, base_offset=int(obj["baseOffset"]),
-                last_offset_delta=int(obj["lastOffset"]) - int(obj["baseOffset"]),
-                partition_leader_epoch=int(obj.get("partitionLeaderEpoch", -1)), codec=codec,
-                log_append_time=log_append, transactional=bool(obj.get("isTransactional")),
-                control=bool(obj.get("isControl")), delete_horizon_ms=obj.get("deleteHorizonMs"),
-                producer_id=int(obj.get("producerId", -1)), producer_epoch=int(obj.get("producerEpoch", -1)),
-                base_sequence=int(obj.get("baseSequence", -1)),
-                base_timestamp=obj.get("firstTimestamp"), max_timestamp=obj.get("maxTimestamp"),
-                create_times=create)
+            base = int(obj["baseOffset"])
+            header = builder.HeaderOverrides(
+                last_offset_delta=int(obj["lastOffset"]) - base, log_append_time=log_append,
+                delete_horizon_ms=obj.get("deleteHorizonMs"), base_timestamp=obj.get("firstTimestamp"),
+                max_timestamp=obj.get("maxTimestamp"), create_times=create)
+            producer = builder.BatchProducer(int(obj.get("producerId", -1)), int(obj.get("producerEpoch", -1)),
+                                             int(obj.get("baseSequence", -1)))
+            return builder.build_v2(recs, base_offset=base, partition_leader_epoch=int(obj.get("partitionLeaderEpoch", -1)),
+                                    codec=codec, transactional=bool(obj.get("isTransactional")),
+                                    control=bool(obj.get("isControl")), producer=producer, header=header)
         if magic in (0, 1):
             return builder.build_legacy(recs, magic=magic, codec=codec, log_append_time=log_append,
                                         wrapper_timestamp=obj.get("maxTimestamp") if codec else None)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import struct
 import zlib
-from typing import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Iterable, NamedTuple, Sequence
 
 from kafkaforensics.records.checksums import crc32c
 
@@ -60,19 +61,47 @@ def encode_record(offset_delta: int, timestamp_delta: int, key, value,
     return zigzag(len(body)) + body
 
 
-def build_v2(records: Iterable, *, base_offset: int, last_offset_delta: int | None = None,
-             partition_leader_epoch: int = -1, codec: int = 0, log_append_time: bool = False,
-             transactional: bool = False, control: bool = False, delete_horizon_ms: int | None = None,
-             producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
-             base_timestamp: int | None = None, max_timestamp: int | None = None,
-             create_times: Sequence[int] | None = None) -> bytes:
-    """Build a v2 record batch from records carrying absolute ``offset`` and ``timestamp``.
+class BatchProducer(NamedTuple):
+    """A v2 batch's producer fields: producerId, producerEpoch, baseSequence (-1 each: no
+    idempotent producer)."""
+    producer_id: int = -1
+    producer_epoch: int = -1
+    base_sequence: int = -1
 
-    ``base_timestamp`` defaults to the first record's timestamp (or the delete horizon when one
-    is set, as Kafka's cleaner does); ``max_timestamp`` to the largest record timestamp.
-    ``create_times`` overrides the per-record timestamps used for the deltas (a LogAppendTime
-    batch keeps its producers' create times in the deltas).
-    """
+
+#: the producer fields of a batch no idempotent producer wrote
+NO_PRODUCER = BatchProducer()
+
+
+@dataclass(frozen=True)
+class HeaderOverrides:
+    """The v2 header fields :func:`build_v2` derives from the records unless given here:
+    ``last_offset_delta`` (default: the last record's), ``log_append_time`` (the timestamp-type bit),
+    ``delete_horizon_ms`` (the delete-horizon bit; the base timestamp then defaults to it, as Kafka's
+    cleaner sets it), ``base_timestamp`` (default: the first record's), ``max_timestamp`` (default:
+    the largest record timestamp), ``create_times`` (the per-record timestamps the deltas are taken
+    from: a LogAppendTime batch keeps its producers' create times in the deltas)."""
+    last_offset_delta: int | None = None
+    log_append_time: bool = False
+    delete_horizon_ms: int | None = None
+    base_timestamp: int | None = None
+    max_timestamp: int | None = None
+    create_times: Sequence[int] | None = None
+
+
+_NO_OVERRIDES = HeaderOverrides()
+
+
+def build_v2(records: Iterable, *, base_offset: int, partition_leader_epoch: int = -1, codec: int = 0,
+             transactional: bool = False, control: bool = False, producer: BatchProducer = NO_PRODUCER,
+             header: HeaderOverrides | None = None) -> bytes:
+    """Build a v2 record batch from records carrying absolute ``offset`` and ``timestamp``;
+    ``producer``: its producer fields; ``header``: the header fields otherwise derived from the
+    records (:class:`HeaderOverrides`)."""
+    h = header or _NO_OVERRIDES
+    last_offset_delta, base_timestamp, max_timestamp = h.last_offset_delta, h.base_timestamp, h.max_timestamp
+    delete_horizon_ms, log_append_time, create_times = h.delete_horizon_ms, h.log_append_time, h.create_times
+    producer_id, producer_epoch, base_sequence = producer
     records = list(records)
     stamps = list(create_times) if create_times is not None else [r.timestamp for r in records]
     if base_timestamp is None:

@@ -23,12 +23,14 @@ _HEADER_ROWS = R.HEADER_STRUCT.iter_unpack
 
 
 def walk_run(buf, pos: int, end: int, size_limit: int, max_bytes: int,
-             positions: list, bad_crc: list, headers: bytearray, origin: int = 0) -> tuple[int, bool]:
+             into: tuple[list, list, bytearray], origin: int = 0) -> tuple[int, bool]:
     """Step over v2 batches of ``buf`` from ``pos`` while each is whole, at least a header long and
-    at most ``size_limit`` (batchLength); stop after ``max_bytes``.  Appends each batch's position
-    plus ``origin`` to ``positions``, its index there to ``bad_crc`` when its CRC-32C does not
-    match, and its 61 header bytes to ``headers``.  Returns where the walk stopped and whether it
-    stopped at a batch it declined (rather than at the end of ``buf`` or of ``max_bytes``)."""
+    at most ``size_limit`` (batchLength); stop after ``max_bytes``.  ``into`` is the run's columns
+    (positions, bad_crc, headers): appends each batch's position plus ``origin`` to ``positions``,
+    its index there to ``bad_crc`` when its CRC-32C does not match, and its 61 header bytes to
+    ``headers``.  Returns where the walk stopped and whether it stopped at a batch it declined
+    (rather than at the end of ``buf`` or of ``max_bytes``)."""
+    positions, bad_crc, headers = into
     append, add_header, unpack, crc_of = positions.append, headers.extend, _UP_TO_CRC.unpack_from, crc32c
     overhead, header_size, crc_from = R.LOG_OVERHEAD, R.HEADER_SIZE, R.ATTRIBUTES_OFFSET
     min_size = header_size - overhead

@@ -183,13 +183,15 @@ def decode_metadata_control(ctype: int, value: bytes, *, exact: bool = False) ->
     return {"type": schema.name, "data": schema.read(value, schema.valid[0], whole=False, exact=exact)}
 
 
-def encode_offset_commit(group: str, topic: str, partition: int, offset: int, *, key_version: int = 1,
-                         value_version: int = 3, metadata: str = "", commit_ts: int = 0, leader_epoch: int = -1,
-                         expire_ts: int = -1) -> tuple[bytes, bytes]:
-    """A __consumer_offsets record (key, value) as the group coordinator writes it."""
+def encode_offset_commit(group: str, topic: str, partition: int, offset: int, *, metadata: str = "",
+                         commit_ts: int = 0, leader_epoch: int = -1,
+                         versions: tuple[int, int] = (1, 3)) -> tuple[bytes, bytes]:
+    """A __consumer_offsets record (key, value) as the group coordinator writes it; ``versions``: the key's
+    and the value's (a v1 value's expireTimestamp is -1: no explicit expiry)."""
+    key_version, value_version = versions
     key = _I16.pack(key_version) + K.OffsetCommitKey.build({"group": group, "topic": topic, "partition": partition},
                                                            key_version)
     value = _I16.pack(value_version) + K.OffsetCommitValue.build(
         {"offset": offset, "leaderEpoch": leader_epoch, "metadata": metadata, "commitTimestamp": commit_ts,
-         "expireTimestamp": expire_ts}, value_version)
+         "expireTimestamp": -1}, value_version)
     return key, value

@@ -462,13 +462,10 @@ class _Filter:
             return _rebuild(b, recs if v is None else [r for r, k in zip(recs, v.keep) if k], horizon), kept
         if retain_empty and b.magic >= 2:
             st.batches_emptied += 1
-            return builder.build_v2([], base_offset=b.base_offset, last_offset_delta=b.last_offset - b.base_offset,
-                                    partition_leader_epoch=b.partition_leader_epoch, codec=0,
-                                    log_append_time=b.timestamp_type == "LogAppendTime",
-                                    transactional=b.is_transactional, control=b.is_control,
-                                    producer_id=b.producer_id, producer_epoch=b.producer_epoch,
-                                    base_sequence=b.base_sequence, base_timestamp=-1,
-                                    max_timestamp=b.max_timestamp), 0
+            lat = b.timestamp_type == "LogAppendTime"
+            return _v2_like(b, [], 0, builder.HeaderOverrides(
+                last_offset_delta=b.last_offset - b.base_offset, log_append_time=lat, base_timestamp=-1,
+                max_timestamp=b.max_timestamp)), 0
         return None, 0
 
 
@@ -481,31 +478,59 @@ class _Verdict(NamedTuple):
     tombstones_kept: int
 
 
+def _v2_like(b: Batch, records, codec: int, header) -> bytes:
+    """A v2 batch of ``records`` with ``b``'s header (its leader epoch, flags and producer fields) and
+    ``header``'s overrides."""
+    return builder.build_v2(records, base_offset=b.base_offset, partition_leader_epoch=b.partition_leader_epoch,
+                            codec=codec, transactional=b.is_transactional, control=b.is_control,
+                            producer=builder.BatchProducer(b.producer_id, b.producer_epoch, b.base_sequence),
+                            header=header)
+
+
 def _rebuild(b: Batch, kept, horizon) -> bytes:
     if b.magic >= 2:
         for r in kept:
             r.attributes = 0  # DefaultRecord.writeTo writes 0: no record attribute is in use
-        return builder.build_v2(kept, base_offset=b.base_offset, last_offset_delta=b.last_offset - b.base_offset,
-                                partition_leader_epoch=b.partition_leader_epoch, codec=b.compression,
-                                log_append_time=b.timestamp_type == "LogAppendTime",
-                                transactional=b.is_transactional, control=b.is_control,
-                                delete_horizon_ms=horizon, producer_id=b.producer_id,
-                                producer_epoch=b.producer_epoch, base_sequence=b.base_sequence,
-                                max_timestamp=b.max_timestamp if b.timestamp_type == "LogAppendTime" else None)
+        lat = b.timestamp_type == "LogAppendTime"
+        return _v2_like(b, kept, b.compression, builder.HeaderOverrides(
+            last_offset_delta=b.last_offset - b.base_offset, log_append_time=lat, delete_horizon_ms=horizon,
+            max_timestamp=b.max_timestamp if lat else None))
     return builder.build_legacy(kept, magic=b.magic, codec=b.compression,
                                 log_append_time=b.timestamp_type == "LogAppendTime",
                                 wrapper_timestamp=b.max_timestamp if b.compression else None)
 
 
-def _clean_group(pdir, group, omap, txn, active, upper, now, opts, stats, legacy_horizon, backup=None):
+@dataclass
+class _CleanRound:
+    """What one cleaning round filters every group's batches by: the offset map, the transactions,
+    the active producers, the first uncleanable offset, the clock, the options, the round's stats,
+    the horizon legacy tombstones are judged by, and where replaced files are backed up."""
+    omap: OffsetMap
+    txn: "_TxnMetadata"
+    active: dict
+    upper: int
+    now: int
+    opts: CompactOptions
+    stats: CompactStats
+    legacy_horizon: float
+    backup: str | None = None
+
+    def filter(self, s) -> "_Filter":
+        """The record filter of segment ``s`` (legacy deletes retained by its modification time)."""
+        return _Filter(self.omap, self.txn, self.active, self.upper, self.now, self.opts, self.stats,
+                       s.mtime * 1000 > self.legacy_horizon)
+
+
+def _clean_group(pdir, group, rnd: _CleanRound):
     """Write the group's cleaned segment as .cleaned files; returns their paths."""
+    backup = rnd.backup
     base = group[0].base
     names = {suf: os.path.join(pdir, file_name(base, suf) + ".cleaned") for suf in SEGMENT_SUFFIXES}
     for p in names.values():
         fsutil.created(p, backup)
     try:
         with fsutil.doing("writing the cleaned segment", names[LOG], sum(s.size for s in group)):
-            return _write_cleaned(names, group, omap, txn, active, upper, now, opts, stats, legacy_horizon)
+            return _write_cleaned(names, group, rnd)
     except BaseException:
         for p in names.values():  # what a failed cleaning leaves is gone (Kafka deletes its .cleaned files)
             if os.path.exists(p):
@@ -513,15 +538,16 @@ def _clean_group(pdir, group, omap, txn, active, upper, now, opts, stats, legacy
         raise
 
 
-def _write_cleaned(names, group, omap, txn, active, upper, now, opts, stats, legacy_horizon):
-    base = group[0].base
+def _write_cleaned(names, group, rnd: _CleanRound):
+    """The group's batches through the round's filter into ``names`` (the .cleaned log and indexes)."""
+    base, opts, stats, txn = group[0].base, rnd.opts, rnd.stats, rnd.txn
     idx = SegmentIndexes(base, opts.index_interval_bytes)
     txn.cleaned_index = []
     fsutil._step("write")
     with open(names[LOG], "wb") as out:
         fsutil.fit_new(names[LOG], fd=out.fileno())
         for s in group:
-            flt = _Filter(omap, txn, active, upper, now, opts, stats, s.mtime * 1000 > legacy_horizon)
+            flt = rnd.filter(s)
             with s.seg.walk() as walk:
                 for b, verdict in flt.judged(walk):
                     data, kept = flt.apply(b, verdict)
@@ -719,6 +745,7 @@ def _link_copy(src: str, dst: str, *, symlinks: bool = False) -> None:
 
 
 def _compact_in_place(pdir: str, tp, opts: CompactOptions, now: int, rep: CompactReport, backup=None) -> None:
+    """LogCleaner's rounds over one partition until its dirty section is clean (or nothing can be)."""
     first = True
     while True:
         pd = Partition.scan(pdir)
@@ -728,25 +755,9 @@ def _compact_in_place(pdir: str, tp, opts: CompactOptions, now: int, rep: Compac
             rep.stats.bytes_before = sum(s.size for s in segs)
         if not segs:
             return
-        log_start = segs[0].base
         leo = segs[-1].next_offset
         ck = None if opts.ignore_checkpoint and first else _read_cleaner_checkpoint(pdir, tp)
-        first_dirty = ck if ck is not None and log_start <= ck <= leo else log_start
-        candidates = [state.first_unstable_offset() or leo]
-        if not opts.include_active:
-            candidates.append(segs[-1].base)
-        lagging = None
-        if opts.min_compaction_lag_ms > 0:
-            for s in segs[:-1] if not opts.include_active else segs:
-                if s.next_offset > first_dirty and s.largest_ts > now - opts.min_compaction_lag_ms:
-                    candidates.append(s.base)
-                    lagging = s.base
-                    break
-        uncleanable = max(first_dirty, min(candidates))
-        # round down to the base offset of the segment that holds it (calculateCleanableBytes)
-        holder = [s.base for s in segs if s.base <= uncleanable and (uncleanable < s.next_offset or s is segs[-1])]
-        if holder and uncleanable < leo:
-            uncleanable = holder[-1]
+        first_dirty, uncleanable, lagging = _cleanable_range(segs, state, ck, opts, now)
         if first:
             rep.first_dirty_offset, rep.first_uncleanable_offset = first_dirty, uncleanable
             rep.dirty_ratio_before = _dirty_ratio(segs, first_dirty, uncleanable)
@@ -775,37 +786,64 @@ def _compact_in_place(pdir: str, tp, opts: CompactOptions, now: int, rep: Compac
                                         f"the offset map ({omap.memory_bytes} bytes) cannot hold the keys of the "
                                         "first dirty batch: raise --dedupe-buffer-bytes"))
             return
-        clean_segs = [s for s in segs if s.base < end]
         clean_upto = [s for s in segs if s.next_offset <= first_dirty]
         legacy_horizon = (clean_upto[-1].mtime * 1000 - opts.delete_retention_ms) if clean_upto else 0
-        txn = _TxnMetadata(aborted)
-        groups = _group_segments(clean_segs, opts.segment_bytes, opts.max_index_bytes, uncleanable)
-        round_stats = CompactStats()
-        for g in groups:
-            cleaned = _clean_group(pdir, g, omap, txn, active, uncleanable, now, opts, round_stats, legacy_horizon,
-                                   backup)
-            _swap(pdir, g, cleaned, backup)
-            rep.groups.append([os.path.basename(s.path) for s in g])
-        _write_cleaner_checkpoint(pdir, tp, end, backup)
-        # producer snapshots of segments that no longer exist are stray now (Kafka drops them)
-        bases = {s.base_offset for s in Partition.scan(pdir).segments}
-        for s in segs:
-            p = os.path.join(pdir, file_name(s.base, SNAPSHOT))
-            if s.base not in bases and os.path.exists(p):
-                fsutil.remove_file(p, backup_dir=backup)
-        st = rep.stats
-        for k in ("tombstones_kept", "tombstones_removed", "aborted_records_removed", "keyless_records_removed",
-                  "markers_kept", "markers_removed", "batches_emptied", "batches_removed"):
-            setattr(st, k, getattr(st, k) + getattr(round_stats, k))
-        rep.rounds += 1
-        rep.end_offset = end
+        rnd = _CleanRound(omap, _TxnMetadata(aborted), active, uncleanable, now, opts, CompactStats(), legacy_horizon,
+                          backup)
+        _clean_round(pdir, tp, segs, end, rnd, rep)
         first = False
-        untouched = [s for s in segs if s.base >= end]
-        st.records_after = round_stats.records_after + sum(s.records for s in untouched)
-        st.bytes_after = round_stats.bytes_after + sum(s.size for s in untouched)
         if end >= uncleanable:
             new_sizes = [s for s in segs if s.base >= end]
-            clean_bytes = round_stats.bytes_after
+            clean_bytes = rnd.stats.bytes_after
             dirty_bytes = sum(s.size for s in new_sizes if s.base < uncleanable)
             rep.dirty_ratio_after = dirty_bytes / (clean_bytes + dirty_bytes) if clean_bytes + dirty_bytes else 0.0
             return
+
+
+def _cleanable_range(segs, state, ck, opts: CompactOptions, now: int) -> tuple[int, int, int | None]:
+    """LogCleanerManager.cleanableOffsets: (first dirty offset, first uncleanable offset, the base of the
+    segment min.compaction.lag.ms holds back or None)."""
+    log_start, leo = segs[0].base, segs[-1].next_offset
+    first_dirty = ck if ck is not None and log_start <= ck <= leo else log_start
+    candidates = [state.first_unstable_offset() or leo]
+    if not opts.include_active:
+        candidates.append(segs[-1].base)
+    lagging = None
+    if opts.min_compaction_lag_ms > 0:
+        for s in segs[:-1] if not opts.include_active else segs:
+            if s.next_offset > first_dirty and s.largest_ts > now - opts.min_compaction_lag_ms:
+                candidates.append(s.base)
+                lagging = s.base
+                break
+    uncleanable = max(first_dirty, min(candidates))
+    # round down to the base offset of the segment that holds it (calculateCleanableBytes)
+    holder = [s.base for s in segs if s.base <= uncleanable and (uncleanable < s.next_offset or s is segs[-1])]
+    if holder and uncleanable < leo:
+        uncleanable = holder[-1]
+    return first_dirty, uncleanable, lagging
+
+
+def _clean_round(pdir: str, tp, segs, end: int, rnd: _CleanRound, rep: CompactReport) -> None:
+    """One round: every group of the segments below ``end`` cleaned and swapped in, the cleaner
+    checkpoint at ``end``, stray snapshots dropped, the round's counts added to ``rep``."""
+    clean_segs = [s for s in segs if s.base < end]
+    for g in _group_segments(clean_segs, rnd.opts.segment_bytes, rnd.opts.max_index_bytes, rnd.upper):
+        cleaned = _clean_group(pdir, g, rnd)
+        _swap(pdir, g, cleaned, rnd.backup)
+        rep.groups.append([os.path.basename(s.path) for s in g])
+    _write_cleaner_checkpoint(pdir, tp, end, rnd.backup)
+    # producer snapshots of segments that no longer exist are stray now (Kafka drops them)
+    bases = {s.base_offset for s in Partition.scan(pdir).segments}
+    for s in segs:
+        p = os.path.join(pdir, file_name(s.base, SNAPSHOT))
+        if s.base not in bases and os.path.exists(p):
+            fsutil.remove_file(p, backup_dir=rnd.backup)
+    st, round_stats = rep.stats, rnd.stats
+    for k in ("tombstones_kept", "tombstones_removed", "aborted_records_removed", "keyless_records_removed",
+              "markers_kept", "markers_removed", "batches_emptied", "batches_removed"):
+        setattr(st, k, getattr(st, k) + getattr(round_stats, k))
+    rep.rounds += 1
+    rep.end_offset = end
+    untouched = [s for s in segs if s.base >= end]
+    st.records_after = round_stats.records_after + sum(s.records for s in untouched)
+    st.bytes_after = round_stats.bytes_after + sum(s.size for s in untouched)

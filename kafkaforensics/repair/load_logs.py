@@ -26,7 +26,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import datetime as _dt
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, RECOVERY_POINT, build_offsets
@@ -35,7 +35,7 @@ from kafkaforensics.log.kafka_version import KafkaVersion, kafka_version as reso
 from kafkaforensics.log.partition import (METADATA_PARTITION, LogDir, is_log_dir, parse_partition_dir_name,
                                           partition_dir_state)
 from kafkaforensics.repair.actions import Action, apply_actions
-from kafkaforensics.repair.recovery import RecoveryReport, recover
+from kafkaforensics.repair.recovery import LoadOptions, RecoveryReport, recover
 from kafkaforensics.repair.restore import write_run
 
 
@@ -71,14 +71,18 @@ class LogDirRecovery:
 
 @dataclass
 class _Task:
-    """One partition to load: where it is and what its log dir says of it."""
+    """One partition to load: where it is, what its load is told (its log dir's checkpoints and marker
+    too) and how its changes are written."""
     path: str
-    kwargs: dict
+    load: LoadOptions
     size: int
+    dry_run: bool = False
+    backup: bool = True
+    backup_dir: str | None = None
 
 
 def _recover_task(task: _Task) -> RecoveryReport:
-    return recover(task.path, **task.kwargs)
+    return recover(task.path, task.load, dry_run=task.dry_run, backup=task.backup, backup_dir=task.backup_dir)
 
 
 def _log_dir_backup(log_dir: str, backup_dir: str | None) -> str:
@@ -99,15 +103,16 @@ def _segments_bytes(path: str) -> int:
         return 0
 
 
-def plan_log_dir(ld: LogDir, *, full: bool, dry_run: bool, backup: bool, backup_dir: str | None,
-                 index_interval_bytes: int | None, max_message_bytes: int | None,
-                 kafka_version=None, now: int | None = None) -> tuple[LogDirRecovery, list[_Task]]:
-    """What LogManager reads of a log dir before it loads the partitions, and a task a partition."""
+def plan_log_dir(ld: LogDir, load: LoadOptions, *, dry_run: bool, backup: bool,
+                 backup_dir: str | None) -> tuple[LogDirRecovery, list[_Task]]:
+    """What LogManager reads of a log dir before it loads the partitions, and a task a partition
+    (``load.kafka_version``: the log dir's, resolved)."""
+    kafka_version = load.kafka_version
     out = LogDirRecovery(ld.path, dry_run=dry_run, kafka=kafka_version)
     if kafka_version is not None and kafka_version.rules().note():
         out.notes.append(kafka_version.rules().note())
     out.marker = ld.clean_shutdown_marker()
-    out.clean_shutdown = ld.clean_shutdown and not full
+    out.clean_shutdown = ld.clean_shutdown and not load.full
     tables = {}
     for name in (RECOVERY_POINT, LOG_START_OFFSET):
         try:
@@ -121,16 +126,14 @@ def plan_log_dir(ld: LogDir, *, full: bool, dry_run: bool, backup: bool, backup_
     for p in ld.partition_dirs():
         tp = parse_partition_dir_name(p)
         metadata = os.path.basename(p) == METADATA_PARTITION
-        kw = {"dry_run": dry_run, "backup": backup, "index_interval_bytes": index_interval_bytes,
-              "max_message_bytes": max_message_bytes, "full": full, "kafka_version": kafka_version,
-              "now": now,
-              "clean": False if metadata else out.clean_shutdown,
-              "recovery_point": 0 if metadata else tables[RECOVERY_POINT].get(tp, 0),
-              "log_start_offset": 0 if metadata else tables[LOG_START_OFFSET].get(tp, 0)}
+        told = replace(load, clean=False if metadata else out.clean_shutdown,
+                       recovery_point=0 if metadata else tables[RECOVERY_POINT].get(tp, 0),
+                       log_start_offset=0 if metadata else tables[LOG_START_OFFSET].get(tp, 0))
+        task_backup_dir = None
         if backup and backup_dir:
-            kw["backup_dir"] = os.path.join(os.path.abspath(backup_dir), os.path.basename(ld.path),
-                                            os.path.basename(p))
-        tasks.append(_Task(p, kw, _segments_bytes(p)))
+            task_backup_dir = os.path.join(os.path.abspath(backup_dir), os.path.basename(ld.path),
+                                           os.path.basename(p))
+        tasks.append(_Task(p, told, _segments_bytes(p), dry_run, backup, task_backup_dir))
     out.tables = tables
     return out, tasks
 
@@ -184,16 +187,17 @@ def finish_log_dir(out: LogDirRecovery, *, backup: bool, backup_dir: str | None)
         write_run(out.backup, made, f"kfx recover {out.log_dir}")
 
 
-def recover_log_dirs(log_dirs, *, jobs: int | None = None, dry_run: bool = False, backup: bool = True,
-                     backup_dir: str | None = None, index_interval_bytes: int | None = None,
-                     max_message_bytes: int | None = None, full: bool = False, kafka_version=None,
-                     on_start=None, on_done=None, now: int | None = None) -> list[LogDirRecovery]:
+def recover_log_dirs(log_dirs, load: LoadOptions | None = None, *, jobs: int | None = None, dry_run: bool = False,
+                     backup: bool = True, backup_dir: str | None = None, on_start=None,
+                     on_done=None) -> list[LogDirRecovery]:
     """Load every partition of every log dir as LogManager.loadLogs does (see the module's doc),
     ``jobs`` partitions at a time in worker processes (default: the cores; 1: in this process).
     ``on_start(path, bytes)`` and ``on_done(report)`` are called as partitions start and finish.
     A log dir a running broker holds refuses the whole run (:class:`~.dir_lock.LogDirInUse`).
-    ``kafka_version`` (``X.Y`` or a KafkaVersion): the generation whose rules apply; default: each
-    log dir's, inferred once from its files. ``now``: the clock producer expiry is judged by (recover's)."""
+    ``load``: what every partition's load is told (:class:`~.recovery.LoadOptions`; its
+    ``kafka_version``, ``X.Y`` or a KafkaVersion, default: each log dir's, inferred once from its
+    files; its ``now``: the clock producer expiry is judged by, recover's)."""
+    load = load or LoadOptions()
     for p in log_dirs:
         if not is_log_dir(p):
             raise NotALogDir(f"{p}: not a log dir (no meta.properties, offset checkpoint or topic-N dir in it)")
@@ -202,9 +206,8 @@ def recover_log_dirs(log_dirs, *, jobs: int | None = None, dry_run: bool = False
     jobs = max(1, jobs or os.cpu_count() or 1)
     outs, tasks = [], []
     for ld in dirs:
-        out, ts = plan_log_dir(ld, full=full, dry_run=dry_run, backup=backup, backup_dir=backup_dir,
-                               index_interval_bytes=index_interval_bytes, max_message_bytes=max_message_bytes,
-                               kafka_version=resolve_kafka_version(ld.path, kafka_version), now=now)
+        told = replace(load, kafka_version=resolve_kafka_version(ld.path, load.kafka_version))
+        out, ts = plan_log_dir(ld, told, dry_run=dry_run, backup=backup, backup_dir=backup_dir)
         outs.append(out)
         tasks += [(out, t) for t in ts]
     results: dict[int, RecoveryReport] = {}

@@ -47,6 +47,7 @@ from kafkaforensics.log.log_config import BROKER_DEFAULTS, LogConfig
 from kafkaforensics.log.partition import METADATA_PARTITION, parse_partition_dir_name, partition_dir_state
 from kafkaforensics.log.segment import INDEX_KINDS, LOG, SEGMENT_SUFFIXES, file_name, offset_from_name
 from kafkaforensics.repair.load_logs import LogDirRecovery, recover_log_dirs
+from kafkaforensics.repair.recovery import LoadOptions
 from kafkaforensics.repair.retention import retention
 
 #: the entry size of each index preallocated (AbstractIndex.resize rounds down to a multiple of it)
@@ -309,8 +310,8 @@ def plan_space(log_dirs, committed, *, move_to: str | None = None, now: int | No
     retention; no producer expires, as ``kfx recover``); ``full``: every segment validated, as
     ``kfx recover --full``."""
     plans = []
-    for out in recover_log_dirs(list(log_dirs), jobs=1, dry_run=True, backup=False, kafka_version=kafka_version,
-                                now=now, full=full):
+    load = LoadOptions(kafka_version=kafka_version, now=now, full=full)
+    for out in recover_log_dirs(list(log_dirs), load, jobs=1, dry_run=True, backup=False):
         needs, transient, freed = log_dir_needs(out)
         plan = SpacePlan(out.log_dir, free_bytes(out.log_dir), needs, transient, freed, move_to=move_to)
         notes: set = set()

@@ -24,7 +24,7 @@ resets both):
    size; it is truncated at the end of the last valid batch and every later segment is removed;
 5. the offset, time and transaction indexes of every recovered segment are rebuilt;
 6. producer snapshots are deleted and taken as ProducerStateManager does at load (see
-   :func:`_plan_snapshots`): none past the log end or at or below the log start, none corrupt, no
+   :class:`_SnapshotPlan`): none past the log end or at or below the log start, none corrupt, no
    stray one but the latest, and one taken only past the last one (none in an empty partition);
    the leader-epoch cache is truncated at the log end (every entry starting at or past it goes) and
    from the log start, and extended by the recovered batches (its file written only when its entries
@@ -41,7 +41,7 @@ Running it twice changes nothing the second time.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from specs import checkpoints as C
 
@@ -172,6 +172,35 @@ class _PlannedSegment(Segment):
         return self._d.files.get(n, os.path.join(self.dir, n + ".absent"))
 
 
+@dataclass(frozen=True)
+class LoadOptions:
+    """What a load is told (``kfx recover``'s knobs), one partition or a whole log dir:
+
+    * ``index_interval_bytes``: not given, the topic's ``index.interval.bytes`` where the log dir holds
+      the metadata (a note says so), else Kafka's default;
+    * ``max_message_bytes``: larger batches are corrupt too;
+    * ``full``: every segment is recovered whatever the marker and the recovery point say;
+    * ``kafka_version`` (``X.Y`` or a KafkaVersion; default: inferred from the log dir): the rules of
+      :mod:`~kafkaforensics.log.kafka_rules` that differ between Kafka generations;
+    * ``now`` (epoch ms): the clock producer expiry is judged by (2.4+: producers below the log start
+      are dropped from the snapshots written once expired); None: no producer expires;
+    * ``clean`` (the clean-shutdown marker), ``recovery_point`` and ``log_start_offset`` (the
+      checkpoints): what the log dir says of the partition, read from it when None.
+    """
+    index_interval_bytes: int | None = None
+    max_message_bytes: int | None = None
+    full: bool = False
+    kafka_version: object = None
+    now: int | None = None
+    clean: bool | None = None
+    recovery_point: int | None = None
+    log_start_offset: int | None = None
+
+    def told(self, **given) -> "LoadOptions":
+        """These options with the fields given (not None, ``full`` when true) replaced."""
+        return replace(self, **{k: v for k, v in given.items() if v is not None and v is not False})
+
+
 def _checkpointed(log_dir: str, name: str, tp, notes: list[str]) -> int | None:
     try:
         return LogDir(log_dir).partition_offset(name, tp)
@@ -180,164 +209,251 @@ def _checkpointed(log_dir: str, name: str, tp, notes: list[str]) -> int | None:
         return None
 
 
-def recover(partition_dir: str, *, dry_run: bool = False, backup: bool = True, backup_dir: str | None = None,
-            index_interval_bytes: int | None = None, max_message_bytes: int | None = None,
-            recovery_point: int | None = None, full: bool = False, clean: bool | None = None,
-            log_start_offset: int | None = None, kafka_version=None, now: int | None = None) -> RecoveryReport:
-    """Load one partition dir as Kafka's LogLoader does (see the module's doc) and plan, then apply,
-    what that changes. ``clean`` (the log dir's clean-shutdown marker), ``recovery_point`` and
-    ``log_start_offset`` (the log dir's checkpoints) are read from the log dir when not given;
-    ``full`` recovers every segment whatever they say. ``index_interval_bytes`` not given: the topic's
-    ``index.interval.bytes`` where the log dir holds the metadata (a note says so), else Kafka's default.
-    ``kafka_version`` (``X.Y`` or a KafkaVersion; default: inferred from the log dir) chooses the rules of
-    :mod:`~kafkaforensics.log.kafka_rules` that differ between Kafka generations. ``now`` (epoch ms):
-    the clock producer expiry is judged by (2.4+: producers below the log start are dropped from the
-    snapshots written once expired); None: no producer expires."""
+def recover(partition_dir: str, load: LoadOptions | None = None, *, dry_run: bool = False, backup: bool = True,
+            backup_dir: str | None = None, index_interval_bytes: int | None = None, kafka_version=None,
+            full: bool = False) -> RecoveryReport:
+    """Load one partition dir as Kafka's LogLoader does (see the module's doc and :class:`LogLoader`)
+    and plan, then apply, what that changes (nothing with ``dry_run``; every changed file backed up
+    to ``backup_dir`` unless ``backup=False``). ``load``: what the load is told (:class:`LoadOptions`);
+    ``index_interval_bytes``, ``kafka_version`` and ``full`` given here replace its fields."""
     path = os.path.abspath(partition_dir)
     if not os.path.isdir(path):
         raise FileNotFoundError(partition_dir)
     refuse_live(path)
-    log_dir = os.path.dirname(path)
-    tp = parse_partition_dir_name(path)
-    notes: list[str] = []
-    if index_interval_bytes is None:
-        got, config_notes = LogConfig.of(path).settle({"index.interval.bytes": None})
-        index_interval_bytes = got["index.interval.bytes"] or DEFAULT_INDEX_INTERVAL_BYTES
-        notes += config_notes
-    metadata = os.path.basename(path) == METADATA_PARTITION
-    state = partition_dir_state(path)
-    if clean is None:
-        clean = not metadata and LogDir(log_dir).clean_shutdown
-    if full or metadata:  # the raft layer loads the metadata log as after an unclean shutdown, from 0
-        clean = False
-    if recovery_point is None:
-        recovery_point = 0 if metadata else (_checkpointed(log_dir, RECOVERY_POINT, tp, notes) or 0)
-    if log_start_offset is None:
-        log_start_offset = 0 if metadata else (_checkpointed(log_dir, LOG_START_OFFSET, tp, notes) or 0)
-    rp = 0 if full else recovery_point
-    rep = RecoveryReport(os.path.basename(path), rp, dry_run=dry_run, path=path, clean_shutdown=clean,
-                         kafka=resolve_kafka_version(path, kafka_version))
-    rules = rep.kafka.rules()
-    if not isinstance(kafka_version, KafkaVersion) and rules.note():   # a log dir's run says it once
-        notes.append(rules.note())
-    rep.notes += notes
-    refused = broker_refusal(os.path.basename(path), rules)   # the judge verify asks too
-    if refused and refused[0] == UNKNOWN_DIR_SUFFIX:   # any name is a partition dir's given alone (kfx write --out)
-        if not isinstance(kafka_version, KafkaVersion):   # a log dir's run says it once, of the log dir
-            rep.notes.append(refused[1] + "; left as it is")
-        return rep
-    if state == "delete":
-        # Kafka loads it without recovery only to delete it (file.delete.delay.ms later): kfx keeps it
-        rep.notes.append("a partition dir marked for deletion: Kafka deletes it after loading; left as it is")
-        return rep
-    if backup and not dry_run:  # a dry run names no backup: it makes none
-        rep.backup = os.path.abspath(backup_dir) if backup_dir else fsutil.default_backup_dir(path)
-    d = _PlannedPartition(path)
-    plan: list[Action] = []
-    _plan_leftovers(d, plan, rules)
-    _plan_orphans(d, plan)
-    pstate = ProducerState()
-    epochs = _load_epochs(d, rep)
-    d.segments = [d.segment(off) for _n, off in d.with_offset((LOG,))]  # with the leftovers completed
-    segments = [seg.base_offset for seg in d.segments]
-    skip_recovery = clean
-    if clean:
-        rep.notes.append("clean-shutdown marker present: Kafka skips segment recovery (use --full to validate)")
-    leo = segments[0] if segments else 0
-    truncated = False
-    removed: list[int] = []
-    walked: list[tuple[int, int, bytes]] = []  # (segment base, its next offset, producer state after it)
-    load_phase: list[int] = []                 # segments recovered at load for a missing or corrupt index
-    log_phase: list[int] = []                  # segments recovered as unflushed (recoverLog)
-    v2_end: dict[int, int | None] = {}         # recovered segment -> the offset after its last v2 batch
-    for i, base in enumerate(segments):
-        name = file_name(base, LOG)
-        src = d.files[name]
-        nxt = segments[i + 1] if i + 1 < len(segments) else None
-        unflushed = not skip_recovery and (nxt is None or nxt > rp)
-        if truncated:
-            removed.append(base)
-            continue
-        seg = d.segment(base)
-        # up to 2.2 the offset and time indexes are sanity-checked at load; from 2.3 (KAFKA-7283) not
-        problem = seg.index_problem(rules.write("corrupt-index-below-recovery-point") == "rebuild")
-        if problem is None and not unflushed:
-            leo = _replay(src, base, pstate, leo)
-            walked.append((base, leo, pstate.to_snapshot()))
-            if not os.path.exists(seg.path(TIMEINDEX)) and rules.write("missing-timeindex") == "create-empty":
-                # LogSegment.sanityCheck: a time index that did not exist is created empty at load
-                _plan_write(d, file_name(base, TIMEINDEX), b"", "time index created empty, as Kafka does at load "
-                            "(LogSegment.sanityCheck)", plan)
-            continue
-        if problem is not None:
-            load_phase.append(base)
-            rep.notes.append(f"{name}: {problem}; Kafka recovers the segment and rebuilds its indexes at load")
-        if unflushed:
-            log_phase.append(base)
-        rep.recovered_segments.append(name)
-        res = _recover_segment(src, base, pstate, epochs, index_interval_bytes, max_message_bytes, rules)
-        leo = res.next_offset if res.next_offset is not None else max(leo, base)
-        v2_end[base] = res.v2_next_offset
-        walked.append((base, leo, pstate.to_snapshot()))
-        _plan_index_writes(d, base, res, plan, rep, rules)
-        if res.valid_bytes < res.size:
-            # a segment recovered at load for its index is recovered again by recoverLog with nothing
-            # left to cut: only a truncation recoverLog makes removes the later segments
-            truncated = unflushed and problem is None
-            rep.truncated_at = {"segment": name, "position": res.valid_bytes, "offset": leo, "reason": res.reason}
-            count_dropped(rep.dropped, src, res.valid_bytes)
-            plan.append(Action("truncate", d.full(name), f"truncate at byte {res.valid_bytes} "
-                               f"(end of the last valid batch): {res.reason}", size=res.valid_bytes,
-                               phase=PHASES["truncate"]))
-    # later segments go before the truncation when the plan is applied (see PHASES)
-    for base in removed:
-        rep.removed_segments.append(file_name(base, LOG))
-        src = d.files[file_name(base, LOG)]
-        count_dropped(rep.dropped, src, 0)
-        for suf in SEGMENT_SUFFIXES:
-            n = file_name(base, suf)
-            if n in d.files:
-                plan.append(Action("delete", d.full(n), "segment after the truncation point",
-                                   phase=PHASES["remove-segment"]))
-                del d.files[n]
-    kept = [b for b in segments if b not in removed]
-    if metadata:
-        latest = _plan_kraft_snapshots(d, plan, kept[0] if kept else 0)
-        already = kept == [latest and latest[0]] and leo == kept[0]   # an empty log at the snapshot's end
-        if latest is not None and not already and _snapshot_past_log(latest, epochs, leo):
-            # KafkaMetadataLog.truncateToLatestSnapshot: log.truncateFullyAndStartAt(snapshot end offset)
-            _plan_truncate_fully(d, plan, kept, latest[0], rep)
-            epochs.entries.clear()
-            kept, log_start_offset = [], latest[0]   # the empty segment at the snapshot's end is made below
-    if not kept:
-        # LogLoader.recoverLog: a log without segments gets an empty one at the checkpointed log start
-        # (the active segment; a clean shutdown trims its indexes to nothing); a metadata log truncated
-        # to its latest snapshot, at that snapshot's end offset
-        leo = log_start_offset
-        for suf in NEW_SEGMENT_SUFFIXES:
-            _plan_write(d, file_name(leo, suf), b"", "empty active segment, as Kafka creates one for a log "
-                        "without segments (LogLoader.recoverLog)", plan)
-        kept = [leo]
-    rep.log_end_offset = leo
-    rep.log_start_offset = max(log_start_offset, kept[0]) if kept else log_start_offset
-    rep.first_segment = kept[0] if kept else None
-    rep.active_segment = kept[-1] if kept else None
-    if kept and leo < log_start_offset:
-        rep.notes.append(f"the log end offset {leo} is below the checkpointed log start {log_start_offset}: Kafka "
-                         "would delete every segment (segment files deleted behind its back); left as it is")
-    # the segments Kafka's LogSegments holds when it recovers each: the ones loaded before it at load
-    # time, all of them in recoverLog
-    recoveries = [(b, [s for s in segments if s < b]) for b in load_phase] + [(b, segments) for b in log_phase]
-    if rules.write("files-since-0.11") == "write":   # 0.10 has no producer state: snapshots left as they are
-        _plan_snapshots(d, kept, leo, log_start_offset, clean, recoveries, v2_end, walked, removed, plan, rules,
-                        now=now)
-    _plan_epochs(d, epochs, leo, log_start_offset, plan)
-    rep.actions = sorted(plan, key=lambda a: a.phase)  # stable: Kafka's order within a phase
-    if not rep.actions:
-        rep.backup = None
-    if not dry_run and rep.actions:
+    load = (load or LoadOptions()).told(index_interval_bytes=index_interval_bytes, kafka_version=kafka_version,
+                                        full=full)
+    loader = LogLoader(path, load, dry_run=dry_run)
+    rep = loader.load()
+    if rep.actions and not dry_run:  # a dry run names no backup: it makes none
+        if backup:
+            rep.backup = os.path.abspath(backup_dir) if backup_dir else fsutil.default_backup_dir(path)
         apply_actions(rep.actions, rep.backup)
     return rep
+
+
+class LogLoader:
+    """Kafka's ``LogLoader.load()`` over one partition dir, offline: :meth:`load` runs its passes, each a
+    method named after Kafka's, each by the rules of the generation that wrote the log dir
+    (:mod:`~kafkaforensics.log.kafka_rules`), and plans the file actions they make (``plan``) in a
+    :class:`RecoveryReport`:
+
+    1. :meth:`remove_temp_files_and_collect_swap_files` (leftovers: temp, ``.deleted``, ``.cleaned``,
+       ``.swap``; completed swaps read as their final names from then on);
+    2. :meth:`load_segment_files`: orphan indexes go, each segment's indexes get the sanity check
+       (:meth:`~kafkaforensics.log.segment.Segment.index_problem`) and the unflushed segments are
+       recovered (recoverLog's walk, :meth:`recover_segment`), the others replayed into the state;
+    3. :meth:`recover_log`: the segments past a truncation go, the metadata log is truncated to its
+       latest snapshot, a log without segments gets an empty one;
+    4. :meth:`rebuild_producer_state` (with removeStraySnapshots);
+    5. :meth:`truncate_leader_epochs`.
+
+    The per-segment plan is the loader's ``d`` (:class:`_PlannedPartition`: each final name to the file
+    that holds its bytes) and each segment's :class:`~kafkaforensics.log.indexing.SegmentRebuild`."""
+
+    def __init__(self, path: str, load: LoadOptions, *, dry_run: bool = False):
+        self.path, self.opts, self.plan = path, load, []
+        self.rep = RecoveryReport(os.path.basename(path), 0, dry_run=dry_run, path=path,
+                                  kafka=resolve_kafka_version(path, load.kafka_version))
+        self.rules = self.rep.kafka.rules()
+        self.metadata = os.path.basename(path) == METADATA_PARTITION
+        self.d: _PlannedPartition | None = None
+        self.state = ProducerState()
+        self.epochs = LeaderEpochCache()
+        self.segments: list[int] = []
+        self.leo = 0
+        self.truncated = False
+        self.removed: list[int] = []
+        self.kept: list[int] = []
+        self.walked: list[tuple[int, int, bytes]] = []  # (segment base, its next offset, producer state after it)
+        self.load_phase: list[int] = []                 # segments recovered at load for a missing or corrupt index
+        self.log_phase: list[int] = []                  # segments recovered as unflushed (recoverLog)
+        self.v2_end: dict[int, int | None] = {}         # recovered segment -> the offset after its last v2 batch
+
+    # -- what the log dir says --------------------------------------------------------------------
+    def read_log_dir(self) -> list[str]:
+        """The index interval, the clean-shutdown marker, the recovery point and the log start, as the
+        log dir (or the caller) says them; the notes reading them made."""
+        notes: list[str] = []
+        o, log_dir = self.opts, os.path.dirname(self.path)
+        tp = parse_partition_dir_name(self.path)
+        self.interval = o.index_interval_bytes
+        if self.interval is None:
+            got, config_notes = LogConfig.of(self.path).settle({"index.interval.bytes": None})
+            self.interval = got["index.interval.bytes"] or DEFAULT_INDEX_INTERVAL_BYTES
+            notes += config_notes
+        clean = o.clean if o.clean is not None else not self.metadata and LogDir(log_dir).clean_shutdown
+        # the raft layer loads the metadata log as after an unclean shutdown, from 0
+        self.clean = clean and not (o.full or self.metadata)
+        rp, lso = o.recovery_point, o.log_start_offset
+        if rp is None:
+            rp = 0 if self.metadata else (_checkpointed(log_dir, RECOVERY_POINT, tp, notes) or 0)
+        if lso is None:
+            lso = 0 if self.metadata else (_checkpointed(log_dir, LOG_START_OFFSET, tp, notes) or 0)
+        self.recovery_point, self.log_start_offset = (0 if o.full else rp), lso
+        self.rep.recovery_point, self.rep.clean_shutdown = self.recovery_point, self.clean
+        return notes
+
+    def refused(self) -> bool:
+        """Whether Kafka would not load the dir (a suffix it does not know, a ``-delete`` dir): said in a note."""
+        told = isinstance(self.opts.kafka_version, KafkaVersion)  # a log dir's run says it once, of the log dir
+        refused = broker_refusal(os.path.basename(self.path), self.rules)   # the judge verify asks too
+        if refused and refused[0] == UNKNOWN_DIR_SUFFIX:   # any name is a partition dir's given alone (kfx write --out)
+            if not told:
+                self.rep.notes.append(refused[1] + "; left as it is")
+            return True
+        if partition_dir_state(self.path) == "delete":
+            # Kafka loads it without recovery only to delete it (file.delete.delay.ms later): kfx keeps it
+            self.rep.notes.append("a partition dir marked for deletion: Kafka deletes it after loading; left as it is")
+            return True
+        return False
+
+    def load(self) -> RecoveryReport:
+        """LogLoader.load: every pass, in Kafka's order; the report holds the plan (not applied)."""
+        notes = self.read_log_dir()
+        if not isinstance(self.opts.kafka_version, KafkaVersion) and self.rules.note():  # a log dir's run says it once
+            notes.append(self.rules.note())
+        self.rep.notes += notes
+        if self.refused():
+            return self.rep
+        self.d = _PlannedPartition(self.path)
+        self.remove_temp_files_and_collect_swap_files()
+        self.load_segment_files()
+        self.recover_log()
+        if self.rules.write("files-since-0.11") == "write":   # 0.10 has no producer state: snapshots left as they are
+            self.rebuild_producer_state()
+        self.truncate_leader_epochs()
+        self.rep.actions = sorted(self.plan, key=lambda a: a.phase)  # stable: Kafka's order within a phase
+        return self.rep
+
+    # -- the passes -------------------------------------------------------------------------------
+    def remove_temp_files_and_collect_swap_files(self) -> None:
+        """LogLoader.removeTempFilesAndCollectSwapFiles and the swap completion after it (see :func:`_plan_leftovers`)."""
+        _plan_leftovers(self.d, self.plan, self.rules)
+
+    def load_segment_files(self) -> None:
+        """LogLoader.loadSegmentFiles (orphan indexes, the index sanity check) with recoverLog's walk of
+        the unflushed segments: each segment recovered or replayed into the producer state, in order."""
+        _plan_orphans(self.d, self.plan)
+        self.epochs = _load_epochs(self.d, self.rep)
+        self.d.segments = [self.d.segment(off) for _n, off in self.d.with_offset((LOG,))]  # leftovers completed
+        self.segments = [seg.base_offset for seg in self.d.segments]
+        if self.clean:
+            self.rep.notes.append("clean-shutdown marker present: Kafka skips segment recovery (use --full to validate)")
+        self.leo = self.segments[0] if self.segments else 0
+        for i, base in enumerate(self.segments):
+            if self.truncated:
+                self.removed.append(base)
+                continue
+            nxt = self.segments[i + 1] if i + 1 < len(self.segments) else None
+            self.load_segment(base, unflushed=not self.clean and (nxt is None or nxt > self.recovery_point))
+
+    def load_segment(self, base: int, unflushed: bool) -> None:
+        """One segment at load: recovered when its indexes fail the sanity check (up to 2.2 below the
+        recovery point too; from 2.3, KAFKA-7283, not) or it is unflushed, else replayed."""
+        seg = self.d.segment(base)
+        problem = seg.index_problem(self.rules.write("corrupt-index-below-recovery-point") == "rebuild")
+        if problem is None and not unflushed:
+            self.leo = _replay(self.d.files[file_name(base, LOG)], base, self.state, self.leo)
+            self.walked.append((base, self.leo, self.state.to_snapshot()))
+            if not os.path.exists(seg.path(TIMEINDEX)) and self.rules.write("missing-timeindex") == "create-empty":
+                # LogSegment.sanityCheck: a time index that did not exist is created empty at load
+                _plan_write(self.d, file_name(base, TIMEINDEX), b"", "time index created empty, as Kafka does at "
+                            "load (LogSegment.sanityCheck)", self.plan)
+            return
+        if problem is not None:
+            self.load_phase.append(base)
+            self.rep.notes.append(f"{file_name(base, LOG)}: {problem}; Kafka recovers the segment and rebuilds its "
+                                  "indexes at load")
+        if unflushed:
+            self.log_phase.append(base)
+        self.recover_segment(base, truncates=unflushed and problem is None)
+
+    def recover_segment(self, base: int, truncates: bool) -> None:
+        """LogSegment.recover: the segment walked batch by batch into fresh indexes, the producer state
+        and the leader epochs, truncated at the end of its last valid batch; ``truncates``: a
+        truncation removes every later segment (recoverLog's; one at load for an index does not)."""
+        name = file_name(base, LOG)
+        src = self.d.files[name]
+        self.rep.recovered_segments.append(name)
+        res = SegmentRebuild(src, base, self.state, interval=self.interval, epochs=self.epochs,
+                             max_batch_bytes=self.opts.max_message_bytes,
+                             entry=self.rules.write("offset-index-entry")).walk()
+        self.leo = res.next_offset if res.next_offset is not None else max(self.leo, base)
+        self.v2_end[base] = res.v2_next_offset
+        self.walked.append((base, self.leo, self.state.to_snapshot()))
+        _plan_index_writes(self.d, base, res, self.plan, self.rep, self.rules)
+        if res.valid_bytes < res.size:
+            self.truncated = truncates
+            self.rep.truncated_at = {"segment": name, "position": res.valid_bytes, "offset": self.leo,
+                                     "reason": res.reason}
+            count_dropped(self.rep.dropped, src, res.valid_bytes)
+            self.plan.append(Action("truncate", self.d.full(name), f"truncate at byte {res.valid_bytes} "
+                                    f"(end of the last valid batch): {res.reason}", size=res.valid_bytes,
+                                    phase=PHASES["truncate"]))
+
+    def recover_log(self) -> None:
+        """The end of LogLoader.recoverLog: the segments after a truncation go (before the truncation when
+        applied, see PHASES), the metadata log starts at its latest snapshot's end when past the log
+        (truncateToLatestSnapshot), a log without segments gets an empty active one."""
+        d, rep = self.d, self.rep
+        for base in self.removed:
+            rep.removed_segments.append(file_name(base, LOG))
+            count_dropped(rep.dropped, d.files[file_name(base, LOG)], 0)
+            _plan_delete_segment(d, self.plan, base, "segment after the truncation point")
+        kept = [b for b in self.segments if b not in self.removed]
+        if self.metadata:
+            kept = self.truncate_to_latest_snapshot(kept)
+        if not kept:
+            # LogLoader.recoverLog: a log without segments gets an empty one at the checkpointed log start
+            # (the active segment; a clean shutdown trims its indexes to nothing); a metadata log truncated
+            # to its latest snapshot, at that snapshot's end offset
+            self.leo = self.log_start_offset
+            for suf in NEW_SEGMENT_SUFFIXES:
+                _plan_write(d, file_name(self.leo, suf), b"", "empty active segment, as Kafka creates one for a log "
+                            "without segments (LogLoader.recoverLog)", self.plan)
+            kept = [self.leo]
+        self.kept = kept
+        rep.log_end_offset = self.leo
+        rep.log_start_offset = max(self.log_start_offset, kept[0])
+        rep.first_segment, rep.active_segment = kept[0], kept[-1]
+        if self.leo < self.log_start_offset:
+            rep.notes.append(f"the log end offset {self.leo} is below the checkpointed log start "
+                             f"{self.log_start_offset}: Kafka would delete every segment (segment files deleted "
+                             "behind its back); left as it is")
+
+    def truncate_to_latest_snapshot(self, kept: list[int]) -> list[int]:
+        """KafkaMetadataLog.recoverSnapshots, then truncateToLatestSnapshot: the segments left."""
+        latest = _plan_kraft_snapshots(self.d, self.plan, kept[0] if kept else 0)
+        already = kept == [latest and latest[0]] and self.leo == kept[0]   # an empty log at the snapshot's end
+        if latest is None or already or not _snapshot_past_log(latest, self.epochs, self.leo):
+            return kept
+        # log.truncateFullyAndStartAt(snapshot end offset): the empty segment there is made by recover_log
+        _plan_truncate_fully(self.d, self.plan, kept, latest[0], self.rep)
+        self.epochs.entries.clear()
+        self.log_start_offset = latest[0]
+        return []
+
+    def rebuild_producer_state(self) -> None:
+        """UnifiedLog.rebuildProducerState at each recovery and at the end of the load, with
+        ProducerStateManager.removeStraySnapshots (see :class:`_SnapshotPlan`)."""
+        # the segments Kafka's LogSegments holds when it recovers each: the ones loaded before it at load
+        # time, all of them in recoverLog
+        recoveries = ([(b, [s for s in self.segments if s < b]) for b in self.load_phase]
+                      + [(b, self.segments) for b in self.log_phase])
+        _SnapshotPlan(self, recoveries).run()
+
+    def truncate_leader_epochs(self) -> None:
+        """LogLoader.load's leader-epoch truncation (see :func:`_plan_epochs`)."""
+        _plan_epochs(self.d, self.epochs, self.leo, self.log_start_offset, self.plan)
+
+
+def _plan_delete_segment(d: "_PlannedPartition", plan: list[Action], base: int, why: str) -> None:
+    """Every file of the segment at ``base`` (its log and indexes) deleted as a removed segment."""
+    for suf in SEGMENT_SUFFIXES:
+        n = file_name(base, suf)
+        if n in d.files:
+            plan.append(Action("delete", d.full(n), why, phase=PHASES["remove-segment"]))
+            del d.files[n]
 
 
 def count_dropped(out: Dropped, path: str, start: int) -> None:
@@ -470,12 +586,8 @@ def _snapshot_past_log(snap: tuple[int, int], epochs: LeaderEpochCache, leo: int
 def _plan_truncate_fully(d: _PlannedPartition, plan: list[Action], kept: list[int], start: int, rep) -> None:
     """UnifiedLog.truncateFullyAndStartAt(start): every segment goes, an empty one starts at ``start``."""
     for base in kept:
-        for suf in SEGMENT_SUFFIXES:
-            n = file_name(base, suf)
-            if n in d.files:
-                plan.append(Action("delete", d.full(n), f"metadata log segment below the latest snapshot's end "
-                                   f"offset {start} (truncateToLatestSnapshot)", phase=PHASES["remove-segment"]))
-                del d.files[n]
+        _plan_delete_segment(d, plan, base, f"metadata log segment below the latest snapshot's end offset {start} "
+                             "(truncateToLatestSnapshot)")
     rep.notes.append(f"the latest metadata snapshot ends at {start}, past the log: Kafka starts the metadata log "
                      "there (KafkaMetadataLog.truncateToLatestSnapshot)")
 
@@ -491,11 +603,6 @@ def _replay(src: str, base: int, state: ProducerState, leo: int) -> int:
     """A flushed segment into the producer state; the log end offset after it."""
     seg = replay_segment(src, base, state)
     return max(leo, base) if seg.batches == 0 else seg.next_offset
-
-
-def _recover_segment(src, base, state, epochs, interval, max_bytes, rules) -> SegmentRebuild:
-    return SegmentRebuild(src, base, state, interval=interval, epochs=epochs, max_batch_bytes=max_bytes,
-                          entry=rules.write("offset-index-entry")).walk()
 
 
 def _plan_index_writes(d: _PlannedPartition, base: int, res: SegmentRebuild, plan, rep: RecoveryReport, rules) -> None:
@@ -559,12 +666,10 @@ def _epoch_entries(path: str) -> list[tuple[int, int]] | None:
         return None
 
 
-_EMPTY = None  # a snapshot Kafka writes without producer state (see _plan_snapshots)
+_EMPTY = None  # a snapshot Kafka writes without producer state (see _SnapshotPlan)
 
 
-def _plan_snapshots(d: _PlannedPartition, segments: list[int], leo: int, lso_ck: int, clean: bool,
-                    recoveries: list[tuple[int, list[int]]], v2_end: dict, walked: list, removed: list[int], plan, rules,
-                    now: int | None = None) -> None:
+class _SnapshotPlan:
     """The producer snapshots Kafka's loading leaves, by its rules (ProducerStateManager with
     UnifiedLog.rebuildProducerState), played over the snapshot offsets on disk:
 
@@ -572,13 +677,15 @@ def _plan_snapshots(d: _PlannedPartition, segments: list[int], leo: int, lso_ck:
       manager: snapshots above its base or at or below the checkpointed log start go, the latest
       one left is loaded, the state is rebuilt up to the base (a snapshot at the last two segments'
       bases and at the base itself, each only past the last snapshot), the segment is recovered and
-      a snapshot taken at the end of its last v2 batch, only past the last snapshot;
+      a snapshot taken at the end of its last v2 batch, only past the last snapshot
+      (:meth:`recoveries`);
     * snapshots of removed segments go; then removeStraySnapshots (segment bases and only the
-      latest stray one past the last base stay);
-    * the log's own manager: after a clean shutdown with no snapshot left it writes empty ones at
-      the last two segment bases and the log end (past 0); otherwise snapshots past the log end or at
-      or below the log start go and the state is rebuilt from the latest one to the log end, with a
-      snapshot at the last two segment bases met and at the log end, each only past the last one.
+      latest stray one past the last base stay) (:meth:`remove_stray_snapshots`);
+    * the log's own manager (:meth:`log_manager`): after a clean shutdown with no snapshot left it
+      writes empty ones at the last two segment bases and the log end (past 0); otherwise snapshots
+      past the log end or at or below the log start go and the state is rebuilt from the latest one to
+      the log end, with a snapshot at the last two segment bases met and at the log end, each only past
+      the last one.
 
     Snapshots are taken only past the last one (takeSnapshot), so an empty partition gets none.
     A snapshot is written only when no file at its offset holds the same entries (Kafka writes its
@@ -593,42 +700,65 @@ def _plan_snapshots(d: _PlannedPartition, segments: list[int], leo: int, lso_ck:
     generation keeps (:func:`~kafkaforensics.log.kafka_files.snapshot_kept`) is not rewritten; a log on
     the old message format (magic 0/1) gets empty snapshots at the last two segment bases and the log
     end and is not truncated and reloaded (UnifiedLog.rebuildProducerState)."""
-    phase = PHASES["snapshot"]
-    snaps: set[int] = set()
-    for n, off in list(d.with_offset((SNAPSHOT,))):
-        try:
-            with open(d.files[n], "rb") as f:
-                read_snapshot(f.read(), file=d.files[n])
-            snaps.add(off)
-        except KafkaFormatError as e:
-            plan.append(Action("delete", d.full(n), f"corrupt producer snapshot: {e.problem.detail}", phase=phase))
-            del d.files[n]
-    on_disk = set(snaps)
-    written: dict[int, object] = {}
-    why: dict[int, str] = {}
 
-    def drop(offs, reason):
+    def __init__(self, loader: "LogLoader", recoveries: list[tuple[int, list[int]]]):
+        self.ld, self.d, self.plan, self.rules = loader, loader.d, loader.plan, loader.rules
+        self.recovered = recoveries
+        self.segments, self.leo, self.lso_ck = loader.kept, loader.leo, loader.log_start_offset
+        self.snaps: set[int] = set()
+        self.written: dict[int, object] = {}
+        self.why: dict[int, str] = {}
+        self.legacy = False
+        self.log_start = max(self.lso_ck, self.segments[0]) if self.segments else self.lso_ck
+
+    def run(self) -> None:
+        """Every step, in the order Kafka's load makes them."""
+        self.on_disk = self.delete_corrupt()
+        self.legacy = _legacy_format(self.d, self.segments)
+        if not self.legacy:
+            self.recoveries()
+        self.drop(set(self.snaps) & set(self.ld.removed), "producer snapshot of a removed segment")
+        self.remove_stray_snapshots()
+        if self.segments:
+            self.log_manager()
+        self.apply()
+
+    def delete_corrupt(self) -> set[int]:
+        """The snapshot offsets on disk; a corrupt snapshot is deleted."""
+        for n, off in list(self.d.with_offset((SNAPSHOT,))):
+            try:
+                with open(self.d.files[n], "rb") as f:
+                    read_snapshot(f.read(), file=self.d.files[n])
+                self.snaps.add(off)
+            except KafkaFormatError as e:
+                self.plan.append(Action("delete", self.d.full(n), f"corrupt producer snapshot: {e.problem.detail}",
+                                        phase=PHASES["snapshot"]))
+                del self.d.files[n]
+        return set(self.snaps)
+
+    def drop(self, offs, reason: str) -> None:
         for s in sorted(offs):
-            snaps.discard(s)
-            written.pop(s, None)
-            why.setdefault(s, reason)
+            self.snaps.discard(s)
+            self.written.pop(s, None)
+            self.why.setdefault(s, reason)
 
-    def take(o, content, last):
+    def take(self, o: int, content, last: int) -> int:
+        """takeSnapshot: at ``o`` only past the ``last`` one; the last one after it."""
         if o > last:
-            snaps.add(o)
-            written[o] = content
+            self.snaps.add(o)
+            self.written[o] = content
             return o
         return last
 
-    def state_at(o):
+    def state_at(self, o: int):
         out = _EMPTY
-        for base, _nxt, st in walked:
+        for base, _nxt, st in self.ld.walked:
             if base >= o:
                 break
             out = st
         return out
 
-    def rebuild(bases, upto, log_start, last):
+    def rebuild(self, bases: list[int], upto: int, log_start: int, last: int) -> int:
         """Replay from the latest snapshot ``last`` to ``upto``: snapshots at the last two bases met."""
         marks = set(bases[-2:])
         map_end = last
@@ -639,64 +769,80 @@ def _plan_snapshots(d: _PlannedPartition, segments: list[int], leo: int, lso_ck:
             start = max(b, map_end, log_start)
             map_end = start
             if b in marks:
-                last = take(start, state_at(start), last)
-        return take(upto, state_at(upto), last)
+                last = self.take(start, self.state_at(start), last)
+        return self.take(upto, self.state_at(upto), last)
 
-    legacy = _legacy_format(d, segments)
-    for base, phase_segments in recoveries:
-        if legacy:
-            continue
-        drop({s for s in snaps if s > base or s <= lso_ck}, "producer snapshot past the segment being recovered "
-             "or at or below the log start (removed when Kafka rebuilds the state to recover it)")
-        last = max([s for s in snaps if s <= base], default=lso_ck)
-        if base > last and base > 0:
-            last = rebuild(phase_segments, base, lso_ck, last)
-        end = v2_end.get(base)
-        if end is not None:
-            take(end, _state_after(walked, base), last)
-    drop({s for s in snaps if s in set(removed)}, "producer snapshot of a removed segment")
-    # removeStraySnapshots
-    bases = set(segments)
-    strays = sorted(s for s in snaps if s not in bases)
-    keep = strays[-1] if strays and segments and strays[-1] > max(segments) else None
-    if rules.write("stray-snapshots") == "remove":
-        drop({s for s in strays if s != keep}, "stray producer snapshot with no segment at its offset")
-    log_start = max(lso_ck, segments[0]) if segments else lso_ck
-    if segments:
-        if legacy or (clean and not snaps):
-            drop({s for s in snaps if s > leo}, "producer snapshot past the log end offset")
-            last = max(snaps, default=0)
-            for o in segments[-2:] + [leo]:
-                last = take(o, _EMPTY_SNAPSHOT, last)
-        else:
-            drop({s for s in snaps if s > leo or s <= log_start}, "producer snapshot past the log end offset "
-                 "or at or below the log start (ProducerStateManager.truncateAndReload)")
-            last = max([s for s in snaps if s <= leo], default=log_start)
-            if leo > last:
-                rebuild(segments, leo, log_start, last)
-    # the snapshot the log's state manager loads (loadFromSnapshot): its producers the batches replayed
-    # past it do not touch stay in the state, those below the log start too (evicted up to 2.3 below)
-    loaded = max((s for s in snaps & on_disk if s <= leo), default=None)
-    loaded_path = d.files[file_name(loaded, SNAPSHOT)] if loaded is not None else None
-    for s in sorted(on_disk - snaps):
-        n = file_name(s, SNAPSHOT)
-        plan.append(Action("delete", d.full(n), why.get(s, "producer snapshot Kafka removes at load"), phase=phase))
-        del d.files[n]
-    evict = rules.write("producers-below-log-start") == "evict"
-    for o in sorted(written):
-        data = written[o] if written[o] is not _EMPTY else _EMPTY_SNAPSHOT
-        if loaded_path is not None and o > loaded and not legacy and written[o] is not _EMPTY:
-            data = _with_loaded(data, loaded_path)
-        if evict and data is not _EMPTY_SNAPSHOT:
-            data = kafka_files.evict_below(data, log_start)
-        elif now is not None and data is not _EMPTY_SNAPSHOT:
-            data = kafka_files.expire_below(data, log_start, now, EXPIRY_DEFAULT_MS[rules.write("producer-expiry")])
-        n = file_name(o, SNAPSHOT)
-        if n in d.files and (_same_snapshot(d.files[n], data)
-                             or kafka_files.snapshot_kept(d.files[n], data, log_start, rules)):
-            continue
-        plan.append(Action("write", d.full(n), "rebuild the producer state from the batches", data=data, phase=phase))
-        d.files[n] = d.full(n)
+    def recoveries(self) -> None:
+        """A fresh state manager for each segment recovered, rebuilt up to its base."""
+        for base, phase_segments in self.recovered:
+            self.drop({s for s in self.snaps if s > base or s <= self.lso_ck}, "producer snapshot past the segment "
+                      "being recovered or at or below the log start (removed when Kafka rebuilds the state to "
+                      "recover it)")
+            last = max([s for s in self.snaps if s <= base], default=self.lso_ck)
+            if base > last and base > 0:
+                last = self.rebuild(phase_segments, base, self.lso_ck, last)
+            end = self.ld.v2_end.get(base)
+            if end is not None:
+                self.take(end, _state_after(self.ld.walked, base), last)
+
+    def remove_stray_snapshots(self) -> None:
+        """ProducerStateManager.removeStraySnapshots (2.8+): segment bases and the latest stray one past the
+        last base stay."""
+        strays = sorted(s for s in self.snaps if s not in set(self.segments))
+        keep = strays[-1] if strays and self.segments and strays[-1] > max(self.segments) else None
+        if self.rules.write("stray-snapshots") == "remove":
+            self.drop({s for s in strays if s != keep}, "stray producer snapshot with no segment at its offset")
+
+    def log_manager(self) -> None:
+        """The log's own state manager, loaded and rebuilt to the log end."""
+        if self.legacy or (self.ld.clean and not self.snaps):
+            self.drop({s for s in self.snaps if s > self.leo}, "producer snapshot past the log end offset")
+            last = max(self.snaps, default=0)
+            for o in self.segments[-2:] + [self.leo]:
+                last = self.take(o, _EMPTY_SNAPSHOT, last)
+            return
+        self.drop({s for s in self.snaps if s > self.leo or s <= self.log_start}, "producer snapshot past the log "
+                  "end offset or at or below the log start (ProducerStateManager.truncateAndReload)")
+        last = max([s for s in self.snaps if s <= self.leo], default=self.log_start)
+        if self.leo > last:
+            self.rebuild(self.segments, self.leo, self.log_start, last)
+
+    def apply(self) -> None:
+        """The deletes and writes that make the snapshots on disk the ones planned."""
+        # the snapshot the log's state manager loads (loadFromSnapshot): its producers the batches replayed
+        # past it do not touch stay in the state, those below the log start too (evicted up to 2.3 below)
+        loaded = max((s for s in self.snaps & self.on_disk if s <= self.leo), default=None)
+        loaded_path = self.d.files[file_name(loaded, SNAPSHOT)] if loaded is not None else None
+        for s in sorted(self.on_disk - self.snaps):
+            n = file_name(s, SNAPSHOT)
+            self.plan.append(Action("delete", self.d.full(n), self.why.get(s, "producer snapshot Kafka removes at "
+                                    "load"), phase=PHASES["snapshot"]))
+            del self.d.files[n]
+        for o in sorted(self.written):
+            data = self.written[o] if self.written[o] is not _EMPTY else _EMPTY_SNAPSHOT
+            if loaded_path is not None and o > loaded and not self.legacy and self.written[o] is not _EMPTY:
+                data = _with_loaded(data, loaded_path)
+            data = self.expired(data)
+            n = file_name(o, SNAPSHOT)
+            if n in self.d.files and (_same_snapshot(self.d.files[n], data)
+                                      or kafka_files.snapshot_kept(self.d.files[n], data, self.log_start, self.rules)):
+                continue
+            self.plan.append(Action("write", self.d.full(n), "rebuild the producer state from the batches", data=data,
+                                    phase=PHASES["snapshot"]))
+            self.d.files[n] = self.d.full(n)
+
+    def expired(self, data: bytes) -> bytes:
+        """``data`` without the producers below the log start the version evicts (up to 2.3) or expires at
+        ``now`` (2.4+)."""
+        if data is _EMPTY_SNAPSHOT:
+            return data
+        if self.rules.write("producers-below-log-start") == "evict":
+            return kafka_files.evict_below(data, self.log_start)
+        now = self.ld.opts.now
+        if now is not None:
+            return kafka_files.expire_below(data, self.log_start, now,
+                                            EXPIRY_DEFAULT_MS[self.rules.write("producer-expiry")])
+        return data
 
 
 _EMPTY_SNAPSHOT = snapshot_bytes([])

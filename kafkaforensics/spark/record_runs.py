@@ -110,8 +110,8 @@ class FileRun:
         """Take ``data[start:end]`` (file position = buffer position + ``shift``) when it is whole v2
         batches to its end; else leave the run as it was and return False."""
         n0, c0 = len(self.positions), len(self.bad_crc)
-        pos, _ = walk_run(data, start, end, _NO_LIMIT, end - start, self.positions, self.bad_crc,
-                          self.headers, self.origin)
+        pos, _ = walk_run(data, start, end, _NO_LIMIT, end - start,
+                          (self.positions, self.bad_crc, self.headers), self.origin)
         if pos != end:
             del self.positions[n0:], self.bad_crc[c0:], self.headers[n0 * R.HEADER_SIZE:]
             return False
@@ -126,8 +126,8 @@ class FileRun:
         batch) and hold a copy of the whole v2 batches the batch-by-batch walk would accept there;
         return where that stops (``start`` when the batch there is for the batch-by-batch walk)."""
         n0, c0 = len(self.positions), len(self.bad_crc)
-        pos, _ = walk_run(buf, start, end, _NO_LIMIT, max(1, max_bytes), self.positions, self.bad_crc,
-                          self.headers, self.origin - start)
+        pos, _ = walk_run(buf, start, end, _NO_LIMIT, max(1, max_bytes),
+                          (self.positions, self.bad_crc, self.headers), self.origin - start)
         n = len(self.positions) - n0
         if n:
             h = np.frombuffer(bytes(self.headers[n0 * R.HEADER_SIZE:]), HEADER_DTYPE)
