@@ -309,7 +309,7 @@ def _files(suffix: str) -> list[str]:
 
 def _read(p: str) -> bytes:
     """A sample file's bytes (a seed), read through the segments' byte source."""
-    return LOCAL_FILES.read_all(p)
+    return LOCAL_FILES.read_all(p) or b""
 
 
 def _fixed(data: bytes, width: int, head: int = 0) -> list[int]:

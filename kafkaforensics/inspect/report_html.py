@@ -407,7 +407,7 @@ def _findings_table(rep: AnalysisReport, parts: dict, sev: str, heading: str, fa
         return out
     out.append("<table class='findings'><tr><th>partition</th><th>kind</th><th>file</th><th>byte</th>"
                "<th>offsets</th><th>what</th><th>remedy</th></tr>")
-    shown = {}
+    shown: dict[tuple[str, str], int] = {}
     for f in fs:
         k = (f.partition, f.kind)
         shown[k] = shown.get(k, 0) + 1

@@ -319,7 +319,7 @@ def _verify_file(path: str, rep: VerifyReport, progress, max_batch_bytes) -> Non
             LogDir(os.path.dirname(path)).meta_properties()
         elif name == CLEAN_SHUTDOWN_FILE:
             marker = LogDir(os.path.dirname(path)).clean_shutdown_marker(strict=True)
-            rep.notes.append(Problem(path, None, None, "clean-shutdown", clean_shutdown_note(path, marker)))
+            rep.notes.append(Problem(path, None, None, "clean-shutdown", clean_shutdown_note(path, marker or {})))
         elif name == LOCK_FILE:
             pass  # its lock, not its bytes, says something (live_log_dirs)
         elif REMOTE_INDEX_RE.match(name):

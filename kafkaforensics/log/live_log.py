@@ -123,7 +123,7 @@ class LiveLog(Partition):
         skipped batches for their CRC (:attr:`crc_skipped`): every other batch had its CRC checked,
         at load or at its append, so a reader need not check it again."""
         ranges = self.crc_skipped.get(base_offset)
-        return bool(ranges) and any(lo <= position < hi for lo, hi in ranges)
+        return ranges is not None and any(lo <= position < hi for lo, hi in ranges)
 
     # -- the offsets, live ------------------------------------------------------------------------
     @property

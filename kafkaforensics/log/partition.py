@@ -478,7 +478,7 @@ class LogDir:
 
     def partition_offset(self, name: str, tp: tuple[str, int] | None) -> int | None:
         """The offset the checkpoint ``name`` holds for ``tp`` (None: no file, no entry, no ``tp``)."""
-        return None if tp is None else self.checkpoint(name).get(tuple(tp))
+        return None if tp is None else self.checkpoint(name).get((tp[0], tp[1]))
 
     # -- partitions --------------------------------------------------------------------------------
     def partition_dirs(self) -> list[str]:

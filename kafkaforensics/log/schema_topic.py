@@ -25,7 +25,7 @@ def schemas_partition_dirs(paths, topic: str = SCHEMAS_TOPIC) -> list[str]:
         else:
             log_dir = p if is_log_dir(p) else os.path.dirname(os.path.abspath(p))
             cands = [d for d in (LogDir(log_dir).partition_dirs() if os.path.isdir(log_dir) else [])
-                     if parse_partition_dir_name(d)[0] == topic]
+                     if (parse_partition_dir_name(d) or ("",))[0] == topic]
         for d in cands:
             if os.path.abspath(d) not in found:
                 found.append(os.path.abspath(d))
@@ -36,7 +36,6 @@ def read_schemas_topic(partition_dir: str, store: SchemaStore | None = None) -> 
     """Apply every record of a ``_schemas`` partition, in log order, to a store (a new one unless
     given); records that are not the registry's JSON are counted in ``store.skipped``."""
     store = store if store is not None else SchemaStore(f"topic:{partition_dir}")
-    store.skipped = getattr(store, "skipped", [])
     part = Partition.scan(partition_dir)
     for _seg, b, _done in part.batches(producers=False):
         if b.is_control:

@@ -13,7 +13,7 @@ import mmap
 import os
 import re
 from contextlib import contextmanager
-from typing import NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from specs import legacy as L
 from specs import record_batch as R
@@ -68,7 +68,7 @@ class IndexKind(NamedTuple):
     """One index file Kafka keeps next to a segment's ``.log`` (LogSegment's offsetIndex, timeIndex,
     txnIndex), as every module that lists, checks, rebuilds or names index files knows it."""
     suffix: str          # ``.index`` (the file kind paths.file_kind names is the suffix without its dot)
-    module: object       # the entry codec: ``ENTRY_SIZE``, ``to_bytes``
+    module: Any          # the entry codec: ``ENTRY_SIZE``, ``to_bytes``
     entries: str         # the attribute of a rebuild's SegmentIndexes holding its entries
     preallocated: bool   # AbstractIndex: mmap'd, preallocated to segment.index.bytes, trimmed at roll
     indexed_by_base: bool  # entries relative to the segment's base offset (to_bytes(entries, base))
@@ -549,7 +549,7 @@ class FetchDataInfo(NamedTuple):
 
 
 #: the index files a segment owns, each read once and cached until the file changes
-_INDEX_READERS = {
+_INDEX_READERS: dict[str, Callable[..., list]] = {
     INDEX: lambda data, seg: offset_index.read_entries(data, seg.base_offset)[0],
     TIMEINDEX: lambda data, seg: time_index.read_entries(data, seg.base_offset)[0],
     TXNINDEX: lambda data, seg: txn_index.read_entries(data, file=seg.path(TXNINDEX)),

@@ -124,12 +124,12 @@ def build_v2(records: Iterable, *, base_offset: int, partition_leader_epoch: int
              | (R.CONTROL_MASK if control else 0)
              | (R.DELETE_HORIZON_MASK if delete_horizon_ms is not None else 0))
     length = R.HEADER_SIZE - R.LOG_OVERHEAD + len(body)
-    header = bytearray(_HDR.pack(base_offset, length, partition_leader_epoch, R.MAGIC, 0, attrs,
+    raw = bytearray(_HDR.pack(base_offset, length, partition_leader_epoch, R.MAGIC, 0, attrs,
                                  last_offset_delta, base_timestamp, max_timestamp, producer_id,
                                  producer_epoch, base_sequence, len(records)))
-    crc = crc32c(body, crc32c(memoryview(header)[R.ATTRIBUTES_OFFSET:]))
-    struct.pack_into(">I", header, R.CRC_OFFSET, crc)
-    return bytes(header) + body
+    crc = crc32c(body, crc32c(memoryview(raw)[R.ATTRIBUTES_OFFSET:]))
+    struct.pack_into(">I", raw, R.CRC_OFFSET, crc)
+    return bytes(raw) + body
 
 
 def control_record_key(ctype: int, version: int = 0) -> bytes:

@@ -83,7 +83,7 @@ class SchemaDecoder:
     def columns(self, topics, keys, values) -> dict[str, list]:
         """The records level's decode columns (``keyDecoded``, ``keySchemaId``, ``keySubject``,
         ``keyDecodeError``, the same for the value) of rows given as their topics, keys and values."""
-        out = {f"{side}{c}": [] for side in ("key", "value") for c in ("Decoded", "SchemaId", "Subject", "DecodeError")}
+        out: dict[str, list] = {f"{side}{c}": [] for side in ("key", "value") for c in ("Decoded", "SchemaId", "Subject", "DecodeError")}
         for topic, key, value in zip(topics, keys, values):
             for side, data in (("key", key), ("value", value)):
                 d = self.decode(data, topic, side == "key")

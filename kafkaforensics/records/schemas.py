@@ -67,13 +67,15 @@ class SchemaStore:
     def __init__(self, source: str = "none"):
         self.source = source
         self.by_id: dict[int, Schema] = {}
-        self.by_version: dict[tuple[str, int], int] = {}
+        self.by_version: dict[tuple, int] = {}  # (subject, version) as the records spell them
         self.config: dict[str | None, dict] = {}
         self.mode: dict[str | None, dict] = {}
-        self.deleted_subjects: dict[str, int] = {}
+        self.deleted_subjects: dict[str | None, int] = {}
         #: subject -> the time (ms) of the record that first soft-deleted it, when known
-        self.deleted_at: dict[str, int] = {}
+        self.deleted_at: dict[str | None, int] = {}
         self.unknown_keys: list[dict] = []
+        #: (offset, why) of the ``_schemas`` records that are not the registry's JSON (read_schemas_topic)
+        self.skipped: list[tuple[int, str]] = []
         self.fallbacks: list = []
 
     def __len__(self) -> int:
@@ -126,7 +128,7 @@ class SchemaStore:
             return
         self.add(value, "soft-deleted" if value.get("deleted") else "live")
 
-    def _delete_subject(self, subject: str, upto: int | None, state: str) -> None:
+    def _delete_subject(self, subject: str | None, upto: int | None, state: str) -> None:
         """Every version of ``subject`` up to ``upto`` (all: None) put in ``state``."""
         if state == "soft-deleted":
             self.deleted_subjects[subject] = upto if upto is not None else -1
@@ -210,7 +212,7 @@ def store_from_dir(path: str) -> SchemaStore:
         suffix = next((s for s in EXPORT_SUFFIXES if name.endswith(s)), None)
         stem = name[: -len(suffix)] if suffix else None
         try:
-            if suffix and stem.isdigit():
+            if suffix and stem is not None and stem.isdigit():
                 with open(full, encoding="utf-8") as f:
                     store.add({"id": int(stem), "schema": f.read(), "schemaType": EXPORT_SUFFIXES[suffix]})
             elif name.endswith(".json"):
@@ -264,5 +266,5 @@ class RegistryClient(SchemaStore):
         sv = (ref.get("subject"), int(ref.get("version", -1)))
         if sv in self.by_version:
             return self.by_id[self.by_version[sv]]
-        got = self._get(f"/subjects/{urllib.parse.quote(sv[0], safe='')}/versions/{sv[1]}")
+        got = self._get(f"/subjects/{urllib.parse.quote(str(sv[0]), safe='')}/versions/{sv[1]}")
         return None if got is None else self.add(got)

@@ -41,6 +41,7 @@ Running it twice changes nothing the second time.
 from __future__ import annotations
 
 import os
+from typing import Any
 from dataclasses import dataclass, field, replace
 
 from specs import checkpoints as C
@@ -190,7 +191,7 @@ class LoadOptions:
     index_interval_bytes: int | None = None
     max_message_bytes: int | None = None
     full: bool = False
-    kafka_version: object = None
+    kafka_version: Any = None   # "X.Y", a KafkaVersion or None (inferred)
     now: int | None = None
     clean: bool | None = None
     recovery_point: int | None = None
@@ -251,7 +252,8 @@ class LogLoader:
     that holds its bytes) and each segment's :class:`~kafkaforensics.log.indexing.SegmentRebuild`."""
 
     def __init__(self, path: str, load: LoadOptions, *, dry_run: bool = False):
-        self.path, self.opts, self.plan = path, load, []
+        self.path, self.opts = path, load
+        self.plan: list[Action] = []
         self.rep = RecoveryReport(os.path.basename(path), 0, dry_run=dry_run, path=path,
                                   kafka=resolve_kafka_version(path, load.kafka_version))
         self.rules = self.rep.kafka.rules()

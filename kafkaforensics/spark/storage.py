@@ -158,7 +158,8 @@ class Storage:
         the files of the same stem (``...42.index``, ``...42.timeindex``)."""
         source, name = self._source(uri)
         stem = name[:-4]
-        return Segment(offset_from_name(name), posixpath.dirname(name), file=name, source=source,
+        base = offset_from_name(name)   # None: a .log named otherwise, walked with no offset range (Segment.of_file)
+        return Segment(base, posixpath.dirname(name), file=name, source=source,  # type: ignore[arg-type]
                        named={INDEX: stem + INDEX, TIMEINDEX: stem + TIMEINDEX})
 
     def read_file(self, uri: str) -> bytes | None:
