@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from kafkaforensics.log.writer import write_partition
-from kafkaforensics.records.builder import build_v2
+from kafkaforensics.records.builder import BatchProducer, build_v2
 
 T0 = 1_700_000_000_000
 
@@ -98,9 +98,8 @@ def write_topic(log_dir: str, name: str, values, *, producer_id: int = -1, keys=
     batches = []
     for i, v in enumerate(values):
         k = keys[i] if keys else None
-        batches.append(build_v2([_rec(i, v, k, t0)], base_offset=i, producer_id=producer_id,
-                                producer_epoch=0 if producer_id >= 0 else -1,
-                                base_sequence=i if producer_id >= 0 else -1))
+        batches.append(build_v2([_rec(i, v, k, t0)], base_offset=i, producer=BatchProducer(
+            producer_id, 0 if producer_id >= 0 else -1, i if producer_id >= 0 else -1)))
     return write_partition(os.path.join(log_dir, name), batches)
 
 

@@ -203,7 +203,7 @@ BINARY_READS_OF_OTHER_FILES = {
     ("kafkaforensics/fsutil.py", "keep_tail"): "a backup's copy of the tail a repair cuts, byte for byte",
     ("kafkaforensics/fsutil.py", "same_content"): "a file compared with the bytes a write would give it",
     ("kafkaforensics/repair/restore.py", "*"): "restores a backup's copies byte for byte",
-    ("kafkaforensics/repair/recovery.py", "_plan_snapshots"): "a producer-state snapshot",
+    ("kafkaforensics/repair/recovery.py", "delete_corrupt"): "a producer-state snapshot",
     ("kafkaforensics/repair/recovery.py", "_with_loaded"): "a producer-state snapshot",
     ("kafkaforensics/repair/recovery.py", "_same_snapshot"): "a producer-state snapshot",
     ("kafkaforensics/inspect/dump.py", "_dump_snapshot"): "a producer-state snapshot",
