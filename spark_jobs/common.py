@@ -20,6 +20,8 @@ from datetime import datetime, timezone
 
 from specs.lazy import lazy
 
+from kafkaforensics.spark.engine import DRIVER_READ_BYTES, HERE_BYTES, SHORT_RUN_BYTES, held_in_driver  # noqa: F401
+
 #: imported on first use (specs/lazy.py), where start-up must not pay for them
 log_writer = lazy("kafkaforensics.log.writer", globals())
 records_batch = lazy("kafkaforensics.records.batch", globals())
@@ -39,9 +41,6 @@ pyspark_sql_pandas_types = lazy("pyspark.sql.pandas.types", globals())
 spark_jobs_scan = lazy("spark_jobs.scan", globals())
 
 
-#: a scan of at most this many bytes is short enough that the driver JVM's start-up dominates it:
-#: its JIT stops at the quick C1 compiler (``short_run``)
-SHORT_RUN_BYTES = 256 << 20
 #: and Spark SQL runs its plans interpreted, as planned: a short run's plans (the inventory's and the
 #: replica view's aggregations and joins over one row a batch) take seconds less than when each
 #: stage's code is generated and compiled and adaptive execution re-plans after every shuffle
@@ -53,15 +52,6 @@ SHORT_RUN_SQL_CONF = {"spark.sql.codegen.wholeStage": "false", "spark.sql.adapti
 #: own test suite runs every expression both ways). Past that size it is not set: interpreted
 #: projections over millions of rows cost more than compiling them (20 s more on 244 MB)
 TINY_RUN_SQL_CONF = {"spark.sql.codegen.factoryMode": "NO_CODEGEN"}
-#: a planned read of at most this many bytes of segments, on a local master, is read in the driver's
-#: Python and handed to Spark as one Arrow table (``read_planned``): no Python worker starts for it,
-#: and ``kfx scan`` computes the views of such a summary in pyarrow (spark_jobs/inventory.py), without
-#: a Spark job (benchmarks/README.md, session 17); its memory is that table's, a few times these bytes
-DRIVER_READ_BYTES = 32 << 20
-#: the segments ``kfx scan`` with no ``--master`` reads in its own process, with no Spark
-#: (``spark_jobs.scan.scan_here``: a records export streamed split by split, the summary -- a row a
-#: batch -- held while it stays within :data:`DRIVER_TABLE_BYTES`); past it, Spark's tasks read it
-HERE_BYTES = 1 << 30
 #: and only while that table stays within this many bytes (a compressed segment's records can take
 #: many times its bytes): past them the driver drops what it read and Spark's tasks read it
 DRIVER_TABLE_BYTES = 128 << 20
@@ -512,12 +502,6 @@ def frame_of(spark, table, schema=None):
 def segment_bytes(splits) -> int:
     """The bytes of segments ``splits`` read."""
     return sum(p.bytes for s in splits for p in s.pieces if p.kind == "segment")
-
-
-def held_in_driver(master: str, nbytes: int, driver_bytes: int = DRIVER_READ_BYTES) -> bool:
-    """Whether a planned read of ``nbytes`` of segments on ``master`` is read in the driver
-    (:func:`read_planned`: on a local master, up to ``driver_bytes``)."""
-    return master.startswith("local") and nbytes <= driver_bytes
 
 
 def _read_in_driver(reader, splits, limit: int):

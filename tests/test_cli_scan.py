@@ -54,22 +54,22 @@ def test_a_small_scan_needs_no_spark_and_no_java(tmp_path):
         r = _scan(_env_without_java(), SAMPLE, "--out", given, "--level", "records")
         assert r.returncode == 0, r.stderr
         assert "needs no Spark" in r.stderr and "starting Spark" not in r.stderr and "Traceback" not in r.stderr
-        assert sorted(os.listdir(out)) == ["anomalies", "inventory", "records", "replicas"]
+        assert sorted(os.listdir(out)) == ["anomalies", "inventory", "races", "records", "replicas"]
         assert "668 records rows" in r.stdout, r.stdout
     # a search Python reads as Java does runs here too (issue 57): its hits, no Java
     r = _scan(_env_without_java(), SAMPLE, "--out", tmp_path / "s", "--level", "records", "--search", "txn-4[0-9]")
     assert r.returncode == 0, r.stderr
     assert "needs no Spark" in r.stderr and "starting Spark" not in r.stderr
-    assert sorted(os.listdir(tmp_path / "s")) == ["anomalies", "inventory", "records", "replicas", "search"]
+    assert sorted(os.listdir(tmp_path / "s")) == ["anomalies", "inventory", "races", "records", "replicas", "search"]
     assert " search hits -> " in r.stdout and "; 0 search hits" not in r.stdout, r.stdout
 
 
 def test_a_scan_too_big_to_run_here_checks_java_before_touching_out(tmp_path, kfx, monkeypatch):
     """Past DRIVER_READ_BYTES a scan needs Spark: no Java is said before --overwrite clears anything."""
     from cli import spark_start
-    from spark_jobs import common
+    from kafkaforensics.spark import engine
     monkeypatch.setattr(spark_start, "java_problem", lambda: "kfx scan needs Java (stood in)")
-    monkeypatch.setattr(common, "held_in_driver", lambda master, nbytes, driver_bytes=0: False)
+    monkeypatch.setattr(engine, "held_in_driver", lambda master, nbytes, driver_bytes=0: False)
     out = tmp_path / "out"
     (out / "batches").mkdir(parents=True)
     (out / "batches" / "part-0.parquet").write_bytes(b"an earlier run's")
@@ -148,7 +148,7 @@ def test_a_real_scan_prints_no_spark_start_up_lines(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     assert not any(NOISE.match(line) for line in r.stderr.splitlines()), r.stderr
     assert "Setting default log level" not in r.stderr and "incubator" not in r.stderr
-    assert sorted(os.listdir(out)) == ["anomalies", "batches", "inventory", "replicas"]
+    assert sorted(os.listdir(out)) == ["anomalies", "batches", "inventory", "races", "replicas"]
     again = _scan(dict(os.environ, PYTHONPATH=ROOT), SAMPLE, "--out", out)
     assert again.returncode == 2 and "is not empty" in again.stderr
 
@@ -223,7 +223,7 @@ def test_kfx_scan_lists_its_inputs_once_and_its_reads_share_that_listing(tmp_pat
         assert (len(started), len(handed)) == (on_spark, on_spark), r.output
         assert ("outgrow" in r.output) == bool(on_spark) and "needs no Spark" in r.output
         assert handed == [] or (handed[0] is here[0] and drivers == [0] and not started[0]["tiny_run"])  # not read here again
-        assert sorted(os.listdir(tmp_path / f"here{n}")) == ([] if on_spark else ["anomalies", "batches", "inventory", "replicas"])
+        assert sorted(os.listdir(tmp_path / f"here{n}")) == ([] if on_spark else ["anomalies", "batches", "inventory", "races", "replicas"])
 
 
 def test_pyspark_s_logged_tracebacks_are_dropped_unless_verbose():

@@ -307,7 +307,7 @@ def test_a_scan_written_here_killed_at_any_step_leaves_whole_outputs_and_a_rerun
     finally:
         fsutil.FAULT_HOOK = None
     whole = sorted(os.listdir(out))
-    assert whole == ["anomalies", "inventory", "records", "replicas"] and len(calls) >= 4 * len(whole)
+    assert whole == ["anomalies", "inventory", "races", "records", "replicas"] and len(calls) >= 4 * len(whole)
     for n in range(1, len(calls) + 1):
         shutil.rmtree(out)
         os.makedirs(out)
@@ -333,7 +333,7 @@ def test_a_scan_s_outputs_killed_at_any_step_are_each_whole_or_a_temp_dir_a_reru
     Python workers stopped with its process group."""
     from tests.conftest import SAMPLE
     out = str(tmp_path / "out")
-    outputs = ("records", "anomalies", "inventory", "replicas")
+    outputs = ("records", "anomalies", "inventory", "replicas", "races")
     old_part = "part-00000-0ld0ld-c000.snappy.parquet"
 
     def an_old_output(name):
