@@ -218,8 +218,9 @@ class RowBatch:
 def replica_of_rows(name: str, batches: list, records: list) -> Replica:
     """A replica summarised from a scan's rows of one copy of a partition: its ``batches`` (dicts of
     batch rows, good CRCs) and ``records`` (dicts: offset, batchBaseOffset, key, tombstone), in the
-    one pass :class:`ReplicaLog` makes of a walk; its log start is its first batch (a scan reads no
-    checkpoint), its cleaner checkpoint unknown."""
+    one pass :class:`ReplicaLog` makes of a walk.  A scan reads no checkpoint: its log start is
+    taken as 0 (not its first batch, which compaction may have removed) and its cleaner checkpoint
+    is unknown, so a deleted key is told by its tombstone alone."""
     by_batch: dict = {}
     for r in records:
         by_batch.setdefault(r["batchBaseOffset"], []).append(r)
@@ -230,7 +231,7 @@ def replica_of_rows(name: str, batches: list, records: list) -> Replica:
         view.watch(b, set(), set(), every_key=True)
     view.open_txns = dict(state.ongoing)
     if view.batches:
-        view.log_start, view.log_end = view.batches[0].base, view.batches[-1].last + 1
+        view.log_end = view.batches[-1].last + 1
     view.last_stable = min(view.open_txns, default=view.log_end)
     return Replica(name, view)
 
