@@ -907,13 +907,17 @@ def _scan_here(c, run: "ScanRun"):
     c.print(f"reading {planned.bytes:,} bytes of segments here: a scan this small needs no Spark "
             f"(--master {LOCAL_MASTER} runs it on Spark)", highlight=False, soft_wrap=True)
     try:
-        return spark_jobs_scan.scan_here(run.inputs, spark_jobs_common.local_path(run.out), run.level, run.split_bytes,
-                                         run.options, listing=planned.listing, search=run.search,
-                                         partition_by=run.partition_by)
+        return spark_jobs_scan.scan_here(_scan_request(run, spark_jobs_common.local_path(run.out)))
     except Exception as e:  # noqa: BLE001 -- one line, not a traceback (exit 1 means damage)
         if run.verbose:
             raise
         _fail(f"the scan stopped: {cli_spark_start.error_line(e)} (--verbose shows the whole error); {run.left}")
+
+
+def _scan_request(run: "ScanRun", out: str):
+    """What ``run`` asks of ``spark_jobs.scan``, into ``out``: its inputs' listing made once, for the plan."""
+    return spark_jobs_scan.ScanRequest(run.inputs, out, run.level, run.search, run.split_bytes, run.options,
+                                       run.planned.listing, run.partition_by)
 
 
 def _scan_session_end(c, spark) -> None:
@@ -999,7 +1003,7 @@ def _scan_on_spark(c, run: ScanRun):
     try:
         with cli_spark_start.quiet_start(verbose):
             spark = spark_jobs_common.get_spark(master, console_progress=False, class_archive=True,
-                                                short_run=engine.short_run, tiny_run=engine.tiny_run,
+                                                engine=engine,
                                                 record_class_archive=spark_jobs_common.class_archive_recording() == "now",
                                                 register_source=False)  # scan reads what it plans: no data source
     except spark_jobs_common.SparkStartError as e:
@@ -1019,9 +1023,7 @@ def _scan_on_spark(c, run: ScanRun):
             bar.update(task, completed=done, total=total, **({"description": "writing the outputs", "splits": ""}
                                                              if done >= total else {"splits": f"{done}/{total} splits"}))
         try:
-            return spark_jobs_scan.scan(spark, run.inputs, run.out, run.level, search, run.split_bytes, run.options, progress,
-                                        listing=planned.listing,  # listed once, for the plan
-                                        partition_by=run.partition_by, driver_bytes=engine.driver_bytes,
+            return spark_jobs_scan.scan(spark, _scan_request(run, run.out), progress, driver_bytes=engine.driver_bytes,
                                         tasks_write=engine.pyarrow_writes), spark
         except Exception as e:  # noqa: BLE001 -- Spark's and the JVM's: one line, not a traceback (exit 1 means damage)
             if verbose:

@@ -73,13 +73,21 @@ def _live(table: pa.Table) -> pa.Table:
     return table.filter(pc.and_(pc.is_valid(table["topic"]), pc.fill_null(live, False)))
 
 
-def races_table(summary: pa.Table, records: pa.Table) -> pa.Table:
-    """The races of a scan held in the driver: its ``summary`` (scan-level rows) and ``records``."""
+def slim_records(records: pa.Table) -> pa.Table:
+    """What the races read of a records table: where each record is, its :data:`RECORD_INPUTS` and
+    whether it is a tombstone (not its value)."""
+    return records.select([*_WHERE, *RECORD_INPUTS]).append_column("tombstone", pc.is_null(records["value"]))
+
+
+def races_table(summary: pa.Table, records: pa.Table | None) -> pa.Table:
+    """The races of a scan held in the driver: its ``summary`` (scan-level rows) and ``records`` (a
+    records table, or its :func:`slim_records`; None: no record read)."""
     batch = _live(summary.filter(pc.equal(summary["rowKind"], "batch")))
-    rec = _live(records)
-    rec = rec.select([*_WHERE, *RECORD_INPUTS]).append_column("tombstone", pc.is_null(rec["value"]))
+    tables = [("batch", batch.select([*_WHERE, *BATCH_INPUTS]))]
+    if records is not None:
+        tables.append(("record", _live(records if "tombstone" in records.column_names else slim_records(records))))
     groups: dict = {}
-    for kind, table in (("batch", batch.select([*_WHERE, *BATCH_INPUTS])), ("record", rec)):
+    for kind, table in tables:
         for r in table.to_pylist():
             r["rowKind"] = kind
             groups.setdefault((r["clusterId"] or "", r["topic"], r["partition"]), []).append(r)

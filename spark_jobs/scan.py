@@ -39,7 +39,7 @@ from spark_jobs.common import (DRIVER_READ_BYTES, check_inputs, check_out, fail,
                                tasks_write_here,
                                write_planned)
 from spark_jobs.inventory import WHERE, inventory_of, inventory_table, replicas_of, replicas_table
-from spark_jobs.races import RACES_SCHEMA, races_of, races_table, replicated
+from spark_jobs.races import RACES_SCHEMA, races_of, races_table, replicated, slim_records
 from spark_jobs.search import matches, pattern_problem, python_pattern, search_table, sorted_hits
 
 
@@ -127,11 +127,25 @@ def _watch(spark, total_tasks: int, progress, stop: threading.Event) -> None:
         progress(best, total_tasks)
 
 
-def scan(spark, paths, out: str, level: str = "batches", search: str | None = None, split_bytes=None,
-         options: dict | None = None, progress=None, driver_bytes: int = DRIVER_READ_BYTES,
-         listing: Layout | None = None, tasks_write: bool | None = None,
-         summary_rows: int = SUMMARY_ROWS_HERE, partition_by=()) -> ScanResult:
-    """Scan ``paths`` and write ``out/<level>``, ``out/inventory``, ``out/replicas``,
+@dataclass(frozen=True)
+class ScanRequest:
+    """What a scan is asked: its input ``paths``, ``out``, export ``level``, ``search`` pattern (a Java
+    regular expression), ``split_bytes``, source ``options`` (a window among them), the inputs'
+    ``listing`` when already made (:func:`plan`'s: they are then not listed again), and the
+    :data:`PARTITION_COLUMNS` a records export is partitioned by."""
+    paths: list
+    out: str
+    level: str = "batches"
+    search: str | None = None
+    split_bytes: int | None = None
+    options: dict | None = None
+    listing: Layout | None = field(default=None, repr=False, compare=False)
+    partition_by: tuple = ()
+
+
+def scan(spark, request: ScanRequest, progress=None, *, driver_bytes: int = DRIVER_READ_BYTES,
+         tasks_write: bool | None = None, summary_rows: int = SUMMARY_ROWS_HERE) -> ScanResult:
+    """Scan ``paths`` (a :class:`ScanRequest`'s, as the rest below) and write ``out/<level>``, ``out/inventory``, ``out/replicas``,
     ``out/anomalies`` and, with a ``search`` pattern, ``out/search`` (Parquet).  ``options`` are
     source options (a window among them).  ``progress(done_splits, total_splits)`` is called while
     Spark's tasks read what the export is (the records, or the summary), and once with the total
@@ -147,7 +161,9 @@ def scan(spark, paths, out: str, level: str = "batches", search: str | None = No
     anomalies, and a batches or anomalies export).  Default ``tasks_write``: when the master is local
     and ``out`` a local path (``tasks_write_here``).  Every way writes the same outputs.
     ``partition_by``: :data:`PARTITION_COLUMNS` a records export is partitioned by (Spark's writer)."""
-    opts, listing = _scan_inputs(paths, level, options, listing)
+    paths, out, level, search, split_bytes = request.paths, request.out, request.level, request.search, request.split_bytes
+    partition_by = request.partition_by
+    opts, listing = _scan_inputs(paths, level, request.options, request.listing)
     check_partition_by(level, partition_by)
     if tasks_write is None:
         tasks_write = tasks_write_here(spark.sparkContext.master, out)
@@ -164,10 +180,8 @@ def scan(spark, paths, out: str, level: str = "batches", search: str | None = No
             r.release()
 
 
-def scan_here(paths, out: str, level: str = "batches", split_bytes=None, options: dict | None = None,
-              listing: Layout | None = None, min_partitions: int | None = None,
-              search: str | None = None, partition_by=()) -> ScanResult | None:
-    """:func:`scan` with no Spark at all, for a scan this process can hold (``kfx scan`` of up to
+def scan_here(request: ScanRequest, min_partitions: int | None = None) -> ScanResult | None:
+    """:func:`scan` of ``request`` with no Spark at all, for a scan this process can hold (``kfx scan`` of up to
     ``HERE_BYTES`` of segments with no ``--master``: no JVM starts).  The same reads as :func:`scan`
     makes in the driver, the same views (the pyarrow ones, proven equal to Spark SQL's), the same
     outputs with the same schemas, each written by pyarrow as one Parquet file in Spark's layout
@@ -178,7 +192,9 @@ def scan_here(paths, out: str, level: str = "batches", split_bytes=None, options
     having written nothing, when a read it holds would pass ``DRIVER_TABLE_BYTES`` in memory (Spark's
     tasks must read it).  ``min_partitions``: the
     parallelism its splits are planned for (default: this machine's cores, as ``local[*]``)."""
-    opts, listing = _scan_inputs(paths, level, options, listing)
+    paths, out, level, search, split_bytes = request.paths, request.out, request.level, request.search, request.split_bytes
+    partition_by = request.partition_by
+    opts, listing = _scan_inputs(paths, level, request.options, request.listing)
     check_partition_by(level, partition_by)
     python = None if search is None else python_pattern(search)
     if search is not None and python is None:
@@ -189,7 +205,7 @@ def scan_here(paths, out: str, level: str = "batches", split_bytes=None, options
     streamed = level == "records" and not partition_by  # written split by split, never held whole
     races = summary is not None and replicated(_rows_of(summary, "partition").to_pylist())
     records = None
-    if summary is not None and (races or not streamed and (level == "records" or search is not None)):
+    if summary is not None and not streamed and (level == "records" or search is not None):
         records, _ = read("records")
         if records is None:
             return None
@@ -197,11 +213,15 @@ def scan_here(paths, out: str, level: str = "batches", split_bytes=None, options
         return None
     window = window_of(opts)
     exported, found = None, None
-    if streamed:
-        exported, found, n_records = _stream_records(paths, os.path.join(out, "records"), split_bytes, opts, min_partitions,
-                                                     listing, search, python)
+    planned = dataclasses.replace(request, options=opts, listing=listing)
+    if streamed:  # what the races need of its records kept as they stream by
+        slim = [] if races else None
+        exported, found, n_records = _stream_records(planned, min_partitions, python, slim)
+        records = pa.concat_tables(slim) if slim else None
     elif window.records and level == "records":
         exported = _records_counted(records)
+    elif races and records is None:
+        records = _races_records(planned, min_partitions)
     outputs, rows, findings = _outputs_here(summary, exported if window.records else None, window)
     outputs["races"] = races_table(summary, records) if races else RACES_SCHEMA.empty_table()
     anomalies = outputs["anomalies"]
@@ -222,13 +242,24 @@ def scan_here(paths, out: str, level: str = "batches", split_bytes=None, options
                       outputs["races"].num_rows)
 
 
-def _stream_records(paths, into: str, split_bytes, opts, min_partitions, listing, search, python):
-    """A records export written split by split into the Parquet dir ``into`` (a part file a split, by
-    pyarrow, as Spark's tasks write it: memory bounded by a split's batches, not the fleet), what it
+def _races_records(request: ScanRequest, min_partitions):
+    """What the replica view's races read of a scan's records (``races.slim_records``: no value), read
+    split by split, for a scan that holds no records (None: none read)."""
+    reader, _, splits = planned_reader(request.paths, "records", request.split_bytes, request.options,
+                                       min_partitions or os.cpu_count() or 1, request.listing)
+    slim = [slim_records(pa.Table.from_batches([b])) for split in splits for b in reader.read(split) if b.num_rows]
+    return pa.concat_tables(slim) if slim else None
+
+
+def _stream_records(request: ScanRequest, min_partitions, python, slim: list | None = None):
+    """A records export of ``request`` written split by split into ``out/records`` (a part file a split,
+    by pyarrow, as Spark's tasks write it: memory bounded by a split's batches, not the fleet), what it
     holds per inventory row (:data:`_EXPORTED`) and, with a ``search``, its hits (:func:`search_table`
-    over each Arrow batch): (those counts, the hits or None, the rows written)."""
-    reader, _, splits = planned_reader(paths, "records", split_bytes, opts, min_partitions or os.cpu_count() or 1,
-                                       listing)
+    over each Arrow batch): (those counts, the hits or None, the rows written).  ``slim``: a list the
+    columns the replica view's races read of each batch (``races.slim_records``) are added to."""
+    search, into = request.search, os.path.join(request.out, "records")
+    reader, _, splits = planned_reader(request.paths, "records", request.split_bytes, request.options,
+                                       min_partitions or os.cpu_count() or 1, request.listing)
     schema = reader.arrow_schema()
     counts = {}
     hits = [] if search is None else [search_table(schema.empty_table(), search, python)]
@@ -238,6 +269,8 @@ def _stream_records(paths, into: str, split_bytes, opts, min_partitions, listing
             if b.num_rows:
                 t = pa.Table.from_batches([b])
                 _count_into(counts, t)
+                if slim is not None:
+                    slim.append(slim_records(t))
                 if search is not None:
                     hits.append(search_table(t, search, python))
             yield b
@@ -619,7 +652,7 @@ def main(argv=None):
     spark = job_spark(args.master, register_source=False)
     if args.search is not None and (problem := pattern_problem(spark, args.search)):
         fail(problem)
-    r = scan(spark, args.paths, args.out, args.level, args.search, options=options, listing=listing)
+    r = scan(spark, ScanRequest(args.paths, args.out, args.level, args.search, options=options, listing=listing))
     print(f"{r.rows} {r.level} rows, {r.anomalies} anomalies" + (f" ({r.notes} more outside the window)" if r.notes else "")
           + (f", {r.hits} search hits" if r.hits is not None else ""))
     raise SystemExit(1 if r.anomalies else 0)

@@ -295,10 +295,10 @@ def test_a_scan_written_here_killed_at_any_step_leaves_whole_outputs_and_a_rerun
     fsync and rename: each output dir in --out is whole (its part file and _SUCCESS) or absent, what
     is left beside them is a kfx temp dir, and the rerun `--overwrite` makes reclaims those."""
     from cli.spark_start import clear_outputs
-    from spark_jobs.scan import scan_here
+    from spark_jobs.scan import ScanRequest, scan_here
     from tests.conftest import SAMPLE
     out = str(tmp_path / "out")
-    run = lambda: scan_here([SAMPLE], out, "records")  # noqa: E731
+    run = lambda: scan_here(ScanRequest([SAMPLE], out, "records"))  # noqa: E731
     calls = []
     os.makedirs(out)
     fsutil.FAULT_HOOK = calls.append
@@ -343,10 +343,10 @@ def test_a_scan_s_outputs_killed_at_any_step_are_each_whole_or_a_temp_dir_a_reru
 
     def run(env, steps=False):
         code = ("from kafkaforensics import fsutil; from spark_jobs.common import get_spark; "
-                "from spark_jobs.scan import scan; "
+                "from spark_jobs.scan import ScanRequest, scan; "
                 "spark = get_spark('local[1]', console_progress=False, register_source=False); "
                 + ("fsutil.FAULT_HOOK = lambda s: print('STEP', s, flush=True); " if steps else "")
-                + f"scan(spark, [{SAMPLE!r}], {out!r}, 'records', driver_bytes=0)")
+                + f"scan(spark, ScanRequest([{SAMPLE!r}], {out!r}, 'records'), driver_bytes=0)")
         p = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, **env},
                              cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)

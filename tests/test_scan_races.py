@@ -97,12 +97,12 @@ def test_a_scan_of_one_broker_or_of_replicas_behind_has_no_races(tmp_path, kfx):
 
 @pytest.mark.parametrize("held", [False, True], ids=["by-the-tasks", "held-in-the-driver"])
 def test_the_race_outcomes_of_a_scan_on_spark(tmp_path, spark, held):  # noqa: F811
-    from spark_jobs.scan import scan
+    from spark_jobs.scan import ScanRequest, scan
     for planted in sorted(PLANTED):
         root = tmp_path / planted
         parts, want = PLANTED[planted](root)
         out = root / "out"
-        res = scan(spark, _log_dirs(parts), str(out), driver_bytes=1 << 30 if held else 0,
+        res = scan(spark, ScanRequest(_log_dirs(parts), str(out)), driver_bytes=1 << 30 if held else 0,
                    summary_rows=10**6 if held else 0, tasks_write=held)
         rows = _races(out)
         assert res.races == len(rows)
@@ -112,3 +112,18 @@ def test_the_race_outcomes_of_a_scan_on_spark(tmp_path, spark, held):  # noqa: F
         assert _pieces(json.loads(got["evidence"])) == _pieces(d["evidence"])
 
 from tests.test_spark import spark  # noqa: E402,F401  (the session fixture)
+
+
+@pytest.mark.parametrize("planted", sorted(PLANTED))
+def test_a_streamed_records_export_keeps_what_the_races_need(tmp_path, planted):
+    """A records export with no Spark is streamed split by split (never held whole): the races are judged
+    on what it keeps of each batch as it streams by -- the same rows as a batches scan's."""
+    from spark_jobs.scan import ScanRequest, scan_here
+    parts, want = PLANTED[planted](tmp_path)
+    got = {}
+    for level in ("records", "batches"):
+        r = scan_here(ScanRequest(_log_dirs(parts), str(tmp_path / level), level))
+        got[level] = _races(tmp_path / level)
+        assert r.races == len(got[level])
+    assert got["records"] == got["batches"]
+    _check(got["records"], tmp_path, want)

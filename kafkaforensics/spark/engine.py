@@ -33,6 +33,13 @@ def held_in_driver(master: str, nbytes: int, driver_bytes: int = DRIVER_READ_BYT
     return master.startswith("local") and nbytes <= driver_bytes
 
 
+def pyarrow_writes(master: str, out_local: bool) -> bool:
+    """Whether pyarrow writes a Spark scan's outputs (a records export by the tasks that read it, and
+    the outputs of a summary held in the driver): its tasks share a local ``--out`` with the driver
+    only on a local master."""
+    return master.startswith("local") and out_local
+
+
 def may_run_here(master: str | None, search_here: bool, out_local: bool) -> bool:
     """Whether a scan may run with no Spark (hence no Java), before its plan is known: no master
     given, a search pattern Python reads as Java does (or none), a local ``--out``."""
@@ -76,7 +83,6 @@ class ScanEngine:
 def choose(master: str | None, nbytes: int, search_here: bool, out_local: bool) -> ScanEngine:
     """The engine of a scan of ``nbytes`` of segments (:func:`may_run_here` for the rest)."""
     m = master or LOCAL_MASTER
-    pyarrow_writes = m.startswith("local") and out_local
     if may_run_here(master, search_here, out_local) and held_in_driver(LOCAL_MASTER, nbytes, HERE_BYTES):
         return ScanEngine(HERE, m, True, nbytes)
-    return ScanEngine(DRIVER if held_in_driver(m, nbytes) else TASKS, m, pyarrow_writes, nbytes)
+    return ScanEngine(DRIVER if held_in_driver(m, nbytes) else TASKS, m, pyarrow_writes(m, out_local), nbytes)
