@@ -420,7 +420,7 @@ def test_a_search_pattern_java_refuses_or_a_failing_scan_is_one_line_and_exit_2(
         assert r.exit_code == 2 and os.listdir(tmp_path / f"mine{run}") == [], r.output
 
         def interrupted(*a, **k):
-            os.makedirs(os.path.join(a[at], "records"))
+            os.makedirs(os.path.join(a[at].out, "records"))
             raise KeyboardInterrupt
         monkeypatch.setattr(scan_job, name, interrupted)
         stopped = []

@@ -16,7 +16,8 @@ transaction by transaction. The classes:
   older value another replica still serves), ``aborted-served-as-committed`` (an ABORT marker missing
   on one replica, whose later COMMIT then commits the aborted records), ``committed-hidden`` (a COMMIT
   marker missing: the records aborted or held there), ``lso-frozen`` (a marker on one replica only:
-  the other's transaction stays open past it, its last stable offset frozen);
+  the other's transaction stays open past it, its last stable offset frozen) -- judged by the rules of
+  :mod:`kafkaforensics.log.replica_race`, which ``kfx scan``'s replica view shares;
 - ``topic-id-mismatch`` (``partition.metadata``: two topics of one name), ``corrupt`` (a batch whose
   CRC fails).
 
