@@ -29,6 +29,7 @@ from cli.options import (BACKUP_DIR, CONFIG, DRY_RUN, IGNORE_TOPIC_CONFIG, INDEX
                          sizes, topic_config)
 from kafkaforensics import __version__
 from kafkaforensics.defaults import DEFAULT_DEDUPE_BUFFER_BYTES, DEFAULT_DELETE_RETENTION_MS, DEFAULT_SPLIT_BYTES
+from kafkaforensics.spark import engine as spark_engine
 from specs.lazy import lazy
 
 # Each command's library module, imported when the command runs (specs/lazy.py: the project's one
@@ -807,56 +808,105 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
                                                        "(keyDecoded/valueDecoded JSON, schema id, subject columns)"),
          schemas: Optional[str] = SCHEMAS, schema_registry: Optional[str] = SCHEMA_REGISTRY):
     """Scan a fleet of segments with Spark (a small one needs none), reading it once: export, inventory, anomalies (and search hits) as Parquet."""
-    # a scan small enough to be read and written here needs no Spark, hence no Java (unless it grows)
-    may_run_here = (master is None and (search is None or spark_jobs_search.python_pattern(search) is not None)
-                    and spark_jobs_common.local_path(out) is not None)  # a search Python reads as Java does
+    run = _scan_ready(ScanArgs(inputs, out, master, level.value, search, split_bytes, include_corrupt,
+                               (s3_endpoint, s3_access_key, s3_secret_key, s3_region), overwrite, verbose,
+                               (topic, partition, from_time, to_time, from_offset, to_offset), option,
+                               tuple(partition_by), (decode, schemas, schema_registry)))
+    c = cli_plain.console(stderr=True)
+    result, spark = _scan_running(c, run)
+    c.print(_plan_line(result.plan), highlight=False, soft_wrap=True)
+    _print_inventory(out, result.inventory, verbose)
+    cli_plain.console().print(f"{result.rows} {level.value} rows -> {os.path.join(out, level.value)}; {result.anomalies} anomalies"
+                    + (f" in the window ({result.notes} outside it: notes, in {os.path.join(out, 'anomalies')})"
+                       if result.notes else "")
+                    + (f"; {result.hits} search hits -> {os.path.join(out, 'search')}" if result.hits is not None else "")
+                    + (f"; {result.races} replica race outcome(s) -> {os.path.join(out, 'races')}" if result.races else ""),
+                    highlight=False, soft_wrap=True)
+    if spark is not None:
+        _scan_session_end(c, spark)
+    raise Exit(EXIT_PROBLEMS if result.anomalies or result.races else EXIT_OK)
+
+
+@dataclass
+class ScanArgs:
+    """``kfx scan``'s options as typer parsed them: ``s3`` (endpoint, access key, secret key, region),
+    ``window`` (topics, partitions, from and to time, from and to offset)."""
+    inputs: list
+    out: str
+    master: str | None
+    level: str
+    search: str | None
+    split_bytes: int
+    include_corrupt: bool
+    s3: tuple
+    overwrite: bool
+    verbose: bool
+    window: tuple
+    option: list
+    partition_by: tuple
+    #: (--decode, --schemas, --schema-registry)
+    decode: tuple = (False, None, None)
+
+    def source_options(self) -> dict:
+        """The ``kafka_segments`` source options they give (ValueError: one that is not)."""
+        options = {k: v for k, v in zip(("includeCorrupt", "s3.endpoint", "s3.accessKey", "s3.secretKey", "s3.region"),
+                                         ("true" if self.include_corrupt else None, *self.s3)) if v}
+        decode, schemas, registry = self.decode
+        options.update({k: v for k, v in (("decode", "true" if decode else None), ("schemas", schemas),
+                                          ("schemaRegistry", registry)) if v})
+        options.update(spark_jobs_common.window_options(*self.window))
+        options.update(spark_jobs_common.parse_options(self.option))
+        return options
+
+
+def _scan_ready(a: ScanArgs) -> "ScanRun":
+    """``kfx scan`` checked, planned and its engine chosen (``kafkaforensics.spark.engine``), ``--out``
+    made ready last: every refusal (one line, exit 2) before anything is written."""
+    if a.decode[0] and a.level != "records":
+        _fail("--decode adds columns to the records export: give --level records")
+    search_here = a.search is None or spark_jobs_search.python_pattern(a.search) is not None
+    out_local = spark_jobs_common.local_path(a.out) is not None
+    may_run_here = spark_engine.may_run_here(a.master, search_here, out_local)
     for problem in (None if may_run_here else cli_spark_start.java_problem(),
-                    search is not None and spark_jobs_search.pattern_problem(None, search)):  # before anything starts
+                    a.search is not None and spark_jobs_search.pattern_problem(None, a.search)):  # before anything starts
         if problem:
             _fail(problem)
-    c = cli_plain.console(stderr=True)
-    if decode and level != Level.records:
-        _fail("--decode adds columns to the records export: give --level records")
-    options = {k: v for k, v in (("includeCorrupt", "true" if include_corrupt else None), ("s3.endpoint", s3_endpoint),
-                                 ("s3.accessKey", s3_access_key), ("s3.secretKey", s3_secret_key),
-                                 ("s3.region", s3_region), ("decode", "true" if decode else None),
-                                 ("schemas", schemas), ("schemaRegistry", schema_registry)) if v}
     try:
-        options.update(spark_jobs_common.window_options(topic, partition, from_time, to_time, from_offset, to_offset))
-        options.update(spark_jobs_common.parse_options(option))
-        spark_jobs_scan.check_partition_by(level.value, partition_by)
-        planned = spark_jobs_scan.plan(inputs, split_bytes, options)  # lists every input once: a missing one ends here
+        options = a.source_options()
+        spark_jobs_scan.check_partition_by(a.level, a.partition_by)
+        planned = spark_jobs_scan.plan(a.inputs, a.split_bytes, options)  # lists every input once: a missing one ends here
     except (ValueError, spark_storage.MissingInput) as e:
         _fail(str(e))
-    runs_here = may_run_here and spark_jobs_common.held_in_driver(LOCAL_MASTER, planned.bytes, spark_jobs_common.HERE_BYTES)
-    if may_run_here and not runs_here and (problem := cli_spark_start.java_problem()):  # still before --out is touched
+    engine = spark_engine.choose(a.master, planned.bytes, search_here, out_local)
+    if may_run_here and engine.spark and (problem := cli_spark_start.java_problem()):  # still before --out is touched
         _fail(problem)
-    made_out = cli_spark_start.out_is_new(out)
-    problem = cli_spark_start.out_problem(out, overwrite)  # last of the checks: it makes a new --out
+    made_out = cli_spark_start.out_is_new(a.out)
+    problem = cli_spark_start.out_problem(a.out, a.overwrite)  # last of the checks: it makes a new --out
     if problem:
         _fail(problem)
-    left = cli_spark_start.left_behind(out)  # what a scan that does not finish leaves in --out
-    run = ScanRun(inputs, out, level.value, search, split_bytes, options, planned, verbose, left, tuple(partition_by))
-    if overwrite:
-        cli_spark_start.clear_outputs(out)
+    run = ScanRun(a.inputs, a.out, a.level, a.search, a.split_bytes, options, planned, a.verbose,
+                  cli_spark_start.left_behind(a.out), a.partition_by, engine, made_out)  # what a scan that does not finish leaves
+    if a.overwrite:
+        cli_spark_start.clear_outputs(a.out)
+    return run
+
+
+def _scan_running(c, run: "ScanRun"):
+    """``run`` run as its engine says -- here, or on Spark (also when its rows outgrow this process):
+    (its result, the Spark session or None).  Whatever ends it early discards its outputs; Ctrl-C
+    exits 130."""
     finished = interrupted = False
     result = spark = None
     try:
-        if runs_here:
-            c.print(f"reading {planned.bytes:,} bytes of segments here: a scan this small needs no Spark "
-                    f"(--master {LOCAL_MASTER} runs it on Spark)", highlight=False, soft_wrap=True)
-            try:
-                result = spark_jobs_scan.scan_here(inputs, spark_jobs_common.local_path(out), level.value, split_bytes,
-                                                   options, listing=planned.listing, search=search,
-                                                   partition_by=tuple(partition_by))
-            except Exception as e:  # noqa: BLE001 -- one line, not a traceback (exit 1 means damage)
-                if verbose:
-                    raise
-                _fail(f"the scan stopped: {cli_spark_start.error_line(e)} (--verbose shows the whole error); {left}")
+        if not run.engine.spark:
+            result = _scan_here(c, run)
             if result is None:
                 c.print("its rows outgrow what this process holds: Spark reads it", highlight=False)
+                run.engine = run.engine.outgrown()
+                if problem := cli_spark_start.java_problem():  # not checked for a scan that could run here
+                    _fail(problem)
         if result is None:
-            result, spark = _scan_on_spark(c, run, master or LOCAL_MASTER, outgrew=runs_here)
+            result, spark = _scan_on_spark(c, run)
         finished = True
     except KeyboardInterrupt:  # as a shell's Ctrl-C: 128 + SIGINT
         interrupted = True
@@ -864,30 +914,46 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
         if not finished:  # whatever ended it (an error, --verbose's traceback, Ctrl-C)
             if interrupted:  # its tasks would write on: pyspark's JVM ignores SIGINT
                 cli_spark_start.stop_driver_jvm()
-            cli_spark_start.discard_outputs(out, made_out)
+            cli_spark_start.discard_outputs(run.out, run.made_out)
     if interrupted:
-        _err().print(f"interrupted: {left}", highlight=False, soft_wrap=True)
+        _err().print(f"interrupted: {run.left}", highlight=False, soft_wrap=True)
         raise Exit(130)
-    c.print(_plan_line(result.plan), highlight=False, soft_wrap=True)
-    _print_inventory(out, result.inventory, verbose)
-    cli_plain.console().print(f"{result.rows} {level.value} rows -> {os.path.join(out, level.value)}; {result.anomalies} anomalies"
-                    + (f" in the window ({result.notes} outside it: notes, in {os.path.join(out, 'anomalies')})"
-                       if result.notes else "")
-                    + (f"; {result.hits} search hits -> {os.path.join(out, 'search')}" if result.hits is not None else ""),
+    return result, spark
+
+
+def _scan_here(c, run: "ScanRun"):
+    """``run`` read and written in this process, with no Spark (None: its rows outgrow it)."""
+    planned = run.planned
+    c.print(f"reading {planned.bytes:,} bytes of segments here: a scan this small needs no Spark "
+            f"(--master {LOCAL_MASTER} runs it on Spark)", highlight=False, soft_wrap=True)
+    try:
+        return spark_jobs_scan.scan_here(_scan_request(run, spark_jobs_common.local_path(run.out)))
+    except Exception as e:  # noqa: BLE001 -- one line, not a traceback (exit 1 means damage)
+        if run.verbose:
+            raise
+        _fail(f"the scan stopped: {cli_spark_start.error_line(e)} (--verbose shows the whole error); {run.left}")
+
+
+def _scan_request(run: "ScanRun", out: str):
+    """What ``run`` asks of ``spark_jobs.scan``, into ``out``: its inputs' listing made once, for the plan."""
+    return spark_jobs_scan.ScanRequest(run.inputs, out, run.level, run.search, run.split_bytes, run.options,
+                                       run.planned.listing, run.partition_by)
+
+
+def _scan_session_end(c, spark) -> None:
+    """The Spark session of a scan ended; on a first run, the driver JVM's classes recorded in the
+    background for faster starts."""
+    spark_jobs_common.end_session(spark)
+    if spark_jobs_common.class_archive_recording() == "background" and spark_jobs_common.class_archive_missing():
+        pid = spark_jobs_common.start_class_archive_recording()
+        if pid is not None:
+            c.print(f"first run: recording the driver JVM's classes for faster starts, once, in the background "
+                    f"(pid {pid}; {spark_jobs_common.CLASS_ARCHIVE_RECORDING}=now records them during a scan, =no never)",
                     highlight=False, soft_wrap=True)
-    if spark is not None:
-        spark_jobs_common.end_session(spark)
-        if spark_jobs_common.class_archive_recording() == "background" and spark_jobs_common.class_archive_missing():
-            pid = spark_jobs_common.start_class_archive_recording()
-            if pid is not None:
-                c.print(f"first run: recording the driver JVM's classes for faster starts, once, in the background "
-                        f"(pid {pid}; {spark_jobs_common.CLASS_ARCHIVE_RECORDING}=now records them during a scan, =no never)",
-                        highlight=False, soft_wrap=True)
-    raise Exit(EXIT_PROBLEMS if result.anomalies else EXIT_OK)
 
 
 #: the master ``kfx scan`` runs Spark on when not told one
-LOCAL_MASTER = "local[*]"
+LOCAL_MASTER = spark_engine.LOCAL_MASTER
 #: an inventory of up to this many rows is printed whole; a longer one as a summary (``--verbose``: whole)
 SCAN_TABLE_ROWS = 20
 #: the largest partitions a summary names
@@ -944,21 +1010,20 @@ class ScanRun:
     verbose: bool
     left: str
     partition_by: tuple = ()
+    engine: spark_engine.ScanEngine | None = None
+    made_out: bool = False
 
 
-def _scan_on_spark(c, run: ScanRun, master: str, outgrew: bool = False):
-    """``kfx scan``'s ``run`` on Spark, from the JVM's start: (its result, the session).  ``outgrew``: a
-    scan begun here whose rows outgrew this process (Spark's tasks read it: not the driver again)."""
-    planned, verbose, search = run.planned, run.verbose, run.search
-    if outgrew and (problem := cli_spark_start.java_problem()) is not None:  # checked before, for any other
-        _fail(problem)
-    tiny = not outgrew and spark_jobs_common.held_in_driver(master, planned.bytes)
+def _scan_on_spark(c, run: ScanRun):
+    """``kfx scan``'s ``run`` on Spark, from the JVM's start, as its engine says: (its result, the
+    session)."""
+    planned, verbose, search, engine = run.planned, run.verbose, run.search, run.engine
+    master = engine.master
     c.print(f"starting Spark ({master})...", highlight=False)
     try:
         with cli_spark_start.quiet_start(verbose):
             spark = spark_jobs_common.get_spark(master, console_progress=False, class_archive=True,
-                                                short_run=planned.bytes <= spark_jobs_common.SHORT_RUN_BYTES,
-                                                tiny_run=tiny,
+                                                engine=engine,
                                                 record_class_archive=spark_jobs_common.class_archive_recording() == "now",
                                                 register_source=False)  # scan reads what it plans: no data source
     except spark_jobs_common.SparkStartError as e:
@@ -978,10 +1043,8 @@ def _scan_on_spark(c, run: ScanRun, master: str, outgrew: bool = False):
             bar.update(task, completed=done, total=total, **({"description": "writing the outputs", "splits": ""}
                                                              if done >= total else {"splits": f"{done}/{total} splits"}))
         try:
-            return spark_jobs_scan.scan(spark, run.inputs, run.out, run.level, search, run.split_bytes, run.options, progress,
-                                        listing=planned.listing,  # listed once, for the plan
-                                        partition_by=run.partition_by,
-                                        **({"driver_bytes": 0} if outgrew else {})), spark
+            return spark_jobs_scan.scan(spark, _scan_request(run, run.out), progress, driver_bytes=engine.driver_bytes,
+                                        tasks_write=engine.pyarrow_writes), spark
         except Exception as e:  # noqa: BLE001 -- Spark's and the JVM's: one line, not a traceback (exit 1 means damage)
             if verbose:
                 raise

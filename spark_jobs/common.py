@@ -20,6 +20,10 @@ from datetime import datetime, timezone
 
 from specs.lazy import lazy
 
+from kafkaforensics.spark import engine as spark_engine
+from kafkaforensics.spark.engine import (DRIVER, DRIVER_READ_BYTES, HERE_BYTES, SHORT_RUN_BYTES, ScanEngine,  # noqa: F401
+                                         held_in_driver)
+
 #: imported on first use (specs/lazy.py), where start-up must not pay for them
 log_writer = lazy("kafkaforensics.log.writer", globals())
 records_batch = lazy("kafkaforensics.records.batch", globals())
@@ -39,9 +43,6 @@ pyspark_sql_pandas_types = lazy("pyspark.sql.pandas.types", globals())
 spark_jobs_scan = lazy("spark_jobs.scan", globals())
 
 
-#: a scan of at most this many bytes is short enough that the driver JVM's start-up dominates it:
-#: its JIT stops at the quick C1 compiler (``short_run``)
-SHORT_RUN_BYTES = 256 << 20
 #: and Spark SQL runs its plans interpreted, as planned: a short run's plans (the inventory's and the
 #: replica view's aggregations and joins over one row a batch) take seconds less than when each
 #: stage's code is generated and compiled and adaptive execution re-plans after every shuffle
@@ -53,15 +54,6 @@ SHORT_RUN_SQL_CONF = {"spark.sql.codegen.wholeStage": "false", "spark.sql.adapti
 #: own test suite runs every expression both ways). Past that size it is not set: interpreted
 #: projections over millions of rows cost more than compiling them (20 s more on 244 MB)
 TINY_RUN_SQL_CONF = {"spark.sql.codegen.factoryMode": "NO_CODEGEN"}
-#: a planned read of at most this many bytes of segments, on a local master, is read in the driver's
-#: Python and handed to Spark as one Arrow table (``read_planned``): no Python worker starts for it,
-#: and ``kfx scan`` computes the views of such a summary in pyarrow (spark_jobs/inventory.py), without
-#: a Spark job (benchmarks/README.md, session 17); its memory is that table's, a few times these bytes
-DRIVER_READ_BYTES = 32 << 20
-#: the segments ``kfx scan`` with no ``--master`` reads in its own process, with no Spark
-#: (``spark_jobs.scan.scan_here``: a records export streamed split by split, the summary -- a row a
-#: batch -- held while it stays within :data:`DRIVER_TABLE_BYTES`); past it, Spark's tasks read it
-HERE_BYTES = 1 << 30
 #: and only while that table stays within this many bytes (a compressed segment's records can take
 #: many times its bytes): past them the driver drops what it read and Spark's tasks read it
 DRIVER_TABLE_BYTES = 128 << 20
@@ -251,8 +243,8 @@ def _import_while_the_jvm_starts() -> None:
 
 
 def get_spark(master: str | None = None, app: str = "kafkaforensics", console_progress: bool = True,
-              short_run: bool = False, class_archive: bool = False, conf: dict | None = None,
-              record_class_archive: bool = True, register_source: bool = True, tiny_run: bool = False):
+              engine: ScanEngine | None = None, class_archive: bool = False, conf: dict | None = None,
+              record_class_archive: bool = True, register_source: bool = True):
     """A SparkSession with the ``kafka_segments`` data source registered (unless ``register_source``
     is False: registering it costs a cold session 1.5-2 s, which ``kfx scan``, reading only what it
     plans itself, does not need).
@@ -262,7 +254,8 @@ def get_spark(master: str | None = None, app: str = "kafkaforensics", console_pr
     ``conf``: more Spark settings (e.g. ``spark.driver.memory``).
 
     When this process starts the driver JVM (not under spark-submit), two options shorten its
-    start: ``short_run`` stops its JIT at the C1 compiler and runs Spark SQL's plans interpreted
+    start: the ``engine`` of the scan it is for (:mod:`kafkaforensics.spark.engine`) says whether it
+    is a ``short_run``, which stops its JIT at the C1 compiler and runs Spark SQL's plans interpreted
     (:data:`SHORT_RUN_SQL_CONF`; for scans of up to ``SHORT_RUN_BYTES``; ``tiny_run``, for a scan
     read in the driver, also evaluates expressions interpreted: :data:`TINY_RUN_SQL_CONF`),
     and ``class_archive`` maps the classes Spark loads from an archive recorded by an earlier run
@@ -272,6 +265,7 @@ def get_spark(master: str | None = None, app: str = "kafkaforensics", console_pr
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    short_run, tiny_run = (engine.short_run, engine.tiny_run) if engine is not None else (False, False)
 
     b = pyspark_sql.SparkSession.builder.appName(app)
     if not console_progress:  # the caller shows its own progress instead of Spark's stage bars
@@ -426,12 +420,13 @@ def record_class_archive(master: str = "local[*]") -> None:
             log_writer.write_partition(os.path.join(logs, "warm-0"), (
                 records_builder.build_v2([records_batch.Record(b * 10 + i, 1700000000000 + b, b"key-%d" % i, b"value", [("h", b"v")]) for i in range(10)],
                          base_offset=b * 10, codec=b % 2) for b in range(20)))
-            spark = get_spark(master, app="kafkaforensics-class-archive", console_progress=False, short_run=True,
-                              class_archive=True, tiny_run=True)
-            spark_jobs_scan.scan(spark, [logs], os.path.join(tmp, "out"), "records", "value")
+            spark = get_spark(master, app="kafkaforensics-class-archive", console_progress=False,
+                              engine=ScanEngine(DRIVER, master, True), class_archive=True)  # a short run, read in the driver
+            spark_jobs_scan.scan(spark, spark_jobs_scan.ScanRequest([logs], os.path.join(tmp, "out"), "records", "value"))
             # and as a larger scan runs: read by Spark's tasks, its expressions compiled
             spark.conf.set("spark.sql.codegen.factoryMode", "FALLBACK")
-            spark_jobs_scan.scan(spark, [logs], os.path.join(tmp, "tasks"), "records", "value", driver_bytes=0)
+            spark_jobs_scan.scan(spark, spark_jobs_scan.ScanRequest([logs], os.path.join(tmp, "tasks"), "records", "value"),
+                                 driver_bytes=0)
             end_session(spark)
     finally:
         if archive is not None and recording_pid() in (None, os.getpid()):
@@ -515,12 +510,6 @@ def segment_bytes(splits) -> int:
     return sum(p.bytes for s in splits for p in s.pieces if p.kind == "segment")
 
 
-def held_in_driver(master: str, nbytes: int, driver_bytes: int = DRIVER_READ_BYTES) -> bool:
-    """Whether a planned read of ``nbytes`` of segments on ``master`` is read in the driver
-    (:func:`read_planned`: on a local master, up to ``driver_bytes``)."""
-    return master.startswith("local") and nbytes <= driver_bytes
-
-
 def _read_in_driver(reader, splits, limit: int):
     """Every split read here into one Arrow table, or None once its batches pass ``limit`` bytes."""
     batches, size = [], 0
@@ -581,7 +570,7 @@ def read_planned(spark, paths, level: str, split_bytes: int | None = None, optio
 def tasks_write_here(master: str, out: str) -> bool:
     """Whether the tasks of a session on ``master`` can write into ``out`` for the driver to commit
     (:func:`write_planned`): a local master's tasks share this machine's file system with it."""
-    return master.startswith("local") and local_path(out) is not None
+    return spark_engine.pyarrow_writes(master, local_path(out) is not None)
 
 
 def write_planned(spark, r: PlannedRead, path: str, writes=None) -> int:

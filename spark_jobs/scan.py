@@ -39,13 +39,14 @@ from spark_jobs.common import (DRIVER_READ_BYTES, check_inputs, check_out, fail,
                                tasks_write_here,
                                write_planned)
 from spark_jobs.inventory import WHERE, inventory_of, inventory_table, replicas_of, replicas_table
+from spark_jobs.races import RACES_SCHEMA, races_of, races_table, replicated, slim_records
 from spark_jobs.search import matches, pattern_problem, python_pattern, search_table, sorted_hits
 
 
 #: each export level and the ``rowKind`` of its rows
 LEVEL_KINDS = {"batches": "batch", "records": "record", "anomalies": "anomaly"}
 #: what a scan writes in its ``out``, one Parquet output each
-OUTPUTS = (*LEVEL_KINDS, "inventory", "replicas", "search")
+OUTPUTS = (*LEVEL_KINDS, "inventory", "replicas", "races", "search")
 #: the rows of a summary (one a batch, partition dir and segment file) that Spark's tasks read which
 #: are collected to the driver once cached, for its inventory and replica view to be computed in
 #: pyarrow (milliseconds) rather than by a dozen Spark jobs (seconds: 6 of a 1 GiB scan's 12).  At a
@@ -76,6 +77,7 @@ class ScanResult:
     inventory: list = field(default_factory=list)   # one dict per log dir and partition
     plan: ScanPlan | None = None
     notes: int = 0                  # anomalies outside a window (in ``out/anomalies`` too): no finding
+    races: int = 0                  # the replica view's race outcomes (``out/races``): findings
 
 
 @dataclass(frozen=True)
@@ -125,11 +127,25 @@ def _watch(spark, total_tasks: int, progress, stop: threading.Event) -> None:
         progress(best, total_tasks)
 
 
-def scan(spark, paths, out: str, level: str = "batches", search: str | None = None, split_bytes=None,
-         options: dict | None = None, progress=None, driver_bytes: int = DRIVER_READ_BYTES,
-         listing: Layout | None = None, tasks_write: bool | None = None,
-         summary_rows: int = SUMMARY_ROWS_HERE, partition_by=()) -> ScanResult:
-    """Scan ``paths`` and write ``out/<level>``, ``out/inventory``, ``out/replicas``,
+@dataclass(frozen=True)
+class ScanRequest:
+    """What a scan is asked: its input ``paths``, ``out``, export ``level``, ``search`` pattern (a Java
+    regular expression), ``split_bytes``, source ``options`` (a window among them), the inputs'
+    ``listing`` when already made (:func:`plan`'s: they are then not listed again), and the
+    :data:`PARTITION_COLUMNS` a records export is partitioned by."""
+    paths: list
+    out: str
+    level: str = "batches"
+    search: str | None = None
+    split_bytes: int | None = None
+    options: dict | None = None
+    listing: Layout | None = field(default=None, repr=False, compare=False)
+    partition_by: tuple = ()
+
+
+def scan(spark, request: ScanRequest, progress=None, *, driver_bytes: int = DRIVER_READ_BYTES,
+         tasks_write: bool | None = None, summary_rows: int = SUMMARY_ROWS_HERE) -> ScanResult:
+    """Scan ``paths`` (a :class:`ScanRequest`'s, as the rest below) and write ``out/<level>``, ``out/inventory``, ``out/replicas``,
     ``out/anomalies`` and, with a ``search`` pattern, ``out/search`` (Parquet).  ``options`` are
     source options (a window among them).  ``progress(done_splits, total_splits)`` is called while
     Spark's tasks read what the export is (the records, or the summary), and once with the total
@@ -145,7 +161,9 @@ def scan(spark, paths, out: str, level: str = "batches", search: str | None = No
     anomalies, and a batches or anomalies export).  Default ``tasks_write``: when the master is local
     and ``out`` a local path (``tasks_write_here``).  Every way writes the same outputs.
     ``partition_by``: :data:`PARTITION_COLUMNS` a records export is partitioned by (Spark's writer)."""
-    opts, listing = _scan_inputs(paths, level, options, listing)
+    paths, out, level, search, split_bytes = request.paths, request.out, request.level, request.search, request.split_bytes
+    partition_by = request.partition_by
+    opts, listing = _scan_inputs(paths, level, request.options, request.listing)
     check_partition_by(level, partition_by)
     if tasks_write is None:
         tasks_write = tasks_write_here(spark.sparkContext.master, out)
@@ -154,18 +172,16 @@ def scan(spark, paths, out: str, level: str = "batches", search: str | None = No
     reads = [read("scan")]
     summary = reads[0].frame if reads[0].table is not None else reads[0].frame.persist()
     try:
-        return _write_outputs(spark, out, level, search, read, progress, summary, reads, window=window_of(opts),
-                              tasks_write=tasks_write, summary_rows=summary_rows, partition_by=tuple(partition_by))
+        return _write_outputs(spark, Writes(out, level, search, window_of(opts), tuple(partition_by), tasks_write,
+                                            summary_rows), read, progress, summary, reads)
     finally:
         summary.unpersist()
         for r in reads:
             r.release()
 
 
-def scan_here(paths, out: str, level: str = "batches", split_bytes=None, options: dict | None = None,
-              listing: Layout | None = None, min_partitions: int | None = None,
-              search: str | None = None, partition_by=()) -> ScanResult | None:
-    """:func:`scan` with no Spark at all, for a scan this process can hold (``kfx scan`` of up to
+def scan_here(request: ScanRequest, min_partitions: int | None = None) -> ScanResult | None:
+    """:func:`scan` of ``request`` with no Spark at all, for a scan this process can hold (``kfx scan`` of up to
     ``HERE_BYTES`` of segments with no ``--master``: no JVM starts).  The same reads as :func:`scan`
     makes in the driver, the same views (the pyarrow ones, proven equal to Spark SQL's), the same
     outputs with the same schemas, each written by pyarrow as one Parquet file in Spark's layout
@@ -176,7 +192,9 @@ def scan_here(paths, out: str, level: str = "batches", split_bytes=None, options
     having written nothing, when a read it holds would pass ``DRIVER_TABLE_BYTES`` in memory (Spark's
     tasks must read it).  ``min_partitions``: the
     parallelism its splits are planned for (default: this machine's cores, as ``local[*]``)."""
-    opts, listing = _scan_inputs(paths, level, options, listing)
+    paths, out, level, search, split_bytes = request.paths, request.out, request.level, request.search, request.split_bytes
+    partition_by = request.partition_by
+    opts, listing = _scan_inputs(paths, level, request.options, request.listing)
     check_partition_by(level, partition_by)
     python = None if search is None else python_pattern(search)
     if search is not None and python is None:
@@ -185,19 +203,27 @@ def scan_here(paths, out: str, level: str = "batches", split_bytes=None, options
                              listing=listing)
     summary, splits = read("scan")
     streamed = level == "records" and not partition_by  # written split by split, never held whole
+    races = summary is not None and replicated(_rows_of(summary, "partition").to_pylist())
     records = None
     if summary is not None and not streamed and (level == "records" or search is not None):
         records, _ = read("records")
-    if summary is None or (not streamed and (level == "records" or search is not None) and records is None):
+        if records is None:
+            return None
+    if summary is None:
         return None
     window = window_of(opts)
     exported, found = None, None
-    if streamed:
-        exported, found, n_records = _stream_records(paths, os.path.join(out, "records"), split_bytes, opts, min_partitions,
-                                                     listing, search, python)
+    planned = dataclasses.replace(request, options=opts, listing=listing)
+    if streamed:  # what the races need of its records kept as they stream by
+        slim = [] if races else None
+        exported, found, n_records = _stream_records(planned, min_partitions, python, slim)
+        records = pa.concat_tables(slim) if slim else None
     elif window.records and level == "records":
         exported = _records_counted(records)
+    elif races and records is None:
+        records = _races_records(planned, min_partitions)
     outputs, rows, findings = _outputs_here(summary, exported if window.records else None, window)
+    outputs["races"] = races_table(summary, records) if races else RACES_SCHEMA.empty_table()
     anomalies = outputs["anomalies"]
     if level != "anomalies" and not streamed:
         outputs[level] = records if level == "records" else _rows_of(summary, LEVEL_KINDS[level])
@@ -212,16 +238,28 @@ def scan_here(paths, out: str, level: str = "batches", split_bytes=None, options
     written = {"records": n_records if streamed else outputs["records"].num_rows if level == "records" else None,
                "batches": sum(r["batches"] for r in rows), "anomalies": anomalies.num_rows}[level]
     hits = outputs["search"].num_rows if search is not None else None
-    return ScanResult(out, level, written, findings, hits, rows, plan_of(splits), anomalies.num_rows - findings)
+    return ScanResult(out, level, written, findings, hits, rows, plan_of(splits), anomalies.num_rows - findings,
+                      outputs["races"].num_rows)
 
 
-def _stream_records(paths, into: str, split_bytes, opts, min_partitions, listing, search, python):
-    """A records export written split by split into the Parquet dir ``into`` (a part file a split, by
-    pyarrow, as Spark's tasks write it: memory bounded by a split's batches, not the fleet), what it
+def _races_records(request: ScanRequest, min_partitions):
+    """What the replica view's races read of a scan's records (``races.slim_records``: no value), read
+    split by split, for a scan that holds no records (None: none read)."""
+    reader, _, splits = planned_reader(request.paths, "records", request.split_bytes, request.options,
+                                       min_partitions or os.cpu_count() or 1, request.listing)
+    slim = [slim_records(pa.Table.from_batches([b])) for split in splits for b in reader.read(split) if b.num_rows]
+    return pa.concat_tables(slim) if slim else None
+
+
+def _stream_records(request: ScanRequest, min_partitions, python, slim: list | None = None):
+    """A records export of ``request`` written split by split into ``out/records`` (a part file a split,
+    by pyarrow, as Spark's tasks write it: memory bounded by a split's batches, not the fleet), what it
     holds per inventory row (:data:`_EXPORTED`) and, with a ``search``, its hits (:func:`search_table`
-    over each Arrow batch): (those counts, the hits or None, the rows written)."""
-    reader, _, splits = planned_reader(paths, "records", split_bytes, opts, min_partitions or os.cpu_count() or 1,
-                                       listing)
+    over each Arrow batch): (those counts, the hits or None, the rows written).  ``slim``: a list the
+    columns the replica view's races read of each batch (``races.slim_records``) are added to."""
+    search, into = request.search, os.path.join(request.out, "records")
+    reader, _, splits = planned_reader(request.paths, "records", request.split_bytes, request.options,
+                                       min_partitions or os.cpu_count() or 1, request.listing)
     schema = reader.arrow_schema()
     counts = {}
     hits = [] if search is None else [search_table(schema.empty_table(), search, python)]
@@ -231,6 +269,8 @@ def _stream_records(paths, into: str, split_bytes, opts, min_partitions, listing
             if b.num_rows:
                 t = pa.Table.from_batches([b])
                 _count_into(counts, t)
+                if slim is not None:
+                    slim.append(slim_records(t))
                 if search is not None:
                     hits.append(search_table(t, search, python))
             yield b
@@ -422,59 +462,127 @@ def _watching(spark, splits: int, progress):
     progress(splits, splits)
 
 
-def _write_outputs(spark, out, level, search, read, progress, summary, reads, window: Window = Window(),
-                   tasks_write=False, summary_rows=0, partition_by=()) -> ScanResult:
+@dataclass(frozen=True)
+class Writes:
+    """What a Spark scan writes and how: its ``out``, export ``level``, ``search`` pattern, ``window``
+    and the records export's ``partition_by``; ``tasks_write``: pyarrow writes a records export (by
+    the tasks that read it, or here) and, to a local ``out``, every output of a summary held here;
+    ``summary_rows``: a summary the tasks read of at most this many rows is collected to the driver
+    (0: never)."""
+    out: str
+    level: str
+    search: str | None = None
+    window: Window = Window()
+    partition_by: tuple = ()
+    tasks_write: bool = False
+    summary_rows: int = 0
+
+    @property
+    def here(self) -> bool:
+        """Whether pyarrow writes the outputs of a summary held in the driver."""
+        return self.tasks_write and local_path(self.out) is not None
+
+
+def _export_records(spark, w: Writes, reads) -> int | None:
+    """A records export (the last of ``reads``) written as ``w`` says: by Spark's writer
+    (partitioned, or not ``tasks_write``) or with pyarrow by the tasks (its rows, else None)."""
+    path = os.path.join(w.out, w.level)
+    if w.partition_by:  # Spark's writer partitions it
+        frame = _dated_frame(reads[-1].frame) if "date" in w.partition_by else reads[-1].frame
+        frame.write.mode("overwrite").partitionBy(*w.partition_by).parquet(path)
+    elif w.tasks_write:
+        return write_planned(spark, reads[-1], path)
+    else:
+        reads[-1].frame.write.mode("overwrite").parquet(path)
+    return None
+
+
+def _held(summary, held, counted: int | None, summary_rows: int):
+    """The summary as an Arrow table held in the driver: read there, or collected from Spark's cache
+    when it has at most ``summary_rows`` rows (``counted``: its rows when already counted); else None."""
+    if held is not None or not summary_rows:
+        return held
+    if counted is None:
+        counted = summary.count()  # the tasks read it into Spark's cache
+    return summary.toArrow() if counted <= summary_rows else None
+
+
+def _write_search(spark, w: Writes, read, reads) -> int | None:
+    """The search hits written to ``out/search`` (None: no search): over the records export read back,
+    or the records read (made here for a scan that exports no records)."""
+    if not w.search:
+        return None
+    if w.level != "records":
+        reads.append(read("records"))
+    if w.level == "records" and reads[-1].table is None:  # read back, not read again
+        records = spark.read.parquet(os.path.join(w.out, "records"))
+    else:
+        records = reads[-1].frame
+    found = matches(records, w.search).persist()
+    hits = found.count()
+    found.coalesce(max(1, -(-hits // SEARCH_ROWS_A_FILE))).write.mode("overwrite").parquet(os.path.join(w.out, "search"))
+    found.unpersist()
+    return hits
+
+
+def _write_outputs(spark, w: Writes, read, progress, summary, reads) -> ScanResult:
     """:func:`scan`'s outputs from its ``summary`` (the first of its planned ``reads``, cached or held
     in the driver; a records read for the export or the search, ``read("records")``, is added to
-    them).  With ``tasks_write``, a records export is written with pyarrow, by the tasks that read it
-    or here for a read held here.  A cached summary of at most ``summary_rows`` rows is collected to
-    the driver once the tasks have read it; the views of a summary held here are computed by
-    pyarrow, and, with ``tasks_write`` to a local ``out``, all its outputs written by pyarrow too."""
+    them), written as ``w`` says; the views of a summary held here are computed by pyarrow."""
     scan_plan = plan_of(reads[0].splits)
-    held = reads[0].table
-    written = None
-    if level == "records":
+    written = counted = None
+    if w.level == "records":
         reads.append(read("records"))
-    summary_count = None
     with _watching(spark, scan_plan.splits, progress):  # the read of what the export is
-        if level == "records" and partition_by:  # Spark's writer partitions it
-            frame = _dated_frame(reads[-1].frame) if "date" in partition_by else reads[-1].frame
-            frame.write.mode("overwrite").partitionBy(*partition_by).parquet(os.path.join(out, level))
-        elif level == "records" and tasks_write:
-            written = write_planned(spark, reads[-1], os.path.join(out, level))
-        elif level == "records":
-            reads[-1].frame.write.mode("overwrite").parquet(os.path.join(out, level))
-        elif held is None:  # the tasks read the summary into Spark's cache, which every output reads
-            summary_count = summary.count()
-    if held is None and summary_rows:
-        if summary_count is None:
-            summary_count = summary.count()  # the tasks read it into Spark's cache
-        if summary_count <= summary_rows:
-            held = summary.toArrow()
-    if held is not None and tasks_write and local_path(out) is not None:  # computed and written here: no Spark job
+        if w.level == "records":
+            written = _export_records(spark, w, reads)
+        elif reads[0].table is None:  # the tasks read the summary into Spark's cache, which every output reads
+            counted = summary.count()
+    held = _held(summary, reads[0].table, counted, w.summary_rows)
+    if held is not None and w.here:  # computed and written here: no Spark job
         summary.unpersist()  # nothing reads the JVM's copy again (Spark's writes below would)
-        n_anomalies, findings, inv = _write_outputs_here(spark, out, level, held, reads, window)
+        n_anomalies, findings, inv = _write_outputs_here(spark, w.out, w.level, held, reads, w.window)
     else:
-        n_anomalies, findings, inv = _write_outputs_by_spark(spark, out, level, summary, held, reads, window)
-    if level == "records":
+        n_anomalies, findings, inv = _write_outputs_by_spark(spark, w.out, w.level, summary, held, reads, w.window)
+    if w.level == "records" and written is None:
         done = reads[-1].table
-        if written is None:
-            written = done.num_rows if done is not None else spark.read.parquet(os.path.join(out, level)).count()
-    else:
-        written = sum(r["batches"] for r in inv) if level == "batches" else n_anomalies
-    hits = None
-    if search:
-        if level != "records":
-            reads.append(read("records"))
-        if level == "records" and reads[-1].table is None:  # read back, not read again
-            records = spark.read.parquet(os.path.join(out, "records"))
+        written = done.num_rows if done is not None else spark.read.parquet(os.path.join(w.out, w.level)).count()
+    elif w.level != "records":
+        written = sum(r["batches"] for r in inv) if w.level == "batches" else n_anomalies
+    hits = _write_search(spark, w, read, reads)
+    races = _write_races(spark, w.out, summary, held, inv, lambda: _records_read(reads, read, w.level, w.search), w.here)
+    return ScanResult(w.out, w.level, written, findings, hits, inv, scan_plan, n_anomalies - findings, races)
+
+
+def _records_read(reads, read, level, search):
+    """The records read of a scan: the export's or the search's when it made one, else a new one."""
+    if level != "records" and not search:
+        reads.append(read("records"))
+    return reads[-1]
+
+
+def _write_races(spark, out, summary, held, inventory, records, here: bool) -> int:
+    """The replica view's race outcomes (:mod:`spark_jobs.races`) written to ``out/races``: none
+    unless the ``inventory`` holds a partition in two log dirs; judged here over a summary ``held``
+    in the driver and records read here, else by Spark's tasks; written by pyarrow when ``here``.
+    ``records()``: the scan's records read.  Returns the rows written."""
+    table = RACES_SCHEMA.empty_table()
+    if replicated(inventory):
+        r = records()
+        if held is not None and r.table is not None:
+            table = races_table(held, r.table)
         else:
-            records = reads[-1].frame
-        found = matches(records, search).persist()
-        hits = found.count()
-        found.coalesce(max(1, -(-hits // SEARCH_ROWS_A_FILE))).write.mode("overwrite").parquet(os.path.join(out, "search"))
-        found.unpersist()
-    return ScanResult(out, level, written, findings, hits, inv, scan_plan, n_anomalies - findings)
+            found = races_of(summary if held is None else frame_of(spark, held), r.frame).persist()
+            try:
+                found.write.mode("overwrite").parquet(os.path.join(out, "races"))
+                return found.count()
+            finally:
+                found.unpersist()
+    if here:
+        write_parquet_dir(table, local_path(os.path.join(out, "races")), replace=True)
+    else:
+        frame_of(spark, table).coalesce(1).write.mode("overwrite").parquet(os.path.join(out, "races"))
+    return table.num_rows
 
 
 def _exported_under_window(spark, out, level, reads, window: Window) -> dict | None:
@@ -544,7 +652,7 @@ def main(argv=None):
     spark = job_spark(args.master, register_source=False)
     if args.search is not None and (problem := pattern_problem(spark, args.search)):
         fail(problem)
-    r = scan(spark, args.paths, args.out, args.level, args.search, options=options, listing=listing)
+    r = scan(spark, ScanRequest(args.paths, args.out, args.level, args.search, options=options, listing=listing))
     print(f"{r.rows} {r.level} rows, {r.anomalies} anomalies" + (f" ({r.notes} more outside the window)" if r.notes else "")
           + (f", {r.hits} search hits" if r.hits is not None else ""))
     raise SystemExit(1 if r.anomalies else 0)

@@ -54,22 +54,22 @@ def test_a_small_scan_needs_no_spark_and_no_java(tmp_path):
         r = _scan(_env_without_java(), SAMPLE, "--out", given, "--level", "records")
         assert r.returncode == 0, r.stderr
         assert "needs no Spark" in r.stderr and "starting Spark" not in r.stderr and "Traceback" not in r.stderr
-        assert sorted(os.listdir(out)) == ["anomalies", "inventory", "records", "replicas"]
+        assert sorted(os.listdir(out)) == ["anomalies", "inventory", "races", "records", "replicas"]
         assert "668 records rows" in r.stdout, r.stdout
     # a search Python reads as Java does runs here too (issue 57): its hits, no Java
     r = _scan(_env_without_java(), SAMPLE, "--out", tmp_path / "s", "--level", "records", "--search", "txn-4[0-9]")
     assert r.returncode == 0, r.stderr
     assert "needs no Spark" in r.stderr and "starting Spark" not in r.stderr
-    assert sorted(os.listdir(tmp_path / "s")) == ["anomalies", "inventory", "records", "replicas", "search"]
+    assert sorted(os.listdir(tmp_path / "s")) == ["anomalies", "inventory", "races", "records", "replicas", "search"]
     assert " search hits -> " in r.stdout and "; 0 search hits" not in r.stdout, r.stdout
 
 
 def test_a_scan_too_big_to_run_here_checks_java_before_touching_out(tmp_path, kfx, monkeypatch):
     """Past DRIVER_READ_BYTES a scan needs Spark: no Java is said before --overwrite clears anything."""
     from cli import spark_start
-    from spark_jobs import common
+    from kafkaforensics.spark import engine
     monkeypatch.setattr(spark_start, "java_problem", lambda: "kfx scan needs Java (stood in)")
-    monkeypatch.setattr(common, "held_in_driver", lambda master, nbytes, driver_bytes=0: False)
+    monkeypatch.setattr(engine, "held_in_driver", lambda master, nbytes, driver_bytes=0: False)
     out = tmp_path / "out"
     (out / "batches").mkdir(parents=True)
     (out / "batches" / "part-0.parquet").write_bytes(b"an earlier run's")
@@ -148,7 +148,7 @@ def test_a_real_scan_prints_no_spark_start_up_lines(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     assert not any(NOISE.match(line) for line in r.stderr.splitlines()), r.stderr
     assert "Setting default log level" not in r.stderr and "incubator" not in r.stderr
-    assert sorted(os.listdir(out)) == ["anomalies", "batches", "inventory", "replicas"]
+    assert sorted(os.listdir(out)) == ["anomalies", "batches", "inventory", "races", "replicas"]
     again = _scan(dict(os.environ, PYTHONPATH=ROOT), SAMPLE, "--out", out)
     assert again.returncode == 2 and "is not empty" in again.stderr
 
@@ -200,8 +200,9 @@ def test_kfx_scan_lists_its_inputs_once_and_its_reads_share_that_listing(tmp_pat
     monkeypatch.setattr(common, "get_spark", lambda *a, **k: started.append(k) or object())
     monkeypatch.setattr(common, "end_session", lambda spark: None)
 
-    def scan(spark, paths, out, level, search, split_bytes, options, progress, listing=None, **k):
-        handed.append(listing)
+    def scan(spark, request, progress, **k):
+        out, level = request.out, request.level
+        handed.append(request.listing)
         drivers.append(k.get("driver_bytes"))
         return scan_job.ScanResult(out, level, 0, 0, None, [], scan_job.plan_of([]))
     monkeypatch.setattr(scan_job, "scan", scan)
@@ -209,11 +210,11 @@ def test_kfx_scan_lists_its_inputs_once_and_its_reads_share_that_listing(tmp_pat
     assert r.exit_code == 0, r.output
     assert listed == [SAMPLE]
     assert len(handed) == 1 and handed[0] is not None and handed[0].partitions
-    assert started[0]["short_run"] and started[0]["tiny_run"]  # the sample is read in the driver
+    assert started[0]["engine"].short_run and started[0]["engine"].tiny_run  # the sample is read in the driver
     # no --master: read here, with the same listing; when its rows outgrow this process, on Spark
     here = []
     scan_here = scan_job.scan_here
-    monkeypatch.setattr(scan_job, "scan_here", lambda *a, **k: here.append(k["listing"]) or scan_here(*a, **k))
+    monkeypatch.setattr(scan_job, "scan_here", lambda request, **k: here.append(request.listing) or scan_here(request, **k))
     for n, (table_bytes, on_spark) in enumerate(((common.DRIVER_TABLE_BYTES, 0), (1000, 1))):
         monkeypatch.setattr(common, "DRIVER_TABLE_BYTES", table_bytes)
         del listed[:], handed[:], here[:], started[:], drivers[:]
@@ -222,8 +223,8 @@ def test_kfx_scan_lists_its_inputs_once_and_its_reads_share_that_listing(tmp_pat
         assert listed == [SAMPLE] and len(here) == 1 and here[0] is not None and here[0].partitions
         assert (len(started), len(handed)) == (on_spark, on_spark), r.output
         assert ("outgrow" in r.output) == bool(on_spark) and "needs no Spark" in r.output
-        assert handed == [] or (handed[0] is here[0] and drivers == [0] and not started[0]["tiny_run"])  # not read here again
-        assert sorted(os.listdir(tmp_path / f"here{n}")) == ([] if on_spark else ["anomalies", "batches", "inventory", "replicas"])
+        assert handed == [] or (handed[0] is here[0] and drivers == [0] and not started[0]["engine"].tiny_run)  # not read here again
+        assert sorted(os.listdir(tmp_path / f"here{n}")) == ([] if on_spark else ["anomalies", "batches", "inventory", "races", "replicas"])
 
 
 def test_pyspark_s_logged_tracebacks_are_dropped_unless_verbose():
@@ -257,8 +258,8 @@ def test_an_interrupted_scan_stops_its_jvm_and_leaves_nothing(tmp_path):
     The scan is held mid-write by a stand-in that writes a partial output, then waits."""
     out, marker = tmp_path / "out", tmp_path / "writing"
     code = ("import os, sys, time\nfrom spark_jobs import scan as s\n"
-            "def held(spark, inputs, out, *a, **k):\n"
-            "    os.makedirs(os.path.join(out, 'records', '_temporary'))\n"
+            "def held(spark, request, *a, **k):\n"
+            "    os.makedirs(os.path.join(request.out, 'records', '_temporary'))\n"
             f"    open({str(marker)!r}, 'w').close()\n"
             "    time.sleep(120)\n"
             "s.scan = held\nfrom cli.main import main\nsys.argv = ['kfx'] + sys.argv[1:]\nmain()\n")
@@ -315,11 +316,11 @@ def test_a_scan_of_a_relative_path_says_absolute_log_dirs_and_files(tmp_path, mo
     """Runs from different directories join: logDir and file are absolute whatever the input's
     spelling (issue 57)."""
     import pyarrow.parquet as pq
-    from spark_jobs.scan import scan_here
+    from spark_jobs.scan import ScanRequest, scan_here
     monkeypatch.chdir(os.path.dirname(SAMPLE))
     out = str(tmp_path / "out")
     os.makedirs(out)
-    r = scan_here([os.path.join(".", os.path.basename(SAMPLE), "")], out, "records")
+    r = scan_here(ScanRequest([os.path.join(".", os.path.basename(SAMPLE), "")], out, "records"))
     assert {x["logDir"] for x in r.inventory} == {os.path.abspath(SAMPLE)}
     rows = pq.read_table(os.path.join(out, "records"), columns=["logDir", "file"]).to_pylist()
     assert rows and all(x["logDir"] == os.path.abspath(SAMPLE) and x["file"].startswith(os.path.abspath(SAMPLE) + "/")

@@ -295,10 +295,10 @@ def test_a_scan_written_here_killed_at_any_step_leaves_whole_outputs_and_a_rerun
     fsync and rename: each output dir in --out is whole (its part file and _SUCCESS) or absent, what
     is left beside them is a kfx temp dir, and the rerun `--overwrite` makes reclaims those."""
     from cli.spark_start import clear_outputs
-    from spark_jobs.scan import scan_here
+    from spark_jobs.scan import ScanRequest, scan_here
     from tests.conftest import SAMPLE
     out = str(tmp_path / "out")
-    run = lambda: scan_here([SAMPLE], out, "records")  # noqa: E731
+    run = lambda: scan_here(ScanRequest([SAMPLE], out, "records"))  # noqa: E731
     calls = []
     os.makedirs(out)
     fsutil.FAULT_HOOK = calls.append
@@ -307,7 +307,7 @@ def test_a_scan_written_here_killed_at_any_step_leaves_whole_outputs_and_a_rerun
     finally:
         fsutil.FAULT_HOOK = None
     whole = sorted(os.listdir(out))
-    assert whole == ["anomalies", "inventory", "records", "replicas"] and len(calls) >= 4 * len(whole)
+    assert whole == ["anomalies", "inventory", "races", "records", "replicas"] and len(calls) >= 4 * len(whole)
     for n in range(1, len(calls) + 1):
         shutil.rmtree(out)
         os.makedirs(out)
@@ -333,7 +333,7 @@ def test_a_scan_s_outputs_killed_at_any_step_are_each_whole_or_a_temp_dir_a_reru
     Python workers stopped with its process group."""
     from tests.conftest import SAMPLE
     out = str(tmp_path / "out")
-    outputs = ("records", "anomalies", "inventory", "replicas")
+    outputs = ("records", "anomalies", "inventory", "replicas", "races")
     old_part = "part-00000-0ld0ld-c000.snappy.parquet"
 
     def an_old_output(name):
@@ -343,10 +343,10 @@ def test_a_scan_s_outputs_killed_at_any_step_are_each_whole_or_a_temp_dir_a_reru
 
     def run(env, steps=False):
         code = ("from kafkaforensics import fsutil; from spark_jobs.common import get_spark; "
-                "from spark_jobs.scan import scan; "
+                "from spark_jobs.scan import ScanRequest, scan; "
                 "spark = get_spark('local[1]', console_progress=False, register_source=False); "
                 + ("fsutil.FAULT_HOOK = lambda s: print('STEP', s, flush=True); " if steps else "")
-                + f"scan(spark, [{SAMPLE!r}], {out!r}, 'records', driver_bytes=0)")
+                + f"scan(spark, ScanRequest([{SAMPLE!r}], {out!r}, 'records'), driver_bytes=0)")
         p = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, **env},
                              cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)

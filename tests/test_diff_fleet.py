@@ -115,9 +115,9 @@ def test_last_stable_offset_frozen_by_a_marker_on_one_replica(tmp_path):
     assert fleet_diff([pa, behind]).consistent
 
 
-def test_deleted_key_older_value_resurrected(tmp_path, kfx):
-    """(a) A's cleaner compacted key k's value at 0 away under its tombstone at 2; B lost the tombstone
-    in the race, and its cleaner kept k's value at 0, which it still serves."""
+def resurrection_fleet(tmp_path):
+    """Log dirs a and b of t-0: A's cleaner compacted key k's value at 0 away under its tombstone at 2; B
+    lost the tombstone in the race, and its cleaner kept k's value at 0.  (their partition dirs)"""
     rec = lambda off, k, v: build_v2([Record(off, T0 + off, k, v)], base_offset=off)  # noqa: E731
     written = [(b"k", b"old"), (b"j", b"1"), (b"k", None), (b"j", b"2"), (b"m", b"1"), (b"m", b"2"), (b"n", b"1")]
     a = [rec(i, k, v) for i, (k, v) in enumerate(written)]
@@ -125,6 +125,13 @@ def test_deleted_key_older_value_resurrected(tmp_path, kfx):
     pb = write_partition(str(tmp_path / "b" / "t-0"), a[:2] + a[3:], segment_bytes=150)
     for p in (pa, pb):
         compact(p, CompactOptions(now=T0 + 10**6, delete_retention_ms=10**9), backup=False)
+    return pa, pb
+
+
+def test_deleted_key_older_value_resurrected(tmp_path, kfx):
+    """(a) A's cleaner compacted key k's value at 0 away under its tombstone at 2; B lost the tombstone
+    in the race, and its cleaner kept k's value at 0, which it still serves."""
+    pa, pb = resurrection_fleet(tmp_path)
     ck = {d: int((tmp_path / d / "cleaner-offset-checkpoint").read_text().split()[-1]) for d in "ab"}
     assert min(ck.values()) > 2
     rep = fleet_diff([str(tmp_path / "a"), str(tmp_path / "b")])

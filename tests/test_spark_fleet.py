@@ -139,15 +139,16 @@ def test_late_record_is_inside_its_window_by_default(spark, fleet):  # noqa: F81
 
 def test_window_options_and_pushed_filters_in_explain(spark, fleet, tmp_path):  # noqa: F811
     from spark_jobs.common import read, window_options
-    from spark_jobs.scan import scan
+    from spark_jobs.scan import ScanRequest, scan
     opts = window_options(["orders"], [0], T0 + 18 * HOUR, T0 + 19 * HOUR)
-    r = scan(spark, [fleet["a1"]], str(tmp_path / "w"), "records", options=opts)
+    r = scan(spark, ScanRequest([fleet["a1"]], str(tmp_path / "w"), "records", options=opts))
     rows = pq.read_table(str(tmp_path / "w" / "records")).to_pylist()
     assert {x["offset"] for x in rows} == set(range(90, 95)) | set(range(125, 130)) and r.rows == 10
     for driver_bytes in (None, 0):  # read in the driver, and by Spark's tasks
         out = tmp_path / f"o{driver_bytes}"
         kw = {} if driver_bytes is None else {"driver_bytes": driver_bytes}
-        r = scan(spark, [fleet["a1"]], str(out), "records", options=window_options(from_offset=3, to_offset=7), **kw)
+        r = scan(spark, ScanRequest([fleet["a1"]], str(out), "records", options=window_options(from_offset=3, to_offset=7)),
+                 **kw)
         exported = {}
         for x in pq.read_table(str(out / "records")).to_pylist():
             exported[(x["topic"], x["partition"])] = exported.get((x["topic"], x["partition"]), 0) + 1
@@ -169,15 +170,15 @@ def test_a_windowed_scan_s_inventory_and_findings_are_the_window_s(spark, fleet,
     batches, records, anomalies); damage outside the window is a note (no finding), damage inside
     one -- the same on Spark's tasks, in the driver, and with no Spark (issue 57)."""
     from spark_jobs.common import window_options
-    from spark_jobs.scan import scan, scan_here
+    from spark_jobs.scan import ScanRequest, scan, scan_here
     hours = window_options(["orders"], [0], T0 + 18 * HOUR, T0 + 19 * HOUR)  # offsets 90..94 and the late 125..129
     bad_crc = window_options(["payments"], from_offset=20, to_offset=40)   # the bad batch at 28 inside
     past_it = window_options(["payments"], from_offset=40)                 # the bad batch read, outside
-    runs = {"spark tasks": lambda out, o: scan(spark, [fleet["a1"]], out, "records", options=o, driver_bytes=0),
-            "spark sql": lambda out, o: scan(spark, [fleet["a1"]], out, "records", options=o, driver_bytes=0,
+    runs = {"spark tasks": lambda out, o: scan(spark, ScanRequest([fleet["a1"]], out, "records", options=o), driver_bytes=0),
+            "spark sql": lambda out, o: scan(spark, ScanRequest([fleet["a1"]], out, "records", options=o), driver_bytes=0,
                                              summary_rows=0),
-            "driver": lambda out, o: scan(spark, [fleet["a1"]], out, "records", options=o),
-            "no spark": lambda out, o: scan_here([fleet["a1"]], out, "records", options=o)}
+            "driver": lambda out, o: scan(spark, ScanRequest([fleet["a1"]], out, "records", options=o)),
+            "no spark": lambda out, o: scan_here(ScanRequest([fleet["a1"]], out, "records", options=o))}
     for how, run in runs.items():
         got = {}
         for name, opts in (("hours", hours), ("bad_crc", bad_crc), ("past_it", past_it)):
@@ -406,9 +407,9 @@ def test_a_search_pattern_java_refuses_or_a_failing_scan_is_one_line_and_exit_2(
     from spark_jobs import scan as scan_job
     from cli import spark_start
     # on Spark, and in this process (a small scan with no --master): the same cleanup
-    for run, master, name, at in (("spark", ["--master", "local[2]"], "scan", 2), ("here", [], "scan_here", 1)):
+    for run, master, name, at in (("spark", ["--master", "local[2]"], "scan", 1), ("here", [], "scan_here", 0)):
         def fails(*a, **k):  # a scan that wrote one output, then failed
-            os.makedirs(os.path.join(a[at], "batches", "_temporary"))
+            os.makedirs(os.path.join(a[at].out, "batches", "_temporary"))
             raise RuntimeError("the disk went away\nand a page of stack")
         monkeypatch.setattr(scan_job, name, fails)
         r = kfx("scan", SAMPLE, "--out", tmp_path / f"o{run}", *master)
@@ -419,7 +420,7 @@ def test_a_search_pattern_java_refuses_or_a_failing_scan_is_one_line_and_exit_2(
         assert r.exit_code == 2 and os.listdir(tmp_path / f"mine{run}") == [], r.output
 
         def interrupted(*a, **k):
-            os.makedirs(os.path.join(a[at], "records"))
+            os.makedirs(os.path.join(a[at].out, "records"))
             raise KeyboardInterrupt
         monkeypatch.setattr(scan_job, name, interrupted)
         stopped = []

@@ -230,7 +230,7 @@ def _local(spark, job, fleet, tmp_path):  # noqa: F811
         return anomalies.anomalies(spark, [fleet])
     if job == "search":
         return search.search(spark, [fleet], "txn-40")
-    scan.scan(spark, [fleet], str(tmp_path / "local-scan"), "records")
+    scan.scan(spark, scan.ScanRequest([fleet], str(tmp_path / "local-scan"), "records"))
     return str(tmp_path / "local-scan")
 
 

@@ -19,7 +19,7 @@ from spark_jobs.inventory import inventory_of, inventory_table, replicas_of, rep
 from kafkaforensics.spark.spark_source import SplitWrites
 from kafkaforensics.spark.storage import Storage
 from spark_jobs import scan as scan_module
-from spark_jobs.scan import plan, scan, scan_here
+from spark_jobs.scan import ScanRequest, plan, scan, scan_here
 from tests.conftest import SAMPLE
 from tests.spark_fleet import build_fleet
 from tests.test_spark import spark  # noqa: F401  (the session fixture)
@@ -214,14 +214,14 @@ def test_a_scan_read_in_the_driver_writes_what_spark_s_tasks_write(spark, tmp_pa
         with monkeypatch.context() as m:  # the views computed where they should be, and only there
             unused = "replicas_of" if summary_rows else "replicas_table"
             m.setattr(scan_module, unused, lambda *a: pytest.fail(f"{name}: {unused} called"))
-            r = scan(spark, [root], str(tmp_path / name), level, search="value-9", options={**opts, **window},
-                     driver_bytes=limit, listing=listing, summary_rows=summary_rows, tasks_write=tasks_write)
+            r = scan(spark, ScanRequest([root], str(tmp_path / name), level, search="value-9", options={**opts, **window},
+                                      listing=listing), driver_bytes=limit, summary_rows=summary_rows, tasks_write=tasks_write)
         assert listed == ([] if listing is not None else [root]), name
         both[name] = (r.rows, r.anomalies, r.hits, r.inventory, r.plan, _outputs(str(tmp_path / name)))
     assert len({repr(v) for v in both.values()}) == 1, {k: v[:3] for k, v in both.items()}
     rows, anomalies, hits, inventory, _plan, outputs = both["driver"]
     assert rows and anomalies and hits and inventory
-    assert set(outputs) == {level, "anomalies", "inventory", "replicas", "search"}
+    assert set(outputs) == {level, "anomalies", "inventory", "races", "replicas", "search"}
     for name in variants:
         for output in ("inventory", "replicas", level, "anomalies"):
             files = os.listdir(tmp_path / name / output)
@@ -243,7 +243,7 @@ def test_a_scan_reports_its_progress_in_splits_and_the_whole_once_done(spark, tm
     opts = {"includeCorrupt": "true"}
     for name, limit in (("tasks", 0), ("driver", 1 << 30)):
         calls = []
-        r = scan(spark, [root], str(tmp_path / name), level, options=opts, driver_bytes=limit,
+        r = scan(spark, ScanRequest([root], str(tmp_path / name), level, options=opts), driver_bytes=limit,
                  progress=lambda done, total: calls.append((done, total)))
         splits = r.plan.splits
         assert splits > 1 and calls[-1] == (splits, splits), (name, calls)
@@ -309,9 +309,9 @@ def test_a_scan_written_here_with_no_spark_writes_what_spark_writes(spark, tmp_p
         here, tasks = str(tmp_path / f"here{len(window)}"), str(tmp_path / f"tasks{len(window)}")
         os.makedirs(here)
         search = "-9|amount=3"  # keys and values hit (a search Python reads as Java does runs here too)
-        r = scan_here([root], here, level, options=opts, min_partitions=spark.sparkContext.defaultParallelism,
-                      search=search)
-        s = scan(spark, [root], tasks, level, search, options=opts, driver_bytes=0,  # read and written by Spark's tasks
+        r = scan_here(ScanRequest([root], here, level, search, options=opts),
+                      min_partitions=spark.sparkContext.defaultParallelism)
+        s = scan(spark, ScanRequest([root], tasks, level, search, options=opts), driver_bytes=0,  # read and written by Spark's tasks
                  tasks_write=False, summary_rows=0)  # the views by Spark SQL
         assert (r.rows, r.anomalies, r.inventory, r.plan, r.hits) == (s.rows, s.anomalies, s.inventory, s.plan, s.hits)
         assert r.rows and r.anomalies and r.hits
@@ -321,7 +321,7 @@ def test_a_scan_written_here_with_no_spark_writes_what_spark_writes(spark, tmp_p
             files = sorted(os.listdir(os.path.join(here, name)))
             parts = max(1, r.plan.splits) if name == "records" else 1
             assert files[0] == "_SUCCESS" and len(files) <= 1 + parts and files[1].endswith(".snappy.parquet"), files
-        assert sorted(os.listdir(here)) == sorted({level, "anomalies", "inventory", "replicas", "search"})  # no temp dir left
+        assert sorted(os.listdir(here)) == sorted({level, "anomalies", "inventory", "races", "replicas", "search"})  # no temp dir left
 
 
 def _part_numbers(out):
@@ -353,8 +353,8 @@ def test_a_records_export_written_by_spark_s_tasks_themselves_is_what_spark_s_wr
         opts = {"includeCorrupt": "true", **window}
         tasks, spark_wrote = str(tmp_path / f"tasks{len(str(window))}"), str(tmp_path / f"spark{len(str(window))}")
         os.makedirs(os.path.join(tasks, "records"))  # an earlier run's, replaced as Spark's overwrite replaces it
-        r = scan(spark, [root], tasks, "records", search="value-9", options=opts, driver_bytes=0)
-        s = scan(spark, [root], spark_wrote, "records", search="value-9", options=opts, driver_bytes=0,
+        r = scan(spark, ScanRequest([root], tasks, "records", search="value-9", options=opts), driver_bytes=0)
+        s = scan(spark, ScanRequest([root], spark_wrote, "records", search="value-9", options=opts), driver_bytes=0,
                  tasks_write=False, summary_rows=0)  # the views by Spark SQL
         assert (r.rows, r.anomalies, r.hits, r.inventory, r.plan) == (s.rows, s.anomalies, s.hits, s.inventory, s.plan)
         assert _outputs(tasks) == _outputs(spark_wrote)
@@ -363,7 +363,7 @@ def test_a_records_export_written_by_spark_s_tasks_themselves_is_what_spark_s_wr
         parts = [f for f in files if f.endswith(".snappy.parquet")]
         assert files == ["_SUCCESS", *parts] and parts, files  # nothing being written, no temp dir beside
         assert _part_numbers(tasks) == _part_numbers(spark_wrote)  # the parts Spark's tasks write
-        assert sorted(os.listdir(tasks)) == ["anomalies", "inventory", "records", "replicas", "search"]
+        assert sorted(os.listdir(tasks)) == ["anomalies", "inventory", "races", "records", "replicas", "search"]
         if not window:
             assert r.rows and len(parts) == r.plan.splits == len(batches_read)  # a part file a split
             assert groups(tasks) == [1] * len(parts)  # its batches gathered into one row group
@@ -371,7 +371,7 @@ def test_a_records_export_written_by_spark_s_tasks_themselves_is_what_spark_s_wr
         if window.get("fromOffset") == "1000000":  # past every offset: every split reads nothing
             assert r.rows == 0 and len(parts) == 1  # the schema, in one part, as Spark writes it
     monkeypatch.setattr(parquet_dir, "ROW_GROUP_BYTES", 4096)  # shipped with the tasks
-    r = scan(spark, [root], str(tmp_path / "small-groups"), "records", options={"includeCorrupt": "true"},
+    r = scan(spark, ScanRequest([root], str(tmp_path / "small-groups"), "records", options={"includeCorrupt": "true"}),
              driver_bytes=0)
     assert max(groups(str(tmp_path / "small-groups"))) > 1
 
@@ -390,7 +390,7 @@ def test_a_records_export_written_by_spark_s_tasks_themselves_is_what_spark_s_wr
             return super().write(i, iter(batches))
     monkeypatch.setattr(scan_module, "write_planned", functools.partial(common.write_planned, writes=WritesTwice))
     again = str(tmp_path / "again")
-    r = scan(spark, [root], again, "records", options={"includeCorrupt": "true"}, driver_bytes=0)
+    r = scan(spark, ScanRequest([root], again, "records", options={"includeCorrupt": "true"}), driver_bytes=0)
     files = sorted(os.listdir(os.path.join(again, "records")))
     assert len(files) == 1 + r.plan.splits and "lost" not in "".join(files), files
     assert pq.read_table(os.path.join(again, "records")).num_rows == r.rows == everything
@@ -423,12 +423,12 @@ def test_a_scan_here_gives_way_to_spark_when_its_rows_outgrow_the_process(tmp_pa
     for limit in (summary.nbytes - 1, max(summary.nbytes, records.nbytes - 1)):
         monkeypatch.setattr(common, "DRIVER_TABLE_BYTES", limit)
         for level, pb in (("records", ()), ("batches", ())) if limit < summary.nbytes else (("records", ("topic",)),):
-            assert scan_here([root], str(tmp_path / "out"), level, partition_by=pb) is None, (limit, level)
+            assert scan_here(ScanRequest([root], str(tmp_path / "out"), level, partition_by=pb)) is None, (limit, level)
             assert os.listdir(tmp_path / "out") == []  # nothing written
     monkeypatch.setattr(common, "DRIVER_TABLE_BYTES", max(summary.nbytes, records.nbytes - 1))
-    assert scan_here([root], str(tmp_path / "out"), "batches") is not None  # a batches scan holds no records
+    assert scan_here(ScanRequest([root], str(tmp_path / "out"), "batches")) is not None  # a batches scan holds no records
     # a records export is streamed split by split (issue 57): its records never held whole
-    r = scan_here([root], str(tmp_path / "streamed"), "records")
+    r = scan_here(ScanRequest([root], str(tmp_path / "streamed"), "records"))
     assert r is not None and r.rows == records.num_rows
 
 
@@ -441,8 +441,8 @@ def test_a_records_export_partitioned_by_topic_and_date_is_the_same_here_and_on_
     for pb in (("topic",), ("topic", "date")):
         here, tasks = str(tmp_path / f"here{len(pb)}"), str(tmp_path / f"tasks{len(pb)}")
         os.makedirs(here)
-        r = scan_here([root], here, "records", partition_by=pb)
-        s = scan(spark, [root], tasks, "records", partition_by=pb, driver_bytes=0)
+        r = scan_here(ScanRequest([root], here, "records", partition_by=pb))
+        s = scan(spark, ScanRequest([root], tasks, "records", partition_by=pb), driver_bytes=0)
         assert r.rows == s.rows and r.rows > 0
         got, want = (sorted(map(repr, (x.asDict() for x in spark.read.parquet(os.path.join(d, "records")).collect())))
                      for d in (here, tasks))
@@ -455,4 +455,4 @@ def test_a_records_export_partitioned_by_topic_and_date_is_the_same_here_and_on_
                                 for x in rows if x["timestamp"] >= 0)
             assert any(d.startswith("date=") for d in os.listdir(os.path.join(here, "records", "topic=orders")))
     with pytest.raises(ValueError, match="--partition-by hour: one of topic, date"):
-        scan_here([root], str(tmp_path / "x"), "records", partition_by=("hour",))
+        scan_here(ScanRequest([root], str(tmp_path / "x"), "records", partition_by=("hour",)))

@@ -25,7 +25,6 @@ judges an offset against it:
 """
 from __future__ import annotations
 
-import bisect
 import datetime
 import json
 import os
@@ -37,6 +36,7 @@ from kafkaforensics.log import checkpoint_file
 from kafkaforensics.log.partition import LogDir, Partition
 from kafkaforensics.log.paths import appending
 from kafkaforensics.log.log_loader import replay_segment
+from kafkaforensics.log.replica_race import BatchFact, ReplicaLog, fact_of
 from kafkaforensics.log.segment import (DELETED, KRAFT_SNAPSHOT_RE, LOG, SNAPSHOT, Segment, file_name,
                                         offset_for_timestamp, offset_from_name)
 
@@ -46,75 +46,18 @@ PRESENT, BELOW_LOG_START, COMPACTED, TRUNCATED, NEVER_WRITTEN, PAST_LOG_END = (
 
 
 @dataclass
-class BatchFact:
-    """What explaining needs of one batch (the walk's buffers are gone once a segment is walked)."""
-    file: str
-    position: int
-    size: int
-    base: int
-    last: int
-    magic: int
-    leader_epoch: int
-    producer_id: int
-    producer_epoch: int
-    max_timestamp: int
-    control: bool
-    transactional: bool
-    crc_ok: bool
-    #: the record offsets when they are not base..last (a batch the cleaner thinned; a legacy wrapper)
-    offsets: tuple | None = None
-    #: a transactional data batch's transaction (its first offset); a marker's type (COMMIT, ABORT)
-    txn_first: int | None = None
-    marker: str | None = None
-
-    def holds(self, offset: int) -> bool:
-        return self.base <= offset <= self.last and (self.offsets is None or offset in self.offsets)
-
-    def count_in(self, lo: int, hi: int) -> int:
-        """How many of its records have an offset in [lo, hi)."""
-        if self.offsets is not None:
-            return sum(1 for o in self.offsets if lo <= o < hi)
-        return max(0, min(hi, self.last + 1) - max(lo, self.base))
-
-    def where(self) -> dict:
-        """The batch as evidence: file, byte, offsets."""
-        return {"file": self.file, "position": self.position, "baseOffset": self.base, "lastOffset": self.last}
-
-    def text(self) -> str:
-        return f"batch {self.base}..{self.last} at byte {self.position} of {os.path.basename(self.file)}"
-
-
-@dataclass
-class LogView:
-    """A partition as one walk leaves it, for :func:`explain_offset` and :func:`lag_split`."""
-    partition: Partition
-    batches: list = field(default_factory=list)
-    #: first offset of a transaction -> its end marker (offset, type, file, position)
-    txns: dict = field(default_factory=dict)
-    #: first offset of an open transaction -> producer id
-    open_txns: dict = field(default_factory=dict)
-    #: offset -> the record (key, timestamp, tombstone) of the offsets asked for and of their keys
-    records: dict = field(default_factory=dict)
-    #: key -> the offsets of the records with that key (the keys watched)
-    by_key: dict = field(default_factory=dict)
+class LogView(ReplicaLog):
+    """A partition as one walk leaves it, for :func:`explain_offset` and :func:`lag_split`: its
+    :class:`~kafkaforensics.log.replica_race.ReplicaLog`, its torn tails and the cleaner's marks."""
+    partition: Partition | None = None
     #: torn batches: where a segment's walk stopped on bytes that are no batch
     torn: list = field(default_factory=list)
     #: whether any batch shows the cleaner's marks (records dropped from a batch, a delete horizon)
     cleaned: bool = False
-    log_start: int = 0
-    log_end: int = 0
-    last_stable: int = 0
 
     @property
     def name(self) -> str:
         return self.partition.name
-
-    def batch_at(self, offset: int) -> int:
-        """Index of the first batch whose last offset is at least ``offset`` (len(batches): none)."""
-        return bisect.bisect_left(self._lasts, offset)
-
-    def __post_init__(self):
-        self._lasts = []
 
     def checkpoint(self, name: str) -> tuple[int, str] | None:
         """(offset, the file's line) of this partition in the log dir's checkpoint ``name``; None: no entry."""
@@ -125,15 +68,6 @@ class LogView:
         if off is None:
             return None
         return off, f"{name}: '{self.partition.topic} {self.partition.partition} {off}'"
-
-    def txn_state(self, b: BatchFact) -> str | None:
-        """``committed``, ``aborted`` or ``open`` for a transactional data batch, else None."""
-        if b.txn_first is None:
-            return None
-        end = self.txns.get(b.txn_first)
-        if end is None:
-            return "open"
-        return "aborted" if end["type"] == "ABORT" else "committed"
 
     def lso_holder(self) -> tuple[int, int] | None:
         """(first offset, producer id) of the open transaction that holds the last stable offset."""
@@ -158,56 +92,6 @@ def parse_time(text: str) -> int:
     return int(d.timestamp() * 1000)
 
 
-def _record_offsets(b) -> tuple | None:
-    """The record offsets of a batch that does not hold every offset of base..last, else None."""
-    if b.base_offset == b.last_offset or (b.magic >= 2 and b.count == b.last_offset - b.base_offset + 1):
-        return None
-    try:
-        offsets = tuple(r.offset for r in b.records())
-    except KafkaFormatError:
-        return None
-    return None if offsets == tuple(range(b.base_offset, b.last_offset + 1)) else offsets
-
-
-def _marker_type(b) -> str | None:
-    try:
-        recs = b.records()
-        ctl = recs[0].control() if recs else None
-    except KafkaFormatError:
-        return None
-    return ctl["type"] if ctl else None
-
-
-def _fact(b, state) -> BatchFact:
-    f = BatchFact(b.file, b.position, b.size, b.base_offset, b.last_offset, b.magic,
-                  b.partition_leader_epoch if b.magic >= 2 else -1, b.producer_id if b.magic >= 2 else -1,
-                  b.producer_epoch if b.magic >= 2 else -1, b.max_timestamp, b.is_control, b.is_transactional,
-                  b.crc_valid(), _record_offsets(b))
-    if b.is_control:
-        f.marker = _marker_type(b)
-    elif b.is_transactional and state is not None and b.producer_id in state.producers:
-        first = state.producers[b.producer_id].current_txn_first_offset
-        f.txn_first = first if first >= 0 else None
-    return f
-
-
-def _watch(view: LogView, b, offsets: set, keys: set, every_key: bool = False) -> None:
-    """Keep the records of ``b`` asked for: those at ``offsets`` (their keys then watched) and those of
-    the ``keys`` watched (``every_key``: every keyed record)."""
-    if b.is_control or (not keys and not every_key and not any(b.base_offset <= o <= b.last_offset for o in offsets)):
-        return
-    try:
-        recs = b.records()
-    except KafkaFormatError:
-        return
-    for r in recs:
-        if r.offset in offsets or r.key in keys or (every_key and r.key is not None):
-            view.records[r.offset] = {"key": r.key, "timestamp": r.timestamp, "tombstone": r.value is None}
-            if r.key is not None:
-                keys.add(r.key)
-                view.by_key.setdefault(r.key, []).append(r.offset)
-
-
 def _torn(seg) -> dict | None:
     """A segment's torn tail: the bytes after its last whole batch, when they are no zero padding; the
     offsets its partial header claims (base; last when the v2 header is whole enough)."""
@@ -229,18 +113,13 @@ def scan(partition, offsets=(), keys=(), every_key: bool = False) -> LogView:
     records at ``offsets``, those of ``keys`` (bytes) and those of the keys the offsets' records have
     (``every_key``: every keyed record, for ``kfx diff``'s compaction checks)."""
     pd = Partition.of(partition)
-    view = LogView(pd)
+    view = LogView(partition=pd)
     want, watched = set(offsets), set(keys)
     for seg, inner in pd.walk(damage="keep"):
         for b, done in inner:
-            f = _fact(b, pd.state)
-            view.batches.append(f)
-            view._lasts.append(f.last)
+            f = view.add(b, pd.state, done)
             view.cleaned = view.cleaned or f.offsets is not None and f.magic >= 2 or b.has_delete_horizon
-            if done is not None:
-                view.txns[done.first_offset] = {"offset": done.last_offset, "type": "ABORT" if done.aborted else "COMMIT",
-                                                "file": b.file, "position": b.position}
-            _watch(view, b, want, watched, every_key)
+            view.watch(b, want, watched, every_key)
     view.open_txns = {first: pid for first, pid in pd.state.ongoing.items()}
     view.log_end, view.last_stable, view.log_start = pd.log_end_offset, pd.last_stable_offset, pd.log_start_offset
     view.torn = [t for t in (_torn(s) for s in pd.loaded) if t is not None]
@@ -369,7 +248,7 @@ def _deleted_segment(view: LogView, offset: int) -> dict | None:
     seg = replay_segment(path, base)
     if offset >= seg.next_offset:
         return None
-    batch = next((_fact(b, None) for b in Segment.of_file(path, base).batches()
+    batch = next((fact_of(b, None) for b in Segment.of_file(path, base).batches()
                   if b.base_offset <= offset <= b.last_offset), None)
     return {"file": path, "baseOffset": base, "nextOffset": seg.next_offset, "largestTimestamp": seg.largest_timestamp(),
             "batch": batch if batch is not None and batch.holds(offset) else None}

@@ -16,7 +16,8 @@ transaction by transaction. The classes:
   older value another replica still serves), ``aborted-served-as-committed`` (an ABORT marker missing
   on one replica, whose later COMMIT then commits the aborted records), ``committed-hidden`` (a COMMIT
   marker missing: the records aborted or held there), ``lso-frozen`` (a marker on one replica only:
-  the other's transaction stays open past it, its last stable offset frozen);
+  the other's transaction stays open past it, its last stable offset frozen) -- judged by the rules of
+  :mod:`kafkaforensics.log.replica_race`, which ``kfx scan``'s replica view shares;
 - ``topic-id-mismatch`` (``partition.metadata``: two topics of one name), ``corrupt`` (a batch whose
   CRC fails).
 
@@ -33,33 +34,14 @@ from kafkaforensics.inspect.diff import diff as diff_pair, replica_names
 from kafkaforensics.inspect.explain import LogView, scan
 from kafkaforensics.log.checkpoint_file import CLEANER_OFFSET
 from kafkaforensics.log.log_config import LogConfig
+from kafkaforensics.log.replica_race import Replica, batch_ev, entry, reference, resurrected, txn_outcomes
 from kafkaforensics.log.partition import LogDir, Partition, parse_partition_dir_name, partition_dir_state
 from kafkaforensics.log.paths import LOG_DIR, PARTITION_DIR, PathUsageError, classify_for
 
 DIVERGED, ONE_SIDED, EPOCH_TRUNCATION, CORRUPT, TOPIC_ID_MISMATCH = (
     "diverged", "one-sided", "epoch-truncation", "corrupt", "topic-id-mismatch")
-KEY_RESURRECTED, ABORTED_SERVED, COMMITTED_HIDDEN, LSO_FROZEN = (
-    "deleted-key-resurrected", "aborted-served-as-committed", "committed-hidden", "lso-frozen")
 #: what ``kfx diff`` takes, in its one-line refusals
 TAKES = "two partition dirs or more (replicas of one partition), or log dirs (one per broker)"
-
-
-@dataclass
-class Replica:
-    """One replica of a partition: its dir, one walk of it, its cleaner checkpoint (offset, line)."""
-    path: str
-    view: LogView
-    cleaner: tuple | None = None
-
-    @property
-    def cleaned_to(self) -> int:
-        """The cleaner checkpoint's offset (0: the cleaner never ran on it)."""
-        return self.cleaner[0] if self.cleaner else 0
-
-    @property
-    def latest_epoch(self) -> int:
-        """The newest leader epoch its batches carry (-1: none)."""
-        return max((b.leader_epoch for b in self.view.batches), default=-1)
 
 
 @dataclass
@@ -84,29 +66,10 @@ class FleetReport:
                 "classes": sorted({d["class"] for d in self.divergences})}
 
 
-def _entry(cls: str, replica: str, other: str, text: str, evidence: list, **more) -> dict:
-    """One divergence: its class, the replica it is about, the replica it was compared with."""
-    return {"class": cls, "replica": replica, "other": other, "text": text, "evidence": evidence, **more}
-
-
-def _batch_ev(r: Replica, b, what: str) -> dict:
-    """A batch of ``r`` (a :class:`~kafkaforensics.inspect.explain.BatchFact`) as evidence."""
-    return {"text": f"{what}: {b.text()} in {r.path} (epoch {b.leader_epoch})", "replica": r.path, **b.where(),
-            "epoch": b.leader_epoch}
-
-
-def _batch_holding(view: LogView, offset: int):
-    """The batch of ``view`` holding ``offset``, or None."""
-    i = view.batch_at(offset)
-    if i < len(view.batches) and view.batches[i].holds(offset):
-        return view.batches[i]
-    return None
-
-
 def _replicas(dirs: list) -> list[Replica]:
     """Each dir walked once; every keyed record kept when the topic compacts or a replica's cleaner ran."""
     parts = [Partition.scan(d) for d in dirs]
-    cleaners = [LogView(pd).checkpoint(CLEANER_OFFSET) for pd in parts]
+    cleaners = [LogView(partition=pd).checkpoint(CLEANER_OFFSET) for pd in parts]
     try:
         compacts = any(LogConfig.of(d).compacts for d in dirs)
     except (ValueError, KafkaFormatError):
@@ -148,7 +111,7 @@ def _batch_classes(ref: Replica, f: Replica, max_listed: int) -> tuple[list, lis
     leo_f = rep.log_end_offsets[1]
     for label, path, corrupt in (("reference", ref.path, rep.corrupt_a), ("replica", f.path, rep.corrupt_b)):
         for c in corrupt:
-            out.append(_entry(CORRUPT, path, ref.path if path == f.path else f.path,
+            out.append(entry(CORRUPT, path, ref.path if path == f.path else f.path,
                               f"{path}: the batch at offsets {c['baseOffset']}..{c['lastOffset']} fails its CRC",
                               [{"text": f"{os.path.basename(c['file'])} byte {c['position']}", "file": c["file"],
                                 "position": c["position"], "baseOffset": c["baseOffset"], "lastOffset": c["lastOffset"]}]))
@@ -162,14 +125,14 @@ def _batch_classes(ref: Replica, f: Replica, max_listed: int) -> tuple[list, lis
             compacted += 1
             continue
         holder, other = (ref.path, f.path) if e in rep.only_in_a else (f.path, ref.path)
-        out.append(_entry(ONE_SIDED, holder, other, f"offsets {e['baseOffset']}..{e['lastOffset']} only in {holder}, "
+        out.append(entry(ONE_SIDED, holder, other, f"offsets {e['baseOffset']}..{e['lastOffset']} only in {holder}, "
                           f"not in {other}", [_where(e, holder)], offsets=[e["baseOffset"], e["lastOffset"]]))
     for d in rep.different:
         a, b = d["a"], d["b"]
         if _compacted_away(ref, f, min(a["baseOffset"], b["baseOffset"]), max(a["lastOffset"], b["lastOffset"])):
             compacted += 1
             continue
-        out.append(_entry(DIVERGED, f.path, ref.path, f"offsets {a['baseOffset']}..{a['lastOffset']}: different bytes "
+        out.append(entry(DIVERGED, f.path, ref.path, f"offsets {a['baseOffset']}..{a['lastOffset']}: different bytes "
                           f"(crc {a['crc']} epoch {a['epoch']} vs crc {b['crc']} epoch {b['epoch']})",
                           [_where(a, ref.path), _where(b, f.path)], offsets=[min(a["baseOffset"], b["baseOffset"]),
                                                                            max(a["lastOffset"], b["lastOffset"])]))
@@ -192,98 +155,13 @@ def _epoch_point(ref: Replica, f: Replica, rep) -> list:
     ev = [{"text": f"{os.path.join(ref.path, 'leader-epoch-checkpoint')}: epoch {e['epoch']} ends at offset "
                    f"{e['endOffsetInA']} in {ref.path}", "file": os.path.join(ref.path, "leader-epoch-checkpoint"),
            "epoch": e["epoch"], "endOffset": e["endOffsetInA"]}]
-    b = _batch_holding(f.view, e["truncateBTo"]) or next((x for x in f.view.batches if x.base >= e["truncateBTo"]), None)
+    b = f.view.batch_holding(e["truncateBTo"]) or next((x for x in f.view.batches if x.base >= e["truncateBTo"]), None)
     if b is not None:
-        ev.append(_batch_ev(f, b, "the follower's first batch past it"))
-    return [_entry(EPOCH_TRUNCATION, f.path, ref.path,
+        ev.append(batch_ev(f, b, "the follower's first batch past it"))
+    return [entry(EPOCH_TRUNCATION, f.path, ref.path,
                    f"{f.path} should have truncated to offset {e['truncateBTo']} (the end of epoch {e['epoch']} in "
                    f"{ref.path}) but holds offsets up to {rep.log_end_offsets[1] - 1}", ev,
                    epoch=e["epoch"], truncateTo=e["truncateBTo"])]
-
-
-def _txn_firsts(view: LogView) -> dict:
-    """First offset of each transaction -> its first data batch."""
-    out: dict = {}
-    for b in view.batches:
-        if b.txn_first is not None and not b.control:
-            out.setdefault(b.txn_first, b)
-    return out
-
-
-def _marker_ev(r: Replica, m: dict, what: str) -> dict:
-    """A transaction's end marker in ``r`` (as :attr:`LogView.txns` holds it) as evidence."""
-    return {"text": f"{what}: {m['type']} marker at offset {m['offset']}, byte {m['position']} of "
-                    f"{os.path.basename(m['file'])} in {r.path}", "replica": r.path, "file": m["file"],
-            "position": m["position"], "markerOffset": m["offset"], "marker": m["type"]}
-
-
-def _txn_outcomes(x: Replica, y: Replica) -> list:
-    """Transactions ``x`` ended with a marker ``y`` lacks though its log reaches past it."""
-    out = []
-    for first, bx in sorted(_txn_firsts(x.view).items()):
-        mx = x.view.txns.get(first)
-        by = _batch_holding(y.view, bx.base)
-        if mx is None or by is None or by.txn_first is None or y.view.log_end <= mx["offset"]:
-            continue
-        held = _batch_holding(y.view, mx["offset"])
-        if held is not None and held.control:
-            continue
-        sy = y.view.txn_state(by)
-        ev = [_marker_ev(x, mx, "the marker"), _batch_ev(y, by, "the transaction's batch on the other replica")]
-        where = {"transactionFirstOffset": first, "producerId": bx.producer_id, "markerOffset": mx["offset"]}
-        lost = f"{y.path} has no batch at offset {mx['offset']} ({x.path}'s {mx['type']} marker)"
-        if sy == "open":
-            if mx["type"] == "COMMIT":
-                out.append(_entry(COMMITTED_HIDDEN, y.path, x.path, f"{lost}: producer {bx.producer_id}'s committed "
-                                  f"transaction from offset {first} is held there, hidden from read_committed", ev, **where))
-            ev_lso = ev + [{"text": f"{y.path}: last stable offset {y.view.last_stable}, log end {y.view.log_end}",
-                            "replica": y.path, "lastStableOffset": y.view.last_stable}]
-            out.append(_entry(LSO_FROZEN, y.path, x.path, f"{lost}: producer {bx.producer_id}'s transaction from "
-                              f"offset {first} stays open there, its last stable offset frozen at "
-                              f"{y.view.last_stable}", ev_lso, lastStableOffset=y.view.last_stable, **where))
-            continue
-        my = y.view.txns.get(by.txn_first)
-        if my is not None:
-            ev.append(_marker_ev(y, my, "the marker ending it on the other replica"))
-        if mx["type"] == "ABORT" and sy == "committed":
-            out.append(_entry(ABORTED_SERVED, y.path, x.path, f"{lost}: producer {bx.producer_id}'s aborted "
-                              f"transaction from offset {first} is served as committed there", ev, **where))
-        elif mx["type"] == "COMMIT" and sy == "aborted":
-            out.append(_entry(COMMITTED_HIDDEN, y.path, x.path, f"{lost}: producer {bx.producer_id}'s committed "
-                              f"transaction from offset {first} is aborted there", ev, **where))
-    return out
-
-
-def _last_of_keys(view: LogView) -> dict:
-    """key -> (offset, tombstone) of its last record."""
-    return {k: (offs[-1], view.records[offs[-1]]["tombstone"]) for k, offs in view.by_key.items() if offs}
-
-
-def _resurrected(x: Replica, y: Replica) -> list:
-    """Keys ``x`` deleted (a tombstone, or every record gone below its cleaner checkpoint) whose older
-    value ``y`` still serves, though ``x`` compacted that value away."""
-    out, last_x = [], _last_of_keys(x.view)
-    for key, (v, tomb) in sorted(_last_of_keys(y.view).items()):
-        if tomb or v in x.view.records or v < x.view.log_start:
-            continue
-        t = last_x.get(key)
-        if t is not None and (not t[1] or t[0] < v or y.view.log_end <= t[0]):
-            continue
-        if t is None and v >= x.cleaned_to:
-            continue
-        ev = [_batch_ev(y, _batch_holding(y.view, v), f"the value still served (offset {v})")]
-        if y.cleaner:
-            ev.append({"text": f"{y.path}: {y.cleaner[1]}", "replica": y.path, "cleanerCheckpoint": y.cleaner[0]})
-        if t is not None:
-            ev.append(_batch_ev(x, _batch_holding(x.view, t[0]), f"the tombstone (offset {t[0]})"))
-            why = f"a tombstone at offset {t[0]}"
-        else:
-            ev.append({"text": f"{x.path}: {x.cleaner[1]}", "replica": x.path, "cleanerCheckpoint": x.cleaner[0]})
-            why = f"no record left below its cleaner checkpoint {x.cleaned_to}"
-        kt = key.decode("utf-8", "replace")
-        out.append(_entry(KEY_RESURRECTED, y.path, x.path, f"key {kt!r}: deleted on {x.path} ({why}), its value at "
-                          f"offset {v} still served by {y.path}", ev, key=kt, offset=v))
-    return out
 
 
 def compare_partition(name: str, dirs: list, max_listed: int = 1000, check_ids: bool = True) -> dict:
@@ -292,14 +170,14 @@ def compare_partition(name: str, dirs: list, max_listed: int = 1000, check_ids: 
     out = {"partition": name, "replicas": list(dirs), "reference": None, "divergences": [], "notes": []}
     ids = _topic_ids(dirs) if check_ids else {}
     if len(set(ids.values())) > 1:
-        out["divergences"].append(_entry(TOPIC_ID_MISMATCH, dirs[0], dirs[1], "partition.metadata: topic ids differ ("
+        out["divergences"].append(entry(TOPIC_ID_MISMATCH, dirs[0], dirs[1], "partition.metadata: topic ids differ ("
                                          + ", ".join(f"{d}: {t}" for d, t in ids.items()) + "): two topics of one name",
                                          [{"text": f"{os.path.join(d, 'partition.metadata')}: topic_id {t}",
                                            "file": os.path.join(d, "partition.metadata"), "topicId": t}
                                           for d, t in ids.items()]))
         return out
     reps = _replicas(dirs)
-    ref = max(reps, key=lambda r: (r.latest_epoch, r.view.log_end))
+    ref = reference(reps)
     out["reference"] = ref.path
     out["logEndOffsets"] = {r.path: r.view.log_end for r in reps}
     out["lastStableOffsets"] = {r.path: r.view.last_stable for r in reps}
@@ -307,12 +185,12 @@ def compare_partition(name: str, dirs: list, max_listed: int = 1000, check_ids: 
         if f is ref:
             continue
         found, notes = _batch_classes(ref, f, max_listed)
-        out["divergences"] += found + _txn_outcomes(ref, f) + _txn_outcomes(f, ref)
+        out["divergences"] += found + txn_outcomes(ref, f) + txn_outcomes(f, ref)
         out["notes"] += notes
     for x in reps:
         for y in reps:
             if x is not y:
-                out["divergences"] += _resurrected(x, y)
+                out["divergences"] += resurrected(x, y)
     return out
 
 
