@@ -2,18 +2,13 @@
 
 A command takes one as the default of its parameter (``as_json: bool = JSON``), as sqlite-utils'
 commands take its shared option decorators: same name, metavar, default and help in every command.
-:func:`backup_settings` reads ``--backup-dir``/``--no-backup`` the same way for every repair.
+cli/repairs.py reads them (``--backup-dir``/``--no-backup``, ``--config``, the sizes) the same way
+for every command that writes.
 """
 from __future__ import annotations
 
-import sys
-
-from cli.declare import Exit, Option
+from cli.declare import Option
 from kafkaforensics.defaults import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_SEGMENT_BYTES
-from specs.lazy import lazy
-
-#: imported on first use (specs/lazy.py), where start-up must not pay for them
-log_log_config = lazy("kafkaforensics.log.log_config", globals())
 
 JSON = Option(False, "--json", help="Print the result as one JSON document instead of tables")
 DRY_RUN = Option(False, "--dry-run", help="Say what would be done (and what would be dropped); change nothing")
@@ -41,34 +36,3 @@ IGNORE_TOPIC_CONFIG = Option(False, "--ignore-topic-config",
                              help="Act even where the topic's cleanup.policy says Kafka would not (never on the "
                                   "KRaft metadata log)")
 
-
-def topic_config(partition_dir: str, config=(), kafka_version=None):
-    """The partition's effective topic configuration (kafkaforensics.log.log_config.LogConfig), with
-    ``--config`` items; a bad item is one line and exit 2."""
-    try:
-        return log_log_config.LogConfig.of(partition_dir, log_log_config.parse_config_flags(config), kafka_version)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        raise Exit(2) from None
-
-
-def sizes(partition_dir: str, segment_bytes=None, index_interval_bytes=None,
-          segments: bool = True, config=None) -> tuple[int, int, list[str]]:
-    """``--segment-bytes`` and ``--index-interval-bytes`` as a command uses them: the flag, else the topic's
-    effective config (``config``, a LogConfig; default: ``partition_dir``'s), else Kafka's default; and
-    notes naming the configs used (``segments=False``: a command that rolls no segment, whose segment
-    size is neither read nor noted)."""
-    config = topic_config(partition_dir) if config is None else config
-    got, notes = config.settle({"index.interval.bytes": index_interval_bytes,
-                                **({"segment.bytes": segment_bytes} if segments else {})})
-    seg, interval = got.get("segment.bytes"), got["index.interval.bytes"]
-    return (DEFAULT_SEGMENT_BYTES if seg is None else seg,
-            DEFAULT_INDEX_INTERVAL_BYTES if interval is None else interval, notes)
-
-
-def backup_settings(backup_dir, no_backup) -> dict:
-    """``backup``/``backup_dir`` keyword arguments of a repair from the two options (exit 2 when both given)."""
-    if backup_dir and no_backup:
-        print("error: --backup-dir and --no-backup exclude each other", file=sys.stderr)
-        raise Exit(2)
-    return {"backup": not no_backup, "backup_dir": backup_dir}
