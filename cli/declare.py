@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import ast
 import functools
-import importlib
 import importlib.util
 import inspect
+import sys
 import typing
 
 from cli import heavy
@@ -61,7 +61,8 @@ class Command:
     def callback(self):
         """The command's function (its module imported here, the first time)."""
         if self._callback is None:
-            self._callback = getattr(importlib.import_module(self.module), self.name.replace("-", "_"))
+            __import__(self.module)  # the import statement's own path: ``-X importtime`` lists it
+            self._callback = getattr(sys.modules[self.module], self.name.replace("-", "_"))
         return self._callback
 
     @property

@@ -150,8 +150,8 @@ def _module_of(name: str, mods) -> str | None:
 
 def _edges(module: str, path: pathlib.Path, mods) -> set[str]:
     """The project modules ``module`` imports: ``import``/``from`` statements (relative ones too)
-    wherever they are, at the top or inside a function, and the names given to ``lazy(...)`` and
-    ``importlib.import_module(...)``."""
+    wherever they are, at the top or inside a function, and the names given to ``lazy(...)``,
+    ``__import__(...)`` and ``importlib.import_module(...)``."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
@@ -165,7 +165,8 @@ def _edges(module: str, path: pathlib.Path, mods) -> set[str]:
             found |= {f"{base}.{a.name}" if f"{base}.{a.name}" in mods else _module_of(base, mods)
                       for a in node.names}
         elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
-              and (getattr(node.func, "id", None) == "lazy" or getattr(node.func, "attr", None) == "import_module")):
+              and (getattr(node.func, "id", None) in ("lazy", "__import__")
+                   or getattr(node.func, "attr", None) == "import_module")):
             found.add(_module_of(str(node.args[0].value), mods))
     return found - {None, module}
 

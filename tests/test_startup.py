@@ -74,6 +74,18 @@ def test_plain_line_exit_codes_are_the_commands():
     assert code == 2 and "pydantic" in mods  # typer's range error: typer parsed it
 
 
+def test_a_command_line_imports_only_its_own_command_module():
+    """cli/main.py registers every command by its module: a line imports the one it names, help none."""
+    for argv, own in ((["verify", SMALL], {"verify"}), (["dump", SMALL], {"dump"}), (["--help"], set()),
+                      (["serve", "--help"], {"serve"}), (["recover", os.path.join(ROOT, "no-such-dir")], {"recover"})):
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "cli.main", *argv], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+        names = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
+                 if line.startswith("import time:") and "|" in line}
+        assert "cli.main" in names or "cli.fastpath" in names, proc.stderr[-2000:]
+        assert {n.split(".")[2] for n in names if n.startswith("cli.commands.")} == own, argv
+
+
 def test_dump_small_segment_skips_spark_stack_and_numpy():
     code, out, mods = imported("-m", "cli.main", "dump", SMALL)
     assert code == 0 and "baseOffset: 225" in out

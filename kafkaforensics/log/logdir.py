@@ -19,15 +19,13 @@ import json
 import os
 
 from specs import checkpoints as C
-from specs.lazy import lazy
 
 from kafkaforensics.errors import KafkaFormatError, Problem
+from kafkaforensics.log import kraft
 from kafkaforensics.log.partition import Partition, find_partitions
 from kafkaforensics.log.segment import BatchScanner, open_buffer
+from kafkaforensics.records import internal_topics
 
-#: the metadata log's readers: only for a KRaft log dir's topic ids
-kraft = lazy("kafkaforensics.log.kraft", globals())
-internal_topics = lazy("kafkaforensics.records.internal_topics", globals())
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 METADATA_PARTITION = "__cluster_metadata-0"
