@@ -22,6 +22,7 @@ from specs import record_batch as R
 from specs.lazy import lazy
 
 from kafkaforensics.log import kraft, offset_index, time_index, txn_index
+from kafkaforensics.records import header_list
 from kafkaforensics.records.batch import Batch, resolve_legacy_wrapper
 from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log.logdir import (CLEAN_SHUTDOWN_FILE, METADATA_PARTITION, check_log_dirs, check_topic_ids, metadata_topic_ids,
@@ -36,10 +37,9 @@ from kafkaforensics.log.paths import (LOG_DIR, PARTITION_DIR, classify, is_activ
 from kafkaforensics.log.tiered import REMOTE_INDEX_RE, check_remote_index
 from kafkaforensics.log.segment import Segment, file_name, offset_from_name
 
-#: only for what a small segment's check never needs: runs of headers; and for log dirs: their checkpoints, and the temp files a killed kfx run left
+#: only for log dirs: their checkpoints, and the temp files a killed kfx run left
 checkpoint_file = lazy("kafkaforensics.log.checkpoint_file", globals())
 fsutil = lazy("kafkaforensics.fsutil", globals())
-header_list = lazy("kafkaforensics.records.header_list", globals())
 
 
 @dataclass
