@@ -7,6 +7,7 @@ import ast
 import functools
 import importlib.util
 import inspect
+import re
 import sys
 import typing
 
@@ -71,14 +72,15 @@ class Command:
 
     def help(self) -> str | None:
         """The command's docstring as typer shows it, read from its module's source without importing
-        it (a command listing imports no command's dependencies)."""
+        or parsing it (a command listing imports no command's dependencies): the string literal after
+        the function's signature (tests/test_cli_help.py: each one equals the docstring)."""
         if self.loaded:
             return inspect.getdoc(self._callback)
-        origin = importlib.util.find_spec(self.module).origin
-        with open(origin, encoding="utf-8") as f:
-            tree = ast.parse(f.read(), origin)
-        fn = self.name.replace("-", "_")
-        return next(ast.get_docstring(n) for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == fn)
+        with open(importlib.util.find_spec(self.module).origin, encoding="utf-8") as f:
+            source = f.read()
+        fn = re.escape(self.name.replace("-", "_"))
+        found = re.search(rf'^def {fn}\(.*?\)(?:\s*->[^:\n]*)?:\n\s+((?:[rRbBuU]?)(?:"""|\'\'\').*?(?:"""|\'\'\'))', source, re.M | re.S)
+        return inspect.cleandoc(ast.literal_eval(found.group(1))) if found else None
 
 
 #: ``-h`` as well as ``--help``, on the application and every command
