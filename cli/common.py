@@ -1,16 +1,14 @@
 """What every ``kfx`` command shares: the exit codes, the stderr console, the one-line usage error,
-the progress bar, the paths' checks and the Kafka generation whose rules apply."""
+the progress bar and the paths' checks."""
 from __future__ import annotations
 
 import os
 import sys
 from enum import Enum
 from functools import lru_cache
-from typing import Optional
 
 from cli import heavy, plain
 from cli.declare import Exit
-from kafkaforensics.log import kafka_version as log_kafka_version
 from kafkaforensics.log import paths as log_paths
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
@@ -93,11 +91,3 @@ def print_live_notes(paths) -> None:
     """One note line on stderr per log dir among ``paths`` that a running broker holds."""
     for n in log_paths.live_notes(paths):
         err().print(f"note: {n}", highlight=False, soft_wrap=True, markup=False)
-
-
-def rules_version(path: str, told: Optional[str]):
-    """The Kafka generation whose rules apply (``--kafka-version`` or inferred); a bad value exits 2."""
-    try:
-        return log_kafka_version.kafka_version(path, told)
-    except ValueError as e:
-        fail(str(e))

@@ -2,13 +2,17 @@
 
 A command takes one as the default of its parameter (``as_json: bool = JSON``), as sqlite-utils'
 commands take its shared option decorators: same name, metavar, default and help in every command.
-cli/repairs.py reads them (``--backup-dir``/``--no-backup``, ``--config``, the sizes) the same way
+:func:`rules_version` reads ``--kafka-version``; cli/repairs.py reads the others (``--backup-dir``/``--no-backup``, ``--config``, the sizes) the same way
 for every command that writes.
 """
 from __future__ import annotations
 
+from typing import Optional
+
+from cli.common import fail
 from cli.declare import Option
 from kafkaforensics.defaults import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_SEGMENT_BYTES
+from kafkaforensics.log import kafka_version as log_kafka_version
 
 JSON = Option(False, "--json", help="Print the result as one JSON document instead of tables")
 DRY_RUN = Option(False, "--dry-run", help="Say what would be done (and what would be dropped); change nothing")
@@ -35,4 +39,13 @@ CONFIG = Option([], "--config", metavar="KEY=VALUE",
 IGNORE_TOPIC_CONFIG = Option(False, "--ignore-topic-config",
                              help="Act even where the topic's cleanup.policy says Kafka would not (never on the "
                                   "KRaft metadata log)")
+
+
+def rules_version(path: str, told: Optional[str]):
+    """The Kafka generation whose rules apply (``--kafka-version`` or inferred); a bad value exits 2."""
+    try:
+        return log_kafka_version.kafka_version(path, told)
+    except ValueError as e:
+        fail(str(e))
+
 

@@ -93,4 +93,3 @@ def print_walk_problems(problems) -> None:
     for p in problems:
         err().print(f"problem: {p} (the batches from here on were left alone; `kfx recover` "
                     "truncates here as Kafka's log loading would)", highlight=False, soft_wrap=True, markup=False)
-

@@ -5,12 +5,12 @@ import json
 from typing import List, Optional
 
 from cli import plain, tables
-from cli.common import EXIT_OK, EXIT_PROBLEMS, err, fail, rules_version
+from cli.common import EXIT_OK, EXIT_PROBLEMS, err, fail
 from cli.declare import Argument, Exit, Option
 from cli.options import (BACKUP_DIR, CONFIG, DRY_RUN, IGNORE_TOPIC_CONFIG, INDEX_INTERVAL_BYTES, JSON,
-                         KAFKA_VERSION, NO_BACKUP, NOW, SEGMENT_BYTES)
-from cli.repairs import (backup_settings, one_partition, policy, print_walk_problems, refuse_live, sizes,
-                         topic_config)
+                         KAFKA_VERSION, NO_BACKUP, NOW, SEGMENT_BYTES, rules_version)
+from cli.repairs import (backup_settings, one_partition, policy, print_walk_problems, refuse_live,
+                         sizes, topic_config)
 from kafkaforensics import errors
 from kafkaforensics.defaults import DEFAULT_DEDUPE_BUFFER_BYTES, DEFAULT_DELETE_RETENTION_MS
 from kafkaforensics.inspect import verify as inspect_verify

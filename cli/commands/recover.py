@@ -6,9 +6,10 @@ import os
 from typing import List, Optional
 
 from cli import plain, recover_view
-from cli.common import EXIT_OK, EXIT_PROBLEMS, fail, rules_version, total_bytes
+from cli.common import EXIT_OK, EXIT_PROBLEMS, fail, total_bytes
 from cli.declare import Argument, Exit, Option
-from cli.options import BACKUP_DIR, DRY_RUN, INDEX_INTERVAL_BYTES, JSON, KAFKA_VERSION, NO_BACKUP, NOW
+from cli.options import (BACKUP_DIR, DRY_RUN, INDEX_INTERVAL_BYTES, JSON, KAFKA_VERSION, NO_BACKUP, NOW,
+                         rules_version)
 from cli.repairs import backup_settings, print_actions, refuse_live
 from kafkaforensics import errors
 from kafkaforensics.inspect import groups as inspect_groups

@@ -6,9 +6,10 @@ import os
 from typing import List, Optional
 
 from cli import plain
-from cli.common import EXIT_OK, EXIT_PROBLEMS, fail, rules_version
+from cli.common import EXIT_OK, EXIT_PROBLEMS, fail
 from cli.declare import Argument, Exit
-from cli.options import BACKUP_DIR, CONFIG, DRY_RUN, INDEX_INTERVAL_BYTES, JSON, KAFKA_VERSION, NO_BACKUP
+from cli.options import (BACKUP_DIR, CONFIG, DRY_RUN, INDEX_INTERVAL_BYTES, JSON, KAFKA_VERSION, NO_BACKUP,
+                         rules_version)
 from cli.repairs import backup_settings, one_partition, print_actions, refuse_live, sizes, topic_config
 from kafkaforensics.repair import reindex as repair_reindex
 

@@ -6,9 +6,9 @@ import os
 from typing import List, Optional
 
 from cli import heavy, plain, tables
-from cli.common import EXIT_OK, EXIT_PROBLEMS, fail, rules_version, with_progress
+from cli.common import EXIT_OK, EXIT_PROBLEMS, fail, with_progress
 from cli.declare import Argument, Exit, Option
-from cli.options import JSON, KAFKA_VERSION
+from cli.options import JSON, KAFKA_VERSION, rules_version
 from kafkaforensics.inspect import verify as inspect_verify
 from kafkaforensics.log import paths as log_paths
 

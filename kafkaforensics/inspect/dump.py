@@ -21,7 +21,6 @@ from kafkaforensics.log.logdir import read_clean_shutdown
 from kafkaforensics.log.paths import (FILE, LOG_DIR, appending, classify, file_kind, live_notes, live_tail,
                                       log_dir_files, partition_dirs, partition_files)
 from kafkaforensics.log.tiered import REMOTE_INDEX_RE
-from kafkaforensics.records import internal_topics
 from kafkaforensics.records.batch import resolve_legacy_wrapper
 from kafkaforensics.records.batch_json import encode, record_to_json
 from kafkaforensics.errors import KafkaFormatError, Problem
@@ -30,7 +29,9 @@ from kafkaforensics.log.producer_state import read_snapshot
 from kafkaforensics.log.segment import BatchScanner, Segment, file_name, offset_from_name, open_buffer
 from kafkaforensics.log.dir_lock import lock_holder
 
-#: many batches decoded at once into columns (numpy): only for a large batch
+#: the message schemas of the internal topics: only for a decoder; many batches decoded at once into
+#: columns (numpy): only for a large batch
+internal_topics = lazy("kafkaforensics.records.internal_topics", globals())
 record_columns = lazy("kafkaforensics.log.record_columns", globals())
 
 #: a batch up to this size (compressed: a 64th of it) is decoded record by record, so a small

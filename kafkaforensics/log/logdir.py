@@ -19,12 +19,15 @@ import json
 import os
 
 from specs import checkpoints as C
+from specs.lazy import lazy
 
 from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log import kraft
 from kafkaforensics.log.partition import Partition, find_partitions
 from kafkaforensics.log.segment import BatchScanner, open_buffer
-from kafkaforensics.records import internal_topics
+
+#: the metadata log's records: only for a KRaft log dir's topic ids
+internal_topics = lazy("kafkaforensics.records.internal_topics", globals())
 
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"

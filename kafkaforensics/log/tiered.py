@@ -12,10 +12,14 @@ from __future__ import annotations
 import os
 import re
 
+from specs.lazy import lazy
+
 from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log import offset_index, time_index
 from kafkaforensics.log.partition import find_partitions
-from kafkaforensics.records import internal_topics
+
+#: the message schemas: verify/dump of a segment never load them
+internal_topics = lazy("kafkaforensics.records.internal_topics", globals())
 
 
 # remote-log-index-cache/<start offset>_<remote segment uuid>.{index,timeindex,txnindex} (RemoteIndexCache)
