@@ -3,16 +3,16 @@
 # Option/Argument, only when it parses a command line itself (help, an unusual line).
 from __future__ import annotations
 
+import ast
 import functools
+import importlib.util
 import inspect
+import re
+import sys
 import typing
 from typing import Any
 
-from specs.lazy import lazy
-
-#: imported on first use (specs/lazy.py), where start-up must not pay for them
-cli_helpformat = lazy("cli.helpformat", globals())
-typer = lazy("typer", globals())
+from cli import heavy
 
 
 class Exit(SystemExit):
@@ -39,8 +39,8 @@ class Param:
 
     def to_typer(self):
         if self.kind == "argument":
-            return typer.Argument(self.default, *self.param_decls, **self.settings)
-        return typer.Option(self.default, *self.param_decls, **self.settings)
+            return heavy.typer.Argument(self.default, *self.param_decls, **self.settings)
+        return heavy.typer.Option(self.default, *self.param_decls, **self.settings)
 
 
 # Both return ``Any`` as typer's own Option/Argument do: a :class:`Param` stands as a parameter's
@@ -56,10 +56,37 @@ def Argument(default: Any = ..., *param_decls: str, **settings: Any) -> Any:  # 
 
 
 class Command:
-    __slots__ = ("name", "callback", "settings")
+    """A command: its name, its typer settings, and its function - given, or the function of the same
+    name (``-`` read as ``_``) in ``module``, imported when first asked for (:attr:`callback`)."""
 
-    def __init__(self, name: str, callback, settings: dict):
-        self.name, self.callback, self.settings = name, callback, settings
+    __slots__ = ("name", "module", "settings", "_callback")
+
+    def __init__(self, name: str, callback=None, settings: dict | None = None, module: str | None = None):
+        self.name, self.module, self.settings, self._callback = name, module, settings or {}, callback
+
+    @property
+    def callback(self):
+        """The command's function (its module imported here, the first time)."""
+        if self._callback is None:
+            __import__(self.module)  # the import statement's own path: ``-X importtime`` lists it
+            self._callback = getattr(sys.modules[self.module], self.name.replace("-", "_"))
+        return self._callback
+
+    @property
+    def loaded(self) -> bool:
+        return self._callback is not None
+
+    def help(self) -> str | None:
+        """The command's docstring as typer shows it, read from its module's source without importing
+        or parsing it (a command listing imports no command's dependencies): the string literal after
+        the function's signature (tests/test_cli_help.py: each one equals the docstring)."""
+        if self.loaded:
+            return inspect.getdoc(self._callback)
+        with open(importlib.util.find_spec(self.module).origin, encoding="utf-8") as f:
+            source = f.read()
+        fn = re.escape(self.name.replace("-", "_"))
+        found = re.search(rf'^def {fn}\(.*?\)(?:\s*->[^:\n]*)?:\n\s+((?:[rRbBuU]?)(?:"""|\'\'\').*?(?:"""|\'\'\'))', source, re.M | re.S)
+        return inspect.cleandoc(ast.literal_eval(found.group(1))) if found else None
 
 
 #: ``-h`` as well as ``--help``, on the application and every command
@@ -83,16 +110,40 @@ class App:
             return callback
         return register
 
-    def typer(self):
-        """The typer application (typer and its coercion imported here, not before)."""
+    def add(self, name: str, module: str, **settings) -> None:
+        """Register command ``name``: the function of that name in ``module``, imported when the
+        command runs or its help is shown (not to list it)."""
+        self.commands.append(Command(name, settings=settings, module=module))
+
+    def typer(self, argv: list[str] | None = None):
+        """The typer application (typer and its coercion imported here, not before). Given the command
+        line ``argv``, only the command it names is imported: the others are listed by name and help
+        (their modules' dependencies stay out of ``kfx --help``)."""
+        named = argv[0] if argv else None
+        if argv is not None and self._typer is None:
+            return self._build(lambda cmd: cmd.name == named or cmd.loaded)
         if self._typer is None:
-            app = typer.Typer(**{"context_settings": HELP_OPTIONS, **self.settings})
-            if self.version is not None:
-                app.callback()(cli_helpformat.version_callback(self.version))
-            for cmd in self.commands:
-                app.command(cmd.name, **{"cls": cli_helpformat.NamedCommand, **cmd.settings})(_typer_callback(cmd.callback))
-            self._typer = app
+            self._typer = self._build(lambda cmd: True)
         return self._typer
+
+    def _build(self, real):
+        """A typer application of the commands; those ``real(cmd)`` is false for are listed only."""
+        helpformat = heavy.typer_help
+        app = heavy.typer.Typer(**{"context_settings": HELP_OPTIONS, **self.settings})
+        if self.version is not None:
+            app.callback()(helpformat.version_callback(self.version))
+        for cmd in self.commands:
+            settings = {"cls": helpformat.NamedCommand, **cmd.settings}
+            if real(cmd):
+                app.command(cmd.name, **settings)(_typer_callback(cmd.callback))
+            else:
+                app.command(cmd.name, help=cmd.help(), **settings)(_listed_only)
+        return app
+
+
+def _listed_only():
+    """Stands for a command in a listing: never run (the line named no such command)."""
+    raise AssertionError("a listed command is run only through its own module")
 
 
 def _typer_callback(callback):

@@ -11,11 +11,8 @@ from __future__ import annotations
 
 import enum
 
+import typer
 from typer.core import TyperArgument, TyperCommand, TyperOption
-from specs.lazy import lazy
-
-#: imported on first use (specs/lazy.py), where start-up must not pay for them
-typer = lazy("typer", globals())
 
 #: the last word of an option's name -> the metavar it gets when it declares none
 _BY_SUFFIX = {"dir": "DIR", "out": "DIR", "bytes": "BYTES", "ms": "MS", "offset": "OFFSET", "point": "OFFSET",

@@ -10,10 +10,7 @@ import os
 import re
 import sys
 
-from specs.lazy import lazy
-
-#: imported on first use (specs/lazy.py), where start-up must not pay for them
-rich_console = lazy("rich.console", globals())
+from cli import heavy
 
 #: rich's emoji codes (``:smile:``): any text that looks like one is left to rich
 _EMOJI = re.compile(r":\S*?:")
@@ -78,7 +75,7 @@ def render(lines, width: int) -> str | None:
 def console(stderr: bool = False):
     """A rich Console on stdout (``stderr``: on stderr) that folds no line when its stream is no
     terminal: piped output is full width, a long path whole (a terminal folds at its own width)."""
-    return rich_console.Console(stderr=stderr, soft_wrap=no_terminal(sys.stderr if stderr else sys.stdout))
+    return heavy.rich_console.Console(stderr=stderr, soft_wrap=no_terminal(sys.stderr if stderr else sys.stdout))
 
 
 def print_lines(lines) -> None:

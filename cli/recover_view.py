@@ -7,25 +7,20 @@ import os
 import sys
 from contextlib import contextmanager
 
-from specs.lazy import lazy
-
-#: imported on first use (specs/lazy.py), where start-up must not pay for them
-cli_main = lazy("cli.main", globals())
-cli_plain = lazy("cli.plain", globals())
-cli_tables = lazy("cli.tables", globals())
-rich_progress = lazy("rich.progress", globals())
+from cli import heavy, plain, tables
+from cli.common import NoProgress, err, progress_bar
 
 
 @contextmanager
 def recovery_progress(total: int):
     """(on_start, on_done) callbacks for :func:`~kafkaforensics.repair.load_logs.recover_log_dirs`,
     drawing an overall bar and one bar a partition being recovered."""
-    if isinstance(cli_main.progress_bar(total, "recover"), cli_main._NoProgress):  # not a terminal: no bars, rich not imported
+    if isinstance(progress_bar(total, "recover"), NoProgress):  # not a terminal: no bars, rich not imported
         yield (lambda path, size: None), (lambda rep: None)
         return
-    rp = rich_progress
+    rp = heavy.rich_progress
     bar = rp.Progress(rp.TextColumn("{task.description}"), rp.BarColumn(), rp.DownloadColumn(), rp.TimeRemainingColumn(),
-                      console=cli_main._err(), transient=True)
+                      console=err(), transient=True)
     with bar:
         overall = bar.add_task("recover", total=total)
         running: dict[str, int] = {}
@@ -55,7 +50,7 @@ def print_log_dir_recovery(outs, as_json: bool, dry_run: bool) -> None:
     if as_json:
         print(json.dumps(log_dir_recovery_json(outs, dry_run)))
         return
-    c = cli_plain.console()
+    c = plain.console()
     several = len({o.log_dir for o in outs}) > 1
     rows, idle = [], 0
     for out in outs:
@@ -71,7 +66,7 @@ def print_log_dir_recovery(outs, as_json: bool, dry_run: bool) -> None:
                                            "indexes to rebuild") if dry_run else
                                           ("partition", "done", "bytes cut", "valid batches cut", "records cut",
                                            "indexes rebuilt"))
-        cli_tables.print_table("kfx recover" + (" (dry run)" if dry_run else ""), cols, rows,
+        tables.print_table("kfx recover" + (" (dry run)" if dry_run else ""), cols, rows,
                     right=range(len(cols) - 4, len(cols)))
     n = sum(len(o.partitions) for o in outs)
     verb = "would change" if dry_run else "changed"
@@ -120,13 +115,13 @@ def print_space_plans(plans, as_json: bool) -> None:
     if as_json:
         print(json.dumps({"dryRun": True, "fits": all(p.fits for p in plans), "logDirs": [p.to_json() for p in plans]}))
         return
-    c = cli_plain.console()
+    c = plain.console()
     for plan in plans:
         say = lambda text: c.print(text, highlight=False, soft_wrap=True, markup=False)  # noqa: E731
         say(f"kfx recover --plan-space {plan.log_dir} (a plan: nothing was written, nothing would be deleted)")
         rows = _by_partition(plan)
         if rows:
-            cli_tables.print_table("bytes Kafka's start-up would write", ("where", "bytes", "what"), rows, right=(1,))
+            tables.print_table("bytes Kafka's start-up would write", ("where", "bytes", "what"), rows, right=(1,))
         if plan.transient:
             say(f"+ {plan.transient} bytes at once while a rolled segment's indexes are rebuilt (reset to "
                 "segment.index.bytes, then trimmed)")
@@ -152,7 +147,7 @@ def _print_moves(plan, say) -> None:
         say("no segment is both below every group's committed offset and past its topic's retention: nothing "
             "to move")
         return
-    cli_tables.print_table("segments that could be moved elsewhere (oldest first)",
+    tables.print_table("segments that could be moved elsewhere (oldest first)",
                            ("partition", "segment", "offsets", "bytes", "largest timestamp", "past retention"),
                            [(m.partition, os.path.basename(m.files[0][0]), f"{m.base_offset}..{m.next_offset - 1}",
                              m.bytes, m.largest_timestamp, m.reason) for m in plan.moves], right=(3, 4))

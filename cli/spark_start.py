@@ -23,12 +23,10 @@ import sys
 import threading
 import time
 
-from specs.lazy import lazy
-
-fsutil = lazy("kafkaforensics.fsutil", globals())
-spark_jobs_common = lazy("spark_jobs.common", globals())
-spark_jobs_scan = lazy("spark_jobs.scan", globals())
-pyspark = lazy("pyspark", globals())
+from cli import heavy
+from kafkaforensics import fsutil
+from spark_jobs import common as spark_jobs_common
+from spark_jobs import scan as spark_jobs_scan
 
 #: Spark 4's minimum
 JAVA_MIN = 17
@@ -144,7 +142,7 @@ def stop_driver_jvm(timeout: float = 10.0) -> None:
     """Stop the driver JVM this process started, if any: an interrupted scan's tasks must not write
     on after its outputs are removed, and pyspark starts its JVM with SIGINT ignored (so a
     terminal's Ctrl-C does not reach it)."""
-    proc = getattr(pyspark.SparkContext._gateway, "proc", None)
+    proc = getattr(heavy.pyspark.SparkContext._gateway, "proc", None)
     if proc is None or proc.poll() is not None:
         return
     proc.terminate()

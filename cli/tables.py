@@ -13,13 +13,8 @@ from __future__ import annotations
 import sys
 import unicodedata
 
+from cli import heavy
 from cli.plain import console_width, no_terminal
-from specs.lazy import lazy
-
-#: imported on first use (specs/lazy.py), where start-up must not pay for them
-rich_console = lazy("rich.console", globals())
-rich_table = lazy("rich.table", globals())
-rich_text = lazy("rich.text", globals())
 
 #: what a rich table adds around its cells (SQUARE/HEAVY_HEAD boxes, padding 1): "│ a │ b │"
 _PADDING = 3
@@ -91,14 +86,14 @@ def print_table(title: str | None, columns, rows, right=(), file=None) -> None:
         file.write("".join(line + "\n" for line in plain_lines(title, columns, rows, right)))
         return
     width = console_width()
-    out = rich_console.Console(file=file)
+    out = heavy.rich_console.Console(file=file)
     if not fits(columns, rows, out.width or width):
         for line in record_lines(title, columns, rows):
             out.print(line, markup=False, highlight=False, soft_wrap=True)
         return
     if title:  # a line of its own: rich would fold or centre a title wider than the table
         out.print(title, markup=False, highlight=False, soft_wrap=True)
-    table = rich_table.Table()
+    table = heavy.rich_table.Table()
     for i, c in enumerate(columns):
         table.add_column(c, justify="right" if i in right else "left", no_wrap=True, overflow="fold")
     for r in rows:
@@ -107,4 +102,4 @@ def print_table(title: str | None, columns, rows, right=(), file=None) -> None:
 
 
 def _rich_cell(value):
-    return rich_text.Text(str(value), style=getattr(value, "style", None) or "")
+    return heavy.rich_text.Text(str(value), style=getattr(value, "style", None) or "")

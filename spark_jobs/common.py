@@ -18,22 +18,22 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from kafkaforensics import fsutil
+from kafkaforensics.log import writer as log_writer
+from kafkaforensics.records import batch as records_batch
+from kafkaforensics.records import builder as records_builder
+from kafkaforensics.records import schema as records_schema
+from kafkaforensics.spark import parquet_dir as spark_parquet_dir
+from kafkaforensics.spark import scan_plan as spark_scan_plan  # annotations only
+from kafkaforensics.spark import spark_source
+from kafkaforensics.spark import storage as spark_storage
 from specs.lazy import lazy
 
 from kafkaforensics.spark import engine as spark_engine
 from kafkaforensics.spark.engine import (DRIVER, DRIVER_READ_BYTES, HERE_BYTES, SHORT_RUN_BYTES, ScanEngine,  # noqa: F401
                                          held_in_driver)
 
-#: imported on first use (specs/lazy.py), where start-up must not pay for them
-log_writer = lazy("kafkaforensics.log.writer", globals())
-records_batch = lazy("kafkaforensics.records.batch", globals())
-records_builder = lazy("kafkaforensics.records.builder", globals())
-records_schema = lazy("kafkaforensics.records.schema", globals())
-spark_scan_plan = lazy("kafkaforensics.spark.scan_plan", globals())  # annotations only
-fsutil = lazy("kafkaforensics.fsutil", globals())
-spark_parquet_dir = lazy("kafkaforensics.spark.parquet_dir", globals())
-spark_source = lazy("kafkaforensics.spark.spark_source", globals())
-spark_storage = lazy("kafkaforensics.spark.storage", globals())
+#: imported on first use (specs/lazy.py): pyspark and pyarrow, and spark_jobs.scan (which imports this module)
 pyarrow = lazy("pyarrow", globals())
 pyspark = lazy("pyspark", globals())
 pyspark_errors = lazy("pyspark.errors", globals())

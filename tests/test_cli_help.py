@@ -79,3 +79,22 @@ def test_scan_help_names_every_kind_of_input_it_reads():
     text = " ".join(_help("scan", "--help").split())
     for scheme in ("s3://", "s3a://", "hdfs://", "file://"):
         assert scheme in text, scheme
+
+
+def test_the_listing_shows_each_command_s_own_docstring():
+    """`kfx --help` lists the commands without importing them (cli/declare.py reads each docstring from
+    its module's source): the text read is the function's docstring, and the listing is the one typer
+    makes of the imported commands."""
+    import inspect
+
+    from cli.declare import Command
+    for cmd in commands.commands:
+        unloaded = Command(cmd.name, module=cmd.module)
+        assert unloaded.help() == inspect.getdoc(cmd.callback), cmd.name
+    probe = ("import sys\nfrom cli.main import commands\nfrom typer.testing import CliRunner\n"
+             "r = CliRunner().invoke(commands.typer(['--help']), ['--help'], prog_name='kfx')\n"
+             "print(sorted(m for m in sys.modules if m.startswith('cli.commands.')))\nprint(r.output)")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    imported, listing = out.stdout.split("\n", 1)
+    assert imported == "[]", out.stderr[-2000:]
+    assert listing.rstrip("\n") == _help("--help").rstrip("\n")

@@ -205,11 +205,11 @@ def test_kfx_scan_of_a_window_exits_0_for_damage_outside_it_and_1_inside(fleet, 
 def test_kfx_scan_prints_a_summary_of_a_long_inventory_and_all_of_it_with_verbose(fleet, kfx, tmp_path, monkeypatch):
     """Past SCAN_TABLE_ROWS partitions the console gets the totals, the partitions with anomalies and
     the largest ones, and where the whole table is; --verbose prints every partition (issue 57)."""
-    from cli import main as cli_main
-    monkeypatch.setattr(cli_main, "SCAN_TABLE_ROWS", 3)
+    from cli.commands import scan as cli_scan
+    monkeypatch.setattr(cli_scan, "SCAN_TABLE_ROWS", 3)
     short = kfx("scan", fleet["root"], "--out", tmp_path / "o1")
     rows = pq.read_table(str(tmp_path / "o1" / "inventory")).to_pylist()
-    assert len(rows) > 3 + cli_main.SCAN_LARGEST
+    assert len(rows) > 3 + cli_scan.SCAN_LARGEST
     assert f"{len(rows)} partition copies in " in short.stdout and "largest partitions" in short.stdout
     assert "partitions with anomalies" in short.stdout and f"every partition: {tmp_path / 'o1' / 'inventory'}" in short.stdout
     assert "orders-1" not in short.stdout  # an empty partition: neither damaged nor large
@@ -218,7 +218,7 @@ def test_kfx_scan_prints_a_summary_of_a_long_inventory_and_all_of_it_with_verbos
 
 
 def test_the_plan_line_says_why_there_are_more_splits_than_segments():
-    from cli.main import _plan_line
+    from cli.commands.scan import _plan_line
     from spark_jobs.scan import ScanPlan
     assert _plan_line(ScanPlan(3, 2, 5000)) == "read 2 segments, 5,000 bytes, in 3 splits (large segments cut at batch boundaries)"
     assert _plan_line(ScanPlan(1, 2, 5000)) == "read 2 segments, 5,000 bytes, in 1 splits"

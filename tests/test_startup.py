@@ -36,7 +36,7 @@ def imported(*argv):
 def test_import_cli_main_is_light():
     code, _, mods = imported("-c", "import cli.main")
     assert code == 0
-    assert "cli" in mods and "json" in mods  # the check sees the imports at all
+    assert "cli" in mods and "inspect" in mods  # the check sees the imports at all (cli/declare.py's)
     assert "typer" not in mods  # the declarations are typer's arguments, kept until typer parses a line
     assert not mods & HEAVY, sorted(mods & HEAVY)
     assert "rich" not in mods and "kafkaforensics" in mods  # rich: on first output only
@@ -72,6 +72,18 @@ def test_plain_line_exit_codes_are_the_commands():
     assert code == 2 and "pydantic" not in mods  # the command's own usage error, through the quick parse
     code, _, mods = imported("-m", "cli.main", "verify", "--max-message-bytes", "3", SMALL)
     assert code == 2 and "pydantic" in mods  # typer's range error: typer parsed it
+
+
+def test_a_command_line_imports_only_its_own_command_module():
+    """cli/main.py registers every command by its module: a line imports the one it names, help none."""
+    for argv, own in ((["verify", SMALL], {"verify"}), (["dump", SMALL], {"dump"}), (["--help"], set()),
+                      (["serve", "--help"], {"serve"}), (["recover", os.path.join(ROOT, "no-such-dir")], {"recover"})):
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "cli.main", *argv], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+        names = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
+                 if line.startswith("import time:") and "|" in line}
+        assert "cli.main" in names or "cli.fastpath" in names, proc.stderr[-2000:]
+        assert {n.split(".")[2] for n in names if n.startswith("cli.commands.")} == own, argv
 
 
 def test_dump_small_segment_skips_spark_stack_and_numpy():
@@ -225,7 +237,7 @@ def test_progress_bar_on_a_terminal():
 import io  # noqa: E402
 from types import SimpleNamespace  # noqa: E402
 
-from cli.main import verify_report_lines  # noqa: E402
+from cli.commands.verify import verify_report_lines  # noqa: E402
 from cli.plain import console_width, render  # noqa: E402
 from kafkaforensics.errors import Problem  # noqa: E402
 from kafkaforensics.records.builder import BatchProducer

@@ -27,7 +27,8 @@ from kafkaforensics.log.partition import LEFTOVER_SUFFIXES, LogDir, parse_partit
 from kafkaforensics.log.producer_state import read_snapshot
 from kafkaforensics.log.segment import TXNINDEX, Segment, file_name, offset_from_name
 
-#: the message schemas of the internal topics: only for a decoder
+#: the message schemas of the internal topics: only for a decoder; many batches decoded at once into
+#: columns (numpy): only for a large batch
 internal_topics = lazy("kafkaforensics.records.internal_topics", globals())
 record_columns = lazy("kafkaforensics.log.record_columns", globals())
 

@@ -21,7 +21,8 @@ from specs import checkpoints as C
 from specs import record_batch as R
 from specs.lazy import lazy
 
-from kafkaforensics.log import offset_index, time_index, txn_index
+from kafkaforensics.log import kraft, offset_index, time_index, txn_index
+from kafkaforensics.records import header_list
 from kafkaforensics.records.batch import Batch, resolve_legacy_wrapper
 from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log.kraft import metadata_topic_ids
@@ -37,12 +38,9 @@ from kafkaforensics.log.paths import (LOG_DIR, PARTITION_DIR, classify, is_activ
 from kafkaforensics.log.tiered import REMOTE_INDEX_RE, check_remote_index
 from kafkaforensics.log.segment import INDEX_SUFFIXES, Segment, file_name, offset_from_name
 
-#: only for what a small segment's check never needs: KRaft files, runs of headers
-kraft = lazy("kafkaforensics.log.kraft", globals())
 #: only for log dirs: their checkpoints, and the temp files a killed kfx run left
 checkpoint_file = lazy("kafkaforensics.log.checkpoint_file", globals())
 fsutil = lazy("kafkaforensics.fsutil", globals())
-header_list = lazy("kafkaforensics.records.header_list", globals())
 
 
 @dataclass(frozen=True)

@@ -22,15 +22,16 @@ from specs.lazy import lazy
 from specs.record_batch import SNAPSHOT_FOOTER, SNAPSHOT_HEADER
 
 from kafkaforensics.errors import KafkaFormatError, Problem
+from kafkaforensics.log import partition  # (partition imports logdir, which imports this module: names used in functions only)
 from kafkaforensics.log.segment import KRAFT_SNAPSHOT_RE, BatchScanner, kraft_snapshot_file_name, open_buffer
 from kafkaforensics.records.batch import Record
 from kafkaforensics.records.builder import build_v2, control_record_key
 
-#: the metadata records' schemas and the log loader: not for naming a KRaft file or dumping a segment
+#: the metadata records' schemas: not for naming a KRaft file or dumping a segment
 K = lazy("specs.kafka_messages", globals())
 message_schema = lazy("specs.message_schema", globals())
 internal_topics = lazy("kafkaforensics.records.internal_topics", globals())
-partition = lazy("kafkaforensics.log.partition", globals())
+
 
 SNAPSHOT_RE = KRAFT_SNAPSHOT_RE
 BOOTSTRAP_FILE = "bootstrap.checkpoint"

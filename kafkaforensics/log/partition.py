@@ -29,6 +29,7 @@ from specs.lazy import lazy
 from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log.segment import (INDEX, INDEX_SUFFIXES, LEFTOVER_SUFFIXES, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX,  # noqa: F401 (re-exported)
                                         Segment, file_name, offset_from_name, open_buffer)
+from kafkaforensics.log import producer_state
 from kafkaforensics.log.producer_state import read_snapshot
 from kafkaforensics.log.dir_lock import LOCK_FILE, lock_holder  # noqa: F401 (LOCK_FILE re-exported)
 from kafkaforensics.log.kafka_rules import refused_dir
@@ -37,7 +38,6 @@ from kafkaforensics.log.kafka_rules import refused_dir
 fsutil = lazy("kafkaforensics.fsutil", globals())
 checkpoint_file = lazy("kafkaforensics.log.checkpoint_file", globals())
 leader_epochs = lazy("kafkaforensics.log.leader_epochs", globals())
-producer_state = lazy("kafkaforensics.log.producer_state", globals())
 #: the batch walk of a load (log_loader imports what only a walk needs)
 log_loader = lazy("kafkaforensics.log.log_loader", globals())
 uuid = lazy("uuid", globals())

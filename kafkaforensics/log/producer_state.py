@@ -18,11 +18,10 @@ from specs.lazy import lazy
 
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.txn_index import AbortedTxn
-from kafkaforensics.records import int64
+from kafkaforensics.records import header_list, int64
 
-#: runs of headers (numpy columns or lists): a plain read of a snapshot never loads them
+#: numpy columns of runs of headers: a plain read of a snapshot never loads it
 np = lazy("numpy", globals())
-header_list = lazy("kafkaforensics.records.header_list", globals())
 
 
 

@@ -23,12 +23,11 @@ from specs.lazy import lazy
 
 from kafkaforensics.records.batch import parse_legacy_header, parse_v2_header, resolve_legacy_wrapper
 from kafkaforensics.errors import KafkaFormatError, Problem
-from kafkaforensics.records import int64, walks
+from kafkaforensics.records import header_list, int64, walks
 from kafkaforensics.log import offset_index, time_index, txn_index
 from kafkaforensics.log.file_region import FileRegion
 
-#: the runs' walk loop and containers: only for segments walked in runs (numpy: only for HeaderRun)
-header_list = lazy("kafkaforensics.records.header_list", globals())
+#: runs of headers as numpy columns: only for segments walked in runs of HeaderRun
 header_run = lazy("kafkaforensics.records.header_run", globals())
 
 #: baseOffset, batchLength: the LOG_OVERHEAD every magic shares

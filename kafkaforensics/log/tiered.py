@@ -18,8 +18,9 @@ from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log.segment import INDEX, INDEX_BY_SUFFIX, INDEX_SUFFIXES
 from kafkaforensics.log.partition import find_partitions
 
-#: the message schemas and the log loader: verify/dump of a segment never load them
+#: the message schemas: verify/dump of a segment never load them
 internal_topics = lazy("kafkaforensics.records.internal_topics", globals())
+
 
 # remote-log-index-cache/<start offset>_<remote segment uuid>.{index,timeindex,txnindex} (RemoteIndexCache)
 REMOTE_INDEX_RE = re.compile(r"^(\d+)_[A-Za-z0-9_-]{22}(%s)$" % "|".join(re.escape(s) for s in INDEX_SUFFIXES))

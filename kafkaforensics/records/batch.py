@@ -14,14 +14,11 @@ from kafkaforensics.records.checksums import crc32c
 
 from specs import legacy as L
 from specs import record_batch as R
-from specs.lazy import lazy
 
 from kafkaforensics.records import compression
-from kafkaforensics.records import int64
+from kafkaforensics.records import int64, schema
 from kafkaforensics.errors import KafkaFormatError
 
-#: the row model, for ``to_json`` alone
-schema = lazy("kafkaforensics.records.schema", globals())
 
 _HDR = R.HEADER_STRUCT
 _LEG = L.PREFIX_STRUCT

@@ -1,0 +1,1 @@
+"""The kfx commands, a module each (cli/main.py registers them)."""

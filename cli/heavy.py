@@ -1,0 +1,30 @@
+"""The CLI's one lazy place: the heavy third-party modules a command may need, loaded on first use.
+
+Project modules are imported plainly at each module's top; only these, which cost start-up (tens of
+milliseconds to seconds) and which a plain ``kfx dump``/``verify`` line never needs, are declared
+here through :func:`specs.lazy.lazy` and used as ``heavy.rich_progress.Progress(...)``: the first
+attribute asked imports the module, then it is an ordinary module attribute.
+"""
+from __future__ import annotations
+
+from specs.lazy import lazy
+
+#: rich: the consoles, tables and progress bars (a plain line prints without it, cli/plain.py)
+rich_console = lazy("rich.console", globals())
+rich_markup = lazy("rich.markup", globals())
+rich_progress = lazy("rich.progress", globals())
+rich_table = lazy("rich.table", globals())
+rich_text = lazy("rich.text", globals())
+#: typer: help and unusual lines only (cli/fastpath.py parses the plain ones)
+typer = lazy("typer", globals())
+#: pyspark: a scan that Spark runs
+pyspark = lazy("pyspark", globals())
+#: kfx's help format (cli/helpformat.py): typer's classes extended, so loaded with typer only
+typer_help = lazy("cli.helpformat", globals())
+#: the one project module loaded here: `kfx verify` asks it a problem's remedy only when a report has
+#: problems, and its import (its own tables and the decoders it pulls in, ~30 ms of CPU) would be a
+#: quarter of a clean verify's start-up (tests/test_startup.py, benchmarks' start-up rows)
+analyzer = lazy("kafkaforensics.inspect.analyzer", globals())
+#: the schema store and decoders of ``--decode`` (cli/schemas.py): urllib's HTTP client, protobuf,
+#: fastavro and jsonschema, which no line without ``--decode`` needs
+schemas = lazy("cli.schemas", globals())
