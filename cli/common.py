@@ -6,6 +6,7 @@ import os
 import sys
 from enum import Enum
 from functools import lru_cache
+from typing import NoReturn
 
 from cli import heavy, plain
 from cli.declare import Exit
@@ -31,7 +32,7 @@ def err():
     return plain.console(stderr=True)
 
 
-def fail(msg: str) -> None:
+def fail(msg: str) -> NoReturn:
     """A usage or input error: one line on stderr, exit 2."""
     err().print(f"[red]error:[/red] {msg}", highlight=False, soft_wrap=True)
     raise Exit(EXIT_USAGE)

@@ -17,6 +17,7 @@ import threading
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import NoReturn
 
 from kafkaforensics import fsutil
 from kafkaforensics.log import writer as log_writer
@@ -705,7 +706,7 @@ def source_options(args) -> dict:
     return out
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     """A job's usage or I/O error: one line on stderr, exit 2."""
     print(f"error: {message}", file=sys.stderr)
     raise SystemExit(2)

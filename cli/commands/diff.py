@@ -66,9 +66,9 @@ def diff(dirs: List[str] = Argument(..., metavar="DIR", help="Two or more replic
                         highlight=False, soft_wrap=True)
             c.print(f"truncating B to offset {rep.truncate_b_to} reconciles it with A", highlight=False, soft_wrap=True)
             if rep.epoch_truncation:
-                e = rep.epoch_truncation
-                c.print(f"by leader epoch (OffsetsForLeaderEpoch): B's epoch {e['epoch']} ends at {e['endOffsetInA']} "
-                        f"in A, so B truncates to {e['truncateBTo']}", highlight=False, soft_wrap=True)
+                et = rep.epoch_truncation
+                c.print(f"by leader epoch (OffsetsForLeaderEpoch): B's epoch {et['epoch']} ends at {et['endOffsetInA']} "
+                        f"in A, so B truncates to {et['truncateBTo']}", highlight=False, soft_wrap=True)
     raise Exit(EXIT_OK if rep.identical else EXIT_PROBLEMS)
 
 
