@@ -3,7 +3,9 @@
 cli/heavy.py only when a command line asks to decode."""
 from __future__ import annotations
 
-from cli.common import fail
+import sys
+from typing import NoReturn
+
 from kafkaforensics.log.schema_topic import load_schema_store
 from kafkaforensics.records.schema_decode import SchemaDecoder
 
@@ -11,6 +13,10 @@ from kafkaforensics.records.schema_decode import SchemaDecoder
 def schema_decoder(paths, schemas=None, registry=None, required: bool = True) -> SchemaDecoder | None:
     """The decoder of Confluent-framed values for ``paths``. No source at all is one line and exit 2
     when ``required`` (else None); a source that cannot be read is one line and exit 2."""
+    def fail(msg: str) -> NoReturn:   # cli.common's one line and exit 2 (it imports cli/heavy.py, which loads this)
+        print(f"error: {msg}", file=sys.stderr)
+        raise SystemExit(2)
+
     try:
         store = load_schema_store(paths, schema_dir=schemas, registry_url=registry)
     except (ValueError, OSError) as e:
