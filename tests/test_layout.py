@@ -351,10 +351,6 @@ GRAPH_TOPS = ("kafkaforensics", "cli", "spark_jobs", "specs")
 #: cycles that remain, each owned by another issue's change (the test fails when one is broken and not
 #: removed from here, as on any other cycle)
 KNOWN_CYCLES = {
-    # Partition (and LogDir) <-> KRaft metadata <-> the topic's LogConfig: logdir.py is gone into
-    # partition.py (issue 52), the loop between a partition's config and the metadata log is left
-    frozenset({"kafkaforensics.log.kraft", "kafkaforensics.log.log_config",
-               "kafkaforensics.log.partition", "kafkaforensics.log.topic_config"}),
     # spark_jobs.common's self-check runs spark_jobs.scan: the one scan engine (issue 53, item 3) removes it
     frozenset({"spark_jobs.common", "spark_jobs.inventory", "spark_jobs.races", "spark_jobs.scan",
                "spark_jobs.search"}),

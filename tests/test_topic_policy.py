@@ -8,7 +8,6 @@ import pytest
 
 from kafkaforensics.log.kafka_version import parse_kafka_version
 from kafkaforensics.log.log_config import LogConfig, PolicyRefusal, parse_config_flags
-from kafkaforensics.log.partition import Partition
 from tests.corruption import snapshot_files
 from tests.realdirs import REAL, unpack
 from tests.test_noop_reasons import DAY, T0, TOPIC_ID, _config, _metadata, _partition
@@ -32,7 +31,7 @@ def _one_error_line(r):
 def test_log_config_resolves_metadata_then_config_then_internal_topics_then_defaults(tmp_path):
     bare = tmp_path / "bare" / "orders-0"
     _partition(bare)
-    cfg = Partition.scan(str(bare)).log_config()
+    cfg = LogConfig.of(str(bare))
     assert cfg.describe("cleanup.policy") == "cleanup.policy=delete (Kafka's default)"
     assert (cfg.get_int("retention.ms"), cfg.get_int("retention.bytes"), cfg.get_int("segment.bytes")) == \
         (604_800_000, -1, 1 << 30)

@@ -41,8 +41,6 @@ leader_epochs = lazy("kafkaforensics.log.leader_epochs", globals())
 #: the batch walk of a load (log_loader imports what only a walk needs)
 log_loader = lazy("kafkaforensics.log.log_loader", globals())
 uuid = lazy("uuid", globals())
-#: the topic's effective configuration (log_config imports this module)
-log_config = lazy("kafkaforensics.log.log_config", globals())
 
 _DIR_RE = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)"
                      r"(?:\.[0-9a-f]+-(?P<state>delete|future|stray)|-(?P<bare>delete|future|stray))?$")
@@ -240,12 +238,6 @@ class Partition:
     def log_dir(self) -> str:
         """The log dir holding this partition dir (its parent)."""
         return os.path.dirname(os.path.abspath(self.path))
-
-    def log_config(self, given: dict | None = None, kafka_version=None):
-        """This log's effective topic configuration (:class:`~.log_config.LogConfig`: the log dir's
-        ConfigRecords, else ``given`` (--config), else an internal topic's creation configs, else
-        Kafka's defaults): what every command applying Kafka's policy asks, once."""
-        return log_config.LogConfig.of(self.path, given, kafka_version)
 
     @property
     def topic_partition(self) -> tuple[str, int] | None:
