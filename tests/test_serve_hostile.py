@@ -5,6 +5,7 @@ in every API that takes a name. Afterwards the broker still serves a normal cons
 created outside the log dir, and the read-only broker changed no byte of it."""
 import os
 import random
+import select
 import shutil
 import socket
 import struct
@@ -154,15 +155,24 @@ def test_hostile_traffic_then_a_consumer_still_works(hostile):
         s.close()
     assert answered == len(busy)
     # the cap on connections: beyond it, a new connection is closed as it is accepted
+    # (which 10 of them are closed is the order the broker accepts them in: under load a full listen
+    # backlog retries some SYNs, so it need not be the last 10 opened; the count is what the cap fixes)
     extra = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(310)]
-    closed = 0
-    for s in extra[-10:]:
-        s.settimeout(5)
-        try:
-            closed += s.recv(1) == b""
-        except ConnectionResetError:
-            closed += 1
-    assert closed == 10
+    closed: set = set()
+    deadline = time.monotonic() + 10
+    while len(closed) < 10 and time.monotonic() < deadline:
+        readable, _, _ = select.select([s for s in extra if s not in closed], [], [], 0.5)
+        for s in readable:
+            try:
+                got = s.recv(1)
+            except ConnectionResetError:
+                got = b""
+            if got == b"":
+                closed.add(s)
+    assert len(closed) >= 10
+    time.sleep(0.2)
+    still_open = [s for s in extra if s not in closed and not select.select([s], [], [], 0)[0]]
+    assert len(still_open) <= 400 - len(idle)   # never more open than the cap
     for s in idle + extra:
         s.close()
     time.sleep(0.2)
