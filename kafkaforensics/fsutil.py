@@ -282,12 +282,6 @@ def created(path: str, backup_dir=None) -> None:
         j.record("create", path)
 
 
-def backup_file(path: str, backup_dir) -> str:
-    """Copy ``path`` into ``backup_dir`` (created if needed), fsynced; returns the copy's path."""
-    j = journal(backup_dir)
-    return os.path.join(j.dir, j.keep_copy(path))
-
-
 def truncate_file(path: str, size: int, *, backup_dir=None) -> None:
     """Shrink ``path`` to ``size`` bytes durably (the bytes cut off kept first, if asked)."""
     j = journal(backup_dir)

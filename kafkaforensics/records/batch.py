@@ -8,7 +8,7 @@ log entry (possibly a compressed wrapper) at a byte position of a file.
 from __future__ import annotations
 
 import zlib
-from typing import Any
+from typing import Any, cast
 
 from kafkaforensics.records.checksums import crc32c
 
@@ -423,7 +423,9 @@ def v2_record_bytes(b: Batch) -> bytes:
 
 def _decode_v2_records(b: Batch) -> list[Record]:
     lat = b.max_timestamp if b.attributes & R.TIMESTAMP_TYPE_MASK else None
-    return decode_records(v2_record_bytes(b), b.count, b.base_offset, b.first_timestamp, b.base_sequence, lat)
+    # only a legacy compressed wrapper's count is None; a v2 header always carries its own
+    count = cast(int, b.count)
+    return decode_records(v2_record_bytes(b), count, b.base_offset, b.first_timestamp, b.base_sequence, lat)
 
 
 def iter_legacy_entries(data: bytes, *, depth: int = 0):

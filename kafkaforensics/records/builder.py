@@ -21,7 +21,7 @@ from kafkaforensics.records import compression
 _HDR = R.HEADER_STRUCT
 _TIMESTAMP = L.TIMESTAMP.struct
 _LENGTH = L.LENGTH.struct
-_VARINT_CACHE = {}
+_VARINT_CACHE: dict[int, bytes] = {}  # zigzag(n) for -4096 <= n <= 4096, as first asked
 
 
 def zigzag(n: int) -> bytes:

@@ -5,8 +5,10 @@ what :mod:`.header_run` gives as numpy columns, without numpy (both are :class:`
 # tests/test_verify.py proves verify over list runs equal to verify over numpy runs.
 from __future__ import annotations
 
+import mmap
 import struct
 from operator import add
+from typing import Protocol, SupportsIndex, SupportsInt
 
 from specs import record_batch as R
 from specs.layout import INT32_MAX
@@ -50,12 +52,29 @@ def walk_run(buf, pos: int, end: int, size_limit: int, max_bytes: int,
     return pos, False
 
 
+class Positions(Protocol):
+    """Each batch's position in the file: a list (:class:`ListRun`) or a numpy array
+    (:class:`~.header_run.HeaderRun`)."""
+
+    def __getitem__(self, i: SupportsIndex, /) -> SupportsInt: ...
+
+    def __len__(self) -> int: ...
+
+
 class RunOfHeaders:
     """What a run of v2 batch headers offers whatever holds its columns (lists here, numpy arrays in
     :class:`~.header_run.HeaderRun`): its first ``k`` batches, and one batch as a :class:`Batch`."""
 
-    __slots__ = ()
+    # the buffer walked, its file, each batch's position in it (a subclass's slots hold the rest)
+    __slots__ = ("buf", "file", "position")
     _SLICED: tuple[str, ...] = ()   # the per-batch fields a head keeps the first k of
+    buf: bytes | memoryview | mmap.mmap
+    file: str | None
+    position: Positions
+
+    def _derive(self) -> None:
+        """Compute the columns derived from the sliced ones (each subclass its own way)."""
+        raise NotImplementedError
 
     def head(self, k: int):
         """The first ``k`` batches."""
@@ -76,7 +95,7 @@ class ListRun(RunOfHeaders):
     header tuples and ``columns`` the same by field (both in :data:`FIELD` order),
     ``base_offset``/``last_offset``/``size``."""
 
-    __slots__ = ("buf", "file", "position", "crc_ok", "rows", "columns", "base_offset", "last_offset", "size")
+    __slots__ = ("crc_ok", "rows", "columns", "base_offset", "last_offset", "size")
     _SLICED = ("position", "crc_ok", "rows")
 
     def __init__(self, buf, positions, bad_crc, headers: bytes, file=None):

@@ -26,7 +26,7 @@ class HeaderRun(RunOfHeaders):
     ``header`` the structured array of their header fields (spec names: ``header["baseOffset"]``
     ...), and ``buf`` the file's buffer, which :meth:`batch` reads."""
 
-    __slots__ = ("buf", "file", "position", "crc_ok", "header", "base_offset", "last_offset", "size")
+    __slots__ = ("crc_ok", "header", "base_offset", "last_offset", "size")
     _SLICED = ("position", "crc_ok", "header")
 
     def __init__(self, buf, positions, bad_crc, headers: bytes, file=None):

@@ -31,7 +31,7 @@ CONTROL_SCHEMAS = {R.LEADER_CHANGE: K.LeaderChangeMessage, R.SNAPSHOT_HEADER: K.
                    R.KRAFT_VOTERS: K.VotersRecord}
 
 
-def _versioned(data: bytes):
+def _versioned(data: bytes | None) -> tuple[int, bytes]:
     if data is None or len(data) < 2:
         raise KafkaFormatError("schema", "record too short for a version prefix")
     return _I16.unpack_from(data, 0)[0], bytes(data[2:])
