@@ -3,6 +3,7 @@ import pathlib
 import random
 from contextlib import contextmanager
 
+import numpy as np
 import pytest
 
 from hypothesis import HealthCheck, given, settings
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from kafkaforensics.records import builder
 
 from kafkaforensics.log import record_columns
-from kafkaforensics.records.batch import Record
+from kafkaforensics.records.batch import Record, v2_record_bytes
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.record_columns import (MAX_HEADER_ROUNDS, _Fallback, _vectorised, decode_columns,
                                            iter_record_columns, iter_records)
@@ -214,3 +215,20 @@ def test_header_spans_and_their_malformed_lengths():
     with pytest.raises(_Fallback):
         _vectorised(batches)
     assert decode_columns(batches).records() == _per_record(batches)
+
+
+def test_columns_of_records_sections_say_what_they_lack():
+    """decode_sections' columns (the Spark runs' decoder) have offsets but no Batch objects: asking
+    them for Record objects, or decoding LogAppendTime sections without their maxTimestamp, is a
+    ValueError saying so (was a TypeError on None deep inside)."""
+    recs = [Record(i, 1000 + i, b"k%d" % i, b"v", []) for i in range(3)]
+    b = next(iter(BatchScanner(builder.build_v2(recs, base_offset=0, **v2_kwargs()))))
+    body = v2_record_bytes(b)
+    one = (np.array([0], np.int64), np.array([len(body)], np.int64), np.array([3], np.int64),
+           np.array([0], np.int64), np.array([b.first_timestamp], np.int64))
+    cols = record_columns.decode_sections(body, *one, np.array([False]), None)
+    assert cols.offset.tolist() == [0, 1, 2]
+    with pytest.raises(ValueError, match="carry no batches"):
+        cols.records()
+    with pytest.raises(ValueError, match="maxTimestamp"):
+        record_columns.decode_sections(body, *one, np.array([True]), None)

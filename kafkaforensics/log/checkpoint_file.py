@@ -103,8 +103,8 @@ def update_offsets(path: str, changes: dict[tuple[str, int], int | None], *, cre
     else:
         existed = True
     new = dict(table)
-    for tp, off in changes.items():
-        tp = tuple(tp)
+    for (topic, partition), off in changes.items():
+        tp = (topic, partition)  # a plain tuple, whatever pair the caller keyed by
         if off is None:
             new.pop(tp, None)
         else:
@@ -119,7 +119,7 @@ def set_partition_offset(log_dir: str, name: str, tp: tuple[str, int] | None, of
     """Set (or with None remove) one partition's entry of the log dir's checkpoint ``name``."""
     if tp is None:
         return False
-    return update_offsets(checkpoint_path(log_dir, name), {tuple(tp): offset}, **kw)
+    return update_offsets(checkpoint_path(log_dir, name), {(tp[0], tp[1]): offset}, **kw)
 
 
 def write_offsets(path: str, table: dict[tuple[str, int], int], *, backup_dir: str | None = None) -> None:

@@ -36,7 +36,7 @@ def entry_lists(data: bytes, entry, names, limit: int) -> tuple[list, int] | Non
     ``limit`` entries precede the zero tail (numpy reads those faster than its import costs).
     ``tests/test_verify.py`` proves the two equal."""
     n = len(data) // entry.size
-    columns = [[] for _ in names]
+    columns: list[list[int]] = [[] for _ in names]
     kept = n
     for i, row in enumerate(entry.iter_unpack(memoryview(data)[:n * entry.size])):
         if i and not any(row):

@@ -240,7 +240,7 @@ class SegmentRebuild:
         self.prev_last = int(r.last_offset[hi - 1])
         self.v2_next_offset = self.prev_last + 1
 
-    def _stop(self, position: int, offset: int, kind: str, reason: str) -> Problem:
+    def _stop(self, position: int | None, offset: int | None, kind: str, reason: str) -> Problem:
         self.stop = Problem(self.path, position, offset, kind, reason)
         return self.stop
 

@@ -194,20 +194,21 @@ def refused_dir(name: str, state: str, rules: AppliedRules) -> str | None:
     ``state`` (``-future``/``-stray``), in one line; None when one of them parses it."""
     if state in ("live", "delete") or any(state in KNOWN_SUFFIXES[k] for k in rules.possible("suffix-dirs")):
         return None
-    since = next(b.since for b in BY_AREA["suffix-dirs"].behaviours if state in KNOWN_SUFFIXES[b.key])
+    # the one behaviour parsing ``state`` first (the oldest, -delete only, has no since)
+    since = next(b.since for b in BY_AREA["suffix-dirs"].behaviours
+                 if b.since is not None and state in KNOWN_SUFFIXES[b.key])
     return (f"{name}: Kafka before {version_text(since)} cannot parse a -{state} dir name "
             f"(parseTopicPartitionName throws) and refuses to start on this log dir; move the dir out")
 
 
 def _range_text(b: Behaviour) -> str:
-    if b.since is None and b.until is None:
-        return "all"
-    if b.since is None:
-        return "≤ " + version_text(RELEASES[RELEASES.index(tuple(b.until)) - 1])
-    if b.until is None:
-        return "≥ " + version_text(b.since)
-    last = RELEASES[RELEASES.index(tuple(b.until)) - 1]
-    return version_text(b.since) if last == tuple(b.since) else f"{version_text(b.since)}–{version_text(last)}"
+    since, until = b.since, b.until
+    last = RELEASES[RELEASES.index(tuple(until)) - 1] if until is not None else None
+    if since is None:
+        return "all" if last is None else "≤ " + version_text(last)
+    if last is None:
+        return "≥ " + version_text(since)
+    return version_text(since) if last == tuple(since) else f"{version_text(since)}–{version_text(last)}"
 
 
 #: producer-expiry behaviour -> Kafka's default expiry, ms

@@ -250,8 +250,9 @@ def _index_styles(log_dir: str, files: dict, kv: KafkaVersion) -> None:
                     thead = f.read(12)
                 with open_buffer(stem + LOG) as buf:
                     if len(head) == 8:
-                        (off, pos), = offset_index.read_entries(head, base)[0] or [(None, None)]
-                        if off is not None and 0 < pos < len(buf) - 17:
+                        for off, pos in offset_index.read_entries(head, base)[0]:  # its one entry, if any
+                            if not 0 < pos < len(buf) - 17:
+                                continue
                             b = parse_header(buf, pos)
                             if b.magic >= 2 and b.last_offset > b.base_offset:
                                 if off == b.base_offset:
@@ -259,9 +260,9 @@ def _index_styles(log_dir: str, files: dict, kv: KafkaVersion) -> None:
                                 elif off > b.base_offset:
                                     found.add("last")
                     if len(thead) == 12:
-                        (_ts, toff), = time_index.read_entries(thead, base)[0] or [(None, None)]
-                        if toff is not None and _record_inside_batch(buf, base, toff):
-                            found.add("record")
+                        for _ts, toff in time_index.read_entries(thead, base)[0]:  # its one entry, if any
+                            if _record_inside_batch(buf, base, toff):
+                                found.add("record")
             except _UNREADABLE:
                 continue
     if "base" in found and "last" not in found:
@@ -325,7 +326,7 @@ def _index_position(log: str, base: int, offset: int) -> int:
 def _metadata_versions(log_dir: str, kv: KafkaVersion) -> None:
     """Bounds from the KRaft metadata: the newest RegisterBrokerRecord's supported metadata.version
     (the software's release) and the highest finalized metadata.version."""
-    found = {"supported": None, "finalized": None}
+    found: dict[str, int | None] = {"supported": None, "finalized": None}
 
     def scan(path, start=0):
         try:
@@ -360,17 +361,18 @@ def _metadata_versions(log_dir: str, kv: KafkaVersion) -> None:
     end = 0
     if snaps:  # the newest snapshot holds every registration and feature level up to its end offset
         scan(os.path.join(mdir, snaps[-1]))
-        end = kraft.snapshot_id(snaps[-1])[0]
+        newest = kraft.snapshot_id(snaps[-1])
+        end = newest[0] if newest else 0  # never None: snaps are the names SNAPSHOT_RE matches
     # then the log from there on: from the last segment starting at or below it, at its index entry
-    logs = sorted((offset_from_name(n), n) for n in names if n.endswith(LOG) and offset_from_name(n) is not None)
+    logs = sorted((base, n) for n in names if n.endswith(LOG) and (base := offset_from_name(n)) is not None)
     first = max([i for i, (base, _n) in enumerate(logs) if base <= end] or [0])
     for i, (base, n) in enumerate(logs[first:]):
         scan(os.path.join(mdir, n), _index_position(os.path.join(mdir, n), base, end) if i == 0 else 0)
     level = found["finalized"]
-    if level in METADATA_LEVELS:
+    if level is not None and level in METADATA_LEVELS:
         kv.at_least(METADATA_LEVELS[level], f"metadata.version {level} finalized")
     sup = found["supported"]
-    if sup in METADATA_LEVELS:
+    if sup is not None and sup in METADATA_LEVELS:
         rel = METADATA_LEVELS[sup]
         kv.at_least(rel, f"broker supports metadata.version up to {sup} ({version_text(rel)})")
         nxt = next_release(rel)

@@ -48,6 +48,12 @@ def snapshot_id(name: str) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
+def snapshots(directory: str) -> list[tuple[tuple[int, int], str]]:
+    """((end offset, epoch), name) of each snapshot file in ``directory``, by name."""
+    found = ((snapshot_id(n), n) for n in sorted(os.listdir(directory)) if SNAPSHOT_RE.match(n))
+    return [(sid, n) for sid, n in found if sid is not None]
+
+
 snapshot_file_name = kraft_snapshot_file_name
 
 
@@ -160,7 +166,7 @@ _JSON_TYPES = {"int8": int, "int16": int, "int32": int, "int64": int, "uint16": 
 
 
 def _from_json(fields, obj, v, path, structs, where="") -> dict:
-    out = {}
+    out: dict[str, object] = {}
     for f in fields:
         if not message_schema._in(f.versions, v):
             continue
@@ -201,9 +207,10 @@ def check_snapshot_ids(pd) -> list[Problem]:
     (ReplicatedLog.validateOffsetAndEpoch, which KafkaMetadataLog applies when it creates a snapshot):
     where the log covers the offset, the epoch must be one of the log's leader epochs and end at or
     after the offset.  A log start offset above zero needs a snapshot to start from."""
-    snaps = [(snapshot_id(n), os.path.join(pd.path, n)) for n in sorted(os.listdir(pd.path)) if SNAPSHOT_RE.match(n)]
+    snaps = [(sid, os.path.join(pd.path, n)) for sid, n in snapshots(pd.path)]
     starts: dict[int, int] = {}      # leader epoch -> its first offset in the log
-    log_start = leo = None
+    log_start: int | None = None
+    leo: int | None = None
     for _seg, b, _done in partition.Partition.of(pd).batches(producers=False):
         log_start = b.base_offset if log_start is None else log_start
         leo = b.next_offset
@@ -214,7 +221,7 @@ def check_snapshot_ids(pd) -> list[Problem]:
                                 f"the metadata log starts at {log_start} but no snapshot holds what came before"))
     epochs = sorted(starts)
     for (offset, epoch), path in snaps:
-        if log_start is None or offset <= log_start or offset > leo:
+        if log_start is None or leo is None or offset <= log_start or offset > leo:
             continue
         later = [starts[e] for e in epochs if e > epoch]
         end = min(later) if later else leo
@@ -243,7 +250,7 @@ def metadata_records(metadata_dir: str):
                         except KafkaFormatError:
                             pass
 
-    snaps = sorted((snapshot_id(n), n) for n in os.listdir(metadata_dir) if SNAPSHOT_RE.match(n))
+    snaps = sorted(snapshots(metadata_dir))
     start = 0
     if snaps:
         (end, _), name = snaps[-1]

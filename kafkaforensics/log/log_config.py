@@ -139,7 +139,7 @@ class LogConfig:
         cfg = cls(partition_dir, topic, metadata_log=_is_metadata_log(partition_dir, topic))
         cfg.records = topic_configs(partition_dir, topic) if topic is not None else None
         meta = os.path.basename(cfg.records.metadata) if cfg.records and cfg.records.metadata else None
-        internal, internal_source = INTERNAL_TOPIC_CONFIGS.get(topic, ({}, ""))
+        internal, internal_source = INTERNAL_TOPIC_CONFIGS.get(topic, ({}, "")) if topic is not None else ({}, "")
         version = kafka_version.label() if kafka_version is not None and kafka_version.known else None
         for name, (default, since) in BROKER_DEFAULTS.items():
             if cfg.records is not None and name in cfg.records.values:
@@ -210,8 +210,9 @@ class LogConfig:
                 values[name] = flag
                 continue
             values[name] = self.values[name] if name == "cleanup.policy" else self.get_int(name)
-            if name in self.noted:
-                notes.append(self.note_for(name))
+            note = self.note_for(name)
+            if note is not None:
+                notes.append(note)
             elif note_defaults:
                 notes.append(f"{self.describe(name)}: the log dir holds no {name} for {self.topic}, so Kafka's "
                              f"default applies (--config {name}=VALUE or the flag says otherwise)")

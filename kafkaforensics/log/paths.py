@@ -168,7 +168,7 @@ def classify_for(paths, command: str, accept=(LOG_DIR, PARTITION_DIR, FILE), fil
     for p in paths:
         kp = classify(p)
         if kp.kind not in accept or (kp.kind == FILE and file_kinds is not None and kp.file_kind not in file_kinds):
-            got = KIND_WORDS[kp.kind] if kp.kind != FILE else \
+            got = KIND_WORDS[kp.kind] if kp.kind != FILE or not kp.file_kind else \
                 f"{'an' if kp.file_kind[0] in 'aeiou' else 'a'} {kp.file_kind} file"
             raise PathUsageError(f"{p}: kfx {command} takes {want}, not {got}")
         out.append(kp)
@@ -292,8 +292,9 @@ def partition_dirs(log_dir: str) -> list[str]:
     (the live dir first, then its -delete/-future/-stray copies)."""
     found = []
     for n in _listdir(log_dir):
-        if _is_partition_subdir(log_dir, n):
-            topic, part = parse_partition_dir_name(n)
+        tp = parse_partition_dir_name(n)
+        if tp is not None and _is_partition_subdir(log_dir, n):
+            topic, part = tp
             state = partition_dir_state(n)
             found.append(((topic, part, state != "live", n), os.path.join(log_dir, n)))
     return [p for _k, p in sorted(found)]

@@ -249,7 +249,7 @@ def batch_ev(r: Replica, b: BatchFact, what: str) -> dict:
 
 def _txn_firsts(view: ReplicaLog) -> dict:
     """First offset of each transaction -> its first data batch."""
-    out = {}
+    out: dict[int, BatchFact] = {}
     for b in view.batches:
         if b.txn_first is not None and not b.control:
             out.setdefault(b.txn_first, b)
@@ -326,13 +326,18 @@ def resurrected(x: Replica, y: Replica) -> list:
             continue
         if t is None and v >= x.cleaned_to:
             continue
-        ev = [batch_ev(y, y.view.batch_holding(v), f"the value still served (offset {v})")]
+        served = y.view.batch_holding(v)
+        assert served is not None  # v is one of y's records
+        ev = [batch_ev(y, served, f"the value still served (offset {v})")]
         if y.cleaner:
             ev.append({"text": f"{y.path}: {y.cleaner[1]}", "replica": y.path, "cleanerCheckpoint": y.cleaner[0]})
         if t is not None:
-            ev.append(batch_ev(x, x.view.batch_holding(t[0]), f"the tombstone (offset {t[0]})"))
+            tombstone = x.view.batch_holding(t[0])
+            assert tombstone is not None  # t[0] is x's last record of the key
+            ev.append(batch_ev(x, tombstone, f"the tombstone (offset {t[0]})"))
             why = f"a tombstone at offset {t[0]}"
         else:
+            assert x.cleaner is not None  # v is below x's cleaner checkpoint (cleaned_to is 0 without one)
             ev.append({"text": f"{x.path}: {x.cleaner[1]}", "replica": x.path, "cleanerCheckpoint": x.cleaner[0]})
             why = f"no record left below its cleaner checkpoint {x.cleaned_to}"
         kt = key.decode("utf-8", "replace")

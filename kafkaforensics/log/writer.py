@@ -67,9 +67,10 @@ class PartitionWriter:
     def close(self) -> str:
         self.log.close(epochs=bool(self.log.epochs))
         named = parse_partition_dir_name(self.out_dir)
-        if self.topic_id or named:
+        topic_id = self.topic_id or (derived_topic_id(named[0]) if named else None)
+        if topic_id:
             atomic_write(os.path.join(self.tmp_dir, C.PARTITION_METADATA_FILE),
-                         C.build_partition_metadata(self.topic_id or derived_topic_id(named[0])).encode())
+                         C.build_partition_metadata(topic_id).encode())
         fsync_dir(self.tmp_dir)
         if os.path.isdir(self.out_dir):
             os.rmdir(self.out_dir)  # empty (checked at start)
