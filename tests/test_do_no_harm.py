@@ -611,3 +611,31 @@ def test_restore_puts_back_only_the_partitions_entries_of_a_shared_checkpoint(tm
     assert any("entries of a-0" in r["detail"] for r in undone.restored)
     assert read_offsets(str(ck)) == {("a", 0): 0, ("b", 0): rb.log_start_offset}
     assert _tree(a) == before_a
+
+
+def test_restore_skips_a_truncation_whose_copy_the_manifest_lacks(tmp_path):
+    """A manifest's truncate entry without its copy of the bytes cut (a hand-edited or damaged
+    manifest) is skipped as not undoable, as a replace without its copy is (was a TypeError)."""
+    f, bdir = tmp_path / "00000000000000000000.log", tmp_path / "backup"
+    f.write_bytes(b"x" * 100)
+    fsutil.truncate_file(str(f), 40, backup_dir=str(bdir))
+    manifest = bdir / fsutil.MANIFEST
+    doc = json.loads(manifest.read_text())
+    assert [c["op"] for c in doc["changes"]] == ["truncate"]
+    del doc["changes"][0]["copy"]
+    manifest.write_text(json.dumps(doc))
+    rep = restore(str(bdir))
+    assert not rep.restored and [s["op"] for s in rep.skipped] == ["truncate"]
+    assert f.read_bytes() == b"x" * 40
+
+
+def test_an_action_without_what_it_needs_is_refused_by_name(tmp_path):
+    """A truncate without its size (a write without its data, a rename without its target) is a
+    ValueError naming the action and the field, and the file is untouched (was a TypeError)."""
+    from kafkaforensics.repair.actions import Action, apply_actions
+    f = tmp_path / "00000000000000000000.log"
+    f.write_bytes(b"x" * 10)
+    for action, field in (("truncate", "size"), ("write", "data"), ("rename", "target")):
+        with pytest.raises(ValueError, match=f"{action} .*: the action has no {field}"):
+            apply_actions([Action(action, str(f), "planned")], None)
+    assert f.read_bytes() == b"x" * 10

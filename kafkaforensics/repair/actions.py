@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from kafkaforensics import fsutil
 
@@ -57,7 +58,7 @@ class Action:
     phase: int = field(default=9, repr=False)  # the order they are applied in (see PHASES)
 
     def to_json(self) -> dict:
-        out = {"action": self.action, "file": self.file, "detail": self.detail}
+        out: dict[str, str | int] = {"action": self.action, "file": self.file, "detail": self.detail}
         if self.target is not None:
             out["target"] = self.target
         if self.size is not None:
@@ -71,20 +72,31 @@ class Action:
 def apply_actions(actions: list[Action], backup_dir: str | None) -> None:
     """Apply ``actions`` in their order (the caller sorts them by phase), backing up what they change
     (``backup_dir``'s manifest records each, so that ``kfx restore`` can undo them)."""
-    backup_dir = fsutil.journal(backup_dir)
+    journal = fsutil.journal(backup_dir)
     for a in actions:
         if a.action == "delete":
             if os.path.isdir(a.file):
                 fsutil.remove_temp(a.file)  # only a killed run's temp dir is ever planned for deletion
             elif os.path.exists(a.file):
-                fsutil.remove_file(a.file, backup_dir=backup_dir)
+                fsutil.remove_file(a.file, backup_dir=journal)
         elif a.action == "rename":
             if os.path.exists(a.file):
-                fsutil.rename(a.file, a.target, backup_dir=backup_dir)
+                fsutil.rename(a.file, _needs(a, a.target, "target"), backup_dir=journal)
         elif a.action == "truncate":
-            if os.path.getsize(a.file) > a.size:
-                fsutil.truncate_file(a.file, a.size, backup_dir=backup_dir)
+            size = _needs(a, a.size, "size")
+            if os.path.getsize(a.file) > size:
+                fsutil.truncate_file(a.file, size, backup_dir=journal)
         elif a.action == "write":
-            fsutil.atomic_write(a.file, a.data, backup_dir=backup_dir)
+            fsutil.atomic_write(a.file, _needs(a, a.data, "data"), backup_dir=journal)
         else:
             raise ValueError(a.action)
+
+
+T = TypeVar("T")
+
+
+def _needs(a: Action, value: T | None, name: str) -> T:
+    """``value``, the field ``name`` that the action ``a`` cannot be applied without."""
+    if value is None:
+        raise ValueError(f"{a.action} {a.file}: the action has no {name}")
+    return value

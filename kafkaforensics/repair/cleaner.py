@@ -51,6 +51,7 @@ from kafkaforensics.repair.offset_map import OffsetMap, span_digests
 from kafkaforensics.log.partition import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, LogDir, Partition, parse_partition_dir_name
 from kafkaforensics.log.record_columns import decode_columns, runs
 from kafkaforensics.log.segment import INDEX_BY_SUFFIX, SEGMENT_SUFFIXES, Segment, file_name
+from kafkaforensics.log.producer_state import ProducerState
 from kafkaforensics.log.txn_index import AbortedTxn
 from kafkaforensics.log.kafka_version import KafkaVersion, kafka_version
 
@@ -180,6 +181,7 @@ def _survey(pd: Partition, opts: CompactOptions, now: int):
                          st.st_mtime, os.path.getsize(idx) if idx else 0, os.path.getsize(tidx) if tidx else 0,
                          seg_records))
     state = log.state
+    assert isinstance(state, ProducerState)  # the walk above kept the producers (Partition.walk's default)
     for i in range(len(segs) - 1):
         segs[i].next_offset = segs[i + 1].base  # a segment ends where the next begins
     active_producers = {}

@@ -121,7 +121,8 @@ class SpacePlan:
     def commands(self) -> list[str]:
         """The shell commands that would move :attr:`moves` (printed for the user, never run here)."""
         dest = self.move_to or "DEST"
-        out, by_partition = [], {}
+        out: list[str] = []
+        by_partition: dict[str, list[str]] = {}
         for m in self.moves:
             by_partition.setdefault(m.partition, []).extend(f for f, _s in m.files)
         for part, files in by_partition.items():
@@ -217,7 +218,8 @@ def log_dir_needs(out: LogDirRecovery) -> tuple[list[Need], int, int]:
     planned = {os.path.basename(a.file): a for a in out.checkpoint_actions}
     for name in LOG_DIR_CHECKPOINTS:
         path = os.path.join(out.log_dir, name)
-        size = len(planned[name].data) if name in planned else _size(path)
+        data = planned[name].data if name in planned else None  # a planned checkpoint is a write
+        size = len(data) if data is not None else _size(path)
         if size:
             needs.append(Need(path, size, "log dir checkpoint Kafka rewrites at start through a .tmp file "
                               "renamed over it (both exist at once)"))
@@ -256,20 +258,21 @@ def movable_segments(out: LogDirRecovery, now: int | None, notes: set, committed
     low = _lowest_commits(out.log_dir, committed)
     found, uncommitted = [], []
     for rep in out.partitions:
-        tp = parse_partition_dir_name(rep.path)
-        if (tp is None or rep.partition == METADATA_PARTITION or partition_dir_state(rep.path) != "live"
+        path = rep.path
+        tp = parse_partition_dir_name(path) if path is not None else None
+        if (path is None or tp is None or rep.partition == METADATA_PARTITION or partition_dir_state(path) != "live"
                 or rep.active_segment is None):
             continue
         if tp not in low:
             uncommitted.append(rep.partition)
             continue
-        limits = _retention_limits(rep.path, notes)
-        ret = retention(rep.path, retention_ms=limits["retention.ms"], retention_bytes=limits["retention.bytes"],
+        limits = _retention_limits(path, notes)
+        ret = retention(path, retention_ms=limits["retention.ms"], retention_bytes=limits["retention.bytes"],
                         now=now, dry_run=True)
         for d in ret.deleted:
             if d["baseOffset"] >= rep.active_segment or d["nextOffset"] > low[tp]:
                 break
-            files = [(p, _size(p)) for p in (os.path.join(rep.path, file_name(d["baseOffset"], s))
+            files = [(p, _size(p)) for p in (os.path.join(path, file_name(d["baseOffset"], s))
                                              for s in SEGMENT_SUFFIXES) if os.path.exists(p)]
             found.append(Movable(rep.partition, d["baseOffset"], d["nextOffset"], d["largestTimestamp"], low[tp],
                                  d["reason"], files))
@@ -282,7 +285,8 @@ def movable_segments(out: LogDirRecovery, now: int | None, notes: set, committed
 def oldest_first(candidates: list[Movable]) -> list[Movable]:
     """The candidates oldest first by largest timestamp, each partition's kept in offset order (a
     segment's age is the newest of its own and its partition's earlier ones)."""
-    keyed, newest = [], {}
+    keyed: list[tuple[tuple[int, str, int], Movable]] = []
+    newest: dict[str, int] = {}  # partition -> the largest timestamp of its segments so far
     for m in sorted(candidates, key=lambda m: (m.partition, m.base_offset)):
         newest[m.partition] = max(newest.get(m.partition, m.largest_timestamp), m.largest_timestamp)
         keyed.append(((newest[m.partition], m.partition, m.base_offset), m))

@@ -49,8 +49,9 @@ def reindex(path: str, *, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYT
             raise ValueError(f"{path}: expected a partition directory or a <offset>.log segment")
         pdir, only = os.path.dirname(path), offset_from_name(path)
     pd = Partition.scan(pdir)
-    rep = ReindexReport(kafka=resolve_kafka_version(pdir, kafka_version))
-    rules = rep.kafka.rules()
+    kafka = resolve_kafka_version(pdir, kafka_version)
+    rep = ReindexReport(kafka=kafka)
+    rules = kafka.rules()
     state = ProducerState()
     for seg in pd.segments:
         walk = SegmentRebuild(seg.log, seg.base_offset, state, interval=index_interval_bytes, strict=False,

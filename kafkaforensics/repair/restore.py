@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Set
 from dataclasses import dataclass, field
 
 from kafkaforensics import fsutil
@@ -216,7 +217,7 @@ def _would(what: str) -> str:
     return "would: " + what
 
 
-def _undo(c: dict, bdir: str, files: _Files, partitions: set = frozenset()) -> str | None:
+def _undo(c: dict, bdir: str, files: _Files, partitions: Set[tuple[str, int]] = frozenset()) -> str | None:
     """Undo one change (a dry run: in ``files``' view only); None when there is nothing to undo."""
     path, op = c["file"], c["op"]
     copy = os.path.join(bdir, c["copy"]) if c.get("copy") else None
@@ -236,8 +237,8 @@ def _undo(c: dict, bdir: str, files: _Files, partitions: set = frozenset()) -> s
         return "put back the file as it was" if op == "delete" else "put back the old content"
     if op == "truncate":
         size, at = c["size"], c["at"]
-        if not files.exists(path) or files.size(path) != at or not os.path.exists(copy):
-            return None  # never truncated (size as before), or already put back
+        if copy is None or not files.exists(path) or files.size(path) != at or not os.path.exists(copy):
+            return None  # never truncated (size as before), already put back, or no copy of the bytes cut
         with open(copy, "rb") as f:
             tail = f.read()
         if len(tail) != size - at:
@@ -253,7 +254,7 @@ def _undo(c: dict, bdir: str, files: _Files, partitions: set = frozenset()) -> s
     raise ValueError(f"{bdir}: unknown change {op!r} in the manifest")
 
 
-def _undo_entries(path: str, copy: str, partitions: set, files: _Files) -> str | None:
+def _undo_entries(path: str, copy: str, partitions: Set[tuple[str, int]], files: _Files) -> str | None:
     """A log dir's offset checkpoint: the repaired partitions' entries as the copy has them, every
     other partition's entry as it is now (another partition may have been repaired since)."""
     try:

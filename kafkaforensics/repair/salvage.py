@@ -77,7 +77,7 @@ def check_inputs(paths) -> None:
     """ValueError (one line) for inputs that are no one partition's: a log dir (each of its partitions
     is salvaged into its own --out), or partition dirs of different topic-partitions merged into one
     output. Raw files and disk images are taken as they are."""
-    names = {}
+    names: dict[tuple[str, int], str] = {}  # topic-partition -> the first dir named for it
     for p in paths:
         if not os.path.isdir(p):
             continue
@@ -119,7 +119,7 @@ def salvage(paths, out_dir: str, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES, 
                     found.append((b.base_offset, -b.partition_leader_epoch, b.last_offset, b.crc, fi, b.position,
                                   b.size, b.count or 0))
         found.sort()
-        kept = []
+        kept: list[tuple[int, int, int, int, int, int, int, int]] = []  # the found items kept, as found
         for item in found:
             base, neg_epoch, last, crc = item[:4]
             if kept and base <= kept[-1][2]:
