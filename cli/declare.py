@@ -68,9 +68,16 @@ class Command:
     def callback(self):
         """The command's function (its module imported here, the first time)."""
         if self._callback is None:
-            __import__(self.module)  # the import statement's own path: ``-X importtime`` lists it
-            self._callback = getattr(sys.modules[self.module], self.name.replace("-", "_"))
+            module = self._module()
+            __import__(module)  # the import statement's own path: ``-X importtime`` lists it
+            self._callback = getattr(sys.modules[module], self.name.replace("-", "_"))
         return self._callback
+
+    def _module(self) -> str:
+        """The module that defines the command (a command declared without its function names it)."""
+        if self.module is None:
+            raise ValueError(f"command {self.name}: declared with neither its function nor its module")
+        return self.module
 
     @property
     def loaded(self) -> bool:
@@ -82,7 +89,10 @@ class Command:
         the function's signature (tests/test_cli_help.py: each one equals the docstring)."""
         if self.loaded:
             return inspect.getdoc(self._callback)
-        with open(importlib.util.find_spec(self.module).origin, encoding="utf-8") as f:
+        spec = importlib.util.find_spec(self._module())
+        if spec is None or spec.origin is None:
+            raise ModuleNotFoundError(f"command {self.name}: no source found for {self.module}")
+        with open(spec.origin, encoding="utf-8") as f:
             source = f.read()
         fn = re.escape(self.name.replace("-", "_"))
         found = re.search(rf'^def {fn}\(.*?\)(?:\s*->[^:\n]*)?:\n\s+((?:[rRbBuU]?)(?:"""|\'\'\').*?(?:"""|\'\'\'))', source, re.M | re.S)
@@ -157,7 +167,8 @@ def _typer_callback(callback):
     def command(*args, **kwargs):
         return callback(*args, **kwargs)
 
-    command.__signature__ = sig.replace(parameters=params)
+    # inspect.signature (typer's) reads __signature__, which no function type declares
+    setattr(command, "__signature__", sig.replace(parameters=params))
     command.__annotations__ = {p.name: p.annotation for p in params}
     return command
 

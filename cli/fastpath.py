@@ -66,7 +66,8 @@ def _params(callback):
         hints = typing.get_type_hints(callback)
     except Exception:
         return None
-    options, arguments = {}, []
+    options: dict[str, tuple[str, type, Param]] = {}  # --name -> (parameter, its type, its declaration)
+    arguments: list[tuple[str, type, bool, Param]] = []  # (parameter, type, whether a list, declaration)
     for name, p in inspect.signature(callback).parameters.items():
         info = p.default
         if not isinstance(info, Param) or name not in hints:
@@ -113,7 +114,8 @@ def plan(app, argv: list[str]):
     if params is None:
         return None
     options, arguments = params
-    values, positional, rest = {}, [], argv[1:]
+    values: dict[str, object] = {}
+    positional, rest = [], argv[1:]
     i, only_positional = 0, False
     while i < len(rest):
         tok = rest[i]
@@ -177,6 +179,7 @@ def run(app, argv: list[str]) -> bool:
     if found is None:
         return False
     callback, kwargs = found
+    code: int | str | None
     try:
         callback(**kwargs)
         code = 0

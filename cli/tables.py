@@ -23,6 +23,8 @@ _PADDING = 3
 class Cell(str):
     """A cell's text with a rich style for a terminal (``Cell("2", "red")``); plain text elsewhere."""
 
+    style: str | None
+
     def __new__(cls, text, style: str | None = None):
         cell = super().__new__(cls, text)
         cell.style = style

@@ -83,7 +83,8 @@ def compact(partition_dir: str = Argument(..., help="A partition directory (topi
         dr = j["dropped"]
         c.print(f"{'would drop' if dry_run else 'dropped'} {dr['records']} records, {dr['batches']} whole batches, "
                 f"{dr['bytes']} bytes, rewriting {dr['segmentsRewritten']} segment(s)", highlight=False)
-        c.print(rep.kafka.line(), highlight=False, markup=False)
+        if rep.kafka is not None:  # compact always says which rules applied
+            c.print(rep.kafka.line(), highlight=False, markup=False)
         for n in rep.notes:
             c.print(f"[dim]note: {n}[/dim]", highlight=False, soft_wrap=True)
         if rep.backup:

@@ -39,7 +39,8 @@ def reindex(path: str = Argument(..., help="A <offset>.log segment or a partitio
         print(json.dumps(j))
     else:
         print_actions(j, "kfx reindex" + (" (dry run)" if dry_run else ""), dry_run)
-        plain.console().print(rep.kafka.line(), highlight=False, markup=False)
+        if rep.kafka is not None:  # reindex always says which rules applied
+            plain.console().print(rep.kafka.line(), highlight=False, markup=False)
         for n in rep.notes:
             plain.console().print(f"[dim]note: {n}[/dim]", highlight=False, soft_wrap=True)
     raise Exit(EXIT_PROBLEMS if rep.actions else EXIT_OK)

@@ -25,7 +25,7 @@ def write(out: str = Option(..., "--out", metavar="DIR", help="Partition directo
         w = log_writer.PartitionWriter(out, segment_bytes=segment_bytes, index_interval_bytes=index_interval_bytes)
     except (FileExistsError, OSError) as e:
         fail(str(e))
-    carried = {}  # the topic id of a dumped partition.metadata, kept as the input carries it
+    carried: dict[str, str] = {}  # the topic id of a dumped partition.metadata, kept as the input carries it
     try:
         with w:  # a failure leaves no partial partition behind (the writer aborts)
             for data in records_batch_json.batches_from_json_lines(sys.stdin, encoding=encoding.value, carried=carried):

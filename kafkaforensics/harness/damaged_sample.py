@@ -91,14 +91,18 @@ def make_damaged_logdir(target: str, sample: str = SAMPLE) -> dict:
     # clients-0: one offset index entry of the active segment points into the middle of a batch
     clients = os.path.join(target, "clients-0")
     clogs = sorted(f for f in os.listdir(clients) if f.endswith(LOG))
-    idx = sibling(os.path.join(clients, clogs[-1]), INDEX)
-    entries = bytearray(Segment.of_file(os.path.join(clients, clogs[-1])).file_bytes(INDEX))
+    active = os.path.join(clients, clogs[-1])
+    idx = sibling(active, INDEX)
+    base, index = offset_from_name(active), Segment.of_file(active).file_bytes(INDEX)
+    if base is None or index is None:
+        raise ValueError(f"{active}: the sample's active segment has no base offset or no offset index")
+    entries = bytearray(index)
     rel = int.from_bytes(entries[0:4], "big")
     pos = int.from_bytes(entries[4:8], "big")
     entries[4:8] = (pos + 7).to_bytes(4, "big")
     with open(idx, "wb") as f:
         f.write(bytes(entries))
-    planted["corrupt-index"] = {"file": idx, "offset": offset_from_name(clogs[-1]) + rel, "position": pos + 7}
+    planted["corrupt-index"] = {"file": idx, "offset": base + rel, "position": pos + 7}
 
     planted["sequence-gap"] = {"partition": "payments-0", "producerId": SEQ_PID}
     txn_first = next(b.base_offset for f in sorted(os.listdir(pay)) if f.endswith(LOG)
@@ -106,8 +110,10 @@ def make_damaged_logdir(target: str, sample: str = SAMPLE) -> dict:
     planted["hanging-transaction"] = {"partition": "payments-0", "producerId": TXN_PID, "firstOffset": txn_first}
 
     # checkpoints as the broker last flushed them: the recovery point lags behind the crash
-    leo = {}
+    leo: dict[tuple[str, int], int] = {}  # (topic, partition) -> its log end offset
     for pd in find_partitions(target):
+        if pd.topic is None or pd.partition is None:
+            raise ValueError(f"{pd.path}: not a topic-partition's dir")  # the sample makes only those
         leo[(pd.topic, pd.partition)] = max(
             (b.next_offset for s in pd.segments[-1:] for b in _valid_batches(s.log)), default=0)
     old = read_offsets(os.path.join(target, RECOVERY_POINT)) or {}

@@ -48,6 +48,7 @@ import time
 import traceback
 import zlib
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Callable
 
 from specs import checkpoints as C
 from specs import codecs
@@ -64,6 +65,9 @@ from kafkaforensics.broker.protocol import Connection, ProtocolViolation, Reques
 from kafkaforensics.broker.replay import SUPPORTED, WRITE_APIS
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log import record_columns
+
+if TYPE_CHECKING:  # the annotation's; at run time the Spark target imports it (spark_source below)
+    from kafkaforensics.spark.spark_source import KafkaSegmentsReader
 from kafkaforensics.log.producer_state import read_snapshot
 from kafkaforensics.log.segment import (INDEX, INDEX_BY_SUFFIX, LOCAL_FILES, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX,
                                         BatchScanner, file_name)
@@ -103,7 +107,7 @@ LOCATED = "located"
 @dataclass
 class Target:
     name: str
-    run: object                       # bytes -> anything; may raise KafkaFormatError
+    run: Callable[[bytes], object]    # may raise KafkaFormatError
     seeds: list = field(default_factory=list)     # [(bytes, [boundaries])]
     segment: bool = False             # seeds are segments: CRCs may be fixed after mutating
     text: bool = False                # a text file: a missing byte position is fine (line numbers)
@@ -404,7 +408,7 @@ def decoders_agree(data: bytes):
     return LOCATED if any(isinstance(e, tuple) for e in exact) else sum(map(len, exact))
 
 
-_SPARK_READER = []
+_SPARK_READER: list[KafkaSegmentsReader] = []  # made by the first input of the Spark target
 #: the Spark source's target only (pyspark's import costs the other targets' processes seconds)
 spark_source = lazy("kafkaforensics.spark.spark_source", globals())
 scan_plan = lazy("kafkaforensics.spark.scan_plan", globals())
@@ -589,10 +593,9 @@ def _internal_seeds():
                 body = schema.build({}, ver)
             except Exception:
                 continue
-            v = bytes([1, api, ver]) + body if api < 128 and ver < 128 else None
-            if v is None:
+            if api >= 128 or ver >= 128:
                 continue
-            d = bytes([2]) + struct.pack(">H", 0) + v
+            d = bytes([2]) + struct.pack(">H", 0) + bytes([1, api, ver]) + body
             out.append((d, list(range(len(d) + 1))))
     for ctype in (2, 3, 4, 5, 6):
         schema = I.CONTROL_SCHEMAS[ctype]
@@ -776,7 +779,7 @@ def run_target(t: Target, start: int, count: int, stats: Stats, corpus: str | No
 def replay_corpus(corpus: str = CORPUS) -> list[tuple[str, str, str]]:
     """Every kept crasher through its target again: [(target, file, outcome)] of those still failing."""
     ts = targets()
-    bad = []
+    bad: list[tuple[str, str, str]] = []
     if not os.path.isdir(corpus):
         return bad
     for name in sorted(os.listdir(corpus)):
@@ -800,7 +803,7 @@ def campaign(per_target: int, minutes: float, state_path: str, corpus: str = COR
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     codecs.MAX_DECOMPRESSED = CAMPAIGN_DECOMPRESSED
     ts = targets()
-    state = {"targets": {}}
+    state: dict = {"targets": {}}  # the campaign's JSON state file, as read
     if os.path.exists(state_path):
         with open(state_path) as f:
             state = json.load(f)
@@ -856,7 +859,7 @@ def cli_campaign(files: int, workdir: str, seed: int = 0, per_process: int = 40)
         with open(p, "wb") as f:
             f.write(data)
         made.append(p)
-    res = {"files": len(made), "processes": 0, "bad": []}
+    bad: list[dict] = []  # the commands that crashed: their arguments, exit code and stderr
     cmds = []
     for j in range(0, len(made), per_process):
         chunk = made[j:j + per_process]
@@ -875,11 +878,10 @@ def cli_campaign(files: int, workdir: str, seed: int = 0, per_process: int = 40)
     for c in cmds:
         r = subprocess.run([sys.executable, "-m", "kafkaforensics", *c], capture_output=True, timeout=300,
                            env=env)
-        res["processes"] += 1
         err = r.stderr.decode("utf-8", "replace")
         if r.returncode not in (0, 1, 2) or "Traceback" in err:
-            res["bad"].append({"cmd": c[:3], "rc": r.returncode, "stderr": err[-3000:]})
-    return res
+            bad.append({"cmd": c[:3], "rc": r.returncode, "stderr": err[-3000:]})
+    return {"files": len(made), "processes": len(cmds), "bad": bad}
 
 
 def main(argv=None) -> int:

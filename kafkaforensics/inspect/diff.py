@@ -87,7 +87,7 @@ def diff(dir_a: str, dir_b: str, max_listed: int = 1000, different_partitions: b
     pa, pb = Partition.scan(dir_a), Partition.scan(dir_b)
     rep = DiffReport(pa.path, pb.path, notes=notes)
     ia, ib = _batches(pa, rep.corrupt_a, max_listed), _batches(pb, rep.corrupt_b, max_listed)
-    corrupt_offsets = []  # offset ranges a corrupt batch of either side holds: not compared there
+    corrupt_offsets: list[tuple[int, int]] = []  # offset ranges a corrupt batch of either side holds: not compared there
 
     def covered(t):
         return any(lo <= t[0] and t[1] <= hi for lo, hi in corrupt_offsets)
@@ -108,6 +108,7 @@ def diff(dir_a: str, dir_b: str, max_listed: int = 1000, different_partitions: b
             leo_b = max(leo_b, y[1] + 1)
         corrupt_offsets[:] = [(c["baseOffset"], c["lastOffset"]) for c in rep.corrupt_a + rep.corrupt_b]
         if y is None or (x is not None and x[1] < y[0]):
+            assert x is not None  # the loop runs while either side has a batch
             if not covered(x):
                 diverge(x[0])
                 if len(rep.only_in_a) < max_listed:
@@ -143,6 +144,7 @@ def diff(dir_a: str, dir_b: str, max_listed: int = 1000, different_partitions: b
             epochs_a = LeaderEpochCache.read(pa.path) or LeaderEpochCache()
         except KafkaFormatError:
             epochs_a = LeaderEpochCache()
+        assert isinstance(pb.batch_epochs, LeaderEpochCache)  # built by the walk of B's batches above
         last_b = pb.batch_epochs.latest_epoch  # B's epochs, as its batches carry them
         e = epochs_a.floor_epoch(last_b) if last_b is not None else None
         if e is not None:

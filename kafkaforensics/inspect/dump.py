@@ -166,8 +166,8 @@ def _dump_file(path: str, kind: str, opts: DumpOptions, out, err, res: DumpResul
         elif kind == "timeindex":
             _dump_time_index(path, opts, out, err, res)
         elif kind == "txnindex":
-            for e in txn_index.read_entries(_index_bytes(path, TXNINDEX), file=path):
-                _emit(out, opts, e.to_json(), "version: {version} producerId: {producerId} firstOffset: "
+            for txn in txn_index.read_entries(_index_bytes(path, TXNINDEX), file=path):
+                _emit(out, opts, txn.to_json(), "version: {version} producerId: {producerId} firstOffset: "
                       "{firstOffset} lastOffset: {lastOffset} lastStableOffset: {lastStableOffset}")
         elif kind == "snapshot":
             _dump_snapshot(path, opts, out)

@@ -167,14 +167,17 @@ def _epoch_point(ref: Replica, f: Replica, rep) -> list:
 def compare_partition(name: str, dirs: list, max_listed: int = 1000, check_ids: bool = True) -> dict:
     """The replicas ``dirs`` of partition ``name`` compared: divergences, notes, each one's log end
     (``check_ids``: their ``partition.metadata`` topic ids must agree)."""
-    out = {"partition": name, "replicas": list(dirs), "reference": None, "divergences": [], "notes": []}
+    divergences: list[dict] = []
+    all_notes: list[str] = []
+    out: dict[str, object] = {"partition": name, "replicas": list(dirs), "reference": None,
+                              "divergences": divergences, "notes": all_notes}
     ids = _topic_ids(dirs) if check_ids else {}
     if len(set(ids.values())) > 1:
-        out["divergences"].append(entry(TOPIC_ID_MISMATCH, dirs[0], dirs[1], "partition.metadata: topic ids differ ("
-                                         + ", ".join(f"{d}: {t}" for d, t in ids.items()) + "): two topics of one name",
-                                         [{"text": f"{os.path.join(d, 'partition.metadata')}: topic_id {t}",
-                                           "file": os.path.join(d, "partition.metadata"), "topicId": t}
-                                          for d, t in ids.items()]))
+        divergences.append(entry(TOPIC_ID_MISMATCH, dirs[0], dirs[1], "partition.metadata: topic ids differ ("
+                                  + ", ".join(f"{d}: {t}" for d, t in ids.items()) + "): two topics of one name",
+                                  [{"text": f"{os.path.join(d, 'partition.metadata')}: topic_id {t}",
+                                    "file": os.path.join(d, "partition.metadata"), "topicId": t}
+                                   for d, t in ids.items()]))
         return out
     reps = _replicas(dirs)
     ref = reference(reps)
@@ -185,12 +188,12 @@ def compare_partition(name: str, dirs: list, max_listed: int = 1000, check_ids: 
         if f is ref:
             continue
         found, notes = _batch_classes(ref, f, max_listed)
-        out["divergences"] += found + txn_outcomes(ref, f) + txn_outcomes(f, ref)
-        out["notes"] += notes
+        divergences += found + txn_outcomes(ref, f) + txn_outcomes(f, ref)
+        all_notes += notes
     for x in reps:
         for y in reps:
             if x is not y:
-                out["divergences"] += resurrected(x, y)
+                divergences += resurrected(x, y)
     return out
 
 
