@@ -44,7 +44,7 @@ def test_consumer_protocol_members_share_commit_and_resume(tmp_path):
         assert parts == [0, 1, 2, 3]
         from confluent_kafka import TopicPartition
         a.commit(offsets=[TopicPartition("multi", tp.partition, 7) for tp in a.assignment()], asynchronous=False)
-        groups = {g["GroupId"]: g["GroupType"] for g in b.broker.coordinator.list_groups(5, {})["Groups"]}
+        groups = {g.group_id: g.group_type for g in b.broker.coordinator.list_groups(5, {}).groups}
         assert groups["g848"] == "consumer"
         from confluent_kafka.admin import AdminClient
         admin = AdminClient({"bootstrap.servers": b.bootstrap})   # ConsumerGroupDescribe
@@ -69,20 +69,20 @@ def test_heartbeat_errors_sans_io():
     topics = {"t": ("AAAAAAAAAAAAAAAAAAAAAQ", 3)}
     r = g.consumer_heartbeat(0, {"GroupId": "g", "MemberId": "m1", "MemberEpoch": 0, "SubscribedTopicNames": ["t"]},
                              "c", topics)
-    assert r["ErrorCode"] == 0 and r["MemberId"] == "m1" and r["Assignment"]["TopicPartitions"][0]["Partitions"] == [0, 1, 2]
-    assert g.consumer_heartbeat(0, {"GroupId": "g", "MemberId": "zz", "MemberEpoch": 4}, "c", topics)[
-        "ErrorCode"] == E.UNKNOWN_MEMBER_ID
-    assert g.consumer_heartbeat(0, {"GroupId": "g", "MemberId": "m1", "MemberEpoch": 99}, "c", topics)[
-        "ErrorCode"] == E.FENCED_MEMBER_EPOCH
+    assert r.error_code == 0 and r.member_id == "m1" and r.assignment.topic_partitions[0].partitions == [0, 1, 2]
+    assert g.consumer_heartbeat(0, {"GroupId": "g", "MemberId": "zz", "MemberEpoch": 4}, "c",
+                                topics).error_code == E.UNKNOWN_MEMBER_ID
+    assert g.consumer_heartbeat(0, {"GroupId": "g", "MemberId": "m1", "MemberEpoch": 99}, "c",
+                                topics).error_code == E.FENCED_MEMBER_EPOCH
     # a second member: m1 keeps what it holds until its next heartbeat gives it up
     r2 = g.consumer_heartbeat(0, {"GroupId": "g", "MemberId": "m2", "MemberEpoch": 0, "SubscribedTopicNames": ["t"]},
                               "c", topics)
-    assert r2["Assignment"]["TopicPartitions"] == []
-    r1 = g.consumer_heartbeat(0, {"GroupId": "g", "MemberId": "m1", "MemberEpoch": r["MemberEpoch"]}, "c", topics)
-    assert r1["Assignment"]["TopicPartitions"][0]["Partitions"] == [0, 2]
-    r2 = g.consumer_heartbeat(0, {"GroupId": "g", "MemberId": "m2", "MemberEpoch": r2["MemberEpoch"]}, "c", topics)
-    assert r2["Assignment"]["TopicPartitions"][0]["Partitions"] == [1]
-    assert g.consumer_heartbeat(0, {"GroupId": "g", "MemberId": "m1", "MemberEpoch": -1}, "c", topics)["MemberEpoch"] == -1
+    assert r2.assignment.topic_partitions == []
+    r1 = g.consumer_heartbeat(0, {"GroupId": "g", "MemberId": "m1", "MemberEpoch": r.member_epoch}, "c", topics)
+    assert r1.assignment.topic_partitions[0].partitions == [0, 2]
+    r2 = g.consumer_heartbeat(0, {"GroupId": "g", "MemberId": "m2", "MemberEpoch": r2.member_epoch}, "c", topics)
+    assert r2.assignment.topic_partitions[0].partitions == [1]
+    assert g.consumer_heartbeat(0, {"GroupId": "g", "MemberId": "m1", "MemberEpoch": -1}, "c", topics).member_epoch == -1
 
 
 def test_consumer_protocol_commits_land_in_consumer_offsets_and_read_back(tmp_path, kfx):

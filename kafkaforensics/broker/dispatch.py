@@ -31,11 +31,13 @@ from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 
 from specs.kafka_errors import NONE, UNSUPPORTED_VERSION
+from specs.message_types import Struct
+from specs.messages import FetchResponse, MetadataResponse
 from specs.protocol_messages import ApiKey
 
 from kafkaforensics.broker.protocol import (FileRegion, ProtocolViolation, Request, UnsupportedRequest, encode_response,
                                             encode_response_parts)
-from kafkaforensics.broker.topic_creation import PartitionsNotMade
+from kafkaforensics.broker.topic_creation import Answer, PartitionsNotMade
 
 #: the longest a Fetch waits for data, whatever its MaxWaitMs asks
 MAX_WAIT_MS = 30_000
@@ -121,20 +123,20 @@ class BrokerCore:
             return self._fetched(event, body)
         return self.finish(event, body)
 
-    def finish(self, request: Request, body: dict) -> Reply:
+    def finish(self, request: Request, body: Struct) -> Reply:
         """The framed answer to ``request`` (Fetch's with its record regions left in the files)."""
         encode = encode_response_parts if request.api_key == ApiKey.FETCH else _one_part
         return Reply(encode(request.api_key, request.api_version, request.correlation_id, body))
 
     # -- long polls ------------------------------------------------------------------------------
-    def _fetched(self, request: Request, body: dict, wait_id: int | None = None):
+    def _fetched(self, request: Request, body: FetchResponse, wait_id: int | None = None):
         """Answer now, as Kafka's ReplicaManager does when no wait is asked, no partition is, MinBytes
         are there or a partition has an error; else wait for an append past the ends this answer saw."""
-        parts = [p for t in body["Responses"] for p in t["Partitions"]]
+        parts = [p for t in body.responses for p in t.partitions]
         req = request.typed
         wait = min(req.max_wait_ms, MAX_WAIT_MS)
-        if (wait <= 0 or not parts or sum(len(p["Records"]) for p in parts) >= req.min_bytes
-                or any(p["ErrorCode"] != NONE for p in parts)):
+        if (wait <= 0 or not parts or sum(len(p.records) for p in parts) >= req.min_bytes
+                or any(p.error_code != NONE for p in parts)):
             self.waiting.pop(wait_id, None)
             return self.finish(request, body)
         if wait_id is None:
@@ -177,7 +179,7 @@ class BrokerCore:
         """The connection went away while it waited."""
         self.waiting.pop(wait.id, None)
 
-    def _fetch(self, request: Request) -> dict:
+    def _fetch(self, request: Request) -> FetchResponse:
         return self.broker.read_path.fetch(request.api_version, request.typed)
 
     # -- partition dirs, made away from the event loop ------------------------------------------
@@ -190,25 +192,25 @@ class BrokerCore:
         if not plan:
             return self.broker.read_path.metadata(r.api_version, r.typed)
         if self.offload is None:
-            self.broker.topic_creation.make_and_adopt({}, plan)
+            self.broker.topic_creation.make_and_adopt(None, plan)
             return self.broker.read_path.metadata(r.api_version, r.typed)
         return self._auto_created(r, plan)
 
-    async def _auto_created(self, r: Request, plan: list) -> dict:
-        await self._made({}, plan)
+    async def _auto_created(self, r: Request, plan: list) -> MetadataResponse:
+        await self._made(None, plan)
         return self.broker.read_path.metadata(r.api_version, r.typed)
 
     def create_partitions(self, r: Request):
         return self._make(*self.broker.write_admin.plan_partitions(r.api_version, r.typed))
 
-    def _make(self, body: dict, plan: list):
+    def _make(self, body: Answer, plan: list):
         if not plan:
             return body
         if self.offload is None:
             return self.broker.topic_creation.make_and_adopt(body, plan)
         return self._made(body, plan)
 
-    async def _made(self, body: dict, plan: list) -> dict:
+    async def _made(self, body: Answer, plan: list) -> Answer:
         try:
             made = await self.offload(lambda: self.broker.topic_creation.make_partitions(plan))
         except PartitionsNotMade as e:
@@ -237,7 +239,7 @@ class BrokerCore:
             self.broker.names_for_ids(r.typed.topics)
         body = self.groups.commit(r.api_version, r.typed)
         if by_id:
-            self.broker.ids_for_names(body.get("Topics"))
+            self.broker.ids_for_names(body.topics)
         return body
 
     def offset_fetch(self, r: Request) -> dict:
@@ -245,8 +247,8 @@ class BrokerCore:
         for g in r.typed.groups if by_id else ():
             self.broker.names_for_ids(g.topics)
         body = self.groups.fetch_offsets(r.api_version, r.typed)
-        for g in body.get("Groups", []) if by_id else ():
-            self.broker.ids_for_names(g.get("Topics"))
+        for g in body.groups or [] if by_id else ():
+            self.broker.ids_for_names(g.topics)
         return body
 
     def describe_groups(self, r: Request) -> dict:
@@ -270,7 +272,7 @@ def _raise(e: BaseException):
     raise e
 
 
-def _one_part(api_key: int, api_version: int, correlation_id: int, body: dict) -> list:
+def _one_part(api_key: int, api_version: int, correlation_id: int, body: Struct) -> list:
     return [encode_response(api_key, api_version, correlation_id, body)]
 
 
