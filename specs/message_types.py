@@ -12,7 +12,7 @@ and on assignment (the classes have ``__slots__``).
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import protocol_messages as P
 from .message_schema import F, Message, UnknownField

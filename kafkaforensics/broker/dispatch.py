@@ -262,10 +262,10 @@ class BrokerCore:
         return {t: (ps[0].topic_id, len(ps)) for t, ps in self.broker.topics().items()}
 
     def consumer_group_heartbeat(self, r: Request) -> dict:  # KIP-848
-        return self.groups.consumer_heartbeat(r.api_version, r.typed, r.client_id, self._topic_sizes())
+        return self.groups.kip848.heartbeat(r.api_version, r.typed, r.client_id, self._topic_sizes())
 
     def consumer_group_describe(self, r: Request) -> dict:
-        return self.groups.consumer_describe(r.api_version, r.typed, self._topic_sizes())
+        return self.groups.kip848.describe(r.api_version, r.typed, self._topic_sizes())
 
 
 def _raise(e: BaseException):

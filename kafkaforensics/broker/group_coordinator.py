@@ -6,7 +6,8 @@ delay so that members starting together land in one generation), SyncGroup (the 
 assignment handed to each member), Heartbeat (REBALANCE_IN_PROGRESS / ILLEGAL_GENERATION /
 UNKNOWN_MEMBER_ID), LeaveGroup, session expiry, and OffsetCommit / OffsetFetch persisted to a JSON
 file outside the log dir so that a restarted server resumes them.  Waiting uses asyncio futures:
-this module lives at the server's edge; the protocol and the log logic stay I/O-free.
+this module lives at the server's edge; the protocol and the log logic stay I/O-free.  The KIP-848
+groups (``group.protocol=consumer``) are :mod:`consumer_groups`', held as ``kip848``.
 """
 from __future__ import annotations
 
@@ -18,18 +19,16 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from specs.kafka_errors import (ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, INVALID_GROUP_ID,
-                                FENCED_MEMBER_EPOCH, GROUP_ID_NOT_FOUND, INVALID_REQUEST, MEMBER_ID_REQUIRED, NONE,
-                                REBALANCE_IN_PROGRESS, STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID)
+from specs.kafka_errors import (GROUP_ID_NOT_FOUND, ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, INVALID_GROUP_ID,
+                                MEMBER_ID_REQUIRED, NONE, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID)
 from specs.message_types import typed
-from specs.messages import (ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse,
-                            ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, DescribeGroupsRequest,
-                            DescribeGroupsResponse, HeartbeatRequest, HeartbeatResponse, JoinGroupRequest,
-                            JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest,
-                            ListGroupsResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest,
-                            OffsetFetchResponse, SyncGroupRequest, SyncGroupResponse)
+from specs.messages import (DescribeGroupsRequest, DescribeGroupsResponse, HeartbeatRequest, HeartbeatResponse,
+                            JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse,
+                            ListGroupsRequest, ListGroupsResponse, OffsetCommitRequest, OffsetCommitResponse,
+                            OffsetFetchRequest, OffsetFetchResponse, SyncGroupRequest, SyncGroupResponse)
 from specs.protocol_messages import ApiKey
 
+from kafkaforensics.broker.consumer_groups import ConsumerGroupCoordinator
 from kafkaforensics.fsutil import atomic_write
 
 
@@ -70,26 +69,6 @@ class Group:
 
 
 OFFSETS_TOPIC_PARTITIONS = 50  # offsets.topic.num.partitions' default
-#: KIP-848 defaults: group.consumer.heartbeat.interval.ms, group.consumer.session.timeout.ms
-CONSUMER_HEARTBEAT_MS, CONSUMER_SESSION_MS = 5000, 45000
-
-
-@dataclass
-class ConsumerMember:
-    """A member of a KIP-848 (``group.protocol=consumer``) group."""
-    member_id: str
-    client_id: str
-    epoch: int = 0
-    subscribed: list = field(default_factory=list)
-    assigned: dict = field(default_factory=dict)   # topic id -> sorted partitions
-    last_seen: float = field(default_factory=time.monotonic)
-
-
-@dataclass
-class ConsumerGroup:
-    group_id: str
-    epoch: int = 0
-    members: dict = field(default_factory=dict)
 
 
 def java_string_hash(s: str) -> int:
@@ -112,18 +91,11 @@ def _join_failed(error: int, member_id: str) -> JoinGroupResponse:
                              protocol_name=None)
 
 
-def _failed(out: ConsumerGroupHeartbeatResponse, error: int, message: str) -> ConsumerGroupHeartbeatResponse:
-    """A KIP-848 heartbeat answered with an error (the member id and epoch it came with)."""
-    out.error_code, out.error_message = error, message
-    return out
-
-
 class GroupCoordinator:
     def __init__(self, state_path: str | None, initial_delay_ms: int = 300, offsets_writer=None):
         self.offsets_writer = offsets_writer  # writable broker: commits also go to __consumer_offsets
         self.groups: dict[str, Group] = {}
-        self.consumer_groups: dict[str, ConsumerGroup] = {}
-        self.heartbeat_ms = CONSUMER_HEARTBEAT_MS
+        self.kip848 = ConsumerGroupCoordinator()  # the KIP-848 groups (ConsumerGroupHeartbeat, -Describe)
         self.state_path = state_path
         self.initial_delay = initial_delay_ms / 1000
         self.offsets: dict[str, dict] = {}
@@ -143,18 +115,9 @@ class GroupCoordinator:
         ocr = OffsetCommitResponse
         gid, gen = req.group_id, req.generation_id_or_member_epoch
         g = self.groups.get(gid)
-        err = NONE
-        cg = self.consumer_groups.get(gid)
-        if cg is not None and gen >= 0:  # a KIP-848 member commits with its member epoch
-            m = cg.members.get(req.member_id)
-            err = UNKNOWN_MEMBER_ID if m is None else STALE_MEMBER_EPOCH if gen > m.epoch else NONE
-        elif gen >= 0:
-            if g is None or req.member_id not in g.members:
-                err = UNKNOWN_MEMBER_ID
-            elif gen != g.generation:
-                err = ILLEGAL_GENERATION
-            elif g.state == "PreparingRebalance":
-                err = REBALANCE_IN_PROGRESS
+        err = self.kip848.commit_error(gid, req.member_id, gen)  # a KIP-848 member commits with its member epoch
+        if err is None:
+            err = NONE if gen < 0 else self._member_error(g, req.member_id, gen)
         topics = [ocr.OffsetCommitResponseTopic(name=t.name, partitions=[
             ocr.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=err) for p in t.partitions])
             for t in req.topics]
@@ -162,6 +125,15 @@ class GroupCoordinator:
             self.store(gid, [(t.name, p.partition_index, p.committed_offset, p.committed_leader_epoch,
                               p.committed_metadata) for t in req.topics for p in t.partitions])
         return ocr(topics=topics)
+
+    @staticmethod
+    def _member_error(g: Group | None, member_id: str, generation: int) -> int:
+        """A classic member's check (commits and heartbeats): in the group, of its generation, not rebalancing."""
+        if g is None or member_id not in g.members:
+            return UNKNOWN_MEMBER_ID
+        if generation != g.generation:
+            return ILLEGAL_GENERATION
+        return REBALANCE_IN_PROGRESS if g.state == "PreparingRebalance" else NONE
 
     def store(self, gid: str, commits: list, write: bool = True) -> None:
         """Keep (topic, partition, offset, leader epoch, metadata) commits of a group; ``write``: also
@@ -207,7 +179,7 @@ class GroupCoordinator:
         ``logged``, the log's __consumer_offsets): those are Empty consumer groups."""
         out = {gid: Group(gid, protocol_type="consumer") for gid in [*logged, *self.offsets]}
         out.update(self.groups)
-        for gid, cg in self.consumer_groups.items():  # KIP-848 groups (GroupType "consumer")
+        for gid, cg in self.kip848.groups.items():  # KIP-848 groups (GroupType "consumer")
             out[gid] = Group(gid, state="Stable" if cg.members else "Empty", protocol_type="consumer",
                              generation=cg.epoch)
             out[gid].kip848 = True
@@ -249,112 +221,6 @@ class GroupCoordinator:
                     member_metadata=dict(m.protocols).get(g.protocol, b"") if stable else b"",
                     member_assignment=(m.assignment or b"") if stable else b"") for m in g.members.values()]))
         return dgr(groups=out)
-
-    # -- KIP-848: ConsumerGroupHeartbeat ----------------------------------------------------------
-    def consumer_heartbeat(self, version: int, body, client_id: str | None,
-                           topics: dict) -> ConsumerGroupHeartbeatResponse:
-        """One heartbeat of a ``group.protocol=consumer`` member.  ``topics``: name -> (topic id,
-        partition count).  Epoch 0 joins (the member id the client chose, or a new one), -1 leaves;
-        the group's target assignment spreads the subscribed partitions round-robin over the members
-        in id order, and a member is handed a partition only once no other member holds it (the
-        previous owner drops it on its own next heartbeat), as the incremental protocol requires."""
-        req: ConsumerGroupHeartbeatRequest = typed(ApiKey.CONSUMER_GROUP_HEARTBEAT, body)
-        gid, mid, epoch = req.group_id or "", req.member_id or "", req.member_epoch
-        out = ConsumerGroupHeartbeatResponse(error_code=NONE, error_message=None, member_id=mid, member_epoch=epoch,
-                                             heartbeat_interval_ms=self.heartbeat_ms, assignment=None)
-        if not gid:
-            return _failed(out, INVALID_GROUP_ID, "empty group id")
-        g = self.consumer_groups.setdefault(gid, ConsumerGroup(gid))
-        now = time.monotonic()
-        for other in [x for x in g.members.values() if now - x.last_seen > CONSUMER_SESSION_MS / 1000]:
-            del g.members[other.member_id]
-            g.epoch += 1
-        if epoch == -1 or epoch == -2:  # leave (or a static member going away)
-            if g.members.pop(mid, None) is not None:
-                g.epoch += 1
-            out.member_epoch = -1
-            return out
-        m = g.members.get(mid)
-        if epoch == 0:
-            if m is None:
-                mid = mid or str(uuid.uuid4())
-                m = g.members[mid] = ConsumerMember(mid, client_id or "")
-                g.epoch += 1
-            if req.subscribed_topic_names is None:
-                return _failed(out, INVALID_REQUEST, "SubscribedTopicNames is required to join")
-        elif m is None:
-            return _failed(out, UNKNOWN_MEMBER_ID, f"unknown member {mid}")
-        elif epoch > m.epoch:
-            return _failed(out, FENCED_MEMBER_EPOCH, f"epoch {epoch} is ahead of {m.epoch}")
-        m.last_seen = now
-        if req.subscribed_topic_names is not None and sorted(req.subscribed_topic_names) != m.subscribed:
-            m.subscribed = sorted(req.subscribed_topic_names)
-            g.epoch += 1
-        if req.topic_partitions is not None:  # what the member owns now: revocations confirmed
-            owned = {t.topic_id: set(t.partitions) for t in req.topic_partitions}
-            m.assigned = {tid: sorted(set(ps) & owned.get(tid, set())) for tid, ps in m.assigned.items()}
-        target = self._target(g, topics).get(mid, {})
-        held = {(tid, p) for x in g.members.values() if x is not m for tid, ps in x.assigned.items() for p in ps}
-        new = {}
-        for tid in set(target) | set(m.assigned):
-            keep = [p for p in m.assigned.get(tid, []) if p in target.get(tid, ())]
-            add = [p for p in target.get(tid, []) if (tid, p) not in held]
-            ps = sorted(set(keep) | set(add))
-            if ps:
-                new[tid] = ps
-        if new != m.assigned or epoch == 0 or m.epoch != g.epoch:
-            m.assigned, m.epoch = new, g.epoch
-            cgh = ConsumerGroupHeartbeatResponse
-            out.assignment = cgh.Assignment(topic_partitions=[cgh.TopicPartitions(topic_id=t, partitions=ps)
-                                                              for t, ps in sorted(new.items())])
-        out.member_id, out.member_epoch = mid, m.epoch
-        return out
-
-    def consumer_describe(self, version: int, body, topics: dict) -> ConsumerGroupDescribeResponse:
-        """ConsumerGroupDescribe: a KIP-848 group's members, their assignments and targets
-        (GROUP_ID_NOT_FOUND for a group that is not one, as Kafka answers)."""
-        names = {tid: name for name, (tid, _n) in topics.items()}
-        cgd = ConsumerGroupDescribeResponse
-
-        def assignment(parts: dict) -> ConsumerGroupDescribeResponse.Assignment:
-            return cgd.Assignment(topic_partitions=[cgd.TopicPartitions(topic_id=t, topic_name=names.get(t, ""),
-                                                                        partitions=ps)
-                                                    for t, ps in sorted(parts.items())])
-        req: ConsumerGroupDescribeRequest = typed(ApiKey.CONSUMER_GROUP_DESCRIBE, body)
-        out = []
-        for gid in req.group_ids:
-            g = self.consumer_groups.get(gid)
-            if g is None:
-                out.append(cgd.DescribedGroup(error_code=GROUP_ID_NOT_FOUND,
-                                              error_message=f"group {gid} is not a consumer group", group_id=gid,
-                                              group_state="Dead", group_epoch=-1, assignment_epoch=-1,
-                                              assignor_name="", members=[]))
-                continue
-            target = self._target(g, topics)
-            out.append(cgd.DescribedGroup(
-                error_code=NONE, error_message=None, group_id=gid, group_state="Stable" if g.members else "Empty",
-                group_epoch=g.epoch, assignment_epoch=g.epoch, assignor_name="uniform",
-                members=[cgd.Member(member_id=m.member_id, instance_id=None, rack_id=None, member_epoch=m.epoch,
-                                    client_id=m.client_id, client_host="/127.0.0.1",
-                                    subscribed_topic_names=m.subscribed, subscribed_topic_regex=None,
-                                    assignment=assignment(m.assigned),
-                                    target_assignment=assignment(target.get(m.member_id, {})))
-                         for m in g.members.values()]))
-        return cgd(groups=out)
-
-    @staticmethod
-    def _target(g: ConsumerGroup, topics: dict) -> dict:
-        """member id -> {topic id: partitions}: each subscribed topic's partitions round-robin over
-        its subscribers (in member id order)."""
-        out: dict = {mid: {} for mid in g.members}
-        for name in sorted({t for x in g.members.values() for t in x.subscribed}):
-            if name not in topics:
-                continue
-            tid, count = topics[name]
-            subs = sorted(x.member_id for x in g.members.values() if name in x.subscribed)
-            for p in range(count):
-                out[subs[p % len(subs)]].setdefault(tid, []).append(p)
-        return out
 
     # -- membership ------------------------------------------------------------------------------
     def _response(self, g: Group, m: Member, err=NONE) -> JoinGroupResponse:
@@ -488,14 +354,7 @@ class GroupCoordinator:
         req: HeartbeatRequest = typed(ApiKey.HEARTBEAT, body)
         g = self.groups.get(req.group_id)
         mid = req.member_id
-        if g is None or mid not in g.members:
-            err = UNKNOWN_MEMBER_ID
-        elif req.generation_id != g.generation:
-            err = ILLEGAL_GENERATION
-        elif g.state == "PreparingRebalance":
-            err = REBALANCE_IN_PROGRESS
-        else:
-            err = NONE
+        err = self._member_error(g, mid, req.generation_id)
         if g is not None and mid in g.members:
             g.members[mid].last_seen = time.monotonic()
         return HeartbeatResponse(error_code=err)
