@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable
+from typing import Any, Awaitable, Callable
 
 from specs.kafka_errors import NONE, UNSUPPORTED_VERSION
 from specs.message_types import Struct
@@ -100,7 +100,7 @@ class BrokerCore:
         self.waiting: dict[int, WaitForData] = {}
         self._next_wait = 0
         #: fn -> awaitable running fn away from the event loop (the edge sets it); None: run inline
-        self.offload = None
+        self.offload: Callable[[Callable], Awaitable] | None = None
 
     # -- requests in, outcomes out ---------------------------------------------------------------
     def handle(self, event):
@@ -137,7 +137,8 @@ class BrokerCore:
         wait = min(req.max_wait_ms, MAX_WAIT_MS)
         if (wait <= 0 or not parts or sum(len(p.records) for p in parts) >= req.min_bytes
                 or any(p.error_code != NONE for p in parts)):
-            self.waiting.pop(wait_id, None)
+            if wait_id is not None:
+                self.waiting.pop(wait_id, None)
             return self.finish(request, body)
         if wait_id is None:
             wait_id, self._next_wait = self._next_wait, self._next_wait + 1
@@ -211,6 +212,7 @@ class BrokerCore:
         return self._made(body, plan)
 
     async def _made(self, body: Answer, plan: list) -> Answer:
+        assert self.offload is not None  # (_make and metadata come here only with one)
         try:
             made = await self.offload(lambda: self.broker.topic_creation.make_partitions(plan))
         except PartitionsNotMade as e:
@@ -277,7 +279,7 @@ def _one_part(api_key: int, api_version: int, correlation_id: int, body: Struct)
 
 
 #: a handler: the core and the request in; a response body, or an awaitable of one, out
-Handler = Callable[[BrokerCore, Request], object]
+Handler = Callable[[BrokerCore, Request], Any]
 #: ApiKey -> the one handler answering it (Kafka's KafkaApis.handle): every API ApiVersions may advertise
 API_TABLE: dict[int, Handler] = {
     ApiKey.PRODUCE: lambda c, r: c.broker.produce(r.api_version, r.typed),

@@ -66,6 +66,7 @@ class Group:
     members: dict = field(default_factory=dict)
     completing: asyncio.Task | None = None
     initial_delay_pending: bool = False
+    kip848: bool = False  # a KIP-848 group, as ListGroups and DescribeGroups see it
 
 
 OFFSETS_TOPIC_PARTITIONS = 50  # offsets.topic.num.partitions' default
@@ -145,12 +146,9 @@ class GroupCoordinator:
         if write and self.offsets_writer is not None:
             self.offsets_writer(gid, [(t, p, o, e, m or "") for t, p, o, e, m in commits])
 
-    def _fetch_group(self, gid: str, topics, v8: bool) -> list:
-        """The group's committed offsets of the (typed) topics asked; None: of every topic it has any
-        (``v8``: as OffsetFetch v8+'s groups carry them, else as v0-7's topics)."""
-        ofr = OffsetFetchResponse
-        topic, part = ((ofr.OffsetFetchResponseTopics, ofr.OffsetFetchResponsePartitions) if v8
-                       else (ofr.OffsetFetchResponseTopic, ofr.OffsetFetchResponsePartition))
+    def _fetch_group(self, gid: str, topics) -> list[tuple[str, list[dict]]]:
+        """The group's committed offsets of the (typed) topics asked; None: of every topic it has any:
+        (topic, [the fields of each partition, as OffsetFetch names them in snake_case])."""
         stored = self.offsets.get(gid, {})
         wanted = _all_committed(stored) if topics is None else [(t.name, t.partition_indexes) for t in topics]
         out = []
@@ -158,20 +156,22 @@ class GroupCoordinator:
             parts = []
             for p in indexes:
                 c = stored.get(f"{name}:{p}")
-                parts.append(part(partition_index=p, committed_offset=c["offset"] if c else -1,
+                parts.append(dict(partition_index=p, committed_offset=c["offset"] if c else -1,
                                   committed_leader_epoch=c["leaderEpoch"] if c else -1,
                                   metadata=(c["metadata"] if c else "") or "", error_code=NONE))
-            out.append(topic(name=name, partitions=parts))
+            out.append((name, parts))
         return out
 
     def fetch_offsets(self, version: int, body) -> OffsetFetchResponse:
         req: OffsetFetchRequest = typed(ApiKey.OFFSET_FETCH, body)
         ofr = OffsetFetchResponse
         if version >= 8:
-            return ofr(groups=[ofr.OffsetFetchResponseGroup(group_id=g.group_id, error_code=NONE,
-                                                            topics=self._fetch_group(g.group_id, g.topics, True))
-                               for g in req.groups])
-        return ofr(error_code=NONE, topics=self._fetch_group(req.group_id, req.topics, False))
+            return ofr(groups=[ofr.OffsetFetchResponseGroup(group_id=g.group_id, error_code=NONE, topics=[
+                ofr.OffsetFetchResponseTopics(name=name, partitions=[ofr.OffsetFetchResponsePartitions(**p) for p in ps])
+                for name, ps in self._fetch_group(g.group_id, g.topics)]) for g in req.groups])
+        return ofr(error_code=NONE, topics=[
+            ofr.OffsetFetchResponseTopic(name=name, partitions=[ofr.OffsetFetchResponsePartition(**p) for p in ps])
+            for name, ps in self._fetch_group(req.group_id, req.topics)])
 
     # -- admin: ListGroups, DescribeGroups --------------------------------------------------------
     def known_groups(self, logged=()) -> dict[str, Group]:
@@ -181,8 +181,7 @@ class GroupCoordinator:
         out.update(self.groups)
         for gid, cg in self.kip848.groups.items():  # KIP-848 groups (GroupType "consumer")
             out[gid] = Group(gid, state="Stable" if cg.members else "Empty", protocol_type="consumer",
-                             generation=cg.epoch)
-            out[gid].kip848 = True
+                             generation=cg.epoch, kip848=True)
         return out
 
     def list_groups(self, version: int, body, logged=()) -> ListGroupsResponse:
@@ -191,7 +190,7 @@ class GroupCoordinator:
         types = req.types_filter or []
         out = []
         for gid, g in sorted(self.known_groups(logged).items()):
-            kind = "consumer" if getattr(g, "kip848", False) else "classic"
+            kind = "consumer" if g.kip848 else "classic"
             if (states and g.state not in states) or (types and kind not in types):
                 continue
             out.append(ListGroupsResponse.ListedGroup(group_id=gid, protocol_type=g.protocol_type or "",
@@ -366,7 +365,7 @@ class GroupCoordinator:
         results = []
         for mid in ids:
             ok = g is not None and mid in g.members
-            if ok:
+            if g is not None and ok:
                 self._remove(g, mid)
             results.append(LeaveGroupResponse.MemberResponse(member_id=mid, group_instance_id=None,
                                                              error_code=NONE if ok else UNKNOWN_MEMBER_ID))

@@ -163,7 +163,8 @@ def encode_response_parts(api_key: int, api_version: int, correlation_id: int, b
     m = P.RESPONSES[api_key]
     flexible = m.is_flexible(api_version) and api_key != ApiKey.API_VERSIONS
     header = P.ResponseHeader.build({"CorrelationId": correlation_id}, 1 if flexible else 0)
-    chunks = m.build_into(Chunks(), as_body(body), api_version)
+    chunks = Chunks()
+    m.build_into(chunks, as_body(body), api_version)
     total = len(header) + len(chunks) + sum(r.size for _pos, r in chunks.regions)
     parts, last = [_I32.pack(total) + header], 0
     for pos, region in chunks.regions:

@@ -159,7 +159,7 @@ class ReadPath:
         fr = FetchResponse
         committed = req.isolation_level == 1
         budget = req.max_bytes
-        responses = []
+        responses: list[FetchResponse.FetchableTopicResponse] = []
         for t in req.topics:
             parts = []
             name = self.b.fetched_topic(version, t)

@@ -157,7 +157,7 @@ class TopicCreation:
     def make_partitions(self, plan: list) -> list:
         """The partition dirs of a plan, each with partition.metadata and an empty active segment
         (file work only: safe in a worker thread); their LiveLogs, for :meth:`adopt`."""
-        made = []
+        made: list[LiveLog] = []
         for topic, first, count, tid in plan:
             for p in range(first, first + count):
                 d = os.path.join(self.b.log_dir, f"{topic}-{p}")
@@ -175,7 +175,7 @@ class TopicCreation:
     def make_and_adopt(self, body: Answer, plan: list, make=None) -> Answer:
         """Make the plan's partitions (``make``: how, e.g. in a thread) and serve them; a topic whose
         dirs could not all be made answers KAFKA_STORAGE_ERROR with the reason (those made are served)."""
-        made = []
+        made: list[LiveLog] = []
         try:
             made = (make or self.make_partitions)(plan)
         except PartitionsNotMade as e:

@@ -209,7 +209,7 @@ class TransactionCoordinator:
     def add_partitions(self, tid, pid, epoch, partitions, *, v2: bool = False) -> int:
         """AddPartitionsToTxn (v1), AddOffsetsToTxn's offsets partition, or a v2 transactional Produce."""
         err, t = self._check(tid, pid, epoch)
-        if err:
+        if t is None:  # (with an error, always)
             return err
         if t.state != TxnState.ONGOING:  # a new transaction begins
             t.state, t.start_ms, t.partitions, t.offsets, t.v2 = TxnState.ONGOING, self._now(), set(), {}, v2
@@ -222,7 +222,7 @@ class TransactionCoordinator:
     def verify(self, tid, pid, epoch, partition) -> int:
         """A v1 transactional Produce: its partition must have joined the producer's open transaction."""
         err, t = self._check(tid, pid, epoch)
-        if err:
+        if t is None:  # (with an error, always)
             return err
         if t.state != TxnState.ONGOING or partition not in t.partitions:
             return INVALID_TXN_STATE
