@@ -38,14 +38,18 @@ class Struct:
     SUBS: dict[str, type[Struct]] = {}
     #: (a message's class) its struct classes by schema type name, each also an attribute of the class
     NESTED: dict[str, type[Struct]] = {}
+    #: (attribute, default, whether the default is a list to copy) of each field, in order
+    DEFAULTS: tuple = ()
+    #: (schema name, attribute, struct class or None, an array, read's extra key) of each field, in order
+    PLAN: tuple = ()
 
     def __init__(self, **values):
-        known = type(self).ATTRS
-        for attr in values:
-            if attr not in known:
-                raise UnknownField(self.WHERE, attr, (), names=[a for a in known if a not in _EXTRA.values()])
-        for attr, (name, f) in known.items():
-            setattr(self, attr, values[attr] if attr in values else _default(f))
+        cls = type(self)
+        if not cls.ATTRS.keys() >= values.keys():
+            attr = next(a for a in values if a not in cls.ATTRS)
+            raise UnknownField(self.WHERE, attr, (), names=[a for a in cls.ATTRS if a not in _EXTRA.values()])
+        for attr, default, fresh in cls.DEFAULTS:
+            setattr(self, attr, values[attr] if attr in values else list(default) if fresh else default)
 
     @classmethod
     def from_dict(cls, d: dict) -> "Struct":
@@ -67,11 +71,11 @@ class Struct:
         """The PascalCase dict of this struct (``Message.build``'s input; a nested struct must be of its
         generated class: a dict there is refused, never half-converted)."""
         out = {}
-        for name, (attr, f) in self.FIELDS.items():
+        for name, attr, sub, array, extra in self.PLAN:
             v = getattr(self, attr)
-            if name in self.SUBS and v is not None:
-                v = [_as_dict(x, self.SUBS[name]) for x in v] if f.type.startswith("[]") else _as_dict(v, self.SUBS[name])
-            if name in _EXTRA and not v:
+            if sub is not None and v is not None:
+                v = [_as_dict(x, sub) for x in v] if array else _as_dict(v, sub)
+            if extra and not v:
                 continue
             out[name] = v
         return out
@@ -112,8 +116,10 @@ def _class(name: str, fields, structs: dict, where: str, made: dict) -> type[Str
                 raise TypeError(f"{where}: two structs named {sub_name}")
             subs[f.name] = sub
     attrs = {a: (n, f) for n, (a, f) in table.items()}
+    defaults = tuple((a, f.default, isinstance(f.default, list)) for a, (_n, f) in attrs.items())
+    plan = tuple((n, a, subs.get(n), f.type.startswith("[]"), n in _EXTRA) for n, (a, f) in table.items())
     return type(name, (Struct,), {"__slots__": tuple(attrs), "FIELDS": table, "ATTRS": attrs, "SUBS": subs,
-                                  "WHERE": where})
+                                  "WHERE": where, "DEFAULTS": defaults, "PLAN": plan})
 
 
 def message_class(m: Message) -> type[Struct]:
