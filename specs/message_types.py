@@ -12,8 +12,9 @@ and on assignment (the classes have ``__slots__``).
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypeVar
 
+from . import kafka_messages as KM
 from . import protocol_messages as P
 from .message_schema import F, Message, UnknownField
 
@@ -24,6 +25,9 @@ _EXTRA = {"_unknownTaggedFields": "unknown_tagged_fields"}
 def snake(name: str) -> str:
     """A schema field name in snake_case: ``TopicId`` -> ``topic_id``, ``V3AndBelowTopics`` -> ``v3_and_below_topics``."""
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+_S = TypeVar("_S", bound="Struct")
 
 
 class Struct:
@@ -52,7 +56,7 @@ class Struct:
             setattr(self, attr, values[attr] if attr in values else list(default) if fresh else default)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Struct":
+    def from_dict(cls: type[_S], d: dict) -> _S:
         """The typed form of a dict of PascalCase fields (as ``Message.read`` returns it)."""
         out = object.__new__(cls)
         fields = cls.FIELDS
@@ -136,6 +140,8 @@ def message_class(m: Message) -> type[Struct]:
 #: api key -> the typed request class; the typed response class
 REQUEST_TYPES = {k: message_class(m) for k, m in P.REQUESTS.items()}
 RESPONSE_TYPES = {k: message_class(m) for k, m in P.RESPONSES.items()}
+#: the internal-topic records the replay broker writes and reads back itself (__transaction_state)
+RECORD_TYPES = {m.name: message_class(m) for m in (KM.TransactionLogKey, KM.TransactionLogValue)}
 
 
 def typed(api_key: int, body) -> Any:
@@ -189,7 +195,7 @@ def stub() -> str:
     committed file is this text; regenerate it with ``python -m specs.message_types``)."""
     lines = ['"""Generated from specs/protocol_messages.py by specs.message_types.stub(): do not edit."""',
              "from typing import Any", "", "from specs.message_types import Struct", ""]
-    for cls in (*REQUEST_TYPES.values(), *RESPONSE_TYPES.values()):
+    for cls in (*REQUEST_TYPES.values(), *RESPONSE_TYPES.values(), *RECORD_TYPES.values()):
         lines += ["", *_stub_class(cls, ""), ""]
     return "\n".join(lines).rstrip("\n") + "\n"
 

@@ -1224,3 +1224,30 @@ class ConsumerGroupDescribeResponse(Struct):
     groups: list[ConsumerGroupDescribeResponse.DescribedGroup]
     unknown_tagged_fields: dict | None
     def __init__(self, *, throttle_time_ms: int = ..., groups: list[ConsumerGroupDescribeResponse.DescribedGroup] = ..., unknown_tagged_fields: dict | None = ...) -> None: ...
+
+
+class TransactionLogKey(Struct):
+    transactional_id: str
+    unknown_tagged_fields: dict | None
+    def __init__(self, *, transactional_id: str = ..., unknown_tagged_fields: dict | None = ...) -> None: ...
+
+
+class TransactionLogValue(Struct):
+    class PartitionsSchema(Struct):
+        topic: str
+        partition_ids: list[int]
+        unknown_tagged_fields: dict | None
+        def __init__(self, *, topic: str = ..., partition_ids: list[int] = ..., unknown_tagged_fields: dict | None = ...) -> None: ...
+    producer_id: int
+    previous_producer_id: int
+    next_producer_id: int
+    producer_epoch: int
+    next_producer_epoch: int
+    transaction_timeout_ms: int
+    transaction_status: int
+    transaction_partitions: list[TransactionLogValue.PartitionsSchema] | None
+    transaction_last_update_timestamp_ms: int
+    transaction_start_timestamp_ms: int
+    client_transaction_version: int
+    unknown_tagged_fields: dict | None
+    def __init__(self, *, producer_id: int = ..., previous_producer_id: int = ..., next_producer_id: int = ..., producer_epoch: int = ..., next_producer_epoch: int = ..., transaction_timeout_ms: int = ..., transaction_status: int = ..., transaction_partitions: list[TransactionLogValue.PartitionsSchema] | None = ..., transaction_last_update_timestamp_ms: int = ..., transaction_start_timestamp_ms: int = ..., client_transaction_version: int = ..., unknown_tagged_fields: dict | None = ...) -> None: ...

@@ -180,3 +180,29 @@ def test_the_type_checker_refuses_a_misspelled_field_of_a_generated_class(tmp_pa
                          cwd=ROOT, capture_output=True, text=True, timeout=600)
     errors = [line.split(": error: ")[0].rsplit(":", 1)[1] for line in got.stdout.splitlines() if ": error: " in line]
     assert errors == ["4", "5", "6"], got.stdout + got.stderr
+
+
+def test_transaction_log_records_are_written_and_read_as_classes_with_the_same_bytes(tmp_path):
+    """__transaction_state: the broker writes TransactionLogValue from its class and reads the log back
+    through TransactionLogKey/Value; the record bytes are those of the PascalCase dict it wrote before."""
+    from kafkaforensics.broker.read_path import valid_batches
+    from kafkaforensics.broker.txn_coordinator import LogEntry
+    from kafkaforensics.records.internal_topics import encode_transaction_log
+    b = ReplayBroker(str(tmp_path), writable=True)
+    entries = [LogEntry("a", 5, 1, 60000, 1, (("t", 0), ("t", 2), ("u", 1)), 10, 9, False),
+               LogEntry("b", 6, 0, 1000, 4, (), 12, 11, True)]
+    b.transactions.log_transactions(entries)
+    assert b.transactions.logged_transactions() == {e.transactional_id: e for e in entries}
+    got = sorted((r.key, r.value) for s in b.topics()["__transaction_state"] for bt in valid_batches(s)
+                 for r in bt.records())
+    want = sorted([
+        encode_transaction_log("a", {"ProducerId": 5, "ProducerEpoch": 1, "TransactionTimeoutMs": 60000,
+                                     "TransactionStatus": 1, "TransactionPartitions": [
+                                         {"Topic": "t", "PartitionIds": [0, 2]}, {"Topic": "u", "PartitionIds": [1]}],
+                                     "TransactionLastUpdateTimestampMs": 10, "TransactionStartTimestampMs": 9,
+                                     "ClientTransactionVersion": 0}, value_version=0),
+        encode_transaction_log("b", {"ProducerId": 6, "ProducerEpoch": 0, "TransactionTimeoutMs": 1000,
+                                     "TransactionStatus": 4, "TransactionPartitions": [],
+                                     "TransactionLastUpdateTimestampMs": 12, "TransactionStartTimestampMs": 11,
+                                     "ClientTransactionVersion": 2}, value_version=1)])
+    assert got == want

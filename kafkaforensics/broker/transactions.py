@@ -12,7 +12,8 @@ from specs.kafka_errors import (INVALID_PRODUCER_EPOCH, NONE, OPERATION_NOT_ATTE
 from specs.message_types import typed
 from specs.messages import (AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest,
                             AddPartitionsToTxnResponse, EndTxnRequest, EndTxnResponse, InitProducerIdRequest,
-                            InitProducerIdResponse, TxnOffsetCommitRequest, TxnOffsetCommitResponse)
+                            InitProducerIdResponse, TransactionLogKey, TransactionLogValue, TxnOffsetCommitRequest,
+                            TxnOffsetCommitResponse)
 from specs.protocol_messages import ApiKey
 
 from kafkaforensics.broker.read_path import valid_batches
@@ -62,15 +63,16 @@ class Transactions:
         """Append coordinator transitions to __transaction_state-N, one batch a partition."""
         by_partition: dict = {}
         for e in entries:
-            value = {"ProducerId": e.producer_id, "ProducerEpoch": e.producer_epoch,
-                     "TransactionTimeoutMs": e.timeout_ms, "TransactionStatus": e.status,
-                     "TransactionPartitions": [{"Topic": t, "PartitionIds": sorted(p for tt, p in e.partitions
-                                                                                   if tt == t)}
-                                               for t in sorted({t for t, _p in e.partitions})],
-                     "TransactionLastUpdateTimestampMs": e.last_update_ms,
-                     "TransactionStartTimestampMs": e.start_ms, "ClientTransactionVersion": 2 if e.v2 else 0}
+            value = TransactionLogValue(
+                producer_id=e.producer_id, producer_epoch=e.producer_epoch, transaction_timeout_ms=e.timeout_ms,
+                transaction_status=e.status,
+                transaction_partitions=[TransactionLogValue.PartitionsSchema(
+                    topic=t, partition_ids=sorted(p for tt, p in e.partitions if tt == t))
+                    for t in sorted({t for t, _p in e.partitions})],
+                transaction_last_update_timestamp_ms=e.last_update_ms, transaction_start_timestamp_ms=e.start_ms,
+                client_transaction_version=2 if e.v2 else 0)
             s = self.b.internal_partition("__transaction_state", e.transactional_id)
-            by_partition.setdefault(s, []).append(encode_transaction_log(e.transactional_id, value,
+            by_partition.setdefault(s, []).append(encode_transaction_log(e.transactional_id, value.to_dict(),
                                                                          value_version=1 if e.v2 else 0))
         now = int(time.time() * 1000)
         for s, records in by_partition.items():
@@ -89,17 +91,17 @@ class Transactions:
                         k, v = decode_transaction_log(r.key, r.value)
                     except (KafkaFormatError, ValueError, TypeError):
                         continue
-                    tid = k["data"].get("TransactionalId")
+                    tid = TransactionLogKey.from_dict(k["data"]).transactional_id
                     if v is None:
                         out.pop(tid, None)
                         continue
-                    d = v["data"]
-                    out[tid] = LogEntry(tid, d["ProducerId"], d["ProducerEpoch"], d["TransactionTimeoutMs"],
-                                        d["TransactionStatus"],
-                                        tuple(sorted((p["Topic"], i) for p in d.get("TransactionPartitions") or []
-                                                     for i in p["PartitionIds"])),
-                                        d["TransactionLastUpdateTimestampMs"], d["TransactionStartTimestampMs"],
-                                        d.get("ClientTransactionVersion", 0) >= 2)
+                    d = TransactionLogValue.from_dict(v["data"])
+                    out[tid] = LogEntry(tid, d.producer_id, d.producer_epoch, d.transaction_timeout_ms,
+                                        d.transaction_status,
+                                        tuple(sorted((p.topic, i) for p in d.transaction_partitions or []
+                                                     for i in p.partition_ids)),
+                                        d.transaction_last_update_timestamp_ms, d.transaction_start_timestamp_ms,
+                                        d.client_transaction_version >= 2)
         return out
 
     def restore_transactions(self) -> None:
