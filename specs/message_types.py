@@ -8,6 +8,12 @@ default.  :func:`typed` makes one from what :meth:`Message.read` returns (or fro
 ``to_dict`` gives back the PascalCase dict :meth:`Message.build` takes.  A name that is no field is
 refused as ``Message.build`` refuses it (:class:`~specs.message_schema.UnknownField`), on construction
 and on assignment (the classes have ``__slots__``).
+
+A message's struct classes are attributes of its class by their schema type name
+(``FetchResponse.PartitionData``); :mod:`specs.messages` names every class.  The classes are made here at
+import (no generation step to run); what a type checker cannot see of them -- each field's type -- is
+:func:`stub`'s ``specs/messages.pyi``, written by ``python -m specs.message_types`` and checked current
+by ``tests/test_message_types.py``.
 """
 from __future__ import annotations
 
