@@ -157,9 +157,10 @@ class Message:
 class UnknownField(TypeError):
     """``build`` was given a key that is no field of the message (a misspelling, a field of another message)."""
 
-    def __init__(self, where: str, key, fields):
+    def __init__(self, where: str, key, fields, names=None):
         self.where, self.key = where, key
-        super().__init__(f"{where} has no field {key!r} (its fields: {', '.join(f.name for f in fields)})")
+        names = [f.name for f in fields] if names is None else names
+        super().__init__(f"{where} has no field {key!r} (its fields: {', '.join(names)})")
 
 
 #: the field names of each field list (kept with the list, so an id is never reused while cached)

@@ -382,7 +382,7 @@ def test_delete_records_moves_the_log_start_as_kafka_and_keeps_other_checkpoint_
     s = b.partitions[("t", 0)]
     assert (s.log_start_offset, s.log_end_offset, s.epochs) == (0, 5, LeaderEpochCache([(0, 0), (1, 2)]))
     r = b.write_admin.delete_records(2, {"Topics": [{"Name": "t", "Partitions": [{"PartitionIndex": 0, "Offset": 3}]}]})
-    assert r["Topics"][0]["Partitions"][0] == {"PartitionIndex": 0, "LowWatermark": 3, "ErrorCode": E.NONE}
+    assert r.topics[0].partitions[0].to_dict() == {"PartitionIndex": 0, "LowWatermark": 3, "ErrorCode": E.NONE}
     assert read_offsets(ck) == {("elsewhere", 3): 7, ("t", 0): 3}
     assert s.epochs == LeaderEpochCache.read(str(tmp_path / "t-0")) == LeaderEpochCache([(1, 3)])
     assert b.admin.end_offset_for_epoch(s, 0) == (0, 3) and b.admin.end_offset_for_epoch(s, 1) == (1, 5)

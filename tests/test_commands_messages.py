@@ -258,22 +258,22 @@ def test_serve_advertises_the_log_dirs_node_id_and_hides_the_metadata_log(tmp_pa
     shutil.copytree(os.path.join(FIXTURES, "kraft-logdir"), logs)  # meta.properties: node.id=1
     b = ReplayBroker(str(logs))
     md = b.read_path.metadata(12, {"Topics": None})
-    assert [x["NodeId"] for x in md["Brokers"]] == [1] and md["ControllerId"] == 1
-    names = [t["Name"] for t in md["Topics"]]
+    assert [x.node_id for x in md.brokers] == [1] and md.controller_id == 1
+    names = [t.name for t in md.topics]
     assert "orders" in names and "__cluster_metadata" not in names, names
-    assert all(p["LeaderId"] == 1 for t in md["Topics"] for p in t["Partitions"])
-    (asked,) = b.read_path.metadata(12, {"Topics": [{"Name": "__cluster_metadata"}]})["Topics"]
-    assert asked["ErrorCode"] == UNKNOWN_TOPIC_OR_PARTITION  # as KafkaApis answers a topic its cache lacks
+    assert all(p.leader_id == 1 for t in md.topics for p in t.partitions)
+    (asked,) = b.read_path.metadata(12, {"Topics": [{"Name": "__cluster_metadata"}]}).topics
+    assert asked.error_code == UNKNOWN_TOPIC_OR_PARTITION  # as KafkaApis answers a topic its cache lacks
     fetched = b.read_path.fetch(4, {"Topics": [{"Topic": "__cluster_metadata", "Partitions": [
         {"Partition": 0, "FetchOffset": 0, "PartitionMaxBytes": 1 << 20}]}]})
-    assert fetched["Responses"][0]["Partitions"][0]["ErrorCode"] == UNKNOWN_TOPIC_OR_PARTITION
-    assert ReplayBroker(str(logs), node_id=7).read_path.metadata(12, {"Topics": None})["Brokers"][0]["NodeId"] == 7
+    assert fetched.responses[0].partitions[0].error_code == UNKNOWN_TOPIC_OR_PARTITION
+    assert ReplayBroker(str(logs), node_id=7).read_path.metadata(12, {"Topics": None}).brokers[0].node_id == 7
     (logs / "meta.properties").write_text("version=0\nbroker.id=1002\n")
     assert ReplayBroker(str(logs)).node_id == 1002  # a ZooKeeper-era broker's broker.id
     w = ReplayBroker(str(logs), writable=True)
     (made,) = w.topic_creation.create_topics(5, {"Topics": [{"Name": "__cluster_metadata", "NumPartitions": 1,
-                                              "ReplicationFactor": 1}]})["Topics"]
-    assert made["ErrorCode"] == 42 and "prohibited" in made["ErrorMessage"]  # INVALID_REQUEST, as Kafka
+                                              "ReplicationFactor": 1}]}).topics
+    assert made.error_code == 42 and "prohibited" in made.error_message  # INVALID_REQUEST, as Kafka
 
 
 # -- README: what `make demo` and the Spark class archive cost

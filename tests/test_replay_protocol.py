@@ -48,8 +48,8 @@ def wb(tmp_path):
 def _fence(b):
     first = b.transactions.init_producer_id(0, {"TransactionalId": "tx", "TransactionTimeoutMs": 60000})
     second = b.transactions.init_producer_id(0, {"TransactionalId": "tx", "TransactionTimeoutMs": 60000})
-    assert second["ProducerEpoch"] == first["ProducerEpoch"] + 1
-    return first["ProducerId"], first["ProducerEpoch"]
+    assert second.producer_epoch == first.producer_epoch + 1
+    return first.producer_id, first.producer_epoch
 
 
 @pytest.mark.parametrize("version", range(0, 6))
@@ -90,7 +90,7 @@ def test_advertised_versions_are_kafka_4s_and_parseable():
     from kafkaforensics.broker.txn_coordinator import TransactionCoordinator
     b = ReplayBroker.__new__(ReplayBroker)
     b.writable, b.txn = True, TransactionCoordinator(lambda: 0)
-    listed = {a["ApiKey"]: (a["MinVersion"], a["MaxVersion"]) for a in b.api_versions(4, {})["ApiKeys"]}
+    listed = {a.api_key: (a.min_version, a.max_version) for a in b.api_versions(4, {}).api_keys}
     assert listed[0] == (0, 13) and listed[1] == (4, 18) and listed[2] == (1, 11) and listed[3] == (0, 13)
     assert listed[8] == (2, 10) and listed[9] == (1, 10) and listed[10] == (0, 6) and listed[18] == (0, 4)
     assert all(listed[k] == (0, 5) for k in (22, 24, 26))
@@ -119,15 +119,15 @@ def test_fetch_by_name_and_by_topic_id(tmp_path, version):
     b.topic_creation.create_topics(2, {"Topics": [{"Name": "t", "NumPartitions": 1, "ReplicationFactor": 1}]})
     recs = build_v2([Record(0, 1000, b"k", b"v", [])], base_offset=0)
     assert b.produce(9, {"Acks": 1, "TopicData": [{"Name": "t", "PartitionData": [{"Index": 0, "Records": recs}]}]}
-                     )["Responses"][0]["PartitionResponses"][0]["ErrorCode"] == 0
+                     ).responses[0].partition_responses[0].error_code == 0
     tid = b.partitions[("t", 0)].topic_id
     part = {"Partition": 0, "FetchOffset": 0, "PartitionMaxBytes": 1 << 20}
     topic = {"TopicId": tid, "Partitions": [part]} if version >= 13 else {"Topic": "t", "Partitions": [part]}
     body = b.read_path.fetch(version, {"MaxBytes": 1 << 20, "Topics": [topic, {"TopicId": "AAAAAAAAAAAAAAAAAAAAAQ",
                                                                       "Topic": "nope", "Partitions": [part]}]})
-    first, second = body["Responses"]
-    assert first["Partitions"][0]["ErrorCode"] == 0 and first["Partitions"][0]["HighWatermark"] == 1
-    assert second["Partitions"][0]["ErrorCode"] == (E.UNKNOWN_TOPIC_ID if version >= 13 else
+    first, second = body.responses
+    assert first.partitions[0].error_code == 0 and first.partitions[0].high_watermark == 1
+    assert second.partitions[0].error_code == (E.UNKNOWN_TOPIC_ID if version >= 13 else
                                                     E.UNKNOWN_TOPIC_OR_PARTITION)
 
 
@@ -141,8 +141,8 @@ def test_unsupported_versions_are_refused_as_kafka_refuses_them():
 def _lo(b, ts, iso=0, version=7, topic="t"):
     r = b.read_path.list_offsets(version, {"IsolationLevel": iso, "Topics": [{"Name": topic, "Partitions": [
         {"PartitionIndex": 0, "Timestamp": ts}]}]})
-    p = r["Topics"][0]["Partitions"][0]
-    return p["Offset"], p["Timestamp"], p["LeaderEpoch"]
+    p = r.topics[0].partitions[0]
+    return p.offset, p.timestamp, p.leader_epoch
 
 
 def _append(b, recs, **kw):

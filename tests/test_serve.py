@@ -205,7 +205,7 @@ def test_robustness_then_a_client_still_works(broker):
     assert not c.partitions_for_topic("../x")
     c.close()
     md = broker.broker.read_path.metadata(12, {"Topics": [{"Name": "../x"}, {"Name": "orders-0/../../etc"}]})
-    assert [t["ErrorCode"] for t in md["Topics"]] == [17, 17]  # INVALID_TOPIC_EXCEPTION
+    assert [t.error_code for t in md.topics] == [17, 17]  # INVALID_TOPIC_EXCEPTION
     assert len(_kp(broker, "legacy")) == 64
 
 

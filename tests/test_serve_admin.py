@@ -96,7 +96,7 @@ def test_offset_for_leader_epoch_follows_the_checkpoint(admin_broker):
     r = b.admin.offset_for_leader_epoch(4, {"Topics": [{"Topic": "orders", "Partitions": [
         {"Partition": 0, "LeaderEpoch": e} for e in (0, 1, 5)]}, {"Topic": "nope", "Partitions": [
             {"Partition": 0, "LeaderEpoch": 0}]}]})
-    got = [(p["LeaderEpoch"], p["EndOffset"], p["ErrorCode"]) for t in r["Topics"] for p in t["Partitions"]]
+    got = [(p.leader_epoch, p.end_offset, p.error_code) for t in r.topics for p in t.partitions]
     # orders-0's leader-epoch-checkpoint: epoch 0 from 0, epoch 1 from 203; log end 404
     assert got == [(0, 203, 0), (1, 404, 0), (-1, -1, 0), (-1, -1, 3)]
 

@@ -73,16 +73,16 @@ def test_topic_names_as_kafka_validates_them(tmp_path, name, ok):
     assert valid_topic(name) is ok
     b = ReplayBroker(str(tmp_path), writable=True)
     r = b.read_path.metadata(12, {"Topics": [{"Name": name}], "AllowAutoTopicCreation": True})
-    assert r["Topics"][0]["ErrorCode"] == (E.NONE if ok else E.INVALID_TOPIC_EXCEPTION)
+    assert r.topics[0].error_code == (E.NONE if ok else E.INVALID_TOPIC_EXCEPTION)
     assert os.path.isdir(os.path.join(str(tmp_path), f"{name}-0")) is ok
 
 
 def test_metadata_without_allow_auto_creation_and_read_only_create_nothing(tmp_path):
     b = ReplayBroker(str(tmp_path), writable=True)
     r = b.read_path.metadata(12, {"Topics": [{"Name": "x"}], "AllowAutoTopicCreation": False})
-    assert r["Topics"][0]["ErrorCode"] == E.UNKNOWN_TOPIC_OR_PARTITION
+    assert r.topics[0].error_code == E.UNKNOWN_TOPIC_OR_PARTITION
     r = ReplayBroker(str(tmp_path)).read_path.metadata(12, {"Topics": [{"Name": "x"}], "AllowAutoTopicCreation": True})
-    assert r["Topics"][0]["ErrorCode"] == E.UNKNOWN_TOPIC_OR_PARTITION
+    assert r.topics[0].error_code == E.UNKNOWN_TOPIC_OR_PARTITION
     assert ReplayBroker(str(tmp_path), writable=True).read_path.metadata(
-        12, {"Topics": [{"Name": "__consumer_offsets"}]})["Topics"][0]["ErrorCode"] == E.UNKNOWN_TOPIC_OR_PARTITION
+        12, {"Topics": [{"Name": "__consumer_offsets"}]}).topics[0].error_code == E.UNKNOWN_TOPIC_OR_PARTITION
     assert os.listdir(str(tmp_path)) == []

@@ -38,7 +38,7 @@ def test_kafkajs_consumes_every_codec_and_uses_its_admin(tmp_path, kafkajs):
         assert r.returncode == 0, r.stderr[-3000:]
         out = json.loads(r.stdout.strip().splitlines()[-1])
         by_time = b.broker.read_path.list_offsets(7, {"Topics": [{"Name": "orders", "Partitions": [
-            {"PartitionIndex": 0, "Timestamp": 1700000104889}]}]})["Topics"][0]["Partitions"][0]["Offset"]
+            {"PartitionIndex": 0, "Timestamp": 1700000104889}]}]}).topics[0].partitions[0].offset
     assert out["offsets"] == [{"partition": 0, "offset": "404", "high": "404", "low": "0"}]
     assert out["count"] == len(expected) and out["first"] == expected[0][0] and out["last"] == expected[-1][0]
     assert "kjs" in out["groups"]

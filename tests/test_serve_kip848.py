@@ -29,7 +29,7 @@ def _poll_until(consumers, done, limit=30.0):
 def test_consumer_protocol_members_share_commit_and_resume(tmp_path):
     d = _multi(tmp_path, partitions=4, n=10)
     with BrokerThread(d, state_path=str(tmp_path / "state.json")) as b:
-        b.broker.coordinator.heartbeat_ms = 300  # group.consumer.heartbeat.interval.ms, short for the test
+        b.broker.coordinator.kip848.heartbeat_ms = 300  # group.consumer.heartbeat.interval.ms, short for the test
         a = _consumer(b, "g848")
         got = _poll_until([a], lambda g: len(g[id(a)]) == 40)
         assert sorted(got[id(a)]) == [(p, o) for p in range(4) for o in range(10)]   # alone: every partition
@@ -44,7 +44,7 @@ def test_consumer_protocol_members_share_commit_and_resume(tmp_path):
         assert parts == [0, 1, 2, 3]
         from confluent_kafka import TopicPartition
         a.commit(offsets=[TopicPartition("multi", tp.partition, 7) for tp in a.assignment()], asynchronous=False)
-        groups = {g["GroupId"]: g["GroupType"] for g in b.broker.coordinator.list_groups(5, {})["Groups"]}
+        groups = {g.group_id: g.group_type for g in b.broker.coordinator.list_groups(5, {}).groups}
         assert groups["g848"] == "consumer"
         from confluent_kafka.admin import AdminClient
         admin = AdminClient({"bootstrap.servers": b.bootstrap})   # ConsumerGroupDescribe
@@ -67,22 +67,22 @@ def test_heartbeat_errors_sans_io():
     from kafkaforensics.broker.group_coordinator import GroupCoordinator
     g = GroupCoordinator(None)
     topics = {"t": ("AAAAAAAAAAAAAAAAAAAAAQ", 3)}
-    r = g.consumer_heartbeat(0, {"GroupId": "g", "MemberId": "m1", "MemberEpoch": 0, "SubscribedTopicNames": ["t"]},
+    r = g.kip848.heartbeat(0, {"GroupId": "g", "MemberId": "m1", "MemberEpoch": 0, "SubscribedTopicNames": ["t"]},
                              "c", topics)
-    assert r["ErrorCode"] == 0 and r["MemberId"] == "m1" and r["Assignment"]["TopicPartitions"][0]["Partitions"] == [0, 1, 2]
-    assert g.consumer_heartbeat(0, {"GroupId": "g", "MemberId": "zz", "MemberEpoch": 4}, "c", topics)[
-        "ErrorCode"] == E.UNKNOWN_MEMBER_ID
-    assert g.consumer_heartbeat(0, {"GroupId": "g", "MemberId": "m1", "MemberEpoch": 99}, "c", topics)[
-        "ErrorCode"] == E.FENCED_MEMBER_EPOCH
+    assert r.error_code == 0 and r.member_id == "m1" and r.assignment.topic_partitions[0].partitions == [0, 1, 2]
+    assert g.kip848.heartbeat(0, {"GroupId": "g", "MemberId": "zz", "MemberEpoch": 4}, "c",
+                                topics).error_code == E.UNKNOWN_MEMBER_ID
+    assert g.kip848.heartbeat(0, {"GroupId": "g", "MemberId": "m1", "MemberEpoch": 99}, "c",
+                                topics).error_code == E.FENCED_MEMBER_EPOCH
     # a second member: m1 keeps what it holds until its next heartbeat gives it up
-    r2 = g.consumer_heartbeat(0, {"GroupId": "g", "MemberId": "m2", "MemberEpoch": 0, "SubscribedTopicNames": ["t"]},
+    r2 = g.kip848.heartbeat(0, {"GroupId": "g", "MemberId": "m2", "MemberEpoch": 0, "SubscribedTopicNames": ["t"]},
                               "c", topics)
-    assert r2["Assignment"]["TopicPartitions"] == []
-    r1 = g.consumer_heartbeat(0, {"GroupId": "g", "MemberId": "m1", "MemberEpoch": r["MemberEpoch"]}, "c", topics)
-    assert r1["Assignment"]["TopicPartitions"][0]["Partitions"] == [0, 2]
-    r2 = g.consumer_heartbeat(0, {"GroupId": "g", "MemberId": "m2", "MemberEpoch": r2["MemberEpoch"]}, "c", topics)
-    assert r2["Assignment"]["TopicPartitions"][0]["Partitions"] == [1]
-    assert g.consumer_heartbeat(0, {"GroupId": "g", "MemberId": "m1", "MemberEpoch": -1}, "c", topics)["MemberEpoch"] == -1
+    assert r2.assignment.topic_partitions == []
+    r1 = g.kip848.heartbeat(0, {"GroupId": "g", "MemberId": "m1", "MemberEpoch": r.member_epoch}, "c", topics)
+    assert r1.assignment.topic_partitions[0].partitions == [0, 2]
+    r2 = g.kip848.heartbeat(0, {"GroupId": "g", "MemberId": "m2", "MemberEpoch": r2.member_epoch}, "c", topics)
+    assert r2.assignment.topic_partitions[0].partitions == [1]
+    assert g.kip848.heartbeat(0, {"GroupId": "g", "MemberId": "m1", "MemberEpoch": -1}, "c", topics).member_epoch == -1
 
 
 def test_consumer_protocol_commits_land_in_consumer_offsets_and_read_back(tmp_path, kfx):
@@ -95,7 +95,7 @@ def test_consumer_protocol_commits_land_in_consumer_offsets_and_read_back(tmp_pa
     from kafkaforensics.inspect.groups import committed_offsets
     d = _multi(tmp_path, partitions=2, n=10)
     with BrokerThread(d, state_path=str(tmp_path / "state.json"), writable=True) as b:
-        b.broker.coordinator.heartbeat_ms = 300
+        b.broker.coordinator.kip848.heartbeat_ms = 300
         c = _consumer(b, "g848w")
         got = _poll_until([c], lambda g: len(g[id(c)]) == 20)
         assert len(got[id(c)]) == 20

@@ -35,7 +35,7 @@ def tbroker(request, tmp_path):
                       transaction_version=request.param) as b:
         b.dir = str(d)
         body = b.broker.topic_creation.create_topics(5, {"Topics": [{"Name": "txn", "NumPartitions": 2, "ReplicationFactor": 1}]})
-        assert body["Topics"][0]["ErrorCode"] == 0
+        assert body.topics[0].error_code == 0
         yield b
 
 

@@ -45,7 +45,7 @@ def test_topics_without_partition_metadata_get_distinct_ids(tmp_path):
     assert kept.split("topic_id: ")[1].strip() == ids["orders"]
     assert ids["clients"] == derived_topic_id("clients") == ReplayBroker(str(d)).topics()["clients"][0].topic_id
     md = b.read_path.metadata(12, {"Topics": None})
-    assert {t["Name"]: t["TopicId"] for t in md["Topics"]} == ids
+    assert {t.name: t.topic_id for t in md.topics} == ids
 
 
 def _with_deleted_copy(tmp_path):

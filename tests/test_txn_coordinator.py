@@ -90,4 +90,4 @@ def test_a_transaction_open_past_its_timeout_is_aborted_and_its_producer_fenced(
     (m,) = c.expire()
     assert (m.commit, m.producer_epoch, m.partitions, m.offsets) == (False, 1, (T0,), {})
     assert c.end_txn("e", o.producer_id, 0, commit=True).error == E.PRODUCER_FENCED
-    assert c.describe()["e"]["TransactionState"] == "CompleteAbort"
+    assert c.describe()["e"].transaction_state == "CompleteAbort"

@@ -28,14 +28,16 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable
+from typing import Any, Awaitable, Callable
 
 from specs.kafka_errors import NONE, UNSUPPORTED_VERSION
+from specs.message_types import Struct
+from specs.messages import FetchResponse, MetadataResponse
 from specs.protocol_messages import ApiKey
 
 from kafkaforensics.broker.protocol import (FileRegion, ProtocolViolation, Request, UnsupportedRequest, encode_response,
                                             encode_response_parts)
-from kafkaforensics.broker.topic_creation import PartitionsNotMade
+from kafkaforensics.broker.topic_creation import Answer, PartitionsNotMade
 
 #: the longest a Fetch waits for data, whatever its MaxWaitMs asks
 MAX_WAIT_MS = 30_000
@@ -98,7 +100,7 @@ class BrokerCore:
         self.waiting: dict[int, WaitForData] = {}
         self._next_wait = 0
         #: fn -> awaitable running fn away from the event loop (the edge sets it); None: run inline
-        self.offload = None
+        self.offload: Callable[[Callable], Awaitable] | None = None
 
     # -- requests in, outcomes out ---------------------------------------------------------------
     def handle(self, event):
@@ -121,21 +123,22 @@ class BrokerCore:
             return self._fetched(event, body)
         return self.finish(event, body)
 
-    def finish(self, request: Request, body: dict) -> Reply:
+    def finish(self, request: Request, body: Struct) -> Reply:
         """The framed answer to ``request`` (Fetch's with its record regions left in the files)."""
         encode = encode_response_parts if request.api_key == ApiKey.FETCH else _one_part
         return Reply(encode(request.api_key, request.api_version, request.correlation_id, body))
 
     # -- long polls ------------------------------------------------------------------------------
-    def _fetched(self, request: Request, body: dict, wait_id: int | None = None):
+    def _fetched(self, request: Request, body: FetchResponse, wait_id: int | None = None):
         """Answer now, as Kafka's ReplicaManager does when no wait is asked, no partition is, MinBytes
         are there or a partition has an error; else wait for an append past the ends this answer saw."""
-        parts = [p for t in body["Responses"] for p in t["Partitions"]]
+        parts = [p for t in body.responses for p in t.partitions]
         req = request.typed
         wait = min(req.max_wait_ms, MAX_WAIT_MS)
-        if (wait <= 0 or not parts or sum(len(p["Records"]) for p in parts) >= req.min_bytes
-                or any(p["ErrorCode"] != NONE for p in parts)):
-            self.waiting.pop(wait_id, None)
+        if (wait <= 0 or not parts or sum(len(p.records) for p in parts) >= req.min_bytes
+                or any(p.error_code != NONE for p in parts)):
+            if wait_id is not None:
+                self.waiting.pop(wait_id, None)
             return self.finish(request, body)
         if wait_id is None:
             wait_id, self._next_wait = self._next_wait, self._next_wait + 1
@@ -177,7 +180,7 @@ class BrokerCore:
         """The connection went away while it waited."""
         self.waiting.pop(wait.id, None)
 
-    def _fetch(self, request: Request) -> dict:
+    def _fetch(self, request: Request) -> FetchResponse:
         return self.broker.read_path.fetch(request.api_version, request.typed)
 
     # -- partition dirs, made away from the event loop ------------------------------------------
@@ -190,25 +193,26 @@ class BrokerCore:
         if not plan:
             return self.broker.read_path.metadata(r.api_version, r.typed)
         if self.offload is None:
-            self.broker.topic_creation.make_and_adopt({}, plan)
+            self.broker.topic_creation.make_and_adopt(None, plan)
             return self.broker.read_path.metadata(r.api_version, r.typed)
         return self._auto_created(r, plan)
 
-    async def _auto_created(self, r: Request, plan: list) -> dict:
-        await self._made({}, plan)
+    async def _auto_created(self, r: Request, plan: list) -> MetadataResponse:
+        await self._made(None, plan)
         return self.broker.read_path.metadata(r.api_version, r.typed)
 
     def create_partitions(self, r: Request):
         return self._make(*self.broker.write_admin.plan_partitions(r.api_version, r.typed))
 
-    def _make(self, body: dict, plan: list):
+    def _make(self, body: Answer, plan: list):
         if not plan:
             return body
         if self.offload is None:
             return self.broker.topic_creation.make_and_adopt(body, plan)
         return self._made(body, plan)
 
-    async def _made(self, body: dict, plan: list) -> dict:
+    async def _made(self, body: Answer, plan: list) -> Answer:
+        assert self.offload is not None  # (_make and metadata come here only with one)
         try:
             made = await self.offload(lambda: self.broker.topic_creation.make_partitions(plan))
         except PartitionsNotMade as e:
@@ -237,7 +241,7 @@ class BrokerCore:
             self.broker.names_for_ids(r.typed.topics)
         body = self.groups.commit(r.api_version, r.typed)
         if by_id:
-            self.broker.ids_for_names(body.get("Topics"))
+            self.broker.ids_for_names(body.topics)
         return body
 
     def offset_fetch(self, r: Request) -> dict:
@@ -245,8 +249,8 @@ class BrokerCore:
         for g in r.typed.groups if by_id else ():
             self.broker.names_for_ids(g.topics)
         body = self.groups.fetch_offsets(r.api_version, r.typed)
-        for g in body.get("Groups", []) if by_id else ():
-            self.broker.ids_for_names(g.get("Topics"))
+        for g in body.groups or [] if by_id else ():
+            self.broker.ids_for_names(g.topics)
         return body
 
     def describe_groups(self, r: Request) -> dict:
@@ -260,22 +264,22 @@ class BrokerCore:
         return {t: (ps[0].topic_id, len(ps)) for t, ps in self.broker.topics().items()}
 
     def consumer_group_heartbeat(self, r: Request) -> dict:  # KIP-848
-        return self.groups.consumer_heartbeat(r.api_version, r.typed, r.client_id, self._topic_sizes())
+        return self.groups.kip848.heartbeat(r.api_version, r.typed, r.client_id, self._topic_sizes())
 
     def consumer_group_describe(self, r: Request) -> dict:
-        return self.groups.consumer_describe(r.api_version, r.typed, self._topic_sizes())
+        return self.groups.kip848.describe(r.api_version, r.typed, self._topic_sizes())
 
 
 def _raise(e: BaseException):
     raise e
 
 
-def _one_part(api_key: int, api_version: int, correlation_id: int, body: dict) -> list:
+def _one_part(api_key: int, api_version: int, correlation_id: int, body: Struct) -> list:
     return [encode_response(api_key, api_version, correlation_id, body)]
 
 
 #: a handler: the core and the request in; a response body, or an awaitable of one, out
-Handler = Callable[[BrokerCore, Request], object]
+Handler = Callable[[BrokerCore, Request], Any]
 #: ApiKey -> the one handler answering it (Kafka's KafkaApis.handle): every API ApiVersions may advertise
 API_TABLE: dict[int, Handler] = {
     ApiKey.PRODUCE: lambda c, r: c.broker.produce(r.api_version, r.typed),

@@ -6,7 +6,8 @@ delay so that members starting together land in one generation), SyncGroup (the 
 assignment handed to each member), Heartbeat (REBALANCE_IN_PROGRESS / ILLEGAL_GENERATION /
 UNKNOWN_MEMBER_ID), LeaveGroup, session expiry, and OffsetCommit / OffsetFetch persisted to a JSON
 file outside the log dir so that a restarted server resumes them.  Waiting uses asyncio futures:
-this module lives at the server's edge; the protocol and the log logic stay I/O-free.
+this module lives at the server's edge; the protocol and the log logic stay I/O-free.  The KIP-848
+groups (``group.protocol=consumer``) are :mod:`consumer_groups`', held as ``kip848``.
 """
 from __future__ import annotations
 
@@ -18,13 +19,17 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from kafkaforensics.fsutil import atomic_write
-
-from specs.kafka_errors import (ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, INVALID_GROUP_ID,
-                                FENCED_MEMBER_EPOCH, GROUP_ID_NOT_FOUND, INVALID_REQUEST, MEMBER_ID_REQUIRED, NONE,
-                                REBALANCE_IN_PROGRESS, STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID)
+from specs.kafka_errors import (GROUP_ID_NOT_FOUND, ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, INVALID_GROUP_ID,
+                                MEMBER_ID_REQUIRED, NONE, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID)
 from specs.message_types import typed
+from specs.messages import (DescribeGroupsRequest, DescribeGroupsResponse, HeartbeatRequest, HeartbeatResponse,
+                            JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse,
+                            ListGroupsRequest, ListGroupsResponse, OffsetCommitRequest, OffsetCommitResponse,
+                            OffsetFetchRequest, OffsetFetchResponse, SyncGroupRequest, SyncGroupResponse)
 from specs.protocol_messages import ApiKey
+
+from kafkaforensics.broker.consumer_groups import ConsumerGroupCoordinator
+from kafkaforensics.fsutil import atomic_write
 
 
 def _all_committed(stored: dict) -> list:
@@ -61,29 +66,10 @@ class Group:
     members: dict = field(default_factory=dict)
     completing: asyncio.Task | None = None
     initial_delay_pending: bool = False
+    kip848: bool = False  # a KIP-848 group, as ListGroups and DescribeGroups see it
 
 
 OFFSETS_TOPIC_PARTITIONS = 50  # offsets.topic.num.partitions' default
-#: KIP-848 defaults: group.consumer.heartbeat.interval.ms, group.consumer.session.timeout.ms
-CONSUMER_HEARTBEAT_MS, CONSUMER_SESSION_MS = 5000, 45000
-
-
-@dataclass
-class ConsumerMember:
-    """A member of a KIP-848 (``group.protocol=consumer``) group."""
-    member_id: str
-    client_id: str
-    epoch: int = 0
-    subscribed: list = field(default_factory=list)
-    assigned: dict = field(default_factory=dict)   # topic id -> sorted partitions
-    last_seen: float = field(default_factory=time.monotonic)
-
-
-@dataclass
-class ConsumerGroup:
-    group_id: str
-    epoch: int = 0
-    members: dict = field(default_factory=dict)
 
 
 def java_string_hash(s: str) -> int:
@@ -100,12 +86,17 @@ def offsets_partition_for(group_id: str, partitions: int = OFFSETS_TOPIC_PARTITI
     return (0 if h == -(1 << 31) else abs(h)) % partitions
 
 
+def _join_failed(error: int, member_id: str) -> JoinGroupResponse:
+    """A JoinGroup refused before the member joins (no generation, no leader, no protocol)."""
+    return JoinGroupResponse(error_code=error, generation_id=-1, leader="", member_id=member_id, members=[],
+                             protocol_name=None)
+
+
 class GroupCoordinator:
     def __init__(self, state_path: str | None, initial_delay_ms: int = 300, offsets_writer=None):
         self.offsets_writer = offsets_writer  # writable broker: commits also go to __consumer_offsets
         self.groups: dict[str, Group] = {}
-        self.consumer_groups: dict[str, ConsumerGroup] = {}
-        self.heartbeat_ms = CONSUMER_HEARTBEAT_MS
+        self.kip848 = ConsumerGroupCoordinator()  # the KIP-848 groups (ConsumerGroupHeartbeat, -Describe)
         self.state_path = state_path
         self.initial_delay = initial_delay_ms / 1000
         self.offsets: dict[str, dict] = {}
@@ -119,30 +110,31 @@ class GroupCoordinator:
             os.makedirs(os.path.dirname(self.state_path), exist_ok=True)
             atomic_write(self.state_path, json.dumps(self.offsets, sort_keys=True).encode())
 
-    def commit(self, version: int, body) -> dict:
+    def commit(self, version: int, body) -> OffsetCommitResponse:
         """OffsetCommit: a member of the generation (or a KIP-848 member at its epoch), or no group at all."""
-        req = typed(ApiKey.OFFSET_COMMIT, body)
+        req: OffsetCommitRequest = typed(ApiKey.OFFSET_COMMIT, body)
+        ocr = OffsetCommitResponse
         gid, gen = req.group_id, req.generation_id_or_member_epoch
         g = self.groups.get(gid)
-        err = NONE
-        cg = self.consumer_groups.get(gid)
-        if cg is not None and gen >= 0:  # a KIP-848 member commits with its member epoch
-            m = cg.members.get(req.member_id)
-            err = UNKNOWN_MEMBER_ID if m is None else STALE_MEMBER_EPOCH if gen > m.epoch else NONE
-        elif gen >= 0:
-            if g is None or req.member_id not in g.members:
-                err = UNKNOWN_MEMBER_ID
-            elif gen != g.generation:
-                err = ILLEGAL_GENERATION
-            elif g.state == "PreparingRebalance":
-                err = REBALANCE_IN_PROGRESS
-        topics = [{"Name": t.name, "Partitions": [{"PartitionIndex": p.partition_index, "ErrorCode": err}
-                                                  for p in t.partitions]}
-                  for t in req.topics]
+        err = self.kip848.commit_error(gid, req.member_id, gen)  # a KIP-848 member commits with its member epoch
+        if err is None:
+            err = NONE if gen < 0 else self._member_error(g, req.member_id, gen)
+        topics = [ocr.OffsetCommitResponseTopic(name=t.name, partitions=[
+            ocr.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=err) for p in t.partitions])
+            for t in req.topics]
         if err == NONE:
             self.store(gid, [(t.name, p.partition_index, p.committed_offset, p.committed_leader_epoch,
                               p.committed_metadata) for t in req.topics for p in t.partitions])
-        return {"Topics": topics}
+        return ocr(topics=topics)
+
+    @staticmethod
+    def _member_error(g: Group | None, member_id: str, generation: int) -> int:
+        """A classic member's check (commits and heartbeats): in the group, of its generation, not rebalancing."""
+        if g is None or member_id not in g.members:
+            return UNKNOWN_MEMBER_ID
+        if generation != g.generation:
+            return ILLEGAL_GENERATION
+        return REBALANCE_IN_PROGRESS if g.state == "PreparingRebalance" else NONE
 
     def store(self, gid: str, commits: list, write: bool = True) -> None:
         """Keep (topic, partition, offset, leader epoch, metadata) commits of a group; ``write``: also
@@ -154,8 +146,9 @@ class GroupCoordinator:
         if write and self.offsets_writer is not None:
             self.offsets_writer(gid, [(t, p, o, e, m or "") for t, p, o, e, m in commits])
 
-    def _fetch_group(self, gid: str, topics) -> list:
-        """The group's committed offsets of the (typed) topics asked; None: of every topic it has any."""
+    def _fetch_group(self, gid: str, topics) -> list[tuple[str, list[dict]]]:
+        """The group's committed offsets of the (typed) topics asked; None: of every topic it has any:
+        (topic, [the fields of each partition, as OffsetFetch names them in snake_case])."""
         stored = self.offsets.get(gid, {})
         wanted = _all_committed(stored) if topics is None else [(t.name, t.partition_indexes) for t in topics]
         out = []
@@ -163,19 +156,22 @@ class GroupCoordinator:
             parts = []
             for p in indexes:
                 c = stored.get(f"{name}:{p}")
-                parts.append({"PartitionIndex": p, "CommittedOffset": c["offset"] if c else -1,
-                              "CommittedLeaderEpoch": c["leaderEpoch"] if c else -1,
-                              "Metadata": (c["metadata"] if c else "") or "", "ErrorCode": NONE})
-            out.append({"Name": name, "Partitions": parts})
+                parts.append(dict(partition_index=p, committed_offset=c["offset"] if c else -1,
+                                  committed_leader_epoch=c["leaderEpoch"] if c else -1,
+                                  metadata=(c["metadata"] if c else "") or "", error_code=NONE))
+            out.append((name, parts))
         return out
 
-    def fetch_offsets(self, version: int, body) -> dict:
-        req = typed(ApiKey.OFFSET_FETCH, body)
+    def fetch_offsets(self, version: int, body) -> OffsetFetchResponse:
+        req: OffsetFetchRequest = typed(ApiKey.OFFSET_FETCH, body)
+        ofr = OffsetFetchResponse
         if version >= 8:
-            return {"Groups": [
-                {"GroupId": g.group_id, "Topics": self._fetch_group(g.group_id, g.topics), "ErrorCode": NONE}
-                for g in req.groups]}
-        return {"ErrorCode": NONE, "Topics": self._fetch_group(req.group_id, req.topics)}
+            return ofr(groups=[ofr.OffsetFetchResponseGroup(group_id=g.group_id, error_code=NONE, topics=[
+                ofr.OffsetFetchResponseTopics(name=name, partitions=[ofr.OffsetFetchResponsePartitions(**p) for p in ps])
+                for name, ps in self._fetch_group(g.group_id, g.topics)]) for g in req.groups])
+        return ofr(error_code=NONE, topics=[
+            ofr.OffsetFetchResponseTopic(name=name, partitions=[ofr.OffsetFetchResponsePartition(**p) for p in ps])
+            for name, ps in self._fetch_group(req.group_id, req.topics)])
 
     # -- admin: ListGroups, DescribeGroups --------------------------------------------------------
     def known_groups(self, logged=()) -> dict[str, Group]:
@@ -183,175 +179,78 @@ class GroupCoordinator:
         ``logged``, the log's __consumer_offsets): those are Empty consumer groups."""
         out = {gid: Group(gid, protocol_type="consumer") for gid in [*logged, *self.offsets]}
         out.update(self.groups)
-        for gid, cg in self.consumer_groups.items():  # KIP-848 groups (GroupType "consumer")
+        for gid, cg in self.kip848.groups.items():  # KIP-848 groups (GroupType "consumer")
             out[gid] = Group(gid, state="Stable" if cg.members else "Empty", protocol_type="consumer",
-                             generation=cg.epoch)
-            out[gid].kip848 = True
+                             generation=cg.epoch, kip848=True)
         return out
 
-    def list_groups(self, version: int, body, logged=()) -> dict:
-        req = typed(ApiKey.LIST_GROUPS, body)
+    def list_groups(self, version: int, body, logged=()) -> ListGroupsResponse:
+        req: ListGroupsRequest = typed(ApiKey.LIST_GROUPS, body)
         states = req.states_filter or []
         types = req.types_filter or []
         out = []
         for gid, g in sorted(self.known_groups(logged).items()):
-            kind = "consumer" if getattr(g, "kip848", False) else "classic"
+            kind = "consumer" if g.kip848 else "classic"
             if (states and g.state not in states) or (types and kind not in types):
                 continue
-            out.append({"GroupId": gid, "ProtocolType": g.protocol_type or "", "GroupState": g.state,
-                        "GroupType": kind})
-        return {"ErrorCode": NONE, "Groups": out}
+            out.append(ListGroupsResponse.ListedGroup(group_id=gid, protocol_type=g.protocol_type or "",
+                                                      group_state=g.state, group_type=kind))
+        return ListGroupsResponse(error_code=NONE, groups=out)
 
-    def describe_groups(self, version: int, body, logged=()) -> dict:
+    def describe_groups(self, version: int, body, logged=()) -> DescribeGroupsResponse:
         known = self.known_groups(logged)
+        dgr = DescribeGroupsResponse
+        req: DescribeGroupsRequest = typed(ApiKey.DESCRIBE_GROUPS, body)
         out = []
-        for gid in typed(ApiKey.DESCRIBE_GROUPS, body).groups:
+        for gid in req.groups:
             g = known.get(gid)
             if g is None:  # Kafka describes an unknown group as Dead, with no error (GROUP_ID_NOT_FOUND from v6)
-                out.append({"ErrorCode": GROUP_ID_NOT_FOUND if version >= 6 else NONE, "ErrorMessage": None,
-                            "GroupId": gid, "GroupState": "Dead", "ProtocolType": "", "ProtocolData": "",
-                            "Members": [], "AuthorizedOperations": -2147483648})
+                out.append(dgr.DescribedGroup(error_code=GROUP_ID_NOT_FOUND if version >= 6 else NONE,
+                                              error_message=None, group_id=gid, group_state="Dead", protocol_type="",
+                                              protocol_data="", members=[], authorized_operations=-2147483648))
                 continue
             stable = g.state == "Stable"
-            out.append({"ErrorCode": NONE, "ErrorMessage": None, "GroupId": gid, "GroupState": g.state,
-                        "ProtocolType": g.protocol_type or "", "ProtocolData": (g.protocol or "") if stable else "",
-                        "AuthorizedOperations": -2147483648,
-                        "Members": [{"MemberId": m.member_id, "GroupInstanceId": m.instance_id,
-                                     "ClientId": m.client_id, "ClientHost": "/127.0.0.1",
-                                     "MemberMetadata": dict(m.protocols).get(g.protocol, b"") if stable else b"",
-                                     "MemberAssignment": (m.assignment or b"") if stable else b""}
-                                    for m in g.members.values()]})
-        return {"Groups": out}
-
-    # -- KIP-848: ConsumerGroupHeartbeat ----------------------------------------------------------
-    def consumer_heartbeat(self, version: int, body, client_id: str | None, topics: dict) -> dict:
-        """One heartbeat of a ``group.protocol=consumer`` member.  ``topics``: name -> (topic id,
-        partition count).  Epoch 0 joins (the member id the client chose, or a new one), -1 leaves;
-        the group's target assignment spreads the subscribed partitions round-robin over the members
-        in id order, and a member is handed a partition only once no other member holds it (the
-        previous owner drops it on its own next heartbeat), as the incremental protocol requires."""
-        req = typed(ApiKey.CONSUMER_GROUP_HEARTBEAT, body)
-        gid, mid, epoch = req.group_id or "", req.member_id or "", req.member_epoch
-        out = {"ErrorCode": NONE, "ErrorMessage": None, "MemberId": mid, "MemberEpoch": epoch,
-               "HeartbeatIntervalMs": self.heartbeat_ms, "Assignment": None}
-        if not gid:
-            return dict(out, ErrorCode=INVALID_GROUP_ID, ErrorMessage="empty group id")
-        g = self.consumer_groups.setdefault(gid, ConsumerGroup(gid))
-        now = time.monotonic()
-        for other in [x for x in g.members.values() if now - x.last_seen > CONSUMER_SESSION_MS / 1000]:
-            del g.members[other.member_id]
-            g.epoch += 1
-        if epoch == -1 or epoch == -2:  # leave (or a static member going away)
-            if g.members.pop(mid, None) is not None:
-                g.epoch += 1
-            return dict(out, MemberEpoch=-1)
-        m = g.members.get(mid)
-        if epoch == 0:
-            if m is None:
-                mid = mid or str(uuid.uuid4())
-                m = g.members[mid] = ConsumerMember(mid, client_id or "")
-                g.epoch += 1
-            if req.subscribed_topic_names is None:
-                return dict(out, ErrorCode=INVALID_REQUEST, ErrorMessage="SubscribedTopicNames is required to join")
-        elif m is None:
-            return dict(out, ErrorCode=UNKNOWN_MEMBER_ID, ErrorMessage=f"unknown member {mid}")
-        elif epoch > m.epoch:
-            return dict(out, ErrorCode=FENCED_MEMBER_EPOCH, ErrorMessage=f"epoch {epoch} is ahead of {m.epoch}")
-        m.last_seen = now
-        if req.subscribed_topic_names is not None and sorted(req.subscribed_topic_names) != m.subscribed:
-            m.subscribed = sorted(req.subscribed_topic_names)
-            g.epoch += 1
-        if req.topic_partitions is not None:  # what the member owns now: revocations confirmed
-            owned = {t.topic_id: set(t.partitions) for t in req.topic_partitions}
-            m.assigned = {tid: sorted(set(ps) & owned.get(tid, set())) for tid, ps in m.assigned.items()}
-        target = self._target(g, topics).get(mid, {})
-        held = {(tid, p) for x in g.members.values() if x is not m for tid, ps in x.assigned.items() for p in ps}
-        new = {}
-        for tid in set(target) | set(m.assigned):
-            keep = [p for p in m.assigned.get(tid, []) if p in target.get(tid, ())]
-            add = [p for p in target.get(tid, []) if (tid, p) not in held]
-            ps = sorted(set(keep) | set(add))
-            if ps:
-                new[tid] = ps
-        if new != m.assigned or epoch == 0 or m.epoch != g.epoch:
-            m.assigned, m.epoch = new, g.epoch
-            out["Assignment"] = {"TopicPartitions": [{"TopicId": t, "Partitions": ps} for t, ps in sorted(new.items())]}
-        return dict(out, MemberId=mid, MemberEpoch=m.epoch)
-
-    def consumer_describe(self, version: int, body, topics: dict) -> dict:
-        """ConsumerGroupDescribe: a KIP-848 group's members, their assignments and targets
-        (GROUP_ID_NOT_FOUND for a group that is not one, as Kafka answers)."""
-        names = {tid: name for name, (tid, _n) in topics.items()}
-
-        def assignment(parts: dict) -> dict:
-            return {"TopicPartitions": [{"TopicId": t, "TopicName": names.get(t, ""), "Partitions": ps}
-                                        for t, ps in sorted(parts.items())]}
-        out = []
-        for gid in typed(ApiKey.CONSUMER_GROUP_DESCRIBE, body).group_ids:
-            g = self.consumer_groups.get(gid)
-            if g is None:
-                out.append({"ErrorCode": GROUP_ID_NOT_FOUND, "ErrorMessage": f"group {gid} is not a consumer group",
-                            "GroupId": gid, "GroupState": "Dead", "GroupEpoch": -1, "AssignmentEpoch": -1,
-                            "AssignorName": "", "Members": []})
-                continue
-            target = self._target(g, topics)
-            out.append({"ErrorCode": NONE, "ErrorMessage": None, "GroupId": gid,
-                        "GroupState": "Stable" if g.members else "Empty", "GroupEpoch": g.epoch,
-                        "AssignmentEpoch": g.epoch, "AssignorName": "uniform",
-                        "Members": [{"MemberId": m.member_id, "InstanceId": None, "RackId": None, "MemberEpoch": m.epoch,
-                                     "ClientId": m.client_id, "ClientHost": "/127.0.0.1",
-                                     "SubscribedTopicNames": m.subscribed, "SubscribedTopicRegex": None,
-                                     "Assignment": assignment(m.assigned),
-                                     "TargetAssignment": assignment(target.get(m.member_id, {}))}
-                                    for m in g.members.values()]})
-        return {"Groups": out}
-
-    @staticmethod
-    def _target(g: ConsumerGroup, topics: dict) -> dict:
-        """member id -> {topic id: partitions}: each subscribed topic's partitions round-robin over
-        its subscribers (in member id order)."""
-        out: dict = {mid: {} for mid in g.members}
-        for name in sorted({t for x in g.members.values() for t in x.subscribed}):
-            if name not in topics:
-                continue
-            tid, count = topics[name]
-            subs = sorted(x.member_id for x in g.members.values() if name in x.subscribed)
-            for p in range(count):
-                out[subs[p % len(subs)]].setdefault(tid, []).append(p)
-        return out
+            out.append(dgr.DescribedGroup(
+                error_code=NONE, error_message=None, group_id=gid, group_state=g.state,
+                protocol_type=g.protocol_type or "", protocol_data=(g.protocol or "") if stable else "",
+                authorized_operations=-2147483648,
+                members=[dgr.DescribedGroupMember(
+                    member_id=m.member_id, group_instance_id=m.instance_id, client_id=m.client_id,
+                    client_host="/127.0.0.1",
+                    member_metadata=dict(m.protocols).get(g.protocol, b"") if stable else b"",
+                    member_assignment=(m.assignment or b"") if stable else b"") for m in g.members.values()]))
+        return dgr(groups=out)
 
     # -- membership ------------------------------------------------------------------------------
-    def _response(self, g: Group, m: Member, err=NONE) -> dict:
+    def _response(self, g: Group, m: Member, err=NONE) -> JoinGroupResponse:
         leader = m.member_id == g.leader
-        return {"ErrorCode": err, "GenerationId": g.generation, "ProtocolType": g.protocol_type,
-                "ProtocolName": g.protocol, "Leader": g.leader or "", "MemberId": m.member_id,
-                "Members": [{"MemberId": x.member_id, "GroupInstanceId": x.instance_id,
-                             "Metadata": dict(x.protocols).get(g.protocol, "")} for x in g.members.values()]
-                if leader else []}
+        jgr = JoinGroupResponse
+        return jgr(error_code=err, generation_id=g.generation, protocol_type=g.protocol_type,
+                   protocol_name=g.protocol, leader=g.leader or "", member_id=m.member_id,
+                   members=[jgr.JoinGroupResponseMember(member_id=x.member_id, group_instance_id=x.instance_id,
+                                                        metadata=dict(x.protocols).get(g.protocol, ""))
+                            for x in g.members.values()] if leader else [])
 
-    async def join(self, version: int, body, client_id: str | None) -> dict:
+    async def join(self, version: int, body, client_id: str | None) -> JoinGroupResponse:
         r = await self._join(version, body, client_id)
-        if version < 7 and r.get("ProtocolName") is None:  # null only from v7: older versions carry ""
-            r = dict(r, ProtocolName="")
+        if version < 7 and r.protocol_name is None:  # null only from v7: older versions carry ""
+            r.protocol_name = ""  # (each answer is its member's own object)
         return r
 
-    async def _join(self, version: int, body, client_id: str | None) -> dict:
-        req = typed(ApiKey.JOIN_GROUP, body)
+    async def _join(self, version: int, body, client_id: str | None) -> JoinGroupResponse:
+        req: JoinGroupRequest = typed(ApiKey.JOIN_GROUP, body)
         gid = req.group_id or ""
         if not gid:
-            return {"ErrorCode": INVALID_GROUP_ID, "GenerationId": -1, "Leader": "", "MemberId": "", "Members": [],
-                    "ProtocolName": None}
+            return _join_failed(INVALID_GROUP_ID, "")
         g = self.groups.setdefault(gid, Group(gid))
         mid = req.member_id or ""
         protocols = [(p.name, p.metadata) for p in req.protocols]
         if g.protocol_type and req.protocol_type != g.protocol_type and g.members:
-            return {"ErrorCode": INCONSISTENT_GROUP_PROTOCOL, "GenerationId": -1, "Leader": "", "MemberId": mid,
-                    "Members": [], "ProtocolName": None}
+            return _join_failed(INCONSISTENT_GROUP_PROTOCOL, mid)
         if not mid:
             mid = f"{client_id or 'member'}-{uuid.uuid4()}"
             if version >= 4:
-                return {"ErrorCode": MEMBER_ID_REQUIRED, "GenerationId": -1, "Leader": "", "MemberId": mid,
-                        "Members": [], "ProtocolName": None}
+                return _join_failed(MEMBER_ID_REQUIRED, mid)
         rebalance_ms = req.rebalance_timeout_ms
         session_ms = req.session_timeout_ms
         m = g.members.get(mid)
@@ -373,7 +272,7 @@ class GroupCoordinator:
         was_empty = g.state == "Empty"
         for x in g.members.values():  # members waiting in SyncGroup must rejoin
             if x.sync is not None and not x.sync.done():
-                x.sync.set_result({"ErrorCode": REBALANCE_IN_PROGRESS, "Assignment": ""})
+                x.sync.set_result(SyncGroupResponse(error_code=REBALANCE_IN_PROGRESS, assignment=""))
         g.state = "PreparingRebalance"
         g.initial_delay_pending = was_empty  # members starting together land in one generation
         timeout = max((x.rebalance_ms for x in g.members.values()), default=5000) / 1000
@@ -421,60 +320,57 @@ class GroupCoordinator:
             x.join.set_result(self._response(g, x))
             x.join = None
 
-    async def sync(self, version: int, body) -> dict:
-        req = typed(ApiKey.SYNC_GROUP, body)
+    async def sync(self, version: int, body) -> SyncGroupResponse:
+        req: SyncGroupRequest = typed(ApiKey.SYNC_GROUP, body)
         g = self.groups.get(req.group_id)
         mid = req.member_id
         if g is None or mid not in g.members:
-            return {"ErrorCode": UNKNOWN_MEMBER_ID, "Assignment": ""}
+            return SyncGroupResponse(error_code=UNKNOWN_MEMBER_ID, assignment="")
         if req.generation_id != g.generation:
-            return {"ErrorCode": ILLEGAL_GENERATION, "Assignment": ""}
+            return SyncGroupResponse(error_code=ILLEGAL_GENERATION, assignment="")
         if g.state == "PreparingRebalance":
-            return {"ErrorCode": REBALANCE_IN_PROGRESS, "Assignment": ""}
+            return SyncGroupResponse(error_code=REBALANCE_IN_PROGRESS, assignment="")
         m = g.members[mid]
         m.last_seen = time.monotonic()
-        base = {"ErrorCode": NONE, "ProtocolType": g.protocol_type, "ProtocolName": g.protocol}
+
+        def synced(x: Member) -> SyncGroupResponse:
+            return SyncGroupResponse(error_code=NONE, protocol_type=g.protocol_type, protocol_name=g.protocol,
+                                     assignment=x.assignment)
         if g.state == "Stable":
-            return dict(base, Assignment=m.assignment)
+            return synced(m)
         if mid == g.leader:
             given = {a.member_id: a.assignment for a in req.assignments}
             g.state = "Stable"
             for x in g.members.values():
                 x.assignment = given.get(x.member_id, "")
                 if x.sync is not None and not x.sync.done():
-                    x.sync.set_result(dict(base, Assignment=x.assignment))
-            return dict(base, Assignment=m.assignment)
+                    x.sync.set_result(synced(x))
+            return synced(m)
         m.sync = asyncio.get_running_loop().create_future()
         return await m.sync
 
-    def heartbeat(self, version: int, body) -> dict:
-        req = typed(ApiKey.HEARTBEAT, body)
+    def heartbeat(self, version: int, body) -> HeartbeatResponse:
+        req: HeartbeatRequest = typed(ApiKey.HEARTBEAT, body)
         g = self.groups.get(req.group_id)
         mid = req.member_id
-        if g is None or mid not in g.members:
-            err = UNKNOWN_MEMBER_ID
-        elif req.generation_id != g.generation:
-            err = ILLEGAL_GENERATION
-        elif g.state == "PreparingRebalance":
-            err = REBALANCE_IN_PROGRESS
-        else:
-            err = NONE
+        err = self._member_error(g, mid, req.generation_id)
         if g is not None and mid in g.members:
             g.members[mid].last_seen = time.monotonic()
-        return {"ErrorCode": err}
+        return HeartbeatResponse(error_code=err)
 
-    def leave(self, version: int, body) -> dict:
-        req = typed(ApiKey.LEAVE_GROUP, body)
+    def leave(self, version: int, body) -> LeaveGroupResponse:
+        req: LeaveGroupRequest = typed(ApiKey.LEAVE_GROUP, body)
         g = self.groups.get(req.group_id)
         ids = [m.member_id for m in req.members] if version >= 3 else [req.member_id]
         results = []
         for mid in ids:
             ok = g is not None and mid in g.members
-            if ok:
+            if g is not None and ok:
                 self._remove(g, mid)
-            results.append({"MemberId": mid, "GroupInstanceId": None, "ErrorCode": NONE if ok else UNKNOWN_MEMBER_ID})
-        err = NONE if version >= 3 or all(r["ErrorCode"] == NONE for r in results) else UNKNOWN_MEMBER_ID
-        return {"ErrorCode": err, "Members": results}
+            results.append(LeaveGroupResponse.MemberResponse(member_id=mid, group_instance_id=None,
+                                                             error_code=NONE if ok else UNKNOWN_MEMBER_ID))
+        err = NONE if version >= 3 or all(r.error_code == NONE for r in results) else UNKNOWN_MEMBER_ID
+        return LeaveGroupResponse(error_code=err, members=results)
 
     def _remove(self, g: Group, mid: str) -> None:
         m = g.members.pop(mid)

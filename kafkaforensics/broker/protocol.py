@@ -12,9 +12,10 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from specs import protocol_messages as P
-from specs.message_types import Struct, typed
+from specs.message_types import Struct, as_body, typed
 from specs.protocol_messages import ApiKey
 
 from kafkaforensics.errors import KafkaFormatError
@@ -56,7 +57,7 @@ class Request:
         return m.name if m else f"api_key_{self.api_key}"
 
     @cached_property
-    def typed(self) -> Struct:
+    def typed(self) -> Any:
         """The body as its request class, generated from the schema (:mod:`specs.message_types`):
         snake_case attributes, ``req.topics[0].partitions``, not dict keys."""
         return typed(self.api_key, self.body)
@@ -147,21 +148,23 @@ def parse_request(frame: bytes):
     return Request(api_key, api_version, corr, client, body)
 
 
-def encode_response(api_key: int, api_version: int, correlation_id: int, body: dict) -> bytes:
+def encode_response(api_key: int, api_version: int, correlation_id: int, body: dict | Struct) -> bytes:
+    """The framed response; ``body`` its generated class (:mod:`specs.messages`) or a PascalCase dict."""
     m = P.RESPONSES[api_key]
     flexible = m.is_flexible(api_version) and api_key != ApiKey.API_VERSIONS
     header = P.ResponseHeader.build({"CorrelationId": correlation_id}, 1 if flexible else 0)
-    payload = header + m.build(body, api_version)
+    payload = header + m.build(as_body(body), api_version)
     return _I32.pack(len(payload)) + payload
 
 
-def encode_response_parts(api_key: int, api_version: int, correlation_id: int, body: dict) -> list:
+def encode_response_parts(api_key: int, api_version: int, correlation_id: int, body: dict | Struct) -> list:
     """The framed response as a list of ``bytes`` and :class:`FileRegion` parts:
     record bytes left in their segment files, for the transport to sendfile."""
     m = P.RESPONSES[api_key]
     flexible = m.is_flexible(api_version) and api_key != ApiKey.API_VERSIONS
     header = P.ResponseHeader.build({"CorrelationId": correlation_id}, 1 if flexible else 0)
-    chunks = m.build_into(Chunks(), body, api_version)
+    chunks = Chunks()
+    m.build_into(chunks, as_body(body), api_version)
     total = len(header) + len(chunks) + sum(r.size for _pos, r in chunks.regions)
     parts, last = [_I32.pack(total) + header], 0
     for pos, region in chunks.regions:

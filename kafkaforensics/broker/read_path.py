@@ -9,6 +9,8 @@ import logging
 
 from specs.kafka_errors import INVALID_TOPIC, NONE, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION
 from specs.message_types import typed
+from specs.messages import (FetchRequest, FetchResponse, FindCoordinatorRequest, FindCoordinatorResponse,
+                            ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse)
 from specs.protocol_messages import ApiKey
 
 from kafkaforensics.broker.topic_creation import valid_topic
@@ -49,63 +51,69 @@ class ReadPath:
         self.b = broker
         self.served_damage: set = set()  # (partition, byte, segment) of damaged batches served and logged
 
-    def metadata(self, version: int, body) -> dict:
+    def metadata(self, version: int, body) -> MetadataResponse:
         """Metadata (a topic it names is auto-created first, inline, unless the edge has done it)."""
-        req = typed(ApiKey.METADATA, body)
+        req: MetadataRequest = typed(ApiKey.METADATA, body)
+        mr = MetadataResponse
         plan = self.b.topic_creation.plan_auto_create(version, req)
         if plan:
-            self.b.topic_creation.make_and_adopt({}, plan)
+            self.b.topic_creation.make_and_adopt(None, plan)
         names = self.b.metadata_names(version, req)
         topics = self.b.topics()
         names = sorted(topics) if names is None else names
         out = []
         for name in names:
             if not valid_topic(name):
-                out.append({"ErrorCode": INVALID_TOPIC, "Name": name, "Partitions": []})
+                out.append(mr.MetadataResponseTopic(error_code=INVALID_TOPIC, name=name, partitions=[]))
             elif name not in topics:
-                out.append({"ErrorCode": UNKNOWN_TOPIC_OR_PARTITION, "Name": name, "Partitions": []})
+                out.append(mr.MetadataResponseTopic(error_code=UNKNOWN_TOPIC_OR_PARTITION, name=name, partitions=[]))
             else:
                 parts = topics[name]
-                out.append({"ErrorCode": NONE, "Name": name, "TopicId": parts[0].topic_id,
-                            "IsInternal": name.startswith("__"),
-                            "Partitions": [{"ErrorCode": NONE, "PartitionIndex": s.partition,
-                                            "LeaderId": self.b.node_id,
-                                            "LeaderEpoch": s.leader_epoch, "ReplicaNodes": [self.b.node_id],
-                                            "IsrNodes": [self.b.node_id], "OfflineReplicas": []} for s in parts]})
-        return {"Brokers": [{"NodeId": self.b.node_id, "Host": self.b.host, "Port": self.b.port, "Rack": None}],
-                "ClusterId": self.b.cluster_id(), "ControllerId": self.b.node_id, "Topics": out, "ErrorCode": NONE}
+                out.append(mr.MetadataResponseTopic(
+                    error_code=NONE, name=name, topic_id=parts[0].topic_id, is_internal=name.startswith("__"),
+                    partitions=[mr.MetadataResponsePartition(error_code=NONE, partition_index=s.partition,
+                                                             leader_id=self.b.node_id, leader_epoch=s.leader_epoch,
+                                                             replica_nodes=[self.b.node_id],
+                                                             isr_nodes=[self.b.node_id], offline_replicas=[])
+                                for s in parts]))
+        return mr(brokers=[mr.MetadataResponseBroker(node_id=self.b.node_id, host=self.b.host, port=self.b.port,
+                                                     rack=None)],
+                  cluster_id=self.b.cluster_id(), controller_id=self.b.node_id, topics=out, error_code=NONE)
 
-    def find_coordinator(self, version: int, body) -> dict:
+    def find_coordinator(self, version: int, body) -> FindCoordinatorResponse:
         """This broker coordinates every group and transactional id (v4+: each key asked)."""
-        me = {"NodeId": self.b.node_id, "Host": self.b.host, "Port": self.b.port, "ErrorCode": NONE,
-              "ErrorMessage": None}
+        fcr = FindCoordinatorResponse
         if version >= 4:
-            return {"Coordinators": [dict(me, Key=k) for k in typed(ApiKey.FIND_COORDINATOR, body).coordinator_keys]}
-        return me
+            req: FindCoordinatorRequest = typed(ApiKey.FIND_COORDINATOR, body)
+            return fcr(coordinators=[fcr.Coordinator(key=k, node_id=self.b.node_id, host=self.b.host, port=self.b.port,
+                                                     error_code=NONE, error_message=None)
+                                     for k in req.coordinator_keys])
+        return fcr(node_id=self.b.node_id, host=self.b.host, port=self.b.port, error_code=NONE, error_message=None)
 
-    def list_offsets(self, version: int, body) -> dict:
+    def list_offsets(self, version: int, body) -> ListOffsetsResponse:
         """As Kafka's ReplicaManager answers a client: earliest (-2), latest (-1, the last stable
         offset for read_committed), max timestamp (-3, the first record with the largest timestamp)
         or by timestamp; a found offset is kept only below the last fetchable offset (the LSO for
         read_committed, the high watermark otherwise), else -1.  Each with its leader epoch."""
-        req = typed(ApiKey.LIST_OFFSETS, body)
+        req: ListOffsetsRequest = typed(ApiKey.LIST_OFFSETS, body)
+        lor = ListOffsetsResponse
         committed = req.isolation_level == 1
         topics = []
         for t in req.topics:
             parts = []
             for p in t.partitions:
                 s = self.b.partitions.get((t.name, p.partition_index))
-                r = {"PartitionIndex": p.partition_index, "ErrorCode": NONE, "Timestamp": -1, "Offset": -1,
-                     "LeaderEpoch": -1}
+                r = lor.ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=NONE,
+                                                     timestamp=-1, offset=-1, leader_epoch=-1)
                 if s is None:
-                    r["ErrorCode"] = UNKNOWN_TOPIC_OR_PARTITION
+                    r.error_code = UNKNOWN_TOPIC_OR_PARTITION
                     parts.append(r)
                     continue
                 fetchable = s.last_stable_offset if committed else s.log_end_offset
                 if p.timestamp == EARLIEST:
-                    r.update(Offset=s.log_start_offset, LeaderEpoch=s.epoch_at(s.log_start_offset))
+                    r.offset, r.leader_epoch = s.log_start_offset, s.epoch_at(s.log_start_offset)
                 elif p.timestamp == LATEST:
-                    r.update(Offset=fetchable, LeaderEpoch=s.leader_epoch)
+                    r.offset, r.leader_epoch = fetchable, s.leader_epoch
                 else:
                     if p.timestamp == MAX_TIMESTAMP:
                         offset, ts, epoch = self.offset_of_max_timestamp(s)
@@ -113,10 +121,10 @@ class ReadPath:
                         offset, ts = self.offset_for_time(s, p.timestamp)
                         epoch = s.epoch_at(offset)
                     if 0 <= offset < fetchable:
-                        r.update(Offset=offset, Timestamp=ts, LeaderEpoch=epoch)
+                        r.offset, r.timestamp, r.leader_epoch = offset, ts, epoch
                 parts.append(r)
-            topics.append({"Name": t.name, "Partitions": parts})
-        return {"Topics": topics}
+            topics.append(lor.ListOffsetsTopicResponse(name=t.name, partitions=parts))
+        return lor(topics=topics)
 
     def offset_for_time(self, s: LiveLog, ts: int) -> tuple[int, int]:
         """First offset at or after the log start whose record timestamp is >= ts (Kafka's ListOffsets
@@ -144,41 +152,41 @@ class ReadPath:
                 return r.offset, r.timestamp, max(epoch, -1)
         return -1, -1, -1
 
-    def fetch(self, version: int, body) -> dict:
+    def fetch(self, version: int, body) -> FetchResponse:
         """Whole batches of each partition asked, within the request's and each partition's byte
         budgets (the first batch always, KIP-74); read_committed stops at the last stable offset."""
-        req = typed(ApiKey.FETCH, body)
+        req: FetchRequest = typed(ApiKey.FETCH, body)
+        fr = FetchResponse
         committed = req.isolation_level == 1
         budget = req.max_bytes
-        responses = []
+        responses: list[FetchResponse.FetchableTopicResponse] = []
         for t in req.topics:
             parts = []
             name = self.b.fetched_topic(version, t)
             for p in t.partitions:
                 s = self.b.partitions.get((name, p.partition))
-                r = {"PartitionIndex": p.partition, "ErrorCode": NONE, "HighWatermark": -1,
-                     "LastStableOffset": -1, "LogStartOffset": -1, "AbortedTransactions": None,
-                     "PreferredReadReplica": -1, "Records": b""}
+                r = fr.PartitionData(partition_index=p.partition, error_code=NONE, high_watermark=-1,
+                                     last_stable_offset=-1, log_start_offset=-1, aborted_transactions=None,
+                                     preferred_read_replica=-1, records=b"")
                 if s is None:
-                    r["ErrorCode"] = UNKNOWN_TOPIC_ID if version >= 13 and name is None else UNKNOWN_TOPIC_OR_PARTITION
+                    r.error_code = UNKNOWN_TOPIC_ID if version >= 13 and name is None else UNKNOWN_TOPIC_OR_PARTITION
                 else:
-                    r.update(HighWatermark=s.log_end_offset, LastStableOffset=s.last_stable_offset,
-                             LogStartOffset=s.log_start_offset)
+                    r.high_watermark, r.last_stable_offset = s.log_end_offset, s.last_stable_offset
+                    r.log_start_offset = s.log_start_offset
                     off = p.fetch_offset
                     if off < s.log_start_offset or off > s.log_end_offset:
-                        r["ErrorCode"] = OFFSET_OUT_OF_RANGE
+                        r.error_code = OFFSET_OUT_OF_RANGE
                     else:
                         limit = s.last_stable_offset if committed else s.log_end_offset
                         data, upper = self.read(s, off, min(p.partition_max_bytes, max(budget, 0)), limit,
-                                                first=not any(x["Records"] for tp in responses
-                                                              for x in tp["Partitions"]))
+                                                first=not any(x.records for tp in responses for x in tp.partitions))
                         budget -= len(data)
-                        r["Records"] = data
+                        r.records = data
                         if committed:
-                            r["AbortedTransactions"] = self.aborted(s, off, upper)
+                            r.aborted_transactions = self.aborted(s, off, upper)
                 parts.append(r)
-            responses.append({"Topic": t.topic, "TopicId": t.topic_id, "Partitions": parts})
-        return {"ErrorCode": NONE, "SessionId": 0, "Responses": responses}
+            responses.append(fr.FetchableTopicResponse(topic=t.topic, topic_id=t.topic_id, partitions=parts))
+        return fr(error_code=NONE, session_id=0, responses=responses)
 
     def read(self, s: LiveLog, offset: int, max_bytes: int, limit: int, first: bool) -> tuple[FileRegion | bytes, int]:
         """Whole batches from the one that holds ``offset``, at most ``max_bytes`` (but at least one
@@ -258,7 +266,7 @@ class ReadPath:
                          "fails; the client's CRC check raises CorruptRecordException",
                          s.topic, s.partition, b.position, file_name(seg.base_offset, LOG), b.base_offset)
 
-    def aborted(self, s: LiveLog, first: int, upper: int) -> list[dict]:
+    def aborted(self, s: LiveLog, first: int, upper: int) -> list[FetchResponse.AbortedTransaction]:
         """The aborted transactions a read_committed fetch of [first, upper) carries
         (UnifiedLog.collectAbortedTransactions: from the segment holding ``first`` on, each segment's
         LogSegment.collectAbortedTxns, until one says the search is complete)."""
@@ -268,7 +276,8 @@ class ReadPath:
             if (floor is not None and seg.base_offset < floor.base_offset) or seg.base_offset >= upper:
                 continue
             found, complete = seg.collect_aborted_txns(first, upper)
-            out += [{"ProducerId": e.producer_id, "FirstOffset": e.first_offset} for e in found]
+            out += [FetchResponse.AbortedTransaction(producer_id=e.producer_id, first_offset=e.first_offset)
+                    for e in found]
             if complete:
                 break
         return out

@@ -28,6 +28,7 @@ import time
 from specs import protocol_messages as P
 from specs.kafka_errors import INVALID_TOPIC, NAMES, NONE, POLICY_VIOLATION, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION
 from specs.message_types import typed
+from specs.messages import ApiVersionsResponse, ProduceRequest, ProduceResponse
 from specs.protocol_messages import ApiKey
 
 from kafkaforensics.broker.group_coordinator import offsets_partition_for
@@ -261,10 +262,10 @@ class ReplayBroker:
                 t.name = ids.get(t.topic_id, "")
 
     def ids_for_names(self, topics: list | None) -> None:
-        """Fill in TopicId from Name in a group coordinator's answer."""
+        """Fill in the topic id from the name in a group coordinator's (typed) answer."""
         ids = {n: i for i, n in self.topic_ids().items()}
         for t in topics or []:
-            t["TopicId"] = ids.get(t.get("Name"), "AAAAAAAAAAAAAAAAAAAAAA")
+            t.topic_id = ids.get(t.name, "AAAAAAAAAAAAAAAAAAAAAA")
 
     def topics(self) -> dict[str, list[LiveLog]]:
         out: dict[str, list[LiveLog]] = {}
@@ -273,25 +274,26 @@ class ReplayBroker:
         return out
 
     # -- writing (--writable) ----------------------------------------------------------------------
-    def produce(self, version: int, body) -> dict:
+    def produce(self, version: int, body) -> ProduceResponse:
         """Read-only: every partition answers POLICY_VIOLATION; writable: append (see LiveLog).  A topic
         this broker does not have is UNKNOWN_TOPIC_OR_PARTITION: as in Kafka, only Metadata auto-creates."""
-        req = typed(ApiKey.PRODUCE, body)
+        req: ProduceRequest = typed(ApiKey.PRODUCE, body)
         out = []
         for t in req.topic_data:
             parts = []
             name = self.named_topic(version, 13, t.topic_id, t.name)
             for p in t.partition_data:
-                r = {"Index": p.index, "ErrorCode": NONE, "BaseOffset": -1, "LogStartOffset": -1,
-                     "RecordErrors": [], "ErrorMessage": None, "LogAppendTimeMs": -1}
+                r = ProduceResponse.PartitionProduceResponse(index=p.index, error_code=NONE, base_offset=-1,
+                                                             log_start_offset=-1, record_errors=[], error_message=None,
+                                                             log_append_time_ms=-1)
                 s = self.partitions.get((name, p.index))
                 if not self.writable:
-                    r.update(ErrorCode=POLICY_VIOLATION,
-                             ErrorMessage="this replay broker is read-only (start it with --writable)")
+                    r.error_code = POLICY_VIOLATION
+                    r.error_message = "this replay broker is read-only (start it with --writable)"
                 elif s is None:
-                    r["ErrorCode"] = UNKNOWN_TOPIC_ID if version >= 13 and name is None else UNKNOWN_TOPIC_OR_PARTITION
+                    r.error_code = UNKNOWN_TOPIC_ID if version >= 13 and name is None else UNKNOWN_TOPIC_OR_PARTITION
                 elif name in INTERNAL_TOPICS:  # ReplicaManager: only the coordinators append to them
-                    r.update(ErrorCode=INVALID_TOPIC, ErrorMessage=f"Cannot append to internal topic {name}")
+                    r.error_code, r.error_message = INVALID_TOPIC, f"Cannot append to internal topic {name}"
                 else:
                     v = validate(p.records or b"", version, int(time.time() * 1000), self.topic_rules(name))
                     err, base = v.error, -1
@@ -299,17 +301,19 @@ class ReplayBroker:
                         _log.warning("produce to %s-%d refused (%s): %s", name, p.index, NAMES.get(err, err),
                                      v.reason)
                         if v.record_errors:  # Kafka answers a message only with per-record errors
-                            r.update(ErrorMessage=v.reason, RecordErrors=[
-                                {"BatchIndex": i, "BatchIndexErrorMessage": m} for i, m in v.record_errors])
+                            r.error_message = v.reason
+                            r.record_errors = [ProduceResponse.BatchIndexAndErrorMessage(
+                                batch_index=i, batch_index_error_message=m) for i, m in v.record_errors]
                     else:
                         err = self.transactions.check_transactional(version, req.transactional_id, v.batch,
                                                                     (name, p.index))
                     if err == NONE:
                         err, base = s.append(v.batch)
-                    r.update(ErrorCode=err, BaseOffset=base, LogStartOffset=s.log_start_offset)
+                    r.error_code, r.base_offset, r.log_start_offset = err, base, s.log_start_offset
                 parts.append(r)
-            out.append({"Name": t.name, "TopicId": t.topic_id, "PartitionResponses": parts})
-        return {"Responses": out}
+            out.append(ProduceResponse.TopicProduceResponse(name=t.name, topic_id=t.topic_id,
+                                                            partition_responses=parts))
+        return ProduceResponse(responses=out)
 
     def topic_rules(self, name: str) -> TopicRules:
         """The configs Produce validation reads (the topic's own, from the log dir's KRaft metadata, else Kafka's defaults)."""
@@ -378,17 +382,19 @@ class ReplayBroker:
         return (lo_hi is not None and lo_hi[0] <= version <= lo_hi[1] and m is not None
                 and m.valid[0] <= version <= m.valid[1])
 
-    def api_versions(self, version: int, body: dict, error: int = NONE) -> dict:
+    def api_versions(self, version: int, body, error: int = NONE) -> ApiVersionsResponse:
         """The versions, and (v3+) the features: ``transaction.version`` supported 0-2 and finalized
         at this broker's level (``kfx serve --transaction-version``)."""
         tv = self.txn.transaction_version
-        return {"ErrorCode": error,
-                "ApiKeys": [{"ApiKey": k, "MinVersion": lo, "MaxVersion": hi} for k, (lo, hi) in
-                            sorted(self.advertised().items())],
-                "SupportedFeatures": [{"Name": "transaction.version", "MinVersion": 0, "MaxVersion": 2}],
-                "FinalizedFeaturesEpoch": 0,
-                "FinalizedFeatures": [{"Name": "transaction.version", "MaxVersionLevel": tv, "MinVersionLevel": tv}]
-                if tv > 0 else []}
+        avr = ApiVersionsResponse
+        return avr(error_code=error,
+                   api_keys=[avr.ApiVersion(api_key=k, min_version=lo, max_version=hi)
+                             for k, (lo, hi) in sorted(self.advertised().items())],
+                   supported_features=[avr.SupportedFeatureKey(name="transaction.version", min_version=0,
+                                                               max_version=2)],
+                   finalized_features_epoch=0,
+                   finalized_features=[avr.FinalizedFeatureKey(name="transaction.version", max_version_level=tv,
+                                                               min_version_level=tv)] if tv > 0 else [])
 
     def metadata_names(self, version: int, req) -> list | None:
         """The topics a (typed) Metadata request names (by name, or by TopicId from v10); None: every topic."""

@@ -20,11 +20,18 @@ from specs.kafka_errors import (INVALID_PARTITIONS, INVALID_REQUEST, INVALID_TOP
                                 POLICY_VIOLATION, TRANSACTIONAL_ID_NOT_FOUND, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION)
 from specs.kafka_messages import TRANSACTION_STATES
 from specs.message_types import typed
+from specs.messages import (CreatePartitionsRequest, CreatePartitionsResponse, DeleteRecordsRequest,
+                            DeleteRecordsResponse, DeleteTopicsRequest, DeleteTopicsResponse, DescribeClusterResponse,
+                            DescribeConfigsRequest, DescribeConfigsResponse, DescribeLogDirsRequest,
+                            DescribeLogDirsResponse, DescribeProducersRequest, DescribeProducersResponse,
+                            DescribeTransactionsRequest, DescribeTransactionsResponse, ListTransactionsRequest,
+                            ListTransactionsResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse)
 from specs.protocol_messages import ApiKey
 
 from kafkaforensics.broker import topic_configs as TC
 from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, checkpoint_path, update_offsets
 from kafkaforensics.broker.topic_creation import MAX_RECORDS_PER_REQUEST
+from kafkaforensics.broker.txn_coordinator import transaction_state
 from kafkaforensics.log.partition import find_partitions
 
 #: DescribeConfigs resource types (Kafka's ConfigResource.Type)
@@ -38,127 +45,135 @@ class AdminAPIs:
         self.b = broker
 
     # -- the cluster -----------------------------------------------------------------------------
-    def describe_cluster(self, version: int, body) -> dict:
+    def describe_cluster(self, version: int, body) -> DescribeClusterResponse:
         """This one-node cluster (the request asks nothing this broker answers by)."""
-        return {"ErrorCode": NONE, "ErrorMessage": None, "EndpointType": 1,
-                "ClusterId": self.b.cluster_id(), "ControllerId": self.b.node_id,
-                "Brokers": [{"BrokerId": self.b.node_id, "Host": self.b.host, "Port": self.b.port, "Rack": None,
-                             "IsFenced": False}],
-                "ClusterAuthorizedOperations": -2147483648}
+        dcr = DescribeClusterResponse
+        return dcr(error_code=NONE, error_message=None, endpoint_type=1, cluster_id=self.b.cluster_id(),
+                   controller_id=self.b.node_id,
+                   brokers=[dcr.DescribeClusterBroker(broker_id=self.b.node_id, host=self.b.host, port=self.b.port,
+                                                      rack=None, is_fenced=False)],
+                   cluster_authorized_operations=-2147483648)
 
     def broker_configs(self) -> dict:
         return {"broker.id": str(self.b.node_id), "node.id": str(self.b.node_id), "log.dirs": self.b.log_dir,
                 "auto.create.topics.enable": str(bool(self.b.writable and self.b.auto_create)).lower(),
                 "num.partitions": str(self.b.default_partitions)}
 
-    def describe_configs(self, version: int, body) -> dict:
+    def describe_configs(self, version: int, body) -> DescribeConfigsResponse:
         """A topic: every Kafka 4.0 topic config with value, source and (IncludeSynonyms) synonyms, the
         topic's own from the log dir's KRaft ConfigRecords (:mod:`topic_configs`); this broker: the
         settings it runs with (read-only, STATIC_BROKER_CONFIG)."""
-        req = typed(ApiKey.DESCRIBE_CONFIGS, body)
+        req: DescribeConfigsRequest = typed(ApiKey.DESCRIBE_CONFIGS, body)
+        dcr = DescribeConfigsResponse
         results = []
         synonyms = bool(req.include_synonyms)
         for r in req.resources:
             rtype, name, keys = r.resource_type, r.resource_name, r.configuration_keys
-            res = {"ErrorCode": NONE, "ErrorMessage": None, "ResourceType": rtype, "ResourceName": name,
-                   "Configs": []}
+            res = dcr.DescribeConfigsResult(error_code=NONE, error_message=None, resource_type=rtype,
+                                            resource_name=name, configs=[])
             if rtype == TOPIC_RESOURCE:
                 if name not in self.b.topics():
-                    res.update(ErrorCode=UNKNOWN_TOPIC_OR_PARTITION, ErrorMessage=f"unknown topic {name}")
+                    res.error_code, res.error_message = UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name}"
                 else:
-                    res["Configs"] = TC.describe(self.b.topic_overrides(name), keys, synonyms)
+                    res.configs = TC.describe(self.b.topic_overrides(name), keys, synonyms)
             elif rtype == BROKER_RESOURCE and name in ("", str(self.b.node_id)):
-                res["Configs"] = [
-                    {"Name": k, "Value": v, "ReadOnly": True, "ConfigSource": TC.STATIC_BROKER_CONFIG,
-                     "IsDefault": False, "IsSensitive": False,
-                     "Synonyms": [{"Name": k, "Value": v, "Source": TC.STATIC_BROKER_CONFIG}] if synonyms else [],
-                     "ConfigType": TC.INT if k in ("num.partitions", "broker.id", "node.id") else
-                     TC.BOOLEAN if k == "auto.create.topics.enable" else TC.STRING, "Documentation": None}
+                res.configs = [
+                    TC.config_result(k, v, TC.STATIC_BROKER_CONFIG, read_only=True, is_default=False,
+                                     synonyms=[TC.synonym(k, v, TC.STATIC_BROKER_CONFIG)] if synonyms else [],
+                                     ctype=TC.INT if k in ("num.partitions", "broker.id", "node.id") else
+                                     TC.BOOLEAN if k == "auto.create.topics.enable" else TC.STRING)
                     for k, v in sorted(self.broker_configs().items()) if keys is None or k in keys]
             else:
-                res.update(ErrorCode=INVALID_REQUEST, ErrorMessage=f"no configs of resource type {rtype} {name!r} here")
+                res.error_code = INVALID_REQUEST
+                res.error_message = f"no configs of resource type {rtype} {name!r} here"
             results.append(res)
-        return {"Results": results}
+        return dcr(results=results)
 
     # -- the log dir -----------------------------------------------------------------------------
-    def describe_log_dirs(self, version: int, body) -> dict:
+    def describe_log_dirs(self, version: int, body) -> DescribeLogDirsResponse:
         """One log dir: every served partition's size, and its -future copies flagged IsFutureKey."""
-        wanted = typed(ApiKey.DESCRIBE_LOG_DIRS, body).topics
+        dlr = DescribeLogDirsResponse
+        req: DescribeLogDirsRequest = typed(ApiKey.DESCRIBE_LOG_DIRS, body)
+        wanted = req.topics
         want = None if wanted is None else {(t.topic, p) for t in wanted for p in t.partitions}
         topics: dict[str, list] = {}
         for pd in find_partitions(self.b.log_dir):
-            if pd.topic is None or pd.dir_state not in ("live", "future"):
+            if pd.topic is None or pd.partition is None or pd.dir_state not in ("live", "future"):
                 continue
             if want is not None and (pd.topic, pd.partition) not in want:
                 continue
             size = sum(os.path.getsize(seg.log) for seg in pd.segments if os.path.exists(seg.log))
-            topics.setdefault(pd.topic, []).append({"PartitionIndex": pd.partition, "PartitionSize": size,
-                                                    "OffsetLag": 0, "IsFutureKey": pd.dir_state == "future"})
+            topics.setdefault(pd.topic, []).append(dlr.DescribeLogDirsPartition(
+                partition_index=pd.partition, partition_size=size, offset_lag=0,
+                is_future_key=pd.dir_state == "future"))
         try:
             du = shutil.disk_usage(self.b.log_dir)
             total, usable = du.total, du.free
         except OSError:
             total = usable = -1
-        return {"ErrorCode": NONE, "Results": [{
-            "ErrorCode": NONE, "LogDir": self.b.log_dir, "TotalBytes": total, "UsableBytes": usable, "IsCordoned": False,
-            "Topics": [{"Name": t, "Partitions": ps} for t, ps in sorted(topics.items())]}]}
+        return dlr(error_code=NONE, results=[dlr.DescribeLogDirsResult(
+            error_code=NONE, log_dir=self.b.log_dir, total_bytes=total, usable_bytes=usable, is_cordoned=False,
+            topics=[dlr.DescribeLogDirsTopic(name=t, partitions=ps) for t, ps in sorted(topics.items())])])
 
     def end_offset_for_epoch(self, s, epoch: int) -> tuple[int, int]:
         """Kafka's LeaderEpochFileCache.endOffsetFor: (epoch, end offset) for a requested epoch."""
         return s.epochs.end_offset_for(epoch, s.log_end_offset)
 
-    def offset_for_leader_epoch(self, version: int, body) -> dict:
+    def offset_for_leader_epoch(self, version: int, body) -> OffsetForLeaderEpochResponse:
         """Each partition's end offset of the epoch asked (the leader-epoch cache)."""
+        ofl = OffsetForLeaderEpochResponse
+        req: OffsetForLeaderEpochRequest = typed(ApiKey.OFFSET_FOR_LEADER_EPOCH, body)
         topics = []
-        for t in typed(ApiKey.OFFSET_FOR_LEADER_EPOCH, body).topics:
+        for t in req.topics:
             parts = []
             for p in t.partitions:
                 s = self.b.partitions.get((t.topic, p.partition))
-                r = {"ErrorCode": NONE, "Partition": p.partition, "LeaderEpoch": -1, "EndOffset": -1}
+                r = ofl.EpochEndOffset(error_code=NONE, partition=p.partition, leader_epoch=-1, end_offset=-1)
                 if s is None:
-                    r["ErrorCode"] = UNKNOWN_TOPIC_OR_PARTITION
+                    r.error_code = UNKNOWN_TOPIC_OR_PARTITION
                 else:
-                    r["LeaderEpoch"], r["EndOffset"] = self.end_offset_for_epoch(s, p.leader_epoch)
+                    r.leader_epoch, r.end_offset = self.end_offset_for_epoch(s, p.leader_epoch)
                 parts.append(r)
-            topics.append({"Topic": t.topic, "Partitions": parts})
-        return {"Topics": topics}
+            topics.append(ofl.OffsetForLeaderTopicResult(topic=t.topic, partitions=parts))
+        return ofl(topics=topics)
 
     # -- producers and transactions --------------------------------------------------------------
-    def describe_producers(self, version: int, body) -> dict:
+    def describe_producers(self, version: int, body) -> DescribeProducersResponse:
         """Each partition's producer state, as the log holds it."""
+        dpr = DescribeProducersResponse
+        req: DescribeProducersRequest = typed(ApiKey.DESCRIBE_PRODUCERS, body)
         topics = []
-        for t in typed(ApiKey.DESCRIBE_PRODUCERS, body).topics:
+        for t in req.topics:
             parts = []
             for i in t.partition_indexes:
                 s = self.b.partitions.get((t.name, i))
-                r = {"PartitionIndex": i, "ErrorCode": NONE, "ErrorMessage": None, "ActiveProducers": []}
+                r = dpr.PartitionResponse(partition_index=i, error_code=NONE, error_message=None, active_producers=[])
                 if s is None:
-                    r["ErrorCode"] = UNKNOWN_TOPIC_OR_PARTITION
+                    r.error_code = UNKNOWN_TOPIC_OR_PARTITION
                 else:
-                    r["ActiveProducers"] = [
-                        {"ProducerId": e.producer_id, "ProducerEpoch": e.epoch, "LastSequence": e.last_sequence,
-                         "LastTimestamp": e.timestamp, "CoordinatorEpoch": e.coordinator_epoch,
-                         "CurrentTxnStartOffset": e.current_txn_first_offset}
+                    r.active_producers = [
+                        dpr.ProducerState(producer_id=e.producer_id, producer_epoch=e.epoch,
+                                          last_sequence=e.last_sequence, last_timestamp=e.timestamp,
+                                          coordinator_epoch=e.coordinator_epoch,
+                                          current_txn_start_offset=e.current_txn_first_offset)
                         for _pid, e in sorted(s.state.producers.items())]
                 parts.append(r)
-            topics.append({"Name": t.name, "Partitions": parts})
-        return {"Topics": topics}
+            topics.append(dpr.TopicResponse(name=t.name, partitions=parts))
+        return dpr(topics=topics)
 
-    def transactions(self) -> dict[str, dict]:
+    def transactions(self) -> dict[str, DescribeTransactionsResponse.TransactionState]:
         """The newest __transaction_state value of each transactional id (tombstones remove it), then
         the live state of the ids this broker's transaction coordinator has seen."""
-        out = {tid: {"TransactionalId": tid, "ProducerId": e.producer_id, "ProducerEpoch": e.producer_epoch,
-                     "TransactionState": TRANSACTION_STATES.get(e.status, "Unknown"),
-                     "TransactionTimeoutMs": e.timeout_ms, "TransactionStartTimeMs": e.start_ms,
-                     "Topics": [{"Topic": t, "Partitions": sorted(p for tt, p in e.partitions if tt == t)}
-                                for t in sorted({t for t, _p in e.partitions})]}
+        out = {tid: transaction_state(tid, e.producer_id, e.producer_epoch, TRANSACTION_STATES.get(e.status, "Unknown"),
+                                      e.timeout_ms, e.start_ms, e.partitions)
                for tid, e in self.b.transactions.logged_transactions().items()}
         out.update(self.b.txn.describe())  # what this broker's own coordinator has seen is newer
         return out
 
-    def list_transactions(self, version: int, body) -> dict:
+    def list_transactions(self, version: int, body) -> ListTransactionsResponse:
         """The transactions the filters keep (state, producer id, open longer than, id pattern)."""
-        req = typed(ApiKey.LIST_TRANSACTIONS, body)
+        ltr = ListTransactionsResponse
+        req: ListTransactionsRequest = typed(ApiKey.LIST_TRANSACTIONS, body)
         states = req.state_filters or []
         pids = set(req.producer_id_filters or [])
         duration = req.duration_filter
@@ -166,38 +181,35 @@ class AdminAPIs:
         try:
             rx = re.compile(pattern) if pattern else None
         except re.error:
-            return {"ErrorCode": INVALID_REQUEST, "UnknownStateFilters": [],
-                    "TransactionStates": []}
+            return ltr(error_code=INVALID_REQUEST, unknown_state_filters=[], transaction_states=[])
         now = int(time.time() * 1000)
         out = []
         for tid, t in sorted(self.transactions().items()):
-            if states and t["TransactionState"] not in states:
+            if states and t.transaction_state not in states:
                 continue
-            if pids and t["ProducerId"] not in pids:
+            if pids and t.producer_id not in pids:
                 continue
-            if duration is not None and duration >= 0 and now - t["TransactionStartTimeMs"] < duration:
+            if duration is not None and duration >= 0 and now - t.transaction_start_time_ms < duration:
                 continue
             if rx is not None and not rx.fullmatch(tid):
                 continue
-            out.append({"TransactionalId": tid, "ProducerId": t["ProducerId"],
-                        "TransactionState": t["TransactionState"]})
-        return {"ErrorCode": NONE,
-                "UnknownStateFilters": [s for s in states if s not in TRANSACTION_STATES.values()],
-                "TransactionStates": out}
+            out.append(ltr.TransactionState(transactional_id=tid, producer_id=t.producer_id,
+                                            transaction_state=t.transaction_state))
+        return ltr(error_code=NONE, unknown_state_filters=[s for s in states if s not in TRANSACTION_STATES.values()],
+                   transaction_states=out)
 
-    def describe_transactions(self, version: int, body) -> dict:
+    def describe_transactions(self, version: int, body) -> DescribeTransactionsResponse:
         """Each transactional id's state (TRANSACTIONAL_ID_NOT_FOUND for one never seen)."""
         known = self.transactions()
+        req: DescribeTransactionsRequest = typed(ApiKey.DESCRIBE_TRANSACTIONS, body)
         out = []
-        for tid in typed(ApiKey.DESCRIBE_TRANSACTIONS, body).transactional_ids:
+        for tid in req.transactional_ids:
             t = known.get(tid)
             if t is None:
-                out.append({"ErrorCode": TRANSACTIONAL_ID_NOT_FOUND, "TransactionalId": tid, "TransactionState": "",
-                            "TransactionTimeoutMs": 0, "TransactionStartTimeMs": -1, "ProducerId": -1,
-                            "ProducerEpoch": -1, "Topics": []})
-            else:
-                out.append(dict(t, ErrorCode=NONE))
-        return {"TransactionStates": out}
+                t = transaction_state(tid, -1, -1, "", 0, -1, ())
+                t.error_code = TRANSACTIONAL_ID_NOT_FOUND
+            out.append(t)
+        return DescribeTransactionsResponse(transaction_states=out)
 
 
 class WriteAdminAPIs:
@@ -222,80 +234,85 @@ class WriteAdminAPIs:
         update_offsets(checkpoint_path(self.b.log_dir, LOG_START_OFFSET), dict.fromkeys(tps), create=False,
                        unreadable="replace")
 
-    def delete_records(self, version: int, body) -> dict:
+    def delete_records(self, version: int, body) -> DeleteRecordsResponse:
         """Each partition's log start moved up to the offset asked (-1: the log end)."""
+        drr = DeleteRecordsResponse
+        req: DeleteRecordsRequest = typed(ApiKey.DELETE_RECORDS, body)
         topics, moved = [], False
-        for t in typed(ApiKey.DELETE_RECORDS, body).topics:
+        for t in req.topics:
             parts = []
             for p in t.partitions:
                 s = self.b.partitions.get((t.name, p.partition_index))
-                r = {"PartitionIndex": p.partition_index, "LowWatermark": -1, "ErrorCode": NONE}
+                r = drr.DeleteRecordsPartitionResult(partition_index=p.partition_index, low_watermark=-1,
+                                                     error_code=NONE)
                 if s is None:
-                    r["ErrorCode"] = UNKNOWN_TOPIC_OR_PARTITION
+                    r.error_code = UNKNOWN_TOPIC_OR_PARTITION
                 else:
                     target = s.log_end_offset if p.offset == -1 else p.offset
                     if target < 0 or target > s.log_end_offset:
-                        r["ErrorCode"] = OFFSET_OUT_OF_RANGE
+                        r.error_code = OFFSET_OUT_OF_RANGE
                     else:
                         if target > s.log_start_offset:  # UnifiedLog.maybeIncrementLogStartOffset
                             s.log_start_offset, moved = target, True
                             if s.epochs.truncate_from_start(target):  # and the leader-epoch cache with it
                                 s.epochs.write(s.path)
-                        r["LowWatermark"] = s.log_start_offset
+                        r.low_watermark = s.log_start_offset
                 parts.append(r)
-            topics.append({"Name": t.name, "Partitions": parts})
+            topics.append(drr.DeleteRecordsTopicResult(name=t.name, partitions=parts))
         if moved:
             self._save_log_starts()
-        return {"Topics": topics}
+        return drr(topics=topics)
 
-    def delete_topics(self, version: int, body) -> dict:
+    def delete_topics(self, version: int, body) -> DeleteTopicsResponse:
         """The topics' partition dirs renamed ``-delete`` (by name, or by TopicId from v6)."""
-        req = typed(ApiKey.DELETE_TOPICS, body)
+        req: DeleteTopicsRequest = typed(ApiKey.DELETE_TOPICS, body)
         ids = self.b.topic_ids()
         wanted = ([(t.name or ids.get(t.topic_id), t.topic_id) for t in req.topics]
                   if version >= 6 else [(n, None) for n in req.topic_names])
         out = []
         for name, tid in wanted:
             parts = self.b.topics().get(name) if name else None
-            r = {"Name": name, "TopicId": tid or "AAAAAAAAAAAAAAAAAAAAAA", "ErrorCode": NONE, "ErrorMessage": None}
+            r = DeleteTopicsResponse.DeletableTopicResult(name=name, topic_id=tid or "AAAAAAAAAAAAAAAAAAAAAA",
+                                                          error_code=NONE, error_message=None)
             if not parts:
-                r["ErrorCode"] = UNKNOWN_TOPIC_ID if (version >= 6 and not name) else UNKNOWN_TOPIC_OR_PARTITION
+                r.error_code = UNKNOWN_TOPIC_ID if (version >= 6 and not name) else UNKNOWN_TOPIC_OR_PARTITION
             elif name in ("__consumer_offsets", "__transaction_state"):
-                r.update(ErrorCode=INVALID_TOPIC, ErrorMessage=f"{name} is internal")
+                r.error_code, r.error_message = INVALID_TOPIC, f"{name} is internal"
             else:
-                r["TopicId"] = parts[0].topic_id
+                r.topic_id = parts[0].topic_id
                 for s in parts:  # Kafka's rename: <topic>-<n>.<uuid hex>-delete, data kept
                     os.rename(s.path, f"{s.path}.{uuid.uuid4().hex}-delete")
                     del self.b.partitions[(s.topic, s.partition)]
                 self._forget_log_starts([(s.topic, s.partition) for s in parts])
             out.append(r)
-        return {"Responses": out}
+        return DeleteTopicsResponse(responses=out)
 
-    def create_partitions(self, version: int, body) -> dict:
+    def create_partitions(self, version: int, body) -> CreatePartitionsResponse:
         """CreatePartitions, the partition dirs made here (the edge runs :meth:`plan_partitions`' work in a thread)."""
         return self.b.topic_creation.make_and_adopt(*self.plan_partitions(version, body))
 
-    def plan_partitions(self, version: int, body) -> tuple[dict, list]:
+    def plan_partitions(self, version: int, body) -> tuple[CreatePartitionsResponse, list]:
         """CreatePartitions' answer and what it creates (as :meth:`plan_topics`); more than the
         controller's records per request (one a partition) is POLICY_VIOLATION for the whole request."""
-        req = typed(ApiKey.CREATE_PARTITIONS, body)
+        req: CreatePartitionsRequest = typed(ApiKey.CREATE_PARTITIONS, body)
         out, plan = [], []
         current = {t.name: len(self.b.topics().get(t.name) or []) for t in req.topics}
         records = sum(max(t.count - current[t.name], 0) for t in req.topics)
         for t in req.topics:
             name, count = t.name, t.count
             parts = self.b.topics().get(name)
-            r = {"Name": name, "ErrorCode": NONE, "ErrorMessage": None}
+            r = CreatePartitionsResponse.CreatePartitionsTopicResult(name=name, error_code=NONE, error_message=None)
             if not parts or name in self.b.creating:
-                r["ErrorCode"] = UNKNOWN_TOPIC_OR_PARTITION
+                r.error_code = UNKNOWN_TOPIC_OR_PARTITION
             elif count <= len(parts):
-                r.update(ErrorCode=INVALID_PARTITIONS,
-                         ErrorMessage=f"Topic currently has {len(parts)} partitions, which is higher than or equal "
-                                      f"to the requested {count}.")
+                r.error_code = INVALID_PARTITIONS
+                r.error_message = (f"Topic currently has {len(parts)} partitions, which is higher than or equal "
+                                   f"to the requested {count}.")
             elif records > MAX_RECORDS_PER_REQUEST:
-                r.update(ErrorCode=POLICY_VIOLATION, ErrorMessage="Unable to perform excessively large batch operation.")
+                r.error_code = POLICY_VIOLATION
+                r.error_message = "Unable to perform excessively large batch operation."
             elif not req.validate_only:
                 plan.append((name, len(parts), count - len(parts), parts[0].topic_id))
                 self.b.creating.add(name)
             out.append(r)
-        return {"Results": out}, plan
+        return CreatePartitionsResponse(results=out), plan

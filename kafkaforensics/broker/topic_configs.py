@@ -12,6 +12,8 @@ only LogConfig's.
 """
 from __future__ import annotations
 
+from specs.messages import DescribeConfigsResponse
+
 from kafkaforensics.broker.log_validator import MAX_MESSAGE_BYTES, TIMESTAMP_AFTER_MAX_MS, TIMESTAMP_BEFORE_MAX_MS
 
 #: DescribeConfigsResponse.ConfigSource ids
@@ -66,19 +68,35 @@ def effective(overrides: dict[str, str]) -> dict[str, str]:
     return {name: overrides.get(name, default) for name, (default, _t, _s) in TOPIC_CONFIGS.items()}
 
 
-def describe(overrides: dict[str, str], keys=None, synonyms: bool = False) -> list[dict]:
+_DCR = DescribeConfigsResponse
+
+
+def synonym(name: str, value: str | None, source: int) -> DescribeConfigsResponse.DescribeConfigsSynonym:
+    """One entry of a config's synonym chain."""
+    return _DCR.DescribeConfigsSynonym(name=name, value=value, source=source)
+
+
+def config_result(name: str, value: str | None, source: int, *, read_only: bool, is_default: bool, synonyms: list,
+                  ctype: int) -> DescribeConfigsResponse.DescribeConfigsResourceResult:
+    """One config as DescribeConfigs answers it (never sensitive, no documentation)."""
+    return _DCR.DescribeConfigsResourceResult(name=name, value=value, read_only=read_only, config_source=source,
+                                              is_default=is_default, is_sensitive=False, synonyms=synonyms,
+                                              config_type=ctype, documentation=None)
+
+
+def describe(overrides: dict[str, str], keys=None,
+             synonyms: bool = False) -> list[DescribeConfigsResponse.DescribeConfigsResourceResult]:
     """DescribeConfigs' entries for a topic with these ``overrides`` (``keys``: only those names)."""
     out = []
     for name, (default, ctype, broker) in sorted(TOPIC_CONFIGS.items()):
         if keys is not None and name not in keys:
             continue
-        chain = [{"Name": n, "Value": v, "Source": DEFAULT_CONFIG} for n, v in broker if v is not None]
+        chain = [synonym(n, v, DEFAULT_CONFIG) for n, v in broker if v is not None]
         if name in overrides:
-            chain.insert(0, {"Name": name, "Value": overrides[name], "Source": TOPIC_CONFIG})
-        out.append({"Name": name, "Value": overrides.get(name, default), "ReadOnly": False,
-                    "ConfigSource": chain[0]["Source"] if chain else DEFAULT_CONFIG,
-                    "IsDefault": name not in overrides, "IsSensitive": False,
-                    "Synonyms": chain if synonyms else [], "ConfigType": ctype, "Documentation": None})
+            chain.insert(0, synonym(name, overrides[name], TOPIC_CONFIG))
+        out.append(config_result(name, overrides.get(name, default), chain[0].source if chain else DEFAULT_CONFIG,
+                                 read_only=False, is_default=name not in overrides,
+                                 synonyms=chain if synonyms else [], ctype=ctype))
     return out
 
 

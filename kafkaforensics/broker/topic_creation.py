@@ -9,11 +9,12 @@ import logging
 import os
 import re
 import uuid
+from typing import TypeVar
 
 from specs.kafka_errors import (INVALID_CONFIG, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_REQUEST,
                                 INVALID_TOPIC, KAFKA_STORAGE_ERROR, NONE, POLICY_VIOLATION, TOPIC_ALREADY_EXISTS)
-
 from specs.message_types import typed
+from specs.messages import CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse
 from specs.protocol_messages import ApiKey
 
 from kafkaforensics.broker.topic_configs import invalid
@@ -66,6 +67,17 @@ def collision_key(name: str) -> str:
     return name.replace(".", "_")
 
 
+#: what makes partitions: CreateTopics' answer, CreatePartitions', or none (Metadata's auto-creation)
+Answer = TypeVar("Answer", CreateTopicsResponse, CreatePartitionsResponse, None)
+
+
+def _rows(body: CreateTopicsResponse | CreatePartitionsResponse | None) -> list:
+    """The topics of an answer that makes partitions."""
+    if isinstance(body, CreateTopicsResponse):
+        return body.topics
+    return body.results if body is not None else []
+
+
 class TopicCreation:
     """Topic creation over the broker ``b`` that holds this object (``b.topic_creation``)."""
 
@@ -79,14 +91,14 @@ class TopicCreation:
         self.adopt([], made)
         return made[0]
 
-    def create_topics(self, version: int, body) -> dict:
+    def create_topics(self, version: int, body) -> CreateTopicsResponse:
         """CreateTopics, its partition dirs made here (the edge runs :meth:`plan_topics`' work in a thread)."""
         return self.make_and_adopt(*self.plan_topics(version, body))
 
-    def plan_topics(self, version: int, body) -> tuple[dict, list]:
+    def plan_topics(self, version: int, body) -> tuple[CreateTopicsResponse, list]:
         """The answer to a CreateTopics and what it creates: [(topic, first partition, count, topic id)].
         The names are reserved until :meth:`adopt` (a second request for one is TOPIC_ALREADY_EXISTS)."""
-        req = typed(ApiKey.CREATE_TOPICS, body)
+        req: CreateTopicsRequest = typed(ApiKey.CREATE_TOPICS, body)
         out, plan = [], []
         topics = req.topics
         records = sum(1 + (self.b.default_partitions if t.num_partitions == -1 else max(t.num_partitions, 0))
@@ -94,52 +106,58 @@ class TopicCreation:
         collisions = {collision_key(t) for t in self.b.topics()} | {collision_key(t) for t in self.b.creating}
         for t in topics:
             name, n = t.name, t.num_partitions
-            r = {"Name": name, "ErrorCode": NONE, "ErrorMessage": None, "NumPartitions": n, "ReplicationFactor": 1,
-                 "Configs": None, "TopicId": "AAAAAAAAAAAAAAAAAAAAAA"}
-            if not valid_topic(name):
-                r.update(ErrorCode=INVALID_TOPIC, ErrorMessage=f"Topic name {name!r} is illegal, it contains a "
-                                                               "character other than ASCII alphanumerics, '.', '_' "
-                                                               "and '-', or is empty, '.', '..' or over 249 characters")
-            elif name == METADATA_TOPIC:  # KafkaApis/ControllerApis.createTopics
-                r.update(ErrorCode=INVALID_REQUEST, ErrorMessage=f"Creation of internal topic {name} is prohibited.")
-            elif any(k[0] == name for k in self.b.partitions) or name in self.b.creating:
-                r.update(ErrorCode=TOPIC_ALREADY_EXISTS, ErrorMessage=f"Topic '{name}' already exists.")
-            elif collision_key(name) in collisions:
-                r.update(ErrorCode=INVALID_TOPIC, ErrorMessage=f"Topic '{name}' collides with an existing topic "
-                                                               "('.' and '_' collide)")
-            elif n == 0 or n < -1:
-                r.update(ErrorCode=INVALID_PARTITIONS,
-                         ErrorMessage="Number of partitions was set to an invalid non-positive value.")
-            elif records > MAX_RECORDS_PER_REQUEST:
-                r.update(ErrorCode=POLICY_VIOLATION,
-                         ErrorMessage="Unable to perform excessively large batch operation.")
-            elif bad_config(t.configs or []):
-                r.update(ErrorCode=INVALID_CONFIG, ErrorMessage=bad_config(t.configs or []))
-            elif t.replication_factor not in (-1, 1):
-                r.update(ErrorCode=INVALID_REPLICATION_FACTOR,
-                         ErrorMessage=f"Unable to replicate the partition {t.replication_factor} time(s): "
-                                      "The target replication factor of "
-                                      f"{t.replication_factor} cannot be reached because only 1 broker(s) "
-                                      "are registered.")
-            if r["ErrorCode"] == NONE:
+            r = CreateTopicsResponse.CreatableTopicResult(name=name, error_code=NONE, error_message=None,
+                                                          num_partitions=n, replication_factor=1, configs=None,
+                                                          topic_id="AAAAAAAAAAAAAAAAAAAAAA")
+            why = self._refused(t, collisions, records)
+            if why is not None:
+                r.error_code, r.error_message = why
+            else:
                 n = self.b.default_partitions if n == -1 else n
-                r["NumPartitions"] = n
+                r.num_partitions = n
                 collisions.add(collision_key(name))
                 if not req.validate_only:
-                    r["TopicId"] = new_topic_id()
-                    plan.append((name, 0, n, r["TopicId"]))
+                    r.topic_id = new_topic_id()
+                    plan.append((name, 0, n, r.topic_id))
                     self.b.creating.add(name)
                     configs = {c.name: c.value for c in t.configs or [] if c.value is not None}
                     if configs:
                         self.b.topic_overrides(name)  # loaded before one is added
                         self.b.config_overrides[name] = configs
             out.append(r)
-        return {"Topics": out}, plan
+        return CreateTopicsResponse(topics=out), plan
+
+    def _refused(self, t: CreateTopicsRequest.CreatableTopic, collisions: set,
+                 records: int) -> tuple[int, str] | None:
+        """(error, message) Kafka's controller refuses one CreateTopics topic with, or None."""
+        name, n = t.name, t.num_partitions
+        if not valid_topic(name):
+            return INVALID_TOPIC, (f"Topic name {name!r} is illegal, it contains a character other than ASCII "
+                                   "alphanumerics, '.', '_' and '-', or is empty, '.', '..' or over 249 characters")
+        if name == METADATA_TOPIC:  # KafkaApis/ControllerApis.createTopics
+            return INVALID_REQUEST, f"Creation of internal topic {name} is prohibited."
+        if any(k[0] == name for k in self.b.partitions) or name in self.b.creating:
+            return TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
+        if collision_key(name) in collisions:
+            return INVALID_TOPIC, f"Topic '{name}' collides with an existing topic ('.' and '_' collide)"
+        if n == 0 or n < -1:
+            return INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value."
+        if records > MAX_RECORDS_PER_REQUEST:
+            return POLICY_VIOLATION, "Unable to perform excessively large batch operation."
+        why = bad_config(t.configs or [])
+        if why:
+            return INVALID_CONFIG, why
+        if t.replication_factor not in (-1, 1):
+            return INVALID_REPLICATION_FACTOR, (f"Unable to replicate the partition {t.replication_factor} time(s): "
+                                                "The target replication factor of "
+                                                f"{t.replication_factor} cannot be reached because only 1 broker(s) "
+                                                "are registered.")
+        return None
 
     def make_partitions(self, plan: list) -> list:
         """The partition dirs of a plan, each with partition.metadata and an empty active segment
         (file work only: safe in a worker thread); their LiveLogs, for :meth:`adopt`."""
-        made = []
+        made: list[LiveLog] = []
         for topic, first, count, tid in plan:
             for p in range(first, first + count):
                 d = os.path.join(self.b.log_dir, f"{topic}-{p}")
@@ -154,18 +172,19 @@ class TopicCreation:
                 made.append(s)
         return made
 
-    def make_and_adopt(self, body: dict, plan: list, make=None) -> dict:
+    def make_and_adopt(self, body: Answer, plan: list, make=None) -> Answer:
         """Make the plan's partitions (``make``: how, e.g. in a thread) and serve them; a topic whose
         dirs could not all be made answers KAFKA_STORAGE_ERROR with the reason (those made are served)."""
-        made = []
+        made: list[LiveLog] = []
         try:
             made = (make or self.make_partitions)(plan)
         except PartitionsNotMade as e:
             made = e.made
             _log.warning("creating %s: %s", e.topic, e.error)
-            for row in body.get("Topics") or body.get("Results") or []:
-                if row.get("Name") == e.topic or row.get("Name") in {t for t, *_r in plan} - {s.topic for s in made}:
-                    row.update(ErrorCode=KAFKA_STORAGE_ERROR, ErrorMessage=str(e.error))
+            unmade = {t for t, *_r in plan} - {s.topic for s in made}
+            for row in _rows(body):
+                if row.name == e.topic or row.name in unmade:
+                    row.error_code, row.error_message = KAFKA_STORAGE_ERROR, str(e.error)
         finally:
             self.adopt(plan, made)
         return body

@@ -9,7 +9,11 @@ import time
 from specs import record_batch as R
 from specs.kafka_errors import (INVALID_PRODUCER_EPOCH, NONE, OPERATION_NOT_ATTEMPTED, PRODUCER_FENCED,
                                 TRANSACTIONAL_ID_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_OR_PARTITION)
-from specs.message_types import REQUEST_TYPES, typed
+from specs.message_types import typed
+from specs.messages import (AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest,
+                            AddPartitionsToTxnResponse, EndTxnRequest, EndTxnResponse, InitProducerIdRequest,
+                            InitProducerIdResponse, TransactionLogKey, TransactionLogValue, TxnOffsetCommitRequest,
+                            TxnOffsetCommitResponse)
 from specs.protocol_messages import ApiKey
 
 from kafkaforensics.broker.read_path import valid_batches
@@ -19,7 +23,9 @@ from kafkaforensics.records.builder import BatchProducer
 from kafkaforensics.records.internal_topics import decode_transaction_log, encode_transaction_log
 
 #: one transaction of an AddPartitionsToTxn v4+ (v0-3's fields are made one)
-_TXN = REQUEST_TYPES[ApiKey.ADD_PARTITIONS_TO_TXN].SUBS["Transactions"]
+_TXN = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
+_APT = AddPartitionsToTxnResponse
+_TOC = TxnOffsetCommitResponse
 
 
 class Transactions:
@@ -57,15 +63,16 @@ class Transactions:
         """Append coordinator transitions to __transaction_state-N, one batch a partition."""
         by_partition: dict = {}
         for e in entries:
-            value = {"ProducerId": e.producer_id, "ProducerEpoch": e.producer_epoch,
-                     "TransactionTimeoutMs": e.timeout_ms, "TransactionStatus": e.status,
-                     "TransactionPartitions": [{"Topic": t, "PartitionIds": sorted(p for tt, p in e.partitions
-                                                                                   if tt == t)}
-                                               for t in sorted({t for t, _p in e.partitions})],
-                     "TransactionLastUpdateTimestampMs": e.last_update_ms,
-                     "TransactionStartTimestampMs": e.start_ms, "ClientTransactionVersion": 2 if e.v2 else 0}
+            value = TransactionLogValue(
+                producer_id=e.producer_id, producer_epoch=e.producer_epoch, transaction_timeout_ms=e.timeout_ms,
+                transaction_status=e.status,
+                transaction_partitions=[TransactionLogValue.PartitionsSchema(
+                    topic=t, partition_ids=sorted(p for tt, p in e.partitions if tt == t))
+                    for t in sorted({t for t, _p in e.partitions})],
+                transaction_last_update_timestamp_ms=e.last_update_ms, transaction_start_timestamp_ms=e.start_ms,
+                client_transaction_version=2 if e.v2 else 0)
             s = self.b.internal_partition("__transaction_state", e.transactional_id)
-            by_partition.setdefault(s, []).append(encode_transaction_log(e.transactional_id, value,
+            by_partition.setdefault(s, []).append(encode_transaction_log(e.transactional_id, value.to_dict(),
                                                                          value_version=1 if e.v2 else 0))
         now = int(time.time() * 1000)
         for s, records in by_partition.items():
@@ -84,17 +91,17 @@ class Transactions:
                         k, v = decode_transaction_log(r.key, r.value)
                     except (KafkaFormatError, ValueError, TypeError):
                         continue
-                    tid = k["data"].get("TransactionalId")
+                    tid = TransactionLogKey.from_dict(k["data"]).transactional_id
                     if v is None:
                         out.pop(tid, None)
                         continue
-                    d = v["data"]
-                    out[tid] = LogEntry(tid, d["ProducerId"], d["ProducerEpoch"], d["TransactionTimeoutMs"],
-                                        d["TransactionStatus"],
-                                        tuple(sorted((p["Topic"], i) for p in d.get("TransactionPartitions") or []
-                                                     for i in p["PartitionIds"])),
-                                        d["TransactionLastUpdateTimestampMs"], d["TransactionStartTimestampMs"],
-                                        d.get("ClientTransactionVersion", 0) >= 2)
+                    d = TransactionLogValue.from_dict(v["data"])
+                    out[tid] = LogEntry(tid, d.producer_id, d.producer_epoch, d.transaction_timeout_ms,
+                                        d.transaction_status,
+                                        tuple(sorted((p.topic, i) for p in d.transaction_partitions or []
+                                                     for i in p.partition_ids)),
+                                        d.transaction_last_update_timestamp_ms, d.transaction_start_timestamp_ms,
+                                        d.client_transaction_version >= 2)
         return out
 
     def restore_transactions(self) -> None:
@@ -106,21 +113,21 @@ class Transactions:
         done = self.b.txn.restore(list(logged.values()))
         self.write_markers(done, restored=True)
 
-    def init_producer_id(self, version: int, body) -> dict:
+    def init_producer_id(self, version: int, body) -> InitProducerIdResponse:
         """A producer id: a new one without a transactional id, else the coordinator's (epoch bumped)."""
-        req = typed(ApiKey.INIT_PRODUCER_ID, body)
+        req: InitProducerIdRequest = typed(ApiKey.INIT_PRODUCER_ID, body)
         tid = req.transactional_id
         if tid is None:
-            return {"ErrorCode": NONE, "ProducerId": self.b.new_producer_id(), "ProducerEpoch": 0}
+            return InitProducerIdResponse(error_code=NONE, producer_id=self.b.new_producer_id(), producer_epoch=0)
         self.expire_transactions()
         o = self.b.txn.init_producer_id(tid, req.transaction_timeout_ms, req.producer_id, req.producer_epoch)
         self.write_markers(o.markers)
-        return {"ErrorCode": client_error(o.error, 4, version), "ProducerId": o.producer_id,
-                "ProducerEpoch": o.producer_epoch}
+        return InitProducerIdResponse(error_code=client_error(o.error, 4, version), producer_id=o.producer_id,
+                                      producer_epoch=o.producer_epoch)
 
-    def add_partitions_to_txn(self, version: int, body) -> dict:
+    def add_partitions_to_txn(self, version: int, body) -> AddPartitionsToTxnResponse:
         """v0-3 (clients): one transaction; v4+ (the batched form): each, VerifyOnly or adding."""
-        req = typed(ApiKey.ADD_PARTITIONS_TO_TXN, body)
+        req: AddPartitionsToTxnRequest = typed(ApiKey.ADD_PARTITIONS_TO_TXN, body)
         self.expire_transactions()
         if version <= 3:
             txns = [_TXN(transactional_id=req.v3_and_below_transactional_id, producer_id=req.v3_and_below_producer_id,
@@ -141,41 +148,40 @@ class Transactions:
                 err = client_error(err, 2, version)
                 errs = {tp: (UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else
                              OPERATION_NOT_ATTEMPTED if unknown else err) for tp in wanted}
-            topics = []
-            for t in tx.topics:
-                topics.append({"Name": t.name, "ResultsByPartition": [
-                    {"PartitionIndex": p, "PartitionErrorCode": errs[(t.name, p)]} for p in t.partitions]})
-            results.append({"TransactionalId": tid, "TopicResults": topics})
+            topics = [_APT.AddPartitionsToTxnTopicResult(name=t.name, results_by_partition=[
+                _APT.AddPartitionsToTxnPartitionResult(partition_index=p, partition_error_code=errs[(t.name, p)])
+                for p in t.partitions]) for t in tx.topics]
+            results.append(_APT.AddPartitionsToTxnResult(transactional_id=tid, topic_results=topics))
         self.log_transactions(self.b.txn.take_log())
         if version <= 3:
-            return {"ResultsByTopicV3AndBelow": results[0]["TopicResults"] if results else []}
-        return {"ErrorCode": NONE, "ResultsByTransaction": results}
+            return _APT(results_by_topic_v3_and_below=results[0].topic_results if results else [])
+        return _APT(error_code=NONE, results_by_transaction=results)
 
-    def end_txn(self, version: int, body) -> dict:
+    def end_txn(self, version: int, body) -> EndTxnResponse:
         """EndTxn: v5+ is the v2 flow (the epoch bumped, the new one answered)."""
-        req = typed(ApiKey.END_TXN, body)
+        req: EndTxnRequest = typed(ApiKey.END_TXN, body)
         self.expire_transactions()
         o = self.b.txn.end_txn(req.transactional_id, req.producer_id, req.producer_epoch, bool(req.committed),
                                v2=version >= 5)
         self.write_markers(o.markers)
-        return {"ErrorCode": client_error(o.error, 2, version), "ProducerId": o.producer_id,
-                "ProducerEpoch": o.producer_epoch}
+        return EndTxnResponse(error_code=client_error(o.error, 2, version), producer_id=o.producer_id,
+                              producer_epoch=o.producer_epoch)
 
-    def add_offsets_to_txn(self, version: int, body) -> dict:
+    def add_offsets_to_txn(self, version: int, body) -> AddOffsetsToTxnResponse:
         """The group's __consumer_offsets partition joins the transaction."""
-        req = typed(ApiKey.ADD_OFFSETS_TO_TXN, body)
+        req: AddOffsetsToTxnRequest = typed(ApiKey.ADD_OFFSETS_TO_TXN, body)
         self.expire_transactions()
         s = self.b.offsets_partition(req.group_id)
         err = self.b.txn.add_partitions(req.transactional_id, req.producer_id, req.producer_epoch,
                                         [(s.topic, s.partition)])
         self.log_transactions(self.b.txn.take_log())
-        return {"ErrorCode": client_error(err, 2, version)}
+        return AddOffsetsToTxnResponse(error_code=client_error(err, 2, version))
 
-    def txn_offset_commit(self, version: int, body) -> dict:
+    def txn_offset_commit(self, version: int, body) -> TxnOffsetCommitResponse:
         """The commits go to __consumer_offsets-N in a transactional batch of the producer; they
         become the group's offsets when EndTxn commits (an abort drops them).  v1 requires
         AddOffsetsToTxn first; v5+ (transactions v2) adds the offsets partition itself."""
-        req = typed(ApiKey.TXN_OFFSET_COMMIT, body)
+        req: TxnOffsetCommitRequest = typed(ApiKey.TXN_OFFSET_COMMIT, body)
         tid, gid, pid, epoch = req.transactional_id, req.group_id, req.producer_id, req.producer_epoch
         commits = [(t.name, p.partition_index, p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "")
                    for t in req.topics for p in t.partitions]
@@ -189,8 +195,9 @@ class Transactions:
             if err == NONE:
                 self.b.txn.add_offsets(tid, gid, commits)
         err = client_error(err, 1 << 15, version)  # the log's producer-state check answers it, in every version
-        return {"Topics": [{"Name": t.name, "Partitions": [{"PartitionIndex": p.partition_index, "ErrorCode": err}
-                                                           for p in t.partitions]} for t in req.topics]}
+        return _TOC(topics=[_TOC.TxnOffsetCommitResponseTopic(name=t.name, partitions=[
+            _TOC.TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=err)
+            for p in t.partitions]) for t in req.topics])
 
     def check_transactional(self, version: int, tid, data: bytes, key) -> int:
         """A Produce's partition data: a transactional batch must belong to its producer's open

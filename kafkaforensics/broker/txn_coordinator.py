@@ -41,6 +41,7 @@ from typing import Callable
 from specs.kafka_errors import (CONCURRENT_TRANSACTIONS, INVALID_PRODUCER_EPOCH, INVALID_PRODUCER_ID_MAPPING,
                                 INVALID_REQUEST, INVALID_TRANSACTION_TIMEOUT, INVALID_TXN_STATE, NONE,
                                 PRODUCER_FENCED)
+from specs.messages import DescribeTransactionsResponse
 
 #: Kafka's transaction.max.timeout.ms default (15 minutes)
 MAX_TIMEOUT_MS = 900_000
@@ -208,7 +209,7 @@ class TransactionCoordinator:
     def add_partitions(self, tid, pid, epoch, partitions, *, v2: bool = False) -> int:
         """AddPartitionsToTxn (v1), AddOffsetsToTxn's offsets partition, or a v2 transactional Produce."""
         err, t = self._check(tid, pid, epoch)
-        if err:
+        if t is None:  # (with an error, always)
             return err
         if t.state != TxnState.ONGOING:  # a new transaction begins
             t.state, t.start_ms, t.partitions, t.offsets, t.v2 = TxnState.ONGOING, self._now(), set(), {}, v2
@@ -221,7 +222,7 @@ class TransactionCoordinator:
     def verify(self, tid, pid, epoch, partition) -> int:
         """A v1 transactional Produce: its partition must have joined the producer's open transaction."""
         err, t = self._check(tid, pid, epoch)
-        if err:
+        if t is None:  # (with an error, always)
             return err
         if t.state != TxnState.ONGOING or partition not in t.partitions:
             return INVALID_TXN_STATE
@@ -296,13 +297,10 @@ class TransactionCoordinator:
                 self.complete(tid)
         return out
 
-    def describe(self) -> dict[str, dict]:
+    def describe(self) -> dict[str, DescribeTransactionsResponse.TransactionState]:
         """Each transactional id as DescribeTransactions / ListTransactions answer it."""
-        return {tid: {"TransactionalId": tid, "ProducerId": t.producer_id, "ProducerEpoch": t.producer_epoch,
-                      "TransactionState": t.state.value, "TransactionTimeoutMs": t.timeout_ms,
-                      "TransactionStartTimeMs": t.start_ms,
-                      "Topics": [{"Topic": topic, "Partitions": sorted(p for tt, p in t.partitions if tt == topic)}
-                                 for topic in sorted({tt for tt, _p in t.partitions})]}
+        return {tid: transaction_state(tid, t.producer_id, t.producer_epoch, t.state.value, t.timeout_ms, t.start_ms,
+                                       t.partitions)
                 for tid, t in self.txns.items()}
 
 
@@ -310,3 +308,14 @@ def client_error(error: int, fenced_from: int, version: int) -> int:
     """PRODUCER_FENCED as the request version knows it: INVALID_PRODUCER_EPOCH below ``fenced_from``
     (KafkaApis maps it so for clients that predate PRODUCER_FENCED)."""
     return INVALID_PRODUCER_EPOCH if error == PRODUCER_FENCED and version < fenced_from else error
+
+
+def transaction_state(tid: str, producer_id: int, epoch: int, state: str, timeout_ms: int, start_ms: int,
+                      partitions) -> DescribeTransactionsResponse.TransactionState:
+    """One transactional id as DescribeTransactions answers it (ListTransactions reads it too)."""
+    dtr = DescribeTransactionsResponse
+    return dtr.TransactionState(
+        error_code=NONE, transactional_id=tid, producer_id=producer_id, producer_epoch=epoch,
+        transaction_state=state, transaction_timeout_ms=timeout_ms, transaction_start_time_ms=start_ms,
+        topics=[dtr.TopicData(topic=topic, partitions=sorted(p for tt, p in partitions if tt == topic))
+                for topic in sorted({tt for tt, _p in partitions})])
