@@ -13,7 +13,7 @@ import mmap
 import os
 import re
 from contextlib import contextmanager
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, ContextManager, NamedTuple, Protocol
 
 from specs import legacy as L
 from specs import record_batch as R
@@ -409,6 +409,10 @@ class LocalFiles:
     def __reduce__(self) -> str:
         return "LOCAL_FILES"  # one local source: a copy (a Spark task's) unpickles to the same object
 
+    def size(self, path: str) -> int:
+        """The file's size in bytes."""
+        return os.path.getsize(path)
+
     def read_all(self, path: str) -> bytes | None:
         """A whole file (an index), or None when there is none."""
         try:
@@ -459,6 +463,11 @@ class ObjectFiles:
     def __init__(self, resolve):
         self.resolve = resolve
 
+    def size(self, uri: str) -> int:
+        """The object's size in bytes."""
+        fs, path = self.resolve(uri)
+        return fs.get_file_info(path).size or 0
+
     def read_all(self, uri: str) -> bytes | None:
         """A whole object (an index), or None when there is none or it cannot be read."""
         fs, path = self.resolve(uri)
@@ -495,6 +504,17 @@ class ObjectFiles:
 
 #: the byte source of every segment not told otherwise
 LOCAL_FILES = LocalFiles()
+
+
+class ByteSource(Protocol):
+    """Where a :class:`Segment`'s files come from: :class:`LocalFiles`, :class:`ObjectFiles`, or a
+    remote tier's objects (:mod:`.remote.source`, whose ``.log`` is chunked, compressed or encrypted)."""
+
+    def size(self, name: str) -> int: ...
+    def read_all(self, name: str) -> bytes | None: ...
+    def reader(self, name: str) -> ContextManager: ...
+    def range(self, name: str, start: int, end: int | None, small: int = 0) -> ContextManager: ...
+    def mapped(self, name: str) -> ContextManager: ...
 
 
 class SegmentBytes:
@@ -570,7 +590,7 @@ class Segment:
     #: a ``.log`` file a user names whatever its name (:meth:`of_file`); None: the one named after the base
     file: str | None = None
     #: where the files' bytes come from (:class:`LocalFiles`, or :class:`ObjectFiles` for the Spark source)
-    source: "LocalFiles | ObjectFiles" = LOCAL_FILES
+    source: ByteSource = LOCAL_FILES
     #: files a user names whatever their names, by suffix (:meth:`of_index`)
     named: dict = field(default_factory=dict)
     #: suffix -> ((size, mtime_ns, inode), entries): the indexes read so far (never compared or pickled)
@@ -603,7 +623,12 @@ class Segment:
 
     @property
     def size(self) -> int:
-        return os.path.getsize(self.log)
+        return self.source.size(self.log)
+
+    @property
+    def is_local(self) -> bool:
+        """Whether the files are on the local disk (else in an object store or a remote tier's objects)."""
+        return isinstance(self.source, LocalFiles)
 
     # -- the files ---------------------------------------------------------------------------------
     def _edges(self, suffix: str, entry) -> tuple[tuple, tuple] | None:
@@ -622,7 +647,14 @@ class Segment:
     def _index(self, suffix: str) -> list:
         """The entries of the index ``suffix`` ([] when missing or empty): parsed once, parsed again
         only when the file's size, modification time or inode has changed since (an append rewrites
-        it through a rename). The list is shared: callers never change it."""
+        it through a rename). The list is shared: callers never change it.  A segment whose files are
+        not local reads the index once through its byte source (objects are never appended to)."""
+        if not self.is_local:
+            hit = self._indexes.get(suffix)
+            if hit is None:
+                data = self.file_bytes(suffix)
+                hit = self._indexes[suffix] = (None, _INDEX_READERS[suffix](data, self) if data else [])
+            return hit[1]
         path = self.path(suffix)
         try:
             st = os.stat(path)
@@ -691,6 +723,8 @@ class Segment:
     def walk(self, position: int = 0, max_position: int | None = None, **kw):
         """The segment's walk from byte ``position`` (up to ``max_position``) as a block:
         ``with seg.walk() as w: for b in w: ...`` then ``w.stop``, ``w.valid_bytes``."""
+        if not self.is_local:
+            return _source_walk(self, position, max_position, **kw)
         return open_walk(self.log, start=position, end=max_position, base_offset=self.base_offset, **kw)
 
     def translate_offset(self, offset: int, start_position: int = 0) -> LogOffsetPosition | None:
@@ -794,7 +828,7 @@ class Segment:
         """The segment's walk for the block as (walk, items): ``items`` the batches one by one when the
         file is at most ``small`` bytes, else :meth:`BatchScanner.iter_runs` over ``preadv`` copies."""
         with self.walk(max_batch_bytes=max_batch_bytes) as scanner:
-            if len(scanner.buf) <= small:
+            if len(scanner.buf) <= small or not self.is_local:
                 yield scanner, iter(scanner)
                 return
             fd = os.open(self.log, os.O_RDONLY)
@@ -813,6 +847,15 @@ def offset_for_timestamp(segments, timestamp: int, log_start_offset: int) -> Tim
             return found
     return None
 
+
+
+@contextmanager
+def _source_walk(seg: Segment, start: int, end: int | None, sequential: bool = True, **kw):
+    """:func:`open_walk` of a segment whose ``.log`` is not a local file: over its bytes as its byte
+    source gives them (a remote tier's decoded chunks, an object read whole)."""
+    with seg.source.mapped(seg.log) as buf:
+        yield BatchScanner(buf, start=start, end=None if end is None else min(end, len(buf)), file=seg.log,
+                           base_offset=seg.base_offset, **kw)
 
 
 @contextmanager

@@ -1,0 +1,140 @@
+"""A segment of a remote tier as a :class:`~kafkaforensics.log.segment.Segment` byte source: the
+``.log`` object's chunks mapped back onto the original segment's bytes (a read of a byte range fetches
+only the chunks holding it, in one ranged request, and detransforms them), and each segment index cut
+out of the ``.indexes`` object."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from kafkaforensics.errors import KafkaFormatError
+from kafkaforensics.log.remote.aiven import Manifest, decrypt, detransform
+from kafkaforensics.log.remote.store import Store
+
+
+class ChunkedObjectFiles:
+    """The byte source of one plugin segment.  Names: ``log`` the ``.log`` object's URI (its bytes
+    the original segment's), ``indexes[kind]`` a name per index (``<.indexes URI>#<kind>``)."""
+
+    def __init__(self, store: Store, log_key: str, indexes_key: str, manifest: Manifest, data_key: bytes | None):
+        self.store, self.log_key, self.indexes_key = store, log_key, indexes_key
+        self.manifest, self.data_key = manifest, data_key
+        self.log = store.uri(log_key)
+        self.index_names = {kind: f"{store.uri(indexes_key)}#{kind}" for kind in manifest.indexes}
+
+    # -- the .log: original bytes through the chunk index --------------------------------------------
+    def size(self, name: str) -> int:
+        """The original segment's size (the chunk index's)."""
+        return self.manifest.chunk_index.original_file_size if name == self.log else len(self.read_all(name) or b"")
+
+    def read_log(self, start: int, end: int | None) -> bytes:
+        """Original bytes ``[start, end)`` of the segment: the chunks holding them fetched in one ranged
+        read and detransformed; a chunk that fails is a ``remote-chunk`` error naming the object, the
+        chunk and its byte in the object."""
+        index = self.manifest.chunk_index
+        stop = index.original_file_size if end is None else min(end, index.original_file_size)
+        chunks = index.chunks_for_range(start, stop)
+        if not chunks:
+            return b""
+        first = chunks[0].transformed_position
+        raw = self.store.read(self.log_key, first, chunks[-1].transformed_position + chunks[-1].transformed_size)
+        parts = []
+        for c in chunks:
+            piece = raw[c.transformed_position - first:c.transformed_position - first + c.transformed_size]
+            try:
+                if len(piece) != c.transformed_size:
+                    raise KafkaFormatError("remote-chunk", f"object ends inside the chunk ({len(piece)} of "
+                                                           f"{c.transformed_size} bytes)")
+                out = detransform(piece, self.manifest, self.data_key, c.original_size)
+                if len(out) != c.original_size:
+                    raise KafkaFormatError("remote-chunk", f"{len(out)} bytes, the chunk index says {c.original_size}")
+            except KafkaFormatError as e:
+                e.problem.detail = f"chunk {c.id}: {e.problem.detail}"
+                raise e.located(file=self.log, position=c.transformed_position) from None
+            parts.append(out)
+        data = b"".join(parts)
+        base = chunks[0].original_position
+        return data[start - base:stop - base]
+
+    def read_index(self, kind: str) -> bytes | None:
+        """One segment index (``offset``, ``time``, ``transaction``, ``producer-snapshot``,
+        ``leader-epoch``) cut out of the ``.indexes`` object and decrypted; None when it is empty."""
+        at = self.manifest.indexes.get(kind)
+        if at is None or at[1] == 0:
+            return None
+        pos, size = at
+        data = self.store.read(self.indexes_key, pos, pos + size)
+        try:
+            if len(data) != size:
+                raise KafkaFormatError("remote-index", f"{kind} index: object ends at {pos + len(data)}, "
+                                                       f"the manifest says {pos + size}")
+            if self.manifest.aad is not None:
+                data = decrypt(data, self.data_key or b"", self.manifest.aad)
+        except KafkaFormatError as e:
+            e.problem.detail = f"{kind} index: {e.problem.detail}" if kind not in e.problem.detail else e.problem.detail
+            raise e.located(file=self.store.uri(self.indexes_key), position=pos) from None
+        return data
+
+    # -- the byte source interface (LocalFiles / ObjectFiles) ------------------------------------------
+    def read_all(self, name: str) -> bytes | None:
+        """A whole file: the original segment, or one index (None when there is none)."""
+        if name == self.log:
+            return self.read_log(0, None)
+        for kind, n in self.index_names.items():
+            if n == name:
+                return self.read_index(kind)
+        return None
+
+    @contextmanager
+    def reader(self, name: str):
+        """``read(position, n)`` over the original segment (fewer bytes at its end)."""
+        yield lambda position, n: self.read_log(position, position + n)
+
+    @contextmanager
+    def range(self, name: str, start: int, end: int | None, small: int = 0):
+        """(buffer, shift, first, stop) of original bytes ``[start, end)``: only the chunks holding them."""
+        data = self.read_log(start, end)
+        yield data, start, 0, len(data)
+
+    @contextmanager
+    def mapped(self, name: str):
+        """The whole original segment as one buffer."""
+        yield self.read_log(0, None)
+
+
+class StoreFiles:
+    """The byte source of a raw-layout segment in a bucket: its files are objects, named by URI,
+    read whole (an index) or in byte ranges (the ``.log``)."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def _key(self, name: str) -> str:
+        return name[len(self.store.uri_root) + 1:]
+
+    def size(self, name: str) -> int:
+        """The object's size."""
+        return self.store.size(self._key(name))
+
+    def read_all(self, name: str) -> bytes | None:
+        """A whole object, or None when there is none."""
+        try:
+            return self.store.read(self._key(name))
+        except KafkaFormatError:
+            return None
+
+    @contextmanager
+    def reader(self, name: str):
+        """``read(position, n)`` of the object (fewer bytes at its end)."""
+        key = self._key(name)
+        yield lambda position, n: self.store.read(key, position, position + n)
+
+    @contextmanager
+    def range(self, name: str, start: int, end: int | None, small: int = 0):
+        """(buffer, shift, first, stop) of bytes ``[start, end)``, in one ranged request."""
+        data = self.store.read(self._key(name), start, end)
+        yield data, start, 0, len(data)
+
+    @contextmanager
+    def mapped(self, name: str):
+        """The whole object as one buffer."""
+        yield self.store.read(self._key(name))
