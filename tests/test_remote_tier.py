@@ -1,11 +1,14 @@
 """The remote tier reader (issue 55 items 1 and 6): Aiven's tiered-storage plugin layout and the raw
 layout, read from a dir, ``file://`` and ``s3://``; each remote segment a Segment every reader walks."""
+import base64
+import json
 import os
+import struct
 
 import pytest
 
 from kafkaforensics.errors import KafkaFormatError
-from kafkaforensics.log.remote import RemoteTier, RemoteTierError
+from kafkaforensics.log.remote import RemoteTier, RemoteTierError, aiven
 from kafkaforensics.log.segment import LOG, Segment, iter_batches
 from tests.corruption import make_partition
 from tests.remote_fixtures import rsa_key, upload, upload_raw
@@ -101,3 +104,66 @@ def test_wrong_key_is_a_located_error(part, tmp_path):
 def test_readme_lists_the_remote_modules():
     from tests.test_layout import assert_readme_row_lists
     assert_readme_row_lists("kafkaforensics/log/remote")
+
+
+# -- the plugin's own test vectors (tests/fixtures/aiven-tiered-storage/NOTICE) -----------------------
+PLUGIN = os.path.join(os.path.dirname(__file__), "fixtures", "aiven-tiered-storage")
+
+
+def _vectors():
+    with open(os.path.join(PLUGIN, "vectors.json")) as f:
+        return json.load(f)
+
+
+def test_plugin_chunk_sizes_codec_vectors():
+    v = _vectors()["chunk_sizes_codec"]
+    for values in v["round_trip"]:
+        assert aiven.decode_chunk_sizes(aiven.encode_chunk_sizes(values)) == values
+    for case in v["multiple_values"]:
+        values = list(range(*case["range"])) if "range" in case else case["values"]
+        values = values[::-1] if case.get("reversed") else values
+        encoded = aiven.encode_chunk_sizes(values)
+        assert len(encoded) == 4 + 4 + 1 + (len(values) - 1) * case["bytes_per_value"] + 4
+        assert struct.unpack_from(">i", encoded)[0] == len(values) and encoded[8] == case["bytes_per_value"]
+        assert aiven.decode_chunk_sizes(encoded) == values
+    for values in v["negative"]:
+        with pytest.raises(ValueError, match="Values cannot be negative"):
+            aiven.encode_chunk_sizes(values)
+
+
+def test_plugin_chunk_index_vectors():
+    v = _vectors()["chunk_index"]
+    packed = base64.b64decode(v["encoded_chunks"])   # zstd-jni's frame of the plugin's codec bytes
+    assert aiven.decode_chunk_sizes(aiven._zstd_decompress(packed)) == v["encoded_chunks_values"]
+    for kind in ("fixed", "variable"):
+        index = aiven.parse_chunk_index(v[kind])
+        assert [list(c) for c in index.chunks] == v[f"{kind}_chunks"]
+        assert aiven.chunk_index_json(index, variable=kind == "variable") == v[kind]   # our writer writes it back
+    fixed = aiven.parse_chunk_index(v["fixed"])
+    assert [c.id for c in fixed.chunks_for_range(99, 201)] == [0, 1, 2] and fixed.chunks_for_range(250, 300) == []
+
+
+def test_plugin_object_key_vectors():
+    v = _vectors()["object_keys"]
+    for key, suffix in zip(v["keys"], ("log", "indexes", "rsm-manifest")):
+        k = aiven.parse_key(key)
+        assert (k.prefix, k.topic, k.topic_id, k.partition, k.base_offset, k.segment_id, k.suffix) == (
+            v["prefix"], v["topic"], v["topic_id"], v["partition"], v["base_offset"], v["segment_id"], suffix)
+        assert aiven.object_key(v["prefix"], v["topic"], v["topic_id"], v["partition"], v["base_offset"],
+                                v["segment_id"], suffix) == key
+    assert aiven.parse_key(v["integration_test_key"]).base_offset == 23
+    assert aiven.parse_key("prefix/topic-AAAAAAAAAAAAAAAAAAAAAQ/7/1234-AAAAAAAAAAAAAAAAAAAAAA.log") is None
+
+
+def test_plugin_manifest_vectors():
+    for name in ("manifest-without-encryption.json", "manifest-without-txn-index.json", "manifest-cache-test.json"):
+        with open(os.path.join(PLUGIN, name), "rb") as f:
+            m = aiven.parse_manifest(f.read())
+        assert m.chunk_index.chunks[-1] == (9, 900, 100, 990, 110) and not m.compression and m.aad is None
+        expected = {"offset": (0, 1), "time": (1, 1), "producer-snapshot": (2, 1), "leader-epoch": (3, 1)}
+        if name != "manifest-without-txn-index.json":
+            expected["transaction"] = (4, 1)
+        assert m.indexes == expected
+    with open(os.path.join(PLUGIN, "manifest-encryption-without-data-key.json"), "rb") as f:
+        with pytest.raises(KafkaFormatError, match="dataKey"):   # the plugin requires it (required = true)
+            aiven.parse_manifest(f.read())

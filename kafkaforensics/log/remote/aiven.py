@@ -97,7 +97,9 @@ def decode_chunk_sizes(data: bytes) -> list[int]:
 
 
 def encode_chunk_sizes(values: list[int]) -> bytes:
-    """ChunkSizesBinaryCodec.encode (the test writer's)."""
+    """ChunkSizesBinaryCodec.encode (the test writer's); negative values are refused, as there."""
+    if any(v < 0 for v in values):
+        raise ValueError("Values cannot be negative")
     if len(values) <= 1:
         return struct.pack(">i", len(values)) + b"".join(struct.pack(">i", v) for v in values)
     base = min(values[:-1])
@@ -141,6 +143,7 @@ class ChunkIndex:
 
     def chunks_for_range(self, start: int, end: int) -> list[Chunk]:
         """The chunks holding original bytes ``[start, end)`` (chunksForRange)."""
+        end = min(end, self.original_file_size)
         if end <= start:
             return []
         first = start // self.original_chunk_size
