@@ -8,7 +8,15 @@ from __future__ import annotations
 import base64
 import json
 import os
+import signal
+import socket
+import subprocess
+import sys
+import time
 import uuid
+from contextlib import contextmanager
+
+from pyarrow import fs as pafs
 
 from kafkaforensics.log.remote import aiven
 from kafkaforensics.log.remote.keys import wrap
@@ -151,3 +159,54 @@ def upload_raw(segment_paths, dest: str, *, style: str = "slash", watermark: int
         watermark = next((o for o in others if o > last), last)
     _put(store, f"{where}/offset.wm", f"{watermark}\n".encode())
     return keys
+
+
+# -- an S3 bucket: moto's server on 127.0.0.1, as tests/test_spark_remote.py starts it ----------------
+S3_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def moto_s3(buckets=("tier",)):
+    """An S3-compatible server (moto) on 127.0.0.1 with ``buckets`` created, the environment pointing
+    at it (``AWS_ENDPOINT_URL``, test credentials) for the block; yields the endpoint.  The server is
+    stopped by its pid when the block ends."""
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    saved = {k: os.environ.get(k) for k in (*S3_ENV, "AWS_ENDPOINT_URL")}
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("the S3 server did not start")
+                time.sleep(0.2)
+        endpoint = f"http://127.0.0.1:{port}"
+        os.environ.update(S3_ENV, AWS_ENDPOINT_URL=endpoint)
+        fs = pafs.S3FileSystem(access_key="testing", secret_key="testing", region="us-east-1", scheme="http",
+                               endpoint_override=f"127.0.0.1:{port}", allow_bucket_creation=True)
+        for b in buckets:
+            fs.create_dir(b)
+        yield endpoint
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)

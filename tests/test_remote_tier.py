@@ -11,7 +11,7 @@ from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.remote import RemoteTier, RemoteTierError, aiven
 from kafkaforensics.log.segment import LOG, Segment, iter_batches
 from tests.corruption import make_partition
-from tests.remote_fixtures import rsa_key, upload, upload_raw
+from tests.remote_fixtures import moto_s3, rsa_key, upload, upload_raw
 
 
 @pytest.fixture(scope="module")
@@ -167,3 +167,36 @@ def test_plugin_manifest_vectors():
     with open(os.path.join(PLUGIN, "manifest-encryption-without-data-key.json"), "rb") as f:
         with pytest.raises(KafkaFormatError, match="dataKey"):   # the plugin requires it (required = true)
             aiven.parse_manifest(f.read())
+
+
+# -- s3:// (moto) ----------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def s3():
+    with moto_s3(("tier",)) as endpoint:
+        yield endpoint
+
+
+@pytest.mark.parametrize("transform", ["plain", "zstd", "encrypted"])
+def test_plugin_layout_in_a_bucket(part, tmp_path, s3, transform):
+    key, pem = rsa_key(tmp_path)
+    logs = _logs(part)
+    upload(logs, f"s3://tier/{transform}", transform, public_key=key.public_key())
+    tier = RemoteTier.open(f"s3://tier/{transform}", key_files={"key1": pem})
+    assert tier.layout == "aiven" and tier.segments("events", 0)[0].key.startswith(f"events-")
+    assert tier.segments("events", 0)[0].segment().log.startswith(f"s3://tier/{transform}/events-")
+    _same_as_local(tier, logs)
+
+
+def test_raw_layout_in_a_bucket(part, s3):
+    logs = _logs(part)
+    upload_raw(logs, "s3://tier/raw")
+    tier = RemoteTier.open("s3://tier/raw")
+    assert tier.layout == "raw"
+    _same_as_local(tier, logs)
+
+
+def test_missing_bucket_or_prefix_is_one_line(s3):
+    with pytest.raises(RemoteTierError, match="no such bucket: nobucket"):
+        RemoteTier.open("s3://nobucket/x")
+    with pytest.raises(RemoteTierError, match="bucket tier has no prefix nothing-here"):
+        RemoteTier.open("s3://tier/nothing-here")

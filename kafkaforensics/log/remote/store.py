@@ -62,9 +62,8 @@ class Store:
         or prefix, or one that cannot be listed, is a :class:`RemoteTierError`."""
         try:
             info = self.fs.get_file_info(self.root)
-            if info.type != pafs.FileType.Directory and not (self.scheme and info.type == pafs.FileType.NotFound):
-                what = "no such directory" if info.type == pafs.FileType.NotFound else "not a directory"
-                raise RemoteTierError(f"{self.given}: {what}", file=self.given)
+            if info.type != pafs.FileType.Directory:
+                raise RemoteTierError(f"{self.given}: {self._missing(info)}", file=self.given)
             found = self.fs.get_file_info(pafs.FileSelector(self.root, recursive=True, allow_not_found=True))
         except OSError as e:
             first = str(e).splitlines()[0] if str(e) else type(e).__name__
@@ -75,6 +74,17 @@ class Store:
             raise RemoteTierError(f"{self.given}: no objects (no such bucket, prefix or directory?)",
                                   file=self.given)
         return out
+
+    def _missing(self, info) -> str:
+        """Why the root is no dir: no such dir (bucket, prefix), or a file."""
+        if info.type != pafs.FileType.NotFound:
+            return "not a directory"
+        if not self.scheme:
+            return "no such directory"
+        bucket, _, prefix = self.root.partition("/")
+        if self.fs.get_file_info(bucket).type == pafs.FileType.NotFound:
+            return f"no such bucket: {bucket}"
+        return f"bucket {bucket} has no prefix {prefix}"
 
     def read(self, key: str, start: int = 0, end: int | None = None) -> bytes:
         """Bytes ``[start, end)`` of an object (``end`` None: to its end), in one ranged request;
