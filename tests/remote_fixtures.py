@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -136,6 +137,23 @@ def upload(segment_paths, dest: str, transform: str = "plain", *, prefix: str = 
         out.append({"topic": topic, "partition": partition, "topic_id": topic_id, "segment_id": seg_id,
                     "base_offset": base, "end_offset": end - 1, "keys": keys})
     return out
+
+
+def split_partition(part_dir: str, log_dir: str, n_remote: int, dest: str, transform: str = "plain",
+                    **upload_kw) -> list[dict]:
+    """A partition over both tiers, as a broker with tiered storage leaves it: ``part_dir`` copied into
+    ``log_dir`` (as ``<log_dir>/<its name>``), its first ``n_remote`` segments uploaded to ``dest`` (as
+    :func:`upload`, with ``transform`` and ``upload_kw``) and deleted from the copy (local retention;
+    the producer snapshots stay).  Returns :func:`upload`'s list."""
+    local = os.path.join(str(log_dir), os.path.basename(os.path.abspath(part_dir)))
+    shutil.copytree(part_dir, local)
+    logs = sorted(f for f in os.listdir(part_dir) if f.endswith(LOG))[:n_remote]
+    up = upload([os.path.join(part_dir, f) for f in logs], dest, transform, **upload_kw)
+    for name in logs:
+        for f in os.listdir(local):
+            if f.startswith(name[:20]) and not f.endswith(SNAPSHOT):
+                os.remove(os.path.join(local, f))
+    return up
 
 
 def upload_raw(segment_paths, dest: str, *, style: str = "slash", watermark: int | None = None) -> list[str]:
