@@ -6,9 +6,10 @@ import os
 import struct
 
 import pytest
+from cryptography.hazmat.primitives import serialization
 
 from kafkaforensics.errors import KafkaFormatError
-from kafkaforensics.log.remote import RemoteTier, RemoteTierError, aiven
+from kafkaforensics.log.remote import RemoteTier, RemoteTierError, aiven, keys
 from kafkaforensics.log.segment import LOG, Segment, iter_batches
 from tests.corruption import make_partition
 from tests.remote_fixtures import moto_s3, rsa_key, split_partition, upload, upload_raw
@@ -333,3 +334,19 @@ def test_verify_remote_usage_errors(kfx, tmp_path):
                        (["--key-file", "k=x.pem", str(tmp_path)], "--key-file needs --remote")):
         r = kfx("verify", *args)
         assert r.exit_code == 2 and says in r.output and len(r.output.strip().splitlines()) == 1, (args, r.output)
+
+
+def test_java_jce_wrapped_key_and_chunk(tmp_path):
+    """A data key wrapped and a chunk encrypted by Java's JCE with the plugin's parameters open here."""
+    with open(os.path.join(PLUGIN, "jce-vectors.json")) as f:
+        v = json.load(f)
+    pem = tmp_path / "k1.pem"
+    der = serialization.load_der_private_key(base64.b64decode(v["privateKeyPkcs8"]), None)
+    pem.write_bytes(der.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                      serialization.NoEncryption()))
+    key_id, _, wrapped = v["dataKey"].partition(":")
+    data_key = keys.unwrap(keys.load_keys({key_id: str(pem)}), key_id, base64.b64decode(wrapped))
+    assert data_key == base64.b64decode(v["plainDataKey"])
+    assert aiven.decrypt(base64.b64decode(v["chunk"]), data_key, base64.b64decode(v["aad"])) == base64.b64decode(v["plain"])
+    with pytest.raises(KafkaFormatError, match="authentication failed"):
+        aiven.decrypt(base64.b64decode(v["chunk"]), data_key, b"another aad")
