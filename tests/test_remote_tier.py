@@ -9,7 +9,8 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 
 from kafkaforensics.errors import KafkaFormatError
-from kafkaforensics.log.remote import RemoteTier, RemoteTierError, aiven, keys
+from kafkaforensics.log.remote import RemoteTier, RemoteTierError, aiven, keys, source
+from kafkaforensics.log.remote.store import Store
 from kafkaforensics.log.segment import LOG, Segment, iter_batches
 from tests.corruption import make_partition
 from tests.remote_fixtures import moto_s3, rsa_key, split_partition, upload, upload_raw
@@ -350,3 +351,29 @@ def test_java_jce_wrapped_key_and_chunk(tmp_path):
     assert aiven.decrypt(base64.b64decode(v["chunk"]), data_key, base64.b64decode(v["aad"])) == base64.b64decode(v["plain"])
     with pytest.raises(KafkaFormatError, match="authentication failed"):
         aiven.decrypt(base64.b64decode(v["chunk"]), data_key, b"another aad")
+
+
+def test_a_walk_fetches_only_the_chunks_it_reaches(part, tmp_path, monkeypatch):
+    """Memory and requests bounded by the chunks a read needs: a walk that stops early fetched only the
+    chunks holding its batches; a whole walk fetched each chunk once."""
+    monkeypatch.setattr(source, "READ_AHEAD", 0)
+    bucket = str(tmp_path / "bucket")
+    up = upload(_logs(part)[:1], bucket, "zstd", chunk_size=500)
+    fetched = []
+    real = Store.read
+
+    def counting(self, key, start=0, end=None):
+        data = real(self, key, start, end)
+        if key.endswith(".log"):
+            fetched.append(len(data))
+        return data
+    monkeypatch.setattr(Store, "read", counting)
+    rs = RemoteTier.open(bucket).segments("events", 0)[0]
+    seg = rs.segment()
+    whole = os.path.getsize(os.path.join(bucket, up[0]["keys"]["log"]))
+    with seg.walk() as w:
+        first = [b.base_offset for b, _ in zip(w, range(2))]
+    assert len(first) == 2 and 0 < sum(fetched) < whole / 2, (fetched, whole)
+    fetched.clear()
+    local = _local_records(_logs(part)[0])
+    assert _records(seg) == local and sum(fetched) == whole
