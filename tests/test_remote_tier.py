@@ -13,7 +13,8 @@ from kafkaforensics.log.remote import RemoteTier, RemoteTierError, aiven, keys, 
 from kafkaforensics.log.remote.store import Store
 from kafkaforensics.log.segment import LOG, Segment, iter_batches
 from tests.corruption import make_partition
-from tests.remote_fixtures import moto_s3, rsa_key, split_partition, upload, upload_raw
+from kafkaforensics.log.tiered import remote_segments
+from tests.remote_fixtures import moto_s3, rsa_key, split_partition, upload, upload_raw, write_remote_log_metadata
 
 
 @pytest.fixture(scope="module")
@@ -377,3 +378,19 @@ def test_a_walk_fetches_only_the_chunks_it_reaches(part, tmp_path, monkeypatch):
     fetched.clear()
     local = _local_records(_logs(part)[0])
     assert _records(seg) == local and sum(fetched) == whole
+
+
+def test_the_writer_records_the_uploads_in_remote_log_metadata(part, tmp_path):
+    """The test writer's ``__remote_log_metadata`` records replay (log/tiered.py) to the segments it
+    uploaded, each in the state it was given; its manifests carry the segment's metadata as the plugin's do."""
+    bucket = str(tmp_path / "bucket")
+    up = upload(_logs(part)[:3], bucket, "plain")
+    write_remote_log_metadata(tmp_path / "logdir", up, {up[2]["segment_id"]: None})
+    replayed = remote_segments(str(tmp_path / "logdir"))[("events", 0)]["segments"]
+    assert [(s["segmentId"], s["startOffset"], s["endOffset"], s["state"]) for s in replayed] == [
+        (u["segment_id"], u["base_offset"], u["end_offset"], "COPY_SEGMENT_FINISHED" if i < 2 else "COPY_SEGMENT_STARTED")
+        for i, u in enumerate(up)]
+    seg = RemoteTier.open(bucket).segments("events", 0)[1]
+    meta = seg.manifest["remoteLogSegmentMetadata"]
+    assert meta["startOffset"] == seg.base_offset and meta["endOffset"] == seg.segment().read_next_offset() - 1
+    assert meta["remoteLogSegmentId"]["id"] == seg.segment_id
