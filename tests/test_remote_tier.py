@@ -394,3 +394,19 @@ def test_the_writer_records_the_uploads_in_remote_log_metadata(part, tmp_path):
     meta = seg.manifest["remoteLogSegmentMetadata"]
     assert meta["startOffset"] == seg.base_offset and meta["endOffset"] == seg.segment().read_next_offset() - 1
     assert meta["remoteLogSegmentId"]["id"] == seg.segment_id
+
+
+def test_verify_remote_damaged_index_object_or_missing_manifest_is_one_located_problem(kfx, part, tmp_path):
+    bucket, pem, up = _damaged_tier(tmp_path, part, "encrypted")
+    manifest = json.load(open(os.path.join(bucket, up[0]["keys"]["rsm-manifest"])))
+    at = manifest["segmentIndexes"]["timestamp"]["position"]
+    with open(os.path.join(bucket, up[0]["keys"]["indexes"]), "r+b") as f:
+        f.seek(at + 20)
+        f.write(b"\x00\x01\x02")
+    os.remove(os.path.join(bucket, up[2]["keys"]["rsm-manifest"]))
+    code, rep = _verify_json(kfx, "--remote", bucket, "--key-file", f"key1={pem}")
+    assert code == 1 and len(rep["problems"]) == 2, rep["problems"]
+    index, missing = sorted(rep["problems"], key=lambda p: p["kind"])
+    assert index["kind"] == "remote-index" and index["file"].endswith(up[0]["keys"]["indexes"])
+    assert index["position"] == at and "time index" in index["detail"]
+    assert missing["kind"] == "remote-tier" and missing["file"].endswith(up[2]["keys"]["rsm-manifest"])

@@ -111,8 +111,8 @@ class ChunkedObjectFiles:
             if self.manifest.aad is not None:
                 data = decrypt(data, self.data_key or b"", self.manifest.aad)
         except KafkaFormatError as e:
-            e.problem.detail = f"{kind} index: {e.problem.detail}" if kind not in e.problem.detail else e.problem.detail
-            raise e.located(file=self.store.uri(self.indexes_key), position=pos) from None
+            detail = e.problem.detail if e.problem.detail.startswith(kind) else f"{kind} index: {e.problem.detail}"
+            raise KafkaFormatError("remote-index", detail, file=self.store.uri(self.indexes_key), position=pos) from None
         return data
 
     @contextmanager
