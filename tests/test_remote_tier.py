@@ -13,6 +13,7 @@ from kafkaforensics.log.remote import RemoteTier, RemoteTierError, aiven, keys, 
 from kafkaforensics.log.remote.store import Store
 from kafkaforensics.log.segment import LOG, Segment, iter_batches
 from tests.corruption import make_partition
+from kafkaforensics.log.partition import Partition
 from kafkaforensics.log.tiered import remote_segments
 from tests.remote_fixtures import moto_s3, rsa_key, split_partition, upload, upload_raw, write_remote_log_metadata
 
@@ -410,3 +411,22 @@ def test_verify_remote_damaged_index_object_or_missing_manifest_is_one_located_p
     assert index["kind"] == "remote-index" and index["file"].endswith(up[0]["keys"]["indexes"])
     assert index["position"] == at and "time index" in index["detail"]
     assert missing["kind"] == "remote-tier" and missing["file"].endswith(up[2]["keys"]["rsm-manifest"])
+
+
+def test_the_local_topic_id_picks_its_incarnation_in_the_tier(kfx, part, tmp_path):
+    """A tier holding two incarnations of the topic (deleted and made again): beside a log dir, the
+    partition reads the one its partition.metadata names; the tier alone shows both."""
+    log_dir = tmp_path / "logdir"
+    bucket = str(tmp_path / "bucket")
+    up = split_partition(part, log_dir, 2, bucket, "plain")
+    local_id = Partition.scan(str(log_dir / "events-0")).partition_metadata()["topicId"]
+    assert up[0]["topic_id"] != local_id
+    mine = upload(_logs(part)[:2], bucket, "plain", topic_id=local_id)
+    tier = RemoteTier.open(bucket)
+    assert tier.topic_ids("events") == sorted({local_id, up[0]["topic_id"]}) and len(tier.segments("events", 0)) == 4
+    assert [s.segment_id for s in tier.segments("events", 0, local_id)] == [u["segment_id"] for u in mine]
+    r = kfx("dump", str(log_dir), "--remote", bucket, "--format", "json")
+    remote = [json.loads(line) for line in r.stdout.splitlines() if '"tier": "remote"' in line]
+    assert r.exit_code == 0 and [x["segmentId"] for x in remote] == [u["segment_id"] for u in mine]
+    code, rep = _verify_json(kfx, "--remote", bucket)
+    assert [p["segments"] for p in rep["partitions"]] == [4]
