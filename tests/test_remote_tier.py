@@ -6,6 +6,7 @@ import os
 import struct
 
 import pytest
+import zstandard
 from cryptography.hazmat.primitives import serialization
 
 from kafkaforensics.errors import KafkaFormatError
@@ -138,7 +139,7 @@ def test_plugin_chunk_sizes_codec_vectors():
 def test_plugin_chunk_index_vectors():
     v = _vectors()["chunk_index"]
     packed = base64.b64decode(v["encoded_chunks"])   # zstd-jni's frame of the plugin's codec bytes
-    assert aiven.decode_chunk_sizes(aiven._zstd_decompress(packed)) == v["encoded_chunks_values"]
+    assert aiven.decode_chunk_sizes(aiven._zstd_decompress(packed, 100)) == v["encoded_chunks_values"]
     for kind in ("fixed", "variable"):
         index = aiven.parse_chunk_index(v[kind])
         assert [list(c) for c in index.chunks] == v[f"{kind}_chunks"]
@@ -430,3 +431,15 @@ def test_the_local_topic_id_picks_its_incarnation_in_the_tier(kfx, part, tmp_pat
     assert r.exit_code == 0 and [x["segmentId"] for x in remote] == [u["segment_id"] for u in mine]
     code, rep = _verify_json(kfx, "--remote", bucket)
     assert [p["segments"] for p in rep["partitions"]] == [4]
+
+
+def test_a_damaged_frame_or_key_is_a_problem_not_an_allocation_or_a_traceback():
+    """A zstd frame claiming more than its chunk holds is refused before it is decompressed; a data key
+    that is no AES-256 key is a remote-key problem."""
+    bomb = zstandard.ZstdCompressor(write_content_size=True).compress(b"\0" * (10 << 20))
+    plain = aiven.Manifest(aiven.ChunkIndex(1000, 1000, (len(bomb),)), {}, True, None, None, None, {})
+    with pytest.raises(KafkaFormatError, match="zstd frame says 10485760 bytes, more than the 1000"):
+        aiven.detransform(bomb, plain, None, 1000)
+    with pytest.raises(KafkaFormatError, match="not an AES-256 key") as e:
+        aiven.decrypt(b"\0" * 40, b"short", b"aad")
+    assert e.value.kind == "remote-key"
