@@ -3,6 +3,7 @@ layout, read from a dir, ``file://`` and ``s3://``; each remote segment a Segmen
 import base64
 import json
 import os
+import pickle
 import struct
 
 import pytest
@@ -443,3 +444,14 @@ def test_a_damaged_frame_or_key_is_a_problem_not_an_allocation_or_a_traceback():
     with pytest.raises(KafkaFormatError, match="not an AES-256 key") as e:
         aiven.decrypt(b"\0" * 40, b"short", b"aad")
     assert e.value.kind == "remote-key"
+
+
+def test_a_remote_segment_pickles(part, tmp_path):
+    """A remote segment travels to a Spark task (pickled) and reads there as here."""
+    key, pem = rsa_key(tmp_path)
+    bucket = str(tmp_path / "bucket")
+    upload(_logs(part)[:1], bucket, "encrypted", public_key=key.public_key())
+    seg = RemoteTier.open(bucket, key_files={"key1": pem}).segments("events", 0)[0].segment()
+    copy = pickle.loads(pickle.dumps(seg))
+    assert _records(copy) == _records(seg) == _local_records(_logs(part)[0])
+    assert copy.offset_index() == seg.offset_index()
