@@ -481,3 +481,17 @@ def test_real_segments_read_back_through_the_tier(kfx, tmp_path, transform):
         assert records(got.stdout) == records(want.stdout) and records(want.stdout), name
         code, rep = _verify_json(kfx, "--remote", bucket, "--key-file", f"key1={pem}")
         assert code == 0 and rep["ok"], rep["problems"]
+
+
+def test_raw_layout_of_pinterests_uploader(part, tmp_path):
+    """pinterest/tiered-storage's uploader: ``<base prefix>/[<hash>/]<cluster>/<topic>-<partition>/`` holding
+    the segment files, ``offset.wm`` (its first line the committed offset) and a ``_metadata`` object."""
+    root = tmp_path / "bucket"
+    where = root / "base-prefix" / "10110" / "test-cluster"
+    logs = _logs(part)
+    upload_raw(logs[:2], str(where), style="dash")
+    (where / "events-0" / "_metadata").write_text('{"topicPartition": "events-0"}')
+    tier = RemoteTier.open(str(root))
+    assert tier.layout == "raw" and tier.partitions() == [("events", 0)]
+    assert tier.watermark("events", 0) == Segment.of_file(logs[2]).base_offset
+    _same_as_local(tier, logs[:2])
