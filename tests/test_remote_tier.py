@@ -495,3 +495,21 @@ def test_raw_layout_of_pinterests_uploader(part, tmp_path):
     assert tier.layout == "raw" and tier.partitions() == [("events", 0)]
     assert tier.watermark("events", 0) == Segment.of_file(logs[2]).base_offset
     _same_as_local(tier, logs[:2])
+
+
+@pytest.mark.parametrize("transform", ["plain", "encrypted"])
+def test_leader_epochs_and_producer_snapshot_from_the_indexes_object(part, tmp_path, transform):
+    """The leader-epoch index and the producer snapshot the plugin keeps in ``.indexes``: the epochs
+    the broker's cache held below the segment's end, and the snapshot at the next segment's base."""
+    key, pem = rsa_key(tmp_path)
+    bucket = str(tmp_path / "bucket")
+    logs = _logs(part)
+    upload(logs[:3], bucket, transform, public_key=key.public_key())
+    epochs = [tuple(map(int, line.split())) for line in open(os.path.join(part, "leader-epoch-checkpoint")).read().splitlines()[2:]]
+    segs = RemoteTier.open(bucket, key_files={"key1": pem}).segments("events", 0)
+    for rs, nxt in zip(segs, logs[1:4]):
+        end = Segment.of_file(nxt).base_offset
+        assert rs.leader_epochs() == [e for e in epochs if e[1] < end] and rs.leader_epochs()
+        with open(os.path.join(part, f"{end:020d}.snapshot"), "rb") as f:
+            assert rs.producer_snapshot() == f.read()
+        assert rs.uri == os.path.join(bucket, rs.key)

@@ -55,7 +55,7 @@ def verify_remote(tier: RemoteTier, rep: VerifyReport, starts: dict, *, progress
                 continue
             summaries.append(s)
             if prev is not None and prev.next_offset is not None and rs.base_offset < prev.next_offset:
-                rep.add(tier.store.uri(rs.key), 0, rs.base_offset, "segment-overlap",
+                rep.add(rs.uri, 0, rs.base_offset, "segment-overlap",
                         f"remote segment starts at {rs.base_offset} but the previous one ends at {prev.next_offset - 1}")
             if s.next_offset is not None:
                 prev = s
