@@ -320,6 +320,7 @@ def test_verify_remote_damaged_chunk_is_one_located_problem(kfx, part, tmp_path)
     p = rep["problems"][0]
     assert p["kind"] == "remote-chunk" and p["file"].endswith(up[0]["keys"]["log"])
     assert p["position"] == chunk.transformed_position and "chunk 1" in p["detail"]
+    assert p["remedy"].startswith("restore the .log object")
 
 
 def test_verify_remote_wrong_key_is_one_problem(kfx, part, tmp_path):
@@ -329,6 +330,7 @@ def test_verify_remote_wrong_key_is_one_problem(kfx, part, tmp_path):
     assert code == 1 and len(rep["problems"]) == 1, rep["problems"]
     p = rep["problems"][0]
     assert p["kind"] == "remote-key" and "(3 segments)" in p["detail"] and p["file"].endswith(".rsm-manifest")
+    assert "--key-file ID=PEM" in p["remedy"]
     code, rep = _verify_json(kfx, "--remote", bucket)   # no key file at all
     assert code == 1 and len(rep["problems"]) == 1 and "no --key-file" in rep["problems"][0]["detail"]
 
