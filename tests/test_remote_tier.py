@@ -515,3 +515,21 @@ def test_leader_epochs_and_producer_snapshot_from_the_indexes_object(part, tmp_p
         with open(os.path.join(part, f"{end:020d}.snapshot"), "rb") as f:
             assert rs.producer_snapshot() == f.read()
         assert rs.uri == os.path.join(bucket, rs.key)
+
+
+def test_a_chunked_walk_judges_a_torn_tail_as_a_local_walk(part, tmp_path, monkeypatch):
+    """A segment whose last batch runs past its end (a torn copy) walks through the tier, reading
+    chunk by chunk, to the same stop and valid bytes as the local file's walk."""
+    monkeypatch.setattr(source, "READ_AHEAD", 0)
+    torn = tmp_path / "events-0"
+    torn.mkdir()
+    log = _logs(part)[1]
+    with open(log, "rb") as f:
+        data = f.read()
+    (torn / os.path.basename(log)).write_bytes(data[:-30])
+    bucket = str(tmp_path / "bucket")
+    upload([str(torn / os.path.basename(log))], bucket, "zstd", chunk_size=300)
+    seg, local = RemoteTier.open(bucket).segments("events", 0)[0].segment(), Segment.of_file(str(torn / os.path.basename(log)))
+    with seg.walk() as w, local.walk() as lw:
+        assert [b.position for b in w] == [b.position for b in lw]
+        assert (w.stop.kind, w.stop.position, w.valid_bytes) == (lw.stop.kind, lw.stop.position, lw.valid_bytes)
