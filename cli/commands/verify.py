@@ -9,6 +9,7 @@ from cli import heavy, plain, tables
 from cli.common import EXIT_OK, EXIT_PROBLEMS, fail, with_progress
 from cli.declare import Argument, Exit, Option
 from cli.options import JSON, KAFKA_VERSION, rules_version
+from cli.remote import KEY_FILE, REMOTE, open_remote
 from kafkaforensics.inspect import verify as inspect_verify
 from kafkaforensics.log import paths as log_paths
 
@@ -17,13 +18,15 @@ def verify(paths: List[str] = Argument(..., metavar="PATH", help="Segment files,
            as_json: bool = JSON,
            max_message_bytes: Optional[int] = Option(None, "--max-message-bytes", min=14, metavar="BYTES",
                                                            help="Also flag batches larger than this"),
-           kafka_version: Optional[str] = KAFKA_VERSION):
+           kafka_version: Optional[str] = KAFKA_VERSION,
+           remote: Optional[str] = REMOTE, key_file: List[str] = KEY_FILE):
     """Check CRCs, structure, indexes and checkpoints. Exit 0 clean, 1 problems, 2 usage/IO error."""
+    tier = open_remote(remote, key_file)
     kv = rules_version(paths[0], kafka_version) if os.path.exists(paths[0]) else None
     try:
         rep = with_progress(paths, "verify", lambda advance: inspect_verify.verify(paths, progress=advance,
                                                                            max_batch_bytes=max_message_bytes,
-                                                                           kafka_version=kv))
+                                                                           kafka_version=kv, remote=tier))
     except (OSError, log_paths.PathUsageError) as e:
         fail(str(e))
     if as_json:

@@ -1,0 +1,210 @@
+"""One partition over both tiers, as Kafka's UnifiedLog reads it (KIP-405): the remote segments from
+the remote log start up to the local log start, then the local segments.
+
+Kafka reads an offset below the local log start from the remote tier (RemoteLogManager.read, through
+the segments ``__remote_log_metadata`` lists as COPY_SEGMENT_FINISHED), and every offset from the local
+log start on from the local segments, even where a remote copy of them exists (local segments are
+deleted only after they were copied, so the tiers normally overlap).  :class:`UnifiedLog` is that
+model: each segment in order with its tier, the remote log start and the local log start; its
+:meth:`UnifiedLog.partition` is a :class:`~.partition.Partition` every reader (analyze, explain,
+groups, dump) walks unchanged.  A remote segment that runs past the local log start is read only up
+to its first batch at or past it (the local log holds those offsets)."""
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+
+from kafkaforensics.errors import KafkaFormatError
+from kafkaforensics.log.partition import Partition
+from kafkaforensics.log.segment import Segment
+from kafkaforensics.log.tiered import remote_segments
+
+REMOTE, LOCAL = "remote", "local"
+#: the metadata state of a segment Kafka reads (RemoteLogMetadataCache lists only these)
+FINISHED = "COPY_SEGMENT_FINISHED"
+
+
+@dataclass
+class TierSegment:
+    """One segment of a unified partition: the :class:`Segment` read, its tier, and for a remote one
+    the tier's :class:`~.remote.tier.RemoteSegment` and its ``__remote_log_metadata`` entry."""
+    segment: Segment
+    tier: str
+    remote: object = None
+    metadata: dict | None = None
+    #: the offsets it serves in the unified log: [base, end] (end None: up to the log end)
+    end_offset: int | None = None
+
+
+@dataclass
+class UnifiedLog:
+    """A partition over both tiers: the local :class:`Partition`, the remote segments read below its
+    log start (:attr:`segments`, remote then local), every remote segment the bucket holds for it,
+    and the ``__remote_log_metadata`` entries (None: the log dir holds no such topic)."""
+    local: Partition
+    segments: list[TierSegment] = field(default_factory=list)
+    bucket: list = field(default_factory=list)
+    #: every object the bucket holds for the partition (parsed keys: orphans and missing objects)
+    objects: list = field(default_factory=list)
+    metadata: list[dict] | None = None
+    #: the topic id the bucket's keys carry, when it differs from ``partition.metadata``'s: not read
+    foreign_topic_id: str | None = None
+
+    @property
+    def local_log_start(self) -> int | None:
+        """The first local segment's base offset (None: no local segment)."""
+        return self.local.segments[0].base_offset if self.local.segments else None
+
+    @property
+    def remote_log_start(self) -> int | None:
+        """The first remote segment's base offset (None: nothing read from the remote tier)."""
+        remote = [t for t in self.segments if t.tier == REMOTE]
+        return remote[0].segment.base_offset if remote else None
+
+    def partition(self) -> Partition:
+        """The partition as one :class:`Partition`: remote segments first, then the local ones."""
+        if not any(t.tier == REMOTE for t in self.segments):
+            return self.local
+        return replace(self.local, segments=[t.segment for t in self.segments])
+
+
+def _local_topic_id(pd: Partition) -> str | None:
+    """``partition.metadata``'s topic id (None: no file, or one that does not parse)."""
+    try:
+        meta = pd.partition_metadata()
+    except (KafkaFormatError, OSError):
+        return None
+    return meta.get("topicId") if meta else None
+
+
+def metadata_for(pd: Partition) -> list[dict] | None:
+    """The partition's ``__remote_log_metadata`` entries from its own log dir (None: no such topic there)."""
+    if pd.topic_partition is None:
+        return None
+    try:
+        found = remote_segments(pd.log_dir)
+    except (KafkaFormatError, OSError):
+        return None
+    if not found and not any(n.startswith("__remote_log_metadata-") for n in _listdir(pd.log_dir)):
+        return None
+    return found.get(pd.topic_partition, {"segments": []})["segments"]
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
+
+
+def unify(pd: Partition, tier, metadata: list[dict] | None | str = "log-dir") -> UnifiedLog:
+    """The partition ``pd`` over its local log and the remote tier ``tier`` (a
+    :class:`~.remote.tier.RemoteTier`; None: local only).  ``metadata``: the partition's
+    ``__remote_log_metadata`` entries (default: read from its log dir).  The remote segments read are
+    those the metadata lists as COPY_SEGMENT_FINISHED (every segment in the bucket when there is no
+    metadata), in offset order, each starting past the one before, below the local log start."""
+    meta = metadata_for(pd) if metadata == "log-dir" else metadata
+    ul = UnifiedLog(pd, metadata=meta if isinstance(meta, list) else None)
+    local = [TierSegment(s, LOCAL) for s in pd.segments]
+    if tier is None or pd.topic_partition is None:
+        ul.segments = local
+        return ul
+    ul.bucket = tier.segments(pd.topic, pd.partition)
+    ul.objects = tier.objects(pd.topic, pd.partition)
+    bucket_id, own_id = tier.topic_id(pd.topic), _local_topic_id(pd)
+    if bucket_id is not None and own_id is not None and bucket_id != own_id:
+        ul.foreign_topic_id = bucket_id   # Kafka reads only objects of the topic's own id
+        ul.segments = local
+        return ul
+    ul.segments = _remote_chain(ul, ul.local_log_start) + local
+    return ul
+
+
+def _readable(ul: UnifiedLog) -> list[tuple[object, dict | None]]:
+    """(remote segment, metadata entry) of each bucket segment Kafka would read, by base offset."""
+    if ul.metadata is None:
+        return [(rs, None) for rs in ul.bucket]
+    done = {e["segmentId"]: e for e in ul.metadata if e["state"] == FINISHED}
+    return [(rs, done[rs.segment_id]) for rs in ul.bucket if getattr(rs, "segment_id", None) in done]
+
+
+def _remote_chain(ul: UnifiedLog, local_start: int | None) -> list[TierSegment]:
+    """The remote segments read below ``local_start``: each past the previous one's end."""
+    chain: list[TierSegment] = []
+    end = -1
+    for rs, entry in _readable(ul):
+        base = rs.base_offset
+        if base <= end or (local_start is not None and base >= local_start):
+            continue
+        try:
+            seg = rs.segment()
+            last = entry["endOffset"] if entry is not None else seg.read_next_offset() - 1
+        except KafkaFormatError:
+            continue   # a damaged object is the tier reader's to report
+        if local_start is not None and last >= local_start:
+            seg = capped(seg, local_start)
+        chain.append(TierSegment(seg, REMOTE, rs, entry, last))
+        end = last
+    return chain
+
+
+def capped(seg: Segment, offset: int) -> Segment:
+    """The segment read only up to its first batch at or past ``offset`` (the local log holds the rest)."""
+    stop = None
+    for b in seg.batches():
+        if b.base_offset >= offset:
+            stop = b.position
+            break
+    if stop is None:
+        return seg
+    return replace(seg, source=_Capped(seg.source, seg.log, stop))
+
+
+class _Capped:
+    """A segment's byte source cut at ``stop`` bytes of its ``.log`` (its indexes as they are)."""
+
+    def __init__(self, source, log: str, stop: int):
+        self.source, self.log, self.stop = source, log, stop
+
+    def _end(self, name: str, end: int | None) -> int | None:
+        if name != self.log:
+            return end
+        return self.stop if end is None else min(end, self.stop)
+
+    def size(self, name: str) -> int:
+        """The file's size (the ``.log`` cut)."""
+        n = self.source.size(name)
+        return min(n, self.stop) if name == self.log else n
+
+    def read_all(self, name: str) -> bytes | None:
+        """A whole file (the ``.log`` cut)."""
+        data = self.source.read_all(name)
+        return data[:self.stop] if data is not None and name == self.log else data
+
+    @contextmanager
+    def reader(self, name: str):
+        """``read(position, n)``, never past the cut."""
+        with self.source.reader(name) as read:
+            cut = self._end(name, None)
+            yield (read if cut is None else
+                   (lambda position, n: read(position, max(0, min(n, cut - position)))))
+
+    @contextmanager
+    def range(self, name: str, start: int, end: int | None, small: int = 0):
+        """(buffer, shift, first, stop) of ``[start, end)``, never past the cut."""
+        with self.source.range(name, start, self._end(name, end), small) as got:
+            yield got
+
+    @contextmanager
+    def mapped(self, name: str):
+        """The whole file as one buffer (the ``.log`` cut)."""
+        with self.source.mapped(name) as buf:
+            yield buf[:self.stop] if name == self.log else buf
+
+
+def unify_all(parts, tier) -> list[Partition]:
+    """Each partition of ``parts`` as its unified :class:`Partition` over ``tier`` (None: as given)."""
+    if tier is None:
+        return list(parts)
+    return [unify(pd, tier).partition() for pd in parts]

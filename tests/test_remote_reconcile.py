@@ -1,0 +1,344 @@
+"""One partition over both tiers (issue 55 item 2: analyze, explain and groups with ``--remote``) and
+the tiers reconciled (item 3): a log dir whose older segments were tiered to a bucket in the plugin's
+layout (tests/remote_fixtures.py) with their ``__remote_log_metadata`` records, read as the unsplit
+log dir reads; each reconciliation finding planted and found."""
+import json
+import os
+import shutil
+
+import pytest
+
+from kafkaforensics.inspect.explain import explain
+from kafkaforensics.inspect.groups import committed_offsets, explain_lag
+from kafkaforensics.log.partition import Partition
+from kafkaforensics.log.remote import RemoteTier
+from kafkaforensics.log.segment import LOG, file_name
+from kafkaforensics.log.tier_reconcile import reconcile
+from kafkaforensics.log.unified_log import LOCAL, REMOTE, unify
+from kafkaforensics.log.writer import write_partition
+from kafkaforensics.records.batch import Record
+from kafkaforensics.records.builder import build_v2
+from kafkaforensics.records.internal_topics import encode_metadata, encode_offset_commit
+from specs import kafka_messages as K
+from tests.corruption import make_partition
+from tests.remote_fixtures import kafka_uuid, upload
+
+T0 = 1_700_000_000_000
+STARTED, FINISHED, DELETE_STARTED, DELETE_FINISHED = 0, 1, 2, 3
+
+
+def _logs(part):
+    return sorted(os.path.join(part, f) for f in os.listdir(part) if f.endswith(LOG))
+
+
+def _topic_id(part):
+    return Partition.scan(part).partition_metadata()["topicId"]
+
+
+def _epochs(part, start, end):
+    """The local leader-epoch entries within [start, end] (the first one from ``start``)."""
+    cache = Partition.scan(part).leader_epoch_cache()
+    rows = [(e, o) for e, o in (cache.entries if cache else [(0, 0)])]
+    inside = [(e, max(o, start)) for i, (e, o) in enumerate(rows)
+              if o <= end and (i + 1 == len(rows) or rows[i + 1][1] > start)]
+    return inside or [(0, start)]
+
+
+def metadata_records(entries):
+    """__remote_log_metadata values: per entry (dict of up.. + states) a RemoteLogSegmentMetadataRecord and
+    one update per further state."""
+    out = []
+    for e in entries:
+        sid = {"TopicIdPartition": {"Name": e["topic"], "Id": e["topic_id"], "Partition": e["partition"]},
+               "Id": e["segment_id"]}
+        out.append(encode_metadata(K.RemoteLogSegmentMetadataRecord, 0, {
+            "RemoteLogSegmentId": sid, "StartOffset": e["base_offset"], "EndOffset": e["end_offset"], "BrokerId": 1,
+            "MaxTimestampMs": e["max_ts"], "EventTimestampMs": T0,
+            "SegmentLeaderEpochs": [{"LeaderEpoch": ep, "Offset": o} for ep, o in e["epochs"]],
+            "SegmentSizeInBytes": e["size"], "CustomMetadata": None, "RemoteLogSegmentState": STARTED}))
+        for st in e["states"]:
+            out.append(encode_metadata(K.RemoteLogSegmentMetadataUpdateRecord, 0, {
+                "RemoteLogSegmentId": sid, "BrokerId": 1, "EventTimestampMs": T0, "RemoteLogSegmentState": st}))
+    return out
+
+
+def write_metadata(log_dir, entries):
+    """The log dir's __remote_log_metadata-0 holding ``entries``' records."""
+    target = os.path.join(log_dir, "__remote_log_metadata-0")
+    shutil.rmtree(target, ignore_errors=True)
+    recs = metadata_records(entries)
+    write_partition(target, [build_v2([Record(i, T0 + i, None, v, []) for i, v in enumerate(recs)], base_offset=0)])
+
+
+def _entry(up, part, states=(FINISHED,)):
+    """The metadata of an uploaded segment as the broker records it (epochs, size, largest timestamp)."""
+    path = os.path.join(part, file_name(up["base_offset"], LOG))
+    seg = Partition.scan(part).segment_for(up["base_offset"])
+    max_ts = max(b.max_timestamp for b in seg.batches())
+    return dict(up, size=os.path.getsize(path), max_ts=max_ts, states=list(states),
+                epochs=_epochs(part, up["base_offset"], up["end_offset"]))
+
+
+class Split:
+    """A log dir ``full`` and its copy ``split`` whose first ``n`` segments of events-0 live in ``bucket``."""
+
+    def __init__(self, root, n=3, transform="plain", topic_id=None, states=None):
+        self.full, self.split, self.bucket = str(root / "full"), str(root / "split"), str(root / "bucket")
+        self.part = os.path.join(self.full, "events-0")
+        make_partition(self.part, seed=7, n=80)
+        self.spart = os.path.join(self.split, "events-0")
+        shutil.copytree(self.full, self.split)
+        logs = _logs(self.part)
+        self.up = upload(logs[:n], self.bucket, transform, topic_id=topic_id or _topic_id(self.part))
+        self.entries = [_entry(u, self.part, (states or {}).get(i, (FINISHED,))) for i, u in enumerate(self.up)]
+        for log in logs[:n - 1]:   # the last copied segment is still local too (the tiers overlap)
+            base = os.path.basename(log)[:20]
+            for f in os.listdir(self.spart):
+                if f.startswith(base):
+                    os.unlink(os.path.join(self.spart, f))
+        write_metadata(self.split, self.entries)
+
+    def tier(self):
+        return RemoteTier.open(self.bucket)
+
+    def unified(self):
+        return unify(Partition.scan(self.spart), self.tier())
+
+
+@pytest.fixture
+def split(tmp_path):
+    return Split(tmp_path)
+
+
+def _records(pd):
+    return [(r.offset, r.key, r.value) for _s, b, _d in pd.batches() for r in b.records()]
+
+
+# -- item 2: one partition over both tiers ---------------------------------------------------------------
+
+def test_unified_partition_reads_the_remote_segments_below_the_local_log_start(split):
+    ul = split.unified()
+    tiers = [(t.tier, t.segment.base_offset) for t in ul.segments]
+    assert [t for t, _ in tiers[:2]] == [REMOTE, REMOTE] and tiers[2][0] == LOCAL
+    assert ul.remote_log_start == 0 and ul.local_log_start == split.up[1]["end_offset"] + 1
+    assert _records(ul.partition()) == _records(Partition.scan(split.part))
+
+
+def test_a_remote_segment_past_the_local_log_start_is_read_up_to_it(tmp_path):
+    """The local log starting inside a remote segment: the remote one is read only below it."""
+    s = Split(tmp_path, n=3)
+    logs = _logs(s.spart)
+    for f in os.listdir(s.spart):   # the local log now starts at its second segment
+        if f.startswith(os.path.basename(logs[0])[:20]):
+            os.unlink(os.path.join(s.spart, f))
+    # a remote object of the first two segments as one: offsets 0 .. the third's base - 1
+    ul = unify(Partition.scan(s.spart), s.tier())
+    assert _records(ul.partition()) == _records(Partition.scan(s.part))
+    assert [t.tier for t in ul.segments].count(REMOTE) == 3
+
+
+@pytest.mark.parametrize("transform", ["plain", "zstd"])
+def test_analyze_across_the_boundary_matches_the_unsplit_log_dir(tmp_path, kfx, transform):
+    s = Split(tmp_path, transform=transform)
+    full = json.loads(kfx("analyze", "--json", "--now", T0, s.part).output)
+    r = kfx("analyze", "--json", "--now", T0, s.spart, "--remote", s.bucket)
+    got = json.loads(r.output)
+    keys = ("batches", "records", "logStartOffset", "logEndOffset", "producers", "transactions",
+            "lastStableOffset", "firstTimestamp", "lastTimestamp", "codecs")
+    assert {k: got["partitions"][0][k] for k in keys} == {k: full["partitions"][0][k] for k in keys}
+    assert got["partitions"][0]["tiers"] == {"remoteLogStartOffset": 0, "localLogStartOffset": s.up[1]["end_offset"] + 1,
+                                             "remoteSegments": 2}
+    kinds = lambda rep: sorted((f["kind"], f["offsetRange"][0]) for f in rep["findings"])  # noqa: E731
+    assert kinds(got) == kinds(full) and r.exit_code == (1 if any(
+        f["severity"] != "info" for f in full["findings"]) else 0)
+    # without the tier the local part alone: fewer records
+    alone = json.loads(kfx("analyze", "--json", "--now", T0, s.spart).output)
+    assert alone["partitions"][0]["records"] < full["partitions"][0]["records"]
+
+
+def test_explain_an_offset_in_the_remote_part(split, kfx):
+    off = split.up[0]["end_offset"]   # in the first, remote-only segment
+    whole = explain(split.part, offset=off, now=T0)
+    local = explain(split.spart, offset=off, now=T0)
+    tiered = explain(split.spart, offset=off, now=T0, remote=split.tier())
+    assert local["results"][0]["fate"] != "present"
+    assert tiered["results"][0]["fate"] == whole["results"][0]["fate"] == "present"
+    assert tiered["logStartOffset"] == whole["logStartOffset"] == 0
+    r = kfx("explain", split.spart, "--offset", off, "--remote", split.bucket, "--json")
+    assert r.exit_code == 0 and json.loads(r.output)["results"][0]["fate"] == "present"
+
+
+def _offsets_dir(log_dir, commits_per_segment=4, segments=4):
+    """A __consumer_offsets-0 of ``segments`` segments, each committing group g's offset of events-0."""
+    batches, off = [], 0
+    for i in range(segments * commits_per_segment):
+        k, v = encode_offset_commit("g", "events", 0, 10 + i * 7, commit_ts=T0 + i)
+        batches.append(build_v2([Record(off, T0 + i, k, v, [])], base_offset=off))
+        off += 1
+    return write_partition(os.path.join(log_dir, "__consumer_offsets-0"), batches, segment_bytes=400)
+
+
+def test_groups_read_tiered_consumer_offsets_segments(tmp_path, kfx):
+    s = Split(tmp_path)
+    cpart = _offsets_dir(s.full)
+    copy = shutil.copytree(cpart, os.path.join(s.split, "__consumer_offsets-0"))
+    logs = _logs(copy)
+    assert len(logs) >= 3
+    up = upload(_logs(cpart)[:2], s.bucket, "plain", topic_id=_topic_id(cpart))
+    for log in logs[:2]:
+        base = os.path.basename(log)[:20]
+        for f in os.listdir(copy):
+            if f.startswith(base):
+                os.unlink(os.path.join(copy, f))
+    write_metadata(s.split, s.entries + [_entry(u, cpart) for u in up])
+    # the newest commits are local; a group whose last commit was tiered shows only through the tier
+    whole = committed_offsets(s.full)
+    assert committed_offsets(s.split, s.tier()) == whole
+    assert explain_lag(s.split, "g", s.tier()) == explain_lag(s.full, "g")
+    r = kfx("groups", s.split, "--remote", s.bucket, "--json")
+    assert json.loads(r.output)["offsets"] == json.loads(kfx("groups", s.full, "--json").output)["offsets"]
+
+
+def test_groups_see_a_commit_only_the_tier_holds(tmp_path):
+    s = Split(tmp_path)
+    cpart = _offsets_dir(s.full, segments=3)
+    # one more group committed only in the first (tiered) segment
+    k, v = encode_offset_commit("early", "events", 0, 3, commit_ts=T0)
+    shutil.rmtree(cpart)
+    batches = [build_v2([Record(0, T0, k, v, [])], base_offset=0)]
+    for i in range(1, 12):
+        k2, v2 = encode_offset_commit("g", "events", 0, 10 + i, commit_ts=T0 + i)
+        batches.append(build_v2([Record(i, T0 + i, k2, v2, [])], base_offset=i))
+    write_partition(cpart, batches, segment_bytes=400)
+    copy = shutil.copytree(cpart, os.path.join(s.split, "__consumer_offsets-0"))
+    up = upload(_logs(cpart)[:1], s.bucket, "plain", topic_id=_topic_id(cpart))
+    for f in os.listdir(copy):
+        if f.startswith(os.path.basename(_logs(cpart)[0])[:20]):
+            os.unlink(os.path.join(copy, f))
+    write_metadata(s.split, s.entries + [_entry(u, cpart) for u in up])
+    assert "early" not in {r["group"] for r in committed_offsets(s.split)}
+    assert "early" in {r["group"] for r in committed_offsets(s.split, s.tier())}
+
+
+# -- item 3: the tiers reconciled ------------------------------------------------------------------------
+
+def _kinds(problems):
+    return sorted(p.kind for p in problems)
+
+
+def _check(s, retention_ms=-1, retention_bytes=-1, now=T0):
+    return reconcile(s.unified(), retention_ms, retention_bytes, now)
+
+
+def test_a_clean_split_partition_has_no_findings(split, kfx):
+    assert _check(split, 7 * 86_400_000, -1) == []
+    r = kfx("verify", split.split, "--remote", split.bucket)
+    assert r.exit_code == 0, r.output
+    got = json.loads(kfx("analyze", "--json", "--now", T0, split.split, "--remote", split.bucket).output)
+    assert not [f for f in got["findings"] if f["kind"].startswith("tier")]
+
+
+def test_orphan_objects_of_a_failed_copy(tmp_path, kfx):
+    s = Split(tmp_path, states={2: ()})   # the third copy never finished
+    probs = _check(s)
+    assert _kinds(probs) == ["tier-orphan-object"]
+    assert s.up[2]["segment_id"] in probs[0].detail and "COPY_SEGMENT_STARTED" in probs[0].detail
+    assert probs[0].file.endswith(s.up[2]["keys"]["log"]) or s.up[2]["keys"]["log"] in probs[0].detail
+    r = kfx("verify", s.split, "--remote", s.bucket)
+    assert r.exit_code == 1 and "tier-orphan-object" in r.output and "remedy:" in r.output
+
+
+def test_objects_no_metadata_names_are_orphans(tmp_path):
+    s = Split(tmp_path)
+    write_metadata(s.split, s.entries[:2])
+    probs = _check(s)
+    assert _kinds(probs) == ["tier-orphan-object"] and "no __remote_log_metadata record" in probs[0].detail
+
+
+def test_metadata_whose_objects_are_missing(split, kfx):
+    os.unlink(os.path.join(split.bucket, split.up[1]["keys"]["log"]))
+    probs = _check(split)
+    assert "tier-missing-object" in _kinds(probs)
+    miss = next(p for p in probs if p.kind == "tier-missing-object")
+    assert split.up[1]["segment_id"] in miss.detail and ".log" in miss.detail
+    assert "__remote_log_metadata-0" in miss.file
+    r = kfx("analyze", "--json", "--now", T0, split.split, "--remote", split.bucket)
+    assert r.exit_code == 1
+    f = next(f for f in json.loads(r.output)["findings"] if f["kind"] == "tier-missing-object")
+    assert f["remedy"].startswith("the metadata says")
+
+
+def test_gap_between_the_remote_segments_and_the_local_log_start(split):
+    write_metadata(split.split, split.entries[:1])   # the second copy's metadata gone: offsets in neither tier
+    for k in split.up[1]["keys"].values():
+        os.unlink(os.path.join(split.bucket, k))
+    for k in split.up[2]["keys"].values():
+        os.unlink(os.path.join(split.bucket, k))
+    probs = _check(split)
+    assert _kinds(probs) == ["tier-gap"]
+    assert probs[0].offset == split.up[0]["end_offset"] + 1 and "neither tier" in probs[0].detail
+
+
+def test_overlapping_remote_segments(split):
+    other = dict(split.entries[1], segment_id=kafka_uuid(), base_offset=split.entries[1]["base_offset"] - 3)
+    write_metadata(split.split, split.entries + [other])
+    assert "tier-overlap" in _kinds(_check(split))
+
+
+def test_remote_segments_past_retention_still_present(split, kfx):
+    now = split.entries[1]["max_ts"] + 1000
+    probs = _check(split, retention_ms=1000, now=now)
+    assert _kinds(probs) == ["tier-retention-expired", "tier-retention-expired"]
+    assert {p.offset for p in probs} == {0, split.up[1]["base_offset"]}
+    # retention.bytes: the partition's size over the limit by the first segment's size
+    total = sum(e["size"] for e in split.entries) + sum(
+        os.path.getsize(p) for p in _logs(split.spart) if int(os.path.basename(p)[:20]) > split.up[2]["end_offset"])
+    probs = _check(split, retention_bytes=total - split.entries[0]["size"])
+    assert [p.offset for p in probs if p.kind == "tier-retention-expired"] == [0]
+    r = kfx("analyze", "--now", now + 86_400_000 * 30, split.split, "--remote", split.bucket)
+    assert r.exit_code == 1 and "tier-retention-expired" in r.output
+
+
+def test_deleted_inside_retention_is_the_signature_of_kafka_20732(tmp_path):
+    s = Split(tmp_path, states={0: (FINISHED, DELETE_STARTED, DELETE_FINISHED)})
+    for k in s.up[0]["keys"].values():
+        os.unlink(os.path.join(s.bucket, k))
+    ul = s.unified()
+    only_local = sum(seg.size for seg in ul.local.segments if seg.base_offset >= s.up[2]["end_offset"])
+    limit = sum(e["size"] for e in s.entries) + only_local   # exactly the partition's size: no breach
+    probs = reconcile(ul, -1, limit, T0)
+    assert _kinds(probs) == ["tier-deleted-in-retention"]
+    assert "KAFKA-20732" in probs[0].detail and s.up[0]["segment_id"] in probs[0].detail
+    # a retention.ms breach explains a deletion: no finding
+    assert reconcile(ul, 1000, -1, s.entries[0]["max_ts"] + 1000) == [] or \
+        "tier-deleted-in-retention" not in _kinds(reconcile(ul, 1000, -1, s.entries[0]["max_ts"] + 1000))
+    # without a size limit nothing explains it, and it is not KAFKA-20732's
+    plain = reconcile(ul, -1, -1, T0)
+    assert _kinds(plain) == ["tier-deleted-in-retention"] and "KAFKA-20732" not in plain[0].detail
+
+
+def test_remote_epochs_that_disagree_with_the_local_checkpoint(split, kfx):
+    bad = [dict(e) for e in split.entries]
+    bad[1]["epochs"] = [(99, bad[1]["base_offset"])]
+    write_metadata(split.split, bad)
+    probs = _check(split)
+    assert _kinds(probs) == ["tier-epoch-mismatch"] and "epoch 99" in probs[0].detail
+    r = kfx("verify", split.split, "--remote", split.bucket)
+    assert r.exit_code == 1 and "tier-epoch-mismatch" in r.output
+
+
+def test_a_bucket_of_another_topic_id(tmp_path, kfx):
+    s = Split(tmp_path, topic_id=kafka_uuid())
+    ul = s.unified()
+    assert ul.foreign_topic_id is not None and all(t.tier == LOCAL for t in ul.segments)
+    probs = reconcile(ul, -1, -1, T0)
+    assert _kinds(probs) == ["tier-topic-id-mismatch"] and _topic_id(s.spart) in probs[0].detail
+    r = kfx("verify", s.split, "--remote", s.bucket)
+    assert r.exit_code == 1 and "tier-topic-id-mismatch" in r.output
+
+
+def test_a_wrong_remote_uri_is_one_line_and_exit_2(split, kfx):
+    r = kfx("analyze", split.split, "--remote", str(split.bucket) + "-nope")
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1
+    r = kfx("explain", split.spart, "--offset", 1, "--remote", "ftp://x/y")
+    assert r.exit_code == 2 and "Traceback" not in r.output
