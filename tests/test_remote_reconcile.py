@@ -20,6 +20,7 @@ from kafkaforensics.records.batch import Record
 from kafkaforensics.records.builder import build_v2
 from kafkaforensics.records.internal_topics import encode_metadata, encode_offset_commit
 from specs import kafka_messages as K
+from tests import corruption
 from tests.corruption import make_partition
 from tests.remote_fixtures import kafka_uuid, upload
 
@@ -125,16 +126,24 @@ def test_unified_partition_reads_the_remote_segments_below_the_local_log_start(s
 
 
 def test_a_remote_segment_past_the_local_log_start_is_read_up_to_it(tmp_path):
-    """The local log starting inside a remote segment: the remote one is read only below it."""
+    """A local log whose segments have other boundaries (another leader rolled them) starting inside
+    a remote segment: the remote one is read only below the local log start, then the local log."""
     s = Split(tmp_path, n=3)
-    logs = _logs(s.spart)
-    for f in os.listdir(s.spart):   # the local log now starts at its second segment
-        if f.startswith(os.path.basename(logs[0])[:20]):
-            os.unlink(os.path.join(s.spart, f))
-    # a remote object of the first two segments as one: offsets 0 .. the third's base - 1
+    shutil.rmtree(s.spart)
+    write_partition(s.spart, corruption.batches(7, 80), segment_bytes=corruption.SEGMENT_BYTES // 3,
+                    index_interval_bytes=corruption.INTERVAL)
+    inside = [b for b in (Partition.scan(s.spart).segments) if 28 < b.base_offset <= 53]
+    assert inside, "a local segment boundary inside the second remote segment"
+    for seg in Partition.scan(s.spart).segments:
+        if seg.base_offset < inside[0].base_offset:
+            for f in os.listdir(s.spart):
+                if f.startswith(os.path.basename(seg.log)[:20]):
+                    os.unlink(os.path.join(s.spart, f))
     ul = unify(Partition.scan(s.spart), s.tier())
+    remote = [t for t in ul.segments if t.tier == REMOTE]
+    assert len(remote) == 2 and remote[-1].end_offset >= ul.local_log_start   # the second one runs past it
+    assert remote[-1].segment.size < os.path.getsize(os.path.join(s.part, file_name(28, LOG)))
     assert _records(ul.partition()) == _records(Partition.scan(s.part))
-    assert [t.tier for t in ul.segments].count(REMOTE) == 3
 
 
 @pytest.mark.parametrize("transform", ["plain", "zstd"])
@@ -309,9 +318,8 @@ def test_deleted_inside_retention_is_the_signature_of_kafka_20732(tmp_path):
     probs = reconcile(ul, -1, limit, T0)
     assert _kinds(probs) == ["tier-deleted-in-retention"]
     assert "KAFKA-20732" in probs[0].detail and s.up[0]["segment_id"] in probs[0].detail
-    # a retention.ms breach explains a deletion: no finding
-    assert reconcile(ul, 1000, -1, s.entries[0]["max_ts"] + 1000) == [] or \
-        "tier-deleted-in-retention" not in _kinds(reconcile(ul, 1000, -1, s.entries[0]["max_ts"] + 1000))
+    # a retention.ms breach explains the deletion (and the next segment is inside it): nothing to report
+    assert reconcile(ul, 1000, -1, s.entries[0]["max_ts"] + 1000) == []
     # without a size limit nothing explains it, and it is not KAFKA-20732's
     plain = reconcile(ul, -1, -1, T0)
     assert _kinds(plain) == ["tier-deleted-in-retention"] and "KAFKA-20732" not in plain[0].detail
@@ -342,3 +350,32 @@ def test_a_wrong_remote_uri_is_one_line_and_exit_2(split, kfx):
     assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1
     r = kfx("explain", split.spart, "--offset", 1, "--remote", "ftp://x/y")
     assert r.exit_code == 2 and "Traceback" not in r.output
+
+
+def test_a_damaged_remote_chunk_is_one_line_or_a_located_problem(split, kfx):
+    key = os.path.join(split.bucket, split.up[0]["keys"]["log"])
+    with open(key, "r+b") as f:
+        f.seek(0)
+        f.write(b"\xff" * 64)   # plain chunks are the segment's bytes: the first batch's header broken
+    r = kfx("analyze", split.split, "--remote", split.bucket, "--json")
+    f = [f for f in json.loads(r.output)["findings"] if f["kind"] == "valid-after-damage"]
+    assert r.exit_code == 1 and f and f[0]["file"] == key   # located in the remote object
+    man = os.path.join(split.bucket, split.up[1]["keys"]["rsm-manifest"])
+    with open(man, "wb") as f:
+        f.write(b"{not json")
+    ul = split.unified()
+    assert [p.kind for p in ul.unreadable] == ["remote-manifest"]
+    probs = reconcile(ul, -1, -1, T0)
+    assert probs[0].kind == "remote-manifest" and split.up[1]["keys"]["rsm-manifest"] in probs[0].file
+    r = kfx("verify", split.split, "--remote", split.bucket)
+    assert r.exit_code == 1 and "remote-manifest" in r.output and "Traceback" not in r.output
+
+
+def test_a_chunk_that_does_not_decompress_is_one_line_and_exit_2(tmp_path, kfx):
+    s = Split(tmp_path, transform="zstd")
+    key = os.path.join(s.bucket, s.up[0]["keys"]["log"])
+    with open(key, "r+b") as f:
+        f.seek(4)
+        f.write(b"\x00" * 32)
+    r = kfx("analyze", s.split, "--remote", s.bucket)
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1 and "remote-chunk" in r.output

@@ -11,6 +11,7 @@ from cli.declare import Argument, Exit, Option
 from cli.options import JSON, NOW, SCHEMA_REGISTRY, SCHEMAS
 from cli.remote import KEY_FILE, REMOTE, open_remote
 from kafkaforensics import fsutil
+from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.inspect import analyzer as inspect_analyzer
 from kafkaforensics.inspect import report_html as inspect_report_html
 from kafkaforensics.inspect import schema_timeline as inspect_schema_timeline
@@ -57,7 +58,7 @@ def analyze(paths: List[str] = Argument(..., metavar="PATH", help="Segments, par
     try:
         rep = inspect_analyzer.analyze(paths, inspect_analyzer.AnalyzeOptions(now=now, schemas=decoder,
                                                                                   remote=tier))
-    except (OSError, log_paths.PathUsageError) as e:
+    except (OSError, log_paths.PathUsageError, KafkaFormatError) as e:
         fail(str(e))
     if html_out:
         try:

@@ -9,6 +9,7 @@ from cli.common import EXIT_OK, EXIT_PROBLEMS, err, fail, print_live_notes
 from cli.declare import Argument, Exit, Option
 from cli.options import JSON
 from cli.remote import KEY_FILE, REMOTE, open_remote
+from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.inspect import groups as inspect_groups
 from kafkaforensics.log import paths as log_paths
 
@@ -28,7 +29,7 @@ def groups(paths: List[str] = Argument(..., metavar="PATH", help="Log dirs, or _
         rows = (inspect_groups.explain_lag(paths, group, tier) if explain else
                 [r for r in inspect_groups.committed_offsets(paths, tier) if group is None or r["group"] == group])
         mrows = [m for m in inspect_groups.group_members(paths, tier) if group is None or m["group"] == group] if members else None
-    except log_paths.PathUsageError as e:
+    except (log_paths.PathUsageError, KafkaFormatError) as e:
         fail(str(e))
     print_live_notes(paths)
     if as_json:

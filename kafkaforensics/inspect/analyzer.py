@@ -30,7 +30,7 @@ from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.checkpoint_file import CLEANER_OFFSET, LOG_START_OFFSET
 from kafkaforensics.log.partition import LogDir, Partition, SegmentFiles, find_partitions, parse_partition_dir_name
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot
-from kafkaforensics.log.segment import (INDEX_SUFFIXES, LOG, SNAPSHOT, Segment, file_name, offset_from_name,
+from kafkaforensics.log.segment import (INDEX_SUFFIXES, LOG, SNAPSHOT, file_name, offset_from_name,
                                         sibling)
 from kafkaforensics.log.tiered import remote_segments
 from kafkaforensics.log.tier_reconcile import REMEDIES as TIER_REMEDIES, check_partition
@@ -608,7 +608,7 @@ class _PartitionAnalysis:
         at = seg.damaged.base_offset if seg.damaged is not None else seg.next_offset
         batches = records = 0
         first = last = None
-        with Segment.of_file(seg.path).buffer() as buf:
+        with seg.files.buffer() as buf:   # through its byte source: a remote tier's segment too
             tail = memoryview(buf)[start:]
             try:
                 for b, _gap in scan_file(tail, seg.path):

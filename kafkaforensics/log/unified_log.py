@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.partition import Partition
+from kafkaforensics.log.remote.tier import RemoteSegment, RemoteTier
 from kafkaforensics.log.segment import Segment
 from kafkaforensics.log.tiered import remote_segments
 
@@ -31,7 +32,7 @@ class TierSegment:
     the tier's :class:`~.remote.tier.RemoteSegment` and its ``__remote_log_metadata`` entry."""
     segment: Segment
     tier: str
-    remote: object = None
+    remote: RemoteSegment | None = None
     metadata: dict | None = None
     #: the offsets it serves in the unified log: [base, end] (end None: up to the log end)
     end_offset: int | None = None
@@ -44,12 +45,14 @@ class UnifiedLog:
     and the ``__remote_log_metadata`` entries (None: the log dir holds no such topic)."""
     local: Partition
     segments: list[TierSegment] = field(default_factory=list)
-    bucket: list = field(default_factory=list)
+    bucket: list[RemoteSegment] = field(default_factory=list)
     #: every object the bucket holds for the partition (parsed keys: orphans and missing objects)
     objects: list = field(default_factory=list)
     metadata: list[dict] | None = None
     #: the topic id the bucket's keys carry, when it differs from ``partition.metadata``'s: not read
     foreign_topic_id: str | None = None
+    #: remote segments that could not be opened (a damaged manifest, chunk or key): located problems
+    unreadable: list = field(default_factory=list)
 
     @property
     def local_log_start(self) -> int | None:
@@ -98,7 +101,7 @@ def _listdir(path: str) -> list[str]:
         return []
 
 
-def unify(pd: Partition, tier, metadata: list[dict] | None | str = "log-dir") -> UnifiedLog:
+def unify(pd: Partition, tier: RemoteTier | None, metadata: list[dict] | None | str = "log-dir") -> UnifiedLog:
     """The partition ``pd`` over its local log and the remote tier ``tier`` (a
     :class:`~.remote.tier.RemoteTier`; None: local only).  ``metadata``: the partition's
     ``__remote_log_metadata`` entries (default: read from its log dir).  The remote segments read are
@@ -107,12 +110,12 @@ def unify(pd: Partition, tier, metadata: list[dict] | None | str = "log-dir") ->
     meta = metadata_for(pd) if metadata == "log-dir" else metadata
     ul = UnifiedLog(pd, metadata=meta if isinstance(meta, list) else None)
     local = [TierSegment(s, LOCAL) for s in pd.segments]
-    if tier is None or pd.topic_partition is None:
+    tp = pd.topic_partition
+    if tier is None or tp is None:
         ul.segments = local
         return ul
-    ul.bucket = tier.segments(pd.topic, pd.partition)
-    ul.objects = tier.objects(pd.topic, pd.partition)
-    bucket_id, own_id = tier.topic_id(pd.topic), _local_topic_id(pd)
+    ul.bucket, ul.objects = tier.segments(*tp), tier.objects(*tp)
+    bucket_id, own_id = tier.topic_id(tp[0]), _local_topic_id(pd)
     if bucket_id is not None and own_id is not None and bucket_id != own_id:
         ul.foreign_topic_id = bucket_id   # Kafka reads only objects of the topic's own id
         ul.segments = local
@@ -121,12 +124,12 @@ def unify(pd: Partition, tier, metadata: list[dict] | None | str = "log-dir") ->
     return ul
 
 
-def _readable(ul: UnifiedLog) -> list[tuple[object, dict | None]]:
+def _readable(ul: UnifiedLog) -> list[tuple[RemoteSegment, dict | None]]:
     """(remote segment, metadata entry) of each bucket segment Kafka would read, by base offset."""
     if ul.metadata is None:
         return [(rs, None) for rs in ul.bucket]
     done = {e["segmentId"]: e for e in ul.metadata if e["state"] == FINISHED}
-    return [(rs, done[rs.segment_id]) for rs in ul.bucket if getattr(rs, "segment_id", None) in done]
+    return [(rs, done[rs.segment_id]) for rs in ul.bucket if rs.segment_id is not None and rs.segment_id in done]
 
 
 def _remote_chain(ul: UnifiedLog, local_start: int | None) -> list[TierSegment]:
@@ -140,10 +143,11 @@ def _remote_chain(ul: UnifiedLog, local_start: int | None) -> list[TierSegment]:
         try:
             seg = rs.segment()
             last = entry["endOffset"] if entry is not None else seg.read_next_offset() - 1
-        except KafkaFormatError:
-            continue   # a damaged object is the tier reader's to report
-        if local_start is not None and last >= local_start:
-            seg = capped(seg, local_start)
+            if local_start is not None and last >= local_start:
+                seg = capped(seg, local_start)
+        except KafkaFormatError as e:
+            ul.unreadable.append(e.problem)   # not read: its offsets are missing from the unified log
+            continue
         chain.append(TierSegment(seg, REMOTE, rs, entry, last))
         end = last
     return chain
@@ -203,7 +207,7 @@ class _Capped:
             yield buf[:self.stop] if name == self.log else buf
 
 
-def unify_all(parts, tier) -> list[Partition]:
+def unify_all(parts, tier: RemoteTier | None) -> list[Partition]:
     """Each partition of ``parts`` as its unified :class:`Partition` over ``tier`` (None: as given)."""
     if tier is None:
         return list(parts)
