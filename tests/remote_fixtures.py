@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -66,6 +67,12 @@ def _topic_partition(part_dir: str) -> tuple[str, int]:
     return topic, int(partition)
 
 
+def _own_topic_id(part_dir: str) -> str | None:
+    """The topic id of the partition dir's ``partition.metadata`` (None: none there)."""
+    text = _read(os.path.join(part_dir, "partition.metadata")).decode("utf-8", "replace")
+    return next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("topic_id:")), None)
+
+
 def _chunks(data: bytes, chunk_size: int, compression: bool, data_key, aad) -> tuple[bytes, dict]:
     """The ``.log`` object and its manifest ``chunkIndex`` (variable when compressed, else fixed)."""
     out, sizes = [], []
@@ -113,7 +120,7 @@ def upload(segment_paths, dest: str, transform: str = "plain", *, prefix: str = 
     paths = sorted(segment_paths, key=lambda p: offset_from_name(p) or 0)
     part_dir = os.path.dirname(os.path.abspath(paths[0]))
     topic, partition = _topic_partition(part_dir)
-    topic_id = topic_id or kafka_uuid()
+    topic_id = topic_id or _own_topic_id(part_dir) or kafka_uuid()   # a broker uploads under the topic's own id
     others = sorted(offset_from_name(f) or 0 for f in os.listdir(part_dir) if f.endswith(LOG))
     for path in paths:
         base, data = offset_from_name(path) or 0, _read(path)
@@ -136,6 +143,23 @@ def upload(segment_paths, dest: str, transform: str = "plain", *, prefix: str = 
         out.append({"topic": topic, "partition": partition, "topic_id": topic_id, "segment_id": seg_id,
                     "base_offset": base, "end_offset": end - 1, "keys": keys})
     return out
+
+
+def split_partition(part_dir: str, log_dir: str, n_remote: int, dest: str, transform: str = "plain",
+                    **upload_kw) -> list[dict]:
+    """A partition over both tiers, as a broker with tiered storage leaves it: ``part_dir`` copied into
+    ``log_dir`` (as ``<log_dir>/<its name>``), its first ``n_remote`` segments uploaded to ``dest`` (as
+    :func:`upload`, with ``transform`` and ``upload_kw``) and deleted from the copy (local retention;
+    the producer snapshots stay).  Returns :func:`upload`'s list."""
+    local = os.path.join(str(log_dir), os.path.basename(os.path.abspath(part_dir)))
+    shutil.copytree(part_dir, local)
+    logs = sorted(f for f in os.listdir(part_dir) if f.endswith(LOG))[:n_remote]
+    up = upload([os.path.join(part_dir, f) for f in logs], dest, transform, **upload_kw)
+    for name in logs:
+        for f in os.listdir(local):
+            if f.startswith(name[:20]) and not f.endswith(SNAPSHOT):
+                os.remove(os.path.join(local, f))
+    return up
 
 
 def upload_raw(segment_paths, dest: str, *, style: str = "slash", watermark: int | None = None) -> list[str]:

@@ -6,12 +6,13 @@ import os
 import struct
 
 import pytest
+from cryptography.hazmat.primitives import serialization
 
 from kafkaforensics.errors import KafkaFormatError
-from kafkaforensics.log.remote import RemoteTier, RemoteTierError, aiven
+from kafkaforensics.log.remote import RemoteTier, RemoteTierError, aiven, keys
 from kafkaforensics.log.segment import LOG, Segment, iter_batches
 from tests.corruption import make_partition
-from tests.remote_fixtures import moto_s3, rsa_key, upload, upload_raw
+from tests.remote_fixtures import moto_s3, rsa_key, split_partition, upload, upload_raw
 
 
 @pytest.fixture(scope="module")
@@ -200,3 +201,152 @@ def test_missing_bucket_or_prefix_is_one_line(s3):
         RemoteTier.open("s3://nobucket/x")
     with pytest.raises(RemoteTierError, match="bucket tier has no prefix nothing-here"):
         RemoteTier.open("s3://tier/nothing-here")
+
+
+# -- kfx dump --remote: one partition over both tiers (issue 55 item 2) ----------------------------------
+def _tiered(part, tmp_path, transform, bucket=None):
+    """(log dir, remote .log files, bucket, PEM) of the partition split over a log dir and a tier: its
+    first two segments in the tier only."""
+    key, pem = rsa_key(tmp_path)
+    bucket = bucket or str(tmp_path / "bucket")
+    split_partition(part, tmp_path / "logdir", 2, bucket, transform, public_key=key.public_key())
+    return str(tmp_path / "logdir"), _logs(part)[:2], bucket, pem
+
+
+def _dumped_records(lines):
+    """(tier, offset, key, value) of a JSON dump's records, each under its file line's tier."""
+    out, tier = [], None
+    for line in lines:
+        obj = json.loads(line)
+        if "file" in obj:
+            tier = obj.get("tier")
+        for r in obj.get("records", []):
+            out.append((tier, r["offset"], r.get("key"), r.get("value")))
+    return out
+
+
+def _original(part):
+    return [(r.offset, r.key, r.value) for p in _logs(part) for b in iter_batches(p) for r in b.records()]
+
+
+@pytest.mark.parametrize("transform", ["plain", "zstd", "encrypted"])
+def test_dump_remote_reads_the_partition_over_both_tiers(kfx, part, tmp_path, transform):
+    log_dir, remote_logs, bucket, pem = _tiered(part, tmp_path, transform)
+    r = kfx("dump", log_dir, "--remote", bucket, "--key-file", f"key1={pem}", "--deep", "--print-data",
+            "--format", "json")
+    assert r.exit_code == 0, r.output
+    got = _dumped_records(r.stdout.splitlines())
+    want = _original(part)
+    b64 = lambda x: None if x is None else base64.b64encode(x).decode()  # noqa: E731
+    assert [(o, b64(k), b64(v)) for o, k, v in want] == [g[1:] for g in got] and len(want) > 50
+    n_remote = sum(1 for p in remote_logs for b in iter_batches(p) for _ in b.records())
+    assert {g[0] for g in got[:n_remote]} == {"remote"} and {g[0] for g in got[n_remote:]} == {"local"}
+    text = kfx("dump", "--remote", bucket, "--key-file", f"key1={pem}")   # the tier alone
+    assert text.exit_code == 0 and text.stdout.count("(remote tier)") == 2 and "Log starting offset: 0" in text.stdout
+
+
+def test_dump_remote_usage_errors(kfx, part, tmp_path):
+    key, pem = rsa_key(tmp_path)
+    bucket = str(tmp_path / "bucket")
+    upload(_logs(part)[:1], bucket, "encrypted", public_key=key.public_key())
+    for args, says in ((["--remote", str(tmp_path / "nope")], "no such directory"),
+                       (["--remote", bucket, "--key-file", f"key1={tmp_path / 'missing.pem'}"], "missing.pem"),
+                       (["--remote", bucket, "--key-file", "key1"], "expected ID=PEM"),
+                       ([], "give a PATH")):
+        r = kfx("dump", *args)
+        assert r.exit_code == 2 and says in r.output and "Traceback" not in r.output, (args, r.output)
+        assert len(r.output.strip().splitlines()) == 1
+
+
+# -- kfx verify --remote ------------------------------------------------------------------------------
+def _verify_json(kfx, *args):
+    r = kfx("verify", *args, "--json")
+    assert "Traceback" not in r.output
+    return r.exit_code, json.loads(r.stdout)
+
+
+@pytest.mark.parametrize("transform", ["plain", "zstd", "encrypted"])
+def test_verify_remote_is_clean_over_both_tiers(kfx, part, tmp_path, transform):
+    log_dir, remote_logs, bucket, pem = _tiered(part, tmp_path, transform)
+    code, rep = _verify_json(kfx, log_dir, "--remote", bucket, "--key-file", f"key1={pem}")
+    assert code == 0 and rep["ok"], rep["problems"]
+    rows = {(p["partition"], p["tier"]): p for p in rep["partitions"]}
+    remote, local = rows[("events-0", "remote")], rows[("events-0", "local")]
+    assert remote["segments"] == 2 and remote["logStartOffset"] == 0 and remote["logEndOffset"] == local["logStartOffset"]
+    assert remote["batches"] == sum(1 for p in remote_logs for _ in iter_batches(p))
+    text = kfx("verify", "--remote", bucket, "--key-file", f"key1={pem}")   # the tier alone, as a table
+    assert text.exit_code == 0 and "events-0 (remote)" in text.stdout and "OK" in text.stdout
+
+
+def test_verify_remote_in_a_bucket(kfx, part, tmp_path, s3):
+    log_dir, _remote_logs, _bucket, pem = _tiered(part, tmp_path, "encrypted", "s3://tier/verify")
+    code, rep = _verify_json(kfx, log_dir, "--remote", "s3://tier/verify", "--key-file", f"key1={pem}")
+    assert code == 0 and rep["ok"] and {p["tier"] for p in rep["partitions"]} == {"local", "remote"}
+
+
+def _damaged_tier(tmp_path, part, transform="zstd"):
+    key, pem = rsa_key(tmp_path)
+    bucket = str(tmp_path / "bucket")
+    up = upload(_logs(part)[:3], bucket, transform, public_key=key.public_key())
+    return bucket, pem, up
+
+
+def test_verify_remote_damaged_manifest_is_one_located_problem(kfx, part, tmp_path):
+    bucket, pem, up = _damaged_tier(tmp_path, part)
+    with open(os.path.join(bucket, up[1]["keys"]["rsm-manifest"]), "r+b") as f:
+        f.write(b"{not json")
+    code, rep = _verify_json(kfx, "--remote", bucket, "--key-file", f"key1={pem}")
+    assert code == 1 and len(rep["problems"]) == 1, rep["problems"]
+    p = rep["problems"][0]
+    assert p["kind"] == "remote-manifest" and p["file"].endswith(up[1]["keys"]["rsm-manifest"])
+
+
+def test_verify_remote_damaged_chunk_is_one_located_problem(kfx, part, tmp_path):
+    bucket, pem, up = _damaged_tier(tmp_path, part)
+    manifest = json.load(open(os.path.join(bucket, up[0]["keys"]["rsm-manifest"])))
+    index = aiven.parse_chunk_index(manifest["chunkIndex"])
+    chunk = index.chunks[1]
+    with open(os.path.join(bucket, up[0]["keys"]["log"]), "r+b") as f:
+        f.seek(chunk.transformed_position + 5)
+        f.write(b"\xff\xff\xff\xff")
+    code, rep = _verify_json(kfx, "--remote", bucket, "--key-file", f"key1={pem}")
+    assert code == 1 and len(rep["problems"]) == 1, rep["problems"]
+    p = rep["problems"][0]
+    assert p["kind"] == "remote-chunk" and p["file"].endswith(up[0]["keys"]["log"])
+    assert p["position"] == chunk.transformed_position and "chunk 1" in p["detail"]
+
+
+def test_verify_remote_wrong_key_is_one_problem(kfx, part, tmp_path):
+    bucket, _pem, up = _damaged_tier(tmp_path, part, "encrypted")
+    _other, other_pem = rsa_key(tmp_path / "..", "other-key")
+    code, rep = _verify_json(kfx, "--remote", bucket, "--key-file", f"key1={other_pem}")
+    assert code == 1 and len(rep["problems"]) == 1, rep["problems"]
+    p = rep["problems"][0]
+    assert p["kind"] == "remote-key" and "(3 segments)" in p["detail"] and p["file"].endswith(".rsm-manifest")
+    code, rep = _verify_json(kfx, "--remote", bucket)   # no key file at all
+    assert code == 1 and len(rep["problems"]) == 1 and "no --key-file" in rep["problems"][0]["detail"]
+
+
+def test_verify_remote_usage_errors(kfx, tmp_path):
+    for args, says in ((["--remote", "s3x://b/p"], "unsupported scheme"),
+                       (["--remote", str(tmp_path / "nope")], "no such directory"),
+                       (["--remote", str(tmp_path), "--key-file", "k=" + str(tmp_path / "none.pem")], "none.pem"),
+                       (["--key-file", "k=x.pem", str(tmp_path)], "--key-file needs --remote")):
+        r = kfx("verify", *args)
+        assert r.exit_code == 2 and says in r.output and len(r.output.strip().splitlines()) == 1, (args, r.output)
+
+
+def test_java_jce_wrapped_key_and_chunk(tmp_path):
+    """A data key wrapped and a chunk encrypted by Java's JCE with the plugin's parameters open here."""
+    with open(os.path.join(PLUGIN, "jce-vectors.json")) as f:
+        v = json.load(f)
+    pem = tmp_path / "k1.pem"
+    der = serialization.load_der_private_key(base64.b64decode(v["privateKeyPkcs8"]), None)
+    pem.write_bytes(der.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                      serialization.NoEncryption()))
+    key_id, _, wrapped = v["dataKey"].partition(":")
+    data_key = keys.unwrap(keys.load_keys({key_id: str(pem)}), key_id, base64.b64decode(wrapped))
+    assert data_key == base64.b64decode(v["plainDataKey"])
+    assert aiven.decrypt(base64.b64decode(v["chunk"]), data_key, base64.b64decode(v["aad"])) == base64.b64decode(v["plain"])
+    with pytest.raises(KafkaFormatError, match="authentication failed"):
+        aiven.decrypt(base64.b64decode(v["chunk"]), data_key, b"another aad")

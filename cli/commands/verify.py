@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+from functools import partial
 from typing import List, Optional
 
 from cli import heavy, plain, tables
@@ -10,23 +11,27 @@ from cli.common import EXIT_OK, EXIT_PROBLEMS, fail, with_progress
 from cli.declare import Argument, Exit, Option
 from cli.options import JSON, KAFKA_VERSION, rules_version
 from cli.remote import KEY_FILE, REMOTE, open_remote
-from kafkaforensics.inspect import verify as inspect_verify
+from kafkaforensics.inspect import tiered_verify, verify as inspect_verify
 from kafkaforensics.log import paths as log_paths
 
 
-def verify(paths: List[str] = Argument(..., metavar="PATH", help="Segment files, partition dirs or log dirs"),
+def verify(paths: List[str] = Argument(None, metavar="PATH",
+                                      help="Segment files, partition dirs or log dirs (none: the --remote tier alone)"),
            as_json: bool = JSON,
            max_message_bytes: Optional[int] = Option(None, "--max-message-bytes", min=14, metavar="BYTES",
                                                            help="Also flag batches larger than this"),
-           kafka_version: Optional[str] = KAFKA_VERSION,
-           remote: Optional[str] = REMOTE, key_file: List[str] = KEY_FILE):
+           kafka_version: Optional[str] = KAFKA_VERSION, remote: Optional[str] = REMOTE,
+           key_file: List[str] = KEY_FILE):
     """Check CRCs, structure, indexes and checkpoints. Exit 0 clean, 1 problems, 2 usage/IO error."""
+    paths = paths or []
     tier = open_remote(remote, key_file)
-    kv = rules_version(paths[0], kafka_version) if os.path.exists(paths[0]) else None
+    if not paths and tier is None:
+        fail("give a PATH (a segment file, partition dir or log dir) or --remote URI")
+    kv = rules_version(paths[0], kafka_version) if paths and os.path.exists(paths[0]) else None
+    run = inspect_verify.verify if tier is None else partial(tiered_verify.verify_tiered, tier=tier)
     try:
-        rep = with_progress(paths, "verify", lambda advance: inspect_verify.verify(paths, progress=advance,
-                                                                           max_batch_bytes=max_message_bytes,
-                                                                           kafka_version=kv, remote=tier))
+        rep = with_progress(paths, "verify", lambda advance: run(paths, progress=advance,
+                                                                 max_batch_bytes=max_message_bytes, kafka_version=kv))
     except (OSError, log_paths.PathUsageError) as e:
         fail(str(e))
     if as_json:
@@ -39,7 +44,7 @@ def verify(paths: List[str] = Argument(..., metavar="PATH", help="Segment files,
         if rep.partitions:
             shown = [p for p in rep.partitions if p["batches"]]  # then one line counting the empty ones
             tables.print_table("kfx verify", ("partition", "segments", "batches", "bytes", "log start", "log end"),
-                        [(p["partition"], p["segments"], p["batches"], p["bytes"], p["logStartOffset"],
+                        [(_partition_label(p), p["segments"], p["batches"], p["bytes"], p["logStartOffset"],
                           p["logEndOffset"]) for p in shown], right=range(1, 6))
             if len(shown) < len(rep.partitions):
                 print(f"{len(rep.partitions) - len(shown)} partition(s) hold no batches (not listed)")
@@ -47,6 +52,11 @@ def verify(paths: List[str] = Argument(..., metavar="PATH", help="Segment files,
             print(rep.kafka.line())
         plain.print_lines(verify_report_lines(rep))
     raise Exit(EXIT_OK if rep.ok else EXIT_PROBLEMS)
+
+
+def _partition_label(row: dict) -> str:
+    """A row's partition, with its tier when the report has a remote tier (``events-0 (remote)``)."""
+    return f"{row['partition']} ({row['tier']})" if "tier" in row else row["partition"]
 
 
 def verify_report_lines(rep) -> list:

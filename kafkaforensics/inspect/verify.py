@@ -195,7 +195,8 @@ def _reconcile_tiers(pd: Partition, remote, now: int | None, rep: VerifyReport) 
     """The live partition ``pd`` reconciled with the remote tier ``remote`` (None: nothing to do)."""
     if remote is None or pd.dir_state != "live" or pd.topic_partition is None:
         return
-    rep.problems += check_partition(pd, remote, now)[1]
+    # a remote object that cannot be read is verify_tiered's to report (tiered_verify.py): the tiers' findings only
+    rep.problems += [p for p in check_partition(pd, remote, now)[1] if p.kind.startswith("tier-")]
 
 
 def _refused_suffix(pd: Partition, rep: VerifyReport) -> None:
@@ -469,6 +470,8 @@ def verify_segment(seg: SegmentFiles, rep: VerifyReport, state: ProducerState, *
         except KafkaFormatError as e:
             rep.problems.append(e.problem)
     scan = _SegmentScan(log, base, rep, state, offsets, times, progress)
+    if not seg.is_local:   # a remote tier's segment: its bytes through its byte source
+        scan.segment = seg
     summary = scan.walk(max_batch_bytes)
     if summary.batches and not idx_path and require_index:
         rep.add(seg.path(INDEX), None, None, "missing-index", "segment has batches but no offset index (Kafka rebuilds it)")
@@ -512,7 +515,7 @@ class _SegmentScan:
         the rest batch by batch (everything, when ``records.walks.SPEEDUPS`` is off).
         """
         log = self.log
-        with Segment.of_file(log, self.base).runs(max_batch_bytes, lists=True, small=SMALL_SEGMENT_BYTES) as (scanner, items):
+        with (self.segment or Segment.of_file(log, self.base)).runs(max_batch_bytes, lists=True, small=SMALL_SEGMENT_BYTES) as (scanner, items):
             for item in items:
                 if isinstance(item, Batch):
                     self.batch(item)
@@ -531,6 +534,7 @@ class _SegmentScan:
         self.done_bytes = 0
         self.aborted = []
         self.abort_markers = set()  # (producer id, offset) of every ABORT marker in the segment
+        self.segment: Segment | None = None   # a segment not on the local disk (its byte source)
 
     def batch(self, b) -> None:
         rep, log = self.rep, self.log

@@ -618,6 +618,13 @@ class Segment:
         return self.path(LOG)
 
     def existing(self, suffix: str) -> str | None:
+        """The file of ``suffix`` when there is one (a segment not on the local disk asks its byte source)."""
+        if not self.is_local:
+            name = self.file_of(suffix)
+            try:
+                return name if self.source.size(name) is not None else None
+            except (KafkaFormatError, OSError):
+                return None
         p = self.path(suffix)
         return p if os.path.exists(p) else None
 

@@ -25,11 +25,14 @@ import struct
 from dataclasses import dataclass
 from typing import NamedTuple
 
-import zstandard
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from specs.lazy import lazy
 
 from kafkaforensics.errors import KafkaFormatError
+
+#: the chunk transforms' codecs, loaded when a tier's chunks are compressed or encrypted
+zstandard = lazy("zstandard", globals())
+aead = lazy("cryptography.hazmat.primitives.ciphers.aead", globals())
+crypto_exceptions = lazy("cryptography.exceptions", globals())
 
 #: the plugin's object suffixes (ObjectKeyFactory.Suffix)
 LOG_SUFFIX, INDEXES_SUFFIX, MANIFEST_SUFFIX = "log", "indexes", "rsm-manifest"
@@ -242,14 +245,14 @@ def decrypt(data: bytes, data_key: bytes, aad: bytes) -> bytes:
     if len(data) < IV_SIZE + TAG_SIZE:
         raise KafkaFormatError("remote-chunk", f"{len(data)} bytes: shorter than an IV and a GCM tag")
     try:
-        return AESGCM(data_key).decrypt(data[:IV_SIZE], data[IV_SIZE:], aad)
-    except InvalidTag:
+        return aead.AESGCM(data_key).decrypt(data[:IV_SIZE], data[IV_SIZE:], aad)
+    except crypto_exceptions.InvalidTag:
         raise KafkaFormatError("remote-chunk", "AES-GCM authentication failed (wrong data key, or damaged bytes)") from None
 
 
 def encrypt(data: bytes, data_key: bytes, aad: bytes, iv: bytes) -> bytes:
     """The plugin's encryption of a chunk (the test writer's): IV + ciphertext + tag."""
-    return iv + AESGCM(data_key).encrypt(iv, data, aad)
+    return iv + aead.AESGCM(data_key).encrypt(iv, data, aad)
 
 
 def detransform(chunk: bytes, manifest: Manifest, data_key: bytes | None, original_size: int) -> bytes:

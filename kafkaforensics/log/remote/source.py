@@ -23,8 +23,15 @@ class ChunkedObjectFiles:
 
     # -- the .log: original bytes through the chunk index --------------------------------------------
     def size(self, name: str) -> int:
-        """The original segment's size (the chunk index's)."""
-        return self.manifest.chunk_index.original_file_size if name == self.log else len(self.read_all(name) or b"")
+        """The original segment's size (the chunk index's), or an index's size in ``.indexes`` (a
+        :class:`KafkaFormatError` when the manifest names no such index, or an empty one)."""
+        if name == self.log:
+            return self.manifest.chunk_index.original_file_size
+        kind = next((k for k, n in self.index_names.items() if n == name), None)
+        at = self.manifest.indexes.get(kind or "")
+        if not at or not at[1]:
+            raise KafkaFormatError("remote-index", f"{name}: the manifest names no {kind or 'such'} index")
+        return at[1]
 
     def read_log(self, start: int, end: int | None) -> bytes:
         """Original bytes ``[start, end)`` of the segment: the chunks holding them fetched in one ranged
