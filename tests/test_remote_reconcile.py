@@ -22,7 +22,7 @@ from kafkaforensics.records.internal_topics import encode_metadata, encode_offse
 from specs import kafka_messages as K
 from tests import corruption
 from tests.corruption import make_partition
-from tests.remote_fixtures import kafka_uuid, upload
+from tests.remote_fixtures import kafka_uuid, rsa_key, upload, upload_raw
 
 T0 = 1_700_000_000_000
 STARTED, FINISHED, DELETE_STARTED, DELETE_FINISHED = 0, 1, 2, 3
@@ -83,14 +83,15 @@ def _entry(up, part, states=(FINISHED,)):
 class Split:
     """A log dir ``full`` and its copy ``split`` whose first ``n`` segments of events-0 live in ``bucket``."""
 
-    def __init__(self, root, n=3, transform="plain", topic_id=None, states=None):
+    def __init__(self, root, n=3, transform="plain", topic_id=None, states=None, public_key=None):
         self.full, self.split, self.bucket = str(root / "full"), str(root / "split"), str(root / "bucket")
         self.part = os.path.join(self.full, "events-0")
         make_partition(self.part, seed=7, n=80)
         self.spart = os.path.join(self.split, "events-0")
         shutil.copytree(self.full, self.split)
         logs = _logs(self.part)
-        self.up = upload(logs[:n], self.bucket, transform, topic_id=topic_id or _topic_id(self.part))
+        self.up = upload(logs[:n], self.bucket, transform, topic_id=topic_id or _topic_id(self.part),
+                         public_key=public_key)
         self.entries = [_entry(u, self.part, (states or {}).get(i, (FINISHED,))) for i, u in enumerate(self.up)]
         for log in logs[:n - 1]:   # the last copied segment is still local too (the tiers overlap)
             base = os.path.basename(log)[:20]
@@ -146,11 +147,12 @@ def test_a_remote_segment_past_the_local_log_start_is_read_up_to_it(tmp_path):
     assert _records(ul.partition()) == _records(Partition.scan(s.part))
 
 
-@pytest.mark.parametrize("transform", ["plain", "zstd"])
+@pytest.mark.parametrize("transform", ["plain", "zstd", "encrypted"])
 def test_analyze_across_the_boundary_matches_the_unsplit_log_dir(tmp_path, kfx, transform):
-    s = Split(tmp_path, transform=transform)
+    key, pem = rsa_key(tmp_path)
+    s = Split(tmp_path, transform=transform, public_key=key.public_key())
     full = json.loads(kfx("analyze", "--json", "--now", T0, s.part).output)
-    r = kfx("analyze", "--json", "--now", T0, s.spart, "--remote", s.bucket)
+    r = kfx("analyze", "--json", "--now", T0, s.spart, "--remote", s.bucket, "--key-file", f"key1={pem}")
     got = json.loads(r.output)
     keys = ("batches", "records", "logStartOffset", "logEndOffset", "producers", "transactions",
             "lastStableOffset", "firstTimestamp", "lastTimestamp", "codecs")
@@ -379,3 +381,20 @@ def test_a_chunk_that_does_not_decompress_is_one_line_and_exit_2(tmp_path, kfx):
         f.write(b"\x00" * 32)
     r = kfx("analyze", s.split, "--remote", s.bucket)
     assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1 and "remote-chunk" in r.output
+
+
+def test_a_raw_layout_tier_is_read_beside_the_metadata_topic(tmp_path, kfx):
+    """Raw copies (no segment ids): every copied segment below the local log start is read."""
+    s = Split(tmp_path)
+    raw = str(tmp_path / "raw")
+    upload_raw(_logs(s.part)[:3], raw)
+    ul = unify(Partition.scan(s.spart), RemoteTier.open(raw))
+    assert [t.tier for t in ul.segments].count(REMOTE) == 2
+    assert _records(ul.partition()) == _records(Partition.scan(s.part))
+    assert reconcile(ul, -1, -1, T0) == []
+
+
+def test_explain_names_the_remote_object_holding_the_offset(split):
+    got = explain(split.spart, offset=3, now=T0, remote=split.tier())
+    ev = got["results"][0]["evidence"][0]
+    assert got["results"][0]["fate"] == "present" and ev["file"].endswith(split.up[0]["keys"]["log"])

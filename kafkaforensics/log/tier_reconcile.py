@@ -147,7 +147,7 @@ def _missing(ul: UnifiedLog) -> list[Problem]:
 
 def _spans(ul: UnifiedLog) -> list[tuple[int, int, str, str | None]]:
     """(start, end, what, object) of every segment Kafka reads from the tier, by start offset."""
-    if ul.metadata is not None:
+    if ul.metadata is not None and any(rs.segment_id for rs in ul.bucket):
         return sorted((e["startOffset"], e["endOffset"], f"segment {e['segmentId']}", None)
                       for e in ul.metadata if e["state"] == FINISHED)
     out = []

@@ -126,8 +126,8 @@ def unify(pd: Partition, tier: RemoteTier | None, metadata: list[dict] | None | 
 
 def _readable(ul: UnifiedLog) -> list[tuple[RemoteSegment, dict | None]]:
     """(remote segment, metadata entry) of each bucket segment Kafka would read, by base offset."""
-    if ul.metadata is None:
-        return [(rs, None) for rs in ul.bucket]
+    if ul.metadata is None or not any(rs.segment_id for rs in ul.bucket):
+        return [(rs, None) for rs in ul.bucket]   # no metadata, or a raw layout no metadata names
     done = {e["segmentId"]: e for e in ul.metadata if e["state"] == FINISHED}
     return [(rs, done[rs.segment_id]) for rs in ul.bucket if rs.segment_id is not None and rs.segment_id in done]
 
