@@ -81,24 +81,40 @@ def _local_topic_id(pd: Partition) -> str | None:
     return meta.get("topicId") if meta else None
 
 
+#: log dir -> (the metadata partitions' files as stamped, remote_segments' answer): replayed once per log dir
+_METADATA: dict[str, tuple[tuple, dict]] = {}
+
+
 def metadata_for(pd: Partition) -> list[dict] | None:
-    """The partition's ``__remote_log_metadata`` entries from its own log dir (None: no such topic there)."""
+    """The partition's ``__remote_log_metadata`` entries from its own log dir (None: no such topic
+    there); the topic is replayed once per log dir while its files are unchanged."""
     if pd.topic_partition is None:
         return None
-    try:
-        found = remote_segments(pd.log_dir)
-    except (KafkaFormatError, OSError):
+    stamp = _metadata_stamp(pd.log_dir)
+    if not stamp:
         return None
-    if not found and not any(n.startswith("__remote_log_metadata-") for n in _listdir(pd.log_dir)):
-        return None
-    return found.get(pd.topic_partition, {"segments": []})["segments"]
+    hit = _METADATA.get(pd.log_dir)
+    if hit is None or hit[0] != stamp:
+        try:
+            hit = _METADATA[pd.log_dir] = (stamp, remote_segments(pd.log_dir))
+        except (KafkaFormatError, OSError):
+            return None
+    return hit[1].get(pd.topic_partition, {"segments": []})["segments"]
 
 
-def _listdir(path: str) -> list[str]:
+def _metadata_stamp(log_dir: str) -> tuple:
+    """(name, size, mtime) of every file of the log dir's ``__remote_log_metadata-N`` dirs (() when none)."""
+    out = []
     try:
-        return os.listdir(path)
+        dirs = sorted(n for n in os.listdir(log_dir) if n.startswith("__remote_log_metadata-"))
+        for d in dirs:
+            out.append((d, None, None))
+            for n in sorted(os.listdir(os.path.join(log_dir, d))):
+                st = os.stat(os.path.join(log_dir, d, n))
+                out.append((n, st.st_size, st.st_mtime_ns))
     except OSError:
-        return []
+        return tuple(out)
+    return tuple(out)
 
 
 def unify(pd: Partition, tier: RemoteTier | None, metadata: list[dict] | None | str = "log-dir") -> UnifiedLog:
