@@ -104,7 +104,7 @@ def metadata_for(pd: Partition) -> list[dict] | None:
 
 def _metadata_stamp(log_dir: str) -> tuple:
     """(name, size, mtime) of every file of the log dir's ``__remote_log_metadata-N`` dirs (() when none)."""
-    out = []
+    out: list[tuple[str, int | None, int | None]] = []
     try:
         dirs = sorted(n for n in os.listdir(log_dir) if n.startswith("__remote_log_metadata-"))
         for d in dirs:
