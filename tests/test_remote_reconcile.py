@@ -22,7 +22,7 @@ from kafkaforensics.records.internal_topics import encode_metadata, encode_offse
 from specs import kafka_messages as K
 from tests import corruption
 from tests.corruption import make_partition
-from tests.remote_fixtures import kafka_uuid, rsa_key, upload, upload_raw
+from tests.remote_fixtures import kafka_uuid, moto_s3, rsa_key, upload, upload_raw
 
 T0 = 1_700_000_000_000
 STARTED, FINISHED, DELETE_STARTED, DELETE_FINISHED = 0, 1, 2, 3
@@ -83,8 +83,9 @@ def _entry(up, part, states=(FINISHED,)):
 class Split:
     """A log dir ``full`` and its copy ``split`` whose first ``n`` segments of events-0 live in ``bucket``."""
 
-    def __init__(self, root, n=3, transform="plain", topic_id=None, states=None, public_key=None):
-        self.full, self.split, self.bucket = str(root / "full"), str(root / "split"), str(root / "bucket")
+    def __init__(self, root, n=3, transform="plain", topic_id=None, states=None, public_key=None, bucket=None):
+        self.full, self.split = str(root / "full"), str(root / "split")
+        self.bucket = bucket or str(root / "bucket")
         self.part = os.path.join(self.full, "events-0")
         make_partition(self.part, seed=7, n=80)
         self.spart = os.path.join(self.split, "events-0")
@@ -398,3 +399,16 @@ def test_explain_names_the_remote_object_holding_the_offset(split):
     got = explain(split.spart, offset=3, now=T0, remote=split.tier())
     ev = got["results"][0]["evidence"][0]
     assert got["results"][0]["fate"] == "present" and ev["file"].endswith(split.up[0]["keys"]["log"])
+
+
+def test_both_tiers_from_an_s3_bucket(tmp_path, kfx):
+    """The tier in a bucket (moto on 127.0.0.1): analyze, explain and verify read through the boundary."""
+    with moto_s3(("tier",)):
+        s = Split(tmp_path, transform="zstd", bucket="s3://tier/prefix")
+        full = json.loads(kfx("analyze", "--json", "--now", T0, s.part).output)["partitions"][0]
+        r = kfx("analyze", "--json", "--now", T0, s.spart, "--remote", s.bucket)
+        got = json.loads(r.output)["partitions"][0]
+        assert (got["records"], got["logStartOffset"], got["tiers"]["remoteSegments"]) == (full["records"], 0, 2)
+        r = kfx("explain", s.spart, "--offset", 5, "--remote", s.bucket, "--json")
+        assert r.exit_code == 0 and json.loads(r.output)["results"][0]["fate"] == "present"
+        assert kfx("verify", s.split, "--remote", s.bucket).exit_code == 0
