@@ -98,9 +98,20 @@ def _uri(ul: UnifiedLog, key: str) -> str:
     return rs.tier.store.uri(key) if rs is not None else key
 
 
+def _where(e: dict, which: str = "stateRecord") -> dict:
+    """The ``__remote_log_metadata`` record that set the entry's state (``which``), else the one that added it."""
+    return e.get(which) or e.get("record") or {}
+
+
 def _record(e: dict, which: str = "stateRecord") -> str:
-    r = e.get(which) or e.get("record") or {}
+    """That record as evidence: its file and offset."""
+    r = _where(e, which)
     return f"{r.get('file')} offset {r.get('offset')}"
+
+
+def _record_file(e: dict, which: str = "stateRecord") -> str | None:
+    """The file of that record (a problem's file)."""
+    return _where(e, which).get("file")
 
 
 def _orphans(ul: UnifiedLog) -> list[Problem]:
@@ -137,7 +148,7 @@ def _missing(ul: UnifiedLog) -> list[Problem]:
         have = {getattr(o, "suffix", None) for o in ids.get(e["segmentId"], [])}
         lacking = [s for s in ("log", "indexes", "rsm-manifest") if s not in have]
         if lacking:
-            out.append(Problem(_record(e, "stateRecord").split(" offset ")[0], None, e["startOffset"],
+            out.append(Problem(_record_file(e), None, e["startOffset"],
                                "tier-missing-object",
                                f"{_name(ul)} segment {e['segmentId']} (offsets {e['startOffset']}.."
                                f"{e['endOffset']}) is COPY_SEGMENT_FINISHED ({_record(e)}) but the bucket has no "
@@ -224,7 +235,7 @@ def _expired(ul: UnifiedLog, retention_ms, retention_bytes, now: int) -> list[Pr
     for e, why in retention_deletes(live, retention_ms, retention_bytes, now, only_local):
         if e["segmentId"] not in ids and ids:
             continue   # its objects are already gone (tier-missing-object says so)
-        out.append(Problem(_record(e).split(" offset ")[0], None, e["startOffset"], "tier-retention-expired",
+        out.append(Problem(_record_file(e), None, e["startOffset"], "tier-retention-expired",
                            f"{_name(ul)} segment {e['segmentId']} (offsets {e['startOffset']}..{e['endOffset']}, "
                            f"{_size(e)} bytes) is past the topic's retention and still present: {why}"))
     return out
@@ -253,7 +264,7 @@ def _deleted_in_retention(ul: UnifiedLog, retention_ms, retention_bytes, now: in
                 f"{retention_bytes}; counted right ({total} remote + {only_local} local-only) it is not"
                 if id(e) in buggy else
                 "no retention rule deletes it (a DeleteRecords below it, or a deletion outside Kafka?)")
-        out.append(Problem(_record(e).split(" offset ")[0], None, e["startOffset"], "tier-deleted-in-retention",
+        out.append(Problem(_record_file(e), None, e["startOffset"], "tier-deleted-in-retention",
                            f"{_name(ul)} segment {e['segmentId']} (offsets {e['startOffset']}..{e['endOffset']}, "
                            f"largest timestamp {e['maxTimestampMs']}) was deleted ({e['state']}, {_record(e)}) "
                            f"inside the topic's retention: {sign}"))
@@ -272,7 +283,7 @@ def _first_local_epoch(ul: UnifiedLog) -> int | None:
     return cache.entries[0][0] if cache else None
 
 
-def _remote_epochs(ul: UnifiedLog) -> list[tuple[str, str, list]]:
+def _remote_epochs(ul: UnifiedLog) -> list[tuple[str, str | None, list]]:
     """(what, file, [(epoch, start offset)]) of each remote segment read: the metadata's epochs, else
     the leader-epoch index uploaded with the segment."""
     out = []
@@ -280,7 +291,7 @@ def _remote_epochs(ul: UnifiedLog) -> list[tuple[str, str, list]]:
         if t.remote is None:
             continue
         if t.metadata is not None:
-            out.append((f"segment {t.metadata['segmentId']}", _record(t.metadata, "record").split(" offset ")[0],
+            out.append((f"segment {t.metadata['segmentId']}", _record_file(t.metadata, "record"),
                         [tuple(x) for x in t.metadata["leaderEpochs"]]))
             continue
         try:
