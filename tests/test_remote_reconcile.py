@@ -412,3 +412,14 @@ def test_both_tiers_from_an_s3_bucket(tmp_path, kfx):
         r = kfx("explain", s.spart, "--offset", 5, "--remote", s.bucket, "--json")
         assert r.exit_code == 0 and json.loads(r.output)["results"][0]["fate"] == "present"
         assert kfx("verify", s.split, "--remote", s.bucket).exit_code == 0
+
+
+def test_another_incarnation_beside_the_partitions_own(split):
+    """Objects of an earlier incarnation of the topic beside the current one's: those are read, the
+    others reported."""
+    old = upload(_logs(split.part)[:1], split.bucket, "plain", topic_id=kafka_uuid())
+    ul = split.unified()
+    assert [t.remote.topic_id for t in ul.segments if t.remote is not None] == [_topic_id(split.part)] * 2
+    assert _records(ul.partition()) == _records(Partition.scan(split.part))
+    probs = reconcile(ul, -1, -1, T0)
+    assert _kinds(probs) == ["tier-topic-id-mismatch"] and old[0]["topic_id"] in probs[0].detail

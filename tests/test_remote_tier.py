@@ -6,13 +6,17 @@ import os
 import struct
 
 import pytest
+import zstandard
 from cryptography.hazmat.primitives import serialization
 
 from kafkaforensics.errors import KafkaFormatError
-from kafkaforensics.log.remote import RemoteTier, RemoteTierError, aiven, keys
+from kafkaforensics.log.remote import RemoteTier, RemoteTierError, aiven, keys, source
+from kafkaforensics.log.remote.store import Store
 from kafkaforensics.log.segment import LOG, Segment, iter_batches
 from tests.corruption import make_partition
-from tests.remote_fixtures import moto_s3, rsa_key, split_partition, upload, upload_raw
+from kafkaforensics.log.partition import Partition
+from kafkaforensics.log.tiered import remote_segments
+from tests.remote_fixtures import kafka_uuid, moto_s3, rsa_key, split_partition, upload, upload_raw, write_remote_log_metadata
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +139,7 @@ def test_plugin_chunk_sizes_codec_vectors():
 def test_plugin_chunk_index_vectors():
     v = _vectors()["chunk_index"]
     packed = base64.b64decode(v["encoded_chunks"])   # zstd-jni's frame of the plugin's codec bytes
-    assert aiven.decode_chunk_sizes(aiven._zstd_decompress(packed)) == v["encoded_chunks_values"]
+    assert aiven.decode_chunk_sizes(aiven._zstd_decompress(packed, 100)) == v["encoded_chunks_values"]
     for kind in ("fixed", "variable"):
         index = aiven.parse_chunk_index(v[kind])
         assert [list(c) for c in index.chunks] == v[f"{kind}_chunks"]
@@ -350,3 +354,92 @@ def test_java_jce_wrapped_key_and_chunk(tmp_path):
     assert aiven.decrypt(base64.b64decode(v["chunk"]), data_key, base64.b64decode(v["aad"])) == base64.b64decode(v["plain"])
     with pytest.raises(KafkaFormatError, match="authentication failed"):
         aiven.decrypt(base64.b64decode(v["chunk"]), data_key, b"another aad")
+
+
+def test_a_walk_fetches_only_the_chunks_it_reaches(part, tmp_path, monkeypatch):
+    """Memory and requests bounded by the chunks a read needs: a walk that stops early fetched only the
+    chunks holding its batches; a whole walk fetched each chunk once."""
+    monkeypatch.setattr(source, "READ_AHEAD", 0)
+    bucket = str(tmp_path / "bucket")
+    up = upload(_logs(part)[:1], bucket, "zstd", chunk_size=500)
+    fetched = []
+    real = Store.read
+
+    def counting(self, key, start=0, end=None):
+        data = real(self, key, start, end)
+        if key.endswith(".log"):
+            fetched.append(len(data))
+        return data
+    monkeypatch.setattr(Store, "read", counting)
+    rs = RemoteTier.open(bucket).segments("events", 0)[0]
+    seg = rs.segment()
+    whole = os.path.getsize(os.path.join(bucket, up[0]["keys"]["log"]))
+    with seg.walk() as w:
+        first = [b.base_offset for b, _ in zip(w, range(2))]
+    assert len(first) == 2 and 0 < sum(fetched) < whole / 2, (fetched, whole)
+    fetched.clear()
+    local = _local_records(_logs(part)[0])
+    assert _records(seg) == local and sum(fetched) == whole
+
+
+def test_the_writer_records_the_uploads_in_remote_log_metadata(part, tmp_path):
+    """The test writer's ``__remote_log_metadata`` records replay (log/tiered.py) to the segments it
+    uploaded, each in the state it was given; its manifests carry the segment's metadata as the plugin's do."""
+    bucket = str(tmp_path / "bucket")
+    up = upload(_logs(part)[:3], bucket, "plain")
+    write_remote_log_metadata(tmp_path / "logdir", up, {up[2]["segment_id"]: None})
+    replayed = remote_segments(str(tmp_path / "logdir"))[("events", 0)]["segments"]
+    assert [(s["segmentId"], s["startOffset"], s["endOffset"], s["state"]) for s in replayed] == [
+        (u["segment_id"], u["base_offset"], u["end_offset"], "COPY_SEGMENT_FINISHED" if i < 2 else "COPY_SEGMENT_STARTED")
+        for i, u in enumerate(up)]
+    seg = RemoteTier.open(bucket).segments("events", 0)[1]
+    meta = seg.manifest["remoteLogSegmentMetadata"]
+    assert meta["startOffset"] == seg.base_offset and meta["endOffset"] == seg.segment().read_next_offset() - 1
+    assert meta["remoteLogSegmentId"]["id"] == seg.segment_id
+
+
+def test_verify_remote_damaged_index_object_or_missing_manifest_is_one_located_problem(kfx, part, tmp_path):
+    bucket, pem, up = _damaged_tier(tmp_path, part, "encrypted")
+    manifest = json.load(open(os.path.join(bucket, up[0]["keys"]["rsm-manifest"])))
+    at = manifest["segmentIndexes"]["timestamp"]["position"]
+    with open(os.path.join(bucket, up[0]["keys"]["indexes"]), "r+b") as f:
+        f.seek(at + 20)
+        f.write(b"\x00\x01\x02")
+    os.remove(os.path.join(bucket, up[2]["keys"]["rsm-manifest"]))
+    code, rep = _verify_json(kfx, "--remote", bucket, "--key-file", f"key1={pem}")
+    assert code == 1 and len(rep["problems"]) == 2, rep["problems"]
+    index, missing = sorted(rep["problems"], key=lambda p: p["kind"])
+    assert index["kind"] == "remote-index" and index["file"].endswith(up[0]["keys"]["indexes"])
+    assert index["position"] == at and "time index" in index["detail"]
+    assert missing["kind"] == "remote-tier" and missing["file"].endswith(up[2]["keys"]["rsm-manifest"])
+
+
+def test_the_local_topic_id_picks_its_incarnation_in_the_tier(kfx, part, tmp_path):
+    """A tier holding two incarnations of the topic (deleted and made again): beside a log dir, the
+    partition reads the one its partition.metadata names; the tier alone shows both."""
+    log_dir = tmp_path / "logdir"
+    bucket = str(tmp_path / "bucket")
+    up = split_partition(part, log_dir, 2, bucket, "plain", topic_id=kafka_uuid())   # an earlier incarnation's
+    local_id = Partition.scan(str(log_dir / "events-0")).partition_metadata()["topicId"]
+    assert up[0]["topic_id"] != local_id
+    mine = upload(_logs(part)[:2], bucket, "plain", topic_id=local_id)
+    tier = RemoteTier.open(bucket)
+    assert tier.topic_ids("events") == sorted({local_id, up[0]["topic_id"]}) and len(tier.segments("events", 0)) == 4
+    assert [s.segment_id for s in tier.segments("events", 0, local_id)] == [u["segment_id"] for u in mine]
+    r = kfx("dump", str(log_dir), "--remote", bucket, "--format", "json")
+    remote = [json.loads(line) for line in r.stdout.splitlines() if '"tier": "remote"' in line]
+    assert r.exit_code == 0 and [x["segmentId"] for x in remote] == [u["segment_id"] for u in mine]
+    code, rep = _verify_json(kfx, "--remote", bucket)
+    assert [p["segments"] for p in rep["partitions"]] == [4]
+
+
+def test_a_damaged_frame_or_key_is_a_problem_not_an_allocation_or_a_traceback():
+    """A zstd frame claiming more than its chunk holds is refused before it is decompressed; a data key
+    that is no AES-256 key is a remote-key problem."""
+    bomb = zstandard.ZstdCompressor(write_content_size=True).compress(b"\0" * (10 << 20))
+    plain = aiven.Manifest(aiven.ChunkIndex(1000, 1000, (len(bomb),)), {}, True, None, None, None, {})
+    with pytest.raises(KafkaFormatError, match="zstd frame says 10485760 bytes, more than the 1000"):
+        aiven.detransform(bomb, plain, None, 1000)
+    with pytest.raises(KafkaFormatError, match="not an AES-256 key") as e:
+        aiven.decrypt(b"\0" * 40, b"short", b"aad")
+    assert e.value.kind == "remote-key"

@@ -23,11 +23,12 @@ from kafkaforensics.log.tiered import REMOTE_INDEX_RE
 from kafkaforensics.records.batch import resolve_legacy_wrapper
 from kafkaforensics.records.batch_json import encode, record_to_json
 from kafkaforensics.errors import KafkaFormatError, Problem
-from kafkaforensics.log.partition import LEFTOVER_SUFFIXES, LogDir, parse_partition_dir_name, read_clean_shutdown, read_text
+from kafkaforensics.log.partition import (LEFTOVER_SUFFIXES, LogDir, Partition, parse_partition_dir_name,
+                                          read_clean_shutdown, read_text)
 from kafkaforensics.log.producer_state import read_snapshot
 from kafkaforensics.log.remote import RemoteSegment, RemoteTier
-from kafkaforensics.log.remote.unified import LOCAL, REMOTE, remote_below
-from kafkaforensics.log.segment import LOG, TXNINDEX, Segment, file_name, offset_from_name
+from kafkaforensics.log.remote.unified import LOCAL, REMOTE, local_view, remote_below
+from kafkaforensics.log.segment import TXNINDEX, Segment, file_name, offset_from_name
 
 #: the message schemas of the internal topics: only for a decoder; many batches decoded at once into
 #: columns (numpy): only for a large batch
@@ -267,11 +268,10 @@ def dump_tiered(paths, tier: RemoteTier, opts: DumpOptions, out, err, res: DumpR
             _dump_tier_file(f, opts, out, err, res, LOCAL)
         for d in partition_dirs(p) if kp.kind == LOG_DIR else [p]:
             files = partition_files(d)
-            tp = parse_partition_dir_name(d)
-            if tp is not None and tp not in done:
-                done.add(tp)
-                starts = [o for o in (offset_from_name(f) for f in files if f.endswith(LOG)) if o is not None]
-                for rs in remote_below(tier, tp[0], tp[1], min(starts) if starts else None):
+            pd = Partition.scan(d)
+            if pd.topic is not None and pd.dir_state == "live" and (pd.topic, pd.partition) not in done:
+                done.add((pd.topic, pd.partition))
+                for rs in remote_below(tier, pd.topic, pd.partition, *local_view(pd)):
                     _dump_remote(rs, opts, out, err, res)
             for f in files:
                 _dump_tier_file(f, opts, out, err, res, LOCAL)

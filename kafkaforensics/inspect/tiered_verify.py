@@ -11,7 +11,7 @@ from kafkaforensics.log.partition import Partition, find_partitions
 from kafkaforensics.log.paths import LOG_DIR, PARTITION_DIR, classify
 from kafkaforensics.log.producer_state import ProducerState
 from kafkaforensics.log.remote import RemoteSegment, RemoteTier
-from kafkaforensics.log.remote.unified import LOCAL, REMOTE, remote_below
+from kafkaforensics.log.remote.unified import LOCAL, REMOTE, local_view, remote_below
 
 #: the problem kinds a remote tier's objects give (beside a segment walk's own)
 REMOTE_KINDS = ("remote-manifest", "remote-chunk", "remote-index", "remote-key", "remote-tier")
@@ -28,17 +28,17 @@ def verify_tiered(paths, tier: RemoteTier, **kw) -> VerifyReport:
     return rep
 
 
-def local_starts(paths) -> dict[tuple[str, int], int | None]:
-    """(topic, partition) -> the local log start (the first local segment's base offset; None when
-    the partition dir holds no segment) of the live partitions ``paths`` name."""
-    out: dict[tuple[str, int], int | None] = {}
+def local_starts(paths) -> dict[tuple[str, int], tuple[int | None, str | None]]:
+    """(topic, partition) -> (local log start, topic id) of the live partitions ``paths`` name
+    (:func:`~kafkaforensics.log.remote.unified.local_view`)."""
+    out: dict[tuple[str, int], tuple[int | None, str | None]] = {}
     for p in paths:
         kp = classify(p)
         parts = find_partitions(kp.path) if kp.kind == LOG_DIR else [Partition.scan(kp.path)] \
             if kp.kind == PARTITION_DIR else []
         for pd in parts:
             if pd.topic is not None and pd.dir_state == "live":
-                out[(pd.topic, pd.partition)] = pd.segments[0].base_offset if pd.segments else None
+                out[(pd.topic, pd.partition)] = local_view(pd)
     return out
 
 
@@ -47,7 +47,7 @@ def verify_remote(tier: RemoteTier, rep: VerifyReport, starts: dict, *, progress
     holds the partition) verified into ``rep``, one row each partition with ``tier`` remote."""
     keys: dict = {}
     for topic, partition in tier.partitions():
-        segs = remote_below(tier, topic, partition, starts.get((topic, partition)))
+        segs = remote_below(tier, topic, partition, *starts.get((topic, partition), (None, None)))
         state, prev, summaries = ProducerState(), None, []
         for rs in segs:
             s = _verify_remote_segment(rs, rep, state, keys, progress=progress, max_batch_bytes=max_batch_bytes)

@@ -174,15 +174,23 @@ def open_buffer(path: str, sequential: bool = True):
                 mm.madvise(mmap.MADV_SEQUENTIAL)
         except (AttributeError, OSError):
             pass
-        view = memoryview(mm)
-        try:
+        with mapped_view(mm) as view:
             yield view
-        finally:
-            try:
-                view.release()
-                mm.close()
-            except BufferError:
-                pass  # a caller still holds a batch slice: the mapping closes when it is freed
+
+
+@contextmanager
+def mapped_view(mm: mmap.mmap):
+    """A memoryview of ``mm`` for the block, the mapping closed after it (a file's, or an anonymous
+    one a remote segment's walk fills)."""
+    view = memoryview(mm)
+    try:
+        yield view
+    finally:
+        try:
+            view.release()
+            mm.close()
+        except BufferError:
+            pass  # a caller still holds a batch slice: the mapping closes when it is freed
 
 
 class BatchScanner:
@@ -860,6 +868,11 @@ def offset_for_timestamp(segments, timestamp: int, log_start_offset: int) -> Tim
 def _source_walk(seg: Segment, start: int, end: int | None, sequential: bool = True, **kw):
     """:func:`open_walk` of a segment whose ``.log`` is not a local file: over its bytes as its byte
     source gives them (a remote tier's decoded chunks, an object read whole)."""
+    walk = getattr(seg.source, "walk", None)   # a source that fills its bytes as the walk reaches them
+    if walk is not None:
+        with walk(start, end, base_offset=seg.base_offset, **kw) as scanner:
+            yield scanner
+        return
     with seg.source.mapped(seg.log) as buf:
         yield BatchScanner(buf, start=start, end=None if end is None else min(end, len(buf)), file=seg.log,
                            base_offset=seg.base_offset, **kw)

@@ -63,7 +63,7 @@ def reconcile(ul: UnifiedLog, retention_ms: int | None = None, retention_bytes: 
     the topic's, None or -1: unlimited; ``now`` in epoch ms)."""
     if ul.foreign_topic_id is not None:
         return [_foreign(ul)]
-    out = list(ul.unreadable) + _orphans(ul) + _missing(ul) + _gaps(ul)
+    out = list(ul.unreadable) + _incarnations(ul) + _orphans(ul) + _missing(ul) + _gaps(ul)
     out += _expired(ul, retention_ms, retention_bytes, now)
     out += _deleted_in_retention(ul, retention_ms, retention_bytes, now)
     out += _epoch_mismatch(ul)
@@ -81,6 +81,17 @@ def _foreign(ul: UnifiedLog) -> Problem:
                    f"the bucket's objects of {_name(ul)} carry topic id {ul.foreign_topic_id} ({len(ul.objects)} "
                    f"object(s), e.g. {first}), partition.metadata says {own}: a cluster restored beside its old "
                    "bucket (or a recreated topic); they are not read as this partition's remote tier")
+
+
+def _incarnations(ul: UnifiedLog) -> list[Problem]:
+    """Objects of the partition under another topic id beside the partition's own (an earlier
+    incarnation of the topic whose remote data was never deleted, or an old bucket restored into)."""
+    own = (ul.local.partition_metadata() or {}).get("topicId")
+    return [Problem(_uri(ul, objs[0].key) if objs else ul.local.path, None, None, "tier-topic-id-mismatch",
+                    f"{_name(ul)}: {len(objs)} object(s) under topic id {tid} (e.g. {objs[0].key if objs else '-'}) "
+                    f"beside the partition's own, {own} (partition.metadata): another incarnation of the topic; "
+                    "they are not read as this partition's remote tier")
+            for tid, objs in sorted(ul.other_incarnations.items())]
 
 
 def _object_ids(ul: UnifiedLog) -> dict[str, list]:

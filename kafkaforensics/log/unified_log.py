@@ -51,6 +51,8 @@ class UnifiedLog:
     metadata: list[dict] | None = None
     #: the topic id the bucket's keys carry, when it differs from ``partition.metadata``'s: not read
     foreign_topic_id: str | None = None
+    #: topic id -> objects of the partition under another incarnation of the topic (beside its own)
+    other_incarnations: dict = field(default_factory=dict)
     #: remote segments that could not be opened (a damaged manifest, chunk or key): located problems
     unreadable: list = field(default_factory=list)
 
@@ -130,12 +132,15 @@ def unify(pd: Partition, tier: RemoteTier | None, metadata: list[dict] | None | 
     if tier is None or tp is None:
         ul.segments = local
         return ul
-    ul.bucket, ul.objects = tier.segments(*tp), tier.objects(*tp)
-    bucket_id, own_id = tier.topic_id(tp[0]), _local_topic_id(pd)
-    if bucket_id is not None and own_id is not None and bucket_id != own_id:
-        ul.foreign_topic_id = bucket_id   # Kafka reads only objects of the topic's own id
+    ids, own_id = tier.topic_ids(tp[0]), _local_topic_id(pd)
+    if own_id is not None and ids and own_id not in ids:
+        ul.foreign_topic_id = ids[0]   # Kafka reads only objects of the topic's own id
+        ul.objects = tier.objects(*tp)
         ul.segments = local
         return ul
+    mine = own_id if own_id in ids else None   # one incarnation, the partition's own; else every object
+    ul.bucket, ul.objects = tier.segments(*tp, mine), tier.objects(*tp, mine)
+    ul.other_incarnations = {i: tier.objects(*tp, i) for i in ids if mine is not None and i != mine}
     ul.segments = _remote_chain(ul, ul.local_log_start) + local
     return ul
 
