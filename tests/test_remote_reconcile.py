@@ -18,14 +18,13 @@ from kafkaforensics.log.unified_log import LOCAL, REMOTE, unify
 from kafkaforensics.log.writer import write_partition
 from kafkaforensics.records.batch import Record
 from kafkaforensics.records.builder import build_v2
-from kafkaforensics.records.internal_topics import encode_metadata, encode_offset_commit
-from specs import kafka_messages as K
+from kafkaforensics.records.internal_topics import encode_offset_commit
 from tests import corruption
 from tests.corruption import make_partition
-from tests.remote_fixtures import kafka_uuid, moto_s3, rsa_key, upload, upload_raw
+from tests.remote_fixtures import kafka_uuid, moto_s3, rsa_key, upload, upload_raw, write_remote_log_metadata
 
 T0 = 1_700_000_000_000
-STARTED, FINISHED, DELETE_STARTED, DELETE_FINISHED = 0, 1, 2, 3
+DELETE_FINISHED = 3
 
 
 def _logs(part):
@@ -36,54 +35,18 @@ def _topic_id(part):
     return Partition.scan(part).partition_metadata()["topicId"]
 
 
-def _epochs(part, start, end):
-    """The local leader-epoch entries within [start, end] (the first one from ``start``)."""
-    cache = Partition.scan(part).leader_epoch_cache()
-    rows = [(e, o) for e, o in (cache.entries if cache else [(0, 0)])]
-    inside = [(e, max(o, start)) for i, (e, o) in enumerate(rows)
-              if o <= end and (i + 1 == len(rows) or rows[i + 1][1] > start)]
-    return inside or [(0, start)]
-
-
-def metadata_records(entries):
-    """__remote_log_metadata values: per entry (dict of up.. + states) a RemoteLogSegmentMetadataRecord and
-    one update per further state."""
-    out = []
-    for e in entries:
-        sid = {"TopicIdPartition": {"Name": e["topic"], "Id": e["topic_id"], "Partition": e["partition"]},
-               "Id": e["segment_id"]}
-        out.append(encode_metadata(K.RemoteLogSegmentMetadataRecord, 0, {
-            "RemoteLogSegmentId": sid, "StartOffset": e["base_offset"], "EndOffset": e["end_offset"], "BrokerId": 1,
-            "MaxTimestampMs": e["max_ts"], "EventTimestampMs": T0,
-            "SegmentLeaderEpochs": [{"LeaderEpoch": ep, "Offset": o} for ep, o in e["epochs"]],
-            "SegmentSizeInBytes": e["size"], "CustomMetadata": None, "RemoteLogSegmentState": STARTED}))
-        for st in e["states"]:
-            out.append(encode_metadata(K.RemoteLogSegmentMetadataUpdateRecord, 0, {
-                "RemoteLogSegmentId": sid, "BrokerId": 1, "EventTimestampMs": T0, "RemoteLogSegmentState": st}))
-    return out
-
-
-def write_metadata(log_dir, entries):
-    """The log dir's __remote_log_metadata-0 holding ``entries``' records."""
-    target = os.path.join(log_dir, "__remote_log_metadata-0")
-    shutil.rmtree(target, ignore_errors=True)
-    recs = metadata_records(entries)
-    write_partition(target, [build_v2([Record(i, T0 + i, None, v, []) for i, v in enumerate(recs)], base_offset=0)])
-
-
-def _entry(up, part, states=(FINISHED,)):
-    """The metadata of an uploaded segment as the broker records it (epochs, size, largest timestamp)."""
-    path = os.path.join(part, file_name(up["base_offset"], LOG))
-    seg = Partition.scan(part).segment_for(up["base_offset"])
-    max_ts = max(b.max_timestamp for b in seg.batches())
-    return dict(up, size=os.path.getsize(path), max_ts=max_ts, states=list(states),
-                epochs=_epochs(part, up["base_offset"], up["end_offset"]))
+def write_metadata(log_dir, uploads, states=None):
+    """The log dir's __remote_log_metadata-0 (replaced) holding ``uploads``' records, each segment's
+    state ``states`` gives (segment id -> state; default COPY_SEGMENT_FINISHED; None: a failed copy)."""
+    shutil.rmtree(os.path.join(log_dir, "__remote_log_metadata-0"), ignore_errors=True)
+    write_remote_log_metadata(log_dir, uploads, states)
 
 
 class Split:
     """A log dir ``full`` and its copy ``split`` whose first ``n`` segments of events-0 live in ``bucket``."""
 
     def __init__(self, root, n=3, transform="plain", topic_id=None, states=None, public_key=None, bucket=None):
+        """``states``: {index of the uploaded segment: its last metadata state (None: a failed copy)}."""
         self.full, self.split = str(root / "full"), str(root / "split")
         self.bucket = bucket or str(root / "bucket")
         self.part = os.path.join(self.full, "events-0")
@@ -93,13 +56,13 @@ class Split:
         logs = _logs(self.part)
         self.up = upload(logs[:n], self.bucket, transform, topic_id=topic_id or _topic_id(self.part),
                          public_key=public_key)
-        self.entries = [_entry(u, self.part, (states or {}).get(i, (FINISHED,))) for i, u in enumerate(self.up)]
+        self.states = {self.up[i]["segment_id"]: st for i, st in (states or {}).items()}
         for log in logs[:n - 1]:   # the last copied segment is still local too (the tiers overlap)
             base = os.path.basename(log)[:20]
             for f in os.listdir(self.spart):
                 if f.startswith(base):
                     os.unlink(os.path.join(self.spart, f))
-        write_metadata(self.split, self.entries)
+        write_metadata(self.split, self.up, self.states)
 
     def tier(self):
         return RemoteTier.open(self.bucket)
@@ -202,7 +165,7 @@ def test_groups_read_tiered_consumer_offsets_segments(tmp_path, kfx):
         for f in os.listdir(copy):
             if f.startswith(base):
                 os.unlink(os.path.join(copy, f))
-    write_metadata(s.split, s.entries + [_entry(u, cpart) for u in up])
+    write_metadata(s.split, s.up + up)
     # the newest commits are local; a group whose last commit was tiered shows only through the tier
     whole = committed_offsets(s.full)
     assert committed_offsets(s.split, s.tier()) == whole
@@ -227,7 +190,7 @@ def test_groups_see_a_commit_only_the_tier_holds(tmp_path):
     for f in os.listdir(copy):
         if f.startswith(os.path.basename(_logs(cpart)[0])[:20]):
             os.unlink(os.path.join(copy, f))
-    write_metadata(s.split, s.entries + [_entry(u, cpart) for u in up])
+    write_metadata(s.split, s.up + up)
     assert "early" not in {r["group"] for r in committed_offsets(s.split)}
     assert "early" in {r["group"] for r in committed_offsets(s.split, s.tier())}
 
@@ -251,7 +214,7 @@ def test_a_clean_split_partition_has_no_findings(split, kfx):
 
 
 def test_orphan_objects_of_a_failed_copy(tmp_path, kfx):
-    s = Split(tmp_path, states={2: ()})   # the third copy never finished
+    s = Split(tmp_path, states={2: None})   # the third copy never finished
     probs = _check(s)
     assert _kinds(probs) == ["tier-orphan-object"]
     assert s.up[2]["segment_id"] in probs[0].detail and "COPY_SEGMENT_STARTED" in probs[0].detail
@@ -262,7 +225,7 @@ def test_orphan_objects_of_a_failed_copy(tmp_path, kfx):
 
 def test_objects_no_metadata_names_are_orphans(tmp_path):
     s = Split(tmp_path)
-    write_metadata(s.split, s.entries[:2])
+    write_metadata(s.split, s.up[:2])
     probs = _check(s)
     assert _kinds(probs) == ["tier-orphan-object"] and "no __remote_log_metadata record" in probs[0].detail
 
@@ -281,7 +244,7 @@ def test_metadata_whose_objects_are_missing(split, kfx):
 
 
 def test_gap_between_the_remote_segments_and_the_local_log_start(split):
-    write_metadata(split.split, split.entries[:1])   # the second copy's metadata gone: offsets in neither tier
+    write_metadata(split.split, split.up[:1])   # the second copy's metadata gone: offsets in neither tier
     for k in split.up[1]["keys"].values():
         os.unlink(os.path.join(split.bucket, k))
     for k in split.up[2]["keys"].values():
@@ -292,44 +255,44 @@ def test_gap_between_the_remote_segments_and_the_local_log_start(split):
 
 
 def test_overlapping_remote_segments(split):
-    other = dict(split.entries[1], segment_id=kafka_uuid(), base_offset=split.entries[1]["base_offset"] - 3)
-    write_metadata(split.split, split.entries + [other])
+    other = dict(split.up[1], segment_id=kafka_uuid(), base_offset=split.up[1]["base_offset"] - 3)
+    write_metadata(split.split, split.up + [other])
     assert "tier-overlap" in _kinds(_check(split))
 
 
 def test_remote_segments_past_retention_still_present(split, kfx):
-    now = split.entries[1]["max_ts"] + 1000
+    now = split.up[1]["max_timestamp"] + 1000
     probs = _check(split, retention_ms=1000, now=now)
     assert _kinds(probs) == ["tier-retention-expired", "tier-retention-expired"]
     assert {p.offset for p in probs} == {0, split.up[1]["base_offset"]}
     # retention.bytes: the partition's size over the limit by the first segment's size
-    total = sum(e["size"] for e in split.entries) + sum(
+    total = sum(e["size"] for e in split.up) + sum(
         os.path.getsize(p) for p in _logs(split.spart) if int(os.path.basename(p)[:20]) > split.up[2]["end_offset"])
-    probs = _check(split, retention_bytes=total - split.entries[0]["size"])
+    probs = _check(split, retention_bytes=total - split.up[0]["size"])
     assert [p.offset for p in probs if p.kind == "tier-retention-expired"] == [0]
     r = kfx("analyze", "--now", now + 86_400_000 * 30, split.split, "--remote", split.bucket)
     assert r.exit_code == 1 and "tier-retention-expired" in r.output
 
 
 def test_deleted_inside_retention_is_the_signature_of_kafka_20732(tmp_path):
-    s = Split(tmp_path, states={0: (FINISHED, DELETE_STARTED, DELETE_FINISHED)})
+    s = Split(tmp_path, states={0: DELETE_FINISHED})
     for k in s.up[0]["keys"].values():
         os.unlink(os.path.join(s.bucket, k))
     ul = s.unified()
     only_local = sum(seg.size for seg in ul.local.segments if seg.base_offset >= s.up[2]["end_offset"])
-    limit = sum(e["size"] for e in s.entries) + only_local   # exactly the partition's size: no breach
+    limit = sum(e["size"] for e in s.up) + only_local   # exactly the partition's size: no breach
     probs = reconcile(ul, -1, limit, T0)
     assert _kinds(probs) == ["tier-deleted-in-retention"]
     assert "KAFKA-20732" in probs[0].detail and s.up[0]["segment_id"] in probs[0].detail
     # a retention.ms breach explains the deletion (and the next segment is inside it): nothing to report
-    assert reconcile(ul, 1000, -1, s.entries[0]["max_ts"] + 1000) == []
+    assert reconcile(ul, 1000, -1, s.up[0]["max_timestamp"] + 1000) == []
     # without a size limit nothing explains it, and it is not KAFKA-20732's
     plain = reconcile(ul, -1, -1, T0)
     assert _kinds(plain) == ["tier-deleted-in-retention"] and "KAFKA-20732" not in plain[0].detail
 
 
 def test_remote_epochs_that_disagree_with_the_local_checkpoint(split, kfx):
-    bad = [dict(e) for e in split.entries]
+    bad = [dict(e) for e in split.up]
     bad[1]["epochs"] = [(99, bad[1]["base_offset"])]
     write_metadata(split.split, bad)
     probs = _check(split)
