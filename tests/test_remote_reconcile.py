@@ -139,6 +139,10 @@ def test_explain_an_offset_in_the_remote_part(split, kfx):
     assert local["results"][0]["fate"] != "present"
     assert tiered["results"][0]["fate"] == whole["results"][0]["fate"] == "present"
     assert tiered["logStartOffset"] == whole["logStartOffset"] == 0
+    for q in ({"at": str(T0 + 5)}, {"key": "k7"}):   # ListOffsets by time and a key's records, through the boundary
+        got, want = explain(split.spart, now=T0, remote=split.tier(), **q), explain(split.part, now=T0, **q)
+        assert [(r["offset"], r["fate"]) for r in got["results"]] == [(r["offset"], r["fate"]) for r in want["results"]]
+        assert got["results"][0]["offset"] < split.up[1]["end_offset"]   # answered from the remote tier
     r = kfx("explain", split.spart, "--offset", off, "--remote", split.bucket, "--json")
     assert r.exit_code == 0 and json.loads(r.output)["results"][0]["fate"] == "present"
 
