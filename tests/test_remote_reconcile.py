@@ -330,6 +330,7 @@ def test_a_damaged_remote_chunk_is_one_line_or_a_located_problem(split, kfx):
     r = kfx("analyze", split.split, "--remote", split.bucket, "--json")
     f = [f for f in json.loads(r.output)["findings"] if f["kind"] == "valid-after-damage"]
     assert r.exit_code == 1 and f and f[0]["file"] == key   # located in the remote object
+    assert "restore the object" in f[0]["remedy"] and "kfx salvage" not in f[0]["remedy"]   # not a local repair
     man = os.path.join(split.bucket, split.up[1]["keys"]["rsm-manifest"])
     with open(man, "wb") as f:
         f.write(b"{not json")

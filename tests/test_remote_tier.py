@@ -3,6 +3,7 @@ layout, read from a dir, ``file://`` and ``s3://``; each remote segment a Segmen
 import base64
 import json
 import os
+import pickle
 import struct
 
 import pytest
@@ -16,6 +17,7 @@ from kafkaforensics.log.segment import LOG, Segment, iter_batches
 from tests.corruption import make_partition
 from kafkaforensics.log.partition import Partition
 from kafkaforensics.log.tiered import remote_segments
+from tests.realdirs import tarballs, unpack
 from tests.remote_fixtures import kafka_uuid, moto_s3, rsa_key, split_partition, upload, upload_raw, write_remote_log_metadata
 
 
@@ -318,6 +320,7 @@ def test_verify_remote_damaged_chunk_is_one_located_problem(kfx, part, tmp_path)
     p = rep["problems"][0]
     assert p["kind"] == "remote-chunk" and p["file"].endswith(up[0]["keys"]["log"])
     assert p["position"] == chunk.transformed_position and "chunk 1" in p["detail"]
+    assert p["remedy"].startswith("restore the .log object")
 
 
 def test_verify_remote_wrong_key_is_one_problem(kfx, part, tmp_path):
@@ -327,6 +330,7 @@ def test_verify_remote_wrong_key_is_one_problem(kfx, part, tmp_path):
     assert code == 1 and len(rep["problems"]) == 1, rep["problems"]
     p = rep["problems"][0]
     assert p["kind"] == "remote-key" and "(3 segments)" in p["detail"] and p["file"].endswith(".rsm-manifest")
+    assert "--key-file ID=PEM" in p["remedy"]
     code, rep = _verify_json(kfx, "--remote", bucket)   # no key file at all
     assert code == 1 and len(rep["problems"]) == 1 and "no --key-file" in rep["problems"][0]["detail"]
 
@@ -443,3 +447,89 @@ def test_a_damaged_frame_or_key_is_a_problem_not_an_allocation_or_a_traceback():
     with pytest.raises(KafkaFormatError, match="not an AES-256 key") as e:
         aiven.decrypt(b"\0" * 40, b"short", b"aad")
     assert e.value.kind == "remote-key"
+
+
+def test_a_remote_segment_pickles(part, tmp_path):
+    """A remote segment travels to a Spark task (pickled) and reads there as here."""
+    key, pem = rsa_key(tmp_path)
+    bucket = str(tmp_path / "bucket")
+    upload(_logs(part)[:1], bucket, "encrypted", public_key=key.public_key())
+    seg = RemoteTier.open(bucket, key_files={"key1": pem}).segments("events", 0)[0].segment()
+    copy = pickle.loads(pickle.dumps(seg))
+    assert _records(copy) == _records(seg) == _local_records(_logs(part)[0])
+    assert copy.offset_index() == seg.offset_index()
+
+
+# -- real brokers' segments (../shared/real-logdirs) through the tier -----------------------------------
+REAL_PARTITIONS = (("kafka3x-zk-bitnami-gzip-cleanshutdown", "makeup-0"),
+                   ("ksqldb-txn-kafka34-kraft-bitnami", "_confluent-ksql-default__command_topic-0"))
+
+
+@pytest.mark.skipif(not tarballs(), reason="the real brokers' log dirs (../shared/real-logdirs) are not on this machine")
+@pytest.mark.parametrize("transform", ["zstd", "encrypted"])
+def test_real_segments_read_back_through_the_tier(kfx, tmp_path, transform):
+    """Segments real brokers wrote (gzip batches, a ksqlDB command topic) uploaded as the plugin does
+    read back record for record through the tier alone, and verify clean."""
+    key, pem = rsa_key(tmp_path)
+    for name, partition in REAL_PARTITIONS:
+        real = unpack(name, str(tmp_path / "real"))
+        local = real.path(partition)
+        bucket = str(tmp_path / f"bucket-{name}")
+        upload(_logs(local), bucket, transform, public_key=key.public_key())
+        want = kfx("dump", local, "--deep", "--print-data", "--format", "json")
+        got = kfx("dump", "--remote", bucket, "--key-file", f"key1={pem}", "--deep", "--print-data", "--format", "json")
+        assert got.exit_code == want.exit_code == 0, got.output
+        records = lambda out: [r for line in out.splitlines() for r in json.loads(line).get("records", [])]  # noqa: E731
+        assert records(got.stdout) == records(want.stdout) and records(want.stdout), name
+        code, rep = _verify_json(kfx, "--remote", bucket, "--key-file", f"key1={pem}")
+        assert code == 0 and rep["ok"], rep["problems"]
+
+
+def test_raw_layout_of_pinterests_uploader(part, tmp_path):
+    """pinterest/tiered-storage's uploader: ``<base prefix>/[<hash>/]<cluster>/<topic>-<partition>/`` holding
+    the segment files, ``offset.wm`` (its first line the committed offset) and a ``_metadata`` object."""
+    root = tmp_path / "bucket"
+    where = root / "base-prefix" / "10110" / "test-cluster"
+    logs = _logs(part)
+    upload_raw(logs[:2], str(where), style="dash")
+    (where / "events-0" / "_metadata").write_text('{"topicPartition": "events-0"}')
+    tier = RemoteTier.open(str(root))
+    assert tier.layout == "raw" and tier.partitions() == [("events", 0)]
+    assert tier.watermark("events", 0) == Segment.of_file(logs[2]).base_offset
+    _same_as_local(tier, logs[:2])
+
+
+@pytest.mark.parametrize("transform", ["plain", "encrypted"])
+def test_leader_epochs_and_producer_snapshot_from_the_indexes_object(part, tmp_path, transform):
+    """The leader-epoch index and the producer snapshot the plugin keeps in ``.indexes``: the epochs
+    the broker's cache held below the segment's end, and the snapshot at the next segment's base."""
+    key, pem = rsa_key(tmp_path)
+    bucket = str(tmp_path / "bucket")
+    logs = _logs(part)
+    upload(logs[:3], bucket, transform, public_key=key.public_key())
+    epochs = [tuple(map(int, line.split())) for line in open(os.path.join(part, "leader-epoch-checkpoint")).read().splitlines()[2:]]
+    segs = RemoteTier.open(bucket, key_files={"key1": pem}).segments("events", 0)
+    for rs, nxt in zip(segs, logs[1:4]):
+        end = Segment.of_file(nxt).base_offset
+        assert rs.leader_epochs() == [e for e in epochs if e[1] < end] and rs.leader_epochs()
+        with open(os.path.join(part, f"{end:020d}.snapshot"), "rb") as f:
+            assert rs.producer_snapshot() == f.read()
+        assert rs.uri == os.path.join(bucket, rs.key)
+
+
+def test_a_chunked_walk_judges_a_torn_tail_as_a_local_walk(part, tmp_path, monkeypatch):
+    """A segment whose last batch runs past its end (a torn copy) walks through the tier, reading
+    chunk by chunk, to the same stop and valid bytes as the local file's walk."""
+    monkeypatch.setattr(source, "READ_AHEAD", 0)
+    torn = tmp_path / "events-0"
+    torn.mkdir()
+    log = _logs(part)[1]
+    with open(log, "rb") as f:
+        data = f.read()
+    (torn / os.path.basename(log)).write_bytes(data[:-30])
+    bucket = str(tmp_path / "bucket")
+    upload([str(torn / os.path.basename(log))], bucket, "zstd", chunk_size=300)
+    seg, local = RemoteTier.open(bucket).segments("events", 0)[0].segment(), Segment.of_file(str(torn / os.path.basename(log)))
+    with seg.walk() as w, local.walk() as lw:
+        assert [b.position for b in w] == [b.position for b in lw]
+        assert (w.stop.kind, w.stop.position, w.valid_bytes) == (lw.stop.kind, lw.stop.position, lw.valid_bytes)

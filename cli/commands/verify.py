@@ -38,7 +38,7 @@ def verify(paths: List[str] = Argument(None, metavar="PATH",
         j = rep.to_json()
         for key, items in (("problems", rep.problems), ("warnings", rep.warnings)):
             for d, p in zip(j[key], items):
-                d["remedy"] = heavy.analyzer.problem_remedy(p)
+                d["remedy"] = _remedy(p, tier)
         print(json.dumps(j))
     else:
         if rep.partitions:
@@ -50,7 +50,7 @@ def verify(paths: List[str] = Argument(None, metavar="PATH",
                 print(f"{len(rep.partitions) - len(shown)} partition(s) hold no batches (not listed)")
         if rep.kafka is not None:
             print(rep.kafka.line())
-        plain.print_lines(verify_report_lines(rep))
+        plain.print_lines(verify_report_lines(rep, tier))
     raise Exit(EXIT_OK if rep.ok else EXIT_PROBLEMS)
 
 
@@ -59,13 +59,18 @@ def _partition_label(row: dict) -> str:
     return f"{row['partition']} ({row['tier']})" if "tier" in row else row["partition"]
 
 
-def verify_report_lines(rep) -> list:
+def _remedy(p, tier) -> str:
+    """A problem's remedy: the remote tier's (its objects), else the analyzer's."""
+    return (tier is not None and tiered_verify.remote_remedy(p, tier)) or heavy.analyzer.problem_remedy(p)
+
+
+def verify_report_lines(rep, tier=None) -> list:
     """The lines `kfx verify` prints after its table: notes, problems with their remedies, the total."""
     lines = [plain.Line(f"[dim]note: {n}[/dim]", f"note: {n}", [str(n)], highlight=False) for n in rep.notes]
     if rep.problems or rep.warnings:
         for word, style, items in (("warning", "yellow", rep.warnings), ("problem", "red", rep.problems)):
             for p in items:
-                remedy = heavy.analyzer.problem_remedy(p)
+                remedy = _remedy(p, tier)
                 lines.append(plain.Line(f"[{style}]{word}:[/{style}] {p}", f"{word}: {p}", [str(p)], highlight=False,
                                   soft_wrap=True))
                 lines.append(plain.Line(f"  remedy: {remedy}", f"  remedy: {remedy}", [remedy], highlight=False,

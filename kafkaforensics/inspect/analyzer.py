@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 
 from specs.layout import INT32_MAX
 
-from kafkaforensics.errors import KafkaFormatError
+from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.checkpoint_file import CLEANER_OFFSET, LOG_START_OFFSET
 from kafkaforensics.log.partition import LogDir, Partition, SegmentFiles, find_partitions, parse_partition_dir_name
@@ -39,6 +39,7 @@ from kafkaforensics.inspect.dump import TOPIC_DECODERS, decode_record
 from kafkaforensics.inspect.schema_timeline import SchemaTimeline, schema_remedy
 from kafkaforensics.log.schema_topic import SCHEMAS_TOPIC, load_schema_store
 from kafkaforensics.records.schema_decode import SchemaDecoder
+from kafkaforensics.inspect.tiered_verify import REMOTE_REMEDIES, remote_remedy
 from kafkaforensics.inspect.verify import (TAIL_KINDS, WARNING_KINDS, VerifyReport, verify_identity,
                                            verify_log_dir_files, verify_partition, verify_partition_files)
 from kafkaforensics.log.paths import (FILE, LOG_DIR, PARTITION_DIR, PathUsageError, classify_for, live_log_dirs,
@@ -94,6 +95,8 @@ def remedy_for(f: Finding, partition_dir: str, producer: tuple | None = None) ->
     tp = parse_partition_dir_name(d)
     if k in TIER_REMEDIES:
         return TIER_REMEDIES[k]
+    if k in REMOTE_REMEDIES:   # an object of the remote tier that cannot be read (verify --remote's remedies)
+        return REMOTE_REMEDIES[k]
     if k == "hanging-transaction":
         topic, part = tp if tp else ("TOPIC", "PARTITION")
         old = (f"; brokers before 3.0: --producer-id {producer[0]} --producer-epoch {producer[1]} "
@@ -424,7 +427,9 @@ def _analyze_partition(pd: Partition, ckpts: dict, now: int, opts: AnalyzeOption
     a.finish()
     for f in rep.findings[first_finding:]:
         if not f.remedy:
-            f.remedy = remedy_for(f, pd.path)
+            f.remedy = ((opts.remote is not None and remote_remedy(Problem(f.file, f.position, f.first_offset, f.kind,
+                                                                           f.explanation), opts.remote))
+                        or remedy_for(f, pd.path))
 
 
 def _over_tiers(pd: Partition, opts: AnalyzeOptions, vr: VerifyReport) -> tuple[Partition, dict | None]:

@@ -293,7 +293,7 @@ def _dump_tier_file(path: str, opts: DumpOptions, out, err, res: DumpResult, tie
 def _dump_remote(rs: RemoteSegment, opts: DumpOptions, out, err, res: DumpResult) -> None:
     """A remote segment's ``.log`` (decoded from its chunks); a manifest or key that cannot be read is
     one located problem."""
-    uri = rs.tier.store.uri(rs.key)
+    uri = rs.uri
     if opts.fmt == "json":
         print(json.dumps({"file": uri, "tier": REMOTE, "topic": rs.topic, "partition": rs.partition,
                           "baseOffset": rs.base_offset, "segmentId": rs.segment_id}), file=out)

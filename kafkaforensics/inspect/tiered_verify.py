@@ -55,7 +55,7 @@ def verify_remote(tier: RemoteTier, rep: VerifyReport, starts: dict, *, progress
                 continue
             summaries.append(s)
             if prev is not None and prev.next_offset is not None and rs.base_offset < prev.next_offset:
-                rep.add(tier.store.uri(rs.key), 0, rs.base_offset, "segment-overlap",
+                rep.add(rs.uri, 0, rs.base_offset, "segment-overlap",
                         f"remote segment starts at {rs.base_offset} but the previous one ends at {prev.next_offset - 1}")
             if s.next_offset is not None:
                 prev = s
@@ -100,3 +100,29 @@ def _remote_problem(p: Problem, rep: VerifyReport, keys: dict) -> None:
             return
         keys[p.detail] = [p, 1]
     rep.problems.append(p)
+
+
+#: what to do about a remote tier's objects, by problem kind
+REMOTE_REMEDIES = {
+    "remote-manifest": "the broker cannot read this segment from the tier without its manifest: restore the "
+                       ".rsm-manifest object (bucket versioning, a copy of the bucket); its .log and .indexes are untouched",
+    "remote-chunk": "restore the .log object (bucket versioning, a copy of the bucket): consumers fetching these "
+                    "offsets from the tier fail; kfx dump --remote shows the batches before the damaged chunk",
+    "remote-index": "restore the .indexes object (bucket versioning, a copy of the bucket): the broker fetches this "
+                    "index for the segment and fails; the .log is intact",
+    "remote-key": "pass the private key of the key pair the manifests name: --key-file ID=PEM (the plugin's "
+                  "encryption.key.pair.id and its private key file)",
+    "remote-tier": "check that the object exists and that these credentials may read it (a failed or partly "
+                   "deleted copy leaves some objects of a segment behind)",
+}
+
+
+def remote_remedy(p: Problem, tier: RemoteTier) -> str | None:
+    """The remedy of a problem in the tier's objects (None: a problem of the local log dir)."""
+    if p.kind in REMOTE_REMEDIES:
+        return REMOTE_REMEDIES[p.kind]
+    if p.file and p.file.startswith(tier.uri + "/"):
+        return ("the tier's copy of this segment is damaged and the broker serves it as it is below the local log "
+                "start: restore the object (bucket versioning, another copy), compare the batches with kfx dump "
+                "--remote; kfx recover never changes a tier")
+    return None

@@ -48,9 +48,6 @@ REMEDIES = {
     "tier-deleted-in-retention": "data inside the topic's retention was deleted: restore the objects from the "
                                  "bucket's versioning or backups if any; upgrade the brokers past KAFKA-20732 "
                                  "(3.9/4.0/4.1/4.2 backports, 4.3.2) before the next leader change",
-    **{k: "the remote segment cannot be read (its offsets are missing from the partition read over both tiers): "
-          "restore the object from the bucket's versioning or backups, or pass the --key-file its manifest names"
-       for k in ("remote-manifest", "remote-chunk", "remote-index", "remote-tier", "remote-key")},
     "tier-epoch-mismatch": "the remote segment was copied by a leader whose epoch lineage differs from this "
                            "replica's: compare the replicas' leader-epoch-checkpoint (kfx diff) and the broker "
                            "logs for an unclean leader election; consumers may read records the local log lost",

@@ -32,12 +32,12 @@ class FillingScanner(BatchScanner):
 
     def _step(self, pos: int):
         if 0 <= pos < self.end:
-            head = min(self.end, pos + R.HEADER_SIZE_UP_TO_MAGIC + 1)
+            head = min(self.end, pos + R.HEADER_SIZE)   # a v2 header, the most a walk reads of a batch it refuses
             self._fill(pos, max(head, min(self.end, pos + READ_AHEAD)))
             if head - pos > LOG_PREFIX.size:
                 _offset, size = LOG_PREFIX.unpack_from(self.buf, pos)
-                if size > 0:
-                    self._fill(pos, min(self.end, pos + LOG_PREFIX.size + size))
+                if 0 < size <= self.end - pos - LOG_PREFIX.size:   # a batch running past the end: its header is read
+                    self._fill(pos, pos + LOG_PREFIX.size + size)
         return super()._step(pos)
 
     def iter_runs(self, fd=None, window=None, lists=False):  # type: ignore[override]

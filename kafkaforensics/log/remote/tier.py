@@ -60,6 +60,11 @@ class RemoteSegment:
         return f"RemoteSegment({self.topic}-{self.partition}@{self.base_offset}, {self.key})"
 
     @property
+    def uri(self) -> str:
+        """The ``.log`` object's full name (``s3://bucket/prefix/key``, or its path in a dir)."""
+        return self.tier.store.uri(self.key)
+
+    @property
     def manifest_key(self) -> str | None:
         """The ``.rsm-manifest`` object's key (None in the raw layout)."""
         return f"{self._stem}.{aiven.MANIFEST_SUFFIX}" if self._stem is not None else None
