@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from kafkaforensics.inspect.explain import explain
-from kafkaforensics.inspect.groups import committed_offsets, explain_lag
+from kafkaforensics.inspect.groups import committed_offsets, explain_lag, group_members, replay_offsets
 from kafkaforensics.log.partition import Partition
 from kafkaforensics.log.remote import RemoteTier
 from kafkaforensics.log.segment import LOG, file_name
@@ -20,6 +20,7 @@ from kafkaforensics.records.batch import Record
 from kafkaforensics.records.builder import build_v2
 from kafkaforensics.records.internal_topics import encode_offset_commit
 from tests import corruption
+from tests.realdirs import tarballs, unpack
 from tests.corruption import make_partition
 from tests.remote_fixtures import kafka_uuid, moto_s3, rsa_key, upload, upload_raw, write_remote_log_metadata
 
@@ -392,3 +393,27 @@ def test_another_incarnation_beside_the_partitions_own(split):
     assert _records(ul.partition()) == _records(Partition.scan(split.part))
     probs = reconcile(ul, -1, -1, T0)
     assert _kinds(probs) == ["tier-topic-id-mismatch"] and old[0]["topic_id"] in probs[0].detail
+
+
+@pytest.mark.skipif(not tarballs(), reason="the real brokers' log dirs (../shared/real-logdirs) are not on this machine")
+def test_groups_over_a_real_brokers_tiered_consumer_offsets(tmp_path, kfx):
+    """A Kafka 2.7 broker's __consumer_offsets (compacted, two segments a partition): each partition's
+    first segment moved to a tier, groups reads the same commits as from the whole log dir."""
+    real = unpack("kafka27-zk-compacted-offsets", str(tmp_path / "real"))
+    split, bucket = str(tmp_path / "split"), str(tmp_path / "bucket")
+    shutil.copytree(real.log_dir, split)
+    for n in ("__consumer_offsets-17", "__consumer_offsets-28", "__consumer_offsets-39"):
+        first = _logs(real.path(n))[0]
+        upload([first], bucket, "zstd")
+        for f in os.listdir(os.path.join(split, n)):
+            if f.startswith(os.path.basename(first)[:20]) and not f.endswith(".snapshot"):
+                os.unlink(os.path.join(split, n, f))
+    tier = RemoteTier.open(bucket)
+    for n in ("__consumer_offsets-17", "__consumer_offsets-28", "__consumer_offsets-39"):
+        whole = replay_offsets(real.path(n))   # the records the coordinator applies, in order
+        assert replay_offsets(os.path.join(split, n)) != whole   # the local part alone misses some
+        assert replay_offsets(unify(Partition.scan(os.path.join(split, n)), tier).partition()) == whole
+    assert committed_offsets(split, tier) == committed_offsets(real.log_dir)
+    assert group_members(split, tier) == group_members(real.log_dir)
+    r = kfx("groups", split, "--remote", bucket, "--json")
+    assert r.exit_code == 0 and r.output == kfx("groups", real.log_dir, "--json").output
