@@ -537,3 +537,19 @@ def test_a_chunked_walk_judges_a_torn_tail_as_a_local_walk(part, tmp_path, monke
     with seg.walk() as w, local.walk() as lw:
         assert [b.position for b in w] == [b.position for b in lw]
         assert (w.stop.kind, w.stop.position, w.valid_bytes) == (lw.stop.kind, lw.stop.position, lw.valid_bytes)
+
+
+def test_segment_read_of_a_remote_segment(part, tmp_path):
+    """LogSegment.read over a remote segment: the same region as the local segment's, its bytes read
+    through the chunks (a fetch from the tier)."""
+    logs = _logs(part)
+    bucket = str(tmp_path / "bucket")
+    upload(logs[:1], bucket, "zstd")
+    seg, local = RemoteTier.open(bucket).segments("events", 0)[0].segment(), Segment.of_file(logs[0])
+    for offset in (0, 5, local.read_next_offset() - 1):
+        got, want = seg.read(offset, 3000), local.read(offset, 3000)
+        assert (got.offset, got.position, got.records.size) == (want.offset, want.position, want.records.size)
+        assert got.records.read() == want.records.read() and len(got.records.read()) > 0
+    assert seg.read(local.read_next_offset(), 100) is None
+    with pytest.raises(OSError, match="not a local file"):
+        seg.read(0, 100).records.open()

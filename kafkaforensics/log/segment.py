@@ -25,7 +25,7 @@ from kafkaforensics.records.batch import parse_legacy_header, parse_v2_header, r
 from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.records import header_list, int64, walks
 from kafkaforensics.log import offset_index, time_index, txn_index
-from kafkaforensics.log.file_region import FileRegion
+from kafkaforensics.log.file_region import FileRegion, SourceRegion
 
 #: runs of headers as numpy columns: only for segments walked in runs of HeaderRun
 header_run = lazy("kafkaforensics.records.header_run", globals())
@@ -767,7 +767,9 @@ class Segment:
         size = max(max_size, at.size) if min_one_message else max_size
         end = self.size if max_position is None else max_position
         n = max(0, min(end - at.position, size))
-        return FetchDataInfo(start_offset, at.position, FileRegion(self.log, at.position, n), size < at.size)
+        region = FileRegion(self.log, at.position, n) if self.is_local else \
+            SourceRegion(self.log, at.position, n, self.source)
+        return FetchDataInfo(start_offset, at.position, region, size < at.size)
 
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int | None = None) -> TimestampAndOffset | None:
         """LogSegment.findOffsetByTimestamp: the time index's entry at or below ``timestamp`` gives an

@@ -28,6 +28,7 @@ from typing import NamedTuple
 from specs.lazy import lazy
 
 from kafkaforensics.errors import KafkaFormatError
+from kafkaforensics.log.segment import file_name
 
 #: the chunk transforms' codecs, loaded when a tier's chunks are compressed or encrypted
 zstandard = lazy("zstandard", globals())
@@ -77,7 +78,7 @@ def parse_key(key: str) -> ObjectKey | None:
 def object_key(prefix: str, topic: str, topic_id: str, partition: int, base_offset: int, segment_id: str,
                suffix: str) -> str:
     """ObjectKeyFactory's key of one of a segment's objects."""
-    return f"{prefix}{topic}-{topic_id}/{partition}/{base_offset:020d}-{segment_id}.{suffix}"
+    return f"{prefix}{topic}-{topic_id}/{partition}/" + file_name(base_offset, f"-{segment_id}.{suffix}")
 
 
 # -- ChunkSizesBinaryCodec ------------------------------------------------------------------------
