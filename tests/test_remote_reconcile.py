@@ -417,3 +417,21 @@ def test_groups_over_a_real_brokers_tiered_consumer_offsets(tmp_path, kfx):
     assert group_members(split, tier) == group_members(real.log_dir)
     r = kfx("groups", split, "--remote", bucket, "--json")
     assert r.exit_code == 0 and r.output == kfx("groups", real.log_dir, "--json").output
+
+
+def test_every_object_of_a_partition_gone_while_the_tier_holds_its_topic(split):
+    """All of events-0's objects deleted, events-1's still there: each finished segment is missing;
+    a tier holding none of the topic (another topic's prefix) reports nothing of it."""
+    other = os.path.join(split.full, "events-1")
+    make_partition(other, seed=8, n=20)
+    upload(_logs(other)[:1], split.bucket, "plain", topic_id=_topic_id(split.part))
+    for u in split.up:
+        for k in u["keys"].values():
+            os.unlink(os.path.join(split.bucket, k))
+    probs = _check(split)
+    assert [p.kind for p in probs if p.kind == "tier-missing-object"] == ["tier-missing-object"] * 3
+    elsewhere, orders = str(split.bucket) + "-other", os.path.join(split.full, "orders-1")
+    make_partition(orders, seed=9, n=20)
+    upload(_logs(orders)[:1], elsewhere, "plain")
+    ul = unify(Partition.scan(split.spart), RemoteTier.open(elsewhere))
+    assert not ul.holds_topic and reconcile(ul, -1, -1, T0) == []

@@ -145,8 +145,9 @@ def _orphans(ul: UnifiedLog) -> list[Problem]:
 
 def _missing(ul: UnifiedLog) -> list[Problem]:
     """COPY_SEGMENT_FINISHED segments whose objects the bucket lacks (plugin layout: .log,
-    .indexes and .rsm-manifest each)."""
-    if ul.metadata is None or not ul.objects or not any(getattr(o, "segment_id", None) for o in ul.objects):
+    .indexes and .rsm-manifest each), in a tier holding the topic (a URI naming another topic's
+    prefix says nothing of this one)."""
+    if ul.metadata is None or not ul.holds_topic:
         return []
     ids = _object_ids(ul)
     out = []

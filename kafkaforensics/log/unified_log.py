@@ -51,6 +51,9 @@ class UnifiedLog:
     metadata: list[dict] | None = None
     #: the topic id the bucket's keys carry, when it differs from ``partition.metadata``'s: not read
     foreign_topic_id: str | None = None
+    #: whether the tier is in the plugin's layout and holds objects of the partition's topic (any
+    #: partition): then a finished segment of this partition without objects is missing, not elsewhere
+    holds_topic: bool = False
     #: topic id -> objects of the partition under another incarnation of the topic (beside its own)
     other_incarnations: dict = field(default_factory=dict)
     #: remote segments that could not be opened (a damaged manifest, chunk or key): located problems
@@ -133,6 +136,7 @@ def unify(pd: Partition, tier: RemoteTier | None, metadata: list[dict] | None | 
         ul.segments = local
         return ul
     ids, own_id = tier.topic_ids(tp[0]), _local_topic_id(pd)
+    ul.holds_topic = tier.layout == "aiven" and bool(ids)
     if own_id is not None and ids and own_id not in ids:
         ul.foreign_topic_id = ids[0]   # Kafka reads only objects of the topic's own id
         ul.objects = tier.objects(*tp)
