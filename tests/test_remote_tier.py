@@ -4,6 +4,7 @@ import base64
 import json
 import os
 import pickle
+import shutil
 import struct
 
 import pytest
@@ -553,3 +554,26 @@ def test_segment_read_of_a_remote_segment(part, tmp_path):
     assert seg.read(local.read_next_offset(), 100) is None
     with pytest.raises(OSError, match="not a local file"):
         seg.read(0, 100).records.open()
+
+
+def test_index_sanity_and_an_empty_index_of_a_remote_segment(kfx, part, tmp_path):
+    """Kafka's index sanity check (Segment.index_problem) reads a remote segment's indexes through the
+    tier as a local one's; an empty offset index uploaded (a segment smaller than an index interval)
+    is an empty index, not a missing one."""
+    logs = _logs(part)
+    bucket = str(tmp_path / "bucket")
+    upload(logs[:2], bucket, "encrypted", public_key=rsa_key(tmp_path)[0].public_key())
+    small = tmp_path / "events-0"
+    shutil.copytree(part, small)
+    (small / os.path.basename(logs[0]).replace(".log", ".index")).write_bytes(b"")
+    (small / os.path.basename(logs[1]).replace(".log", ".timeindex")).write_bytes(b"\0" * 13)
+    key, pem = rsa_key(tmp_path / "..", "key9")
+    upload(_logs(str(small))[:2], str(tmp_path / "small"), "encrypted", public_key=key.public_key(), key_id="key9")
+    plain = RemoteTier.open(bucket, key_files={"key1": str(tmp_path / "key1.pem")}).segments("events", 0)
+    assert [s.segment().index_problem() for s in plain] == [Segment.of_file(p).index_problem() for p in logs[:2]] == [None, None]
+    first, second = RemoteTier.open(str(tmp_path / "small"), key_files={"key9": pem}).segments("events", 0)
+    assert first.segment().existing(".index") and first.segment().offset_index() == [] and first.segment().index_problem() is None
+    assert second.segment().index_problem() == Segment.of_file(str(small / os.path.basename(logs[1]))).index_problem()
+    assert "is not a multiple of 12" in second.segment().index_problem()
+    code, rep = _verify_json(kfx, "--remote", str(tmp_path / "small"), "--key-file", f"key9={pem}")
+    assert not [w for w in rep["warnings"] if w["kind"] == "missing-index"]

@@ -646,8 +646,22 @@ class Segment:
         return isinstance(self.source, LocalFiles)
 
     # -- the files ---------------------------------------------------------------------------------
+    def _index_size(self, suffix: str) -> int | None:
+        """The size of the index file ``suffix`` (None: there is none)."""
+        if not self.is_local:
+            data = self.file_bytes(suffix) if self.existing(suffix) else None
+            return None if data is None else len(data)
+        p = self.path(suffix)
+        return os.path.getsize(p) if os.path.exists(p) else None
+
     def _edges(self, suffix: str, entry) -> tuple[tuple, tuple] | None:
         """The first and last raw entries of a fixed-width index (None: missing or empty)."""
+        if not self.is_local:
+            data = self.file_bytes(suffix) or b""
+            if len(data) < entry.size:
+                return None
+            last = len(data) - len(data) % entry.size - entry.size
+            return entry.unpack(data[:entry.size]), entry.unpack(data[last:last + entry.size])
         try:
             with open(self.path(suffix), "rb") as f:
                 size = os.fstat(f.fileno()).st_size
@@ -705,12 +719,12 @@ class Segment:
         a last entry before the base offset, a time index whose last timestamp is below its first,
         an aborted transaction ending before the base offset). ``check_offset_and_time=False``: Kafka
         2.3 and later (KAFKA-7283), whose load checks only the transaction index."""
-        if not os.path.exists(self.path(INDEX)):
+        if self._index_size(INDEX) is None:
             return f"offset index {file_name(self.base_offset, INDEX)} is missing"
         for kind in INDEX_KINDS if check_offset_and_time else INDEX_KINDS[2:]:
-            p, size = self.path(kind.suffix), kind.entry_size
-            if os.path.exists(p) and os.path.getsize(p) % size:
-                return f"{os.path.basename(p)}: size {os.path.getsize(p)} is not a multiple of {size}"
+            n, size = self._index_size(kind.suffix), kind.entry_size
+            if n is not None and n % size:
+                return f"{os.path.basename(self.path(kind.suffix))}: size {n} is not a multiple of {size}"
         # the old sanity checks read only the first and last entries (a preallocated zero tail reads as
         # relative offset 0, which passes, as it does in Kafka)
         last = self._edges(INDEX, OFFSET_ENTRY) if check_offset_and_time else None

@@ -58,12 +58,12 @@ class ChunkedObjectFiles:
     # -- the .log: original bytes through the chunk index --------------------------------------------
     def size(self, name: str) -> int:
         """The original segment's size (the chunk index's), or an index's size in ``.indexes`` (a
-        :class:`KafkaFormatError` when the manifest names no such index, or an empty one)."""
+        :class:`KafkaFormatError` when the manifest names no such index)."""
         if name == self.log:
             return self.manifest.chunk_index.original_file_size
         kind = next((k for k, n in self.index_names.items() if n == name), None)
         at = self.manifest.indexes.get(kind or "")
-        if not at or not at[1]:
+        if at is None:
             raise KafkaFormatError("remote-index", f"{name}: the manifest names no {kind or 'such'} index")
         return at[1]
 
@@ -98,10 +98,11 @@ class ChunkedObjectFiles:
 
     def read_index(self, kind: str) -> bytes | None:
         """One segment index (``offset``, ``time``, ``transaction``, ``producer-snapshot``,
-        ``leader-epoch``) cut out of the ``.indexes`` object and decrypted; None when it is empty."""
+        ``leader-epoch``) cut out of the ``.indexes`` object and decrypted; b"" when it is empty (an
+        empty file was uploaded), None when the manifest names none."""
         at = self.manifest.indexes.get(kind)
         if at is None or at[1] == 0:
-            return None
+            return None if at is None else b""
         pos, size = at
         data = self.store.read(self.indexes_key, pos, pos + size)
         try:

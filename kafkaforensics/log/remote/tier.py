@@ -138,7 +138,7 @@ class RemoteSegment:
     def producer_snapshot(self) -> bytes | None:
         """The producer-state snapshot uploaded with the segment (None when there is none)."""
         if self._stem is not None:
-            return self._chunked().read_index("producer-snapshot")
+            return self._chunked().read_index("producer-snapshot") or None
         key = self._files.get(SNAPSHOT)
         return self.tier.store.read(key) if key else None
 
