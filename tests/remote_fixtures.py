@@ -72,6 +72,12 @@ def _topic_partition(part_dir: str) -> tuple[str, int]:
     return topic, int(partition)
 
 
+def _own_topic_id(part_dir: str) -> str | None:
+    """The topic id of the partition dir's ``partition.metadata`` (None: none there)."""
+    text = _read(os.path.join(part_dir, "partition.metadata")).decode("utf-8", "replace")
+    return next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("topic_id:")), None)
+
+
 def _chunks(data: bytes, chunk_size: int, compression: bool, data_key, aad) -> tuple[bytes, dict]:
     """The ``.log`` object and its manifest ``chunkIndex`` (variable when compressed, else fixed)."""
     out, sizes = [], []
@@ -139,7 +145,7 @@ def upload(segment_paths, dest: str, transform: str = "plain", *, prefix: str = 
     paths = sorted(segment_paths, key=lambda p: offset_from_name(p) or 0)
     part_dir = os.path.dirname(os.path.abspath(paths[0]))
     topic, partition = _topic_partition(part_dir)
-    topic_id = topic_id or kafka_uuid()
+    topic_id = topic_id or _own_topic_id(part_dir) or kafka_uuid()   # a broker uploads under the topic's own id
     others = sorted(offset_from_name(f) or 0 for f in os.listdir(part_dir) if f.endswith(LOG))
     for path in paths:
         base, data = offset_from_name(path) or 0, _read(path)

@@ -19,7 +19,7 @@ from tests.corruption import make_partition
 from kafkaforensics.log.partition import Partition
 from kafkaforensics.log.tiered import remote_segments
 from tests.realdirs import tarballs, unpack
-from tests.remote_fixtures import moto_s3, rsa_key, split_partition, upload, upload_raw, write_remote_log_metadata
+from tests.remote_fixtures import kafka_uuid, moto_s3, rsa_key, split_partition, upload, upload_raw, write_remote_log_metadata
 
 
 @pytest.fixture(scope="module")
@@ -428,7 +428,7 @@ def test_the_local_topic_id_picks_its_incarnation_in_the_tier(kfx, part, tmp_pat
     partition reads the one its partition.metadata names; the tier alone shows both."""
     log_dir = tmp_path / "logdir"
     bucket = str(tmp_path / "bucket")
-    up = split_partition(part, log_dir, 2, bucket, "plain")
+    up = split_partition(part, log_dir, 2, bucket, "plain", topic_id=kafka_uuid())   # an earlier incarnation's
     local_id = Partition.scan(str(log_dir / "events-0")).partition_metadata()["topicId"]
     assert up[0]["topic_id"] != local_id
     mine = upload(_logs(part)[:2], bucket, "plain", topic_id=local_id)

@@ -9,7 +9,9 @@ from cli import heavy, plain, tables
 from cli.common import EXIT_OK, EXIT_PROBLEMS, err, fail
 from cli.declare import Argument, Exit, Option
 from cli.options import JSON, NOW, SCHEMA_REGISTRY, SCHEMAS
+from cli.remote import KEY_FILE, REMOTE, open_remote
 from kafkaforensics import fsutil
+from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.inspect import analyzer as inspect_analyzer
 from kafkaforensics.inspect import report_html as inspect_report_html
 from kafkaforensics.inspect import schema_timeline as inspect_schema_timeline
@@ -46,14 +48,17 @@ def analyze(paths: List[str] = Argument(..., metavar="PATH", help="Segments, par
             as_json: bool = JSON,
             html_out: Optional[str] = Option(None, "--html", metavar="FILE", help="Write a self-contained HTML report here"),
             overwrite: bool = Option(False, "--overwrite", help="Replace an existing --html file (else it is refused)"),
-            now: Optional[int] = NOW, schemas: Optional[str] = SCHEMAS, schema_registry: Optional[str] = SCHEMA_REGISTRY):
+            now: Optional[int] = NOW, schemas: Optional[str] = SCHEMAS, schema_registry: Optional[str] = SCHEMA_REGISTRY,
+            remote: Optional[str] = REMOTE, key_file: List[str] = KEY_FILE):
     """Find damage and suspicious patterns: offsets, timestamps, producers, transactions, leader epochs."""
     if html_out and (problem := _new_file_problem(html_out, overwrite)):
         fail(problem)  # before the analysis: a report it could not write is no report
+    tier = open_remote(remote, key_file)
     decoder = heavy.schemas.schema_decoder(paths, schemas, schema_registry) if schemas or schema_registry else None
     try:
-        rep = inspect_analyzer.analyze(paths, inspect_analyzer.AnalyzeOptions(now=now, schemas=decoder))
-    except (OSError, log_paths.PathUsageError) as e:
+        rep = inspect_analyzer.analyze(paths, inspect_analyzer.AnalyzeOptions(now=now, schemas=decoder,
+                                                                                  remote=tier))
+    except (OSError, log_paths.PathUsageError, KafkaFormatError) as e:
         fail(str(e))
     if html_out:
         try:

@@ -8,6 +8,7 @@ from cli import heavy, plain
 from cli.common import EXIT_OK, EXIT_PROBLEMS, fail, print_live_notes, require_paths
 from cli.declare import Argument, Exit, Option
 from cli.options import CONFIG, JSON, NOW, SCHEMA_REGISTRY, SCHEMAS
+from cli.remote import KEY_FILE, REMOTE, open_remote
 from cli.repairs import topic_config
 from kafkaforensics import errors
 from kafkaforensics.inspect import explain as inspect_explain
@@ -26,7 +27,8 @@ def explain(path: str = Argument(..., metavar="PATH", help="A partition dir (top
             as_json: bool = JSON,
             decode: bool = Option(False, "--decode", help="--key K may be a Confluent-framed key's decoded value "
                                                           "(JSON, e.g. '{\"id\": 7}', else a string)"),
-            schemas: Optional[str] = SCHEMAS, schema_registry: Optional[str] = SCHEMA_REGISTRY):
+            schemas: Optional[str] = SCHEMAS, schema_registry: Optional[str] = SCHEMA_REGISTRY,
+            remote: Optional[str] = REMOTE, key_file: List[str] = KEY_FILE):
     """The fate of an offset, a key's records or a time: present (where, which transaction, visible or not) or gone, and by which rule."""
     require_paths([path])
     try:
@@ -39,10 +41,11 @@ def explain(path: str = Argument(..., metavar="PATH", help="A partition dir (top
     except log_paths.PathUsageError as e:
         fail(str(e))
     cfg = topic_config(pdir, config)
+    tier = open_remote(remote, key_file)
     try:
         got = inspect_explain.explain(pdir, offset=offset, key=key, at=at_time, cfg=cfg, now=now,
                                       key_decoder=heavy.schemas.schema_decoder([pdir], schemas, schema_registry)
-                                      if decode else None)
+                                      if decode else None, remote=tier)
     except (OSError, ValueError, errors.KafkaFormatError) as e:
         fail(str(e))
     print_live_notes([pdir])

@@ -8,6 +8,8 @@ from cli import tables
 from cli.common import EXIT_OK, EXIT_PROBLEMS, err, fail, print_live_notes
 from cli.declare import Argument, Exit, Option
 from cli.options import JSON
+from cli.remote import KEY_FILE, REMOTE, open_remote
+from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.inspect import groups as inspect_groups
 from kafkaforensics.log import paths as log_paths
 
@@ -19,13 +21,15 @@ def groups(paths: List[str] = Argument(..., metavar="PATH", help="Log dirs, or _
            group: Optional[str] = Option(None, "--group", metavar="G", help="Only this group"),
            explain: bool = Option(False, "--explain", help="Split each lag into data to consume, control markers, "
                                                            "aborted records, records held behind the last stable "
-                                                           "offset and offsets compaction removed")):
+                                                           "offset and offsets compaction removed"),
+           remote: Optional[str] = REMOTE, key_file: List[str] = KEY_FILE):
     """Latest committed offset of every group/topic/partition, and its lag against the log dir's partitions."""
+    tier = open_remote(remote, key_file)
     try:
-        rows = (inspect_groups.explain_lag(paths, group) if explain else
-                [r for r in inspect_groups.committed_offsets(paths) if group is None or r["group"] == group])
-        mrows = [m for m in inspect_groups.group_members(paths) if group is None or m["group"] == group] if members else None
-    except log_paths.PathUsageError as e:
+        rows = (inspect_groups.explain_lag(paths, group, tier) if explain else
+                [r for r in inspect_groups.committed_offsets(paths, tier) if group is None or r["group"] == group])
+        mrows = [m for m in inspect_groups.group_members(paths, tier) if group is None or m["group"] == group] if members else None
+    except (log_paths.PathUsageError, KafkaFormatError) as e:
         fail(str(e))
     print_live_notes(paths)
     if as_json:

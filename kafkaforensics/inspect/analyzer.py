@@ -25,18 +25,21 @@ from dataclasses import asdict, dataclass, field, fields, replace
 
 from specs.layout import INT32_MAX
 
-from kafkaforensics.errors import KafkaFormatError
+from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.checkpoint_file import CLEANER_OFFSET, LOG_START_OFFSET
 from kafkaforensics.log.partition import LogDir, Partition, SegmentFiles, find_partitions, parse_partition_dir_name
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot
-from kafkaforensics.log.segment import (INDEX_SUFFIXES, LOG, SNAPSHOT, Segment, file_name, offset_from_name,
+from kafkaforensics.log.segment import (INDEX_SUFFIXES, LOG, SNAPSHOT, file_name, offset_from_name,
                                         sibling)
 from kafkaforensics.log.tiered import remote_segments
+from kafkaforensics.log.tier_reconcile import REMEDIES as TIER_REMEDIES, check_partition
+from kafkaforensics.log.unified_log import REMOTE
 from kafkaforensics.inspect.dump import TOPIC_DECODERS, decode_record
 from kafkaforensics.inspect.schema_timeline import SchemaTimeline, schema_remedy
 from kafkaforensics.log.schema_topic import SCHEMAS_TOPIC, load_schema_store
 from kafkaforensics.records.schema_decode import SchemaDecoder
+from kafkaforensics.inspect.tiered_verify import REMOTE_REMEDIES, remote_remedy
 from kafkaforensics.inspect.verify import (TAIL_KINDS, WARNING_KINDS, VerifyReport, verify_identity,
                                            verify_log_dir_files, verify_partition, verify_partition_files)
 from kafkaforensics.log.paths import (FILE, LOG_DIR, PARTITION_DIR, PathUsageError, classify_for, live_log_dirs,
@@ -90,6 +93,10 @@ def remedy_for(f: Finding, partition_dir: str, producer: tuple | None = None) ->
     the abort command that brokers before 3.0 need (TransactionsCommand's abort options)."""
     k, d = f.kind, partition_dir
     tp = parse_partition_dir_name(d)
+    if k in TIER_REMEDIES:
+        return TIER_REMEDIES[k]
+    if k in REMOTE_REMEDIES:   # an object of the remote tier that cannot be read (verify --remote's remedies)
+        return REMOTE_REMEDIES[k]
     if k == "hanging-transaction":
         topic, part = tp if tp else ("TOPIC", "PARTITION")
         old = (f"; brokers before 3.0: --producer-id {producer[0]} --producer-epoch {producer[1]} "
@@ -201,6 +208,8 @@ class PartitionSummary:
     transactions: dict = field(default_factory=lambda: {"committed": 0, "aborted": 0, "open": 0})
     last_stable_offset: int | None = None
     remote_segments: list | None = None   # tiered storage: what __remote_log_metadata says exists remotely
+    #: with a remote tier (``--remote``): {remoteLogStartOffset, localLogStartOffset, remoteSegments}
+    tiers: dict | None = None
     #: an internal topic's records by what they are (decoded by the dir's name: offset_commit, TopicRecord...)
     record_types: dict | None = None
     timeline: list = field(default_factory=list)   # (byte position, offset, max timestamp)
@@ -260,6 +269,9 @@ class AnalyzeOptions:
     max_txns: int = 2000            # transactions kept for the report (open ones always)
     #: a SchemaDecoder for the schema timeline; None: the paths' own ``_schemas`` topic, if any
     schemas: object = None
+    #: a remote tier (:class:`~kafkaforensics.log.remote.RemoteTier`): each partition read over both
+    #: tiers (:mod:`~kafkaforensics.log.unified_log`) and its tiers reconciled
+    remote: object = None
 
 
 def analyze(paths, opts: AnalyzeOptions | None = None) -> AnalysisReport:
@@ -365,13 +377,14 @@ def _analyze_partition(pd: Partition, ckpts: dict, now: int, opts: AnalyzeOption
     # one segment of a partition is not held to the partition's checkpoints (its log end is not theirs);
     # they still say where the log starts and how far the cleaner went
     verify_partition(pd, vr, checkpoints=ckpts if not segment_only else None, live=live, epochs=not segment_only)
+    walked, tiers = _over_tiers(pd, opts, vr) if not segment_only else (pd, None)
     first_finding = len(rep.findings)
     _verify_findings(vr, name, pd.path, rep)
-    summ = PartitionSummary(name, pd.path, segments=len(pd.segments))
+    summ = PartitionSummary(name, pd.path, segments=len(walked.segments), tiers=tiers)
     rep.partitions.append(summ)
     log_start = ckpts.get(LOG_START_OFFSET, {}).get((pd.topic, pd.partition)) if pd.topic else None
-    if pd.segments:
-        log_start = max(log_start or 0, pd.segments[0].base_offset)
+    if walked.segments:
+        log_start = max(log_start or 0, walked.segments[0].base_offset)
     cleaner_ck = ckpts.get(CLEANER_OFFSET, {}).get((pd.topic, pd.partition)) if pd.topic else None
     try:
         epochs = (LeaderEpochCache.read(pd.path) if not segment_only else None) or LeaderEpochCache()
@@ -399,7 +412,7 @@ def _analyze_partition(pd: Partition, ckpts: dict, now: int, opts: AnalyzeOption
         a.schemas = SchemaTimeline(opts.schemas, pd.topic)
     first_finding = len(rep.findings) - len(vr.problems)
     base_pos = 0
-    for seg, batches in pd.walk(damage="skip", strict_legacy=True, state=a.state,
+    for seg, batches in walked.walk(damage="skip", strict_legacy=True, state=a.state,
                                 before_apply=lambda b: a.snapshot_check(b.base_offset, snapshots)):
         summ.segment_starts.append((base_pos, seg.base_offset))
         a.segment(seg.log, seg.base_offset, base_pos, seg.size)
@@ -414,7 +427,21 @@ def _analyze_partition(pd: Partition, ckpts: dict, now: int, opts: AnalyzeOption
     a.finish()
     for f in rep.findings[first_finding:]:
         if not f.remedy:
-            f.remedy = remedy_for(f, pd.path)
+            f.remedy = ((opts.remote is not None and remote_remedy(Problem(f.file, f.position, f.first_offset, f.kind,
+                                                                           f.explanation), opts.remote))
+                        or remedy_for(f, pd.path))
+
+
+def _over_tiers(pd: Partition, opts: AnalyzeOptions, vr: VerifyReport) -> tuple[Partition, dict | None]:
+    """The partition to walk (over both tiers with ``opts.remote``) and its tiers' summary; the
+    tiers' reconciliation problems (retention judged at ``--now``, else by the log's own clock) go
+    into ``vr``."""
+    if opts.remote is None or pd.dir_state != "live" or pd.topic_partition is None:
+        return pd, None
+    ul, problems = check_partition(pd, opts.remote, opts.now)
+    vr.problems += problems
+    return ul.partition(), {"remoteLogStartOffset": ul.remote_log_start, "localLogStartOffset": ul.local_log_start,
+                            "remoteSegments": sum(1 for t in ul.segments if t.tier == REMOTE)}
 
 
 class _PartitionAnalysis:
@@ -586,7 +613,7 @@ class _PartitionAnalysis:
         at = seg.damaged.base_offset if seg.damaged is not None else seg.next_offset
         batches = records = 0
         first = last = None
-        with Segment.of_file(seg.path).buffer() as buf:
+        with seg.files.buffer() as buf:   # through its byte source: a remote tier's segment too
             tail = memoryview(buf)[start:]
             try:
                 for b, _gap in scan_file(tail, seg.path):

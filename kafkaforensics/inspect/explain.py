@@ -37,6 +37,7 @@ from kafkaforensics.log.partition import LogDir, Partition
 from kafkaforensics.log.paths import appending
 from kafkaforensics.log.log_loader import replay_segment
 from kafkaforensics.log.replica_race import BatchFact, ReplicaLog, fact_of
+from kafkaforensics.log.unified_log import unify_all
 from kafkaforensics.log.segment import (DELETED, KRAFT_SNAPSHOT_RE, LOG, SNAPSHOT, Segment, file_name,
                                         offset_for_timestamp, offset_from_name)
 
@@ -524,17 +525,18 @@ def keys_decoding_to(view: LogView, key: str, key_decoder, topic: str | None) ->
 
 
 def explain(path: str, *, offset: int | None = None, key: str | None = None, at: str | None = None,
-            cfg=None, now: int | None = None, key_decoder=None) -> dict:
+            cfg=None, now: int | None = None, key_decoder=None, remote=None) -> dict:
     """``kfx explain``: the partition dir ``path``'s answer for one ``offset``, every record of ``key`` or
     the offset ListOffsets gives for the time ``at`` (epoch ms or ISO-8601): {partition, logStartOffset,
     logEndOffset, lastStableOffset, results}; ValueError for a bad question. With ``key_decoder`` (a
-    :class:`~kafkaforensics.records.schema_decode.SchemaDecoder`) ``key`` may be a decoded key."""
+    :class:`~kafkaforensics.records.schema_decode.SchemaDecoder`) ``key`` may be a decoded key. With
+    ``remote`` (a remote tier) the partition is read over both tiers, as Kafka's UnifiedLog reads it."""
     if sum(x is not None for x in (offset, key, at)) != 1:
         raise ValueError("give exactly one of --offset, --key, --time")
     if offset is not None and offset < 0:
         raise ValueError(f"--offset {offset}: offsets are not negative")
     ts = parse_time(at) if at is not None else None
-    pd = Partition.scan(path)
+    pd = unify_all([Partition.scan(path)], remote)[0]
     if key is not None and key_decoder is not None:
         view = scan(pd, every_key=True)
         keys = keys_decoding_to(view, key, key_decoder, pd.topic)

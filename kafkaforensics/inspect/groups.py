@@ -22,6 +22,7 @@ from kafkaforensics.records.internal_topics import decode_offsets
 from kafkaforensics.log.kraft import metadata_topic_ids
 from kafkaforensics.log.partition import METADATA_PARTITION, Partition, find_partitions
 from kafkaforensics.log.paths import LOG_DIR, PathUsageError, classify_for
+from kafkaforensics.log.unified_log import unify_all
 
 
 def _log_end_offset(pd) -> int:
@@ -60,10 +61,11 @@ def replay_offsets(pd) -> list[tuple[dict, dict | None, int]]:
 OFFSETS_TOPIC = "__consumer_offsets"
 
 
-def _inputs(paths) -> tuple[list, list, list[str]]:
+def _inputs(paths, remote=None) -> tuple[list, list, list[str]]:
     """(the live __consumer_offsets partitions, the log dirs' other partitions, the log dirs) of the
     paths groups is given: log dirs, or __consumer_offsets partition dirs (one meaning for every
-    path, :mod:`kafkaforensics.log.paths`; anything else raises its ``PathUsageError``)."""
+    path, :mod:`kafkaforensics.log.paths`; anything else raises its ``PathUsageError``).  With a
+    ``remote`` tier each partition is read over both tiers (:func:`~kafkaforensics.log.unified_log.unify`)."""
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     kpaths = classify_for(paths, "groups", accept=(LOG_DIR, "partition-dir"),
                           what="a log dir or a __consumer_offsets partition dir")
@@ -83,14 +85,15 @@ def _inputs(paths) -> tuple[list, list, list[str]]:
             if kp.log_dir is not None and kp.log_dir not in dirs:
                 dirs.append(kp.log_dir)
                 others += [q for q in find_partitions(kp.log_dir) if q.topic != OFFSETS_TOPIC and q.dir_state == "live"]
-    return offsets, others, dirs
+    return unify_all(offsets, remote), unify_all(others, remote), dirs
 
 
-def committed_offsets(paths) -> list[dict]:
+def committed_offsets(paths, remote=None) -> list[dict]:
     """The latest committed offset of every (group, topic, partition) the __consumer_offsets
     partitions of ``paths`` (log dirs or such partition dirs) hold, with the lag against the log
-    end offset of that partition's dir in the same log dir."""
-    offsets, others, _dirs = _inputs(paths)
+    end offset of that partition's dir in the same log dir (``remote``: a remote tier, each partition
+    read over both tiers)."""
+    offsets, others, _dirs = _inputs(paths, remote)
     latest: dict[tuple, dict] = {}
     for pd in offsets:
         for k, v, offset in replay_offsets(pd):
@@ -117,14 +120,14 @@ def committed_offsets(paths) -> list[dict]:
     return rows
 
 
-def explain_lag(paths, group: str | None = None) -> list[dict]:
+def explain_lag(paths, group: str | None = None, remote=None) -> list[dict]:
     """:func:`committed_offsets` (of ``group`` only, when given), each row with ``explain``: its lag
     split by what a read_committed consumer makes of it (:func:`~.explain.lag_split`: data to consume,
     control markers, aborted records, records held behind the last stable offset, offsets compaction
     removed, offsets below the log start) and that as one line (``text``); None where the partition has
     no dir here or the commit lies past its log end."""
-    rows = [r for r in committed_offsets(paths) if group is None or r["group"] == group]
-    _offsets, others, _dirs = _inputs(paths)
+    rows = [r for r in committed_offsets(paths, remote) if group is None or r["group"] == group]
+    _offsets, others, _dirs = _inputs(paths, remote)
     parts = {(pd.topic, pd.partition): pd for pd in others}
     views = {}
     for r in rows:
@@ -178,7 +181,7 @@ def _source_topics(topology: dict | None) -> list[str] | None:
     return sorted(names)
 
 
-def group_members(paths) -> list[dict]:
+def group_members(paths, remote=None) -> list[dict]:
     """The members of every group as the offsets log leaves them: classic groups (the latest
     GroupMetadataValue's members, subscriptions and assignments expanded) and KIP-848 consumer, share
     and streams groups (member metadata and current assignment records; a tombstone removes a member;
@@ -192,7 +195,7 @@ def group_members(paths) -> list[dict]:
     assignment_kinds = {"consumer_group_current_member_assignment": "consumer",
                         "share_group_current_member_assignment": "share",
                         "streams_group_current_member_assignment": "streams"}
-    offsets, _others, dirs = _inputs(paths)
+    offsets, _others, dirs = _inputs(paths, remote)
     for pd in offsets:
         for k, v, _ in replay_offsets(pd):
             kind, d = k.get("kind"), k.get("data")

@@ -11,6 +11,7 @@ from kafkaforensics.log.partition import Partition, find_partitions
 from kafkaforensics.log.paths import LOG_DIR, PARTITION_DIR, classify
 from kafkaforensics.log.producer_state import ProducerState
 from kafkaforensics.log.remote import RemoteSegment, RemoteTier
+from kafkaforensics.log.tier_reconcile import REMEDIES as TIER_REMEDIES
 from kafkaforensics.log.remote.unified import LOCAL, REMOTE, local_view, remote_below
 
 #: the problem kinds a remote tier's objects give (beside a segment walk's own)
@@ -20,7 +21,7 @@ REMOTE_KINDS = ("remote-manifest", "remote-chunk", "remote-index", "remote-key",
 def verify_tiered(paths, tier: RemoteTier, **kw) -> VerifyReport:
     """:func:`~.verify.verify` of ``paths`` (none: the tier alone), then the tier's partitions below
     each local log start; every partition row says its tier."""
-    rep = verify(paths, **kw)
+    rep = verify(paths, remote=tier, **kw)   # the tiers reconciled too (log/tier_reconcile.py)
     for row in rep.partitions:
         row.setdefault("tier", LOCAL)
     verify_remote(tier, rep, local_starts(paths), progress=kw.get("progress"),
@@ -121,6 +122,8 @@ def remote_remedy(p: Problem, tier: RemoteTier) -> str | None:
     """The remedy of a problem in the tier's objects (None: a problem of the local log dir)."""
     if p.kind in REMOTE_REMEDIES:
         return REMOTE_REMEDIES[p.kind]
+    if p.kind in TIER_REMEDIES:   # the tiers reconciled (log/tier_reconcile.py)
+        return TIER_REMEDIES[p.kind]
     if p.file and p.file.startswith(tier.uri + "/"):
         return ("the tier's copy of this segment is damaged and the broker serves it as it is below the local log "
                 "start: restore the object (bucket versioning, another copy), compare the batches with kfx dump "

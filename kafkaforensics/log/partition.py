@@ -28,7 +28,7 @@ from specs.lazy import lazy
 
 from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log.segment import (INDEX, INDEX_SUFFIXES, LEFTOVER_SUFFIXES, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX,  # noqa: F401 (re-exported)
-                                        Segment, file_name, offset_from_name, open_buffer)
+                                        Segment, file_name, offset_from_name)
 from kafkaforensics.log import producer_state
 from kafkaforensics.log.producer_state import read_snapshot
 from kafkaforensics.log.dir_lock import LOCK_FILE, lock_holder  # noqa: F401 (LOCK_FILE re-exported)
@@ -323,7 +323,7 @@ class Partition:
                 return
             seg = log_loader.LoadedSegment(sf, next_offset=sf.base_offset)
             self.loaded.append(seg)
-            with open_buffer(sf.log) as buf:
+            with sf.source.mapped(sf.log) as buf:  # a remote tier's segment reads through its source
                 seg.size = len(buf)
                 inner = log_loader.segment_batches(seg, buf, state=self.state, epochs=self.batch_epochs,
                                                    damage=damage, strict_legacy=strict_legacy,

@@ -42,7 +42,7 @@ def remote_segments(log_dir: str) -> dict[tuple[str, int], dict]:
     for pd in find_partitions(log_dir):
         if pd.topic != "__remote_log_metadata":
             continue
-        for _seg, b, _done in pd.batches(damage="skip", producers=False):
+        for seg, b, _done in pd.batches(damage="skip", producers=False):
             if b.is_control:
                 continue
             for r in b.records():
@@ -61,12 +61,14 @@ def remote_segments(log_dir: str) -> dict[tuple[str, int], dict]:
                              "maxTimestampMs": x["MaxTimestampMs"], "sizeInBytes": x["SegmentSizeInBytes"],
                              "leaderEpochs": [[e["LeaderEpoch"], e["Offset"]] for e in x["SegmentLeaderEpochs"]],
                              "state": SEGMENT_STATES.get(x["RemoteLogSegmentState"],
-                                                         str(x["RemoteLogSegmentState"]))}
+                                                         str(x["RemoteLogSegmentState"])),
+                             "topicId": tip["Id"], "record": {"file": seg.path, "offset": r.offset}}
                     segs[sid["Id"]] = entry
                     part(tip)["segments"].append(entry)
                 elif d["type"] == "RemoteLogSegmentMetadataUpdateRecord":
                     e = segs.get(x["RemoteLogSegmentId"]["Id"])
                     if e is not None:
+                        e["stateRecord"] = {"file": seg.path, "offset": r.offset}
                         e["state"] = SEGMENT_STATES.get(x["RemoteLogSegmentState"],
                                                         str(x["RemoteLogSegmentState"]))
                 elif d["type"] == "RemotePartitionDeleteMetadataRecord":
