@@ -66,7 +66,7 @@ def _params(callback):
         hints = typing.get_type_hints(callback)
     except Exception:
         return None
-    options: dict[str, tuple[str, type, Param]] = {}  # --name -> (parameter, its type, its declaration)
+    options: dict[str, tuple[str, type, Param, bool]] = {}  # --name -> (parameter, type, declaration, repeatable)
     arguments: list[tuple[str, type, bool, Param]] = []  # (parameter, type, whether a list, declaration)
     for name, p in inspect.signature(callback).parameters.items():
         info = p.default
@@ -147,7 +147,9 @@ def plan(app, argv: list[str]):
         except ValueError:
             return None
         if many:  # a repeatable option: its values in order
-            values.setdefault(name, []).append(value)
+            listed = values.setdefault(name, [])
+            assert isinstance(listed, list)  # only a repeatable option's values are set here
+            listed.append(value)
         else:
             values[name] = value
     for name, tp, many, info in arguments:

@@ -269,7 +269,8 @@ def dump_tiered(paths, tier: RemoteTier, opts: DumpOptions, out, err, res: DumpR
         for d in partition_dirs(p) if kp.kind == LOG_DIR else [p]:
             files = partition_files(d)
             pd = Partition.scan(d)
-            if pd.topic is not None and pd.dir_state == "live" and (pd.topic, pd.partition) not in done:
+            if pd.topic is not None and pd.partition is not None and pd.dir_state == "live" \
+                    and (pd.topic, pd.partition) not in done:
                 done.add((pd.topic, pd.partition))
                 for rs in remote_below(tier, pd.topic, pd.partition, *local_view(pd)):
                     _dump_remote(rs, opts, out, err, res)

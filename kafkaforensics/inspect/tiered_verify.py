@@ -38,7 +38,7 @@ def local_starts(paths) -> dict[tuple[str, int], tuple[int | None, str | None]]:
         parts = find_partitions(kp.path) if kp.kind == LOG_DIR else [Partition.scan(kp.path)] \
             if kp.kind == PARTITION_DIR else []
         for pd in parts:
-            if pd.topic is not None and pd.dir_state == "live":
+            if pd.topic is not None and pd.partition is not None and pd.dir_state == "live":
                 out[(pd.topic, pd.partition)] = local_view(pd)
     return out
 

@@ -40,7 +40,7 @@ class FillingScanner(BatchScanner):
                     self._fill(pos, pos + LOG_PREFIX.size + size)
         return super()._step(pos)
 
-    def iter_runs(self, fd=None, window=None, lists=False):  # type: ignore[override]
+    def iter_runs(self, fd=None, window=None, lists=False):
         """Batch by batch: the runs' walk reads ahead of what :meth:`_step` fills."""
         return iter(self)
 
