@@ -79,6 +79,28 @@ def slim_records(records: pa.Table) -> pa.Table:
     return records.select([*_WHERE, *RECORD_INPUTS]).append_column("tombstone", pc.is_null(records["value"]))
 
 
+def _partition_key(table: pa.Table) -> pa.Array:
+    """Each row's partition (cluster id, topic, partition) as one string."""
+    return pc.binary_join_element_wise(pc.fill_null(table["clusterId"], ""), table["topic"],
+                                       pc.cast(table["partition"], pa.string()), "\x00")
+
+
+def _may_race(tables: list) -> pa.Array:
+    """The partitions (:func:`_partition_key`) among whose copies :func:`partition_races` can find an
+    outcome: those with a transactional or control batch (a transaction's outcomes) or a keyed
+    tombstone (a key deleted: a scan reads no cleaner checkpoint, so a tombstone is the only way a key
+    is deleted, :func:`~kafkaforensics.log.replica_race.resurrected`).  Every other partition's rows
+    are left out before they become Python objects: they hold no outcome."""
+    found = []
+    for kind, table in tables:
+        if kind == "batch":
+            hit = pc.or_(pc.fill_null(table["isTransactional"], False), pc.fill_null(table["isControl"], False))
+        else:
+            hit = pc.and_(pc.fill_null(table["tombstone"], False), pc.is_valid(table["key"]))
+        found.append(pc.unique(_partition_key(table.filter(hit))))
+    return pc.unique(pa.concat_arrays(found)) if found else pa.array([], pa.string())
+
+
 def races_table(summary: pa.Table, records: pa.Table | None) -> pa.Table:
     """The races of a scan held in the driver: its ``summary`` (scan-level rows) and ``records`` (a
     records table, or its :func:`slim_records`; None: no record read)."""
@@ -86,6 +108,8 @@ def races_table(summary: pa.Table, records: pa.Table | None) -> pa.Table:
     tables = [("batch", batch.select([*_WHERE, *BATCH_INPUTS]))]
     if records is not None:
         tables.append(("record", _live(records if "tombstone" in records.column_names else slim_records(records))))
+    racing = _may_race(tables)
+    tables = [(kind, table.filter(pc.is_in(_partition_key(table), value_set=racing))) for kind, table in tables]
     groups: dict = {}
     for kind, table in tables:
         for r in table.to_pylist():
