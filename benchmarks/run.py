@@ -264,12 +264,21 @@ def archive_process(name: str, arg: str) -> dict:
     return out
 
 
+def _compile_ours() -> None:
+    """Our modules' bytecode compiled once, as an install has it (a checkout run with
+    PYTHONDONTWRITEBYTECODE would compile every module of ours in every process, ~0.1-0.3 s)."""
+    import compileall
+    for package in ("cli", "kafkaforensics", "specs", "spark_jobs"):
+        compileall.compile_dir(os.path.join(ROOT, package), quiet=1)
+
+
 def run_archive_scan_group(scale: float, repeat: int) -> tuple[list[dict], dict]:
     """Issue 57's row: the whole `kfx scan` of the fleet archive (``scale`` times the issue's 203 MB)
     against the plain kafka-python script of the same work, interleaved; both must give the same answers
     (records, search hits) in every run.  (The rows, the script's time over kfx's and the peaks.)"""
     from benchmarks.archive import build_archive
     archive = build_archive(os.path.join(DATA, f"archive-{scale:g}"), scale)
+    _compile_ours()
     run_child(ARCHIVE_PROCESSES[1], archive)  # warm the page cache
     res = run_group([(n, archive) for n in ARCHIVE_PROCESSES], repeat)
     answers = {(r["records"], r["hits"]) for r in res}
@@ -738,9 +747,7 @@ def main() -> None:
     # bare interpreter, and a 512 MiB segment next to a process that reads it (and crc32c's it)
     # an installed wheel comes with its bytecode; a checkout run with PYTHONDONTWRITEBYTECODE would
     # compile every module of ours in every process (~0.1 s): compile them once, as an install does
-    import compileall
-    for package in ("cli", "kafkaforensics", "specs"):
-        compileall.compile_dir(os.path.join(ROOT, package), quiet=1)
+    _compile_ours()
     small = os.path.join(ROOT, "tests", "fixtures", "sample-logdir", "orders-0", "00000000000000000225.log")
     results += run_group([(n, small) for n in ("process-bare-interpreter", "process-kfx-help",
                                                "process-kfx-dump-small", "process-kfx-verify-small")], max(rep, 5))

@@ -117,3 +117,35 @@ def test_the_literal_prefilter_misses_no_row_that_holds_the_literal():
                                             pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])))})
     assert _candidates(records, "ORD-1") == [0, 1, 2]
     assert _candidates(records, "ORD-2") == []
+
+
+def _slim(log_dir: str, offsets, tombstones=()):
+    """Records of t-0 in ``log_dir`` as a records table holds them (key k<offset>, a null value at a
+    tombstone)."""
+    n = len(offsets)
+    return pa.table({"clusterId": pa.array([None] * n, pa.string()), "topic": ["t"] * n, "partition": pa.array([0] * n, pa.int32()),
+                     "logDir": [log_dir] * n, "partitionDir": ["t-0"] * n, "offset": pa.array(offsets, pa.int64()),
+                     "timestamp": pa.array(offsets, pa.int64()), "batchBaseOffset": pa.array(offsets, pa.int64()),
+                     "key": pa.array([b"k%d" % (o % 2) for o in offsets], pa.binary()),
+                     "value": pa.array([None if o in tombstones else b"v" for o in offsets], pa.binary())})
+
+
+def test_what_the_races_keep_of_a_streamed_export_is_every_row_of_a_partition_that_can_race():
+    """A streamed records export keeps, for the races, only the rows of partitions that can race; a
+    partition that turns out to (a keyed tombstone) after some of its rows went by is read again, so
+    the races see all of its rows -- and none of a partition that cannot race."""
+    summary = pa.table({"rowKind": ["batch"], "clusterId": pa.array([None], pa.string()), "topic": ["u"],
+                        "partition": pa.array([0], pa.int32()), "logDir": ["/a"], "partitionDir": ["u-0"],
+                        **{c: pa.array([None], pa.int64()) for c in races.BATCH_INPUTS
+                           if c not in ("isControl", "isTransactional", "crcValid", "file")},
+                        "file": ["f"], "isControl": [False], "isTransactional": [False], "crcValid": [True]})
+    kept = races.RaceRecords(summary)
+    first, second, other = _slim("/a", [0, 1, 2]), _slim("/a", [3, 4], tombstones=(4,)), _slim("/b", [0, 1])
+    for t in (first, other.set_column(1, "topic", pa.array(["u", "u"])).set_column(4, "partitionDir",
+                                                                                  pa.array(["u-0", "u-0"])), second):
+        kept.add(t)
+    assert kept.late == {"\x00t\x000"}
+    again = races.slim_records(pa.concat_tables([first, second]))
+    got = kept.table(lambda: again)
+    assert sorted(got["offset"].to_pylist()) == [0, 1, 2, 3, 4] and set(got["topic"].to_pylist()) == {"t"}
+    assert got["tombstone"].to_pylist().count(True) == 1
