@@ -181,8 +181,8 @@ def scan(spark, request: ScanRequest, progress=None, *, driver_bytes: int = DRIV
 
 
 def scan_here(request: ScanRequest, min_partitions: int | None = None) -> ScanResult | None:
-    """:func:`scan` of ``request`` with no Spark at all, for a scan this process can hold (``kfx scan`` of up to
-    ``HERE_BYTES`` of segments with no ``--master``: no JVM starts).  The same reads as :func:`scan`
+    """:func:`scan` of ``request`` with no Spark at all, for a scan this process can hold (``kfx scan`` with no
+    ``--master``, as ``engine.here_limit`` allows: no JVM starts).  The same reads as :func:`scan`
     makes in the driver, the same views (the pyarrow ones, proven equal to Spark SQL's), the same
     outputs with the same schemas, each written by pyarrow as one Parquet file in Spark's layout
     (:mod:`~kafkaforensics.spark.parquet_dir`) -- but a records export, streamed split by split into a
