@@ -222,6 +222,7 @@ def run_scan_vs_script_group(mb: int, partitions: int, repeat: int) -> tuple[lis
     fleet = os.path.join(DATA, f"scan-fleet-{mb}-{partitions}")
     for i in range(partitions):
         make_segment(os.path.join(fleet, f"bench-{i}", "00000000000000000000.log"), (mb << 20) // partitions)
+    _compile_ours()
     res = run_group([(n, fleet) for n in ("process-kfx-scan-records-search", "process-plain-kafka-python-scan")],
                     repeat)
     by = {r["name"]: r for r in res}
