@@ -222,11 +222,73 @@ def run_scan_vs_script_group(mb: int, partitions: int, repeat: int) -> tuple[lis
     fleet = os.path.join(DATA, f"scan-fleet-{mb}-{partitions}")
     for i in range(partitions):
         make_segment(os.path.join(fleet, f"bench-{i}", "00000000000000000000.log"), (mb << 20) // partitions)
+    _compile_ours()
     res = run_group([(n, fleet) for n in ("process-kfx-scan-records-search", "process-plain-kafka-python-scan")],
                     repeat)
     by = {r["name"]: r for r in res}
     return res, {f"kfx_scan_search_{mb}mb_vs_plain_script_process": by["process-plain-kafka-python-scan"]["seconds"]
                  / by["process-kfx-scan-records-search"]["seconds"]}
+
+
+#: the archive pair: the whole `kfx scan ARCHIVE --out DIR --level records --search X` (no --master) and the
+#: plain kafka-python script of the same work, over issue 57's fleet archive (benchmarks/archive.py)
+ARCHIVE_PROCESSES = ("process-kfx-scan-archive", "process-plain-kafka-python-archive")
+_KFX_ANSWERS = re.compile(r"^(\d+) records rows .*?; (\d+) search hits", re.M)
+
+
+def archive_process(name: str, arg: str) -> dict:
+    """One run of the archive pair (``arg``: the archive): its wall time, the peak resident size of its
+    whole process tree (sampled, benchmarks/spark_group.PeakMemory) and its answers (records read from
+    batches whose CRC holds, search hits), from what it prints."""
+    from benchmarks.archive import SEARCH, WEEK_MS, _MARCH_1
+    from benchmarks.spark_group import PeakMemory
+    if name == ARCHIVE_PROCESSES[0]:
+        cmd = [sys.executable, "-m", "cli.main", "scan", arg, "--out", _fresh_out(), "--level", "records",
+               "--search", SEARCH]
+    else:
+        cmd = [sys.executable, "-c", PLAIN_SCAN_SCRIPT, arg, SEARCH, str(_MARCH_1), str(_MARCH_1 + WEEK_MS)]
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    with PeakMemory(p.pid) as mem:
+        printed, _ = p.communicate()
+    out = {"bytes": _log_bytes(arg), "seconds_override": time.perf_counter() - t0, "peak_rss_mb": mem.peak / 2**20}
+    if name == ARCHIVE_PROCESSES[0]:
+        found = _KFX_ANSWERS.search(printed)
+        if p.returncode not in (0, 1) or found is None:
+            raise SystemExit(f"{name} failed ({p.returncode}):\n{printed}")
+        out["records"], out["hits"] = int(found[1]), int(found[2])
+    else:
+        if p.returncode != 0:
+            raise SystemExit(f"{name} failed ({p.returncode}):\n{printed}")
+        hits, _window, records, _bad = map(int, printed.split())
+        out["records"], out["hits"] = records, hits
+    return out
+
+
+def _compile_ours() -> None:
+    """Our modules' bytecode compiled once, as an install has it (a checkout run with
+    PYTHONDONTWRITEBYTECODE would compile every module of ours in every process, ~0.1-0.3 s)."""
+    import compileall
+    for package in ("cli", "kafkaforensics", "specs", "spark_jobs"):
+        compileall.compile_dir(os.path.join(ROOT, package), quiet=1)
+
+
+def run_archive_scan_group(scale: float, repeat: int) -> tuple[list[dict], dict]:
+    """Issue 57's row: the whole `kfx scan` of the fleet archive (``scale`` times the issue's 203 MB)
+    against the plain kafka-python script of the same work, interleaved; both must give the same answers
+    (records, search hits) in every run.  (The rows, the script's time over kfx's and the peaks.)"""
+    from benchmarks.archive import build_archive
+    archive = build_archive(os.path.join(DATA, f"archive-{scale:g}"), scale)
+    _compile_ours()
+    run_child(ARCHIVE_PROCESSES[1], archive)  # warm the page cache
+    res = run_group([(n, archive) for n in ARCHIVE_PROCESSES], repeat)
+    answers = {(r["records"], r["hits"]) for r in res}
+    if len(answers) != 1:
+        raise SystemExit(f"the archive pair's answers differ (records, hits): {answers}")
+    kfx, script = res
+    return res, {"kfx_scan_archive_vs_plain_script_process": script["seconds"] / kfx["seconds"],
+                 "kfx_scan_archive_peak_rss_mb": kfx["peak_rss_mb"],
+                 "plain_script_archive_peak_rss_mb": script["peak_rss_mb"]}
 
 
 def make_log_dir(path: str, size: int, partitions: int) -> str:
@@ -513,6 +575,8 @@ def child(name: str, arg: str) -> dict:
         rep = salvage([arg], dest)
         out["batches"] = rep.batches
         shutil.rmtree(dest, ignore_errors=True)
+    elif name in ARCHIVE_PROCESSES:
+        out.update(archive_process(name, arg))
     elif name in PROCESSES:  # a whole process as a user starts it: interpreter, imports and work
         r = subprocess.run(PROCESSES[name](arg), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         if r.returncode not in (0, 1):
@@ -640,6 +704,10 @@ def main() -> None:
                     help="the scan-vs-script pair's fleet (0: skip): whole kfx scan against a plain kafka-python script")
     ap.add_argument("--scan-script-partitions", type=int, default=8)
     ap.add_argument("--only-scan-script", action="store_true", help="run the scan-vs-script pair alone (printed)")
+    ap.add_argument("--archive-scale", type=float, default=1.0,
+                    help="the archive pair's fleet archive, times issue 57's 203 MB (0: skip): whole kfx scan "
+                         "against a plain kafka-python script of the same work")
+    ap.add_argument("--only-archive-scan", action="store_true", help="run the archive pair alone (printed)")
     ap.add_argument("--only", choices=sorted(ONLY_GROUPS),
                     help="run one pair alone and print its rows and ratio (serve: kfx serve against the sendfile "
                          "ceiling; verify: a kfx verify process against a read+crc32c process)")
@@ -655,8 +723,9 @@ def main() -> None:
         for k, v in summary.items():
             print(f"{k}: {v:.2f}")
         return
-    if args.only_logdir or args.only_scan_script:
+    if args.only_logdir or args.only_scan_script or args.only_archive_scan:
         results, summary = (run_log_dir_group(args.logdir_mb, args.logdir_partitions, args.repeat) if args.only_logdir
+                            else run_archive_scan_group(args.archive_scale, args.repeat) if args.only_archive_scan
                             else run_scan_vs_script_group(args.scan_script_mb, args.scan_script_partitions, args.repeat))
         for r in results:
             print(f"{r['name']}: {r['seconds']:.2f} s, {r['mb_per_s']:.0f} MB/s, peak RSS {r['peak_rss_mb']:.0f} MB, "
@@ -679,9 +748,7 @@ def main() -> None:
     # bare interpreter, and a 512 MiB segment next to a process that reads it (and crc32c's it)
     # an installed wheel comes with its bytecode; a checkout run with PYTHONDONTWRITEBYTECODE would
     # compile every module of ours in every process (~0.1 s): compile them once, as an install does
-    import compileall
-    for package in ("cli", "kafkaforensics", "specs"):
-        compileall.compile_dir(os.path.join(ROOT, package), quiet=1)
+    _compile_ours()
     small = os.path.join(ROOT, "tests", "fixtures", "sample-logdir", "orders-0", "00000000000000000225.log")
     results += run_group([(n, small) for n in ("process-bare-interpreter", "process-kfx-help",
                                                "process-kfx-dump-small", "process-kfx-verify-small")], max(rep, 5))
@@ -755,6 +822,10 @@ def main() -> None:
     if args.scan_script_mb:
         res, summary_scan_script = run_scan_vs_script_group(args.scan_script_mb, args.scan_script_partitions, rep)
         results += res
+    if args.archive_scale:
+        res, summary_archive = run_archive_scan_group(args.archive_scale, rep)
+        results += res
+        summary_scan_script.update(summary_archive)
     summary_logdir = {}
     if args.logdir_mb:
         res, summary_logdir = run_log_dir_group(args.logdir_mb, args.logdir_partitions, rep)

@@ -79,6 +79,70 @@ def slim_records(records: pa.Table) -> pa.Table:
     return records.select([*_WHERE, *RECORD_INPUTS]).append_column("tombstone", pc.is_null(records["value"]))
 
 
+def _partition_key(table: pa.Table) -> pa.Array:
+    """Each row's partition (cluster id, topic, partition) as one string."""
+    return pc.binary_join_element_wise(pc.fill_null(table["clusterId"], ""), table["topic"],
+                                       pc.cast(table["partition"], pa.string()), "\x00")
+
+
+def _may_race(tables: list) -> pa.Array:
+    """The partitions (:func:`_partition_key`) among whose copies :func:`partition_races` can find an
+    outcome: those with a transactional or control batch (a transaction's outcomes) or a keyed
+    tombstone (a key deleted: a scan reads no cleaner checkpoint, so a tombstone is the only way a key
+    is deleted, :func:`~kafkaforensics.log.replica_race.resurrected`).  Every other partition's rows
+    are left out before they become Python objects: they hold no outcome."""
+    found = []
+    for kind, table in tables:
+        if kind == "batch":
+            hit = pc.or_(pc.fill_null(table["isTransactional"], False), pc.fill_null(table["isControl"], False))
+        else:
+            hit = pc.and_(pc.fill_null(table["tombstone"], False), pc.is_valid(table["key"]))
+        found.append(pc.unique(_partition_key(table.filter(hit))))
+    return pc.unique(pa.concat_arrays(found)) if found else pa.array([], pa.string())
+
+
+class RaceRecords:
+    """What the replica view's races need of a records export streaming by: the :func:`slim_records`
+    rows of the partitions that can race (:func:`_may_race`: known from the summary's batches, or from
+    a keyed tombstone met on the way), kept Arrow batch by batch -- memory bounded by those partitions'
+    records, not the fleet's.  A partition found able to race only once some of its rows went by is
+    ``late``: :meth:`table` reads its records again."""
+
+    def __init__(self, summary: pa.Table):
+        batch = _live(summary.filter(pc.equal(summary["rowKind"], "batch")))
+        self.racing = set(_may_race([("batch", batch.select([*_WHERE, *BATCH_INPUTS]))]).to_pylist())
+        self.passed: set = set()   # partitions some of whose rows were not kept
+        self.late: set = set()
+        self.kept: list = []
+
+    def add(self, records: pa.Table) -> None:
+        """Keep what the races need of an Arrow table of records."""
+        slim = _live(slim_records(records))
+        for k in _may_race([("record", slim)]).to_pylist():
+            if k not in self.racing:
+                self.racing.add(k)
+                if k in self.passed:
+                    self.late.add(k)
+        keys = _partition_key(slim)
+        keep = pc.is_in(keys, value_set=pa.array(sorted(self.racing), pa.string()))
+        self.passed.update(pc.unique(keys.filter(pc.invert(keep))).to_pylist())
+        self.kept.append(slim.filter(keep))
+
+    def table(self, again) -> pa.Table | None:
+        """The rows kept (None: none), the late partitions' read ``again()`` (every record's
+        :func:`slim_records` rows, or None) in place of those kept of them."""
+        kept = self.kept
+        if self.late:
+            late = pa.array(sorted(self.late), pa.string())
+            kept = [t.filter(pc.invert(pc.is_in(_partition_key(t), value_set=late))) for t in kept]
+            more = again()
+            if more is not None:
+                more = _live(more)
+                kept.append(more.filter(pc.is_in(_partition_key(more), value_set=late)))
+        kept = [t for t in kept if t.num_rows]
+        return pa.concat_tables(kept) if kept else None
+
+
 def races_table(summary: pa.Table, records: pa.Table | None) -> pa.Table:
     """The races of a scan held in the driver: its ``summary`` (scan-level rows) and ``records`` (a
     records table, or its :func:`slim_records`; None: no record read)."""
@@ -86,6 +150,8 @@ def races_table(summary: pa.Table, records: pa.Table | None) -> pa.Table:
     tables = [("batch", batch.select([*_WHERE, *BATCH_INPUTS]))]
     if records is not None:
         tables.append(("record", _live(records if "tombstone" in records.column_names else slim_records(records))))
+    racing = _may_race(tables)
+    tables = [(kind, table.filter(pc.is_in(_partition_key(table), value_set=racing))) for kind, table in tables]
     groups: dict = {}
     for kind, table in tables:
         for r in table.to_pylist():

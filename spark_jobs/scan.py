@@ -39,7 +39,7 @@ from spark_jobs.common import (DRIVER_READ_BYTES, check_inputs, check_out, fail,
                                tasks_write_here,
                                write_planned)
 from spark_jobs.inventory import WHERE, inventory_of, inventory_table, replicas_of, replicas_table
-from spark_jobs.races import RACES_SCHEMA, races_of, races_table, replicated, slim_records
+from spark_jobs.races import RACES_SCHEMA, RaceRecords, races_of, races_table, replicated, slim_records
 from spark_jobs.search import matches, pattern_problem, python_pattern, search_table, sorted_hits
 
 
@@ -181,8 +181,8 @@ def scan(spark, request: ScanRequest, progress=None, *, driver_bytes: int = DRIV
 
 
 def scan_here(request: ScanRequest, min_partitions: int | None = None) -> ScanResult | None:
-    """:func:`scan` of ``request`` with no Spark at all, for a scan this process can hold (``kfx scan`` of up to
-    ``HERE_BYTES`` of segments with no ``--master``: no JVM starts).  The same reads as :func:`scan`
+    """:func:`scan` of ``request`` with no Spark at all, for a scan this process can hold (``kfx scan`` with no
+    ``--master``, as ``engine.here_limit`` allows: no JVM starts).  The same reads as :func:`scan`
     makes in the driver, the same views (the pyarrow ones, proven equal to Spark SQL's), the same
     outputs with the same schemas, each written by pyarrow as one Parquet file in Spark's layout
     (:mod:`~kafkaforensics.spark.parquet_dir`) -- but a records export, streamed split by split into a
@@ -215,9 +215,9 @@ def scan_here(request: ScanRequest, min_partitions: int | None = None) -> ScanRe
     exported, found = None, None
     planned = dataclasses.replace(request, options=opts, listing=listing)
     if streamed:  # what the races need of its records kept as they stream by
-        slim = [] if races else None
+        slim = RaceRecords(summary) if races else None
         exported, found, n_records = _stream_records(planned, min_partitions, python, slim)
-        records = pa.concat_tables(slim) if slim else None
+        records = slim.table(lambda: _races_records(planned, min_partitions)) if slim is not None else None
     elif window.records and level == "records":
         exported = _records_counted(records)
     elif races and records is None:
@@ -251,12 +251,12 @@ def _races_records(request: ScanRequest, min_partitions):
     return pa.concat_tables(slim) if slim else None
 
 
-def _stream_records(request: ScanRequest, min_partitions, python, slim: list | None = None):
+def _stream_records(request: ScanRequest, min_partitions, python, slim: RaceRecords | None = None):
     """A records export of ``request`` written split by split into ``out/records`` (a part file a split,
     by pyarrow, as Spark's tasks write it: memory bounded by a split's batches, not the fleet), what it
     holds per inventory row (:data:`_EXPORTED`) and, with a ``search``, its hits (:func:`search_table`
-    over each Arrow batch): (those counts, the hits or None, the rows written).  ``slim``: a list the
-    columns the replica view's races read of each batch (``races.slim_records``) are added to."""
+    over each Arrow batch): (those counts, the hits or None, the rows written).  ``slim``: what keeps
+    the replica view's races' rows of each batch (``races.RaceRecords``)."""
     search, into = request.search, os.path.join(request.out, "records")
     reader, _, splits = planned_reader(request.paths, "records", request.split_bytes, request.options,
                                        min_partitions or os.cpu_count() or 1, request.listing)
@@ -270,7 +270,7 @@ def _stream_records(request: ScanRequest, min_partitions, python, slim: list | N
                 t = pa.Table.from_batches([b])
                 _count_into(counts, t)
                 if slim is not None:
-                    slim.append(slim_records(t))
+                    slim.add(t)
                 if search is not None:
                     hits.append(search_table(t, search, python))
             yield b

@@ -70,6 +70,7 @@ def test_a_scan_too_big_to_run_here_checks_java_before_touching_out(tmp_path, kf
     from kafkaforensics.spark import engine
     monkeypatch.setattr(spark_start, "java_problem", lambda: "kfx scan needs Java (stood in)")
     monkeypatch.setattr(engine, "held_in_driver", lambda master, nbytes, driver_bytes=0: False)
+    monkeypatch.setattr(engine, "here_limit", lambda cores: 0)  # more than this machine reads with no Spark
     out = tmp_path / "out"
     (out / "batches").mkdir(parents=True)
     (out / "batches" / "part-0.parquet").write_bytes(b"an earlier run's")

@@ -28,8 +28,8 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
          out: str = Option(..., "--out", metavar="DIR", help="Directory for the Parquet results (new or empty; a scan that does not finish leaves nothing there)"),
          master: Optional[str] = Option(None, "--master", metavar="URL",
                                         help="Spark master (default local[*]: Spark embedded here; without --master "
-                                             "(and a --search Python reads as Java does), a scan of up to 1 GiB of segments is read and written "
-                                             "here with no JVM)"),
+                                             "(and a --search Python reads as Java does), a scan is read and written here with no JVM: "
+                                             "any size on a machine of 2 cores, up to 1 GiB on more)"),
          level: Level = Option(Level.batches, "--level", metavar="batches|records|anomalies", help="Rows to export: batches, records or anomalies"),
          search: Optional[str] = Option(None, "--search", metavar="REGEX", help="Also write records matching this regex"),
          split_bytes: int = Option(DEFAULT_SPLIT_BYTES, "--split-bytes", min=1 << 16, metavar="BYTES",

@@ -6,6 +6,7 @@ writer).  ``kfx scan`` and ``spark_jobs.scan`` follow it; nothing else chooses.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 #: where a scan runs: in this process with no Spark; on Spark with its reads done in the driver's
@@ -21,10 +22,31 @@ SHORT_RUN_BYTES = 256 << 20
 #: and ``kfx scan`` computes the views of such a summary in pyarrow (spark_jobs/inventory.py), without
 #: a Spark job (benchmarks/README.md, session 17); its memory is that table's, a few times these bytes
 DRIVER_READ_BYTES = 32 << 20
-#: the segments ``kfx scan`` with no ``--master`` reads in its own process, with no Spark
-#: (``spark_jobs.scan.scan_here``: a records export streamed split by split, the summary -- a row a
-#: batch -- held while it stays within ``DRIVER_TABLE_BYTES``); past it, Spark's tasks read it
+#: the segments ``kfx scan`` with no ``--master`` reads in its own process, with no Spark, on a machine
+#: of more than :data:`HERE_ANY_SIZE_CORES` cores (``spark_jobs.scan.scan_here``: a records export
+#: streamed split by split, the summary -- a row a batch -- held while it stays within
+#: ``DRIVER_TABLE_BYTES``); past it, Spark's tasks read it with every core.  On a machine of at most
+#: that many cores there is no such limit (:func:`here_limit`)
 HERE_BYTES = 1 << 30
+#: the cores up to which Spark's tasks on this machine cannot outrun one process with no Spark: each
+#: of Spark's cores reads at about half the speed of the process (the Arrow hand-over into the JVM,
+#: benchmarks/README.md, session 20) after its start-up, so two cores at most break even (issue 57)
+HERE_ANY_SIZE_CORES = 2
+
+
+def machine_cores() -> int:
+    """The cores this process may run on (its affinity, else the machine's)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def here_limit(cores: int) -> int | None:
+    """The most bytes of segments a scan with no ``--master`` reads with no Spark on a machine of
+    ``cores`` (None: any size -- an input outgrows such a machine only when its summary outgrows this
+    process, ``DRIVER_TABLE_BYTES``, found as it is read: then Spark's tasks read it)."""
+    return None if cores <= HERE_ANY_SIZE_CORES else HERE_BYTES
 
 
 def held_in_driver(master: str, nbytes: int, driver_bytes: int = DRIVER_READ_BYTES) -> bool:
@@ -80,9 +102,12 @@ class ScanEngine:
         return ScanEngine(TASKS, self.master, self.pyarrow_writes, self.nbytes)
 
 
-def choose(master: str | None, nbytes: int, search_here: bool, out_local: bool) -> ScanEngine:
-    """The engine of a scan of ``nbytes`` of segments (:func:`may_run_here` for the rest)."""
+def choose(master: str | None, nbytes: int, search_here: bool, out_local: bool,
+           cores: int | None = None) -> ScanEngine:
+    """The engine of a scan of ``nbytes`` of segments on a machine of ``cores`` (default: this
+    one's; :func:`here_limit`), :func:`may_run_here` for the rest."""
     m = master or LOCAL_MASTER
-    if may_run_here(master, search_here, out_local) and held_in_driver(LOCAL_MASTER, nbytes, HERE_BYTES):
+    limit = here_limit(machine_cores() if cores is None else cores)
+    if may_run_here(master, search_here, out_local) and (limit is None or nbytes <= limit):
         return ScanEngine(HERE, m, True, nbytes)
     return ScanEngine(DRIVER if held_in_driver(m, nbytes) else TASKS, m, pyarrow_writes(m, out_local), nbytes)
