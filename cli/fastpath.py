@@ -4,7 +4,7 @@ Importing typer takes tens of milliseconds, and typer 0.29 then coerces every pa
 pydantic (a TypeAdapter per parameter, about 0.1-0.2 s) before the command starts. :func:`plan`
 reads the command's own declarations (cli/declare.py: what typer's Option/Argument are given -
 names, defaults, min/max, Enum choices) and parses a command line that uses only what it
-understands: long options with values (``--x v`` or ``--x=v``), flags, and positional arguments of
+understands: long options with values (``--x v`` or ``--x=v``; a repeatable one collected in order), flags, and positional arguments of
 type str/int/Enum, optional or list. Anything else - help, a short option, a typo, a missing or bad
 value, a declaration it does not know - gives ``None`` and typer parses the line itself, with its
 own messages. So every error and every unusual line is typer's; ``tests/test_startup.py`` proves
@@ -85,15 +85,17 @@ def _params(callback):
                 return None  # a renamed argument, or one after a list: typer's to place
             arguments.append((name, tp, many, info))
             continue
-        if info.default is not ... and info.default is not None and not isinstance(info.default, tp):
+        if many and info.default != []:
+            return None  # a repeatable option with a default of its own: typer's to pass
+        if not many and info.default is not ... and info.default is not None and not isinstance(info.default, tp):
             return None  # a default typer would convert: its to pass
         if tp is bool and info.default is not False:
             return None  # a flag that is on by default: typer's
         decls = info.param_decls or ()
-        if many or not decls or any(not d.startswith("--") or "/" in d or " " in d for d in decls):
-            return None  # multiple options, derived or secondary names, short names: typer's
+        if not decls or any(not d.startswith("--") or "/" in d or " " in d for d in decls):
+            return None  # derived or secondary names, short names: typer's
         for d in decls:
-            options[d] = (name, tp, info)
+            options[d] = (name, tp, info, many)
     return options, arguments
 
 
@@ -127,7 +129,7 @@ def plan(app, argv: list[str]):
         key, eq, text = tok.partition("=")
         if key not in options:
             return None  # help, a short option, a typo: typer's
-        name, tp, info = options[key]
+        name, tp, info, many = options[key]
         if tp is bool:
             if eq:
                 return None
@@ -139,9 +141,13 @@ def plan(app, argv: list[str]):
             text = rest[i]
             i += 1
         try:
-            values[name] = _convert(tp, text, info)
+            value = _convert(tp, text, info)
         except ValueError:
             return None
+        if many:  # a repeatable option: its values in order
+            values.setdefault(name, []).append(value)
+        else:
+            values[name] = value
     for name, tp, many, info in arguments:
         if many:
             taken, positional = positional, []
@@ -162,11 +168,11 @@ def plan(app, argv: list[str]):
             values[name] = info.default
     if positional:
         return None  # extra arguments: typer's message
-    for key, (name, tp, info) in options.items():
+    for key, (name, tp, info, many) in options.items():
         if name not in values:
             if info.default is ...:
                 return None  # a required option is missing: typer's message
-            values[name] = info.default
+            values[name] = [] if many else info.default
     return cmd.callback, values
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -21,7 +22,12 @@ from pyarrow import fs as pafs
 from kafkaforensics.log.remote import aiven
 from kafkaforensics.log.remote.keys import wrap
 from kafkaforensics.log.remote.store import Store
-from kafkaforensics.log.segment import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, file_name, offset_from_name
+from kafkaforensics.log.segment import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, Segment, file_name, offset_from_name
+from kafkaforensics.log.writer import write_partition
+from kafkaforensics.records.batch import Record
+from kafkaforensics.records.builder import build_v2
+from kafkaforensics.records.internal_topics import encode_metadata
+from specs import kafka_messages as K
 
 #: the plugin's default chunk size is 4 MiB; the tests cut small segments in many chunks
 CHUNK_SIZE = 1000
@@ -103,6 +109,26 @@ def _indexes(part_dir: str, base: int, end: int, data_key, aad) -> tuple[bytes, 
     return blob, {k: where[k] for k in ("offset", "timestamp", "producerSnapshot", "leaderEpoch", "transaction")}
 
 
+def _segment_facts(path: str) -> dict:
+    """What RemoteLogSegmentMetadata says of a segment: its end offset, largest timestamp and the
+    first offset of each leader epoch in it."""
+    seg, end, max_ts, epochs = Segment.of_file(path), None, -1, {}
+    for b in seg.batches():
+        end, max_ts = b.last_offset, max(max_ts, b.max_timestamp)
+        epochs.setdefault(b.partition_leader_epoch if b.magic >= 2 else 0, b.base_offset)
+    return {"end_offset": seg.base_offset if end is None else end, "max_timestamp": max_ts,
+            "epochs": sorted(epochs.items(), key=lambda e: e[1])}
+
+
+def _metadata_json(topic: str, topic_id: str, partition: int, seg_id: str, base: int, facts: dict) -> dict:
+    """The manifest's ``remoteLogSegmentMetadata`` as the plugin's KafkaTypeSerdeModule writes it."""
+    return {"remoteLogSegmentId": {"topicIdPartition": {"topicId": topic_id, "topicPartition": {
+                "topic": topic, "partition": partition}}, "id": seg_id},
+            "startOffset": base, "endOffset": facts["end_offset"], "maxTimestampMs": facts["max_timestamp"],
+            "brokerId": 1, "eventTimestampMs": facts["max_timestamp"],
+            "segmentLeaderEpochs": {str(e): o for e, o in facts["epochs"]}}
+
+
 def upload(segment_paths, dest: str, transform: str = "plain", *, prefix: str = "", topic_id: str | None = None,
            chunk_size: int = CHUNK_SIZE, public_key=None, key_id: str = "key1") -> list[dict]:
     """Upload ``.log`` files (of one partition dir, in offset order) to ``dest`` as the plugin does;
@@ -122,20 +148,71 @@ def upload(segment_paths, dest: str, transform: str = "plain", *, prefix: str = 
         aad = os.urandom(32) if transform == "encrypted" else None
         blob, chunk_index = _chunks(data, chunk_size, transform == "zstd", data_key, aad)
         indexes, segment_indexes = _indexes(part_dir, base, end, data_key, aad)
-        seg_id = kafka_uuid()
+        seg_id, facts = kafka_uuid(), _segment_facts(path)
         manifest: dict = {"version": "1", "chunkIndex": chunk_index, "segmentIndexes": segment_indexes,
                           "compression": transform == "zstd"}
         if data_key is not None:
             manifest["encryption"] = {"dataKey": f"{key_id}:{base64.b64encode(wrap(public_key, data_key)).decode()}",
                                       "aad": base64.b64encode(aad or b"").decode()}
+        manifest["remoteLogSegmentMetadata"] = _metadata_json(topic, topic_id, partition, seg_id, base, facts)
         keys = {s: aiven.object_key(prefix, topic, topic_id, partition, base, seg_id, s)
                 for s in (aiven.LOG_SUFFIX, aiven.INDEXES_SUFFIX, aiven.MANIFEST_SUFFIX)}
         _put(store, keys[aiven.LOG_SUFFIX], blob)
         _put(store, keys[aiven.INDEXES_SUFFIX], indexes)
         _put(store, keys[aiven.MANIFEST_SUFFIX], json.dumps(manifest, separators=(",", ":")).encode())
         out.append({"topic": topic, "partition": partition, "topic_id": topic_id, "segment_id": seg_id,
-                    "base_offset": base, "end_offset": end - 1, "keys": keys})
+                    "base_offset": base, "end_offset": facts["end_offset"], "max_timestamp": facts["max_timestamp"],
+                    "epochs": facts["epochs"], "size": len(data), "keys": keys})
     return out
+
+
+#: RemoteLogSegmentState's values (RemoteLogSegmentState.java)
+COPY_SEGMENT_STARTED, COPY_SEGMENT_FINISHED, DELETE_SEGMENT_STARTED, DELETE_SEGMENT_FINISHED = 0, 1, 2, 3
+
+
+def remote_log_metadata(uploads: list[dict], states: dict | None = None, broker_id: int = 1) -> list[bytes]:
+    """The ``__remote_log_metadata`` record values a broker writes for :func:`upload`'s segments: a
+    RemoteLogSegmentMetadataRecord (COPY_SEGMENT_STARTED) each, then an update to each one's state in
+    ``states`` (segment id -> state; default COPY_SEGMENT_FINISHED; None: no update, a failed copy)."""
+    out = []
+    for u in uploads:
+        seg_id = {"TopicIdPartition": {"Name": u["topic"], "Id": u["topic_id"], "Partition": u["partition"]},
+                  "Id": u["segment_id"]}
+        out.append(encode_metadata(K.RemoteLogSegmentMetadataRecord, 0, {
+            "RemoteLogSegmentId": seg_id, "StartOffset": u["base_offset"], "EndOffset": u["end_offset"],
+            "BrokerId": broker_id, "MaxTimestampMs": u["max_timestamp"], "EventTimestampMs": u["max_timestamp"],
+            "SegmentLeaderEpochs": [{"LeaderEpoch": e, "Offset": o} for e, o in u["epochs"]],
+            "SegmentSizeInBytes": u["size"], "CustomMetadata": None, "RemoteLogSegmentState": COPY_SEGMENT_STARTED}))
+        state = (states or {}).get(u["segment_id"], COPY_SEGMENT_FINISHED)
+        for s in ([] if state in (None, COPY_SEGMENT_STARTED) else range(COPY_SEGMENT_FINISHED, state + 1)):
+            out.append(encode_metadata(K.RemoteLogSegmentMetadataUpdateRecord, 0, {
+                "RemoteLogSegmentId": seg_id, "BrokerId": broker_id, "EventTimestampMs": u["max_timestamp"],
+                "CustomMetadata": None, "RemoteLogSegmentState": s}))
+    return out
+
+
+def write_remote_log_metadata(log_dir: str, uploads: list[dict], states: dict | None = None) -> str:
+    """``<log_dir>/__remote_log_metadata-0`` holding :func:`remote_log_metadata`'s records; its path."""
+    values = remote_log_metadata(uploads, states)
+    return write_partition(os.path.join(str(log_dir), "__remote_log_metadata-0"),
+                           [build_v2([Record(i, 0, None, v, []) for i, v in enumerate(values)], base_offset=0)])
+
+
+def split_partition(part_dir: str, log_dir: str, n_remote: int, dest: str, transform: str = "plain",
+                    **upload_kw) -> list[dict]:
+    """A partition over both tiers, as a broker with tiered storage leaves it: ``part_dir`` copied into
+    ``log_dir`` (as ``<log_dir>/<its name>``), its first ``n_remote`` segments uploaded to ``dest`` (as
+    :func:`upload`, with ``transform`` and ``upload_kw``) and deleted from the copy (local retention;
+    the producer snapshots stay).  Returns :func:`upload`'s list."""
+    local = os.path.join(str(log_dir), os.path.basename(os.path.abspath(part_dir)))
+    shutil.copytree(part_dir, local)
+    logs = sorted(f for f in os.listdir(part_dir) if f.endswith(LOG))[:n_remote]
+    up = upload([os.path.join(part_dir, f) for f in logs], dest, transform, **upload_kw)
+    for name in logs:
+        for f in os.listdir(local):
+            if f.startswith(name[:20]) and not f.endswith(SNAPSHOT):
+                os.remove(os.path.join(local, f))
+    return up
 
 
 def upload_raw(segment_paths, dest: str, *, style: str = "slash", watermark: int | None = None) -> list[str]:

@@ -9,11 +9,12 @@ from cli.common import EXIT_OK, EXIT_PROBLEMS, Encoding, Fmt, fail
 from cli import heavy
 from cli.declare import Argument, Exit, Option
 from cli.options import SCHEMA_REGISTRY, SCHEMAS
+from cli.remote import KEY_FILE, REMOTE, open_remote
 from kafkaforensics.inspect import dump as inspect_dump
 from kafkaforensics.log import paths as log_paths
 
 
-def dump(paths: List[str] = Argument(..., metavar="PATH", help="Files (.log .index .timeindex .txnindex .snapshot, checkpoints), partition dirs or log dirs"),
+def dump(paths: List[str] = Argument(None, metavar="PATH", help="Files (.log .index .timeindex .txnindex .snapshot, checkpoints), partition dirs or log dirs (none: the --remote tier alone)"),
          deep: bool = Option(False, "--deep", "--deep-iteration", help="Decode every record"),
          print_data: bool = Option(False, "--print-data", "--print-data-log", help="Print keys and values (implies --deep)"),
          fmt: Fmt = Option(Fmt.text, "--format", metavar="text|json", help="text (kafka-dump-log.sh lines) or json (JSON lines)"),
@@ -32,8 +33,13 @@ def dump(paths: List[str] = Argument(..., metavar="PATH", help="Files (.log .ind
                                                           help="Decode __remote_log_metadata records"),
          decode: bool = Option(False, "--decode", help="Decode Confluent-framed Avro/Protobuf/JSON Schema keys and "
                                                        "values (keyDecoded/valueDecoded beside the raw bytes)"),
-         schemas: Optional[str] = SCHEMAS, schema_registry: Optional[str] = SCHEMA_REGISTRY):
+         schemas: Optional[str] = SCHEMAS, schema_registry: Optional[str] = SCHEMA_REGISTRY,
+         remote: Optional[str] = REMOTE, key_file: List[str] = KEY_FILE):
     """Print Kafka storage files like kafka-dump-log.sh, or as JSON lines."""
+    paths = paths or []
+    tier = open_remote(remote, key_file)
+    if not paths and tier is None:
+        fail("give a PATH (a file, partition dir or log dir) or --remote URI")
     decoders = [n for n, on in (("offsets", offsets_decoder), ("transaction-log", transaction_log_decoder),
                                 ("cluster-metadata", cluster_metadata_decoder),
                                 ("share-group-state", share_group_state_decoder),
@@ -47,7 +53,7 @@ def dump(paths: List[str] = Argument(..., metavar="PATH", help="Files (.log .ind
     if decode:
         opts.print_data = True
     try:
-        res = inspect_dump.dump(paths, opts)
+        res = inspect_dump.dump(paths, opts, remote=tier)
     except log_paths.PathUsageError as e:
         fail(str(e))
     except BrokenPipeError:  # `kfx dump ... | head`: stop quietly, as a Unix filter should

@@ -455,6 +455,8 @@ def verify_segment(seg: SegmentFiles, rep: VerifyReport, state: ProducerState, *
         except KafkaFormatError as e:
             rep.problems.append(e.problem)
     scan = _SegmentScan(log, base, rep, state, offsets, times, progress)
+    if not seg.is_local:   # a remote tier's segment: its bytes through its byte source
+        scan.segment = seg
     summary = scan.walk(max_batch_bytes)
     if summary.batches and not idx_path and require_index:
         rep.add(seg.path(INDEX), None, None, "missing-index", "segment has batches but no offset index (Kafka rebuilds it)")
@@ -498,7 +500,7 @@ class _SegmentScan:
         the rest batch by batch (everything, when ``records.walks.SPEEDUPS`` is off).
         """
         log = self.log
-        with Segment.of_file(log, self.base).runs(max_batch_bytes, lists=True, small=SMALL_SEGMENT_BYTES) as (scanner, items):
+        with (self.segment or Segment.of_file(log, self.base)).runs(max_batch_bytes, lists=True, small=SMALL_SEGMENT_BYTES) as (scanner, items):
             for item in items:
                 if isinstance(item, Batch):
                     self.batch(item)
@@ -517,6 +519,7 @@ class _SegmentScan:
         self.done_bytes = 0
         self.aborted = []
         self.abort_markers = set()  # (producer id, offset) of every ABORT marker in the segment
+        self.segment: Segment | None = None   # a segment not on the local disk (its byte source)
 
     def batch(self, b) -> None:
         rep, log = self.rep, self.log

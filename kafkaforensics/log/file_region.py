@@ -55,3 +55,26 @@ class FileRegion:
 
     def __repr__(self) -> str:
         return f"FileRegion({self.path!r}, position={self.position}, size={self.size})"
+
+
+class SourceRegion(FileRegion):
+    """A region of a segment whose ``.log`` is no local file (a remote tier's object): its bytes come
+    through the segment's byte source (only the chunks holding them are fetched).  There is no file to
+    ``sendfile`` from: :meth:`open` says so, and a transport sends :meth:`read`'s bytes."""
+
+    __slots__ = ("source",)
+
+    def __init__(self, path: str, position: int, size: int, source):
+        super().__init__(path, position, size)
+        self.source = source
+
+    def read(self) -> bytes:
+        """The region's bytes, read through the byte source."""
+        if not self.size:
+            return b""
+        with self.source.reader(self.path) as read:
+            return read(self.position, self.size)
+
+    def open(self):
+        """No file to send from: an OSError a transport answers by sending :meth:`read`'s bytes."""
+        raise OSError(f"{self.path}: not a local file (its bytes come through read())")

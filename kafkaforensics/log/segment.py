@@ -25,7 +25,7 @@ from kafkaforensics.records.batch import parse_legacy_header, parse_v2_header, r
 from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.records import header_list, int64, walks
 from kafkaforensics.log import offset_index, time_index, txn_index
-from kafkaforensics.log.file_region import FileRegion
+from kafkaforensics.log.file_region import FileRegion, SourceRegion
 
 #: runs of headers as numpy columns: only for segments walked in runs of HeaderRun
 header_run = lazy("kafkaforensics.records.header_run", globals())
@@ -174,15 +174,23 @@ def open_buffer(path: str, sequential: bool = True):
                 mm.madvise(mmap.MADV_SEQUENTIAL)
         except (AttributeError, OSError):
             pass
-        view = memoryview(mm)
-        try:
+        with mapped_view(mm) as view:
             yield view
-        finally:
-            try:
-                view.release()
-                mm.close()
-            except BufferError:
-                pass  # a caller still holds a batch slice: the mapping closes when it is freed
+
+
+@contextmanager
+def mapped_view(mm: mmap.mmap):
+    """A memoryview of ``mm`` for the block, the mapping closed after it (a file's, or an anonymous
+    one a remote segment's walk fills)."""
+    view = memoryview(mm)
+    try:
+        yield view
+    finally:
+        try:
+            view.release()
+            mm.close()
+        except BufferError:
+            pass  # a caller still holds a batch slice: the mapping closes when it is freed
 
 
 class BatchScanner:
@@ -618,6 +626,13 @@ class Segment:
         return self.path(LOG)
 
     def existing(self, suffix: str) -> str | None:
+        """The file of ``suffix`` when there is one (a segment not on the local disk asks its byte source)."""
+        if not self.is_local:
+            name = self.file_of(suffix)
+            try:
+                return name if self.source.size(name) is not None else None
+            except (KafkaFormatError, OSError):
+                return None
         p = self.path(suffix)
         return p if os.path.exists(p) else None
 
@@ -631,8 +646,22 @@ class Segment:
         return isinstance(self.source, LocalFiles)
 
     # -- the files ---------------------------------------------------------------------------------
+    def _index_size(self, suffix: str) -> int | None:
+        """The size of the index file ``suffix`` (None: there is none)."""
+        if not self.is_local:
+            data = self.file_bytes(suffix) if self.existing(suffix) else None
+            return None if data is None else len(data)
+        p = self.path(suffix)
+        return os.path.getsize(p) if os.path.exists(p) else None
+
     def _edges(self, suffix: str, entry) -> tuple[tuple, tuple] | None:
         """The first and last raw entries of a fixed-width index (None: missing or empty)."""
+        if not self.is_local:
+            data = self.file_bytes(suffix) or b""
+            if len(data) < entry.size:
+                return None
+            last = len(data) - len(data) % entry.size - entry.size
+            return entry.unpack(data[:entry.size]), entry.unpack(data[last:last + entry.size])
         try:
             with open(self.path(suffix), "rb") as f:
                 size = os.fstat(f.fileno()).st_size
@@ -690,12 +719,12 @@ class Segment:
         a last entry before the base offset, a time index whose last timestamp is below its first,
         an aborted transaction ending before the base offset). ``check_offset_and_time=False``: Kafka
         2.3 and later (KAFKA-7283), whose load checks only the transaction index."""
-        if not os.path.exists(self.path(INDEX)):
+        if self._index_size(INDEX) is None:
             return f"offset index {file_name(self.base_offset, INDEX)} is missing"
         for kind in INDEX_KINDS if check_offset_and_time else INDEX_KINDS[2:]:
-            p, size = self.path(kind.suffix), kind.entry_size
-            if os.path.exists(p) and os.path.getsize(p) % size:
-                return f"{os.path.basename(p)}: size {os.path.getsize(p)} is not a multiple of {size}"
+            n, size = self._index_size(kind.suffix), kind.entry_size
+            if n is not None and n % size:
+                return f"{os.path.basename(self.path(kind.suffix))}: size {n} is not a multiple of {size}"
         # the old sanity checks read only the first and last entries (a preallocated zero tail reads as
         # relative offset 0, which passes, as it does in Kafka)
         last = self._edges(INDEX, OFFSET_ENTRY) if check_offset_and_time else None
@@ -752,7 +781,9 @@ class Segment:
         size = max(max_size, at.size) if min_one_message else max_size
         end = self.size if max_position is None else max_position
         n = max(0, min(end - at.position, size))
-        return FetchDataInfo(start_offset, at.position, FileRegion(self.log, at.position, n), size < at.size)
+        region = FileRegion(self.log, at.position, n) if self.is_local else \
+            SourceRegion(self.log, at.position, n, self.source)
+        return FetchDataInfo(start_offset, at.position, region, size < at.size)
 
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int | None = None) -> TimestampAndOffset | None:
         """LogSegment.findOffsetByTimestamp: the time index's entry at or below ``timestamp`` gives an
@@ -853,6 +884,11 @@ def offset_for_timestamp(segments, timestamp: int, log_start_offset: int) -> Tim
 def _source_walk(seg: Segment, start: int, end: int | None, sequential: bool = True, **kw):
     """:func:`open_walk` of a segment whose ``.log`` is not a local file: over its bytes as its byte
     source gives them (a remote tier's decoded chunks, an object read whole)."""
+    walk = getattr(seg.source, "walk", None)   # a source that fills its bytes as the walk reaches them
+    if walk is not None:
+        with walk(start, end, base_offset=seg.base_offset, **kw) as scanner:
+            yield scanner
+        return
     with seg.source.mapped(seg.log) as buf:
         yield BatchScanner(buf, start=start, end=None if end is None else min(end, len(buf)), file=seg.log,
                            base_offset=seg.base_offset, **kw)

@@ -25,17 +25,23 @@ import struct
 from dataclasses import dataclass
 from typing import NamedTuple
 
-import zstandard
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from specs.lazy import lazy
 
 from kafkaforensics.errors import KafkaFormatError
+from kafkaforensics.log.segment import file_name
+
+#: the chunk transforms' codecs, loaded when a tier's chunks are compressed or encrypted
+zstandard = lazy("zstandard", globals())
+aead = lazy("cryptography.hazmat.primitives.ciphers.aead", globals())
+crypto_exceptions = lazy("cryptography.exceptions", globals())
 
 #: the plugin's object suffixes (ObjectKeyFactory.Suffix)
 LOG_SUFFIX, INDEXES_SUFFIX, MANIFEST_SUFFIX = "log", "indexes", "rsm-manifest"
 #: the segment indexes inside ``.indexes``, in the order the plugin writes them (manifest name, our name)
 INDEX_ORDER = (("offset", "offset"), ("timestamp", "time"), ("producerSnapshot", "producer-snapshot"),
                ("leaderEpoch", "leader-epoch"), ("transaction", "transaction"))
+#: the most bytes the encoded chunk sizes may take (TransformedChunksDeserializer.MAX_DECOMPRESSED_SIZE)
+MAX_CHUNK_SIZES_BYTES = 10 * 1024 * 1024
 #: the AES-GCM IV written before each encrypted chunk (SegmentEncryptionMetadataV1.IV_SIZE), and the tag after it
 IV_SIZE, TAG_SIZE = 12, 16
 _UUID = r"[A-Za-z0-9_-]{22}"
@@ -72,7 +78,7 @@ def parse_key(key: str) -> ObjectKey | None:
 def object_key(prefix: str, topic: str, topic_id: str, partition: int, base_offset: int, segment_id: str,
                suffix: str) -> str:
     """ObjectKeyFactory's key of one of a segment's objects."""
-    return f"{prefix}{topic}-{topic_id}/{partition}/{base_offset:020d}-{segment_id}.{suffix}"
+    return f"{prefix}{topic}-{topic_id}/{partition}/" + file_name(base_offset, f"-{segment_id}.{suffix}")
 
 
 # -- ChunkSizesBinaryCodec ------------------------------------------------------------------------
@@ -165,7 +171,8 @@ def parse_chunk_index(obj: dict) -> ChunkIndex:
             n = _count(chunk, size)
             sizes = (int(obj["transformedChunkSize"]),) * (n - 1) + (int(obj["finalTransformedChunkSize"]),) * (n > 0)
         elif kind == "variable":
-            sizes = tuple(decode_chunk_sizes(_zstd_decompress(base64.b64decode(obj["transformedChunks"]))))
+            packed = _zstd_decompress(base64.b64decode(obj["transformedChunks"]), MAX_CHUNK_SIZES_BYTES)
+            sizes = tuple(decode_chunk_sizes(packed))
             if len(sizes) != _count(chunk, size):
                 raise ValueError(f"{len(sizes)} transformed chunk sizes for {_count(chunk, size)} chunks")
         else:
@@ -226,9 +233,14 @@ def parse_manifest(data: bytes) -> Manifest:
 
 
 # -- the transforms --------------------------------------------------------------------------------
-def _zstd_decompress(data: bytes, size_hint: int | None = None) -> bytes:
+def _zstd_decompress(data: bytes, limit: int) -> bytes:
+    """One zstd frame, refused when it says (or turns out) to hold more than ``limit`` bytes: a
+    damaged frame header never makes the reader allocate what it claims."""
     try:
-        return zstandard.ZstdDecompressor().decompress(data, max_output_size=size_hint or 0)
+        size = zstandard.frame_content_size(data)
+        if size > limit:
+            raise KafkaFormatError("remote-chunk", f"zstd frame says {size} bytes, more than the {limit} expected")
+        return zstandard.ZstdDecompressor().decompress(data, max_output_size=limit)
     except zstandard.ZstdError as e:
         raise KafkaFormatError("remote-chunk", f"zstd: {e}") from None
 
@@ -241,15 +253,17 @@ def decrypt(data: bytes, data_key: bytes, aad: bytes) -> bytes:
     """One encrypted chunk or index: IV, then AES-256-GCM ciphertext and tag, ``aad`` associated."""
     if len(data) < IV_SIZE + TAG_SIZE:
         raise KafkaFormatError("remote-chunk", f"{len(data)} bytes: shorter than an IV and a GCM tag")
+    if len(data_key) != 32:
+        raise KafkaFormatError("remote-key", f"the data key is {len(data_key)} bytes, not an AES-256 key's 32")
     try:
-        return AESGCM(data_key).decrypt(data[:IV_SIZE], data[IV_SIZE:], aad)
-    except InvalidTag:
+        return aead.AESGCM(data_key).decrypt(data[:IV_SIZE], data[IV_SIZE:], aad)
+    except crypto_exceptions.InvalidTag:
         raise KafkaFormatError("remote-chunk", "AES-GCM authentication failed (wrong data key, or damaged bytes)") from None
 
 
 def encrypt(data: bytes, data_key: bytes, aad: bytes, iv: bytes) -> bytes:
     """The plugin's encryption of a chunk (the test writer's): IV + ciphertext + tag."""
-    return iv + AESGCM(data_key).encrypt(iv, data, aad)
+    return iv + aead.AESGCM(data_key).encrypt(iv, data, aad)
 
 
 def detransform(chunk: bytes, manifest: Manifest, data_key: bytes | None, original_size: int) -> bytes:

@@ -8,11 +8,13 @@ from __future__ import annotations
 import hashlib
 import os
 
-from cryptography.hazmat.primitives import serialization
+from specs.lazy import lazy
 
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.remote.store import RemoteTierError
 
+#: PEM key loading, only when ``--key-file`` is given
+serialization = lazy("cryptography.hazmat.primitives.serialization", globals())
 _HASH_LEN = 64
 _EMPTY_LABEL_HASH = hashlib.sha3_512(b"").digest()
 

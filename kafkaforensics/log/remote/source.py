@@ -4,11 +4,45 @@ only the chunks holding it, in one ranged request, and detransforms them), and e
 out of the ``.indexes`` object."""
 from __future__ import annotations
 
+import mmap
 from contextlib import contextmanager
+
+from specs import record_batch as R
 
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.remote.aiven import Manifest, decrypt, detransform
 from kafkaforensics.log.remote.store import Store
+from kafkaforensics.log.segment import LOG_PREFIX, BatchScanner, mapped_view
+
+#: how far ahead of the batch it needs a walk fetches chunks (one ranged request for several chunks)
+READ_AHEAD = 8 << 20
+
+
+class FillingScanner(BatchScanner):
+    """A :class:`BatchScanner` over an anonymous mapping of the whole segment that is filled with the
+    original bytes only as the walk reaches them: before each batch is read, the chunks holding it
+    (and :data:`READ_AHEAD` more) are fetched and detransformed into the mapping.  Pages behind the
+    walk are dropped as a local walk drops them (``RESIDENT_WINDOW``), so the memory a walk holds is
+    bounded by the chunks it reads, not by the segment: a batch must be used before the walk moves
+    ``RESIDENT_WINDOW`` past it, as every walk does."""
+
+    def __init__(self, buf, fill, **kw):
+        super().__init__(buf, **kw)
+        self._fill = fill
+
+    def _step(self, pos: int):
+        if 0 <= pos < self.end:
+            head = min(self.end, pos + R.HEADER_SIZE)   # a v2 header, the most a walk reads of a batch it refuses
+            self._fill(pos, max(head, min(self.end, pos + READ_AHEAD)))
+            if head - pos > LOG_PREFIX.size:
+                _offset, size = LOG_PREFIX.unpack_from(self.buf, pos)
+                if 0 < size <= self.end - pos - LOG_PREFIX.size:   # a batch running past the end: its header is read
+                    self._fill(pos, pos + LOG_PREFIX.size + size)
+        return super()._step(pos)
+
+    def iter_runs(self, fd=None, window=None, lists=False):  # type: ignore[override]
+        """Batch by batch: the runs' walk reads ahead of what :meth:`_step` fills."""
+        return iter(self)
 
 
 class ChunkedObjectFiles:
@@ -23,8 +57,15 @@ class ChunkedObjectFiles:
 
     # -- the .log: original bytes through the chunk index --------------------------------------------
     def size(self, name: str) -> int:
-        """The original segment's size (the chunk index's)."""
-        return self.manifest.chunk_index.original_file_size if name == self.log else len(self.read_all(name) or b"")
+        """The original segment's size (the chunk index's), or an index's size in ``.indexes`` (a
+        :class:`KafkaFormatError` when the manifest names no such index)."""
+        if name == self.log:
+            return self.manifest.chunk_index.original_file_size
+        kind = next((k for k, n in self.index_names.items() if n == name), None)
+        at = self.manifest.indexes.get(kind or "")
+        if at is None:
+            raise KafkaFormatError("remote-index", f"{name}: the manifest names no {kind or 'such'} index")
+        return at[1]
 
     def read_log(self, start: int, end: int | None) -> bytes:
         """Original bytes ``[start, end)`` of the segment: the chunks holding them fetched in one ranged
@@ -57,10 +98,11 @@ class ChunkedObjectFiles:
 
     def read_index(self, kind: str) -> bytes | None:
         """One segment index (``offset``, ``time``, ``transaction``, ``producer-snapshot``,
-        ``leader-epoch``) cut out of the ``.indexes`` object and decrypted; None when it is empty."""
+        ``leader-epoch``) cut out of the ``.indexes`` object and decrypted; b"" when it is empty (an
+        empty file was uploaded), None when the manifest names none."""
         at = self.manifest.indexes.get(kind)
         if at is None or at[1] == 0:
-            return None
+            return None if at is None else b""
         pos, size = at
         data = self.store.read(self.indexes_key, pos, pos + size)
         try:
@@ -70,9 +112,28 @@ class ChunkedObjectFiles:
             if self.manifest.aad is not None:
                 data = decrypt(data, self.data_key or b"", self.manifest.aad)
         except KafkaFormatError as e:
-            e.problem.detail = f"{kind} index: {e.problem.detail}" if kind not in e.problem.detail else e.problem.detail
-            raise e.located(file=self.store.uri(self.indexes_key), position=pos) from None
+            detail = e.problem.detail if e.problem.detail.startswith(kind) else f"{kind} index: {e.problem.detail}"
+            raise KafkaFormatError("remote-index", detail, file=self.store.uri(self.indexes_key), position=pos) from None
         return data
+
+    @contextmanager
+    def walk(self, start: int, end: int | None, **kw):
+        """A :class:`FillingScanner` over the original segment from byte ``start`` to ``end``: chunks
+        fetched as the walk reaches them (``kw``: the scanner's ``base_offset``, ``max_batch_bytes`` ...)."""
+        size = self.manifest.chunk_index.original_file_size
+        if size == 0:
+            yield BatchScanner(b"", start=start, end=0, file=self.log, **kw)
+            return
+        filled: set[int] = set()
+        with mapped_view(mmap.mmap(-1, size)) as view:
+            def fill(first: int, stop: int) -> None:
+                want = [c for c in self.manifest.chunk_index.chunks_for_range(first, stop) if c.id not in filled]
+                if want:
+                    lo, hi = want[0].original_position, want[-1].original_position + want[-1].original_size
+                    view[lo:hi] = self.read_log(lo, hi)
+                    filled.update(c.id for c in want)
+            yield FillingScanner(view, fill, start=start, end=None if end is None else min(end, size), file=self.log,
+                                 **kw)
 
     # -- the byte source interface (LocalFiles / ObjectFiles) ------------------------------------------
     def read_all(self, name: str) -> bytes | None:

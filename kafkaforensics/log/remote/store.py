@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import os
 
-import pyarrow.fs as pafs
+from specs.lazy import lazy
 
 from kafkaforensics.errors import KafkaFormatError
+
+#: the object store client: only a command given ``--remote`` loads it (~100 ms)
+pafs = lazy("pyarrow.fs", globals())
 
 
 class RemoteTierError(KafkaFormatError):
@@ -18,7 +21,7 @@ class RemoteTierError(KafkaFormatError):
         super().__init__("remote-tier", detail, file=file)
 
 
-def _s3() -> pafs.S3FileSystem:
+def _s3():
     """The S3 file system the environment names (``AWS_ENDPOINT_URL``, ``AWS_REGION``), as the Spark
     S3 source builds it."""
     kw: dict = {}

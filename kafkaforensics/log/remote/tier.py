@@ -60,6 +60,11 @@ class RemoteSegment:
         return f"RemoteSegment({self.topic}-{self.partition}@{self.base_offset}, {self.key})"
 
     @property
+    def uri(self) -> str:
+        """The ``.log`` object's full name (``s3://bucket/prefix/key``, or its path in a dir)."""
+        return self.tier.store.uri(self.key)
+
+    @property
     def manifest_key(self) -> str | None:
         """The ``.rsm-manifest`` object's key (None in the raw layout)."""
         return f"{self._stem}.{aiven.MANIFEST_SUFFIX}" if self._stem is not None else None
@@ -133,7 +138,7 @@ class RemoteSegment:
     def producer_snapshot(self) -> bytes | None:
         """The producer-state snapshot uploaded with the segment (None when there is none)."""
         if self._stem is not None:
-            return self._chunked().read_index("producer-snapshot")
+            return self._chunked().read_index("producer-snapshot") or None
         key = self._files.get(SNAPSHOT)
         return self.tier.store.read(key) if key else None
 
@@ -175,9 +180,17 @@ class RemoteTier:
         """(topic, partition) of every partition with objects, sorted."""
         return sorted(self._objects)
 
-    def objects(self, topic: str, partition: int) -> list:
-        """Every object of the partition, parsed (:class:`~.aiven.ObjectKey` or :class:`RawKey`), by key."""
-        return sorted(self._objects.get((topic, partition), []))
+    def objects(self, topic: str, partition: int, topic_id: str | None = None) -> list:
+        """Every object of the partition, parsed (:class:`~.aiven.ObjectKey` or :class:`RawKey`), by key;
+        ``topic_id``: only that incarnation's (the plugin's layout)."""
+        objs = self._objects.get((topic, partition), [])
+        return sorted(o for o in objs if topic_id is None or getattr(o, "topic_id", None) == topic_id)
+
+    def topic_ids(self, topic: str) -> list[str]:
+        """Every topic id the keys give ``topic``, sorted (more than one: the topic was deleted and made
+        again, or a cluster restored beside its old bucket)."""
+        return sorted({o.topic_id for (t, _p), objs in self._objects.items() if t == topic
+                       for o in objs if isinstance(o, aiven.ObjectKey)})
 
     def topic_id(self, topic: str) -> str | None:
         """The topic id the object keys carry (the plugin's layout; None otherwise or when no object names it)."""
@@ -186,9 +199,10 @@ class RemoteTier:
                 return next((o.topic_id for o in objs if isinstance(o, aiven.ObjectKey)), None)
         return None
 
-    def segments(self, topic: str, partition: int) -> list[RemoteSegment]:
-        """The partition's segments (each one with a ``.log`` object), sorted by base offset."""
-        objs = self._objects.get((topic, partition), [])
+    def segments(self, topic: str, partition: int, topic_id: str | None = None) -> list[RemoteSegment]:
+        """The partition's segments (each one with a ``.log`` object), sorted by base offset;
+        ``topic_id``: only that incarnation's (the plugin's layout; every one by default)."""
+        objs = self.objects(topic, partition, topic_id)
         if self.layout == "aiven":
             return sorted((RemoteSegment(self, o) for o in objs if o.suffix == aiven.LOG_SUFFIX),
                           key=lambda s: (s.base_offset, s.key))

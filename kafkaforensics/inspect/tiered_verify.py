@@ -1,0 +1,128 @@
+"""``kfx verify --remote``: the partitions' remote tier verified beside their log dirs, each partition
+as Kafka's UnifiedLog reads it -- its remote segments below the local log start (each walked through
+its chunks as :mod:`.verify` walks a local segment: framing, CRCs, offsets, indexes), then its local
+ones.  A damaged manifest, chunk or index object is one located problem (object key, chunk, byte); a
+data key no ``--key-file`` opens is one problem for all the segments it wraps."""
+from __future__ import annotations
+
+from kafkaforensics.errors import KafkaFormatError, Problem
+from kafkaforensics.inspect.verify import SegmentSummary, VerifyReport, group_caused, verify, verify_segment
+from kafkaforensics.log.partition import Partition, find_partitions
+from kafkaforensics.log.paths import LOG_DIR, PARTITION_DIR, classify
+from kafkaforensics.log.producer_state import ProducerState
+from kafkaforensics.log.remote import RemoteSegment, RemoteTier
+from kafkaforensics.log.remote.unified import LOCAL, REMOTE, local_view, remote_below
+
+#: the problem kinds a remote tier's objects give (beside a segment walk's own)
+REMOTE_KINDS = ("remote-manifest", "remote-chunk", "remote-index", "remote-key", "remote-tier")
+
+
+def verify_tiered(paths, tier: RemoteTier, **kw) -> VerifyReport:
+    """:func:`~.verify.verify` of ``paths`` (none: the tier alone), then the tier's partitions below
+    each local log start; every partition row says its tier."""
+    rep = verify(paths, **kw)
+    for row in rep.partitions:
+        row.setdefault("tier", LOCAL)
+    verify_remote(tier, rep, local_starts(paths), progress=kw.get("progress"),
+                  max_batch_bytes=kw.get("max_batch_bytes"))
+    return rep
+
+
+def local_starts(paths) -> dict[tuple[str, int], tuple[int | None, str | None]]:
+    """(topic, partition) -> (local log start, topic id) of the live partitions ``paths`` name
+    (:func:`~kafkaforensics.log.remote.unified.local_view`)."""
+    out: dict[tuple[str, int], tuple[int | None, str | None]] = {}
+    for p in paths:
+        kp = classify(p)
+        parts = find_partitions(kp.path) if kp.kind == LOG_DIR else [Partition.scan(kp.path)] \
+            if kp.kind == PARTITION_DIR else []
+        for pd in parts:
+            if pd.topic is not None and pd.dir_state == "live":
+                out[(pd.topic, pd.partition)] = local_view(pd)
+    return out
+
+
+def verify_remote(tier: RemoteTier, rep: VerifyReport, starts: dict, *, progress=None, max_batch_bytes=None) -> None:
+    """Every partition of the tier: its segments below the local log start (all of them when no path
+    holds the partition) verified into ``rep``, one row each partition with ``tier`` remote."""
+    keys: dict = {}
+    for topic, partition in tier.partitions():
+        segs = remote_below(tier, topic, partition, *starts.get((topic, partition), (None, None)))
+        state, prev, summaries = ProducerState(), None, []
+        for rs in segs:
+            s = _verify_remote_segment(rs, rep, state, keys, progress=progress, max_batch_bytes=max_batch_bytes)
+            if s is None:
+                continue
+            summaries.append(s)
+            if prev is not None and prev.next_offset is not None and rs.base_offset < prev.next_offset:
+                rep.add(rs.uri, 0, rs.base_offset, "segment-overlap",
+                        f"remote segment starts at {rs.base_offset} but the previous one ends at {prev.next_offset - 1}")
+            if s.next_offset is not None:
+                prev = s
+        rep.partitions.append(_row(tier, topic, partition, segs, summaries))
+    for problem, count in keys.values():
+        if count > 1:
+            problem.detail += f" ({count} segments)"
+
+
+def _row(tier: RemoteTier, topic: str, partition: int, segs: list, summaries: list[SegmentSummary]) -> dict:
+    """The partition's remote row of the report."""
+    first = next((s.first_offset for s in summaries if s.first_offset is not None), None)
+    end = next((s.next_offset for s in reversed(summaries) if s.next_offset is not None), None)
+    return {"partition": f"{topic}-{partition}", "tier": REMOTE, "path": tier.uri, "layout": tier.layout,
+            "topicId": tier.topic_id(topic), "segments": len(segs),
+            "logStartOffset": first if first is not None else (segs[0].base_offset if segs else 0),
+            "logEndOffset": end if end is not None else (segs[-1].base_offset if segs else 0),
+            "batches": sum(s.batches for s in summaries), "bytes": sum(s.size for s in summaries)}
+
+
+def _verify_remote_segment(rs: RemoteSegment, rep: VerifyReport, state: ProducerState, keys: dict, *,
+                           progress=None, max_batch_bytes=None) -> SegmentSummary | None:
+    """One remote segment walked as a local one; its objects' damage (manifest, key, chunk, index) is
+    one located problem, a key that fails for several segments one problem counting them."""
+    before = len(rep.problems)
+    try:
+        s = verify_segment(rs.segment(), rep, state, active=False, progress=progress, max_batch_bytes=max_batch_bytes)
+    except KafkaFormatError as e:
+        rep.files += 1
+        _remote_problem(e.problem, rep, keys)
+        return None
+    rep.problems[before:] = group_caused(rep.problems[before:])
+    return s
+
+
+def _remote_problem(p: Problem, rep: VerifyReport, keys: dict) -> None:
+    """A problem of the tier's objects; a key problem already reported for another segment counted, not repeated."""
+    if p.kind == "remote-key":
+        seen = keys.get(p.detail)
+        if seen is not None:
+            seen[1] += 1
+            return
+        keys[p.detail] = [p, 1]
+    rep.problems.append(p)
+
+
+#: what to do about a remote tier's objects, by problem kind
+REMOTE_REMEDIES = {
+    "remote-manifest": "the broker cannot read this segment from the tier without its manifest: restore the "
+                       ".rsm-manifest object (bucket versioning, a copy of the bucket); its .log and .indexes are untouched",
+    "remote-chunk": "restore the .log object (bucket versioning, a copy of the bucket): consumers fetching these "
+                    "offsets from the tier fail; kfx dump --remote shows the batches before the damaged chunk",
+    "remote-index": "restore the .indexes object (bucket versioning, a copy of the bucket): the broker fetches this "
+                    "index for the segment and fails; the .log is intact",
+    "remote-key": "pass the private key of the key pair the manifests name: --key-file ID=PEM (the plugin's "
+                  "encryption.key.pair.id and its private key file)",
+    "remote-tier": "check that the object exists and that these credentials may read it (a failed or partly "
+                   "deleted copy leaves some objects of a segment behind)",
+}
+
+
+def remote_remedy(p: Problem, tier: RemoteTier) -> str | None:
+    """The remedy of a problem in the tier's objects (None: a problem of the local log dir)."""
+    if p.kind in REMOTE_REMEDIES:
+        return REMOTE_REMEDIES[p.kind]
+    if p.file and p.file.startswith(tier.uri + "/"):
+        return ("the tier's copy of this segment is damaged and the broker serves it as it is below the local log "
+                "start: restore the object (bucket versioning, another copy), compare the batches with kfx dump "
+                "--remote; kfx recover never changes a tier")
+    return None
