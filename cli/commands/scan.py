@@ -10,6 +10,7 @@ from cli import heavy, plain, spark_start, tables
 from cli.common import EXIT_OK, EXIT_PROBLEMS, err, fail
 from cli.declare import Argument, Exit, Option
 from cli.options import SCHEMA_REGISTRY, SCHEMAS
+from cli.remote import KEY_FILE, REMOTE, key_files
 from kafkaforensics.defaults import DEFAULT_SPLIT_BYTES
 from kafkaforensics.spark import engine as spark_engine
 from kafkaforensics.spark import storage as spark_storage
@@ -58,18 +59,15 @@ def scan(inputs: Optional[List[str]] = Argument(None, metavar="INPUT", help="Seg
          decode: bool = Option(False, "--decode", help="Records export: Confluent-framed keys and values decoded "
                                                        "(keyDecoded/valueDecoded JSON, schema id, subject columns)"),
          schemas: Optional[str] = SCHEMAS, schema_registry: Optional[str] = SCHEMA_REGISTRY,
-         remote: List[str] = Option([], "--remote", metavar="URI",
-                                    help="Also read a tiered-storage bucket (KIP-405, the Aiven plugin's layout: a "
-                                         "local dir, file:// or s3://), every topic and partition in it; rows say "
-                                         "tier remote (repeatable)"),
-         key_file: List[str] = Option([], "--key-file", metavar="ID=PEM",
-                                      help="The private key (PEM file) of the key-encryption key ID an encrypted "
-                                           "tier's manifests name (repeatable)")):
+         remote: Optional[str] = REMOTE, key_file: List[str] = KEY_FILE):
     """Scan a fleet of segments with Spark (a small one needs none), reading it once: export, inventory, anomalies (and search hits) as Parquet."""
+    if key_file and not remote:
+        fail("--key-file needs --remote URI")
     run = _scan_ready(ScanArgs(inputs or [], out, master, level.value, search, split_bytes, include_corrupt,
                                (s3_endpoint, s3_access_key, s3_secret_key, s3_region), overwrite, verbose,
                                (topic, partition, from_time, to_time, from_offset, to_offset), option,
-                               tuple(partition_by), (decode, schemas, schema_registry), (remote, key_file)))
+                               tuple(partition_by), (decode, schemas, schema_registry),
+                               (remote, key_files(key_file) if remote else {})))
     c = plain.console(stderr=True)
     result, spark = _scan_running(c, run)
     c.print(_plan_line(result.plan), highlight=False, soft_wrap=True)
@@ -104,8 +102,8 @@ class ScanArgs:
     partition_by: tuple
     #: (--decode, --schemas, --schema-registry)
     decode: tuple = (False, None, None)
-    #: (--remote URIs, --key-file ID=PEM pairs)
-    remote: tuple = ((), ())
+    #: (--remote URI, --key-file's {key id: PEM file})
+    remote: tuple = (None, {})
 
     def source_options(self) -> dict:
         """The ``kafka_segments`` source options they give (ValueError: one that is not)."""
@@ -114,11 +112,11 @@ class ScanArgs:
         decode, schemas, registry = self.decode
         options.update({k: v for k, v in (("decode", "true" if decode else None), ("schemas", schemas),
                                           ("schemaRegistry", registry)) if v})
-        uris, keys = self.remote
-        if uris:
-            options["remote"] = ",".join(uris)
+        uri, keys = self.remote
+        if uri:
+            options["remote"] = uri
         if keys:
-            options["remoteKeyFiles"] = ",".join(keys)
+            options["remoteKeyFiles"] = ",".join(f"{k}={v}" for k, v in keys.items())
         options.update(spark_jobs_common.window_options(*self.window))
         options.update(spark_jobs_common.parse_options(self.option))
         return options
@@ -129,8 +127,6 @@ def _scan_ready(a: ScanArgs) -> "ScanRun":
     made ready last: every refusal (one line, exit 2) before anything is written."""
     if not a.inputs and not a.remote[0]:
         fail("give an INPUT (a segment file, partition dir, log dir or fleet), or a tier with --remote URI")
-    if a.remote[1] and not a.remote[0]:
-        fail("--key-file decrypts a tier's segments: give --remote URI")
     if a.decode[0] and a.level != "records":
         fail("--decode adds columns to the records export: give --level records")
     search_here = a.search is None or spark_jobs_search.python_pattern(a.search) is not None

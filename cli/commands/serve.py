@@ -7,12 +7,10 @@ from typing import List, Optional
 
 from cli.common import EXIT_OK, fail
 from cli.declare import Argument, Exit, Option
+from cli.remote import KEY_FILE, REMOTE, open_remote
 from cli.repairs import refuse_live
 from kafkaforensics.broker import server as broker_server
-from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log import paths as log_paths
-from kafkaforensics.log import remote as remote_tier
-from kafkaforensics.spark import remote_inputs
 
 
 def serve(log_dir: str = Argument(..., help="A log dir: every <topic>-<partition> dir is served"),
@@ -38,13 +36,7 @@ def serve(log_dir: str = Argument(..., help="A log dir: every <topic>-<partition
           idle_ms: int = Option(600000, "--connections-max-idle-ms", min=1, metavar="MS",
                                 help="Close a connection silent this long (connections.max.idle.ms)"),
           max_connections: int = Option(1000, "--max-connections", min=1, metavar="N", help="Open connections at most"),
-          remote: Optional[str] = Option(None, "--remote", metavar="URI",
-                                         help="The partitions' remote tier (tiered storage, the Aiven plugin's layout: "
-                                              "a local dir, file:// or s3://): each partition served from its remote "
-                                              "log start, a fetch below the local log start read from the tier"),
-          key_file: List[str] = Option([], "--key-file", metavar="ID=PEM",
-                                       help="The private key (PEM file) of the key-encryption key ID an encrypted "
-                                            "tier's manifests name (repeatable)")):
+          remote: Optional[str] = REMOTE, key_file: List[str] = KEY_FILE):
     """Serve log directories to real Kafka clients over the Kafka protocol (read-only unless --writable)."""
     try:
         log_paths.classify_for([log_dir], "serve", accept=(log_paths.LOG_DIR,))
@@ -54,7 +46,7 @@ def serve(log_dir: str = Argument(..., help="A log dir: every <topic>-<partition
             fail(str(e))
     if writable:
         refuse_live(log_dir)
-    tier = _remote_tier(remote, key_file)
+    tier = open_remote(remote, key_file)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     limits = broker_server.Limits(max_request_bytes=max_request_bytes, max_connections=max_connections,
                     max_buffered_bytes=max_buffered_bytes, idle_ms=idle_ms)
@@ -67,17 +59,3 @@ def serve(log_dir: str = Argument(..., help="A log dir: every <topic>-<partition
         raise Exit(EXIT_OK)
     except OSError as e:
         fail(str(e))
-
-
-
-def _remote_tier(uri: str | None, key_file: list):
-    """The tier ``--remote`` names, opened (None without it); a tier that cannot be opened, or a bad
-    ``--key-file``, is one line and exit 2."""
-    if uri is None:
-        if key_file:
-            fail("--key-file decrypts a tier's segments: give --remote URI")
-        return None
-    try:
-        return remote_tier.RemoteTier.open(uri, remote_inputs.key_files(",".join(key_file)))
-    except (OSError, ValueError, KafkaFormatError) as e:
-        fail(f"--remote {uri}: {e}")
