@@ -24,12 +24,14 @@ class Split:
     key_arg: str
     records: dict
     local_start: dict
+    #: what read_committed reads ((offset, key, value) by partition): the writer's transactions all abort
+    committed: dict
 
 
-def _records(part_dir: str) -> list:
+def _records(part_dir: str, committed: bool = False) -> list:
     logs = sorted(f for f in os.listdir(part_dir) if f.endswith(LOG))
     return [(r.offset, r.key, r.value) for f in logs for b in iter_batches(os.path.join(part_dir, f))
-            if not b.is_control for r in b.records()]
+            if not b.is_control and not (committed and b.is_transactional) for r in b.records()]
 
 
 def make_split(root: str, tier: str, transform: str, partitions=((("events", 0), 7), (("events", 1), 8))) -> Split:
@@ -37,11 +39,12 @@ def make_split(root: str, tier: str, transform: str, partitions=((("events", 0),
     :data:`LOCAL_SEGMENTS` segments uploaded to ``tier`` with ``transform`` and removed locally."""
     logs = os.path.join(root, "logs")
     key, pem = rsa_key(root)
-    records, local_start = {}, {}
+    records, local_start, committed = {}, {}, {}
     for (topic, partition), seed in partitions:
         d = os.path.join(logs, f"{topic}-{partition}")
         make_partition(d, seed=seed, n=80)
         records[(topic, partition)] = _records(d)
+        committed[(topic, partition)] = _records(d, committed=True)
         segs = sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(LOG))
         assert len(segs) > LOCAL_SEGMENTS + 1
         upload(segs[:-LOCAL_SEGMENTS], tier, transform, prefix="tiered/", public_key=key.public_key())
@@ -51,4 +54,4 @@ def make_split(root: str, tier: str, transform: str, partitions=((("events", 0),
             for f in os.listdir(d):
                 if os.path.join(d, f).startswith(stem):
                     os.unlink(os.path.join(d, f))
-    return Split(logs, tier, f"key1={pem}", records, local_start)
+    return Split(logs, tier, f"key1={pem}", records, local_start, committed)

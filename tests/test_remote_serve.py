@@ -45,11 +45,12 @@ def start_serve(log_dir, *flags):
     raise RuntimeError(f"kfx serve did not start: {''.join(lines)}")
 
 
-def consume(port, topic, partition, offset=None):
+def consume(port, topic, partition, offset=None, isolation="read_uncommitted"):
     """(offset, key, value) of every record a kafka-python consumer reads from ``offset`` (None: the
     beginning, ListOffsets EARLIEST), and the earliest offset the broker gives."""
     from kafka import KafkaConsumer, TopicPartition
-    c = KafkaConsumer(bootstrap_servers=f"127.0.0.1:{port}", enable_auto_commit=False, consumer_timeout_ms=4000)
+    c = KafkaConsumer(bootstrap_servers=f"127.0.0.1:{port}", enable_auto_commit=False, consumer_timeout_ms=4000,
+                      isolation_level=isolation)
     tp = TopicPartition(topic, partition)
     c.assign([tp])
     earliest = c.beginning_offsets([tp])[tp]
@@ -86,6 +87,19 @@ def test_without_remote_the_local_log_start_is_the_start(tmp_path):
         got, earliest = consume(b.port, "events", 0)
     assert earliest == s.local_start[("events", 0)]
     assert got == [r for r in s.records[("events", 0)] if r[0] >= earliest]
+
+
+def test_read_committed_skips_the_remote_tier_s_aborted_transactions(tmp_path):
+    """The aborted transactions of the remote segments' transaction indexes go with a read_committed fetch
+    below the local log start, so the consumer drops their records there as it does locally."""
+    s = make_split(str(tmp_path), str(tmp_path / "tier"), "encrypted", partitions=((("events", 0), 7),))
+    b = BrokerThread(s.logs)
+    b.remote = RemoteTier.open(s.tier, {"key1": s.key_arg.split("=", 1)[1]})
+    with b:
+        got, earliest = consume(b.port, "events", 0, isolation="read_committed")
+    assert earliest == 0 and got == s.committed[("events", 0)]
+    assert len(got) < len(s.records[("events", 0)])
+    assert any(o < s.local_start[("events", 0)] for o, _k, _v in got)
 
 
 def test_a_damaged_chunk_is_logged_located_and_the_broker_serves_on(tmp_path, caplog):
