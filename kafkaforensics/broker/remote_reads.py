@@ -2,9 +2,9 @@
 tiered broker's UnifiedLog does (KIP-405; what KIP-1255 proposes a broker for): a Fetch below the
 local log start reads the remote segment that holds the offset (RemoteLogManager.read: whole batches
 of that one segment, from the batch holding the offset, up to the fetch's bytes -- at least one
-batch for the first partition of a response, KIP-74), its bytes read through the segment's byte
-source (chunk by chunk, decompressed and decrypted: an object is no file, so these bytes are
-returned, not sendfile'd); ListOffsets EARLIEST and every Fetch's LogStartOffset give the remote log
+batch for the first partition of a response, KIP-74) through ``Segment.read``, its bytes read
+through the segment's byte source (only the chunks holding them, decompressed and decrypted: an
+object is no file, so these bytes are returned, not sendfile'd); ListOffsets EARLIEST and every Fetch's LogStartOffset give the remote log
 start (the first remote segment's base offset), EARLIEST_LOCAL (-4) the local one.
 """
 from __future__ import annotations
@@ -13,14 +13,9 @@ import bisect
 import logging
 
 from kafkaforensics.errors import KafkaFormatError
-from kafkaforensics.log import offset_index
 from kafkaforensics.log.remote import RemoteTier
 
 _log = logging.getLogger("kfx.serve")
-
-#: the bytes read from a remote segment at least, for a fetch (its batches are cut to whole ones)
-MIN_READ_BYTES = 64 << 10
-
 
 class RemotePartition:
     """One partition's remote segments (sorted by base offset) as the broker reads them."""
@@ -42,17 +37,6 @@ class RemotePartition:
             self._opened[i] = self.remote[i].segment()
         return self._opened[i]
 
-    def _start_position(self, seg, offset: int) -> int:
-        """The byte to walk from for ``offset``: the remote offset index's entry at or below it (0
-        when it has none or cannot be read)."""
-        try:
-            entries = seg.offset_index()
-        except KafkaFormatError as e:
-            _log.warning("%s-%d: remote segment %d: %s: read from its start", self.topic, self.partition,
-                         seg.base_offset, e)
-            return 0
-        return offset_index.lookup(entries, offset, seg.base_offset)[1]
-
     def read(self, offset: int, max_bytes: int, limit: int, first: bool) -> tuple[bytes, int]:
         """Whole batches of the remote segment holding ``offset`` from the one that holds it, at most
         ``max_bytes`` (one at least when ``first``), none at or past ``limit``: (their bytes, the
@@ -67,29 +51,22 @@ class RemotePartition:
         return b"", offset
 
     def _read_segment(self, seg, offset: int, max_bytes: int, limit: int, first: bool):
-        """:meth:`read` within one remote segment (None: it holds no batch at or after ``offset``)."""
-        start = self._start_position(seg, offset)
-        window = max(max_bytes, MIN_READ_BYTES)
-        while True:
-            out, nxt, cut = bytearray(), offset, None
-            with seg.bytes_range(start, start + window) as sb:
-                walk = sb.walk()
-                for b in walk:
-                    if b.last_offset < offset:
-                        continue
-                    if b.base_offset >= limit or (out or not first) and len(out) + b.size > max_bytes:
-                        return bytes(out), nxt
-                    out += sb.buf[b.position:b.position + b.size]
-                    nxt = b.next_offset
-                    if len(out) >= max_bytes and not first:
-                        return bytes(out), nxt
-                cut = walk.stop
-                whole = sb.end - sb.start < window  # the window reached the segment's end
-            if out:
-                return bytes(out), nxt
-            if whole or cut is None or window >= 1 << 31:
-                return None if whole or cut is None else (b"", offset)
-            window *= 4  # the batch holding the offset is larger than the window read
+        """:meth:`read` within one remote segment (None: it holds no batch at or after ``offset``):
+        LogSegment.read over the tier (:meth:`Segment.read <kafkaforensics.log.segment.Segment.read>`:
+        the offset index's entry, then a walk through the chunks to the batch holding ``offset``), the
+        region cut to its whole batches below ``limit`` (a header walk of it) and its bytes read."""
+        info = seg.read(offset, max_bytes, min_one_message=first)
+        if info is None:
+            return None
+        region, found = info.records, None
+        with seg.walk(region.position, region.end) as walk:  # headers only, through the region's chunks
+            for b in walk:
+                if b.base_offset >= limit:
+                    break
+                found = (b.position + b.size, b.next_offset)
+        if found is None:
+            return b"", offset
+        return seg.read_at(region.position, found[0] - region.position), found[1]
 
     def aborted(self, first: int, upper: int) -> list[dict]:
         """The aborted transactions of the remote segments' transaction indexes that overlap
