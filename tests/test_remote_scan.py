@@ -150,3 +150,42 @@ def test_one_spark_run_reads_both_tiers(splits, moto, tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "starting Spark (local[2])" in r.stderr
     _check(s, out)
+
+
+def test_a_raw_layout_tier_is_scanned_too(tmp_path):
+    """The raw layout (segment copies under ``topic-partition/`` and an ``offset.wm``) read as a tier:
+    its rows are remote, record for record, its partitionDir the prefix (no replica of the local copy)."""
+    from kafkaforensics.log.segment import LOG
+    from tests.corruption import make_partition
+    from tests.remote_fixtures import upload_raw
+    from tests.remote_split import _records
+    part = str(tmp_path / "src" / "events-0")
+    make_partition(part, seed=9, n=60)
+    upload_raw([os.path.join(part, f) for f in os.listdir(part) if f.endswith(LOG)], str(tmp_path / "raw"),
+               style="dash")
+    out = str(tmp_path / "out")
+    r = kfx("scan", "--remote", str(tmp_path / "raw"), "--level", "records", "--out", out)
+    assert r.returncode == 0, r.stdout + r.stderr
+    got, tiers = _exported(out)
+    assert set(tiers) == {"remote"} and got[("events", 0)] == _records(part)
+    inv = pq.read_table(os.path.join(out, "inventory")).to_pylist()
+    assert [x["partitionDir"] for x in inv] == ["events-0/"]
+
+
+def test_a_damaged_manifest_is_one_located_anomaly(tmp_path):
+    """A segment's ``.rsm-manifest`` overwritten: one anomaly at its base offset naming the manifest
+    (exit 1), every other segment's records exported."""
+    from kafkaforensics.log.remote import RemoteTier
+    s = make_split(str(tmp_path), str(tmp_path / "tier"), "zstd", partitions=((("events", 0), 7),))
+    second = RemoteTier.open(s.tier).segments("events", 0)[1]
+    with open(os.path.join(RemoteTier.open(s.tier).uri, second.manifest_key), "wb") as f:
+        f.write(b"{not json")
+    out = str(tmp_path / "out")
+    r = kfx("scan", s.logs, "--remote", s.tier, "--level", "records", "--out", out)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    bad = pq.read_table(os.path.join(out, "anomalies")).to_pylist()
+    assert len(bad) == 1 and bad[0]["offset"] == second.base_offset and bad[0]["file"].endswith(".rsm-manifest")
+    assert bad[0]["kind"] == "remote-manifest" and bad[0]["tier"] == "remote"
+    got, _ = _exported(out)
+    third = RemoteTier.open(s.tier).segments("events", 0)[2].base_offset
+    assert got[("events", 0)] == [x for x in s.records[("events", 0)] if not second.base_offset <= x[0] < third]
