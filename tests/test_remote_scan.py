@@ -12,6 +12,7 @@ import pytest
 from spark_jobs.common import planned_reader, source_for
 from tests.remote_fixtures import TRANSFORMS, moto_s3
 from tests.remote_split import make_split
+from tests.test_spark import spark  # noqa: F401  (the session fixture)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -189,3 +190,18 @@ def test_a_damaged_manifest_is_one_located_anomaly(tmp_path):
     got, _ = _exported(out)
     third = RemoteTier.open(s.tier).segments("events", 0)[2].base_offset
     assert got[("events", 0)] == [x for x in s.records[("events", 0)] if not second.base_offset <= x[0] < third]
+
+
+def test_the_kafka_segments_dataframe_reads_the_tier(spark, tmp_path):  # noqa: F811
+    """``spark.read.format("kafka_segments")`` with the ``remote`` and ``remoteKeyFiles`` options (Spark's own
+    Python data source, its filters pushed): both tiers, each row's tier, an offset filter pruned exactly."""
+    from spark_jobs.common import read
+    s = make_split(str(tmp_path), str(tmp_path / "tier"), "encrypted", partitions=((("events", 0), 7),))
+    df = read(spark, [s.logs], "records", options={"remote": s.tier, "remoteKeyFiles": s.key_arg})
+    start = s.local_start[("events", 0)]
+    rows = df.where(f"offset >= {start - 20} and not isControl").select("offset", "key", "value", "tier").collect()
+    got = sorted((r["offset"], bytes(r["key"]) if r["key"] is not None else None,
+                  bytes(r["value"]) if r["value"] is not None else None) for r in rows)
+    assert got == [x for x in s.records[("events", 0)] if x[0] >= start - 20]
+    assert {r["tier"] for r in rows if r["offset"] < start} == {"remote"}
+    assert {r["tier"] for r in rows if r["offset"] >= start} == {"local"}
