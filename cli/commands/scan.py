@@ -10,6 +10,7 @@ from cli import heavy, plain, spark_start, tables
 from cli.common import EXIT_OK, EXIT_PROBLEMS, err, fail
 from cli.declare import Argument, Exit, Option
 from cli.options import SCHEMA_REGISTRY, SCHEMAS
+from cli.remote import KEY_FILE, REMOTE, key_files
 from kafkaforensics.defaults import DEFAULT_SPLIT_BYTES
 from kafkaforensics.spark import engine as spark_engine
 from kafkaforensics.spark import storage as spark_storage
@@ -24,7 +25,7 @@ class Level(str, Enum):
     anomalies = "anomalies"
 
 
-def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files, partition dirs, log dirs or fleets of them (local, file://, hdfs://, s3://, s3a://)"),
+def scan(inputs: Optional[List[str]] = Argument(None, metavar="INPUT", help="Segment files, partition dirs, log dirs or fleets of them (local, file://, hdfs://, s3://, s3a://); none with --remote alone"),
          out: str = Option(..., "--out", metavar="DIR", help="Directory for the Parquet results (new or empty; a scan that does not finish leaves nothing there)"),
          master: Optional[str] = Option(None, "--master", metavar="URL",
                                         help="Spark master (default local[*]: Spark embedded here; without --master "
@@ -57,12 +58,16 @@ def scan(inputs: List[str] = Argument(..., metavar="INPUT", help="Segment files,
                                                "record timestamp (a date column), as Spark's partitionBy (repeatable)"),
          decode: bool = Option(False, "--decode", help="Records export: Confluent-framed keys and values decoded "
                                                        "(keyDecoded/valueDecoded JSON, schema id, subject columns)"),
-         schemas: Optional[str] = SCHEMAS, schema_registry: Optional[str] = SCHEMA_REGISTRY):
+         schemas: Optional[str] = SCHEMAS, schema_registry: Optional[str] = SCHEMA_REGISTRY,
+         remote: Optional[str] = REMOTE, key_file: List[str] = KEY_FILE):
     """Scan a fleet of segments with Spark (a small one needs none), reading it once: export, inventory, anomalies (and search hits) as Parquet."""
-    run = _scan_ready(ScanArgs(inputs, out, master, level.value, search, split_bytes, include_corrupt,
+    if key_file and not remote:
+        fail("--key-file needs --remote URI")
+    run = _scan_ready(ScanArgs(inputs or [], out, master, level.value, search, split_bytes, include_corrupt,
                                (s3_endpoint, s3_access_key, s3_secret_key, s3_region), overwrite, verbose,
                                (topic, partition, from_time, to_time, from_offset, to_offset), option,
-                               tuple(partition_by), (decode, schemas, schema_registry)))
+                               tuple(partition_by), (decode, schemas, schema_registry),
+                               (remote, key_files(key_file) if remote else {})))
     c = plain.console(stderr=True)
     result, spark = _scan_running(c, run)
     c.print(_plan_line(result.plan), highlight=False, soft_wrap=True)
@@ -97,6 +102,8 @@ class ScanArgs:
     partition_by: tuple
     #: (--decode, --schemas, --schema-registry)
     decode: tuple = (False, None, None)
+    #: (--remote URI, --key-file's {key id: PEM file})
+    remote: tuple = (None, {})
 
     def source_options(self) -> dict:
         """The ``kafka_segments`` source options they give (ValueError: one that is not)."""
@@ -105,6 +112,11 @@ class ScanArgs:
         decode, schemas, registry = self.decode
         options.update({k: v for k, v in (("decode", "true" if decode else None), ("schemas", schemas),
                                           ("schemaRegistry", registry)) if v})
+        uri, keys = self.remote
+        if uri:
+            options["remote"] = uri
+        if keys:
+            options["remoteKeyFiles"] = ",".join(f"{k}={v}" for k, v in keys.items())
         options.update(spark_jobs_common.window_options(*self.window))
         options.update(spark_jobs_common.parse_options(self.option))
         return options
@@ -113,6 +125,8 @@ class ScanArgs:
 def _scan_ready(a: ScanArgs) -> "ScanRun":
     """``kfx scan`` checked, planned and its engine chosen (``kafkaforensics.spark.engine``), ``--out``
     made ready last: every refusal (one line, exit 2) before anything is written."""
+    if not a.inputs and not a.remote[0]:
+        fail("give an INPUT (a segment file, partition dir, log dir or fleet), or a tier with --remote URI")
     if a.decode[0] and a.level != "records":
         fail("--decode adds columns to the records export: give --level records")
     search_here = a.search is None or spark_jobs_search.python_pattern(a.search) is not None

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import os
 import logging
-from typing import Optional
+from typing import List, Optional
 
 from cli.common import EXIT_OK, fail
 from cli.declare import Argument, Exit, Option
+from cli.remote import KEY_FILE, REMOTE, open_remote
 from cli.repairs import refuse_live
 from kafkaforensics.broker import server as broker_server
 from kafkaforensics.log import paths as log_paths
@@ -34,7 +35,8 @@ def serve(log_dir: str = Argument(..., help="A log dir: every <topic>-<partition
                                            help="Request bytes buffered over all connections (queued.max.request.bytes)"),
           idle_ms: int = Option(600000, "--connections-max-idle-ms", min=1, metavar="MS",
                                 help="Close a connection silent this long (connections.max.idle.ms)"),
-          max_connections: int = Option(1000, "--max-connections", min=1, metavar="N", help="Open connections at most")):
+          max_connections: int = Option(1000, "--max-connections", min=1, metavar="N", help="Open connections at most"),
+          remote: Optional[str] = REMOTE, key_file: List[str] = KEY_FILE):
     """Serve log directories to real Kafka clients over the Kafka protocol (read-only unless --writable)."""
     try:
         log_paths.classify_for([log_dir], "serve", accept=(log_paths.LOG_DIR,))
@@ -44,15 +46,16 @@ def serve(log_dir: str = Argument(..., help="A log dir: every <topic>-<partition
             fail(str(e))
     if writable:
         refuse_live(log_dir)
+    tier = open_remote(remote, key_file)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     limits = broker_server.Limits(max_request_bytes=max_request_bytes, max_connections=max_connections,
                     max_buffered_bytes=max_buffered_bytes, idle_ms=idle_ms)
     try:
         broker_server.serve_forever(log_dir, host, port, broker_server.ServeOptions(
             advertised_host=advertised_host, node_id=node_id, state_path=state_file, writable=writable,
-            auto_create=auto_create, partitions=partitions, limits=limits, transaction_version=transaction_version))
+            auto_create=auto_create, partitions=partitions, limits=limits, transaction_version=transaction_version,
+            remote=tier))
     except KeyboardInterrupt:
         raise Exit(EXIT_OK)
     except OSError as e:
         fail(str(e))
-

@@ -7,19 +7,21 @@ from __future__ import annotations
 import bisect
 import logging
 
-from specs.kafka_errors import INVALID_TOPIC, NONE, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION
+from specs.kafka_errors import (INVALID_TOPIC, NONE, OFFSET_OUT_OF_RANGE, UNKNOWN_SERVER_ERROR, UNKNOWN_TOPIC_ID,
+                                UNKNOWN_TOPIC_OR_PARTITION)
 from specs.message_types import typed
 from specs.messages import (FetchRequest, FetchResponse, FindCoordinatorRequest, FindCoordinatorResponse,
                             ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse)
 from specs.protocol_messages import ApiKey
 
 from kafkaforensics.broker.topic_creation import valid_topic
+from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.file_region import FileRegion
 from kafkaforensics.log.live_log import LiveLog
 from kafkaforensics.log.segment import LOG, file_name, offset_for_timestamp
 
-#: ListOffsets' special timestamps
-EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
+#: ListOffsets' special timestamps (-4: the local log start, KIP-405)
+EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -2, -1, -3, -4
 
 _log = logging.getLogger("kfx.serve")
 
@@ -111,6 +113,9 @@ class ReadPath:
                     continue
                 fetchable = s.last_stable_offset if committed else s.log_end_offset
                 if p.timestamp == EARLIEST:
+                    start = self.log_start(s)
+                    r.offset, r.leader_epoch = start, s.epoch_at(start)
+                elif p.timestamp == EARLIEST_LOCAL:
                     r.offset, r.leader_epoch = s.log_start_offset, s.epoch_at(s.log_start_offset)
                 elif p.timestamp == LATEST:
                     r.offset, r.leader_epoch = fetchable, s.leader_epoch
@@ -172,14 +177,20 @@ class ReadPath:
                     r.error_code = UNKNOWN_TOPIC_ID if version >= 13 and name is None else UNKNOWN_TOPIC_OR_PARTITION
                 else:
                     r.high_watermark, r.last_stable_offset = s.log_end_offset, s.last_stable_offset
-                    r.log_start_offset = s.log_start_offset
+                    r.log_start_offset = self.log_start(s)
                     off = p.fetch_offset
-                    if off < s.log_start_offset or off > s.log_end_offset:
+                    if off < r.log_start_offset or off > s.log_end_offset:
                         r.error_code = OFFSET_OUT_OF_RANGE
                     else:
                         limit = s.last_stable_offset if committed else s.log_end_offset
-                        data, upper = self.read(s, off, min(p.partition_max_bytes, max(budget, 0)), limit,
-                                                first=not any(x.records for tp in responses for x in tp.partitions))
+                        try:
+                            data, upper = self.read(s, off, min(p.partition_max_bytes, max(budget, 0)), limit,
+                                                    first=not any(x.records for tp in responses for x in tp.partitions))
+                        except KafkaFormatError as e:  # a remote segment's chunk that does not decode
+                            self._log_remote_damage(s, e)
+                            r.error_code = UNKNOWN_SERVER_ERROR  # Kafka's answer to a RemoteStorageException
+                            parts.append(r)
+                            continue
                         budget -= len(data)
                         r.records = data
                         if committed:
@@ -188,13 +199,25 @@ class ReadPath:
             responses.append(fr.FetchableTopicResponse(topic=t.topic, topic_id=t.topic_id, partitions=parts))
         return fr(error_code=NONE, session_id=0, responses=responses)
 
+    def log_start(self, s: LiveLog) -> int:
+        """The partition's log start: its remote log start when ``kfx serve --remote`` attached a
+        tier that holds it (:mod:`~kafkaforensics.broker.remote_reads`), else the local one."""
+        rp = self.b.remote.get((s.topic, s.partition))
+        return s.log_start_offset if rp is None else min(rp.log_start_offset, s.log_start_offset)
+
     def read(self, s: LiveLog, offset: int, max_bytes: int, limit: int, first: bool) -> tuple[FileRegion | bytes, int]:
         """Whole batches from the one that holds ``offset``, at most ``max_bytes`` (but at least one
         batch when ``first``, as KIP-74 says), never past ``limit``; returns them as a FileRegion of
         the segment (sent with sendfile) and the next offset.  As Kafka's LocalLog.read: each segment
         from the one holding ``offset`` is asked (Segment.read, through its cached offset index) until
         one holds a batch at or after it, its region ending at ``limit``'s byte when ``limit`` lies in
-        it; the region's cut last batch is left out (this broker sends whole batches)."""
+        it; the region's cut last batch is left out (this broker sends whole batches).  Below the
+        local log start, the remote tier's segment holding ``offset`` is read (bytes, not a region)."""
+        rp = self.b.remote.get((s.topic, s.partition))
+        if rp is not None and offset < s.log_start_offset and offset < limit:
+            data, nxt = rp.read(offset, max_bytes, limit, first)
+            if data:
+                return data, nxt
         if offset >= limit or not s.segments:
             return b"", offset
         start = s.segment_for(offset) or s.segments[0]
@@ -266,11 +289,20 @@ class ReadPath:
                          "fails; the client's CRC check raises CorruptRecordException",
                          s.topic, s.partition, b.position, file_name(seg.base_offset, LOG), b.base_offset)
 
+    def _log_remote_damage(self, s: LiveLog, e: KafkaFormatError) -> None:
+        """A remote segment that could not be read for a fetch, logged once (located: the object, its
+        byte, the chunk); the fetch's partition is answered UNKNOWN_SERVER_ERROR."""
+        key = (s.path, str(e))
+        if key not in self.served_damage:
+            self.served_damage.add(key)
+            _log.warning("%s-%d: a fetch from the remote tier failed: %s", s.topic, s.partition, e)
+
     def aborted(self, s: LiveLog, first: int, upper: int) -> list[FetchResponse.AbortedTransaction]:
         """The aborted transactions a read_committed fetch of [first, upper) carries
         (UnifiedLog.collectAbortedTransactions: from the segment holding ``first`` on, each segment's
         LogSegment.collectAbortedTxns, until one says the search is complete)."""
-        out = []
+        rp = self.b.remote.get((s.topic, s.partition))
+        out = rp.aborted(first, min(upper, s.log_start_offset)) if rp is not None and first < s.log_start_offset else []
         floor = s.segment_for(first)
         for seg in s.segments:
             if (floor is not None and seg.base_offset < floor.base_offset) or seg.base_offset >= upper:

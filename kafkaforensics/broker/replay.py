@@ -119,6 +119,8 @@ class ReplayBroker:
         # auto.create.topics.enable (Kafka's default: true) and num.partitions, with writable only
         self.auto_create, self.default_partitions = auto_create, max(1, partitions)
         self.partitions: dict[tuple[str, int], LiveLog] = {}
+        #: (topic, partition) -> its remote tier's segments (``kfx serve --remote``: broker/remote_reads.py)
+        self.remote: dict = {}
         self.txn = TransactionCoordinator(self.new_producer_id, transaction_version=transaction_version)
         self.creating: set[str] = set()  # topics a CreateTopics is making (their dirs in a worker thread)
         self.config_overrides: dict | None = None  # topic -> its own configs (topic_overrides)

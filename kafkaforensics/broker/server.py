@@ -27,10 +27,12 @@ import logging
 import threading
 from dataclasses import dataclass
 
+from kafkaforensics.broker import remote_reads
 from kafkaforensics.broker.dispatch import BrokerCore, Close, Deferred, Reply, WaitForData
 from kafkaforensics.broker.group_coordinator import GroupCoordinator
 from kafkaforensics.broker.protocol import MAX_FRAME_BYTES, Connection
 from kafkaforensics.broker.replay import ReplayBroker
+from kafkaforensics.log.remote import RemoteTier
 
 log = logging.getLogger("kfx.serve")
 
@@ -180,7 +182,9 @@ class ServeOptions:
     """What ``kfx serve`` is told besides where: the broker's identity (``node_id``, ``advertised_host``:
     the host clients are told, default the one bound), where committed offsets live (``state_path``,
     default :func:`default_state_path`), whether it takes writes (``writable``, ``auto_create``,
-    ``partitions`` of a topic it creates, ``transaction_version``) and the socket layer's ``limits``."""
+    ``partitions`` of a topic it creates, ``transaction_version``), the socket layer's ``limits``, and
+    the ``remote`` tier (an opened :class:`~kafkaforensics.log.remote.RemoteTier`) each partition is
+    also served from, from its remote log start (:mod:`~kafkaforensics.broker.remote_reads`)."""
     advertised_host: str | None = None
     node_id: int | None = None
     state_path: str | None = None
@@ -189,6 +193,7 @@ class ServeOptions:
     partitions: int = 1
     limits: Limits | None = None
     transaction_version: int = 2
+    remote: RemoteTier | None = None
 
 
 async def start(log_dir: str, host: str = "127.0.0.1", port: int = 9092, options: ServeOptions | None = None):
@@ -196,6 +201,9 @@ async def start(log_dir: str, host: str = "127.0.0.1", port: int = 9092, options
     o = options or ServeOptions()
     broker = ReplayBroker(log_dir, node_id=o.node_id, host=o.advertised_host or host, port=port, writable=o.writable,
                           auto_create=o.auto_create, partitions=o.partitions, transaction_version=o.transaction_version)
+    if o.remote is not None:
+        for line in remote_reads.attach(broker, o.remote):
+            log.warning("remote tier: %s", line)
     groups = GroupCoordinator(o.state_path or default_state_path(log_dir))
     core = BrokerCore(broker, groups)
     loop = asyncio.get_running_loop()
@@ -240,6 +248,7 @@ class BrokerThread:
                  auto_create: bool = True, partitions: int = 1, limits: Limits | None = None,
                  transaction_version: int = 2):
         self.log_dir, self.node_id, self.state_path, self.writable = log_dir, node_id, state_path, writable
+        self.remote = None  # an opened RemoteTier, served below each partition's local log start (set before start)
         self.auto_create, self.partitions, self.limits = auto_create, partitions, limits
         self.transaction_version = transaction_version
         self.loop = asyncio.new_event_loop()
@@ -252,7 +261,7 @@ class BrokerThread:
             asyncio.set_event_loop(self.loop)
             options = ServeOptions(node_id=self.node_id, state_path=self.state_path, writable=self.writable,
                                    auto_create=self.auto_create, partitions=self.partitions, limits=self.limits,
-                                   transaction_version=self.transaction_version)
+                                   transaction_version=self.transaction_version, remote=self.remote)
             self.server, self.broker = self.loop.run_until_complete(start(self.log_dir, "127.0.0.1", 0, options))
             self.port = self.broker.port
             self.edge = self.server.edge

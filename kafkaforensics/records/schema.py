@@ -81,9 +81,11 @@ ANOMALY_COLUMNS = (
 #: every row names where it came from: the log dir, its broker (node) id and cluster id from its
 #: meta.properties (null where it has none), the partition dir's topic and partition, the partition
 #: dir's own name (``topic-N``; a copy Kafka set aside keeps its own: ``topic-N.<id>-delete``,
-#: ``-future``, ``-stray``), the file
+#: ``-future``, ``-stray``), the file, and the tier it was read from (``local``: a log dir;
+#: ``remote``: a tiered-storage bucket, ``kafkaforensics/spark/remote_inputs.py``)
 SOURCE_COLUMNS = (("logDir", "string"), ("brokerId", "int"), ("clusterId", "string"),
-                  ("topic", "string"), ("partition", "int"), ("partitionDir", "string"), ("file", "string"))
+                  ("topic", "string"), ("partition", "int"), ("partitionDir", "string"), ("file", "string"),
+                  ("tier", "string"))
 
 #: the ``scan`` level: batches, records and anomalies in one read (what ``kfx scan`` decodes once),
 #: ``rowKind`` saying which; a column two levels share has one meaning and type in both

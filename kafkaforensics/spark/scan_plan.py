@@ -261,6 +261,7 @@ class Source(NamedTuple):
     topic: str | None
     partition: int | None
     dir_name: str | None = None   # the partition dir's own name (a -delete/-future/-stray copy's too)
+    tier: str = "local"           # "remote": a partition of a remote tier (spark/remote_inputs.py)
 
 
 #: what Kafka writes in a partition dir besides the segment family (``<offset>.log`` and kin)

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 from pyspark.sql.datasource import (DataSource, DataSourceReader, EqualTo, GreaterThan, GreaterThanOrEqual, In,
                                     InputPartition, LessThan, LessThanOrEqual)
+import contextlib
 import dataclasses
 import difflib
 import functools
@@ -84,6 +85,7 @@ from kafkaforensics.spark.scan_plan import (OPEN_COST_BYTES, Bounds, Layout, Pie
                                             split_size)
 from kafkaforensics.spark import parquet_dir
 from kafkaforensics.spark.record_runs import FileRun, RunBatches
+from kafkaforensics.spark.remote_inputs import REMOTE, REMOTE_OPTIONS
 from kafkaforensics.spark.storage import S3_OPTIONS, NotKafkaInput, Storage
 from kafkaforensics.records import walks
 from specs.checkpoints import META_PROPERTIES_FILE
@@ -127,7 +129,8 @@ SOURCE_OPTIONS = {"level": ("text", "batches"), "path": ("text", ""), "paths": (
                   "topics": ("text", None), "partitions": ("ints", None), "fromOffset": ("int", None),
                   "toOffset": ("int", None), "fromTimestamp": ("int", None), "toTimestamp": ("int", None),
                   "timestampDisorderMs": ("int", None), "decode": ("bool", False), "schemas": ("text", None),
-                  "schemaRegistry": ("text", None), **{k: ("text", None) for k in S3_OPTIONS}}
+                  "schemaRegistry": ("text", None), **{k: ("text", None) for k in S3_OPTIONS},
+                  **{k: ("text", None) for k in REMOTE_OPTIONS}}
 _OPTION_NAMES = {k.lower(): k for k in SOURCE_OPTIONS}
 _TRUE, _FALSE = ("1", "true", "yes"), ("0", "false", "no")
 
@@ -191,6 +194,11 @@ def input_paths(options: dict) -> list[str]:
         except ValueError:
             raise ValueError(f"paths={options['paths']!r}: not a JSON list of paths") from None
     return [p for p in (options["path"] or options["paths"]).split(",") if p]
+
+
+def _remote_source(log_dir: str, topic: str, partition: int, dir_name: str) -> Source:
+    """The :class:`~.scan_plan.Source` of a remote tier's partition (no broker or cluster id)."""
+    return Source(log_dir, None, None, topic, partition, dir_name, REMOTE)
 
 
 def _segment_indexes(storage: Storage, uri: str, base: int) -> SegmentIndexes:
@@ -325,7 +333,10 @@ class KafkaSegmentsReader(DataSourceReader):
                 if key not in seen:
                     seen.add(key)
                     entries.append(entry)
-        return layout(entries, self._read_text)
+        lay = layout(entries, self._read_text)
+        if self.storage.remote:
+            self.storage.remote.add_to(lay, _remote_source)
+        return lay
 
     def pieces(self, listing: Layout | None = None) -> list[Piece]:
         """What the scan reads, in listing order: per partition dir its own row (at the scan level)
@@ -436,8 +447,16 @@ class KafkaSegmentsReader(DataSourceReader):
                 rows.append(self._row({"rowKind": "segment"}, src, piece.uri))
             if piece.size == 0 and piece.last:
                 continue
-            with self.storage.open_range(piece.uri, piece.start, None if piece.last else piece.end,
-                                         small=SMALL_FILE_BYTES) as (buf, shift, start, end):
+            with contextlib.ExitStack() as opened:
+                try:
+                    buf, shift, start, end = opened.enter_context(self.storage.open_range(
+                        piece.uri, piece.start, None if piece.last else piece.end, small=SMALL_FILE_BYTES))
+                except KafkaFormatError as e:  # a remote tier's chunk that does not decode: located
+                    if src.tier != REMOTE:
+                        raise
+                    if damage:
+                        rows.append(self._row(self._unreadable(e, piece), src, piece.uri))
+                    continue
                 at = start  # where the batch-by-batch walk takes over (end: nothing left for it)
                 if fast is not None and piece.first_offset is None and piece.last_offset is None:
                     if run.items:
@@ -517,7 +536,7 @@ class KafkaSegmentsReader(DataSourceReader):
 
     @staticmethod
     def _row(row: dict, src, uri: str) -> dict:
-        row["logDir"], row["brokerId"], row["clusterId"] = src.log_dir, src.broker_id, src.cluster_id
+        row["logDir"], row["brokerId"], row["clusterId"], row["tier"] = src.log_dir, src.broker_id, src.cluster_id, src.tier
         row["topic"], row["partition"], row["partitionDir"], row["file"] = src.topic, src.partition, src.dir_name, uri
         return row
 
@@ -534,6 +553,19 @@ class KafkaSegmentsReader(DataSourceReader):
         where = "partition" if piece.src.topic is not None else "log"
         return {"rowKind": "anomaly", "kind": "stray-file", "bytesNotRead": piece.size,
                 "detail": f"not a file Kafka writes in a {where} dir: its {piece.size} bytes were not read"}
+
+    @staticmethod
+    def _unreadable(e: KafkaFormatError, piece: Piece) -> dict:
+        """The anomaly of a remote segment's byte range whose chunks could not be read (fetched,
+        decompressed, decrypted): where in the object, and what of the segment was not read."""
+        p, end = e.problem, piece.size if piece.last else piece.end
+        at = "" if p.position is None else f" at byte {p.position}"
+        return {"rowKind": "anomaly", "kind": e.kind, "offset": piece.base if piece.start == 0 else None,
+                "position": piece.start,
+                "detail": f"{p.file or piece.uri}{at}: {p.detail}; bytes {piece.start}..{end} of the segment "
+                          f"(based at {piece.base}) were not read",
+                "bytesNotRead": end - piece.start, "batchesNotRead": None,
+                "recordsNotRead": None}
 
     @staticmethod
     def _stop_anomaly(p, piece: Piece, seen, shift: int, end: int) -> dict:
@@ -612,6 +644,7 @@ class KafkaSegmentsReader(DataSourceReader):
             "partition": per_file("partition", [s.partition for s in srcs]),
             "partitionDir": per_file("partitionDir", [s.dir_name for s in srcs]),
             "file": per_file("file", [uri for _s, uri in table.files]),
+            "tier": per_file("tier", [s.tier for s in srcs]),
             "rowKind": record_arrow.constant("record", n, pa.string()),
             "offset": pa.array(cols.offset, types["offset"]),
             "timestamp": pa.array(ts, types["timestamp"]),

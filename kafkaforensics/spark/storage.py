@@ -18,8 +18,10 @@ import posixpath
 from specs import legacy as L
 from specs.lazy import lazy
 
+from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log import offset_index
 from kafkaforensics.log.batch_search import MAX_CANDIDATE_BYTES, valid_batch_at
+from kafkaforensics.spark.remote_inputs import RemoteInputs
 from kafkaforensics.log.segment import INDEX, INDEX, LOCAL_FILES, TIMEINDEX, ObjectFiles, Segment, offset_from_name
 
 #: pyarrow's file systems: a fleet of local files never needs them
@@ -81,12 +83,15 @@ class Storage:
         options = options or {}
         self.options = {k: options[k] for k in S3_OPTIONS if options.get(k)}
         self._fs: dict = {}
+        #: the remote tiers of the read (``remote``, ``remoteKeyFiles``): their segments' bytes
+        self.remote = RemoteInputs(options)
 
     def __getstate__(self):
-        return {"options": self.options}
+        return {"options": self.options, "remote": self.remote}
 
     def __setstate__(self, state):
         self.options, self._fs = state["options"], {}
+        self.remote = state.get("remote") or RemoteInputs()
 
     def _s3(self):
         o = self.options
@@ -155,7 +160,11 @@ class Storage:
 
     def segment(self, uri: str) -> Segment:
         """The segment of the ``.log`` at ``uri``, reading its bytes where they live; its indexes are
-        the files of the same stem (``...42.index``, ``...42.timeindex``)."""
+        the files of the same stem (``...42.index``, ``...42.timeindex``).  A remote tier's segment
+        (:mod:`~kafkaforensics.spark.remote_inputs`) reads through its chunks, its indexes the
+        manifest's ranges of its ``.indexes`` object."""
+        if self.remote and self.remote.owns(uri):
+            return self.remote.segment(uri)
         source, name = self._source(uri)
         stem = name[:-4]
         base = offset_from_name(name)   # None: a .log named otherwise, walked with no offset range (Segment.of_file)
@@ -175,7 +184,7 @@ class Storage:
         it cannot be read."""
         try:
             return self.segment(uri).file_bytes(suffix)
-        except OSError:
+        except (OSError, KafkaFormatError):  # a remote tier's damaged .indexes: read as if none
             return None
 
     def open_range(self, uri: str, start: int, end: int | None, small: int = 0):
@@ -201,6 +210,15 @@ class Storage:
         tried for each split, so a damaged index costs a bounded number of reads."""
         if size <= split_bytes:
             return []
+        if self.remote and self.remote.owns(uri):
+            try:
+                return self._split_points(uri, size, split_bytes)
+            except KafkaFormatError:  # a damaged chunk: the reading of the whole segment says where
+                return []
+        return self._split_points(uri, size, split_bytes)
+
+    def _split_points(self, uri: str, size: int, split_bytes: int) -> list[int]:
+        """:meth:`split_points` of a segment larger than ``split_bytes``."""
         data = self.index_bytes(uri, INDEX)
         if data:
             base = offset_from_name(uri) or 0
@@ -233,9 +251,12 @@ class Storage:
     def base_offset_at(self, uri: str, position: int, size: int) -> int | None:
         """The base offset of the batch at ``position`` of a segment of ``size`` bytes, when a whole
         batch with sound framing and a valid CRC starts there (else None): where an index says a
-        batch starts, before it is trusted."""
-        with self._pread(uri) as read:
-            b = _batch_in(read, position, size)
+        batch starts, before it is trusted (a remote tier's chunk that cannot be read: None)."""
+        try:
+            with self._pread(uri) as read:
+                b = _batch_in(read, position, size)
+        except KafkaFormatError:
+            return None
         return None if b is None else b.base_offset
 
 
