@@ -4,13 +4,13 @@ with a pattern, the search hits -- all Parquet.  Its summary (batches, anomalies
 is one read, cached or held in the driver (one row a batch: memory bounded by the batch count, not
 the bytes); a records export is a second read straight into Parquet, and search runs over what that
 wrote.  On a local master, to a local ``out``, the tasks that read the records export write it too,
-with pyarrow (``common.write_planned``): its rows never cross into the JVM.  A summary of up to
+with pyarrow (``output.write_planned``): its rows never cross into the JVM.  A summary of up to
 :data:`SUMMARY_ROWS_HERE` rows is collected to the driver once cached, and its inventory and replica
 view computed there in pyarrow (and, to a local ``out``, written there with the export and the
 anomalies).
-Each read is planned here, in the driver (``common.read_planned``), not by Spark's Python data
+Each read is planned here, in the driver (``planned_read.read_planned``), not by Spark's Python data
 source machinery: the same splits and rows, two Python processes fewer.  A short scan on a local
-master (up to ``common.DRIVER_READ_BYTES``) is read in the driver and its inventory and replica view
+master (up to ``engine.DRIVER_READ_BYTES``) is read in the driver and its inventory and replica view
 computed there in pyarrow; to a local ``out``, pyarrow writes its outputs too (Spark writes to any
 other).  ``kfx scan`` of such a scan on its default master, with no search, needs not even that:
 :func:`scan_here` writes the same outputs with no JVM at all.
@@ -34,10 +34,11 @@ from pyspark.sql import functions as F
 from kafkaforensics.records.schema import ROW_KINDS, SOURCE_COLUMNS
 from kafkaforensics.spark.parquet_dir import parquet_dir, part_name, write_batches, write_parquet_dir, write_part
 from kafkaforensics.spark.scan_plan import Layout
-from spark_jobs.common import (DRIVER_READ_BYTES, check_inputs, check_out, fail, frame_of, job_spark, job_arguments, listing_of,
-                               local_path, planned_reader, read_here, read_planned, segment_bytes, source_for, source_options,
-                               tasks_write_here,
-                               write_planned)
+from kafkaforensics.spark.engine import DRIVER_READ_BYTES
+from spark_jobs.job_args import fail, job_arguments, source_options
+from spark_jobs.output import check_out, local_path, tasks_write_here, write_planned
+from spark_jobs.planned_read import check_inputs, frame_of, listing_of, planned_reader, read_here, read_planned, segment_bytes, source_for
+from spark_jobs.session import job_spark
 from spark_jobs.inventory import WHERE, inventory_of, inventory_table, replicas_of, replicas_table
 from spark_jobs.races import RACES_SCHEMA, races_of, races_table, replicated, slim_records
 from spark_jobs.search import matches, pattern_problem, python_pattern, search_table, sorted_hits

@@ -3,7 +3,7 @@ or Spark's tasks; pyarrow or Spark's writer -- is chosen once, by kafkaforensics
 the scan was asked and the bytes its plan reads; the Spark session and the jobs follow that choice."""
 from kafkaforensics.spark.engine import (DRIVER, DRIVER_READ_BYTES, HERE, HERE_BYTES, LOCAL_MASTER, SHORT_RUN_BYTES,
                                          TASKS, choose, may_run_here)
-from spark_jobs.common import tasks_write_here
+from spark_jobs.output import tasks_write_here
 
 
 def test_a_small_scan_with_no_master_runs_here_and_pyarrow_writes():

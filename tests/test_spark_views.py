@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkaforensics.records.schema import SOURCE_LEVELS, spark_ddl
-from spark_jobs import common
-from spark_jobs.common import frame_of, read_planned
+from spark_jobs import output, planned_read
+from spark_jobs.planned_read import frame_of, read_planned
 from spark_jobs.inventory import inventory_of, inventory_table, replicas_of, replicas_table
 from kafkaforensics.spark.spark_source import SplitWrites
 from kafkaforensics.spark.storage import Storage
@@ -192,7 +192,7 @@ def test_a_scan_read_in_the_driver_writes_what_spark_s_tasks_write(spark, tmp_pa
     # pyspark slices a larger table into many partitions (16 for the 59 MB of benchmarks' small-2000);
     # a held read is coalesced to its splits, so that its export is no more files than Spark's tasks write
     with monkeypatch.context() as m:
-        m.setattr(common, "frame_of", lambda *a: frame_of(*a).repartition(8))
+        m.setattr(planned_read, "frame_of", lambda *a: frame_of(*a).repartition(8))
         many = read_planned(spark, [root], "records", options=opts, driver_bytes=1 << 30)
         assert many.table is not None and 1 <= many.frame.rdd.getNumPartitions() <= len(many.splits) < 8
     listed = []
@@ -388,7 +388,7 @@ def test_a_records_export_written_by_spark_s_tasks_themselves_is_what_spark_s_wr
             self.job = job
             super().write(i, iter(batches[:1]))
             return super().write(i, iter(batches))
-    monkeypatch.setattr(scan_module, "write_planned", functools.partial(common.write_planned, writes=WritesTwice))
+    monkeypatch.setattr(scan_module, "write_planned", functools.partial(output.write_planned, writes=WritesTwice))
     again = str(tmp_path / "again")
     r = scan(spark, ScanRequest([root], again, "records", options={"includeCorrupt": "true"}), driver_bytes=0)
     files = sorted(os.listdir(os.path.join(again, "records")))
@@ -403,7 +403,7 @@ def test_the_first_split_writes_a_part_even_when_empty_as_spark_s_first_task_doe
         d = str(tmp_path / f"spark-{len(numbers)}")
         spark.range(0, 4, 1, 2).where(keep).write.parquet(d)
         assert sorted(int(f.split("-")[1]) for f in os.listdir(d) if f.startswith("part-")) == numbers
-    reader, _, _ = common.planned_reader([SAMPLE], "records", None, None, 1)
+    reader, _, _ = planned_read.planned_reader([SAMPLE], "records", None, None, 1)
     writes = SplitWrites(reader, None, str(tmp_path), "job")
     assert writes.write(1, iter([])) == ("", 0)
     part, rows = writes.write(0, iter([]))
@@ -417,15 +417,15 @@ def test_a_scan_here_gives_way_to_spark_when_its_rows_outgrow_the_process(tmp_pa
     root = str(tmp_path / "fleet")
     build_fleet(root)
     os.makedirs(tmp_path / "out")
-    summary, _ = common.read_here([root], "scan")
-    records, _ = common.read_here([root], "records")
+    summary, _ = planned_read.read_here([root], "scan")
+    records, _ = planned_read.read_here([root], "records")
     # the summary outgrows it (any level), or only the records, which a partitioned export holds
     for limit in (summary.nbytes - 1, max(summary.nbytes, records.nbytes - 1)):
-        monkeypatch.setattr(common, "DRIVER_TABLE_BYTES", limit)
+        monkeypatch.setattr(planned_read, "DRIVER_TABLE_BYTES", limit)
         for level, pb in (("records", ()), ("batches", ())) if limit < summary.nbytes else (("records", ("topic",)),):
             assert scan_here(ScanRequest([root], str(tmp_path / "out"), level, partition_by=pb)) is None, (limit, level)
             assert os.listdir(tmp_path / "out") == []  # nothing written
-    monkeypatch.setattr(common, "DRIVER_TABLE_BYTES", max(summary.nbytes, records.nbytes - 1))
+    monkeypatch.setattr(planned_read, "DRIVER_TABLE_BYTES", max(summary.nbytes, records.nbytes - 1))
     assert scan_here(ScanRequest([root], str(tmp_path / "out"), "batches")) is not None  # a batches scan holds no records
     # a records export is streamed split by split (issue 57): its records never held whole
     r = scan_here(ScanRequest([root], str(tmp_path / "streamed"), "records"))
