@@ -32,7 +32,8 @@ import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
 from kafkaforensics.records.schema import ROW_KINDS, SOURCE_COLUMNS
-from kafkaforensics.spark.parquet_dir import parquet_dir, part_name, write_batches, write_parquet_dir, write_part
+from kafkaforensics.spark.parquet_dir import (parquet_dir, part_name, write_batches, write_parquet_dir, write_part,
+                                             write_partitioned_batches)
 from kafkaforensics.spark.scan_plan import Layout
 from kafkaforensics.spark.engine import DRIVER_READ_BYTES
 from spark_jobs.job_args import fail, job_arguments, source_options
@@ -187,7 +188,8 @@ def scan_here(request: ScanRequest, min_partitions: int | None = None) -> ScanRe
     makes in the driver, the same views (the pyarrow ones, proven equal to Spark SQL's), the same
     outputs with the same schemas, each written by pyarrow as one Parquet file in Spark's layout
     (:mod:`~kafkaforensics.spark.parquet_dir`) -- but a records export, streamed split by split into a
-    part file a split (:func:`_stream_records`; partitioned by ``partition_by``, it is held whole).  A ``search`` pattern (a Java
+    part file a split (:func:`_stream_records`; partitioned by ``partition_by``, streamed the same way into
+    its ``key=value`` dirs).  A ``search`` pattern (a Java
     regular expression) runs here when Python reads it as Java does (:func:`python_pattern`; else
     ValueError: Spark must run it), its hits the rows Spark's :func:`matches` gives.  Returns None,
     having written nothing, when a read it holds would pass ``DRIVER_TABLE_BYTES`` in memory (Spark's
@@ -203,7 +205,7 @@ def scan_here(request: ScanRequest, min_partitions: int | None = None) -> ScanRe
     read = functools.partial(read_here, paths, split_bytes=split_bytes, options=opts, min_partitions=min_partitions,
                              listing=listing)
     summary, splits = read("scan")
-    streamed = level == "records" and not partition_by  # written split by split, never held whole
+    streamed = level == "records"  # written split by split, never held whole (partitioned or not)
     races = summary is not None and replicated(_rows_of(summary, "partition").to_pylist())
     records = None
     if summary is not None and not streamed and (level == "records" or search is not None):
@@ -231,11 +233,7 @@ def scan_here(request: ScanRequest, min_partitions: int | None = None) -> ScanRe
     if search is not None:
         outputs["search"] = found if streamed else search_table(records, search, python)
     for name, table in outputs.items():
-        if name == "records" and partition_by:
-            write_parquet_dir(_dated_table(table) if "date" in partition_by else table, os.path.join(out, name),
-                              partition_by=tuple(partition_by))
-        else:
-            write_parquet_dir(table, os.path.join(out, name))
+        write_parquet_dir(table, os.path.join(out, name))
     written = {"records": n_records if streamed else outputs["records"].num_rows if level == "records" else None,
                "batches": sum(r["batches"] for r in rows), "anomalies": anomalies.num_rows}[level]
     hits = outputs["search"].num_rows if search is not None else None
@@ -254,7 +252,8 @@ def _races_records(request: ScanRequest, min_partitions):
 
 def _stream_records(request: ScanRequest, min_partitions, python, slim: list | None = None):
     """A records export of ``request`` written split by split into ``out/records`` (a part file a split,
-    by pyarrow, as Spark's tasks write it: memory bounded by a split's batches, not the fleet), what it
+    or, partitioned by ``request.partition_by``, a part file a split in each ``key=value`` dir it
+    reaches; by pyarrow, as Spark's tasks write it: memory bounded by a split's batches, not the fleet), what it
     holds per inventory row (:data:`_EXPORTED`) and, with a ``search``, its hits (:func:`search_table`
     over each Arrow batch): (those counts, the hits or None, the rows written).  ``slim``: a list the
     columns the replica view's races read of each batch (``races.slim_records``) are added to."""
@@ -275,11 +274,17 @@ def _stream_records(request: ScanRequest, min_partitions, python, slim: list | N
                 if search is not None:
                     hits.append(search_table(t, search, python))
             yield b
-    rows, job = 0, str(uuid.uuid4())
+    rows, job, partition_by = 0, str(uuid.uuid4()), tuple(request.partition_by)
     with parquet_dir(into) as tmp:
         for i, split in enumerate(splits):
-            rows += write_batches(watched(split), tmp, part_name(i, job), schema, empty_too=i == 0) or 0
-        if not splits:
+            if partition_by:
+                dated = "date" in partition_by
+                rows += write_partitioned_batches(_dated_batches(watched(split)) if dated else watched(split), tmp,
+                                                  part_name(i, job), _dated_schema(schema) if dated else schema,
+                                                  partition_by)
+            else:
+                rows += write_batches(watched(split), tmp, part_name(i, job), schema, empty_too=i == 0) or 0
+        if not splits and not partition_by:
             write_part(schema.empty_table(), tmp, 0, job)
     for got in counts.values():
         got["batches"] = len(got["batches"])
@@ -321,6 +326,17 @@ def _dated_table(records):
     ts = records["timestamp"]
     days = pc.cast(pc.divide(pc.if_else(pc.greater_equal(ts, 0), ts, pa.scalar(None, ts.type)), _DAY_MS), pa.int32())
     return records.append_column("date", pc.cast(days, pa.date32()))
+
+
+def _dated_batches(batches):
+    """Arrow record batches with their ``date`` column (:func:`_dated_table`), one by one."""
+    for b in batches:
+        yield from _dated_table(pa.Table.from_batches([b])).to_batches()
+
+
+def _dated_schema(schema):
+    """A records schema with the ``date`` column :func:`_dated_table` adds."""
+    return schema.append(pa.field("date", pa.date32()))
 
 
 def _dated_frame(records):
