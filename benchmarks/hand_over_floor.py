@@ -38,7 +38,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     sys.path.insert(0, os.path.dirname(HERE))
-    from spark_jobs.common import get_spark
+    from spark_jobs.session import get_spark
     work = os.path.join(HERE, "data", "spark-work")
     src = os.path.join(work, args.fleet)
     files = sorted(os.path.join(src, f) for f in os.listdir(src) if f.endswith(".parquet"))

@@ -11,9 +11,9 @@ Fleets (generated once into benchmarks/data/, reused):
 - ``big-M``: M MiB in 16 segments of one log dir (100-record batches) -- a fleet whose cost is its bytes.
 
 For each fleet: ``kafka_segments`` at the records level written to Parquet, and ``kfx scan``'s
-records export of it (``common.read_planned``: planned in the driver, no planner process; a fleet
+records export of it (``planned_read.read_planned``: planned in the driver, no planner process; a fleet
 of up to ``DRIVER_READ_BYTES`` read in the driver and written by Spark, a larger one read and
-written by Spark's tasks with pyarrow, ``common.write_planned``), against Spark copying those very rows
+written by Spark's tasks with pyarrow, ``output.write_planned``), against Spark copying those very rows
 Parquet -> Parquet (its own reader and writer), and the hand-over floor: those rows read by
 pyarrow in the tasks and handed to Spark as Arrow batches (``mapInArrow``), what any producer
 written in Python pays before decoding a byte of Kafka; the ratios of the medians; the peak
@@ -191,7 +191,7 @@ def profile_small_files(spark, fleet: str) -> dict:
     per segment (how the source planned before) against packed tasks; the read of every piece
     in this process, with no Spark at all."""
     from kafkaforensics.spark.spark_source import KafkaSegmentsReader
-    from spark_jobs.common import read
+    from spark_jobs.planned_read import read
     out = {}
     t = time.perf_counter()
     splits = KafkaSegmentsReader({"path": fleet, "minPartitions": "2"}, "records").partitions()
@@ -241,7 +241,10 @@ def main() -> None:
     from pyspark.sql import functions as F
 
     from kafkaforensics.spark.spark_source import KafkaSegmentsReader
-    from spark_jobs.common import DRIVER_READ_BYTES, get_spark, read, read_planned, write_planned
+    from kafkaforensics.spark.engine import DRIVER_READ_BYTES
+    from spark_jobs.output import write_planned
+    from spark_jobs.planned_read import read, read_planned
+    from spark_jobs.session import get_spark
     t_start = time.perf_counter()
     spark = get_spark("local[2]", app="kafkaforensics-bench", console_progress=False,
                       conf={"spark.driver.memory": "4g"})

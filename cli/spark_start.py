@@ -25,8 +25,9 @@ import time
 
 from cli import heavy
 from kafkaforensics import fsutil
-from spark_jobs import common as spark_jobs_common
+from spark_jobs import output as spark_jobs_output
 from spark_jobs import scan as spark_jobs_scan
+from spark_jobs import session as spark_jobs_session
 
 #: Spark 4's minimum
 JAVA_MIN = 17
@@ -80,7 +81,7 @@ def out_problem(out: str, overwrite: bool) -> str | None:
     does not exist is created here, so that one Spark could not write is said before it starts
     (as root, permissions do not stop Spark: only trying does). Remote outputs (s3a://, hdfs://)
     are Spark's to judge."""
-    local = spark_jobs_common.local_path(out)
+    local = spark_jobs_output.local_path(out)
     if local is None:
         return None
     if not os.path.exists(local):
@@ -100,7 +101,7 @@ def out_problem(out: str, overwrite: bool) -> str | None:
 def clear_outputs(out: str) -> None:
     """Remove an earlier run's outputs (``--overwrite``): only the directories a scan writes, and
     the temp dirs of killed kfx runs."""
-    local = spark_jobs_common.local_path(out)
+    local = spark_jobs_output.local_path(out)
     if local is None:
         return
     for name in spark_jobs_scan.OUTPUTS:  # only the directories a scan writes
@@ -113,7 +114,7 @@ def clear_outputs(out: str) -> None:
 def out_is_new(out: str) -> bool:
     """Whether ``out`` is a local path with nothing at it yet (so that a scan that does not finish
     can remove it whole, :func:`discard_outputs`)."""
-    local = spark_jobs_common.local_path(out)
+    local = spark_jobs_output.local_path(out)
     return local is not None and not os.path.lexists(local)
 
 
@@ -121,7 +122,7 @@ def discard_outputs(out: str, made: bool) -> None:
     """Remove what a scan that did not finish wrote in a local ``out``: the directory itself when
     this run made it, else the directories a scan writes (an earlier run's were refused, or cleared
     by ``--overwrite``, before it started: they are this run's)."""
-    local = spark_jobs_common.local_path(out)
+    local = spark_jobs_output.local_path(out)
     if local is None:
         return
     if made:
@@ -133,7 +134,7 @@ def discard_outputs(out: str, made: bool) -> None:
 def left_behind(out: str) -> str:
     """What a scan that does not finish leaves in ``out``, in words: nothing in a local one
     (:func:`discard_outputs`); a remote one (s3a://, hdfs://) keeps what Spark committed."""
-    if spark_jobs_common.local_path(out) is not None:
+    if spark_jobs_output.local_path(out) is not None:
         return f"nothing of the scan was left in {out}"
     return f"the outputs in {out} are incomplete; scan again with --overwrite"
 
@@ -211,7 +212,7 @@ def quiet_start(verbose: bool):
     failed = False
     try:
         yield
-    except spark_jobs_common.SparkStartError:  # its JVM exited: its pipes close once they are read
+    except spark_jobs_session.SparkStartError:  # its JVM exited: its pipes close once they are read
         failed = True
         raise
     finally:

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 
-from spark_jobs.common import check_inputs, check_out, job_spark, job_arguments, read, source_options
+from spark_jobs.job_args import job_arguments, source_options
+from spark_jobs.output import check_out
+from spark_jobs.planned_read import check_inputs, read
+from spark_jobs.session import job_spark
 
 
 def anomalies(spark, paths, options=None):

@@ -17,7 +17,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
-from spark_jobs.common import check_inputs, check_out, job_spark, job_arguments, read, sorted_small, source_options
+from spark_jobs.job_args import job_arguments, source_options
+from spark_jobs.output import check_out, sorted_small
+from spark_jobs.planned_read import check_inputs, read
+from spark_jobs.session import job_spark
 
 #: where a row of the inventory is: one row per these
 WHERE = ("clusterId", "brokerId", "logDir", "topic", "partition", "partitionDir")
@@ -136,7 +139,7 @@ def _sorted_lists(lists):
 
 
 def _in_order(table: pa.Table, order) -> pa.Table:
-    """``table`` sorted as :func:`~spark_jobs.common.sorted_small` sorts (ascending, nulls first)."""
+    """``table`` sorted as :func:`~spark_jobs.output.sorted_small` sorts (ascending, nulls first)."""
     return table.take(pc.sort_indices(table, sort_keys=[(k, "ascending", "at_start") for k in order]))
 
 

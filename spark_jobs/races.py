@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
 from kafkaforensics.log.replica_race import race_outcomes, replica_of_rows
-from spark_jobs.common import sorted_small
+from spark_jobs.output import sorted_small
 
 #: the columns of the races output: where, the class, the replica it is about (its log dir) and the
 #: one it was compared with, the offset it is at (the marker's, or the key's value), the key, the

@@ -4,13 +4,13 @@ with a pattern, the search hits -- all Parquet.  Its summary (batches, anomalies
 is one read, cached or held in the driver (one row a batch: memory bounded by the batch count, not
 the bytes); a records export is a second read straight into Parquet, and search runs over what that
 wrote.  On a local master, to a local ``out``, the tasks that read the records export write it too,
-with pyarrow (``common.write_planned``): its rows never cross into the JVM.  A summary of up to
+with pyarrow (``output.write_planned``): its rows never cross into the JVM.  A summary of up to
 :data:`SUMMARY_ROWS_HERE` rows is collected to the driver once cached, and its inventory and replica
 view computed there in pyarrow (and, to a local ``out``, written there with the export and the
 anomalies).
-Each read is planned here, in the driver (``common.read_planned``), not by Spark's Python data
+Each read is planned here, in the driver (``planned_read.read_planned``), not by Spark's Python data
 source machinery: the same splits and rows, two Python processes fewer.  A short scan on a local
-master (up to ``common.DRIVER_READ_BYTES``) is read in the driver and its inventory and replica view
+master (up to ``engine.DRIVER_READ_BYTES``) is read in the driver and its inventory and replica view
 computed there in pyarrow; to a local ``out``, pyarrow writes its outputs too (Spark writes to any
 other).  ``kfx scan`` of such a scan on its default master, with no search, needs not even that:
 :func:`scan_here` writes the same outputs with no JVM at all.
@@ -32,12 +32,14 @@ import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
 from kafkaforensics.records.schema import ROW_KINDS, SOURCE_COLUMNS
-from kafkaforensics.spark.parquet_dir import parquet_dir, part_name, write_batches, write_parquet_dir, write_part
+from kafkaforensics.spark.parquet_dir import (parquet_dir, part_name, write_batches, write_parquet_dir, write_part,
+                                             write_partitioned_batches)
 from kafkaforensics.spark.scan_plan import Layout
-from spark_jobs.common import (DRIVER_READ_BYTES, check_inputs, check_out, fail, frame_of, job_spark, job_arguments, listing_of,
-                               local_path, planned_reader, read_here, read_planned, segment_bytes, source_for, source_options,
-                               tasks_write_here,
-                               write_planned)
+from kafkaforensics.spark.engine import DRIVER_READ_BYTES
+from spark_jobs.job_args import fail, job_arguments, source_options
+from spark_jobs.output import check_out, local_path, tasks_write_here, write_planned
+from spark_jobs.planned_read import check_inputs, frame_of, listing_of, planned_reader, read_here, read_planned, segment_bytes, source_for
+from spark_jobs.session import job_spark
 from spark_jobs.inventory import WHERE, inventory_of, inventory_table, replicas_of, replicas_table
 from spark_jobs.races import RACES_SCHEMA, RaceRecords, races_of, races_table, replicated, slim_records
 from spark_jobs.search import matches, pattern_problem, python_pattern, search_table, sorted_hits
@@ -186,7 +188,8 @@ def scan_here(request: ScanRequest, min_partitions: int | None = None) -> ScanRe
     makes in the driver, the same views (the pyarrow ones, proven equal to Spark SQL's), the same
     outputs with the same schemas, each written by pyarrow as one Parquet file in Spark's layout
     (:mod:`~kafkaforensics.spark.parquet_dir`) -- but a records export, streamed split by split into a
-    part file a split (:func:`_stream_records`; partitioned by ``partition_by``, it is held whole).  A ``search`` pattern (a Java
+    part file a split (:func:`_stream_records`; partitioned by ``partition_by``, streamed the same way into
+    its ``key=value`` dirs).  A ``search`` pattern (a Java
     regular expression) runs here when Python reads it as Java does (:func:`python_pattern`; else
     ValueError: Spark must run it), its hits the rows Spark's :func:`matches` gives.  Returns None,
     having written nothing, when a read it holds would pass ``DRIVER_TABLE_BYTES`` in memory (Spark's
@@ -202,7 +205,7 @@ def scan_here(request: ScanRequest, min_partitions: int | None = None) -> ScanRe
     read = functools.partial(read_here, paths, split_bytes=split_bytes, options=opts, min_partitions=min_partitions,
                              listing=listing)
     summary, splits = read("scan")
-    streamed = level == "records" and not partition_by  # written split by split, never held whole
+    streamed = level == "records"  # written split by split, never held whole (partitioned or not)
     races = summary is not None and replicated(_rows_of(summary, "partition").to_pylist())
     records = None
     if summary is not None and not streamed and (level == "records" or search is not None):
@@ -230,11 +233,7 @@ def scan_here(request: ScanRequest, min_partitions: int | None = None) -> ScanRe
     if search is not None:
         outputs["search"] = found if streamed else search_table(records, search, python)
     for name, table in outputs.items():
-        if name == "records" and partition_by:
-            write_parquet_dir(_dated_table(table) if "date" in partition_by else table, os.path.join(out, name),
-                              partition_by=tuple(partition_by))
-        else:
-            write_parquet_dir(table, os.path.join(out, name))
+        write_parquet_dir(table, os.path.join(out, name))
     written = {"records": n_records if streamed else outputs["records"].num_rows if level == "records" else None,
                "batches": sum(r["batches"] for r in rows), "anomalies": anomalies.num_rows}[level]
     hits = outputs["search"].num_rows if search is not None else None
@@ -253,7 +252,8 @@ def _races_records(request: ScanRequest, min_partitions):
 
 def _stream_records(request: ScanRequest, min_partitions, python, slim: RaceRecords | None = None):
     """A records export of ``request`` written split by split into ``out/records`` (a part file a split,
-    by pyarrow, as Spark's tasks write it: memory bounded by a split's batches, not the fleet), what it
+    or, partitioned by ``request.partition_by``, a part file a split in each ``key=value`` dir it
+    reaches; by pyarrow, as Spark's tasks write it: memory bounded by a split's batches, not the fleet), what it
     holds per inventory row (:data:`_EXPORTED`) and, with a ``search``, its hits (:func:`search_table`
     over each Arrow batch): (those counts, the hits or None, the rows written).  ``slim``: what keeps
     the replica view's races' rows of each batch (``races.RaceRecords``)."""
@@ -274,11 +274,17 @@ def _stream_records(request: ScanRequest, min_partitions, python, slim: RaceReco
                 if search is not None:
                     hits.append(search_table(t, search, python))
             yield b
-    rows, job = 0, str(uuid.uuid4())
+    rows, job, partition_by = 0, str(uuid.uuid4()), tuple(request.partition_by)
     with parquet_dir(into) as tmp:
         for i, split in enumerate(splits):
-            rows += write_batches(watched(split), tmp, part_name(i, job), schema, empty_too=i == 0) or 0
-        if not splits:
+            if partition_by:
+                dated = "date" in partition_by
+                rows += write_partitioned_batches(_dated_batches(watched(split)) if dated else watched(split), tmp,
+                                                  part_name(i, job), _dated_schema(schema) if dated else schema,
+                                                  partition_by)
+            else:
+                rows += write_batches(watched(split), tmp, part_name(i, job), schema, empty_too=i == 0) or 0
+        if not splits and not partition_by:
             write_part(schema.empty_table(), tmp, 0, job)
     for got in counts.values():
         got["batches"] = len(got["batches"])
@@ -320,6 +326,17 @@ def _dated_table(records):
     ts = records["timestamp"]
     days = pc.cast(pc.divide(pc.if_else(pc.greater_equal(ts, 0), ts, pa.scalar(None, ts.type)), _DAY_MS), pa.int32())
     return records.append_column("date", pc.cast(days, pa.date32()))
+
+
+def _dated_batches(batches):
+    """Arrow record batches with their ``date`` column (:func:`_dated_table`), one by one."""
+    for b in batches:
+        yield from _dated_table(pa.Table.from_batches([b])).to_batches()
+
+
+def _dated_schema(schema):
+    """A records schema with the ``date`` column :func:`_dated_table` adds."""
+    return schema.append(pa.field("date", pa.date32()))
 
 
 def _dated_frame(records):

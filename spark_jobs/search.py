@@ -18,7 +18,10 @@ import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
 from kafkaforensics.records.schema import SOURCE_COLUMNS
-from spark_jobs.common import check_inputs, check_out, fail, job_spark, job_arguments, read, source_options
+from spark_jobs.job_args import fail, job_arguments, source_options
+from spark_jobs.output import check_out
+from spark_jobs.planned_read import check_inputs, read
+from spark_jobs.session import job_spark
 
 #: what a hit says: where the record is, what it holds and whether its batch's CRC held
 HIT_COLUMNS = tuple(name for name, _ in SOURCE_COLUMNS) + (

@@ -192,14 +192,14 @@ def test_kfx_scan_lists_its_inputs_once_and_its_reads_share_that_listing(tmp_pat
     Spark (Spark's part stood in for: this is the command's wiring, scan() and scan_here() are
     tested themselves in tests/test_spark_views.py)."""
     from kafkaforensics.spark.storage import Storage
-    from spark_jobs import common
+    from spark_jobs import planned_read, session
     from spark_jobs import scan as scan_job
     listed, handed, drivers = [], [], []
     list_entries = Storage.list_entries
     monkeypatch.setattr(Storage, "list_entries", lambda self, uri: listed.append(uri) or list_entries(self, uri))
     started = []
-    monkeypatch.setattr(common, "get_spark", lambda *a, **k: started.append(k) or object())
-    monkeypatch.setattr(common, "end_session", lambda spark: None)
+    monkeypatch.setattr(session, "get_spark", lambda *a, **k: started.append(k) or object())
+    monkeypatch.setattr(session, "end_session", lambda spark: None)
 
     def scan(spark, request, progress, **k):
         out, level = request.out, request.level
@@ -216,8 +216,8 @@ def test_kfx_scan_lists_its_inputs_once_and_its_reads_share_that_listing(tmp_pat
     here = []
     scan_here = scan_job.scan_here
     monkeypatch.setattr(scan_job, "scan_here", lambda request, **k: here.append(request.listing) or scan_here(request, **k))
-    for n, (table_bytes, on_spark) in enumerate(((common.DRIVER_TABLE_BYTES, 0), (1000, 1))):
-        monkeypatch.setattr(common, "DRIVER_TABLE_BYTES", table_bytes)
+    for n, (table_bytes, on_spark) in enumerate(((planned_read.DRIVER_TABLE_BYTES, 0), (1000, 1))):
+        monkeypatch.setattr(planned_read, "DRIVER_TABLE_BYTES", table_bytes)
         del listed[:], handed[:], here[:], started[:], drivers[:]
         r = kfx("scan", SAMPLE, "--out", tmp_path / f"here{n}", "--verbose")
         assert r.exit_code == 0, r.output

@@ -324,7 +324,7 @@ def test_a_scan_written_here_killed_at_any_step_leaves_whole_outputs_and_a_rerun
 
 def test_a_scan_s_outputs_killed_at_any_step_are_each_whole_or_a_temp_dir_a_rerun_reclaims(tmp_path):
     """`kfx scan --level records` over an earlier run's outputs, its driver killed at each step of the
-    records export its tasks write (spark_jobs.common.write_planned: the temp dir made, each part
+    records export its tasks write (spark_jobs.output.write_planned: the temp dir made, each part
     and _SUCCESS fsynced, the old output renamed aside, the new one renamed in, the old one removed)
     and at each rename of the three outputs it then writes with pyarrow from the summary held in the
     driver (anomalies, inventory, replicas): each output in --out is its old version whole, its new
@@ -342,7 +342,7 @@ def test_a_scan_s_outputs_killed_at_any_step_are_each_whole_or_a_temp_dir_a_reru
             open(os.path.join(out, name, f), "wb").close()
 
     def run(env, steps=False):
-        code = ("from kafkaforensics import fsutil; from spark_jobs.common import get_spark; "
+        code = ("from kafkaforensics import fsutil; from spark_jobs.session import get_spark; "
                 "from spark_jobs.scan import ScanRequest, scan; "
                 "spark = get_spark('local[1]', console_progress=False, register_source=False); "
                 + ("fsutil.FAULT_HOOK = lambda s: print('STEP', s, flush=True); " if steps else "")

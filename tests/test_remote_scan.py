@@ -9,7 +9,7 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
-from spark_jobs.common import planned_reader, source_for
+from spark_jobs.planned_read import planned_reader, source_for
 from tests.remote_fixtures import TRANSFORMS, moto_s3
 from tests.remote_split import make_split
 from tests.test_spark import spark  # noqa: F401  (the session fixture)
@@ -195,7 +195,7 @@ def test_a_damaged_manifest_is_one_located_anomaly(tmp_path):
 def test_the_kafka_segments_dataframe_reads_the_tier(spark, tmp_path):  # noqa: F811
     """``spark.read.format("kafka_segments")`` with the ``remote`` and ``remoteKeyFiles`` options (Spark's own
     Python data source, its filters pushed): both tiers, each row's tier, an offset filter pruned exactly."""
-    from spark_jobs.common import read
+    from spark_jobs.planned_read import read
     s = make_split(str(tmp_path), str(tmp_path / "tier"), "encrypted", partitions=((("events", 0), 7),))
     df = read(spark, [s.logs], "records", options={"remote": s.tier, "remoteKeyFiles": s.key_arg})
     start = s.local_start[("events", 0)]

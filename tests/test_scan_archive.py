@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from benchmarks.archive import SEARCH, WEEK_FROM, WEEK_TO, build_archive
-from spark_jobs import common, races
+from spark_jobs import job_args, races
 from spark_jobs.scan import ScanRequest, scan, scan_here
 from spark_jobs.search import _candidates, _rows_holding
 from tests.test_scan_races import PLANTED, _log_dirs
@@ -51,7 +51,7 @@ def test_the_default_path_on_the_archive_writes_what_spark_writes(archive, tmp_p
     """The scan with no Spark (kfx scan's default on one machine) against Spark's tasks reading and
     Spark SQL computing the views, on the damaged multi-broker archive: every output, schemas and rows,
     read back by pyarrow and by Spark; the result's counts."""
-    opts = common.window_options(["orders"], [], WEEK_FROM, WEEK_TO, None, None) if window else {}
+    opts = job_args.window_options(["orders"], [], WEEK_FROM, WEEK_TO, None, None) if window else {}
     here, tasks = str(tmp_path / "here"), str(tmp_path / "tasks")
     os.makedirs(here)
     dirs = _log_dirs_of(archive)

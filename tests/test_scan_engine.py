@@ -5,7 +5,7 @@ import os
 
 from kafkaforensics.spark.engine import (DRIVER, DRIVER_READ_BYTES, HERE, HERE_ANY_SIZE_CORES, HERE_BYTES, LOCAL_MASTER,
                                          SHORT_RUN_BYTES, TASKS, choose, here_limit, machine_cores, may_run_here)
-from spark_jobs.common import tasks_write_here
+from spark_jobs.output import tasks_write_here
 
 
 def test_a_small_scan_with_no_master_runs_here_and_pyarrow_writes():

@@ -277,7 +277,7 @@ def _check_decode_columns(fx, rows):
 
 def test_records_level_decode_without_spark(fx):
     """The no-Spark path (kfx scan of a small fleet reads so)."""
-    from spark_jobs.common import read_here
+    from spark_jobs.planned_read import read_here
     table, _ = read_here([fx.log_dir], "records", options={"decode": "true"})
     _check_decode_columns(fx, table.to_pylist())
     plain, _ = read_here([fx.log_dir], "records")
@@ -287,7 +287,7 @@ def test_records_level_decode_without_spark(fx):
 
 def test_records_level_decode_needs_schemas(fx, tmp_path):
     import shutil
-    from spark_jobs.common import read_here
+    from spark_jobs.planned_read import read_here
     shutil.copytree(os.path.join(fx.log_dir, "users-0"), tmp_path / "users-0")   # a log dir without _schemas
     with pytest.raises(ValueError, match="decode=true needs schemas"):
         read_here([str(tmp_path)], "records", options={"decode": "true"})
@@ -307,7 +307,8 @@ def test_records_level_decode_on_spark(fx):
     """The Spark path: the kafka_segments source read by Spark (its reader, with the schemas, shipped
     to the Python workers)."""
     pytest.importorskip("pyspark")
-    from spark_jobs.common import get_spark, read
+    from spark_jobs.planned_read import read
+    from spark_jobs.session import get_spark
     spark = get_spark("local[1]", app="kafkaforensics-tests-schemas")
     try:
         df = read(spark, [fx.log_dir], "records", options={"decode": "true"})

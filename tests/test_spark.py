@@ -13,7 +13,7 @@ from tests.conftest import SAMPLE
 
 @pytest.fixture(scope="session")
 def spark():
-    from spark_jobs.common import get_spark
+    from spark_jobs.session import get_spark
     s = get_spark("local[2]", app="kafkaforensics-tests")
     yield s
     s.stop()
@@ -31,7 +31,7 @@ def _logs(root):
 
 
 def test_batches_level_equals_dump(spark):
-    from spark_jobs.common import read
+    from spark_jobs.planned_read import read
     rows = read(spark, SAMPLE, "batches").collect()
     got = sorted((r["file"], r["position"]) + tuple(r[k] for k in _dump_json([_logs(SAMPLE)[0]])[0]) for r in rows)
     want = []
@@ -44,7 +44,7 @@ def test_batches_level_equals_dump(spark):
 
 
 def test_the_schema_read_gives_is_the_one_the_source_declares(spark):
-    from spark_jobs.common import read
+    from spark_jobs.planned_read import read
     for level in ("batches", "records", "anomalies", "scan"):
         declared = spark.read.format("kafka_segments").option("level", level).load(SAMPLE).schema
         assert spark_schema(level) == declared, level  # made without the JVM's DDL parser, the same
@@ -57,7 +57,7 @@ def test_a_read_planned_in_the_driver_gives_the_source_s_splits_and_rows(spark, 
     """kfx scan's reads (``read_planned``: the driver's splits read by mapInArrow) against the
     data source's, row for row and column for column, over a fleet with replicas, strays, a
     compressed bad-CRC batch and a broken frame: every level, windows, includeCorrupt, many splits."""
-    from spark_jobs.common import read, read_planned
+    from spark_jobs.planned_read import read, read_planned
     from spark_jobs.scan import plan, plan_of
     from tests.spark_fleet import T0, HOUR, build_fleet
     build_fleet(str(tmp_path))
@@ -84,7 +84,7 @@ def test_a_read_planned_in_the_driver_gives_the_source_s_splits_and_rows(spark, 
 
 
 def test_records_level_equals_deep_dump(spark):
-    from spark_jobs.common import read
+    from spark_jobs.planned_read import read
     rows = read(spark, SAMPLE, "records").collect()
     got = sorted((r["file"], r["offset"], r["timestamp"], r["key"], r["value"],
                   tuple((h["key"], h["value"]) for h in r["headers"])) for r in rows)
@@ -100,7 +100,7 @@ def test_records_level_equals_deep_dump(spark):
 
 
 def test_damaged_file_valid_prefix_read_and_damage_reported(spark, tmp_path):
-    from spark_jobs.common import read
+    from spark_jobs.planned_read import read
     d = tmp_path / "orders-0"
     shutil.copytree(os.path.join(SAMPLE, "orders-0"), d)
     seg = str(d / "00000000000000000225.log")
@@ -121,7 +121,7 @@ def test_damaged_file_valid_prefix_read_and_damage_reported(spark, tmp_path):
 
 def test_large_segment_is_split_at_index_positions(spark, tmp_path):
     from kafkaforensics.spark.spark_source import KafkaSegmentsReader
-    from spark_jobs.common import read
+    from spark_jobs.planned_read import read
     d = tmp_path / "orders-0"
     shutil.copytree(os.path.join(SAMPLE, "orders-0"), d)
     splits = KafkaSegmentsReader({"path": str(d), "splitBytes": "4000"}, "batches").partitions()

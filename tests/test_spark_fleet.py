@@ -126,7 +126,7 @@ def test_a_few_search_hits_are_one_parquet_file_in_their_order(scanned):
 
 
 def test_late_record_is_inside_its_window_by_default(spark, fleet):  # noqa: F811
-    from spark_jobs.common import read
+    from spark_jobs.planned_read import read
     lo, hi = T0 + 18 * HOUR, T0 + 19 * HOUR
     df = read(spark, fleet["a1"], "records").where((F.col("timestamp") >= lo) & (F.col("timestamp") < hi))
     late = set(range(LATE_BATCH * PER_BATCH, (LATE_BATCH + 1) * PER_BATCH))
@@ -138,7 +138,8 @@ def test_late_record_is_inside_its_window_by_default(spark, fleet):  # noqa: F81
 
 
 def test_window_options_and_pushed_filters_in_explain(spark, fleet, tmp_path):  # noqa: F811
-    from spark_jobs.common import read, window_options
+    from spark_jobs.job_args import window_options
+    from spark_jobs.planned_read import read
     from spark_jobs.scan import ScanRequest, scan
     opts = window_options(["orders"], [0], T0 + 18 * HOUR, T0 + 19 * HOUR)
     r = scan(spark, ScanRequest([fleet["a1"]], str(tmp_path / "w"), "records", options=opts))
@@ -169,7 +170,7 @@ def test_a_windowed_scan_s_inventory_and_findings_are_the_window_s(spark, fleet,
     """The inventory of a windowed records export describes the window (its first and last offsets,
     batches, records, anomalies); damage outside the window is a note (no finding), damage inside
     one -- the same on Spark's tasks, in the driver, and with no Spark (issue 57)."""
-    from spark_jobs.common import window_options
+    from spark_jobs.job_args import window_options
     from spark_jobs.scan import ScanRequest, scan, scan_here
     hours = window_options(["orders"], [0], T0 + 18 * HOUR, T0 + 19 * HOUR)  # offsets 90..94 and the late 125..129
     bad_crc = window_options(["payments"], from_offset=20, to_offset=40)   # the bad batch at 28 inside
@@ -280,7 +281,7 @@ def test_options_are_checked_and_spelled_as_the_source_spells_them():
     """Spark hands a data source its options by any case; `kfx scan` and the jobs read them through
     the same reader, so `--option` spells them as the source does, and refuses a typo or a value
     the source could not use instead of ignoring it."""
-    from spark_jobs.common import parse_options
+    from spark_jobs.job_args import parse_options
     assert parse_options(["timestampdisorderms=5", "INCLUDECORRUPT=true", "s3.endpoint=http://x"]) == {
         "timestampDisorderMs": "5", "includeCorrupt": "true", "s3.endpoint": "http://x"}
     for bad, says in (("timestampDisorder=5", "no such kafka_segments option"), ("fromOffset=x", "not an integer"),
@@ -344,7 +345,7 @@ def test_only_local_outputs_are_written_here_and_killed_runs_temp_dirs_are_recla
     import sys
     from cli.spark_start import clear_outputs
     from kafkaforensics import fsutil
-    from spark_jobs.common import check_out, local_path, tasks_write_here
+    from spark_jobs.output import check_out, local_path, tasks_write_here
     for uri, path in (("/tmp/out", "/tmp/out"), ("out", "out"), ("file:///tmp/out", "/tmp/out"),
                       ("file://localhost/tmp/out", "/tmp/out"), ("file:/tmp/out", "/tmp/out"),
                       ("FILE:/tmp/out", "/tmp/out"), ("file://other-host/tmp/out", None), ("hdfs:/tmp/out", None),

@@ -81,7 +81,7 @@ def s3_fleet():
 
 @pytest.mark.parametrize("scheme", ["s3", "s3a"])
 def test_s3_fleet_reads_like_local_files(spark, s3_fleet, scheme):  # noqa: F811
-    from spark_jobs.common import read
+    from spark_jobs.planned_read import read
     remote = f"{scheme}://{BUCKET}/logs"
     for level, cols in (("batches", ["topic", "partition", "position", "baseOffset", "crc", "crcValid"]),
                         ("records", ["topic", "partition", "offset", "timestamp", "key", "value", "crcValid"])):

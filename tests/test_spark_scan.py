@@ -51,7 +51,7 @@ def _planned_bytes(reader):
 
 
 def test_records_of_a_batch_whose_crc_fails_are_left_out_or_flagged(spark, tmp_path):  # noqa: F811
-    from spark_jobs.common import read
+    from spark_jobs.planned_read import read
     d = tmp_path / "orders-0"
     shutil.copytree(os.path.join(SAMPLE, "orders-0"), d)
     seg = str(d / "00000000000000000225.log")
@@ -139,22 +139,22 @@ def test_kfx_scan_reads_once_and_writes_every_output(spark, kfx, tmp_path):  # n
 
 
 def test_driver_jvm_options_record_then_map_the_class_archive(tmp_path, monkeypatch):
-    from spark_jobs import common
+    from spark_jobs import class_archive, session
     monkeypatch.setenv("KFX_CACHE_DIR", str(tmp_path))
-    archive = common.class_archive_path()
+    archive = class_archive.class_archive_path()
     assert archive is not None and os.path.dirname(archive) == str(tmp_path)
-    opts, recording = common._driver_java_options(short_run=True, class_archive=True, quiet=True)
+    opts, recording = session._driver_java_options(short_run=True, class_archive=True, quiet=True)
     assert recording == f"{archive}.{os.getpid()}.tmp"
     assert f"-XX:ArchiveClassesAtExit={recording}" in opts and "-XX:TieredStopAtLevel=1" in opts
-    opts_now, none = common._driver_java_options(short_run=True, class_archive=True, quiet=True, record=False)
+    opts_now, none = session._driver_java_options(short_run=True, class_archive=True, quiet=True, record=False)
     assert none is None and not [o for o in opts_now if "Archive" in o]  # the recording is left to its own process
     log4j = [o for o in opts if o.startswith("-Dlog4j2.configurationFile=file:")]
     assert log4j and "rootLogger.level = error" in open(log4j[0].split("file:", 1)[1]).read()
     open(archive, "wb").close()
-    opts, recording = common._driver_java_options(short_run=False, class_archive=True)
+    opts, recording = session._driver_java_options(short_run=False, class_archive=True)
     assert recording is None and f"-XX:SharedArchiveFile={archive}" in opts and "-Xshare:auto" in opts
     assert "-XX:TieredStopAtLevel=1" not in opts
-    assert common._driver_java_options(short_run=False, class_archive=False) == ([], None)
+    assert session._driver_java_options(short_run=False, class_archive=False) == ([], None)
 
 
 def _fake_jdk(tmp_path):
@@ -172,17 +172,17 @@ def test_the_class_archive_is_keyed_on_the_jdk_s_own_archive(tmp_path, monkeypat
     """A dynamic class archive is recorded on top of the JDK's base archive, and the JVM silently
     ignores it once the base is dumped anew (a package upgrade, ``java -Xshare:dump``): a new base
     must name a new archive, or every later scan starts seconds slower, unarchived, for good."""
-    from spark_jobs import common
+    from spark_jobs import class_archive
     jdk, base = _fake_jdk(tmp_path)
     monkeypatch.setenv("JAVA_HOME", str(jdk))
     monkeypatch.setenv("KFX_CACHE_DIR", str(tmp_path / "cache"))
-    first = common.class_archive_path()
-    assert first is not None and first == common.class_archive_path()
+    first = class_archive.class_archive_path()
+    assert first is not None and first == class_archive.class_archive_path()
     os.utime(base, ns=(1, 1_000_000_000))  # dumped anew
-    second = common.class_archive_path()
+    second = class_archive.class_archive_path()
     assert second != first
     base.unlink()  # a JDK without a base archive still gets one of its own
-    assert common.class_archive_path() not in (None, first, second)
+    assert class_archive.class_archive_path() not in (None, first, second)
 
 
 def test_checkouts_sharing_a_virtualenv_share_one_class_archive(tmp_path, monkeypatch):
@@ -190,7 +190,7 @@ def test_checkouts_sharing_a_virtualenv_share_one_class_archive(tmp_path, monkey
     by another path; the archive depends on the files (the JVM maps it through any path to them), so
     both name one archive, not one a checkout (issue 50)."""
     import pyspark
-    from spark_jobs import common
+    from spark_jobs import class_archive
     jdk, _base = _fake_jdk(tmp_path)
     monkeypatch.setenv("JAVA_HOME", str(jdk))
     monkeypatch.setenv("KFX_CACHE_DIR", str(tmp_path / "cache"))
@@ -198,10 +198,10 @@ def test_checkouts_sharing_a_virtualenv_share_one_class_archive(tmp_path, monkey
     link = tmp_path / "checkout-b" / ".venv"
     link.parent.mkdir()
     link.symlink_to(os.path.dirname(real))  # checkout B's .venv -> the shared site-packages
-    first = common.class_archive_path()
+    first = class_archive.class_archive_path()
     monkeypatch.setattr(pyspark, "__file__", str(link / "pyspark" / "__init__.py"))
-    assert common.class_archive_path() == first
-    assert common._current_archive_inputs()["pyspark"] == real
+    assert class_archive.class_archive_path() == first
+    assert class_archive._current_archive_inputs()["pyspark"] == real
 
 
 def test_archives_no_jvm_can_map_are_pruned_when_a_new_one_is_kept(tmp_path, monkeypatch):
@@ -209,7 +209,7 @@ def test_archives_no_jvm_can_map_are_pruned_when_a_new_one_is_kept(tmp_path, mon
     an archive useless, keeping a new one removes it; one still good for another install, one of an
     older kafkaforensics (no inputs beside it) and a recording under way are left alone."""
     import json
-    from spark_jobs import common
+    from spark_jobs import class_archive
     jdk, base = _fake_jdk(tmp_path)
     cache = tmp_path / "cache"
     cache.mkdir()
@@ -229,39 +229,40 @@ def test_archives_no_jvm_can_map_are_pruned_when_a_new_one_is_kept(tmp_path, mon
             (cache / f"spark-driver-{name}.inputs.json").write_text(json.dumps(inputs))
         return path
     java = os.path.realpath(jdk / "bin" / "java")
-    other = archive("other", common._archive_inputs(java, pyspark_at("venv2", "4.0.1"), "4.0.1"))
-    gone = archive("gone", common._archive_inputs(java, str(tmp_path / "removed" / "pyspark"), "4.3.0"))
-    upgraded = archive("upgraded", common._archive_inputs(java, pyspark_at("venv3", "4.1.0"), "4.1.0"))
+    other = archive("other", class_archive._archive_inputs(java, pyspark_at("venv2", "4.0.1"), "4.0.1"))
+    gone = archive("gone", class_archive._archive_inputs(java, str(tmp_path / "removed" / "pyspark"), "4.3.0"))
+    upgraded = archive("upgraded", class_archive._archive_inputs(java, pyspark_at("venv3", "4.1.0"), "4.1.0"))
     (tmp_path / "venv3" / "pyspark" / "version.py").write_text('__version__ = "4.2.0"\n')
     older = archive("older", None)
     recording = cache / "spark-driver-xyz.jsa.123.tmp"
     recording.write_bytes(b"half")
-    keep = common.class_archive_path()
+    keep = class_archive.class_archive_path()
     new = cache / "new.jsa.tmp"
     new.write_bytes(b"recorded")
-    common._keep_archive(str(new), keep)
+    class_archive._keep_archive(str(new), keep)
     assert open(keep, "rb").read() == b"recorded" and not new.exists()
-    assert json.loads(open(keep[:-4] + ".inputs.json").read()) == common._current_archive_inputs()
+    assert json.loads(open(keep[:-4] + ".inputs.json").read()) == class_archive._current_archive_inputs()
     assert not gone.exists() and not upgraded.exists()
     assert not (cache / "spark-driver-gone.inputs.json").exists()
     assert other.exists() and older.exists() and recording.exists()
     os.utime(base, ns=(1, 1_000_000_000))  # the JDK's base archive dumped anew: every one recorded on it goes
-    assert set(common.prune_class_archives(common.class_archive_path())) == {keep, str(other)}
+    assert set(class_archive.prune_class_archives(class_archive.class_archive_path())) == {keep, str(other)}
     assert older.exists() and recording.exists()
 
 
 def test_a_short_run_plans_interpreted_and_the_callers_conf_wins():
-    from spark_jobs import common
-    short = common.session_conf(True)
+    from kafkaforensics.spark import engine
+    from spark_jobs import session
+    short = session.session_conf(True)
     assert short["spark.sql.adaptive.enabled"] == "false" and short["spark.sql.codegen.wholeStage"] == "false"
-    assert common.session_conf(False) == common.SESSION_CONF
+    assert session.session_conf(False) == session.SESSION_CONF
     assert "spark.sql.codegen.factoryMode" not in short  # interpreted expressions cost more past a tiny run
-    tiny = common.session_conf(False, tiny_run=True)
+    tiny = session.session_conf(False, tiny_run=True)
     assert tiny["spark.sql.codegen.factoryMode"] == "NO_CODEGEN" and tiny["spark.sql.adaptive.enabled"] == "false"
-    assert common.held_in_driver("local[2]", common.DRIVER_READ_BYTES) and not common.held_in_driver(
-        "local[*]", common.DRIVER_READ_BYTES + 1) and not common.held_in_driver("spark://h:7077", 1)
-    assert common.session_conf(True, {"spark.sql.adaptive.enabled": "true"})["spark.sql.adaptive.enabled"] == "true"
-    assert common.session_conf(False, {"spark.driver.memory": "4g"}) == {**common.SESSION_CONF, "spark.driver.memory": "4g"}
+    assert engine.held_in_driver("local[2]", engine.DRIVER_READ_BYTES) and not engine.held_in_driver(
+        "local[*]", engine.DRIVER_READ_BYTES + 1) and not engine.held_in_driver("spark://h:7077", 1)
+    assert session.session_conf(True, {"spark.sql.adaptive.enabled": "true"})["spark.sql.adaptive.enabled"] == "true"
+    assert session.session_conf(False, {"spark.driver.memory": "4g"}) == {**session.SESSION_CONF, "spark.driver.memory": "4g"}
 
 
 def test_bounds_on_the_timestamp_columns_prune_as_their_epoch_ms_would(spark, timeline):  # noqa: F811

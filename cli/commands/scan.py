@@ -14,9 +14,12 @@ from cli.remote import KEY_FILE, REMOTE, key_files
 from kafkaforensics.defaults import DEFAULT_SPLIT_BYTES
 from kafkaforensics.spark import engine as spark_engine
 from kafkaforensics.spark import storage as spark_storage
-from spark_jobs import common as spark_jobs_common
+from spark_jobs import class_archive as spark_jobs_class_archive
+from spark_jobs import job_args as spark_jobs_job_args
+from spark_jobs import output as spark_jobs_output
 from spark_jobs import scan as spark_jobs_scan
 from spark_jobs import search as spark_jobs_search
+from spark_jobs import session as spark_jobs_session
 
 
 class Level(str, Enum):
@@ -117,8 +120,8 @@ class ScanArgs:
             options["remote"] = uri
         if keys:
             options["remoteKeyFiles"] = ",".join(f"{k}={v}" for k, v in keys.items())
-        options.update(spark_jobs_common.window_options(*self.window))
-        options.update(spark_jobs_common.parse_options(self.option))
+        options.update(spark_jobs_job_args.window_options(*self.window))
+        options.update(spark_jobs_job_args.parse_options(self.option))
         return options
 
 
@@ -130,7 +133,7 @@ def _scan_ready(a: ScanArgs) -> "ScanRun":
     if a.decode[0] and a.level != "records":
         fail("--decode adds columns to the records export: give --level records")
     search_here = a.search is None or spark_jobs_search.python_pattern(a.search) is not None
-    out_local = spark_jobs_common.local_path(a.out) is not None
+    out_local = spark_jobs_output.local_path(a.out) is not None
     may_run_here = spark_engine.may_run_here(a.master, search_here, out_local)
     for problem in (None if may_run_here else spark_start.java_problem(),
                     a.search is not None and spark_jobs_search.pattern_problem(None, a.search)):  # before anything starts
@@ -192,7 +195,7 @@ def _scan_here(c, run: "ScanRun"):
     c.print(f"reading {planned.bytes:,} bytes of segments here: a scan this small needs no Spark "
             f"(--master {LOCAL_MASTER} runs it on Spark)", highlight=False, soft_wrap=True)
     try:
-        return spark_jobs_scan.scan_here(_scan_request(run, spark_jobs_common.local_path(run.out)))
+        return spark_jobs_scan.scan_here(_scan_request(run, spark_jobs_output.local_path(run.out)))
     except Exception as e:  # noqa: BLE001 -- one line, not a traceback (exit 1 means damage)
         if run.verbose:
             raise
@@ -208,12 +211,12 @@ def _scan_request(run: "ScanRun", out: str):
 def _scan_session_end(c, spark) -> None:
     """The Spark session of a scan ended; on a first run, the driver JVM's classes recorded in the
     background for faster starts."""
-    spark_jobs_common.end_session(spark)
-    if spark_jobs_common.class_archive_recording() == "background" and spark_jobs_common.class_archive_missing():
-        pid = spark_jobs_common.start_class_archive_recording()
+    spark_jobs_session.end_session(spark)
+    if spark_jobs_class_archive.class_archive_recording() == "background" and spark_jobs_class_archive.class_archive_missing():
+        pid = spark_jobs_class_archive.start_class_archive_recording()
         if pid is not None:
             c.print(f"first run: recording the driver JVM's classes for faster starts, once, in the background "
-                    f"(pid {pid}; {spark_jobs_common.CLASS_ARCHIVE_RECORDING}=now records them during a scan, =no never)",
+                    f"(pid {pid}; {spark_jobs_class_archive.CLASS_ARCHIVE_RECORDING}=now records them during a scan, =no never)",
                     highlight=False, soft_wrap=True)
 
 
@@ -287,17 +290,17 @@ def _scan_on_spark(c, run: ScanRun):
     c.print(f"starting Spark ({master})...", highlight=False)
     try:
         with spark_start.quiet_start(verbose):
-            spark = spark_jobs_common.get_spark(master, console_progress=False, class_archive=True,
+            spark = spark_jobs_session.get_spark(master, console_progress=False, class_archive=True,
                                                 engine=engine,
-                                                record_class_archive=spark_jobs_common.class_archive_recording() == "now",
+                                                record_class_archive=spark_jobs_class_archive.class_archive_recording() == "now",
                                                 register_source=False)  # scan reads what it plans: no data source
-    except spark_jobs_common.SparkStartError as e:
+    except spark_jobs_session.SparkStartError as e:
         fail(str(e))
     if search is not None and (problem := spark_jobs_search.pattern_problem(spark, search)):
         fail(problem)
     if not verbose:
         spark_start.quiet_python_logs()
-    if spark_jobs_common.records_class_archive(spark):
+    if spark_jobs_session.records_class_archive(spark):
         c.print("first run: recording the driver JVM's classes for faster starts (once)", highlight=False)
     with heavy.rich_progress.Progress(heavy.rich_progress.TextColumn("[progress.description]{task.description}"), heavy.rich_progress.BarColumn(),
                                 heavy.rich_progress.TextColumn("{task.fields[splits]}"),

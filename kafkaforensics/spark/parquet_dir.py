@@ -26,6 +26,7 @@ from kafkaforensics import fsutil
 
 pa = lazy("pyarrow", globals())
 pq = lazy("pyarrow.parquet", globals())
+pads = lazy("pyarrow.dataset", globals())
 
 #: the file Spark's committer writes when a job's output is complete
 SUCCESS = "_SUCCESS"
@@ -129,19 +130,34 @@ def _remove_all(tmp: str) -> None:
 _REMOVE_TRIES = 10
 
 
-def write_parquet_dir(table, path: str, replace: bool = False, partition_by=()) -> str:
+def write_parquet_dir(table, path: str, replace: bool = False) -> str:
     """``table`` (a pyarrow Table) written to the new dir ``path`` (or in place of what is there, when
     ``replace``) as one Spark-style part file and ``_SUCCESS`` (:func:`parquet_dir`); returns the
-    part file's path.  ``partition_by``: columns whose values name ``key=value`` dirs, as Spark's
-    ``partitionBy`` writes them (a null as ``__HIVE_DEFAULT_PARTITION__``), a part file in each; then
-    returns ``path``."""
+    part file's path."""
     with parquet_dir(path, replace) as tmp:
-        if partition_by:
-            pq.write_to_dataset(table, tmp, partition_cols=list(partition_by),
-                                basename_template=part_name().replace("c000", "c{i}"), **_OPTIONS)
-            return path
         name = write_part(table, tmp)
     return os.path.join(path, name)
+
+
+def write_partitioned_batches(batches, into: str, name: str, schema, partition_by) -> int:
+    """Arrow ``batches`` (of ``schema``) written into the dir ``into`` as they stream by, in
+    ``key=value`` dirs of the ``partition_by`` columns as Spark's ``partitionBy`` writes them (a null
+    as ``__HIVE_DEFAULT_PARTITION__``), a part file ``name`` (its ``c000`` numbered) in each dir a
+    batch reaches: pyarrow's dataset writer, which holds no more than the batches it has not yet
+    written, never the whole export.  Returns the rows written."""
+    rows = 0
+
+    def counted():
+        nonlocal rows
+        for b in batches:
+            if b.num_rows:
+                rows += b.num_rows
+                yield b
+    partitioning = pads.partitioning(pa.schema([schema.field(c) for c in partition_by]), flavor="hive")
+    pads.write_dataset(counted(), into, schema=schema, format="parquet", partitioning=partitioning,
+                       basename_template=name.replace("c000", "c{i}"), existing_data_behavior="overwrite_or_ignore",
+                       file_options=pads.ParquetFileFormat().make_write_options(**_OPTIONS))
+    return rows
 
 
 def write_part(table, into: str, task: int = 0, job: str | None = None) -> str:

@@ -1,6 +1,6 @@
 """The ``kafka_segments`` PySpark data source (Spark's Python Data Source API, Spark 4).
 
-    spark.dataSource.register(KafkaSegments)      # or spark_jobs.common.register(spark)
+    spark.dataSource.register(KafkaSegments)      # or spark_jobs.session.register(spark)
     spark.read.format("kafka_segments").option("level", "records").load("/backups/kafka-logs")
 
 ``path`` is a segment file, a partition dir, a log dir or a tree of log dirs (a fleet), on any file
@@ -36,7 +36,7 @@ large one's byte ranges cut at batch boundaries from its offset index, where the
 the index out -- packed into scan partitions
 of at most ``maxPartitionBytes`` (default 128 MiB; ``splitBytes`` is the old name) counting
 ``openCostInBytes`` (default 64 KiB, measured) a piece, less when the scan would otherwise leave some of
-``minPartitions`` cores idle (``spark_jobs.common.read`` passes the session's parallelism).  One
+``minPartitions`` cores idle (``spark_jobs.planned_read.read`` passes the session's parallelism).  One
 task reads many small segments; a task's Arrow batches span its segments.
 
 Windows: ``topics``, ``partitions`` (comma-separated), ``fromOffset``/``toOffset`` (inclusive),
@@ -44,7 +44,7 @@ Windows: ``topics``, ``partitions`` (comma-separated), ``fromOffset``/``toOffset
 level included (its anomalies are then those in the bytes read).  Filters on ``topic``,
 ``partition``, ``offset``, ``timestamp`` and ``key`` (``baseOffset``/``lastOffset``/``maxTimestamp`` at
 the batches level) are pushed into the reader too (Spark 4.1+,
-``spark.sql.python.filterPushdown.enabled``, which ``spark_jobs.common.register`` sets;
+``spark.sql.python.filterPushdown.enabled``, which ``spark_jobs.session.register`` sets;
 ``pushdown=false`` reads without it).  Both prune segments and byte ranges through the
 ``.index``/``.timeindex`` files exactly, as :mod:`kafkaforensics.spark.scan_plan` says
 (``timestampDisorderMs``, opt-in, also prunes a window's end under a stated bound on timestamp
@@ -756,7 +756,7 @@ class KafkaSegments(DataSource):
 
 class SplitReads:
     """What ``mapInArrow`` runs over a scan's split numbers (``spark.range``) when the driver planned
-    the scan itself (``spark_jobs.common.read_planned``): each number's split read by ``reader``, as
+    the scan itself (``spark_jobs.planned_read.read_planned``): each number's split read by ``reader``, as
     Spark's Python data source reads it.  ``shipped`` is a broadcast of the splits' pickles, so that
     a task unpickles its own split only."""
 
@@ -777,7 +777,7 @@ class SplitReads:
 
 class SplitWrites(SplitReads):
     """What ``mapInArrow`` runs over the split numbers to have the tasks write a read's rows
-    themselves (``spark_jobs.common.write_planned``): each split read as :class:`SplitReads` reads
+    themselves (``spark_jobs.output.write_planned``): each split read as :class:`SplitReads` reads
     it and written by pyarrow into ``into`` (a temp dir the driver commits, on a file system the
     tasks share with it: a local master's) as the part file of its number
     (:func:`~kafkaforensics.spark.parquet_dir.write_batches`; the first split's even when empty, as

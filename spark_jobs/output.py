@@ -1,0 +1,113 @@
+"""Where a job writes: its ``--out`` checked before Spark starts, and the one Parquet writer of a
+read planned in the driver."""
+from __future__ import annotations
+
+import os
+import re
+import uuid
+
+from kafkaforensics import fsutil
+from kafkaforensics.spark import engine as spark_engine
+from kafkaforensics.spark import parquet_dir as spark_parquet_dir
+from kafkaforensics.spark import spark_source
+from spark_jobs.job_args import fail
+from spark_jobs.planned_read import PlannedRead
+
+
+def tasks_write_here(master: str, out: str) -> bool:
+    """Whether the tasks of a session on ``master`` can write into ``out`` for the driver to commit
+    (:func:`write_planned`): a local master's tasks share this machine's file system with it."""
+    return spark_engine.pyarrow_writes(master, local_path(out) is not None)
+
+
+def write_planned(spark, r: PlannedRead, path: str, writes=None) -> int:
+    """The rows of a read planned in the driver (:func:`read_planned`) written to the Parquet dir
+    ``path`` with pyarrow, not by Spark's Parquet writer: by the tasks that read them, a part file a
+    split (:class:`~kafkaforensics.spark.spark_source.SplitWrites`), so that they are never handed
+    to the JVM; or, for a read held in the driver, here, in one part.  The driver commits what the
+    tasks report, as Spark's committer would (:func:`~kafkaforensics.spark.parquet_dir.parquet_dir`,
+    replacing what is at ``path``); the same rows and schema as ``r.frame.write.parquet(path)``
+    gives (``tests/test_spark_views.py``).  Only where the tasks share ``path`` with the driver
+    (:func:`tasks_write_here`).  ``writes``: the tasks' writer, a ``SplitWrites`` (or its subclass).
+    Returns the rows written."""
+    local = local_path(path)
+    if local is None:
+        raise ValueError(f"{path}: the tasks write only to a local path; Spark's writer writes elsewhere")
+    job = str(uuid.uuid4())
+    with spark_parquet_dir.parquet_dir(local, replace=True) as tmp:
+        if r.table is not None:
+            spark_parquet_dir.write_part(r.table, tmp, 0, job)
+            return r.table.num_rows
+        n = len(r.splits)
+        writes = (writes or spark_source.SplitWrites)(r.reader, r.shipped, tmp, job)
+        done = spark.range(0, n, 1, max(1, n)).mapInArrow(writes, writes.SCHEMA).collect()
+        parts = [d.part for d in done if d.part]
+        spark_parquet_dir.keep_parts(tmp, parts)
+        if not parts:  # no split at all: a part that holds the schema, as Spark writes then
+            spark_parquet_dir.write_part(r.reader.arrow_schema().empty_table(), tmp, 0, job)
+    return sum(d.rows for d in done)
+
+
+def sorted_small(df, *cols):
+    """``df`` sorted by ``cols`` in one task: for a result of a row or so per partition dir (the
+    inventory, the replica view), one output file and no range-partitioning sample job, which
+    ``orderBy`` runs first (a second job, seconds in a short run's cold JVM)."""
+    return df.coalesce(1).sortWithinPartitions(*cols)
+
+
+def local_path(uri: str) -> str | None:
+    """The local path of a plain path or a ``file:`` URI (``file:///p``, ``file://localhost/p`` or,
+    as Hadoop writes them, ``file:/p``); None for any other scheme (``s3a://``, ``hdfs:/p``, ...)
+    or a file URI of another host, whose paths are not this machine's (Hadoop reads them as URIs)."""
+    m = _URI.match(uri)
+    if m is None:
+        return uri
+    if m["scheme"].lower() != "file":
+        return None
+    rest = m["rest"]
+    if rest.startswith("//"):
+        host, _, path = rest[2:].partition("/")
+        return "/" + path if host in ("", "localhost") else None
+    return rest
+
+
+#: a URI's scheme (as Hadoop's ``Path`` reads one: a letter, then letters, digits, ``+-.``) and the rest
+_URI = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*):(?P<rest>.*)$", re.S)
+
+
+#: what Spark writes in a directory it writes a DataFrame to, a partitionBy's ``key=value`` dirs among them
+_SPARK_OUTPUT = re.compile(r"^(_SUCCESS|\._SUCCESS\.crc|_temporary|_committed_.*|_started_.*|\.?part-.*)$")
+_SPARK_PARTITION_DIR = re.compile(r"^[^=]+=.*$")
+
+
+def check_out(out: str, outputs: tuple = ()) -> None:
+    """Exit 2 with one line unless a job may write ``out`` (Spark's ``overwrite`` replaces it whole):
+    new (made here, so that one that cannot be made is said before Spark starts), empty, or holding
+    only what Spark writes -- an earlier run's output, which a job replaces as Spark jobs do; never a
+    regular file or a directory with files of someone else's.  ``outputs``: the names a job writes
+    inside ``out`` (the scan job's levels), each of which may hold such an output.  The temp dirs of
+    killed kfx runs there are removed.  Remote outputs (s3a://, hdfs://) are Spark's to judge."""
+    local = local_path(out)
+    if local is None:
+        return
+    if not os.path.exists(local):
+        try:
+            os.makedirs(local)
+        except OSError as e:
+            fail(f"--out {out}: cannot be created: {e.strerror or e}")
+        return
+    if not os.path.isdir(local):
+        fail(f"--out {out}: not a directory (a job replaces its --out whole)")
+    fsutil.clear_dead_temps(local)
+    def spark_wrote(folder, name):
+        return _SPARK_OUTPUT.match(name) or (_SPARK_PARTITION_DIR.match(name) and os.path.isdir(os.path.join(folder, name)))
+    foreign = []
+    for name in sorted(os.listdir(local)):
+        path = os.path.join(local, name)
+        if name in outputs and os.path.isdir(path):
+            foreign += [f"{name}/{n}" for n in sorted(os.listdir(path)) if not spark_wrote(path, n)]
+        elif not spark_wrote(local, name):
+            foreign.append(name)
+    if foreign:
+        fail(f"--out {out} holds files no Spark job wrote ({', '.join(foreign[:3])}{', ...' if len(foreign) > 3 else ''}), "
+             "which writing there would delete: give a new or empty directory")
