@@ -7,8 +7,10 @@ import importlib
 import pathlib
 import re
 import sys
+import tomllib
 
 import pytest
+from setuptools import find_packages
 
 import kafkaforensics
 from kafkaforensics.inspect import verify
@@ -517,3 +519,17 @@ def test_every_command_has_its_module():
     present = {p.stem for p in (PROJECT / "cli" / "commands").glob("*.py")} - {"__init__"}
     assert set(cli.main.COMMANDS) == present
     assert [c.name for c in cli.main.commands.commands] == list(cli.main.COMMANDS)
+
+
+def test_every_package_of_the_project_ships_in_its_wheel():
+    """A package left out of pyproject.toml's package list installs a ``kfx`` that fails on its first
+    import of it (the list once lacked ``cli.commands`` and ``kafkaforensics.log.remote``): what
+    setuptools finds with the configured ``include`` is every dir of the four roots holding an
+    ``__init__.py``."""
+    repo = ROOT.parent
+    conf = tomllib.loads((repo / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "packages" in conf and "find" in conf["packages"], "packages are found, not listed"
+    shipped = set(find_packages(str(repo), include=conf["packages"]["find"]["include"]))
+    on_disk = {".".join(init.parent.relative_to(repo).parts)
+               for root in ("kafkaforensics", "specs", "cli", "spark_jobs") for init in (repo / root).rglob("__init__.py")}
+    assert shipped == on_disk

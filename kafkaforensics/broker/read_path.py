@@ -199,10 +199,15 @@ class ReadPath:
             responses.append(fr.FetchableTopicResponse(topic=t.topic, topic_id=t.topic_id, partitions=parts))
         return fr(error_code=NONE, session_id=0, responses=responses)
 
+    def remote_of(self, s: LiveLog):
+        """The remote tier's segments of ``s`` (:class:`~kafkaforensics.broker.remote_reads.RemotePartition`),
+        or None: no tier attached (or no broker, as for a read path used on its own)."""
+        return None if self.b is None else self.b.remote.get((s.topic, s.partition))
+
     def log_start(self, s: LiveLog) -> int:
         """The partition's log start: its remote log start when ``kfx serve --remote`` attached a
         tier that holds it (:mod:`~kafkaforensics.broker.remote_reads`), else the local one."""
-        rp = self.b.remote.get((s.topic, s.partition))
+        rp = self.remote_of(s)
         return s.log_start_offset if rp is None else min(rp.log_start_offset, s.log_start_offset)
 
     def read(self, s: LiveLog, offset: int, max_bytes: int, limit: int, first: bool) -> tuple[FileRegion | bytes, int]:
@@ -213,7 +218,7 @@ class ReadPath:
         one holds a batch at or after it, its region ending at ``limit``'s byte when ``limit`` lies in
         it; the region's cut last batch is left out (this broker sends whole batches).  Below the
         local log start, the remote tier's segment holding ``offset`` is read (bytes, not a region)."""
-        rp = self.b.remote.get((s.topic, s.partition))
+        rp = self.remote_of(s)
         if rp is not None and offset < s.log_start_offset and offset < limit:
             data, nxt = rp.read(offset, max_bytes, limit, first)
             if data:
@@ -301,7 +306,7 @@ class ReadPath:
         """The aborted transactions a read_committed fetch of [first, upper) carries
         (UnifiedLog.collectAbortedTransactions: from the segment holding ``first`` on, each segment's
         LogSegment.collectAbortedTxns, until one says the search is complete)."""
-        rp = self.b.remote.get((s.topic, s.partition))
+        rp = self.remote_of(s)
         out = rp.aborted(first, min(upper, s.log_start_offset)) if rp is not None and first < s.log_start_offset else []
         floor = s.segment_for(first)
         for seg in s.segments:
