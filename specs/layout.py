@@ -62,8 +62,12 @@ class Bits:
         raise KeyError(name)
 
     def names_of(self, name: str) -> tuple[str, ...]:
-        """The value names of an enumerated field, by value."""
-        return next(names for field, _, names in self.fields if field == name)
+        """The value names of an enumerated field, by value; KeyError for a field that is not one (absent,
+        or a flag with no value names), as :meth:`mask` raises for an absent field."""
+        for field, _, names in self.fields:
+            if field == name and names is not None:
+                return names
+        raise KeyError(f"{name}: not an enumerated field")
 
 
 def numpy_dtype(st: struct.Struct, names) -> "numpy.dtype":

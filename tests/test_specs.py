@@ -343,3 +343,14 @@ def test_lazy_imports_on_first_use_and_becomes_the_module():
     out = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "ok", out.stderr
     assert any(line.rstrip().endswith("| colorsys") for line in out.stderr.splitlines())
+
+
+def test_bits_names_of_refuses_a_field_without_value_names():
+    """specs.layout.Bits.names_of: an enumerated field's names; a flag (no value names) or an absent field
+    raises KeyError, as ``mask`` does for an absent field (it used to return None for a flag, against its
+    ``tuple[str, ...]`` annotation, and raise StopIteration for an absent field)."""
+    import pytest
+    assert R.BATCH_ATTRIBUTES.names_of("timestampType") == ("CreateTime", "LogAppendTime")
+    for name in ("isTransactional", "noSuchField"):
+        with pytest.raises(KeyError):
+            R.BATCH_ATTRIBUTES.names_of(name)

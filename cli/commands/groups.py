@@ -28,7 +28,7 @@ def groups(paths: List[str] = Argument(..., metavar="PATH", help="Log dirs, or _
     try:
         rows = (inspect_groups.explain_lag(paths, group, tier) if explain else
                 [r for r in inspect_groups.committed_offsets(paths, tier) if group is None or r["group"] == group])
-        mrows = [m for m in inspect_groups.group_members(paths, tier) if group is None or m["group"] == group] if members else None
+        mrows = [m for m in inspect_groups.group_members(paths, tier) if group is None or m["group"] == group] if members else []
     except (log_paths.PathUsageError, KafkaFormatError) as e:
         fail(str(e))
     print_live_notes(paths)

@@ -174,7 +174,7 @@ def _source_topics(topology: dict | None) -> list[str] | None:
     """The topics a streams group's topology reads: its subtopologies' source and repartition source topics."""
     if topology is None:
         return None
-    names = set()
+    names: set[str] = set()
     for s in topology.get("Subtopologies") or ():
         names.update(s.get("SourceTopics") or ())
         names.update(t["Name"] for t in s.get("RepartitionSourceTopics") or ())
@@ -198,7 +198,10 @@ def group_members(paths, remote=None) -> list[dict]:
     offsets, _others, dirs = _inputs(paths, remote)
     for pd in offsets:
         for k, v, _ in replay_offsets(pd):
-            kind, d = k.get("kind"), k.get("data")
+            kind = k.get("kind")
+            if kind is None:  # a record type the decoder does not know: no key data to apply
+                continue
+            d = k["data"]
             if kind == "group_metadata":
                 if v is None or "data" not in v:
                     classic.pop(d["group"], None)
