@@ -28,3 +28,7 @@ analyzer = lazy("kafkaforensics.inspect.analyzer", globals())
 #: the schema store and decoders of ``--decode`` (cli/schemas.py): urllib's HTTP client, protobuf,
 #: fastavro and jsonschema, which no line without ``--decode`` needs
 schemas = lazy("cli.schemas", globals())
+#: the remote tier's reader (``--remote``) and ``kfx verify --remote``'s checks of it: the plugin's
+#: codecs, the tier's reconciliation and hashlib's OpenSSL, ~15 ms a line without ``--remote`` never needs
+remote_tier = lazy("kafkaforensics.log.remote", globals())
+tiered_verify = lazy("kafkaforensics.inspect.tiered_verify", globals())

@@ -2,11 +2,14 @@
 dir, declared once for every command that takes it, and opened with one-line errors."""
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
+from cli import heavy
 from cli.common import fail
 from cli.declare import Option
-from kafkaforensics.log.remote import RemoteTier, RemoteTierError
+
+if TYPE_CHECKING:
+    from kafkaforensics.log.remote import RemoteTier
 
 REMOTE = Option(None, "--remote", metavar="URI",
                 help="The partitions' remote tier (tiered storage): a dir, file://... or s3://bucket/prefix holding "
@@ -35,6 +38,6 @@ def open_remote(uri: Optional[str], specs: List[str]) -> RemoteTier | None:
             fail("--key-file needs --remote URI")
         return None
     try:
-        return RemoteTier.open(uri, key_files(specs))
-    except RemoteTierError as e:
+        return heavy.remote_tier.RemoteTier.open(uri, key_files(specs))
+    except heavy.remote_tier.RemoteTierError as e:
         fail(e.problem.detail)

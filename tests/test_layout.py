@@ -488,6 +488,9 @@ CLI_LAZY_PROJECT_MODULES = {
     "cli.schemas": "--decode's schema store: urllib's HTTP client, protobuf, fastavro and jsonschema, which no "
                    "line without --decode needs",
     "kafkaforensics.inspect.analyzer": "a problem's remedy, asked only when a verify report has problems",
+    "kafkaforensics.log.remote": "the remote tier's reader, which only a --remote line needs",
+    "kafkaforensics.inspect.tiered_verify": "kfx verify --remote's checks of the tier, which a verify without "
+                                            "--remote never needs",
 }
 
 

@@ -301,3 +301,13 @@ def test_console_width_is_richs(monkeypatch):
         else:
             monkeypatch.setenv("COLUMNS", columns)
         assert console_width() == Console(file=io.StringIO()).size.width, columns
+
+
+def test_a_verify_without_remote_never_loads_the_tier_reader():
+    """The remote tier's reader and reconciliation (the plugin's codecs, hashlib's OpenSSL, ~15 ms) are
+    loaded by ``kfx verify --remote`` lines only (cli/heavy.py): a plain verify imports none of them."""
+    tier_modules = {"kafkaforensics.log.remote", "kafkaforensics.log.tier_reconcile", "kafkaforensics.log.unified_log",
+                    "kafkaforensics.inspect.tiered_verify", "hashlib"}
+    for argv in (["verify", SMALL], ["verify", os.path.dirname(os.path.dirname(SMALL))]):
+        code, out, mods = imported("-m", "cli.main", *argv)
+        assert code == 0 and not mods & tier_modules, (argv, sorted(mods & tier_modules))

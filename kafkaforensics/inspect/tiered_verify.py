@@ -11,17 +11,23 @@ from kafkaforensics.log.partition import Partition, find_partitions
 from kafkaforensics.log.paths import LOG_DIR, PARTITION_DIR, classify
 from kafkaforensics.log.producer_state import ProducerState
 from kafkaforensics.log.remote import RemoteSegment, RemoteTier
-from kafkaforensics.log.tier_reconcile import REMEDIES as TIER_REMEDIES
+from kafkaforensics.log.tier_reconcile import REMEDIES as TIER_REMEDIES, check_partition
 from kafkaforensics.log.remote.unified import LOCAL, REMOTE, local_view, remote_below
 
 #: the problem kinds a remote tier's objects give (beside a segment walk's own)
 REMOTE_KINDS = ("remote-manifest", "remote-chunk", "remote-index", "remote-key", "remote-tier")
 
 
-def verify_tiered(paths, tier: RemoteTier, **kw) -> VerifyReport:
-    """:func:`~.verify.verify` of ``paths`` (none: the tier alone), then the tier's partitions below
-    each local log start; every partition row says its tier."""
-    rep = verify(paths, remote=tier, **kw)   # the tiers reconciled too (log/tier_reconcile.py)
+def verify_tiered(paths, tier: RemoteTier, now: int | None = None, **kw) -> VerifyReport:
+    """:func:`~.verify.verify` of ``paths`` (none: the tier alone), each live partition's tiers
+    reconciled (:func:`~kafkaforensics.log.tier_reconcile.check_partition`: retention judged at ``now``,
+    epoch ms, else by the partition's own newest timestamp), then the tier's partitions below each local
+    log start; every partition row says its tier."""
+    def reconcile(pd: Partition) -> list[Problem]:
+        # a remote object that cannot be read is verify_remote's to report (below): the tiers' findings only
+        return [p for p in check_partition(pd, tier, now)[1] if p.kind.startswith("tier-")]
+
+    rep = verify(paths, reconcile=reconcile, **kw)
     for row in rep.partitions:
         row.setdefault("tier", LOCAL)
     verify_remote(tier, rep, local_starts(paths), progress=kw.get("progress"),

@@ -36,7 +36,6 @@ from kafkaforensics.log.kafka_version import KafkaVersion, kafka_version as reso
 from kafkaforensics.log.paths import (LOG_DIR, PARTITION_DIR, classify, is_active_segment, live_log_dirs, live_note,
                                       live_tail)
 from kafkaforensics.log.tiered import REMOTE_INDEX_RE, check_remote_index
-from kafkaforensics.log.tier_reconcile import check_partition
 from kafkaforensics.log.segment import INDEX_SUFFIXES, Segment, file_name, offset_from_name
 
 #: only for log dirs: their checkpoints, and the temp files a killed kfx run left
@@ -140,14 +139,14 @@ class VerifyReport:
 
 
 def verify(paths, *, progress=None, max_batch_bytes: int | None = None, kafka_version=None,
-           remote=None, now: int | None = None) -> VerifyReport:
+           reconcile=None) -> VerifyReport:
     """Verify log dirs, partition dirs or files (:func:`kafkaforensics.log.paths.classify`: a path
     with nothing Kafka wrote raises :class:`~kafkaforensics.log.paths.PathUsageError`).
     ``progress(nbytes)`` is called as bytes are read. ``kafka_version`` ("X.Y" or a KafkaVersion;
     default: inferred from the first path's log dir) is reported as the generation whose files these are.
-    ``remote`` (a remote tier): each live partition's tiers are reconciled
-    (:func:`~kafkaforensics.log.tier_reconcile.check_partition`: retention judged at ``now``, epoch ms,
-    else by the partition's own newest timestamp)."""
+    ``reconcile(partition)``: the problems of a live partition's tiers (``kfx verify --remote``:
+    :func:`~kafkaforensics.inspect.tiered_verify.verify_tiered` passes the remote tier's reconciliation,
+    so a verify without one never loads the tier's reader)."""
     kpaths = [classify(p) for p in paths]
     rep = VerifyReport()
     if kpaths:
@@ -168,7 +167,7 @@ def verify(paths, *, progress=None, max_batch_bytes: int | None = None, kafka_ve
                                              "not the live partition"))
                 verify_partition(pd, rep, checkpoints=ckpts if pd.dir_state == "live" else None, progress=progress,
                                  max_batch_bytes=max_batch_bytes, live=kp.log_dir in live)
-                _reconcile_tiers(pd, remote, now, rep)
+                _reconcile_tiers(pd, reconcile, rep)
         elif kp.kind == PARTITION_DIR:
             pd = Partition.scan(kp.path)
             ckpts = None  # a malformed checkpoint is the log dir's verify's to report
@@ -178,7 +177,7 @@ def verify(paths, *, progress=None, max_batch_bytes: int | None = None, kafka_ve
                              live=kp.log_dir in live)
             verify_partition_files(pd, rep)
             _refused_suffix(pd, rep)
-            _reconcile_tiers(pd, remote, now, rep)
+            _reconcile_tiers(pd, reconcile, rep)
         else:
             before = len(rep.problems)
             _verify_file(kp.path, rep, progress, max_batch_bytes)
@@ -191,12 +190,11 @@ def verify(paths, *, progress=None, max_batch_bytes: int | None = None, kafka_ve
     return rep
 
 
-def _reconcile_tiers(pd: Partition, remote, now: int | None, rep: VerifyReport) -> None:
-    """The live partition ``pd`` reconciled with the remote tier ``remote`` (None: nothing to do)."""
-    if remote is None or pd.dir_state != "live" or pd.topic_partition is None:
+def _reconcile_tiers(pd: Partition, reconcile, rep: VerifyReport) -> None:
+    """The live partition ``pd``'s tiers reconciled by ``reconcile`` (None: no remote tier)."""
+    if reconcile is None or pd.dir_state != "live" or pd.topic_partition is None:
         return
-    # a remote object that cannot be read is verify_tiered's to report (tiered_verify.py): the tiers' findings only
-    rep.problems += [p for p in check_partition(pd, remote, now)[1] if p.kind.startswith("tier-")]
+    rep.problems += reconcile(pd)
 
 
 def _refused_suffix(pd: Partition, rep: VerifyReport) -> None:
