@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import mmap
 import struct
+from abc import ABC, abstractmethod
 from operator import add
 from typing import Protocol, SupportsIndex, SupportsInt
 
@@ -61,7 +62,7 @@ class Positions(Protocol):
     def __len__(self) -> int: ...
 
 
-class RunOfHeaders:
+class RunOfHeaders(ABC):
     """What a run of v2 batch headers offers whatever holds its columns (lists here, numpy arrays in
     :class:`~.header_run.HeaderRun`): its first ``k`` batches, and one batch as a :class:`Batch`."""
 
@@ -72,9 +73,9 @@ class RunOfHeaders:
     file: str | None
     position: Positions
 
+    @abstractmethod
     def _derive(self) -> None:
         """Compute the columns derived from the sliced ones (each subclass its own way)."""
-        raise NotImplementedError
 
     def head(self, k: int):
         """The first ``k`` batches."""
