@@ -8,7 +8,7 @@ import pytest
 from pyarrow import fs as pafs
 
 from kafkaforensics.log.partition import Partition
-from kafkaforensics.log.segment import INDEX, TIMEINDEX, ObjectFiles, Segment, SegmentBytes
+from kafkaforensics.log.segment import INDEX, TIMEINDEX, ObjectFiles, Segment, LogSlice
 from kafkaforensics.spark.storage import Storage
 from tests.corruption import make_partition
 
@@ -34,7 +34,7 @@ def _on_store(seg: Segment) -> Segment:
     return Segment(seg.base_offset, "mem://" + seg.dir, file="mem://" + seg.log, source=ObjectFiles(_local_object_store))
 
 
-def _walked(region: SegmentBytes) -> list:
+def _walked(region: LogSlice) -> list:
     return [(b.base_offset, b.last_offset, b.position + region.shift, b.size) for b in region.walk()]
 
 

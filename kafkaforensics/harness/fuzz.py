@@ -431,7 +431,7 @@ def _spark_records(data: bytes):
                                                                                        base_offset=0)], anomalies):
         rows += batch.num_rows
     fast = record_runs.FileRun()  # the fast path over the same bytes, as a whole small segment
-    if fast.add(data, 0, len(data), 0, scan_plan.Piece("segment", "fuzz.log", src, len(data), 0, len(data), base=0)):
+    if fast.add(data, 0, len(data), 0, scan_plan.PlanStep("segment", "fuzz.log", src, len(data), 0, len(data), base=0)):
         for batch in reader._fast_arrow(fast, anomalies):
             rows += batch.num_rows
     return rows

@@ -6,10 +6,11 @@ data key no ``--key-file`` opens is one problem for all the segments it wraps.""
 from __future__ import annotations
 
 from kafkaforensics.errors import KafkaFormatError, Problem
-from kafkaforensics.inspect.verify import SegmentSummary, VerifyReport, group_caused, verify, verify_segment
+from kafkaforensics.inspect.verify import VerifyReport, group_caused, verify, verify_segment
 from kafkaforensics.log.partition import Partition, find_partitions
 from kafkaforensics.log.paths import LOG_DIR, PARTITION_DIR, classify
 from kafkaforensics.log.producer_state import ProducerState
+from kafkaforensics.log.segment import SegmentSummary
 from kafkaforensics.log.remote import RemoteSegment, RemoteTier
 from kafkaforensics.log.tier_reconcile import REMEDIES as TIER_REMEDIES, check_partition
 from kafkaforensics.log.remote.unified import LOCAL, REMOTE, local_view, remote_below

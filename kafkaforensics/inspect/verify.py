@@ -36,26 +36,11 @@ from kafkaforensics.log.kafka_version import KafkaVersion, kafka_version as reso
 from kafkaforensics.log.paths import (LOG_DIR, PARTITION_DIR, classify, is_active_segment, live_log_dirs, live_note,
                                       live_tail)
 from kafkaforensics.log.tiered import REMOTE_INDEX_RE, check_remote_index
-from kafkaforensics.log.segment import INDEX_SUFFIXES, Segment, file_name, offset_from_name
+from kafkaforensics.log.segment import INDEX_SUFFIXES, Segment, SegmentSummary, file_name, offset_from_name
 
 #: only for log dirs: their checkpoints, and the temp files a killed kfx run left
 checkpoint_file = lazy("kafkaforensics.log.checkpoint_file", globals())
 fsutil = lazy("kafkaforensics.fsutil", globals())
-
-
-@dataclass(frozen=True)
-class SegmentSummary:
-    """One segment as a walk leaves it (LogSegment's size, the offset after its last batch, its largest
-    timestamp): the one immutable summary row reports are made of; the file-backed
-    :class:`~kafkaforensics.log.segment.Segment` is the segment itself."""
-    base_offset: int
-    size: int
-    valid_bytes: int
-    batches: int = 0
-    records: int = 0
-    first_offset: int | None = None
-    next_offset: int | None = None
-    max_timestamp: int = -1
 
 
 #: What Kafka repairs by itself when it loads the log, reported as a warning with that remedy and
@@ -309,7 +294,7 @@ def _verify_file(path: str, rep: VerifyReport, progress, max_batch_bytes) -> Non
             verify_segment(seg, rep, ProducerState(), active=True, progress=progress, max_batch_bytes=max_batch_bytes,
                            require_index=False)
         elif name.endswith(LOG):
-            _SegmentScan(path, None, rep, ProducerState(), None, None, progress).walk(max_batch_bytes)
+            _WalkCheck(Segment.of_file(path, None), rep, ProducerState(), None, None, progress).walk(max_batch_bytes)
         elif name.endswith(".snapshot"):
             with open(path, "rb") as f:
                 read_snapshot(f.read(), file=path)
@@ -467,9 +452,7 @@ def verify_segment(seg: SegmentFiles, rep: VerifyReport, state: ProducerState, *
             aborted = txn_index.read_entries(seg.file_bytes(TXNINDEX) or b"", file=txn_path)
         except KafkaFormatError as e:
             rep.problems.append(e.problem)
-    scan = _SegmentScan(log, base, rep, state, offsets, times, progress)
-    if not seg.is_local:   # a remote tier's segment: its bytes through its byte source
-        scan.segment = seg
+    scan = _WalkCheck(seg, rep, state, offsets, times, progress)
     summary = scan.walk(max_batch_bytes)
     if summary.batches and not idx_path and require_index:
         rep.add(seg.path(INDEX), None, None, "missing-index", "segment has batches but no offset index (Kafka rebuilds it)")
@@ -500,10 +483,12 @@ def _read_index(seg: Segment, suffix: str, module, active, rep: VerifyReport):
     return columns
 
 
-class _SegmentScan:
-    """What verify carries along one segment's walk, fed a batch or a run of batches at a time: the
-    walk gives the :class:`SegmentSummary`; the aborted transactions the batches show (to compare with
-    the ``.txnindex``) and the (producer id, offset) of every ABORT marker stay here."""
+class _WalkCheck:
+    """The checks verify makes along one :class:`~kafkaforensics.log.segment.Segment`'s walk (no
+    segment of its own: the walk is the segment's, through its byte source), fed a batch or a run of
+    batches at a time: the walk gives the :class:`SegmentSummary`; the aborted transactions the
+    batches show (to compare with the ``.txnindex``) and the (producer id, offset) of every ABORT
+    marker stay here."""
 
     def walk(self, max_batch_bytes) -> SegmentSummary:
         """The streaming pass over the segment's walk (:meth:`~.segment.Segment.walk`): framing, CRC,
@@ -512,8 +497,7 @@ class _SegmentScan:
         Stretches of v2 batches of a large segment are checked as runs (:class:`~.walks.HeaderRunLike`),
         the rest batch by batch (everything, when ``records.walks.SPEEDUPS`` is off).
         """
-        log = self.log
-        with (self.segment or Segment.of_file(log, self.base)).runs(max_batch_bytes, lists=True, small=SMALL_SEGMENT_BYTES) as (scanner, items):
+        with self.segment.runs(max_batch_bytes, lists=True, small=SMALL_SEGMENT_BYTES) as (scanner, items):
             for item in items:
                 if isinstance(item, Batch):
                     self.batch(item)
@@ -521,8 +505,9 @@ class _SegmentScan:
                     self.run(item)
             return self.finish(scanner, len(scanner.buf))
 
-    def __init__(self, log, base, rep: VerifyReport, state, offsets, times, progress):
-        self.log, self.base, self.rep, self.state, self.offsets, self.times = log, base, rep, state, offsets, times
+    def __init__(self, segment: Segment, rep: VerifyReport, state, offsets, times, progress):
+        self.segment, self.log, self.base = segment, segment.log, segment.base_offset
+        self.rep, self.state, self.offsets, self.times = rep, state, offsets, times
         self.progress = progress
         self.index = _OffsetIndexCheck(*offsets) if offsets is not None and len(offsets[0]) else None
         self.time_index = _TimeIndexCheck(*times) if times is not None and len(times[0]) else None
@@ -532,7 +517,6 @@ class _SegmentScan:
         self.done_bytes = 0
         self.aborted = []
         self.abort_markers = set()  # (producer id, offset) of every ABORT marker in the segment
-        self.segment: Segment | None = None   # a segment not on the local disk (its byte source)
 
     def batch(self, b) -> None:
         rep, log = self.rep, self.log
@@ -683,7 +667,8 @@ class _SegmentScan:
                             f"offset index entry {off} is past the segment's last offset {nxt - 1}")
         if self.time_index is not None:
             self.time_index.report(log, rep)
-        return SegmentSummary(self.base, size, scanner.valid_bytes, self.batches, 0, self.first, nxt, self.max_ts)
+        return SegmentSummary(self.base, size, scanner.valid_bytes, self.batches, 0, self.first, nxt, self.max_ts,
+                              self.segment)
 
 
 class _OffsetIndexCheck:

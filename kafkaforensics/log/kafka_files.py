@@ -43,8 +43,10 @@ def append_path_differs(rules: AppliedRules) -> bool:
             or rules.possible("time-index-offset") != ["batch"])
 
 
-class _Batches:
-    """The valid prefix's batch headers as columns, and the batches themselves on demand."""
+class _HeaderColumns:
+    """The batch headers of a segment's valid prefix as columns (position, size, base and last offset,
+    max timestamp and its running max), and the batches themselves on demand: what an index is
+    compared with (no segment of its own: the walk is the segment's)."""
 
     def __init__(self, buf, path: str, base: int, valid_bytes: int):
         self.buf, self.path = buf, path
@@ -83,7 +85,7 @@ class _Batches:
         return None
 
 
-def _offset_index_fits(entries, bs: _Batches, rules: AppliedRules, interval: int) -> bool:
+def _offset_index_fits(entries, bs: _HeaderColumns, rules: AppliedRules, interval: int) -> bool:
     bases = rules.allows("offset-index-entry", "base")
     lasts = rules.allows("offset-index-entry", "last")
     prev_pos, prev_off = 0, None
@@ -102,7 +104,7 @@ def _offset_index_fits(entries, bs: _Batches, rules: AppliedRules, interval: int
     return True
 
 
-def _time_index_fits(entries, bs: _Batches, rules: AppliedRules) -> bool:
+def _time_index_fits(entries, bs: _HeaderColumns, rules: AppliedRules) -> bool:
     record = rules.allows("time-index-offset", "record")
     append = rules.allows("time-index-offset", "append")
     prev_t, prev_o = None, None
@@ -142,7 +144,7 @@ def kept_as_written(target: str, suffix: str, seg_log: str, base: int, valid_byt
         if zero_tail:
             return False
         with open_buffer(seg_log) as buf:
-            bs = _Batches(buf, seg_log, base, valid_bytes)
+            bs = _HeaderColumns(buf, seg_log, base, valid_bytes)
             if suffix == INDEX:
                 return _offset_index_fits(entries, bs, rules, interval)
             return _time_index_fits(entries, bs, rules)

@@ -525,11 +525,14 @@ class ByteSource(Protocol):
     def mapped(self, name: str) -> ContextManager: ...
 
 
-class SegmentBytes:
-    """Bytes of a segment's ``.log`` held for a block (:meth:`Segment.bytes_range`): the batches lie
-    at ``buf[start:end]``, ``shift`` turns buffer positions into file positions.  It unpacks as
-    (buf, shift, start, end); :meth:`walk` is the segment's walk over them (Kafka's
-    ``FileRecords.batches()`` of a slice)."""
+class LogSlice:
+    """A byte range of a segment's ``.log`` held in memory (Kafka's ``FileRecords.slice``): the
+    batches lie at ``buf[start:end]``, a buffer position plus ``shift`` is a file position; ``file``
+    and ``base_offset`` name the segment it came from.  :meth:`Segment.bytes_range` gives one for a
+    block, the Spark source's header runs hold copies as ones.  It unpacks as (buf, shift, start,
+    end); :meth:`walk` is the segment's walk over them (``FileRecords.batches()`` of the slice)."""
+
+    __slots__ = ("buf", "shift", "start", "end", "file", "base_offset")
 
     def __init__(self, buf, shift: int, start: int, end: int, file: str | None, base_offset: int | None):
         self.buf, self.shift, self.start, self.end = buf, shift, start, end
@@ -537,6 +540,10 @@ class SegmentBytes:
 
     def __iter__(self):
         return iter((self.buf, self.shift, self.start, self.end))
+
+    def shifted(self, shift: int) -> "LogSlice":
+        """The same bytes with another ``shift``."""
+        return LogSlice(self.buf, shift, self.start, self.end, self.file, self.base_offset)
 
     def walk(self, start: int | None = None, end: int | None = None, base_offset: "int | None | str" = "segment",
              **kw) -> BatchScanner:
@@ -646,6 +653,15 @@ class Segment:
         return isinstance(self.source, LocalFiles)
 
     # -- the files ---------------------------------------------------------------------------------
+    def index_bytes(self, suffix: str) -> int:
+        """The size of the index file ``suffix`` in bytes, 0 when there is none (Kafka's
+        ``sizeInBytes`` of an index: what the cleaner's grouping adds up)."""
+        return self._index_size(suffix) or 0
+
+    def last_modified(self) -> float:
+        """LogSegment.lastModified: the ``.log``'s modification time, in seconds (a local file's)."""
+        return os.stat(self.log).st_mtime
+
     def _index_size(self, suffix: str) -> int | None:
         """The size of the index file ``suffix`` (None: there is none)."""
         if not self.is_local:
@@ -841,7 +857,7 @@ class Segment:
         return self.source.mapped(self.log)
 
     def bytes_range(self, start: int = 0, end: int | None = None, small: int = 0):
-        """The ``.log``'s bytes ``[start, end)`` for the block as :class:`SegmentBytes` (read into memory
+        """The ``.log``'s bytes ``[start, end)`` for the block as a :class:`LogSlice` (read into memory
         when at most ``small`` bytes, else mapped; one ranged request from an object store)."""
         return _segment_bytes(self, start, end, small)
 
@@ -867,6 +883,22 @@ class Segment:
                 yield scanner, scanner.iter_runs(fd, lists=lists)
             finally:
                 os.close(fd)
+
+@dataclass(frozen=True)
+class SegmentSummary:
+    """One segment as a walk leaves it (LogSegment's size, the offset after its last batch, its largest
+    timestamp): the one immutable summary row reports (verify, the cleaner's survey) are made of;
+    ``segment`` is the file-backed :class:`Segment` summed up, when the row's user reads it again."""
+    base_offset: int
+    size: int
+    valid_bytes: int
+    batches: int = 0
+    records: int = 0
+    first_offset: int | None = None
+    next_offset: int | None = None
+    max_timestamp: int = -1
+    segment: Segment | None = field(default=None, compare=False, repr=False)
+
 
 def offset_for_timestamp(segments, timestamp: int, log_start_offset: int) -> TimestampAndOffset | None:
     """ListOffsets by time (UnifiedLog.fetchOffsetByTimestamp): the first record at or after the log
@@ -897,4 +929,4 @@ def _source_walk(seg: Segment, start: int, end: int | None, sequential: bool = T
 @contextmanager
 def _segment_bytes(seg: Segment, start: int, end: int | None, small: int):
     with seg.source.range(seg.log, start, end, small) as (buf, shift, first, stop):
-        yield SegmentBytes(buf, shift, first, stop, seg.log, seg.base_offset)
+        yield LogSlice(buf, shift, first, stop, seg.log, seg.base_offset)

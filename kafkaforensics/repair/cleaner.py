@@ -50,7 +50,7 @@ from kafkaforensics.log.checkpoint_file import CLEANER_OFFSET, set_partition_off
 from kafkaforensics.repair.offset_map import OffsetMap, span_digests
 from kafkaforensics.log.partition import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, LogDir, Partition, parse_partition_dir_name
 from kafkaforensics.log.record_columns import decode_columns, runs
-from kafkaforensics.log.segment import INDEX_BY_SUFFIX, SEGMENT_SUFFIXES, Segment, file_name
+from kafkaforensics.log.segment import INDEX_BY_SUFFIX, SEGMENT_SUFFIXES, Segment, SegmentSummary, file_name
 from kafkaforensics.log.producer_state import ProducerState
 from kafkaforensics.log.txn_index import AbortedTxn
 from kafkaforensics.log.kafka_version import KafkaVersion, kafka_version
@@ -139,26 +139,6 @@ class CompactReport:
 
 
 # --------------------------------------------------------------------------- log survey ----
-@dataclass
-class _SegmentSurvey:
-    seg: Segment              # the segment: its files and its walk
-    size: int
-    next_offset: int
-    largest_ts: int
-    mtime: float
-    index_bytes: int
-    timeindex_bytes: int
-    records: int = 0
-
-    @property
-    def base(self) -> int:
-        return self.seg.base_offset
-
-    @property
-    def path(self) -> str:
-        return self.seg.log
-
-
 def _survey(pd: Partition, opts: CompactOptions, now: int):
     """One pass over the log: segments, producer state at the end, aborted transactions, counts."""
     log = Partition.of(pd)
@@ -174,22 +154,35 @@ def _survey(pd: Partition, opts: CompactOptions, now: int):
                 resolve_legacy_wrapper(b)
             seg_records += _claimed_records(b)
         records += seg_records
-        st = os.stat(s.log)
-        idx, tidx = s.files.existing(INDEX), s.files.existing(TIMEINDEX)
-        segs.append(_SegmentSurvey(s.files, s.size, s.next_offset,
-                         s.max_timestamp if s.max_timestamp >= 0 else int(st.st_mtime * 1000),
-                         st.st_mtime, os.path.getsize(idx) if idx else 0, os.path.getsize(tidx) if tidx else 0,
-                         seg_records))
+        segs.append(SegmentSummary(s.base_offset, s.size, s.valid_bytes, s.batches, seg_records, None, s.next_offset,
+                                   s.max_timestamp, s.files))
     state = log.state
     assert isinstance(state, ProducerState)  # the walk above kept the producers (Partition.walk's default)
     for i in range(len(segs) - 1):
-        segs[i].next_offset = segs[i + 1].base  # a segment ends where the next begins
+        segs[i] = replace(segs[i], next_offset=segs[i + 1].base_offset)  # a segment ends where the next begins
     active_producers = {}
     for pid, e in state.producers.items():
         expired = e.current_txn_first_offset < 0 and e.timestamp < now - opts.producer_id_expiration_ms
         if not expired:
             active_producers[pid] = (e.last_offset if e.last_offset >= 0 else None, e.epoch)
     return segs, state, aborted, active_producers, records
+
+
+def _largest_ts(s: SegmentSummary) -> int:
+    """A surveyed segment's largest batch timestamp, else its ``.log``'s modification time (ms): what
+    the compaction lags are judged by."""
+    return s.max_timestamp if s.max_timestamp >= 0 else int(_segment(s).last_modified() * 1000)
+
+
+def _index_bytes(s: SegmentSummary, suffix: str) -> int:
+    """The size of a surveyed segment's index ``suffix`` (0: none): what a cleaned group's may not exceed."""
+    return _segment(s).index_bytes(suffix)
+
+
+def _segment(s: SegmentSummary) -> Segment:
+    """The file-backed segment of a surveyed row (the survey's rows all carry theirs)."""
+    assert s.segment is not None
+    return s.segment
 
 
 def _claimed_records(b: Batch) -> int:
@@ -253,9 +246,9 @@ class _TxnMetadata:
 # ---------------------------------------------------------------------------- the cleaner ----
 def _build_offset_map(segs, start, end, aborted, omap: OffsetMap) -> None:
     txn = _TxnMetadata([a for a in aborted if a.last_offset >= start and a.first_offset < end])
-    dirty = [s for s in segs if s.next_offset > start and s.base < end]
+    dirty = [s for s in segs if s.next_offset > start and s.base_offset < end]
     for s in dirty:
-        with s.seg.walk() as walk:
+        with s.segment.walk() as walk:
             if not _map_batches(takewhile(lambda b: b.base_offset < end, walk), start, txn, omap):
                 return  # full: the round ends at the last offset mapped
         omap.update_latest_offset(min(s.next_offset, end) - 1)
@@ -319,18 +312,18 @@ def _group_segments(segs, max_size, max_index, first_uncleanable):
     groups, rest = [], list(segs)
     while rest:
         group = [rest.pop(0)]
-        log_size, idx_size, tidx_size = group[0].size, group[0].index_bytes, group[0].timeindex_bytes
+        log_size, idx_size, tidx_size = group[0].size, _index_bytes(group[0], INDEX), _index_bytes(group[0], TIMEINDEX)
         while rest:
             nxt = rest[0]
-            last_of_first = rest[1].base - 1 if len(rest) > 1 else first_uncleanable - 1
-            if not (log_size + nxt.size <= max_size and idx_size + nxt.index_bytes <= max_index
-                    and tidx_size + nxt.timeindex_bytes <= max_index
-                    and (nxt.size == 0 or last_of_first - group[-1].base <= INT32_MAX)):
+            last_of_first = rest[1].base_offset - 1 if len(rest) > 1 else first_uncleanable - 1
+            if not (log_size + nxt.size <= max_size and idx_size + _index_bytes(nxt, INDEX) <= max_index
+                    and tidx_size + _index_bytes(nxt, TIMEINDEX) <= max_index
+                    and (nxt.size == 0 or last_of_first - group[-1].base_offset <= INT32_MAX)):
                 break
             group.append(rest.pop(0))
             log_size += nxt.size
-            idx_size += nxt.index_bytes
-            tidx_size += nxt.timeindex_bytes
+            idx_size += _index_bytes(nxt, INDEX)
+            tidx_size += _index_bytes(nxt, TIMEINDEX)
         groups.append(group)
     return groups
 
@@ -520,13 +513,13 @@ class _CleanRound:
     def filter(self, s) -> "_Filter":
         """The record filter of segment ``s`` (legacy deletes retained by its modification time)."""
         return _Filter(self.omap, self.txn, self.active, self.upper, self.now, self.opts, self.stats,
-                       s.mtime * 1000 > self.legacy_horizon)
+                       s.segment.last_modified() * 1000 > self.legacy_horizon)
 
 
 def _clean_group(pdir, group, rnd: _CleanRound):
     """Write the group's cleaned segment as .cleaned files; returns their paths."""
     backup = rnd.backup
-    base = group[0].base
+    base = group[0].base_offset
     names = {suf: os.path.join(pdir, file_name(base, suf) + ".cleaned") for suf in SEGMENT_SUFFIXES}
     for p in names.values():
         fsutil.created(p, backup)
@@ -542,7 +535,7 @@ def _clean_group(pdir, group, rnd: _CleanRound):
 
 def _write_cleaned(names, group, rnd: _CleanRound):
     """The group's batches through the round's filter into ``names`` (the .cleaned log and indexes)."""
-    base, opts, stats, txn = group[0].base, rnd.opts, rnd.stats, rnd.txn
+    base, opts, stats, txn = group[0].base_offset, rnd.opts, rnd.stats, rnd.txn
     idx = SegmentIndexes(base, opts.index_interval_bytes)
     txn.cleaned_index = []
     fsutil._step("write")
@@ -550,7 +543,7 @@ def _write_cleaned(names, group, rnd: _CleanRound):
         fsutil.fit_new(names[LOG], fd=out.fileno())
         for s in group:
             flt = rnd.filter(s)
-            with s.seg.walk() as walk:
+            with s.segment.walk() as walk:
                 for b, verdict in flt.judged(walk):
                     data, kept = flt.apply(b, verdict)
                     if data is None:
@@ -562,7 +555,7 @@ def _write_cleaned(names, group, rnd: _CleanRound):
                             "offset-overflow", f"the batch's last offset {h.last_offset} does not fit a segment "
                             f"based at {base} (4-byte relative offsets): Kafka's cleaner splits such a segment "
                             "first (LogSegmentOffsetOverflowException)",
-                            file=s.path, position=b.position, offset=b.base_offset)
+                            file=s.segment.log, position=b.position, offset=b.base_offset)
                     out.write(data)
                     idx.add(h)
                     stats.records_after += kept
@@ -581,7 +574,7 @@ def _write_cleaned(names, group, rnd: _CleanRound):
             f.flush()
             fsutil._step("fsync")
             os.fsync(f.fileno())
-    mtime = group[-1].mtime  # the cleaned segment keeps the last source segment's modification time
+    mtime = group[-1].segment.last_modified()  # the cleaned segment keeps the last source segment's modification time
     os.utime(names[LOG], (mtime, mtime))
     return names
 
@@ -607,13 +600,13 @@ def _uncleanable(rep: CompactReport, e: KafkaFormatError) -> None:
 def _swap(pdir, group, cleaned: dict, backup=None) -> None:
     """LocalLog.replaceSegments: .cleaned -> .swap, old -> .deleted, .swap -> final, drop .deleted
     (into the backup, when there is one)."""
-    base = group[0].base
+    base = group[0].base_offset
     for suf in SEGMENT_SUFFIXES:
         fsutil.rename(cleaned[suf], os.path.join(pdir, file_name(base, suf) + ".swap"), backup_dir=backup)
     deleted = []
     for s in group:
         for suf in SEGMENT_SUFFIXES:
-            p = os.path.join(pdir, file_name(s.base, suf))
+            p = os.path.join(pdir, file_name(s.base_offset, suf))
             if os.path.exists(p):
                 fsutil.rename(p, p + ".deleted", backup_dir=backup)
                 deleted.append(p + ".deleted")
@@ -641,7 +634,7 @@ def _write_cleaner_checkpoint(pdir, tp, offset, backup=None) -> None:
 
 def _dirty_ratio(segs, first_dirty, first_uncleanable) -> float:
     clean = sum(s.size for s in segs if s.next_offset <= first_dirty)
-    dirty = sum(s.size for s in segs if s.base >= first_dirty and s.base < first_uncleanable)
+    dirty = sum(s.size for s in segs if s.base_offset >= first_dirty and s.base_offset < first_uncleanable)
     return dirty / (clean + dirty) if clean + dirty else 0.0
 
 
@@ -713,7 +706,7 @@ def compact(partition_dir: str, opts: CompactOptions | None = None, *, out: str 
 def _why_nothing_to_clean(segs, first_dirty, checkpoint, leo, first_unstable, lagging, opts) -> str:
     """Why the cleanable section is empty, and what would make the cleaner act."""
     if first_dirty >= leo:
-        if checkpoint is not None and checkpoint > segs[0].base:
+        if checkpoint is not None and checkpoint > segs[0].base_offset:
             return (f"nothing to clean: the log is clean up to its end (cleaner-offset-checkpoint at {checkpoint}); "
                     "--ignore-checkpoint cleans it again from the log start")
         return "nothing to clean: the log holds no record"
@@ -724,8 +717,8 @@ def _why_nothing_to_clean(segs, first_dirty, checkpoint, leo, first_unstable, la
     if lagging is not None and lagging <= first_dirty:
         return (f"nothing to clean: the dirty segments are younger than min.compaction.lag.ms="
                 f"{opts.min_compaction_lag_ms}; --min-compaction-lag-ms or --now changes that")
-    if not opts.include_active and active.base <= first_dirty:
-        return (f"nothing to clean: every dirty record is in the active segment {os.path.basename(active.path)} "
+    if not opts.include_active and active.base_offset <= first_dirty:
+        return (f"nothing to clean: every dirty record is in the active segment {os.path.basename(active.segment.log)} "
                 f"(offsets {first_dirty}..{leo - 1}), which Kafka never cleans; --include-active cleans it too")
     return "nothing to clean: the dirty section is empty or uncleanable"
 
@@ -764,7 +757,7 @@ def _compact_in_place(pdir: str, tp, opts: CompactOptions, now: int, rep: Compac
             rep.first_dirty_offset, rep.first_uncleanable_offset = first_dirty, uncleanable
             rep.dirty_ratio_before = _dirty_ratio(segs, first_dirty, uncleanable)
             if opts.max_compaction_lag_ms is not None:
-                overdue = [s.base for s in segs if s.base >= first_dirty and s.largest_ts < now - opts.max_compaction_lag_ms]
+                overdue = [s.base_offset for s in segs if s.base_offset >= first_dirty and _largest_ts(s) < now - opts.max_compaction_lag_ms]
                 if overdue:
                     rep.notes.append(f"segments past max.compaction.lag.ms: {overdue} (Kafka would clean this log now)")
         if uncleanable <= first_dirty:
@@ -784,20 +777,20 @@ def _compact_in_place(pdir: str, tp, opts: CompactOptions, now: int, rep: Compac
         rep.offset_map_bytes = max(rep.offset_map_bytes, omap.memory_bytes)
         end = omap.latest_offset + 1
         if end <= first_dirty:  # LogCleaner.buildOffsetMap: not one segment's keys fit
-            rep.problems.append(Problem(segs[0].path, None, first_dirty, "offset-map-full",
+            rep.problems.append(Problem(segs[0].segment.log, None, first_dirty, "offset-map-full",
                                         f"the offset map ({omap.memory_bytes} bytes) cannot hold the keys of the "
                                         "first dirty batch: raise --dedupe-buffer-bytes"))
             return
         clean_upto = [s for s in segs if s.next_offset <= first_dirty]
-        legacy_horizon = (clean_upto[-1].mtime * 1000 - opts.delete_retention_ms) if clean_upto else 0
+        legacy_horizon = (clean_upto[-1].segment.last_modified() * 1000 - opts.delete_retention_ms) if clean_upto else 0
         rnd = _CleanRound(omap, _TxnMetadata(aborted), active, uncleanable, now, opts, CompactStats(), legacy_horizon,
                           backup)
         _clean_round(pdir, tp, segs, end, rnd, rep)
         first = False
         if end >= uncleanable:
-            new_sizes = [s for s in segs if s.base >= end]
+            new_sizes = [s for s in segs if s.base_offset >= end]
             clean_bytes = rnd.stats.bytes_after
-            dirty_bytes = sum(s.size for s in new_sizes if s.base < uncleanable)
+            dirty_bytes = sum(s.size for s in new_sizes if s.base_offset < uncleanable)
             rep.dirty_ratio_after = dirty_bytes / (clean_bytes + dirty_bytes) if clean_bytes + dirty_bytes else 0.0
             return
 
@@ -805,21 +798,21 @@ def _compact_in_place(pdir: str, tp, opts: CompactOptions, now: int, rep: Compac
 def _cleanable_range(segs, state, ck, opts: CompactOptions, now: int) -> tuple[int, int, int | None]:
     """LogCleanerManager.cleanableOffsets: (first dirty offset, first uncleanable offset, the base of the
     segment min.compaction.lag.ms holds back or None)."""
-    log_start, leo = segs[0].base, segs[-1].next_offset
+    log_start, leo = segs[0].base_offset, segs[-1].next_offset
     first_dirty = ck if ck is not None and log_start <= ck <= leo else log_start
     candidates = [state.first_unstable_offset() or leo]
     if not opts.include_active:
-        candidates.append(segs[-1].base)
+        candidates.append(segs[-1].base_offset)
     lagging = None
     if opts.min_compaction_lag_ms > 0:
         for s in segs[:-1] if not opts.include_active else segs:
-            if s.next_offset > first_dirty and s.largest_ts > now - opts.min_compaction_lag_ms:
-                candidates.append(s.base)
-                lagging = s.base
+            if s.next_offset > first_dirty and _largest_ts(s) > now - opts.min_compaction_lag_ms:
+                candidates.append(s.base_offset)
+                lagging = s.base_offset
                 break
     uncleanable = max(first_dirty, min(candidates))
     # round down to the base offset of the segment that holds it (calculateCleanableBytes)
-    holder = [s.base for s in segs if s.base <= uncleanable and (uncleanable < s.next_offset or s is segs[-1])]
+    holder = [s.base_offset for s in segs if s.base_offset <= uncleanable and (uncleanable < s.next_offset or s is segs[-1])]
     if holder and uncleanable < leo:
         uncleanable = holder[-1]
     return first_dirty, uncleanable, lagging
@@ -828,17 +821,17 @@ def _cleanable_range(segs, state, ck, opts: CompactOptions, now: int) -> tuple[i
 def _clean_round(pdir: str, tp, segs, end: int, rnd: _CleanRound, rep: CompactReport) -> None:
     """One round: every group of the segments below ``end`` cleaned and swapped in, the cleaner
     checkpoint at ``end``, stray snapshots dropped, the round's counts added to ``rep``."""
-    clean_segs = [s for s in segs if s.base < end]
+    clean_segs = [s for s in segs if s.base_offset < end]
     for g in _group_segments(clean_segs, rnd.opts.segment_bytes, rnd.opts.max_index_bytes, rnd.upper):
         cleaned = _clean_group(pdir, g, rnd)
         _swap(pdir, g, cleaned, rnd.backup)
-        rep.groups.append([os.path.basename(s.path) for s in g])
+        rep.groups.append([os.path.basename(s.segment.log) for s in g])
     _write_cleaner_checkpoint(pdir, tp, end, rnd.backup)
     # producer snapshots of segments that no longer exist are stray now (Kafka drops them)
     bases = {s.base_offset for s in Partition.scan(pdir).segments}
     for s in segs:
-        p = os.path.join(pdir, file_name(s.base, SNAPSHOT))
-        if s.base not in bases and os.path.exists(p):
+        p = os.path.join(pdir, file_name(s.base_offset, SNAPSHOT))
+        if s.base_offset not in bases and os.path.exists(p):
             fsutil.remove_file(p, backup_dir=rnd.backup)
     st, round_stats = rep.stats, rnd.stats
     for k in ("tombstones_kept", "tombstones_removed", "aborted_records_removed", "keyless_records_removed",
@@ -846,6 +839,6 @@ def _clean_round(pdir: str, tp, segs, end: int, rnd: _CleanRound, rep: CompactRe
         setattr(st, k, getattr(st, k) + getattr(round_stats, k))
     rep.rounds += 1
     rep.end_offset = end
-    untouched = [s for s in segs if s.base >= end]
+    untouched = [s for s in segs if s.base_offset >= end]
     st.records_after = round_stats.records_after + sum(s.records for s in untouched)
     st.bytes_after = round_stats.bytes_after + sum(s.size for s in untouched)

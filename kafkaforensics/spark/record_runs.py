@@ -1,9 +1,9 @@
 """Runs of batches the records level decodes at once, and what each record row repeats of its batch.
 
-Two ways in, one way out (:class:`RunBatches` beside the decoded :class:`~..log.record_columns.RecordColumns`):
+Two ways in, one way out (:class:`BatchColumns` beside the decoded :class:`~..log.record_columns.RecordColumns`):
 
 - the reference path: :class:`~..log.segment.BatchScanner` walks a segment batch by batch and the run
-  is a list of :class:`~..records.batch.Batch` (:meth:`RunBatches.of_batches`);
+  is a list of :class:`~..records.batch.Batch` (:meth:`BatchColumns.of_batches`);
 - the fast path: :class:`FileRun` walks segments with the header-run loop
   (:func:`~..records.header_list.walk_run`, CRCs checked on the way) -- small ones read into memory
   whole (:meth:`FileRun.add`), mapped ones copied a run's bytes at a time (:meth:`FileRun.take`) --,
@@ -20,8 +20,6 @@ those bytes batch by batch.
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
-
 import numpy as np
 
 from specs import record_batch as R
@@ -29,6 +27,7 @@ from specs.layout import INT32_MAX
 
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.record_columns import RecordColumns, _Fallback, decode_sections
+from kafkaforensics.log.segment import LogSlice
 from kafkaforensics.records.compression import decompress
 from kafkaforensics.records.header_list import SAFE_OFFSET, walk_run
 from kafkaforensics.records.header_run import HEADER_DTYPE
@@ -48,20 +47,8 @@ def _declined(h: np.ndarray, base: np.ndarray, has_base: np.ndarray) -> np.ndarr
     return (delta < 0) | (first >= SAFE_OFFSET) | (has_base & ((rel < 0) | (rel > INT32_MAX)))
 
 
-class HeldSegment(NamedTuple):
-    """A segment's bytes held in a :class:`FileRun`: its batches lie at ``data[start:end]`` and a
-    buffer position plus ``shift`` is a file position; ``piece`` is the scan plan's
-    :class:`~.scan_plan.Piece` (its ``src``, ``uri`` and ``base``)."""
-
-    data: bytes
-    start: int
-    end: int
-    shift: int
-    piece: object
-
-
 @dataclasses.dataclass
-class RunBatches:
+class BatchColumns:
     """Per batch of a decoded run: where it came from (``file``, an index into ``files``, each a
     (source, uri) pair) and the header fields records rows repeat, as arrays."""
 
@@ -78,7 +65,7 @@ class RunBatches:
     TIMESTAMP_TYPES = _TIMESTAMP_TYPES
 
     @classmethod
-    def of_batches(cls, run: list, crc: list) -> "RunBatches":
+    def of_batches(cls, run: list, crc: list) -> "BatchColumns":
         """The table of a reference-path run: (batch, source, uri, shift) per batch."""
         bl = [x[0] for x in run]
         return cls([(x[1], x[2]) for x in run], np.arange(len(run), dtype=np.int64),
@@ -95,7 +82,8 @@ class FileRun:
     time -- walked into one run of v2 batch headers (the fast path)."""
 
     def __init__(self):
-        self.files: list[HeldSegment] = []  # shift: from a position in the concatenation
+        self.files: list[LogSlice] = []  # shift: from a position in the concatenation
+        self.steps: list = []        # the scan plan's step each came from (its ``src`` and ``uri``)
         self.per_file: list = []     # how many batches each holds
         self.positions: list = []    # each batch's position in the segments' concatenation
         self.bad_crc: list = []
@@ -115,7 +103,7 @@ class FileRun:
         if pos != end:
             del self.positions[n0:], self.bad_crc[c0:], self.headers[n0 * R.HEADER_SIZE:]
             return False
-        self.files.append(HeldSegment(data, start, end, shift - self.origin, piece))
+        self._hold(LogSlice(data, shift - self.origin, start, end, piece.uri, piece.base), piece)
         self.per_file.append(len(self.positions) - n0)
         self.origin += len(data)
         self.bytes += end - start
@@ -142,28 +130,33 @@ class FileRun:
         if not n:
             return start
         data = bytes(buf[start:pos])
-        self.files.append(HeldSegment(data, 0, len(data), shift + start - self.origin, piece))
+        self._hold(LogSlice(data, shift + start - self.origin, 0, len(data), piece.uri, piece.base), piece)
         self.per_file.append(n)
         self.origin += len(data)
         self.bytes += len(data)
         return pos
 
-    def segments(self) -> list[HeldSegment]:
-        """The segments taken (``shift`` from a position in their own data), for the reference
-        path to walk again."""
+    def _hold(self, held: LogSlice, step) -> None:
+        """Keep ``held`` (bytes of the scan plan's ``step``) in the run."""
+        self.files.append(held)
+        self.steps.append(step)
+
+    def segments(self) -> list[tuple[LogSlice, object]]:
+        """The byte ranges taken (``shift`` from a position in their own bytes) with their plan steps,
+        for the reference path to walk again."""
         out, at = [], 0
-        for f in self.files:
-            out.append(f._replace(shift=f.shift + at))
-            at += len(f.data)
+        for f, step in zip(self.files, self.steps):
+            out.append((f.shifted(f.shift + at), step))
+            at += len(f.buf)
         return out
 
-    def decode(self, include_corrupt: bool) -> tuple[RecordColumns, RunBatches] | None:
+    def decode(self, include_corrupt: bool) -> tuple[RecordColumns, BatchColumns] | None:
         """The run's records (batches whose CRC fails left out unless ``include_corrupt``) and
         their batches' table; None when anything in it is for the reference path."""
         h = np.frombuffer(bytes(self.headers), HEADER_DTYPE)
         file = np.repeat(np.arange(len(self.files), dtype=np.int64), self.per_file)
-        seg_base = np.array([0 if f.piece.base is None else f.piece.base for f in self.files], np.int64)[file]
-        has_base = np.array([f.piece.base is not None for f in self.files], bool)[file]
+        seg_base = np.array([0 if f.base_offset is None else f.base_offset for f in self.files], np.int64)[file]
+        has_base = np.array([f.base_offset is not None for f in self.files], bool)[file]
         if _declined(h, seg_base, has_base).any():
             return None  # the batch-by-batch walk stops there: it says where
         base = h["baseOffset"].astype(np.int64)
@@ -172,7 +165,7 @@ class FileRun:
         keep = np.arange(len(h)) if include_corrupt else np.flatnonzero(crc)
         h, file, base, crc = h[keep], file[keep], base[keep], crc[keep]
         pos = np.asarray(self.positions, np.int64)[keep]
-        buf = self.files[0].data if len(self.files) == 1 else b"".join(f.data for f in self.files)
+        buf = self.files[0].buf if len(self.files) == 1 else b"".join(f.buf for f in self.files)
         attrs = h["attributes"].astype(np.int64)
         first = pos + R.HEADER_SIZE
         size = h["batchLength"].astype(np.int64) + (R.LOG_OVERHEAD - R.HEADER_SIZE)
@@ -197,6 +190,6 @@ class FileRun:
         except _Fallback:
             return None
         shift = np.array([f.shift for f in self.files], np.int64)[file]
-        return cols, RunBatches([(f.piece.src, f.piece.uri) for f in self.files], file, base, pos + shift,
+        return cols, BatchColumns([(p.src, p.uri) for p in self.steps], file, base, pos + shift,
                                 h["producerId"].astype(np.int64), (attrs & R.TRANSACTIONAL_MASK) != 0,
                                 (attrs & R.CONTROL_MASK) != 0, lat.astype(np.int64), crc)

@@ -273,8 +273,8 @@ def _known(name: str, names: frozenset) -> bool:
 
 
 @dataclass
-class Piece:
-    """One thing a scan partition reads: ``segment`` bytes ``[start, end)`` of a ``.log`` (``last``:
+class PlanStep:
+    """One step of a scan plan, one thing a scan partition reads: ``segment`` bytes ``[start, end)`` of a ``.log`` (``last``:
     to the file's end; ``first``: the first piece the scan reads of the segment) keeping offsets
     ``first_offset``..``last_offset``; ``partition``, a partition
     dir's own row (so that an empty one is seen); ``stray``, a file Kafka does not write there; ``lost``,
@@ -454,7 +454,7 @@ def split_size(pieces, max_partition_bytes: int, open_cost: int, min_partitions:
     return min(max_partition_bytes, max(open_cost, per_core))
 
 
-def pack(pieces, max_bytes: int, open_cost: int) -> list[list[Piece]]:
+def pack(pieces, max_bytes: int, open_cost: int) -> list[list[PlanStep]]:
     """Consecutive pieces (in listing order: a partition's segments stay together) grouped into scan
     partitions of at most ``max_bytes`` of cost each (a single larger piece gets one of its own); a
     partition dir's row goes with the first piece after it."""

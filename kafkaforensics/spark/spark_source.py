@@ -78,13 +78,13 @@ from kafkaforensics.records.schema import SOURCE_LEVELS, level_columns, spark_co
 from kafkaforensics.log.schema_topic import load_schema_store
 from kafkaforensics.records.schema_decode import SchemaDecoder
 from kafkaforensics.log.partition import partition_of_dir_name
-from kafkaforensics.log.segment import INDEX, TIMEINDEX, BatchScanner, SegmentBytes, release_pages
+from kafkaforensics.log.segment import INDEX, TIMEINDEX, BatchScanner, LogSlice, release_pages
 from kafkaforensics.log.indexing import SegmentIndexes
-from kafkaforensics.spark.scan_plan import (OPEN_COST_BYTES, Bounds, Layout, Piece, Source, bounds_from_filters,
+from kafkaforensics.spark.scan_plan import (OPEN_COST_BYTES, Bounds, Layout, PlanStep, Source, bounds_from_filters,
                                             bounds_from_options, layout, merge, pack, segment_base, segment_range,
                                             split_size)
 from kafkaforensics.spark import parquet_dir
-from kafkaforensics.spark.record_runs import FileRun, RunBatches
+from kafkaforensics.spark.record_runs import BatchColumns, FileRun
 from kafkaforensics.spark.remote_inputs import REMOTE, REMOTE_OPTIONS
 from kafkaforensics.spark.storage import S3_OPTIONS, NotKafkaInput, Storage
 from kafkaforensics.records import walks
@@ -100,7 +100,7 @@ class _Run:
 
 
 class FleetSplit(InputPartition):
-    """One scan partition: the :class:`~kafkaforensics.spark.scan_plan.Piece` s one task reads."""
+    """One scan partition: the :class:`~kafkaforensics.spark.scan_plan.PlanStep` s one task reads."""
 
     def __init__(self, index: int, pieces: list):
         super().__init__(index)
@@ -338,22 +338,22 @@ class KafkaSegmentsReader(DataSourceReader):
             self.storage.remote.add_to(lay, _remote_source)
         return lay
 
-    def pieces(self, listing: Layout | None = None) -> list[Piece]:
+    def pieces(self, listing: Layout | None = None) -> list[PlanStep]:
         """What the scan reads, in listing order: per partition dir its own row (at the scan level)
         and its segments' ranges (segments the bounds exclude left out), then stray files.  From
         ``listing`` (:meth:`listing`) when given, else from a listing of its own."""
         lay = self.listing() if listing is None else listing
         b = self.bounds
-        out = [Piece("bad-meta", posixpath.join(ld, META_PROPERTIES_FILE), Source(ld, None, None, None, None), note=why)
+        out = [PlanStep("bad-meta", posixpath.join(ld, META_PROPERTIES_FILE), Source(ld, None, None, None, None), note=why)
                for ld, why in lay.bad_meta.items() if b.topics is None and b.partitions is None]
         for d in sorted(lay.partitions):
             src = lay.partitions[d]
             if not b.wants(src.topic, src.partition):
                 continue
             if self.level == "scan":  # a partition dir's own row (an empty one seen too): the scan level's only
-                out.append(Piece("partition", d, src))
+                out.append(PlanStep("partition", d, src))
             for uri, off, kind, detail in lay.lost.get(d, ()):  # its log gone, past a checkpoint: an anomaly
-                out.append(Piece("lost", uri, src, first_offset=off, note=f"{kind}: {detail}"))
+                out.append(PlanStep("lost", uri, src, first_offset=off, note=f"{kind}: {detail}"))
             segs, prior = lay.segments[d], None
             for i, (base, uri, size) in enumerate(segs):
                 nxt = segs[i + 1][0] if i + 1 < len(segs) else None
@@ -363,12 +363,12 @@ class KafkaSegmentsReader(DataSourceReader):
                     prior = seg_max if prior is None else max(prior, seg_max)
                 if r is not None:
                     end = size if r.end is None else min(r.end, size)
-                    out.append(Piece("segment", uri, src, size, min(r.start, end), end, r.end is None,
+                    out.append(PlanStep("segment", uri, src, size, min(r.start, end), end, r.end is None,
                                      r.first_offset, r.last_offset, base, nxt))
         for uri, size, src in lay.strays:
             if (src.topic is None and b.topics is None and b.partitions is None) or \
                     (src.topic is not None and b.wants(src.topic, src.partition)):
-                out.append(Piece("stray", uri, src, size))
+                out.append(PlanStep("stray", uri, src, size))
         return out
 
     def partitions(self, listing: Layout | None = None):
@@ -388,7 +388,7 @@ class KafkaSegmentsReader(DataSourceReader):
         return [FleetSplit(i, g) for i, g in enumerate(groups)] or [FleetSplit(0, [])]
 
     # -------------------------------------------------------------------------- reading ----
-    def _batches(self, sc: BatchScanner, piece: Piece):
+    def _batches(self, sc: BatchScanner, piece: PlanStep):
         """(batch, wanted) for the scanner's batches: at the anomalies and scan levels every batch
         (its damage is reported whether wanted or not), else only wanted ones; stops where no
         later batch can be wanted."""
@@ -483,7 +483,7 @@ class KafkaSegmentsReader(DataSourceReader):
                     if fast:
                         yield from self._fast_arrow(fast, rows)
                         fast = FileRun()
-                    yield from self._segment(buf, shift, at, end, piece, rows, run)
+                    yield from self._segment(LogSlice(buf, shift, at, end, piece.uri, piece.base), piece, rows, run)
             if len(rows) >= ARROW_BATCH_ROWS:
                 yield self._arrow(rows)
                 rows = []
@@ -494,12 +494,14 @@ class KafkaSegmentsReader(DataSourceReader):
         if rows:
             yield self._arrow(rows)
 
-    def _segment(self, buf, shift: int, start: int, end: int, piece: Piece, rows: list, run: "_Run"):
-        """The batch-by-batch walk of one segment's ``buf[start:end]``: batches, anomaly rows into
-        ``rows``, wanted batches' records into ``run`` (Arrow batches yielded as it fills)."""
+    def _segment(self, held: LogSlice, piece: PlanStep, rows: list, run: "_Run"):
+        """The batch-by-batch walk of one segment's bytes ``held`` (of the plan's step ``piece``):
+        batches, anomaly rows into ``rows``, wanted batches' records into ``run`` (Arrow batches
+        yielded as it fills)."""
         level, src = self.level, piece.src
         records = level == "records" or (level == "scan" and self.scan_records)
-        sc = SegmentBytes(buf, shift, start, end, piece.uri, piece.base).walk()
+        buf, shift, end = held.buf, held.shift, held.end
+        sc = held.walk()
         seen = None
         for b, wanted in self._batches(sc, piece):
             seen = b
@@ -525,8 +527,8 @@ class KafkaSegmentsReader(DataSourceReader):
         got = fast.decode(self.include_corrupt)
         if got is None:
             run = _Run()
-            for seg in fast.segments():
-                yield from self._segment(seg.data, seg.shift, seg.start, seg.end, seg.piece, rows, run)
+            for held, piece in fast.segments():
+                yield from self._segment(held, piece, rows, run)
             if run.items:
                 yield from self._flush(run, rows)
             return
@@ -541,7 +543,7 @@ class KafkaSegmentsReader(DataSourceReader):
         return row
 
     @staticmethod
-    def _file_anomaly(piece: Piece) -> dict:
+    def _file_anomaly(piece: PlanStep) -> dict:
         """The anomaly row of a piece that is no segment: a bad meta.properties, a stray file, or a
         checkpoint past the log end of a partition whose log is gone (``lost``)."""
         if piece.kind == "lost":
@@ -555,7 +557,7 @@ class KafkaSegmentsReader(DataSourceReader):
                 "detail": f"not a file Kafka writes in a {where} dir: its {piece.size} bytes were not read"}
 
     @staticmethod
-    def _unreadable(e: KafkaFormatError, piece: Piece) -> dict:
+    def _unreadable(e: KafkaFormatError, piece: PlanStep) -> dict:
         """The anomaly of a remote segment's byte range whose chunks could not be read (fetched,
         decompressed, decrypted): where in the object, and what of the segment was not read."""
         p, end = e.problem, piece.size if piece.last else piece.end
@@ -568,7 +570,7 @@ class KafkaSegmentsReader(DataSourceReader):
                 "recordsNotRead": None}
 
     @staticmethod
-    def _stop_anomaly(p, piece: Piece, seen, shift: int, end: int) -> dict:
+    def _stop_anomaly(p, piece: PlanStep, seen, shift: int, end: int) -> dict:
         """The anomaly where a segment's framing breaks: the first offset not read is the one after
         the last sound batch (the bytes at the break say nothing trustworthy), and what was not read."""
         if seen is not None:
@@ -619,9 +621,9 @@ class KafkaSegmentsReader(DataSourceReader):
                                       src, uri))
             return
         if len(cols):
-            yield self._columns_arrow(cols, RunBatches.of_batches(run, crc))
+            yield self._columns_arrow(cols, BatchColumns.of_batches(run, crc))
 
-    def _columns_arrow(self, cols, table: RunBatches):
+    def _columns_arrow(self, cols, table: BatchColumns):
         schema = self.arrow_schema()
         n, which = len(cols), cols.batch
         types = {f.name: f.type for f in schema}
@@ -649,7 +651,7 @@ class KafkaSegmentsReader(DataSourceReader):
             "offset": pa.array(cols.offset, types["offset"]),
             "timestamp": pa.array(ts, types["timestamp"]),
             "timestampUtc": pa.array(np.where(no_utc, 0, ts) * 1000, pa.int64(), mask=no_utc).cast(types["timestampUtc"]),
-            "timestampType": pa.array(RunBatches.TIMESTAMP_TYPES, types["timestampType"]).take(
+            "timestampType": pa.array(BatchColumns.TIMESTAMP_TYPES, types["timestampType"]).take(
                 pa.array(table.timestamp_type[which])),
             "key": key,
             "value": record_arrow.spans(cols.buf, cols.value_start, cols.value_length),
