@@ -14,6 +14,7 @@ from setuptools import find_packages
 
 import kafkaforensics
 from kafkaforensics.inspect import verify
+from kafkaforensics.log import segment
 
 ROOT = pathlib.Path(kafkaforensics.__file__).parent
 README = ROOT.parent / "README.md"
@@ -199,6 +200,41 @@ def test_one_class_per_concept():
                 where.setdefault(node.name, []).append(rel)
     assert not {n: w for n, w in where.items() if len(w) > 1}
     assert verify.SegmentSummary.__dataclass_params__.frozen and not hasattr(verify, "SegmentScan")
+    assert verify.SegmentSummary is segment.SegmentSummary  # one row, in the log stage (verify and the cleaner)
+
+
+#: the classes whose names say segment, piece, batches, held, survey or scan (issue 52 item 2: a segment is
+#: the file-backed ``Segment`` and one summary row; anything else is named after what it is), each with why
+SEGMENTISH_CLASSES = {
+    "Segment": "the segment, as Kafka's LogSegment (log/segment.py)",
+    "SegmentSummary": "its one immutable summary row (log/segment.py): verify's report, the cleaner's survey",
+    "BatchScanner": "a walk over a segment's bytes (Kafka's FileRecords.batches())",
+    "FillingScanner": "that walk over a remote tier's chunks, filled as it reaches them",
+    "SegmentIndexes": "a segment's three indexes as LogSegment.recover rebuilds them",
+    "ScanEngine": "how a `kfx scan` runs (no segment)", "ScanPlan": "a `kfx scan`'s plan (no segment)",
+    "ScanResult": "a `kfx scan`'s result (no segment)", "ScanRequest": "a `kfx scan`'s request (no segment)",
+    "KafkaSegments": "the Spark data source's format name, `kafka_segments`",
+    "KafkaSegmentsReader": "that data source's reader",
+    # the loader's classes another change of issue 52 folds into the LogLoader (log/log_loader.py)
+    "LoadedSegment": "LogLoader's load facts", "SegmentRebuild": "LogLoader's rebuild",
+    "_PlannedSegment": "LogLoader's plan",
+}
+#: classes that were segments in disguise or segment-ish names for other things, and what each became
+FOLDED_CLASSES = {"_SegmentSurvey": "SegmentSummary", "_SegmentScan": "_WalkCheck", "Piece": "PlanStep",
+                  "HeldSegment": "LogSlice", "RunBatches": "BatchColumns", "_Batches": "_HeaderColumns",
+                  "SegmentBytes": "LogSlice", "TierSegment": "UnifiedLog's segments and remote copies",
+                  "RemoteSegment": "RemoteCopy"}
+
+
+def test_segment_classes_are_the_segment_and_its_summary_row():
+    """Issue 52 item 2: no class outside :data:`SEGMENTISH_CLASSES` has a segment-ish name (the grep
+    ``^class \\w*(Segment|Piece|Batches|Held|Survey|Scan)`` of the issue's count, over the library and
+    the Spark jobs: the CLI's are commands), and none of the folded ones is left."""
+    pattern = re.compile(r"(Segment|Piece|Batches|Held|Survey|Scan)")
+    found = {node.name: rel for rel, tree in _code_files() for node in tree.body
+             if isinstance(node, ast.ClassDef) and pattern.search(node.name) and not rel.startswith("cli/")}
+    assert not {n: rel for n, rel in found.items() if n not in SEGMENTISH_CLASSES}
+    assert not set(found) & set(FOLDED_CLASSES)
 
 
 #: reads outside ``log/`` of files that are no segment or index, in binary: (module, function) -> why a user

@@ -85,7 +85,7 @@ def _records(pd):
 
 def test_unified_partition_reads_the_remote_segments_below_the_local_log_start(split):
     ul = split.unified()
-    tiers = [(t.tier, t.segment.base_offset) for t in ul.segments]
+    tiers = list(zip(ul.tiers, [seg.base_offset for seg in ul.segments]))
     assert [t for t, _ in tiers[:2]] == [REMOTE, REMOTE] and tiers[2][0] == LOCAL
     assert ul.remote_log_start == 0 and ul.local_log_start == split.up[1]["end_offset"] + 1
     assert _records(ul.partition()) == _records(Partition.scan(split.part))
@@ -106,9 +106,9 @@ def test_a_remote_segment_past_the_local_log_start_is_read_up_to_it(tmp_path):
                 if f.startswith(os.path.basename(seg.log)[:20]):
                     os.unlink(os.path.join(s.spart, f))
     ul = unify(Partition.scan(s.spart), s.tier())
-    remote = [t for t in ul.segments if t.tier == REMOTE]
-    assert len(remote) == 2 and remote[-1].end_offset >= ul.local_log_start   # the second one runs past it
-    assert remote[-1].segment.size < os.path.getsize(os.path.join(s.part, file_name(28, LOG)))
+    remote = ul.remote_reads()
+    assert len(remote) == 2 and remote[-1][0].end_offset >= ul.local_log_start   # the second one runs past it
+    assert remote[-1][1].size < os.path.getsize(os.path.join(s.part, file_name(28, LOG)))
     assert _records(ul.partition()) == _records(Partition.scan(s.part))
 
 
@@ -310,7 +310,7 @@ def test_remote_epochs_that_disagree_with_the_local_checkpoint(split, kfx):
 def test_a_bucket_of_another_topic_id(tmp_path, kfx):
     s = Split(tmp_path, topic_id=kafka_uuid())
     ul = s.unified()
-    assert ul.foreign_topic_id is not None and all(t.tier == LOCAL for t in ul.segments)
+    assert ul.foreign_topic_id is not None and all(t == LOCAL for t in ul.tiers)
     probs = reconcile(ul, -1, -1, T0)
     assert _kinds(probs) == ["tier-topic-id-mismatch"] and _topic_id(s.spart) in probs[0].detail
     r = kfx("verify", s.split, "--remote", s.bucket)
@@ -360,7 +360,7 @@ def test_a_raw_layout_tier_is_read_beside_the_metadata_topic(tmp_path, kfx):
     raw = str(tmp_path / "raw")
     upload_raw(_logs(s.part)[:3], raw)
     ul = unify(Partition.scan(s.spart), RemoteTier.open(raw))
-    assert [t.tier for t in ul.segments].count(REMOTE) == 2
+    assert ul.tiers.count(REMOTE) == 2
     assert _records(ul.partition()) == _records(Partition.scan(s.part))
     assert reconcile(ul, -1, -1, T0) == []
 
@@ -389,7 +389,7 @@ def test_another_incarnation_beside_the_partitions_own(split):
     others reported."""
     old = upload(_logs(split.part)[:1], split.bucket, "plain", topic_id=kafka_uuid())
     ul = split.unified()
-    assert [t.remote.topic_id for t in ul.segments if t.remote is not None] == [_topic_id(split.part)] * 2
+    assert [rc.topic_id for rc in ul.remote] == [_topic_id(split.part)] * 2
     assert _records(ul.partition()) == _records(Partition.scan(split.part))
     probs = reconcile(ul, -1, -1, T0)
     assert _kinds(probs) == ["tier-topic-id-mismatch"] and old[0]["topic_id"] in probs[0].detail

@@ -34,7 +34,6 @@ from kafkaforensics.log.segment import (INDEX_SUFFIXES, LOG, SNAPSHOT, file_name
                                         sibling)
 from kafkaforensics.log.tiered import remote_segments
 from kafkaforensics.log.tier_reconcile import REMEDIES as TIER_REMEDIES, check_partition
-from kafkaforensics.log.unified_log import REMOTE
 from kafkaforensics.inspect.dump import TOPIC_DECODERS, decode_record
 from kafkaforensics.inspect.schema_timeline import SchemaTimeline, schema_remedy
 from kafkaforensics.log.schema_topic import SCHEMAS_TOPIC, load_schema_store
@@ -441,7 +440,7 @@ def _over_tiers(pd: Partition, opts: AnalyzeOptions, vr: VerifyReport) -> tuple[
     ul, problems = check_partition(pd, opts.remote, opts.now)
     vr.problems += problems
     return ul.partition(), {"remoteLogStartOffset": ul.remote_log_start, "localLogStartOffset": ul.local_log_start,
-                            "remoteSegments": sum(1 for t in ul.segments if t.tier == REMOTE)}
+                            "remoteSegments": len(ul.remote)}
 
 
 class _PartitionAnalysis:

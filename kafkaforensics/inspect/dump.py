@@ -26,7 +26,7 @@ from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log.partition import (LEFTOVER_SUFFIXES, LogDir, Partition, parse_partition_dir_name,
                                           read_clean_shutdown, read_text)
 from kafkaforensics.log.producer_state import read_snapshot
-from kafkaforensics.log.remote import RemoteSegment, RemoteTier
+from kafkaforensics.log.remote import RemoteCopy, RemoteTier
 from kafkaforensics.log.remote.unified import LOCAL, REMOTE, local_view, remote_below
 from kafkaforensics.log.segment import TXNINDEX, Segment, file_name, offset_from_name
 
@@ -291,7 +291,7 @@ def _dump_tier_file(path: str, opts: DumpOptions, out, err, res: DumpResult, tie
     _dump_file(path, kind, replace(opts, decoder=auto) if auto else opts, out, err, res)
 
 
-def _dump_remote(rs: RemoteSegment, opts: DumpOptions, out, err, res: DumpResult) -> None:
+def _dump_remote(rs: RemoteCopy, opts: DumpOptions, out, err, res: DumpResult) -> None:
     """A remote segment's ``.log`` (decoded from its chunks); a manifest or key that cannot be read is
     one located problem."""
     uri = rs.uri

@@ -11,7 +11,7 @@ from kafkaforensics.log.partition import Partition, find_partitions
 from kafkaforensics.log.paths import LOG_DIR, PARTITION_DIR, classify
 from kafkaforensics.log.producer_state import ProducerState
 from kafkaforensics.log.segment import SegmentSummary
-from kafkaforensics.log.remote import RemoteSegment, RemoteTier
+from kafkaforensics.log.remote import RemoteCopy, RemoteTier
 from kafkaforensics.log.tier_reconcile import REMEDIES as TIER_REMEDIES, check_partition
 from kafkaforensics.log.remote.unified import LOCAL, REMOTE, local_view, remote_below
 
@@ -84,7 +84,7 @@ def _row(tier: RemoteTier, topic: str, partition: int, segs: list, summaries: li
             "batches": sum(s.batches for s in summaries), "bytes": sum(s.size for s in summaries)}
 
 
-def _verify_remote_segment(rs: RemoteSegment, rep: VerifyReport, state: ProducerState, keys: dict, *,
+def _verify_remote_segment(rs: RemoteCopy, rep: VerifyReport, state: ProducerState, keys: dict, *,
                            progress=None, max_batch_bytes=None) -> SegmentSummary | None:
     """One remote segment walked as a local one; its objects' damage (manifest, key, chunk, index) is
     one located problem, a key that fails for several segments one problem counting them."""

@@ -296,18 +296,16 @@ def _remote_epochs(ul: UnifiedLog) -> list[tuple[str, str | None, list]]:
     """(what, file, [(epoch, start offset)]) of each remote segment read: the metadata's epochs, else
     the leader-epoch index uploaded with the segment."""
     out = []
-    for t in ul.segments:
-        if t.remote is None:
-            continue
-        if t.metadata is not None:
-            out.append((f"segment {t.metadata['segmentId']}", _record_file(t.metadata, "record"),
-                        [tuple(x) for x in t.metadata["leaderEpochs"]]))
+    for rc, seg in ul.remote_reads():
+        if rc.metadata is not None:
+            out.append((f"segment {rc.metadata['segmentId']}", _record_file(rc.metadata, "record"),
+                        [tuple(x) for x in rc.metadata["leaderEpochs"]]))
             continue
         try:
-            epochs = t.remote.leader_epochs()
+            epochs = rc.leader_epochs()
         except KafkaFormatError:
             continue
-        out.append((f"object {t.remote.key}", t.segment.log, epochs))
+        out.append((f"object {rc.key}", seg.log, epochs))
     return out
 
 

@@ -5,7 +5,8 @@ Kafka reads an offset below the local log start from the remote tier (RemoteLogM
 the segments ``__remote_log_metadata`` lists as COPY_SEGMENT_FINISHED), and every offset from the local
 log start on from the local segments, even where a remote copy of them exists (local segments are
 deleted only after they were copied, so the tiers normally overlap).  :class:`UnifiedLog` is that
-model: each segment in order with its tier, the remote log start and the local log start; its
+model: the segments in order (the remote copies' then the local ones), the remote copies read, the
+remote log start and the local log start; its
 :meth:`UnifiedLog.partition` is a :class:`~.partition.Partition` every reader (analyze, explain,
 groups, dump) walks unchanged.  A remote segment that runs past the local log start is read only up
 to its first batch at or past it (the local log holds those offsets)."""
@@ -17,35 +18,26 @@ from dataclasses import dataclass, field, replace
 
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.partition import Partition
-from kafkaforensics.log.remote.tier import RemoteSegment, RemoteTier
+from kafkaforensics.log.remote.tier import RemoteCopy, RemoteTier
+from kafkaforensics.log.remote.unified import LOCAL, REMOTE, remote_below
 from kafkaforensics.log.segment import Segment
 from kafkaforensics.log.tiered import remote_segments
 
-REMOTE, LOCAL = "remote", "local"
-#: the metadata state of a segment Kafka reads (RemoteLogMetadataCache lists only these)
 FINISHED = "COPY_SEGMENT_FINISHED"
 
 
 @dataclass
-class TierSegment:
-    """One segment of a unified partition: the :class:`Segment` read, its tier, and for a remote one
-    the tier's :class:`~.remote.tier.RemoteSegment` and its ``__remote_log_metadata`` entry."""
-    segment: Segment
-    tier: str
-    remote: RemoteSegment | None = None
-    metadata: dict | None = None
-    #: the offsets it serves in the unified log: [base, end] (end None: up to the log end)
-    end_offset: int | None = None
-
-
-@dataclass
 class UnifiedLog:
-    """A partition over both tiers: the local :class:`Partition`, the remote segments read below its
-    log start (:attr:`segments`, remote then local), every remote segment the bucket holds for it,
-    and the ``__remote_log_metadata`` entries (None: the log dir holds no such topic)."""
+    """A partition over both tiers: the local :class:`Partition`, the segments read (:attr:`segments`:
+    those of the remote copies read below its log start, :attr:`remote`, then the local ones), every
+    remote copy the bucket holds for it, and the ``__remote_log_metadata`` entries (None: the log dir
+    holds no such topic)."""
     local: Partition
-    segments: list[TierSegment] = field(default_factory=list)
-    bucket: list[RemoteSegment] = field(default_factory=list)
+    #: the segments read, in offset order: the first ``len(remote)`` are the remote copies', the rest local
+    segments: list[Segment] = field(default_factory=list)
+    #: the remote copies read below the local log start, in offset order (each with its metadata entry)
+    remote: list[RemoteCopy] = field(default_factory=list)
+    bucket: list[RemoteCopy] = field(default_factory=list)
     #: every object the bucket holds for the partition (parsed keys: orphans and missing objects)
     objects: list = field(default_factory=list)
     metadata: list[dict] | None = None
@@ -67,14 +59,22 @@ class UnifiedLog:
     @property
     def remote_log_start(self) -> int | None:
         """The first remote segment's base offset (None: nothing read from the remote tier)."""
-        remote = [t for t in self.segments if t.tier == REMOTE]
-        return remote[0].segment.base_offset if remote else None
+        return self.segments[0].base_offset if self.remote else None
+
+    @property
+    def tiers(self) -> list[str]:
+        """The tier of each of :attr:`segments` (:data:`REMOTE` or :data:`LOCAL`)."""
+        return [REMOTE] * len(self.remote) + [LOCAL] * (len(self.segments) - len(self.remote))
+
+    def remote_reads(self) -> list[tuple[RemoteCopy, Segment]]:
+        """(remote copy, the segment read of it: cut at the local log start) of each remote copy read."""
+        return list(zip(self.remote, self.segments))
 
     def partition(self) -> Partition:
         """The partition as one :class:`Partition`: remote segments first, then the local ones."""
-        if not any(t.tier == REMOTE for t in self.segments):
+        if not self.remote:
             return self.local
-        return replace(self.local, segments=[t.segment for t in self.segments])
+        return replace(self.local, segments=list(self.segments))
 
 
 def _local_topic_id(pd: Partition) -> str | None:
@@ -130,7 +130,7 @@ def unify(pd: Partition, tier: RemoteTier | None, metadata: list[dict] | None | 
     metadata), in offset order, each starting past the one before, below the local log start."""
     meta = metadata_for(pd) if metadata == "log-dir" else metadata
     ul = UnifiedLog(pd, metadata=meta if isinstance(meta, list) else None)
-    local = [TierSegment(s, LOCAL) for s in pd.segments]
+    local = list(pd.segments)
     tp = pd.topic_partition
     if tier is None or tp is None:
         ul.segments = local
@@ -143,23 +143,26 @@ def unify(pd: Partition, tier: RemoteTier | None, metadata: list[dict] | None | 
         ul.segments = local
         return ul
     mine = own_id if own_id in ids else None   # one incarnation, the partition's own; else every object
-    ul.bucket, ul.objects = tier.segments(*tp, mine), tier.objects(*tp, mine)
+    ul.bucket, ul.objects = remote_below(tier, *tp, None, own_id), tier.objects(*tp, mine)
     ul.other_incarnations = {i: tier.objects(*tp, i) for i in ids if mine is not None and i != mine}
-    ul.segments = _remote_chain(ul, ul.local_log_start) + local
+    chain = _remote_chain(ul, ul.local_log_start)
+    ul.remote = [rc for rc, _seg in chain]
+    ul.segments = [seg for _rc, seg in chain] + local
     return ul
 
 
-def _readable(ul: UnifiedLog) -> list[tuple[RemoteSegment, dict | None]]:
-    """(remote segment, metadata entry) of each bucket segment Kafka would read, by base offset."""
+def _readable(ul: UnifiedLog) -> list[tuple[RemoteCopy, dict | None]]:
+    """(remote copy, metadata entry) of each copy in the bucket Kafka would read, by base offset."""
     if ul.metadata is None or not any(rs.segment_id for rs in ul.bucket):
         return [(rs, None) for rs in ul.bucket]   # no metadata, or a raw layout no metadata names
     done = {e["segmentId"]: e for e in ul.metadata if e["state"] == FINISHED}
     return [(rs, done[rs.segment_id]) for rs in ul.bucket if rs.segment_id is not None and rs.segment_id in done]
 
 
-def _remote_chain(ul: UnifiedLog, local_start: int | None) -> list[TierSegment]:
-    """The remote segments read below ``local_start``: each past the previous one's end."""
-    chain: list[TierSegment] = []
+def _remote_chain(ul: UnifiedLog, local_start: int | None) -> list[tuple[RemoteCopy, Segment]]:
+    """(remote copy, the segment read of it) of the remote copies read below ``local_start``: each
+    past the previous one's end, its metadata entry (when one lists it) set on it."""
+    chain: list[tuple[RemoteCopy, Segment]] = []
     end = -1
     for rs, entry in _readable(ul):
         base = rs.base_offset
@@ -173,7 +176,8 @@ def _remote_chain(ul: UnifiedLog, local_start: int | None) -> list[TierSegment]:
         except KafkaFormatError as e:
             ul.unreadable.append(e.problem)   # not read: its offsets are missing from the unified log
             continue
-        chain.append(TierSegment(seg, REMOTE, rs, entry, last))
+        rs.metadata, rs.end_offset = entry, last
+        chain.append((rs, seg))
         end = last
     return chain
 

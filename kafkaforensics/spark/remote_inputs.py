@@ -19,7 +19,7 @@ from __future__ import annotations
 import posixpath
 
 from kafkaforensics.errors import KafkaFormatError
-from kafkaforensics.log.remote import RemoteSegment, RemoteTier
+from kafkaforensics.log.remote import RemoteCopy, RemoteTier
 from kafkaforensics.log.remote.aiven import parse_key
 from kafkaforensics.log.remote.keys import load_keys
 from kafkaforensics.log.remote.store import Store
@@ -118,9 +118,9 @@ class RemoteInputs:
         tier, key = self._bare(root), uri[len(root) + 1:]
         k = parse_key(key)
         if k is not None:
-            rs = RemoteSegment(tier, k)
+            rs = RemoteCopy(tier, k)
         else:
             stem = key[:-len(LOG)]
-            rs = RemoteSegment(tier, RawKey(key, "", -1, offset_from_name(key), posixpath.basename(key)),
+            rs = RemoteCopy(tier, RawKey(key, "", -1, offset_from_name(key), posixpath.basename(key)),
                                files={s: stem + s for s in SEGMENT_SUFFIXES})
         return rs.segment()

@@ -42,9 +42,11 @@ def _raw_key(key: str) -> RawKey | None:
     return None
 
 
-class RemoteSegment:
-    """One segment in the tier: where it lives, what its manifest says (the plugin's layout), and
-    the :class:`Segment` reading its original bytes."""
+class RemoteCopy:
+    """The copy of one segment RemoteLogManager made in the tier (no segment of its own: its
+    :meth:`segment` is the :class:`Segment` reading the original bytes): where its objects live, what
+    its manifest says (the plugin's layout), and, once a unified log reads it, the
+    ``__remote_log_metadata`` entry that lists it (Kafka's RemoteLogSegmentMetadata)."""
 
     def __init__(self, tier: "RemoteTier", obj: "aiven.ObjectKey | RawKey", files: dict | None = None):
         """``obj``: the ``.log`` object's parsed key; ``files``: the raw layout's suffix -> key."""
@@ -55,9 +57,13 @@ class RemoteSegment:
         self._stem = obj.stem if isinstance(obj, aiven.ObjectKey) else None   # the plugin's keys' shared stem
         self._files = files or {}   # raw: suffix -> key
         self._manifest: aiven.Manifest | None = None
+        #: once a unified log reads the copy: the ``__remote_log_metadata`` entry that lists it (None:
+        #: none does) and the last offset it holds (the entry's ``endOffset``, else its last batch's)
+        self.metadata: dict | None = None
+        self.end_offset: int | None = None
 
     def __repr__(self) -> str:
-        return f"RemoteSegment({self.topic}-{self.partition}@{self.base_offset}, {self.key})"
+        return f"RemoteCopy({self.topic}-{self.partition}@{self.base_offset}, {self.key})"
 
     @property
     def uri(self) -> str:
@@ -199,12 +205,12 @@ class RemoteTier:
                 return next((o.topic_id for o in objs if isinstance(o, aiven.ObjectKey)), None)
         return None
 
-    def segments(self, topic: str, partition: int, topic_id: str | None = None) -> list[RemoteSegment]:
+    def segments(self, topic: str, partition: int, topic_id: str | None = None) -> list[RemoteCopy]:
         """The partition's segments (each one with a ``.log`` object), sorted by base offset;
         ``topic_id``: only that incarnation's (the plugin's layout; every one by default)."""
         objs = self.objects(topic, partition, topic_id)
         if self.layout == "aiven":
-            return sorted((RemoteSegment(self, o) for o in objs if o.suffix == aiven.LOG_SUFFIX),
+            return sorted((RemoteCopy(self, o) for o in objs if o.suffix == aiven.LOG_SUFFIX),
                           key=lambda s: (s.base_offset, s.key))
         by_base: dict = {}
         log_keys: dict = {}
@@ -214,7 +220,7 @@ class RemoteTier:
                 by_base.setdefault(o.base_offset, {})[m.group(2)] = o.key
                 if m.group(2) == LOG:
                     log_keys[o.base_offset] = o
-        return [RemoteSegment(self, log_keys[base], files=files) for base, files in sorted(by_base.items())
+        return [RemoteCopy(self, log_keys[base], files=files) for base, files in sorted(by_base.items())
                 if base in log_keys]
 
     def watermark(self, topic: str, partition: int) -> int | None:

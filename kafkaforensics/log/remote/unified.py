@@ -1,19 +1,20 @@
 """Which of a tier's objects lie below a partition's local log start (the first local segment's base
 offset), for dump and verify, which read and check every such object.  The partition as Kafka's
 ``UnifiedLog`` reads it (the metadata's finished segments, chained) is
-:mod:`kafkaforensics.log.unified_log`."""
+:mod:`kafkaforensics.log.unified_log`, whose bucket is :func:`remote_below`'s (one view of the tier,
+the other its caller); the two tiers' names are these."""
 from __future__ import annotations
 
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.partition import Partition
-from kafkaforensics.log.remote.tier import RemoteSegment, RemoteTier
+from kafkaforensics.log.remote.tier import RemoteCopy, RemoteTier
 
 #: the two tiers a segment can be in
 REMOTE, LOCAL = "remote", "local"
 
 
 def remote_below(tier: RemoteTier, topic: str, partition: int, local_start: int | None,
-                 topic_id: str | None = None) -> list[RemoteSegment]:
+                 topic_id: str | None = None) -> list[RemoteCopy]:
     """The partition's remote segments UnifiedLog reads from the tier: those starting below the local
     log start (all of them when there is no local segment); those of ``topic_id`` (the local
     ``partition.metadata``'s) when the tier holds that incarnation, else every one the keys give."""
