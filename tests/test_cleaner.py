@@ -346,3 +346,27 @@ def test_compaction_over_runs_equals_batch_by_batch(tmp_path_factory, monkeypatc
             files = {n: (d / n).read_bytes() for n in sorted(os.listdir(d)) if (d / n).is_file()}
             outcomes.append((reps, files))
     assert outcomes[0] == outcomes[1]
+
+
+def test_the_survey_rows_are_summary_rows_of_the_partitions_segments(tmp_path):
+    """The cleaner's survey is made of the one summary row (issue 52 item 2: ``SegmentSummary``, no
+    cleaner-only segment class): each row carries its file-backed ``Segment``, ends where the next
+    begins, and the index sizes and modification time the grouping and the legacy horizon use are the
+    files'."""
+    from kafkaforensics.log.partition import Partition
+    from kafkaforensics.log.segment import INDEX, TIMEINDEX, SegmentSummary
+    from kafkaforensics.repair import cleaner
+    from tests.corruption import make_partition
+    p = str(tmp_path / "events-0")
+    make_partition(p, seed=3, n=60)
+    pd = Partition.scan(p)
+    assert len(pd.segments) > 2
+    rows, _state, _aborted, _active, records = cleaner._survey(pd, CompactOptions(), T0)
+    assert all(isinstance(r, SegmentSummary) for r in rows)
+    assert [r.segment.log for r in rows] == [s.log for s in pd.segments]
+    assert [r.next_offset for r in rows[:-1]] == [s.base_offset for s in pd.segments[1:]]
+    assert rows[-1].next_offset == pd.load().log_end_offset and sum(r.records for r in rows) == records
+    for r in rows:
+        assert cleaner._index_bytes(r, INDEX) == os.path.getsize(r.segment.path(INDEX))
+        assert cleaner._index_bytes(r, TIMEINDEX) == os.path.getsize(r.segment.path(TIMEINDEX))
+        assert r.segment.last_modified() == os.stat(r.segment.log).st_mtime

@@ -166,3 +166,35 @@ def test_an_offset_index_the_segment_does_not_bear_out_hides_no_record_of_a_wind
     assert _rows(str(part), fromOffset="95", toOffset="125") == honest[0]
     forge([(129, positions[10]), (139, positions[11])])  # says reading 95.. can stop at the batch of 110..119
     assert _rows(str(part), fromOffset="95", toOffset="125") == honest[0]
+
+
+def test_a_runs_held_bytes_are_log_slices_walked_at_their_file_positions():
+    """The bytes a :class:`~kafkaforensics.spark.record_runs.FileRun` holds are the one byte-range class,
+    ``LogSlice`` (issue 52 item 2: no ``HeldSegment``): given back with their plan steps for the
+    batch-by-batch walk, each walks its batches at their positions in their own file, a whole small
+    segment's and a run's copy from the middle of a mapped one alike."""
+    from kafkaforensics.log.segment import BatchScanner, LogSlice
+    from kafkaforensics.records.batch import Record
+    from kafkaforensics.records.builder import build_v2
+    from kafkaforensics.spark.scan_plan import PlanStep, Source
+
+    def segment(base: int, n: int) -> bytes:
+        return b"".join(build_v2([Record(base + j, 1000 + j, b"k%d" % j, b"v" * j, [])], base_offset=base + j)
+                        for j in range(n))
+
+    def batches(data: bytes, base: int, shift: int = 0) -> list:
+        return [(b.position + shift, b.base_offset) for b in BatchScanner(data, file="x", base_offset=base)]
+
+    src = Source("ld", None, None, "t", 0)
+    small, big = segment(0, 5), segment(100, 9)
+    one = PlanStep("segment", "ld/t-0/00000000000000000000.log", src, len(small), 0, len(small), base=0)
+    two = PlanStep("segment", "ld/t-0/00000000000000000100.log", src, len(big), 0, len(big), base=100)
+    run = record_runs.FileRun()
+    assert run.add(small, 0, len(small), 0, one)
+    third = batches(big, 100)[3][0]   # a mapped segment's run taken from its fourth batch on
+    assert run.take(big, third, len(big), 0, two, 1 << 20) == len(big)
+    held = run.segments()
+    assert [step for _h, step in held] == [one, two] and all(isinstance(h, LogSlice) for h, _s in held)
+    assert [(h.file, h.base_offset) for h, _s in held] == [(one.uri, 0), (two.uri, 100)]
+    walked = [[(b.position + h.shift, b.base_offset) for b in h.walk()] for h, _s in held]
+    assert walked == [batches(small, 0), batches(big, 100)[3:]]

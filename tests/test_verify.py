@@ -369,3 +369,29 @@ def test_the_root_cause_comes_first_with_what_it_causes_grouped_under_it(tmp_pat
     errors = [f for f in json.loads(r.stdout)["findings"] if f["severity"] == "error"]
     assert [(f["kind"], f["position"], len(f["caused"])) for f in errors] == [(*root, len(p["caused"]))]
     assert "kfx reindex" not in kfx("analyze", logdir).output
+
+
+def test_the_walk_check_reads_the_segment_it_is_given(tmp_path):
+    """verify's walk of a segment is the given ``Segment``'s walk (issue 52 item 2: no segment class of
+    verify's own): the summary row names that segment, and a segment whose ``.log`` is a file of
+    another name (``Segment.of_file``, as a remote tier's copy is) is walked there, not at the file its
+    base offset names."""
+    from kafkaforensics.inspect.verify import VerifyReport, verify_segment
+    from kafkaforensics.log.partition import Partition
+    from kafkaforensics.log.producer_state import ProducerState
+    from kafkaforensics.log.segment import Segment
+    from tests.corruption import make_partition
+    p = str(tmp_path / "events-0")
+    make_partition(p, seed=4, n=30)
+    seg = Partition.scan(p).segments[0]
+    rep = VerifyReport()
+    summary = verify_segment(seg, rep, ProducerState(), active=False)
+    assert summary.segment is seg and summary.batches > 0 and not rep.problems
+    other = str(tmp_path / "copy.log")   # the same bytes under a name that says no offset
+    with open(seg.log, "rb") as f, open(other, "wb") as g:
+        g.write(f.read())
+    copy = Segment.of_file(other, seg.base_offset)
+    rep2 = VerifyReport()
+    again = verify_segment(copy, rep2, ProducerState(), active=False, require_index=False)
+    assert again.segment is copy and (again.batches, again.next_offset) == (summary.batches, summary.next_offset)
+    assert rep2.bytes == rep.bytes
