@@ -884,6 +884,7 @@ class Segment:
             finally:
                 os.close(fd)
 
+
 @dataclass(frozen=True)
 class SegmentSummary:
     """One segment as a walk leaves it (LogSegment's size, the offset after its last batch, its largest

@@ -23,6 +23,7 @@ from kafkaforensics.log.remote.unified import LOCAL, REMOTE, remote_below
 from kafkaforensics.log.segment import Segment
 from kafkaforensics.log.tiered import remote_segments
 
+#: the metadata state of a segment Kafka reads (RemoteLogMetadataCache lists only these)
 FINISHED = "COPY_SEGMENT_FINISHED"
 
 
