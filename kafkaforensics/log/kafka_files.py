@@ -32,7 +32,7 @@ import bisect
 
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.kafka_rules import AppliedRules
-from kafkaforensics.log.segment import BatchScanner, INDEX, INDEX_BY_SUFFIX, open_buffer
+from kafkaforensics.log.segment import INDEX, INDEX_BY_SUFFIX, Segment
 from kafkaforensics.log.producer_state import read_snapshot, snapshot_bytes
 from kafkaforensics.records.batch import resolve_legacy_wrapper
 
@@ -48,11 +48,11 @@ class _HeaderColumns:
     max timestamp and its running max), and the batches themselves on demand: what an index is
     compared with (no segment of its own: the walk is the segment's)."""
 
-    def __init__(self, buf, path: str, base: int, valid_bytes: int):
-        self.buf, self.path = buf, path
+    def __init__(self, walk, valid_bytes: int):
+        """From the segment's ``walk`` (its batches stay readable while the walk's block is open)."""
         self.pos, self.size, self.base, self.last, self.max_ts = [], [], [], [], []
         self.batch = {}
-        for b in BatchScanner(buf, file=path, base_offset=base):
+        for b in walk:
             if b.position + b.size > valid_bytes:
                 break
             self.pos.append(b.position)
@@ -143,8 +143,8 @@ def kept_as_written(target: str, suffix: str, seg_log: str, base: int, valid_byt
         entries, zero_tail = module.read_entries(data, base)
         if zero_tail:
             return False
-        with open_buffer(seg_log) as buf:
-            bs = _HeaderColumns(buf, seg_log, base, valid_bytes)
+        with Segment.of_file(seg_log, base).walk() as walk:
+            bs = _HeaderColumns(walk, valid_bytes)
             if suffix == INDEX:
                 return _offset_index_fits(entries, bs, rules, interval)
             return _time_index_fits(entries, bs, rules)
