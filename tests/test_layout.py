@@ -491,6 +491,8 @@ CLI_LAZY_PROJECT_MODULES = {
     "kafkaforensics.log.remote": "the remote tier's reader, which only a --remote line needs",
     "kafkaforensics.inspect.tiered_verify": "kfx verify --remote's checks of the tier, which a verify without "
                                             "--remote never needs",
+    "kafkaforensics.inspect.tiered_dump": "kfx dump --remote's walk of both tiers, which a dump without --remote "
+                                          "never needs",
 }
 
 
