@@ -11,6 +11,7 @@ import tomllib
 
 import pytest
 from setuptools import find_packages
+from setuptools.command.editable_wheel import _simple_layout
 
 import kafkaforensics
 from kafkaforensics.inspect import verify
@@ -538,3 +539,16 @@ def test_every_package_of_the_project_ships_in_its_wheel():
     on_disk = {".".join(init.parent.relative_to(repo).parts)
                for root in ("kafkaforensics", "specs", "cli", "spark_jobs") for init in (repo / root).rglob("__init__.py")}
     assert shipped == on_disk
+
+
+def test_the_editable_install_is_a_plain_path_entry():
+    """`make install`'s ``pip install -e`` adds the repository to sys.path with a .pth line, not a
+    MetaPathFinder every process imports at start-up: setuptools does so when every package maps to
+    its own dir under one root (editable_wheel._select_strategy: ``package_dir == {"": root}`` and a
+    simple layout), which pyproject.toml declares."""
+    repo = ROOT.parent
+    conf = tomllib.loads((repo / "pyproject.toml").read_text())["tool"]["setuptools"]
+    package_dir = conf.get("package-dir", {})
+    assert set(package_dir) == {""}, package_dir
+    packages = find_packages(str(repo), include=conf["packages"]["find"]["include"])
+    assert _simple_layout(packages, package_dir, str(repo))
