@@ -346,3 +346,18 @@ def test_a_verify_without_remote_never_loads_the_tier_reader_by_module_name():
         code, mods = imported_modules("-m", "cli.main", *argv)
         assert code == 0 and "kafkaforensics.inspect.verify" in mods, argv
         assert not mods & TIER_MODULES, (argv, sorted(mods & TIER_MODULES))
+
+
+#: what a plain `kfx verify` line has no use for: ctypes (dir_lock packs struct flock with struct), the
+#: record builder (KRaft snapshots are written by log/writer.py), the analyzer (a clean report asks no
+#: remedy), rich and typer (plain lines), and setuptools' editable import hook (a .pth path entry)
+NOT_ON_VERIFYS_PATH = {"ctypes", "kafkaforensics.records.builder", "kafkaforensics.inspect.analyzer", "rich", "typer"}
+
+
+def test_a_clean_verify_line_imports_only_its_path():
+    """`kfx verify` of a clean segment and of a clean log dir imports none of the modules its path does
+    not use (each a millisecond or more of start-up, which a verify of a small file is mostly made of)."""
+    for argv in (["verify", SMALL], ["verify", "--json", os.path.dirname(SMALL)]):
+        code, mods = imported_modules("-m", "cli.main", *argv)
+        assert code == 0 and "kafkaforensics.inspect.verify" in mods, argv
+        assert not mods & NOT_ON_VERIFYS_PATH, (argv, sorted(mods & NOT_ON_VERIFYS_PATH))
