@@ -23,8 +23,7 @@ from kafkaforensics.log.tiered import REMOTE_INDEX_RE
 from kafkaforensics.records.batch import resolve_legacy_wrapper
 from kafkaforensics.records.batch_json import encode, record_to_json
 from kafkaforensics.errors import KafkaFormatError, Problem
-from kafkaforensics.log.partition import (LEFTOVER_SUFFIXES, LogDir, parse_partition_dir_name,
-                                          read_clean_shutdown, read_text)
+from kafkaforensics.log.partition import LEFTOVER_SUFFIXES, LogDir, parse_partition_dir_name, read_text
 from kafkaforensics.log.producer_state import read_snapshot
 from kafkaforensics.log.segment import TXNINDEX, Segment, file_name, offset_from_name
 
@@ -196,7 +195,7 @@ def _dump_file(path: str, kind: str, opts: DumpOptions, out, err, res: DumpResul
         elif kind == "snapshot":
             _dump_snapshot(path, opts, out)
         elif kind == "offset-checkpoint":
-            for e in C.OffsetCheckpoint.parse(read_text(path), file=path):
+            for e in LogDir.checkpoint_entries_at(path):
                 _emit(out, opts, e, "topic: {topic} partition: {partition} offset: {offset}")
         elif kind == "leader-epoch-checkpoint":
             for e in C.LeaderEpochCheckpoint.parse(read_text(path), file=path):
@@ -215,7 +214,7 @@ def _dump_file(path: str, kind: str, opts: DumpOptions, out, err, res: DumpResul
                 for k, v in qs["data"].items():
                     print(f"{k}: {json.dumps(v)}", file=out)
         elif kind == "clean-shutdown":
-            cs = read_clean_shutdown(path)
+            cs = LogDir.clean_shutdown_at(path)
             if opts.fmt == "json":
                 print(json.dumps({"version": cs["version"], "brokerEpoch": cs["brokerEpoch"]}
                                  | ({"format": cs["format"]} if cs["format"] != "json" else {})), file=out)
@@ -224,7 +223,7 @@ def _dump_file(path: str, kind: str, opts: DumpOptions, out, err, res: DumpResul
             else:
                 _emit(out, opts, cs, "version: {version} brokerEpoch: {brokerEpoch}")
         elif kind == "meta-properties":
-            props = C.parse_properties(read_text(path))
+            props = LogDir.properties_at(path)
             if opts.fmt == "json":
                 print(json.dumps(props), file=out)
             else:
