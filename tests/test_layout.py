@@ -11,7 +11,7 @@ import tomllib
 
 import pytest
 from setuptools import find_packages
-from setuptools.command.editable_wheel import _simple_layout
+from setuptools.command import editable_wheel
 
 import kafkaforensics
 from kafkaforensics.inspect import verify
@@ -593,4 +593,4 @@ def test_the_editable_install_is_a_plain_path_entry():
     package_dir = conf.get("package-dir", {})
     assert set(package_dir) == {""}, package_dir
     packages = find_packages(str(repo), include=conf["packages"]["find"]["include"])
-    assert _simple_layout(packages, package_dir, str(repo))
+    assert editable_wheel._simple_layout(packages, package_dir, str(repo))  # the test editable_wheel._select_strategy makes
