@@ -73,3 +73,14 @@ def test_the_spark_planner_reads_log_dir_files_through_the_log_dir():
         "log-start-offset-checkpoint", "cleaner-offset-checkpoint"))
     bad = layout(entries, {**store, f"{root}/meta.properties": b"node.id=x\n"}.get)
     assert bad.bad_meta[root].startswith(f"{root}/meta.properties: ") and bad.partitions[f"{root}/orders-0"].broker_id is None
+
+
+def test_a_local_meta_properties_that_cannot_be_read_stays_an_os_error(tmp_path):
+    """Reading through ``LogDir.text`` keeps what a local file that cannot be read was: its OSError (the
+    CLI's one line, exit 2), while the broker's unvalidated read of it is empty, as before."""
+    (tmp_path / "meta.properties").mkdir()
+    with pytest.raises(IsADirectoryError):
+        LogDir(str(tmp_path)).meta_properties()
+    assert LogDir(str(tmp_path)).meta_properties_raw() == {}
+    with pytest.raises(ValueError):
+        LogDir(str(tmp_path)).identity()

@@ -424,8 +424,9 @@ class LogDir:
         return os.path.join(self.path, name) if self._read_file is None else posixpath.join(self.path, name)
 
     def text(self, name: str, errors: str = "replace") -> str | None:
-        """One of the log dir's own files as text, None when there is none; one that cannot be read
-        (or, with ``errors="strict"``, decoded) raises :class:`KafkaFormatError` naming it."""
+        """One of the log dir's own files as text, None when there is none; a local one that cannot be
+        read raises its OSError, one that does not decode (``errors="strict"``) :class:`KafkaFormatError`
+        naming it."""
         path = self.file(name)
         try:
             if self._read_file is None:
@@ -434,7 +435,7 @@ class LogDir:
             return data.decode("utf-8", errors) if isinstance(data, bytes) else data
         except FileNotFoundError:
             return None
-        except (OSError, UnicodeDecodeError) as e:
+        except UnicodeDecodeError as e:
             raise KafkaFormatError("io", str(e), file=path) from None
 
     # -- the files' names: what a listing of a log dir is sorted by ---------------------------------
@@ -466,7 +467,7 @@ class LogDir:
         read): what a broker serving the dir takes its cluster and node id from."""
         try:
             return C.parse_properties(self.text(C.META_PROPERTIES_FILE, errors="strict") or "")
-        except (KafkaFormatError, ValueError):
+        except (OSError, KafkaFormatError, ValueError):
             return {}
 
     def identity(self) -> tuple[int | None, str | None]:
@@ -478,6 +479,8 @@ class LogDir:
             text = self.text(C.META_PROPERTIES_FILE, errors="strict")
         except KafkaFormatError as e:
             raise ValueError(e.problem.detail) from None
+        except OSError as e:
+            raise ValueError(str(e)) from None
         if text is None:
             return None, None
         props = C.parse_properties(text)
