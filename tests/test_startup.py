@@ -311,3 +311,53 @@ def test_a_verify_without_remote_never_loads_the_tier_reader():
     for argv in (["verify", SMALL], ["verify", os.path.dirname(os.path.dirname(SMALL))]):
         code, out, mods = imported("-m", "cli.main", *argv)
         assert code == 0 and not mods & tier_modules, (argv, sorted(mods & tier_modules))
+
+
+def imported_modules(*argv) -> tuple[int, set[str]]:
+    """(exit code, every module, by its full dotted name, that ``python -X importtime *argv`` imports)."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", *argv], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    names = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
+             if line.startswith("import time:") and "|" in line}
+    assert "cli" in names, proc.stderr[-2000:]
+    return proc.returncode, names
+
+
+#: the remote tier's reader and what walks it (full module names: a project module is one of many
+#: kafkaforensics.* modules, so the top-level package names ``imported`` gives cannot tell it)
+TIER_MODULES = {"kafkaforensics.log.remote", "kafkaforensics.log.remote.tier", "kafkaforensics.log.remote.unified",
+                "kafkaforensics.log.tier_reconcile", "kafkaforensics.log.unified_log",
+                "kafkaforensics.inspect.tiered_verify", "kafkaforensics.inspect.tiered_dump", "hashlib"}
+
+
+def test_a_dump_without_remote_never_loads_the_tier_reader():
+    """As verify: the remote tier's reader (the plugin's codecs, hashlib's OpenSSL) is loaded by
+    ``kfx dump --remote`` lines only (cli/heavy.py): a plain dump of a segment or a log dir imports
+    none of it, and the check sees a project module at all (the dump module itself)."""
+    for argv in (["dump", SMALL], ["dump", "--format", "json", os.path.dirname(os.path.dirname(SMALL))]):
+        code, mods = imported_modules("-m", "cli.main", *argv)
+        assert code == 0 and "kafkaforensics.inspect.dump" in mods, argv
+        assert not mods & TIER_MODULES, (argv, sorted(mods & TIER_MODULES))
+
+
+def test_a_verify_without_remote_never_loads_the_tier_reader_by_module_name():
+    """The verify check above by full module names (it compares top-level names, which see hashlib only)."""
+    for argv in (["verify", SMALL], ["verify", os.path.dirname(os.path.dirname(SMALL))]):
+        code, mods = imported_modules("-m", "cli.main", *argv)
+        assert code == 0 and "kafkaforensics.inspect.verify" in mods, argv
+        assert not mods & TIER_MODULES, (argv, sorted(mods & TIER_MODULES))
+
+
+#: what a plain `kfx verify` line has no use for: ctypes (dir_lock packs struct flock with struct), the
+#: record builder (KRaft snapshots are written by log/writer.py), the analyzer (a clean report asks no
+#: remedy), rich and typer (plain lines), and setuptools' editable import hook (a .pth path entry)
+NOT_ON_VERIFYS_PATH = {"ctypes", "kafkaforensics.records.builder", "kafkaforensics.inspect.analyzer", "rich", "typer"}
+
+
+def test_a_clean_verify_line_imports_only_its_path():
+    """`kfx verify` of a clean segment and of a clean log dir imports none of the modules its path does
+    not use (each a millisecond or more of start-up, which a verify of a small file is mostly made of)."""
+    for argv in (["verify", SMALL], ["verify", "--json", os.path.dirname(SMALL)]):
+        code, mods = imported_modules("-m", "cli.main", *argv)
+        assert code == 0 and "kafkaforensics.inspect.verify" in mods, argv
+        assert not mods & NOT_ON_VERIFYS_PATH, (argv, sorted(mods & NOT_ON_VERIFYS_PATH))

@@ -20,7 +20,6 @@ directories this broker knows, so no request can reach outside the log dir.
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
@@ -40,12 +39,10 @@ from kafkaforensics.broker.topic_creation import INTERNAL_TOPICS, METADATA_TOPIC
 from kafkaforensics.broker.transactions import Transactions
 from kafkaforensics.broker.txn_coordinator import TransactionCoordinator
 from kafkaforensics.errors import KafkaFormatError
-from kafkaforensics.fsutil import atomic_write, fsync_dir
 from kafkaforensics.inspect.groups import committed_offsets
-from kafkaforensics.log.checkpoint_file import RECOVERY_POINT, checkpoint_path, update_offsets
 from kafkaforensics.log.live_log import LiveLog
 from kafkaforensics.log.kraft import metadata_topics
-from kafkaforensics.log.partition import CLEAN_SHUTDOWN_FILE, LogDir, derived_topic_id, find_partitions, partition_dir_state
+from kafkaforensics.log.partition import LogDir, derived_topic_id, find_partitions, partition_dir_state
 from kafkaforensics.log.segment import offset_from_name
 from kafkaforensics.records.internal_topics import encode_offset_commit
 from kafkaforensics.repair.actions import Dropped
@@ -168,15 +165,13 @@ class ReplayBroker:
         Kafka's log loading does: were it to crash, the dir must not look cleanly shut down.  The
         marker's broker epoch is kept for the one :meth:`shutdown` writes."""
         ld = LogDir(self.log_dir)
-        path = ld.file(CLEAN_SHUTDOWN_FILE)
-        self.was_clean, self.broker_epoch = os.path.exists(path), -1
+        self.was_clean, self.broker_epoch = os.path.exists(ld.clean_shutdown_file), -1
         if self.was_clean:
             try:
                 self.broker_epoch = (ld.clean_shutdown_marker(strict=True) or {}).get("brokerEpoch", -1)
             except (OSError, ValueError, KafkaFormatError):
                 pass
-            os.unlink(path)
-            fsync_dir(self.log_dir)
+            ld.remove_clean_shutdown()
 
     def shutdown(self) -> list[str]:
         """Kafka's clean shutdown of what this broker wrote: each partition it appended to or created
@@ -192,18 +187,17 @@ class ReplayBroker:
         for (topic, p), s in written.items():
             s.close()
         if written:
-            update_offsets(checkpoint_path(self.log_dir, RECOVERY_POINT),
-                           {tp: s.log_end_offset for tp, s in written.items()}, unreadable="replace")
+            LogDir(self.log_dir).update_checkpoint(LogDir.RECOVERY_POINT, {tp: s.log_end_offset for tp, s in written.items()},
+                                                   unreadable="replace")
             done.append(f"closed {len(written)} partitions (time index, producer snapshot, leader epochs, "
                         "recovery point)")
         untouched = [f"{t}-{p}" for (t, p), s in self.partitions.items() if not s.written]
         if untouched and not self.was_clean:
-            done.append(f"no {CLEAN_SHUTDOWN_FILE}: {len(untouched)} partitions were served as found in a dir "
+            done.append(f"no {LogDir.CLEAN_SHUTDOWN}: {len(untouched)} partitions were served as found in a dir "
                         "that was not marked clean (Kafka will recover them)")
         else:
-            body = json.dumps({"version": 0, "brokerEpoch": self.broker_epoch}, separators=(",", ":"))
-            atomic_write(os.path.join(self.log_dir, CLEAN_SHUTDOWN_FILE), body.encode())
-            done.append(f"wrote {CLEAN_SHUTDOWN_FILE}")
+            LogDir(self.log_dir).write_clean_shutdown(self.broker_epoch)
+            done.append(f"wrote {LogDir.CLEAN_SHUTDOWN}")
         return done
 
     def _meta_properties(self) -> dict:

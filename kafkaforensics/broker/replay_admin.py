@@ -29,10 +29,9 @@ from specs.messages import (CreatePartitionsRequest, CreatePartitionsResponse, D
 from specs.protocol_messages import ApiKey
 
 from kafkaforensics.broker import topic_configs as TC
-from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, checkpoint_path, update_offsets
 from kafkaforensics.broker.topic_creation import MAX_RECORDS_PER_REQUEST
 from kafkaforensics.broker.txn_coordinator import transaction_state
-from kafkaforensics.log.partition import find_partitions
+from kafkaforensics.log.partition import LogDir, find_partitions
 
 #: DescribeConfigs resource types (Kafka's ConfigResource.Type)
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
@@ -225,14 +224,15 @@ class WriteAdminAPIs:
     def _save_log_starts(self) -> None:
         """log-start-offset-checkpoint gets every served partition's log start; the entries of
         partitions this broker does not serve are kept (temp file, fsync, rename)."""
-        update_offsets(checkpoint_path(self.b.log_dir, LOG_START_OFFSET),
-                       {tp: s.log_start_offset for tp, s in sorted(self.b.partitions.items())}, unreadable="replace")
+        LogDir(self.b.log_dir).update_checkpoint(
+            LogDir.LOG_START_OFFSET, {tp: s.log_start_offset for tp, s in sorted(self.b.partitions.items())},
+            unreadable="replace")
 
     def _forget_log_starts(self, tps: list) -> None:
         """A deleted partition's log-start-offset-checkpoint entry goes (as Kafka's next checkpoint
         drops a deleted log), so a topic created again under the name does not inherit it."""
-        update_offsets(checkpoint_path(self.b.log_dir, LOG_START_OFFSET), dict.fromkeys(tps), create=False,
-                       unreadable="replace")
+        LogDir(self.b.log_dir).update_checkpoint(LogDir.LOG_START_OFFSET, dict.fromkeys(tps), create=False,
+                                                 unreadable="replace")
 
     def delete_records(self, version: int, body) -> DeleteRecordsResponse:
         """Each partition's log start moved up to the offset asked (-1: the log end)."""

@@ -27,7 +27,6 @@ from specs.layout import INT32_MAX
 
 from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
-from kafkaforensics.log.checkpoint_file import CLEANER_OFFSET, LOG_START_OFFSET
 from kafkaforensics.log.partition import LogDir, Partition, SegmentFiles, find_partitions, parse_partition_dir_name
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot
 from kafkaforensics.log.segment import (INDEX_SUFFIXES, LOG, SNAPSHOT, file_name, offset_from_name,
@@ -381,10 +380,10 @@ def _analyze_partition(pd: Partition, ckpts: dict, now: int, opts: AnalyzeOption
     _verify_findings(vr, name, pd.path, rep)
     summ = PartitionSummary(name, pd.path, segments=len(walked.segments), tiers=tiers)
     rep.partitions.append(summ)
-    log_start = ckpts.get(LOG_START_OFFSET, {}).get((pd.topic, pd.partition)) if pd.topic else None
+    log_start = ckpts.get(LogDir.LOG_START_OFFSET, {}).get((pd.topic, pd.partition)) if pd.topic else None
     if walked.segments:
         log_start = max(log_start or 0, walked.segments[0].base_offset)
-    cleaner_ck = ckpts.get(CLEANER_OFFSET, {}).get((pd.topic, pd.partition)) if pd.topic else None
+    cleaner_ck = ckpts.get(LogDir.CLEANER_OFFSET, {}).get((pd.topic, pd.partition)) if pd.topic else None
     try:
         epochs = (LeaderEpochCache.read(pd.path) if not segment_only else None) or LeaderEpochCache()
     except KafkaFormatError:

@@ -23,11 +23,8 @@ from kafkaforensics.log.tiered import REMOTE_INDEX_RE
 from kafkaforensics.records.batch import resolve_legacy_wrapper
 from kafkaforensics.records.batch_json import encode, record_to_json
 from kafkaforensics.errors import KafkaFormatError, Problem
-from kafkaforensics.log.partition import (LEFTOVER_SUFFIXES, LogDir, Partition, parse_partition_dir_name,
-                                          read_clean_shutdown, read_text)
+from kafkaforensics.log.partition import LEFTOVER_SUFFIXES, LogDir, parse_partition_dir_name, read_text
 from kafkaforensics.log.producer_state import read_snapshot
-from kafkaforensics.log.remote import RemoteCopy, RemoteTier
-from kafkaforensics.log.remote.unified import LOCAL, REMOTE, local_view, remote_below
 from kafkaforensics.log.segment import TXNINDEX, Segment, file_name, offset_from_name
 
 #: the message schemas of the internal topics: only for a decoder; many batches decoded at once into
@@ -136,30 +133,46 @@ def expand(paths) -> list[str]:
     return files
 
 
-def dump(paths, opts: DumpOptions, out=None, err=None, remote: RemoteTier | None = None) -> DumpResult:
+def dump(paths, opts: DumpOptions, out=None, err=None) -> DumpResult:
     """Dump every file ``paths`` name (files, partition dirs, log dirs: :func:`expand`) to ``out``
     (problems and mismatches go to ``err``). An internal topic's records are decoded by its dir's
-    name unless ``opts.decoder`` says otherwise.  ``remote``: the partitions' remote tier, each
-    partition dumped as UnifiedLog sees it (:func:`dump_tiered`)."""
-    out = out or sys.stdout
-    err = err or sys.stderr
-    res = DumpResult()
-    for n in live_notes(paths):
-        print(f"note: {n}", file=err)
-    if remote is not None:
-        dump_tiered(paths, remote, opts, out, err, res)
-        return res
+    name unless ``opts.decoder`` says otherwise.  ``kfx dump --remote`` is
+    :func:`~kafkaforensics.inspect.tiered_dump.dump_tiered`, which this module never imports (a plain
+    dump loads no tier reader)."""
+    out, err, res = start(paths, out, err)
     files = expand(paths)
     # JSON lines of several files from a dir: a {"file": path} line before each file's own lines (the
     # text form's "Dumping PATH"), so that a reader knows which partition a batch belongs to
     file_lines = opts.fmt == "json" and any(os.path.isdir(p) for p in paths)
     for path in files:
-        kind = file_kind(path)
         if file_lines:
             print(json.dumps({"file": path}), file=out)
-        auto = decoder_for(path) if opts.decoder is None and kind in ("log", "kraft-snapshot") else None
-        _dump_file(path, kind, replace(opts, decoder=auto) if auto else opts, out, err, res)
+        dump_file(path, opts, out, err, res)
     return res
+
+
+def start(paths, out=None, err=None) -> tuple:
+    """(out, err, an empty :class:`DumpResult`) of a dump of ``paths``, the live log dirs among them
+    noted on ``err`` first (stdout and stderr when not given)."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    for n in live_notes(paths):
+        print(f"note: {n}", file=err)
+    return out, err, DumpResult()
+
+
+def dump_file(path: str, opts: DumpOptions, out, err, res: DumpResult) -> None:
+    """One local file of a dump, a segment or KRaft snapshot of an internal topic decoded by its dir's
+    name unless ``opts.decoder`` says otherwise."""
+    kind = file_kind(path)
+    auto = decoder_for(path) if opts.decoder is None and kind in ("log", "kraft-snapshot") else None
+    _dump_file(path, kind, replace(opts, decoder=auto) if auto else opts, out, err, res)
+
+
+def dump_segment(name: str, seg: Segment, opts: DumpOptions, out, err, res: DumpResult, tier: str) -> None:
+    """A segment named ``name`` read through its byte source ``seg`` (a remote one: ``tier`` is said in
+    the text form's header)."""
+    _dump_file(name, "log", opts, out, err, res, seg, tier)
 
 
 def _dump_file(path: str, kind: str, opts: DumpOptions, out, err, res: DumpResult, seg: Segment | None = None,
@@ -182,7 +195,7 @@ def _dump_file(path: str, kind: str, opts: DumpOptions, out, err, res: DumpResul
         elif kind == "snapshot":
             _dump_snapshot(path, opts, out)
         elif kind == "offset-checkpoint":
-            for e in C.OffsetCheckpoint.parse(read_text(path), file=path):
+            for e in LogDir.checkpoint_entries_at(path):
                 _emit(out, opts, e, "topic: {topic} partition: {partition} offset: {offset}")
         elif kind == "leader-epoch-checkpoint":
             for e in C.LeaderEpochCheckpoint.parse(read_text(path), file=path):
@@ -201,7 +214,7 @@ def _dump_file(path: str, kind: str, opts: DumpOptions, out, err, res: DumpResul
                 for k, v in qs["data"].items():
                     print(f"{k}: {json.dumps(v)}", file=out)
         elif kind == "clean-shutdown":
-            cs = read_clean_shutdown(path)
+            cs = LogDir.clean_shutdown_at(path)
             if opts.fmt == "json":
                 print(json.dumps({"version": cs["version"], "brokerEpoch": cs["brokerEpoch"]}
                                  | ({"format": cs["format"]} if cs["format"] != "json" else {})), file=out)
@@ -210,7 +223,7 @@ def _dump_file(path: str, kind: str, opts: DumpOptions, out, err, res: DumpResul
             else:
                 _emit(out, opts, cs, "version: {version} brokerEpoch: {brokerEpoch}")
         elif kind == "meta-properties":
-            props = C.parse_properties(read_text(path))
+            props = LogDir.properties_at(path)
             if opts.fmt == "json":
                 print(json.dumps(props), file=out)
             else:
@@ -252,60 +265,6 @@ def _dump_kraft_snapshot(path, opts: DumpOptions, out, err, res: DumpResult) -> 
         if p not in res.problems:
             res.problems.append(p)
             print(str(p), file=err)
-
-
-def dump_tiered(paths, tier: RemoteTier, opts: DumpOptions, out, err, res: DumpResult) -> None:
-    """``kfx dump --remote``: each partition of ``paths`` (log dirs, partition dirs; none: the tier
-    alone) as UnifiedLog sees it: its remote segments below the local log start, then its local files;
-    then the tier's partitions no path holds.  JSON lines say each file's tier."""
-    done = set()
-    for p in paths:
-        kp = classify(p)
-        if kp.kind == FILE:
-            _dump_tier_file(p, opts, out, err, res, LOCAL)
-            continue
-        for f in log_dir_files(p) if kp.kind == LOG_DIR else []:
-            _dump_tier_file(f, opts, out, err, res, LOCAL)
-        for d in partition_dirs(p) if kp.kind == LOG_DIR else [p]:
-            files = partition_files(d)
-            pd = Partition.scan(d)
-            if pd.topic is not None and pd.partition is not None and pd.dir_state == "live" \
-                    and (pd.topic, pd.partition) not in done:
-                done.add((pd.topic, pd.partition))
-                for rs in remote_below(tier, pd.topic, pd.partition, *local_view(pd)):
-                    _dump_remote(rs, opts, out, err, res)
-            for f in files:
-                _dump_tier_file(f, opts, out, err, res, LOCAL)
-    for tp in tier.partitions():
-        if tp not in done:
-            for rs in remote_below(tier, tp[0], tp[1], None):
-                _dump_remote(rs, opts, out, err, res)
-
-
-def _dump_tier_file(path: str, opts: DumpOptions, out, err, res: DumpResult, tier: str) -> None:
-    """A local file of a tiered dump (its JSON ``file`` line says its tier)."""
-    kind = file_kind(path)
-    if opts.fmt == "json":
-        print(json.dumps({"file": path, "tier": tier}), file=out)
-    auto = decoder_for(path) if opts.decoder is None and kind in ("log", "kraft-snapshot") else None
-    _dump_file(path, kind, replace(opts, decoder=auto) if auto else opts, out, err, res)
-
-
-def _dump_remote(rs: RemoteCopy, opts: DumpOptions, out, err, res: DumpResult) -> None:
-    """A remote segment's ``.log`` (decoded from its chunks); a manifest or key that cannot be read is
-    one located problem."""
-    uri = rs.uri
-    if opts.fmt == "json":
-        print(json.dumps({"file": uri, "tier": REMOTE, "topic": rs.topic, "partition": rs.partition,
-                          "baseOffset": rs.base_offset, "segmentId": rs.segment_id}), file=out)
-    try:
-        seg = rs.segment()
-    except KafkaFormatError as e:
-        res.problems.append(e.problem)
-        print(str(e.problem), file=err)
-        return
-    auto = TOPIC_DECODERS.get(rs.topic) if opts.decoder is None else None
-    _dump_file(uri, "log", replace(opts, decoder=auto) if auto else opts, out, err, res, seg, REMOTE)
 
 
 def _emit(out, opts: DumpOptions, obj: dict, text_fmt: str) -> None:

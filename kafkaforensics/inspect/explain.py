@@ -32,7 +32,6 @@ import time
 from dataclasses import dataclass, field
 
 from kafkaforensics.errors import KafkaFormatError
-from kafkaforensics.log import checkpoint_file
 from kafkaforensics.log.partition import LogDir, Partition
 from kafkaforensics.log.paths import appending
 from kafkaforensics.log.log_loader import replay_segment
@@ -206,7 +205,7 @@ def _key_fate(view: LogView, offset: int, rec: dict, compacts: bool) -> list:
 
 def _below_start(view: LogView, offset: int, cfg, now: int) -> dict:
     """An offset below the log start: on disk below a moved log start, or in a removed segment."""
-    ck = view.checkpoint(checkpoint_file.LOG_START_OFFSET)
+    ck = view.checkpoint(LogDir.LOG_START_OFFSET)
     segs = view.partition.segments
     first_base = segs[0].base_offset if segs else view.log_end
     ev = [_ev(f"log start offset {view.log_start}" + (f" ({ck[1]})" if ck else " (the first segment's base offset)"))]
@@ -339,8 +338,8 @@ def _past_end(view: LogView, offset: int) -> dict:
     """An offset at or past the log end: truncated when the files say the log once reached it."""
     ev = [_ev(f"the log end offset is {view.log_end}")]
     once = []
-    for name, what in ((checkpoint_file.REPLICATION_OFFSET, "high watermark"),
-                       (checkpoint_file.RECOVERY_POINT, "recovery point")):
+    for name, what in ((LogDir.REPLICATION_OFFSET, "high watermark"),
+                       (LogDir.RECOVERY_POINT, "recovery point")):
         ck = view.checkpoint(name)
         if ck is not None and ck[0] > offset:
             once.append(_ev(f"{ck[1]}: the {what} was {ck[0]}", line=ck[1]))
@@ -379,7 +378,7 @@ def _missing(view: LogView, offset: int, i: int, cfg) -> dict:
         ev.append(_ev("offsets " + (f"{prev.last + 1}" if prev else f"{view.log_start}") + ".."
                       + (f"{b.base - 1}" if b else f"{view.log_end - 1}") + " are in no batch"
                       + (f" (between {prev.text()} and {b.text()})" if prev and b else "")))
-    cleaner = view.checkpoint(checkpoint_file.CLEANER_OFFSET)
+    cleaner = view.checkpoint(LogDir.CLEANER_OFFSET)
     compacts = cfg is not None and cfg.compacts
     if cfg is not None:
         ev.append(_ev(cfg.describe("cleanup.policy")))

@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.inspect.diff import diff as diff_pair, replica_names
 from kafkaforensics.inspect.explain import LogView, scan
-from kafkaforensics.log.checkpoint_file import CLEANER_OFFSET
 from kafkaforensics.log.log_config import LogConfig
 from kafkaforensics.log.replica_race import Replica, batch_ev, entry, reference, resurrected, txn_outcomes
 from kafkaforensics.log.partition import LogDir, Partition, parse_partition_dir_name, partition_dir_state
@@ -69,7 +68,7 @@ class FleetReport:
 def _replicas(dirs: list) -> list[Replica]:
     """Each dir walked once; every keyed record kept when the topic compacts or a replica's cleaner ran."""
     parts = [Partition.scan(d) for d in dirs]
-    cleaners = [LogView(partition=pd).checkpoint(CLEANER_OFFSET) for pd in parts]
+    cleaners = [LogView(partition=pd).checkpoint(LogDir.CLEANER_OFFSET) for pd in parts]
     try:
         compacts = any(LogConfig.of(d).compacts for d in dirs)
     except (ValueError, KafkaFormatError):

@@ -66,7 +66,16 @@ def read_checkpoint(path: str, spec: C.TextCheckpoint) -> list[dict] | None:
 def read_offsets(path: str) -> dict[tuple[str, int], int] | None:
     """An offset checkpoint as {(topic, partition): offset}, None when the file is missing."""
     entries = read_checkpoint(path, C.OffsetCheckpoint)
-    return None if entries is None else {(e["topic"], e["partition"]): e["offset"] for e in entries}
+    return None if entries is None else _table(entries)
+
+
+def offsets_of(text: str, path: str) -> dict[tuple[str, int], int]:
+    """:func:`read_offsets` of the text of the checkpoint ``path`` (read through a byte store)."""
+    return _table(C.OffsetCheckpoint.parse(text, file=path))
+
+
+def _table(entries: list[dict]) -> dict[tuple[str, int], int]:
+    return {(e["topic"], e["partition"]): e["offset"] for e in entries}
 
 
 def checkpoint_path(log_dir: str, name: str) -> str:

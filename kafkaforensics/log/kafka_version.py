@@ -129,7 +129,7 @@ def find_log_dir(path: str) -> str:
     path = os.path.abspath(path)
     if os.path.isfile(path):
         path = os.path.dirname(path)
-    if os.path.exists(LogDir(path).file(C.META_PROPERTIES_FILE)) or not _PARTITION_DIR.match(os.path.basename(path)):
+    if os.path.exists(LogDir(path).meta_properties_file) or not _PARTITION_DIR.match(os.path.basename(path)):
         return path
     return os.path.dirname(path)
 

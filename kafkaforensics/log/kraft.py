@@ -24,8 +24,6 @@ from specs.record_batch import SNAPSHOT_FOOTER, SNAPSHOT_HEADER
 from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log import partition  # (partition imports logdir, which imports this module: names used in functions only)
 from kafkaforensics.log.segment import KRAFT_SNAPSHOT_RE, BatchScanner, kraft_snapshot_file_name, open_buffer
-from kafkaforensics.records.batch import Record
-from kafkaforensics.records.builder import build_v2, control_record_key
 
 #: the metadata records' schemas: not for naming a KRaft file or dumping a segment
 K = lazy("specs.kafka_messages", globals())
@@ -114,27 +112,6 @@ def read_snapshot(path: str) -> dict:
         problems.append(Problem(path, None, None, "missing-footer",
                                 "no SnapshotFooter control record: the snapshot was not completed"))
     return out
-
-
-def build_snapshot(records, *, last_contained_timestamp: int, epoch: int = 0, control_records=()) -> bytes:
-    """Snapshot bytes as Kafka's snapshot writer lays them out: header batch, one batch of metadata
-    records (``records``: (schema, version, dict)), footer batch; ``control_records``: (control type,
-    bytes) written after the header (KRaftVersion, Voters)."""
-    ts = last_contained_timestamp
-    header = K.SnapshotHeaderRecord.build({"Version": 0, "LastContainedLogTimestamp": ts}, 0)
-    ctl = [(SNAPSHOT_HEADER, header), *control_records]
-    off = 0
-    out = [build_v2([Record(off + i, ts, control_record_key(t), v, []) for i, (t, v) in enumerate(ctl)],
-                    base_offset=off, control=True, partition_leader_epoch=epoch)]
-    off += len(ctl)
-    recs = [Record(off + i, ts, None, internal_topics.encode_metadata(s, v, d), []) for i, (s, v, d) in enumerate(records)]
-    if recs:
-        out.append(build_v2(recs, base_offset=off, partition_leader_epoch=epoch))
-        off += len(recs)
-    footer = K.SnapshotFooterRecord.build({"Version": 0}, 0)
-    out.append(build_v2([Record(off, ts, control_record_key(SNAPSHOT_FOOTER), footer, [])], base_offset=off,
-                        control=True, partition_leader_epoch=epoch))
-    return b"".join(out)
 
 
 def _json_name(name: str) -> str:

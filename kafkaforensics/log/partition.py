@@ -20,8 +20,10 @@ import base64
 import binascii
 import json
 import os
+import posixpath
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 from specs import checkpoints as C
 from specs.lazy import lazy
@@ -391,8 +393,24 @@ class LogDir:
     broker holds, and its partition dirs by Kafka's naming rules (``topic-N``;
     ``topic-N.<id>-delete|-future|-stray``)."""
 
-    def __init__(self, path: str):
-        self.path = os.path.abspath(path)
+    #: the offset checkpoints, by what each holds (the names a caller gives :meth:`checkpoint` and the
+    #: writers): LogManager's recovery points and log starts, ReplicaManager's high watermarks, the
+    #: cleaner's first dirty offsets
+    RECOVERY_POINT, REPLICATION_OFFSET, LOG_START_OFFSET, CLEANER_OFFSET = C.OFFSET_CHECKPOINT_FILES
+    #: the clean-shutdown marker's name (for a message; :attr:`clean_shutdown_file` is its path)
+    CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
+
+    def __init__(self, path: str, read_file: Callable[[str], bytes | str | None] | None = None):
+        self.path = os.path.abspath(path) if read_file is None else path
+        #: None: the files are local; else what reads one through a byte store (:meth:`over`)
+        self._read_file = read_file
+
+    @classmethod
+    def over(cls, read_file: Callable[[str], bytes | str | None], path: str) -> LogDir:
+        """The log dir at ``path`` in a byte store (the object storage the Spark planner lists): its
+        files are read through ``read_file(uri)`` (the file's bytes or text, None when there is none)
+        and named by ``/``-joined URIs; every method that reads a file reads it that way."""
+        return cls(path, read_file)
 
     def __repr__(self) -> str:
         return f"LogDir({self.path!r})"
@@ -403,22 +421,71 @@ class LogDir:
 
     def file(self, name: str) -> str:
         """The path of one of the log dir's own files (``meta.properties``, a checkpoint, ...)."""
-        return os.path.join(self.path, name)
+        return os.path.join(self.path, name) if self._read_file is None else posixpath.join(self.path, name)
+
+    def text(self, name: str, errors: str = "replace") -> str | None:
+        """One of the log dir's own files as text, None when there is none; a local one that cannot be
+        read raises its OSError, one that does not decode (``errors="strict"``) :class:`KafkaFormatError`
+        naming it."""
+        path = self.file(name)
+        try:
+            if self._read_file is None:
+                return _read(path, errors=errors)
+            data = self._read_file(path)
+            return data.decode("utf-8", errors) if isinstance(data, bytes) else data
+        except FileNotFoundError:
+            return None
+        except UnicodeDecodeError as e:
+            raise KafkaFormatError("io", str(e), file=path) from None
+
+    # -- the files' names: what a listing of a log dir is sorted by ---------------------------------
+    @property
+    def meta_properties_file(self) -> str:
+        """The path (a URI over a byte store) of the log dir's ``meta.properties``."""
+        return self.file(C.META_PROPERTIES_FILE)
+
+    @staticmethod
+    def is_meta_properties(name: str) -> bool:
+        """Whether a file name is a log dir's ``meta.properties`` (what makes a dir a log dir)."""
+        return name == C.META_PROPERTIES_FILE
+
+    @staticmethod
+    def own_file_names() -> frozenset[str]:
+        """The names of the files a log dir holds itself: ``meta.properties``, the clean-shutdown marker,
+        ``.lock`` and the offset checkpoints (not the KRaft bootstrap snapshot, :mod:`.kraft`'s)."""
+        return LOG_DIR_OWN_FILES
 
     # -- identity and state ----------------------------------------------------------------------
     def meta_properties(self) -> dict | None:
         """``meta.properties`` as :func:`read_meta_properties` reads it (None: no file; one Kafka
         refuses raises :class:`KafkaFormatError`)."""
-        p = self.file(C.META_PROPERTIES_FILE)
-        return read_meta_properties(p) if os.path.exists(p) else None
+        text = self.text(C.META_PROPERTIES_FILE)
+        return None if text is None else meta_properties_of(text, self.meta_properties_file)
 
     def meta_properties_raw(self) -> dict[str, str]:
         """``meta.properties`` as its key/value pairs, unvalidated ({} when there is none or it does not
         read): what a broker serving the dir takes its cluster and node id from."""
         try:
-            return C.parse_properties(_read(self.file(C.META_PROPERTIES_FILE), errors="strict"))
-        except (OSError, ValueError):
+            return C.parse_properties(self.text(C.META_PROPERTIES_FILE, errors="strict") or "")
+        except (OSError, KafkaFormatError, ValueError):
             return {}
+
+    def identity(self) -> tuple[int | None, str | None]:
+        """(broker id, cluster id) as ``meta.properties`` gives them, unvalidated: ``node.id`` (KRaft,
+        version 1) or ``broker.id`` (ZooKeeper, version 0), and ``cluster.id``; (None, None) without the
+        file, None for a value it lacks.  Raises ValueError for a file that does not read as text or a
+        node id that is not an integer (what the Spark planner reports as a ``bad-meta`` piece)."""
+        try:
+            text = self.text(C.META_PROPERTIES_FILE, errors="strict")
+        except KafkaFormatError as e:
+            raise ValueError(e.problem.detail) from None
+        except OSError as e:
+            raise ValueError(str(e)) from None
+        if text is None:
+            return None, None
+        props = C.parse_properties(text)
+        node = props.get("node.id", props.get("broker.id"))
+        return (None if node is None else int(node)), props.get("cluster.id") or None
 
     @property
     def clean_shutdown(self) -> bool:
@@ -440,6 +507,44 @@ class LogDir:
                 raise
             return {"version": None, "brokerEpoch": None, "format": "unknown"}
 
+    @property
+    def clean_shutdown_file(self) -> str:
+        """The path of the clean-shutdown marker (whether or not there is one)."""
+        return self.file(CLEAN_SHUTDOWN_FILE)
+
+    def remove_clean_shutdown(self) -> None:
+        """Take the marker away (what a broker's log loading does before it changes the dir), the
+        removal made durable; nothing when there is none."""
+        try:
+            os.unlink(self.clean_shutdown_file)
+        except FileNotFoundError:
+            return
+        fsutil.fsync_dir(self.path)
+
+    def write_clean_shutdown(self, broker_epoch: int) -> None:
+        """Write the marker as brokers from 3.7 do (``{"version":0,"brokerEpoch":N}``, temp file,
+        fsync, rename)."""
+        body = json.dumps({"version": 0, "brokerEpoch": broker_epoch}, separators=(",", ":"))
+        fsutil.atomic_write(self.clean_shutdown_file, body.encode())
+
+    @staticmethod
+    def clean_shutdown_at(path: str) -> dict:
+        """A clean-shutdown marker read wherever it lies (a file dumped by its path, a leftover copy):
+        :func:`read_clean_shutdown`."""
+        return read_clean_shutdown(path)
+
+    @staticmethod
+    def properties_at(path: str) -> dict[str, str]:
+        """A ``meta.properties`` file's key/value pairs, unvalidated, wherever it lies; one that cannot be
+        read raises :class:`KafkaFormatError`."""
+        return C.parse_properties(read_text(path))
+
+    @staticmethod
+    def checkpoint_entries_at(path: str) -> list[dict]:
+        """An offset checkpoint's entries ({topic, partition, offset}, in file order) wherever it lies; one
+        that cannot be read or is malformed raises :class:`KafkaFormatError` naming the file and line."""
+        return C.OffsetCheckpoint.parse(read_text(path), file=path)
+
     def lock_holder(self) -> int | None:
         """The pid of the running broker holding this log dir's ``.lock``, if any (:mod:`.dir_lock`)."""
         return lock_holder(self.path)
@@ -448,7 +553,10 @@ class LogDir:
     def stored_checkpoint(self, name: str) -> dict[tuple[str, int], int] | None:
         """One of the four offset checkpoints as {(topic, partition): offset}, None when there is no
         file (a malformed one raises :class:`KafkaFormatError`)."""
-        return checkpoint_file.read_offsets(checkpoint_file.checkpoint_path(self.path, name))
+        if self._read_file is None:
+            return checkpoint_file.read_offsets(checkpoint_file.checkpoint_path(self.path, name))
+        text = self.text(name)
+        return None if text is None else checkpoint_file.offsets_of(text, self.file(name))
 
     def checkpoint(self, name: str) -> dict[tuple[str, int], int]:
         """:meth:`stored_checkpoint`, {} when there is no file."""
@@ -472,6 +580,24 @@ class LogDir:
         """The offset the checkpoint ``name`` holds for ``tp`` (None: no file, no entry, no ``tp``)."""
         return None if tp is None else self.checkpoint(name).get((tp[0], tp[1]))
 
+    def update_checkpoint(self, name: str, changes: dict, **kw) -> bool:
+        """Change entries of the checkpoint ``name`` ({(topic, partition): offset, None removes}), every
+        other entry kept (:func:`~.checkpoint_file.update_offsets`, its keywords); True when written."""
+        return checkpoint_file.update_offsets(checkpoint_file.checkpoint_path(self.path, name), changes, **kw)
+
+    def set_partition_offset(self, name: str, tp: tuple[str, int] | None, offset: int | None, **kw) -> bool:
+        """Set (None: remove) ``tp``'s entry of the checkpoint ``name`` (no ``tp``: nothing)."""
+        return checkpoint_file.set_partition_offset(self.path, name, tp, offset, **kw)
+
+    @staticmethod
+    def checkpoint_bytes(table: dict) -> bytes:
+        """An offset checkpoint's bytes holding exactly ``table``'s entries, in its order (a planned write)."""
+        return checkpoint_file.build_offsets(table)
+
+    def write_checkpoint(self, name: str, table: dict, **kw) -> None:
+        """Replace the checkpoint ``name`` with exactly ``table``'s entries (a broker writing its state)."""
+        checkpoint_file.write_offsets(checkpoint_file.checkpoint_path(self.path, name), table, **kw)
+
     # -- partitions --------------------------------------------------------------------------------
     def partition_dirs(self) -> list[str]:
         """The dirs of this log dir named as Kafka names partitions, by topic then partition number
@@ -489,7 +615,9 @@ class LogDir:
 
 
 #: the clean-shutdown marker (CleanShutdownFileHandler)
-CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+CLEAN_SHUTDOWN_FILE = LogDir.CLEAN_SHUTDOWN
+#: the files a log dir holds itself (:meth:`LogDir.own_file_names`)
+LOG_DIR_OWN_FILES = frozenset((C.META_PROPERTIES_FILE, CLEAN_SHUTDOWN_FILE, LOCK_FILE, *C.OFFSET_CHECKPOINT_FILES))
 #: the tiered-storage index cache a log dir may hold (RemoteIndexCache.DIR_NAME): not a partition
 REMOTE_INDEX_CACHE_DIR = "remote-log-index-cache"
 #: the KRaft metadata topic (Topic.CLUSTER_METADATA_TOPIC_NAME, never a topic a client sees) and its one
@@ -551,7 +679,12 @@ def _uuid_bytes(s: str) -> bytes | None:
 
 def read_meta_properties(path: str) -> dict:
     """{version, clusterId, nodeId, directoryId} of a meta.properties file, validated as Kafka does."""
-    props = C.parse_properties(_read(path))
+    return meta_properties_of(_read(path), path)
+
+
+def meta_properties_of(text: str, path: str) -> dict:
+    """:func:`read_meta_properties` of the text of the file ``path``."""
+    props = C.parse_properties(text)
     version = props.get("version", "0")
     if version not in ("0", "1"):
         raise KafkaFormatError("meta.properties", f"version {version!r} (only 0 and 1 exist)", file=path)

@@ -31,8 +31,7 @@ LOG_DIR, PARTITION_DIR, FILE = "log-dir", "partition-dir", "file"
 KIND_WORDS = {LOG_DIR: "a log dir", PARTITION_DIR: "a partition dir", FILE: "a file"}
 
 #: files that sit at a log dir's root
-LOG_DIR_FILES = frozenset((C.META_PROPERTIES_FILE, CLEAN_SHUTDOWN_FILE, LOCK_FILE, BOOTSTRAP_FILE,
-                           *C.OFFSET_CHECKPOINT_FILES))
+LOG_DIR_FILES = LogDir.own_file_names() | {BOOTSTRAP_FILE}
 
 EXPECTED = ("a log dir, a partition dir (<topic>-<partition>) or a file Kafka writes "
             f"({', '.join(FAMILY_SUFFIXES)}, a checkpoint)")

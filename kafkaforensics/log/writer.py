@@ -13,12 +13,17 @@ import tempfile
 from kafkaforensics import fsutil
 
 from specs import checkpoints as C
+from specs import kafka_messages as K
+from specs.record_batch import SNAPSHOT_FOOTER, SNAPSHOT_HEADER
 
 from kafkaforensics.defaults import DEFAULT_SEGMENT_BYTES
 from kafkaforensics.fsutil import atomic_write, fsync_dir
 from kafkaforensics.log.indexing import DEFAULT_INDEX_INTERVAL_BYTES
 from kafkaforensics.log.live_log import LiveLog
 from kafkaforensics.log.partition import derived_topic_id, parse_partition_dir_name
+from kafkaforensics.records import internal_topics
+from kafkaforensics.records.batch import Record
+from kafkaforensics.records.builder import build_v2, control_record_key
 
 
 class PartitionWriter:
@@ -89,3 +94,24 @@ def write_partition(out_dir: str, batches, **kw) -> str:
         for data in batches:
             w.append(data)
     return w.out_dir
+
+
+def build_snapshot(records, *, last_contained_timestamp: int, epoch: int = 0, control_records=()) -> bytes:
+    """Snapshot bytes as Kafka's snapshot writer lays them out: header batch, one batch of metadata
+    records (``records``: (schema, version, dict)), footer batch; ``control_records``: (control type,
+    bytes) written after the header (KRaftVersion, Voters)."""
+    ts = last_contained_timestamp
+    header = K.SnapshotHeaderRecord.build({"Version": 0, "LastContainedLogTimestamp": ts}, 0)
+    ctl = [(SNAPSHOT_HEADER, header), *control_records]
+    off = 0
+    out = [build_v2([Record(off + i, ts, control_record_key(t), v, []) for i, (t, v) in enumerate(ctl)],
+                    base_offset=off, control=True, partition_leader_epoch=epoch)]
+    off += len(ctl)
+    recs = [Record(off + i, ts, None, internal_topics.encode_metadata(s, v, d), []) for i, (s, v, d) in enumerate(records)]
+    if recs:
+        out.append(build_v2(recs, base_offset=off, partition_leader_epoch=epoch))
+        off += len(recs)
+    footer = K.SnapshotFooterRecord.build({"Version": 0}, 0)
+    out.append(build_v2([Record(off, ts, control_record_key(SNAPSHOT_FOOTER), footer, [])], base_offset=off,
+                        control=True, partition_leader_epoch=epoch))
+    return b"".join(out)

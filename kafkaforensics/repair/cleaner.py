@@ -46,7 +46,6 @@ from kafkaforensics.defaults import (DEFAULT_DEDUPE_BUFFER_BYTES, DEFAULT_DELETE
                        DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_SEGMENT_BYTES)
 from kafkaforensics.log.indexing import SegmentIndexes
 from kafkaforensics.errors import KafkaFormatError, Problem
-from kafkaforensics.log.checkpoint_file import CLEANER_OFFSET, set_partition_offset
 from kafkaforensics.repair.offset_map import OffsetMap, span_digests
 from kafkaforensics.log.partition import INDEX, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX, LogDir, Partition, parse_partition_dir_name
 from kafkaforensics.log.record_columns import decode_columns, runs
@@ -622,14 +621,14 @@ def _swap(pdir, group, cleaned: dict, backup=None) -> None:
 
 def _read_cleaner_checkpoint(pdir, tp):
     try:
-        return LogDir(os.path.dirname(os.path.abspath(pdir))).partition_offset(CLEANER_OFFSET, tp)
+        return LogDir(os.path.dirname(os.path.abspath(pdir))).partition_offset(LogDir.CLEANER_OFFSET, tp)
     except KafkaFormatError:  # an unreadable checkpoint: Kafka would start from the log start
         return None
 
 
 def _write_cleaner_checkpoint(pdir, tp, offset, backup=None) -> None:
-    set_partition_offset(os.path.dirname(os.path.abspath(pdir)), CLEANER_OFFSET, tp, offset, unreadable="replace",
-                         backup_dir=backup)
+    LogDir(os.path.dirname(os.path.abspath(pdir))).set_partition_offset(LogDir.CLEANER_OFFSET, tp, offset,
+                                                                      unreadable="replace", backup_dir=backup)
 
 
 def _dirty_ratio(segs, first_dirty, first_uncleanable) -> float:

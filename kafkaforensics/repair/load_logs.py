@@ -29,7 +29,6 @@ import os
 from dataclasses import dataclass, field, replace
 
 from kafkaforensics.errors import KafkaFormatError
-from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, RECOVERY_POINT, build_offsets
 from kafkaforensics.log.dir_lock import refuse_live
 from kafkaforensics.log.kafka_version import KafkaVersion, kafka_version as resolve_kafka_version
 from kafkaforensics.log.partition import (METADATA_PARTITION, LogDir, is_log_dir, parse_partition_dir_name,
@@ -114,7 +113,7 @@ def plan_log_dir(ld: LogDir, load: LoadOptions, *, dry_run: bool, backup: bool,
     out.marker = ld.clean_shutdown_marker()
     out.clean_shutdown = ld.clean_shutdown and not load.full
     tables = {}
-    for name in (RECOVERY_POINT, LOG_START_OFFSET):
+    for name in (LogDir.RECOVERY_POINT, LogDir.LOG_START_OFFSET):
         try:
             tables[name] = ld.checkpoint(name)
         except KafkaFormatError as e:
@@ -127,8 +126,8 @@ def plan_log_dir(ld: LogDir, load: LoadOptions, *, dry_run: bool, backup: bool,
         tp = parse_partition_dir_name(p)
         metadata = os.path.basename(p) == METADATA_PARTITION
         told = replace(load, clean=False if metadata else out.clean_shutdown,
-                       recovery_point=0 if metadata else tables[RECOVERY_POINT].get(tp, 0),
-                       log_start_offset=0 if metadata else tables[LOG_START_OFFSET].get(tp, 0))
+                       recovery_point=0 if metadata else tables[LogDir.RECOVERY_POINT].get(tp, 0),
+                       log_start_offset=0 if metadata else tables[LogDir.LOG_START_OFFSET].get(tp, 0))
         task_backup_dir = None
         if backup and backup_dir:
             task_backup_dir = os.path.join(os.path.abspath(backup_dir), os.path.basename(ld.path),
@@ -142,7 +141,7 @@ def _recovery_point(out: LogDirRecovery, rep: RecoveryReport, tp) -> int:
     """The recovery point LogManager checkpoints for a loaded log: its log end after a clean
     shutdown; after an unclean one by the version's rule (KAFKA-10101): up to 0.11 the checkpointed
     one, 1.0-2.7 the log end, from 2.8 the lower of the two."""
-    leo, ck = rep.log_end_offset, out.tables[RECOVERY_POINT].get(tp, 0)
+    leo, ck = rep.log_end_offset, out.tables[LogDir.RECOVERY_POINT].get(tp, 0)
     if out.clean_shutdown:
         return leo
     rule = rep.kafka.rules().write("recovery-point-unclean") if rep.kafka is not None else "min"
@@ -160,10 +159,10 @@ def finish_log_dir(out: LogDirRecovery, *, backup: bool, backup_dir: str | None)
         rps[tp] = _recovery_point(out, rep, tp)
         if rep.first_segment is not None and rep.log_start_offset > rep.first_segment:
             lsos[tp] = rep.log_start_offset
-    files = [(RECOVERY_POINT, rps, "the recovery point of every loaded log, as LogManager checkpoints it after "
+    files = [(LogDir.RECOVERY_POINT, rps, "the recovery point of every loaded log, as LogManager checkpoints it after "
               "loading")]
     if out.kafka is None or out.kafka.rules().write("files-since-0.11") == "write":   # 0.10 has no log start
-        files.append((LOG_START_OFFSET, lsos, "the log start of every log whose start lies above its first "
+        files.append((LogDir.LOG_START_OFFSET, lsos, "the log start of every log whose start lies above its first "
                       "segment, as LogManager checkpoints it"))
     for name, table, why in files:
         ld = LogDir(out.log_dir)
@@ -175,7 +174,7 @@ def finish_log_dir(out: LogDirRecovery, *, backup: bool, backup_dir: str | None)
         if have is not None and have == table:
             continue
         ordered = dict(sorted(table.items()))
-        out.checkpoint_actions.append(Action("write", path, why, data=build_offsets(ordered)))
+        out.checkpoint_actions.append(Action("write", path, why, data=LogDir.checkpoint_bytes(ordered)))
     if out.dry_run:  # a dry run makes no backup, so names none
         return
     made = [rep.backup for rep in out.partitions if rep.backup and os.path.isdir(rep.backup)]

@@ -42,9 +42,8 @@ from dataclasses import dataclass, field
 
 from specs import checkpoints as C
 
-from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, RECOVERY_POINT, REPLICATION_OFFSET
 from kafkaforensics.log.log_config import BROKER_DEFAULTS, LogConfig
-from kafkaforensics.log.partition import METADATA_PARTITION, parse_partition_dir_name, partition_dir_state
+from kafkaforensics.log.partition import METADATA_PARTITION, LogDir, parse_partition_dir_name, partition_dir_state
 from kafkaforensics.log.segment import INDEX_KINDS, LOG, SEGMENT_SUFFIXES, file_name, offset_from_name
 from kafkaforensics.repair.load_logs import LogDirRecovery, recover_log_dirs
 from kafkaforensics.repair.recovery import LoadOptions
@@ -53,7 +52,7 @@ from kafkaforensics.repair.retention import retention
 #: the entry size of each index preallocated (AbstractIndex.resize rounds down to a multiple of it)
 ENTRY_BYTES = {k.suffix: k.entry_size for k in INDEX_KINDS if k.preallocated}
 #: the log dir's checkpoints a starting broker writes through a .tmp file and a rename
-LOG_DIR_CHECKPOINTS = (RECOVERY_POINT, LOG_START_OFFSET, REPLICATION_OFFSET)
+LOG_DIR_CHECKPOINTS = (LogDir.RECOVERY_POINT, LogDir.LOG_START_OFFSET, LogDir.REPLICATION_OFFSET)
 
 
 @dataclass

@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 
 from kafkaforensics import fsutil
 
-from kafkaforensics.log.checkpoint_file import LOG_START_OFFSET, set_partition_offset
-from kafkaforensics.log.partition import Partition, parse_partition_dir_name
+from kafkaforensics.log.partition import LogDir, Partition, parse_partition_dir_name
 from kafkaforensics.log.segment import DELETED, FAMILY_SUFFIXES, LOG, NEW_SEGMENT_SUFFIXES, file_name
 from kafkaforensics.repair.actions import Dropped
 from kafkaforensics.repair.recovery import count_dropped
@@ -115,7 +114,7 @@ def retention(partition_dir: str, *, retention_ms: int | None = None, retention_
     for p in renamed:
         fsutil.remove_file(p, backup_dir=bk)
     # advance this partition's entry of log-start-offset-checkpoint (when the log dir has one)
-    set_partition_offset(log.log_dir, LOG_START_OFFSET, parse_partition_dir_name(pd.path), rep.log_start_offset,
+    LogDir(log.log_dir).set_partition_offset(LogDir.LOG_START_OFFSET, parse_partition_dir_name(pd.path), rep.log_start_offset,
                          create=False, backup_dir=bk)
     rep.backup = bk.dir if bk is not None and bk.entries else None
     return rep

@@ -28,16 +28,14 @@ from __future__ import annotations
 
 import bisect
 import datetime
-import posixpath
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from specs import checkpoints as C
 from specs.lazy import lazy
 
-from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.checkpoint_file import CHECKPOINT_BEYOND_LOG_END, past_log_end
-from kafkaforensics.log.partition import partition_dir_state, partition_of_dir_name
+from kafkaforensics.log.partition import LogDir, partition_dir_state, partition_of_dir_name
 from kafkaforensics.log.paths import LOG_DIR_FILES
 from kafkaforensics.log.segment import KRAFT_SNAPSHOT_FILE_RE, LOG, is_family_file, offset_of_file_name
 
@@ -311,17 +309,6 @@ class Layout:
     lost: dict = field(default_factory=dict)
 
 
-def identity(text: str | None) -> tuple[int | None, str | None]:
-    """(broker id, cluster id) of a ``meta.properties`` text: ``node.id`` (KRaft, version 1) or
-    ``broker.id`` (ZooKeeper, version 0), and ``cluster.id``; a value that is not there is None.
-    Raises ValueError for a node id that is not an integer."""
-    if text is None:
-        return None, None
-    props = C.parse_properties(text)
-    node = props.get("node.id", props.get("broker.id"))
-    return (None if node is None else int(node)), props.get("cluster.id") or None
-
-
 def _split(uri: str) -> tuple[str, str]:
     """``posixpath.split`` of a listed URI (no trailing slash), without its per-call overhead: a
     fleet lists tens of thousands."""
@@ -347,21 +334,22 @@ def _ancestors(d: str):
         d = head
 
 
-def layout(entries, read_text) -> Layout:
+def layout(entries, read_file) -> Layout:
     """Sort ``entries`` -- (uri, size, is_dir) of one listing of the inputs -- into a
-    :class:`Layout`; ``read_text(uri)`` reads a log dir's ``meta.properties`` (None: none)."""
+    :class:`Layout`; ``read_file(uri)`` reads a file of the store (bytes or text; None: none), which
+    each log dir's :class:`~kafkaforensics.log.partition.LogDir` reads its own files through."""
     files = [(u, s, *_split(u)) for u, s, d in entries if not d]   # (uri, size, dir, name)
     dirs = {u.rstrip("/") for u, _s, d in entries if d}
     dirs |= {d for _u, _s, d, _n in files}
     split_dirs = {d: _split(d) for d in dirs}
     named = {d: partition_of_dir_name(name) for d, (_head, name) in split_dirs.items()}
-    metas = {u for u, _s, _d, n in files if n == C.META_PROPERTIES_FILE}
+    metas = {u for u, _s, _d, n in files if LogDir.is_meta_properties(n)}
     # a partition dir holds Kafka's files itself: a dir with a partition dir, a segment or a
     # meta.properties further down is none, whatever its name (a log dir called kafka-logs-1, a
     # fleet's broker-3); a subdir holding anything else (a stray) leaves it a partition dir
     above_kafka = set()
     for d in [d for d, tp in named.items() if tp] + [d for _u, _s, d, n in files
-                                                     if n == C.META_PROPERTIES_FILE or segment_base(n) is not None]:
+                                                     if LogDir.is_meta_properties(n) or segment_base(n) is not None]:
         for up in _ancestors(d):
             if up in above_kafka:
                 break
@@ -373,12 +361,12 @@ def layout(entries, read_text) -> Layout:
     out = Layout()
     ids = {}
     for ld in sorted(log_dirs):
-        meta = posixpath.join(ld, C.META_PROPERTIES_FILE)
+        log_dir = LogDir.over(read_file, ld)
         try:
-            ids[ld] = identity(read_text(meta) if meta in metas else None)
-        except (ValueError, UnicodeDecodeError) as e:
+            ids[ld] = log_dir.identity() if log_dir.meta_properties_file in metas else (None, None)
+        except ValueError as e:
             ids[ld] = (None, None)
-            out.bad_meta[ld] = f"{meta}: {e}"
+            out.bad_meta[ld] = f"{log_dir.meta_properties_file}: {e}"
     for d in sorted(part_dirs):
         ld, (topic, partition) = part_dirs[d]
         out.partitions[d] = Source(ld, *ids.get(ld, (None, None)), topic, partition, split_dirs[d][1])
@@ -402,38 +390,30 @@ def layout(entries, read_text) -> Layout:
             out.segments.setdefault(d, []).append((base, uri, size))
     for segs in out.segments.values():
         segs.sort()
-    _logs_gone(out, read_text)
+    _logs_gone(out, read_file)
     return out
 
 
-def _logs_gone(out: Layout, read_text) -> None:
+def _logs_gone(out: Layout, read_file) -> None:
     """Into ``out.lost``: the live partition dirs with no segment (their log is gone, so it ends at 0, as
     ``kfx verify`` counts it) that their log dir's recovery-point or log-start checkpoint puts past that
     end (:func:`~kafkaforensics.log.checkpoint_file.past_log_end`, the rule verify applies; a high
     watermark past it is only a warning there, and no anomaly here).  The checkpoints are those of the
     partition dir's parent, listed or not (a partition dir scanned alone too, as verify reads them), read
-    only when such a dir exists; one that cannot be read is verify's to report."""
-    tables = {}
+    through its :class:`~kafkaforensics.log.partition.LogDir` only when such a dir exists; one that
+    cannot be read is verify's to report."""
+    tables: dict[str, dict] = {}
     for d, src in out.partitions.items():
         if out.segments.get(d) or src.topic is None or partition_dir_state(src.dir_name or "") != "live":
             continue
-        for name in C.OFFSET_CHECKPOINT_FILES:
-            uri = posixpath.join(src.log_dir, name)
-            if uri not in tables:
-                tables[uri] = _offsets_in(uri, read_text)
-            off = tables[uri].get((src.topic, src.partition))
+        log_dir = LogDir.over(read_file, src.log_dir)
+        if src.log_dir not in tables:
+            tables[src.log_dir] = log_dir.checkpoints()[0]
+        for name, table in tables[src.log_dir].items():
+            off = table.get((src.topic, src.partition))
             past = past_log_end(name, src.dir_name, off, 0)
             if past is not None and past[0] == CHECKPOINT_BEYOND_LOG_END:
-                out.lost.setdefault(d, []).append((uri, off, *past))
-
-
-def _offsets_in(uri: str, read_text) -> dict:
-    """An offset checkpoint's {(topic, partition): offset}; empty when it cannot be read."""
-    try:
-        return {(e["topic"], e["partition"]): e["offset"]
-                for e in C.OffsetCheckpoint.parse(read_text(uri) or "", file=uri)}
-    except (KafkaFormatError, ValueError, UnicodeDecodeError):
-        return {}
+                out.lost.setdefault(d, []).append((log_dir.file(name), off, *past))
 
 
 #: Spark's default split size for its own file sources (spark.sql.files.maxPartitionBytes)

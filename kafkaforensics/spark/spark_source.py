@@ -77,7 +77,7 @@ from kafkaforensics.records.batch import resolve_legacy_wrapper
 from kafkaforensics.records.schema import SOURCE_LEVELS, level_columns, spark_columns, spark_ddl
 from kafkaforensics.log.schema_topic import load_schema_store
 from kafkaforensics.records.schema_decode import SchemaDecoder
-from kafkaforensics.log.partition import partition_of_dir_name
+from kafkaforensics.log.partition import LogDir, partition_of_dir_name
 from kafkaforensics.log.segment import INDEX, TIMEINDEX, BatchScanner, LogSlice, release_pages
 from kafkaforensics.log.indexing import SegmentIndexes
 from kafkaforensics.spark.scan_plan import (OPEN_COST_BYTES, Bounds, Layout, PlanStep, Source, bounds_from_filters,
@@ -88,7 +88,6 @@ from kafkaforensics.spark.record_runs import BatchColumns, FileRun
 from kafkaforensics.spark.remote_inputs import REMOTE, REMOTE_OPTIONS
 from kafkaforensics.spark.storage import S3_OPTIONS, NotKafkaInput, Storage
 from kafkaforensics.records import walks
-from specs.checkpoints import META_PROPERTIES_FILE
 
 class _Run:
     """Batches waiting to be decoded together: (batch, source, uri, shift) each, and their bytes."""
@@ -305,10 +304,6 @@ class KafkaSegmentsReader(DataSourceReader):
         return False
 
     # ------------------------------------------------------------------------- planning ----
-    def _read_text(self, uri):
-        data = self.storage.read_file(uri)
-        return None if data is None else data.decode("utf-8")
-
     def listing(self) -> Layout:
         """The inputs listed, one listing per input, and sorted out (:func:`~.scan_plan.layout`):
         what :meth:`pieces` plans from.  The reads of one scan planned in the driver share one."""
@@ -317,7 +312,7 @@ class KafkaSegmentsReader(DataSourceReader):
             listed = self.storage.list_entries(p)
             if len(listed) == 1 and not listed[0][2] and segment_base(posixpath.basename(listed[0][0])) is None:
                 raise NotKafkaInput(f"{p}: not a Kafka segment (named <base offset>.log), partition dir or log dir")
-            if not any(segment_base(name) is not None or name == META_PROPERTIES_FILE or (is_dir and partition_of_dir_name(name))
+            if not any(segment_base(name) is not None or LogDir.is_meta_properties(name) or (is_dir and partition_of_dir_name(name))
                        for name, is_dir in ((posixpath.basename(u.rstrip("/")), d) for u, _s, d in listed)):
                 raise NotKafkaInput(f"{p}: no Kafka segment, partition dir or log dir in it")
             # inputs that overlap (a log dir and one of its partition dirs) are read once: a local entry
@@ -333,7 +328,7 @@ class KafkaSegmentsReader(DataSourceReader):
                 if key not in seen:
                     seen.add(key)
                     entries.append(entry)
-        lay = layout(entries, self._read_text)
+        lay = layout(entries, self.storage.read_file)
         if self.storage.remote:
             self.storage.remote.add_to(lay, _remote_source)
         return lay
@@ -344,7 +339,7 @@ class KafkaSegmentsReader(DataSourceReader):
         ``listing`` (:meth:`listing`) when given, else from a listing of its own."""
         lay = self.listing() if listing is None else listing
         b = self.bounds
-        out = [PlanStep("bad-meta", posixpath.join(ld, META_PROPERTIES_FILE), Source(ld, None, None, None, None), note=why)
+        out = [PlanStep("bad-meta", LogDir.over(self.storage.read_file, ld).meta_properties_file, Source(ld, None, None, None, None), note=why)
                for ld, why in lay.bad_meta.items() if b.topics is None and b.partitions is None]
         for d in sorted(lay.partitions):
             src = lay.partitions[d]
