@@ -10,6 +10,7 @@ twice) is left to the scanner's batch-by-batch step.
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 from specs import record_batch as R
 from specs.layout import INT32_MAX, numpy_dtype
@@ -19,11 +20,14 @@ from kafkaforensics.records.header_list import SAFE_OFFSET, RunOfHeaders
 
 #: numpy, loaded by the first run (segment.py imports this module plainly; a small segment's walk
 #: goes batch by batch and never makes a run, so its process never loads numpy)
-np = lazy("numpy", globals())
+if TYPE_CHECKING:  # the annotations'
+    import numpy as np
+else:
+    np = lazy("numpy", globals())
 
 
 @functools.cache
-def header_dtype() -> "np.dtype":
+def header_dtype() -> np.dtype:
     """The 61-byte v2 header as a numpy record, field for field from the spec's struct."""
     dtype = numpy_dtype(R.HEADER_STRUCT, R.HEADER_FIELDS)
     assert dtype.itemsize == R.HEADER_SIZE
