@@ -14,13 +14,18 @@ at the N-th step (no cleanup, no flush: what a power cut or ``kill -9`` leaves),
 from __future__ import annotations
 
 import json
-import datetime as _dt
 import errno
 import os
-import shutil
-import signal
-import tempfile
-import uuid
+import time
+
+from specs.lazy import lazy
+
+#: for writes only (shutil's import brings bz2 and lzma, tempfile's shutil and random, signal is for
+#: KFX_CRASH_AT: a read-only command's start-up need not pay for them, and log/partition.py imports
+#: this module plainly)
+shutil = lazy("shutil", globals())
+tempfile = lazy("tempfile", globals())
+signal = lazy("signal", globals())
 
 #: Called with the operation's name before every change this module makes to a file system.
 #: Tests set it to a function that raises after N calls, to prove each step is crash-safe.
@@ -104,7 +109,7 @@ def clear_dead_temps(directory: str) -> list[str]:
 def temp_path(parent: str, purpose: str) -> str:
     """A new temp name ``<parent>/.<purpose>.<pid>.<random>.kfx-tmp`` (nothing made there): whose it
     is, for :func:`temp_artefacts` to tell a live run's from a dead one's."""
-    return os.path.join(parent, f".{purpose}.{os.getpid()}.{uuid.uuid4().hex}{TEMP_SUFFIX}")
+    return os.path.join(parent, f".{purpose}.{os.getpid()}.{os.urandom(16).hex()}{TEMP_SUFFIX}")
 
 
 def temp_dir(parent: str, purpose: str) -> str:
@@ -423,7 +428,8 @@ BACKUP_DIR_NAME = ".kfx-backup"
 def default_backup_dir(partition_dir: str) -> str:
     """``<partition>/.kfx-backup/<UTC time>``: Kafka's log loading skips directories inside a
     partition directory, so backups there are invisible to the broker."""
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+    seconds, micros = divmod(time.time_ns() // 1000, 1_000_000)
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(seconds)) + f".{micros:06d}Z"
     return os.path.join(os.path.abspath(partition_dir), BACKUP_DIR_NAME, stamp)
 
 

@@ -30,9 +30,7 @@ def write_planned(spark, r: PlannedRead, path: str, writes=None) -> int:
     gives (``tests/test_spark_views.py``).  Only where the tasks share ``path`` with the driver
     (:func:`tasks_write_here`).  ``writes``: the tasks' writer, a ``SplitWrites`` (or its subclass).
     Returns the rows written."""
-    local = local_path(path)
-    if local is None:
-        raise ValueError(f"{path}: the tasks write only to a local path; Spark's writer writes elsewhere")
+    local = written_here(path)
     job = str(uuid.uuid4())
     with spark_parquet_dir.parquet_dir(local, replace=True) as tmp:
         if r.table is not None:
@@ -53,6 +51,15 @@ def sorted_small(df, *cols):
     inventory, the replica view), one output file and no range-partitioning sample job, which
     ``orderBy`` runs first (a second job, seconds in a short run's cold JVM)."""
     return df.coalesce(1).sortWithinPartitions(*cols)
+
+
+def written_here(uri: str) -> str:
+    """:func:`local_path` of an output pyarrow writes (here or in the tasks): a ValueError for one only
+    Spark's writer reaches (s3a://, hdfs://, another host's file URI)."""
+    local = local_path(uri)
+    if local is None:
+        raise ValueError(f"{uri}: the tasks write only to a local path; Spark's writer writes elsewhere")
+    return local
 
 
 def local_path(uri: str) -> str | None:

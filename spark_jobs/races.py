@@ -58,7 +58,7 @@ def partition_races(rows) -> list[dict]:
         where = where or r
         (batches if r["rowKind"] == "batch" else records).setdefault(r["logDir"], []).append(r)
     reps = [replica_of_rows(d, batches[d], records.get(d, [])) for d in sorted(batches)]
-    if len(reps) < 2:
+    if len(reps) < 2 or where is None:  # two replicas at least: rows, so ``where`` is one
         return []
     return [{"clusterId": where["clusterId"], "topic": where["topic"], "partition": where["partition"],
              "class": e["class"], "logDir": e["replica"], "otherLogDir": e["other"],

@@ -37,7 +37,7 @@ from kafkaforensics.spark.parquet_dir import (parquet_dir, part_name, write_batc
 from kafkaforensics.spark.scan_plan import Layout
 from kafkaforensics.spark.engine import DRIVER_READ_BYTES
 from spark_jobs.job_args import fail, job_arguments, source_options
-from spark_jobs.output import check_out, local_path, tasks_write_here, write_planned
+from spark_jobs.output import check_out, local_path, tasks_write_here, write_planned, written_here
 from spark_jobs.planned_read import check_inputs, frame_of, listing_of, planned_reader, read_here, read_planned, segment_bytes, source_for
 from spark_jobs.session import job_spark
 from spark_jobs.inventory import WHERE, inventory_of, inventory_table, replicas_of, replicas_table
@@ -230,7 +230,7 @@ def scan_here(request: ScanRequest, min_partitions: int | None = None) -> ScanRe
     anomalies = outputs["anomalies"]
     if level != "anomalies" and not streamed:
         outputs[level] = records if level == "records" else _rows_of(summary, LEVEL_KINDS[level])
-    if search is not None:
+    if search is not None and python is not None:  # (a pattern python cannot run was refused above)
         outputs["search"] = found if streamed else search_table(records, search, python)
     for name, table in outputs.items():
         write_parquet_dir(table, os.path.join(out, name))
@@ -261,7 +261,7 @@ def _stream_records(request: ScanRequest, min_partitions, python, slim: RaceReco
     reader, _, splits = planned_reader(request.paths, "records", request.split_bytes, request.options,
                                        min_partitions or os.cpu_count() or 1, request.listing)
     schema = reader.arrow_schema()
-    counts = {}
+    counts: dict[tuple, dict] = {}
     hits = [] if search is None else [search_table(schema.empty_table(), search, python)]
 
     def watched(split):
@@ -561,14 +561,16 @@ def _write_outputs(spark, w: Writes, read, progress, summary, reads) -> ScanResu
         n_anomalies, findings, inv = _write_outputs_here(spark, w.out, w.level, held, reads, w.window)
     else:
         n_anomalies, findings, inv = _write_outputs_by_spark(spark, w.out, w.level, summary, held, reads, w.window)
-    if w.level == "records" and written is None:
+    if w.level != "records":
+        rows = sum(r["batches"] for r in inv) if w.level == "batches" else n_anomalies
+    elif written is not None:
+        rows = written
+    else:
         done = reads[-1].table
-        written = done.num_rows if done is not None else spark.read.parquet(os.path.join(w.out, w.level)).count()
-    elif w.level != "records":
-        written = sum(r["batches"] for r in inv) if w.level == "batches" else n_anomalies
+        rows = done.num_rows if done is not None else spark.read.parquet(os.path.join(w.out, w.level)).count()
     hits = _write_search(spark, w, read, reads)
     races = _write_races(spark, w.out, summary, held, inv, lambda: _records_read(reads, read, w.level, w.search), w.here)
-    return ScanResult(w.out, w.level, written, findings, hits, inv, scan_plan, n_anomalies - findings, races)
+    return ScanResult(w.out, w.level, rows, findings, hits, inv, scan_plan, n_anomalies - findings, races)
 
 
 def _records_read(reads, read, level, search):
@@ -596,7 +598,7 @@ def _write_races(spark, out, summary, held, inventory, records, here: bool) -> i
             finally:
                 found.unpersist()
     if here:
-        write_parquet_dir(table, local_path(os.path.join(out, "races")), replace=True)
+        write_parquet_dir(table, written_here(os.path.join(out, "races")), replace=True)
     else:
         frame_of(spark, table).coalesce(1).write.mode("overwrite").parquet(os.path.join(out, "races"))
     return table.num_rows
@@ -616,7 +618,7 @@ def _write_outputs_here(spark, out, level, held, reads, window: Window):
     if level != "records":
         outputs[level] = _rows_of(held, LEVEL_KINDS[level])
     for name, table in outputs.items():
-        write_parquet_dir(table, local_path(os.path.join(out, name)), replace=True)
+        write_parquet_dir(table, written_here(os.path.join(out, name)), replace=True)
     return outputs["anomalies"].num_rows, findings, inv
 
 

@@ -587,6 +587,22 @@ def test_the_cli_imports_project_modules_plainly():
     assert project == set(CLI_LAZY_PROJECT_MODULES), sorted(project)
 
 
+def test_project_modules_are_imported_plainly_outside_cli_heavy():
+    """No module of the library, specs or the Spark jobs names a project module to lazy(...) (issue 53:
+    an import graph, an IDE and the type checker follow plain imports only); the project's string
+    imports are cli/heavy.py's listed ones, at most five in the whole tree."""
+    found = []
+    for top in GRAPH_TOPS:
+        for path in sorted((PROJECT / top).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "lazy" and node.args
+                        and isinstance(node.args[0], ast.Constant)
+                        and str(node.args[0].value).split(".")[0] in GRAPH_TOPS):
+                    found.append((str(path.relative_to(PROJECT)), node.args[0].value))
+    assert [f for f in found if f[0] != "cli/heavy.py"] == [], found
+    assert len(found) <= 5, found
+
+
 def test_the_readme_layout_table_lists_the_cli_modules():
     for folder in ("cli", "cli/commands"):
         assert_readme_row_lists(folder)

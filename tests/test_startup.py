@@ -92,6 +92,33 @@ def test_dump_small_segment_skips_spark_stack_and_numpy():
     assert not mods & (SPARK | {"numpy"}), sorted(mods & (SPARK | {"numpy"}))
 
 
+#: what only a write needs (fsutil's temp files, copies and crash hook): log/partition.py imports
+#: fsutil, checkpoint_file, leader_epochs and log_loader plainly, and a read-only line pays for none of these
+WRITERS = {"shutil", "tempfile", "uuid", "datetime", "bz2", "lzma", "random", "signal", "platform"}
+
+
+def test_read_only_lines_import_no_writer_modules():
+    for argv in (["verify", SMALL], ["dump", SMALL]):
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "cli.main", *argv], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+        names = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
+                 if line.startswith("import time:") and "|" in line}
+        assert proc.returncode == 0 and "kafkaforensics.log.log_loader" in names, proc.stderr[-2000:]
+        assert not names & WRITERS, (argv, sorted(names & WRITERS))
+
+
+def test_backup_dir_stamp_is_utc_to_the_microsecond(tmp_path):
+    """fsutil's backup dir name: ``<partition>/.kfx-backup/YYYYmmddTHHMMSS.ffffffZ``, UTC now."""
+    import datetime
+    import re
+    from kafkaforensics import fsutil
+    before = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    stamp = os.path.basename(fsutil.default_backup_dir(str(tmp_path)))
+    assert re.fullmatch(r"\d{8}T\d{6}\.\d{6}Z", stamp), stamp
+    at = datetime.datetime.strptime(stamp, "%Y%m%dT%H%M%S.%fZ").replace(tzinfo=datetime.timezone.utc)
+    assert before <= at <= datetime.datetime.now(datetime.timezone.utc)
+
+
 #: not needed to verify or dump a small segment at all: a shell loop's `kfx dump F`/`kfx verify F` runs
 #: on the standard library and the project's own modules (typer: the quick parse; numpy: a small
 #: segment's checks in lists; construct: the schemas in specs/schemas/, which the fast paths never

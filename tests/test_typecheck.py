@@ -56,3 +56,19 @@ def test_a_wrong_return_annotation_is_an_error(tmp_path):
     errors = [line for line in got.stdout.splitlines() if ": error:" in line]
     assert got.returncode == 1 and len(errors) == 1, got.stdout + got.stderr
     assert "wrong_read.py:8: error: Incompatible return value type" in errors[0] and "[return-value]" in errors[0]
+
+
+#: the modules issue 53's round cleared from the baseline: checked with every error code on
+CLEARED = ["kafkaforensics.broker.replay", "kafkaforensics.broker.server", "kafkaforensics.inspect.analyzer",
+           "kafkaforensics.inspect.explain", "spark_jobs.races", "spark_jobs.scan", "cli.commands.scan",
+           "kafkaforensics.log.live_log"]
+
+
+def test_the_cleared_modules_are_off_the_baseline_and_type_check():
+    """None of them is let off an error code any more, and mypy finds no error in them (their
+    annotations: a LiveLog's producer state, a LogView's partition, the analysis's fields...)."""
+    baselined = {o["module"] for o in CONFIG["tool"]["mypy"].get("overrides", []) if "disable_error_code" in o}
+    assert not baselined & set(CLEARED), sorted(baselined & set(CLEARED))
+    files = [str(ROOT / (m.replace(".", "/") + ".py")) for m in CLEARED]
+    got = _mypy(*files)
+    assert got.returncode == 0 and "Success" in got.stdout, got.stdout[-3000:] + got.stderr[-2000:]

@@ -195,7 +195,7 @@ def _scan_here(c, run: "ScanRun"):
     c.print(f"reading {planned.bytes:,} bytes of segments here: a scan this small needs no Spark "
             f"(--master {LOCAL_MASTER} runs it on Spark)", highlight=False, soft_wrap=True)
     try:
-        return spark_jobs_scan.scan_here(_scan_request(run, spark_jobs_output.local_path(run.out)))
+        return spark_jobs_scan.scan_here(_scan_request(run, spark_jobs_output.written_here(run.out)))
     except Exception as e:  # noqa: BLE001 -- one line, not a traceback (exit 1 means damage)
         if run.verbose:
             raise
@@ -274,11 +274,11 @@ class ScanRun:
     search: str | None
     split_bytes: int
     options: dict
-    planned: object
+    planned: spark_jobs_scan.ScanPlan
     verbose: bool
     left: str
-    partition_by: tuple = ()
-    engine: spark_engine.ScanEngine | None = None
+    partition_by: tuple
+    engine: spark_engine.ScanEngine
     made_out: bool = False
 
 

@@ -73,9 +73,9 @@ def damage_report(s: LiveLog) -> list[str]:
     lines = []
     for p in s.damage:
         past = Dropped()
-        segs = [seg for seg in s.segments if seg.base_offset >= (offset_from_name(p.file) or 0)]
+        segs = [seg for seg in s.segments if seg.base_offset >= (offset_from_name(p.file or "") or 0)]
         for i, seg in enumerate(segs):
-            count_dropped(past, seg.log, p.position if i == 0 else 0)
+            count_dropped(past, seg.log, (p.position or 0) if i == 0 else 0)
         if p.kind == "crc-mismatch":
             served = (f"served as stored, as a Kafka broker serves it: a client's CRC check raises "
                       f"CorruptRecordException (kafka-python CorruptRecordError) at offset {p.offset}; "
@@ -137,7 +137,8 @@ class ReplayBroker:
     # -- the log dir ---------------------------------------------------------------------------
     def reload(self) -> None:
         for pd in find_partitions(self.log_dir):
-            if pd.topic is None or not valid_topic(pd.topic) or partition_dir_state(pd.path) not in ("live", None):
+            if (pd.topic is None or pd.partition is None or not valid_topic(pd.topic)
+                    or partition_dir_state(pd.path) not in ("live", None)):
                 continue  # a -delete, -future or -stray copy never stands in for the partition
             if pd.topic == METADATA_TOPIC:
                 continue  # KRaft's own log: no broker's metadata cache holds it (Metadata, Fetch, Produce: unknown)
@@ -150,12 +151,12 @@ class ReplayBroker:
                     s.topic_id = md["topicId"]
             except Exception:  # a damaged partition.metadata: the derived id still serves
                 pass
-            self.partitions[(s.topic, s.partition)] = s
+            self.partitions[(pd.topic, pd.partition)] = s
             if s.damage:  # never hidden: every partition whose log fails validation is logged, located
                 for line in damage_report(s):
                     _log.warning(line)
-        for parts in self.topics().values():  # one id a topic: its partition.metadata's, else derived
-            tid = next((s.topic_id for s in parts if s.topic_id), None) or derived_topic_id(parts[0].topic)
+        for topic, parts in self.topics().items():  # one id a topic: its partition.metadata's, else derived
+            tid = next((s.topic_id for s in parts if s.topic_id), None) or derived_topic_id(topic)
             for s in parts:
                 s.topic_id = tid
 
@@ -242,7 +243,7 @@ class ReplayBroker:
     def named_topic(self, version: int, first_id_version: int, topic_id: str | None, name: str | None):
         """The topic a request names: by ``name`` before ``first_id_version``, by ``topic_id`` from it on."""
         if version >= first_id_version:
-            return self.topic_ids().get(topic_id)
+            return self.topic_ids().get(topic_id) if topic_id is not None else None
         return name
 
     def fetched_topic(self, version: int, topic) -> str | None:

@@ -25,6 +25,7 @@ import signal
 import asyncio
 import logging
 import threading
+import weakref
 from dataclasses import dataclass
 
 from kafkaforensics.broker import remote_reads
@@ -196,6 +197,15 @@ class ServeOptions:
     remote: RemoteTier | None = None
 
 
+#: each listening server's socket layer (its counters: connections, buffered bytes), for tests
+_EDGES: weakref.WeakKeyDictionary[asyncio.Server, _Server] = weakref.WeakKeyDictionary()
+
+
+def edge_of(server: asyncio.Server) -> _Server:
+    """The socket layer of a server :func:`start` made (its counters: connections, buffered bytes)."""
+    return _EDGES[server]
+
+
 async def start(log_dir: str, host: str = "127.0.0.1", port: int = 9092, options: ServeOptions | None = None):
     """The replay broker of ``log_dir`` listening on ``host:port`` (0: a free port): (server, broker)."""
     o = options or ServeOptions()
@@ -213,7 +223,7 @@ async def start(log_dir: str, host: str = "127.0.0.1", port: int = 9092, options
     if o.writable:
         loop.create_task(srv.expire_transactions_loop())
     server = await asyncio.start_server(srv.client, host, port)
-    server.edge = srv  # the socket layer's counters (connections, buffered bytes), for tests
+    _EDGES[server] = srv
     actual = server.sockets[0].getsockname()[1]
     broker.port = actual
     return server, broker
@@ -264,7 +274,7 @@ class BrokerThread:
                                    transaction_version=self.transaction_version, remote=self.remote)
             self.server, self.broker = self.loop.run_until_complete(start(self.log_dir, "127.0.0.1", 0, options))
             self.port = self.broker.port
-            self.edge = self.server.edge
+            self.edge = edge_of(self.server)
             ready.set()
             self.loop.run_forever()
         self.thread = threading.Thread(target=run, daemon=True)

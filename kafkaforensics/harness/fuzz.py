@@ -48,7 +48,7 @@ import time
 import traceback
 import zlib
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from specs import checkpoints as C
 from specs import codecs
@@ -59,15 +59,11 @@ from specs import record_batch as R
 from specs.primitives import field_offset
 from specs.schemas import legacy as LS
 from specs.schemas import record_batch as RS
-from specs.lazy import lazy
 
 from kafkaforensics.broker.protocol import Connection, ProtocolViolation, Request, request_header_version
 from kafkaforensics.broker.replay import SUPPORTED, WRITE_APIS
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log import record_columns
-
-if TYPE_CHECKING:  # the annotation's; at run time the Spark target imports it (spark_source below)
-    from kafkaforensics.spark.spark_source import KafkaSegmentsReader
 from kafkaforensics.log.producer_state import read_snapshot
 from kafkaforensics.log.segment import (INDEX, INDEX_BY_SUFFIX, LOCAL_FILES, LOG, SNAPSHOT, TIMEINDEX, TXNINDEX,
                                         BatchScanner, file_name)
@@ -84,6 +80,9 @@ from kafkaforensics.repair.retention import retention
 from kafkaforensics.repair.salvage import salvage
 from kafkaforensics.inspect.analyzer import AnalyzeOptions, analyze
 from kafkaforensics.inspect.verify import verify
+# the Spark records level's target (pyspark is imported with them: a fuzz process pays ~0.5 s once)
+from kafkaforensics.spark import record_runs, scan_plan, spark_source
+from kafkaforensics.spark.spark_source import KafkaSegmentsReader
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(os.path.dirname(HERE), "tests", "fixtures", "sample-logdir")
@@ -409,10 +408,6 @@ def decoders_agree(data: bytes):
 
 
 _SPARK_READER: list[KafkaSegmentsReader] = []  # made by the first input of the Spark target
-#: the Spark source's target only (pyspark's import costs the other targets' processes seconds)
-spark_source = lazy("kafkaforensics.spark.spark_source", globals())
-scan_plan = lazy("kafkaforensics.spark.scan_plan", globals())
-record_runs = lazy("kafkaforensics.spark.record_runs", globals())
 
 
 def _spark_records(data: bytes):

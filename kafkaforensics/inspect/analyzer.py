@@ -29,6 +29,7 @@ from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.partition import LogDir, Partition, SegmentFiles, find_partitions, parse_partition_dir_name
 from kafkaforensics.log.producer_state import ProducerState, read_snapshot
+from kafkaforensics.log.remote import RemoteTier
 from kafkaforensics.log.segment import (INDEX_SUFFIXES, LOG, SNAPSHOT, file_name, offset_from_name,
                                         sibling)
 from kafkaforensics.log.tiered import remote_segments
@@ -266,10 +267,10 @@ class AnalyzeOptions:
     buckets: int = 40               # ... this many per segment
     max_txns: int = 2000            # transactions kept for the report (open ones always)
     #: a SchemaDecoder for the schema timeline; None: the paths' own ``_schemas`` topic, if any
-    schemas: object = None
-    #: a remote tier (:class:`~kafkaforensics.log.remote.RemoteTier`): each partition read over both
-    #: tiers (:mod:`~kafkaforensics.log.unified_log`) and its tiers reconciled
-    remote: object = None
+    schemas: SchemaDecoder | None = None
+    #: a remote tier: each partition read over both tiers (:mod:`~kafkaforensics.log.unified_log`)
+    #: and its tiers reconciled
+    remote: RemoteTier | None = None
 
 
 def analyze(paths, opts: AnalyzeOptions | None = None) -> AnalysisReport:
@@ -300,6 +301,8 @@ def analyze(paths, opts: AnalyzeOptions | None = None) -> AnalysisReport:
             _tiered(kp.path, [pd for pd in parts if pd.dir_state == "live"], rep)
         else:
             pdir = kp.partition_dir
+            if pdir is None:  # (classify_for gives a log dir, a partition dir or a segment in one)
+                raise PathUsageError(f"{kp.path}: kfx analyze reads a log dir, a partition dir or a segment in one")
             pd = Partition.scan(pdir)
             ckpts = {}  # a malformed checkpoint is the log dir's analysis's to report
             if kp.log_dir is not None and pd.dir_state == "live":
@@ -423,11 +426,12 @@ def _analyze_partition(pd: Partition, ckpts: dict, now: int, opts: AnalyzeOption
         base_pos += seg.size
     a.snapshot_check(None, snapshots)
     a.finish()
-    for f in rep.findings[first_finding:]:
-        if not f.remedy:
-            f.remedy = ((opts.remote is not None and remote_remedy(Problem(f.file, f.position, f.first_offset, f.kind,
-                                                                           f.explanation), opts.remote))
-                        or remedy_for(f, pd.path))
+    for finding in rep.findings[first_finding:]:
+        if not finding.remedy:
+            finding.remedy = ((opts.remote is not None
+                               and remote_remedy(Problem(finding.file, finding.position, finding.first_offset,
+                                                         finding.kind, finding.explanation), opts.remote))
+                              or remedy_for(finding, pd.path))
 
 
 def _over_tiers(pd: Partition, opts: AnalyzeOptions, vr: VerifyReport) -> tuple[Partition, dict | None]:
@@ -454,17 +458,17 @@ class _PartitionAnalysis:
         self.prev_last = None
         self.prev_ts = None
         self.prev_epoch = None
-        self.ts_types = {}
+        self.ts_types: dict[str, int] = {}
         self.compacted = cleaner_ck is not None and cleaner_ck > 0
-        self.producers = {}          # pid -> [epoch, last_seq, max epoch seen]
-        self.pending_gaps = []
-        self.seg_end = None
+        self.producers: dict[int, list[int]] = {}  # pid -> [epoch, last_seq, max epoch seen]
+        self.pending_gaps: list = []
+        self.seg_end: int | None = None
         self.path = name
-        self.open_txn = {}           # pid -> the transaction being written (a dict of summ.txns' form)
-        self.log_start = None        # the partition's log start offset (checkpoint, first segment)
-        self.decoder = None          # an internal topic's decoder (dump's, by the dir's name)
-        self.damaged = []            # verify's crc-mismatch problems: their batches are stepped over
-        self.schemas = None          # a data topic's SchemaTimeline, when schemas are known
+        self.open_txn: dict[int, dict] = {}  # pid -> the transaction being written (a dict of summ.txns' form)
+        self.log_start: int | None = None        # the partition's log start offset (checkpoint, first segment)
+        self.decoder: str | None = None  # an internal topic's decoder (dump's, by the dir's name)
+        self.damaged: list[Problem] = []  # verify's crc-mismatch problems: their batches are stepped over
+        self.schemas: SchemaTimeline | None = None  # a data topic's, when schemas are known
 
     def add(self, kind, severity, first, last, b, explanation):
         self.rep.findings.append(Finding(kind, severity, self.name, first, last,
@@ -554,15 +558,15 @@ class _PartitionAnalysis:
     def _decode(self, b) -> None:
         """An internal topic's records, decoded as its coordinator reads them (by the dir's name): counted
         by type, and a record that does not decode is a finding (the coordinator could not load it)."""
-        if not b.crc_valid():
+        decoder, types = self.decoder, self.summ.record_types  # both set for an internal topic
+        if not b.crc_valid() or decoder is None or types is None:
             return  # damage: verify's
         try:
             recs = b.records()
         except KafkaFormatError:
             return
-        types = self.summ.record_types
         for r in recs:
-            d = decode_record(self.decoder, b, r)
+            d = decode_record(decoder, b, r)
             if "error" in d:
                 self.add("undecodable-record", "warning", r.offset, r.offset, b,
                          f"a {self.name.rsplit('-', 1)[0]} record that does not decode ({d['error']})")

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field, replace
 
 from specs import checkpoints as C
 from specs import record_batch as R
-from specs.lazy import lazy
 
 from kafkaforensics.log import kraft, offset_index, time_index, txn_index
 from kafkaforensics.log.paths import (FILE, LOG_DIR, appending, classify, file_kind, live_notes, live_tail,
@@ -26,11 +25,9 @@ from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log.partition import LEFTOVER_SUFFIXES, LogDir, parse_partition_dir_name, read_text
 from kafkaforensics.log.producer_state import read_snapshot
 from kafkaforensics.log.segment import TXNINDEX, Segment, file_name, offset_from_name
+from kafkaforensics.log import record_columns
+from kafkaforensics.records import internal_topics
 
-#: the message schemas of the internal topics: only for a decoder; many batches decoded at once into
-#: columns (numpy): only for a large batch
-internal_topics = lazy("kafkaforensics.records.internal_topics", globals())
-record_columns = lazy("kafkaforensics.log.record_columns", globals())
 
 #: a batch up to this size (compressed: a 64th of it) is decoded record by record, so a small
 #: segment's dump loads no numpy; any other through the columnar decoder, which makes records one at a

@@ -30,10 +30,12 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.partition import LogDir, Partition
 from kafkaforensics.log.paths import appending
+from kafkaforensics.log.producer_state import ProducerState
 from kafkaforensics.log.log_loader import replay_segment
 from kafkaforensics.log.replica_race import BatchFact, ReplicaLog, fact_of
 from kafkaforensics.log.unified_log import unify_all
@@ -49,7 +51,7 @@ PRESENT, BELOW_LOG_START, COMPACTED, TRUNCATED, NEVER_WRITTEN, PAST_LOG_END = (
 class LogView(ReplicaLog):
     """A partition as one walk leaves it, for :func:`explain_offset` and :func:`lag_split`: its
     :class:`~kafkaforensics.log.replica_race.ReplicaLog`, its torn tails and the cleaner's marks."""
-    partition: Partition | None = None
+    partition: Partition = field(kw_only=True)
     #: torn batches: where a segment's walk stopped on bytes that are no batch
     torn: list = field(default_factory=list)
     #: whether any batch shows the cleaner's marks (records dropped from a batch, a delete horizon)
@@ -115,12 +117,13 @@ def scan(partition, offsets=(), keys=(), every_key: bool = False) -> LogView:
     pd = Partition.of(partition)
     view = LogView(partition=pd)
     want, watched = set(offsets), set(keys)
-    for seg, inner in pd.walk(damage="keep"):
+    state = ProducerState()  # the walk's producer state, built here
+    for seg, inner in pd.walk(damage="keep", state=state):
         for b, done in inner:
-            f = view.add(b, pd.state, done)
+            f = view.add(b, state, done)
             view.cleaned = view.cleaned or f.offsets is not None and f.magic >= 2 or b.has_delete_horizon
             view.watch(b, want, watched, every_key)
-    view.open_txns = {first: pid for first, pid in pd.state.ongoing.items()}
+    view.open_txns = {first: pid for first, pid in state.ongoing.items()}
     view.log_end, view.last_stable, view.log_start = pd.log_end_offset, pd.last_stable_offset, pd.log_start_offset
     view.torn = [t for t in (_torn(s) for s in pd.loaded) if t is not None]
     return view
@@ -146,7 +149,7 @@ def _key_text(key: bytes | None) -> str:
 
 def _visibility(view: LogView, offset: int, b: BatchFact) -> tuple[str, list]:
     """What a read_committed consumer makes of the record at ``offset`` in ``b``, with its evidence."""
-    ev = []
+    ev: list[dict] = []
     if b.control:
         return (f"{_plural(1, (b.marker or 'control') + ' marker')} of producer {b.producer_id}: consumers never get "
                 "control records"), ev
@@ -163,8 +166,9 @@ def _visibility(view: LogView, offset: int, b: BatchFact) -> tuple[str, list]:
                           transactionFirstOffset=b.txn_first))
         if state == "aborted":
             return "aborted: read_committed consumers skip it (read_uncommitted ones get it)", ev
-    if offset >= view.last_stable:
-        first, pid = view.lso_holder()
+    holder = view.lso_holder()
+    if offset >= view.last_stable and holder is not None:  # (an open transaction holds it)
+        first, pid = holder
         return (f"held behind the last stable offset {view.last_stable}: producer {pid}'s open transaction from "
                 f"offset {first}; read_committed consumers wait for its marker"), ev
     return f"visible to read_committed consumers (below the last stable offset {view.last_stable})", ev
@@ -452,8 +456,9 @@ def lag_split(view: LogView, committed: int) -> dict:
     """The offsets from ``committed`` to the log end split by what a read_committed consumer makes of
     them: data it gets, control markers (by type), records of aborted transactions, records held behind
     the last stable offset, offsets no record holds (compaction) and offsets below the log start."""
-    out = {"offsets": max(0, view.log_end - committed), "data": 0, "controlMarkers": {}, "aborted": 0,
-           "heldBehindLso": 0, "removed": 0, "belowLogStart": 0}
+    markers: dict[str, int] = {}
+    out: dict[str, Any] = {"offsets": max(0, view.log_end - committed), "data": 0, "controlMarkers": markers,
+                           "aborted": 0, "heldBehindLso": 0, "removed": 0, "belowLogStart": 0}
     lo, hi = committed, view.log_end
     if lo >= hi:
         return out
@@ -467,7 +472,7 @@ def lag_split(view: LogView, committed: int) -> dict:
         counted += n
         if b.control:
             kind = b.marker or "control"
-            out["controlMarkers"][kind] = out["controlMarkers"].get(kind, 0) + n
+            markers[kind] = markers.get(kind, 0) + n
         elif view.txn_state(b) == "aborted":
             out["aborted"] += n
         else:
@@ -475,8 +480,9 @@ def lag_split(view: LogView, committed: int) -> dict:
             out["heldBehindLso"] += held
             out["data"] += n - held
     out["removed"] = hi - lo - counted
-    if out["heldBehindLso"]:
-        first, pid = view.lso_holder()
+    holder = view.lso_holder()
+    if out["heldBehindLso"] and holder is not None:  # (an open transaction holds them)
+        first, pid = holder
         out["lsoHolder"] = {"producerId": pid, "transactionFirstOffset": first, "lastStableOffset": view.last_stable}
     return out
 
@@ -549,6 +555,7 @@ def explain(path: str, *, offset: int | None = None, key: str | None = None, at:
         view = scan(pd, offsets=[found.offset]) if found is not None else first
         results = [explain_time(view, ts, cfg, now)]
     else:
+        assert offset is not None  # exactly one of offset, key, at (checked above)
         view = scan(pd, offsets=[offset])
         results = [explain_offset(view, offset, cfg, now)]
     return {"partition": view.name, "path": pd.path, "logStartOffset": view.log_start, "logEndOffset": view.log_end,

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 
 from specs import checkpoints as C
 from specs import record_batch as R
-from specs.lazy import lazy
 
 from kafkaforensics.log import kraft, offset_index, time_index, txn_index
 from kafkaforensics.records import header_list
@@ -37,10 +36,8 @@ from kafkaforensics.log.paths import (LOG_DIR, PARTITION_DIR, classify, is_activ
                                       live_tail)
 from kafkaforensics.log.tiered import REMOTE_INDEX_RE, check_remote_index
 from kafkaforensics.log.segment import INDEX_SUFFIXES, Segment, SegmentSummary, file_name, offset_from_name
-
-#: only for log dirs: their checkpoints, and the temp files a killed kfx run left
-checkpoint_file = lazy("kafkaforensics.log.checkpoint_file", globals())
-fsutil = lazy("kafkaforensics.fsutil", globals())
+from kafkaforensics.log import checkpoint_file
+from kafkaforensics import fsutil
 
 
 #: What Kafka repairs by itself when it loads the log, reported as a warning with that remedy and

@@ -18,17 +18,14 @@ import json
 import os
 from typing import Any
 
-from specs.lazy import lazy
+from specs import kafka_messages as K
+from specs import message_schema
 from specs.record_batch import SNAPSHOT_FOOTER, SNAPSHOT_HEADER
 
 from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log import partition  # (partition imports logdir, which imports this module: names used in functions only)
 from kafkaforensics.log.segment import KRAFT_SNAPSHOT_RE, BatchScanner, kraft_snapshot_file_name, open_buffer
-
-#: the metadata records' schemas: not for naming a KRaft file or dumping a segment
-K = lazy("specs.kafka_messages", globals())
-message_schema = lazy("specs.message_schema", globals())
-internal_topics = lazy("kafkaforensics.records.internal_topics", globals())
+from kafkaforensics.records import internal_topics
 
 
 SNAPSHOT_RE = KRAFT_SNAPSHOT_RE

@@ -24,6 +24,7 @@ is written until the first append.
 """
 from __future__ import annotations
 
+import io
 import os
 import struct
 from collections import deque
@@ -39,6 +40,7 @@ from kafkaforensics.fsutil import _step, atomic_write
 from kafkaforensics.log.indexing import SegmentIndexes
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.partition import Partition
+from kafkaforensics.log.producer_state import ProducerState
 from kafkaforensics.log.segment import INDEX_BY_SUFFIX, LOG, SNAPSHOT, BatchScanner, Segment, file_name, index_bytes
 from kafkaforensics.records import int64
 from kafkaforensics.records.batch import Record, parse_header, resolve_legacy_wrapper
@@ -54,6 +56,8 @@ class LiveLog(Partition):
     #: a live log is one object (its offsets move): compared and hashed by identity
     __eq__ = object.__eq__
     __hash__ = object.__hash__
+    #: the producer state its load built and its appends keep (a live log's walk always keeps one)
+    state: ProducerState
 
     def __init__(self, path: str, topic: str | None = None, partition: int | None = None, *,
                  segment_bytes: int = DEFAULT_SEGMENT_BYTES, index_interval: int = DEFAULT_INDEX_INTERVAL_BYTES,
@@ -68,7 +72,7 @@ class LiveLog(Partition):
         self.take_snapshots = snapshots
         self.topic_id = ""
         self._written = False
-        self._log_file = None
+        self._log_file: io.FileIO | None = None
         self.recent: dict[int, deque] = {}       # pid -> last 5 (epoch, first seq, last seq, base offset)
         self.active = self.segments[-1].base_offset if self.segments else 0
         self.idx = SegmentIndexes(self.active, index_interval)
@@ -105,12 +109,12 @@ class LiveLog(Partition):
                 self.damage.append(seg.stop)
         #: the log end: the newest segment's next offset (its base when it has no batch, as Kafka's),
         #: after its last whole batch whatever its CRC (LogSegment.readNextOffset checks none)
-        self.next_offset = Partition.log_end_offset.fget(self)
+        self.next_offset = super().log_end_offset
         if last_seg is not None and last_seg.damaged is not None:  # the walk skipped a batch: Kafka's own rule
             self.next_offset = max(self.next_offset, last_seg.files.read_next_offset())
         #: the first segment's base, or log-start-offset-checkpoint's entry within the log (DeleteRecords)
-        self._log_start = Partition.log_start_offset.fget(self)
-        self._leader_epoch = Partition.leader_epoch.fget(self)  # the newest the batches carry: appends get it
+        self._log_start = super().log_start_offset
+        self._leader_epoch = super().leader_epoch  # the newest the batches carry: appends get it
         #: the leader-epoch cache: leader-epoch-checkpoint, else the batches' epochs; as Kafka's
         #: LogLoader truncates it, nothing from the log end on nor before a checkpointed log start
         self.epochs: LeaderEpochCache = self.leader_epochs()

@@ -35,13 +35,10 @@ from kafkaforensics.log import producer_state
 from kafkaforensics.log.producer_state import read_snapshot
 from kafkaforensics.log.dir_lock import LOCK_FILE, lock_holder  # noqa: F401 (LOCK_FILE re-exported)
 from kafkaforensics.log.kafka_rules import refused_dir
+from kafkaforensics import fsutil
+from kafkaforensics.log import checkpoint_file, leader_epochs, log_loader
 
-#: what reading a segment never needs: the writers, the checkpoint readers, name-based UUIDs
-fsutil = lazy("kafkaforensics.fsutil", globals())
-checkpoint_file = lazy("kafkaforensics.log.checkpoint_file", globals())
-leader_epochs = lazy("kafkaforensics.log.leader_epochs", globals())
-#: the batch walk of a load (log_loader imports what only a walk needs)
-log_loader = lazy("kafkaforensics.log.log_loader", globals())
+#: name-based UUIDs only (uuid's import brings platform's)
 uuid = lazy("uuid", globals())
 
 _DIR_RE = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)"

@@ -16,16 +16,23 @@ also raises the same located error.  ``tests/test_record_columns.py`` proves the
 from __future__ import annotations
 
 from itertools import chain
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from specs import record_batch as R
 from specs.layout import INT32_MAX, INT32_MIN
+from specs.lazy import lazy
 
 from kafkaforensics.records.batch import Batch, Record, read_varint, v2_record_bytes
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.segment import BatchScanner, offset_from_name, open_buffer
 from kafkaforensics.records import int64, walks
+
+#: numpy, loaded by the first decode (``kfx dump`` imports this module plainly and a dump that
+#: prints no records never loads numpy)
+if TYPE_CHECKING:  # the annotations'
+    import numpy as np
+else:
+    np = lazy("numpy", globals())
 
 #: batches' bytes gathered into one decode by :func:`iter_record_columns`
 CHUNK_BYTES = 4 << 20

@@ -19,16 +19,12 @@ from specs import legacy as L
 from specs import record_batch as R
 from specs.indexes import OFFSET_ENTRY, TIME_ENTRY
 from specs.layout import INT32_MAX, INT64_MAX
-from specs.lazy import lazy
 
 from kafkaforensics.records.batch import parse_legacy_header, parse_v2_header, resolve_legacy_wrapper
 from kafkaforensics.errors import KafkaFormatError, Problem
-from kafkaforensics.records import header_list, int64, walks
+from kafkaforensics.records import header_list, header_run, int64, walks
 from kafkaforensics.log import offset_index, time_index, txn_index
 from kafkaforensics.log.file_region import FileRegion, SourceRegion
-
-#: runs of headers as numpy columns: only for segments walked in runs of HeaderRun
-header_run = lazy("kafkaforensics.records.header_run", globals())
 
 #: baseOffset, batchLength: the LOG_OVERHEAD every magic shares
 LOG_PREFIX = R.LOG_PREFIX_STRUCT

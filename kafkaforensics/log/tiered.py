@@ -12,14 +12,10 @@ from __future__ import annotations
 import os
 import re
 
-from specs.lazy import lazy
-
 from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log.segment import INDEX, INDEX_BY_SUFFIX, INDEX_SUFFIXES
 from kafkaforensics.log.partition import find_partitions
-
-#: the message schemas: verify/dump of a segment never load them
-internal_topics = lazy("kafkaforensics.records.internal_topics", globals())
+from kafkaforensics.records import internal_topics
 
 
 # remote-log-index-cache/<start offset>_<remote segment uuid>.{index,timeindex,txnindex} (RemoteIndexCache)

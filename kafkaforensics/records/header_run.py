@@ -9,16 +9,29 @@ twice) is left to the scanner's batch-by-batch step.
 """
 from __future__ import annotations
 
-import numpy as np
+import functools
+from typing import TYPE_CHECKING
 
 from specs import record_batch as R
 from specs.layout import INT32_MAX, numpy_dtype
+from specs.lazy import lazy
 
 from kafkaforensics.records.header_list import SAFE_OFFSET, RunOfHeaders
 
-#: the 61-byte v2 header as a numpy record, field for field from the spec's struct
-HEADER_DTYPE = numpy_dtype(R.HEADER_STRUCT, R.HEADER_FIELDS)
-assert HEADER_DTYPE.itemsize == R.HEADER_SIZE
+#: numpy, loaded by the first run (segment.py imports this module plainly; a small segment's walk
+#: goes batch by batch and never makes a run, so its process never loads numpy)
+if TYPE_CHECKING:  # the annotations'
+    import numpy as np
+else:
+    np = lazy("numpy", globals())
+
+
+@functools.cache
+def header_dtype() -> np.dtype:
+    """The 61-byte v2 header as a numpy record, field for field from the spec's struct."""
+    dtype = numpy_dtype(R.HEADER_STRUCT, R.HEADER_FIELDS)
+    assert dtype.itemsize == R.HEADER_SIZE
+    return dtype
 
 
 class HeaderRun(RunOfHeaders):
@@ -34,7 +47,7 @@ class HeaderRun(RunOfHeaders):
         self.position = np.array(positions, dtype=np.int64)
         self.crc_ok = np.ones(len(positions), dtype=bool)
         self.crc_ok[bad_crc] = False
-        self.header = np.frombuffer(headers, dtype=HEADER_DTYPE)
+        self.header = np.frombuffer(headers, dtype=header_dtype())
         self._derive()
 
     def _derive(self) -> None:

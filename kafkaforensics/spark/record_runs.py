@@ -30,7 +30,7 @@ from kafkaforensics.log.record_columns import RecordColumns, _Fallback, decode_s
 from kafkaforensics.log.segment import LogSlice
 from kafkaforensics.records.compression import decompress
 from kafkaforensics.records.header_list import SAFE_OFFSET, walk_run
-from kafkaforensics.records.header_run import HEADER_DTYPE
+from kafkaforensics.records.header_run import header_dtype
 
 _TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime", "NoTimestampType")
 _NO_LIMIT = 2**63 - 1
@@ -118,7 +118,7 @@ class FileRun:
                           (self.positions, self.bad_crc, self.headers), self.origin - start)
         n = len(self.positions) - n0
         if n:
-            h = np.frombuffer(bytes(self.headers[n0 * R.HEADER_SIZE:]), HEADER_DTYPE)
+            h = np.frombuffer(bytes(self.headers[n0 * R.HEADER_SIZE:]), header_dtype())
             base = 0 if piece.base is None else piece.base
             hit = np.flatnonzero(_declined(h, np.int64(base), np.bool_(piece.base is not None)))
             if len(hit):
@@ -153,7 +153,7 @@ class FileRun:
     def decode(self, include_corrupt: bool) -> tuple[RecordColumns, BatchColumns] | None:
         """The run's records (batches whose CRC fails left out unless ``include_corrupt``) and
         their batches' table; None when anything in it is for the reference path."""
-        h = np.frombuffer(bytes(self.headers), HEADER_DTYPE)
+        h = np.frombuffer(bytes(self.headers), header_dtype())
         file = np.repeat(np.arange(len(self.files), dtype=np.int64), self.per_file)
         seg_base = np.array([0 if f.base_offset is None else f.base_offset for f in self.files], np.int64)[file]
         has_base = np.array([f.base_offset is not None for f in self.files], bool)[file]
