@@ -28,9 +28,8 @@ analyzer = lazy("kafkaforensics.inspect.analyzer", globals())
 #: the schema store and decoders of ``--decode`` (cli/schemas.py): urllib's HTTP client, protobuf,
 #: fastavro and jsonschema, which no line without ``--decode`` needs
 schemas = lazy("cli.schemas", globals())
-#: the remote tier's reader (``--remote``) and ``kfx verify --remote``'s checks of it: the plugin's
-#: codecs, the tier's reconciliation and hashlib's OpenSSL, ~15 ms a line without ``--remote`` never needs;
-#: ``kfx verify --remote``'s and ``kfx dump --remote``'s walks of both tiers
+#: the remote tier's reader (``--remote``), and ``kfx verify --remote``'s checks and ``kfx dump
+#: --remote``'s walk of both tiers (inspect/both_tiers.py): the plugin's codecs, the tier's
+#: reconciliation and hashlib's OpenSSL, ~15 ms a line without ``--remote`` never needs
 remote_tier = lazy("kafkaforensics.log.remote", globals())
-tiered_verify = lazy("kafkaforensics.inspect.tiered_verify", globals())
-tiered_dump = lazy("kafkaforensics.inspect.tiered_dump", globals())
+both_tiers = lazy("kafkaforensics.inspect.both_tiers", globals())

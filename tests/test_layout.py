@@ -568,10 +568,8 @@ CLI_LAZY_PROJECT_MODULES = {
                    "line without --decode needs",
     "kafkaforensics.inspect.analyzer": "a problem's remedy, asked only when a verify report has problems",
     "kafkaforensics.log.remote": "the remote tier's reader, which only a --remote line needs",
-    "kafkaforensics.inspect.tiered_verify": "kfx verify --remote's checks of the tier, which a verify without "
-                                            "--remote never needs",
-    "kafkaforensics.inspect.tiered_dump": "kfx dump --remote's walk of both tiers, which a dump without --remote "
-                                          "never needs",
+    "kafkaforensics.inspect.both_tiers": "kfx verify --remote's checks of the tier and kfx dump --remote's walk "
+                                         "of both tiers, which a line without --remote never needs",
 }
 
 

@@ -334,7 +334,7 @@ def test_a_verify_without_remote_never_loads_the_tier_reader():
     """The remote tier's reader and reconciliation (the plugin's codecs, hashlib's OpenSSL, ~15 ms) are
     loaded by ``kfx verify --remote`` lines only (cli/heavy.py): a plain verify imports none of them."""
     tier_modules = {"kafkaforensics.log.remote", "kafkaforensics.log.tier_reconcile", "kafkaforensics.log.unified_log",
-                    "kafkaforensics.inspect.tiered_verify", "hashlib"}
+                    "kafkaforensics.inspect.both_tiers", "hashlib"}
     for argv in (["verify", SMALL], ["verify", os.path.dirname(os.path.dirname(SMALL))]):
         code, out, mods = imported("-m", "cli.main", *argv)
         assert code == 0 and not mods & tier_modules, (argv, sorted(mods & tier_modules))
@@ -354,7 +354,7 @@ def imported_modules(*argv) -> tuple[int, set[str]]:
 #: kafkaforensics.* modules, so the top-level package names ``imported`` gives cannot tell it)
 TIER_MODULES = {"kafkaforensics.log.remote", "kafkaforensics.log.remote.tier", "kafkaforensics.log.remote.unified",
                 "kafkaforensics.log.tier_reconcile", "kafkaforensics.log.unified_log",
-                "kafkaforensics.inspect.tiered_verify", "kafkaforensics.inspect.tiered_dump", "hashlib"}
+                "kafkaforensics.inspect.both_tiers", "hashlib"}
 
 
 def test_a_dump_without_remote_never_loads_the_tier_reader():

@@ -53,7 +53,7 @@ def dump(paths: List[str] = Argument(None, metavar="PATH", help="Files (.log .in
     if decode:
         opts.print_data = True
     try:
-        res = inspect_dump.dump(paths, opts) if tier is None else heavy.tiered_dump.dump_tiered(paths, tier, opts)
+        res = inspect_dump.dump(paths, opts) if tier is None else heavy.both_tiers.dump_tiered(paths, tier, opts)
     except log_paths.PathUsageError as e:
         fail(str(e))
     except BrokenPipeError:  # `kfx dump ... | head`: stop quietly, as a Unix filter should

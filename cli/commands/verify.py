@@ -28,7 +28,7 @@ def verify(paths: List[str] = Argument(None, metavar="PATH",
     if not paths and tier is None:
         fail("give a PATH (a segment file, partition dir or log dir) or --remote URI")
     kv = rules_version(paths[0], kafka_version) if paths and os.path.exists(paths[0]) else None
-    run = inspect_verify.verify if tier is None else partial(heavy.tiered_verify.verify_tiered, tier=tier)
+    run = inspect_verify.verify if tier is None else partial(heavy.both_tiers.verify_tiered, tier=tier)
     try:
         rep = with_progress(paths, "verify", lambda advance: run(paths, progress=advance,
                                                                  max_batch_bytes=max_message_bytes, kafka_version=kv))
@@ -61,7 +61,7 @@ def _partition_label(row: dict) -> str:
 
 def _remedy(p, tier) -> str:
     """A problem's remedy: the remote tier's (its objects), else the analyzer's."""
-    return (tier is not None and heavy.tiered_verify.remote_remedy(p, tier)) or heavy.analyzer.problem_remedy(p)
+    return (tier is not None and heavy.both_tiers.remote_remedy(p, tier)) or heavy.analyzer.problem_remedy(p)
 
 
 def verify_report_lines(rep, tier=None) -> list:

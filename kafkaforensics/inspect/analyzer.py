@@ -38,7 +38,7 @@ from kafkaforensics.inspect.dump import TOPIC_DECODERS, decode_record
 from kafkaforensics.inspect.schema_timeline import SchemaTimeline, schema_remedy
 from kafkaforensics.log.schema_topic import SCHEMAS_TOPIC, load_schema_store
 from kafkaforensics.records.schema_decode import SchemaDecoder
-from kafkaforensics.inspect.tiered_verify import REMOTE_REMEDIES, remote_remedy
+from kafkaforensics.inspect.both_tiers import REMOTE_REMEDIES, remote_remedy
 from kafkaforensics.inspect.verify import (TAIL_KINDS, WARNING_KINDS, VerifyReport, verify_identity,
                                            verify_log_dir_files, verify_partition, verify_partition_files)
 from kafkaforensics.log.paths import (FILE, LOG_DIR, PARTITION_DIR, PathUsageError, classify_for, live_log_dirs,

@@ -134,7 +134,7 @@ def dump(paths, opts: DumpOptions, out=None, err=None) -> DumpResult:
     """Dump every file ``paths`` name (files, partition dirs, log dirs: :func:`expand`) to ``out``
     (problems and mismatches go to ``err``). An internal topic's records are decoded by its dir's
     name unless ``opts.decoder`` says otherwise.  ``kfx dump --remote`` is
-    :func:`~kafkaforensics.inspect.tiered_dump.dump_tiered`, which this module never imports (a plain
+    :func:`~kafkaforensics.inspect.both_tiers.dump_tiered`, which this module never imports (a plain
     dump loads no tier reader)."""
     out, err, res = start(paths, out, err)
     files = expand(paths)

@@ -127,7 +127,7 @@ def verify(paths, *, progress=None, max_batch_bytes: int | None = None, kafka_ve
     ``progress(nbytes)`` is called as bytes are read. ``kafka_version`` ("X.Y" or a KafkaVersion;
     default: inferred from the first path's log dir) is reported as the generation whose files these are.
     ``reconcile(partition)``: the problems of a live partition's tiers (``kfx verify --remote``:
-    :func:`~kafkaforensics.inspect.tiered_verify.verify_tiered` passes the remote tier's reconciliation,
+    :func:`~kafkaforensics.inspect.both_tiers.verify_tiered` passes the remote tier's reconciliation,
     so a verify without one never loads the tier's reader)."""
     kpaths = [classify(p) for p in paths]
     rep = VerifyReport()

@@ -1,14 +1,21 @@
-"""``kfx verify --remote``: the partitions' remote tier verified beside their log dirs, each partition
-as Kafka's UnifiedLog reads it -- its remote segments below the local log start (each walked through
-its chunks as :mod:`.verify` walks a local segment: framing, CRCs, offsets, indexes), then its local
-ones.  A damaged manifest, chunk or index object is one located problem (object key, chunk, byte); a
-data key no ``--key-file`` opens is one problem for all the segments it wraps."""
+"""``kfx verify --remote`` and ``kfx dump --remote``: each partition as Kafka's UnifiedLog reads it --
+its remote segments below the local log start, then its local ones -- and then the tier's partitions no
+path holds.  Verify walks each remote segment through its chunks as :mod:`.verify` walks a local
+segment (framing, CRCs, offsets, indexes); a damaged manifest, chunk or index object is one located
+problem (object key, chunk, byte); a data key no ``--key-file`` opens is one problem for all the
+segments it wraps.  Dump decodes them as :mod:`.dump` does a local file.  Kept apart from
+:mod:`.verify` and :mod:`.dump` so that a line without ``--remote`` loads no tier reader (the CLI
+reaches this module through cli/heavy.py)."""
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+
 from kafkaforensics.errors import KafkaFormatError, Problem
+from kafkaforensics.inspect.dump import TOPIC_DECODERS, DumpOptions, DumpResult, dump_file, dump_segment, start
 from kafkaforensics.inspect.verify import VerifyReport, group_caused, verify, verify_segment
 from kafkaforensics.log.partition import Partition, find_partitions
-from kafkaforensics.log.paths import LOG_DIR, PARTITION_DIR, classify
+from kafkaforensics.log.paths import FILE, LOG_DIR, PARTITION_DIR, classify, log_dir_files, partition_dirs, partition_files
 from kafkaforensics.log.producer_state import ProducerState
 from kafkaforensics.log.segment import SegmentSummary
 from kafkaforensics.log.remote import RemoteCopy, RemoteTier
@@ -136,3 +143,56 @@ def remote_remedy(p: Problem, tier: RemoteTier) -> str | None:
                 "start: restore the object (bucket versioning, another copy), compare the batches with kfx dump "
                 "--remote; kfx recover never changes a tier")
     return None
+
+
+def dump_tiered(paths, tier: RemoteTier, opts: DumpOptions, out=None, err=None) -> DumpResult:
+    """Dump ``paths`` (log dirs, partition dirs, files; none: the tier alone) over both tiers, each
+    partition as UnifiedLog sees it; JSON lines say each file's tier."""
+    out, err, res = start(paths, out, err)
+    done = set()
+    for p in paths:
+        kp = classify(p)
+        if kp.kind == FILE:
+            _dump_local(p, opts, out, err, res)
+            continue
+        for f in log_dir_files(p) if kp.kind == LOG_DIR else []:
+            _dump_local(f, opts, out, err, res)
+        for d in partition_dirs(p) if kp.kind == LOG_DIR else [p]:
+            files = partition_files(d)
+            pd = Partition.scan(d)
+            if pd.topic is not None and pd.partition is not None and pd.dir_state == "live" \
+                    and (pd.topic, pd.partition) not in done:
+                done.add((pd.topic, pd.partition))
+                for rs in remote_below(tier, pd.topic, pd.partition, *local_view(pd)):
+                    _dump_remote(rs, opts, out, err, res)
+            for f in files:
+                _dump_local(f, opts, out, err, res)
+    for tp in tier.partitions():
+        if tp not in done:
+            for rs in remote_below(tier, tp[0], tp[1], None):
+                _dump_remote(rs, opts, out, err, res)
+    return res
+
+
+def _dump_local(path: str, opts: DumpOptions, out, err, res: DumpResult) -> None:
+    """A local file of a tiered dump (its JSON ``file`` line says its tier)."""
+    if opts.fmt == "json":
+        print(json.dumps({"file": path, "tier": LOCAL}), file=out)
+    dump_file(path, opts, out, err, res)
+
+
+def _dump_remote(rs: RemoteCopy, opts: DumpOptions, out, err, res: DumpResult) -> None:
+    """A remote segment's ``.log`` (decoded from its chunks); a manifest or key that cannot be read is
+    one located problem."""
+    uri = rs.uri
+    if opts.fmt == "json":
+        print(json.dumps({"file": uri, "tier": REMOTE, "topic": rs.topic, "partition": rs.partition,
+                          "baseOffset": rs.base_offset, "segmentId": rs.segment_id}), file=out)
+    try:
+        seg = rs.segment()
+    except KafkaFormatError as e:
+        res.problems.append(e.problem)
+        print(str(e.problem), file=err)
+        return
+    auto = TOPIC_DECODERS.get(rs.topic) if opts.decoder is None else None
+    dump_segment(uri, seg, replace(opts, decoder=auto) if auto else opts, out, err, res, REMOTE)
