@@ -419,3 +419,17 @@ def test_a_segment_file_finds_its_log_dir_schemas(fx, kfx):
     r = kfx("dump", "--decode", "--format", "json", seg)
     assert r.exit_code == 0, r.output
     assert _json_records(r.stdout)[0]["valueDecoded"]["value"] == {"id": 7, "ship_to": {"city": "Oslo"}}
+
+
+def test_a_scan_that_decodes_nothing_loads_no_protobuf():
+    """Issue 57 (a scan's cost): the kafka_segments source imports the schema decoder, whose Protobuf
+    half (protobuf, the .proto parser: 45-110 ms of every `kfx scan`) only ``decode`` uses; importing
+    the source loads neither, and a .proto schema still parses once asked (the tests above)."""
+    import subprocess
+    import sys
+    code = ("import sys, kafkaforensics.spark.spark_source, cli.commands.scan; "
+            "print(sorted(m for m in sys.modules if m.startswith(('google.protobuf', 'proto_schema_parser'))))")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True,
+                         env=dict(os.environ, PYTHONPATH=root))
+    assert out.stdout.strip() == "[]", out.stdout

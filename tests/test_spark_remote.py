@@ -6,7 +6,6 @@ import re
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,17 +14,12 @@ import urllib.request
 import pytest
 
 from tests.conftest import SAMPLE
+from tests.remote_fixtures import _free_port, moto_s3
 from tests.test_spark import spark  # noqa: F401  (the session fixture)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUCKET = "kafka-archive"
 S3 = {"s3.endpoint": None, "s3.accessKey": "testing", "s3.secretKey": "testing", "s3.region": "us-east-1"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -50,33 +44,19 @@ def _rows(spark, df_or_path, columns):  # noqa: F811
 # ------------------------------------------------------------------------------ object storage
 @pytest.fixture(scope="module")
 def s3_fleet():
-    """The sample fleet uploaded to a bucket of an S3-compatible server on 127.0.0.1."""
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("the S3 server did not start")
-                time.sleep(0.2)
-        from pyarrow.fs import S3FileSystem
-        options = dict(S3, **{"s3.endpoint": f"http://127.0.0.1:{port}"})
+    """The sample fleet uploaded to a bucket of an S3-compatible server on 127.0.0.1
+    (:func:`tests.remote_fixtures.moto_s3`, which starts and stops it)."""
+    from pyarrow.fs import S3FileSystem
+    with moto_s3(buckets=(BUCKET,)) as endpoint:
+        options = dict(S3, **{"s3.endpoint": endpoint})
         fs = S3FileSystem(access_key="testing", secret_key="testing", region="us-east-1", scheme="http",
-                          endpoint_override=f"127.0.0.1:{port}", allow_bucket_creation=True)
-        fs.create_dir(BUCKET)
+                          endpoint_override=endpoint.removeprefix("http://"))
         for root, _d, files in os.walk(SAMPLE):
             for f in files:
                 rel = os.path.relpath(os.path.join(root, f), SAMPLE)
                 with open(os.path.join(root, f), "rb") as src, fs.open_output_stream(f"{BUCKET}/logs/{rel}") as dst:
                     dst.write(src.read())
         yield options
-    finally:
-        _stop(proc)
 
 
 @pytest.mark.parametrize("scheme", ["s3", "s3a"])

@@ -308,8 +308,25 @@ def test_options_are_read_once_checked_and_typed():
         read_options({"fromtimestmp": "1"})  # as Spark hands it over, lower-cased
     with pytest.raises(ValueError, match=r"zzz: no such kafka_segments option \(its options"):
         read_options({"zzz": "1"})  # nothing close: no guess
+    with pytest.raises(ValueError, match=r"^fromtimestmp: [^;]*; did you mean fromTimestamp\?; zzz: no such"):
+        read_options({"zzz": "1", "fromtimestmp": "1"})  # every one named, in order of name
     with pytest.raises(ValueError, match="pushdown='maybe': not true or false"):
         read_options({"pushdown": "maybe"})
+
+
+def test_a_misspelt_option_through_spark_read_is_one_line_with_the_closest_option(spark, timeline):  # noqa: F811
+    """Issue 57: ``spark.read.format("kafka_segments").option("fromTimestmp", ...)`` was a 17-line worker
+    traceback inside ``AnalysisException``.  Through Spark's own ``spark.read``, the error's own line
+    names each misspelt option (as Spark hands it over: lower-cased) with the closest option by the
+    source's spelling, and no worker traceback follows it."""
+    with pytest.raises(Exception) as e:
+        (spark.read.format("kafka_segments").option("level", "records").option("serach", "x")
+         .option("fromTimestmp", "1").load(timeline).count())
+    said = str(e.value)
+    first = said.splitlines()[0]
+    assert "fromtimestmp: no such kafka_segments option; did you mean fromTimestamp?" in first
+    assert "serach: no such kafka_segments option" in first
+    assert "Traceback" not in said and "File " not in said and len(said.splitlines()) <= 2  # Spark adds " SQLSTATE: ..."
 
 
 def test_a_misspelt_option_fails_the_read_and_several_paths_load(spark, timeline):  # noqa: F811

@@ -7,22 +7,31 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import importlib
 
-from google.protobuf import descriptor_pb2, descriptor_pool
-from proto_schema_parser import ast
 from specs.lazy import lazy
-from proto_schema_parser.parser import Parser
 
+#: imported on first use (specs/lazy.py): a scan that decodes nothing (``kfx scan`` without
+#: ``--decode``) never pays for protobuf and the .proto parser (45 ms quiet, ~110 ms under load)
+descriptor_pb2 = lazy("google.protobuf.descriptor_pb2", globals())
+descriptor_pool = lazy("google.protobuf.descriptor_pool", globals())
+ast = lazy("proto_schema_parser.ast", globals())
+proto_parser = lazy("proto_schema_parser.parser", globals())
 unknown_fields = lazy("google.protobuf.unknown_fields", globals())
 
-F = descriptor_pb2.FieldDescriptorProto
-#: scalar type names of .proto -> FieldDescriptorProto types
-SCALARS = {"double": F.TYPE_DOUBLE, "float": F.TYPE_FLOAT, "int64": F.TYPE_INT64, "uint64": F.TYPE_UINT64,
-           "int32": F.TYPE_INT32, "fixed64": F.TYPE_FIXED64, "fixed32": F.TYPE_FIXED32, "bool": F.TYPE_BOOL,
-           "string": F.TYPE_STRING, "bytes": F.TYPE_BYTES, "uint32": F.TYPE_UINT32, "sfixed32": F.TYPE_SFIXED32,
-           "sfixed64": F.TYPE_SFIXED64, "sint32": F.TYPE_SINT32, "sint64": F.TYPE_SINT64}
-_LABELS = {ast.FieldCardinality.REPEATED: F.LABEL_REPEATED, ast.FieldCardinality.REQUIRED: F.LABEL_REQUIRED}
+
+@functools.cache
+def _types() -> tuple[dict, dict]:
+    """The scalar type names of .proto -> FieldDescriptorProto types, and the parse tree's
+    cardinalities -> FieldDescriptorProto labels."""
+    F = descriptor_pb2.FieldDescriptorProto
+    scalars = {"double": F.TYPE_DOUBLE, "float": F.TYPE_FLOAT, "int64": F.TYPE_INT64, "uint64": F.TYPE_UINT64,
+               "int32": F.TYPE_INT32, "fixed64": F.TYPE_FIXED64, "fixed32": F.TYPE_FIXED32, "bool": F.TYPE_BOOL,
+               "string": F.TYPE_STRING, "bytes": F.TYPE_BYTES, "uint32": F.TYPE_UINT32, "sfixed32": F.TYPE_SFIXED32,
+               "sfixed64": F.TYPE_SFIXED64, "sint32": F.TYPE_SINT32, "sint64": F.TYPE_SINT64}
+    labels = {ast.FieldCardinality.REPEATED: F.LABEL_REPEATED, ast.FieldCardinality.REQUIRED: F.LABEL_REQUIRED}
+    return scalars, labels
 
 
 def _camel(name: str) -> str:
@@ -32,10 +41,11 @@ def _camel(name: str) -> str:
 def _field(f, out, *, proto3: bool, oneof: int | None = None):
     """A field of the parse tree added to ``out`` (a message's fields) as a FieldDescriptorProto."""
     fd = out.add(name=f.name, number=f.number)
-    fd.label = _LABELS.get(f.cardinality, F.LABEL_OPTIONAL)
+    scalars, labels = _types()
+    fd.label = labels.get(f.cardinality, descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
     typ = f.type.lstrip(".") if f.type.startswith(".") else f.type
-    if typ in SCALARS:
-        fd.type = SCALARS[typ]
+    if typ in scalars:
+        fd.type = scalars[typ]
     else:
         fd.type_name = f.type  # resolved by the pool (relative names too); message or enum found there
     if oneof is not None:
@@ -54,7 +64,8 @@ def _map_field(f, msg):
     entry.options.map_entry = True
     for i, (name, typ) in enumerate((("key", f.key_type), ("value", f.value_type)), 1):
         _field(ast.Field(name=name, number=i, type=typ), entry.field, proto3=False)
-    msg.field.add(name=f.name, number=f.number, label=F.LABEL_REPEATED, type_name=entry.name)
+    msg.field.add(name=f.name, number=f.number, label=descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED,
+                  type_name=entry.name)
 
 
 def _enum(e, out):
@@ -92,7 +103,7 @@ def _message(m, msg, proto3: bool):
 
 def parse_proto(text: str, name: str) -> descriptor_pb2.FileDescriptorProto:
     """``.proto`` text as a FileDescriptorProto (ValueError when it does not parse)."""
-    tree = Parser().parse(text)
+    tree = proto_parser.Parser().parse(text)
     fdp = descriptor_pb2.FileDescriptorProto(name=name, syntax=tree.syntax or "proto2")
     proto3 = fdp.syntax == "proto3"
     for el in tree.file_elements:

@@ -134,14 +134,44 @@ _OPTION_NAMES = {k.lower(): k for k in SOURCE_OPTIONS}
 _TRUE, _FALSE = ("1", "true", "yes"), ("0", "false", "no")
 
 
+class SourceOptionError(ValueError):
+    """An option ``kafka_segments`` does not read, or a value it could not use: the user's mistake,
+    said in one line (see :func:`one_line_in_spark`)."""
+
+
+def _unknown(key: str) -> str:
+    """What to say of ``key``, an option the source does not read: its name (as Spark handed it
+    over: lower-cased) and the closest option the source reads, by the source's own spelling."""
+    close = difflib.get_close_matches(str(key).lower(), _OPTION_NAMES, n=1, cutoff=0.6)
+    return f"{key}: no such kafka_segments option" + (f"; did you mean {_OPTION_NAMES[close[0]]}?" if close else "")
+
+
 def _option_name(key: str) -> str:
-    """``key`` as the source spells it; ValueError, naming it, for an option the source does not read."""
-    name = _OPTION_NAMES.get(str(key).lower())
-    if name is None:
-        close = difflib.get_close_matches(str(key).lower(), _OPTION_NAMES, n=1, cutoff=0.6)
-        hint = f"; did you mean {_OPTION_NAMES[close[0]]}?" if close else ""
-        raise ValueError(f"{key}: no such kafka_segments option{hint} (its options: {', '.join(sorted(SOURCE_OPTIONS))})")
-    return name
+    """``key`` as the source spells it; SourceOptionError, naming it, for an option the source does not read."""
+    _check_names([key])
+    return _OPTION_NAMES[str(key).lower()]
+
+
+def _check_names(keys) -> None:
+    """SourceOptionError naming every one of ``keys`` the source does not read (in order of name:
+    Spark hands the options over in no order), each with the closest option it reads."""
+    unknown = sorted(str(k) for k in keys if str(k).lower() not in _OPTION_NAMES)
+    if unknown:
+        raise SourceOptionError(f"{'; '.join(_unknown(k) for k in unknown)} (its options: {', '.join(sorted(SOURCE_OPTIONS))})")
+
+
+@contextlib.contextmanager
+def one_line_in_spark():
+    """Around what Spark's Python worker calls of the source (``schema``, ``reader``): a
+    :class:`SourceOptionError` reaches the user as its one line.  The worker formats the error it
+    catches with its traceback (17 lines inside Spark's ``AnalysisException``) unless
+    ``SPARK_HIDE_TRACEBACK`` is set in its environment, which it reads as it formats; the worker
+    exits after reporting an error, so setting it there hides no other error's traceback."""
+    try:
+        yield
+    except SourceOptionError:
+        os.environ["SPARK_HIDE_TRACEBACK"] = "1"
+        raise
 
 
 def checked_option(key: str, value: str) -> tuple[str, str]:
@@ -161,11 +191,11 @@ def _typed(name: str, value):
         if kind == "ints":
             return [int(x) for x in str(value).split(",") if x]
     except ValueError:
-        raise ValueError(f"{name}={value!r}: not {'an integer' if kind == 'int' else 'comma-separated integers'}") from None
+        raise SourceOptionError(f"{name}={value!r}: not {'an integer' if kind == 'int' else 'comma-separated integers'}") from None
     if kind == "bool":
         text = str(value).lower()
         if text not in _TRUE + _FALSE:
-            raise ValueError(f"{name}={value!r}: not true or false")
+            raise SourceOptionError(f"{name}={value!r}: not true or false")
         return text in _TRUE
     return str(value)
 
@@ -174,7 +204,9 @@ def read_options(options) -> dict:
     """A read's options checked once: every option of :data:`SOURCE_OPTIONS` by its own spelling, as
     its kind, its default where not given.  ValueError for an option the source does not read (a
     typo in ``.option(...)`` would otherwise read the whole fleet unwindowed) or a bad value."""
-    given = {_option_name(k): v for k, v in options.items() if v is not None and v != ""}
+    given = {str(k): v for k, v in options.items() if v is not None and v != ""}
+    _check_names(given)
+    given = {_OPTION_NAMES[k.lower()]: v for k, v in given.items()}
     out = {name: default for name, (_, default) in SOURCE_OPTIONS.items()}
     out.update({name: _typed(name, v) for name, v in given.items()})
     if "splitBytes" in given and "maxPartitionBytes" not in given:  # splitBytes: the old name
@@ -191,7 +223,7 @@ def input_paths(options: dict) -> list[str]:
         try:
             return [p for p in json.loads(options["paths"]) if p]
         except ValueError:
-            raise ValueError(f"paths={options['paths']!r}: not a JSON list of paths") from None
+            raise SourceOptionError(f"paths={options['paths']!r}: not a JSON list of paths") from None
     return [p for p in (options["path"] or options["paths"]).split(",") if p]
 
 
@@ -739,16 +771,18 @@ class KafkaSegments(DataSource):
     def _level(self) -> str:
         level = read_options(self.options)["level"]
         if level not in SOURCE_LEVELS:
-            raise ValueError(f"level must be one of {sorted(SOURCE_LEVELS)}, not {level!r}")
+            raise SourceOptionError(f"level must be one of {sorted(SOURCE_LEVELS)}, not {level!r}")
         return level
 
     def schema(self):
-        return spark_ddl(level_columns(self._level(), read_options(self.options)["decode"]))
+        with one_line_in_spark():
+            return spark_ddl(level_columns(self._level(), read_options(self.options)["decode"]))
 
     def reader(self, schema):
-        if not read_options(self.options)["pushdown"]:
-            return _UnprunedReader(self.options, self._level(), schema)
-        return KafkaSegmentsReader(self.options, self._level(), schema)
+        with one_line_in_spark():
+            if not read_options(self.options)["pushdown"]:
+                return _UnprunedReader(self.options, self._level(), schema)
+            return KafkaSegmentsReader(self.options, self._level(), schema)
 
 
 class SplitReads:
