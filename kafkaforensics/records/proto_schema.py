@@ -9,12 +9,16 @@ import base64
 import binascii
 import functools
 import importlib
+from typing import TYPE_CHECKING
 
 from specs.lazy import lazy
 
 #: imported on first use (specs/lazy.py): a scan that decodes nothing (``kfx scan`` without
 #: ``--decode``) never pays for protobuf and the .proto parser (45 ms quiet, ~110 ms under load)
-descriptor_pb2 = lazy("google.protobuf.descriptor_pb2", globals())
+if TYPE_CHECKING:  # the annotations'
+    from google.protobuf import descriptor_pb2
+else:
+    descriptor_pb2 = lazy("google.protobuf.descriptor_pb2", globals())
 descriptor_pool = lazy("google.protobuf.descriptor_pool", globals())
 ast = lazy("proto_schema_parser.ast", globals())
 proto_parser = lazy("proto_schema_parser.parser", globals())
