@@ -78,7 +78,7 @@ class LiveLog(Partition):
         self._load()
 
     def _load(self) -> None:
-        """One walk (log_loader): a batch failing its CRC is left out of the producer state and the
+        """One walk (load_walk): a batch failing its CRC is left out of the producer state and the
         indexes, but stays in the log (served as stored, as a Kafka broker serves it)."""
         last_seg = None
         #: base offset -> byte ranges [start, end) of the segment holding the batches the load skipped

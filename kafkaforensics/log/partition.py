@@ -38,8 +38,8 @@ from kafkaforensics.log.kafka_rules import refused_dir
 fsutil = lazy("kafkaforensics.fsutil", globals())
 checkpoint_file = lazy("kafkaforensics.log.checkpoint_file", globals())
 leader_epochs = lazy("kafkaforensics.log.leader_epochs", globals())
-#: the batch walk of a load (log_loader imports what only a walk needs)
-log_loader = lazy("kafkaforensics.log.log_loader", globals())
+#: the batch walk of a load (load_walk holds what only a walk needs)
+load_walk = lazy("kafkaforensics.log.load_walk", globals())
 uuid = lazy("uuid", globals())
 
 _DIR_RE = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)"
@@ -167,7 +167,7 @@ class Partition:
     in base-offset order, producer snapshots, ``leader-epoch-checkpoint``, ``partition.metadata``,
     leftovers of an interrupted operation, orphan indexes, unknown files), and once walked
     (:meth:`walk`, :meth:`batches`, :meth:`load`) what LogLoader and LocalLog learn from the batches:
-    each segment's load facts (:attr:`loaded`, :class:`~.log_loader.LoadedSegment`), the log start,
+    each segment's load facts (:attr:`loaded`, :class:`~.load_walk.LoadFacts`), the log start,
     end and last stable offsets, the producer state and the leader epochs.
 
     What a damaged batch (a CRC mismatch; with ``strict_legacy`` also a legacy wrapper that does not
@@ -312,8 +312,8 @@ class Partition:
         with each batch kept before the producer state takes it (a producer snapshot check).  Each
         walk starts afresh: :attr:`loaded`, :attr:`state` (``state`` when given, a caller's
         :class:`~.producer_state.ProducerState` to build) and :attr:`batch_epochs` are its own."""
-        if damage not in log_loader.DAMAGE:
-            raise ValueError(f"damage must be one of {log_loader.DAMAGE}, not {damage!r}")
+        if damage not in load_walk.DAMAGE:
+            raise ValueError(f"damage must be one of {load_walk.DAMAGE}, not {damage!r}")
         self.loaded = []
         self.state = (state if state is not None else producer_state.ProducerState()) if producers else None
         self.batch_epochs = leader_epochs.LeaderEpochCache()
@@ -321,11 +321,11 @@ class Partition:
         for sf in self.segments:
             if self.stopped:
                 return
-            seg = log_loader.LoadedSegment(sf, next_offset=sf.base_offset)
+            seg = load_walk.LoadFacts(sf, next_offset=sf.base_offset)
             self.loaded.append(seg)
             with sf.source.mapped(sf.log) as buf:  # a remote tier's segment reads through its source
                 seg.size = len(buf)
-                inner = log_loader.segment_batches(seg, buf, state=self.state, epochs=self.batch_epochs,
+                inner = load_walk.segment_batches(seg, buf, state=self.state, epochs=self.batch_epochs,
                                                    damage=damage, strict_legacy=strict_legacy,
                                                    before_apply=before_apply)
                 yield seg, inner

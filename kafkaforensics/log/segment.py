@@ -619,7 +619,7 @@ class Segment:
     def path(self, suffix: str) -> str:
         if suffix == LOG and self.file is not None:
             return self.file
-        return os.path.join(self.dir, file_name(self.base_offset, suffix))
+        return self.named.get(suffix) or os.path.join(self.dir, file_name(self.base_offset, suffix))
 
     @property
     def log(self) -> str:
