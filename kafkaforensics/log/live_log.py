@@ -37,6 +37,7 @@ from kafkaforensics.defaults import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_SEGMEN
 from kafkaforensics.errors import Problem
 from kafkaforensics.fsutil import _step, atomic_write
 from kafkaforensics.log.indexing import SegmentIndexes
+from kafkaforensics.log import load_walk
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.partition import Partition
 from kafkaforensics.log.segment import INDEX_BY_SUFFIX, LOG, SNAPSHOT, BatchScanner, Segment, file_name, index_bytes
@@ -114,9 +115,8 @@ class LiveLog(Partition):
         #: the leader-epoch cache: leader-epoch-checkpoint, else the batches' epochs; as Kafka's
         #: LogLoader truncates it, nothing from the log end on nor before a checkpointed log start
         self.epochs: LeaderEpochCache = self.leader_epochs()
-        self.epochs.truncate_from_end(self.next_offset)
-        if self.segments and self._log_start > self.segments[0].base_offset:
-            self.epochs.truncate_from_start(self._log_start)
+        moved = bool(self.segments) and self._log_start > self.segments[0].base_offset   # a checkpointed log start
+        load_walk.truncate_leader_epochs(self.epochs, self.next_offset, self._log_start if moved else 0)
 
     def crc_unchecked(self, base_offset: int, position: int) -> bool:
         """Whether the batch at byte ``position`` of the segment at ``base_offset`` lies where the load

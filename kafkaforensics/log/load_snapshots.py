@@ -141,12 +141,13 @@ class SnapshotPlan:
     def log_manager(self) -> None:
         """The log's own state manager, loaded and rebuilt to the log end."""
         if self.legacy or (self.ld.clean and not self.snaps):
-            self.drop({s for s in self.snaps if s > self.leo}, "producer snapshot past the log end offset")
+            self.drop(set(snapshots_past_log_end(self.snaps, self.leo)), "producer snapshot past the log end offset")
             last = max(self.snaps, default=0)
             for o in self.segments[-2:] + [self.leo]:
                 last = self.take(o, _EMPTY_SNAPSHOT, last)
             return
-        self.drop({s for s in self.snaps if s > self.leo or s <= self.log_start}, "producer snapshot past the log "
+        self.drop(set(snapshots_past_log_end(self.snaps, self.leo)) | {s for s in self.snaps if s <= self.log_start},
+                  "producer snapshot past the log "
                   "end offset or at or below the log start (ProducerStateManager.truncateAndReload)")
         last = max([s for s in self.snaps if s <= self.leo], default=self.log_start)
         if self.leo > last:
@@ -191,6 +192,12 @@ class SnapshotPlan:
 
 
 _EMPTY_SNAPSHOT = snapshot_bytes([])
+
+
+def snapshots_past_log_end(offsets, leo: int) -> list[int]:
+    """The producer snapshots (their offsets) the log's state manager deletes at load as past the log end
+    ``leo`` (ProducerStateManager.truncateAndReload); ``kfx verify`` reports the same ones."""
+    return sorted(s for s in offsets if s > leo)
 
 
 def _with_loaded(data: bytes, path: str) -> bytes:

@@ -3,7 +3,9 @@ applied to the producer state and the leader-epoch cache, and the segment's load
 (:class:`LoadFacts`, a load's facts of a segment, not a segment: its size, the offset after its last batch — its base when it has none,
 LogSegment.readNextOffset —, its largest batch timestamp, where its sound batches end, what ended its
 walk, the first damaged batch). :meth:`~.partition.Partition.walk` walks a partition's segments
-through it; :func:`replay_segment` walks one file (a leftover being completed). The partition's
+through it; :func:`replay_segment` walks one file (a leftover being completed).  The load's rules
+over the walks' facts are here too, so that every reader of a log asks the same ones without loading
+the planner: :func:`log_end_after` (the log end) and :func:`truncate_leader_epochs`. The partition's
 load, Kafka's LogLoader.load() with its passes as named methods, is
 :class:`kafkaforensics.log.log_loader.LogLoader`."""
 from __future__ import annotations
@@ -110,6 +112,25 @@ def replay_segment(path: str, base_offset: int, state: ProducerState | None = No
         for _ in segment_batches(seg, buf, state=state, epochs=epochs):
             pass
     return seg
+
+
+def log_end_after(leo: int, base: int, next_offset: int | None) -> int:
+    """The log end once the segment at ``base`` is loaded (LogSegment.readNextOffset over the segments so
+    far): the offset after its last batch kept, else (``next_offset`` None: it has none) the larger of
+    the log end before it and its base.  The one rule the load (:class:`~.log_loader.LogLoader`), the
+    partition's walk (the broker's start) and ``kfx verify`` find a log end by."""
+    return max(leo, base) if next_offset is None else next_offset
+
+
+def truncate_leader_epochs(epochs: LeaderEpochCache, leo: int, log_start: int) -> list[tuple[int, int]]:
+    """LogLoader.load's leader-epoch truncation of ``epochs``: ``truncateFromEnd(logEndOffset)`` (every
+    entry starting at or past the log end ``leo``), then ``truncateFromStart(logStartOffset)`` (0: none);
+    the entries dropped past the end come back.  The load (:class:`~.log_loader.LogLoader`), the broker's
+    start (:class:`~.live_log.LiveLog`) and ``kfx verify`` ask this one rule."""
+    past_end = epochs.truncate_from_end(leo)
+    if log_start > 0 and epochs and epochs.entries[0][1] < log_start:
+        epochs.truncate_from_start(log_start)
+    return past_end
 
 
 def _legacy_unresolved(b) -> bool:

@@ -42,7 +42,7 @@ from kafkaforensics.log.kafka_version import KafkaVersion, kafka_version as reso
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.load_plan import PHASES, Action, LoadOptions, PlanFiles, RecoveryReport, count_dropped
 from kafkaforensics.log.load_snapshots import SnapshotPlan
-from kafkaforensics.log.load_walk import replay_segment
+from kafkaforensics.log import load_walk
 from kafkaforensics.log.log_config import LogConfig
 from kafkaforensics.log.partition import (METADATA_PARTITION, UNKNOWN_DIR_SUFFIX, LogDir, broker_refusal,
                                          parse_partition_dir_name, partition_dir_state)
@@ -208,7 +208,7 @@ class LogLoader:
         res = RecoveryWalk(src, base, self.state, interval=self.interval, epochs=self.epochs,
                              max_batch_bytes=self.opts.max_message_bytes,
                              entry=self.rules.write("offset-index-entry")).walk()
-        self.leo = res.next_offset if res.next_offset is not None else max(self.leo, base)
+        self.leo = load_walk.log_end_after(self.leo, base, res.next_offset)
         self.v2_end[base] = res.v2_next_offset
         self.walked.append((base, self.leo, self.state.to_snapshot()))
         _plan_index_writes(self.d, base, res, self.plan, self.rep, self.rules)
@@ -413,8 +413,8 @@ def _plan_orphans(d: PlanFiles, plan: list[Action]) -> None:
 
 def _replay(src: str, base: int, state: ProducerState, leo: int) -> int:
     """A flushed segment into the producer state; the log end offset after it."""
-    seg = replay_segment(src, base, state)
-    return max(leo, base) if seg.batches == 0 else seg.next_offset
+    seg = load_walk.replay_segment(src, base, state)
+    return load_walk.log_end_after(leo, base, seg.next_offset if seg.batches else None)
 
 
 def _plan_index_writes(d: PlanFiles, base: int, res: RecoveryWalk, plan, rep: RecoveryReport, rules) -> None:
@@ -457,9 +457,7 @@ def _plan_epochs(d: PlanFiles, epochs: LeaderEpochCache, leo: int, log_start: in
     name = C.LEADER_EPOCH_FILE
     if name not in d.files and not epochs:
         return
-    past_end = epochs.truncate_from_end(leo)
-    if log_start > 0 and epochs and epochs.entries[0][1] < log_start:
-        epochs.truncate_from_start(log_start)
+    past_end = load_walk.truncate_leader_epochs(epochs, leo, log_start)
     if name in d.files and _epoch_entries(d.files[name]) == epochs.entries:
         return
     why = "truncate the leader epochs at the log end and extend them by the recovered batches"

@@ -351,8 +351,12 @@ class Partition:
     # -- what the walk gives ------------------------------------------------------------------------
     @property
     def log_end_offset(self) -> int:
-        """The last walked segment's next offset (0 without segments)."""
-        return self.loaded[-1].next_offset if self.loaded else 0
+        """The log end the walked segments give (:func:`~.load_walk.log_end_after`, the load's rule; 0
+        without segments)."""
+        leo = self.loaded[0].base_offset if self.loaded else 0
+        for f in self.loaded:
+            leo = load_walk.log_end_after(leo, f.base_offset, f.next_offset if f.batches else None)
+        return leo
 
     @property
     def last_stable_offset(self) -> int:
