@@ -11,7 +11,7 @@ from kafkaforensics.broker.replay import ReplayBroker
 from kafkaforensics.inspect import tiered_verify
 from kafkaforensics.inspect import verify as inspect_verify
 from kafkaforensics.inspect.verify import verify
-from kafkaforensics.log import load_snapshots, load_walk, log_loader
+from kafkaforensics.log import load_plan, load_snapshots, load_walk, log_loader
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.partition import Partition
 from kafkaforensics.log.producer_state import snapshot_bytes
@@ -62,6 +62,7 @@ def _facts(log_dir: str, part: str) -> dict:
         "recover": (plan.log_end_offset, {int(n[:-len(SNAPSHOT)]) for n in deleted if n.endswith(SNAPSHOT)
                                           and int(n[:-len(SNAPSHOT)]) > plan.log_end_offset},
                     {STRAY_EPOCH} if any(f"at {STRAY_EPOCH}" in d for d in epochs_action) else set(), renamed),
+        "swap detail": next(p.detail for p in v.problems if p.kind == "leftover-file"),
         "serve": served.log_end_offset, "served epochs": served.epochs.entries,
         "truncated at": plan.truncated_at["offset"] if plan.truncated_at else None,
     }
@@ -74,6 +75,7 @@ def test_verify_recover_and_the_broker_find_the_same_load(damaged):
     assert leo == torn == f["truncated at"] == f["serve"]             # the torn batch's base: the truncation point
     assert STRAY_SNAPSHOT in snaps and epochs == {STRAY_EPOCH}  # (and the writer's snapshot at the torn-off end)
     assert leftovers == {os.path.basename(layout(part)[0][0]) + SWAP}
+    assert "would rename it (complete the interrupted swap)" in f["swap detail"]   # what the load's pass plans
     assert f["recover"] == (leo, snaps, epochs, leftovers)
     assert all(o < leo for _e, o in f["served epochs"])                 # the broker's start drops it too
 
@@ -86,10 +88,12 @@ def test_a_pass_changed_changes_every_reader(damaged, monkeypatch):
     monkeypatch.setattr(load_walk, "log_end_after", lambda leo, base, nxt: rule(leo, base, nxt) + 1)
     monkeypatch.setattr(load_walk, "truncate_leader_epochs", lambda epochs, leo, start: [])
     monkeypatch.setattr(load_snapshots, "snapshots_past_log_end", lambda offsets, leo: [])
+    monkeypatch.setattr(load_plan, "plan_leftovers", lambda files, plan, rules: None)
     f = _facts(log_dir, part)
     leo, snaps, epochs, _ = f["verify"]
     assert leo == f["recover"][0] == f["serve"] != torn
     assert snaps == set() and epochs == set() and f["recover"][2] == set()
+    assert f["recover"][3] == set() and "completes or removes it" in f["swap detail"]
     assert (max(e for e, _ in f["served epochs"]), STRAY_EPOCH) in [(e, o) for e, o in f["served epochs"]]
 
 

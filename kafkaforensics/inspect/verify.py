@@ -25,7 +25,7 @@ from kafkaforensics.log import kraft, offset_index, time_index, txn_index
 from kafkaforensics.records import header_list
 from kafkaforensics.records.batch import Batch, resolve_legacy_wrapper
 from kafkaforensics.errors import KafkaFormatError, Problem
-from kafkaforensics.log import load_snapshots, load_walk
+from kafkaforensics.log import load_plan, load_snapshots, load_walk
 from kafkaforensics.log.kraft import metadata_topic_ids
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.partition import (CLEAN_SHUTDOWN_FILE, INDEX, LOG, METADATA_PARTITION, TIMEINDEX, TXNINDEX,
@@ -225,6 +225,24 @@ def verify_partition_files(pd: Partition, rep: VerifyReport) -> None:
         _verify_kraft_files(None, [pd], rep)
 
 
+def _report_leftovers(pd: Partition, rep: VerifyReport) -> None:
+    """The leftovers of interrupted swaps, cleanings and deletions, each with what Kafka's log loading does
+    with it (the load's own pass, :func:`~kafkaforensics.log.load_plan.plan_leftovers`)."""
+    if not pd.leftovers:
+        return
+    plan: list = []
+    kafka = rep.kafka if rep.kafka is not None else resolve_kafka_version(pd.path, None)
+    load_plan.plan_leftovers(load_plan.PlanFiles(pd.path), plan, kafka.rules())
+    done = {a.file: a for a in plan}
+    for f in pd.leftovers:
+        a = done.get(f)
+        does = (f"Kafka's log loading would {a.action} it ({a.detail})" if a is not None
+                else "Kafka's log loading completes or removes it")
+        rep.add(f, None, None, "leftover-file",
+                "interrupted " + ("swap" if f.endswith(".swap") else "cleaning" if f.endswith(".cleaned") else "deletion")
+                + f"; {does}; `kfx recover` does it")
+
+
 def _report_temps(dirs, rep: VerifyReport) -> None:
     """Temp files and dirs killed kfx runs left (``*.kfx-tmp``): a dir of them in a log dir stops a
     broker (Kafka takes every dir there for a partition)."""
@@ -363,10 +381,7 @@ def verify_partition(pd: Partition, rep: VerifyReport, *, checkpoints=None, prog
     broker holds the log dir, so a partial batch at the very end of the active segment is an append
     in flight (a note), not damage. ``epochs`` False: leave leader-epoch-checkpoint and
     partition.metadata alone (``pd`` is a part of the partition: one segment)."""
-    for f in pd.leftovers:
-        rep.add(f, None, None, "leftover-file",
-                "interrupted " + ("swap" if f.endswith(".swap") else "cleaning" if f.endswith(".cleaned") else "deletion")
-                + "; `kfx recover` completes or removes it as Kafka's log loading would")
+    _report_leftovers(pd, rep)
     for f in pd.orphan_indexes:
         rep.add(f, None, None, "orphan-index", _orphan_detail(f))
     state = ProducerState()

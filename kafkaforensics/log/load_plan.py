@@ -9,9 +9,11 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kafkaforensics import fsutil
 from kafkaforensics.log.batch_search import scan_file
 from kafkaforensics.log.kafka_version import KafkaVersion
-from kafkaforensics.log.segment import SEGMENT_SUFFIXES, SNAPSHOT, Segment, file_name, offset_from_name
+from kafkaforensics.log.segment import (CLEANED, DELETED, INDEX_SUFFIXES, LOG, SEGMENT_SUFFIXES, SNAPSHOT, SWAP, Segment,
+                                        file_name, offset_from_name, without_leftover_suffix)
 
 #: Crash-safe order of application: leftovers in Kafka's order, then segments after the truncation
 #: point are moved aside *before* the truncation, then indexes, snapshots and checkpoints.
@@ -216,3 +218,83 @@ def count_dropped(out: Dropped, path: str, start: int) -> None:
                 tail.release()
 
 
+def plan_leftovers(d: PlanFiles, plan: list[Action], rules) -> None:
+    """LogLoader.removeTempFilesAndCollectSwapFiles and the swap completion after it, planned into ``plan``
+    (``d``: a completed swap reads as its final name from then on), by ``rules`` (the generation's): temp
+    files of killed kfx runs, ``.deleted`` and ``.cleaned`` files go, a ``.swap`` at or above the lowest
+    ``.cleaned`` offset goes (an incomplete split), the others replace the segments they cover.  ``kfx
+    verify`` asks it what the load does with each leftover it reports."""
+    swaps, cleaned = [], []
+    min_cleaned = None
+    # temp files and dirs of killed kfx runs, here and in the log dir (where a dir stops the broker:
+    # Kafka's log loading takes every dir of a log dir for a partition)
+    for t in fsutil.temp_artefacts(os.path.dirname(d.path), live=False) + [
+            p for p in fsutil.temp_artefacts(d.path, live=False) if os.path.isdir(p)]:
+        plan.append(Action("delete", t, "temp " + ("dir" if os.path.isdir(t) else "file")
+                           + " of an interrupted kfx run", phase=PHASES["leftover-delete"]))
+    for n in list(d.files):
+        if fsutil.is_temp(n):  # a temp file of a kfx repair killed before its rename
+            plan.append(Action("delete", d.full(n), "temp file of an interrupted kfx write",
+                               phase=PHASES["leftover-delete"]))
+            del d.files[n]
+        elif n.endswith(DELETED) and not n.endswith(".checkpoint" + DELETED):
+            plan.append(Action("delete", d.full(n), "stray file marked for deletion", phase=PHASES["leftover-delete"]))
+            del d.files[n]
+        elif n.endswith(CLEANED):
+            off = offset_from_name(n)
+            if off is not None:
+                min_cleaned = off if min_cleaned is None else min(min_cleaned, off)
+            cleaned.append(n)
+        elif n.endswith(SWAP):
+            swaps.append(n)
+    valid = []
+    for n in swaps:
+        off = offset_from_name(n)
+        if min_cleaned is not None and off is not None and off >= min_cleaned:
+            plan.append(Action("delete", d.full(n), f"swap file of an incomplete split (at or above the lowest "
+                                                    f".cleaned offset {min_cleaned})", phase=PHASES["leftover-delete"]))
+            del d.files[n]
+        else:
+            valid.append(n)
+    for n in cleaned:
+        plan.append(Action("delete", d.full(n), "stray .cleaned file of an interrupted cleaning",
+                           phase=PHASES["leftover-delete"]))
+        del d.files[n]
+    lo, hi = None, None
+    for n in valid:
+        if not n.endswith(LOG + SWAP):
+            continue
+        base = offset_from_name(n)
+        nxt = base
+        for b in Segment.of_file(d.files[n], None).batches():  # a .swap: its name's base is not checked
+            nxt = b.next_offset
+        lo = base if lo is None else min(lo, base)
+        hi = nxt if hi is None else max(hi, nxt)
+    if lo is not None:
+        for n, off in list(d.with_offset()):
+            if not n.endswith(SWAP) and lo <= off < hi:
+                plan.append(Action("delete", d.full(n), f"replaced by the swap segment(s) covering [{lo}, {hi})",
+                                   phase=PHASES["leftover-delete"]))
+                del d.files[n]
+    recover_swaps = rules.write("leftover-swap") == "recover"
+    for n in valid:
+        final = without_leftover_suffix(n)
+        if recover_swaps and not n.endswith(LOG + SWAP):
+            # up to 2.8 a swap's index files are deleted: recovery rebuilds them from the swapped
+            # segment (its .log has no index now, so the walk below recovers it)
+            plan.append(Action("delete", d.full(n), "index of an interrupted swap (Kafka <3.0 rebuilds it)",
+                               phase=PHASES["leftover-delete"]))
+            del d.files[n]
+            continue
+        plan.append(Action("rename", d.full(n), "complete the interrupted swap", target=d.full(final),
+                           phase=PHASES["leftover-rename"]))
+        d.files[final] = d.files.pop(n)
+    if recover_swaps:
+        for n in valid:
+            if n.endswith(LOG + SWAP):
+                for suf in INDEX_SUFFIXES:
+                    idx = file_name(offset_from_name(n), suf)
+                    if idx in d.files:  # an index of the segment replaced: rebuilt with the swap
+                        plan.append(Action("delete", d.full(idx), "index replaced with the swapped segment "
+                                           "(Kafka <3.0 rebuilds it)", phase=PHASES["leftover-delete"]))
+                        del d.files[idx]
