@@ -264,8 +264,7 @@ def plan_leftovers(d: PlanFiles, plan: list[Action], rules) -> None:
     for n in valid:
         if not n.endswith(LOG + SWAP):
             continue
-        base = offset_from_name(n)
-        nxt = base
+        base = nxt = _offset_of(n)
         for b in Segment.of_file(d.files[n], None).batches():  # a .swap: its name's base is not checked
             nxt = b.next_offset
         lo = base if lo is None else min(lo, base)
@@ -293,8 +292,16 @@ def plan_leftovers(d: PlanFiles, plan: list[Action], rules) -> None:
         for n in valid:
             if n.endswith(LOG + SWAP):
                 for suf in INDEX_SUFFIXES:
-                    idx = file_name(offset_from_name(n), suf)
+                    idx = file_name(_offset_of(n), suf)
                     if idx in d.files:  # an index of the segment replaced: rebuilt with the swap
                         plan.append(Action("delete", d.full(idx), "index replaced with the swapped segment "
                                            "(Kafka <3.0 rebuilds it)", phase=PHASES["leftover-delete"]))
                         del d.files[idx]
+
+
+def _offset_of(name: str) -> int:
+    """The offset a leftover's name says (a ``.swap`` listed as a segment's has one)."""
+    off = offset_from_name(name)
+    if off is None:
+        raise ValueError(f"{name}: no offset in the name")
+    return off

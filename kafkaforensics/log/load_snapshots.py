@@ -165,8 +165,9 @@ class SnapshotPlan:
                                     "load"), phase=PHASES["snapshot"]))
             del self.d.files[n]
         for o in sorted(self.written):
-            data = self.written[o] if self.written[o] is not _EMPTY else _EMPTY_SNAPSHOT
-            if loaded_path is not None and o > loaded and not self.legacy and self.written[o] is not _EMPTY:
+            content = self.written[o]
+            data = content if isinstance(content, bytes) else _EMPTY_SNAPSHOT
+            if loaded is not None and loaded_path is not None and o > loaded and not self.legacy and content is not _EMPTY:
                 data = _with_loaded(data, loaded_path)
             data = self.expired(data)
             n = file_name(o, SNAPSHOT)
@@ -215,9 +216,11 @@ def _legacy_format(d: PlanFiles, segments: list[int]) -> bool:
     format); an empty log counts as v2, the default format."""
     for base in sorted(segments, reverse=True):
         path = d.files.get(file_name(base, LOG))
+        if path is None:   # not written yet (an empty segment the plan creates)
+            continue
         try:
             head = Segment.of_file(path).read_at(0, 17)
-        except (OSError, TypeError):  # not written yet (an empty segment the plan creates)
+        except (OSError, TypeError):  # not written yet
             continue
         if len(head) == 17:
             return head[16] < 2

@@ -81,11 +81,11 @@ class LogLoader:
     def __init__(self, path: str, load: LoadOptions, *, dry_run: bool = False):
         self.path, self.opts = path, load
         self.plan: list[Action] = []
-        self.rep = RecoveryReport(os.path.basename(path), 0, dry_run=dry_run, path=path,
-                                  kafka=resolve_kafka_version(path, load.kafka_version))
-        self.rules = self.rep.kafka.rules()
+        kafka = resolve_kafka_version(path, load.kafka_version)
+        self.rep = RecoveryReport(os.path.basename(path), 0, dry_run=dry_run, path=path, kafka=kafka)
+        self.rules = kafka.rules()
         self.metadata = os.path.basename(path) == METADATA_PARTITION
-        self.d: PlanFiles | None = None
+        self.d = PlanFiles(path)   # the dir's files as the plan has them (one listing)
         self.state = ProducerState()
         self.epochs = LeaderEpochCache()
         self.segments: list[int] = []
@@ -105,8 +105,8 @@ class LogLoader:
         notes: list[str] = []
         o, log_dir = self.opts, os.path.dirname(self.path)
         tp = parse_partition_dir_name(self.path)
-        self.interval = o.index_interval_bytes
-        if self.interval is None:
+        self.interval: int = o.index_interval_bytes or 0
+        if o.index_interval_bytes is None:
             got, config_notes = LogConfig.of(self.path).settle({"index.interval.bytes": None})
             self.interval = got["index.interval.bytes"] or DEFAULT_INDEX_INTERVAL_BYTES
             notes += config_notes
@@ -139,12 +139,12 @@ class LogLoader:
     def load(self) -> RecoveryReport:
         """LogLoader.load: every pass, in Kafka's order; the report holds the plan (not applied)."""
         notes = self.read_log_dir()
-        if not isinstance(self.opts.kafka_version, KafkaVersion) and self.rules.note():  # a log dir's run says it once
-            notes.append(self.rules.note())
+        note = self.rules.note()
+        if not isinstance(self.opts.kafka_version, KafkaVersion) and note:  # a log dir's run says it once
+            notes.append(note)
         self.rep.notes += notes
         if self.refused():
             return self.rep
-        self.d = PlanFiles(self.path)
         self.remove_temp_files_and_collect_swap_files()
         self.load_segment_files()
         self.recover_log()
@@ -164,8 +164,7 @@ class LogLoader:
         the unflushed segments: each segment recovered or replayed into the producer state, in order."""
         _plan_orphans(self.d, self.plan)
         self.epochs = _load_epochs(self.d, self.rep)
-        self.d.segments = [self.d.segment(off) for _n, off in self.d.with_offset((LOG,))]  # leftovers completed
-        self.segments = [seg.base_offset for seg in self.d.segments]
+        self.segments = [off for _n, off in self.d.with_offset((LOG,))]  # leftovers completed
         if self.clean:
             self.rep.notes.append("clean-shutdown marker present: Kafka skips segment recovery (use --full to validate)")
         self.leo = self.segments[0] if self.segments else 0
