@@ -197,7 +197,7 @@ class PlanFiles:
         that does not exist."""
         named = {suf: self.files.get(file_name(base, suf), self.full(file_name(base, suf) + ".absent"))
                  for suf in SEGMENT_SUFFIXES}
-        return Segment(base, self.path, named=named)
+        return Segment(base, self.path, planned=named)
 
 
 def count_dropped(out: Dropped, path: str, start: int) -> None:
