@@ -258,15 +258,13 @@ SEGMENTISH_CLASSES = {
     "ScanResult": "a `kfx scan`'s result (no segment)", "ScanRequest": "a `kfx scan`'s request (no segment)",
     "KafkaSegments": "the Spark data source's format name, `kafka_segments`",
     "KafkaSegmentsReader": "that data source's reader",
-    # the loader's classes another change of issue 52 folds into the LogLoader (log/log_loader.py)
-    "LoadedSegment": "LogLoader's load facts", "SegmentRebuild": "LogLoader's rebuild",
-    "_PlannedSegment": "LogLoader's plan",
 }
 #: classes that were segments in disguise or segment-ish names for other things, and what each became
 FOLDED_CLASSES = {"_SegmentSurvey": "SegmentSummary", "_SegmentScan": "_WalkCheck", "Piece": "PlanStep",
                   "HeldSegment": "LogSlice", "RunBatches": "BatchColumns", "_Batches": "_HeaderColumns",
                   "SegmentBytes": "LogSlice", "TierSegment": "UnifiedLog's segments and remote copies",
-                  "RemoteSegment": "RemoteCopy"}
+                  "RemoteSegment": "RemoteCopy", "LoadedSegment": "LoadFacts", "SegmentRebuild": "RecoveryWalk",
+                  "_PlannedSegment": "a Segment with its planned files", "_PlannedPartition": "PlanFiles"}
 
 
 def test_segment_classes_are_the_segment_and_its_summary_row():
@@ -288,9 +286,6 @@ BINARY_READS_OF_OTHER_FILES = {
     ("kafkaforensics/fsutil.py", "keep_tail"): "a backup's copy of the tail a repair cuts, byte for byte",
     ("kafkaforensics/fsutil.py", "same_content"): "a file compared with the bytes a write would give it",
     ("kafkaforensics/repair/restore.py", "*"): "restores a backup's copies byte for byte",
-    ("kafkaforensics/repair/recovery.py", "delete_corrupt"): "a producer-state snapshot",
-    ("kafkaforensics/repair/recovery.py", "_with_loaded"): "a producer-state snapshot",
-    ("kafkaforensics/repair/recovery.py", "_same_snapshot"): "a producer-state snapshot",
     ("kafkaforensics/inspect/dump.py", "_dump_snapshot"): "a producer-state snapshot",
     ("kafkaforensics/inspect/verify.py", "_verify_file"): "a producer-state snapshot",
     ("kafkaforensics/inspect/verify.py", "verify_partition"): "a producer-state snapshot",

@@ -10,7 +10,7 @@ from kafkaforensics.log.checkpoint_file import (LOG_START_OFFSET, RECOVERY_POINT
                                             update_offsets)
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.leader_epochs import UNDEFINED_EPOCH, LeaderEpochCache
-from kafkaforensics.log.log_loader import replay_segment
+from kafkaforensics.log.load_walk import replay_segment
 from kafkaforensics.log.partition import LogDir, Partition
 from kafkaforensics.log.producer_state import ProducerState
 from kafkaforensics.log.segment import (LEFTOVER_SUFFIXES, LOG, BatchScanner, file_name, offset_from_name,

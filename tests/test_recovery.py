@@ -373,7 +373,7 @@ LOADER_PASSES = ["remove_temp_files_and_collect_swap_files", "load_segment_files
 def test_recover_is_one_loader_whose_passes_are_kafkas(part, monkeypatch):
     """Issue 52: ``recover`` plans through :class:`LogLoader`, whose passes are methods named after
     Kafka's LogLoader, run once each in LogLoader.load()'s order; a pass changed changes the plan."""
-    from kafkaforensics.repair.recovery import LogLoader
+    from kafkaforensics.log.log_loader import LogLoader
     lay = layout(part)
     seg, batches = lay[-1]
     os.truncate(seg, batches[-1][0] + batches[-1][1] - 9)   # a torn last batch: recoverLog truncates it

@@ -93,7 +93,7 @@ def test_dump_small_segment_skips_spark_stack_and_numpy():
 
 
 #: what only a write needs (fsutil's temp files, copies and crash hook): log/partition.py imports
-#: fsutil, checkpoint_file, leader_epochs and log_loader plainly, and a read-only line pays for none of these
+#: fsutil, checkpoint_file, leader_epochs and load_walk plainly, and a read-only line pays for none of these
 WRITERS = {"shutil", "tempfile", "uuid", "datetime", "bz2", "lzma", "random", "signal", "platform"}
 
 
@@ -103,7 +103,7 @@ def test_read_only_lines_import_no_writer_modules():
                               capture_output=True, text=True, timeout=120)
         names = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
                  if line.startswith("import time:") and "|" in line}
-        assert proc.returncode == 0 and "kafkaforensics.log.log_loader" in names, proc.stderr[-2000:]
+        assert proc.returncode == 0 and "kafkaforensics.log.load_walk" in names, proc.stderr[-2000:]
         assert not names & WRITERS, (argv, sorted(names & WRITERS))
 
 

@@ -13,6 +13,7 @@ from cli.options import (BACKUP_DIR, DRY_RUN, INDEX_INTERVAL_BYTES, JSON, KAFKA_
 from cli.repairs import backup_settings, print_actions, refuse_live
 from kafkaforensics import errors
 from kafkaforensics.inspect import groups as inspect_groups
+from kafkaforensics.log import load_plan as log_load_plan
 from kafkaforensics.log import paths as log_paths
 from kafkaforensics.repair import load_logs as repair_load_logs
 from kafkaforensics.repair import plan_space as repair_plan_space
@@ -51,7 +52,7 @@ def recover(paths: List[str] = Argument(..., metavar="PATH", help="Log dirs (eve
     if recovery_point is not None and kinds != ["partition"]:
         fail("--recovery-point applies to one partition dir")
     refuse_live(*paths)
-    load = repair_recovery.LoadOptions(index_interval_bytes=index_interval_bytes, max_message_bytes=max_message_bytes,
+    load = log_load_plan.LoadOptions(index_interval_bytes=index_interval_bytes, max_message_bytes=max_message_bytes,
                                        full=full, kafka_version=kafka_version and rules_version(paths[0], kafka_version),
                                        now=now)
     opts = dict(dry_run=dry_run, **backup_settings(backup_dir, no_backup))

@@ -45,8 +45,8 @@ from kafkaforensics.log.kraft import metadata_topics
 from kafkaforensics.log.partition import LogDir, derived_topic_id, find_partitions, partition_dir_state
 from kafkaforensics.log.segment import offset_from_name
 from kafkaforensics.records.internal_topics import encode_offset_commit
-from kafkaforensics.repair.actions import Dropped
-from kafkaforensics.repair.recovery import count_dropped, recover
+from kafkaforensics.log.load_plan import Dropped, count_dropped
+from kafkaforensics.repair.recovery import recover
 
 #: the APIs that change the log dir: advertised only with ``writable``
 WRITE_ONLY = {ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.DELETE_RECORDS, ApiKey.INIT_PRODUCER_ID,

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.inspect.dump import TOPIC_DECODERS, DumpOptions, DumpResult, dump_file, dump_segment, start
-from kafkaforensics.inspect.verify import VerifyReport, group_caused, verify, verify_segment
+from kafkaforensics.inspect.verify import VerifyReport, after_segment, group_caused, verify, verify_segment
 from kafkaforensics.log.partition import Partition, find_partitions
 from kafkaforensics.log.paths import FILE, LOG_DIR, PARTITION_DIR, classify, log_dir_files, partition_dirs, partition_files
 from kafkaforensics.log.producer_state import ProducerState
@@ -69,11 +69,7 @@ def verify_remote(tier: RemoteTier, rep: VerifyReport, starts: dict, *, progress
             if s is None:
                 continue
             summaries.append(s)
-            if prev is not None and prev.next_offset is not None and rs.base_offset < prev.next_offset:
-                rep.add(rs.uri, 0, rs.base_offset, "segment-overlap",
-                        f"remote segment starts at {rs.base_offset} but the previous one ends at {prev.next_offset - 1}")
-            if s.next_offset is not None:
-                prev = s
+            prev = after_segment(rep, prev, s, rs.uri, rs.base_offset, "remote segment")
         rep.partitions.append(_row(tier, topic, partition, segs, summaries))
     for problem, count in keys.values():
         if count > 1:

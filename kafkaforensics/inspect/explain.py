@@ -36,7 +36,7 @@ from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.partition import LogDir, Partition
 from kafkaforensics.log.paths import appending
 from kafkaforensics.log.producer_state import ProducerState
-from kafkaforensics.log.log_loader import replay_segment
+from kafkaforensics.log.load_walk import replay_segment
 from kafkaforensics.log.replica_race import BatchFact, ReplicaLog, fact_of
 from kafkaforensics.log.unified_log import unify_all
 from kafkaforensics.log.segment import (DELETED, KRAFT_SNAPSHOT_RE, LOG, SNAPSHOT, Segment, file_name,

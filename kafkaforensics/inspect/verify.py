@@ -24,7 +24,9 @@ from kafkaforensics.log import kraft, offset_index, time_index, txn_index
 from kafkaforensics.records import header_list
 from kafkaforensics.records.batch import Batch, resolve_legacy_wrapper
 from kafkaforensics.errors import KafkaFormatError, Problem
+from kafkaforensics.log import load_plan, load_snapshots, load_walk
 from kafkaforensics.log.kraft import metadata_topic_ids
+from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.partition import (CLEAN_SHUTDOWN_FILE, INDEX, LOG, METADATA_PARTITION, TIMEINDEX, TXNINDEX,
                                           UNKNOWN_DIR_SUFFIX, LogDir, Partition, SegmentFiles, broker_refusal,
                                           check_log_dirs, check_topic_ids, clean_shutdown_note, find_partitions,
@@ -205,6 +207,24 @@ def verify_partition_files(pd: Partition, rep: VerifyReport) -> None:
         _verify_kraft_files(None, [pd], rep)
 
 
+def _report_leftovers(pd: Partition, rep: VerifyReport) -> None:
+    """The leftovers of interrupted swaps, cleanings and deletions, each with what Kafka's log loading does
+    with it (the load's own pass, :func:`~kafkaforensics.log.load_plan.plan_leftovers`)."""
+    if not pd.leftovers:
+        return
+    plan: list = []
+    kafka = rep.kafka if rep.kafka is not None else resolve_kafka_version(pd.path, None)
+    load_plan.plan_leftovers(load_plan.PlanFiles(pd.path), plan, kafka.rules())
+    done = {a.file: a for a in plan}
+    for f in pd.leftovers:
+        a = done.get(f)
+        does = (f"Kafka's log loading would {a.action} it ({a.detail})" if a is not None
+                else "Kafka's log loading completes or removes it")
+        rep.add(f, None, None, "leftover-file",
+                "interrupted " + ("swap" if f.endswith(".swap") else "cleaning" if f.endswith(".cleaned") else "deletion")
+                + f"; {does}; `kfx recover` does it")
+
+
 def _report_temps(dirs, rep: VerifyReport) -> None:
     """Temp files and dirs killed kfx runs left (``*.kfx-tmp``): a dir of them in a log dir stops a
     broker (Kafka takes every dir there for a partition)."""
@@ -343,10 +363,7 @@ def verify_partition(pd: Partition, rep: VerifyReport, *, checkpoints=None, prog
     broker holds the log dir, so a partial batch at the very end of the active segment is an append
     in flight (a note), not damage. ``epochs`` False: leave leader-epoch-checkpoint and
     partition.metadata alone (``pd`` is a part of the partition: one segment)."""
-    for f in pd.leftovers:
-        rep.add(f, None, None, "leftover-file",
-                "interrupted " + ("swap" if f.endswith(".swap") else "cleaning" if f.endswith(".cleaned") else "deletion")
-                + "; `kfx recover` completes or removes it as Kafka's log loading would")
+    _report_leftovers(pd, rep)
     for f in pd.orphan_indexes:
         rep.add(f, None, None, "orphan-index", _orphan_detail(f))
     state = ProducerState()
@@ -360,13 +377,10 @@ def verify_partition(pd: Partition, rep: VerifyReport, *, checkpoints=None, prog
             _in_flight_tail(seg.log, rep, before)
         rep.problems[before:] = group_caused(rep.problems[before:])
         summaries.append(s)
-        if prev is not None and prev.next_offset is not None and seg.base_offset < prev.next_offset:
-            rep.add(seg.log, 0, seg.base_offset, "segment-overlap",
-                    f"segment starts at {seg.base_offset} but the previous one ends at {prev.next_offset - 1}")
-        if s.next_offset is not None:
-            prev = s
-    leo = next((s.next_offset for s in reversed(summaries) if s.next_offset is not None),
-               pd.segments[-1].base_offset if pd.segments else 0)
+        prev = after_segment(rep, prev, s, seg.log, seg.base_offset)
+    leo = summaries[0].base_offset if summaries else 0
+    for s in summaries:   # the log end as Kafka's load finds it (the load's own rule)
+        leo = load_walk.log_end_after(leo, s.base_offset, s.next_offset)
     if epochs:
         try:
             entries = pd.leader_epoch_lines()
@@ -386,8 +400,9 @@ def verify_partition(pd: Partition, rep: VerifyReport, *, checkpoints=None, prog
                 read_snapshot(f.read(), file=p)
         except KafkaFormatError as e:
             rep.problems.append(e.problem)
-        if off > leo:
-            rep.add(p, None, off, "snapshot-beyond-log-end", f"producer snapshot at {off} is past the log end offset {leo}")
+    for off in load_snapshots.snapshots_past_log_end(pd.snapshots, leo):   # what the load deletes as past the end
+        p = os.path.join(pd.path, file_name(off, ".snapshot"))
+        rep.add(p, None, off, "snapshot-beyond-log-end", f"producer snapshot at {off} is past the log end offset {leo}")
     if checkpoints and pd.topic is not None:
         for name, table in checkpoints.items():
             off = table.get((pd.topic, pd.partition))
@@ -400,6 +415,16 @@ def verify_partition(pd: Partition, rep: VerifyReport, *, checkpoints=None, prog
             "batches": sum(s.batches for s in summaries), "bytes": sum(s.size for s in summaries)}
     rep.partitions.append(info)
     return info
+
+
+def after_segment(rep: VerifyReport, prev: SegmentSummary | None, s: SegmentSummary, file: str, base: int,
+                  what: str = "segment") -> SegmentSummary | None:
+    """A segment (``what``: ``remote segment`` for a tier's) starting at ``base`` below the end of the one
+    before it (``prev``): a ``segment-overlap`` finding; the summary the next segment is judged against."""
+    if prev is not None and prev.next_offset is not None and base < prev.next_offset:
+        rep.add(file, 0, base, "segment-overlap",
+                f"{what} starts at {base} but the previous one ends at {prev.next_offset - 1}")
+    return s if s.next_offset is not None else prev
 
 
 def _in_flight_tail(log: str, rep: VerifyReport, before: int) -> None:
@@ -416,12 +441,16 @@ def _in_flight_tail(log: str, rep: VerifyReport, before: int) -> None:
 
 
 def _check_epochs(epochs, path, leo, rep: VerifyReport) -> None:
+    """leader-epoch-checkpoint's lines ``epochs``: out of order, or past the log end ``leo`` (the entries
+    the load's truncation drops, :func:`~kafkaforensics.log.load_walk.truncate_leader_epochs`, but one at
+    the log end: a leader elected there)."""
+    dropped = set(load_walk.truncate_leader_epochs(LeaderEpochCache.load(epochs), leo, 0)) if leo is not None else set()
     prev = None
     for e in epochs:
         if prev is not None and (e["epoch"] <= prev["epoch"] or e["startOffset"] < prev["startOffset"]):
             rep.add(path, None, e["startOffset"], "epoch-order",
                     f"epoch {e['epoch']}@{e['startOffset']} follows {prev['epoch']}@{prev['startOffset']}")
-        if leo is not None and e["startOffset"] > leo:
+        if (e["epoch"], e["startOffset"]) in dropped and e["startOffset"] > leo:
             rep.add(path, None, e["startOffset"], "epoch-beyond-log-end",
                     f"epoch {e['epoch']} starts at {e['startOffset']}, past the log end offset {leo} "
                     "(Kafka drops such entries when it loads the log)")

@@ -7,7 +7,7 @@ larger than its last entry's, and gets the final maximum appended when the segme
 Writing batch by batch (the append path with one batch per append) gives the same entries.
 
 :meth:`SegmentIndexes.add_run` applies the same rule to a run of batch headers at once, and
-:class:`SegmentRebuild` is the walk ``kfx recover`` and ``kfx reindex`` share: batches (as header
+:class:`RecoveryWalk` is the walk ``kfx recover`` and ``kfx reindex`` share: batches (as header
 runs where it can) into producer state and indexes, up to the first batch that must not be kept.
 """
 from __future__ import annotations
@@ -140,7 +140,7 @@ def index_segment(batches, base_offset: int, interval: int = DEFAULT_INDEX_INTER
     return idx.close()
 
 
-class SegmentRebuild:
+class RecoveryWalk:
     """One segment's batches, in log order, into ``state`` and fresh :class:`SegmentIndexes`,
     stopping at the first batch that cannot be kept: a CRC mismatch, the walk's own stops
     (framing, ``max_batch_bytes``), and with ``strict`` (recovery) offsets that do not advance and
@@ -168,7 +168,7 @@ class SegmentRebuild:
     def next_offset(self) -> int | None:
         return None if self.prev_last is None else self.prev_last + 1
 
-    def walk(self) -> "SegmentRebuild":
+    def walk(self) -> "RecoveryWalk":
         with open_buffer(self.path) as buf, open(self.path, "rb", buffering=0) as f:
             self.size = len(buf)
             sc = BatchScanner(buf, file=self.path, base_offset=self.base, max_batch_bytes=self.max_batch_bytes)

@@ -38,6 +38,7 @@ from kafkaforensics.defaults import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_SEGMEN
 from kafkaforensics.errors import Problem
 from kafkaforensics.fsutil import _step, atomic_write
 from kafkaforensics.log.indexing import SegmentIndexes
+from kafkaforensics.log import load_walk
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.partition import Partition
 from kafkaforensics.log.producer_state import ProducerState
@@ -82,7 +83,7 @@ class LiveLog(Partition):
         self._load()
 
     def _load(self) -> None:
-        """One walk (log_loader): a batch failing its CRC is left out of the producer state and the
+        """One walk (load_walk): a batch failing its CRC is left out of the producer state and the
         indexes, but stays in the log (served as stored, as a Kafka broker serves it)."""
         last_seg = None
         #: base offset -> byte ranges [start, end) of the segment holding the batches the load skipped
@@ -118,9 +119,8 @@ class LiveLog(Partition):
         #: the leader-epoch cache: leader-epoch-checkpoint, else the batches' epochs; as Kafka's
         #: LogLoader truncates it, nothing from the log end on nor before a checkpointed log start
         self.epochs: LeaderEpochCache = self.leader_epochs()
-        self.epochs.truncate_from_end(self.next_offset)
-        if self.segments and self._log_start > self.segments[0].base_offset:
-            self.epochs.truncate_from_start(self._log_start)
+        moved = bool(self.segments) and self._log_start > self.segments[0].base_offset   # a checkpointed log start
+        load_walk.truncate_leader_epochs(self.epochs, self.next_offset, self._log_start if moved else 0)
 
     def crc_unchecked(self, base_offset: int, position: int) -> bool:
         """Whether the batch at byte ``position`` of the segment at ``base_offset`` lies where the load

@@ -36,7 +36,7 @@ from kafkaforensics.log.producer_state import read_snapshot
 from kafkaforensics.log.dir_lock import LOCK_FILE, lock_holder  # noqa: F401 (LOCK_FILE re-exported)
 from kafkaforensics.log.kafka_rules import refused_dir
 from kafkaforensics import fsutil
-from kafkaforensics.log import checkpoint_file, leader_epochs, log_loader
+from kafkaforensics.log import checkpoint_file, leader_epochs, load_walk
 
 #: name-based UUIDs only (uuid's import brings platform's)
 uuid = lazy("uuid", globals())
@@ -166,7 +166,7 @@ class Partition:
     in base-offset order, producer snapshots, ``leader-epoch-checkpoint``, ``partition.metadata``,
     leftovers of an interrupted operation, orphan indexes, unknown files), and once walked
     (:meth:`walk`, :meth:`batches`, :meth:`load`) what LogLoader and LocalLog learn from the batches:
-    each segment's load facts (:attr:`loaded`, :class:`~.log_loader.LoadedSegment`), the log start,
+    each segment's load facts (:attr:`loaded`, :class:`~.load_walk.LoadFacts`), the log start,
     end and last stable offsets, the producer state and the leader epochs.
 
     What a damaged batch (a CRC mismatch; with ``strict_legacy`` also a legacy wrapper that does not
@@ -311,8 +311,8 @@ class Partition:
         with each batch kept before the producer state takes it (a producer snapshot check).  Each
         walk starts afresh: :attr:`loaded`, :attr:`state` (``state`` when given, a caller's
         :class:`~.producer_state.ProducerState` to build) and :attr:`batch_epochs` are its own."""
-        if damage not in log_loader.DAMAGE:
-            raise ValueError(f"damage must be one of {log_loader.DAMAGE}, not {damage!r}")
+        if damage not in load_walk.DAMAGE:
+            raise ValueError(f"damage must be one of {load_walk.DAMAGE}, not {damage!r}")
         self.loaded = []
         self.state = (state if state is not None else producer_state.ProducerState()) if producers else None
         self.batch_epochs = leader_epochs.LeaderEpochCache()
@@ -320,11 +320,11 @@ class Partition:
         for sf in self.segments:
             if self.stopped:
                 return
-            seg = log_loader.LoadedSegment(sf, next_offset=sf.base_offset)
+            seg = load_walk.LoadFacts(sf, next_offset=sf.base_offset)
             self.loaded.append(seg)
             with sf.source.mapped(sf.log) as buf:  # a remote tier's segment reads through its source
                 seg.size = len(buf)
-                inner = log_loader.segment_batches(seg, buf, state=self.state, epochs=self.batch_epochs,
+                inner = load_walk.segment_batches(seg, buf, state=self.state, epochs=self.batch_epochs,
                                                    damage=damage, strict_legacy=strict_legacy,
                                                    before_apply=before_apply)
                 yield seg, inner
@@ -350,8 +350,12 @@ class Partition:
     # -- what the walk gives ------------------------------------------------------------------------
     @property
     def log_end_offset(self) -> int:
-        """The last walked segment's next offset (0 without segments)."""
-        return self.loaded[-1].next_offset if self.loaded else 0
+        """The log end the walked segments give (:func:`~.load_walk.log_end_after`, the load's rule; 0
+        without segments)."""
+        leo = self.loaded[0].base_offset if self.loaded else 0
+        for f in self.loaded:
+            leo = load_walk.log_end_after(leo, f.base_offset, f.next_offset if f.batches else None)
+        return leo
 
     @property
     def last_stable_offset(self) -> int:

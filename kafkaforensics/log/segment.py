@@ -604,6 +604,9 @@ class Segment:
     source: ByteSource = LOCAL_FILES
     #: files a user names whatever their names, by suffix (:meth:`of_index`)
     named: dict = field(default_factory=dict)
+    #: a load's plan's view (:class:`~.load_plan.PlanFiles`): suffix -> the file holding its bytes once the
+    #: plan is applied (a ``.swap`` being completed; a path that does not exist for a file it deletes)
+    planned: dict = field(default_factory=dict)
     #: suffix -> ((size, mtime_ns, inode), entries): the indexes read so far (never compared or pickled)
     _indexes: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -622,6 +625,8 @@ class Segment:
     def path(self, suffix: str) -> str:
         if suffix == LOG and self.file is not None:
             return self.file
+        if suffix in self.planned:
+            return self.planned[suffix]
         return os.path.join(self.dir, file_name(self.base_offset, suffix))
 
     @property

@@ -33,8 +33,9 @@ from kafkaforensics.log.dir_lock import refuse_live
 from kafkaforensics.log.kafka_version import KafkaVersion, kafka_version as resolve_kafka_version
 from kafkaforensics.log.partition import (METADATA_PARTITION, LogDir, is_log_dir, parse_partition_dir_name,
                                           partition_dir_state)
-from kafkaforensics.repair.actions import Action, apply_actions
-from kafkaforensics.repair.recovery import LoadOptions, RecoveryReport, recover
+from kafkaforensics.log.load_plan import Action, LoadOptions, RecoveryReport
+from kafkaforensics.repair.actions import apply_actions
+from kafkaforensics.repair.recovery import recover
 from kafkaforensics.repair.restore import write_run
 
 

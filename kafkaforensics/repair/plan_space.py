@@ -45,8 +45,8 @@ from specs import checkpoints as C
 from kafkaforensics.log.log_config import BROKER_DEFAULTS, LogConfig
 from kafkaforensics.log.partition import METADATA_PARTITION, LogDir, parse_partition_dir_name, partition_dir_state
 from kafkaforensics.log.segment import INDEX_KINDS, LOG, SEGMENT_SUFFIXES, file_name, offset_from_name
+from kafkaforensics.log.load_plan import LoadOptions
 from kafkaforensics.repair.load_logs import LogDirRecovery, recover_log_dirs
-from kafkaforensics.repair.recovery import LoadOptions
 from kafkaforensics.repair.retention import retention
 
 #: the entry size of each index preallocated (AbstractIndex.resize rounds down to a multiple of it)

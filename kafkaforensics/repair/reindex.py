@@ -11,13 +11,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from kafkaforensics.log.indexing import DEFAULT_INDEX_INTERVAL_BYTES, SegmentRebuild
+from kafkaforensics.log.indexing import DEFAULT_INDEX_INTERVAL_BYTES, RecoveryWalk
 from kafkaforensics.log.kafka_files import kept_as_written
 from kafkaforensics.log.kafka_version import KafkaVersion, kafka_version as resolve_kafka_version
 from kafkaforensics.log.partition import LOG, Partition
 from kafkaforensics.log.producer_state import ProducerState
 from kafkaforensics.fsutil import clean_temps, default_backup_dir, same_content
-from kafkaforensics.repair.actions import Action, apply_actions
+from kafkaforensics.log.load_plan import Action
+from kafkaforensics.repair.actions import apply_actions
 from kafkaforensics.log.segment import INDEX_BY_SUFFIX, index_bytes, offset_from_name
 
 
@@ -54,7 +55,7 @@ def reindex(path: str, *, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYT
     rules = kafka.rules()
     state = ProducerState()
     for seg in pd.segments:
-        walk = SegmentRebuild(seg.log, seg.base_offset, state, interval=index_interval_bytes, strict=False,
+        walk = RecoveryWalk(seg.log, seg.base_offset, state, interval=index_interval_bytes, strict=False,
                               entry=rules.write("offset-index-entry")).walk()
         idx = walk.indexes
         if walk.stop is not None:

@@ -23,8 +23,7 @@ from kafkaforensics import fsutil
 
 from kafkaforensics.log.partition import LogDir, Partition, parse_partition_dir_name
 from kafkaforensics.log.segment import DELETED, FAMILY_SUFFIXES, LOG, NEW_SEGMENT_SUFFIXES, file_name
-from kafkaforensics.repair.actions import Dropped
-from kafkaforensics.repair.recovery import count_dropped
+from kafkaforensics.log.load_plan import Dropped, count_dropped
 
 
 @dataclass

@@ -1,0 +1,134 @@
+"""One LogLoader (issue 52 item 3): the load's passes live in the log stage (kafkaforensics/log/log_loader.py)
+and every reader of a log asks them -- ``kfx recover --dry-run`` (the plan), ``kfx verify`` and the broker's
+start -- so one damaged log dir gives the same truncation point and the same facts from each, and a pass
+changed changes them all."""
+import os
+import shutil
+
+import pytest
+
+from kafkaforensics.broker.replay import ReplayBroker
+from kafkaforensics.inspect import tiered_verify
+from kafkaforensics.inspect import verify as inspect_verify
+from kafkaforensics.inspect.verify import verify
+from kafkaforensics.log import load_plan, load_snapshots, load_walk, log_loader
+from kafkaforensics.log.leader_epochs import LeaderEpochCache
+from kafkaforensics.log.partition import Partition
+from kafkaforensics.log.producer_state import snapshot_bytes
+from kafkaforensics.log.segment import LOG, SNAPSHOT, SWAP, Segment, file_name
+from kafkaforensics.repair.recovery import recover
+from tests.corruption import INTERVAL, layout, make_partition
+
+STRAY_SNAPSHOT = 5000   # a producer snapshot far past the log end
+STRAY_EPOCH = 4000      # a leader-epoch entry far past the log end
+
+
+@pytest.fixture
+def damaged(tmp_path):
+    """A log dir (no clean-shutdown marker, no recovery point: every segment is unflushed) whose one
+    partition has a torn tail, a stray ``.log.swap`` (a copy of its first segment), a snapshot past the
+    log end and a leader-epoch entry past the log end.  (log dir, partition dir, the torn batch's base)"""
+    log_dir = tmp_path / "logs"
+    part = make_partition(log_dir / "events-0")
+    lay = layout(part)
+    last, batches = lay[-1]
+    pos, size, base, _ = batches[-1]
+    os.truncate(last, pos + size - 7)           # the last batch written in part
+    first = lay[0][0]
+    shutil.copyfile(first, first + SWAP)        # an interrupted swap of the first segment
+    with open(os.path.join(part, file_name(STRAY_SNAPSHOT, SNAPSHOT)), "wb") as f:
+        f.write(snapshot_bytes([]))
+    epochs = LeaderEpochCache.read(part) or LeaderEpochCache()
+    top = max((e for e, _ in epochs.entries), default=0)
+    LeaderEpochCache(epochs.entries + [(top + 5, STRAY_EPOCH)]).write(part)
+    return str(log_dir), part, base
+
+
+def _facts(log_dir: str, part: str) -> dict:
+    """What each reader says Kafka's load finds: the log end, the snapshots and epochs past it, the leftovers."""
+    v = verify([log_dir])
+    row = next(r for r in v.partitions if r["path"] == part)
+    found = {}
+    for p in v.problems + v.warnings:
+        found.setdefault(p.kind, set()).add(p.offset if p.kind != "leftover-file" else os.path.basename(p.file))
+    plan = recover(part, dry_run=True, index_interval_bytes=INTERVAL)
+    deleted = {os.path.basename(a.file) for a in plan.actions if a.action == "delete"}
+    renamed = {os.path.basename(a.file) for a in plan.actions if a.action == "rename"}
+    epochs_action = [a.detail for a in plan.actions if os.path.basename(a.file) == "leader-epoch-checkpoint"]
+    served = ReplayBroker(log_dir).partitions[("events", 0)]
+    return {
+        "verify": (row["logEndOffset"], found.get("snapshot-beyond-log-end", set()),
+                   found.get("epoch-beyond-log-end", set()), found.get("leftover-file", set())),
+        "recover": (plan.log_end_offset, {int(n[:-len(SNAPSHOT)]) for n in deleted if n.endswith(SNAPSHOT)
+                                          and int(n[:-len(SNAPSHOT)]) > plan.log_end_offset},
+                    {STRAY_EPOCH} if any(f"at {STRAY_EPOCH}" in d for d in epochs_action) else set(), renamed),
+        "swap detail": next(p.detail for p in v.problems if p.kind == "leftover-file"),
+        "serve": served.log_end_offset, "served epochs": served.epochs.entries,
+        "truncated at": plan.truncated_at["offset"] if plan.truncated_at else None,
+    }
+
+
+def test_verify_recover_and_the_broker_find_the_same_load(damaged):
+    log_dir, part, torn = damaged
+    f = _facts(log_dir, part)
+    leo, snaps, epochs, leftovers = f["verify"]
+    assert leo == torn == f["truncated at"] == f["serve"]             # the torn batch's base: the truncation point
+    assert STRAY_SNAPSHOT in snaps and epochs == {STRAY_EPOCH}  # (and the writer's snapshot at the torn-off end)
+    assert leftovers == {os.path.basename(layout(part)[0][0]) + SWAP}
+    assert "would rename it (complete the interrupted swap)" in f["swap detail"]   # what the load's pass plans
+    assert f["recover"] == (leo, snaps, epochs, leftovers)
+    assert all(o < leo for _e, o in f["served epochs"])                 # the broker's start drops it too
+
+
+def test_a_pass_changed_changes_every_reader(damaged, monkeypatch):
+    """Each reader asks the loader's rule: the log-end rule and the epoch truncation changed, verify, the
+    plan and the broker's start all change with them (a reader deciding on its own would not)."""
+    log_dir, part, torn = damaged
+    rule = load_walk.log_end_after
+    monkeypatch.setattr(load_walk, "log_end_after", lambda leo, base, nxt: rule(leo, base, nxt) + 1)
+    monkeypatch.setattr(load_walk, "truncate_leader_epochs", lambda epochs, leo, start: [])
+    monkeypatch.setattr(load_snapshots, "snapshots_past_log_end", lambda offsets, leo: [])
+    monkeypatch.setattr(load_plan, "plan_leftovers", lambda files, plan, rules: None)
+    f = _facts(log_dir, part)
+    leo, snaps, epochs, _ = f["verify"]
+    assert leo == f["recover"][0] == f["serve"] != torn
+    assert snaps == set() and epochs == set() and f["recover"][2] == set()
+    assert f["recover"][3] == set() and "completes or removes it" in f["swap detail"]
+    assert (max(e for e, _ in f["served epochs"]), STRAY_EPOCH) in [(e, o) for e, o in f["served epochs"]]
+
+
+def test_the_loader_is_in_the_log_stage_and_plans_through_plain_segments():
+    """The planner is the log stage's (recover only applies its plan); its segments are plain Segments over
+    the plan's files, no subclass of Segment or Partition of its own."""
+    import kafkaforensics.repair.recovery as recovery
+    assert recovery.LogLoader is log_loader.LogLoader and log_loader.LogLoader.__module__ == "kafkaforensics.log.log_loader"
+    subclasses = {c.__name__ for c in Segment.__subclasses__()} | {c.__name__ for c in Partition.__subclasses__()}
+    assert not subclasses - {"LiveLog", "UnifiedLog"}, subclasses
+
+
+def test_plan_files_segment_reads_the_planned_files(tmp_path):
+    """A ``.log.swap`` being completed reads as its segment's ``.log`` (PlanFiles.segment), and a file the
+    plan has none of is one that does not exist."""
+    from kafkaforensics.log.load_plan import PlanFiles
+    part = make_partition(tmp_path / "events-0")
+    first = layout(part)[0][0]
+    os.rename(first, first + SWAP)
+    files = PlanFiles(part)
+    files.files[os.path.basename(first)] = files.files.pop(os.path.basename(first) + SWAP)
+    seg = files.segment(0)
+    assert seg.log == first + SWAP and seg.size == os.path.getsize(first + SWAP)
+    del files.files[file_name(0, ".index")]
+    assert not os.path.exists(files.segment(0).path(".index"))
+
+
+def test_one_overlap_finding_for_local_and_remote_segments():
+    """verify and tiered_verify build the segment-overlap row through one helper."""
+    assert tiered_verify.after_segment is inspect_verify.after_segment
+    rep = inspect_verify.VerifyReport()
+    prev = inspect_verify.SegmentSummary(0, 10, 10, next_offset=20)
+    s = inspect_verify.SegmentSummary(15, 10, 10, next_offset=30)
+    assert inspect_verify.after_segment(rep, prev, s, "x.log", 15, "remote segment") is s
+    assert [(p.kind, p.offset, p.detail) for p in rep.problems] == [
+        ("segment-overlap", 15, "remote segment starts at 15 but the previous one ends at 19")]
+    empty = inspect_verify.SegmentSummary(40, 0, 0)
+    assert inspect_verify.after_segment(rep, s, empty, "y.log", 40) is s
