@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from kafkaforensics.broker.replay import ReplayBroker
-from kafkaforensics.inspect import tiered_verify
+from kafkaforensics.inspect import both_tiers
 from kafkaforensics.inspect import verify as inspect_verify
 from kafkaforensics.inspect.verify import verify
 from kafkaforensics.log import load_plan, load_snapshots, load_walk, log_loader
@@ -122,8 +122,8 @@ def test_plan_files_segment_reads_the_planned_files(tmp_path):
 
 
 def test_one_overlap_finding_for_local_and_remote_segments():
-    """verify and tiered_verify build the segment-overlap row through one helper."""
-    assert tiered_verify.after_segment is inspect_verify.after_segment
+    """verify and both_tiers (verify --remote) build the segment-overlap row through one helper."""
+    assert both_tiers.after_segment is inspect_verify.after_segment
     rep = inspect_verify.VerifyReport()
     prev = inspect_verify.SegmentSummary(0, 10, 10, next_offset=20)
     s = inspect_verify.SegmentSummary(15, 10, 10, next_offset=30)
