@@ -161,7 +161,7 @@ def scan(spark, request: ScanRequest, progress=None, *, driver_bytes: int = DRIV
     with ``tasks_write``, pyarrow also writes every output of a summary held here (its views, the
     anomalies, and a batches or anomalies export).  Default ``tasks_write``: when the master is local
     and ``out`` a local path (``tasks_write_here``).  Every way writes the same outputs.
-    ``partition_by``: :data:`PARTITION_COLUMNS` a records export is partitioned by (Spark's writer)."""
+    ``partition_by``: :data:`PARTITION_COLUMNS` a records export is partitioned by (its writer's ``key=value`` dirs)."""
     paths, out, level, search, split_bytes = request.paths, request.out, request.level, request.search, request.split_bytes
     partition_by = request.partition_by
     opts, listing = _scan_inputs(paths, level, request.options, request.listing)
