@@ -25,7 +25,7 @@ def write_planned(spark, r: PlannedRead, path: str, writes=None, partition_by: t
     ``path`` with pyarrow, not by Spark's Parquet writer, by the one part writer a scan with no Spark
     writes with (:func:`~kafkaforensics.spark.parquet_dir.write_parts`): by the tasks that read them,
     a part file a split (:class:`~kafkaforensics.spark.spark_source.SplitWrites`), so that they are
-    never handed to the JVM; or, for a read held in the driver, here, in one part.  ``partition_by``:
+    never handed to the JVM; or, for a read held in the driver, here, the same part a split.  ``partition_by``:
     the ``key=value`` dirs of a partitioned export (``parquet_dir.PARTITION_COLUMNS``).  The driver
     commits what the tasks report, as Spark's committer would
     (:func:`~kafkaforensics.spark.parquet_dir.parquet_dir`, replacing what is at ``path``); the same
@@ -38,18 +38,20 @@ def write_planned(spark, r: PlannedRead, path: str, writes=None, partition_by: t
         raise ValueError(f"{path}: the tasks write only to a local path; Spark's writer writes elsewhere")
     job, schema = str(uuid.uuid4()), r.reader.arrow_schema()
     with spark_parquet_dir.parquet_dir(local, replace=True) as tmp:
-        if r.table is not None:
-            rows, _ = spark_parquet_dir.write_parts(r.table.to_batches(), tmp, spark_parquet_dir.part_name(0, job),
-                                                    schema, partition_by, empty_too=True)
-            return rows
-        n = len(r.splits)
-        writes = (writes or spark_source.SplitWrites)(r.reader, r.shipped, tmp, job, partition_by)
-        done = spark.range(0, n, 1, max(1, n)).mapInArrow(writes, writes.SCHEMA).collect()
-        parts = [p for d in done if d.part for p in d.part.split("\n")]
-        spark_parquet_dir.keep_parts(tmp, parts)
+        if r.table is not None:  # each split's rows as the task that read it would write them
+            for i, batches in r.held_splits():
+                spark_parquet_dir.write_parts(batches, tmp, spark_parquet_dir.part_name(i, job), schema, partition_by,
+                                              empty_too=i == 0)
+            rows, parts = r.table.num_rows, r.splits
+        else:
+            n = len(r.splits)
+            writes = (writes or spark_source.SplitWrites)(r.reader, r.shipped, tmp, job, partition_by)
+            done = spark.range(0, n, 1, max(1, n)).mapInArrow(writes, writes.SCHEMA).collect()
+            rows, parts = sum(d.rows for d in done), [p for d in done if d.part for p in d.part.split("\n")]
+            spark_parquet_dir.keep_parts(tmp, parts)
         if not parts and not partition_by:  # no split at all: a part that holds the schema, as Spark writes then
             spark_parquet_dir.write_parts(iter(()), tmp, spark_parquet_dir.part_name(0, job), schema, empty_too=True)
-    return sum(d.rows for d in done)
+    return rows
 
 
 def sorted_small(df, *cols):

@@ -518,8 +518,9 @@ def _part_bytes(out):
 @pytest.mark.parametrize("partition_by", [(), ("topic",), ("topic", "date")])
 def test_a_records_export_has_one_writer_here_and_in_spark_s_tasks(spark, tmp_path, partition_by):  # noqa: F811
     """Issue 53: a records export has one writer (``parquet_dir.write_parts``), whichever engine ran:
-    written here with no Spark and by Spark's tasks, the same part files, byte for byte, in the same
-    (``key=value``) dirs -- partitioned ones too, which Spark's own writer wrote before."""
+    written here with no Spark, by Spark's tasks, and in Spark's driver for a read held there, the
+    same part files, byte for byte, in the same (``key=value``) dirs -- partitioned ones too, which
+    Spark's own writer wrote before, and a held read's, which was one part before."""
     root = str(tmp_path / "fleet")
     build_fleet(root)
     here, tasks = str(tmp_path / "here"), str(tmp_path / "tasks")
@@ -527,9 +528,12 @@ def test_a_records_export_has_one_writer_here_and_in_spark_s_tasks(spark, tmp_pa
     r = scan_here(ScanRequest([root], here, "records", partition_by=partition_by),
                   min_partitions=spark.sparkContext.defaultParallelism)
     s = scan(spark, ScanRequest([root], tasks, "records", partition_by=partition_by), driver_bytes=0)
-    assert r.rows == s.rows > 0 and r.plan == s.plan
-    got, want = _part_bytes(here), _part_bytes(tasks)
+    held = str(tmp_path / "held")  # read in the driver, written there a part a split
+    d = scan(spark, ScanRequest([root], held, "records", partition_by=partition_by), driver_bytes=1 << 30)
+    assert r.rows == s.rows == d.rows > 0 and r.plan == s.plan == d.plan
+    got, want, in_driver = _part_bytes(here), _part_bytes(tasks), _part_bytes(held)
     assert got and got.keys() == want.keys() and all(got[k] == want[k] for k in got), sorted(got)
+    assert got == in_driver, (sorted(got), sorted(in_driver))
     assert all(k.endswith("-c000.snappy.parquet") for k in got)  # as Spark names a task's first file
     if partition_by:
         assert all("topic=" in k for k in got)
