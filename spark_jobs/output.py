@@ -20,30 +20,36 @@ def tasks_write_here(master: str, out: str) -> bool:
     return spark_engine.pyarrow_writes(master, local_path(out) is not None)
 
 
-def write_planned(spark, r: PlannedRead, path: str, writes=None) -> int:
+def write_planned(spark, r: PlannedRead, path: str, writes=None, partition_by: tuple = ()) -> int:
     """The rows of a read planned in the driver (:func:`read_planned`) written to the Parquet dir
-    ``path`` with pyarrow, not by Spark's Parquet writer: by the tasks that read them, a part file a
-    split (:class:`~kafkaforensics.spark.spark_source.SplitWrites`), so that they are never handed
-    to the JVM; or, for a read held in the driver, here, in one part.  The driver commits what the
-    tasks report, as Spark's committer would (:func:`~kafkaforensics.spark.parquet_dir.parquet_dir`,
-    replacing what is at ``path``); the same rows and schema as ``r.frame.write.parquet(path)``
-    gives (``tests/test_spark_views.py``).  Only where the tasks share ``path`` with the driver
+    ``path`` with pyarrow, not by Spark's Parquet writer, by the one part writer a scan with no Spark
+    writes with (:func:`~kafkaforensics.spark.parquet_dir.write_parts`): by the tasks that read them,
+    a part file a split (:class:`~kafkaforensics.spark.spark_source.SplitWrites`), so that they are
+    never handed to the JVM; or, for a read held in the driver, here, the same part a split.  ``partition_by``:
+    the ``key=value`` dirs of a partitioned export (``parquet_dir.PARTITION_COLUMNS``).  The driver
+    commits what the tasks report, as Spark's committer would
+    (:func:`~kafkaforensics.spark.parquet_dir.parquet_dir`, replacing what is at ``path``); the same
+    rows and schema as ``r.frame.write.partitionBy(...).parquet(path)`` gives
+    (``tests/test_spark_views.py``).  Only where the tasks share ``path`` with the driver
     (:func:`tasks_write_here`).  ``writes``: the tasks' writer, a ``SplitWrites`` (or its subclass).
     Returns the rows written."""
     local = written_here(path)
-    job = str(uuid.uuid4())
+    job, schema = str(uuid.uuid4()), r.reader.arrow_schema()
     with spark_parquet_dir.parquet_dir(local, replace=True) as tmp:
-        if r.table is not None:
-            spark_parquet_dir.write_part(r.table, tmp, 0, job)
-            return r.table.num_rows
-        n = len(r.splits)
-        writes = (writes or spark_source.SplitWrites)(r.reader, r.shipped, tmp, job)
-        done = spark.range(0, n, 1, max(1, n)).mapInArrow(writes, writes.SCHEMA).collect()
-        parts = [d.part for d in done if d.part]
-        spark_parquet_dir.keep_parts(tmp, parts)
-        if not parts:  # no split at all: a part that holds the schema, as Spark writes then
-            spark_parquet_dir.write_part(r.reader.arrow_schema().empty_table(), tmp, 0, job)
-    return sum(d.rows for d in done)
+        if r.table is not None:  # each split's rows as the task that read it would write them
+            for i, batches in r.held_splits():
+                spark_parquet_dir.write_parts(batches, tmp, spark_parquet_dir.part_name(i, job), schema, partition_by,
+                                              empty_too=i == 0)
+            rows, parts = r.table.num_rows, r.splits
+        else:
+            n = len(r.splits)
+            writes = (writes or spark_source.SplitWrites)(r.reader, r.shipped, tmp, job, partition_by)
+            done = spark.range(0, n, 1, max(1, n)).mapInArrow(writes, writes.SCHEMA).collect()
+            rows, parts = sum(d.rows for d in done), [p for d in done if d.part for p in d.part.split("\n")]
+            spark_parquet_dir.keep_parts(tmp, parts)
+        if not parts and not partition_by:  # no split at all: a part that holds the schema, as Spark writes then
+            spark_parquet_dir.write_parts(iter(()), tmp, spark_parquet_dir.part_name(0, job), schema, empty_too=True)
+    return rows
 
 
 def sorted_small(df, *cols):

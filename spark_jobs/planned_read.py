@@ -73,12 +73,21 @@ def read(spark, paths, level: str, split_bytes: int | None = None, options: dict
 class PlannedRead:
     """A read planned in the driver (:func:`read_planned`): the DataFrame, the splits, and either
     the broadcast that ships them to the tasks that read them (one task each, with ``reader``) or,
-    for a read done in the driver, the Arrow table it read."""
+    for a read done in the driver, the Arrow table it read and each split's rows of it."""
     frame: DataFrame
     splits: list
     reader: spark_source.KafkaSegmentsReader
     shipped: Broadcast | None = None
     table: pa.Table | None = None
+    #: for a read done in the driver, the rows of each split in ``table`` (in order)
+    split_rows: list | None = None
+
+    def held_splits(self):
+        """For a read done in the driver, each split's number and its rows of ``table`` (Arrow batches)."""
+        start = 0
+        for i, n in enumerate(self.split_rows or ()):
+            yield i, self.table.slice(start, n).to_batches()
+            start += n
 
     def release(self) -> None:
         """Drop the shipped splits once nothing will compute ``frame`` again."""
@@ -99,15 +108,20 @@ def segment_bytes(splits) -> int:
     return sum(p.bytes for s in splits for p in s.pieces if p.kind == "segment")
 
 
-def _read_in_driver(reader, splits, limit: int):
-    """Every split read here into one Arrow table, or None once its batches pass ``limit`` bytes."""
+def _read_in_driver(reader, splits, limit: int, split_rows: list | None = None):
+    """Every split read here into one Arrow table, or None once its batches pass ``limit`` bytes;
+    ``split_rows``: given, each split's rows are appended to it."""
     batches, size = [], 0
     for split in splits:
+        rows = 0
         for batch in reader.read(split):
             size += batch.nbytes
             if size > limit:
                 return None
             batches.append(batch)
+            rows += batch.num_rows
+        if split_rows is not None:
+            split_rows.append(rows)
     return pyarrow.Table.from_batches(batches, schema=reader.arrow_schema())
 
 
@@ -146,11 +160,13 @@ def read_planned(spark, paths, level: str, split_bytes: int | None = None, optio
     reader, schema, splits = planned_reader(paths, level, split_bytes, options, spark.sparkContext.defaultParallelism,
                                             listing)
     if held_in_driver(spark.sparkContext.master, segment_bytes(splits), driver_bytes):
-        table = _read_in_driver(reader, splits, DRIVER_TABLE_BYTES)
+        split_rows: list = []
+        table = _read_in_driver(reader, splits, DRIVER_TABLE_BYTES, split_rows)
         if table is not None:
             # in as many partitions as Spark's tasks would read it in, at most: an export writes as
             # many files (pyspark slices a table into many: 16 for 24 MB)
-            return PlannedRead(frame_of(spark, table, schema).coalesce(len(splits)), splits, reader, table=table)
+            return PlannedRead(frame_of(spark, table, schema).coalesce(len(splits)), splits, reader, table=table,
+                               split_rows=split_rows)
     shipped = spark.sparkContext.broadcast([pickle.dumps(s) for s in splits])
     frame = spark.range(0, len(splits), 1, len(splits)).mapInArrow(spark_source.SplitReads(reader, shipped), schema)
     return PlannedRead(frame, splits, reader, shipped)

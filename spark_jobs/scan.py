@@ -32,8 +32,7 @@ import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
 from kafkaforensics.records.schema import ROW_KINDS, SOURCE_COLUMNS
-from kafkaforensics.spark.parquet_dir import (parquet_dir, part_name, write_batches, write_parquet_dir, write_part,
-                                             write_partitioned_batches)
+from kafkaforensics.spark.parquet_dir import DAY_MS, PARTITION_COLUMNS, parquet_dir, part_name, write_parquet_dir, write_parts
 from kafkaforensics.spark.scan_plan import Layout
 from kafkaforensics.spark.engine import DRIVER_READ_BYTES
 from spark_jobs.job_args import fail, job_arguments, source_options
@@ -162,7 +161,7 @@ def scan(spark, request: ScanRequest, progress=None, *, driver_bytes: int = DRIV
     with ``tasks_write``, pyarrow also writes every output of a summary held here (its views, the
     anomalies, and a batches or anomalies export).  Default ``tasks_write``: when the master is local
     and ``out`` a local path (``tasks_write_here``).  Every way writes the same outputs.
-    ``partition_by``: :data:`PARTITION_COLUMNS` a records export is partitioned by (Spark's writer)."""
+    ``partition_by``: :data:`PARTITION_COLUMNS` a records export is partitioned by (its writer's ``key=value`` dirs)."""
     paths, out, level, search, split_bytes = request.paths, request.out, request.level, request.search, request.split_bytes
     partition_by = request.partition_by
     opts, listing = _scan_inputs(paths, level, request.options, request.listing)
@@ -274,18 +273,13 @@ def _stream_records(request: ScanRequest, min_partitions, python, slim: RaceReco
                 if search is not None:
                     hits.append(search_table(t, search, python))
             yield b
-    rows, job, partition_by = 0, str(uuid.uuid4()), tuple(request.partition_by)
+    rows, job = 0, str(uuid.uuid4())
     with parquet_dir(into) as tmp:
-        for i, split in enumerate(splits):
-            if partition_by:
-                dated = "date" in partition_by
-                rows += write_partitioned_batches(_dated_batches(watched(split)) if dated else watched(split), tmp,
-                                                  part_name(i, job), _dated_schema(schema) if dated else schema,
-                                                  partition_by)
-            else:
-                rows += write_batches(watched(split), tmp, part_name(i, job), schema, empty_too=i == 0) or 0
-        if not splits and not partition_by:
-            write_part(schema.empty_table(), tmp, 0, job)
+        for i, split in enumerate(splits):  # the one part writer, as Spark's tasks write with it (SplitWrites)
+            rows += write_parts(watched(split), tmp, part_name(i, job), schema, tuple(request.partition_by),
+                                empty_too=i == 0)[0]
+        if not splits and not request.partition_by:
+            write_parts(iter(()), tmp, part_name(0, job), schema, empty_too=True)
     for got in counts.values():
         got["batches"] = len(got["batches"])
     return counts, None if search is None else sorted_hits(pa.concat_tables(hits)), rows
@@ -306,12 +300,6 @@ def _count_into(counts: dict, records) -> None:
             have[name] = pick(values) if values else None
 
 
-#: what a records export can be partitioned by: its topic, and the UTC date of its record timestamp
-#: (a ``date`` column; null for a timestamp below 0)
-PARTITION_COLUMNS = ("topic", "date")
-_DAY_MS = 86_400_000
-
-
 def check_partition_by(level: str, partition_by) -> None:
     """ValueError, one line, for a partitioning a scan cannot write."""
     unknown = [c for c in partition_by if c not in PARTITION_COLUMNS]
@@ -321,28 +309,10 @@ def check_partition_by(level: str, partition_by) -> None:
         raise ValueError("--partition-by partitions the records export: give --level records")
 
 
-def _dated_table(records):
-    """A records table (Arrow) with its ``date`` column: the UTC day of each timestamp."""
-    ts = records["timestamp"]
-    days = pc.cast(pc.divide(pc.if_else(pc.greater_equal(ts, 0), ts, pa.scalar(None, ts.type)), _DAY_MS), pa.int32())
-    return records.append_column("date", pc.cast(days, pa.date32()))
-
-
-def _dated_batches(batches):
-    """Arrow record batches with their ``date`` column (:func:`_dated_table`), one by one."""
-    for b in batches:
-        yield from _dated_table(pa.Table.from_batches([b])).to_batches()
-
-
-def _dated_schema(schema):
-    """A records schema with the ``date`` column :func:`_dated_table` adds."""
-    return schema.append(pa.field("date", pa.date32()))
-
-
 def _dated_frame(records):
-    """A records DataFrame with its ``date`` column, as :func:`_dated_table` computes it."""
+    """A records DataFrame with its ``date`` column, as ``parquet_dir.dated_table`` computes it."""
     ts = F.col("timestamp")
-    return records.withColumn("date", F.date_from_unix_date(F.when(ts >= 0, F.floor(ts / _DAY_MS).cast("int"))))
+    return records.withColumn("date", F.date_from_unix_date(F.when(ts >= 0, F.floor(ts / DAY_MS).cast("int"))))
 
 
 def _scan_inputs(paths, level: str, options: dict | None, listing: Layout | None):
@@ -501,16 +471,15 @@ class Writes:
 
 
 def _export_records(spark, w: Writes, reads) -> int | None:
-    """A records export (the last of ``reads``) written as ``w`` says: by Spark's writer
-    (partitioned, or not ``tasks_write``) or with pyarrow by the tasks (its rows, else None)."""
+    """A records export (the last of ``reads``) written as ``w`` says: with pyarrow by the one part
+    writer, by the tasks that read it (``tasks_write``: its rows), else by Spark's writer (None), the
+    second implementation, proven to write the same rows and schema (``tests/test_spark_views.py``)."""
     path = os.path.join(w.out, w.level)
-    if w.partition_by:  # Spark's writer partitions it
-        frame = _dated_frame(reads[-1].frame) if "date" in w.partition_by else reads[-1].frame
-        frame.write.mode("overwrite").partitionBy(*w.partition_by).parquet(path)
-    elif w.tasks_write:
-        return write_planned(spark, reads[-1], path)
-    else:
-        reads[-1].frame.write.mode("overwrite").parquet(path)
+    if w.tasks_write:
+        return write_planned(spark, reads[-1], path, partition_by=w.partition_by)
+    frame = _dated_frame(reads[-1].frame) if "date" in w.partition_by else reads[-1].frame
+    writer = frame.write.mode("overwrite")
+    (writer.partitionBy(*w.partition_by) if w.partition_by else writer).parquet(path)
     return None
 
 

@@ -471,19 +471,27 @@ def test_a_partitioned_export_here_holds_a_split_not_the_export(tmp_path, monkey
 
 def test_a_records_export_partitioned_by_topic_and_date_is_the_same_here_and_on_spark(spark, tmp_path):  # noqa: F811
     """--partition-by topic and/or date (the UTC day of the record timestamp): Spark's layout
-    (``topic=orders/date=2023-11-14/part-...``), the same rows read back here and on Spark (issue 57)."""
+    (``topic=orders/date=2023-11-14/part-...``), the same rows read back here and on Spark (issue 57):
+    written by Spark's tasks with the one part writer, and by Spark's own writer (the second
+    implementation, kept for a cluster's remote --out: the same rows and schema, read back by Spark
+    and by pyarrow)."""
     import datetime
     root = str(tmp_path / "fleet")
     build_fleet(root)
     for pb in (("topic",), ("topic", "date")):
-        here, tasks = str(tmp_path / f"here{len(pb)}"), str(tmp_path / f"tasks{len(pb)}")
+        here, tasks, by_spark = (str(tmp_path / f"{n}{len(pb)}") for n in ("here", "tasks", "spark"))
         os.makedirs(here)
         r = scan_here(ScanRequest([root], here, "records", partition_by=pb))
         s = scan(spark, ScanRequest([root], tasks, "records", partition_by=pb), driver_bytes=0)
-        assert r.rows == s.rows and r.rows > 0
-        got, want = (sorted(map(repr, (x.asDict() for x in spark.read.parquet(os.path.join(d, "records")).collect())))
-                     for d in (here, tasks))
-        assert got == want
+        w = scan(spark, ScanRequest([root], by_spark, "records", partition_by=pb), driver_bytes=0, tasks_write=False)
+        assert r.rows == s.rows == w.rows and r.rows > 0
+        got, want, spark_wrote = (sorted(map(repr, (x.asDict() for x in spark.read.parquet(os.path.join(d, "records")).collect())))
+                                  for d in (here, tasks, by_spark))
+        assert got == want == spark_wrote
+        assert (spark.read.parquet(os.path.join(here, "records")).schema
+                == spark.read.parquet(os.path.join(by_spark, "records")).schema)
+        assert _outputs(here)["records"] == _outputs(by_spark)["records"]  # by pyarrow: schema and rows
+        assert not any(f.endswith(".crc") for _, _, fs in os.walk(os.path.join(tasks, "records")) for f in fs)
         top = sorted(os.listdir(os.path.join(here, "records")))
         assert "_SUCCESS" in top and "topic=orders" in top and not any(f.endswith(".parquet") for f in top)
         if "date" in pb:
@@ -493,3 +501,61 @@ def test_a_records_export_partitioned_by_topic_and_date_is_the_same_here_and_on_
             assert any(d.startswith("date=") for d in os.listdir(os.path.join(here, "records", "topic=orders")))
     with pytest.raises(ValueError, match="--partition-by hour: one of topic, date"):
         scan_here(ScanRequest([root], str(tmp_path / "x"), "records", partition_by=("hour",)))
+
+
+def _part_bytes(out):
+    """A records export's part files, each path with its job's uuid left out, and their bytes."""
+    got = {}
+    for root, _, files in os.walk(os.path.join(out, "records")):
+        for f in files:
+            if f.endswith(".parquet"):
+                name = f.split("-")  # part, task, the uuid's five, c000.snappy.parquet
+                with open(os.path.join(root, f), "rb") as fh:
+                    got[os.path.join(os.path.relpath(root, out), "-".join(name[:2] + name[-1:]))] = fh.read()
+    return got
+
+
+@pytest.mark.parametrize("partition_by", [(), ("topic",), ("topic", "date")])
+def test_a_records_export_has_one_writer_here_and_in_spark_s_tasks(spark, tmp_path, partition_by):  # noqa: F811
+    """Issue 53: a records export has one writer (``parquet_dir.write_parts``), whichever engine ran:
+    written here with no Spark, by Spark's tasks, and in Spark's driver for a read held there, the
+    same part files, byte for byte, in the same (``key=value``) dirs -- partitioned ones too, which
+    Spark's own writer wrote before, and a held read's, which was one part before."""
+    root = str(tmp_path / "fleet")
+    build_fleet(root)
+    here, tasks = str(tmp_path / "here"), str(tmp_path / "tasks")
+    os.makedirs(here)
+    r = scan_here(ScanRequest([root], here, "records", partition_by=partition_by),
+                  min_partitions=spark.sparkContext.defaultParallelism)
+    s = scan(spark, ScanRequest([root], tasks, "records", partition_by=partition_by), driver_bytes=0)
+    held = str(tmp_path / "held")  # read in the driver, written there a part a split
+    d = scan(spark, ScanRequest([root], held, "records", partition_by=partition_by), driver_bytes=1 << 30)
+    assert r.rows == s.rows == d.rows > 0 and r.plan == s.plan == d.plan
+    got, want, in_driver = _part_bytes(here), _part_bytes(tasks), _part_bytes(held)
+    assert got and got.keys() == want.keys() and all(got[k] == want[k] for k in got), sorted(got)
+    assert got == in_driver, (sorted(got), sorted(in_driver))
+    assert all(k.endswith("-c000.snappy.parquet") for k in got)  # as Spark names a task's first file
+    if partition_by:
+        assert all("topic=" in k for k in got)
+
+
+def test_the_export_job_s_spark_writer_writes_what_the_one_part_writer_writes(spark, tmp_path):  # noqa: F811
+    """Issue 53: Spark's own Parquet writer stays only where pyarrow's cannot write (``spark_jobs/export.py``
+    on a cluster, to object storage): the same archive through it and through the one part writer
+    (``kfx scan --level records --partition-by topic`` with no Spark) reads back the same, row for row
+    and schema for schema, by pyarrow and by Spark."""
+    from spark_jobs.export import export
+    root = str(tmp_path / "fleet")
+    build_fleet(root)
+    here = str(tmp_path / "here")
+    os.makedirs(here)
+    r = scan_here(ScanRequest([root], here, "records", partition_by=("topic",)))
+    job = export(spark, [root], "records", str(tmp_path / "job"))
+    ours, theirs = os.path.join(here, "records"), job
+    assert r.rows > 0 and sorted(os.listdir(ours)) == sorted(d for d in os.listdir(theirs) if not d.startswith("."))
+    a, b = (pq.read_table(d) for d in (ours, theirs))
+    assert a.schema.remove_metadata() == b.schema.remove_metadata()
+    assert sorted(map(repr, a.to_pylist())) == sorted(map(repr, b.to_pylist())) and a.num_rows == r.rows
+    sa, sb = (spark.read.parquet(d) for d in (ours, theirs))
+    assert sa.schema == sb.schema
+    assert sorted(map(repr, (x.asDict() for x in sa.collect()))) == sorted(map(repr, (x.asDict() for x in sb.collect())))

@@ -1,6 +1,7 @@
-"""A Parquet output dir laid out as Spark writes one, written by pyarrow: in this process
-(:func:`write_parquet_dir`, one part file) or by a scan's tasks (:func:`write_batches`, a part file
-a split: ``spark_source.SplitWrites``), committed by :func:`parquet_dir`.
+"""A Parquet output dir laid out as Spark writes one, written by pyarrow's dataset writer through
+the one part writer, :func:`write_parts`: in this process (:func:`write_parquet_dir`, one part
+file; a records export streamed a part a split) or by a scan's tasks (a part file a split:
+``spark_source.SplitWrites``), committed by :func:`parquet_dir`.
 
 ``out/<name>/part-NNNNN-<uuid>-c000.snappy.parquet`` and an empty ``_SUCCESS``: Spark, pyarrow,
 DuckDB and every other reader of a Spark job's output read it as such (``spark.read.parquet(dir)``).
@@ -26,6 +27,7 @@ from kafkaforensics import fsutil
 
 pa = lazy("pyarrow", globals())
 pq = lazy("pyarrow.parquet", globals())
+pc = lazy("pyarrow.compute", globals())
 pads = lazy("pyarrow.dataset", globals())
 
 #: the file Spark's committer writes when a job's output is complete
@@ -132,78 +134,107 @@ _REMOVE_TRIES = 10
 
 def write_parquet_dir(table, path: str, replace: bool = False) -> str:
     """``table`` (a pyarrow Table) written to the new dir ``path`` (or in place of what is there, when
-    ``replace``) as one Spark-style part file and ``_SUCCESS`` (:func:`parquet_dir`); returns the
-    part file's path."""
+    ``replace``) as one Spark-style part file and ``_SUCCESS`` (:func:`parquet_dir`) by the one part
+    writer, :func:`write_parts`; returns the part file's path."""
     with parquet_dir(path, replace) as tmp:
-        name = write_part(table, tmp)
-    return os.path.join(path, name)
+        _, names = write_parts(table.to_batches(), tmp, part_name(), table.schema, empty_too=True)
+    return os.path.join(path, names[0])
 
 
-def write_partitioned_batches(batches, into: str, name: str, schema, partition_by) -> int:
-    """Arrow ``batches`` (of ``schema``) written into the dir ``into`` as they stream by, in
-    ``key=value`` dirs of the ``partition_by`` columns as Spark's ``partitionBy`` writes them (a null
-    as ``__HIVE_DEFAULT_PARTITION__``), a part file ``name`` (its ``c000`` numbered) in each dir a
-    batch reaches: pyarrow's dataset writer, which holds no more than the batches it has not yet
-    written, never the whole export.  Returns the rows written."""
-    rows = 0
-
-    def counted():
-        nonlocal rows
-        for b in batches:
-            if b.num_rows:
-                rows += b.num_rows
-                yield b
-    partitioning = pads.partitioning(pa.schema([schema.field(c) for c in partition_by]), flavor="hive")
-    pads.write_dataset(counted(), into, schema=schema, format="parquet", partitioning=partitioning,
-                       basename_template=name.replace("c000", "c{i}"), existing_data_behavior="overwrite_or_ignore",
-                       file_options=pads.ParquetFileFormat().make_write_options(**_OPTIONS))
-    return rows
+#: what a records export can be partitioned by: its topic, and the UTC date of its record timestamp
+#: (a ``date`` column; null for a timestamp below 0)
+PARTITION_COLUMNS = ("topic", "date")
+DAY_MS = 86_400_000
 
 
-def write_part(table, into: str, task: int = 0, job: str | None = None) -> str:
-    """``table`` written whole into the dir ``into`` as the part file of ``task`` (:func:`part_name`);
-    returns its name."""
-    name = part_name(task, job)
-    pq.write_table(table, os.path.join(into, name), **_OPTIONS)
-    return name
+def dated_table(records):
+    """A records table (Arrow) with its ``date`` column: the UTC day of each timestamp."""
+    ts = records["timestamp"]
+    days = pc.cast(pc.divide(pc.if_else(pc.greater_equal(ts, 0), ts, pa.scalar(None, ts.type)), DAY_MS), pa.int32())
+    return records.append_column("date", pc.cast(days, pa.date32()))
+
+
+def dated_schema(schema):
+    """A records schema with the ``date`` column :func:`dated_table` adds."""
+    return schema.append(pa.field("date", pa.date32()))
+
+
+def _dated_batches(batches):
+    """Arrow record batches with their ``date`` column (:func:`dated_table`), one by one."""
+    for b in batches:
+        yield from dated_table(pa.Table.from_batches([b])).to_batches()
+
+
+def _gathered(batches, schema, row_group_bytes: int, counted: list):
+    """``batches`` gathered into one batch each about ``row_group_bytes`` (a row group each), empty
+    ones dropped; ``counted[0]``: the rows that went by."""
+    held, size = [], 0
+    for b in batches:
+        if not b.num_rows:
+            continue
+        held.append(b)
+        size += b.nbytes
+        counted[0] += b.num_rows
+        if size >= row_group_bytes:
+            yield pa.Table.from_batches(held, schema=schema).combine_chunks().to_batches()[0]
+            held, size = [], 0
+    if held:
+        yield pa.Table.from_batches(held, schema=schema).combine_chunks().to_batches()[0]
+
+
+def write_parts(batches, into: str, name: str, schema, partition_by=(), empty_too: bool = False,
+                row_group_bytes: int = ROW_GROUP_BYTES) -> tuple[int, list[str]]:
+    """The one writer of every Parquet part kfx writes (a records export's split, here or by Spark's
+    tasks; a whole output held here): Arrow ``batches`` (of ``schema``) written into the dir ``into``
+    as they stream by, by pyarrow's dataset writer, as the part file ``name`` (:func:`part_name`) --
+    or, with ``partition_by`` (:data:`PARTITION_COLUMNS`; ``date`` derived from the timestamp), a part
+    ``name`` in each ``key=value`` dir a batch reaches, as Spark's ``partitionBy`` writes them (a null
+    as ``__HIVE_DEFAULT_PARTITION__``).  Row groups gathered to about ``row_group_bytes``; never more
+    held than that.  Written into an attempt dir of its own first, then each file renamed into place,
+    so that a failed or repeated attempt leaves no half file under ``name``.  Returns (its rows, the
+    paths written, relative to ``into``): none when there were no rows, unless ``empty_too`` (a part
+    that holds the schema, as Spark's first task writes one)."""
+    if "date" in partition_by:
+        batches, schema = _dated_batches(batches), dated_schema(schema)
+    attempt = os.path.join(into, f".{name}.{uuid.uuid4().hex}{_WRITING}")
+    counted, written = [0], []
+    partitioning = (pads.partitioning(pa.schema([schema.field(c) for c in partition_by]), flavor="hive")
+                    if partition_by else None)
+    try:
+        pads.write_dataset(_gathered(batches, schema, row_group_bytes, counted), attempt, schema=schema,
+                           format="parquet", partitioning=partitioning, basename_template=name.replace("c000", "c{i}"),
+                           use_threads=False, preserve_order=True, existing_data_behavior="overwrite_or_ignore",
+                           file_options=pads.ParquetFileFormat().make_write_options(**_OPTIONS),
+                           file_visitor=lambda f: written.append(os.path.relpath(f.path, attempt)))
+        if not written and empty_too and not partition_by:
+            os.makedirs(attempt, exist_ok=True)
+            pq.write_table(schema.empty_table(), os.path.join(attempt, name), **_OPTIONS)
+            written.append(name)
+        return counted[0], [_placed(attempt, into, w) for w in written]
+    finally:
+        shutil.rmtree(attempt, ignore_errors=True)
+
+
+def _placed(attempt: str, into: str, written: str) -> str:
+    """A file the dataset writer wrote into ``attempt`` renamed to its place in ``into`` (its ``c{i}``
+    counter as Spark's three digits); its path relative to ``into``."""
+    head, base = os.path.split(written)
+    stem, counter, rest = base.rpartition("-c")[0], *base.rpartition("-c")[2].split(".", 1)
+    final = os.path.join(head, f"{stem}-c{int(counter):03d}.{rest}")
+    os.makedirs(os.path.join(into, head), exist_ok=True)
+    os.rename(os.path.join(attempt, written), os.path.join(into, final))
+    return final
 
 
 def keep_parts(tmp: str, parts) -> None:
-    """Remove from a task-written ``tmp`` dir every file but ``parts`` (the names its tasks reported:
-    what a failed or repeated attempt of a task wrote is not among them)."""
+    """Remove from a task-written ``tmp`` dir every file but ``parts`` (the paths, relative to it, its
+    tasks reported: what a failed or repeated attempt of a task wrote is not among them), and the
+    dirs left empty."""
     keep = set(parts)
-    for name in os.listdir(tmp):
-        if name not in keep:
-            os.unlink(os.path.join(tmp, name))
-
-
-def write_batches(batches, into: str, name: str, schema, row_group_bytes: int = ROW_GROUP_BYTES,
-                  empty_too: bool = False) -> int | None:
-    """Arrow ``batches`` (of ``schema``) written into the dir ``into`` as the part file ``name``, in
-    row groups gathered to about ``row_group_bytes``; under a name of its own first, then renamed,
-    so that a failed or repeated attempt leaves no half file under ``name``.  Returns its rows, or
-    None, having written nothing, when there were none (unless ``empty_too``: a part that holds the
-    schema, as Spark's first task writes one)."""
-    writing = os.path.join(into, f".{name}.{uuid.uuid4().hex}{_WRITING}")
-    rows, held, size, w = 0, [], 0, None
-    try:
-        for b in batches:
-            if not b.num_rows:
-                continue
-            held.append(b)
-            size += b.nbytes
-            rows += b.num_rows
-            if size >= row_group_bytes:
-                w = w or pq.ParquetWriter(writing, schema, **_OPTIONS)
-                w.write_table(pa.Table.from_batches(held))
-                held, size = [], 0
-        if held or (empty_too and w is None):
-            w = w or pq.ParquetWriter(writing, schema, **_OPTIONS)
-            w.write_table(pa.Table.from_batches(held, schema=schema))
-    finally:
-        if w is not None:
-            w.close()
-    if w is None:
-        return None
-    os.rename(writing, os.path.join(into, name))
-    return rows
+    for root, dirs, files in os.walk(tmp, topdown=False):
+        for f in files:
+            if os.path.relpath(os.path.join(root, f), tmp) not in keep:
+                os.unlink(os.path.join(root, f))
+        for d in dirs:
+            with contextlib.suppress(OSError):
+                os.rmdir(os.path.join(root, d))  # an attempt's dir, or a key=value dir none was kept in

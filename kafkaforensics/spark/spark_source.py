@@ -809,18 +809,20 @@ class SplitReads:
 class SplitWrites(SplitReads):
     """What ``mapInArrow`` runs over the split numbers to have the tasks write a read's rows
     themselves (``spark_jobs.output.write_planned``): each split read as :class:`SplitReads` reads
-    it and written by pyarrow into ``into`` (a temp dir the driver commits, on a file system the
-    tasks share with it: a local master's) as the part file of its number
-    (:func:`~kafkaforensics.spark.parquet_dir.write_batches`; the first split's even when empty, as
-    Spark's first task writes one).  Each task yields a row (``split``, ``part``, ``rows``) a split:
-    the driver keeps the parts reported, whatever attempt wrote them."""
+    it and written into ``into`` (a temp dir the driver commits, on a file system the tasks share
+    with it: a local master's) by the one part writer, the one a scan with no Spark writes with
+    (:func:`~kafkaforensics.spark.parquet_dir.write_parts`): the part file of its number, or, with
+    ``partition_by``, one in each ``key=value`` dir it reaches; the first split's even when empty, as
+    Spark's first task writes one.  Each task yields a row (``split``, ``part``, ``rows``) a split,
+    ``part`` the paths it wrote (relative to ``into``, ``\n``-separated): the driver keeps the parts
+    reported, whatever attempt wrote them."""
 
     #: the rows the tasks yield
     SCHEMA = "split long, part string, rows long"
 
-    def __init__(self, reader: KafkaSegmentsReader, shipped, into: str, job: str):
+    def __init__(self, reader: KafkaSegmentsReader, shipped, into: str, job: str, partition_by: tuple = ()):
         super().__init__(reader, shipped)
-        self.into, self.job = into, job
+        self.into, self.job, self.partition_by = into, job, tuple(partition_by)
         self.row_group_bytes = parquet_dir.ROW_GROUP_BYTES  # the driver's, shipped with the tasks
 
     def __call__(self, numbers):
@@ -829,11 +831,12 @@ class SplitWrites(SplitReads):
             yield pa.RecordBatch.from_pydict({"split": [i], "part": [part], "rows": [rows]})
 
     def write(self, i: int, batches) -> tuple[str, int]:
-        """Split ``i``'s ``batches`` as its part file: (its name, or "" when it wrote none; its rows)."""
-        part = parquet_dir.part_name(i, self.job)
-        rows = parquet_dir.write_batches(batches, self.into, part, self.reader.arrow_schema(), self.row_group_bytes,
-                                         empty_too=i == 0)
-        return ("", 0) if rows is None else (part, rows)
+        """Split ``i``'s ``batches`` as its part file(s): (their paths, ``\n``-separated, or "" when it
+        wrote none; its rows)."""
+        rows, parts = parquet_dir.write_parts(batches, self.into, parquet_dir.part_name(i, self.job),
+                                              self.reader.arrow_schema(), self.partition_by, empty_too=i == 0,
+                                              row_group_bytes=self.row_group_bytes)
+        return "\n".join(parts), rows
 
 
 class _UnprunedReader(KafkaSegmentsReader):
