@@ -84,9 +84,11 @@ class PlannedRead:
 
     def held_splits(self):
         """For a read done in the driver, each split's number and its rows of ``table`` (Arrow batches)."""
-        start = 0
+        table, start = self.table, 0
+        if table is None:
+            return
         for i, n in enumerate(self.split_rows or ()):
-            yield i, self.table.slice(start, n).to_batches()
+            yield i, table.slice(start, n).to_batches()
             start += n
 
     def release(self) -> None:
