@@ -27,7 +27,7 @@ SIBLINGS = {"repair": {"inspect", "spark"}, "inspect": {"repair", "spark"}, "spa
 
 def _imports(path: pathlib.Path) -> set[str]:
     """Every kafkaforensics.* module a file imports, at top level, inside functions or on first use
-    (``lazy("kafkaforensics....", globals())``, specs/lazy.py)."""
+    (``lazy(<a project module's dotted name>, globals())``, specs/lazy.py)."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "lazy" and node.args
