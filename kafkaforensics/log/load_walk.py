@@ -87,7 +87,7 @@ def segment_batches(seg: LoadFacts, buf, *, state: ProducerState | None = None,
             if before_apply is not None:
                 before_apply(b)
             done = state.append(b) if state is not None else None
-            if b.partition_leader_epoch > latest and b.magic >= 2:
+            if epochs is not None and b.partition_leader_epoch > latest and b.magic >= 2:
                 epochs.assign_newer(b.partition_leader_epoch, b.base_offset)
                 latest = -1 if epochs.latest_epoch is None else epochs.latest_epoch  # None: a negative base
             n += 1

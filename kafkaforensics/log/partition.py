@@ -183,9 +183,9 @@ class Partition:
     #: each walked segment's load facts, in order (filled by the walk)
     loaded: list = field(default_factory=list, repr=False)
     #: the producer state the walked batches build (None: a walk that keeps none)
-    state: object = field(default=None, repr=False)
+    state: producer_state.ProducerState | None = field(default=None, repr=False)
     #: the leader epochs the walked batches carry (LogSegment.recover's rule)
-    batch_epochs: object = field(default=None, repr=False)
+    batch_epochs: leader_epochs.LeaderEpochCache | None = field(default=None, repr=False)
     #: a ``stop`` walk ended at a damaged batch
     stopped: bool = field(default=False, repr=False)
 

@@ -127,8 +127,8 @@ def plan_log_dir(ld: LogDir, load: LoadOptions, *, dry_run: bool, backup: bool,
         tp = parse_partition_dir_name(p)
         metadata = os.path.basename(p) == METADATA_PARTITION
         told = replace(load, clean=False if metadata else out.clean_shutdown,
-                       recovery_point=0 if metadata else tables[LogDir.RECOVERY_POINT].get(tp, 0),
-                       log_start_offset=0 if metadata else tables[LogDir.LOG_START_OFFSET].get(tp, 0))
+                       recovery_point=0 if metadata or tp is None else tables[LogDir.RECOVERY_POINT].get(tp, 0),
+                       log_start_offset=0 if metadata or tp is None else tables[LogDir.LOG_START_OFFSET].get(tp, 0))
         task_backup_dir = None
         if backup and backup_dir:
             task_backup_dir = os.path.join(os.path.abspath(backup_dir), os.path.basename(ld.path),
@@ -153,6 +153,8 @@ def finish_log_dir(out: LogDirRecovery, *, backup: bool, backup_dir: str | None)
     """The checkpoints LogManager writes once the logs are loaded (planned, applied unless a dry run)."""
     rps, lsos = {}, {}
     for rep in out.partitions:
+        if rep.path is None:  # a report of no partition dir: no checkpoint entry
+            continue
         state = partition_dir_state(rep.path)
         tp = parse_partition_dir_name(rep.path)
         if state not in ("live", "future") or rep.partition == METADATA_PARTITION or tp is None:
@@ -234,7 +236,7 @@ def _run_pool(tasks, jobs, results, on_start, on_done) -> None:
     with cf.ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
         futures = {pool.submit(_recover_task, tasks[i][1]): i for i in order}
         pending = list(order)
-        running = set()
+        running: set[int] = set()
 
         def top_up():
             while pending and len(running) < jobs:
