@@ -62,7 +62,8 @@ def test_a_wrong_return_annotation_is_an_error(tmp_path):
 CLEARED = ["kafkaforensics.broker.replay", "kafkaforensics.broker.server", "kafkaforensics.inspect.analyzer",
            "kafkaforensics.inspect.explain", "spark_jobs.races", "spark_jobs.scan", "cli.commands.scan",
            "kafkaforensics.log.live_log", "kafkaforensics.repair.recovery", "kafkaforensics.log.load_walk",
-           "kafkaforensics.log.partition", "kafkaforensics.repair.load_logs"]
+           "kafkaforensics.log.partition", "kafkaforensics.repair.load_logs", "kafkaforensics.spark.scan_plan",
+           "kafkaforensics.spark.record_runs"]
 
 
 def test_the_cleared_modules_are_off_the_baseline_and_type_check():

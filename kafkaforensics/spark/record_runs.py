@@ -36,7 +36,7 @@ _TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime", "NoTimestampType")
 _NO_LIMIT = 2**63 - 1
 
 
-def _declined(h: np.ndarray, base: np.ndarray, has_base: np.ndarray) -> np.ndarray:
+def _declined(h: np.ndarray, base: np.int64 | np.ndarray, has_base: np.bool_ | np.ndarray) -> np.ndarray:
     """Which of the v2 headers ``h`` the batch-by-batch walk stops at (as
     :meth:`~..records.header_run.HeaderRun.accepted`): a negative lastOffsetDelta, a base offset
     near the int64 limit, a last offset outside its segment's int32 range (``base``, where

@@ -138,7 +138,7 @@ def bounds_from_filters(filters, disorder_ms: int = DEFAULT_DISORDER_MS) -> Boun
             continue
         col, v = f.attribute[0], getattr(f, "value", None)
         if isinstance(f, (datasource.EqualTo, datasource.In)):
-            values = v if isinstance(f, datasource.In) else (v,)
+            values: tuple = tuple(v or ()) if isinstance(f, datasource.In) else (v,)
             if col == "topic":
                 b.topics = _intersect(b.topics, values)
             elif col == "partition":
@@ -230,11 +230,11 @@ def segment_range(bounds: Bounds, base: int, next_base: int | None, load, prior_
             r.start = offsets[k][1]
     if r.last_offset is not None and offsets:
         # the batch after an indexed batch ending at or past last_offset starts past it
-        k = next((k for k in range(1, len(offsets)) if offsets[k - 1][0] >= r.last_offset), None)
-        if k is not None:
-            r.end = offsets[k][1]
+        after = next((k for k in range(1, len(offsets)) if offsets[k - 1][0] >= r.last_offset), None)
+        if after is not None:
+            r.end = offsets[after][1]
     if base_offset_at is not None:
-        if r.start and not _starts_by(base_offset_at(r.start), base, r.first_offset):
+        if r.start and r.first_offset is not None and not _starts_by(base_offset_at(r.start), base, r.first_offset):
             r.start = 0
         if r.end is not None:
             there = base_offset_at(r.end)
@@ -438,7 +438,9 @@ def pack(pieces, max_bytes: int, open_cost: int) -> list[list[PlanStep]]:
     """Consecutive pieces (in listing order: a partition's segments stay together) grouped into scan
     partitions of at most ``max_bytes`` of cost each (a single larger piece gets one of its own); a
     partition dir's row goes with the first piece after it."""
-    out, cur, cost = [], [], 0
+    out: list[list[PlanStep]] = []
+    cur: list[PlanStep] = []
+    cost = 0
     for p in pieces:
         c = p.bytes + open_cost if p.kind != "partition" else 0
         if cur and cost + c > max_bytes and any(q.kind != "partition" for q in cur):
