@@ -306,7 +306,7 @@ def test_scan_decode_cli(fx, kfx, tmp_path):
 def test_records_level_decode_on_spark(fx):
     """The Spark path: the kafka_segments source read by Spark (its reader, with the schemas, shipped
     to the Python workers)."""
-    pytest.importorskip("pyspark")
+    pytest.importorskip("pyspark", reason="pyspark is in the test dependencies (pip install -e '.[test]')")
     from spark_jobs.planned_read import read
     from spark_jobs.session import get_spark
     spark = get_spark("local[1]", app="kafkaforensics-tests-schemas")

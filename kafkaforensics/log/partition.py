@@ -595,10 +595,6 @@ class LogDir:
         """An offset checkpoint's bytes holding exactly ``table``'s entries, in its order (a planned write)."""
         return checkpoint_file.build_offsets(table)
 
-    def write_checkpoint(self, name: str, table: dict, **kw) -> None:
-        """Replace the checkpoint ``name`` with exactly ``table``'s entries (a broker writing its state)."""
-        checkpoint_file.write_offsets(checkpoint_file.checkpoint_path(self.path, name), table, **kw)
-
     # -- partitions --------------------------------------------------------------------------------
     def partition_dirs(self) -> list[str]:
         """The dirs of this log dir named as Kafka names partitions, by topic then partition number
