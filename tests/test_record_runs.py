@@ -198,3 +198,14 @@ def test_a_runs_held_bytes_are_log_slices_walked_at_their_file_positions():
     assert [(h.file, h.base_offset) for h, _s in held] == [(one.uri, 0), (two.uri, 100)]
     walked = [[(b.position + h.shift, b.base_offset) for b in h.walk()] for h, _s in held]
     assert walked == [batches(small, 0), batches(big, 100)[3:]]
+
+
+def test_a_reader_reads_only_the_splits_it_planned():
+    """``read`` takes what ``partitions`` made (a FleetSplit, as Spark hands them back); any other
+    input partition is refused by name, not an AttributeError on its missing ``pieces``."""
+    from pyspark.sql.datasource import InputPartition
+
+    reader = spark_source.KafkaSegmentsReader({"path": os.path.join(SAMPLE, "orders-0")}, "records", SCHEMA)
+    assert _rows(os.path.join(SAMPLE, "orders-0"))  # its own splits read
+    with pytest.raises(TypeError, match="reads its own partitions \\(FleetSplit\\), not InputPartition"):
+        next(reader.read(InputPartition(0)))

@@ -31,6 +31,7 @@ from kafkaforensics.log.segment import LogSlice
 from kafkaforensics.records.compression import decompress
 from kafkaforensics.records.header_list import SAFE_OFFSET, walk_run
 from kafkaforensics.records.header_run import header_dtype
+from kafkaforensics.spark.scan_plan import PlanStep
 
 _TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime", "NoTimestampType")
 _NO_LIMIT = 2**63 - 1
@@ -83,7 +84,7 @@ class FileRun:
 
     def __init__(self):
         self.files: list[LogSlice] = []  # shift: from a position in the concatenation
-        self.steps: list = []        # the scan plan's step each came from (its ``src`` and ``uri``)
+        self.steps: list[PlanStep] = []  # the scan plan's step each came from (its ``src`` and ``uri``)
         self.per_file: list = []     # how many batches each holds
         self.positions: list = []    # each batch's position in the segments' concatenation
         self.bad_crc: list = []
@@ -94,7 +95,7 @@ class FileRun:
     def __bool__(self) -> bool:
         return bool(self.files)
 
-    def add(self, data: bytes, start: int, end: int, shift: int, piece) -> bool:
+    def add(self, data: bytes, start: int, end: int, shift: int, piece: PlanStep) -> bool:
         """Take ``data[start:end]`` (file position = buffer position + ``shift``) when it is whole v2
         batches to its end; else leave the run as it was and return False."""
         n0, c0 = len(self.positions), len(self.bad_crc)
@@ -109,7 +110,7 @@ class FileRun:
         self.bytes += end - start
         return True
 
-    def take(self, buf, start: int, end: int, shift: int, piece, max_bytes: int) -> int:
+    def take(self, buf, start: int, end: int, shift: int, piece: PlanStep, max_bytes: int) -> int:
         """Walk a mapped segment's ``buf`` from ``start`` for about ``max_bytes`` (at least one
         batch) and hold a copy of the whole v2 batches the batch-by-batch walk would accept there;
         return where that stops (``start`` when the batch there is for the batch-by-batch walk)."""
@@ -136,12 +137,12 @@ class FileRun:
         self.bytes += len(data)
         return pos
 
-    def _hold(self, held: LogSlice, step) -> None:
+    def _hold(self, held: LogSlice, step: PlanStep) -> None:
         """Keep ``held`` (bytes of the scan plan's ``step``) in the run."""
         self.files.append(held)
         self.steps.append(step)
 
-    def segments(self) -> list[tuple[LogSlice, object]]:
+    def segments(self) -> list[tuple[LogSlice, PlanStep]]:
         """The byte ranges taken (``shift`` from a position in their own bytes) with their plan steps,
         for the reference path to walk again."""
         out, at = [], 0

@@ -321,7 +321,7 @@ class KafkaSegmentsReader(DataSourceReader):
         if len(getattr(f, "attribute", ())) != 1:
             return False
         col, v = f.attribute[0], getattr(f, "value", None)
-        values = tuple(v) if isinstance(f, In) else (v,)
+        values = tuple(f.value) if isinstance(f, In) else (v,)
         if isinstance(f, (EqualTo, In)) and col in ("topic", "partition"):
             kind = str if col == "topic" else int
             return all(isinstance(x, kind) and not isinstance(x, bool) for x in values)
@@ -356,7 +356,7 @@ class KafkaSegmentsReader(DataSourceReader):
             real = None if base is None else os.path.realpath(base)
             for entry in listed:
                 u = entry[0]
-                key = real + u[len(base):] if base is not None and u.startswith(base) else u
+                key = real + u[len(base):] if base is not None and real is not None and u.startswith(base) else u
                 if key not in seen:
                     seen.add(key)
                     entries.append(entry)
@@ -455,7 +455,10 @@ class KafkaSegmentsReader(DataSourceReader):
     #: whether this read takes the header runs: chosen once, at import
     _fast = walks.bind("_fast", _fast_when_unbounded, _never_fast)
 
-    def read(self, split: FleetSplit):
+    def read(self, split: InputPartition):
+        """The Arrow batches of one of :meth:`partitions`' splits (a :class:`FleetSplit`)."""
+        if not isinstance(split, FleetSplit):
+            raise TypeError(f"a kafka_segments reader reads its own partitions (FleetSplit), not {type(split).__name__}")
         level = self.level
         damage = level in ("anomalies", "scan")
         fast = FileRun() if self._fast() else None
@@ -574,7 +577,7 @@ class KafkaSegmentsReader(DataSourceReader):
         """The anomaly row of a piece that is no segment: a bad meta.properties, a stray file, or a
         checkpoint past the log end of a partition whose log is gone (``lost``)."""
         if piece.kind == "lost":
-            kind, _, detail = piece.note.partition(": ")
+            kind, _, detail = (piece.note or "").partition(": ")
             return {"rowKind": "anomaly", "kind": kind, "offset": piece.first_offset, "detail": detail}
         if piece.kind == "bad-meta":
             return {"rowKind": "anomaly", "kind": "bad-meta-properties",
@@ -733,7 +736,8 @@ class KafkaSegmentsReader(DataSourceReader):
     def _rows(self, b, shift, wanted=True):
         """The batches-level row of ``b`` (when ``wanted``) and the anomalies its header or records
         show, as the level wants them."""
-        problem, wrapped, lost = None, True, (0, 0, 0)
+        problem, wrapped = None, True
+        lost: tuple[int, int, int | None] = (0, 0, 0)  # bytes, batches, records not read (None: unknown)
         if not b.crc_valid():
             why, n = self._not_exported(b)
             problem = ("crc-mismatch", f"stored CRC {b.crc} does not match the batch{why}")
