@@ -101,3 +101,29 @@ def test_the_spark_storage_reads_through_segment(part):
     assert st.index_bytes(seg.log, INDEX) == _plain(seg.path(INDEX))
     with st.open_range(seg.log, 0, None) as (buf, shift, first, stop):
         assert bytes(buf[first:stop]) == _plain(seg.log) and shift == 0
+
+
+def test_a_log_whose_base_is_not_known_is_walked_with_no_offset_range(tmp_path):
+    """A ``.log`` named otherwise, or one walked whatever its name says (``base_offset=None``), has no
+    base: its walk, its byte range's walk and the Spark storage's check no offset range (offsets past
+    the int32 range of any base are read), and no index is named after a base it does not have (a
+    None base once stood in the int field: a TypeError there; a 0 would be another segment's file)."""
+    from kafkaforensics.log.segment import LOG, file_name
+    from kafkaforensics.records.batch import Record
+    from kafkaforensics.records.builder import build_v2
+
+    big = 3_000_000_000  # past the int32 range of a base 0
+    offsets = [big, big + 1, big + 2]
+    data = b"".join(build_v2([Record(o, 1_700_000_000_000, b"k", b"v", [])], base_offset=o) for o in offsets)
+    nameless, named = tmp_path / "copy.log", tmp_path / file_name(big + 1, LOG)  # a name above its first batch
+    nameless.write_bytes(data)
+    named.write_bytes(data)
+    for seg in (Segment.of_file(str(nameless)), Segment.of_file(str(named), None), Storage().segment(str(nameless))):
+        assert seg.walk_base is None and [b.base_offset for b in seg.batches()] == offsets
+        with seg.bytes_range() as region:
+            assert region.base_offset is None and [b.base_offset for b in region.walk()] == offsets
+    with Segment.of_file(str(named)).walk() as w:  # its name's base checked: the first batch is below it
+        assert list(w) == [] and w.stop is not None and w.stop.kind == "offset-overflow"
+    for seg in (Segment.of_file(str(nameless)), Segment.of_file(str(named), None)):
+        with pytest.raises(ValueError, match="its base offset is not known, so no .index file is named after it"):
+            seg.path(INDEX)

@@ -63,7 +63,7 @@ CLEARED = ["kafkaforensics.broker.replay", "kafkaforensics.broker.server", "kafk
            "kafkaforensics.inspect.explain", "spark_jobs.races", "spark_jobs.scan", "cli.commands.scan",
            "kafkaforensics.log.live_log", "kafkaforensics.repair.recovery", "kafkaforensics.log.load_walk",
            "kafkaforensics.log.partition", "kafkaforensics.repair.load_logs", "kafkaforensics.spark.scan_plan",
-           "kafkaforensics.spark.record_runs", "kafkaforensics.spark.spark_source"]
+           "kafkaforensics.spark.record_runs", "kafkaforensics.spark.spark_source", "kafkaforensics.log.segment"]
 
 
 def test_the_cleared_modules_are_off_the_baseline_and_type_check():

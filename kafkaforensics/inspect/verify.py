@@ -532,7 +532,7 @@ class _WalkCheck:
             return self.finish(scanner, len(scanner.buf))
 
     def __init__(self, segment: Segment, rep: VerifyReport, state, offsets, times, progress):
-        self.segment, self.log, self.base = segment, segment.log, segment.base_offset
+        self.segment, self.log, self.base = segment, segment.log, segment.walk_base
         self.rep, self.state, self.offsets, self.times = rep, state, offsets, times
         self.progress = progress
         self.index = _OffsetIndexCheck(*offsets) if offsets is not None and len(offsets[0]) else None
@@ -693,7 +693,7 @@ class _WalkCheck:
                             f"offset index entry {off} is past the segment's last offset {nxt - 1}")
         if self.time_index is not None:
             self.time_index.report(log, rep)
-        return SegmentSummary(self.base, size, scanner.valid_bytes, self.batches, 0, self.first, nxt, self.max_ts,
+        return SegmentSummary(self.segment.base_offset, size, scanner.valid_bytes, self.batches, 0, self.first, nxt, self.max_ts,
                               self.segment)
 
 

@@ -13,14 +13,14 @@ import mmap
 import os
 import re
 from contextlib import contextmanager
-from typing import Any, Callable, ContextManager, NamedTuple, Protocol
+from typing import Any, Callable, ContextManager, Literal, NamedTuple, Protocol
 
 from specs import legacy as L
 from specs import record_batch as R
 from specs.indexes import OFFSET_ENTRY, TIME_ENTRY
 from specs.layout import INT32_MAX, INT64_MAX
 
-from kafkaforensics.records.batch import parse_legacy_header, parse_v2_header, resolve_legacy_wrapper
+from kafkaforensics.records.batch import Batch, parse_legacy_header, parse_v2_header, resolve_legacy_wrapper
 from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.records import header_list, header_run, int64, walks
 from kafkaforensics.log import offset_index, time_index, txn_index
@@ -209,7 +209,8 @@ class BatchScanner:
         self.max_batch_bytes = max_batch_bytes
         self.stop: Problem | None = None
         self.valid_bytes = start
-        self._after = None  # the last batch (or (run, count)) walked: where the next offset comes from
+        # the last batch (or (run, count)) walked: where the next offset comes from
+        self._after: Batch | tuple[header_list.ListRun | header_run.HeaderRun, int] | None = None
 
     def _problem(self, pos, offset, kind, detail):
         self.stop = Problem(self.file, pos, offset, kind, detail)
@@ -269,11 +270,13 @@ class BatchScanner:
             return
         while True:
             released = self._release(pos, released)
-            positions, bad_crc, headers = [], [], bytearray()
+            positions: list[int] = []
+            bad_crc: list[int] = []
+            headers = bytearray()
             run_end = min(end, pos + RUN_BYTES)
             declined = False
             while pos < run_end and not declined:
-                if copy is None:
+                if fd is None or copy is None:
                     nxt, declined = walk_run(buf, pos, end, limit, run_end - pos, (positions, bad_crc, headers))
                 else:
                     n = os.preadv(fd, [copy[:min(window, end - pos)]], pos)
@@ -318,12 +321,13 @@ class BatchScanner:
                 self._problem(pos, None, "trailing-bytes",
                               f"{end - pos} bytes after the last batch, too few for a batch header")
             return None
-        offset, size = LOG_PREFIX.unpack_from(buf, pos)
+        first: int
+        first, size = LOG_PREFIX.unpack_from(buf, pos)  # the header's offset field, when it is one
         magic = buf[pos + R.MAGIC_OFFSET]
         header = magic in (0, 1, 2)
         # bytes that are no batch header (their magic byte is none) hold no offset and no batch length:
         # the problem is at the byte position, its offset the one the walk stands at, if any
-        offset, not_header = (offset, "") if header else (self._next_offset(), f"{_no_header(magic)}: ")
+        offset, not_header = (first, "") if header else (self._next_offset(), f"{_no_header(magic)}: ")
         if size < L.RECORD_OVERHEAD_V0:
             kind = "zeroed-tail" if _all_zero(buf, pos, min(end, pos + 4096)) else "bad-size"
             # zeroes hold no offset: the offset is where the walk stands
@@ -346,7 +350,7 @@ class BatchScanner:
                 return None
             batch = parse_v2_header(buf, pos, self.file)
             if batch.last_offset < batch.base_offset:
-                self._problem(pos, offset, "bad-header", f"lastOffsetDelta {batch.last_offset - offset} is negative")
+                self._problem(pos, offset, "bad-header", f"lastOffsetDelta {batch.last_offset - first} is negative")
                 return None
         elif magic in (0, 1):
             overhead = L.RECORD_OVERHEAD_V0 if magic == 0 else L.RECORD_OVERHEAD_V1
@@ -364,7 +368,7 @@ class BatchScanner:
             self._problem(pos, offset, "bad-magic", f"unknown magic byte {magic}: the bytes here are no batch header")
             return None
         if batch.last_offset > INT64_MAX:  # the int64 rule (records.int64): damage, whatever the segment
-            self._problem(pos, offset, "offset-overflow", f"the batch's {int64.offset_problem(offset, batch.last_offset)}")
+            self._problem(pos, offset, "offset-overflow", f"the batch's {int64.offset_problem(first, batch.last_offset)}")
             return None
         if self.base_offset is not None and not (
                 0 <= batch.last_offset - self.base_offset <= INT32_MAX):
@@ -385,17 +389,16 @@ def _all_zero(buf, start: int, end: int) -> bool:
 
 
 @contextmanager
-def open_walk(path: str, *, start: int = 0, end: int | None = None, base_offset: "int | None | str" = "name",
+def open_walk(path: str, *, start: int = 0, end: int | None = None, base_offset: int | None | Literal["name"] = "name",
               sequential: bool = True, **kw):
     """A :class:`BatchScanner` (a :class:`~.walks.BatchWalk`) over a ``.log`` file mapped for the
     block, from byte ``start`` to ``end`` (clipped to the file); ``base_offset`` is by default the
     one the file's name says (None: no segment range check).  Its ``buf`` is the mapped file;
     ``stop`` and ``valid_bytes`` say where and why the walk ended."""
-    if base_offset == "name":
-        base_offset = offset_from_name(path)
+    base = offset_from_name(path) if base_offset == "name" else base_offset
     with open_buffer(path, sequential) as buf:
         yield BatchScanner(buf, start=start, end=None if end is None else min(end, len(buf)), file=path,
-                           base_offset=base_offset, **kw)
+                           base_offset=base, **kw)
 
 
 def iter_batches(path: str, **kw):
@@ -541,7 +544,7 @@ class LogSlice:
         """The same bytes with another ``shift``."""
         return LogSlice(self.buf, shift, self.start, self.end, self.file, self.base_offset)
 
-    def walk(self, start: int | None = None, end: int | None = None, base_offset: "int | None | str" = "segment",
+    def walk(self, start: int | None = None, end: int | None = None, base_offset: int | None | Literal["segment"] = "segment",
              **kw) -> BatchScanner:
         """A :class:`BatchScanner` from buffer position ``start`` (default: the first batch) to ``end``;
         ``base_offset`` None: no segment offset-range check."""
@@ -607,6 +610,9 @@ class Segment:
     #: a load's plan's view (:class:`~.load_plan.PlanFiles`): suffix -> the file holding its bytes once the
     #: plan is applied (a ``.swap`` being completed; a path that does not exist for a file it deletes)
     planned: dict = field(default_factory=dict)
+    #: whether its walk checks each batch's offsets against ``base_offset`` (Kafka's int32 range of a
+    #: segment): False for a ``.log`` whose base is not known (:meth:`with_base`), its ``base_offset`` then 0
+    checks_range: bool = True
     #: suffix -> ((size, mtime_ns, inode), entries): the indexes read so far (never compared or pickled)
     _indexes: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -616,17 +622,32 @@ class Segment:
         return state
 
     @classmethod
-    def of_file(cls, path: str, base_offset: "int | None | str" = "name") -> "Segment":
+    def with_base(cls, base_offset: int | None, dir: str, **kw: Any) -> "Segment":
+        """A segment whose base offset may not be known (None: a ``.log`` named otherwise, or one
+        walked whatever its name says): its ``base_offset`` then 0 and its walk checks no offset range."""
+        return cls(0 if base_offset is None else base_offset, dir, checks_range=base_offset is not None, **kw)
+
+    @classmethod
+    def of_file(cls, path: str, base_offset: int | None | Literal["name"] = "name") -> "Segment":
         """The segment of a ``.log`` file a user names: its base offset the one given, by default
         the one its name says (None when it says none: its walk then checks no offset range)."""
         base = offset_from_name(path) if base_offset == "name" else base_offset
-        return cls(base, os.path.dirname(os.path.abspath(path)), file=path)
+        return cls.with_base(base, os.path.dirname(os.path.abspath(path)), file=path)
+
+    @property
+    def walk_base(self) -> int | None:
+        """The base offset its walk checks each batch's offsets against (None: no range checked)."""
+        return self.base_offset if self.checks_range else None
 
     def path(self, suffix: str) -> str:
+        """Its file of ``suffix``: the ``.log`` a user named, a plan's file, else the one named after the
+        base (none when the base is not known: not another segment's file)."""
         if suffix == LOG and self.file is not None:
             return self.file
         if suffix in self.planned:
             return self.planned[suffix]
+        if not self.checks_range:
+            raise ValueError(f"{self.file}: its base offset is not known, so no {suffix} file is named after it")
         return os.path.join(self.dir, file_name(self.base_offset, suffix))
 
     @property
@@ -771,7 +792,7 @@ class Segment:
         ``with seg.walk() as w: for b in w: ...`` then ``w.stop``, ``w.valid_bytes``."""
         if not self.is_local:
             return _source_walk(self, position, max_position, **kw)
-        return open_walk(self.log, start=position, end=max_position, base_offset=self.base_offset, **kw)
+        return open_walk(self.log, start=position, end=max_position, base_offset=self.walk_base, **kw)
 
     def translate_offset(self, offset: int, start_position: int = 0) -> LogOffsetPosition | None:
         """LogSegment.translateOffset: the first batch whose last offset is at least ``offset``,
@@ -840,7 +861,7 @@ class Segment:
 
     # -- the one door to the bytes (issue 52): every reader outside log/ comes through here -------
     @classmethod
-    def of_index(cls, path: str, base_offset: int | None, suffix: str) -> "Segment":
+    def of_index(cls, path: str, base_offset: int, suffix: str) -> "Segment":
         """The segment of an index file (``suffix``: ``.index`` ...) a user names whatever its name
         (``kfx dump`` of a tiered-storage cache index): that file is ``path``, the others named after the base."""
         return cls(base_offset, os.path.dirname(os.path.abspath(path)), named={suffix: path})
@@ -920,15 +941,15 @@ def _source_walk(seg: Segment, start: int, end: int | None, sequential: bool = T
     source gives them (a remote tier's decoded chunks, an object read whole)."""
     walk = getattr(seg.source, "walk", None)   # a source that fills its bytes as the walk reaches them
     if walk is not None:
-        with walk(start, end, base_offset=seg.base_offset, **kw) as scanner:
+        with walk(start, end, base_offset=seg.walk_base, **kw) as scanner:
             yield scanner
         return
     with seg.source.mapped(seg.log) as buf:
         yield BatchScanner(buf, start=start, end=None if end is None else min(end, len(buf)), file=seg.log,
-                           base_offset=seg.base_offset, **kw)
+                           base_offset=seg.walk_base, **kw)
 
 
 @contextmanager
 def _segment_bytes(seg: Segment, start: int, end: int | None, small: int):
     with seg.source.range(seg.log, start, end, small) as (buf, shift, first, stop):
-        yield LogSlice(buf, shift, first, stop, seg.log, seg.base_offset)
+        yield LogSlice(buf, shift, first, stop, seg.log, seg.walk_base)

@@ -168,8 +168,8 @@ class Storage:
         source, name = self._source(uri)
         stem = name[:-4]
         base = offset_from_name(name)   # None: a .log named otherwise, walked with no offset range (Segment.of_file)
-        return Segment(base, posixpath.dirname(name), file=name, source=source,  # type: ignore[arg-type]
-                       named={INDEX: stem + INDEX, TIMEINDEX: stem + TIMEINDEX})
+        return Segment.with_base(base, posixpath.dirname(name), file=name, source=source,
+                                 named={INDEX: stem + INDEX, TIMEINDEX: stem + TIMEINDEX})
 
     def read_file(self, uri: str) -> bytes | None:
         """A whole small file (a checkpoint, ``meta.properties``), or None when there is none."""
