@@ -21,6 +21,7 @@ from specs import checkpoints as C
 from specs import record_batch as R
 
 from kafkaforensics.log import kraft, offset_index, time_index, txn_index
+from kafkaforensics.log.txn_index import AbortedTxn
 from kafkaforensics.records import header_list
 from kafkaforensics.records.batch import Batch, resolve_legacy_wrapper
 from kafkaforensics.errors import KafkaFormatError, Problem
@@ -68,18 +69,18 @@ def group_caused(problems: list[Problem]) -> list[Problem]:
     that byte (or, located by offset only, at or past its offset) and the later damage of the segment
     (a walk gone astray after a corrupt length field; all of it truncated away with the root) -- their
     remedy is the root's."""
-    roots = [p for p in problems if p.kind in TAIL_KINDS and p.position is not None]
+    roots = [(p.position, p) for p in problems if p.kind in TAIL_KINDS and p.position is not None]
     if not roots:
         return problems
-    root = min(roots, key=lambda p: p.position or 0)  # every root has a position
+    at, root = min(roots, key=lambda r: r[0])  # the first by byte position
 
     def caused(p: Problem) -> bool:
         if p.kind in TAIL_KINDS and p is not root:
-            return p.position is not None and p.position > root.position
+            return p.position is not None and p.position > at
         if p.kind not in _CAUSED_KINDS:
             return False
         if p.position is not None:
-            return p.position >= root.position
+            return p.position >= at
         return p.offset is not None and root.offset is not None and p.offset >= root.offset
 
     root.caused += [p for p in problems if caused(p)]
@@ -396,8 +397,8 @@ def verify_partition(pd: Partition, rep: VerifyReport, *, checkpoints=None, prog
         p = os.path.join(pd.path, file_name(off, ".snapshot"))
         rep.files += 1
         try:
-            with open(p, "rb") as f:
-                read_snapshot(f.read(), file=p)
+            with open(p, "rb") as snapshot:
+                read_snapshot(snapshot.read(), file=p)
         except KafkaFormatError as e:
             rep.problems.append(e.problem)
     for off in load_snapshots.snapshots_past_log_end(pd.snapshots, leo):   # what the load deletes as past the end
@@ -537,12 +538,14 @@ class _WalkCheck:
         self.progress = progress
         self.index = _OffsetIndexCheck(*offsets) if offsets is not None and len(offsets[0]) else None
         self.time_index = _TimeIndexCheck(*times) if times is not None and len(times[0]) else None
-        self.prev_last = self.first = self.next = None
+        self.prev_last: int | None = None  # the last offset of the last batch walked
+        self.first: int | None = None      # the first batch's base offset
+        self.next: int | None = None       # the offset after the last batch walked
         self.max_ts = -1
         self.batches = 0
         self.done_bytes = 0
-        self.aborted = []
-        self.abort_markers = set()  # (producer id, offset) of every ABORT marker in the segment
+        self.aborted: list[AbortedTxn] = []
+        self.abort_markers: set[tuple[int, int]] = set()  # (producer id, offset) of every ABORT marker in the segment
 
     def batch(self, b) -> None:
         rep, log = self.rep, self.log
@@ -611,9 +614,9 @@ class _WalkCheck:
                 if want is not None and base[i] > want:
                     found += self._problems_of_batch(i, self._index_entry, pos[i], base[i], want)
         if self.time_index is not None:
-            one = self.time_index.one
+            one_time = self.time_index.one
             for i in range(n):
-                one(base[i], last[i], max_ts[i])
+                one_time(base[i], last[i], max_ts[i])
         controls = [i for i, a in enumerate(attrs) if a & R.CONTROL_MASK] if max(attrs) & ~0x1F or min(attrs) < 0 else []
         self._end_run(r, controls, found, sum(r.size))
 
