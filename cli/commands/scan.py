@@ -46,9 +46,9 @@ def scan(inputs: Optional[List[str]] = INPUTS, out: str = OUT, master: Optional[
 @dataclass
 class ScanRun:
     """A scan ``kfx scan`` runs: its :class:`~kafkaforensics.spark.engine.RunPlan` (how it runs,
-    decided once; :meth:`outgrown` when its rows outgrow this process), whether Spark's own messages
-    show, what a scan that does not finish leaves in ``--out`` (for its error line) and whether this
-    run made ``--out``."""
+    decided once; its ``outgrown()`` when its rows outgrow this process), the splits, segments and
+    bytes it reads (``planned``, for progress), whether Spark's own messages show, what a scan that
+    does not finish leaves in ``--out`` (for its error line) and whether this run made ``--out``."""
     plan: spark_engine.RunPlan
     planned: spark_jobs_scan.ScanPlan
     verbose: bool
