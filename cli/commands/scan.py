@@ -9,7 +9,7 @@ from cli import heavy, plain, spark_start, tables
 from cli.common import EXIT_OK, EXIT_PROBLEMS, err, fail
 from cli.declare import Exit
 from cli.options import SCHEMA_REGISTRY, SCHEMAS
-from cli.remote import KEY_FILE, REMOTE
+from cli.remote import KEY_FILE, REMOTE, key_files
 from cli.scan_options import (DECODE, FROM_OFFSET, FROM_TIME, INCLUDE_CORRUPT, INPUTS, LEVEL, MASTER, OUT, OVERWRITE,
                               PARTITION, PARTITION_BY, S3_ACCESS_KEY, S3_ENDPOINT, S3_REGION, S3_SECRET_KEY, SEARCH,
                               SOURCE_OPTION, SPLIT_BYTES, TO_OFFSET, TO_TIME, TOPIC, VERBOSE, Level, ScanOptions)
@@ -66,6 +66,7 @@ def _scan_ready(o: ScanOptions) -> ScanRun:
     every refusal (one line, exit 2) before anything is written."""
     if o.key_file and not o.remote:
         fail("--key-file needs --remote URI")
+    key_files(o.key_file)  # a malformed ID=PEM: one line, before anything else is checked
     if not o.inputs and not o.remote:
         fail("give an INPUT (a segment file, partition dir, log dir or fleet), or a tier with --remote URI")
     if o.decode and o.level != Level.records:
