@@ -8,14 +8,14 @@ from enum import Enum
 from typing import Optional
 
 from cli.declare import Argument, Option
-from cli.options import SCHEMA_REGISTRY, SCHEMAS
-from cli.remote import KEY_FILE, REMOTE, key_files
+from cli.remote import key_files
 from kafkaforensics.defaults import DEFAULT_SPLIT_BYTES
 from kafkaforensics.spark.engine import ScanAsk
 from spark_jobs import job_args as spark_jobs_job_args
 
 
 class Level(str, Enum):
+    """The rows `kfx scan` exports (`--level`)."""
     batches = "batches"
     records = "records"
     anomalies = "anomalies"

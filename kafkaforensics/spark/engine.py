@@ -127,6 +127,7 @@ def on_session(master: str, out: str) -> ScanEngine:
     writes when the tasks share a local ``out`` with the driver (:func:`pyarrow_writes`)."""
     return ScanEngine(DRIVER, master, pyarrow_writes(master, local_path(out) is not None))
 
+
 @dataclass(frozen=True)
 class ScanAsk:
     """What a scan was asked, parsed: its ``inputs``, ``out``, Spark ``master`` (None: not told),
