@@ -10,6 +10,7 @@ from kafkaforensics import fsutil
 from kafkaforensics.spark import engine as spark_engine
 from kafkaforensics.spark import parquet_dir as spark_parquet_dir
 from kafkaforensics.spark import spark_source
+from kafkaforensics.spark.storage import local_path
 from spark_jobs.job_args import fail
 from spark_jobs.planned_read import PlannedRead
 
@@ -17,7 +18,7 @@ from spark_jobs.planned_read import PlannedRead
 def tasks_write_here(master: str, out: str) -> bool:
     """Whether the tasks of a session on ``master`` can write into ``out`` for the driver to commit
     (:func:`write_planned`): a local master's tasks share this machine's file system with it."""
-    return spark_engine.pyarrow_writes(master, local_path(out) is not None)
+    return spark_engine.on_session(master, out).pyarrow_writes
 
 
 def write_planned(spark, r: PlannedRead, path: str, writes=None, partition_by: tuple = ()) -> int:
@@ -66,26 +67,6 @@ def written_here(uri: str) -> str:
     if local is None:
         raise ValueError(f"{uri}: the tasks write only to a local path; Spark's writer writes elsewhere")
     return local
-
-
-def local_path(uri: str) -> str | None:
-    """The local path of a plain path or a ``file:`` URI (``file:///p``, ``file://localhost/p`` or,
-    as Hadoop writes them, ``file:/p``); None for any other scheme (``s3a://``, ``hdfs:/p``, ...)
-    or a file URI of another host, whose paths are not this machine's (Hadoop reads them as URIs)."""
-    m = _URI.match(uri)
-    if m is None:
-        return uri
-    if m["scheme"].lower() != "file":
-        return None
-    rest = m["rest"]
-    if rest.startswith("//"):
-        host, _, path = rest[2:].partition("/")
-        return "/" + path if host in ("", "localhost") else None
-    return rest
-
-
-#: a URI's scheme (as Hadoop's ``Path`` reads one: a letter, then letters, digits, ``+-.``) and the rest
-_URI = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*):(?P<rest>.*)$", re.S)
 
 
 #: what Spark writes in a directory it writes a DataFrame to, a partitionBy's ``key=value`` dirs among them

@@ -34,9 +34,9 @@ from pyspark.sql import functions as F
 from kafkaforensics.records.schema import ROW_KINDS, SOURCE_COLUMNS
 from kafkaforensics.spark.parquet_dir import DAY_MS, PARTITION_COLUMNS, parquet_dir, part_name, write_parquet_dir, write_parts
 from kafkaforensics.spark.scan_plan import Layout
-from kafkaforensics.spark.engine import DRIVER_READ_BYTES
+from kafkaforensics.spark.engine import RunPlan, ScanAsk, on_session, plan_run
 from spark_jobs.job_args import fail, job_arguments, source_options
-from spark_jobs.output import check_out, local_path, tasks_write_here, write_planned, written_here
+from spark_jobs.output import check_out, write_planned, written_here
 from spark_jobs.planned_read import check_inputs, frame_of, listing_of, planned_reader, read_here, read_planned, segment_bytes, source_for
 from spark_jobs.session import job_spark
 from spark_jobs.inventory import WHERE, inventory_of, inventory_table, replicas_of, replicas_table
@@ -144,7 +144,7 @@ class ScanRequest:
     partition_by: tuple = ()
 
 
-def scan(spark, request: ScanRequest, progress=None, *, driver_bytes: int = DRIVER_READ_BYTES,
+def scan(spark, request: ScanRequest, progress=None, *, driver_bytes: int | None = None,
          tasks_write: bool | None = None, summary_rows: int = SUMMARY_ROWS_HERE) -> ScanResult:
     """Scan ``paths`` (a :class:`ScanRequest`'s, as the rest below) and write ``out/<level>``, ``out/inventory``, ``out/replicas``,
     ``out/anomalies`` and, with a ``search`` pattern, ``out/search`` (Parquet).  ``options`` are
@@ -159,15 +159,18 @@ def scan(spark, request: ScanRequest, progress=None, *, driver_bytes: int = DRIV
     Parquet writer when not.  A summary read by the tasks of at most ``summary_rows`` rows is
     collected to the driver once cached, and its views computed there in pyarrow (0: by Spark SQL);
     with ``tasks_write``, pyarrow also writes every output of a summary held here (its views, the
-    anomalies, and a batches or anomalies export).  Default ``tasks_write``: when the master is local
-    and ``out`` a local path (``tasks_write_here``).  Every way writes the same outputs.
+    anomalies, and a batches or anomalies export).  Default ``driver_bytes`` and ``tasks_write``: the
+    engine's for a scan on a session it was not planned for (``engine.on_session``: reads of up to
+    ``DRIVER_READ_BYTES`` held in the driver on a local master, pyarrow writing when the master is local
+    and ``out`` a local path); ``kfx scan`` gives its plan's (:func:`run_on_spark`).  Every way writes the same outputs.
     ``partition_by``: :data:`PARTITION_COLUMNS` a records export is partitioned by (its writer's ``key=value`` dirs)."""
     paths, out, level, search, split_bytes = request.paths, request.out, request.level, request.search, request.split_bytes
     partition_by = request.partition_by
     opts, listing = _scan_inputs(paths, level, request.options, request.listing)
     check_partition_by(level, partition_by)
-    if tasks_write is None:
-        tasks_write = tasks_write_here(spark.sparkContext.master, out)
+    unplanned = on_session(spark.sparkContext.master, out)
+    driver_bytes = unplanned.driver_bytes if driver_bytes is None else driver_bytes
+    tasks_write = unplanned.pyarrow_writes if tasks_write is None else tasks_write
     read = functools.partial(read_planned, spark, paths, split_bytes=split_bytes, options=opts, driver_bytes=driver_bytes,
                              listing=listing)
     reads = [read("scan")]
@@ -179,6 +182,36 @@ def scan(spark, request: ScanRequest, progress=None, *, driver_bytes: int = DRIV
         summary.unpersist()
         for r in reads:
             r.release()
+
+
+def planned_run(ask: ScanAsk) -> tuple[ScanPlan, RunPlan]:
+    """``ask``'s inputs listed once and planned (:func:`plan`: a missing one raises
+    :class:`~kafkaforensics.spark.storage.MissingInput`, an option it cannot use ValueError), and how
+    it runs, decided once from that plan's bytes (``engine.plan_run``)."""
+    check_partition_by(ask.level, ask.partition_by)
+    planned = plan(list(ask.inputs), ask.split_bytes, ask.options)
+    return planned, plan_run(ask, planned.bytes, planned.listing)
+
+
+def request_of(run: RunPlan, out: str | None = None) -> ScanRequest:
+    """What ``run`` asks of :func:`scan` or :func:`scan_here` (into ``out``, default its own), with
+    the listing it was planned from."""
+    a = run.ask
+    return ScanRequest(list(a.inputs), a.out if out is None else out, a.level, a.search, a.split_bytes,
+                       a.options, run.listing, a.partition_by)
+
+
+def run_here(run: RunPlan) -> ScanResult | None:
+    """``run`` (an engine of no Spark) read and written in this process (:func:`scan_here`; None:
+    its rows outgrow it, ``run.outgrown()`` says how Spark then runs it)."""
+    return scan_here(request_of(run, run.here_out))
+
+
+def run_on_spark(spark, run: RunPlan, progress=None) -> ScanResult:
+    """``run`` on ``spark`` as its engine says: its reads in the driver or by Spark's tasks, its
+    outputs written by pyarrow or by Spark's writer (:func:`scan`)."""
+    return scan(spark, request_of(run), progress, driver_bytes=run.engine.driver_bytes,
+                tasks_write=run.engine.pyarrow_writes)
 
 
 def scan_here(request: ScanRequest, min_partitions: int | None = None) -> ScanResult | None:
@@ -466,8 +499,9 @@ class Writes:
 
     @property
     def here(self) -> bool:
-        """Whether pyarrow writes the outputs of a summary held in the driver."""
-        return self.tasks_write and local_path(self.out) is not None
+        """Whether pyarrow writes the outputs of a summary held in the driver: as it writes a records
+        export (the engine's writer, ``engine.pyarrow_writes``: only to a local ``out``)."""
+        return self.tasks_write
 
 
 def _export_records(spark, w: Writes, reads) -> int | None:

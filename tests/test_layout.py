@@ -256,6 +256,7 @@ SEGMENTISH_CLASSES = {
     "SegmentIndexes": "a segment's three indexes as LogSegment.recover rebuilds them",
     "ScanEngine": "how a `kfx scan` runs (no segment)", "ScanPlan": "a `kfx scan`'s plan (no segment)",
     "ScanResult": "a `kfx scan`'s result (no segment)", "ScanRequest": "a `kfx scan`'s request (no segment)",
+    "ScanAsk": "what a `kfx scan` was asked, parsed, that its engine is decided from (no segment)",
     "KafkaSegments": "the Spark data source's format name, `kafka_segments`",
     "KafkaSegmentsReader": "that data source's reader",
 }

@@ -210,6 +210,7 @@ PLAIN_LINES = [
     ["dump", "--deep", "--format", "json", "--encoding=hex", SMALL], ["dump", "--max-bytes", "0", SMALL],
     ["dump", "--print-data-log", "--offsets-decoder", SMALL], ["diff", "a", "b"], ["groups", "x", "--json"],
     ["recover", "p", "--dry-run", "--recovery-point", "5"],
+    ["scan", "in", "--out", "o", "--level", "records", "--topic", "a", "--partition", "3", "--search=x"],
 ]
 DECLINED = [
     [], ["--help"], ["verify"], ["verify", "--help", SMALL], ["verify", "-x", SMALL], ["verify", "--jsn", SMALL],

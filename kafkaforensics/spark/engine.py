@@ -2,12 +2,19 @@
 search pattern Python reads as Java does or not, a local ``--out`` or not) and what its plan reads
 (the bytes of segments) into a :class:`ScanEngine` -- where it runs (here with no Spark, Spark with
 its reads in the driver, or Spark's tasks) and who writes its outputs (pyarrow, or Spark's Parquet
-writer).  ``kfx scan`` and ``spark_jobs.scan`` follow it; nothing else chooses.
+writer).  :class:`ScanAsk` is what a scan was asked (``kfx scan``'s parsed options), :func:`plan_run`
+turns it and its planned bytes into the one :class:`RunPlan` that ``kfx scan``, the Spark session
+and ``spark_jobs.scan`` follow; nothing else chooses (``tests/test_scan_engine.py`` checks that no
+module outside this one asks these rules).
 """
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+
+from kafkaforensics.spark.java_regex import python_pattern
+from kafkaforensics.spark.scan_plan import Layout
+from kafkaforensics.spark.storage import local_path
 
 #: where a scan runs: in this process with no Spark; on Spark with its reads done in the driver's
 #: Python (a local master, a short scan); on Spark, read by its tasks
@@ -111,3 +118,78 @@ def choose(master: str | None, nbytes: int, search_here: bool, out_local: bool,
     if may_run_here(master, search_here, out_local) and (limit is None or nbytes <= limit):
         return ScanEngine(HERE, m, True, nbytes)
     return ScanEngine(DRIVER if held_in_driver(m, nbytes) else TASKS, m, pyarrow_writes(m, out_local), nbytes)
+
+
+def on_session(master: str, out: str) -> ScanEngine:
+    """The engine of a scan run on a Spark session it was not planned for (``spark-submit``, a
+    library call of ``spark_jobs.scan.scan``): on a local master its reads are held in the driver up
+    to :data:`DRIVER_READ_BYTES` (each read's bytes asked of :func:`held_in_driver`), and pyarrow
+    writes when the tasks share a local ``out`` with the driver (:func:`pyarrow_writes`)."""
+    return ScanEngine(DRIVER, master, pyarrow_writes(master, local_path(out) is not None))
+
+
+@dataclass(frozen=True)
+class ScanAsk:
+    """What a scan was asked, parsed: its ``inputs``, ``out``, Spark ``master`` (None: not told),
+    export ``level``, ``search`` pattern (a Java regular expression), ``split_bytes``, source
+    ``options`` (its window among them) and the records export's ``partition_by``."""
+    inputs: tuple
+    out: str
+    master: str | None = None
+    level: str = "batches"
+    search: str | None = None
+    split_bytes: int | None = None
+    options: dict = field(default_factory=dict)
+    partition_by: tuple = ()
+
+    @property
+    def python_search(self) -> str | None:
+        """The search pattern as Python reads it, when it reads it as Java does (None: none, or not)."""
+        return None if self.search is None else python_pattern(self.search)
+
+    @property
+    def search_here(self) -> bool:
+        """Whether its search (if any) can run with no Spark."""
+        return self.search is None or self.python_search is not None
+
+    @property
+    def out_local(self) -> bool:
+        """Whether its ``out`` is on this machine (pyarrow can write it)."""
+        return local_path(self.out) is not None
+
+    @property
+    def may_run_here(self) -> bool:
+        """Whether it may run with no Spark, hence no Java, before its plan is known."""
+        return may_run_here(self.master, self.search_here, self.out_local)
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """How a scan runs, decided once (:func:`plan_run`): what it was asked (``ask``), the
+    :class:`ScanEngine` chosen for it, and its inputs' ``listing`` (made once, for every read)."""
+    ask: ScanAsk
+    engine: ScanEngine
+    listing: Layout | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def spark(self) -> bool:
+        """Whether it needs Spark (and Java)."""
+        return self.engine.spark
+
+    @property
+    def here_out(self) -> str:
+        """Its ``out`` as the local path pyarrow writes here (a ``file:`` URI's path)."""
+        local = local_path(self.ask.out)
+        if local is None:
+            raise ValueError(f"{self.ask.out}: a scan with no Spark writes only to a local path")
+        return local
+
+    def outgrown(self) -> RunPlan:
+        """Begun here, its rows outgrew this process: Spark's tasks read it (:meth:`ScanEngine.outgrown`)."""
+        return replace(self, engine=self.engine.outgrown())
+
+
+def plan_run(ask: ScanAsk, nbytes: int, listing: Layout | None = None, cores: int | None = None) -> RunPlan:
+    """The :class:`RunPlan` of ``ask``, whose plan reads ``nbytes`` of segments (listed as ``listing``),
+    on a machine of ``cores`` (default: this one's): :func:`choose`'s engine."""
+    return RunPlan(ask, choose(ask.master, nbytes, ask.search_here, ask.out_local, cores), listing)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 
 from specs import legacy as L
 from specs.lazy import lazy
@@ -283,3 +284,23 @@ def _batch_in(read, position: int, size: int):
     if total < L.LOG_OVERHEAD + L.RECORD_OVERHEAD_V0 or position + total > size or total > MAX_CANDIDATE_BYTES:
         return None
     return valid_batch_at(read(position, total), 0, deep=False)
+
+
+def local_path(uri: str) -> str | None:
+    """The local path of a plain path or a ``file:`` URI (``file:///p``, ``file://localhost/p`` or,
+    as Hadoop writes them, ``file:/p``); None for any other scheme (``s3a://``, ``hdfs:/p``, ...)
+    or a file URI of another host, whose paths are not this machine's (Hadoop reads them as URIs)."""
+    m = _URI.match(uri)
+    if m is None:
+        return uri
+    if m["scheme"].lower() != "file":
+        return None
+    rest = m["rest"]
+    if rest.startswith("//"):
+        host, _, path = rest[2:].partition("/")
+        return "/" + path if host in ("", "localhost") else None
+    return rest
+
+
+#: a URI's scheme (as Hadoop's ``Path`` reads one: a letter, then letters, digits, ``+-.``) and the rest
+_URI = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*):(?P<rest>.*)$", re.S)
