@@ -233,9 +233,9 @@ class LogLoader:
             kept = self.truncate_to_latest_snapshot(kept)
         if not kept:
             # LogLoader.recoverLog: a log without segments gets an empty one at the checkpointed log start
-            # (the active segment; a clean shutdown trims its indexes to nothing); a metadata log truncated
-            # to its latest snapshot, at that snapshot's end offset
-            self.leo = self.log_start_offset
+            # (the active segment; a clean shutdown trims its indexes to nothing), at 0 before 2.3; a
+            # metadata log truncated to its latest snapshot, at that snapshot's end offset
+            self.leo = load_walk.empty_log_end(self.log_start_offset, self.rules)
             for suf in NEW_SEGMENT_SUFFIXES:
                 _plan_write(d, file_name(self.leo, suf), b"", "empty active segment, as Kafka creates one for a log "
                             "without segments (LogLoader.recoverLog)", self.plan)
