@@ -84,3 +84,18 @@ def test_a_local_meta_properties_that_cannot_be_read_stays_an_os_error(tmp_path)
     assert LogDir(str(tmp_path)).meta_properties_raw() == {}
     with pytest.raises(ValueError):
         LogDir(str(tmp_path)).identity()
+
+
+def test_the_planner_ends_a_log_without_segments_at_its_log_start_over_a_store():
+    """A partition dir with no segment in an object store: the planner asks the load's rule
+    (``empty_log_end``; an object store's log dir gets the newest, KAFKA-8306's), so the log ends at the
+    checkpointed log start (64), not at 0: that log-start entry is no anomaly, a recovery point past it is,
+    against 64."""
+    root = "s3://b/logs"
+    files = {**FILES, "recovery-point-offset-checkpoint": b"0\n2\norders 0 64\nlegacy 0 70\n",
+             "log-start-offset-checkpoint": b"0\n1\nlegacy 0 64\n"}
+    entries = [(f"{root}/{n}", len(d), False) for n, d in files.items()] + [(f"{root}/legacy-0", 0, True)]
+    got = layout(entries, _store(root, files).get)
+    ((uri, off, kind, detail),) = got.lost[f"{root}/legacy-0"]
+    assert (uri, off, kind) == (f"{root}/recovery-point-offset-checkpoint", 70, "checkpoint-beyond-log-end")
+    assert "says 70 but the log ends at 64" in detail

@@ -1,26 +1,34 @@
 """One LogLoader (issue 52 item 3): the load's passes live in the log stage (kafkaforensics/log/log_loader.py)
-and every reader of a log asks them -- ``kfx recover --dry-run`` (the plan), ``kfx verify`` and the broker's
-start -- so one damaged log dir gives the same truncation point and the same facts from each, and a pass
-changed changes them all."""
+and every reader of a log asks them -- ``kfx recover --dry-run`` (the plan), ``kfx verify``, the broker's
+start and the Spark inventory (the ``kafka_segments`` source's scan rows, read here without Spark, and
+their inventory) -- so one damaged log dir gives the same truncation point and the same facts from each,
+and a pass changed changes them all."""
 import os
 import shutil
 
+import pyarrow as pa
 import pytest
+
+from spark_jobs.inventory import inventory_table
 
 from kafkaforensics.broker.replay import ReplayBroker
 from kafkaforensics.inspect import both_tiers
 from kafkaforensics.inspect import verify as inspect_verify
 from kafkaforensics.inspect.verify import verify
 from kafkaforensics.log import load_plan, load_snapshots, load_walk, log_loader
+from kafkaforensics.log.kafka_rules import AppliedRules
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.partition import Partition
 from kafkaforensics.log.producer_state import snapshot_bytes
 from kafkaforensics.log.segment import LOG, SNAPSHOT, SWAP, Segment, file_name
 from kafkaforensics.repair.recovery import recover
+from kafkaforensics.spark.spark_source import KafkaSegmentsReader, spark_schema
 from tests.corruption import INTERVAL, layout, make_partition
 
 STRAY_SNAPSHOT = 5000   # a producer snapshot far past the log end
 STRAY_EPOCH = 4000      # a leader-epoch entry far past the log end
+EMPTY_START = 40        # the checkpointed log start of a partition dir with no segment
+EMPTY_RECOVERY = 45     # its checkpointed recovery point, past the log end Kafka's load gives it
 
 
 @pytest.fixture
@@ -41,7 +49,51 @@ def damaged(tmp_path):
     epochs = LeaderEpochCache.read(part) or LeaderEpochCache()
     top = max((e for e, _ in epochs.entries), default=0)
     LeaderEpochCache(epochs.entries + [(top + 5, STRAY_EPOCH)]).write(part)
+    _empty_partition(log_dir)
     return str(log_dir), part, base
+
+
+def _empty_partition(log_dir) -> str:
+    """``events-1`` beside it, a partition dir with no segment, its log start checkpointed at
+    EMPTY_START and its recovery point at EMPTY_RECOVERY (the checkpoints name no other partition)."""
+    os.makedirs(log_dir / "events-1")
+    for name, off in (("log-start-offset-checkpoint", EMPTY_START), ("recovery-point-offset-checkpoint", EMPTY_RECOVERY)):
+        (log_dir / name).write_text(f"0\n1\nevents 1 {off}\n")
+    return str(log_dir / "events-1")
+
+
+def _spark_scan(path: str) -> pa.Table:
+    """The ``kafka_segments`` source's scan-level rows of ``path``, read as Spark's executors read them
+    (the planner's splits, each split's read), without Spark."""
+    reader = KafkaSegmentsReader({"path": path}, "scan", spark_schema("scan"))
+    return pa.Table.from_batches([b for split in reader.partitions() for b in reader.read(split)],
+                                 schema=reader.arrow_schema())
+
+
+def _spark_facts(log_dir: str) -> dict:
+    """What the Spark inventory says of the torn ``events-0`` (its inventory row's log end, the torn
+    tail's anomaly offset) and of the empty ``events-1`` (its checkpoints past the log end, as
+    (offset, the log end the anomaly says))."""
+    rows = _spark_scan(log_dir)
+    inv = {r["partitionDir"]: r for r in inventory_table(rows).to_pylist()}
+    anomalies = [r for r in rows.to_pylist() if r["rowKind"] == "anomaly"]
+    return {"log end": inv["events-0"]["lastOffset"] + 1,
+            "torn at": {a["offset"] for a in anomalies if a["partitionDir"] == "events-0"},
+            "empty": {(a["offset"], int(a["detail"].partition(" but the log ends at ")[2].split(":")[0])) for a in anomalies
+                      if a["partitionDir"] == "events-1" and a["kind"] == "checkpoint-beyond-log-end"},
+            "empty row": (inv["events-1"]["segments"], inv["events-1"]["anomalies"])}
+
+
+def _empty_facts(log_dir: str, **told) -> dict:
+    """Each reader's log end of the empty ``events-1`` (verify's also its log start and the checkpoints
+    it finds past that end)."""
+    part = os.path.join(log_dir, "events-1")
+    v = verify([log_dir], **told)
+    row = next(r for r in v.partitions if r["path"] == part)
+    past = {p.offset for p in v.problems if p.kind == "checkpoint-beyond-log-end" and "events-1" in p.detail}
+    return {"verify": (row["logEndOffset"], row["logStartOffset"], past),
+            "recover": recover(part, dry_run=True, **told).log_end_offset,
+            "serve": ReplayBroker(log_dir).partitions[("events", 1)].log_end_offset}
 
 
 def _facts(log_dir: str, part: str) -> dict:
@@ -78,6 +130,31 @@ def test_verify_recover_and_the_broker_find_the_same_load(damaged):
     assert "would rename it (complete the interrupted swap)" in f["swap detail"]   # what the load's pass plans
     assert f["recover"] == (leo, snaps, epochs, leftovers)
     assert all(o < leo for _e, o in f["served epochs"])                 # the broker's start drops it too
+    spark = _spark_facts(log_dir)
+    assert spark["log end"] == leo and spark["torn at"] == {torn}       # the Spark inventory: the same point
+    # the partition dir with no segment: Kafka's load gives it an empty segment at its checkpointed log
+    # start, so every reader's log end is that start (not 0), and only the recovery point is past it
+    e = _empty_facts(log_dir)
+    assert e == {"verify": (EMPTY_START, EMPTY_START, {EMPTY_RECOVERY}), "recover": EMPTY_START, "serve": EMPTY_START}
+    assert spark["empty"] == {(EMPTY_RECOVERY, EMPTY_START)}
+    assert spark["empty row"] == (0, 1)
+
+
+def test_an_empty_log_ends_where_the_generation_that_wrote_it_puts_its_segment(tmp_path):
+    """Kafka before 2.3 (Log.loadSegments) gives a log without segments an empty one at offset 0 whatever
+    log start is checkpointed; from 2.3 (KAFKA-8306) at the checkpointed log start: the loader and
+    verify, told the version, say so alike."""
+    assert load_walk.empty_log_end(EMPTY_START, AppliedRules((2, 2), (2, 3))) == 0
+    assert load_walk.empty_log_end(EMPTY_START, AppliedRules((2, 3), (2, 4))) == EMPTY_START
+    assert load_walk.empty_log_end(EMPTY_START, AppliedRules()) == EMPTY_START   # no evidence: the newest rule
+    log_dir = tmp_path / "logs"
+    part = _empty_partition(log_dir)
+    old = recover(part, dry_run=True, kafka_version="2.2")
+    assert old.log_end_offset == 0 and any("Kafka before 2.3 loads it at 0" in n for n in old.notes)
+    assert verify([str(log_dir)], kafka_version="2.2").partitions[0]["logEndOffset"] == 0
+    new = recover(part, dry_run=True, kafka_version="2.3")
+    assert new.log_end_offset == EMPTY_START
+    assert {os.path.basename(a.file) for a in new.actions if a.action == "write"} >= {file_name(EMPTY_START, LOG)}
 
 
 def test_a_pass_changed_changes_every_reader(damaged, monkeypatch):
@@ -95,6 +172,17 @@ def test_a_pass_changed_changes_every_reader(damaged, monkeypatch):
     assert snaps == set() and epochs == set() and f["recover"][2] == set()
     assert f["recover"][3] == set() and "completes or removes it" in f["swap detail"]
     assert (max(e for e, _ in f["served epochs"]), STRAY_EPOCH) in [(e, o) for e, o in f["served epochs"]]
+
+
+def test_the_empty_log_rule_changed_changes_every_reader(damaged, monkeypatch):
+    """The empty log's end (the load's rule) changed: verify, the plan, the broker's start and the Spark
+    inventory all find the empty partition's log end moved with it."""
+    log_dir, _part, _torn = damaged
+    monkeypatch.setattr(load_walk, "empty_log_end", lambda start, rules: start + 2)
+    moved = EMPTY_START + 2
+    assert _empty_facts(log_dir) == {"verify": (moved, EMPTY_START, {EMPTY_RECOVERY}), "recover": moved,
+                                     "serve": moved}
+    assert _spark_facts(log_dir)["empty"] == {(EMPTY_RECOVERY, moved)}
 
 
 def test_the_loader_is_in_the_log_stage_and_plans_through_plain_segments():

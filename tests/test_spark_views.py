@@ -559,3 +559,26 @@ def test_the_export_job_s_spark_writer_writes_what_the_one_part_writer_writes(sp
     sa, sb = (spark.read.parquet(d) for d in (ours, theirs))
     assert sa.schema == sb.schema
     assert sorted(map(repr, (x.asDict() for x in sa.collect()))) == sorted(map(repr, (x.asDict() for x in sb.collect())))
+
+
+def test_a_log_without_segments_ends_at_its_log_start_here_and_on_spark(spark, tmp_path):  # noqa: F811
+    """A partition dir with no segment, its log start checkpointed at 40 and its recovery point at 45:
+    both paths ask the load's rule (Kafka's LogLoader gives it an empty segment at its log start), so the
+    log ends at 40 -- one anomaly, the recovery point's, against 40 (the old judgement, a log end of 0,
+    flagged both checkpoints) -- and the no-Spark scan's outputs are Spark's."""
+    from tests.test_one_loader import _empty_partition
+    root = tmp_path / "logs"
+    part = _empty_partition(root)
+    outs = []
+    for name in ("here", "tasks"):
+        out = str(tmp_path / name)
+        if name == "here":
+            os.makedirs(out)
+            got = scan_here(ScanRequest([str(root)], out, "anomalies"), min_partitions=spark.sparkContext.defaultParallelism)
+        else:
+            got = scan(spark, ScanRequest([str(root)], out, "anomalies"), driver_bytes=0, tasks_write=False, summary_rows=0)
+        outs.append((got.anomalies, got.inventory, _outputs(out)))
+    assert outs[0] == outs[1]
+    rows = pq.read_table(tmp_path / "here" / "anomalies").to_pylist()
+    assert [(a["partitionDir"], a["kind"], a["offset"]) for a in rows] == [("events-1", "checkpoint-beyond-log-end", 45)]
+    assert "says 45 but the log ends at 40" in rows[0]["detail"] and os.path.basename(part) == "events-1"

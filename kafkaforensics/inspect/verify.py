@@ -379,7 +379,7 @@ def verify_partition(pd: Partition, rep: VerifyReport, *, checkpoints=None, prog
         rep.problems[before:] = group_caused(rep.problems[before:])
         summaries.append(s)
         prev = after_segment(rep, prev, s, seg.log, seg.base_offset)
-    leo = summaries[0].base_offset if summaries else 0
+    start, leo = (None, summaries[0].base_offset) if summaries else _empty_log(pd, rep, checkpoints)
     for s in summaries:   # the log end as Kafka's load finds it (the load's own rule)
         leo = load_walk.log_end_after(leo, s.base_offset, s.next_offset)
     if epochs:
@@ -412,10 +412,19 @@ def verify_partition(pd: Partition, rep: VerifyReport, *, checkpoints=None, prog
                 rep.add(os.path.join(os.path.dirname(os.path.normpath(pd.path)), name), None, off, *past)
     info = {"partition": pd.name, "path": pd.path, "segments": len(pd.segments), "logEndOffset": leo,
             "logStartOffset": summaries[0].first_offset if summaries and summaries[0].first_offset is not None else
-            (pd.segments[0].base_offset if pd.segments else 0),
+            (pd.segments[0].base_offset if pd.segments else start),
             "batches": sum(s.batches for s in summaries), "bytes": sum(s.size for s in summaries)}
     rep.partitions.append(info)
     return info
+
+
+def _empty_log(pd: Partition, rep: VerifyReport, checkpoints) -> tuple[int, int]:
+    """The log start and log end of a partition without segments as Kafka's load gives them: its
+    checkpointed log start (0 without one), and the end of the empty segment the load makes
+    (:func:`~kafkaforensics.log.load_walk.empty_log_end`, by the log dir's generation's rules)."""
+    start = (checkpoints or {}).get(LogDir.LOG_START_OFFSET, {}).get((pd.topic, pd.partition)) or 0
+    kafka = rep.kafka if rep.kafka is not None else resolve_kafka_version(pd.path, None)
+    return start, load_walk.empty_log_end(start, kafka.rules())
 
 
 def after_segment(rep: VerifyReport, prev: SegmentSummary | None, s: SegmentSummary, file: str, base: int,

@@ -35,10 +35,11 @@ from specs.kafka_errors import (CORRUPT_MESSAGE, INVALID_PRODUCER_EPOCH, NONE, O
 from specs.layout import INT32_MAX
 
 from kafkaforensics.defaults import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_SEGMENT_BYTES
-from kafkaforensics.errors import Problem
+from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.fsutil import _step, atomic_write
 from kafkaforensics.log.indexing import SegmentIndexes
 from kafkaforensics.log import load_walk
+from kafkaforensics.log.kafka_version import kafka_version
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.partition import Partition
 from kafkaforensics.log.producer_state import ProducerState
@@ -75,7 +76,7 @@ class LiveLog(Partition):
         self._written = False
         self._log_file: io.FileIO | None = None
         self.recent: dict[int, deque] = {}       # pid -> last 5 (epoch, first seq, last seq, base offset)
-        self.active = self.segments[-1].base_offset if self.segments else 0
+        self.active = self.segments[-1].base_offset if self.segments else self._empty_log_end()
         self.idx = SegmentIndexes(self.active, index_interval)
         #: what fails validation: each segment's first batch whose CRC fails, and where a segment's
         #: walk ends before its end (a torn tail, a bad size...), as located problems
@@ -110,7 +111,7 @@ class LiveLog(Partition):
                 self.damage.append(seg.stop)
         #: the log end: the newest segment's next offset (its base when it has no batch, as Kafka's),
         #: after its last whole batch whatever its CRC (LogSegment.readNextOffset checks none)
-        self.next_offset = super().log_end_offset
+        self.next_offset = super().log_end_offset if self.segments else self.active
         if last_seg is not None and last_seg.damaged is not None:  # the walk skipped a batch: Kafka's own rule
             self.next_offset = max(self.next_offset, last_seg.files.read_next_offset())
         #: the first segment's base, or log-start-offset-checkpoint's entry within the log (DeleteRecords)
@@ -121,6 +122,16 @@ class LiveLog(Partition):
         self.epochs: LeaderEpochCache = self.leader_epochs()
         moved = bool(self.segments) and self._log_start > self.segments[0].base_offset   # a checkpointed log start
         load_walk.truncate_leader_epochs(self.epochs, self.next_offset, self._log_start if moved else 0)
+
+    def _empty_log_end(self) -> int:
+        """Where the load puts a log without segments (:func:`~.load_walk.empty_log_end`): at its
+        checkpointed log start from 2.3, at 0 before, by the rules of the generation that wrote the log
+        dir (asked only when a log start is checkpointed: 0 is every generation's answer otherwise)."""
+        try:
+            start = self.checkpointed_log_start()
+        except KafkaFormatError:
+            start = None
+        return load_walk.empty_log_end(start, kafka_version(self.path).rules()) if start else 0
 
     def crc_unchecked(self, base_offset: int, position: int) -> bool:
         """Whether the batch at byte ``position`` of the segment at ``base_offset`` lies where the load

@@ -5,7 +5,8 @@ LogSegment.readNextOffset —, its largest batch timestamp, where its sound batc
 walk, the first damaged batch). :meth:`~.partition.Partition.walk` walks a partition's segments
 through it; :func:`replay_segment` walks one file (a leftover being completed).  The load's rules
 over the walks' facts are here too, so that every reader of a log asks the same ones without loading
-the planner: :func:`log_end_after` (the log end) and :func:`truncate_leader_epochs`. The partition's
+the planner: :func:`log_end_after` (the log end), :func:`empty_log_end` (a log without segments') and
+:func:`truncate_leader_epochs`. The partition's
 load, Kafka's LogLoader.load() with its passes as named methods, is
 :class:`kafkaforensics.log.log_loader.LogLoader`."""
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 
 from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log import time_index
+from kafkaforensics.log.kafka_rules import AppliedRules
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.segment import TIMEINDEX, Segment
 from kafkaforensics.log.producer_state import ProducerState
@@ -120,6 +122,14 @@ def log_end_after(leo: int, base: int, next_offset: int | None) -> int:
     the log end before it and its base.  The one rule the load (:class:`~.log_loader.LogLoader`), the
     partition's walk (the broker's start) and ``kfx verify`` find a log end by."""
     return max(leo, base) if next_offset is None else next_offset
+
+
+def empty_log_end(log_start: int, rules: AppliedRules) -> int:
+    """The log end of a log without segments, by ``rules`` (the log dir's generation's): LogLoader gives it
+    one empty segment, at the checkpointed ``log_start`` from 2.3 (KAFKA-8306, LogLoader.recoverLog), at 0
+    before (Log.loadSegments).  The one rule the load (:class:`~.log_loader.LogLoader`), ``kfx verify``
+    and the Spark inventory find an empty partition's log end by."""
+    return log_start if rules.write("empty-log-segment") == "log-start" else 0
 
 
 def truncate_leader_epochs(epochs: LeaderEpochCache, leo: int, log_start: int) -> list[tuple[int, int]]:

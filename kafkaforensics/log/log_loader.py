@@ -233,9 +233,10 @@ class LogLoader:
             kept = self.truncate_to_latest_snapshot(kept)
         if not kept:
             # LogLoader.recoverLog: a log without segments gets an empty one at the checkpointed log start
-            # (the active segment; a clean shutdown trims its indexes to nothing); a metadata log truncated
-            # to its latest snapshot, at that snapshot's end offset
-            self.leo = self.log_start_offset
+            # (the active segment; a clean shutdown trims its indexes to nothing), at 0 before 2.3; a
+            # metadata log truncated to its latest snapshot, at that snapshot's end offset
+            self.leo = (self.log_start_offset if self.metadata
+                        else load_walk.empty_log_end(self.log_start_offset, self.rules))
             for suf in NEW_SEGMENT_SUFFIXES:
                 _plan_write(d, file_name(self.leo, suf), b"", "empty active segment, as Kafka creates one for a log "
                             "without segments (LogLoader.recoverLog)", self.plan)
@@ -244,7 +245,10 @@ class LogLoader:
         rep.log_end_offset = self.leo
         rep.log_start_offset = max(self.log_start_offset, kept[0])
         rep.first_segment, rep.active_segment = kept[0], kept[-1]
-        if self.leo < self.log_start_offset:
+        if self.leo < self.log_start_offset and not self.segments:   # no segment at all: before 2.3
+            rep.notes.append(f"a log without segments: Kafka before 2.3 loads it at 0, below its checkpointed "
+                             f"log start {self.log_start_offset} (KAFKA-8306)")
+        elif self.leo < self.log_start_offset:
             rep.notes.append(f"the log end offset {self.leo} is below the checkpointed log start "
                              f"{self.log_start_offset}: Kafka would delete every segment (segment files deleted "
                              "behind its back); left as it is")

@@ -34,7 +34,10 @@ from typing import NamedTuple
 from specs import checkpoints as C
 from specs.lazy import lazy
 
+from kafkaforensics.log import load_walk
 from kafkaforensics.log.checkpoint_file import CHECKPOINT_BEYOND_LOG_END, past_log_end
+from kafkaforensics.log.kafka_rules import AppliedRules
+from kafkaforensics.log.kafka_version import kafka_version
 from kafkaforensics.log.partition import LogDir, partition_dir_state, partition_of_dir_name
 from kafkaforensics.log.paths import LOG_DIR_FILES
 from kafkaforensics.log.segment import KRAFT_SNAPSHOT_FILE_RE, LOG, is_family_file, offset_of_file_name
@@ -395,25 +398,40 @@ def layout(entries, read_file) -> Layout:
 
 
 def _logs_gone(out: Layout, read_file) -> None:
-    """Into ``out.lost``: the live partition dirs with no segment (their log is gone, so it ends at 0, as
-    ``kfx verify`` counts it) that their log dir's recovery-point or log-start checkpoint puts past that
-    end (:func:`~kafkaforensics.log.checkpoint_file.past_log_end`, the rule verify applies; a high
-    watermark past it is only a warning there, and no anomaly here).  The checkpoints are those of the
+    """Into ``out.lost``: the live partition dirs with no segment that their log dir's recovery-point or
+    log-start checkpoint puts past their log end (:func:`~kafkaforensics.log.checkpoint_file.past_log_end`,
+    the rule verify applies; a high watermark past it is only a warning there, and no anomaly here).  That
+    log end is the loader's (:func:`~kafkaforensics.log.load_walk.empty_log_end`): Kafka's LogLoader gives
+    a log without segments an empty one at its checkpointed log start (at 0 before 2.3), by the rules of
+    the generation that wrote the log dir (:func:`_load_rules`).  The checkpoints are those of the
     partition dir's parent, listed or not (a partition dir scanned alone too, as verify reads them), read
     through its :class:`~kafkaforensics.log.partition.LogDir` only when such a dir exists; one that
     cannot be read is verify's to report."""
-    tables: dict[str, dict] = {}
+    tables: dict[str, tuple[dict, AppliedRules]] = {}
     for d, src in out.partitions.items():
         if out.segments.get(d) or src.topic is None or partition_dir_state(src.dir_name or "") != "live":
             continue
         log_dir = LogDir.over(read_file, src.log_dir)
         if src.log_dir not in tables:
-            tables[src.log_dir] = log_dir.checkpoints()[0]
-        for name, table in tables[src.log_dir].items():
-            off = table.get((src.topic, src.partition))
-            past = past_log_end(name, src.dir_name, off, 0)
+            tables[src.log_dir] = (log_dir.checkpoints()[0], _load_rules(src.log_dir))
+        checkpoints, rules = tables[src.log_dir]
+        tp = (src.topic, src.partition)
+        leo = load_walk.empty_log_end(checkpoints.get(LogDir.LOG_START_OFFSET, {}).get(tp) or 0, rules)
+        for name, table in checkpoints.items():
+            off = table.get(tp)
+            past = past_log_end(name, src.dir_name, off, leo)
             if past is not None and past[0] == CHECKPOINT_BEYOND_LOG_END:
                 out.lost.setdefault(d, []).append((log_dir.file(name), off, *past))
+
+
+def _load_rules(log_dir: str) -> AppliedRules:
+    """The rules a load of ``log_dir``'s partitions applies: those of the generation that wrote it, as
+    :class:`~kafkaforensics.log.log_loader.LogLoader` infers it, for a local log dir; a log dir in an
+    object store says no generation (its files are not read for one), so it gets the newest rules, as a
+    local one without evidence does."""
+    if "://" in log_dir and not log_dir.startswith("file://"):
+        return AppliedRules()
+    return kafka_version(log_dir.removeprefix("file://")).rules()
 
 
 #: Spark's default split size for its own file sources (spark.sql.files.maxPartitionBytes)
