@@ -269,7 +269,8 @@ class BatchScanner:
             return
         while True:
             released = self._release(pos, released)
-            positions, bad_crc, headers = [], [], bytearray()
+            # a list run takes each header as walk_run unpacked it; a numpy run, the header bytes
+            positions, bad_crc, headers = [], [], [] if lists else bytearray()
             run_end = min(end, pos + RUN_BYTES)
             declined = False
             while pos < run_end and not declined:
@@ -284,7 +285,7 @@ class BatchScanner:
                 pos = nxt
             full = pos >= run_end and run_end < end
             if positions:
-                run = Run(buf, positions, bad_crc, bytes(headers), self.file)
+                run = Run(buf, positions, bad_crc, headers if lists else bytes(headers), self.file)
                 k = run.accepted(self.base_offset)
                 if k:
                     self.valid_bytes = int(run.position[k - 1] + run.size[k - 1])
