@@ -8,8 +8,6 @@ import pathlib
 import subprocess
 import sys
 
-import pytest
-
 import kafkaforensics
 from kafkaforensics.log.record_columns import decode_columns
 from kafkaforensics.log.segment import BatchScanner, open_buffer
@@ -116,15 +114,14 @@ def test_use_speedups_rebinds_every_fast_path_and_puts_it_back():
     imported by name; ``use_speedups`` switches them all, and back."""
     from kafkaforensics.log import record_columns, segment
     from kafkaforensics.repair import cleaner
-    from kafkaforensics.records import header_list
     from kafkaforensics.spark import spark_source
 
-    held = [(segment.BatchScanner, "iter_runs"), (header_list, "walk_mapping"), (record_columns, "decode_columns"),
+    held = [(segment.BatchScanner, "iter_runs"), (record_columns, "decode_columns"),
             (cleaner, "decode_columns"), (spark_source, "decode_columns"), (cleaner, "_map_batches"),
             (cleaner._Filter, "judged"), (spark_source.KafkaSegmentsReader, "_fast"),
             (sys.modules[__name__], "decode_columns")]
     pairs = {b.name: (b.fast, b.reference) for b in walks.BOUND}
-    assert sorted(pairs) == ["_fast", "_map_batches", "decode_columns", "iter_runs", "judged", "walk_mapping"]
+    assert sorted(pairs) == ["_fast", "_map_batches", "decode_columns", "iter_runs", "judged"]
     assert all(fast is not ref for fast, ref in pairs.values())
 
     def chosen(flag):
@@ -184,55 +181,3 @@ def test_a_list_run_takes_the_headers_the_walk_unpacked(tmp_path, monkeypatch):
         assert run.rows == [R.HEADER_STRUCT.unpack_from(buf, p) for p in run.position]
         assert run.columns.made.keys() == {header_list.FIELD[n] for n in ("baseOffset", "lastOffsetDelta", "batchLength")}
         assert [run.columns[i] for i in range(len(run.columns))] == [list(c) for c in zip(*run.rows)]
-
-
-def _damaged(tmp_path, damage):
-    """A 60-batch segment's bytes, damaged: a torn tail, a bad CRC mid-file, a corrupt header (its
-    magic byte, or its batchLength far too large), or bytes of zeroes after the last batch."""
-    from kafkaforensics.log.segment import iter_batches
-    path = _segment(tmp_path / f"{damage}.log")
-    pos = [b.position for b in iter_batches(path)]
-    data = bytearray(open(path, "rb").read())
-    if damage == "torn-tail":
-        del data[-100:]
-    elif damage == "bad-crc-mid-file":
-        data[pos[30] + 70] ^= 0xFF
-    elif damage == "corrupt-magic":
-        data[pos[25] + 16] = 7
-    elif damage == "corrupt-length":
-        data[pos[40] + 8:pos[40] + 12] = (1 << 30).to_bytes(4, "big")
-    elif damage == "zeroed-tail":
-        data += bytes(500)
-    return bytes(data), pos
-
-
-@pytest.mark.parametrize("damage", ["none", "torn-tail", "bad-crc-mid-file", "corrupt-magic", "corrupt-length",
-                                    "zeroed-tail"])
-def test_the_mapped_walk_is_its_reference_walk_loop(tmp_path, damage):
-    """issue 52: the run walk over a mapping (``walk_mapping``: lengths chained, headers and CRCs by
-    column, CRCs on two threads) returns what the walk loop it is bound beside returns -- the same
-    stop, the same declined flag, the same positions, bad CRCs and headers (tuples or bytes) -- from
-    every start, for every byte budget and size limit, on each damage."""
-    from kafkaforensics.records import header_list
-    data, pos = _damaged(tmp_path, damage)
-    buf = memoryview(data)
-    for start in pos[::7] + [pos[-1] + 1]:
-        for budget in (1, 3000, 1 << 30):
-            for limit in (1 << 31, 500, 700):
-                for make in (list, bytearray):
-                    got = [], [], make()
-                    want = [], [], make()
-                    fast = header_list._walk_mapped(buf, start, len(buf), limit, budget, got, 5)
-                    ref = header_list.walk_run(buf, start, len(buf), limit, budget, want, 5)
-                    assert (fast, got) == (ref, want), (start, budget, limit, make)
-
-
-def test_crc_sums_on_two_threads_are_each_slices_crc():
-    """Many slices go half (and more) to the helper thread: the sums come back in order, each the
-    slice's CRC-32C, call after call."""
-    from kafkaforensics.records import header_list
-    from kafkaforensics.records.checksums import crc32c
-    data = memoryview(bytes(range(256)) * 400)
-    for n in (1, header_list._CrcPair.ALONE - 1, header_list._CrcPair.ALONE, 1000, 3):
-        slices = [data[i * 7 % 5000:i * 7 % 5000 + 1 + i % 3000] for i in range(n)]
-        assert header_list.crc_sums(slices) == [crc32c(s) for s in slices]

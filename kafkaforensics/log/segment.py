@@ -251,11 +251,10 @@ class BatchScanner:
         """The same walk, but stretches of v2 batches come as :class:`~.header_run.HeaderRun`
         columns (CRCs checked on the way) and only what the run walk declines comes as a Batch.
 
-        Without ``fd`` runs are walked over the mapping itself (``header_list.walk_mapping``: the
-        CRCs of its slices, no copy, on two threads; what ``Segment.runs`` and so verify take).
         With ``fd`` (the same file, open for reading) runs are walked in ``window``-sized copies
-        read with ``preadv`` (the index rebuild's walk); a batch larger than the window is left to
-        the batch-by-batch step.  ``tests/test_verify.py`` proves verify over runs equal to verify
+        read with ``preadv``: the CRCs then run over bytes the copy left in the CPU cache, not over
+        mapped pages touched for the first time; a batch larger than the window is left to the
+        batch-by-batch step.  ``tests/test_verify.py`` proves verify over runs equal to verify
         batch by batch.  With ``lists`` the runs are :class:`~.header_list.ListRun` (no numpy).
         """
         Run = header_list.ListRun if lists else header_run.HeaderRun
@@ -275,9 +274,8 @@ class BatchScanner:
             run_end = min(end, pos + RUN_BYTES)
             declined = False
             while pos < run_end and not declined:
-                if copy is None:  # the mapping itself: CRCs over its slices, no copy
-                    nxt, declined = header_list.walk_mapping(buf, pos, end, limit, run_end - pos,
-                                                             (positions, bad_crc, headers))
+                if copy is None:
+                    nxt, declined = walk_run(buf, pos, end, limit, run_end - pos, (positions, bad_crc, headers))
                 else:
                     n = os.preadv(fd, [copy[:min(window, end - pos)]], pos)
                     nxt, declined = walk_run(copy, 0, n, limit, run_end - pos, (positions, bad_crc, headers), pos)
@@ -877,13 +875,16 @@ class Segment:
     @contextmanager
     def runs(self, max_batch_bytes: int | None = None, lists: bool = False, small: int = 0):
         """The segment's walk for the block as (walk, items): ``items`` the batches one by one when the
-        file is at most ``small`` bytes, else :meth:`BatchScanner.iter_runs` over the mapping itself
-        (``header_list.walk_mapping``: no copy, the CRCs of its slices on two threads)."""
+        file is at most ``small`` bytes, else :meth:`BatchScanner.iter_runs` over ``preadv`` copies."""
         with self.walk(max_batch_bytes=max_batch_bytes) as scanner:
             if len(scanner.buf) <= small or not self.is_local:
                 yield scanner, iter(scanner)
                 return
-            yield scanner, scanner.iter_runs(lists=lists)
+            fd = os.open(self.log, os.O_RDONLY)
+            try:
+                yield scanner, scanner.iter_runs(fd, lists=lists)
+            finally:
+                os.close(fd)
 
 
 @dataclass(frozen=True)
