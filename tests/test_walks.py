@@ -163,3 +163,21 @@ def test_a_whole_process_without_speedups_reports_the_same(tmp_path):
     assert outs["0"] == outs["1"]
     verified = json.loads(outs["0"][0][1])
     assert any(p["kind"] == "crc-mismatch" for p in verified["problems"])
+
+
+def test_a_list_run_takes_the_headers_the_walk_unpacked(tmp_path, monkeypatch):
+    """issue 52 (verify's speed): the walk loop unpacks each header once, into the list run's rows;
+    the run neither re-reads header bytes nor transposes every field (a column is made when asked)."""
+    from kafkaforensics.records import header_list
+    from specs import record_batch as R
+    path = _segment(tmp_path / "00000000000000000000.log")
+
+    def no_second_unpack(_headers):
+        raise AssertionError("the list run re-unpacked header bytes the walk had unpacked")
+
+    monkeypatch.setattr(header_list, "_HEADER_ROWS", no_second_unpack)
+    with open_buffer(path) as buf, open(path, "rb", buffering=0) as f:
+        (run,) = BatchScanner(buf, file=path, base_offset=0).iter_runs(f.fileno(), lists=True)
+        assert run.rows == [R.HEADER_STRUCT.unpack_from(buf, p) for p in run.position]
+        assert run.columns.made.keys() == {header_list.FIELD[n] for n in ("baseOffset", "lastOffsetDelta", "batchLength")}
+        assert [run.columns[i] for i in range(len(run.columns))] == [list(c) for c in zip(*run.rows)]

@@ -270,9 +270,10 @@ class BatchScanner:
             return
         while True:
             released = self._release(pos, released)
+            # a list run takes each header as walk_run unpacked it; a numpy run, the header bytes
             positions: list[int] = []
             bad_crc: list[int] = []
-            headers = bytearray()
+            headers = [] if lists else bytearray()
             run_end = min(end, pos + RUN_BYTES)
             declined = False
             while pos < run_end and not declined:
@@ -287,7 +288,7 @@ class BatchScanner:
                 pos = nxt
             full = pos >= run_end and run_end < end
             if positions:
-                run = Run(buf, positions, bad_crc, bytes(headers), self.file)
+                run = Run(buf, positions, bad_crc, headers if lists else bytes(headers), self.file)
                 k = run.accepted(self.base_offset)
                 if k:
                     self.valid_bytes = int(run.position[k - 1] + run.size[k - 1])

@@ -8,7 +8,8 @@ from __future__ import annotations
 import mmap
 import struct
 from abc import ABC, abstractmethod
-from operator import add
+from itertools import repeat
+from operator import add, itemgetter
 from typing import Protocol, SupportsIndex, SupportsInt
 
 from specs import record_batch as R
@@ -26,29 +27,38 @@ _HEADER_ROWS = R.HEADER_STRUCT.iter_unpack
 
 
 def walk_run(buf, pos: int, end: int, size_limit: int, max_bytes: int,
-             into: tuple[list, list, bytearray], origin: int = 0) -> tuple[int, bool]:
+             into: tuple[list, list, bytearray | list], origin: int = 0) -> tuple[int, bool]:
     """Step over v2 batches of ``buf`` from ``pos`` while each is whole, at least a header long and
     at most ``size_limit`` (batchLength); stop after ``max_bytes``.  ``into`` is the run's columns
     (positions, bad_crc, headers): appends each batch's position plus ``origin`` to ``positions``,
-    its index there to ``bad_crc`` when its CRC-32C does not match, and its 61 header bytes to
-    ``headers``.  Returns where the walk stopped and whether it stopped at a batch it declined
-    (rather than at the end of ``buf`` or of ``max_bytes``)."""
+    its index there to ``bad_crc`` when its CRC-32C does not match, and to ``headers`` its 61
+    header bytes (a bytearray: the numpy run's) or its header as a tuple of :data:`FIELD` values
+    (a list: the list run's, unpacked once here rather than again from bytes).  Returns where the
+    walk stopped and whether it stopped at a batch it declined (rather than at the end of ``buf``
+    or of ``max_bytes``)."""
     positions, bad_crc, headers = into
-    append, add_header, unpack, crc_of = positions.append, headers.extend, _UP_TO_CRC.unpack_from, crc32c
+    rows = isinstance(headers, list)
+    append, crc_of = positions.append, crc32c
+    add_row, add_header = (headers.append, None) if rows else (None, headers.extend)
+    unpack = R.HEADER_STRUCT.unpack_from if rows else _UP_TO_CRC.unpack_from
     overhead, header_size, crc_from = R.LOG_OVERHEAD, R.HEADER_SIZE, R.ATTRIBUTES_OFFSET
     min_size = header_size - overhead
     bound = min(pos + max_bytes, end - header_size + 1)  # a batch starting before this gets a look
     while pos < bound:
-        _offset, size, _epoch, magic, crc = unpack(buf, pos)
+        row = unpack(buf, pos)
+        size, magic = row[1], row[3]
         if magic != 2 or not min_size <= size <= size_limit:
             return pos, True
         nxt = pos + overhead + size
         if nxt > end:
             return pos, False
-        if crc_of(buf[pos + crc_from:nxt]) != crc:
+        if crc_of(buf[pos + crc_from:nxt]) != row[4]:
             bad_crc.append(len(positions))
         append(pos + origin)
-        add_header(buf[pos:pos + header_size])
+        if rows:
+            add_row(row)
+        else:
+            add_header(buf[pos:pos + header_size])
         pos = nxt
     return pos, False
 
@@ -91,6 +101,25 @@ class RunOfHeaders(ABC):
         return parse_v2_header(self.buf, int(self.position[i]), self.file)
 
 
+class Columns:
+    """A run's header rows by field (``columns[FIELD[name]]``, a list per field), each column made
+    from the rows the first time it is asked for (a consumer reads about half of the 13)."""
+
+    __slots__ = ("rows", "made")
+
+    def __init__(self, rows: list[tuple]):
+        self.rows, self.made = rows, {}
+
+    def __getitem__(self, i: int) -> list:
+        column = self.made.get(i)
+        if column is None:
+            column = self.made[i] = list(map(itemgetter(i), self.rows))
+        return column
+
+    def __len__(self) -> int:
+        return len(FIELD)
+
+
 class ListRun(RunOfHeaders):
     """:class:`~.header_run.HeaderRun` as lists: ``position`` and ``crc_ok`` per batch, ``rows`` the
     header tuples and ``columns`` the same by field (both in :data:`FIELD` order),
@@ -99,21 +128,21 @@ class ListRun(RunOfHeaders):
     __slots__ = ("crc_ok", "rows", "columns", "base_offset", "last_offset", "size")
     _SLICED = ("position", "crc_ok", "rows")
 
-    def __init__(self, buf, positions, bad_crc, headers: bytes, file=None):
+    def __init__(self, buf, positions, bad_crc, headers: bytes | list[tuple], file=None):
         self.buf, self.file = buf, file
         self.position = positions
         self.crc_ok = [True] * len(positions)
         for i in bad_crc:
             self.crc_ok[i] = False
-        self.rows = list(_HEADER_ROWS(headers))  # the header bytes :func:`walk_run` gathered, a tuple each
+        # the header tuples :func:`walk_run` gathered (or the header bytes it gathered, a tuple each)
+        self.rows = headers if isinstance(headers, list) else list(_HEADER_ROWS(headers))
         self._derive()
 
     def _derive(self) -> None:
-        self.columns = cols = list(zip(*self.rows)) if self.rows else [()] * len(FIELD)
-        base = cols[FIELD["baseOffset"]]
-        self.base_offset = list(base)
+        self.columns = cols = Columns(self.rows)
+        base = self.base_offset = cols[FIELD["baseOffset"]]
         self.last_offset = list(map(add, base, cols[FIELD["lastOffsetDelta"]]))
-        self.size = [n + R.LOG_OVERHEAD for n in cols[FIELD["batchLength"]]]
+        self.size = list(map(add, cols[FIELD["batchLength"]], repeat(R.LOG_OVERHEAD, len(base))))
 
     def __len__(self) -> int:
         return len(self.position)
