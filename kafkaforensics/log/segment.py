@@ -258,7 +258,6 @@ class BatchScanner:
         batch-by-batch step.  ``tests/test_verify.py`` proves verify over runs equal to verify
         batch by batch.  With ``lists`` the runs are :class:`~.header_list.ListRun` (no numpy).
         """
-        Run = header_list.ListRun if lists else header_run.HeaderRun
         walk_run = header_list.walk_run
         buf, end = self.buf, self.end
         limit = INT64_MAX if self.max_batch_bytes is None else self.max_batch_bytes - L.LOG_OVERHEAD
@@ -273,7 +272,7 @@ class BatchScanner:
             # a list run takes each header as walk_run unpacked it; a numpy run, the header bytes
             positions: list[int] = []
             bad_crc: list[int] = []
-            headers = [] if lists else bytearray()
+            headers: list[tuple] | bytearray = [] if lists else bytearray()
             run_end = min(end, pos + RUN_BYTES)
             declined = False
             while pos < run_end and not declined:
@@ -288,7 +287,9 @@ class BatchScanner:
                 pos = nxt
             full = pos >= run_end and run_end < end
             if positions:
-                run = Run(buf, positions, bad_crc, headers if lists else bytes(headers), self.file)
+                run: header_list.ListRun | header_run.HeaderRun = (
+                    header_list.ListRun(buf, positions, bad_crc, headers, self.file) if isinstance(headers, list)
+                    else header_run.HeaderRun(buf, positions, bad_crc, bytes(headers), self.file))
                 k = run.accepted(self.base_offset)
                 if k:
                     self.valid_bytes = int(run.position[k - 1] + run.size[k - 1])

@@ -10,6 +10,7 @@ import struct
 from abc import ABC, abstractmethod
 from itertools import repeat
 from operator import add, itemgetter
+from collections.abc import Callable
 from typing import Protocol, SupportsIndex, SupportsInt
 
 from specs import record_batch as R
@@ -39,7 +40,8 @@ def walk_run(buf, pos: int, end: int, size_limit: int, max_bytes: int,
     positions, bad_crc, headers = into
     rows = isinstance(headers, list)
     append, crc_of = positions.append, crc32c
-    add_row, add_header = (headers.append, None) if rows else (None, headers.extend)
+    add_row: Callable[[tuple], None] = headers.append if isinstance(headers, list) else _not_rows
+    add_header: Callable[[bytes | memoryview], None] = _not_bytes if isinstance(headers, list) else headers.extend
     unpack = R.HEADER_STRUCT.unpack_from if rows else _UP_TO_CRC.unpack_from
     overhead, header_size, crc_from = R.LOG_OVERHEAD, R.HEADER_SIZE, R.ATTRIBUTES_OFFSET
     min_size = header_size - overhead
@@ -61,6 +63,14 @@ def walk_run(buf, pos: int, end: int, size_limit: int, max_bytes: int,
             add_header(buf[pos:pos + header_size])
         pos = nxt
     return pos, False
+
+
+def _not_rows(row: tuple) -> None:
+    raise AssertionError("a numpy run's walk collects header bytes, not rows")
+
+
+def _not_bytes(header: bytes | memoryview) -> None:
+    raise AssertionError("a list run's walk collects header rows, not bytes")
 
 
 class Positions(Protocol):
@@ -108,7 +118,8 @@ class Columns:
     __slots__ = ("rows", "made")
 
     def __init__(self, rows: list[tuple]):
-        self.rows, self.made = rows, {}
+        self.rows = rows
+        self.made: dict[int, list] = {}
 
     def __getitem__(self, i: int) -> list:
         column = self.made.get(i)
