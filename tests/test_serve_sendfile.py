@@ -160,3 +160,16 @@ def test_the_send_buffer_is_the_limits_or_the_systems(monkeypatch):
         assert s.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) == default
         size_send_buffer(s, 100_000)
         assert s.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) == 200_000  # Linux doubles what it is given
+
+
+def test_a_file_sendfile_cannot_send_from_is_still_served(log_dir, tmp_path, monkeypatch):
+    """A file system or socket without sendfile (EINVAL): the event loop's sendfile copies it instead,
+    as it did for every region before the direct call."""
+    import errno
+
+    def no_sendfile(*a):
+        raise OSError(errno.EINVAL, "sendfile not supported here")
+    monkeypatch.setattr(os, "sendfile", no_sendfile)
+    want = _whole_batches_within(_segment(log_dir), 1 << 30)
+    with BrokerThread(log_dir, state_path=str(tmp_path / "s.json")) as b:
+        assert _fetch(b.bootstrap, 1 << 30, 1 << 30) == want

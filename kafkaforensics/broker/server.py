@@ -216,6 +216,10 @@ def _sendfile_now(sock_fd: int, file_fd: int, region: FileRegion) -> int:
             n = os.sendfile(sock_fd, file_fd, region.position + sent, region.size - sent)
         except (BlockingIOError, InterruptedError):
             break
+        except OSError as e:
+            if sent or isinstance(e, ConnectionError):
+                raise
+            break  # no sendfile for this file or socket: the event loop's sendfile falls back to copying
         if n == 0:  # the file ends before the region: the event loop's sendfile meets it too
             break
         sent += n
