@@ -2,7 +2,7 @@
 file to the socket with sendfile, never through Python; a region the socket takes whole is one sendfile
 call, made at once (not through the event loop's sendfile, which waits for the socket after its last
 call); a region larger than the socket takes arrives whole and in order; each connection gets the send
-buffer its limits say."""
+buffer its limits say (by default the system's)."""
 import asyncio
 import os
 import socket
@@ -130,10 +130,11 @@ def test_fetched_records_go_from_the_file_to_the_socket_never_through_python(log
 
 
 def test_a_region_the_socket_takes_is_one_sendfile_call_made_at_once(log_dir, tmp_path, sends):
-    """A 64 KB answer fits any send buffer: one os.sendfile call from the handler itself, none through
-    the event loop's sendfile (whose wait for the socket after its last call delayed every Fetch)."""
+    """A 64 KB answer into a 1 MiB send buffer: one os.sendfile call from the handler itself, none
+    through the event loop's sendfile (whose wait for the socket after its last call delayed every Fetch)."""
     want = _whole_batches_within(_segment(log_dir), 64 << 10)
-    with BrokerThread(log_dir, state_path=str(tmp_path / "s.json")) as b:
+    limits = Limits(send_buffer_bytes=1 << 20)
+    with BrokerThread(log_dir, state_path=str(tmp_path / "s.json"), limits=limits) as b:
         got = _fetch(b.bootstrap, 1 << 30, 64 << 10)
     assert got == want and 32 << 10 < len(want) <= 64 << 10
     assert sends["sendfile"] == [len(want)]
@@ -153,7 +154,7 @@ def test_a_region_larger_than_the_socket_takes_arrives_whole_and_in_order(log_di
 
 
 def test_the_send_buffer_is_the_limits_or_the_systems(monkeypatch):
-    assert Limits().send_buffer_bytes == server.SEND_BUFFER_BYTES == 4 << 20
+    assert Limits().send_buffer_bytes == server.SEND_BUFFER_BYTES == -1  # the system's, autotuned
     with socket.socket() as s:
         default = s.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
         size_send_buffer(s, -1)

@@ -16,8 +16,8 @@ frame's size prefix is read the connection reserves that size, holds it until th
 complete and handled, and is not read while the reservation would take the total over the cap (a
 frame larger than the whole cap is let in alone); a connection that sends nothing for ``idle_ms``
 (``connections.max.idle.ms``, 10 minutes) -- or waits that long for the budget -- is closed.
-Each connection's send buffer is ``send_buffer_bytes`` (``socket.send.buffer.bytes``; -1: the
-system's), so that a Fetch's record regions go out in one sendfile call (:func:`send_region`).
+Each connection's send buffer is ``send_buffer_bytes`` (``socket.send.buffer.bytes``; -1, the
+default: the system's); a Fetch's record regions go out with sendfile (:func:`send_region`).
 """
 from __future__ import annotations
 
@@ -45,16 +45,17 @@ log = logging.getLogger("kfx.serve")
 MAX_CONNECTIONS = 1000
 MAX_BUFFERED_BYTES = 512 * 1024 * 1024
 IDLE_MS = 600_000
-#: each connection's SO_SNDBUF (Kafka's socket.send.buffer.bytes, whose default is 100 KiB): 4 MiB,
-#: which Linux doubles, so that a Fetch response of a partition's 8 MiB goes to the socket in one
-#: sendfile call and the event loop need not wake while the client reads it
-SEND_BUFFER_BYTES = 4 << 20
+#: each connection's SO_SNDBUF (Kafka's socket.send.buffer.bytes, whose default is 100 KiB): -1, the
+#: system's, autotuned.  A fixed 4 MiB (8 MiB once Linux doubles it) took an 8 MiB Fetch answer in one
+#: sendfile call and halved the broker's CPU, but kcat's sessions were slower in wall-clock time
+#: (interleaved runs, benchmarks/README.md), so it is a limit one may set, not the default
+SEND_BUFFER_BYTES = -1
 
 
 @dataclass
 class Limits:
     """The socket layer's caps (see the module docstring); Kafka's defaults where Kafka has one, but
-    for the send buffer (:data:`SEND_BUFFER_BYTES`)."""
+    for the send buffer (:data:`SEND_BUFFER_BYTES`: the system's)."""
     max_request_bytes: int = MAX_FRAME_BYTES
     max_connections: int = MAX_CONNECTIONS
     max_buffered_bytes: int = MAX_BUFFERED_BYTES
@@ -181,8 +182,8 @@ class _Server:
 
 async def send_region(writer: asyncio.StreamWriter, region: FileRegion) -> None:
     """``region`` sent from its file with sendfile (its bytes never enter Python): at once, as much as
-    the socket takes (no await when it takes it whole, the usual case with the send buffer
-    :data:`SEND_BUFFER_BYTES` gives), the rest through the event loop's sendfile as the socket drains.
+    the socket takes (no await when it takes it whole), the rest through the event loop's sendfile as
+    the socket drains.
     A region of no local file (a remote segment's :class:`~kafkaforensics.log.file_region.SourceRegion`)
     goes as its bytes."""
     if isinstance(region, SourceRegion):
