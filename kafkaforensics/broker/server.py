@@ -16,12 +16,15 @@ frame's size prefix is read the connection reserves that size, holds it until th
 complete and handled, and is not read while the reservation would take the total over the cap (a
 frame larger than the whole cap is let in alone); a connection that sends nothing for ``idle_ms``
 (``connections.max.idle.ms``, 10 minutes) -- or waits that long for the budget -- is closed.
+Each connection's send buffer is ``send_buffer_bytes`` (``socket.send.buffer.bytes``; -1, the
+default: the system's); a Fetch's record regions go out with sendfile (:func:`send_region`).
 """
 from __future__ import annotations
 
 import hashlib
 import os
 import signal
+import socket
 import asyncio
 import logging
 import threading
@@ -33,6 +36,7 @@ from kafkaforensics.broker.dispatch import BrokerCore, Close, Deferred, Reply, W
 from kafkaforensics.broker.group_coordinator import GroupCoordinator
 from kafkaforensics.broker.protocol import MAX_FRAME_BYTES, Connection
 from kafkaforensics.broker.replay import ReplayBroker
+from kafkaforensics.log.file_region import FileRegion, SourceRegion
 from kafkaforensics.log.remote import RemoteTier
 
 log = logging.getLogger("kfx.serve")
@@ -41,15 +45,22 @@ log = logging.getLogger("kfx.serve")
 MAX_CONNECTIONS = 1000
 MAX_BUFFERED_BYTES = 512 * 1024 * 1024
 IDLE_MS = 600_000
+#: each connection's SO_SNDBUF (Kafka's socket.send.buffer.bytes, whose default is 100 KiB): -1, the
+#: system's, autotuned.  A fixed 4 MiB (8 MiB once Linux doubles it) took an 8 MiB Fetch answer in one
+#: sendfile call and halved the broker's CPU, but kcat's sessions were slower in wall-clock time
+#: (interleaved runs, benchmarks/README.md), so it is a limit one may set, not the default
+SEND_BUFFER_BYTES = -1
 
 
 @dataclass
 class Limits:
-    """The socket layer's caps (see the module docstring); Kafka's defaults where Kafka has one."""
+    """The socket layer's caps (see the module docstring); Kafka's defaults where Kafka has one, but
+    for the send buffer (:data:`SEND_BUFFER_BYTES`: the system's)."""
     max_request_bytes: int = MAX_FRAME_BYTES
     max_connections: int = MAX_CONNECTIONS
     max_buffered_bytes: int = MAX_BUFFERED_BYTES
     idle_ms: int = IDLE_MS
+    send_buffer_bytes: int = SEND_BUFFER_BYTES
 
 
 class _Server:
@@ -68,6 +79,7 @@ class _Server:
             writer.close()
             return
         self.connections += 1
+        size_send_buffer(writer.get_extra_info("socket"), lim.send_buffer_bytes)
         conn = Connection(max_frame=lim.max_request_bytes)
         held = 0  # bytes of the budget this connection holds: its unfinished frame's declared size
         try:
@@ -161,14 +173,58 @@ class _Server:
 
     async def send_parts(self, writer: asyncio.StreamWriter, parts: list) -> None:
         """Bytes through the stream, record regions straight from the segment files (sendfile)."""
-        loop = asyncio.get_running_loop()
         for part in parts:
             if isinstance(part, bytes):
                 writer.write(part)
-                continue
-            await writer.drain()
-            with part.open() as f:
-                await loop.sendfile(writer.transport, f, part.position, part.size, fallback=True)
+            else:
+                await send_region(writer, part)
+
+
+async def send_region(writer: asyncio.StreamWriter, region: FileRegion) -> None:
+    """``region`` sent from its file with sendfile (its bytes never enter Python): at once, as much as
+    the socket takes (no await when it takes it whole), the rest through the event loop's sendfile as
+    the socket drains.
+    A region of no local file (a remote segment's :class:`~kafkaforensics.log.file_region.SourceRegion`)
+    goes as its bytes."""
+    if isinstance(region, SourceRegion):
+        writer.write(region.read())
+        return
+    with region.open() as f:
+        await writer.drain()
+        transport = writer.transport
+        sent = 0
+        if transport.get_write_buffer_size() == 0 and not transport.is_closing():  # nothing queued ahead of it
+            sent = _sendfile_now(transport.get_extra_info("socket").fileno(), f.fileno(), region)
+        if sent < region.size:
+            await asyncio.get_running_loop().sendfile(transport, f, region.position + sent, region.size - sent,
+                                                      fallback=True)
+
+
+def size_send_buffer(sock, size: int) -> None:
+    """The socket's send buffer set to ``size`` bytes (-1: the system's, autotuned)."""
+    if size > 0 and sock is not None:
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, size)
+        except OSError:
+            pass  # not settable here: the system's buffer serves
+
+
+def _sendfile_now(sock_fd: int, file_fd: int, region: FileRegion) -> int:
+    """How many bytes of ``region`` the (non-blocking) socket took now, os.sendfile until it would block."""
+    sent = 0
+    while sent < region.size:
+        try:
+            n = os.sendfile(sock_fd, file_fd, region.position + sent, region.size - sent)
+        except (BlockingIOError, InterruptedError):
+            break
+        except OSError as e:
+            if sent or isinstance(e, ConnectionError):
+                raise
+            break  # no sendfile for this file or socket: the event loop's sendfile falls back to copying
+        if n == 0:  # the file ends before the region: the event loop's sendfile meets it too
+            break
+        sent += n
+    return sent
 
 
 def default_state_path(log_dir: str) -> str:
