@@ -60,7 +60,8 @@ def test_spans_refuse_overlapping_input():
 def test_pyarrow_s_pandas_support_returns_once_pandas_is_imported_after_a_scan_spared_it():
     """Issue 57: :func:`arrow_without_pandas` tells pyarrow pandas is absent while no pandas object can
     exist; Arrow conversions work without it, and the first import of pandas afterwards turns pyarrow's
-    pandas support back on (a Series' NaN is null, as pyarrow reads a Series), as does ``to_pandas``."""
+    pandas support back on (a Series' NaN is null, as pyarrow reads a Series; pandas keeps its own loader),
+    as does ``to_pandas``."""
     import subprocess
     import sys
     code = ("import sys\n"
@@ -70,6 +71,7 @@ def test_pyarrow_s_pandas_support_returns_once_pandas_is_imported_after_a_scan_s
             "assert pa.RecordBatch.from_pylist([{'a': 1}]).num_rows == 1\n"
             "assert 'pandas' not in sys.modules\n"
             "import pandas as pd\n"
+            "assert type(pd.__loader__) is type(pd.__spec__.loader) is type(pd.core.__loader__), pd.__loader__\n"
             "print(pa.array(pd.Series([1.0, None])).null_count, pa.table({'a': [1]}).to_pandas().shape)\n")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120,

@@ -44,7 +44,9 @@ class _PandasImported(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module) -> None:
         """pandas run by its own loader; then pyarrow's pandas support is asked for, which imports
-        it again (the module now in ``sys.modules``) and turns pyarrow's pandas support back on."""
+        it again (the module now in ``sys.modules``) and turns pyarrow's pandas support back on.  pandas
+        sees its own loader, as if this one had never been there."""
+        module.__loader__ = module.__spec__.loader = self.loader
         self.loader.exec_module(module)
         pyarrow.lib._pandas_api.pd  # noqa: B018  (pyarrow's shim retries the import when asked)
 
@@ -60,8 +62,8 @@ class _PandasBlocked(importlib.abc.MetaPathFinder):
 
 
 def arrow_without_pandas() -> None:
-    """Spare a process that never uses pandas its import (~0.45 s, ~9 % of a whole one-machine
-    ``kfx scan``; issue 57).  pyarrow's first conversion of anything that is not already an Arrow
+    """Spare a process that never uses pandas its import (0.25-0.45 s, up to ~9 % of a whole
+    one-machine ``kfx scan``; issue 57).  pyarrow's first conversion of anything that is not already an Arrow
     array (``pa.array`` of a list or even of a numpy array, ``from_pylist``, ``pa.table`` of lists)
     imports pandas, only to ask whether the object is a pandas Series.  While pandas is not imported
     no pandas object exists, so pyarrow is told, once, that pandas is absent; the first import of
