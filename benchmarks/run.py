@@ -248,14 +248,14 @@ def archive_process(name: str, arg: str) -> dict:
     else:
         cmd = [sys.executable, "-c", PLAIN_SCAN_SCRIPT, arg, SEARCH, str(_MARCH_1), str(_MARCH_1 + WEEK_MS)]
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     with PeakMemory(p.pid) as mem:
-        printed, _ = p.communicate()
+        printed, said = p.communicate()
     out = {"bytes": _log_bytes(arg), "seconds_override": time.perf_counter() - t0, "peak_rss_mb": mem.peak / 2**20}
     if name == ARCHIVE_PROCESSES[0]:
         found = _KFX_ANSWERS.search(printed)
         if p.returncode not in (0, 1) or found is None:
-            raise SystemExit(f"{name} failed ({p.returncode}):\n{printed}")
+            raise SystemExit(f"{name} failed ({p.returncode}):\n{printed}{said}")
         out["records"], out["hits"] = int(found[1]), int(found[2])
     else:
         if p.returncode != 0:

@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
+from kafkaforensics.log.record_arrow import arrow_without_pandas
 from kafkaforensics.records.schema import ROW_KINDS, SOURCE_COLUMNS
 from kafkaforensics.spark.parquet_dir import DAY_MS, PARTITION_COLUMNS, parquet_dir, part_name, write_parquet_dir, write_parts
 from kafkaforensics.spark.scan_plan import Layout
@@ -227,6 +228,7 @@ def scan_here(request: ScanRequest, min_partitions: int | None = None) -> ScanRe
     having written nothing, when a read it holds would pass ``DRIVER_TABLE_BYTES`` in memory (Spark's
     tasks must read it).  ``min_partitions``: the
     parallelism its splits are planned for (default: this machine's cores, as ``local[*]``)."""
+    arrow_without_pandas()  # nothing here uses pandas: pyarrow's first conversion must not import it
     paths, out, level, search, split_bytes = request.paths, request.out, request.level, request.search, request.split_bytes
     partition_by = request.partition_by
     opts, listing = _scan_inputs(paths, level, request.options, request.listing)

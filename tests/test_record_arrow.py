@@ -1,5 +1,7 @@
 """The Spark records level's Arrow columns, built from spans without a Python object per record,
 equal the records' own values (``Batch.records()``)."""
+import os
+
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -53,3 +55,25 @@ def test_spans_refuse_overlapping_input():
     except ValueError:
         return
     raise AssertionError("overlapping spans were accepted")
+
+
+def test_pyarrow_s_pandas_support_returns_once_pandas_is_imported_after_a_scan_spared_it():
+    """Issue 57: :func:`arrow_without_pandas` tells pyarrow pandas is absent while no pandas object can
+    exist; Arrow conversions work without it, and the first import of pandas afterwards turns pyarrow's
+    pandas support back on (a Series' NaN is null, as pyarrow reads a Series; pandas keeps its own loader),
+    as does ``to_pandas``."""
+    import subprocess
+    import sys
+    code = ("import sys\n"
+            "import pyarrow as pa\n"
+            "from kafkaforensics.log.record_arrow import arrow_without_pandas\n"
+            "arrow_without_pandas(); arrow_without_pandas()\n"
+            "assert pa.RecordBatch.from_pylist([{'a': 1}]).num_rows == 1\n"
+            "assert 'pandas' not in sys.modules\n"
+            "import pandas as pd\n"
+            "assert type(pd.__loader__) is type(pd.__spec__.loader) is type(pd.core.__loader__), pd.__loader__\n"
+            "print(pa.array(pd.Series([1.0, None])).null_count, pa.table({'a': [1]}).to_pandas().shape)\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=root))
+    assert out.stdout.split() == ["1", "(1,", "1)"], out.stdout + out.stderr

@@ -9,13 +9,77 @@ up to the next one is a valid Arrow array, and taking its even elements is the c
 """
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
+import sys
+
 import numpy as np
 import pyarrow as pa
+import pyarrow.lib
 
 from specs.layout import INT32_MAX
 
 from kafkaforensics.log.record_columns import RecordColumns
 
+
+
+class _PandasImported(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """The finder :func:`arrow_without_pandas` leaves on ``sys.meta_path``: it loads pandas as the
+    path finder would, then tells pyarrow that pandas is there (and leaves the path)."""
+
+    def find_spec(self, name, path=None, target=None):
+        """pandas' spec with this loader around its own; None for any other module."""
+        if name != "pandas":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is not None and spec.loader is not None:
+            self.loader = spec.loader
+            spec.loader = self
+        return spec
+
+    def create_module(self, spec):
+        """As pandas' own loader."""
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module) -> None:
+        """pandas run by its own loader; then pyarrow's pandas support is asked for, which imports
+        it again (the module now in ``sys.modules``) and turns pyarrow's pandas support back on.  pandas
+        sees its own loader, as if this one had never been there."""
+        module.__loader__ = module.__spec__.loader = self.loader
+        self.loader.exec_module(module)
+        pyarrow.lib._pandas_api.pd  # noqa: B018  (pyarrow's shim retries the import when asked)
+
+
+class _PandasBlocked(importlib.abc.MetaPathFinder):
+    """The finder on ``sys.meta_path`` while pyarrow asks whether pandas is importable: it is not."""
+
+    def find_spec(self, name, path=None, target=None):
+        """ModuleNotFoundError for pandas; None (the next finder's answer) for any other module."""
+        if name == "pandas":
+            raise ModuleNotFoundError("pandas left unimported for pyarrow's first conversion", name="pandas")
+        return None
+
+
+def arrow_without_pandas() -> None:
+    """Spare a process that never uses pandas its import (0.25-0.45 s, up to ~9 % of a whole
+    one-machine ``kfx scan``; issue 57).  pyarrow's first conversion of anything that is not already an Arrow
+    array (``pa.array`` of a list or even of a numpy array, ``from_pylist``, ``pa.table`` of lists)
+    imports pandas, only to ask whether the object is a pandas Series.  While pandas is not imported
+    no pandas object exists, so pyarrow is told, once, that pandas is absent; the first import of
+    pandas afterwards, by anyone, turns pyarrow's pandas support back on (:class:`_PandasImported`),
+    and a use of pandas through pyarrow (``to_pandas``) imports it again itself.  Nothing to do once
+    pandas is imported (pyarrow's ``have_pandas`` cannot be read without importing it).  (Kept to the
+    one-machine scan, which never uses pandas.)"""
+    if "pandas" in sys.modules or any(isinstance(f, _PandasImported) for f in sys.meta_path):
+        return
+    block = _PandasBlocked()
+    sys.meta_path.insert(0, block)
+    try:
+        pa.array([])  # pyarrow asks for pandas on its first conversion of a list: absent
+    finally:
+        sys.meta_path.remove(block)
+    sys.meta_path.insert(0, _PandasImported())
 
 
 def spans(buf: bytes, start: np.ndarray, length: np.ndarray, type=pa.binary()) -> pa.Array:
