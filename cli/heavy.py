@@ -21,10 +21,6 @@ typer = lazy("typer", globals())
 pyspark = lazy("pyspark", globals())
 #: kfx's help format (cli/helpformat.py): typer's classes extended, so loaded with typer only
 typer_help = lazy("cli.helpformat", globals())
-#: the one project module loaded here: `kfx verify` asks it a problem's remedy only when a report has
-#: problems, and its import (its own tables and the decoders it pulls in, ~30 ms of CPU) would be a
-#: quarter of a clean verify's start-up (tests/test_startup.py, benchmarks' start-up rows)
-analyzer = lazy("kafkaforensics.inspect.analyzer", globals())
 #: the schema store and decoders of ``--decode`` (cli/schemas.py): urllib's HTTP client, protobuf,
 #: fastavro and jsonschema, which no line without ``--decode`` needs
 schemas = lazy("cli.schemas", globals())

@@ -389,3 +389,21 @@ def test_a_clean_verify_line_imports_only_its_path():
         code, mods = imported_modules("-m", "cli.main", *argv)
         assert code == 0 and "kafkaforensics.inspect.verify" in mods, argv
         assert not mods & NOT_ON_VERIFYS_PATH, (argv, sorted(mods & NOT_ON_VERIFYS_PATH))
+
+
+def test_a_verify_with_problems_gives_their_remedies_without_the_analyzer(tmp_path):
+    """A damaged segment's verify report names each problem's remedy (inspect/remedies.py), and the
+    line still never loads the analyzer (the last project module cli/heavy.py loaded lazily for it)."""
+    seg = tmp_path / "orders-0" / os.path.basename(SMALL)
+    seg.parent.mkdir()
+    data = bytearray(open(SMALL, "rb").read())
+    data[len(data) // 2] ^= 0xFF  # a record byte of a middle batch: its CRC fails
+    seg.write_bytes(bytes(data))
+    code, mods = imported_modules("-m", "cli.main", "verify", str(seg))
+    assert code == 1 and "kafkaforensics.inspect.remedies" in mods
+    assert "kafkaforensics.inspect.analyzer" not in mods
+    proc = subprocess.run([sys.executable, "-m", "cli.main", "verify", "--json", str(seg)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    remedies = {p["kind"]: p.get("remedy") or "" for p in __import__("json").loads(proc.stdout)["problems"]}
+    assert proc.returncode == 1 and "kfx recover --dry-run" in remedies["crc-mismatch"], proc.stdout
+    assert all(r.startswith("kfx ") for r in remedies.values()), remedies

@@ -12,6 +12,7 @@ from cli.declare import Argument, Exit, Option
 from cli.options import JSON, KAFKA_VERSION, rules_version
 from cli.remote import KEY_FILE, REMOTE, open_remote
 from kafkaforensics.inspect import verify as inspect_verify
+from kafkaforensics.inspect.remedies import problem_remedy
 from kafkaforensics.log import paths as log_paths
 
 
@@ -60,8 +61,8 @@ def _partition_label(row: dict) -> str:
 
 
 def _remedy(p, tier) -> str:
-    """A problem's remedy: the remote tier's (its objects), else the analyzer's."""
-    return (tier is not None and heavy.both_tiers.remote_remedy(p, tier)) or heavy.analyzer.problem_remedy(p)
+    """A problem's remedy: the remote tier's (its objects), else its kind's (inspect/remedies.py)."""
+    return (tier is not None and heavy.both_tiers.remote_remedy(p, tier)) or problem_remedy(p)
 
 
 def verify_report_lines(rep, tier=None) -> list:

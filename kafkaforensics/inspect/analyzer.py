@@ -33,12 +33,13 @@ from kafkaforensics.log.remote import RemoteTier
 from kafkaforensics.log.segment import (INDEX_SUFFIXES, LOG, SNAPSHOT, file_name, offset_from_name,
                                         sibling)
 from kafkaforensics.log.tiered import remote_segments
-from kafkaforensics.log.tier_reconcile import REMEDIES as TIER_REMEDIES, check_partition
+from kafkaforensics.log.tier_reconcile import check_partition
 from kafkaforensics.inspect.dump import TOPIC_DECODERS, decode_record
 from kafkaforensics.inspect.schema_timeline import SchemaTimeline, schema_remedy
 from kafkaforensics.log.schema_topic import SCHEMAS_TOPIC, load_schema_store
 from kafkaforensics.records.schema_decode import SchemaDecoder
-from kafkaforensics.inspect.both_tiers import REMOTE_REMEDIES, remote_remedy
+from kafkaforensics.inspect.both_tiers import remote_remedy
+from kafkaforensics.inspect.remedies import problem_remedy, remedy_for
 from kafkaforensics.inspect.verify import (TAIL_KINDS, WARNING_KINDS, VerifyReport, verify_identity,
                                            verify_log_dir_files, verify_partition, verify_partition_files)
 from kafkaforensics.log.paths import (FILE, LOG_DIR, PARTITION_DIR, PathUsageError, classify_for, live_log_dirs,
@@ -76,117 +77,6 @@ class Finding:
         if a is None or b is None or a == b:
             return f"offset {a if a is not None else b}"
         return f"offsets {a}..{b}"
-
-
-_INDEX_KINDS = {"index-mismatch", "index-past-end", "index-size", "index-zero-tail", "missing-index", "missing-timeindex",
-                "timeindex-mismatch", "timeindex-order", "txnindex-missing", "txnindex-mismatch", "txnindex-extra",
-                "orphan-index"}
-#: damage Kafka's log loading truncates away (LogSegment.recover): the tail from the first bad batch
-_TAIL_KINDS = TAIL_KINDS
-
-
-def remedy_for(f: Finding, partition_dir: str, producer: tuple | None = None) -> str:
-    """One line saying what to do about a finding, with the real paths, topic, partition and offsets.
-
-    ``producer``: (producer id, epoch, coordinator epoch) of a hanging transaction, for the form of
-    the abort command that brokers before 3.0 need (TransactionsCommand's abort options)."""
-    k, d = f.kind, partition_dir
-    tp = parse_partition_dir_name(d)
-    if k in TIER_REMEDIES:
-        return TIER_REMEDIES[k]
-    if k in REMOTE_REMEDIES:   # an object of the remote tier that cannot be read (verify --remote's remedies)
-        return REMOTE_REMEDIES[k]
-    if k == "hanging-transaction":
-        topic, part = tp if tp else ("TOPIC", "PARTITION")
-        old = (f"; brokers before 3.0: --producer-id {producer[0]} --producer-epoch {producer[1]} "
-               f"--coordinator-epoch {max(0, producer[2])} instead of --start-offset" if producer else "")
-        return (f"abort it through the cluster: kafka-transactions.sh --bootstrap-server HOST:PORT abort "
-                f"--topic {topic} --partition {part} --start-offset {f.first_offset} "
-                f"(kfx recover cannot: the marker must come from the transaction coordinator{old})")
-    if k == "missing-index":
-        return (f"nothing needed: Kafka rebuilds a missing offset index when it loads the log; "
-                f"kfx reindex {sibling(f.file, LOG) if f.file else d} rebuilds it now, byte-identical")
-    if k in _INDEX_KINDS:
-        target = f.file or d
-        if k == "orphan-index":
-            return f"nothing needed: Kafka's log loading deletes it; kfx recover {d} removes it now (backup kept)"
-        if target.endswith(INDEX_SUFFIXES) and offset_from_name(target) is not None:
-            target = sibling(target, LOG)
-        return f"kfx reindex {target} (rebuilds the segment's indexes as Kafka's recovery does, with a backup)"
-    if k in _TAIL_KINDS:
-        return (f"kfx recover --dry-run {d} shows the truncation Kafka would do at start-up; then kfx recover {d} "
-                "(backup kept); kfx salvage copies out any valid batches after the damage first")
-    if k == "valid-after-damage":
-        return (f"kfx salvage {d} --out NEW_DIR copies them out (with everything valid) before kfx recover {d} "
-                "truncates at the damage as Kafka would")
-    if k == "kfx-temp":
-        part = d if parse_partition_dir_name(d) is not None else "PARTITION_DIR"
-        return f"kfx recover {part} removes it (any partition of the log dir does), or delete it"
-    if k == "not-a-partition-dir":
-        return (f"move {f.file or 'it'} out of the log dir (keep it elsewhere): a broker does not start while "
-                "it is there; kfx recover leaves it alone")
-    if k == "leftover-file":
-        what = ("Kafka renames a .swap over the segments it replaces (an interrupted compaction or split)"
-                if (f.file or "").endswith(".swap") else
-                "Kafka deletes .cleaned/.deleted leftovers on start-up")
-        return f"{what}: kfx recover --dry-run {d}, then kfx recover {d} does the same with a backup"
-    return _history_remedy(k, d)
-
-
-def _history_remedy(k: str, d: str) -> str:
-    """:func:`remedy_for` of the findings about what the log holds (sequences, epochs, offsets,
-    timestamps, checkpoints, metadata) rather than its files."""
-    if k == "sequence-gap":
-        return ("records this producer sent between those sequences are not in this replica (lost to an unclean "
-                "leader election or a truncation?): compare the other replicas with kfx diff, check the broker logs "
-                "for unclean elections and the producer's logs for OutOfOrderSequence errors")
-    if k == "duplicate-sequence":
-        return "the same producer batch was written twice: check for a retried send after a leader change; kfx diff the replicas"
-    if k in ("fenced-producer-write", "epoch-regression"):
-        return "a zombie producer kept writing: find the second instance with the same transactional.id"
-    if k == "offset-gap":
-        return f"if the topic is not compacted, compare the replicas (kfx diff {d} OTHER_REPLICA) for the missing offsets"
-    if k in ("timestamp-regression", "far-future-timestamp", "pre-epoch-timestamp", "timestamp-type-mixed"):
-        return "check the producing clients' clocks and the topic's message.timestamp.type; time-based lookups and retention use these"
-    if k == "marker-without-data":
-        return "harmless after compaction or retention; otherwise compare the replicas with kfx diff"
-    if k == "aborted-transaction":
-        return "nothing to do: read_committed consumers skip these records"
-    if k == "epoch-beyond-log-end":
-        return (f"Kafka drops these entries when it loads the log (kfx recover {d} rewrites leader-epoch-checkpoint "
-                "up to the log end); the log lost what those epochs wrote: kfx diff against another replica")
-    if k in ("leader-epoch-mismatch", "leader-epoch-regression", "epoch-order"):
-        return (f"kfx recover --dry-run {d} (recovery rewrites leader-epoch-checkpoint up to the log end); "
-                "kfx diff the replicas to find where they diverge")
-    if k == "leader-epoch-boundaries":
-        return "nothing to do: where a diverging follower would truncate"
-    if k in ("snapshot-mismatch", "snapshot-beyond-log-end"):
-        return f"kfx recover {d} rebuilds producer snapshots from the log (backup kept)"
-    if k == "log-behind-checkpoint":
-        return ("if this is a copy of a running broker's log dir, copy it again after stopping the broker; "
-                "otherwise the records past the log end are lost here: kfx diff against another replica")
-    if k == "checkpoint-beyond-log-end":
-        return "the log lost data the checkpoint had seen (a truncated disk?): kfx diff against another replica before restarting"
-    if k in ("topic-not-in-metadata", "topic-id-mismatch"):
-        return (f"the metadata log does not know this directory's topic id: a stray or a recreated topic's old "
-                f"copy (a KRaft broker renames such a dir with the -stray suffix and never serves it); keep it as evidence, compare "
-                f"kfx dump --cluster-metadata-decoder of __cluster_metadata-0, and move {d} aside only once understood")
-    if k in ("cluster-id-mismatch", "node-id-mismatch", "duplicate-directory-id"):
-        return ("the broker refuses to start with these log dirs together: find which meta.properties belongs to "
-                "another broker or cluster (a disk mounted in the wrong place?) before changing any of them")
-    if k == "undecodable-record":
-        return (f"the coordinator loading this partition cannot read the record: kfx dump {d} shows it; compare "
-                "a replica (kfx diff) before the broker leads this partition")
-    if k == "segment-overlap":
-        return f"kfx recover --dry-run {d}; keep the original files as evidence and kfx salvage into a new directory"
-    return f"kfx recover --dry-run {d} shows what Kafka's log loading would do"
-
-
-def problem_remedy(p) -> str:
-    """The remedy for a :class:`~.errors.Problem` of ``kfx verify`` (the partition dir taken from its file)."""
-    f = Finding(p.kind, "error", "", p.offset, p.offset, p.position, p.file, p.detail)
-    d = os.path.dirname(os.path.abspath(p.file)) if p.file else "."
-    return remedy_for(f, d if parse_partition_dir_name(d) else (p.file or "."))
 
 
 @dataclass

@@ -19,7 +19,8 @@ from kafkaforensics.log.paths import FILE, LOG_DIR, PARTITION_DIR, classify, log
 from kafkaforensics.log.producer_state import ProducerState
 from kafkaforensics.log.segment import SegmentSummary
 from kafkaforensics.log.remote import RemoteCopy, RemoteTier
-from kafkaforensics.log.tier_reconcile import REMEDIES as TIER_REMEDIES, check_partition
+from kafkaforensics.log.tier_reconcile import check_partition
+from kafkaforensics.inspect.remedies import REMOTE_REMEDIES, TIER_REMEDIES
 from kafkaforensics.log.remote.unified import LOCAL, REMOTE, local_view, remote_below
 
 #: the problem kinds a remote tier's objects give (beside a segment walk's own)
@@ -111,21 +112,6 @@ def _remote_problem(p: Problem, rep: VerifyReport, keys: dict) -> None:
             return
         keys[p.detail] = [p, 1]
     rep.problems.append(p)
-
-
-#: what to do about a remote tier's objects, by problem kind
-REMOTE_REMEDIES = {
-    "remote-manifest": "the broker cannot read this segment from the tier without its manifest: restore the "
-                       ".rsm-manifest object (bucket versioning, a copy of the bucket); its .log and .indexes are untouched",
-    "remote-chunk": "restore the .log object (bucket versioning, a copy of the bucket): consumers fetching these "
-                    "offsets from the tier fail; kfx dump --remote shows the batches before the damaged chunk",
-    "remote-index": "restore the .indexes object (bucket versioning, a copy of the bucket): the broker fetches this "
-                    "index for the segment and fails; the .log is intact",
-    "remote-key": "pass the private key of the key pair the manifests name: --key-file ID=PEM (the plugin's "
-                  "encryption.key.pair.id and its private key file)",
-    "remote-tier": "check that the object exists and that these credentials may read it (a failed or partly "
-                   "deleted copy leaves some objects of a segment behind)",
-}
 
 
 def remote_remedy(p: Problem, tier: RemoteTier) -> str | None:

@@ -17,7 +17,8 @@ The facts (apache/kafka RemoteLogManager, RemoteLogMetadataCache):
 * the remote segments' leader epochs are the leader-epoch cache's own entries at copy time.
 
 Each check returns :class:`~kafkaforensics.errors.Problem` s (kind ``tier-...``): the file is the
-object or metadata record concerned, the detail the evidence; :func:`remedy` is what to do."""
+object or metadata record concerned, the detail the evidence; what to do about each is ``TIER_REMEDIES`` in
+:mod:`kafkaforensics.inspect.remedies`."""
 from __future__ import annotations
 
 from kafkaforensics.errors import KafkaFormatError, Problem
@@ -26,33 +27,6 @@ from kafkaforensics.log.log_config import LogConfig
 from kafkaforensics.log.unified_log import FINISHED, UnifiedLog, unify
 
 DELETED = ("DELETE_SEGMENT_STARTED", "DELETE_SEGMENT_FINISHED")
-
-REMEDIES = {
-    "tier-topic-id-mismatch": "the bucket holds an earlier incarnation of the topic (a cluster restored beside its old "
-                              "bucket, or the topic deleted and recreated): Kafka never reads these objects; keep "
-                              "them as evidence, point remote.log.storage at this cluster's own prefix, and delete "
-                              "the old prefix only once nothing needs it",
-    "tier-orphan-object": "Kafka never reads these objects (only COPY_SEGMENT_FINISHED segments are read) and will "
-                          "not delete them: after keeping a copy as evidence, delete the segment's .log, .indexes "
-                          "and .rsm-manifest objects from the bucket",
-    "tier-missing-object": "the metadata says the segment is in the tier but its objects are gone: consumers "
-                           "fetching these offsets fail; restore the objects from a bucket backup or versioning, "
-                           "else the offsets are lost (kfx explain shows what else holds them)",
-    "tier-gap": "these offsets are in neither tier: check a replica's local log (kfx diff) and the bucket's "
-                "versioning or backups for the missing segment",
-    "tier-overlap": "two copied segments hold the same offsets: Kafka reads the one whose leader epochs the "
-                    "leader-epoch chain names; compare both (kfx dump) and keep the other as evidence",
-    "tier-retention-expired": "Kafka's RemoteLogManager deletes it on its next expiration run: in a copy of a "
-                              "stopped cluster nothing to do; on a live one check the broker logs for "
-                              "RLMExpirationTask errors (remote.log.manager.task.interval.ms)",
-    "tier-deleted-in-retention": "data inside the topic's retention was deleted: restore the objects from the "
-                                 "bucket's versioning or backups if any; upgrade the brokers past KAFKA-20732 "
-                                 "(3.9/4.0/4.1/4.2 backports, 4.3.2) before the next leader change",
-    "tier-epoch-mismatch": "the remote segment was copied by a leader whose epoch lineage differs from this "
-                           "replica's: compare the replicas' leader-epoch-checkpoint (kfx diff) and the broker "
-                           "logs for an unclean leader election; consumers may read records the local log lost",
-}
-
 
 def reconcile(ul: UnifiedLog, retention_ms: int | None = None, retention_bytes: int | None = None,
               now: int = 0) -> list[Problem]:
