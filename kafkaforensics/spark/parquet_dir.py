@@ -182,6 +182,13 @@ def _gathered(batches, schema, row_group_bytes: int, counted: list):
         yield pa.Table.from_batches(held, schema=schema).combine_chunks().to_batches()[0]
 
 
+def _template(name: str) -> str:
+    """pyarrow's ``basename_template`` for the part ``name``: its file counter, Spark's ``c000``
+    (the last one: the job's uuid before it may hold ``c000`` too), as ``c{i}``."""
+    at = name.rindex("c000")
+    return f"{name[:at]}c{{i}}{name[at + 4:]}"
+
+
 def write_parts(batches, into: str, name: str, schema, partition_by=(), empty_too: bool = False,
                 row_group_bytes: int = ROW_GROUP_BYTES) -> tuple[int, list[str]]:
     """The one writer of every Parquet part kfx writes (a records export's split, here or by Spark's
@@ -202,7 +209,7 @@ def write_parts(batches, into: str, name: str, schema, partition_by=(), empty_to
                     if partition_by else None)
     try:
         pads.write_dataset(_gathered(batches, schema, row_group_bytes, counted), attempt, schema=schema,
-                           format="parquet", partitioning=partitioning, basename_template=name.replace("c000", "c{i}"),
+                           format="parquet", partitioning=partitioning, basename_template=_template(name),
                            use_threads=False, preserve_order=True, existing_data_behavior="overwrite_or_ignore",
                            file_options=pads.ParquetFileFormat().make_write_options(**_OPTIONS),
                            file_visitor=lambda f: written.append(os.path.relpath(f.path, attempt)))
