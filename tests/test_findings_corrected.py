@@ -64,6 +64,27 @@ def test_groups_flag_a_commit_on_a_partition_whose_log_is_gone(tmp_path, kfx):
             "its segments are gone)") in r.stderr
 
 
+def test_groups_measure_an_empty_partition_from_its_checkpointed_log_start(tmp_path, kfx):
+    """orders-0's segments all gone, its log start checkpointed at 12 (retention deleted them): Kafka
+    (2.3+) loads it as one empty segment at 12, so a commit of 12 is caught up and one of 7 lags by 5,
+    neither past the log end (with a log end of 0, both were flagged as lost records)."""
+    logdir = tmp_path / "logs"
+    p = write_partition(str(logdir / "orders-0"), _batches())
+    commits = [encode_offset_commit("audit", "orders", 0, 12, commit_ts=T0),
+               encode_offset_commit("billing", "orders", 0, 7, commit_ts=T0)]
+    write_partition(str(logdir / "__consumer_offsets-0"),
+                    [build_v2([Record(i, T0, k, v, []) for i, (k, v) in enumerate(commits)], base_offset=0)])
+    for f in os.listdir(p):
+        if f.endswith((".log", ".index", ".timeindex")):
+            os.remove(os.path.join(p, f))
+    (logdir / "log-start-offset-checkpoint").write_text("0\n1\norders 0 12\n")
+    r = kfx("groups", logdir, "--json")
+    rows = {x["group"]: x for x in json.loads(r.stdout)["offsets"]}
+    assert (rows["audit"]["logEndOffset"], rows["audit"]["pastLogEnd"], rows["audit"]["lag"]) == (12, False, 0), rows
+    assert (rows["billing"]["logEndOffset"], rows["billing"]["pastLogEnd"], rows["billing"]["lag"]) == (12, False, 5), rows
+    assert r.exit_code == 0, r.stdout
+
+
 def _flip_record_byte(seg, position, size):
     with open(seg, "r+b") as f:  # a byte of the records: the CRC fails, the framing holds
         f.seek(position + size - 5)

@@ -20,14 +20,17 @@ from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.inspect.explain import lag_split, lag_text, scan
 from kafkaforensics.records.internal_topics import decode_offsets
 from kafkaforensics.log.kraft import metadata_topic_ids
+from kafkaforensics.log.log_loader import empty_partition_log_end
 from kafkaforensics.log.partition import METADATA_PARTITION, Partition, find_partitions
 from kafkaforensics.log.paths import LOG_DIR, PathUsageError, classify_for
 from kafkaforensics.log.unified_log import unify_all
 
 
 def _log_end_offset(pd) -> int:
-    """The log end offset of a partition dir as Kafka loads it (one with no segment: its log start)."""
-    return Partition.of(pd).load(producers=False).log_end_offset
+    """The log end offset of a partition dir as Kafka loads it (one with no segment: where the load
+    puts it, :func:`~kafkaforensics.log.log_loader.empty_partition_log_end`)."""
+    p = Partition.of(pd)
+    return p.load(producers=False).log_end_offset if pd.segments else empty_partition_log_end(p)
 
 
 def replay_offsets(pd) -> list[tuple[dict, dict | None, int]]:

@@ -39,7 +39,7 @@ from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.fsutil import _step, atomic_write
 from kafkaforensics.log.indexing import SegmentIndexes
 from kafkaforensics.log import load_walk
-from kafkaforensics.log.kafka_version import kafka_version
+from kafkaforensics.log.log_loader import empty_partition_log_end
 from kafkaforensics.log.leader_epochs import LeaderEpochCache
 from kafkaforensics.log.partition import Partition
 from kafkaforensics.log.producer_state import ProducerState
@@ -76,7 +76,7 @@ class LiveLog(Partition):
         self._written = False
         self._log_file: io.FileIO | None = None
         self.recent: dict[int, deque] = {}       # pid -> last 5 (epoch, first seq, last seq, base offset)
-        self.active = self.segments[-1].base_offset if self.segments else self._empty_log_end()
+        self.active = self.segments[-1].base_offset if self.segments else empty_partition_log_end(self)
         self.idx = SegmentIndexes(self.active, index_interval)
         #: what fails validation: each segment's first batch whose CRC fails, and where a segment's
         #: walk ends before its end (a torn tail, a bad size...), as located problems
@@ -122,16 +122,6 @@ class LiveLog(Partition):
         self.epochs: LeaderEpochCache = self.leader_epochs()
         moved = bool(self.segments) and self._log_start > self.segments[0].base_offset   # a checkpointed log start
         load_walk.truncate_leader_epochs(self.epochs, self.next_offset, self._log_start if moved else 0)
-
-    def _empty_log_end(self) -> int:
-        """Where the load puts a log without segments (:func:`~.load_walk.empty_log_end`): at its
-        checkpointed log start from 2.3, at 0 before, by the rules of the generation that wrote the log
-        dir (asked only when a log start is checkpointed: 0 is every generation's answer otherwise)."""
-        try:
-            start = self.checkpointed_log_start()
-        except KafkaFormatError:
-            start = None
-        return load_walk.empty_log_end(start, kafka_version(self.path).rules()) if start else 0
 
     def crc_unchecked(self, base_offset: int, position: int) -> bool:
         """Whether the batch at byte ``position`` of the segment at ``base_offset`` lies where the load

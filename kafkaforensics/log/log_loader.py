@@ -44,7 +44,7 @@ from kafkaforensics.log.load_plan import PHASES, Action, LoadOptions, PlanFiles,
 from kafkaforensics.log.load_snapshots import SnapshotPlan
 from kafkaforensics.log import load_plan, load_walk
 from kafkaforensics.log.log_config import LogConfig
-from kafkaforensics.log.partition import (METADATA_PARTITION, UNKNOWN_DIR_SUFFIX, LogDir, broker_refusal,
+from kafkaforensics.log.partition import (METADATA_PARTITION, UNKNOWN_DIR_SUFFIX, LogDir, Partition, broker_refusal,
                                          parse_partition_dir_name, partition_dir_state)
 from kafkaforensics.log.producer_state import ProducerState
 from kafkaforensics.log.segment import (INDEX_BY_SUFFIX, INDEX_SUFFIXES, KRAFT_SNAPSHOT_FILE_RE, LOG, NEW_SEGMENT_SUFFIXES,
@@ -57,6 +57,19 @@ def _checkpointed(log_dir: str, name: str, tp, notes: list[str]) -> int | None:
     except KafkaFormatError as e:
         notes.append(f"{name} unreadable ({e.problem.detail}): taken as having no entry, as Kafka does")
         return None
+
+
+def empty_partition_log_end(p: Partition) -> int:
+    """Where the load puts the log end of partition ``p`` when it has no segment
+    (:func:`~.load_walk.empty_log_end`): its checkpointed log start from 2.3, 0 before, by the rules
+    of the generation that wrote its log dir (asked only when a log start is checkpointed: 0 is every
+    generation's answer otherwise; an unreadable checkpoint counts as none).  The broker's start
+    (:class:`~.live_log.LiveLog`) and ``kfx groups``' lag ask it."""
+    try:
+        start = p.checkpointed_log_start()
+    except KafkaFormatError:
+        start = None
+    return load_walk.empty_log_end(start, resolve_kafka_version(p.path).rules()) if start else 0
 
 
 class LogLoader:
