@@ -40,19 +40,25 @@ def test_groups_flag_a_commit_past_the_log_end(tmp_path, kfx):
     assert [x["pastLogEnd"] for x in j["offsets"]] == [False, True]
 
 
-def test_groups_flag_a_commit_on_a_partition_whose_log_is_gone(tmp_path, kfx):
-    """orders-0's segments deleted (its dir left): Kafka loads it empty at its log start (0), so a commit
-    of 7 there is past its log end -- flagged, exit 1, and the JSON and text say the log is gone. A
-    partition with no dir at all (another broker's) stays unjudged."""
+def _commits_on_a_log_gone(tmp_path, commits):
+    """A log dir whose orders-0 had 12 records and lost its segments (its dir left), beside a
+    __consumer_offsets-0 holding ``commits``."""
     logdir = tmp_path / "logs"
     p = write_partition(str(logdir / "orders-0"), _batches())
-    commits = [encode_offset_commit("audit", "orders", 0, 7, commit_ts=T0),
-               encode_offset_commit("audit", "orders", 1, 3, commit_ts=T0)]
     write_partition(str(logdir / "__consumer_offsets-0"),
                     [build_v2([Record(i, T0, k, v, []) for i, (k, v) in enumerate(commits)], base_offset=0)])
     for f in os.listdir(p):
         if f.endswith((".log", ".index", ".timeindex")):
             os.remove(os.path.join(p, f))
+    return logdir
+
+
+def test_groups_flag_a_commit_on_a_partition_whose_log_is_gone(tmp_path, kfx):
+    """orders-0's segments deleted (its dir left): Kafka loads it empty at its log start (0), so a commit
+    of 7 there is past its log end -- flagged, exit 1, and the JSON and text say the log is gone. A
+    partition with no dir at all (another broker's) stays unjudged."""
+    logdir = _commits_on_a_log_gone(tmp_path, [encode_offset_commit("audit", "orders", 0, 7, commit_ts=T0),
+                                               encode_offset_commit("audit", "orders", 1, 3, commit_ts=T0)])
     r = kfx("groups", logdir, "--json")
     assert r.exit_code == 1
     rows = {x["partition"]: x for x in json.loads(r.stdout)["offsets"]}
@@ -68,15 +74,8 @@ def test_groups_measure_an_empty_partition_from_its_checkpointed_log_start(tmp_p
     """orders-0's segments all gone, its log start checkpointed at 12 (retention deleted them): Kafka
     (2.3+) loads it as one empty segment at 12, so a commit of 12 is caught up and one of 7 lags by 5,
     neither past the log end (with a log end of 0, both were flagged as lost records)."""
-    logdir = tmp_path / "logs"
-    p = write_partition(str(logdir / "orders-0"), _batches())
-    commits = [encode_offset_commit("audit", "orders", 0, 12, commit_ts=T0),
-               encode_offset_commit("billing", "orders", 0, 7, commit_ts=T0)]
-    write_partition(str(logdir / "__consumer_offsets-0"),
-                    [build_v2([Record(i, T0, k, v, []) for i, (k, v) in enumerate(commits)], base_offset=0)])
-    for f in os.listdir(p):
-        if f.endswith((".log", ".index", ".timeindex")):
-            os.remove(os.path.join(p, f))
+    logdir = _commits_on_a_log_gone(tmp_path, [encode_offset_commit("audit", "orders", 0, 12, commit_ts=T0),
+                                               encode_offset_commit("billing", "orders", 0, 7, commit_ts=T0)])
     (logdir / "log-start-offset-checkpoint").write_text("0\n1\norders 0 12\n")
     r = kfx("groups", logdir, "--json")
     rows = {x["group"]: x for x in json.loads(r.stdout)["offsets"]}
