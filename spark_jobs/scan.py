@@ -36,13 +36,14 @@ from kafkaforensics.records.schema import ROW_KINDS, SOURCE_COLUMNS
 from kafkaforensics.spark.parquet_dir import DAY_MS, PARTITION_COLUMNS, parquet_dir, part_name, write_parquet_dir, write_parts
 from kafkaforensics.spark.scan_plan import Layout
 from kafkaforensics.spark.engine import RunPlan, ScanAsk, on_session, plan_run
+from kafkaforensics.spark.java_regex import python_pattern
 from spark_jobs.job_args import fail, job_arguments, source_options
 from spark_jobs.output import check_out, write_planned, written_here
 from spark_jobs.planned_read import check_inputs, frame_of, listing_of, planned_reader, read_here, read_planned, segment_bytes, source_for
 from spark_jobs.session import job_spark
 from spark_jobs.inventory import WHERE, inventory_of, inventory_table, replicas_of, replicas_table
 from spark_jobs.races import RACES_SCHEMA, RaceRecords, races_of, races_table, replicated, slim_records
-from spark_jobs.search import matches, pattern_problem, python_pattern, search_table, sorted_hits
+from spark_jobs.search import matches, pattern_problem, search_table, sorted_hits
 
 
 #: each export level and the ``rowKind`` of its rows

@@ -18,7 +18,6 @@ import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
 from kafkaforensics.records.schema import SOURCE_COLUMNS
-from kafkaforensics.spark.java_regex import python_pattern  # noqa: F401 -- where the jobs ask it
 from spark_jobs.job_args import fail, job_arguments, source_options
 from spark_jobs.output import check_out
 from spark_jobs.planned_read import check_inputs, read
@@ -129,7 +128,8 @@ def _candidates(records: pa.Table, pattern: str):
 
 def search_table(records: pa.Table, pattern: str, python: str) -> pa.Table:
     """:func:`matches` over a records read held in this process (an Arrow table), with no Spark:
-    ``python`` is ``pattern`` as :func:`python_pattern` gives it.  The same rows, columns, values and
+    ``python`` is ``pattern`` as :func:`~kafkaforensics.spark.java_regex.python_pattern` gives it.  The
+    same rows, columns, values and
     order as Spark's (``tests/test_spark_views.py``).  An ASCII literal is looked for in the bytes
     first (:func:`_candidates`); only the rows holding it are read in Python."""
     rx = re.compile(python, re.ASCII)

@@ -155,7 +155,8 @@ def test_a_search_hit_says_what_matched_and_carries_its_headers_as_text(spark, t
     from kafkaforensics.log.writer import write_partition
     from kafkaforensics.records.batch import Record
     from kafkaforensics.records.builder import build_v2
-    from spark_jobs.search import matches, python_pattern, search_table
+    from kafkaforensics.spark.java_regex import python_pattern
+    from spark_jobs.search import matches, search_table
     recs = [Record(0, 1000, b"ORD-1", b"plain", [("trace", b"x")]),
             Record(1, 1000, b"k", b"has ORD-1 in it", []),
             Record(2, 1000, b"k", b"plain", [("ref", b"ORD-1\xff"), ("other", b"no")]),
