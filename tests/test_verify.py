@@ -228,14 +228,17 @@ def test_index_entry_pointing_past_its_offset(sample):
 def test_verify_over_header_runs_equals_batch_by_batch(tmp_path_factory, monkeypatch, data):
     """Whatever the damage (bytes of logs and indexes, header fields, cuts), verify over header
     runs -- in small windows and short runs, so that batches straddle windows and runs end
-    anywhere -- reports exactly what the batch-by-batch walk reports."""
+    anywhere, their copies read ahead or not -- reports exactly what the batch-by-batch walk reports."""
     from kafkaforensics.log import segment as seg_mod
     from kafkaforensics.inspect import verify as verify_mod
     from tests.corruption import damaged_partition
 
     part = str(tmp_path_factory.mktemp("runs") / "t-0")
     damaged_partition(part, data)
+    from kafkaforensics.log import read_ahead
     monkeypatch.setattr(seg_mod, "RUN_WINDOW", data.draw(st.sampled_from([128, 700, 1 << 20])))
+    idle = data.draw(st.booleans())  # the copies read ahead on a second thread, or by the walk itself
+    monkeypatch.setattr(read_ahead, "idle_core", lambda: idle)
     monkeypatch.setattr(seg_mod, "RUN_BYTES", data.draw(st.sampled_from([100, 2000, 16 << 20])))
     limit = data.draw(st.sampled_from([None, None, 1000]))
     monkeypatch.setattr(verify_mod, "SMALL_SEGMENT_BYTES", -1)  # every segment over runs

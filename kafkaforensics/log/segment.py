@@ -25,6 +25,7 @@ from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.records import header_list, header_run, int64, walks
 from kafkaforensics.log import offset_index, time_index, txn_index
 from kafkaforensics.log.file_region import FileRegion, SourceRegion
+from kafkaforensics.log.read_ahead import WindowReader, window_reader
 
 #: baseOffset, batchLength: the LOG_OVERHEAD every magic shares
 LOG_PREFIX = R.LOG_PREFIX_STRUCT
@@ -253,20 +254,28 @@ class BatchScanner:
         columns (CRCs checked on the way) and only what the run walk declines comes as a Batch.
 
         With ``fd`` (the same file, open for reading) runs are walked in ``window``-sized copies
-        read with ``preadv``: the CRCs then run over bytes the copy left in the CPU cache, not over
-        mapped pages touched for the first time; a batch larger than the window is left to the
-        batch-by-batch step.  ``tests/test_verify.py`` proves verify over runs equal to verify
-        batch by batch.  With ``lists`` the runs are :class:`~.header_list.ListRun` (no numpy).
+        (:func:`~.read_ahead.window_reader`: read ahead on a second thread over a large file): the
+        CRCs then run over bytes the copy left in the CPU cache, not over mapped pages touched for the
+        first time; a batch larger than two windows is left to the batch-by-batch step.
+        ``tests/test_verify.py`` proves verify over runs equal to verify batch by batch.  With
+        ``lists`` the runs are :class:`~.header_list.ListRun` (no numpy).
         """
+        if self.start < 0:
+            self._step(self.start)
+            return
+        reader = None if fd is None else window_reader(fd, self.start, self.end, window or RUN_WINDOW)
+        try:
+            yield from self._runs(reader, lists)
+        finally:
+            if reader is not None:
+                reader.close()
+
+    def _runs(self, reader: WindowReader | None, lists: bool):
+        """:meth:`_iter_runs_fast`'s walk, over ``reader``'s copies (or the mapping without one)."""
         walk_run = header_list.walk_run
         buf, end = self.buf, self.end
         limit = INT64_MAX if self.max_batch_bytes is None else self.max_batch_bytes - L.LOG_OVERHEAD
-        window = window or RUN_WINDOW
-        copy = memoryview(bytearray(window)) if fd is not None else None
         pos = released = self.start
-        if pos < 0:
-            self._step(pos)
-            return
         while True:
             released = self._release(pos, released)
             # a list run takes each header as walk_run unpacked it; a numpy run, the header bytes
@@ -274,17 +283,19 @@ class BatchScanner:
             bad_crc: list[int] = []
             headers: list[tuple] | bytearray = [] if lists else bytearray()
             run_end = min(end, pos + RUN_BYTES)
-            declined = False
+            declined = more = False
             while pos < run_end and not declined:
-                if fd is None or copy is None:
+                if reader is None:
                     nxt, declined = walk_run(buf, pos, end, limit, run_end - pos, (positions, bad_crc, headers))
-                else:
-                    n = os.preadv(fd, [copy[:min(window, end - pos)]], pos)
-                    nxt, declined = walk_run(copy, 0, n, limit, run_end - pos, (positions, bad_crc, headers), pos)
-                    nxt += pos
-                if nxt == pos:
-                    break  # the batch at pos is not for the run walk (or does not fit a window)
-                pos = nxt
+                    if nxt == pos:
+                        break  # the batch at pos is not for the run walk
+                    pos = nxt
+                    continue
+                view = reader.view(pos, more)
+                walked, declined = walk_run(view, 0, len(view), limit, run_end - pos, (positions, bad_crc, headers), pos)
+                if walked == 0 and (declined or more):
+                    break  # the batch at pos is not for the run walk (or does not fit two windows)
+                pos, more = pos + walked, True  # the walk stopped short of the run's end: the view did
             full = pos >= run_end and run_end < end
             if positions:
                 run: header_list.ListRun | header_run.HeaderRun = (
@@ -299,7 +310,7 @@ class BatchScanner:
                     pos, full = int(run.position[k]), False  # the step below judges what the run declined
             if full:
                 continue  # the run ended only because it was long enough
-            # a batch the run walk declines or a window cannot hold, or the end: one step
+            # a batch the run walk declines or two windows cannot hold, or the end: one step
             batch = self._step(pos)
             if batch is None:
                 return
@@ -903,9 +914,13 @@ class Segment:
                 yield scanner, iter(scanner)
                 return
             fd = os.open(self.log, os.O_RDONLY)
+            items = scanner.iter_runs(fd, lists=lists)
             try:
-                yield scanner, scanner.iter_runs(fd, lists=lists)
+                yield scanner, items
             finally:
+                close = getattr(items, "close", None)
+                if close is not None:
+                    close()  # a walk left unfinished stops its read-ahead before its file closes
                 os.close(fd)
 
 
