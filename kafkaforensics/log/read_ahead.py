@@ -9,12 +9,15 @@ from __future__ import annotations
 import os
 import queue
 import threading
+import time
 
 #: a walk over at least this many windows reads ahead on a second thread (below, the thread's start
 #: costs more than the overlap saves)
 READ_AHEAD_WINDOWS = 4
 #: how many windows a read-ahead holds at once: the one walked, the one being read, one spare
 READ_AHEAD_DEPTH = 3
+#: how many looks :func:`idle_core` takes at the running tasks
+IDLE_SAMPLES = 10
 
 
 class WindowReader:
@@ -130,17 +133,24 @@ class ReadAhead(WindowReader):
         self._thread.join()
 
 
-def idle_core() -> bool:
-    """Whether a core is free for a second thread at this moment: fewer tasks running or waiting to run on
-    the machine (this one included: the fourth field of Linux's ``/proc/loadavg``) than the cores this
-    process may run on.  On a busy machine a second thread only waits for a core while the walk waits
-    for it, so the walk reads for itself; without ``/proc`` (not Linux) it always does."""
+def idle_core(samples: int = IDLE_SAMPLES) -> bool:
+    """Whether a core is free for a second thread now: at one of ``samples`` looks, 0.25 ms apart, fewer
+    tasks were running or waiting to run on the machine (this one included: the fourth field of Linux's
+    ``/proc/loadavg``) than the cores this process may run on.  One look is not enough: a task that runs
+    for a millisecond (the parent that has just started this process) is often counted.  On a busy
+    machine a second thread only waits for a core while the walk waits for it, so the walk reads for
+    itself; without ``/proc`` (not Linux) it always does."""
+    cores = len(os.sched_getaffinity(0))
     try:
-        with open("/proc/loadavg", "rb") as f:
-            running = int(f.read().split()[3].split(b"/")[0])
+        with open("/proc/loadavg", "rb", buffering=0) as f:
+            for look in range(samples):
+                if look:
+                    time.sleep(0.00025)
+                if int(os.pread(f.fileno(), 64, 0).split()[3].split(b"/")[0]) < cores:
+                    return True
     except (OSError, ValueError, IndexError):
-        return False
-    return running < len(os.sched_getaffinity(0))
+        pass
+    return False
 
 
 def window_reader(fd: int, start: int, end: int, window: int) -> WindowReader:
