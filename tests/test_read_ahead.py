@@ -168,3 +168,38 @@ def test_the_second_thread_only_when_a_core_is_idle_and_the_file_is_large(tmp_pa
     assert read_ahead.idle_core() is False   # this process is running: no core is left on one
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(1 << 20)))
     assert read_ahead.idle_core() is True
+
+
+def test_any_error_of_the_thread_reaches_the_walk_rather_than_hanging_it(tmp_path, monkeypatch):
+    """Not only an I/O error: whatever ends the second thread is raised in the walk (a thread that died
+    silently would leave the walk waiting for a window for ever)."""
+    log = _log(tmp_path / "00000000000000000000.log")
+    monkeypatch.setattr(read_ahead, "idle_core", lambda: True)
+
+    def broken(fd, buffers, position):
+        raise ValueError("a read that went wrong in an unexpected way")
+
+    with open_buffer(log) as buf, open(log, "rb", buffering=0) as f:
+        monkeypatch.setattr(os, "preadv", broken)
+        with pytest.raises(ValueError, match="unexpected way"):
+            list(BatchScanner(buf, file=log, base_offset=0).iter_runs(f.fileno(), window=2048, lists=True))
+    assert not _readers()
+
+
+def test_no_descriptor_to_spare_and_the_walk_reads_for_itself(tmp_path, monkeypatch):
+    """A process at its descriptor limit cannot duplicate the file for a second thread: the walk reads its
+    copies itself and reports the same."""
+    log = _log(tmp_path / "00000000000000000000.log")
+    monkeypatch.setattr(read_ahead, "idle_core", lambda: True)
+    with open_buffer(log) as buf, open(log, "rb", buffering=0) as f:
+        expected = [(r.position, r.crc_ok) for r in
+                    BatchScanner(buf, file=log, base_offset=0).iter_runs(f.fileno(), window=2048, lists=True)]
+
+        def no_more(fd):
+            raise OSError(errno.EMFILE, "Too many open files")
+
+        monkeypatch.setattr(os, "dup", no_more)
+        assert type(read_ahead.window_reader(f.fileno(), 0, 1 << 20, 2048)) is WindowReader
+        got = [(r.position, r.crc_ok) for r in
+               BatchScanner(buf, file=log, base_offset=0).iter_runs(f.fileno(), window=2048, lists=True)]
+    assert got == expected and not _readers()

@@ -49,16 +49,20 @@ class ReadAhead(WindowReader):
         super().__init__(fd, end, window)
         self._bufs = [memoryview(bytearray(2 * window)) for _ in range(depth)]
         self._free: queue.SimpleQueue[int | None] = queue.SimpleQueue()
-        self._full: queue.SimpleQueue[tuple[int, int, int] | OSError | None] = queue.SimpleQueue()
+        self._full: queue.SimpleQueue[tuple[int, int, int] | BaseException | None] = queue.SimpleQueue()
         for i in range(depth):
             self._free.put(i)
         # the window the caller reads: its buffer, and the file's bytes [lo, hi) it holds at [lo + shift, hi + shift)
         self._cur: tuple[int, int, int, int] | None = None
         self._done = False   # the thread read its last window (or failed): nothing more will come
         self._stopping = False
-        self._thread = threading.Thread(target=self._read, args=(os.dup(fd), start), daemon=True,
-                                        name="kfx-read-ahead")
-        self._thread.start()
+        own = os.dup(fd)
+        self._thread = threading.Thread(target=self._read, args=(own, start), daemon=True, name="kfx-read-ahead")
+        try:
+            self._thread.start()
+        except BaseException:   # no thread to be had (a process at its limit): nothing is left open
+            os.close(own)
+            raise
 
     def _read(self, fd: int, pos: int) -> None:
         """The thread: each free buffer in turn filled with the next window, until the end or :meth:`close`."""
@@ -74,7 +78,7 @@ class ReadAhead(WindowReader):
                     return   # the file is shorter than the walk's end: nothing more to read
                 pos += n
             self._full.put(None)
-        except OSError as e:
+        except BaseException as e:   # the walk raises it (a thread that died silently would hang it)
             self._full.put(e)
         finally:
             os.close(fd)
@@ -84,7 +88,7 @@ class ReadAhead(WindowReader):
         if self._done:
             return None
         got = self._full.get()
-        if isinstance(got, OSError):
+        if isinstance(got, BaseException):
             self._done = True
             raise got
         if got is None or got[2] == 0:
@@ -157,5 +161,8 @@ def window_reader(fd: int, start: int, end: int, window: int) -> WindowReader:
     """The reader of ``[start, end)`` of ``fd`` for one run walk: reading ahead on a second thread when
     the walk spans :data:`READ_AHEAD_WINDOWS` windows or more and a core is idle (:func:`idle_core`)."""
     if end - start >= READ_AHEAD_WINDOWS * window and idle_core():
-        return ReadAhead(fd, start, end, window)
+        try:
+            return ReadAhead(fd, start, end, window)
+        except (OSError, RuntimeError):
+            pass  # no descriptor or thread to spare: the walk reads for itself
     return WindowReader(fd, end, window)
