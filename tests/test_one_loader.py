@@ -179,6 +179,30 @@ def test_the_inventory_ends_an_empty_log_where_the_generation_that_wrote_it_puts
         assert {k: r["logEndOffset"] for k, r in inv.items()} == v, era
 
 
+def test_the_inventory_ends_a_segment_read_in_pieces_where_damage_stopped_its_walk(tmp_path):
+    """One segment of 60 batches, a batch's length field broken half way, scanned in 2 KB pieces: the
+    pieces after the break start at index entries and read on, but Kafka's recovery truncates the segment
+    at the break, so the inventory's ``logEndOffset`` is the broken batch's base -- the LogLoader's and
+    verify's -- though its batches go on past it."""
+    from kafkaforensics.log.writer import write_partition
+    from tests.corruption import batches
+    part = str(tmp_path / "logs" / "events-0")
+    write_partition(part, batches(1, 60), segment_bytes=1 << 20, index_interval_bytes=INTERVAL)
+    ((seg, walked),) = layout(part)
+    pos, _size, broken, _last = walked[len(walked) // 2]
+    with open(seg, "r+b") as f:                  # its batchLength: far past the file's end
+        f.seek(pos + 8)
+        f.write((0x7FFFFF00).to_bytes(4, "big"))
+    reader = KafkaSegmentsReader({"path": part, "splitBytes": "2000"}, "scan", spark_schema("scan"))
+    rows = pa.Table.from_batches([b for split in reader.partitions() for b in reader.read(split)],
+                                 schema=reader.arrow_schema())
+    (inv,) = inventory_table(rows).to_pylist()
+    v = verify([part]).partitions[0]["logEndOffset"]
+    plan = recover(part, dry_run=True, index_interval_bytes=INTERVAL)
+    assert inv["logEndOffset"] == v == plan.log_end_offset == broken
+    assert inv["lastOffset"] + 1 > broken                # what later pieces read past the break is not the log's
+
+
 def test_a_pass_changed_changes_every_reader(damaged, monkeypatch):
     """Each reader asks the loader's rule: the log-end rule and the epoch truncation changed, verify, the
     plan and the broker's start all change with them (a reader deciding on its own would not)."""
