@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TypeVar
 
 from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log import time_index
@@ -125,7 +126,11 @@ def log_end_after(leo: int, base: int, next_offset: int | None) -> int:
     return max(leo, base) if next_offset is None else next_offset
 
 
-def log_end(segments, empty: int | None) -> int | None:
+#: what :func:`log_end` gives a log without segments: an offset, or None (not known)
+_Empty = TypeVar("_Empty", bound=int | None)
+
+
+def log_end(segments, empty: _Empty) -> int | _Empty:
     """The log end of a partition whose segments, in base order, are ``segments`` ((base offset, the offset
     after its last batch kept, None when it has none) each): :func:`log_end_after` folded over them from
     the first segment's base; ``empty`` (:func:`empty_log_end`, or None: not known) when there are none."""
