@@ -402,9 +402,9 @@ def layout(entries, read_file) -> Layout:
 
 def _logs_gone(out: Layout, read_file) -> None:
     """Into ``out.empty_ends``: the log end of each partition dir with no segment; into ``out.lost``: the
-    live ones that their log dir's recovery-point or log-start checkpoint puts past that log end (:func:`~kafkaforensics.log.checkpoint_file.past_log_end`,
-    the rule verify applies; a high watermark past it is only a warning there, and no anomaly here).  That
-    log end is the loader's (:func:`~kafkaforensics.log.load_walk.empty_log_end`): Kafka's LogLoader gives
+    live ones that their log dir's recovery-point or log-start checkpoint puts past that log end
+    (:func:`~kafkaforensics.log.checkpoint_file.past_log_end`, the rule verify applies; a high watermark
+    past it is only a warning there, and no anomaly here).  That log end is the loader's (:func:`~kafkaforensics.log.load_walk.empty_log_end`): Kafka's LogLoader gives
     a log without segments an empty one at its checkpointed log start (at 0 before 2.3), by the rules of
     the generation that wrote the log dir (:func:`_load_rules`).  The checkpoints are those of the
     partition dir's parent, listed or not (a partition dir scanned alone too, as verify reads them), read
