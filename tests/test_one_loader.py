@@ -167,6 +167,8 @@ def test_the_inventory_ends_an_empty_log_where_the_generation_that_wrote_it_puts
     for era, want in (("today", EMPTY_START), ("before 2.0", 0)):
         log_dir = tmp_path / era.replace(" ", "-")
         _empty_partition(log_dir)
+        # a deleted copy awaiting removal: LogLoader.load gives it an empty segment at 0 (no recoverLog)
+        os.makedirs(log_dir / "events-1.0f1e2d3c4b5a69788796a5b4c3d2e1f0-delete")
         if era != "today":
             (log_dir / "meta.properties").write_text("version=0\nbroker.id=0\n")
             log, idx, tidx = broker_files([[b] for b in batches(8)], entry="base", time_offset="record")
@@ -176,6 +178,7 @@ def test_the_inventory_ends_an_empty_log_where_the_generation_that_wrote_it_puts
         inv = {r["partitionDir"]: r for r in inventory_table(_spark_scan(str(log_dir))).to_pylist()}
         v = {os.path.basename(r["path"]): r["logEndOffset"] for r in verify([str(log_dir)]).partitions}
         assert inv["events-1"]["logEndOffset"] == v["events-1"] == want, era
+        assert inv["events-1.0f1e2d3c4b5a69788796a5b4c3d2e1f0-delete"]["logEndOffset"] == 0, era
         assert {k: r["logEndOffset"] for k, r in inv.items()} == v, era
 
 

@@ -404,9 +404,10 @@ def _logs_gone(out: Layout, read_file) -> None:
     """Into ``out.empty_ends``: the log end of each partition dir with no segment; into ``out.lost``: the
     live ones that their log dir's recovery-point or log-start checkpoint puts past that log end
     (:func:`~kafkaforensics.log.checkpoint_file.past_log_end`, the rule verify applies; a high watermark
-    past it is only a warning there, and no anomaly here).  That log end is the loader's (:func:`~kafkaforensics.log.load_walk.empty_log_end`): Kafka's LogLoader gives
-    a log without segments an empty one at its checkpointed log start (at 0 before 2.3), by the rules of
-    the generation that wrote the log dir (:func:`_load_rules`).  The checkpoints are those of the
+    past it is only a warning there, and no anomaly here).  That log end is the loader's
+    (:func:`~kafkaforensics.log.load_walk.empty_log_end`): Kafka's LogLoader gives a log without segments
+    an empty one at its checkpointed log start (at 0 before 2.3), by the rules of the generation that
+    wrote the log dir (:func:`_load_rules`); a copy set aside ends at 0.  The checkpoints are those of the
     partition dir's parent, listed or not (a partition dir scanned alone too, as verify reads them), read
     through its :class:`~kafkaforensics.log.partition.LogDir` only when such a dir exists; one that
     cannot be read is verify's to report."""
@@ -414,16 +415,18 @@ def _logs_gone(out: Layout, read_file) -> None:
     for d, src in out.partitions.items():
         if out.segments.get(d) or src.topic is None:
             continue
+        if partition_dir_state(src.dir_name or "") != "live":
+            # a copy set aside: LogLoader.load gives a -delete one an empty segment at 0 (no recoverLog);
+            # verify and recover end every set-aside copy there (Kafka would load an empty -future or
+            # -stray one at its checkpointed log start: a difference all three share)
+            out.empty_ends[d] = 0
+            continue
         log_dir = LogDir.over(read_file, src.log_dir)
         if src.log_dir not in tables:
             tables[src.log_dir] = (log_dir.checkpoints()[0], _load_rules(src.log_dir))
         checkpoints, rules = tables[src.log_dir]
         tp = (src.topic, src.partition)
-        # LogManager.loadLog: a set-aside copy (-delete, -future, -stray) is loaded with its topic
-        # partition's checkpointed log start too; only a live dir's checkpoints can be past its end
         leo = out.empty_ends[d] = load_walk.empty_log_end(checkpoints.get(LogDir.LOG_START_OFFSET, {}).get(tp) or 0, rules)
-        if partition_dir_state(src.dir_name or "") != "live":
-            continue
         for name, table in checkpoints.items():
             off = table.get(tp)
             past = past_log_end(name, src.dir_name, off, leo)
