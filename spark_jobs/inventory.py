@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
+from kafkaforensics.spark.scan_plan import log_end_of_pieces
 from spark_jobs.job_args import job_arguments, source_options
 from spark_jobs.output import check_out, sorted_small
 from spark_jobs.planned_read import check_inputs, read
@@ -36,6 +37,16 @@ REPLICAS_COLUMNS = ("clusterId", "topic", "partition", "replicas", "logDirs", "b
 #: some copies a prefix of the longest (``behind``: only shorter), or different batches at the same
 #: offset (``diverged``: a batch one copy lacks or holds differently where every copy holds offsets)
 REPLICA_STATES = ("no batches", "single", "identical", "behind", "diverged")
+#: what a ``piece`` row (a piece of a segment walked) gives the inventory's ``logEndOffset``
+PIECE_FACTS = ("baseOffset", "position", "nextOffset", "kind")
+
+
+def log_end_offset(pieces, empty) -> int | None:
+    """An inventory row's ``logEndOffset``: :func:`~kafkaforensics.spark.scan_plan.log_end_of_pieces` over
+    its ``piece`` rows' :data:`PIECE_FACTS` (mappings: dicts, or Spark's Rows), ``empty`` its partition
+    row's ``nextOffset`` (the log end of a partition dir without segments).  One Python function, which
+    :func:`inventory_table` calls in the driver and :func:`inventory_of` on Spark's executors."""
+    return log_end_of_pieces([tuple(p[k] for k in PIECE_FACTS) for p in pieces or ()], empty)
 
 
 def inventory_of(rows, *extra):
@@ -43,14 +54,16 @@ def inventory_of(rows, *extra):
     aggregation: one row per log dir and partition, an empty or wholly damaged one included.
     ``records`` counts what the records level exports: the batches' records less those an anomaly
     says were not exported (a bad CRC; with includeCorrupt, a payload that does not decompress).
-    Stray files and unreadable meta.properties of a log dir itself are in the anomalies only."""
+    Stray files and unreadable meta.properties of a log dir itself are in the anomalies only.
+    ``logEndOffset`` is Kafka's load's (:func:`log_end_offset`, a Python function run by the executors
+    over each row's pieces walked)."""
     batch = F.col("rowKind") == "batch"
     anomaly = F.col("rowKind") == "anomaly"
     rows = rows.where(~(F.col("topic").isNull() & anomaly))
 
     def of_batches(col):
         return F.when(batch, col)
-    return sorted_small(rows.groupBy(*WHERE).agg(
+    agg = rows.groupBy(*WHERE).agg(
         F.countDistinct(F.when(F.col("rowKind") == "segment", F.col("file"))).alias("segments"),
         F.count(of_batches(F.lit(1))).alias("batches"),
         (F.coalesce(F.sum(of_batches(F.col("count"))), F.lit(0))
@@ -58,6 +71,8 @@ def inventory_of(rows, *extra):
          ).cast("bigint").alias("records"),
         F.min(of_batches(F.col("baseOffset"))).alias("firstOffset"),
         F.max(of_batches(F.col("lastOffset"))).alias("lastOffset"),
+        F.collect_list(F.when(F.col("rowKind") == "piece", F.struct(*PIECE_FACTS))).alias("_pieces"),
+        F.max(F.when(F.col("rowKind") == "partition", F.col("nextOffset"))).alias("_empty"),
         F.min(F.when(batch & (F.col("firstTimestamp") >= 0), F.col("firstTimestamp"))).alias("firstTimestamp"),
         F.max(of_batches(F.col("maxTimestamp"))).alias("lastTimestamp"),
         F.coalesce(F.sum(of_batches(F.col("size"))), F.lit(0)).cast("bigint").alias("bytes"),
@@ -68,7 +83,13 @@ def inventory_of(rows, *extra):
         F.coalesce(F.sum(F.when(anomaly, F.col("bytesNotRead"))), F.lit(0)).cast("bigint").alias("bytesNotRead"),
         F.count(F.when(anomaly & (F.col("kind") == "stray-file"), 1)).alias("strayFiles"),
         *extra,
-    ), *INVENTORY_ORDER)
+    )
+    names = [c for c in agg.columns if not c.startswith("_")]
+    names.insert(names.index("lastOffset") + 1, "logEndOffset")
+    # (a lambda: Spark infers an Arrow UDF from type hints, and warns of those it cannot read)
+    ends = F.udf(lambda pieces, empty: log_end_offset(pieces, empty), "bigint")
+    agg = agg.withColumn("logEndOffset", ends(F.col("_pieces"), F.col("_empty")))
+    return sorted_small(agg.select(*names), *INVENTORY_ORDER)
 
 
 def replicas_of(rows):
@@ -162,7 +183,7 @@ def _renamed(table: pa.Table, names: dict) -> pa.Table:
 #: the scan-level columns :func:`inventory_table` and :func:`replicas_table` read
 _INVENTORY_INPUTS = list(dict.fromkeys(WHERE + (
     "rowKind", "file", "count", "kind", "recordsNotRead", "baseOffset", "lastOffset", "firstTimestamp", "maxTimestamp",
-    "size", "compression", "producerId", "isTransactional", "isControl", "bytesNotRead")))
+    "size", "compression", "producerId", "isTransactional", "isControl", "bytesNotRead", "position", "nextOffset")))
 _REPLICAS_INPUTS = list(dict.fromkeys(WHERE + ("rowKind", "crcValid", "baseOffset", "lastOffset", "crc")))
 
 
@@ -207,9 +228,30 @@ def inventory_table(rows: pa.Table) -> pa.Table:
     out["bytes"], out["bytesNotRead"] = total("bytes"), total("bytesNotRead")
     out["codecs"] = _sorted_lists(g["codecs"])
     del out["notExported"]
+    out = dict(_with_log_end(list(out.items()), rows))
     return _as_spark_plans_it(_in_order(pa.table(out), INVENTORY_ORDER),
                               ("segments", "batches", "records", "bytes", "codecs", "producers",
                                "transactionalBatches", "anomalies", "bytesNotRead", "strayFiles"))
+
+
+def _with_log_end(columns: list, rows: pa.Table) -> list:
+    """The inventory's ``columns`` ((name, column) in order, a row a :data:`WHERE` group) with
+    ``logEndOffset`` after ``lastOffset``: :func:`log_end_offset` of each group's ``piece`` and
+    ``partition`` rows of the scan-level ``rows``."""
+    def key(r):
+        return tuple(r[k] for k in WHERE)
+    kind = rows["rowKind"]
+    pieces: dict = {}
+    for r in rows.filter(pc.equal(kind, "piece")).select([*WHERE, *PIECE_FACTS]).to_pylist():
+        pieces.setdefault(key(r), []).append(r)
+    empty: dict = {}   # the largest of a group's partition rows' (Spark's max): there is one
+    for r in rows.filter(pc.and_(pc.equal(kind, "partition"), pc.is_valid(rows["nextOffset"]))).select(
+            [*WHERE, "nextOffset"]).to_pylist():
+        empty[key(r)] = max(empty.get(key(r), r["nextOffset"]), r["nextOffset"])
+    groups = pa.table(dict(columns)).select(list(WHERE)).to_pylist()
+    ends = pa.array([log_end_offset(pieces.get(key(g)), empty.get(key(g))) for g in groups], pa.int64())
+    at = [n for n, _c in columns].index("lastOffset") + 1
+    return columns[:at] + [("logEndOffset", ends)] + columns[at:]
 
 
 def replicas_table(rows: pa.Table) -> pa.Table:

@@ -77,11 +77,11 @@ def _spark_facts(log_dir: str) -> dict:
     rows = _spark_scan(log_dir)
     inv = {r["partitionDir"]: r for r in inventory_table(rows).to_pylist()}
     anomalies = [r for r in rows.to_pylist() if r["rowKind"] == "anomaly"]
-    return {"log end": inv["events-0"]["lastOffset"] + 1,
+    return {"log end": inv["events-0"]["logEndOffset"], "last offset": inv["events-0"]["lastOffset"],
             "torn at": {a["offset"] for a in anomalies if a["partitionDir"] == "events-0"},
             "empty": {(a["offset"], int(a["detail"].partition(" but the log ends at ")[2].split(":")[0])) for a in anomalies
                       if a["partitionDir"] == "events-1" and a["kind"] == "checkpoint-beyond-log-end"},
-            "empty row": (inv["events-1"]["segments"], inv["events-1"]["anomalies"])}
+            "empty row": (inv["events-1"]["segments"], inv["events-1"]["anomalies"], inv["events-1"]["logEndOffset"])}
 
 
 def _empty_facts(log_dir: str, **told) -> dict:
@@ -132,12 +132,13 @@ def test_verify_recover_and_the_broker_find_the_same_load(damaged):
     assert all(o < leo for _e, o in f["served epochs"])                 # the broker's start drops it too
     spark = _spark_facts(log_dir)
     assert spark["log end"] == leo and spark["torn at"] == {torn}       # the Spark inventory: the same point
+    assert spark["last offset"] == leo - 1                              # (its batches end there too)
     # the partition dir with no segment: Kafka's load gives it an empty segment at its checkpointed log
     # start, so every reader's log end is that start (not 0), and only the recovery point is past it
     e = _empty_facts(log_dir)
     assert e == {"verify": (EMPTY_START, EMPTY_START, {EMPTY_RECOVERY}), "recover": EMPTY_START, "serve": EMPTY_START}
     assert spark["empty"] == {(EMPTY_RECOVERY, EMPTY_START)}
-    assert spark["empty row"] == (0, 1)
+    assert spark["empty row"] == (0, 1, EMPTY_START)                    # its logEndOffset: the load's, not 0
 
 
 def test_an_empty_log_ends_where_the_generation_that_wrote_it_puts_its_segment(tmp_path):
@@ -157,6 +158,54 @@ def test_an_empty_log_ends_where_the_generation_that_wrote_it_puts_its_segment(t
     assert {os.path.basename(a.file) for a in new.actions if a.action == "write"} >= {file_name(EMPTY_START, LOG)}
 
 
+def test_the_inventory_ends_an_empty_log_where_the_generation_that_wrote_it_puts_its_segment(tmp_path):
+    """The Spark inventory's ``logEndOffset`` of a partition dir with no segment, its log start checkpointed
+    at 40: 40 in a log dir of today's Kafka, 0 in one whose files say it was written before 2.0 (an
+    offset index of batch base offsets, KAFKA-6264; meta.properties without cluster.id: before 2.4), as
+    Kafka before 2.3 loads it -- verify says the same of each."""
+    from tests.test_kafka_generations import batches, broker_files
+    for era, want in (("today", EMPTY_START), ("before 2.0", 0)):
+        log_dir = tmp_path / era.replace(" ", "-")
+        _empty_partition(log_dir)
+        # a deleted copy awaiting removal: LogLoader.load gives it an empty segment at 0 (no recoverLog)
+        os.makedirs(log_dir / "events-1.0f1e2d3c4b5a69788796a5b4c3d2e1f0-delete")
+        if era != "today":
+            (log_dir / "meta.properties").write_text("version=0\nbroker.id=0\n")
+            log, idx, tidx = broker_files([[b] for b in batches(8)], entry="base", time_offset="record")
+            os.makedirs(log_dir / "t-0")
+            for suf, data in ((".log", log), (".index", idx), (".timeindex", tidx)):
+                (log_dir / "t-0" / f"{0:020d}{suf}").write_bytes(data)
+        inv = {r["partitionDir"]: r for r in inventory_table(_spark_scan(str(log_dir))).to_pylist()}
+        v = {os.path.basename(r["path"]): r["logEndOffset"] for r in verify([str(log_dir)]).partitions}
+        assert inv["events-1"]["logEndOffset"] == v["events-1"] == want, era
+        assert inv["events-1.0f1e2d3c4b5a69788796a5b4c3d2e1f0-delete"]["logEndOffset"] == 0, era
+        assert {k: r["logEndOffset"] for k, r in inv.items()} == v, era
+
+
+def test_the_inventory_ends_a_segment_read_in_pieces_where_damage_stopped_its_walk(tmp_path):
+    """One segment of 60 batches, a batch's length field broken half way, scanned in 2 KB pieces: the
+    pieces after the break start at index entries and read on, but Kafka's recovery truncates the segment
+    at the break, so the inventory's ``logEndOffset`` is the broken batch's base -- the LogLoader's and
+    verify's -- though its batches go on past it."""
+    from kafkaforensics.log.writer import write_partition
+    from tests.corruption import batches
+    part = str(tmp_path / "logs" / "events-0")
+    write_partition(part, batches(1, 60), segment_bytes=1 << 20, index_interval_bytes=INTERVAL)
+    ((seg, walked),) = layout(part)
+    pos, _size, broken, _last = walked[len(walked) // 2]
+    with open(seg, "r+b") as f:                  # its batchLength: far past the file's end
+        f.seek(pos + 8)
+        f.write((0x7FFFFF00).to_bytes(4, "big"))
+    reader = KafkaSegmentsReader({"path": part, "splitBytes": "2000"}, "scan", spark_schema("scan"))
+    rows = pa.Table.from_batches([b for split in reader.partitions() for b in reader.read(split)],
+                                 schema=reader.arrow_schema())
+    (inv,) = inventory_table(rows).to_pylist()
+    v = verify([part]).partitions[0]["logEndOffset"]
+    plan = recover(part, dry_run=True, index_interval_bytes=INTERVAL)
+    assert inv["logEndOffset"] == v == plan.log_end_offset == broken
+    assert inv["lastOffset"] + 1 > broken                # what later pieces read past the break is not the log's
+
+
 def test_a_pass_changed_changes_every_reader(damaged, monkeypatch):
     """Each reader asks the loader's rule: the log-end rule and the epoch truncation changed, verify, the
     plan and the broker's start all change with them (a reader deciding on its own would not)."""
@@ -168,7 +217,7 @@ def test_a_pass_changed_changes_every_reader(damaged, monkeypatch):
     monkeypatch.setattr(load_plan, "plan_leftovers", lambda files, plan, rules: None)
     f = _facts(log_dir, part)
     leo, snaps, epochs, _ = f["verify"]
-    assert leo == f["recover"][0] == f["serve"] != torn
+    assert leo == f["recover"][0] == f["serve"] == _spark_facts(log_dir)["log end"] != torn
     assert snaps == set() and epochs == set() and f["recover"][2] == set()
     assert f["recover"][3] == set() and "completes or removes it" in f["swap detail"]
     assert (max(e for e, _ in f["served epochs"]), STRAY_EPOCH) in [(e, o) for e, o in f["served epochs"]]
@@ -182,7 +231,8 @@ def test_the_empty_log_rule_changed_changes_every_reader(damaged, monkeypatch):
     moved = EMPTY_START + 2
     assert _empty_facts(log_dir) == {"verify": (moved, EMPTY_START, {EMPTY_RECOVERY}), "recover": moved,
                                      "serve": moved}
-    assert _spark_facts(log_dir)["empty"] == {(EMPTY_RECOVERY, moved)}
+    spark = _spark_facts(log_dir)
+    assert spark["empty"] == {(EMPTY_RECOVERY, moved)} and spark["empty row"][2] == moved
 
 
 def test_the_loader_is_in_the_log_stage_and_plans_through_plain_segments():

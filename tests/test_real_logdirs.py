@@ -336,6 +336,9 @@ def test_kfx_scan_exports_every_record_dump_reads_and_an_inventory_row_per_parti
         exported.setdefault(row["partitionDir"], []).append((row["offset"], row["key"], row["value"]))
     inventory = {row["partitionDir"]: row for row in pq.read_table(str(out / "inventory")).to_pylist()}
     assert sorted(inventory) == _partitions(rd.log_dir)
+    # each partition's logEndOffset is the load's, verify's (issue 52: one rule, load_walk.log_end_after)
+    ends = {os.path.basename(p["path"]): p["logEndOffset"] for p in verify([rd.log_dir]).partitions}
+    assert {pdir: row["logEndOffset"] for pdir, row in inventory.items()} == ends
     for pdir in _partitions(rd.log_dir):
         got = sorted(exported.get(pdir, []), key=lambda x: x[0])
         logs = sorted(os.path.join(rd.path(pdir), n) for n in os.listdir(rd.path(pdir)) if n.endswith(".log"))

@@ -20,6 +20,7 @@ from kafkaforensics.spark.spark_source import SplitWrites
 from kafkaforensics.spark.storage import Storage
 from spark_jobs import scan as scan_module
 from spark_jobs.scan import ScanRequest, plan, scan, scan_here
+from tests import realdirs
 from tests.conftest import SAMPLE
 from tests.spark_fleet import build_fleet
 from tests.test_spark import spark  # noqa: F401  (the session fixture)
@@ -43,9 +44,15 @@ def scan_rows(draw):
     for log_dir, cluster, topic, partition, aside in copies:
         where = {"logDir": log_dir, "brokerId": draw(st.sampled_from((None, 1, 2))), "clusterId": cluster,
                  "topic": topic, "partition": partition, "partitionDir": f"{topic}-{partition}{aside}"}
-        rows.append({**where, "file": f"{log_dir}/{where['partitionDir']}", "rowKind": "partition"})
+        rows.append({**where, "file": f"{log_dir}/{where['partitionDir']}", "rowKind": "partition",
+                     "nextOffset": draw(st.sampled_from((None, 0, 40)))})   # a log without segments' end
         for base in sorted(draw(st.sets(st.sampled_from((0, 20, 40))))):  # segment files, empty ones among them
             rows.append({**where, "file": f"{log_dir}/{where['partitionDir']}/{base:020d}.log", "rowKind": "segment"})
+            for position in draw(st.sets(st.sampled_from((0, 100, 200)), min_size=1)):  # its pieces walked
+                rows.append({**where, "file": f"{log_dir}/{where['partitionDir']}/{base:020d}.log", "rowKind": "piece",
+                             "position": position, "baseOffset": base,
+                             "nextOffset": draw(st.sampled_from((None, base + 5, base + 15, base + 30))),
+                             "kind": draw(st.sampled_from((None, None, "torn-tail")))})
         for i in range(draw(st.integers(0, 6))):
             base = draw(st.integers(0, 4)) * 10
             rows.append({**where, "file": f"{log_dir}/{where['partitionDir']}/{draw(st.sampled_from((0, 20))):020d}.log",
@@ -95,6 +102,30 @@ def test_the_views_in_pyarrow_equal_the_views_in_spark(spark, fleets):  # noqa: 
         got = of_arrow(table)
         assert frame_of(spark, got).schema == want.schema, of_arrow.__name__
         assert got.to_pylist() == [r.asDict() for r in want.collect()], of_arrow.__name__
+
+
+#: real brokers' log dirs (tests/realdirs.py) whose inventories are computed both ways: three generations
+#: (0.10.1 with message format v1, 2.7, 2.8), a few hundred KB to 1.6 MB each
+REAL_SUBSET = ("magic1-kafka0101-zk", "kafka27-zk-compacted-offsets", "snappy-xerial-kafka28-zk")
+
+
+@pytest.mark.skipif(not realdirs.tarballs(), reason="the real log dirs (../shared/real-logdirs) are not on this machine")
+def test_the_inventory_s_log_end_is_the_load_s_in_pyarrow_and_on_spark_over_real_log_dirs(spark, tmp_path):  # noqa: F811
+    """Issue 52: the inventory's ``logEndOffset`` of every partition of real log dirs, read in 3 KB pieces
+    (so that segments are cut into byte ranges) -- its Spark SQL view and its pyarrow view are equal,
+    row for row, and each partition's is ``kfx verify``'s (the load's rule over its segments)."""
+    from kafkaforensics.inspect.verify import verify
+    from kafkaforensics.spark.spark_source import KafkaSegmentsReader, spark_schema
+    for name in REAL_SUBSET:
+        rd = realdirs.unpack(name, str(tmp_path))
+        reader = KafkaSegmentsReader({"path": rd.log_dir, "splitBytes": "3000"}, "scan", spark_schema("scan"))
+        table = pa.Table.from_batches([b for split in reader.partitions() for b in reader.read(split)],
+                                      schema=reader.arrow_schema())
+        here = inventory_table(table).to_pylist()
+        assert here == [r.asDict() for r in inventory_of(frame_of(spark, table, spark_schema("scan"))).collect()], name
+        ends = {os.path.basename(r["path"]): r["logEndOffset"] for r in verify([rd.log_dir]).partitions}
+        assert {r["partitionDir"]: r["logEndOffset"] for r in here} == ends, name
+        assert any(e for e in ends.values()), name
 
 
 def test_a_copy_kafka_set_aside_has_its_own_inventory_row_and_is_no_replica(spark):  # noqa: F811

@@ -5,7 +5,8 @@ LogSegment.readNextOffset —, its largest batch timestamp, where its sound batc
 walk, the first damaged batch). :meth:`~.partition.Partition.walk` walks a partition's segments
 through it; :func:`replay_segment` walks one file (a leftover being completed).  The load's rules
 over the walks' facts are here too, so that every reader of a log asks the same ones without loading
-the planner: :func:`log_end_after` (the log end), :func:`empty_log_end` (a log without segments') and
+the planner: :func:`log_end_after` (the log end; :func:`log_end` folds it over a partition's segments),
+:func:`empty_log_end` (a log without segments') and
 :func:`truncate_leader_epochs`. The partition's
 load, Kafka's LogLoader.load() with its passes as named methods, is
 :class:`kafkaforensics.log.log_loader.LogLoader`."""
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TypeVar
 
 from kafkaforensics.errors import KafkaFormatError, Problem
 from kafkaforensics.log import time_index
@@ -122,6 +124,20 @@ def log_end_after(leo: int, base: int, next_offset: int | None) -> int:
     the log end before it and its base.  The one rule the load (:class:`~.log_loader.LogLoader`), the
     partition's walk (the broker's start) and ``kfx verify`` find a log end by."""
     return max(leo, base) if next_offset is None else next_offset
+
+
+#: what :func:`log_end` gives a log without segments: an offset, or None (not known)
+_Empty = TypeVar("_Empty", bound=int | None)
+
+
+def log_end(segments, empty: _Empty) -> int | _Empty:
+    """The log end of a partition whose segments, in base order, are ``segments`` ((base offset, the offset
+    after its last batch kept, None when it has none) each): :func:`log_end_after` folded over them from
+    the first segment's base; ``empty`` (:func:`empty_log_end`, or None: not known) when there are none."""
+    leo = None
+    for base, next_offset in segments:
+        leo = log_end_after(base if leo is None else leo, base, next_offset)
+    return empty if leo is None else leo
 
 
 def empty_log_end(log_start: int, rules: AppliedRules) -> int:

@@ -350,12 +350,9 @@ class Partition:
     # -- what the walk gives ------------------------------------------------------------------------
     @property
     def log_end_offset(self) -> int:
-        """The log end the walked segments give (:func:`~.load_walk.log_end_after`, the load's rule; 0
+        """The log end the walked segments give (:func:`~.load_walk.log_end`, the load's rule; 0
         without segments)."""
-        leo = self.loaded[0].base_offset if self.loaded else 0
-        for f in self.loaded:
-            leo = load_walk.log_end_after(leo, f.base_offset, f.next_offset if f.batches else None)
-        return leo
+        return load_walk.log_end(((f.base_offset, f.next_offset if f.batches else None) for f in self.loaded), 0)
 
     @property
     def last_stable_offset(self) -> int:

@@ -90,9 +90,18 @@ SOURCE_COLUMNS = (("logDir", "string"), ("brokerId", "int"), ("clusterId", "stri
 #: the ``scan`` level: batches, records and anomalies in one read (what ``kfx scan`` decodes once),
 #: ``rowKind`` saying which; a column two levels share has one meaning and type in both
 #: (``offset``: a record's or an anomaly's; ``position``: a batch's or an anomaly's)
+#: (``nextOffset``: the offset after the batches a walk kept, LogSegment.readNextOffset's; on a partition
+#: row, the end of the empty segment Kafka's load gives a partition dir without segments)
 ROW_KINDS = {"batch": SPARK_BATCH_COLUMNS, "record": RECORD_COLUMNS, "anomaly": ANOMALY_COLUMNS,
-             "partition": (),   # a partition dir's own row (``file``: the dir), so empty ones are seen
-             "segment": ()}     # a segment file's own row (``file``), so empty ones are counted
+             # a partition dir's own row (``file``: the dir), so empty ones are seen; ``nextOffset``: its
+             # log end when it has no segment (load_walk.empty_log_end), else null
+             "partition": (("nextOffset", "baseOffset"),),
+             "segment": (),     # a segment file's own row (``file``), so empty ones are counted
+             # a piece of a segment walked (the whole segment, or a byte range of a large one): ``position``
+             # where it starts, ``baseOffset`` its segment's, ``nextOffset`` the offset after the last
+             # batch its walk kept (null: none), ``kind`` the damage that stopped the walk (null: none)
+             "piece": (("position", "bigint"), ("baseOffset", "baseOffset"), ("nextOffset", "baseOffset"),
+                       ("kind", "string"))}
 SCAN_COLUMNS = (("rowKind", "string"),) + tuple(
     {name: src for cols in ROW_KINDS.values() for name, src in cols}.items())
 

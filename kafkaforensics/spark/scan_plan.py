@@ -278,7 +278,8 @@ class PlanStep:
     """One step of a scan plan, one thing a scan partition reads: ``segment`` bytes ``[start, end)`` of a ``.log`` (``last``:
     to the file's end; ``first``: the first piece the scan reads of the segment) keeping offsets
     ``first_offset``..``last_offset``; ``partition``, a partition
-    dir's own row (so that an empty one is seen); ``stray``, a file Kafka does not write there; ``lost``,
+    dir's own row (so that an empty one is seen; ``first_offset``: the log end of one without segments,
+    :attr:`Layout.empty_ends`); ``stray``, a file Kafka does not write there; ``lost``,
     a checkpoint (``uri``) past the log end of a partition dir whose log is gone (its offset ``first_offset``)."""
     kind: str
     uri: str
@@ -303,13 +304,15 @@ class PlanStep:
 class Layout:
     """A fleet's listing sorted out: partition dirs (dir -> Source), each one's segments
     [(base, uri, size)], stray files [(uri, size, Source)], and log dirs whose
-    ``meta.properties`` could not be read (dir -> why), and partition dirs with no segment whose log
-    dir's checkpoints put them past their log end (dir -> [(checkpoint uri, offset, kind, detail)])."""
+    ``meta.properties`` could not be read (dir -> why), partition dirs with no segment whose log
+    dir's checkpoints put them past their log end (dir -> [(checkpoint uri, offset, kind, detail)]), and
+    the log end Kafka's load gives each partition dir with no segment (dir -> offset)."""
     partitions: dict = field(default_factory=dict)
     segments: dict = field(default_factory=dict)
     strays: list = field(default_factory=list)
     bad_meta: dict = field(default_factory=dict)
     lost: dict = field(default_factory=dict)
+    empty_ends: dict = field(default_factory=dict)
 
 
 def _split(uri: str) -> tuple[str, str]:
@@ -398,30 +401,57 @@ def layout(entries, read_file) -> Layout:
 
 
 def _logs_gone(out: Layout, read_file) -> None:
-    """Into ``out.lost``: the live partition dirs with no segment that their log dir's recovery-point or
-    log-start checkpoint puts past their log end (:func:`~kafkaforensics.log.checkpoint_file.past_log_end`,
-    the rule verify applies; a high watermark past it is only a warning there, and no anomaly here).  That
-    log end is the loader's (:func:`~kafkaforensics.log.load_walk.empty_log_end`): Kafka's LogLoader gives
-    a log without segments an empty one at its checkpointed log start (at 0 before 2.3), by the rules of
-    the generation that wrote the log dir (:func:`_load_rules`).  The checkpoints are those of the
+    """Into ``out.empty_ends``: the log end of each partition dir with no segment; into ``out.lost``: the
+    live ones that their log dir's recovery-point or log-start checkpoint puts past that log end
+    (:func:`~kafkaforensics.log.checkpoint_file.past_log_end`, the rule verify applies; a high watermark
+    past it is only a warning there, and no anomaly here).  That log end is the loader's
+    (:func:`~kafkaforensics.log.load_walk.empty_log_end`): Kafka's LogLoader gives a log without segments
+    an empty one at its checkpointed log start (at 0 before 2.3), by the rules of the generation that
+    wrote the log dir (:func:`_load_rules`); a copy set aside ends at 0.  The checkpoints are those of the
     partition dir's parent, listed or not (a partition dir scanned alone too, as verify reads them), read
     through its :class:`~kafkaforensics.log.partition.LogDir` only when such a dir exists; one that
     cannot be read is verify's to report."""
     tables: dict[str, tuple[dict, AppliedRules]] = {}
     for d, src in out.partitions.items():
-        if out.segments.get(d) or src.topic is None or partition_dir_state(src.dir_name or "") != "live":
+        if out.segments.get(d) or src.topic is None:
+            continue
+        if partition_dir_state(src.dir_name or "") != "live":
+            # a copy set aside: LogLoader.load gives a -delete one an empty segment at 0 (no recoverLog);
+            # verify and recover end every set-aside copy there (Kafka would load an empty -future or
+            # -stray one at its checkpointed log start: a difference all three share)
+            out.empty_ends[d] = 0
             continue
         log_dir = LogDir.over(read_file, src.log_dir)
         if src.log_dir not in tables:
             tables[src.log_dir] = (log_dir.checkpoints()[0], _load_rules(src.log_dir))
         checkpoints, rules = tables[src.log_dir]
         tp = (src.topic, src.partition)
-        leo = load_walk.empty_log_end(checkpoints.get(LogDir.LOG_START_OFFSET, {}).get(tp) or 0, rules)
+        leo = out.empty_ends[d] = load_walk.empty_log_end(checkpoints.get(LogDir.LOG_START_OFFSET, {}).get(tp) or 0, rules)
         for name, table in checkpoints.items():
             off = table.get(tp)
             past = past_log_end(name, src.dir_name, off, leo)
             if past is not None and past[0] == CHECKPOINT_BEYOND_LOG_END:
                 out.lost.setdefault(d, []).append((log_dir.file(name), off, *past))
+
+
+def log_end_of_pieces(pieces, empty: int | None) -> int | None:
+    """A partition's log end, as Kafka's load finds it, from the pieces of its segments a scan walked
+    ((segment base offset, the piece's first byte, the offset after the last batch its walk kept or None,
+    the damage that stopped the walk or None) each, in any order: a large segment is read in pieces,
+    possibly by different tasks): each segment ends after the last batch kept up to the first piece whose
+    walk stopped at damage (Kafka's recovery truncates the segment there; what a later piece read past it
+    is not the log's), and the load's own rule folds the segments in base order
+    (:func:`~kafkaforensics.log.load_walk.log_end`); ``empty`` for a partition with none.  The one
+    function the inventory's ``logEndOffset`` is computed by, in pyarrow and on Spark's executors."""
+    ends: dict[int, list] = {}   # base -> [next offset, stopped]
+    for base, _position, next_offset, stop in sorted(pieces, key=lambda p: (p[0], p[1])):
+        seg = ends.setdefault(base, [None, False])
+        if seg[1]:
+            continue
+        if next_offset is not None:
+            seg[0] = next_offset
+        seg[1] = stop is not None
+    return load_walk.log_end(((base, ends[base][0]) for base in sorted(ends)), empty)
 
 
 def _load_rules(log_dir: str) -> AppliedRules:

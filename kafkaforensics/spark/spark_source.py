@@ -378,7 +378,7 @@ class KafkaSegmentsReader(DataSourceReader):
             if not b.wants(src.topic, src.partition):
                 continue
             if self.level == "scan":  # a partition dir's own row (an empty one seen too): the scan level's only
-                out.append(PlanStep("partition", d, src))
+                out.append(PlanStep("partition", d, src, first_offset=lay.empty_ends.get(d)))
             for uri, off, kind, detail in lay.lost.get(d, ()):  # its log gone, past a checkpoint: an anomaly
                 out.append(PlanStep("lost", uri, src, first_offset=off, note=f"{kind}: {detail}"))
             segs, prior = lay.segments[d], None
@@ -467,7 +467,7 @@ class KafkaSegmentsReader(DataSourceReader):
             src = piece.src
             if piece.kind == "partition":
                 if level == "scan":
-                    rows.append(self._row({"rowKind": "partition"}, src, piece.uri))
+                    rows.append(self._row({"rowKind": "partition", "nextOffset": piece.first_offset}, src, piece.uri))
                 continue
             if piece.kind != "segment":
                 if damage:
@@ -476,6 +476,8 @@ class KafkaSegmentsReader(DataSourceReader):
             if level == "scan" and piece.first:  # a segment file's own row (an empty one counted too)
                 rows.append(self._row({"rowKind": "segment"}, src, piece.uri))
             if piece.size == 0 and piece.last:
+                if level == "scan":
+                    rows.append(self._piece_row(piece, None, None))
                 continue
             with contextlib.ExitStack() as opened:
                 try:
@@ -486,6 +488,8 @@ class KafkaSegmentsReader(DataSourceReader):
                         raise
                     if damage:
                         rows.append(self._row(self._unreadable(e, piece), src, piece.uri))
+                    if level == "scan":
+                        rows.append(self._piece_row(piece, None, e.kind))
                     continue
                 at = start  # where the batch-by-batch walk takes over (end: nothing left for it)
                 if fast is not None and piece.first_offset is None and piece.last_offset is None:
@@ -546,6 +550,17 @@ class KafkaSegmentsReader(DataSourceReader):
             yield from self._flush(run, rows)
         if sc.stop is not None and level in ("anomalies", "scan"):
             rows.append(self._row(self._stop_anomaly(sc.stop, piece, seen, shift, end), src, piece.uri))
+        if level == "scan":
+            rows.append(self._piece_row(piece, None if seen is None else seen.next_offset,
+                                        None if sc.stop is None else sc.stop.kind))
+
+    def _piece_row(self, piece: PlanStep, next_offset: int | None, stop: str | None) -> dict:
+        """The scan level's row of a piece of a segment walked: where it starts, its segment's base
+        offset, the offset after the last batch its walk kept (None: none) and the damage that stopped
+        the walk (None: it read to the piece's end) -- what the inventory's ``logEndOffset`` is folded
+        from (:func:`~kafkaforensics.spark.scan_plan.log_end_of_pieces`)."""
+        return self._row({"rowKind": "piece", "position": piece.start, "baseOffset": piece.base,
+                          "nextOffset": next_offset, "kind": stop}, piece.src, piece.uri)
 
     def _flush(self, run: "_Run", rows: list):
         items, run.items, run.bytes = run.items, [], 0
