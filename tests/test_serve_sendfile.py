@@ -174,3 +174,28 @@ def test_a_file_sendfile_cannot_send_from_is_still_served(log_dir, tmp_path, mon
     want = _whole_batches_within(_segment(log_dir), 1 << 30)
     with BrokerThread(log_dir, state_path=str(tmp_path / "s.json")) as b:
         assert _fetch(b.bootstrap, 1 << 30, 1 << 30) == want
+
+
+def test_requests_on_a_connection_make_no_task_each(log_dir, tmp_path):
+    """A connection's requests are read by its own task, each read under one idle timer: no task a
+    request (asyncio.wait_for wrapped every read in a task of its own, two more turns of the event loop
+    between a consumer's Fetch arriving and its answer)."""
+    made = []
+
+    def counting_factory(loop, coro, **kw):
+        made.append(getattr(coro, "__qualname__", repr(coro)))
+        return asyncio.Task(coro, loop=loop, **kw)
+    with BrokerThread(log_dir, state_path=str(tmp_path / "s.json")) as b:
+        with socket.create_connection(("127.0.0.1", b.port), timeout=20) as c:
+            c.sendall(_fetch_frame(1 << 20, 1 << 20))  # the connection's task is running
+            _recv_exactly(c, struct.unpack(">i", _recv_exactly(c, 4))[0])
+            asyncio.run_coroutine_threadsafe(_set_task_factory(counting_factory), b.loop).result(10)
+            made.clear()
+            for offset in range(0, 160, 8):
+                c.sendall(_fetch_frame(1 << 20, 20_000, offset))
+                _recv_exactly(c, struct.unpack(">i", _recv_exactly(c, 4))[0])
+            assert made == []
+
+
+async def _set_task_factory(factory) -> None:
+    asyncio.get_running_loop().set_task_factory(factory)

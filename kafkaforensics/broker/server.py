@@ -89,11 +89,7 @@ class _Server:
                     if not await self.reserve(need - held, peer):
                         return
                     held = need
-                try:
-                    data = await asyncio.wait_for(reader.read(1 << 16), lim.idle_ms / 1000)
-                except asyncio.TimeoutError:
-                    log.warning("closing %s: idle for %d ms", peer, lim.idle_ms)
-                    return
+                data = await read_within(reader, writer, lim.idle_ms / 1000, peer)
                 if not data:
                     return
                 events = conn.receive_data(data)
@@ -178,6 +174,20 @@ class _Server:
                 writer.write(part)
             else:
                 await send_region(writer, part)
+
+
+async def read_within(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, seconds: float, peer) -> bytes:
+    """What the client sends next (b"": it closed); a client silent for ``seconds`` is closed (logged),
+    which ends the read with b"".  One timer a read, not a task (``asyncio.wait_for`` wraps each read
+    in a task of its own: two more turns of the event loop for every request)."""
+    def idle() -> None:
+        log.warning("closing %s: idle for %d ms", peer, seconds * 1000)
+        writer.close()
+    timer = asyncio.get_running_loop().call_later(seconds, idle)
+    try:
+        return await reader.read(1 << 16)
+    finally:
+        timer.cancel()
 
 
 async def send_region(writer: asyncio.StreamWriter, region: FileRegion) -> None:
