@@ -5,8 +5,10 @@ call); a region larger than the socket takes arrives whole and in order; each co
 buffer its limits say (by default the system's)."""
 import asyncio
 import os
+import select
 import socket
 import struct
+import threading
 import time
 
 import pytest
@@ -174,3 +176,55 @@ def test_a_file_sendfile_cannot_send_from_is_still_served(log_dir, tmp_path, mon
     want = _whole_batches_within(_segment(log_dir), 1 << 30)
     with BrokerThread(log_dir, state_path=str(tmp_path / "s.json")) as b:
         assert _fetch(b.bootstrap, 1 << 30, 1 << 30) == want
+
+
+def test_requests_on_a_connection_make_no_task_each(log_dir, tmp_path):
+    """A connection's requests are read by its own task, each read under one idle timer: no task a
+    request (asyncio.wait_for wrapped every read in a task of its own, two more turns of the event loop
+    between a consumer's Fetch arriving and its answer)."""
+    made = []
+
+    def counting_factory(loop, coro, **kw):
+        made.append(getattr(coro, "__qualname__", repr(coro)))
+        return asyncio.Task(coro, loop=loop, **kw)
+    with BrokerThread(log_dir, state_path=str(tmp_path / "s.json")) as b:
+        with socket.create_connection(("127.0.0.1", b.port), timeout=20) as c:
+            c.sendall(_fetch_frame(1 << 20, 1 << 20))  # the connection's task is running
+            _recv_exactly(c, struct.unpack(">i", _recv_exactly(c, 4))[0])
+            asyncio.run_coroutine_threadsafe(_set_task_factory(counting_factory), b.loop).result(10)
+            made.clear()
+            for offset in range(0, 160, 8):
+                c.sendall(_fetch_frame(1 << 20, 20_000, offset))
+                _recv_exactly(c, struct.unpack(">i", _recv_exactly(c, 4))[0])
+            assert made == []
+
+
+async def _set_task_factory(factory) -> None:
+    asyncio.get_running_loop().set_task_factory(factory)
+
+
+def test_an_answers_framing_goes_out_with_its_records_not_ahead_of_them(log_dir, tmp_path, monkeypatch):
+    """A Fetch answer is sent corked (TCP_CORK): when the sendfile of its records begins, the client has
+    received nothing yet (its framing waits to go out in the records' first packet, not in a small
+    packet, and a wake-up of the client, of its own); the whole answer then arrives as before."""
+    seen_before_records: list[int] = []
+    client: dict = {}
+    watched = threading.Event()  # the client reads nothing before the broker's first sendfile was watched
+    real_sendfile = os.sendfile
+
+    def watching(out_fd, in_fd, offset, count):
+        if not seen_before_records:
+            readable, _, _ = select.select([client["sock"]], [], [], 0.05)  # what was sent has arrived
+            seen_before_records.append(len(client["sock"].recv(1 << 16, socket.MSG_PEEK)) if readable else 0)
+            watched.set()
+        return real_sendfile(out_fd, in_fd, offset, count)
+    monkeypatch.setattr(os, "sendfile", watching)
+    want = _whole_batches_within(_segment(log_dir), 100_000)
+    with BrokerThread(log_dir, state_path=str(tmp_path / "s.json")) as b:
+        with socket.create_connection(("127.0.0.1", b.port), timeout=20) as c:
+            client["sock"] = c
+            c.sendall(_fetch_frame(100_000, 100_000))
+            assert watched.wait(20)
+            frame = _recv_exactly(c, struct.unpack(">i", _recv_exactly(c, 4))[0])
+    assert seen_before_records == [0]
+    assert frame.endswith(want)

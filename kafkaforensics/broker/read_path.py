@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+from typing import NamedTuple
 
 from specs.kafka_errors import (INVALID_TOPIC, NONE, OFFSET_OUT_OF_RANGE, UNKNOWN_SERVER_ERROR, UNKNOWN_TOPIC_ID,
                                 UNKNOWN_TOPIC_OR_PARTITION)
@@ -17,8 +18,9 @@ from specs.protocol_messages import ApiKey
 from kafkaforensics.broker.topic_creation import valid_topic
 from kafkaforensics.errors import KafkaFormatError
 from kafkaforensics.log.file_region import FileRegion
+from kafkaforensics.log import offset_index
 from kafkaforensics.log.live_log import LiveLog
-from kafkaforensics.log.segment import LOG, file_name, offset_for_timestamp
+from kafkaforensics.log.segment import LOG, LogOffsetPosition, Segment, file_name, offset_for_timestamp
 
 #: ListOffsets' special timestamps (-4: the local log start, KIP-405)
 EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -2, -1, -3, -4
@@ -46,12 +48,36 @@ def _position(entry: tuple[int, int]) -> int:
     return entry[1]
 
 
+class NextBatch(NamedTuple):
+    """Where a consumer's next Fetch of a partition begins, seen by the walk that cut the last one's
+    region to whole batches: the batch after them (``at``, as ``segment.translate_offset(offset)``
+    finds it) and the bytes of the batches walked before it (each with offsets below ``offset``)."""
+    segment: Segment
+    offset: int
+    at: LogOffsetPosition
+    walked: frozenset
+
+
+class _Walked:
+    """What :meth:`ReadPath._walk_whole` saw: the last whole batch's end and next offset, the batch
+    after it (whole in the file, past the region or at ``limit``), the bytes of the batches walked,
+    and whether their offsets rose from batch to batch."""
+
+    def __init__(self) -> None:
+        self.found: tuple[int, int] | None = None
+        self.after: LogOffsetPosition | None = None
+        self.walked: set[int] = set()
+        self.rising = True
+
+
 class ReadPath:
     """The read APIs over the broker ``b`` that holds this object (``b.read_path``)."""
 
     def __init__(self, broker):
         self.b = broker
         self.served_damage: set = set()  # (partition, byte, segment) of damaged batches served and logged
+        #: (topic, partition) -> where the next Fetch of it begins, as the last one's walk saw it
+        self.next_batch: dict[tuple[str, int], NextBatch] = {}
 
     def metadata(self, version: int, body) -> MetadataResponse:
         """Metadata (a topic it names is auto-created first, inline, unless the edge has done it)."""
@@ -229,7 +255,8 @@ class ReadPath:
         for seg in s.segments[s.segments.index(start):]:
             if seg.base_offset >= limit:
                 break
-            info = seg.read(offset, max_bytes, self._max_position(s, seg, limit), min_one_message=first)
+            info = seg.read(offset, max_bytes, self._max_position(s, seg, limit), min_one_message=first,
+                            at=self._known_batch(s, seg, offset))
             if info is not None:
                 return self._whole_batches(s, seg, info.records, offset, limit)
         return b"", offset
@@ -252,36 +279,59 @@ class ReadPath:
             b = next(iter(walk), None)
         return at.position if b is None or b.base_offset >= limit else at.position + at.size
 
-    def _whole_batches(self, s: LiveLog, seg, region: FileRegion, offset: int,
+    def _known_batch(self, s: LiveLog, seg: Segment, offset: int) -> LogOffsetPosition | None:
+        """The batch holding ``offset`` when the last Fetch of ``s`` ended just before it in ``seg``
+        (a consumer going on), exactly as ``seg.translate_offset(offset)`` would find it: its walk from
+        the offset index's entry for ``offset`` would pass only batches the last walk saw below
+        ``offset``, then meet this one.  None: not known, translate_offset looks."""
+        hint = self.next_batch.get((s.topic, s.partition))
+        if hint is None or hint.segment is not seg or hint.offset != offset:
+            return None
+        _entry, pos = offset_index.lookup(seg.offset_index(), offset, seg.base_offset)
+        return hint.at if pos == hint.at.position or pos in hint.walked else None
+
+    def _whole_batches(self, s: LiveLog, seg: Segment, region: FileRegion, offset: int,
                        limit: int) -> tuple[FileRegion | bytes, int]:
         """``region`` cut to the whole batches it holds below ``limit``, and the offset after them
         ((b"", ``offset``) when it holds none).  Only the region's last batches are walked, from the
         offset index's last entry but one inside it (every batch before that entry's byte is whole),
         unless a batch the load skipped for its CRC may lie in it: then each batch is walked and such
-        a batch logged (:meth:`_log_damage`)."""
+        a batch logged (:meth:`_log_damage`).  The walk reads one batch header more, the next Fetch's
+        first batch, kept in :attr:`next_batch`."""
+        seen = None
         if not s.crc_skipped.get(seg.base_offset):
             start = _batch_start_before(seg.offset_index(), region)
             if start > region.position:
-                found = self._walk_whole(s, seg, start, region.end, limit, check=False)
-                if found is not None:
-                    return FileRegion(region.path, region.position, found[0] - region.position), found[1]
-        found = self._walk_whole(s, seg, region.position, region.end, limit, check=True)
-        if found is None:
+                seen = self._walk_whole(s, seg, start, region.end, limit, check=False)
+        if seen is None or seen.found is None:
+            seen = self._walk_whole(s, seg, region.position, region.end, limit, check=True)
+        if seen.found is None:
             return b"", offset
-        return FileRegion(region.path, region.position, found[0] - region.position), found[1]
+        end, nxt = seen.found
+        key = (s.topic, s.partition)
+        if seen.after is not None and seen.rising and seen.after.offset >= nxt:
+            self.next_batch[key] = NextBatch(seg, nxt, seen.after, frozenset(seen.walked))
+        else:
+            self.next_batch.pop(key, None)
+        return FileRegion(region.path, region.position, end - region.position), nxt
 
-    def _walk_whole(self, s: LiveLog, seg, start: int, end: int, limit: int, check: bool) -> tuple[int, int] | None:
-        """(end byte, next offset) of the last whole batch below ``limit`` walked from byte ``start`` to
-        ``end`` (None: none); with ``check``, a batch the load skipped for its CRC is checked and logged."""
-        found = None
-        with seg.walk(start, end, sequential=False) as walk:  # headers only: no readahead
+    def _walk_whole(self, s: LiveLog, seg: Segment, start: int, end: int, limit: int, check: bool) -> _Walked:
+        """The walk from byte ``start``: the last whole batch up to byte ``end`` below ``limit`` and the
+        batch after it (:class:`_Walked`); with ``check``, a batch the load skipped for its CRC is
+        checked and logged."""
+        seen, last = _Walked(), -1
+        with seg.walk(start, sequential=False) as walk:  # headers only: no readahead
             for b in walk:
-                if b.base_offset >= limit:
+                if b.base_offset >= limit or b.position + b.size > end:
+                    seen.after = LogOffsetPosition(b.last_offset, b.position, b.size)
                     break
                 if check and s.crc_unchecked(seg.base_offset, b.position):
                     self._log_damage(s, seg, b)
-                found = (b.position + b.size, b.next_offset)
-        return found
+                seen.rising = seen.rising and b.base_offset > last
+                last = b.last_offset
+                seen.walked.add(b.position)
+                seen.found = (b.position + b.size, b.next_offset)
+        return seen
 
     def _log_damage(self, s: LiveLog, seg, b) -> None:
         """A batch whose CRC fails is served as stored, as Kafka serves it (its fetch path checks no

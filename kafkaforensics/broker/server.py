@@ -89,11 +89,7 @@ class _Server:
                     if not await self.reserve(need - held, peer):
                         return
                     held = need
-                try:
-                    data = await asyncio.wait_for(reader.read(1 << 16), lim.idle_ms / 1000)
-                except asyncio.TimeoutError:
-                    log.warning("closing %s: idle for %d ms", peer, lim.idle_ms)
-                    return
+                data = await read_within(reader, writer, lim.idle_ms / 1000, peer)
                 if not data:
                     return
                 events = conn.receive_data(data)
@@ -172,12 +168,33 @@ class _Server:
                 event.set()
 
     async def send_parts(self, writer: asyncio.StreamWriter, parts: list) -> None:
-        """Bytes through the stream, record regions straight from the segment files (sendfile)."""
-        for part in parts:
-            if isinstance(part, bytes):
-                writer.write(part)
-            else:
-                await send_region(writer, part)
+        """Bytes through the stream, record regions straight from the segment files (sendfile).  An
+        answer with a region is sent corked (TCP_CORK, as a server sends a header then a file): its
+        framing goes out in the region's first packet, not in a small packet of its own."""
+        corked = any(type(p) is FileRegion for p in parts) and cork(writer, True)
+        try:
+            for part in parts:
+                if isinstance(part, bytes):
+                    writer.write(part)
+                else:
+                    await send_region(writer, part)
+        finally:
+            if corked:
+                cork(writer, False)  # what is left goes out now
+
+
+async def read_within(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, seconds: float, peer) -> bytes:
+    """What the client sends next (b"": it closed); a client silent for ``seconds`` is closed (logged),
+    which ends the read with b"".  One timer a read, not a task (``asyncio.wait_for`` wraps each read
+    in a task of its own: two more turns of the event loop for every request)."""
+    def idle() -> None:
+        log.warning("closing %s: idle for %d ms", peer, seconds * 1000)
+        writer.close()
+    timer = asyncio.get_running_loop().call_later(seconds, idle)
+    try:
+        return await reader.read(1 << 16)
+    finally:
+        timer.cancel()
 
 
 async def send_region(writer: asyncio.StreamWriter, region: FileRegion) -> None:
@@ -198,6 +215,19 @@ async def send_region(writer: asyncio.StreamWriter, region: FileRegion) -> None:
         if sent < region.size:
             await asyncio.get_running_loop().sendfile(transport, f, region.position + sent, region.size - sent,
                                                       fallback=True)
+
+
+def cork(writer: asyncio.StreamWriter, on: bool) -> bool:
+    """TCP_CORK set (``on``) or cleared on the writer's socket (cleared: held bytes go out at once);
+    False where there is none (not Linux, not TCP, a socket gone)."""
+    sock = writer.get_extra_info("socket")
+    if sock is None or not hasattr(socket, "TCP_CORK") or sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return False
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1 if on else 0)
+    except OSError:
+        return False
+    return True
 
 
 def size_send_buffer(sock, size: int) -> None:

@@ -819,14 +819,17 @@ class Segment:
         return None
 
     def read(self, start_offset: int, max_size: int, max_position: int | None = None,
-             min_one_message: bool = False) -> FetchDataInfo | None:
+             min_one_message: bool = False, at: LogOffsetPosition | None = None) -> FetchDataInfo | None:
         """LogSegment.read: the region of the ``.log`` file from the batch holding ``start_offset`` (the
         first whose last offset is at least it), ``max_size`` bytes long (at least that batch's size with
         ``min_one_message``), never past byte ``max_position`` (default: the file's end); the region's
-        last batch may be cut, as Kafka's is.  None when the segment ends before ``start_offset``."""
+        last batch may be cut, as Kafka's is.  None when the segment ends before ``start_offset``.
+        ``at``: that batch when the caller already knows it (what :meth:`translate_offset` would find:
+        a Fetch that goes on where the last one ended), so no batch header is read for it."""
         if max_size < 0:
             raise ValueError(f"invalid max size {max_size} for a read of {self.log}")
-        at = self.translate_offset(start_offset)
+        if at is None:
+            at = self.translate_offset(start_offset)
         if at is None:
             return None
         size = max(max_size, at.size) if min_one_message else max_size
