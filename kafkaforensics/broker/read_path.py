@@ -77,7 +77,7 @@ class ReadPath:
         self.b = broker
         self.served_damage: set = set()  # (partition, byte, segment) of damaged batches served and logged
         #: (topic, partition) -> where the next Fetch of it begins, as the last one's walk saw it
-        self.next_batch: dict[tuple[str, int], NextBatch] = {}
+        self.next_batch: dict[tuple[str | None, int | None], NextBatch] = {}
 
     def metadata(self, version: int, body) -> MetadataResponse:
         """Metadata (a topic it names is auto-created first, inline, unless the edge has done it)."""
