@@ -203,3 +203,17 @@ def test_no_descriptor_to_spare_and_the_walk_reads_for_itself(tmp_path, monkeypa
         got = [(r.position, r.crc_ok) for r in
                BatchScanner(buf, file=log, base_offset=0).iter_runs(f.fileno(), window=2048, lists=True)]
     assert got == expected and not _readers()
+
+
+def test_a_system_without_affinity_reads_on_the_walking_thread(tmp_path, monkeypatch):
+    """Where ``os.sched_getaffinity`` does not exist (macOS, Windows), ``idle_core`` says no, rather than
+    the walk failing with an AttributeError: the walk reads for itself."""
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)
+    assert read_ahead.idle_core() is False
+    path = tmp_path / "f"
+    path.write_bytes(bytes(10000))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert type(read_ahead.window_reader(fd, 0, 10000, 1000)) is WindowReader
+    finally:
+        os.close(fd)

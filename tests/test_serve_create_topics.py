@@ -89,6 +89,12 @@ def test_thousands_of_partitions_are_made_off_the_event_loop(cbroker):
 
     t = threading.Thread(target=create)
     t.start()
+    # the other connection asks once the creation has begun: asked before, its Metadata (auto-creation
+    # allowed) would make "many" with one partition and the CreateTopics would find it there
+    deadline = time.monotonic() + 60
+    while t.is_alive() and time.monotonic() < deadline and not any(
+            d.startswith("many-") for d in os.listdir(cbroker.dir)):
+        time.sleep(0.001)
     other = Raw(cbroker.port)
     slowest, asked = 0.0, 0
     while t.is_alive():

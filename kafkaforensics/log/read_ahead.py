@@ -144,15 +144,15 @@ def idle_core(samples: int = IDLE_SAMPLES) -> bool:
     for a millisecond (the parent that has just started this process) is often counted.  On a busy
     machine a second thread only waits for a core while the walk waits for it, so the walk reads for
     itself; without ``/proc`` (not Linux) it always does."""
-    cores = len(os.sched_getaffinity(0))
     try:
+        cores = len(os.sched_getaffinity(0))
         with open("/proc/loadavg", "rb", buffering=0) as f:
             for look in range(samples):
                 if look:
                     time.sleep(0.00025)
                 if int(os.pread(f.fileno(), 64, 0).split()[3].split(b"/")[0]) < cores:
                     return True
-    except (OSError, ValueError, IndexError):
+    except (AttributeError, OSError, ValueError, IndexError):   # no affinity or no /proc: not Linux
         pass
     return False
 
